@@ -1,0 +1,66 @@
+"""The backend registry: which frameworks gcbench can train, and whether they are here.
+
+A backend is described by a `BackendInfo` (cheap: nothing heavy is imported to list
+it) and implemented by a module with `build(workload, params, data) -> Trainer`, where
+`params` are the canonical initial weights of each network (`workloads.init_params`).
+A `Trainer` has:
+
+- `step(idx)`: one step of the step contract (DESIGN.md): take the batch `idx`, update
+  every network once, return when every result is ready;
+- `loss()`: the mean loss over the networks at the last step (called only at sampled
+  steps, outside the timing);
+- `trace_counts()`: how many times each jitted function was traced, for the
+  no-recompilation checks;
+- `export_params()`: the current weights in the canonical layout, for the tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+
+from ..errors import UsageError
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendInfo:
+    name: str
+    language: str  # "python" or "julia"
+    description: str
+    module: str  # implementation, relative to this package
+    requires: tuple[str, ...]  # importable modules it needs
+    workloads: tuple[str, ...]
+    policies: tuple[str, ...] = ("default", "freeze", "disable", "manual")
+
+    def availability(self) -> tuple[bool, str]:
+        """(True, "") when the backend can run here, else (False, one-line reason)."""
+        missing = [m for m in self.requires if importlib.util.find_spec(m) is None]
+        if missing:
+            return False, f"not installed: {', '.join(missing)} (pip install 'gcbench[jax]')"
+        return True, ""
+
+    def supports(self, workload: str) -> bool:
+        return workload in self.workloads
+
+    def load(self):
+        return importlib.import_module(f"{__name__}.{self.module}")
+
+
+_JAX = ("jax", "optax")
+_ALL = ("mlp", "lenet5", "vit")
+
+BACKENDS: dict[str, BackendInfo] = {
+    b.name: b
+    for b in [
+        BackendInfo("jax", "python", "plain pytrees, jax.jit + jax.value_and_grad + optax",
+                    "jax_loop", _JAX, _ALL),
+    ]
+}
+
+
+def get_backend(name: str) -> BackendInfo:
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise UsageError(f"unknown backend {name!r}; valid backends: {', '.join(BACKENDS)}") from None

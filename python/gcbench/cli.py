@@ -1,0 +1,176 @@
+"""The `gcbench` command line: `list`, `run`, `data`."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import sys
+import time
+
+from . import config, gcpolicy, results, stats
+from . import data as datamod
+from .backends import BACKENDS
+from .errors import UsageError
+from .workloads import WORKLOADS
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line and exit code 2, as for every other usage error
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="gcbench", description="How much of a training step goes to the garbage collector.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    sub.add_parser("list", help="backends (and whether they are available), workloads, GC policies")
+
+    r = sub.add_parser("run", help="run a suite: one worker process per cell")
+    r.add_argument("--suite", default="default", help="shipped suite name (default, quick) or a TOML file")
+    r.add_argument("--quick", action="store_true", help="the small 'quick' suite (same as --suite quick)")
+    r.add_argument("--backends", help="comma-separated backends, or 'all'")
+    r.add_argument("--workloads", help="comma-separated workloads")
+    r.add_argument("--gc", help="comma-separated GC policies: default, freeze, disable, manual:K")
+    r.add_argument("--steps", type=int, help="timed steps per cell")
+    r.add_argument("--warmup", type=int, help="warm-up (compilation) steps per cell, kept apart")
+    r.add_argument("--repeats", type=int, help="fresh processes per (backend, workload, policy)")
+    r.add_argument("--networks", type=int, help="networks per workload (overrides each workload's default)")
+    r.add_argument("--seed", type=int, help="seed of the initial weights and the batch schedule")
+    r.add_argument("--timeout", type=float, help="seconds a cell may take before it is stopped")
+    r.add_argument("--data", help="folder with the MNIST IDX files (default: $GCBENCH_MNIST, then the cache)")
+    r.add_argument("--out", help="results folder (default: results/<suite>-<date>-<time>)")
+    r.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+    d = sub.add_parser("data", help="where MNIST is found; download it")
+    d.add_argument("action", choices=["info", "download"])
+    d.add_argument("--data", help="folder to look in or download to")
+    return p
+
+
+def cmd_list(args) -> int:
+    print("Backends:")
+    for b in BACKENDS.values():
+        ok, reason = b.availability()
+        state = "available" if ok else f"unavailable: {reason}"
+        print(f"  {b.name:<18} {b.language:<7} {state}")
+        print(f"  {'':<18} {b.description}")
+        policies = ", ".join(p if p != "manual" else "manual:K" for p in b.policies)
+        print(f"  {'':<18} workloads: {', '.join(b.workloads)}; policies: {policies}")
+    print("Workloads:")
+    for w in WORKLOADS.values():
+        print(f"  {w.name:<8} {w.params_per_network:>8,} params/network  x{w.default_networks:<4} {w.description}")
+    print("GC policies:")
+    for name, doc in [
+        ("default", "the interpreter's own collector"),
+        ("freeze", "collect, then gc.freeze() after warm-up (Python only)"),
+        ("disable", "no collection during the timed steps"),
+        ("manual:K", "disabled, one full collection every K steps, counted in that step"),
+    ]:
+        print(f"  {name:<9} {doc}")
+    return 0
+
+
+def _suite_from_args(args) -> config.Suite:
+    suite = config.load_suite("quick" if args.quick else args.suite)
+    if args.backends:
+        suite.backends = config.split_list(args.backends)
+    if args.workloads:
+        suite.workloads = config.split_list(args.workloads)
+    if args.gc:
+        suite.gc = config.split_list(args.gc)
+    for key in ("steps", "warmup", "repeats", "seed", "timeout"):
+        if getattr(args, key) is not None:
+            setattr(suite, key, getattr(args, key))
+    if args.networks is not None:
+        suite.networks = {w: args.networks for w in suite.workloads}
+    return suite.validate()
+
+
+def format_table(docs: list[dict]) -> str:
+    head = f"{'cell':<40} {'status':<11} {'median ms':>9} {'p99 ms':>8} {'max/med':>7} {'GC %':>6}  collections g0/g1/g2"
+    rows = [head, "-" * len(head)]
+    for doc in docs:
+        label = f"{doc['backend']}/{doc['workload']}/{doc['gc_policy']}" + (f" #{doc['repeat']}" if doc["repeat"] else "")
+        if doc["status"] != "ok":
+            rows.append(f"{label:<40} {doc['status']:<11} {doc['reason'].splitlines()[0] if doc['reason'] else ''}")
+            continue
+        s = stats.summary(doc)
+        colls = "/".join(str(c) for c in s["collections"])
+        rows.append(f"{label:<40} {'ok':<11} {s['median_ms']:>9.3f} {s['p99_ms']:>8.3f} "
+                    f"{s['max_over_median']:>7.1f} {100 * s['gc_share']:>6.2f}  {colls}")
+    return "\n".join(rows)
+
+
+def cmd_run(args) -> int:
+    from . import runner
+
+    suite = _suite_from_args(args)
+    dataset_note = _check_data(args.data)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out_dir = config.check_out_dir(args.out or os.path.join("results", f"{suite.name}-{stamp}"))
+    cells = suite.cells(args.data)
+    command = ["gcbench"] + args.argv
+    print(f"gcbench: {len(cells)} cells -> {out_dir}; data: {dataset_note}")
+    plan = {"suite": suite.name, "command": command, "cells": [c.id for c in cells],
+            "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    (out_dir / "suite.json").write_text(json.dumps(plan, indent=1))
+    t0 = time.monotonic()
+    try:
+        docs = runner.run_cells(cells, out_dir, command, suite.timeout,
+                                progress=False if args.no_progress else None)
+    except KeyboardInterrupt:
+        kept = sum(1 for c in cells if (out_dir / f"{c.id}.json").is_file())
+        print(f"\ngcbench: interrupted; {kept} finished cells kept in {out_dir}", file=sys.stderr)
+        return 130
+    print()
+    print(format_table(docs))
+    failed = sum(d["status"] == "failed" for d in docs)
+    print(f"\n{len(docs)} cells in {time.monotonic() - t0:.0f} s, {failed} failed; results in {out_dir}")
+    return 1 if failed else 0
+
+
+def _check_data(path: str | None) -> str:
+    """Validate the data the workers will read, in the manager, so errors come once and early."""
+    folder = datamod.locate(path)
+    if folder is None:
+        return "synthetic (no MNIST found; see `gcbench data info`)"
+    datamod.load_mnist(folder)
+    return f"real MNIST from {folder}"
+
+
+def cmd_data(args) -> int:
+    if args.action == "download":
+        folder = datamod.download(pathlib.Path(args.data) if args.data else None)
+        print(f"MNIST training files in {folder}")
+        return 0
+    folder = datamod.locate(args.data)
+    if folder is None:
+        print(f"no MNIST found (looked in ${datamod.ENV_VAR} and {datamod.cache_dir()}); "
+              "runs use synthetic data. `gcbench data download` fetches it.")
+    else:
+        ds = datamod.load_mnist(folder)
+        print(f"real MNIST: {len(ds)} samples in {folder}")
+    return 0
+
+
+COMMANDS = {"list": cmd_list, "run": cmd_run, "data": cmd_data}
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        argv = sys.argv[1:] if argv is None else list(argv)
+        args = build_parser().parse_args(argv)
+        args.argv = argv
+        return COMMANDS[args.command](args)
+    except UsageError as e:
+        print(f"gcbench: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""The step timer and GC probe: what every Python backend's steps are measured with.
+
+`gc.callbacks` brackets every collection: our start hook is put at the *front* of the
+list and our stop hook at the *end*, so callbacks registered by others (jaxlib has one)
+run inside the measured pause. Per step the probe records wall ns, GC pause ns, the
+collections of each generation, objects collected and the net change of allocated
+memory blocks. Arrays are preallocated; the hot path only does integer arithmetic.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+
+import numpy as np
+
+GENERATIONS = 3
+
+
+class StepProbe:
+    """Measures up to `capacity` steps. Use as a context manager around the timed loop.
+
+    Example:
+        with StepProbe(steps) as probe:
+            for i in range(steps):
+                probe.begin()
+                step(i)
+                probe.end(i)
+    """
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.wall_ns = np.zeros(capacity, np.int64)
+        self.gc_ns = np.zeros(capacity, np.int64)
+        self.gc_collections = np.zeros((capacity, GENERATIONS), np.int64)
+        self.gc_collected = np.zeros(capacity, np.int64)
+        self.alloc_blocks = np.zeros(capacity, np.int64)
+        # Running totals updated by the callbacks; steps take differences of them.
+        self._pause_total = 0
+        self._collected_total = 0
+        self._gen_totals = [0] * GENERATIONS
+        self._pause_start = 0
+        self._depth = 0
+        # Snapshot at begin(); plain attributes so begin()/end() allocate nothing lasting.
+        self._t0 = 0
+        self._pause0 = 0
+        self._collected0 = 0
+        self._gen0 = [0] * GENERATIONS
+        self._blocks0 = 0
+        self.steps = 0
+        self.installed = False
+
+    # -- gc.callbacks ---------------------------------------------------------------
+    def _on_start(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            if self._depth == 0:
+                self._pause_start = time.perf_counter_ns()
+            self._depth += 1
+
+    def _on_stop(self, phase: str, info: dict) -> None:
+        if phase == "stop" and self._depth:
+            self._depth -= 1
+            if self._depth == 0:
+                self._pause_total += time.perf_counter_ns() - self._pause_start
+            gen = info["generation"]
+            self._gen_totals[gen if gen < GENERATIONS else GENERATIONS - 1] += 1
+            self._collected_total += info["collected"]
+
+    def install(self) -> None:
+        """Put the hooks in place: start first in `gc.callbacks`, stop last."""
+        if not self.installed:
+            gc.callbacks.insert(0, self._on_start)
+            gc.callbacks.append(self._on_stop)
+            self.installed = True
+
+    def uninstall(self) -> None:
+        for hook in (self._on_start, self._on_stop):
+            while hook in gc.callbacks:
+                gc.callbacks.remove(hook)
+        self.installed = False
+
+    def bracket_ok(self) -> bool:
+        """True when our hooks are still first and last (another library may have added one)."""
+        cbs = gc.callbacks
+        return bool(cbs) and cbs[0] == self._on_start and cbs[-1] == self._on_stop
+
+    def __enter__(self) -> StepProbe:
+        self.install()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.uninstall()
+
+    # -- per step -------------------------------------------------------------------
+    def begin(self) -> None:
+        g = self._gen_totals
+        self._gen0[0], self._gen0[1], self._gen0[2] = g[0], g[1], g[2]
+        self._pause0 = self._pause_total
+        self._collected0 = self._collected_total
+        self._blocks0 = sys.getallocatedblocks()
+        self._t0 = time.perf_counter_ns()
+
+    def end(self, i: int) -> None:
+        t1 = time.perf_counter_ns()
+        self.wall_ns[i] = t1 - self._t0
+        self.gc_ns[i] = self._pause_total - self._pause0
+        g, g0, row = self._gen_totals, self._gen0, self.gc_collections[i]
+        row[0], row[1], row[2] = g[0] - g0[0], g[1] - g0[1], g[2] - g0[2]
+        self.gc_collected[i] = self._collected_total - self._collected0
+        self.alloc_blocks[i] = sys.getallocatedblocks() - self._blocks0
+        self.steps = i + 1
+
+    @property
+    def total_gc_ns(self) -> int:
+        """GC pause time since install, inside steps or not."""
+        return self._pause_total
+
+    def arrays(self) -> dict[str, list]:
+        n = self.steps
+        return {
+            "wall_ns": self.wall_ns[:n].tolist(),
+            "gc_ns": self.gc_ns[:n].tolist(),
+            "gc_collections": self.gc_collections[:n].tolist(),
+            "gc_collected": self.gc_collected[:n].tolist(),
+            "alloc_blocks": self.alloc_blocks[:n].tolist(),
+        }

@@ -1,0 +1,45 @@
+"""Shared fixtures. Every test runs with an empty MNIST cache and no $GCBENCH_MNIST,
+so a developer's own data never changes what a test sees."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from gcbench import data as datamod
+
+
+@pytest.fixture(autouse=True)
+def isolated_data(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.delenv(datamod.ENV_VAR, raising=False)
+
+
+def write_mnist(folder, samples: int = 512, compress: bool = False, seed: int = 1):
+    """Small real-format IDX files: `samples` images of two classes that are easy to tell apart."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 10, samples).astype(np.uint8)
+    images = rng.integers(0, 40, (samples, 28, 28)).astype(np.uint8)
+    for i, label in enumerate(labels):  # a bright bar whose row encodes the label
+        images[i, 2 + 2 * label, :] = 255
+    folder.mkdir(parents=True, exist_ok=True)
+    suffix = ".gz" if compress else ""
+    datamod.write_idx(folder / (datamod.IMAGES + suffix), images, compress)
+    datamod.write_idx(folder / (datamod.LABELS + suffix), labels, compress)
+    return images, labels
+
+
+@pytest.fixture
+def mnist_dir(tmp_path):
+    folder = tmp_path / "mnist"
+    write_mnist(folder)
+    return folder
+
+
+def run_cli(*args, timeout=600, **kw):
+    """`gcbench ARGS` in a subprocess, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "gcbench", *args], capture_output=True, text=True,
+                          timeout=timeout, **kw)
