@@ -11,7 +11,8 @@ A `Trainer` has:
   steps, outside the timing);
 - `trace_counts()`: how many times each jitted function was traced, for the
   no-recompilation checks;
-- `export_params()`: the current weights in the canonical layout, for the tests.
+- `param_count()`: parameters of one network, counted the framework's own way;
+- `metadata()`: facts for the result's metadata (devices, thread counts).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class BackendInfo:
 
 
 _JAX = ("jax", "optax")
+_EQX = (*_JAX, "equinox")
+_NNX = (*_JAX, "flax")
 _ALL = ("mlp", "lenet5", "vit")
 
 BACKENDS: dict[str, BackendInfo] = {
@@ -55,6 +58,16 @@ BACKENDS: dict[str, BackendInfo] = {
     for b in [
         BackendInfo("jax", "python", "plain pytrees, jax.jit + jax.value_and_grad + optax",
                     "jax_loop", _JAX, _ALL),
+        BackendInfo("jax-vmap", "python", "all networks stacked, one jitted vmapped step (the floor)",
+                    "jax_vmap", _JAX, ("mlp", "lenet5")),
+        BackendInfo("equinox-filter", "python", "eqx.Module, eqx.filter_jit + eqx.filter_value_and_grad",
+                    "equinox_filter", _EQX, _ALL),
+        BackendInfo("equinox-partition", "python", "eqx.partition once, jax.jit over arrays, static closed over",
+                    "equinox_partition", _EQX, _ALL),
+        BackendInfo("nnx", "python", "Flax NNX, nnx.jit + nnx.Optimizer",
+                    "nnx_jit", _NNX, _ALL),
+        BackendInfo("nnx-split", "python", "Flax NNX, nnx.split once, jax.jit over (graphdef, state)",
+                    "nnx_split", _NNX, _ALL),
     ]
 }
 

@@ -27,9 +27,10 @@ def take(images: jax.Array, labels: jax.Array, idx: jax.Array) -> tuple[jax.Arra
     return images[idx], labels[idx]
 
 
-def device_data(data) -> tuple[jax.Array, jax.Array]:
-    """The whole training set, copied to the default device once."""
-    return jnp.asarray(data.images), jnp.asarray(data.labels)
+def device_data(data, channels_first: bool = False) -> tuple[jax.Array, jax.Array]:
+    """The whole training set, copied to the default device once (NHWC, or NCHW)."""
+    images = data.images.transpose(0, 3, 1, 2) if channels_first else data.images
+    return jnp.asarray(images), jnp.asarray(data.labels)
 
 
 def to_device(params: dict[str, np.ndarray]) -> dict[str, jax.Array]:
@@ -120,30 +121,35 @@ class TraceCounter:
 class LoopTrainer:
     """Steps N independent networks one after the other, as the seed reports' loops do.
 
-    Subclasses set `self.states` (one opaque state per network) and implement
-    `update(state, x, y) -> (state, loss)`; this class takes the batch, runs the loop,
-    waits for the results and keeps the losses.
+    Subclasses pass one opaque state per network and set `self.update`, a function
+    `update(batch, state) -> (state, loss)` with `batch = (x, y)` (the batch comes first
+    so that frameworks that donate "all but the first argument" keep it); this class takes
+    the batch, runs the loop, waits for the results and keeps the losses.
     """
 
-    def __init__(self, data, states: list):
-        self.images, self.labels = device_data(data)
+    def __init__(self, data, states: list, channels_first: bool = False):
+        self.images, self.labels = device_data(data, channels_first)
         self.states = states
         self.losses: list = [None] * len(states)
         self.traces = TraceCounter()
 
-    def update(self, state, x, y):
+    def update(self, batch, state):
         raise NotImplementedError
 
     def step(self, idx: np.ndarray) -> None:
-        x, y = take(self.images, self.labels, idx)
+        batch = take(self.images, self.labels, idx)
         states, losses, update = self.states, self.losses, self.update
         for k in range(len(states)):
-            states[k], losses[k] = update(states[k], x, y)
+            states[k], losses[k] = update(batch, states[k])
         # Every output of one executable becomes ready together; the losses stand for them.
         jax.block_until_ready(losses)
 
     def loss(self) -> float:
         return float(np.mean([np.asarray(l) for l in self.losses]))
+
+    def param_count(self) -> int:
+        """Parameters of one network, counted the framework's own way."""
+        raise NotImplementedError
 
     def trace_counts(self) -> dict[str, int]:
         return dict(self.traces.counts)

@@ -8,10 +8,9 @@ import jax
 import optax
 
 from . import _jaxnn
-from ._jaxnn import LoopTrainer
 
 
-class Trainer(LoopTrainer):
+class Trainer(_jaxnn.LoopTrainer):
     def __init__(self, workload, params, data):
         tx = _jaxnn.optimizer()
         states = []
@@ -24,18 +23,18 @@ class Trainer(LoopTrainer):
         def loss_fn(p, x, y):
             return _jaxnn.cross_entropy(_jaxnn.forward(workload, p, x), y)
 
-        @functools.partial(jax.jit, donate_argnums=0)
-        def update(state, x, y):
+        @functools.partial(jax.jit, donate_argnums=1)
+        def update(batch, state):
             traces.hit("update")
             p, opt_state = state
-            loss, grads = jax.value_and_grad(loss_fn)(p, x, y)
+            loss, grads = jax.value_and_grad(loss_fn)(p, *batch)
             updates, opt_state = tx.update(grads, opt_state, p)
             return (optax.apply_updates(p, updates), opt_state), loss
 
         self.update = update
 
-    def export_params(self):
-        return [_jaxnn.to_numpy(p) for p, _ in self.states]
+    def param_count(self) -> int:
+        return sum(leaf.size for leaf in jax.tree.leaves(self.states[0][0]))
 
 
 def build(workload, params, data):

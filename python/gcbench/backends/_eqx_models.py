@@ -1,0 +1,141 @@
+"""Equinox models of the workloads, defined once at module level (a class defined in a
+factory would be a new type per network: one compilation each), and the loader of the
+canonical weights into them. Models act on one example, channels first, as Equinox's
+layers do; the training step vmaps them over the batch.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..workloads import Conv, Workload
+
+
+class ConvPool(eqx.Module):
+    conv: eqx.nn.Conv2d
+    pool: eqx.nn.MaxPool2d
+
+    def __call__(self, x):
+        return self.pool(jax.nn.relu(self.conv(x)))
+
+
+class Dense(eqx.Module):
+    linear: eqx.nn.Linear
+    relu: bool = eqx.field(static=True)
+
+    def __call__(self, x):
+        y = self.linear(x.reshape(-1))
+        return jax.nn.relu(y) if self.relu else y
+
+
+class Net(eqx.Module):
+    """The `mlp` and `lenet5` workloads: a sequence of ConvPool and Dense layers."""
+
+    layers: tuple
+
+    def __call__(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class Block(eqx.Module):
+    ln1: eqx.nn.LayerNorm
+    attn: eqx.nn.MultiheadAttention
+    ln2: eqx.nn.LayerNorm
+    mlp1: eqx.nn.Linear
+    mlp2: eqx.nn.Linear
+
+    def __call__(self, h):
+        y = jax.vmap(self.ln1)(h)
+        h = h + self.attn(y, y, y)
+        y = jax.vmap(self.ln2)(h)
+        return h + jax.vmap(lambda t: self.mlp2(jax.nn.gelu(self.mlp1(t))))(y)
+
+
+class ViT(eqx.Module):
+    patch_embed: eqx.nn.Linear
+    cls: jax.Array
+    pos: jax.Array
+    blocks: tuple
+    norm: eqx.nn.LayerNorm
+    head: eqx.nn.Linear
+    patch: int = eqx.field(static=True)
+
+    def __call__(self, x):  # x: (C, H, W)
+        c, hgt, wid = x.shape
+        p = self.patch
+        patches = x.reshape(c, hgt // p, p, wid // p, p).transpose(1, 3, 2, 4, 0).reshape(-1, p * p * c)
+        h = jax.vmap(self.patch_embed)(patches)
+        h = jnp.concatenate([self.cls, h]) + self.pos
+        for block in self.blocks:
+            h = block(h)
+        return self.head(self.norm(h[0]))
+
+
+def build(workload: Workload, params: dict[str, np.ndarray], key) -> eqx.Module:
+    """A model of `workload` holding exactly the canonical weights `params`."""
+    return _build_vit(workload, params, key) if workload.vit is not None else _build_net(workload, params, key)
+
+
+def _linear(w, b, key) -> eqx.nn.Linear:
+    lin = eqx.nn.Linear(w.shape[0], w.shape[1], key=key)
+    return eqx.tree_at(lambda l: (l.weight, l.bias), lin, (jnp.asarray(w.T), jnp.asarray(b)))
+
+
+def _build_net(workload, params, key):
+    keys = jax.random.split(key, len(workload.layers))
+    layers, spatial = [], (28, 28, 1)
+    for i, (spec, k) in enumerate(zip(workload.layers, keys)):
+        w, b = params[f"layer{i}/w"], params[f"layer{i}/b"]
+        if isinstance(spec, Conv):
+            conv = eqx.nn.Conv2d(spec.cin, spec.cout, spec.kernel, key=k)
+            conv = eqx.tree_at(lambda c: (c.weight, c.bias), conv,
+                               (jnp.asarray(w.transpose(3, 2, 0, 1)), jnp.asarray(b.reshape(-1, 1, 1))))
+            layers.append(ConvPool(conv, eqx.nn.MaxPool2d(2, 2)))
+            side = (spatial[0] - spec.kernel + 1) // 2
+            spatial = (side, side, spec.cout)
+        else:
+            if spatial[2] > 1:  # canonical rows are (h, w, c); flattening CHW wants (c, h, w)
+                hh, ww, cc = spatial
+                w = w.reshape(hh, ww, cc, -1).transpose(2, 0, 1, 3).reshape(hh * ww * cc, -1)
+            spatial = (1, 1, 1)
+            layers.append(Dense(_linear(w, b, k), spec.relu))
+    return Net(tuple(layers))
+
+
+def _build_vit(workload, params, key):
+    cfg = workload.vit
+    keys = iter(jax.random.split(key, 4 * cfg.depth + 2))
+    p = {k: jnp.asarray(v) for k, v in params.items()}
+    ln = lambda name: eqx.tree_at(lambda l: (l.weight, l.bias), eqx.nn.LayerNorm(cfg.dim, eps=1e-5),
+                                  (p[name + "/scale"], p[name + "/bias"]))
+    blocks = []
+    for i in range(cfg.depth):
+        b = f"block{i}/"
+        attn = eqx.nn.MultiheadAttention(cfg.heads, cfg.dim, use_query_bias=True, use_key_bias=True,
+                                         use_value_bias=True, use_output_bias=True, key=next(keys))
+        wq, wk, wv = jnp.split(p[b + "qkv/w"], 3, axis=1)
+        bq, bk, bv = jnp.split(p[b + "qkv/b"], 3)
+        attn = eqx.tree_at(
+            lambda a: (a.query_proj.weight, a.query_proj.bias, a.key_proj.weight, a.key_proj.bias,
+                       a.value_proj.weight, a.value_proj.bias, a.output_proj.weight, a.output_proj.bias),
+            attn, (wq.T, bq, wk.T, bk, wv.T, bv, p[b + "proj/w"].T, p[b + "proj/b"]))
+        blocks.append(Block(ln(b + "ln1"), attn, ln(b + "ln2"),
+                            _linear(params[b + "mlp1/w"], params[b + "mlp1/b"], next(keys)),
+                            _linear(params[b + "mlp2/w"], params[b + "mlp2/b"], next(keys))))
+    return ViT(_linear(params["patch/w"], params["patch/b"], next(keys)), p["cls"], p["pos"], tuple(blocks),
+               ln("head/ln"), _linear(params["head/w"], params["head/b"], next(keys)), cfg.patch)
+
+
+def loss_fn(model, x, y):
+    from ._jaxnn import cross_entropy
+
+    return cross_entropy(jax.vmap(model)(x), y)
+
+
+def param_count(model) -> int:
+    return sum(leaf.size for leaf in jax.tree.leaves(eqx.filter(model, eqx.is_inexact_array)))

@@ -1,0 +1,87 @@
+"""Every JAX-family backend trains the same thing: equal parameter counts, equal losses
+from equal initial weights and batches, falling loss, and one compilation per function."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from gcbench import data as datamod
+from gcbench.backends import BACKENDS
+from gcbench.config import Suite
+from gcbench.runner import run_cells
+from gcbench.workloads import WORKLOADS, init_params
+
+PYTHON_BACKENDS = [b for b in BACKENDS.values() if b.language == "python"]
+STEPS = 20
+NETWORKS = {"mlp": 3, "lenet5": 2, "vit": 1}
+
+
+def _train(backend, workload_name, dataset, steps=STEPS):
+    workload = WORKLOADS[workload_name]
+    trainer = backend.load().build(workload, init_params(workload, 0, NETWORKS[workload_name]), dataset)
+    schedule = datamod.batch_schedule(len(dataset), steps, seed=0)
+    losses = []
+    for i in range(steps):
+        trainer.step(schedule[i])
+        losses.append(trainer.loss())
+    return trainer, losses
+
+
+@pytest.fixture(scope="module")
+def dataset():
+    return datamod.synthetic(2000, seed=0)
+
+
+@pytest.fixture(scope="module")
+def reference(dataset):
+    """Losses of the `jax` backend, per workload, computed once."""
+    cache = {}
+
+    def get(workload_name):
+        if workload_name not in cache:
+            cache[workload_name] = _train(BACKENDS["jax"], workload_name, dataset)[1]
+        return cache[workload_name]
+
+    return get
+
+
+CASES = [(b.name, w) for b in PYTHON_BACKENDS for w in ("mlp", "lenet5", "vit") if b.supports(w)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend_name,workload_name", CASES)
+def test_backend_is_equivalent_to_jax(backend_name, workload_name, dataset, reference):
+    backend = BACKENDS[backend_name]
+    if not backend.availability()[0]:
+        pytest.skip(backend.availability()[1])
+    trainer, losses = _train(backend, workload_name, dataset)
+    assert trainer.param_count() == WORKLOADS[workload_name].params_per_network
+    np.testing.assert_allclose(losses[-1], reference(workload_name)[-1], rtol=1e-4)
+    np.testing.assert_allclose(losses, reference(workload_name), rtol=1e-4)
+    assert losses[-1] < losses[0] - 0.02  # it learns
+    # Compiled once, in the first step, and never again.
+    assert trainer.trace_counts() == {"update": 1}
+
+
+def test_every_python_backend_supports_mlp_and_lenet5():
+    assert {b.name for b in PYTHON_BACKENDS} == {
+        "jax", "jax-vmap", "equinox-filter", "equinox-partition", "nnx", "nnx-split"}
+    for b in PYTHON_BACKENDS:
+        assert b.supports("mlp") and b.supports("lenet5")
+        assert b.supports("vit") == (b.name != "jax-vmap")
+
+
+def test_missing_package_makes_backend_unavailable_not_a_crash(tmp_path, monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "equinox" else real(name, *a))
+    ok, reason = BACKENDS["equinox-filter"].availability()
+    assert not ok and "equinox" in reason
+    assert BACKENDS["nnx"].availability() == (True, "")
+    cells = Suite(backends=["equinox-filter", "jax-vmap"], workloads=["vit"], steps=2).validate().cells()
+    docs = run_cells(cells, tmp_path, ["test"], 60, log=lambda *_: None, progress=False)
+    assert [d["status"] for d in docs] == ["unavailable", "unavailable"]
+    assert "not installed: equinox" in docs[0]["reason"]
+    assert "does not implement workload vit" in docs[1]["reason"]
