@@ -43,6 +43,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--data", help="folder with the MNIST IDX files (default: $GCBENCH_MNIST, then the cache)")
     r.add_argument("--out", help="results folder (default: results/<suite>-<date>-<time>)")
     r.add_argument("--no-progress", action="store_true", help="no progress bars")
+    r.add_argument("--report", action="store_true", help="write the report at the end (into reports/<results name>)")
+
+    rep = sub.add_parser("report", help="statistics, plots and a publishable report of a results folder")
+    rep.add_argument("results", help="a results folder written by `gcbench run`")
+    rep.add_argument("--out", help="report folder (default: reports/<results folder name>)")
+    rep.add_argument("--spike-factor", type=float, default=3.0, help="a spike is a step slower than this x median")
+
+    cmp_ = sub.add_parser("compare", help="per cell in both folders: change of median, p99, max/median, GC share")
+    cmp_.add_argument("a", help="results folder A (the baseline)")
+    cmp_.add_argument("b", help="results folder B")
 
     d = sub.add_parser("data", help="where MNIST is found; download it")
     d.add_argument("action", choices=["info", "download"])
@@ -129,7 +139,33 @@ def cmd_run(args) -> int:
     print(format_table(docs))
     failed = sum(d["status"] == "failed" for d in docs)
     print(f"\n{len(docs)} cells in {time.monotonic() - t0:.0f} s, {failed} failed; results in {out_dir}")
+    if args.report:
+        _write_report(out_dir, None, 3.0)
     return 1 if failed else 0
+
+
+def _write_report(results_dir: pathlib.Path, out: str | None, spike_factor: float) -> None:
+    try:
+        from .report import build_report
+    except ImportError as e:
+        raise UsageError(f"the report needs matplotlib ({e.name} missing): pip install 'gcbench[report]'") from None
+    if not spike_factor > 1:
+        raise UsageError(f"--spike-factor must be greater than 1, got {spike_factor:g}")
+    out_dir = pathlib.Path(out) if out else pathlib.Path("reports") / pathlib.Path(results_dir).resolve().name
+    paths = build_report(results_dir, out_dir, spike_factor)
+    print(f"report: {paths['markdown']} and {paths['html']} ({len(paths) - 2} plots)")
+
+
+def cmd_report(args) -> int:
+    _write_report(pathlib.Path(args.results), args.out, args.spike_factor)
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from .compare import compare_dirs, format_comparison
+
+    print(format_comparison(*compare_dirs(args.a, args.b)))
+    return 0
 
 
 def _check_data(path: str | None) -> str:
@@ -156,7 +192,7 @@ def cmd_data(args) -> int:
     return 0
 
 
-COMMANDS = {"list": cmd_list, "run": cmd_run, "data": cmd_data}
+COMMANDS = {"list": cmd_list, "run": cmd_run, "data": cmd_data, "report": cmd_report, "compare": cmd_compare}
 
 
 def main(argv: list[str] | None = None) -> int:
