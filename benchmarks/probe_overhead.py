@@ -36,7 +36,7 @@ def main() -> None:
     dataset = datamod.load()
     total = 3 + args.blocks * args.block_steps
     schedule = datamod.batch_schedule(len(dataset), total, seed=0)
-    trainer = get_backend(args.backend).load().build(workload, init_params(workload, 0, networks), dataset)
+    trainer = get_backend(args.backend).build(workload, init_params(workload, 0, networks), dataset)
     for i in range(3):
         trainer.step(schedule[i])
 

@@ -21,7 +21,7 @@ NETWORKS = {"mlp": 3, "lenet5": 2, "vit": 1}
 
 def _train(backend, workload_name, dataset, steps=STEPS):
     workload = WORKLOADS[workload_name]
-    trainer = backend.load().build(workload, init_params(workload, 0, NETWORKS[workload_name]), dataset)
+    trainer = backend.build(workload, init_params(workload, 0, NETWORKS[workload_name]), dataset)
     schedule = datamod.batch_schedule(len(dataset), steps, seed=0)
     losses = []
     for i in range(steps):

@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--networks", type=int, help="networks per workload (overrides each workload's default)")
     r.add_argument("--seed", type=int, help="seed of the initial weights and the batch schedule")
     r.add_argument("--timeout", type=float, help="seconds a cell may take before it is stopped")
+    r.add_argument("--julia-threads", type=int, help="Julia threads for the Julia backends (networks run on them)")
     r.add_argument("--data", help="folder with the MNIST IDX files (default: $GCBENCH_MNIST, then the cache)")
     r.add_argument("--out", help="results folder (default: results/<suite>-<date>-<time>)")
     r.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -53,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_ = sub.add_parser("compare", help="per cell in both folders: change of median, p99, max/median, GC share")
     cmp_.add_argument("a", help="results folder A (the baseline)")
     cmp_.add_argument("b", help="results folder B")
+
+    sub.add_parser("julia-setup", help="let juliacall install Julia and the Julia packages (online, once)")
 
     d = sub.add_parser("data", help="where MNIST is found; download it")
     d.add_argument("action", choices=["info", "download"])
@@ -91,7 +94,7 @@ def _suite_from_args(args) -> config.Suite:
         suite.workloads = config.split_list(args.workloads)
     if args.gc:
         suite.gc = config.split_list(args.gc)
-    for key in ("steps", "warmup", "repeats", "seed", "timeout"):
+    for key in ("steps", "warmup", "repeats", "seed", "timeout", "julia_threads"):
         if getattr(args, key) is not None:
             setattr(suite, key, getattr(args, key))
     if args.networks is not None:
@@ -192,7 +195,26 @@ def cmd_data(args) -> int:
     return 0
 
 
-COMMANDS = {"list": cmd_list, "run": cmd_run, "data": cmd_data, "report": cmd_report, "compare": cmd_compare}
+def cmd_julia_setup(args) -> int:
+    import importlib.util
+
+    from .backends import julia_bridge
+
+    if importlib.util.find_spec("juliacall") is None:
+        raise UsageError("juliacall is not installed: pip install 'gcbench[julia]'")
+    print("gcbench: starting Julia through juliacall; the first time it downloads Julia and the packages "
+          "in gcbench/juliapkg.json (needs the internet, takes minutes)", flush=True)
+    try:
+        module = julia_bridge.gcbench_module()
+    except Exception as e:  # juliacall/juliapkg report download and resolve failures as exceptions
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise UsageError(f"Julia setup failed: {first}") from None
+    print(f"Julia ready: GCBench loaded ({module}); the flux, lux and simplechains backends can run")
+    return 0
+
+
+COMMANDS = {"list": cmd_list, "run": cmd_run, "data": cmd_data, "report": cmd_report, "compare": cmd_compare,
+            "julia-setup": cmd_julia_setup}
 
 
 def main(argv: list[str] | None = None) -> int:

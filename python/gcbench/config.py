@@ -24,7 +24,7 @@ from .errors import UsageError
 from .workloads import get_workload
 
 SUITE_KEYS = {"name", "backends", "workloads", "gc", "steps", "warmup", "repeats",
-              "networks", "seed", "timeout", "loss_every"}
+              "networks", "seed", "timeout", "loss_every", "julia_threads"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +42,7 @@ class Cell:
     seed: int
     loss_every: int
     data_path: str | None = None
+    julia_threads: int = 1
 
     @property
     def id(self) -> str:
@@ -69,9 +70,10 @@ class Suite:
     seed: int = 0
     timeout: float = 900.0
     loss_every: int = 10
+    julia_threads: int = 1
 
     def validate(self) -> Suite:
-        for key in ("steps", "repeats", "loss_every"):
+        for key in ("steps", "repeats", "loss_every", "julia_threads"):
             _positive_int(key, getattr(self, key))
         if not isinstance(self.warmup, int) or self.warmup < 1:
             raise UsageError(f"warmup must be an integer >= 1 (compilation happens there), got {self.warmup!r}")
@@ -110,7 +112,7 @@ class Suite:
                             repeat=repeat, networks=self.networks.get(name, workload.default_networks),
                             params_per_network=workload.params_per_network, steps=self.steps,
                             warmup=self.warmup, seed=self.seed, loss_every=self.loss_every,
-                            data_path=data_path,
+                            data_path=data_path, julia_threads=self.julia_threads,
                         ))
         return out
 

@@ -130,16 +130,23 @@ def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], time
     """
     show_bars = sys.stderr.isatty() if progress is None else progress
     docs = []
+    announced: set[str] = set()
     for n, cell in enumerate(cells, 1):
         out_file = out_dir / f"{cell.id}.json"
         reason = _unsupported_reason(cell)
         if reason is None:
             ok, why = get_backend(cell.backend).availability()
-            reason = None if ok else why
+            if not ok:
+                reason = why
+                if cell.backend not in announced:  # one line per backend, not one per cell
+                    announced.add(cell.backend)
+                    count = sum(c.backend == cell.backend for c in cells)
+                    log(f"{cell.backend}: unavailable: {why} ({count} cells recorded as unavailable)")
+        elif cell.backend not in announced:
+            log(f"[{n}/{len(cells)}] {cell.label}: not run: {reason}")
         if reason is not None:
             doc = results.new(cell, "unavailable", reason)
             results.write(doc, out_file)
-            log(f"[{n}/{len(cells)}] {cell.label}: unavailable: {reason}")
             docs.append(doc)
             continue
         out_file.unlink(missing_ok=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import sys
 import time
 
@@ -44,12 +45,23 @@ def run_cell(cell: Cell, command: list[str] | None = None, progress=_progress) -
     schedule = datamod.batch_schedule(len(dataset), cell.warmup + cell.steps, cell.seed)
     params = init_params(workload, cell.seed, cell.networks)
 
+    os.environ["GCBENCH_JULIA_THREADS"] = str(cell.julia_threads)  # read when Julia starts
     progress("build", 0, cell.warmup)
     t0 = time.perf_counter_ns()
-    trainer = info.load().build(workload, params, dataset)
+    trainer = info.build(workload, params, dataset)
     build_ns = time.perf_counter_ns() - t0
-    meta.update(getattr(trainer, "metadata", dict)())
+    if getattr(trainer, "measures_itself", False):  # the Julia backends: the loop runs in Julia
+        measured = trainer.measure(schedule, cell.warmup, cell.steps, policy, cell.loss_every)
+    else:
+        measured = measure_python(trainer, schedule, cell, policy, progress)
+    measured["warmup"]["build_ns"] = build_ns
+    meta.update(trainer.metadata())
+    return results.new(cell, "ok", data=dataset.describe(), metadata=meta,
+                       params_counted=trainer.param_count(), traces=trainer.trace_counts(), **measured)
 
+
+def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, progress=_progress) -> dict:
+    """Warm-up, then the timed steps under `policy`, measured by the `StepProbe`."""
     warm = StepProbe(cell.warmup)
     with warm:
         for i in range(cell.warmup):
@@ -57,8 +69,7 @@ def run_cell(cell: Cell, command: list[str] | None = None, progress=_progress) -
             trainer.step(schedule[i])
             warm.end(i)
             progress("warmup", i + 1, cell.warmup)
-    warmup = {"build_ns": build_ns, **warm.arrays(), "loss": trainer.loss(),
-              "traces": trainer.trace_counts()}
+    warmup = {**warm.arrays(), "loss": trainer.loss(), "traces": trainer.trace_counts()}
 
     probe = StepProbe(cell.steps)
     loss_steps, loss_values = [], []
@@ -84,19 +95,14 @@ def run_cell(cell: Cell, command: list[str] | None = None, progress=_progress) -
         probe.uninstall()
         policy.after_timed()
     progress("timed", cell.steps, cell.steps)
-
-    return results.new(
-        cell, "ok",
-        data=dataset.describe(),
-        metadata=meta,
-        warmup=warmup,
+    return {
+        "warmup": warmup,
         **probe.arrays(),
-        loss={"step": loss_steps, "value": loss_values},
-        traces=trainer.trace_counts(),
-        probe={"bracket_ok": bracket_ok,
-               "gc_outside_steps_ns": probe.total_gc_ns - int(probe.gc_ns[: probe.steps].sum())},
-        gc_state=gc_state,
-    )
+        "loss": {"step": loss_steps, "value": loss_values},
+        "probe": {"bracket_ok": bracket_ok,
+                  "gc_outside_steps_ns": probe.total_gc_ns - int(probe.gc_ns[: probe.steps].sum())},
+        "gc_state": gc_state,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,9 +33,14 @@ class BackendInfo:
     requires: tuple[str, ...]  # importable modules it needs
     workloads: tuple[str, ...]
     policies: tuple[str, ...] = ("default", "freeze", "disable", "manual")
+    options: tuple[tuple[str, str], ...] = ()  # keyword arguments of the module's build()
 
     def availability(self) -> tuple[bool, str]:
         """(True, "") when the backend can run here, else (False, one-line reason)."""
+        if self.language == "julia":
+            from .julia_bridge import status
+
+            return status()
         missing = [m for m in self.requires if importlib.util.find_spec(m) is None]
         if missing:
             return False, f"not installed: {', '.join(missing)} (pip install 'gcbench[jax]')"
@@ -46,6 +51,10 @@ class BackendInfo:
 
     def load(self):
         return importlib.import_module(f"{__name__}.{self.module}")
+
+    def build(self, workload, params, data):
+        """A trainer of `len(params)` networks of `workload` (see the module docstring)."""
+        return self.load().build(workload, params, data, **dict(self.options))
 
 
 _JAX = ("jax", "optax")
@@ -68,6 +77,13 @@ BACKENDS: dict[str, BackendInfo] = {
                     "nnx_jit", _NNX, _ALL),
         BackendInfo("nnx-split", "python", "Flax NNX, nnx.split once, jax.jit over (graphdef, state)",
                     "nnx_split", _NNX, _ALL),
+        *(BackendInfo(name, "julia", desc, "julia_bridge", ("juliacall",), ("mlp", "lenet5"),
+                      policies=("default", "disable", "manual"), options=(("framework", name),))
+          for name, desc in [
+              ("flux", "Flux: Flux.withgradient + Flux.update!, Optimisers.Adam, per network"),
+              ("lux", "Lux: Training.TrainState + single_train_step! on Zygote, per network"),
+              ("simplechains", "SimpleChains: static chains, valgrad! + in-place ADAM, per network"),
+          ]),
     ]
 }
 

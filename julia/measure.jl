@@ -1,0 +1,74 @@
+# Per-step measurement: the clock, the GC counters, and the GC policies.
+#
+# `Base.gc_num()` and `Base.GC_Diff` are Julia internals (stable since 1.6, but not
+# public API): `gc_since` is the only place that touches them.
+
+"""GC counters of this process now; pass to `gc_since`."""
+gc_snapshot() = Base.gc_num()
+
+"""
+    gc_since(before) -> (gc_ns, full_sweeps, pauses, bytes)
+
+GC time in ns, full collections, collections (pauses) and bytes allocated since
+`before = gc_snapshot()`. Allocation-free.
+"""
+function gc_since(before)
+    d = Base.GC_Diff(Base.gc_num(), before)
+    return (d.total_time, d.full_sweep, d.pause, d.allocd)
+end
+
+"""Per-step vectors, allocated once before the loop."""
+struct StepRecord
+    wall_ns::Vector{Int64}
+    gc_ns::Vector{Int64}
+    gc_full::Vector{Int64}
+    gc_pauses::Vector{Int64}
+    alloc_bytes::Vector{Int64}
+end
+StepRecord(n::Integer) = StepRecord((zeros(Int64, n) for _ in 1:5)...)
+
+"""
+    measure_step!(f, rec, i)
+
+Run `f()` as step `i`, recording its wall time and GC counters into `rec`
+(use with a `do` block: `measure_step!(rec, i) do ... end`).
+"""
+@inline function measure_step!(f::F, rec::StepRecord, i::Int) where {F}
+    before = gc_snapshot()
+    t0 = time_ns()
+    f()
+    t1 = time_ns()
+    gc_ns, full, pauses, bytes = gc_since(before)
+    @inbounds begin
+        rec.wall_ns[i] = Int64(t1 - t0)
+        rec.gc_ns[i] = gc_ns
+        rec.gc_full[i] = full
+        rec.gc_pauses[i] = pauses
+        rec.alloc_bytes[i] = bytes
+    end
+    return nothing
+end
+
+"""
+The GC policies Julia understands: `default`, `disable` (`GC.enable(false)` for the
+timed steps) and `manual` (disabled, one full `GC.gc()` every `every` steps, inside the
+step it follows). A disabled collector skips `GC.gc()`, so a manual collection enables
+it for the duration of the call.
+"""
+function policy_before_timed(policy::AbstractString)
+    policy in ("default", "disable", "manual") ||
+        throw(ArgumentError("GC policy $policy has no Julia meaning"))
+    policy == "default" || GC.enable(false)
+    return nothing
+end
+
+policy_after_timed() = (GC.enable(true); nothing)
+
+@inline function manual_collect(policy::AbstractString, every::Int, i::Int)
+    if policy == "manual" && i % every == 0
+        GC.enable(true)
+        GC.gc()
+        GC.enable(false)
+    end
+    return nothing
+end

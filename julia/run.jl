@@ -1,0 +1,91 @@
+# Building a trainer by framework name, and the measured run.
+
+const FRAMEWORKS = Dict("flux" => build_flux, "lux" => build_lux, "simplechains" => build_simplechains)
+
+"""
+    build(framework, spec, weights, data)
+
+A trainer of `size(weights, 2)` networks of the workload `spec` (see layers.jl) in
+`framework` ("flux", "lux" or "simplechains").
+"""
+function build(framework::AbstractString, spec, weights, data::Data)
+    haskey(FRAMEWORKS, framework) || throw(ArgumentError("unknown framework $framework"))
+    return FRAMEWORKS[framework](Matrix{Int}(spec), Matrix{Float32}(weights), data)
+end
+
+"""Run `f(k)` for every network k, on Julia's threads when there are several."""
+function foreach_network(f::F, n::Int) where {F}
+    if Threads.nthreads() > 1
+        Threads.@threads for k in 1:n
+            f(k)
+        end
+    else
+        for k in 1:n
+            f(k)
+        end
+    end
+    return nothing
+end
+
+mean_loss(t) = Float64(mean(t.losses))
+
+const PROGRESS_EVERY_NS = 200_000_000
+
+function progress(phase, done, total)
+    println(stdout, "gcbench-progress ", phase, " ", done, " ", total)
+    flush(stdout)
+end
+
+"""
+    run!(trainer, warmup, steps, policy, every, loss_every) -> Dict
+
+Warm-up steps (compilation), then `steps` timed steps under the GC `policy`
+("default", "disable" or "manual" with a collection every `every` steps). Returns the
+per-step vectors of both phases, sampled losses (every `loss_every` steps and the last)
+and facts about this Julia.
+"""
+function run!(t, warmup::Integer, steps::Integer, policy::AbstractString, every::Integer, loss_every::Integer)
+    warm = StepRecord(warmup)
+    for i in 1:warmup
+        measure_step!(() -> step!(t, i), warm, i)
+        progress("warmup", i, warmup)
+    end
+    warm_loss = mean_loss(t)
+
+    rec = StepRecord(steps)
+    loss_steps = Int[]
+    loss_values = Float64[]
+    sizehint!(loss_steps, cld(steps, loss_every) + 1)
+    sizehint!(loss_values, cld(steps, loss_every) + 1)
+    next_report = time_ns()
+    policy_before_timed(policy)
+    try
+        for i in 1:steps
+            s = warmup + i
+            measure_step!(rec, i) do
+                step!(t, s)
+                manual_collect(policy, Int(every), i)
+            end
+            if (i - 1) % loss_every == 0 || i == steps
+                push!(loss_steps, i - 1)
+                push!(loss_values, mean_loss(t))
+            end
+            if time_ns() >= next_report
+                progress("timed", i, steps)
+                next_report = time_ns() + PROGRESS_EVERY_NS
+            end
+        end
+    finally
+        policy_after_timed()
+    end
+    progress("timed", steps, steps)
+    return Dict{String,Any}(
+        "warmup_wall_ns" => warm.wall_ns, "warmup_gc_ns" => warm.gc_ns,
+        "warmup_gc_full" => warm.gc_full, "warmup_gc_pauses" => warm.gc_pauses,
+        "warmup_alloc_bytes" => warm.alloc_bytes, "warmup_loss" => warm_loss,
+        "wall_ns" => rec.wall_ns, "gc_ns" => rec.gc_ns, "gc_full" => rec.gc_full,
+        "gc_pauses" => rec.gc_pauses, "alloc_bytes" => rec.alloc_bytes,
+        "loss_steps" => loss_steps, "loss_values" => loss_values,
+        "julia_version" => string(VERSION), "julia_threads" => Threads.nthreads(),
+    )
+end

@@ -1,0 +1,119 @@
+"""The Julia bridge: the only module that imports juliacall.
+
+Flux, Lux and SimpleChains run in Julia (julia/GCBench.jl) with the timed loop inside
+Julia; this module finds Julia, starts it once per worker process, hands over the data,
+the weights and the schedule, and converts what comes back (see `julia_layout`).
+
+gcbench never downloads Julia during a run: when no Julia is installed the backends are
+`unavailable` with a one-line reason. `gcbench julia-setup` (online) lets juliacall
+install Julia and the packages once; `PYTHON_JULIAPKG_EXE` points it at an existing Julia.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import pathlib
+import shutil
+import sys
+
+import numpy as np
+
+from . import julia_layout
+
+FRAMEWORKS = ("flux", "lux", "simplechains")
+
+
+def julia_dir() -> pathlib.Path:
+    """Where GCBench.jl lives: $GCBENCH_JULIA_DIR, else julia/ of this source checkout."""
+    env = os.environ.get("GCBENCH_JULIA_DIR")
+    return pathlib.Path(env) if env else pathlib.Path(__file__).resolve().parents[3] / "julia"
+
+
+def find_julia() -> str | None:
+    """A Julia executable juliacall would use without downloading one, or None."""
+    candidates = [os.environ.get("PYTHON_JULIAPKG_EXE"), shutil.which("julia"),
+                  os.path.expanduser("~/.juliaup/bin/julia"),
+                  os.path.join(sys.prefix, "julia_env", "pyjuliapkg", "install", "bin", "julia")]
+    return next((c for c in candidates if c and os.path.isfile(c) and os.access(c, os.X_OK)), None)
+
+
+@functools.lru_cache(maxsize=1)
+def status() -> tuple[bool, str]:
+    """(True, "") when the Julia backends can start here, else (False, one-line reason). Fast."""
+    if importlib.util.find_spec("juliacall") is None:
+        return False, "juliacall is not installed (pip install 'gcbench[julia]')"
+    if not (julia_dir() / "GCBench.jl").is_file():
+        return False, f"the Julia sources are not at {julia_dir()} (use a source checkout, or set GCBENCH_JULIA_DIR)"
+    if find_julia() is None:
+        return False, ("no Julia installed, and gcbench does not download one during a run "
+                       "(run `gcbench julia-setup` online, or set PYTHON_JULIAPKG_EXE to a julia executable)")
+    return True, ""
+
+
+def configure(threads: int = 1) -> None:
+    """juliacall's settings; they must be in the environment before juliacall is imported."""
+    os.environ["PYTHON_JULIACALL_THREADS"] = str(threads)
+    # Julia's GC uses signals at safepoints: with several threads Julia must handle them
+    # (PythonCall's documented setting), else the process segfaults.
+    os.environ["PYTHON_JULIACALL_HANDLE_SIGNALS"] = "yes"
+    os.environ.setdefault("PYTHON_JULIACALL_OPTIMIZE", "3")
+
+
+@functools.lru_cache(maxsize=1)
+def gcbench_module():
+    """Start Julia (once per process) and load julia/GCBench.jl; returns the module."""
+    configure(int(os.environ.get("GCBENCH_JULIA_THREADS", "1")))
+    import juliacall  # noqa: PLC0415 - the one import of juliacall in gcbench
+
+    main = juliacall.Main
+    main.include(str(julia_dir() / "GCBench.jl"))
+    return main.GCBench
+
+
+def call(name: str, *args):
+    """Call `GCBench.<name>` with exactly the arity `julia_layout.JULIA_API` declares."""
+    expected = julia_layout.JULIA_API[name]
+    if len(args) != expected:
+        raise TypeError(f"GCBench.{name} takes {expected} arguments, got {len(args)}")
+    return getattr(gcbench_module(), name.replace("!", "_b"))(*args)
+
+
+class JuliaTrainer:
+    """A Julia trainer: the whole measurement runs in Julia (`measure`)."""
+
+    measures_itself = True
+
+    def __init__(self, framework: str, workload, params, data):
+        self.framework = framework
+        self.workload = workload
+        self.params = params
+        self.data = data
+        self._trainer = None
+
+    def measure(self, schedule: np.ndarray, warmup: int, steps: int, policy, loss_every: int) -> dict:
+        jdata = call("setup_data", julia_layout.images_whcn(self.data.images),
+                     self.data.labels.astype(np.int64), julia_layout.schedule_columns(schedule))
+        self._trainer = call("build", self.framework, julia_layout.layer_table(self.workload),
+                             julia_layout.stacked_weights(self.workload, self.params), jdata)
+        raw = call("run!", self._trainer, warmup, steps, policy.kind, max(policy.every, 1), loss_every)
+        fields = julia_layout.result_fields(raw)
+        fields["warmup"]["traces"] = {}
+        self.julia_facts = {"julia": str(raw["julia_version"]), "julia_threads": int(raw["julia_threads"])}
+        return fields
+
+    def param_count(self) -> int:
+        return int(call("param_count", self._trainer))
+
+    def trace_counts(self) -> dict[str, int]:
+        return {}
+
+    def metadata(self) -> dict:
+        return {"julia_framework": self.framework, **getattr(self, "julia_facts", {})}
+
+
+def build(workload, params, data, framework: str) -> JuliaTrainer:
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"unknown Julia framework {framework!r}")
+    return JuliaTrainer(framework, workload, params, data)

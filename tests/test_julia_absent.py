@@ -1,0 +1,86 @@
+"""Without Julia (as on gcbench's own machines): clear, fast, one-line unavailability."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import stat
+import time
+
+import pytest
+
+from gcbench.backends import BACKENDS, julia_bridge
+from gcbench.config import Suite
+from gcbench.runner import run_cells
+from conftest import run_cli
+
+
+@pytest.fixture
+def no_julia(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no julia on PATH
+    monkeypatch.delenv("PYTHON_JULIAPKG_EXE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.juliaup
+    monkeypatch.setattr(julia_bridge.sys, "prefix", str(tmp_path))
+    julia_bridge.status.cache_clear()
+    yield
+    julia_bridge.status.cache_clear()
+
+
+def test_missing_juliacall_is_one_line(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "juliacall" else real(n, *a))
+    julia_bridge.status.cache_clear()
+    try:
+        ok, reason = BACKENDS["flux"].availability()
+    finally:
+        julia_bridge.status.cache_clear()
+    assert not ok and reason == "juliacall is not installed (pip install 'gcbench[julia]')"
+
+
+def test_missing_julia_is_detected_fast_without_download(no_julia):
+    if importlib.util.find_spec("juliacall") is None:
+        pytest.skip("juliacall not installed: the earlier check answers")
+    t0 = time.monotonic()
+    ok, reason = julia_bridge.status()
+    assert time.monotonic() - t0 < 1.0
+    assert not ok and "no Julia installed" in reason and "PYTHON_JULIAPKG_EXE" in reason
+    assert "\n" not in reason
+
+
+def test_a_julia_on_path_or_in_the_env_makes_them_available(no_julia, tmp_path, monkeypatch):
+    if importlib.util.find_spec("juliacall") is None:
+        pytest.skip("juliacall not installed")
+    exe = tmp_path / "bin" / "julia"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PYTHON_JULIAPKG_EXE", str(exe))
+    assert julia_bridge.find_julia() == str(exe)
+    assert julia_bridge.status() == (True, "")
+
+
+def test_run_records_julia_cells_unavailable_and_goes_on(no_julia, tmp_path):
+    ok, why = julia_bridge.status()
+    assert not ok
+    lines = []
+    cells = Suite(backends=["flux", "lux"], workloads=["mlp"], gc=["default", "freeze", "disable"],
+                  steps=2).validate().cells()
+    docs = run_cells(cells, tmp_path, ["test"], 60, log=lines.append, progress=False)
+    assert [d["status"] for d in docs] == ["unavailable"] * 6
+    freeze = [d for d in docs if d["gc_policy"] == "freeze"]
+    assert all("GC policy freeze has no meaning for" in d["reason"] for d in freeze)
+    assert {d["reason"] for d in docs if d["gc_policy"] != "freeze"} == {why}
+    # One line per unavailable backend, not one per cell.
+    said = [l for l in lines if why in l]
+    assert len(said) == 2 and said[0].startswith("flux: unavailable")
+
+
+def test_list_marks_freeze_as_python_only():
+    out = run_cli("list").stdout
+    flux = out[out.index("  flux "):]
+    assert "policies: default, disable, manual:K" in flux.splitlines()[2]
+
+
+def test_julia_threads_must_be_positive():
+    proc = run_cli("run", "--julia-threads", "0")
+    assert proc.returncode == 2 and "julia_threads must be a positive integer" in proc.stderr

@@ -1,0 +1,126 @@
+"""Checks of the Julia half that need no Julia: it parses, Python calls only functions
+that exist with the arity it uses, and the two package manifests agree with each other
+and with the General registry."""
+
+from __future__ import annotations
+
+import ast
+import json
+import pathlib
+import re
+import sys
+
+import pytest
+
+from gcbench.backends import julia_layout
+from julia_source import JULIA_DIR, definitions, parse
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
+ROOT = JULIA_DIR.parent
+PACKAGE = ROOT / "python" / "gcbench"
+# UUIDs of these packages in Julia's General registry (and the stdlib UUIDs).
+REGISTERED = {
+    "Flux": "587475ba-b771-5e3f-ad9e-33799f191a9c",
+    "Lux": "b2108857-7c20-44ae-9111-449ecde12c47",
+    "MLUtils": "f1d291b0-491e-4a28-83b9-f70985020b54",
+    "NNlib": "872c559c-99b0-510c-b3b7-b6c96a88d5cd",
+    "Optimisers": "3bd65402-5787-11e9-1adc-39752487f4e2",
+    "Random": "9a3f8284-a2c9-5f02-9a11-845980a1fd5c",
+    "SimpleChains": "de6bee2f-e2f4-4ec7-b6ed-219cc6f6e9e5",
+    "Statistics": "10745b16-79ce-11e8-11f9-7d13ad32a3b2",
+    "Zygote": "e88e6eb3-aa80-5325-afca-941959d7151f",
+}
+
+
+def test_every_julia_file_parses():
+    files = sorted(JULIA_DIR.glob("*.jl"))
+    assert len(files) >= 7
+    for path in files:
+        tree = parse(path)
+        assert not tree.root_node.has_error, f"{path.name} does not parse"
+
+
+def test_every_file_is_included_once():
+    module = (JULIA_DIR / "GCBench.jl").read_text()
+    included = re.findall(r'^include\("([^"]+)"\)', module, re.M)
+    assert sorted(included) == sorted(p.name for p in JULIA_DIR.glob("*.jl") if p.name != "GCBench.jl")
+    assert len(set(included)) == len(included)
+
+
+def test_functions_python_calls_exist_with_that_arity():
+    defs = definitions()
+    for name, arity in julia_layout.JULIA_API.items():
+        matching = [d for d in defs if d.name == name]
+        assert matching, f"GCBench.{name} is not defined in julia/"
+        assert any(d.accepts(arity) for d in matching), \
+            f"GCBench.{name} is called with {arity} arguments but defined as {matching}"
+    exports = re.search(r"^export (.+)$", (JULIA_DIR / "GCBench.jl").read_text(), re.M).group(1)
+    assert {e.strip() for e in exports.split(",")} == set(julia_layout.JULIA_API)
+
+
+def test_every_framework_implements_the_trainer_interface():
+    defs = definitions()
+    for fn, arity in [("step!", 2), ("param_count", 1)]:
+        files = {d.file for d in defs if d.name == fn and d.accepts(arity)}
+        assert {"flux.jl", "lux.jl", "simplechains.jl"} <= files, f"{fn} missing in {files}"
+    builders = {d.name for d in defs}
+    assert {"build_flux", "build_lux", "build_simplechains"} <= builders
+    run_jl = (JULIA_DIR / "run.jl").read_text()
+    for fw in ("flux", "lux", "simplechains"):
+        assert f'"{fw}" => build_{fw}' in run_jl
+
+
+def test_the_bridge_calls_only_the_declared_api():
+    source = (PACKAGE / "backends" / "julia_bridge.py").read_text()
+    called = set(re.findall(r'call\("([A-Za-z_!]+)"', source))
+    assert called == set(julia_layout.JULIA_API)
+
+
+def test_only_the_bridge_imports_juliacall():
+    importers = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(n.split(".")[0] == "juliacall" for n in names):
+                importers.append(path.name)
+    assert importers == ["julia_bridge.py"]
+
+
+def _manifests():
+    project = tomllib.loads((ROOT / "Project.toml").read_text())
+    juliapkg = json.loads((PACKAGE / "juliapkg.json").read_text())
+    return project, juliapkg
+
+
+def test_project_toml_and_juliapkg_json_agree():
+    project, juliapkg = _manifests()
+    pkgs = juliapkg["packages"]
+    assert set(project["deps"]) == set(pkgs)
+    for name, uuid in project["deps"].items():
+        assert pkgs[name]["uuid"] == uuid, name
+        assert pkgs[name]["version"] == project["compat"][name], name
+    assert juliapkg["julia"] == project["compat"]["julia"]
+    assert set(project["compat"]) == set(project["deps"]) | {"julia"}  # a bound for every dep
+
+
+def test_uuids_are_the_registered_ones():
+    project, _ = _manifests()
+    assert project["deps"] == REGISTERED
+
+
+def test_julia_code_uses_only_declared_packages():
+    project, _ = _manifests()
+    used = set()
+    for path in JULIA_DIR.glob("*.jl"):
+        used |= set(re.findall(r"^\s*(?:using|import)\s+([A-Za-z]\w*)", path.read_text(), re.M))
+    assert used == set(project["deps"]), f"used {sorted(used)}, declared {sorted(project['deps'])}"
+
+
+def test_juliapkg_json_ships_with_the_package():
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "juliapkg.json" in pyproject["tool"]["setuptools"]["package-data"]["gcbench"]
