@@ -32,17 +32,11 @@ function build_flux(spec, weights::AbstractMatrix, data::Data)
     return FluxTrainer(models, states, zeros(Float32, length(models)), data, flat_input(spec))
 end
 
-function flux_update!(t::FluxTrainer, k::Int, x, y)
+function update_network!(t::FluxTrainer, k::Int, x, y)
     loss, grads = Flux.withgradient(m -> Flux.logitcrossentropy(m(x), y), t.models[k])
     Flux.update!(t.states[k], t.models[k], grads[1])
     t.losses[k] = loss
     return nothing
-end
-
-function step!(t::FluxTrainer, s::Int)
-    take_batch!(t.data, s)
-    x = t.flat ? t.data.xflat : t.data.x
-    foreach_network(k -> flux_update!(t, k, x, t.data.onehot), length(t.models))
 end
 
 param_count(t::FluxTrainer) = length(Flux.destructure(t.models[1])[1])

@@ -3,8 +3,10 @@
 
 const LUX_LOSS = Lux.CrossEntropyLoss(; logits=Val(true))
 
-struct LuxTrainer{S}
-    states::Vector{S}
+struct LuxTrainer
+    # `single_train_step!` returns a TrainState whose type differs from the initial one
+    # (it gains a gradient cache on the first step), so the vector holds any TrainState.
+    states::Vector{Any}
     losses::Vector{Float32}
     data::Data
     flat::Bool
@@ -42,24 +44,19 @@ end
 function build_lux(spec, weights::AbstractMatrix, data::Data)
     model = lux_model(spec)
     rng = Random.Xoshiro(0)
-    states = map(axes(weights, 2)) do k
+    states = Any[]
+    for k in axes(weights, 2)
         ps, st = lux_parameters(model, view(weights, :, k), rng)
-        Lux.Training.TrainState(model, ps, st, Optimisers.Adam(3f-4))
+        push!(states, Lux.Training.TrainState(model, ps, st, Optimisers.Adam(3f-4)))
     end
     return LuxTrainer(states, zeros(Float32, length(states)), data, flat_input(spec))
 end
 
-function lux_update!(t::LuxTrainer, k::Int, x, y)
+function update_network!(t::LuxTrainer, k::Int, x, y)
     _, loss, _, ts = Lux.Training.single_train_step!(Lux.AutoZygote(), LUX_LOSS, (x, y), t.states[k])
     t.states[k] = ts
     t.losses[k] = loss
     return nothing
-end
-
-function step!(t::LuxTrainer, s::Int)
-    take_batch!(t.data, s)
-    x = t.flat ? t.data.xflat : t.data.x
-    foreach_network(k -> lux_update!(t, k, x, t.data.onehot), length(t.states))
 end
 
 param_count(t::LuxTrainer) = Lux.parameterlength(t.states[1].parameters)

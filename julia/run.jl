@@ -27,6 +27,21 @@ function foreach_network(f::F, n::Int) where {F}
     return nothing
 end
 
+"""
+    step!(trainer, s)
+
+One step of the step contract: take step `s`'s batch, then one update of every network
+(`update_network!`, defined per framework) on Julia's threads when there are several.
+"""
+function step!(t, s::Int)
+    take_batch!(t.data, s)
+    # A function barrier: `update_all!` is compiled for the concrete input array type.
+    t.flat ? update_all!(t, t.data.xflat) : update_all!(t, t.data.x)
+    return nothing
+end
+
+update_all!(t, x::AbstractArray) = foreach_network(k -> update_network!(t, k, x, t.data.onehot), length(t.losses))
+
 mean_loss(t) = Float64(mean(t.losses))
 
 const PROGRESS_EVERY_NS = 200_000_000

@@ -16,7 +16,7 @@ struct SimpleChainsTrainer{C}
 end
 
 function simplechains_model(spec::AbstractMatrix{Int})
-    input = flat_input(spec) ? (SimpleChains.static(spec[1, 2]),) :
+    input = flat_input(spec) ? SimpleChains.static(spec[1, 2]) :
             (SimpleChains.static(28), SimpleChains.static(28), SimpleChains.static(1))
     layers = Any[]
     for i in axes(spec, 1)
@@ -43,17 +43,12 @@ function build_simplechains(spec, weights::AbstractMatrix, data::Data)
     return SimpleChainsTrainer(chains, params, grads, adam, opt, zeros(Float32, n), data, flat_input(spec))
 end
 
-function simplechains_update!(t::SimpleChainsTrainer, k::Int, x)
+# The one-hot `y` is unused: the loss layer holds data.labels32, refilled by take_batch!.
+function update_network!(t::SimpleChainsTrainer, k::Int, x, _y)
     loss = SimpleChains.valgrad!(t.grads[k], t.chains[k], x, t.params[k])
     SimpleChains.update!(t.opt, t.adam[k], t.params[k], t.grads[k])
     t.losses[k] = loss
     return nothing
-end
-
-function step!(t::SimpleChainsTrainer, s::Int)
-    take_batch!(t.data, s)  # refills data.labels32, the loss's target, in place
-    x = t.flat ? t.data.xflat : t.data.x
-    foreach_network(k -> simplechains_update!(t, k, x), length(t.chains))
 end
 
 param_count(t::SimpleChainsTrainer) = length(t.params[1])

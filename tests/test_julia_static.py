@@ -64,9 +64,10 @@ def test_functions_python_calls_exist_with_that_arity():
 
 def test_every_framework_implements_the_trainer_interface():
     defs = definitions()
-    for fn, arity in [("step!", 2), ("param_count", 1)]:
+    for fn, arity in [("update_network!", 4), ("param_count", 1)]:
         files = {d.file for d in defs if d.name == fn and d.accepts(arity)}
         assert {"flux.jl", "lux.jl", "simplechains.jl"} <= files, f"{fn} missing in {files}"
+    assert [d.file for d in defs if d.name == "step!"] == ["run.jl"]  # one step for all
     builders = {d.name for d in defs}
     assert {"build_flux", "build_lux", "build_simplechains"} <= builders
     run_jl = (JULIA_DIR / "run.jl").read_text()

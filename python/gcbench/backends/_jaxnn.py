@@ -4,6 +4,8 @@ the functional forward pass over canonical parameters, and the per-network step 
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -107,6 +109,21 @@ def _vit_forward(workload: Workload, p, x):
 
 
 # -- the per-network loop -----------------------------------------------------------------
+
+def jitted_update(loss_fn, tx, traces: "TraceCounter", apply_updates=optax.apply_updates):
+    """`update(batch, (params, opt_state)) -> ((params, opt_state), loss)` under plain
+    `jax.jit`, the state donated: the step of `jax` and of `equinox-partition`."""
+
+    @functools.partial(jax.jit, donate_argnums=1)
+    def update(batch, state):
+        traces.hit("update")
+        params, opt_state = state
+        loss, grads = jax.value_and_grad(loss_fn)(params, *batch)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return (apply_updates(params, updates), opt_state), loss
+
+    return update
+
 
 class TraceCounter:
     """Counts traces of jitted functions: the body of a jitted function runs once per trace."""

@@ -1,10 +1,8 @@
 """`equinox-partition`: `eqx.partition(model, eqx.is_array)` once; plain `jax.jit` over
 the arrays with the static part closed over (the Equinox maintainers' suggested
-workaround for the spikes)."""
+workaround for the spikes). The jitted step is the `jax` backend's, over Equinox arrays."""
 
 from __future__ import annotations
-
-import functools
 
 import equinox as eqx
 import jax
@@ -21,22 +19,13 @@ class Trainer(_jaxnn.LoopTrainer):
             arrays, static = eqx.partition(model, eqx.is_array)
             states.append((arrays, tx.init(arrays)))
         super().__init__(data, states, channels_first=True)
-        traces = self.traces
         # Every network has the same structure, so one static part serves them all.
         self.static = static
 
         def loss_fn(arrays, x, y):
             return _eqx_models.loss_fn(eqx.combine(arrays, static), x, y)
 
-        @functools.partial(jax.jit, donate_argnums=1)
-        def update(batch, state):
-            traces.hit("update")
-            arrays, opt_state = state
-            loss, grads = jax.value_and_grad(loss_fn)(arrays, *batch)
-            updates, opt_state = tx.update(grads, opt_state, arrays)
-            return (eqx.apply_updates(arrays, updates), opt_state), loss
-
-        self.update = update
+        self.update = _jaxnn.jitted_update(loss_fn, tx, self.traces, apply_updates=eqx.apply_updates)
 
     def param_count(self) -> int:
         return _eqx_models.param_count(eqx.combine(self.states[0][0], self.static))
