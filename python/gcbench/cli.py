@@ -55,6 +55,15 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("a", help="results folder A (the baseline)")
     cmp_.add_argument("b", help="results folder B")
 
+    mem = sub.add_parser("memory", help="memory of compiled programs: gather gradients and training steps")
+    mem.add_argument("--size", default="small,medium,seed",
+                     help="comma-separated sizes: small, medium, seed; or one N,M (x is N^3 float32, idx M x 3)")
+    mem.add_argument("--index-dtype", default="int32,int16", help="comma-separated index dtypes (int8/16/32/64)")
+    mem.add_argument("--backends", default="all", help="backends whose training step is analysed")
+    mem.add_argument("--workloads", default="mlp,lenet5,vit", help="workloads whose training step is analysed")
+    mem.add_argument("--no-measure", action="store_true", help="do not run the small cases for real")
+    mem.add_argument("--out", help="results folder for memory.json (default: results/memory-<date>-<time>)")
+
     sub.add_parser("julia-setup", help="let juliacall install Julia and the Julia packages (online, once)")
 
     d = sub.add_parser("data", help="where MNIST is found; download it")
@@ -195,6 +204,30 @@ def cmd_data(args) -> int:
     return 0
 
 
+def cmd_memory(args) -> int:
+    from . import memory
+
+    sizes = args.size.split(";") if ";" in args.size else _sizes(args.size)
+    dtypes = config.split_list(args.index_dtype)
+    backends = list(BACKENDS) if args.backends == "all" else config.split_list(args.backends)
+    workloads = config.split_list(args.workloads)
+    config.Suite(backends=backends, workloads=workloads).validate()  # names checked as for run
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out_dir = config.check_out_dir(args.out or os.path.join("results", f"memory-{stamp}"))
+    doc = memory.run(sizes, dtypes, backends, workloads, not args.no_measure, out_dir, ["gcbench"] + args.argv)
+    print(memory.format_tables(doc))
+    print(f"\nmemory analysis in {out_dir / 'memory.json'}")
+    return 0
+
+
+def _sizes(text: str) -> list[str]:
+    """'small,seed' -> ['small', 'seed']; '16,4096' (one N,M pair) stays whole."""
+    parts = config.split_list(text)
+    if parts and all(p.isdigit() for p in parts):
+        return [",".join(parts)]
+    return parts
+
+
 def cmd_julia_setup(args) -> int:
     import importlib.util
 
@@ -214,7 +247,7 @@ def cmd_julia_setup(args) -> int:
 
 
 COMMANDS = {"list": cmd_list, "run": cmd_run, "data": cmd_data, "report": cmd_report, "compare": cmd_compare,
-            "julia-setup": cmd_julia_setup}
+            "julia-setup": cmd_julia_setup, "memory": cmd_memory}
 
 
 def main(argv: list[str] | None = None) -> int:

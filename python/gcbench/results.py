@@ -128,12 +128,15 @@ def load(path: str | os.PathLike) -> dict:
     return validate(doc, str(path))
 
 
-def load_dir(folder: str | os.PathLike) -> list[dict]:
+NOT_CELLS = ("suite.json", "memory.json")  # the plan, and `gcbench memory`'s document
+
+
+def load_dir(folder: str | os.PathLike, allow_empty: bool = False) -> list[dict]:
     """Every result in `folder` (not recursive), sorted by cell; non-result JSON is an error."""
     folder = pathlib.Path(folder)
     if not folder.is_dir():
         raise UsageError(f"{folder}: no such results folder")
-    docs = [load(p) for p in sorted(folder.glob("*.json")) if p.name != "suite.json"]
-    if not docs:
+    docs = [load(p) for p in sorted(folder.glob("*.json")) if p.name not in NOT_CELLS]
+    if not docs and not allow_empty:
         raise UsageError(f"{folder}: no gcbench results there")
     return docs

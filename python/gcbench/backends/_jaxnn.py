@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..workloads import LEARNING_RATE, Workload
+from ..workloads import BATCH_SIZE, LEARNING_RATE, Workload
 
 
 def optimizer() -> optax.GradientTransformation:
@@ -167,6 +167,11 @@ class LoopTrainer:
     def param_count(self) -> int:
         """Parameters of one network, counted the framework's own way."""
         raise NotImplementedError
+
+    def lower_step(self):
+        """One network's jitted step, lowered for `gcbench memory` (not compiled or run)."""
+        batch = take(self.images, self.labels, np.zeros(BATCH_SIZE, np.int32))
+        return self.update.lower(batch, self.states[0])
 
     def trace_counts(self) -> dict[str, int]:
         return dict(self.traces.counts)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import functools
 
 import jax
+import numpy as np
 from flax import nnx
 
+from ..workloads import BATCH_SIZE
 from . import _jaxnn, _nnx_models
 
 
@@ -32,6 +34,10 @@ class Trainer(_jaxnn.LoopTrainer):
             return nnx.state((model, optimizer)), loss
 
         self.update = functools.partial(train_step, graphdef)
+
+    def lower_step(self):
+        batch = _jaxnn.take(self.images, self.labels, np.zeros(BATCH_SIZE, np.int32))
+        return self.update.func.lower(self.graphdef, batch, self.states[0])
 
     def param_count(self) -> int:
         model, _ = nnx.merge(self.graphdef, self.states[0])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import pathlib
 
-from .. import results, stats
+from .. import memory, results, stats
 from ..errors import UsageError
 from . import plots
 from .document import Bullets, Heading, Image, Para, Table, to_html, to_markdown
@@ -61,11 +61,41 @@ def _summary_table(ok: list[dict], summaries: dict) -> Table:
     return Table(header, rows, align_right=tuple(range(1, len(header))))
 
 
+def _memory_section(doc: dict) -> list:
+    fb = memory.fmt_bytes
+    blocks = [Heading("Memory of compiled programs"),
+              Para(f"From `{' '.join(doc.get('command', []))}`, jax {doc.get('jax', '?')} on {doc.get('device', '?')}. "
+                   "Compiled on abstract shapes: XLA's memory analysis, nothing allocated. The floor of a gather "
+                   "gradient is its arguments plus its output; the measured column is the peak resident memory a "
+                   "real run of the gradient added (small sizes only).")]
+    gathers = [r for r in doc["cases"] if r["kind"] == "gather"]
+    if gathers:
+        rows = []
+        for r in gathers:
+            meas = r.get("measured", {})
+            m = fb(meas["peak_rss_increase_bytes"]) if "peak_rss_increase_bytes" in meas else meas.get("error", "-")
+            rows.append([r["size"], r["index_dtype"], r["formulation"], fb(r["forward"]["total_bytes"]),
+                         fb(r["gradient"]["temp_bytes"]), fb(r["gradient"]["total_bytes"]),
+                         f"{r['gradient_over_forward']:.2f}", f"{r['gradient_over_floor']:.2f}", m])
+        blocks.append(Table(["size", "index", "formulation", "forward", "gradient temp", "gradient total",
+                             "gradient/forward", "gradient/floor", "measured"], rows, align_right=(3, 4, 5, 6, 7, 8)))
+    steps = [r for r in doc["cases"] if r["kind"] == "step"]
+    if steps:
+        rows = [[r["workload"], r["backend"], r["program"]] + (
+            [r["unavailable"], "", "", ""] if "unavailable" in r else
+            [fb(r["argument_bytes"]), fb(r["output_bytes"]), fb(r["temp_bytes"]), fb(r["total_bytes"])]) for r in steps]
+        blocks += [Heading("Training steps", 3),
+                   Table(["workload", "backend", "program", "arguments", "output", "temporaries", "total"], rows,
+                         align_right=(3, 4, 5, 6))]
+    return blocks
+
+
 def build_report(results_dir, out_dir, spike_factor: float = stats.DEFAULT_SPIKE_FACTOR,
                  title: str | None = None) -> dict[str, pathlib.Path]:
     """Write the report of `results_dir` into `out_dir`; return the paths written."""
     results_dir, out_dir = pathlib.Path(results_dir), pathlib.Path(out_dir)
-    docs = results.load_dir(results_dir)
+    memdoc = memory.load(results_dir)
+    docs = results.load_dir(results_dir, allow_empty=memdoc is not None)
     plan_file = results_dir / "suite.json"
     plan = json.loads(plan_file.read_text()) if plan_file.is_file() else {}
     order = {cell: i for i, cell in enumerate(plan.get("cells", []))}
@@ -83,7 +113,8 @@ def build_report(results_dir, out_dir, spike_factor: float = stats.DEFAULT_SPIKE
     title = title or f"gcbench report: {plan.get('suite', results_dir.name)}"
 
     blocks: list = [Heading(title, 1)]
-    blocks += _header(docs, plan, results_dir)
+    if docs:
+        blocks += _header(docs, plan, results_dir)
     if ok:
         blocks += [Heading("Summary"),
                    Para(f"Times are per timed step (warm-up excluded). A spike is a step slower than "
@@ -113,6 +144,9 @@ def build_report(results_dir, out_dir, spike_factor: float = stats.DEFAULT_SPIKE
                    Table(["cell", "status", "reason"],
                          [[_label(d), d["status"], (d["reason"] or "").strip().splitlines()[0] if d["reason"] else ""]
                           for d in not_run])]
+
+    if memdoc is not None:
+        blocks += _memory_section(memdoc)
 
     md = out_dir / "index.md"
     md.write_text(to_markdown(blocks))

@@ -1,0 +1,103 @@
+"""`gcbench memory`: exact sizes on small cases, the gather finding, equal gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+
+from gcbench import memory  # noqa: E402
+from gcbench.errors import UsageError  # noqa: E402
+from conftest import run_cli  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def small():
+    return {(r["index_dtype"], r["formulation"]): r for r in memory.gather_cases("small", ["int32", "int16"])}
+
+
+@pytest.mark.parametrize("dtype,itemsize", [("int32", 4), ("int16", 2)])
+def test_argument_sizes_are_exact(small, dtype, itemsize):
+    n, m = memory.SIZES["small"]
+    for name in ("seed", "columns", "flat", "chunked", "manual-chunked"):
+        r = small[(dtype, name)]
+        expected = n**3 * 4 + m * 3 * itemsize
+        assert r["forward"]["argument_bytes"] == expected
+        assert r["gradient"]["argument_bytes"] == expected
+        assert r["gradient"]["output_bytes"] == n**3 * 4  # d/dx has x's shape
+        assert r["floor_bytes"] == expected + n**3 * 4
+
+
+def test_gather_gradient_needs_more_temporaries_than_its_forward(small):
+    for dtype in ("int32", "int16"):
+        r = small[(dtype, "seed")]
+        assert r["gradient"]["temp_bytes"] > r["forward"]["temp_bytes"]
+        assert r["gradient_over_floor"] > 1.5
+
+
+def test_the_manual_gradient_is_near_the_floor(small):
+    for dtype in ("int32", "int16"):
+        assert small[(dtype, "manual-chunked")]["gradient_over_floor"] < 1.1
+        assert small[(dtype, "manual-chunked")]["gradient"]["total_bytes"] < small[(dtype, "seed")]["gradient"]["total_bytes"]
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int16"])
+def test_every_formulation_computes_the_reference_gradient(dtype):
+    rng = np.random.default_rng(0)
+    n, m = 8, 512
+    x = jnp.asarray(rng.random((n, n, n), dtype=np.float32))
+    idx = jnp.asarray(rng.integers(0, n, (m, 3)).astype(dtype))
+    forms = memory._formulations()
+    reference = np.asarray(jax.grad(forms["seed"][0])(x, idx))
+    assert reference.sum() == pytest.approx(2.5 * m)  # every gathered element counts 2.5
+    for name, (forward, gradient) in forms.items():
+        np.testing.assert_allclose(np.asarray(gradient(x, idx)), reference, rtol=1e-6, err_msg=name)
+        assert float(forward(x, idx)) == pytest.approx(float(forms["seed"][0](x, idx)), rel=1e-5)
+
+
+def test_seed_sizes_compile_without_memory():
+    # 2048^3 x 3 int32 indices are 96 GiB: analysed, never allocated.
+    r = next(r for r in memory.gather_cases("seed", ["int32"]) if r["formulation"] == "seed")
+    assert r["forward"]["argument_bytes"] == 128**3 * 4 + 2048**3 * 3 * 4
+    assert r["gradient"]["total_bytes"] > r["forward"]["total_bytes"]
+
+
+def test_sizes_and_dtypes_are_checked():
+    assert memory.parse_size("32,100") == ("32,100", 32, 100)
+    for bad in ("huge", "0,5", "3", "a,b", "-1,4"):
+        with pytest.raises(UsageError, match="bad size"):
+            memory.parse_size(bad)
+    with pytest.raises(UsageError, match="bad index dtype"):
+        memory.check_index_dtype("float32", 16)
+    with pytest.raises(UsageError, match="cannot hold indices up to 255"):
+        memory.check_index_dtype("int8", 256)
+
+
+@pytest.mark.slow
+def test_memory_cli_table_json_and_report(tmp_path):
+    out = tmp_path / "mem"
+    proc = run_cli("memory", "--size", "small", "--index-dtype", "int32", "--backends", "jax,nnx",
+                   "--workloads", "mlp", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "manual-chunked" in proc.stdout and "nnx's jitted step exposes no lower()" in proc.stdout
+    doc = memory.load(out)
+    steps = {(r["backend"], r["program"]): r for r in doc["cases"] if r["kind"] == "step"}
+    assert steps[("jax", "step")]["argument_bytes"] > steps[("(functional)", "forward")]["argument_bytes"]
+    assert all("measured" in r for r in doc["cases"] if r["kind"] == "gather")
+    rep = run_cli("report", str(out), "--out", str(tmp_path / "rep"))
+    assert rep.returncode == 0, rep.stderr
+    md = (tmp_path / "rep" / "index.md").read_text()
+    assert "## Memory of compiled programs" in md and "| small | int32 | manual-chunked |" in md
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--size", "enormous"], "bad size 'enormous'"),
+    (["--index-dtype", "float32"], "bad index dtype 'float32'"),
+    (["--size", "300,10", "--index-dtype", "int8"], "cannot hold indices up to 299"),
+    (["--workloads", "resnet"], "unknown workload 'resnet'"),
+])
+def test_memory_bad_input_is_one_line(tmp_path, args, fragment):
+    proc = run_cli("memory", *args, "--no-measure", "--out", str(tmp_path / "m"))
+    assert proc.returncode == 2 and fragment in proc.stderr and "Traceback" not in proc.stderr
