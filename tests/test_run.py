@@ -125,3 +125,16 @@ def test_finished_cells_survive_interrupt_of_a_later_cell(tmp_path):
     assert proc.returncode == 130, stderr
     assert results.load(out / "jax__mlp__default__r0.json")["status"] == "ok"
     assert "1 finished cells kept" in stderr
+
+
+def test_run_with_report_writes_the_report(tmp_path):
+    proc = run_cli("run", "--backends", "jax,flux", "--workloads", "mlp", "--networks", "2", "--steps", "12",
+                   "--warmup", "1", "--gc", "default,freeze", "--out", str(tmp_path / "results" / "demo"),
+                   "--no-progress", "--report", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    report = tmp_path / "reports" / "demo"
+    assert (report / "index.html").is_file() and (report / "trace_mlp.png").is_file()
+    md = (report / "index.md").read_text()
+    assert "| jax/mlp/default | 12 |" in md
+    assert "| flux/mlp/freeze | unavailable | GC policy freeze has no meaning for flux (julia) |" in md
+    assert "only 12 timed steps (< 100)" in md  # short cells are flagged unstable
