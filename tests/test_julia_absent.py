@@ -84,3 +84,18 @@ def test_list_marks_freeze_as_python_only():
 def test_julia_threads_must_be_positive():
     proc = run_cli("run", "--julia-threads", "0")
     assert proc.returncode == 2 and "julia_threads must be a positive integer" in proc.stderr
+
+
+def test_a_julia_that_cannot_start_makes_the_cell_unavailable(monkeypatch):
+    from gcbench import worker
+
+    monkeypatch.setattr(julia_bridge, "status", lambda: (True, ""))
+
+    def broken():
+        raise RuntimeError("Pkg resolve failed: Unsatisfiable requirements detected for package Lux\nmore")
+
+    monkeypatch.setattr(julia_bridge, "gcbench_module", broken)
+    cell = Suite(backends=["lux"], workloads=["mlp"], steps=2).validate().cells()[0]
+    doc = worker.run_cell(cell)
+    assert doc["status"] == "unavailable"
+    assert doc["reason"] == "Julia could not start: Pkg resolve failed: Unsatisfiable requirements detected for package Lux"

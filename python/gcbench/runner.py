@@ -156,7 +156,8 @@ def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], time
         try:
             run_worker(cell, out_file, command, timeout, bar)
             doc = results.load(out_file)
-            status = doc["status"] if doc["status"] != "ok" else f"ok in {time.monotonic() - t0:.1f} s"
+            status = f"ok in {time.monotonic() - t0:.1f} s" if doc["status"] == "ok" else \
+                f"{doc['status']}: {doc['reason'].splitlines()[0] if doc['reason'] else ''}"
         except CellFailed as e:
             doc = results.new(cell, "failed", str(e))
             results.write(doc, out_file)

@@ -36,6 +36,8 @@ def run_cell(cell: Cell, command: list[str] | None = None, progress=_progress) -
     meta["command"] = command or []
     meta["seed"] = cell.seed
     ok, reason = info.availability()
+    if ok and info.language == "julia":
+        ok, reason = _start_julia(cell.julia_threads)
     if not ok:
         return results.new(cell, "unavailable", reason, metadata=meta)
     workload = get_workload(cell.workload)
@@ -45,7 +47,6 @@ def run_cell(cell: Cell, command: list[str] | None = None, progress=_progress) -
     schedule = datamod.batch_schedule(len(dataset), cell.warmup + cell.steps, cell.seed)
     params = init_params(workload, cell.seed, cell.networks)
 
-    os.environ["GCBENCH_JULIA_THREADS"] = str(cell.julia_threads)  # read when Julia starts
     progress("build", 0, cell.warmup)
     t0 = time.perf_counter_ns()
     trainer = info.build(workload, params, dataset)
@@ -58,6 +59,19 @@ def run_cell(cell: Cell, command: list[str] | None = None, progress=_progress) -
     meta.update(trainer.metadata())
     return results.new(cell, "ok", data=dataset.describe(), metadata=meta,
                        params_counted=trainer.param_count(), traces=trainer.trace_counts(), **measured)
+
+
+def _start_julia(threads: int) -> tuple[bool, str]:
+    """Start Julia and load GCBench.jl; a Julia that cannot start makes the cell unavailable."""
+    from .backends import julia_bridge
+
+    os.environ["GCBENCH_JULIA_THREADS"] = str(threads)  # read when Julia starts
+    try:
+        julia_bridge.gcbench_module()
+    except Exception as e:  # juliacall reports install, resolve and load failures as exceptions
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return False, f"Julia could not start: {first}"
+    return True, ""
 
 
 def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, progress=_progress) -> dict:
