@@ -112,10 +112,11 @@ def _suite_from_args(args) -> config.Suite:
 
 
 def format_table(docs: list[dict]) -> str:
-    head = f"{'cell':<40} {'status':<11} {'median ms':>9} {'p99 ms':>8} {'max/med':>7} {'GC %':>6}  collections g0/g1/g2"
+    head = (f"{'cell':<40} {'status':<11} {'median ms':>9} {'p99 ms':>8} {'max/med':>7} {'GC %':>6}  "
+            "collections per generation (Julia: incremental/full)")
     rows = [head, "-" * len(head)]
     for doc in docs:
-        label = f"{doc['backend']}/{doc['workload']}/{doc['gc_policy']}" + (f" #{doc['repeat']}" if doc["repeat"] else "")
+        label = results.label(doc)
         if doc["status"] != "ok":
             rows.append(f"{label:<40} {doc['status']:<11} {doc['reason'].splitlines()[0] if doc['reason'] else ''}")
             continue

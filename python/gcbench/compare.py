@@ -18,7 +18,7 @@ def compare_dirs(dir_a, dir_b) -> tuple[list[dict], list[str]]:
     rows, notes = [], []
     for key in [k for k in a if k in b]:
         da, db = a[key], b[key]
-        label = "/".join(map(str, key[:3])) + (f" #{key[3]}" if key[3] else "")
+        label = results.label(da)
         if da["status"] != "ok" or db["status"] != "ok":
             notes.append(f"{label}: not compared ({da['status']} in A, {db['status']} in B)")
             continue
@@ -34,7 +34,7 @@ def compare_dirs(dir_a, dir_b) -> tuple[list[dict], list[str]]:
             "p_value": p, "significant": p < ALPHA,
         })
     for key in a.keys() ^ b.keys():
-        notes.append(f"{'/'.join(map(str, key[:3]))}: only in {'A' if key in a else 'B'}")
+        notes.append(f"{results.label((a if key in a else b)[key])}: only in {'A' if key in a else 'B'}")
     return rows, notes
 
 

@@ -27,6 +27,11 @@ SUITE_KEYS = {"name", "backends", "workloads", "gc", "steps", "warmup", "repeats
               "networks", "seed", "timeout", "loss_every", "julia_threads"}
 
 
+def cell_label(backend: str, workload: str, policy: str, repeat: int = 0) -> str:
+    """How a cell is named to people: backend/workload/policy, with #repeat after the first."""
+    return f"{backend}/{workload}/{policy}" + (f" #{repeat}" if repeat else "")
+
+
 @dataclasses.dataclass(frozen=True)
 class Cell:
     """One measurement: a backend training a workload under a GC policy, once."""
@@ -50,8 +55,7 @@ class Cell:
 
     @property
     def label(self) -> str:
-        rep = f" #{self.repeat}" if self.repeat else ""
-        return f"{self.backend}/{self.workload}/{self.policy}{rep}"
+        return cell_label(self.backend, self.workload, self.policy, self.repeat)
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)

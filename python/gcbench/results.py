@@ -61,6 +61,13 @@ def new(cell, status: str, reason: str = "", **fields) -> dict:
     return doc
 
 
+def label(doc: dict) -> str:
+    """The cell's name for people, e.g. `jax/mlp/default`."""
+    from .config import cell_label
+
+    return cell_label(doc["backend"], doc["workload"], doc["gc_policy"], doc["repeat"])
+
+
 def write(doc: dict, path: str | os.PathLike) -> pathlib.Path:
     """Write `doc` to `path` atomically: a reader sees the old file or the whole new one."""
     validate(doc, str(path))

@@ -22,10 +22,6 @@ def _fmt(x, digits=3) -> str:
     return f"{x:.{digits}g}" if abs(x) < 1000 else f"{x:,.0f}"
 
 
-def _label(doc: dict) -> str:
-    return f"{doc['backend']}/{doc['workload']}/{doc['gc_policy']}" + (f" #{doc['repeat']}" if doc["repeat"] else "")
-
-
 def _header(docs: list[dict], plan: dict, results_dir: pathlib.Path) -> list:
     ok = [d for d in docs if d["status"] == "ok"]
     meta = ok[0]["metadata"] if ok else docs[0]["metadata"]
@@ -53,7 +49,7 @@ def _summary_table(ok: list[dict], summaries: dict) -> Table:
         s = summaries[d["cell"]]
         lo, hi = s["median_ci_ms"]
         rows.append([
-            _label(d), str(s["steps"]), f"{_fmt(s['median_ms'])} ({_fmt(lo)}-{_fmt(hi)})", _fmt(s["p99_ms"]),
+            results.label(d), str(s["steps"]), f"{_fmt(s['median_ms'])} ({_fmt(lo)}-{_fmt(hi)})", _fmt(s["p99_ms"]),
             f"{s['max_over_median']:.1f}", f"{100 * s['gc_share']:.2f}", str(s["spikes"]),
             _fmt(s["spike_period"]), "-" if s["spikes_with_full_gc"] is None else f"{100 * s['spikes_with_full_gc']:.0f} %",
             f"{s['full_per_1000']:.1f}", "/".join(f"{c:.0f}" for c in s["collections_per_1000"]),
@@ -135,14 +131,14 @@ def build_report(results_dir, out_dir, spike_factor: float = stats.DEFAULT_SPIKE
                        Image(plots.traces(sub, w, out_dir / f"trace_{w}.png"), f"{w} step-time traces with GC pauses"),
                        Heading(f"{w}: distribution of step times", 3),
                        Image(plots.distributions(sub, w, out_dir / f"ecdf_{w}.png"), f"{w} step-time ECDF")]
-    unstable = [f"{_label(d)}: {'; '.join(summaries[d['cell']]['warnings'])}" for d in ok if summaries[d["cell"]]["warnings"]]
+    unstable = [f"{results.label(d)}: {'; '.join(summaries[d['cell']]['warnings'])}" for d in ok if summaries[d["cell"]]["warnings"]]
     if unstable:
         blocks += [Heading("Unstable measurements"), Bullets(unstable)]
     not_run = [d for d in docs if d["status"] != "ok"]
     if not_run:
         blocks += [Heading("Not run"),
                    Table(["cell", "status", "reason"],
-                         [[_label(d), d["status"], (d["reason"] or "").strip().splitlines()[0] if d["reason"] else ""]
+                         [[results.label(d), d["status"], (d["reason"] or "").strip().splitlines()[0] if d["reason"] else ""]
                           for d in not_run])]
 
     if memdoc is not None:
