@@ -85,3 +85,15 @@ def test_missing_package_makes_backend_unavailable_not_a_crash(tmp_path, monkeyp
     assert [d["status"] for d in docs] == ["unavailable", "unavailable"]
     assert "not installed: equinox" in docs[0]["reason"]
     assert "does not implement workload vit" in docs[1]["reason"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend_name", ["jax", "jax-vmap", "equinox-filter", "equinox-partition", "nnx-split"])
+def test_state_buffers_are_donated(backend_name, dataset):
+    import jax
+
+    workload = WORKLOADS["mlp"]
+    trainer = BACKENDS[backend_name].build(workload, init_params(workload, 0, 2), dataset)
+    before = jax.tree.leaves(trainer.states[0] if hasattr(trainer, "states") else trainer.state)
+    trainer.step(datamod.batch_schedule(len(dataset), 1, seed=0)[0])
+    assert all(leaf.is_deleted() for leaf in before if isinstance(leaf, jax.Array))
