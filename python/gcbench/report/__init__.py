@@ -106,7 +106,7 @@ def build_report(results_dir, out_dir, spike_factor: float = stats.DEFAULT_SPIKE
     summaries = {d["cell"]: stats.summary(d, spike_factor) for d in ok}
     first = [d for d in ok if d["repeat"] == 0] or ok
     workloads = list(dict.fromkeys(d["workload"] for d in first))
-    title = title or f"gcbench report: {plan.get('suite', results_dir.name)}"
+    title = title or f"gcbench report: {results_dir.resolve().name}"
 
     blocks: list = [Heading(title, 1)]
     if docs:
