@@ -238,12 +238,10 @@ def cmd_julia_setup(args) -> int:
         raise UsageError("juliacall is not installed: pip install 'gcbench[julia]'")
     print("gcbench: starting Julia through juliacall; the first time it downloads Julia and the packages "
           "in gcbench/juliapkg.json (needs the internet, takes minutes)", flush=True)
-    try:
-        module = julia_bridge.gcbench_module()
-    except Exception as e:  # juliacall/juliapkg report download and resolve failures as exceptions
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise UsageError(f"Julia setup failed: {first}") from None
-    print(f"Julia ready: GCBench loaded ({module}); the flux, lux and simplechains backends can run")
+    ok, reason = julia_bridge.start()
+    if not ok:
+        raise UsageError(f"Julia setup failed: {reason}")
+    print("Julia ready: GCBench loaded; the flux, lux and simplechains backends can run")
     return 0
 
 

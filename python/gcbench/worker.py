@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import sys
 import time
 
@@ -37,7 +36,9 @@ def run_cell(cell: Cell, command: list[str] | None = None, progress=_progress) -
     meta["seed"] = cell.seed
     ok, reason = info.availability()
     if ok and info.language == "julia":
-        ok, reason = _start_julia(cell.julia_threads)
+        from .backends import julia_bridge
+
+        ok, reason = julia_bridge.start(cell.julia_threads)
     if not ok:
         return results.new(cell, "unavailable", reason, metadata=meta)
     workload = get_workload(cell.workload)
@@ -59,19 +60,6 @@ def run_cell(cell: Cell, command: list[str] | None = None, progress=_progress) -
     meta.update(trainer.metadata())
     return results.new(cell, "ok", data=dataset.describe(), metadata=meta,
                        params_counted=trainer.param_count(), traces=trainer.trace_counts(), **measured)
-
-
-def _start_julia(threads: int) -> tuple[bool, str]:
-    """Start Julia and load GCBench.jl; a Julia that cannot start makes the cell unavailable."""
-    from .backends import julia_bridge
-
-    os.environ["GCBENCH_JULIA_THREADS"] = str(threads)  # read when Julia starts
-    try:
-        julia_bridge.gcbench_module()
-    except Exception as e:  # juliacall reports install, resolve and load failures as exceptions
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        return False, f"Julia could not start: {first}"
-    return True, ""
 
 
 def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, progress=_progress) -> dict:

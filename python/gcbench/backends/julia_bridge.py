@@ -72,6 +72,17 @@ def gcbench_module():
     return main.GCBench
 
 
+def start(threads: int = 1) -> tuple[bool, str]:
+    """Start Julia with `threads` threads and load GCBench.jl: (True, "") or (False, reason)."""
+    os.environ["GCBENCH_JULIA_THREADS"] = str(threads)
+    try:
+        gcbench_module()
+    except Exception as e:  # juliacall reports install, resolve and load failures as exceptions
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return False, f"Julia could not start: {first}"
+    return True, ""
+
+
 def call(name: str, *args):
     """Call `GCBench.<name>` with exactly the arity `julia_layout.JULIA_API` declares."""
     expected = julia_layout.JULIA_API[name]
