@@ -44,6 +44,10 @@ update_all!(t, x::AbstractArray) = foreach_network(k -> update_network!(t, k, x,
 
 mean_loss(t) = Float64(mean(t.losses))
 
+"""Versions of the packages gcbench's Julia code uses (for the result's metadata)."""
+package_versions() = Dict{String,String}(
+    string(nameof(m)) => string(pkgversion(m)) for m in (Flux, Lux, MLUtils, NNlib, Optimisers, SimpleChains, Zygote))
+
 const PROGRESS_EVERY_NS = 200_000_000
 
 function progress(phase, done, total)
@@ -102,5 +106,6 @@ function run!(t, warmup::Integer, steps::Integer, policy::AbstractString, every:
         "gc_pauses" => rec.gc_pauses, "alloc_bytes" => rec.alloc_bytes,
         "loss_steps" => loss_steps, "loss_values" => loss_values,
         "julia_version" => string(VERSION), "julia_threads" => Threads.nthreads(),
+        "julia_packages" => package_versions(),
     )
 end

@@ -109,6 +109,7 @@ def julia_like_result(steps=5, warmup=2):
         "gc_full": np.array([0, 0, 1, 0, 0][:steps]), "gc_pauses": np.array([0, 1, 1, 0, 0][:steps]),
         "alloc_bytes": np.array([1_300_000] * steps), "loss_steps": np.array([0, 4]),
         "loss_values": np.array([2.29, 2.20]), "julia_version": "1.11.2", "julia_threads": 1,
+        "julia_packages": {"Flux": "0.16.5", "Lux": "1.21.0"},
     }
 
 
@@ -150,7 +151,8 @@ def test_measure_marshals_arguments_as_julia_expects(monkeypatch):
     assert weights.shape == (44_426, 3) and weights.dtype == np.float32 and weights.flags.f_contiguous
     assert calls[2][1][1:] == (2, 5, "manual", 10, 4)
     assert fields["wall_ns"][2] == 150_000_000
-    assert trainer.metadata() == {"julia_framework": "lux", "julia": "1.11.2", "julia_threads": 1}
+    assert trainer.metadata() == {"julia_framework": "lux", "julia": "1.11.2", "julia_threads": 1,
+                                  "julia_packages": {"Flux": "0.16.5", "Lux": "1.21.0"}}
 
 
 def test_unknown_framework_is_refused():

@@ -34,6 +34,7 @@ def test_julia_backend_trains_and_counts_parameters(julia_results, backend, work
     assert len(doc["wall_ns"]) == 30 and len(doc["warmup"]["wall_ns"]) == 2
     assert doc["loss"]["value"][-1] < doc["loss"]["value"][0]
     assert doc["metadata"]["julia_threads"] >= 1 and doc["metadata"]["julia"]
+    assert set(doc["metadata"]["julia_packages"]) >= {"Flux", "Lux", "SimpleChains", "Zygote"}
     assert np.all(np.asarray(doc["gc_full"]) <= np.asarray(doc["gc_collections"]).sum(axis=1))
 
 

@@ -111,7 +111,8 @@ class JuliaTrainer:
         raw = call("run!", self._trainer, warmup, steps, policy.kind, max(policy.every, 1), loss_every)
         fields = julia_layout.result_fields(raw)
         fields["warmup"]["traces"] = {}
-        self.julia_facts = {"julia": str(raw["julia_version"]), "julia_threads": int(raw["julia_threads"])}
+        self.julia_facts = {"julia": str(raw["julia_version"]), "julia_threads": int(raw["julia_threads"]),
+                            "julia_packages": {str(k): str(v) for k, v in raw["julia_packages"].items()}}
         return fields
 
     def param_count(self) -> int:
