@@ -66,6 +66,20 @@ def test_html_is_self_contained(tmp_path):
         assert base64.b64decode(data)[:4] == b"\x89PNG"
 
 
+def test_negligible_gc_is_called_negligible(tmp_path):
+    from gcbench.report.findings import findings
+
+    docs = [{"cell": "a", "backend": "nnx", "gc_policy": "default"}, {"cell": "b", "backend": "jax", "gc_policy": "default"}]
+    base = {"spike_factor": 3.0, "spikes": 0, "spike_period": None, "spikes_with_full_gc": None, "steps": 1000,
+            "max_over_median": 1.5, "full_per_1000": 0.0}
+    summaries = {"a": {**base, "gc_share": 0.0001, "gc_ms_total": 0.5, "collections": [5, 0, 0], "median_ms": 10.0},
+                 "b": {**base, "gc_share": 0.0, "gc_ms_total": 0.0, "collections": [0, 0, 0], "median_ms": 5.0}}
+    text = findings(docs, summaries)
+    assert text[0] == ("The collector is negligible here: at most 0.01 % of step time in any cell, "
+                       "5 collections in 2,000 timed steps, 0 of them full.")
+    assert "fastest `jax` (5 ms), slowest `nnx` (10 ms, 2.0 x)" in text[1]
+
+
 def test_report_of_only_unavailable_cells(tmp_path):
     res = tmp_path / "res"
     results.write(results.new(Cell("flux", "mlp", "default", 0, 2, 4992, 3, 1, 0, 1), "unavailable", "no Julia"),

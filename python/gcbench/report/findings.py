@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 
+NEGLIGIBLE_SHARE = 0.001  # below 0.1 % of step time the collector is not worth ranking
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.2f} %"
 
@@ -14,9 +17,16 @@ def findings(docs: list[dict], summaries: dict) -> list[str]:
     s = {d["cell"]: summaries[d["cell"]] for d in docs}
     out = []
     total_gc = sum(v["gc_ms_total"] for v in s.values())
+    worst_share = max(v["gc_share"] for v in s.values())
     if total_gc == 0:
         out.append("No collection ran during the timed steps of any cell: on this workload the "
                    "collector costs nothing here (a finding, not a failure).")
+    elif worst_share < NEGLIGIBLE_SHARE:
+        colls = sum(sum(v["collections"]) for v in s.values())
+        full = sum(v["full_per_1000"] * v["steps"] / 1000 for v in s.values())
+        steps = sum(v["steps"] for v in s.values())
+        out.append(f"The collector is negligible here: at most {_pct(worst_share)} of step time in any cell, "
+                   f"{colls} collections in {steps:,} timed steps, {full:.0f} of them full.")
     else:
         worst = max(docs, key=lambda d: s[d["cell"]]["gc_share"])
         w = s[worst["cell"]]
