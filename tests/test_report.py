@@ -50,6 +50,7 @@ def test_report_files_plots_and_content(tmp_path):
     assert "| jax/mlp/default | 300 |" in md
     assert "`jax` spikes 30 times under `default`, about every 10 steps, 50 % of them at a full collection" in md
     assert "`freeze` removes them" in md
+    assert "Steps with a full collection, against the median step: `jax` under `default` 5.0 x (50 per 1,000 steps)" in md
     assert "Highest GC share: `jax` under `default`" in md
     assert "| equinox-filter/mlp/default | failed | worker exit code 1 |" in md
     assert "| flux/mlp/default | unavailable | Julia is not installed |" in md
@@ -71,7 +72,7 @@ def test_negligible_gc_is_called_negligible(tmp_path):
 
     docs = [{"cell": "a", "backend": "nnx", "gc_policy": "default"}, {"cell": "b", "backend": "jax", "gc_policy": "default"}]
     base = {"spike_factor": 3.0, "spikes": 0, "spike_period": None, "spikes_with_full_gc": None, "steps": 1000,
-            "max_over_median": 1.5, "full_per_1000": 0.0}
+            "max_over_median": 1.5, "full_per_1000": 0.0, "full_gc_step_ratio": None}
     summaries = {"a": {**base, "gc_share": 0.0001, "gc_ms_total": 0.5, "collections": [5, 0, 0], "median_ms": 10.0},
                  "b": {**base, "gc_share": 0.0, "gc_ms_total": 0.0, "collections": [0, 0, 0], "median_ms": 5.0}}
     text = findings(docs, summaries)

@@ -28,6 +28,7 @@ def test_spikes_period_and_full_collections_known_answer():
     assert s["gc_share"] == pytest.approx(100 * 40 / (900 * 10 + 100 * 50))
     assert s["collections_per_1000"] == [100.0, 0.0, 50.0]
     assert s["full_per_1000"] == 50.0
+    assert s["full_gc_step_ratio"] == 5.0  # every full collection falls in a 50 ms step
     assert s["mean_ms"] == pytest.approx(14.0)
     assert s["median_ci_ms"] == (10.0, 10.0)
     assert s["warnings"] == []

@@ -79,6 +79,8 @@ def series_stats(wall_ns, gc_ns, collections, full, alloc_bytes=None,
         "collections": colls.sum(axis=0).tolist(),
         "collections_per_1000": (colls.sum(axis=0) * 1000.0 / n).tolist(),
         "full_per_1000": float(full.sum() * 1000.0 / n),
+        # How much slower a step is when a full collection runs in it (median over median).
+        "full_gc_step_ratio": float(np.median(wall[full > 0]) / median) if (full > 0).any() and median > 0 else None,
         "alloc_bytes_per_step": float(np.mean(alloc_bytes)) if alloc_bytes is not None else None,
     }
     out["warnings"] = stability_warnings(out)

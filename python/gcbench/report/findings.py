@@ -32,6 +32,12 @@ def findings(docs: list[dict], summaries: dict) -> list[str]:
         w = s[worst["cell"]]
         out.append(f"Highest GC share: `{worst['backend']}` under `{worst['gc_policy']}`, {_pct(w['gc_share'])} "
                    f"of step time, {w['full_per_1000']:.1f} full collections per 1,000 steps.")
+    with_full = sorted((d for d in docs if s[d["cell"]]["full_gc_step_ratio"] is not None),
+                       key=lambda d: -s[d["cell"]]["full_per_1000"])
+    if with_full:
+        out.append("Steps with a full collection, against the median step: " + "; ".join(
+            f"`{d['backend']}` under `{d['gc_policy']}` {s[d['cell']]['full_gc_step_ratio']:.1f} x "
+            f"({s[d['cell']]['full_per_1000']:.0f} per 1,000 steps)" for d in with_full) + ".")
     base = [d for d in docs if d["gc_policy"] == "default"] or docs
     policy = base[0]["gc_policy"]
     fastest = min(base, key=lambda d: s[d["cell"]]["median_ms"])
