@@ -208,7 +208,7 @@ def cmd_data(args) -> int:
 def cmd_memory(args) -> int:
     from . import memory
 
-    sizes = args.size.split(";") if ";" in args.size else _sizes(args.size)
+    sizes = _sizes(args.size)
     dtypes = config.split_list(args.index_dtype)
     backends = list(BACKENDS) if args.backends == "all" else config.split_list(args.backends)
     workloads = config.split_list(args.workloads)

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from ..workloads import BATCH_SIZE
 from . import _jaxnn
 
 
@@ -50,7 +51,7 @@ class Trainer:
 
     def lower_step(self):
         """The jitted step of all N networks, lowered for `gcbench memory`."""
-        idx = np.zeros(self.images.shape[0] and 128, np.int32)
+        idx = np.zeros(BATCH_SIZE, np.int32)
         return self._update.lower(self.images, self.labels, self.state, idx)
 
     def param_count(self) -> int:
