@@ -239,11 +239,10 @@ def _measure_in_this_process(n: int, m: int, dtype: str, formulation: str) -> di
 
 def run(sizes: list[str], index_dtypes: list[str], backends: list[str], workloads: list[str],
         measure: bool, out_dir: pathlib.Path, command: list[str]) -> dict:
-    for s in sizes:
-        parse_size(s)
-    for d in index_dtypes:
-        if d not in INDEX_DTYPES:
-            raise UsageError(f"bad index dtype {d!r}; valid: {', '.join(INDEX_DTYPES)}")
+    for size in sizes:  # every size and dtype checked before anything is compiled
+        _, n, _ = parse_size(size)
+        for dtype in index_dtypes:
+            check_index_dtype(dtype, n)
     import jax
 
     rows = []
