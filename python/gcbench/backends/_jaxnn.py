@@ -135,7 +135,24 @@ class TraceCounter:
         self.counts[name] = self.counts.get(name, 0) + 1
 
 
-class LoopTrainer:
+class JaxTrainer:
+    """What every JAX-family trainer has: the dataset on the device, a trace counter,
+    and the metadata of the JAX devices it ran on."""
+
+    def __init__(self, data, channels_first: bool = False):
+        self.images, self.labels = device_data(data, channels_first)
+        self.traces = TraceCounter()
+
+    def trace_counts(self) -> dict[str, int]:
+        return dict(self.traces.counts)
+
+    def metadata(self) -> dict:
+        from ..metadata import jax_devices
+
+        return jax_devices()
+
+
+class LoopTrainer(JaxTrainer):
     """Steps N independent networks one after the other, as the seed reports' loops do.
 
     Subclasses pass one opaque state per network and set `self.update`, a function
@@ -145,10 +162,9 @@ class LoopTrainer:
     """
 
     def __init__(self, data, states: list, channels_first: bool = False):
-        self.images, self.labels = device_data(data, channels_first)
+        super().__init__(data, channels_first)
         self.states = states
         self.losses: list = [None] * len(states)
-        self.traces = TraceCounter()
 
     def update(self, batch, state):
         raise NotImplementedError
@@ -172,11 +188,3 @@ class LoopTrainer:
         """One network's jitted step, lowered for `gcbench memory` (not compiled or run)."""
         batch = take(self.images, self.labels, np.zeros(BATCH_SIZE, np.int32))
         return self.update.lower(batch, self.states[0])
-
-    def trace_counts(self) -> dict[str, int]:
-        return dict(self.traces.counts)
-
-    def metadata(self) -> dict:
-        from ..metadata import jax_devices
-
-        return jax_devices()

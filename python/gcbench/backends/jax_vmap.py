@@ -15,12 +15,11 @@ from ..workloads import BATCH_SIZE
 from . import _jaxnn
 
 
-class Trainer:
+class Trainer(_jaxnn.JaxTrainer):
     def __init__(self, workload, params, data):
         if workload.vit is not None:
             raise ValueError("jax-vmap stacks many networks; vit is one network")
-        self.images, self.labels = _jaxnn.device_data(data)
-        self.traces = _jaxnn.TraceCounter()
+        super().__init__(data)
         tx = _jaxnn.optimizer()
         stacked = {k: jnp.asarray(np.stack([p[k] for p in params])) for k in params[0]}
         self.state = (stacked, jax.vmap(tx.init)(stacked))
@@ -56,14 +55,6 @@ class Trainer:
 
     def param_count(self) -> int:
         return sum(leaf[0].size for leaf in jax.tree.leaves(self.state[0]))
-
-    def trace_counts(self) -> dict[str, int]:
-        return dict(self.traces.counts)
-
-    def metadata(self) -> dict:
-        from ..metadata import jax_devices
-
-        return jax_devices()
 
 
 def build(workload, params, data):
