@@ -24,12 +24,13 @@ from .errors import UsageError
 from .workloads import get_workload
 
 SUITE_KEYS = {"name", "backends", "workloads", "gc", "steps", "warmup", "repeats",
-              "networks", "seed", "timeout", "loss_every", "julia_threads"}
+              "networks", "seed", "timeout", "loss_every", "julia_threads", "envs"}
 
 
-def cell_label(backend: str, workload: str, policy: str, repeat: int = 0) -> str:
-    """How a cell is named to people: backend/workload/policy, with #repeat after the first."""
-    return f"{backend}/{workload}/{policy}" + (f" #{repeat}" if repeat else "")
+def cell_label(backend: str, workload: str, policy: str, repeat: int = 0, env: str | None = None) -> str:
+    """How a cell is named to people: backend/workload/policy, with #repeat after the first
+    and the environment's name in brackets when it runs in one."""
+    return f"{backend}/{workload}/{policy}" + (f" #{repeat}" if repeat else "") + (f" [{env}]" if env else "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,14 +49,23 @@ class Cell:
     loss_every: int
     data_path: str | None = None
     julia_threads: int = 1
+    env: str | None = None  # an environment's spec (envs.EnvSpec.text); None: gcbench's own interpreter
+
+    @property
+    def env_spec(self):
+        from .envs import parse
+
+        return None if self.env is None else parse(self.env)
 
     @property
     def id(self) -> str:
-        return f"{self.backend}__{self.workload}__{self.policy.replace(':', '-')}__r{self.repeat}"
+        base = f"{self.backend}__{self.workload}__{self.policy.replace(':', '-')}__r{self.repeat}"
+        return base if self.env is None else f"{base}__{self.env_spec.slug}"
 
     @property
     def label(self) -> str:
-        return cell_label(self.backend, self.workload, self.policy, self.repeat)
+        return cell_label(self.backend, self.workload, self.policy, self.repeat,
+                          None if self.env is None else self.env_spec.name)
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -75,6 +85,7 @@ class Suite:
     timeout: float = 900.0
     loss_every: int = 10
     julia_threads: int = 1
+    envs: list[str] = dataclasses.field(default_factory=list)  # environment specs; none: this interpreter
 
     def validate(self) -> Suite:
         for key in ("steps", "repeats", "loss_every", "julia_threads"):
@@ -96,6 +107,11 @@ class Suite:
         for name, n in self.networks.items():
             get_workload(name)
             _positive_int(f"networks for {name}", n)
+        if not isinstance(self.envs, list) or not all(isinstance(e, str) for e in self.envs):
+            raise UsageError("envs must be a list of environment strings like \"python=3.12 jax==0.8.0\"")
+        from .envs import parse_all
+
+        self.envs = [spec.text for spec in parse_all(self.envs)]
         for field in ("backends", "workloads", "gc"):
             values = getattr(self, field)
             if not values:
@@ -106,24 +122,31 @@ class Suite:
 
     def cells(self, data_path: str | None = None) -> list[Cell]:
         out = []
-        for backend in self.backends:
-            for name in self.workloads:
-                workload = get_workload(name)
-                for policy in self.gc:
-                    for repeat in range(self.repeats):
-                        out.append(Cell(
-                            backend=backend, workload=name, policy=gcpolicy.parse(policy).name,
-                            repeat=repeat, networks=self.networks.get(name, workload.default_networks),
-                            params_per_network=workload.params_per_network, steps=self.steps,
-                            warmup=self.warmup, seed=self.seed, loss_every=self.loss_every,
-                            data_path=data_path, julia_threads=self.julia_threads,
-                        ))
+        for env in self.envs or [None]:
+            for backend in self.backends:
+                for name in self.workloads:
+                    workload = get_workload(name)
+                    for policy in self.gc:
+                        for repeat in range(self.repeats):
+                            out.append(Cell(
+                                backend=backend, workload=name, policy=gcpolicy.parse(policy).name,
+                                repeat=repeat, networks=self.networks.get(name, workload.default_networks),
+                                params_per_network=workload.params_per_network, steps=self.steps,
+                                warmup=self.warmup, seed=self.seed, loss_every=self.loss_every,
+                                data_path=data_path, julia_threads=self.julia_threads, env=env,
+                            ))
         return out
 
 
 def _positive_int(what: str, value) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise UsageError(f"{what} must be a positive integer, got {value!r}")
+
+
+def user_cache(*parts: str) -> pathlib.Path:
+    """A folder in the user cache: `$XDG_CACHE_HOME/gcbench/...` (default `~/.cache/gcbench/...`)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return pathlib.Path(base, "gcbench", *parts)
 
 
 def split_list(text: str) -> list[str]:

@@ -22,6 +22,7 @@ import urllib.request
 
 import numpy as np
 
+from .config import user_cache
 from .errors import UsageError
 from .workloads import BATCH_SIZE, IMAGE_SHAPE, NUM_CLASSES
 
@@ -109,8 +110,7 @@ def write_idx(path: str | os.PathLike, array: np.ndarray, compress: bool = False
 
 
 def cache_dir() -> pathlib.Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return pathlib.Path(base) / "gcbench" / "mnist"
+    return user_cache("mnist")
 
 
 def _find(folder: pathlib.Path, stem: str) -> pathlib.Path | None:

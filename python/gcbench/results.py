@@ -1,7 +1,9 @@
 """The result schema: one JSON document per cell, written atomically, validated on load.
 
 Schema version history:
-- 1: first version.
+- 1: first version. Later additions, all optional (older documents lack them):
+  `environment` (the environment matrix: spec, name, Python and packages of the virtual
+  environment the cell ran in; absent when it ran under gcbench's own interpreter).
 
 A loader refuses a document whose `schema_version` is newer than `SCHEMA_VERSION`.
 """
@@ -57,6 +59,9 @@ def new(cell, status: str, reason: str = "", **fields) -> dict:
         "data": {},
         "metadata": {},
     }
+    if cell.env is not None:
+        spec = cell.env_spec
+        doc["environment"] = {"spec": spec.text, "name": spec.name}
     doc.update(fields)
     return doc
 
@@ -65,7 +70,13 @@ def label(doc: dict) -> str:
     """The cell's name for people, e.g. `jax/mlp/default`."""
     from .config import cell_label
 
-    return cell_label(doc["backend"], doc["workload"], doc["gc_policy"], doc["repeat"])
+    return cell_label(doc["backend"], doc["workload"], doc["gc_policy"], doc["repeat"], env_name(doc))
+
+
+def env_name(doc: dict) -> str | None:
+    """The name of the environment the cell ran in; None for gcbench's own interpreter."""
+    env = doc.get("environment")
+    return env.get("name") if env else None
 
 
 def write(doc: dict, path: str | os.PathLike) -> pathlib.Path:
@@ -102,6 +113,10 @@ def validate(doc, where: str = "result") -> dict:
     for key, typ in REQUIRED.items():
         if not isinstance(doc.get(key), typ):
             raise UsageError(f"{where}: field {key!r} missing or not a {typ.__name__}")
+    env = doc.get("environment")
+    if env is not None and not (isinstance(env, dict) and isinstance(env.get("spec"), str)
+                                and isinstance(env.get("name"), str)):
+        raise UsageError(f"{where}: field 'environment' must be an object with 'spec' and 'name'")
     if doc["status"] not in STATUSES:
         raise UsageError(f"{where}: status {doc['status']!r} is not one of {', '.join(STATUSES)}")
     if doc["status"] == "ok":
@@ -135,7 +150,7 @@ def load(path: str | os.PathLike) -> dict:
     return validate(doc, str(path))
 
 
-NOT_CELLS = ("suite.json", "memory.json")  # the plan, and `gcbench memory`'s document
+NOT_CELLS = ("suite.json", "memory.json", "bisect.json")  # the plan, `gcbench memory`'s and `bisect`'s documents
 
 
 def load_dir(folder: str | os.PathLike, allow_empty: bool = False) -> list[dict]:

@@ -37,11 +37,18 @@ def _unsupported_reason(cell: Cell) -> str | None:
     return None
 
 
-def _worker_env() -> dict:
+def _worker_env(isolated: bool = False) -> dict:
+    """The worker's environment variables. A worker in one of gcbench's virtual environments
+    (`isolated`) sees nothing of the manager's packages: gcbench comes from the environment's
+    own link to it, and PYTHONPATH and the user site are kept out."""
     env = dict(os.environ)
-    # Workers import this very copy of gcbench, installed or not.
-    package_root = str(pathlib.Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    if isolated:
+        for key in ("PYTHONPATH", "PYTHONHOME"):
+            env.pop(key, None)
+        env["PYTHONNOUSERSITE"] = "1"
+    else:  # workers import this very copy of gcbench, installed or not
+        package_root = str(pathlib.Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
@@ -59,9 +66,10 @@ class CellFailed(Exception):
 
 
 def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: float,
-               bar: tqdm | None, python: str = sys.executable) -> None:
-    """Run `cell` in a worker process; raise `CellFailed(reason)` if it does not finish."""
-    spec = json.dumps({"cell": cell.to_json(), "command": command})
+               bar: tqdm | None, python: str = sys.executable, environment: dict | None = None) -> None:
+    """Run `cell` in a worker process; raise `CellFailed(reason)` if it does not finish.
+    With `environment` (an `envs.Environment.describe()`), `python` is that environment's."""
+    spec = json.dumps({"cell": cell.to_json(), "command": command, "environment": environment})
     with tempfile.NamedTemporaryFile("w+", prefix="gcbench-stderr-", suffix=".txt", delete=False) as err:
         err_path = pathlib.Path(err.name)
     try:
@@ -69,7 +77,7 @@ def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: 
             proc = subprocess.Popen(
                 [python, "-m", "gcbench.worker", str(out_file)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_file,
-                text=True, env=_worker_env(), start_new_session=True,
+                text=True, env=_worker_env(isolated=environment is not None), start_new_session=True,
             )
         lines: queue.Queue = queue.Queue()
         reader = threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True)
@@ -122,19 +130,33 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], timeout: float,
-              log=print, progress: bool | None = None) -> list[dict]:
+              log=print, progress: bool | None = None, environments: dict | None = None) -> list[dict]:
     """Run every cell, writing `out_dir/<cell>.json`; return the documents in cell order.
 
-    `progress=None` shows bars only on a terminal. KeyboardInterrupt propagates after the
-    current worker is stopped; every finished cell is on disk by then.
+    `environments` maps each cell's `env` to its `envs.Environment`, or to the
+    `envs.EnvUnavailable` that kept it from being built: that environment's cells are
+    recorded as unavailable with the reason. `progress=None` shows bars only on a terminal.
+    KeyboardInterrupt propagates after the current worker is stopped; every finished cell
+    is on disk by then.
     """
     show_bars = sys.stderr.isatty() if progress is None else progress
     docs = []
     announced: set[str] = set()
     for n, cell in enumerate(cells, 1):
         out_file = out_dir / f"{cell.id}.json"
+        env = None if cell.env is None else environments[cell.env]
         reason = _unsupported_reason(cell)
-        if reason is None:
+        in_env = {}  # run_worker's arguments for a cell in a built environment
+        if env is not None and reason is None:
+            if isinstance(env, Exception):
+                reason = f"environment {cell.env_spec.name}: {env}"
+                if cell.env not in announced:
+                    announced.add(cell.env)
+                    count = sum(c.env == cell.env for c in cells)
+                    log(f"environment {cell.env_spec.name}: unavailable ({count} cells recorded as unavailable)")
+            else:
+                in_env = {"python": env.python, "environment": env.describe()}
+        elif reason is None:  # this interpreter: ask here, once per backend; an environment's worker asks there
             ok, why = get_backend(cell.backend).availability()
             if not ok:
                 reason = why
@@ -154,12 +176,13 @@ def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], time
         bar = tqdm(total=cell.steps, desc=desc, unit="step", dynamic_ncols=True) if show_bars else None
         t0 = time.monotonic()
         try:
-            run_worker(cell, out_file, command, timeout, bar)
+            run_worker(cell, out_file, command, timeout, bar, **in_env)
             doc = results.load(out_file)
             status = f"ok in {time.monotonic() - t0:.1f} s" if doc["status"] == "ok" else \
                 f"{doc['status']}: {doc['reason'].splitlines()[0] if doc['reason'] else ''}"
         except CellFailed as e:
-            doc = results.new(cell, "failed", str(e))
+            doc = results.new(cell, "failed", str(e),
+                              **({"environment": in_env["environment"]} if in_env else {}))
             results.write(doc, out_file)
             status = "FAILED: " + str(e).splitlines()[0]
         finally:

@@ -28,9 +28,12 @@ def _progress(phase: str, done: int, total: int) -> None:
     print(f"gcbench-progress {phase} {done} {total}", flush=True)
 
 
-def run_cell(cell: Cell, command: list[str] | None = None, progress=_progress) -> dict:
-    """Measure `cell` in this process and return its result document."""
+def run_cell(cell: Cell, command: list[str] | None = None, progress=_progress,
+             environment: dict | None = None) -> dict:
+    """Measure `cell` in this process and return its result document. `environment` is
+    the description of the virtual environment this process runs in, if any."""
     info = get_backend(cell.backend)
+    extra = {"environment": environment} if environment else {}
     meta = metadata.collect()
     meta["command"] = command or []
     meta["seed"] = cell.seed
@@ -40,7 +43,7 @@ def run_cell(cell: Cell, command: list[str] | None = None, progress=_progress) -
 
         ok, reason = julia_bridge.start(cell.julia_threads)
     if not ok:
-        return results.new(cell, "unavailable", reason, metadata=meta)
+        return results.new(cell, "unavailable", reason, metadata=meta, **extra)
     workload = get_workload(cell.workload)
     policy = gcpolicy.parse(cell.policy)
 
@@ -59,7 +62,7 @@ def run_cell(cell: Cell, command: list[str] | None = None, progress=_progress) -
     measured["warmup"]["build_ns"] = build_ns
     meta.update(trainer.metadata())
     return results.new(cell, "ok", data=dataset.describe(), metadata=meta,
-                       params_counted=trainer.param_count(), traces=trainer.trace_counts(), **measured)
+                       params_counted=trainer.param_count(), traces=trainer.trace_counts(), **measured, **extra)
 
 
 def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, progress=_progress) -> dict:
@@ -115,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = json.load(sys.stdin)
     cell = Cell(**spec["cell"])
     try:
-        doc = run_cell(cell, spec.get("command"))
+        doc = run_cell(cell, spec.get("command"), environment=spec.get("environment"))
     except UsageError as e:
         print(f"gcbench: {e}", file=sys.stderr)
         return 2

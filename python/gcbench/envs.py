@@ -1,0 +1,503 @@
+"""Isolated environments: the same cells under other interpreters and package versions.
+
+An environment is an interpreter plus pinned packages, written as on the command line:
+`"python=3.12 jax==0.8.0 equinox==0.13.2"`. gcbench builds one virtual environment per
+distinct (interpreter, requirements) in the user cache, `~/.cache/gcbench/envs/`, and
+reuses it on the next run. Into it go gcbench's own dependencies, the packages of the
+backends that will run there (unpinned: pip takes what fits the pins), and the pins;
+a pin of `jax==V` also pins the jaxlib release that jax V is built against. gcbench
+itself is made importable by a `.pth` file that points at a folder holding only a link
+to the running gcbench, so workers always run the manager's own code.
+
+A build that fails (no such interpreter, no such version, conflicting pins, no network)
+raises `EnvUnavailable` with pip's one-line reason; its folder is removed. An
+environment counts as built only once its marker file, written last, is there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import hashlib
+import importlib.metadata
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+from .config import user_cache
+from .errors import UsageError
+
+LAYOUT = 1  # bump when what goes into an environment folder changes: older ones get rebuilt
+MARKER = "gcbench-env.json"
+PIP_TIMEOUT_S = 1800
+_NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
+_PIN = re.compile(rf"^({_NAME})(\[[A-Za-z0-9._,-]+\])?((?:===|==|~=|!=|>=|<=|<|>)[A-Za-z0-9.*+!_-]+"
+                  rf"(?:,(?:===|==|~=|!=|>=|<=|<|>)[A-Za-z0-9.*+!_-]+)*)$")
+_VERSION_REQUEST = re.compile(r"^\d+\.\d+(\.\d+)?$")
+_PROBE = ("import importlib.util, json, platform, sys; print(json.dumps({'version': platform.python_version(), "
+          "'executable': sys.executable, 'venv': importlib.util.find_spec('venv') is not None}))")
+
+
+class EnvUnavailable(Exception):
+    """An environment that cannot be built; `str()` is the one-line reason."""
+
+
+def normalize(name: str) -> str:
+    """A distribution name as PyPI compares them (PEP 503): `Flax_NNX` -> `flax-nnx`."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirement_name(req: str) -> str:
+    """The normalized distribution name a requirement string is about."""
+    match = re.match(_NAME, req.strip())
+    if match is None:
+        raise ValueError(f"not a requirement: {req!r}")
+    return normalize(match.group(0))
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvSpec:
+    """What the user asked for: an interpreter (None: the running one) and pins."""
+
+    python: str | None
+    pins: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        """The canonical spelling, which cells and results carry."""
+        return " ".join(([f"python={self.python}"] if self.python else []) + list(self.pins)) or "python"
+
+    @property
+    def name(self) -> str:
+        """Short, for labels: `py3.12 jax==0.8.0`; `this-python` is the interpreter running gcbench."""
+        if self.python is None:
+            head = "this-python"
+        elif _VERSION_REQUEST.match(self.python):
+            head = f"py{self.python}"
+        else:
+            head = self.python
+        return " ".join([head, *self.pins])
+
+    @property
+    def slug(self) -> str:
+        """The name as a file-name part: `py3.12-jax-0.8.0`."""
+        return re.sub(r"[^A-Za-z0-9.]+", "-", self.name).strip("-")
+
+    def pin_for(self, name: str) -> str | None:
+        name = normalize(name)
+        return next((p for p in self.pins if requirement_name(p) == name), None)
+
+
+def parse(text: str) -> EnvSpec:
+    """`"python=3.12 jax==0.8.0 equinox==0.13.2"` -> EnvSpec; a clear error for anything else."""
+    python, pins, names = None, [], set()
+    tokens = text.split()
+    if not tokens:
+        raise UsageError("an environment needs python=VERSION or PATH and/or pins like jax==0.8.0, got nothing")
+    for token in tokens:
+        if token.startswith("python="):
+            if python is not None:
+                raise UsageError(f"environment {text!r} names the interpreter twice")
+            python = token.split("=", 1)[1]
+            if not python:
+                raise UsageError(f"environment {text!r}: python= needs a version (3.12) or a path")
+            continue
+        match = _PIN.match(token)
+        if match is None:
+            raise UsageError(f"environment {text!r}: {token!r} is neither python=VERSION nor a pin like jax==0.8.0")
+        name = normalize(match.group(1))
+        if name in names:
+            raise UsageError(f"environment {text!r} pins {name} twice")
+        names.add(name)
+        pins.append(f"{name}{match.group(2) or ''}{match.group(3)}")
+    return EnvSpec(python, tuple(sorted(pins, key=requirement_name)))
+
+
+def parse_all(texts: list[str]) -> list[EnvSpec]:
+    specs = [parse(t) for t in texts]
+    seen: dict[str, str] = {}
+    for spec, text in zip(specs, texts):
+        if spec.text in seen:
+            raise UsageError(f"environments {seen[spec.text]!r} and {text!r} are the same")
+        seen[spec.text] = text
+    return specs
+
+
+# -- interpreters -------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Interpreter:
+    path: str  # what the venv is made from, as the interpreter reports itself
+    version: str
+
+
+def _probe(path: str) -> dict | None:
+    try:
+        out = subprocess.run([path, "-c", _PROBE], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    try:
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None
+
+
+def _version_key(version: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[.+-]", version))
+
+
+def _pyenv_candidates(minor: str) -> list[str]:
+    root = pathlib.Path(os.environ.get("PYENV_ROOT") or pathlib.Path.home() / ".pyenv") / "versions"
+    found = [p for p in root.glob(f"{minor}*/bin/python{minor}") if p.is_file()]
+    found.sort(key=lambda p: _version_key(p.parent.parent.name), reverse=True)
+    return [str(p) for p in found]
+
+
+def find_interpreter(request: str | None) -> Interpreter:
+    """The interpreter for `python=REQUEST`: a version (`3.12`, `3.12.1`) looked up as
+    `python3.12` on PATH and under pyenv, a command name, or a path. None: this one."""
+    if request is None:
+        info = _probe(sys.executable)
+        return Interpreter(info["executable"] if info else sys.executable,
+                           info["version"] if info else ".".join(map(str, sys.version_info[:3])))
+    if _VERSION_REQUEST.match(request):
+        minor = ".".join(request.split(".")[:2])
+        candidates = [c for c in [shutil.which(f"python{minor}")] if c] + _pyenv_candidates(minor)
+        for candidate in candidates:
+            info = _probe(candidate)
+            if info and (info["version"] == request or info["version"].startswith(request + ".")):
+                return _usable(info, request)
+        where = f"python{minor} on PATH and under {pathlib.Path(os.environ.get('PYENV_ROOT') or '~/.pyenv')}/versions"
+        tried = f" (tried {', '.join(candidates)})" if candidates else ""
+        raise EnvUnavailable(f"no Python {request} on this machine: looked for {where}{tried}")
+    path = os.path.expanduser(request)
+    if os.sep not in path:
+        path = shutil.which(path) or path
+    if not os.path.exists(path):
+        raise EnvUnavailable(f"python={request}: no such interpreter")
+    info = _probe(path)
+    if info is None:
+        raise EnvUnavailable(f"python={request}: does not run as a Python interpreter")
+    return _usable(info, request)
+
+
+def _usable(info: dict, request: str) -> Interpreter:
+    if not info["venv"]:
+        raise EnvUnavailable(f"python={request} ({info['executable']}) has no venv module")
+    if _version_key(info["version"]) < (3, 10):
+        raise EnvUnavailable(f"python={request} is Python {info['version']}; gcbench needs 3.10 or newer")
+    return Interpreter(info["executable"], info["version"])
+
+
+# -- what goes into an environment ----------------------------------------------------------
+
+
+def _gcbench_requirements() -> list[tuple[str | None, str]]:
+    """gcbench's declared requirements as (extra or None, requirement without the extra marker)."""
+    try:
+        declared = importlib.metadata.requires("gcbench") or []
+    except importlib.metadata.PackageNotFoundError:
+        raise UsageError("environments need gcbench installed (pip install -e .), to know its dependencies") from None
+    out = []
+    for req in declared:
+        extra = re.search(r"""extra\s*==\s*["']([^"']+)["']""", req)
+        if extra:
+            req = re.sub(r"""\s*(and\s+)?extra\s*==\s*["'][^"']+["']""", "", req).rstrip().rstrip(";").rstrip()
+            req = re.sub(r";\s*and\s+", "; ", req)
+        out.append((extra.group(1) if extra else None, req))
+    return out
+
+
+def requirements(spec: EnvSpec, distributions: list[str]) -> list[str]:
+    """What pip installs: gcbench's own dependencies, the requirement gcbench declares for each
+    of `distributions` (the backends' packages), and the pins, which replace any of those."""
+    declared = _gcbench_requirements()
+    pinned = {requirement_name(p) for p in spec.pins}
+    wanted = {normalize(d) for d in distributions}
+    out = []
+    for extra, req in declared:
+        name = requirement_name(req)
+        if name in pinned or name == "gcbench":
+            continue
+        if extra is None or (name in wanted and extra not in ("test", "report", "all")):
+            if req not in out:
+                out.append(req)
+    missing = wanted - {requirement_name(r) for r in out} - pinned
+    out += sorted(missing)  # a package gcbench does not declare: whatever pip finds
+    return sorted(out, key=requirement_name) + list(spec.pins)
+
+
+def exact_pin(spec: EnvSpec, name: str) -> str | None:
+    """V when the environment pins `name==V`."""
+    pin = spec.pin_for(name)
+    if pin is None:
+        return None
+    match = re.fullmatch(rf"{_NAME}(?:\[[^\]]*\])?==([^,]+)", pin)
+    return match.group(1) if match else None
+
+
+def matching_jaxlib(jax_version: str, available: list[str]) -> str:
+    """The jaxlib release jax `jax_version` goes with: the same version when it exists, else
+    the newest release before it (jax 0.5.2 shipped without a jaxlib 0.5.2: it uses 0.5.1)."""
+    if jax_version in available:
+        return jax_version
+    older = [v for v in available if _version_key(v) <= _version_key(jax_version)]
+    return max(older, key=_version_key) if older else jax_version
+
+
+# -- pip's messages ---------------------------------------------------------------------------
+
+
+def pip_reason(output: str) -> str:
+    """pip's one-line reason for a failed install."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    errors = [line.removeprefix("ERROR: ").strip() for line in lines if line.startswith("ERROR:")]
+    offline = any(s in output for s in ("NewConnectionError", "Network is unreachable", "Temporary failure in name",
+                                        "Failed to establish a new connection", "ProxyError"))
+    reason = None
+    for wanted in ("No matching distribution found for", "Cannot install", "Could not find a version",
+                   "ResolutionImpossible", "Failed to build", "Could not build wheels", "Invalid requirement"):
+        reason = next((e for e in errors if e.startswith(wanted)), None)
+        if reason:
+            break
+    if reason is None and errors:
+        reason = errors[0]
+    if reason is None:
+        reason = lines[-1] if lines else "pip failed without a message"
+    if reason.startswith("Cannot install") and "because these package versions have conflicting" in reason:
+        reason = reason.split(" because ")[0] + ": conflicting dependencies"
+    if offline and "network" not in reason.lower():
+        reason += " (no network: the package index could not be reached)"
+    return reason
+
+
+# -- building -------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Environment:
+    """A built environment, ready for workers."""
+
+    spec: EnvSpec
+    path: pathlib.Path
+    python: str  # the environment's interpreter
+    python_version: str
+    requirements: list[str]
+    packages: dict[str, str]  # every installed distribution: name -> version
+    reused: bool = False
+
+    def describe(self) -> dict:
+        """What results record as their `environment`."""
+        return {"spec": self.spec.text, "name": self.spec.name, "key": self.path.name, "python": self.python_version,
+                "pins": list(self.spec.pins), "requirements": self.requirements, "packages": self.packages}
+
+
+def envs_root() -> pathlib.Path:
+    return user_cache("envs")
+
+
+def env_key(interpreter: Interpreter, reqs: list[str]) -> str:
+    blob = json.dumps({"layout": LAYOUT, "interpreter": os.path.realpath(interpreter.path),
+                       "version": interpreter.version, "requirements": reqs}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def _venv_python(folder: pathlib.Path) -> pathlib.Path:
+    return folder / "bin" / "python"
+
+
+def _gcbench_package_dir() -> pathlib.Path:
+    return pathlib.Path(__file__).resolve().parent
+
+
+def _link_gcbench(folder: pathlib.Path, site_packages: str) -> None:
+    """Make the running gcbench importable in the environment, and nothing else of ours."""
+    holder = folder / "gcbench-link"
+    holder.mkdir(exist_ok=True)
+    link = holder / "gcbench"
+    tmp = holder / f".gcbench-{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(_gcbench_package_dir(), target_is_directory=True)
+    os.replace(tmp, link)
+    pth = pathlib.Path(site_packages) / "gcbench-link.pth"
+    pth.write_text(str(holder) + "\n")
+
+
+def _run(cmd: list[str], log_file, on_line=None, timeout: float = PIP_TIMEOUT_S) -> tuple[int, str]:
+    """Run `cmd`, teeing its output into `log_file`; return (exit code, output)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PIP_USER")}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env["PYTHONNOUSERSITE"] = "1"
+    log_file.write(f"$ {' '.join(cmd)}\n")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    out = []
+    deadline = time.monotonic() + timeout
+    for line in proc.stdout:
+        out.append(line)
+        log_file.write(line)
+        if on_line is not None:
+            on_line(line.rstrip())
+        if time.monotonic() > deadline:
+            proc.kill()
+            out.append(f"ERROR: gave up after {timeout:g} s\n")
+            break
+    proc.wait()
+    log_file.flush()
+    return proc.returncode, "".join(out)
+
+
+def _read_marker(folder: pathlib.Path) -> dict | None:
+    try:
+        marker = json.loads((folder / MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    if marker.get("layout") != LAYOUT or not _venv_python(folder).exists():
+        return None
+    return marker
+
+
+def ensure(spec: EnvSpec, distributions: list[str], rebuild: bool = False, status=None) -> Environment:
+    """The built environment for `spec` with `distributions` installed: from the cache, or
+    built now. `status(text)` is told what is happening. Raises `EnvUnavailable`."""
+    status = status or (lambda text: None)
+    status("finding the interpreter")
+    interpreter = find_interpreter(spec.python)
+    reqs = requirements(spec, distributions)
+    folder = envs_root() / f"py{interpreter.version}-{env_key(interpreter, reqs)}"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / (folder.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another gcbench building the same environment: wait for it
+        marker = None if rebuild else _read_marker(folder)
+        if marker is not None:
+            _link_gcbench(folder, marker["site_packages"])  # the running gcbench, wherever it lives now
+            return Environment(spec, folder, str(_venv_python(folder)), marker["python"], marker["requirements"],
+                               marker["packages"], reused=True)
+        return _build(spec, interpreter, reqs, folder, status)
+
+
+def _build(spec: EnvSpec, interpreter: Interpreter, reqs: list[str], folder: pathlib.Path, status) -> Environment:
+    if folder.exists():  # half-built, stale or to be rebuilt: never reused
+        shutil.rmtree(folder)
+    log_path = folder.parent / (folder.name + ".log")
+    with open(log_path, "w") as log:
+        try:
+            status(f"creating a virtual environment with Python {interpreter.version}")
+            code, out = _run([interpreter.path, "-m", "venv", str(folder)], log)
+            if code != 0:
+                raise EnvUnavailable(f"python -m venv failed: {pip_reason(out)}")
+            python = str(_venv_python(folder))
+            jax_version = exact_pin(spec, "jax")
+            if jax_version is not None and spec.pin_for("jaxlib") is None:
+                status(f"looking up the jaxlib of jax {jax_version}")
+                code, out = _run([python, "-m", "pip", "index", "versions", "jaxlib"], log, timeout=300)
+                listed = re.search(r"Available versions:\s*(.+)", out) if code == 0 else None
+                available = [v.strip() for v in listed.group(1).split(",")] if listed else []
+                reqs = reqs + [f"jaxlib=={matching_jaxlib(jax_version, available)}"]
+            status(f"installing {len(reqs)} requirements")
+            code, out = _run([python, "-m", "pip", "install", "--no-input", "--progress-bar", "off", *reqs], log,
+                             on_line=lambda line: _pip_status(line, status))
+            if code != 0:
+                raise EnvUnavailable(f"{pip_reason(out)} (pip's log: {log_path})")
+            status("checking the environment")
+            code, out = _run([python, "-c", "import json, sysconfig; print(json.dumps(sysconfig.get_paths()['purelib']))"], log)
+            site_packages = json.loads(out.strip().splitlines()[-1])
+            _link_gcbench(folder, site_packages)
+            code, out = _run([python, "-c", _INVENTORY], log)
+            if code != 0:
+                raise EnvUnavailable(f"gcbench does not import in the new environment: {out.strip().splitlines()[-1]}")
+            inventory = json.loads(out.strip().splitlines()[-1])
+            inventory["packages"] = {normalize(k): v for k, v in sorted(inventory["packages"].items())}
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+    marker = {"layout": LAYOUT, "spec": spec.text, "interpreter": interpreter.path, "python": inventory["python"],
+              "requirements": reqs, "packages": inventory["packages"], "site_packages": site_packages,
+              "built": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    tmp = folder / (MARKER + ".tmp")
+    tmp.write_text(json.dumps(marker, indent=1))
+    os.replace(tmp, folder / MARKER)  # last: from now on the environment counts as built
+    return Environment(spec, folder, str(_venv_python(folder)), inventory["python"], reqs, inventory["packages"])
+
+
+_INVENTORY = ("import importlib.metadata as m, json, platform, gcbench; "
+              "print(json.dumps({'python': platform.python_version(), 'packages': "
+              "{d.metadata['Name'].lower(): d.version for d in m.distributions() if d.metadata['Name']}}))")
+
+
+def _pip_status(line: str, status) -> None:
+    for prefix in ("Collecting ", "Downloading ", "Installing collected packages", "Successfully installed",
+                   "Building wheel", "Using cached "):
+        if line.lstrip().startswith(prefix):
+            status(line.strip()[:100])
+            return
+
+
+def build_all(specs: list[EnvSpec], distributions: list[str], rebuild: bool = False, log=print,
+              progress: bool | None = None) -> dict[str, Environment | EnvUnavailable]:
+    """Every environment of `specs`, built or from the cache; a failure is kept as its
+    `EnvUnavailable` and the others go on. Keys are `spec.text`."""
+    from tqdm import tqdm
+
+    show_bar = sys.stderr.isatty() if progress is None else progress
+    out: dict[str, Environment | EnvUnavailable] = {}
+    for n, spec in enumerate(specs, 1):
+        desc = f"[env {n}/{len(specs)}] {spec.name}"
+        bar = tqdm(total=None, desc=desc, bar_format="{desc}: {elapsed} {postfix}", dynamic_ncols=True) \
+            if show_bar else None
+
+        def status(text, bar=bar):
+            if bar is not None:
+                bar.set_postfix_str(text)
+
+        t0 = time.monotonic()
+        try:
+            env = ensure(spec, distributions, rebuild, status)
+            out[spec.text] = env
+            how = "reused from the cache" if env.reused else f"built in {time.monotonic() - t0:.0f} s"
+            shown = list(_SHOWN) + [requirement_name(p) for p in spec.pins]
+            versions = ", ".join(f"{d} {env.packages[d]}" for d in dict.fromkeys(shown) if d in env.packages)
+            message = f"{desc}: Python {env.python_version}{', ' + versions if versions else ''}; {how}"
+        except EnvUnavailable as e:
+            out[spec.text] = e
+            message = f"{desc}: unavailable: {e}"
+        finally:
+            if bar is not None:
+                bar.close()
+        log(message)
+    return out
+
+
+_SHOWN = ("jax", "jaxlib", "equinox", "flax", "optax")
+
+
+def cached() -> list[dict]:
+    """The environments in the cache: folder, spec, Python, size in bytes, built date."""
+    root = envs_root()
+    out = []
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        if not folder.is_dir():
+            continue
+        marker = _read_marker(folder)
+        size = sum(p.lstat().st_size for p in folder.rglob("*") if not p.is_symlink())
+        out.append({"folder": folder, "spec": marker["spec"] if marker else None,
+                    "python": marker["python"] if marker else None, "bytes": size,
+                    "built": marker["built"] if marker else None})
+    return out
+
+
+def remove_all() -> int:
+    """Delete every cached environment (and their logs); return how many folders went."""
+    root = envs_root()
+    if not root.is_dir():
+        return 0
+    count = sum(1 for p in root.iterdir() if p.is_dir())
+    shutil.rmtree(root)
+    return count
