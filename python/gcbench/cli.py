@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="results folder (default: results/<suite>-<date>-<time>)")
     r.add_argument("--no-progress", action="store_true", help="no progress bars")
     r.add_argument("--report", action="store_true", help="write the report at the end (into reports/<results name>)")
+    _env_arguments(r)
 
     rep = sub.add_parser("report", help="statistics, plots and a publishable report of a results folder")
     rep.add_argument("results", help="a results folder written by `gcbench run`")
@@ -63,6 +64,30 @@ def build_parser() -> argparse.ArgumentParser:
     mem.add_argument("--workloads", default="mlp,lenet5,vit", help="workloads whose training step is analysed")
     mem.add_argument("--no-measure", action="store_true", help="do not run the small cases for real")
     mem.add_argument("--out", help="results folder for memory.json (default: results/memory-<date>-<time>)")
+
+    bi = sub.add_parser("bisect", help="one cell across versions of a package, each in its own environment")
+    bi.add_argument("--package", required=True, help="the package whose versions are compared, e.g. equinox")
+    bi.add_argument("--versions", help="comma-separated versions, oldest first (not with --results)")
+    bi.add_argument("--cell", required=True, help="BACKEND/WORKLOAD/POLICY, e.g. equinox-filter/vit/default")
+    bi.add_argument("--metric", default="gc_share", help="gc_share (default), p99, max/median, median, full_gc")
+    bi.add_argument("--factor", type=float, default=1.5,
+                    help="mark the first version whose metric differs from the previous one's by more than this")
+    bi.add_argument("--env", metavar="SPEC", help="base environment the versions are pinned into, "
+                                                  "e.g. 'python=3.11 jax==0.6.2' (default: this interpreter)")
+    bi.add_argument("--rebuild-envs", action="store_true", help="rebuild the environments instead of reusing them")
+    bi.add_argument("--results", help="make the table from this results folder instead of running")
+    for flag, kind, what in [("--steps", int, "timed steps per version"), ("--warmup", int, "warm-up steps"),
+                             ("--repeats", int, "fresh processes per version"), ("--seed", int, "seed"),
+                             ("--networks", int, "networks (default: the workload's)"),
+                             ("--timeout", float, "seconds a cell may take")]:
+        bi.add_argument(flag, type=kind, help=what)
+    bi.add_argument("--data", help="folder with the MNIST IDX files")
+    bi.add_argument("--out", help="results folder (default: results/bisect-<package>-<date>-<time>)")
+    bi.add_argument("--no-progress", action="store_true", help="no progress bars")
+    bi.add_argument("--report", action="store_true", help="draw the table into reports/<results name>")
+
+    ev = sub.add_parser("envs", help="the virtual environments gcbench built for --env (list, or clear them)")
+    ev.add_argument("action", choices=["list", "clear"])
 
     sub.add_parser("julia-setup", help="let juliacall install Julia and the Julia packages (online, once)")
 
@@ -108,53 +133,80 @@ def _suite_from_args(args) -> config.Suite:
             setattr(suite, key, getattr(args, key))
     if args.networks is not None:
         suite.networks = {w: args.networks for w in suite.workloads}
+    if args.env:
+        suite.envs = list(args.env)
     return suite.validate()
 
 
 def format_table(docs: list[dict]) -> str:
-    head = (f"{'cell':<40} {'status':<11} {'median ms':>9} {'p99 ms':>8} {'max/med':>7} {'GC %':>6}  "
+    width = max([40] + [len(results.label(d)) for d in docs])
+    head = (f"{'cell':<{width}} {'status':<11} {'median ms':>9} {'p99 ms':>8} {'max/med':>7} {'GC %':>6}  "
             "collections per generation (Julia: incremental/full)")
     rows = [head, "-" * len(head)]
     for doc in docs:
         label = results.label(doc)
         if doc["status"] != "ok":
-            rows.append(f"{label:<40} {doc['status']:<11} {doc['reason'].splitlines()[0] if doc['reason'] else ''}")
+            rows.append(f"{label:<{width}} {doc['status']:<11} {doc['reason'].splitlines()[0] if doc['reason'] else ''}")
             continue
         s = stats.summary(doc)
         colls = "/".join(str(c) for c in s["collections"])
-        rows.append(f"{label:<40} {'ok':<11} {s['median_ms']:>9.3f} {s['p99_ms']:>8.3f} "
+        rows.append(f"{label:<{width}} {'ok':<11} {s['median_ms']:>9.3f} {s['p99_ms']:>8.3f} "
                     f"{s['max_over_median']:>7.1f} {100 * s['gc_share']:>6.2f}  {colls}")
     return "\n".join(rows)
 
 
-def cmd_run(args) -> int:
-    from . import runner
+def _env_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--env", action="append", metavar="SPEC",
+                   help="run the cells in a virtual environment: 'python=3.12 jax==0.8.0 equinox==0.13.2' "
+                        "(repeat for several; python= is a version found on PATH or under pyenv, or a path)")
+    p.add_argument("--rebuild-envs", action="store_true", help="rebuild the environments instead of reusing them")
 
+
+def cmd_run(args) -> int:
     suite = _suite_from_args(args)
-    dataset_note = _check_data(args.data)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out_dir = config.check_out_dir(args.out or os.path.join("results", f"{suite.name}-{stamp}"))
+    out_dir = args.out or os.path.join("results", f"{suite.name}-{stamp}")
+    docs, out_dir = _run_suite(suite, args, out_dir)
+    if docs is None:
+        return 130
+    failed = sum(d["status"] == "failed" for d in docs)
+    if args.report:
+        _write_report(out_dir, None, 3.0)
+    return 1 if failed else 0
+
+
+def _run_suite(suite: config.Suite, args, out: str) -> tuple[list[dict] | None, pathlib.Path]:
+    """Build the suite's environments, run its cells into `out`, print the table; None when interrupted."""
+    from . import envs, runner
+
+    dataset_note = _check_data(args.data)
+    out_dir = config.check_out_dir(out)
     cells = suite.cells(args.data)
     command = ["gcbench"] + args.argv
-    print(f"gcbench: {len(cells)} cells -> {out_dir}; data: {dataset_note}")
-    plan = {"suite": suite.name, "command": command, "cells": [c.id for c in cells],
+    print(f"gcbench: {len(cells)} cells -> {out_dir}; data: {dataset_note}", flush=True)
+    plan = {"suite": suite.name, "command": command, "cells": [c.id for c in cells], "envs": suite.envs,
             "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     (out_dir / "suite.json").write_text(json.dumps(plan, indent=1))
     t0 = time.monotonic()
+    progress = False if args.no_progress else None
     try:
-        docs = runner.run_cells(cells, out_dir, command, suite.timeout,
-                                progress=False if args.no_progress else None)
+        environments = None
+        if suite.envs:
+            needed = sorted({m for b in suite.backends for m in BACKENDS[b].requires})
+            print(f"gcbench: {len(suite.envs)} environments (in {envs.envs_root()}) with {', '.join(needed)}",
+                  flush=True)
+            environments = envs.build_all([envs.parse(e) for e in suite.envs], needed, args.rebuild_envs,
+                                          progress=progress)
+        docs = runner.run_cells(cells, out_dir, command, suite.timeout, progress=progress, environments=environments)
     except KeyboardInterrupt:
         kept = sum(1 for c in cells if (out_dir / f"{c.id}.json").is_file())
         print(f"\ngcbench: interrupted; {kept} finished cells kept in {out_dir}", file=sys.stderr)
-        return 130
+        return None, out_dir
     print()
     print(format_table(docs))
     failed = sum(d["status"] == "failed" for d in docs)
     print(f"\n{len(docs)} cells in {time.monotonic() - t0:.0f} s, {failed} failed; results in {out_dir}")
-    if args.report:
-        _write_report(out_dir, None, 3.0)
-    return 1 if failed else 0
+    return docs, out_dir
 
 
 def _write_report(results_dir: pathlib.Path, out: str | None, spike_factor: float) -> None:
@@ -229,6 +281,64 @@ def _sizes(text: str) -> list[str]:
     return parts
 
 
+def cmd_bisect(args) -> int:
+    from . import bisect, envs
+
+    cell = bisect.parse_cell(args.cell)
+    metric = bisect.get_metric(args.metric)
+    if not args.factor > 1:
+        raise UsageError(f"--factor must be greater than 1, got {args.factor:g}")
+    versions = config.split_list(args.versions) if args.versions else None
+    if args.results:
+        if args.versions is not None and not versions:
+            raise UsageError("--versions names no version")
+        out_dir = pathlib.Path(args.results)
+        docs = results.load_dir(out_dir)
+    else:
+        if not versions:
+            raise UsageError("--versions is needed to run a bisect (or --results to read one)")
+        specs = bisect.plan_envs(args.package, versions, envs.parse(args.env) if args.env else envs.EnvSpec(None, ()))
+        backend, workload, policy = cell
+        suite = config.Suite(name=f"bisect-{envs.normalize(args.package)}", backends=[backend], workloads=[workload],
+                             gc=[policy], envs=[s.text for s in specs])
+        for key in ("steps", "warmup", "repeats", "seed", "timeout"):
+            if getattr(args, key) is not None:
+                setattr(suite, key, getattr(args, key))
+        if args.networks is not None:
+            suite.networks = {workload: args.networks}
+        suite.validate()
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        docs, out_dir = _run_suite(suite, args, args.out or os.path.join("results", f"{suite.name}-{stamp}"))
+        if docs is None:
+            return 130
+    tab = bisect.table(docs, args.package, cell, metric, args.factor, versions)
+    if not tab["rows"]:
+        raise UsageError(f"{out_dir}: no results of {args.cell} with a known {args.package} version")
+    (out_dir / "bisect.json").write_text(json.dumps(tab, indent=1))
+    print()
+    print(bisect.format_table(tab))
+    if args.report:
+        _write_report(out_dir, None, 3.0)
+    return 0
+
+
+def cmd_envs(args) -> int:
+    from . import envs
+
+    if args.action == "clear":
+        print(f"removed {envs.remove_all()} environments from {envs.envs_root()}")
+        return 0
+    rows = envs.cached()
+    if not rows:
+        print(f"no environments in {envs.envs_root()}")
+        return 0
+    for r in rows:
+        what = f"{r['spec']}  (Python {r['python']}, built {r['built']})" if r["spec"] else "unfinished: rebuilt when next used"
+        print(f"{r['folder'].name:<28} {r['bytes'] / 2**20:>7.0f} MiB  {what}")
+    print(f"{len(rows)} environments, {sum(r['bytes'] for r in rows) / 2**30:.1f} GiB in {envs.envs_root()}")
+    return 0
+
+
 def cmd_julia_setup(args) -> int:
     import importlib.util
 
@@ -246,7 +356,8 @@ def cmd_julia_setup(args) -> int:
 
 
 COMMANDS = {"list": cmd_list, "run": cmd_run, "data": cmd_data, "report": cmd_report, "compare": cmd_compare,
-            "julia-setup": cmd_julia_setup, "memory": cmd_memory}
+            "julia-setup": cmd_julia_setup, "memory": cmd_memory, "bisect": cmd_bisect,
+            "envs": cmd_envs}
 
 
 def main(argv: list[str] | None = None) -> int:

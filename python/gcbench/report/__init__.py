@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import pathlib
+import shlex
 
 from .. import memory, results, stats
 from ..errors import UsageError
-from . import plots
+from . import environments, plots
 from .document import Bullets, Heading, Image, Para, Table, to_html, to_markdown
 from .findings import findings
 
@@ -33,8 +34,9 @@ def _header(docs: list[dict], plan: dict, results_dir: pathlib.Path) -> list:
             " (a deterministic MNIST-shaped stand-in: no real MNIST was present)" if kinds == ["synthetic"] else ""),
         f"Machine: {meta.get('cpu', '?')}, {meta.get('cpu_count', '?')} CPUs, {meta.get('platform', '?')}"
         + (f"; JAX devices: {', '.join(meta['devices'])}" if meta.get("devices") else ""),
-        f"Python {meta.get('python', '?')}; {versions}",
-        f"Command: `{' '.join(plan.get('command') or meta.get('command') or ['?'])}`",
+        f"Python {meta.get('python', '?')}; {versions}" if not any(d.get("environment") for d in docs) else
+        f"Environments: {len(environments.environments(docs))}, with the interpreters and versions listed below",
+        f"Command: `{shlex.join(plan.get('command') or meta.get('command') or ['?'])}`",
         f"Cells: {len(docs)} ({len(ok)} ok, {sum(d['status'] == 'failed' for d in docs)} failed, "
         f"{sum(d['status'] == 'unavailable' for d in docs)} unavailable); measured {meta.get('date', '?')}",
     ]
@@ -91,6 +93,8 @@ def build_report(results_dir, out_dir, spike_factor: float = stats.DEFAULT_SPIKE
     """Write the report of `results_dir` into `out_dir`; return the paths written."""
     results_dir, out_dir = pathlib.Path(results_dir), pathlib.Path(out_dir)
     memdoc = memory.load(results_dir)
+    bisect_file = results_dir / "bisect.json"
+    bisect_tab = json.loads(bisect_file.read_text()) if bisect_file.is_file() else None
     docs = results.load_dir(results_dir, allow_empty=memdoc is not None)
     plan_file = results_dir / "suite.json"
     plan = json.loads(plan_file.read_text()) if plan_file.is_file() else {}
@@ -104,19 +108,22 @@ def build_report(results_dir, out_dir, spike_factor: float = stats.DEFAULT_SPIKE
 
     ok = [d for d in docs if d["status"] == "ok"]
     summaries = {d["cell"]: stats.summary(d, spike_factor) for d in ok}
-    first = [d for d in ok if d["repeat"] == 0] or ok
+    first = environments.as_series([d for d in ok if d["repeat"] == 0] or ok)
     workloads = list(dict.fromkeys(d["workload"] for d in first))
     title = title or f"gcbench report: {results_dir.resolve().name}"
 
     blocks: list = [Heading(title, 1)]
     if docs:
         blocks += _header(docs, plan, results_dir)
+    if bisect_tab is not None:
+        blocks += environments.bisect_section(bisect_tab, out_dir)
     if ok:
         blocks += [Heading("Summary"),
                    Para(f"Times are per timed step (warm-up excluded). A spike is a step slower than "
                         f"{spike_factor:g} x the cell's median; the spike period is the median gap between "
                         f"spikes, in steps; a full GC is a collection of the oldest generation."),
                    _summary_table(ok, summaries)]
+        blocks += environments.section(docs, ok, summaries, out_dir)
         blocks += [Heading("Findings")]
         for w in workloads:
             blocks += [Heading(w, 3), Bullets(findings([d for d in first if d["workload"] == w], summaries))]

@@ -24,7 +24,10 @@ MARKERS = "osD^vP*X"
 
 
 def backend_color(name: str, i: int = 0) -> str:
-    return BACKEND_COLORS.get(name, f"C{i % 10}")
+    """A backend's own colour; other series (a backend in an environment) get one by position."""
+    if name in BACKEND_COLORS:
+        return BACKEND_COLORS[name]
+    return f"C{i}" if i < 10 else matplotlib.colors.to_hex(matplotlib.colormaps["tab20"](i % 20))
 
 
 def _plain_log(ax, axis: str = "y") -> None:
@@ -63,7 +66,7 @@ def traces(docs: list[dict], workload: str, path: pathlib.Path) -> pathlib.Path:
             wall = np.asarray(doc["wall_ns"]) / 1e6
             gc_ms = np.asarray(doc["gc_ns"]) / 1e6
             steps = np.arange(len(wall))
-            ax.plot(steps, wall, lw=0.7, color=backend_color(backend), label="step")
+            ax.plot(steps, wall, lw=0.7, color=backend_color(backend, r), label="step")
             has_gc = gc_ms > 0
             if has_gc.any():
                 ax.scatter(steps[has_gc], gc_ms[has_gc], s=8, color="#c00000", zorder=3, label="GC pause")
@@ -178,5 +181,82 @@ def policy_effect(docs: list[dict], summaries: dict, path: pathlib.Path) -> path
         ax.set_title(w, fontsize=10)
         ax.grid(axis="y", alpha=0.3, which="both")
     axes[0][-1].legend(title="GC policy", fontsize=8, title_fontsize=8)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def by_environment(docs: list[dict], summaries: dict, env_names: list[str], path: pathlib.Path) -> pathlib.Path:
+    """Median step, GC share and full collections per 1,000 steps, environment on the x axis,
+    one bar per (backend, workload, policy); first repeat of each."""
+    from .. import results
+
+    series = list(dict.fromkeys((d["backend"], d["workload"], d["gc_policy"]) for d in docs))
+    panels = [("median step, ms", lambda s: s["median_ms"]), ("GC share of step time, %", lambda s: 100 * s["gc_share"]),
+              ("full collections per 1,000 steps", lambda s: s["full_per_1000"])]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(max(6.0, 1.1 * len(env_names) * max(1, len(series)) ** 0.5 + 2),
+                                                      2.6 * len(panels) + 1.2), squeeze=False, sharex=True)
+    width = 0.8 / max(len(series), 1)
+    backends = list(dict.fromkeys(key[0] for key in series))
+    policies = list(dict.fromkeys(key[2] for key in series))
+    for r, (ylabel, value) in enumerate(panels):
+        ax = axes[r][0]
+        for j, key in enumerate(series):
+            xs, ys = [], []
+            for i, env in enumerate(env_names):
+                doc = next((d for d in docs if (d["backend"], d["workload"], d["gc_policy"]) == key
+                            and results.env_name(d) == env and d["repeat"] == 0), None)
+                if doc is not None:
+                    xs.append(i + (j - (len(series) - 1) / 2) * width)
+                    ys.append(value(summaries[doc["cell"]]))
+            ax.bar(xs, ys, width, color=backend_color(key[0], backends.index(key[0])),
+                   label="/".join(key) if r == 0 else None,
+                   hatch=["", "//", "..", "xx", "\\\\", "++"][policies.index(key[2]) % 6], edgecolor="white")
+        if not any(value(summaries[d["cell"]]) for d in docs):
+            ax.set_ylim(0, 1)
+            ax.text(0.5, 0.5, "zero in every cell", transform=ax.transAxes, ha="center", va="center", fontsize=9,
+                    color="#555")
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.set_ylim(bottom=0)
+        ax.grid(axis="y", alpha=0.3)
+    axes[-1][0].set_xticks(range(len(env_names)), env_names, rotation=30, ha="right", fontsize=8)
+    axes[0][0].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    fig.suptitle("the same cells in each environment", fontsize=11)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def bisect(tab: dict, path: pathlib.Path) -> pathlib.Path:
+    """The bisected metric per version (every repeat a dot, the median a bar) and the median
+    step below it; the first version that changed by more than the factor is marked."""
+    rows = [r for r in tab["rows"] if r["status"] == "ok"]
+    versions = [r["version"] for r in tab["rows"]]
+    fig, axes = plt.subplots(2, 1, figsize=(max(5.5, 0.9 * len(versions) + 2.5), 5.6), sharex=True,
+                             gridspec_kw={"height_ratios": [3, 2]})
+    unit = "" if tab["unit"] == "x" else f", {tab['unit']}"
+    x = {v: i for i, v in enumerate(versions)}
+    for r in rows:
+        i = x[r["version"]]
+        color = "#c00000" if r.get("first_change") else "#4c72b0"
+        axes[0].bar(i, r["value"], 0.6, color=color, alpha=0.35)
+        axes[0].scatter([i] * len(r["values"]), r["values"], color=color, s=18, zorder=3)
+        axes[1].bar(i, r["median_ms"], 0.6, color="#7f7f7f")
+    for r in tab["rows"]:
+        if r["status"] != "ok":
+            axes[0].text(x[r["version"]], 0, r["status"], rotation=90, ha="center", va="bottom", fontsize=8,
+                         color="#555")
+    if tab["first_change"] is not None:
+        i = x[tab["first_change"]]
+        axes[0].axvline(i - 0.5, color="#c00000", ls="--", lw=1)
+        axes[0].annotate(f"first change > {tab['factor']:g} x", (i - 0.5, axes[0].get_ylim()[1]), fontsize=8,
+                         color="#c00000", ha="right", va="top", rotation=90)
+    axes[0].set_ylabel(f"{tab['metric_title']}{unit}", fontsize=8)
+    axes[0].set_ylim(bottom=0)
+    axes[0].grid(axis="y", alpha=0.3)
+    axes[1].set_ylabel("median step, ms", fontsize=8)
+    axes[1].grid(axis="y", alpha=0.3)
+    axes[1].set_xticks(range(len(versions)), versions, fontsize=8)
+    axes[1].set_xlim(-0.5, len(versions) - 0.5)
+    axes[1].set_xlabel(f"{tab['package']} version", fontsize=9)
+    fig.suptitle(f"{tab['cell']}: {tab['metric_title']} per {tab['package']} version", fontsize=10)
     fig.tight_layout()
     return _save(fig, path)

@@ -1,0 +1,294 @@
+"""Environments: parsing, interpreter lookup, what gets installed, and real builds with pip
+(from the package index; pip's own cache keeps repeated runs quick)."""
+
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+
+import pytest
+
+from gcbench import envs, results, runner
+from gcbench.config import Cell
+from gcbench.errors import UsageError
+from conftest import run_cli
+
+# The user's pip cache, read before the tests point XDG_CACHE_HOME at empty folders.
+PIP_CACHE = os.environ.get("PIP_CACHE_DIR") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pip")
+SMALL_PIN = "six==1.16.0"  # small, pure Python, and not one of gcbench's dependencies
+PKG_DIR = pathlib.Path(envs.__file__).resolve().parent
+
+
+@pytest.fixture
+def pip_cache(monkeypatch):
+    monkeypatch.setenv("PIP_CACHE_DIR", PIP_CACHE)
+
+
+@pytest.fixture(scope="module")
+def env_cache(tmp_path_factory):
+    """One environment cache for the module, so that builds are shared between tests."""
+    return tmp_path_factory.mktemp("envcache")
+
+
+@pytest.fixture
+def cache(env_cache, monkeypatch, pip_cache):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(env_cache))
+    return env_cache
+
+
+def test_parse_canonical_form():
+    spec = envs.parse("  equinox==0.13.2 python=3.12   JAX==0.8.0 Flax_NNX>=1.0,<2 ")
+    assert spec.python == "3.12"
+    assert spec.pins == ("equinox==0.13.2", "flax-nnx>=1.0,<2", "jax==0.8.0")
+    assert spec.text == "python=3.12 equinox==0.13.2 flax-nnx>=1.0,<2 jax==0.8.0"
+    assert spec.name == "py3.12 equinox==0.13.2 flax-nnx>=1.0,<2 jax==0.8.0"
+    assert envs.parse(spec.text) == spec
+    assert envs.parse("python=3.11").name == "py3.11"
+    assert envs.parse("jax==0.8.0").name == "this-python jax==0.8.0"
+    assert envs.parse("python=/opt/py/bin/python3 jax[cpu]==0.8.0").pins == ("jax[cpu]==0.8.0",)
+    assert envs.exact_pin(envs.parse("jax[cpu]==0.8.0"), "jax") == "0.8.0"
+    assert envs.exact_pin(envs.parse("jax>=0.8"), "jax") is None
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "got nothing"),
+    ("python=3.12 python=3.11", "interpreter twice"),
+    ("python=", "needs a version"),
+    ("python=3.12 jax", "neither python=VERSION nor a pin"),
+    ("jax==0.8.0 JAX==0.7.0", "pins jax twice"),
+    ("jax=0.8.0", "neither"),
+])
+def test_parse_errors(text, message):
+    with pytest.raises(UsageError, match=message):
+        envs.parse(text)
+
+
+def test_the_same_environment_twice_is_an_error():
+    with pytest.raises(UsageError, match="are the same"):
+        envs.parse_all(["python=3.12 jax==0.8.0", "jax==0.8.0  python=3.12"])
+
+
+def test_requirements_pins_replace_gcbench_bounds_and_only_needed_packages_come():
+    reqs = envs.requirements(envs.parse("jax==0.8.0 six==1.16.0"), ["jax", "optax", "equinox"])
+    names = [envs.requirement_name(r) for r in reqs]
+    assert "jax==0.8.0" in reqs and not any(r.startswith("jax>") for r in reqs)
+    assert {"numpy", "tqdm", "optax", "equinox", "six"} <= set(names)
+    assert "flax" not in names and "pytest" not in names and "matplotlib" not in names
+    assert any(r.startswith("tomli") and "python_version" in r for r in reqs)  # the marker goes to pip as is
+    assert envs.requirements(envs.parse("python=3.12"), []) == [r for r in reqs if envs.requirement_name(r) in
+                                                                 ("numpy", "tqdm", "tomli")]
+
+
+def test_matching_jaxlib():
+    available = ["0.6.2", "0.5.3", "0.5.1", "0.5.0", "0.4.38"]
+    assert envs.matching_jaxlib("0.5.3", available) == "0.5.3"
+    assert envs.matching_jaxlib("0.5.2", available) == "0.5.1"  # jax 0.5.2 shipped without its own jaxlib
+    assert envs.matching_jaxlib("0.4.10", available) == "0.4.10"  # nothing older: pip will say so
+
+
+def test_pip_reason_is_one_line():
+    missing = ("Collecting six==0.0.0.999\n"
+               "ERROR: Could not find a version that satisfies the requirement six==0.0.0.999 (from versions: 1.16.0)\n"
+               "ERROR: No matching distribution found for six==0.0.0.999\n")
+    assert envs.pip_reason(missing) == "No matching distribution found for six==0.0.0.999"
+    conflict = ("ERROR: Cannot install jax==0.4.35 and jax==0.5.2 because these package versions have conflicting "
+                "dependencies.\n\nThe conflict is caused by:\n    The user requested jax==0.4.35\n"
+                "ERROR: ResolutionImpossible: for help visit https://pip.pypa.io/\n")
+    assert envs.pip_reason(conflict) == "Cannot install jax==0.4.35 and jax==0.5.2: conflicting dependencies"
+    offline = ("WARNING: Retrying (Retry(total=4)) after connection broken by 'NewConnectionError(...)': /simple/six/\n"
+               "ERROR: Could not find a version that satisfies the requirement six (from versions: none)\n"
+               "ERROR: No matching distribution found for six\n")
+    assert envs.pip_reason(offline) == ("No matching distribution found for six "
+                                        "(no network: the package index could not be reached)")
+
+
+def test_interpreter_lookup(tmp_path, monkeypatch):
+    me = envs.find_interpreter(None)
+    assert me.version == platform.python_version()
+    minor = ".".join(me.version.split(".")[:2])
+    # Not on PATH, but under a pyenv root: found there
+    pyenv = tmp_path / "pyenv"
+    (pyenv / "versions" / me.version / "bin").mkdir(parents=True)
+    (pyenv / "versions" / me.version / "bin" / f"python{minor}").symlink_to(sys.executable)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("PYENV_ROOT", str(pyenv))
+    found = envs.find_interpreter(minor)
+    assert found.version == me.version
+    assert envs.find_interpreter(me.version).version == me.version
+    with pytest.raises(envs.EnvUnavailable, match=r"no Python 3\.2 on this machine: looked for python3\.2 on PATH"):
+        envs.find_interpreter("3.2")
+    with pytest.raises(envs.EnvUnavailable, match="no such interpreter"):
+        envs.find_interpreter(str(tmp_path / "nope" / "python"))
+    fake = tmp_path / "notpython"
+    fake.write_text("#!/bin/sh\necho hello\n")
+    fake.chmod(0o755)
+    with pytest.raises(envs.EnvUnavailable, match="does not run as a Python interpreter"):
+        envs.find_interpreter(str(fake))
+
+
+@pytest.fixture(scope="module")
+def small_env(env_cache):
+    """An environment of the running interpreter with one small pin, built once for the module."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(env_cache))
+        mp.setenv("PIP_CACHE_DIR", PIP_CACHE)
+        return envs.ensure(envs.parse(SMALL_PIN), [])
+
+
+def test_build_from_the_running_interpreter_with_one_pin(small_env, cache):
+    env = small_env
+    assert not env.reused
+    assert pathlib.Path(env.python).is_file() and env.path.parent == envs.envs_root()
+    assert env.python_version == platform.python_version()
+    assert env.packages["six"] == "1.16.0" and "numpy" in env.packages and "tqdm" in env.packages
+    probe = subprocess.run([env.python, "-c", "import six, gcbench, importlib.util as u; "
+                            "print(six.__version__); print(gcbench.__file__); print(u.find_spec('jax'))"],
+                           capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
+    assert probe.returncode == 0, probe.stderr
+    version, gcbench_file, jax_spec = probe.stdout.split()
+    assert version == "1.16.0"
+    assert pathlib.Path(gcbench_file).resolve().parent == PKG_DIR  # the running gcbench, through the link
+    assert jax_spec == "None"  # nothing of the manager's packages leaks in
+    assert env.describe()["packages"]["six"] == "1.16.0" and env.describe()["pins"] == [SMALL_PIN]
+
+
+def test_reuse_from_the_cache_runs_no_pip(small_env, cache, monkeypatch):
+    marker = small_env.path / envs.MARKER
+    before = marker.stat().st_mtime_ns
+
+    def no_commands(*a, **k):
+        raise AssertionError(f"reuse ran a command: {a[0]}")
+
+    monkeypatch.setattr(envs, "_run", no_commands)
+    again = envs.ensure(envs.parse(SMALL_PIN), [])
+    assert again.reused and again.path == small_env.path and again.packages == small_env.packages
+    assert marker.stat().st_mtime_ns == before
+
+
+def test_bad_pin_is_unavailable_with_pips_reason_and_others_go_on(small_env, cache):
+    out = envs.build_all([envs.parse("six==0.0.0.999"), envs.parse(SMALL_PIN)], [], log=lambda m: None,
+                         progress=False)
+    bad, good = out["six==0.0.0.999"], out[SMALL_PIN]
+    assert isinstance(bad, envs.EnvUnavailable)
+    assert str(bad).startswith("No matching distribution found for six==0.0.0.999")
+    assert isinstance(good, envs.Environment) and good.reused
+    assert not [p for p in envs.envs_root().iterdir() if p.is_dir() and p != small_env.path]  # nothing half-built
+
+
+def test_interrupted_build_is_removed_and_never_reused(cache, monkeypatch):
+    spec = envs.parse("six==1.15.0")
+    real_run = envs._run
+
+    def interrupted(cmd, *a, **k):
+        if "install" in cmd:
+            raise KeyboardInterrupt
+        return real_run(cmd, *a, **k)
+
+    monkeypatch.setattr(envs, "_run", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        envs.ensure(spec, [])
+    folders = [p for p in envs.envs_root().iterdir() if p.is_dir()]
+    assert all((p / envs.MARKER).is_file() for p in folders)  # only finished environments remain
+
+
+def test_folder_without_marker_is_rebuilt(small_env, cache):
+    (small_env.path / envs.MARKER).rename(small_env.path / "saved-marker")
+    try:
+        rebuilt = envs.ensure(envs.parse(SMALL_PIN), [])
+        assert not rebuilt.reused and rebuilt.path == small_env.path and (rebuilt.path / envs.MARKER).is_file()
+    finally:
+        (small_env.path / "saved-marker").unlink(missing_ok=True)
+
+
+def test_worker_runs_under_the_environments_interpreter(small_env, cache, tmp_path):
+    """A worker started in the environment reports from there: without jax in it, the backend is
+    unavailable, and the metadata names the environment's interpreter."""
+    cell = Cell("jax", "mlp", "default", 0, 2, 4992, 3, 1, 0, 10, env=SMALL_PIN)
+    out = tmp_path / "cell.json"
+    runner.run_worker(cell, out, ["gcbench", "test"], 120, None, python=small_env.python,
+                      environment=small_env.describe())
+    doc = results.load(out)
+    assert doc["status"] == "unavailable" and "not installed: jax" in doc["reason"]
+    assert doc["metadata"]["python_executable"] == small_env.python
+    assert doc["metadata"]["python"] == small_env.python_version
+    assert doc["environment"]["packages"]["six"] == "1.16.0"
+    assert results.label(doc) == "jax/mlp/default [this-python six==1.16.0]"
+
+
+@pytest.mark.slow
+def test_run_cli_in_an_environment_records_it(cache, tmp_path):
+    """`gcbench run --env`: a real cell trained in a built environment, and an environment that
+    cannot be built recorded as unavailable while the other runs."""
+    out_dir = tmp_path / "res"
+    out = run_cli("run", "--backends", "jax", "--workloads", "mlp", "--steps", "5", "--warmup", "1",
+                  "--networks", "2", "--env", SMALL_PIN, "--env", "python=3.2", "--out", str(out_dir),
+                  "--no-progress", timeout=900)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "py3.2: unavailable: no Python 3.2 on this machine" in out.stdout
+    docs = {results.env_name(d): d for d in results.load_dir(out_dir)}
+    ran, missing = docs[f"this-python {SMALL_PIN}"], docs["py3.2"]
+    assert ran["status"] == "ok" and len(ran["wall_ns"]) == 5
+    assert ran["metadata"]["python_executable"].startswith(str(envs.envs_root()))
+    assert ran["environment"]["packages"]["six"] == "1.16.0" and "jax" in ran["environment"]["packages"]
+    assert ran["metadata"]["packages"]["jax"] == ran["environment"]["packages"]["jax"]
+    assert missing["status"] == "unavailable" and "no Python 3.2" in missing["reason"]
+
+
+def test_other_interpreter_if_the_machine_has_one(cache, tmp_path):
+    """Under another Python version, the worker's metadata says that version."""
+    me = ".".join(platform.python_version().split(".")[:2])
+    other = None
+    for minor in ("3.12", "3.13", "3.10", "3.11"):
+        if minor == me:
+            continue
+        try:
+            other = envs.find_interpreter(minor)
+            break
+        except envs.EnvUnavailable:
+            continue
+    if other is None:
+        pytest.skip("no other Python 3.10-3.13 on this machine")
+    env = envs.ensure(envs.parse(f"python={'.'.join(other.version.split('.')[:2])}"), [])
+    cell = Cell("jax", "mlp", "default", 0, 2, 4992, 3, 1, 0, 10, env=env.spec.text)
+    runner.run_worker(cell, tmp_path / "c.json", ["gcbench"], 120, None, python=env.python,
+                      environment=env.describe())
+    doc = results.load(tmp_path / "c.json")
+    assert doc["metadata"]["python"] == other.version != platform.python_version()
+
+
+def test_suite_envs_expand_the_cells(tmp_path):
+    from gcbench.config import load_suite
+
+    path = tmp_path / "matrix.toml"
+    path.write_text('backends = ["jax", "equinox-filter"]\nworkloads = ["mlp"]\n'
+                    'envs = ["python=3.12 JAX==0.8.0", "python=3.11"]\n')
+    suite = load_suite(str(path)).validate()
+    assert suite.envs == ["python=3.12 jax==0.8.0", "python=3.11"]
+    cells = suite.cells()
+    assert len(cells) == 4 and len({c.id for c in cells}) == 4
+    assert [c.env for c in cells] == ["python=3.12 jax==0.8.0"] * 2 + ["python=3.11"] * 2  # environment outermost
+    assert cells[0].id == "jax__mlp__default__r0__py3.12-jax-0.8.0"
+    assert cells[0].label == "jax/mlp/default [py3.12 jax==0.8.0]"
+    path.write_text('envs = "python=3.12"\n')
+    with pytest.raises(UsageError, match="envs must be a list"):
+        load_suite(str(path)).validate()
+
+
+def test_environment_field_is_validated(tmp_path):
+    cell = Cell("jax", "mlp", "default", 0, 2, 4992, 3, 1, 0, 10, env="python=3.12")
+    doc = results.new(cell, "unavailable", "no Python 3.12")
+    assert doc["environment"] == {"spec": "python=3.12", "name": "py3.12"}
+    results.write(doc, tmp_path / "a.json")
+    doc["environment"] = "py3.12"
+    with pytest.raises(UsageError, match="'environment' must be an object"):
+        results.validate(doc)
+
+
+@pytest.mark.parametrize("spec, message", [("python=3.12 jax", "neither python=VERSION nor a pin"),
+                                           ("python=3.12 python=3.11", "interpreter twice")])
+def test_run_rejects_a_bad_env_in_one_line(spec, message, tmp_path):
+    out = run_cli("run", "--backends", "jax", "--env", spec, "--out", str(tmp_path / "r"))
+    assert out.returncode == 2 and message in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and not (tmp_path / "r").exists()
