@@ -30,6 +30,9 @@ class Metric:
         return float(self.value(summary))
 
 
+# The table always shows the median step, the GC share and full collections; other metrics get a column.
+SHOWN_ANYWAY = ("median", "gc_share", "full_gc")
+
 METRICS = {m.name: m for m in [
     Metric("gc_share", "GC share of step time", "%", 0.1, lambda s: 100 * s["gc_share"]),
     Metric("p99", "p99 step time", "ms", 0.0, lambda s: s["p99_ms"]),
@@ -153,7 +156,9 @@ def _fmt(x: float) -> str:
 def format_table(tab: dict) -> str:
     """The table as text, with the first change marked."""
     unit = "" if tab["unit"] == "x" else f" {tab['unit']}"
-    head = ["version", "python", "jax", "runs", "median ms", "GC %", "full/1000", f"{tab['metric']}{unit}", "change"]
+    own = tab["metric"] not in SHOWN_ANYWAY
+    head = ["version", "python", "jax", "runs", "median ms", "GC %", "full/1000"] + \
+        ([f"{tab['metric']}{unit}"] if own else []) + ["change"]
     ok_lines, other_lines = [], []
     for r in tab["rows"]:
         first = [r["version"], r.get("python") or "-", r.get("packages", {}).get("jax", "-"), f"{r['ok']}/{r['runs']}"]
@@ -164,7 +169,7 @@ def format_table(tab: dict) -> str:
         if r.get("first_change"):
             change += f"  <- first change > {tab['factor']:g}x"
         ok_lines.append(first + [_fmt(r["median_ms"]), f"{r['gc_share_pct']:.2f}", f"{r['full_per_1000']:.1f}",
-                                 _fmt(r["value"]), change])
+                                 *([_fmt(r["value"])] if own else []), change])
     widths = [max([len(h)] + [len(line[i]) for line in ok_lines] + [len(f[i]) for f, _ in other_lines if i < 4])
               for i, h in enumerate(head)]
 
