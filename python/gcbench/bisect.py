@@ -49,6 +49,11 @@ def get_metric(name: str) -> Metric:
         raise UsageError(f"unknown metric {name!r}; valid metrics: {', '.join(METRICS)}") from None
 
 
+def check_factor(factor: float) -> None:
+    if not factor > 1:
+        raise UsageError(f"--factor must be greater than 1, got {factor:g}")
+
+
 def parse_cell(text: str) -> tuple[str, str, str]:
     """`equinox-filter/vit/default` -> (backend, workload, policy), each checked."""
     from . import gcpolicy
@@ -100,8 +105,7 @@ def _version_of(doc: dict, package: str) -> str | None:
 def table(docs: list[dict], package: str, cell: tuple[str, str, str], metric: Metric, factor: float,
           versions: list[str] | None = None) -> dict:
     """The bisect table of `docs` (results of `cell` in environments that differ in `package`)."""
-    if not factor > 1:
-        raise UsageError(f"--factor must be greater than 1, got {factor:g}")
+    check_factor(factor)
     package = envs.normalize(package)
     backend, workload, policy = cell
     mine = [d for d in docs if (d["backend"], d["workload"], d["gc_policy"]) == cell]

@@ -120,6 +120,13 @@ def cmd_list(args) -> int:
     return 0
 
 
+def _override(suite: config.Suite, args, keys: tuple[str, ...]) -> None:
+    """Suite values the command line gives."""
+    for key in keys:
+        if getattr(args, key) is not None:
+            setattr(suite, key, getattr(args, key))
+
+
 def _suite_from_args(args) -> config.Suite:
     suite = config.load_suite("quick" if args.quick else args.suite)
     if args.backends:
@@ -128,9 +135,7 @@ def _suite_from_args(args) -> config.Suite:
         suite.workloads = config.split_list(args.workloads)
     if args.gc:
         suite.gc = config.split_list(args.gc)
-    for key in ("steps", "warmup", "repeats", "seed", "timeout", "julia_threads"):
-        if getattr(args, key) is not None:
-            setattr(suite, key, getattr(args, key))
+    _override(suite, args, ("steps", "warmup", "repeats", "seed", "timeout", "julia_threads"))
     if args.networks is not None:
         suite.networks = {w: args.networks for w in suite.workloads}
     if args.env:
@@ -286,8 +291,7 @@ def cmd_bisect(args) -> int:
 
     cell = bisect.parse_cell(args.cell)
     metric = bisect.get_metric(args.metric)
-    if not args.factor > 1:
-        raise UsageError(f"--factor must be greater than 1, got {args.factor:g}")
+    bisect.check_factor(args.factor)  # now, not after the runs
     versions = config.split_list(args.versions) if args.versions else None
     if args.results:
         if args.versions is not None and not versions:
@@ -301,9 +305,7 @@ def cmd_bisect(args) -> int:
         backend, workload, policy = cell
         suite = config.Suite(name=f"bisect-{envs.normalize(args.package)}", backends=[backend], workloads=[workload],
                              gc=[policy], envs=[s.text for s in specs])
-        for key in ("steps", "warmup", "repeats", "seed", "timeout"):
-            if getattr(args, key) is not None:
-                setattr(suite, key, getattr(args, key))
+        _override(suite, args, ("steps", "warmup", "repeats", "seed", "timeout"))
         if args.networks is not None:
             suite.networks = {workload: args.networks}
         suite.validate()

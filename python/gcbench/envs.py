@@ -331,11 +331,19 @@ def _link_gcbench(folder: pathlib.Path, site_packages: str) -> None:
     pth.write_text(str(holder) + "\n")
 
 
+def isolated_environ(base=None) -> dict:
+    """Environment variables for a process in one of our environments: nothing of the
+    caller's PYTHONPATH, PYTHONHOME or user site-packages reaches it."""
+    env = {k: v for k, v in (os.environ if base is None else base).items()
+           if k not in ("PYTHONPATH", "PYTHONHOME", "PIP_USER")}
+    env["PYTHONNOUSERSITE"] = "1"
+    return env
+
+
 def _run(cmd: list[str], log_file, on_line=None, timeout: float = PIP_TIMEOUT_S) -> tuple[int, str]:
     """Run `cmd`, teeing its output into `log_file`; return (exit code, output)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PIP_USER")}
+    env = isolated_environ()
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    env["PYTHONNOUSERSITE"] = "1"
     log_file.write(f"$ {' '.join(cmd)}\n")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     out = []

@@ -23,6 +23,7 @@ from tqdm import tqdm
 from . import results
 from .backends import get_backend
 from .config import Cell
+from .envs import isolated_environ
 
 STDERR_TAIL_LINES = 25
 
@@ -41,12 +42,10 @@ def _worker_env(isolated: bool = False) -> dict:
     """The worker's environment variables. A worker in one of gcbench's virtual environments
     (`isolated`) sees nothing of the manager's packages: gcbench comes from the environment's
     own link to it, and PYTHONPATH and the user site are kept out."""
-    env = dict(os.environ)
     if isolated:
-        for key in ("PYTHONPATH", "PYTHONHOME"):
-            env.pop(key, None)
-        env["PYTHONNOUSERSITE"] = "1"
+        env = isolated_environ()
     else:  # workers import this very copy of gcbench, installed or not
+        env = dict(os.environ)
         package_root = str(pathlib.Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
