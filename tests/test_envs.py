@@ -198,6 +198,8 @@ def test_folder_without_marker_is_rebuilt(small_env, cache):
     try:
         rebuilt = envs.ensure(envs.parse(SMALL_PIN), [])
         assert not rebuilt.reused and rebuilt.path == small_env.path and (rebuilt.path / envs.MARKER).is_file()
+        forced = envs.ensure(envs.parse(SMALL_PIN), [], rebuild=True)  # --rebuild-envs
+        assert not forced.reused and forced.packages["six"] == "1.16.0"
     finally:
         (small_env.path / "saved-marker").unlink(missing_ok=True)
 
@@ -234,6 +236,21 @@ def test_run_cli_in_an_environment_records_it(cache, tmp_path):
     assert ran["environment"]["packages"]["six"] == "1.16.0" and "jax" in ran["environment"]["packages"]
     assert ran["metadata"]["packages"]["jax"] == ran["environment"]["packages"]["jax"]
     assert missing["status"] == "unavailable" and "no Python 3.2" in missing["reason"]
+
+
+@pytest.mark.slow
+def test_bisect_runs_one_environment_per_version(cache, tmp_path):
+    out_dir = tmp_path / "bis"
+    out = run_cli("bisect", "--package", "six", "--versions", "1.15.0,1.16.0", "--cell", "jax/mlp/default",
+                  "--metric", "median", "--steps", "4", "--warmup", "1", "--networks", "2", "--out", str(out_dir),
+                  "--no-progress", timeout=900)
+    assert out.returncode == 0, out.stdout + out.stderr
+    table = out.stdout[out.stdout.index("six bisect of jax/mlp/default"):].splitlines()
+    assert [line.split()[0] for line in table[2:4]] == ["1.15.0", "1.16.0"]
+    assert all(line.split()[3] == "1/1" for line in table[2:4])  # one ok run per version
+    docs = results.load_dir(out_dir)
+    assert sorted(d["environment"]["packages"]["six"] for d in docs) == ["1.15.0", "1.16.0"]
+    assert (out_dir / "bisect.json").is_file()
 
 
 def test_other_interpreter_if_the_machine_has_one(cache, tmp_path):
