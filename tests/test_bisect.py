@@ -87,7 +87,7 @@ def test_given_versions_order_the_table_and_missing_ones_are_named(bisect_dir):
 
 
 def test_version_order():
-    assert sorted(["0.13.10", "0.13.9", "0.9.0", "0.13.2"], key=bisect.version_key) == \
+    assert sorted(["0.13.10", "0.13.9", "0.9.0", "0.13.2"], key=envs.version_key) == \
         ["0.9.0", "0.13.2", "0.13.9", "0.13.10"]
 
 

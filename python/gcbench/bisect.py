@@ -70,15 +70,6 @@ def parse_cell(text: str) -> tuple[str, str, str]:
     return backend, workload, policy
 
 
-def version_key(version: str) -> tuple:
-    """Release order for the usual `X.Y.Z` versions (`0.13.10` after `0.13.9`)."""
-    out = []
-    for part in version.replace("-", ".").split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
-        out.append((int(digits) if digits else -1, part))
-    return tuple(out)
-
-
 def plan_envs(package: str, versions: list[str], base: envs.EnvSpec) -> list[envs.EnvSpec]:
     """One environment per version: the base's interpreter and pins, and `package==version`."""
     name = envs.normalize(package)
@@ -95,11 +86,9 @@ def _version_of(doc: dict, package: str) -> str | None:
     """The version of `package` a result ran with: as installed, else as pinned."""
     env = doc.get("environment") or {}
     installed = (env.get("packages") or {}).get(package) or ((doc.get("metadata") or {}).get("packages") or {}).get(package)
-    if installed:
-        return installed
-    pins = env.get("pins") or (envs.parse(env["spec"]).pins if env.get("spec") else ())
-    return next((exact for pin in pins if envs.requirement_name(pin) == package
-                 for exact in [envs.exact_pin(envs.EnvSpec(None, (pin,)), package)] if exact), None)
+    if installed or not env.get("spec"):
+        return installed or None
+    return envs.exact_pin(envs.parse(env["spec"]), package)
 
 
 def table(docs: list[dict], package: str, cell: tuple[str, str, str], metric: Metric, factor: float,
@@ -107,7 +96,6 @@ def table(docs: list[dict], package: str, cell: tuple[str, str, str], metric: Me
     """The bisect table of `docs` (results of `cell` in environments that differ in `package`)."""
     check_factor(factor)
     package = envs.normalize(package)
-    backend, workload, policy = cell
     mine = [d for d in docs if (d["backend"], d["workload"], d["gc_policy"]) == cell]
     by_version: dict[str, list[dict]] = {}
     for doc in mine:
@@ -115,7 +103,7 @@ def table(docs: list[dict], package: str, cell: tuple[str, str, str], metric: Me
         if version is not None:
             by_version.setdefault(version, []).append(doc)
     order = [v for v in versions or [] if v in by_version]
-    order += sorted((v for v in by_version if v not in order), key=version_key)
+    order += sorted((v for v in by_version if v not in order), key=envs.version_key)
     rows, previous, marked = [], None, None
     for version in order:
         group = by_version[version]
@@ -157,34 +145,39 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
 
 
-def format_table(tab: dict) -> str:
-    """The table as text, with the first change marked."""
+def table_rows(tab: dict, mark: str) -> tuple[list[str], list[list[str]]]:
+    """The table's header and rows as strings, for the terminal and the report alike. The
+    first change has `mark` after its change; a version that did not run has "-" for its
+    numbers and its status and reason in the last column."""
     unit = "" if tab["unit"] == "x" else f" {tab['unit']}"
-    own = tab["metric"] not in SHOWN_ANYWAY
-    head = ["version", "python", "jax", "runs", "median ms", "GC %", "full/1000"] + \
+    own = tab["metric"] not in SHOWN_ANYWAY  # p99 and max/median get a column of their own
+    header = ["version", "python", "jax", "runs", "median ms", "GC %", "full/1000"] + \
         ([f"{tab['metric']}{unit}"] if own else []) + ["change"]
-    ok_lines, other_lines = [], []
+    rows = []
     for r in tab["rows"]:
         first = [r["version"], r.get("python") or "-", r.get("packages", {}).get("jax", "-"), f"{r['ok']}/{r['runs']}"]
         if r["status"] != "ok":
-            other_lines.append((first, f"{r['status']}: {r.get('reason', '')}"))
+            rows.append(first + ["-"] * (len(header) - 5) + [f"{r['status']}: {r.get('reason', '')}"])
             continue
         change = "" if "change" not in r else ("inf" if r["change"] == float("inf") else f"x{r['change']:.2f}")
-        if r.get("first_change"):
-            change += f"  <- first change > {tab['factor']:g}x"
-        ok_lines.append(first + [_fmt(r["median_ms"]), f"{r['gc_share_pct']:.2f}", f"{r['full_per_1000']:.1f}",
-                                 *([_fmt(r["value"])] if own else []), change])
-    widths = [max([len(h)] + [len(line[i]) for line in ok_lines] + [len(f[i]) for f, _ in other_lines if i < 4])
-              for i, h in enumerate(head)]
+        rows.append(first + [_fmt(r["median_ms"]), f"{r['gc_share_pct']:.2f}", f"{r['full_per_1000']:.1f}"] +
+                    ([_fmt(r["value"])] if own else []) + [change + (mark if r.get("first_change") else "")])
+    return header, rows
+
+
+def format_table(tab: dict) -> str:
+    """The table as text, with the first change marked."""
+    header, rows = table_rows(tab, f"  <- first change > {tab['factor']:g}x")
+    ran = [row for row in rows if row[4] != "-"]
+    widths = [max([len(h)] + [len(row[i]) for row in ran] + [len(row[i]) for row in rows if i < 4])
+              for i, h in enumerate(header)]
 
     def fmt(cells):
-        return "  ".join(c.ljust(w) if i < 4 or i == len(head) - 1 else c.rjust(w)
+        return "  ".join(c.ljust(w) if i < 4 or i == len(header) - 1 else c.rjust(w)
                          for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-    out = [f"{tab['package']} bisect of {tab['cell']}: {tab['metric_title']}", fmt(head)]
-    by_version = {line[0]: fmt(line) for line in ok_lines}
-    by_version.update({first[0]: fmt(first) + "  " + why for first, why in other_lines})
-    out += [by_version[r["version"]] for r in tab["rows"]]
+    out = [f"{tab['package']} bisect of {tab['cell']}: {tab['metric_title']}", fmt(header)]
+    out += [fmt(row) if row[4] != "-" else fmt(row[:4]) + "  " + row[-1] for row in rows]  # a reason takes the rest
     if tab["first_change"] is None:
         out.append(f"no version changes {tab['metric']} by more than {tab['factor']:g}x over the one before")
     if tab["missing"]:

@@ -70,7 +70,7 @@ class EnvSpec:
     @property
     def text(self) -> str:
         """The canonical spelling, which cells and results carry."""
-        return " ".join(([f"python={self.python}"] if self.python else []) + list(self.pins)) or "python"
+        return " ".join(([f"python={self.python}"] if self.python else []) + list(self.pins))
 
     @property
     def name(self) -> str:
@@ -150,14 +150,16 @@ def _probe(path: str) -> dict | None:
         return None
 
 
-def _version_key(version: str) -> tuple:
+def version_key(version: str) -> tuple:
+    """Release order of `X.Y.Z` versions (`0.13.10` after `0.13.9`); a part that is not a
+    number sorts before any number."""
     return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[.+-]", version))
 
 
 def _pyenv_candidates(minor: str) -> list[str]:
     root = pathlib.Path(os.environ.get("PYENV_ROOT") or pathlib.Path.home() / ".pyenv") / "versions"
     found = [p for p in root.glob(f"{minor}*/bin/python{minor}") if p.is_file()]
-    found.sort(key=lambda p: _version_key(p.parent.parent.name), reverse=True)
+    found.sort(key=lambda p: version_key(p.parent.parent.name), reverse=True)
     return [str(p) for p in found]
 
 
@@ -192,7 +194,7 @@ def find_interpreter(request: str | None) -> Interpreter:
 def _usable(info: dict, request: str) -> Interpreter:
     if not info["venv"]:
         raise EnvUnavailable(f"python={request} ({info['executable']}) has no venv module")
-    if _version_key(info["version"]) < (3, 10):
+    if version_key(info["version"]) < (3, 10):
         raise EnvUnavailable(f"python={request} is Python {info['version']}; gcbench needs 3.10 or newer")
     return Interpreter(info["executable"], info["version"])
 
@@ -235,13 +237,16 @@ def requirements(spec: EnvSpec, distributions: list[str]) -> list[str]:
     return sorted(out, key=requirement_name) + list(spec.pins)
 
 
+def pinned_version(pin: str) -> str | None:
+    """V when `pin` is `name==V` (or `name[extras]==V`), else None."""
+    match = re.fullmatch(rf"{_NAME}(?:\[[^\]]*\])?==([^,]+)", pin)
+    return match.group(1) if match else None
+
+
 def exact_pin(spec: EnvSpec, name: str) -> str | None:
     """V when the environment pins `name==V`."""
     pin = spec.pin_for(name)
-    if pin is None:
-        return None
-    match = re.fullmatch(rf"{_NAME}(?:\[[^\]]*\])?==([^,]+)", pin)
-    return match.group(1) if match else None
+    return None if pin is None else pinned_version(pin)
 
 
 def matching_jaxlib(jax_version: str, available: list[str]) -> str:
@@ -249,8 +254,8 @@ def matching_jaxlib(jax_version: str, available: list[str]) -> str:
     the newest release before it (jax 0.5.2 shipped without a jaxlib 0.5.2: it uses 0.5.1)."""
     if jax_version in available:
         return jax_version
-    older = [v for v in available if _version_key(v) <= _version_key(jax_version)]
-    return max(older, key=_version_key) if older else jax_version
+    older = [v for v in available if version_key(v) <= version_key(jax_version)]
+    return max(older, key=version_key) if older else jax_version
 
 
 # -- pip's messages ---------------------------------------------------------------------------
@@ -437,7 +442,7 @@ def _build(spec: EnvSpec, interpreter: Interpreter, reqs: list[str], folder: pat
 
 _INVENTORY = ("import importlib.metadata as m, json, platform, gcbench; "
               "print(json.dumps({'python': platform.python_version(), 'packages': "
-              "{d.metadata['Name'].lower(): d.version for d in m.distributions() if d.metadata['Name']}}))")
+              "{d.metadata['Name']: d.version for d in m.distributions() if d.metadata['Name']}}))")
 
 
 def _pip_status(line: str, status) -> None:

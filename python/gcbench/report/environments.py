@@ -85,20 +85,9 @@ def section(docs: list[dict], ok: list[dict], summaries: dict, out_dir: pathlib.
 
 
 def bisect_section(tab: dict, out_dir: pathlib.Path) -> list:
-    from ..bisect import SHOWN_ANYWAY
+    from ..bisect import table_rows
 
-    own = tab["metric"] not in SHOWN_ANYWAY  # p99 and max/median get a column of their own
-    unit = "" if tab["unit"] == "x" else f" ({tab['unit']})"
-    rows = []
-    for r in tab["rows"]:
-        first = [r["version"], r.get("python") or "-", r.get("packages", {}).get("jax", "-"), f"{r['ok']}/{r['runs']}"]
-        if r["status"] != "ok":
-            rows.append(first + ["-"] * (3 + own) + [f"{r['status']}: {r.get('reason', '')}"])
-            continue
-        change = "" if "change" not in r else f"x{r['change']:.2f}"
-        rows.append(first + [f"{r['median_ms']:.3g}", f"{r['gc_share_pct']:.2f}", f"{r['full_per_1000']:.1f}"] +
-                    ([f"{r['value']:.3g}"] if own else []) +
-                    [change + (" **first change**" if r.get("first_change") else "")])
+    header, rows = table_rows(tab, " **first change**")
     first = tab["first_change"]
     verdict = (f"The first version whose {tab['metric_title'].lower()} differs from the previous version's by "
                f"more than {tab['factor']:g} x: **{tab['package']} {first}**." if first else
@@ -106,8 +95,6 @@ def bisect_section(tab: dict, out_dir: pathlib.Path) -> list:
                f"{tab['factor']:g} x.")
     if tab["floor"]:
         verdict += f" Values below {tab['floor']:g} ({tab['unit']}) count as {tab['floor']:g} when compared."
-    header = [tab["package"], "Python", "jax", "runs", "median ms", "GC %", "full GC /1000 steps"] + \
-        ([f"{tab['metric']}{unit}"] if own else []) + ["change"]
     return [Heading(f"Bisect: {tab['package']} on {tab['cell']}"), Para(verdict),
-            Table(header, rows, align_right=tuple(range(4, 7 + own))),
+            Table([tab["package"]] + header[1:], rows, align_right=tuple(range(4, len(header) - 1))),
             Image(plots.bisect(tab, out_dir / "bisect.png"), f"{tab['metric']} per {tab['package']} version")]
