@@ -9,7 +9,7 @@ class Cycle:
         self.me = self
 
 
-def test_forced_collection_is_counted_with_its_pause():
+def test_forced_collection_is_counted_with_its_pause_and_logged():
     probe = StepProbe(3)
     with probe:
         probe.begin()
@@ -27,6 +27,11 @@ def test_forced_collection_is_counted_with_its_pause():
     assert 0 < probe.gc_ns[1] <= probe.wall_ns[1]
     assert probe.gc_collections[2].tolist()[0] >= 1
     assert probe.steps == 3
+    log = probe.event_log()
+    full = [i for i, g in enumerate(log["generation"]) if g == 2 and log["step"][i] == 1]
+    assert full and log["collected"][full[-1]] >= 20_000 and log["pause_ns"][full[-1]] > 0
+    assert {s for s, g in zip(log["step"], log["generation"]) if g == 0} >= {2}
+    assert sum(log["pause_ns"]) == probe.total_gc_ns
 
 
 def test_pause_brackets_other_callbacks():
@@ -64,13 +69,40 @@ def test_uninstall_removes_hooks_and_quiet_steps_record_zero():
     assert probe.gc_ns.tolist() == [0, 0]
     assert (probe.wall_ns > 0).all()
     assert probe.arrays()["gc_collections"] == [[0, 0, 0], [0, 0, 0]]
+    assert "alloc_blocks" not in probe.arrays()  # opt-in
 
 
-def test_allocated_blocks_follow_live_objects():
-    probe = StepProbe(1)
+def test_pressure_counts_net_new_tracked_objects_across_collections():
+    keep = []
+    probe = StepProbe(40)
+    with probe:
+        for i in range(40):  # 500 lists kept per step: collections of generation 0 run in between
+            probe.begin()
+            keep.append([[] for _ in range(500)])
+            probe.end(i)
+    pressure = probe.gc_pressure.tolist()
+    assert probe.gc_collections[:, 0].sum() >= 10  # the young generation was collected many times
+    # 500 lists and the list holding them, each step, collections or not (the first step
+    # also pays for whatever the interpreter set up on first use)
+    assert all(501 <= p <= 502 for p in pressure[1:]) and sorted(pressure)[20] == 501, pressure
+
+
+def test_pressure_of_a_clean_step_is_zero():
+    probe = StepProbe(50)
+    with probe:
+        for i in range(50):
+            probe.begin()
+            tmp = [[] for _ in range(100)]  # made and freed within the step
+            del tmp
+            probe.end(i)
+    assert probe.gc_pressure[1:].tolist() == [0] * 49
+
+
+def test_allocated_blocks_when_asked_for():
+    probe = StepProbe(1, alloc_blocks=True)
     keep = []
     with probe:
         probe.begin()
         keep.extend(object() for _ in range(5000))
         probe.end(0)
-    assert probe.alloc_blocks[0] >= 5000
+    assert probe.alloc_blocks[0] >= 5000 and probe.arrays()["alloc_blocks"][0] >= 5000

@@ -1,5 +1,7 @@
 import base64
+import json
 import re
+import tarfile
 
 import numpy as np
 import pytest
@@ -8,77 +10,61 @@ from gcbench import results
 from gcbench.config import Cell
 from gcbench.report import build_report
 from conftest import run_cli
-from test_stats import spiky_series
+from simulate import docs
 
 
 def make_results(folder, slow=1.0, seed=0):
-    """A small results folder: jax with periodic full-GC spikes under default and none
-    under freeze, nnx without GC, one failed and one unavailable cell."""
+    """A small results folder: jax with periodic full collections under default and none under
+    disable, nnx without GC, one failed and two unavailable cells, and a plan."""
     rng = np.random.default_rng(seed)
-
-    def cell(backend, policy, workload="mlp"):
-        return Cell(backend, workload, policy, 0, 2, 4992, 300, 2, 0, 10)
-
-    def ok(backend, policy, spikes):
-        wall, gc_ns, colls = spiky_series(n=300) if spikes else (np.full(300, 10e6), np.zeros(300), np.zeros((300, 3), int))
-        wall = wall * slow * rng.uniform(0.98, 1.02, 300)
-        doc = results.new(cell(backend, policy), "ok", data={"kind": "synthetic", "samples": 1000},
-                          metadata={"python": "3.11", "cpu": "test cpu", "cpu_count": 2, "packages": {"jax": "0.0"},
-                                    "command": ["gcbench", "run"], "date": "today"},
-                          warmup={"wall_ns": [5e8]}, wall_ns=wall.astype(int).tolist(), gc_ns=gc_ns.astype(int).tolist(),
-                          gc_collections=colls.tolist(), loss={"step": [0], "value": [2.3]})
-        results.write(doc, folder / f"{doc['cell']}.json")
-
-    ok("jax", "default", spikes=True)
-    ok("jax", "freeze", spikes=False)
-    ok("nnx", "default", spikes=False)
-    results.write(results.new(cell("equinox-filter", "default"), "failed", "worker exit code 1\nTraceback ..."),
-                  folder / "f.json")
-    results.write(results.new(cell("flux", "default"), "unavailable", "Julia is not installed"), folder / "u.json")
+    folder.mkdir(parents=True, exist_ok=True)
+    written = docs(rng, 3, 10.0 * slow, full_every=20, pause_ms=30) + \
+        docs(rng, 3, 10.0 * slow, policy="disable") + docs(rng, 3, 12.0 * slow, backend="nnx")
+    for d in written:
+        results.write(d, folder / f"{d['cell']}.json")
+    cell = lambda backend, repeat=0: Cell(backend, "mlp", "default", repeat, 2, 4992, 300, 2, 0, 10)
+    results.write(results.new(cell("equinox-filter"), "failed", "worker exit code 1\nTraceback ..."), folder / "f.json")
+    for r in range(2):
+        results.write(results.new(cell("flux", r), "unavailable", "Julia is not installed <b>!</b>"),
+                      folder / f"u{r}.json")
     return folder
 
 
 def test_report_files_plots_and_content(tmp_path):
     paths = build_report(make_results(tmp_path / "res"), tmp_path / "rep")
-    assert {"markdown", "html", "gc_share", "policy_effect", "trace_mlp", "ecdf_mlp"} <= set(paths)
+    assert {"markdown", "html", "archive", "summary_mlp", "trace_mlp", "ecdf_mlp", "gc_split_mlp", "pauses_mlp",
+            "cumulative_gc_mlp"} <= set(paths)
     for name, path in paths.items():
-        if path.suffix == ".png":
+        if name != "warnings" and path.suffix == ".png":
             data = path.read_bytes()
             assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, name
     md = paths["markdown"].read_text()
-    assert "Data: synthetic" in md
-    assert "| jax/mlp/default | 300 |" in md
-    assert "`jax` spikes 30 times under `default`, about every 10 steps, 50 % of them at a full collection" in md
-    assert "`freeze` removes them" in md
-    assert "Steps with a full collection, against the median step: `jax` under `default` 5.0 x (50 per 1,000 steps)" in md
-    assert "Highest GC share: `jax` under `default`" in md
-    assert "| equinox-filter/mlp/default | failed | worker exit code 1 |" in md
-    assert "| flux/mlp/default | unavailable | Julia is not installed |" in md
-    assert "![" in md and "(trace_mlp.png)" in md
+    assert "Data: synthetic" in md and "repeats per cell (fresh processes, the unit of inference): 3" in md
+    row = next(line for line in md.splitlines() if line.startswith("| jax/mlp/default |"))
+    assert "| 3 | 900 |" in row and "45 in 900 steps (50 per 1,000 steps, 95 % 36.5-66.9)" in row
+    # Findings rest on intervals and counts.
+    assert re.search(r"`jax` under `default`: 45 full collections in 900 steps \(50 per 1,000 steps, 95 % 36.5-66.9\); "
+                     r"each such step took (29\.\d|30\.\d) ms longer than the steps around it \(95 % [\d.]+-[\d.]+ ms\), "
+                     r"4\.0 x", md)
+    assert "`disable` removes the full collections of `jax`: 0 in 900 steps against 45 in 900 under `default`" in md
+    assert "`nnx` collected nothing under" not in md  # no nnx policy to compare with
+    assert "Median step under `default`: `jax`" in md
+    # Not run: grouped by reason, text from results escaped.
+    assert "| unavailable | Julia is not installed &lt;b&gt;!&lt;/b&gt; | 2 | flux/mlp/default, flux/mlp/default #1 |" in md
+    assert "| failed | worker exit code 1 | 1 | equinox-filter/mlp/default |" in md
+    assert "(trace_mlp.png)" in md and "<b>" not in md
 
 
-def test_html_is_self_contained(tmp_path):
+def test_html_is_self_contained_and_escaped(tmp_path):
     paths = build_report(make_results(tmp_path / "res"), tmp_path / "rep")
     page = paths["html"].read_text()
     assert not re.search(r"""(src|href)=["']?(https?:|//|[^"'d#])""", page)  # nothing outside the file
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    assert len(images) == 4
+    assert len(images) == len([p for p in paths.values() if hasattr(p, "suffix") and p.suffix == ".png"])
     for data in images:
         assert base64.b64decode(data)[:4] == b"\x89PNG"
-
-
-def test_negligible_gc_is_called_negligible(tmp_path):
-    from gcbench.report.findings import findings
-
-    docs = [{"cell": "a", "backend": "nnx", "gc_policy": "default"}, {"cell": "b", "backend": "jax", "gc_policy": "default"}]
-    base = {"spike_factor": 3.0, "spikes": 0, "spike_period": None, "spikes_with_full_gc": None, "steps": 1000,
-            "max_over_median": 1.5, "full_per_1000": 0.0, "full_gc_step_ratio": None}
-    summaries = {"a": {**base, "gc_share": 0.0001, "gc_ms_total": 0.5, "collections": [5, 0, 0], "median_ms": 10.0},
-                 "b": {**base, "gc_share": 0.0, "gc_ms_total": 0.0, "collections": [0, 0, 0], "median_ms": 5.0}}
-    text = findings(docs, summaries)
-    assert text[0] == ("The collector is negligible here: at most 0.01 % of step time in any cell, "
-                       "5 collections in 2,000 timed steps, 0 of them full.")
-    assert "fastest `jax` (5 ms), slowest `nnx` (10 ms, 2.0 x)" in text[1]
+    assert "<b>!</b>" not in page and "&lt;b&gt;!&lt;/b&gt;" in page
+    assert "<table>" in page and "<code>jax</code>" in page and "**" not in page
 
 
 def test_report_of_only_unavailable_cells(tmp_path):
@@ -86,32 +72,97 @@ def test_report_of_only_unavailable_cells(tmp_path):
     results.write(results.new(Cell("flux", "mlp", "default", 0, 2, 4992, 3, 1, 0, 1), "unavailable", "no Julia"),
                   res / "u.json")
     paths = build_report(res, tmp_path / "rep")
-    assert "| flux/mlp/default | unavailable | no Julia |" in paths["markdown"].read_text()
+    assert "| unavailable | no Julia | 1 | flux/mlp/default |" in paths["markdown"].read_text()
     assert not list((tmp_path / "rep").glob("*.png"))
 
 
-def test_compare_cli(tmp_path):
-    a = make_results(tmp_path / "a", seed=0)
-    b = make_results(tmp_path / "b", slow=2.0, seed=1)
-    proc = run_cli("compare", str(a), str(b))
+def test_cells_of_an_interrupted_plan_are_listed(tmp_path):
+    res = make_results(tmp_path / "res")
+    plan = {"cells": ["jax__mlp__default__r0", "jax__lenet5__default__r0", "nnx__lenet5__default__r0"],
+            "labels": ["jax/mlp/default", "jax/lenet5/default", "nnx/lenet5/default"],
+            "state": "interrupted", "runs": [{"command": ["gcbench", "run"]}]}
+    (res / "suite.json").write_text(json.dumps(plan))
+    md = build_report(res, tmp_path / "rep")["markdown"].read_text()
+    assert "| not run | never ran: the run was interrupted first | 2 | jax/lenet5/default, nnx/lenet5/default |" in md
+
+
+def test_the_report_carries_its_raw_results_and_rebuilds_from_them(tmp_path):
+    res = make_results(tmp_path / "res")
+    first = build_report(res, tmp_path / "rep")
+    with tarfile.open(first["archive"]) as tar:
+        names = tar.getnames()
+    assert len(names) == 12 and all(n.endswith(".json") and "/" not in n for n in names)
+    before = first["markdown"].read_text()
+    # The report folder alone is enough: rebuild it in place, from its own archive.
+    proc = run_cli("report", str(tmp_path / "rep"))
     assert proc.returncode == 0, proc.stderr
-    rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line.startswith(("jax/", "nnx/"))}
-    change = float(rows["nnx/mlp/default"].split()[3].rstrip("%"))
-    assert 97 < change < 103 and "slower (p=" in rows["nnx/mlp/default"]  # B is 2x A, +-2 % noise
-    same = run_cli("compare", str(a), str(make_results(tmp_path / "c", seed=2)))
-    assert "not significant" in same.stdout
-    assert "equinox-filter/mlp/default: not compared (failed in A, failed in B)" in proc.stdout
+    assert (tmp_path / "rep" / "index.md").read_text() == before
+    assert first["archive"].read_bytes() == (tmp_path / "rep" / "results.tar.gz").read_bytes()
+
+
+def test_report_never_touches_files_it_did_not_write(tmp_path):
+    res = make_results(tmp_path / "res")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "holiday.png").write_bytes(b"my photo")
+    proc = run_cli("report", str(res), "--out", str(mine))
+    assert proc.returncode == 2 and "holds files gcbench did not write" in proc.stderr
+    assert (mine / "holiday.png").read_bytes() == b"my photo" and len(list(mine.iterdir())) == 1
+    # Its own folder it may rewrite, and a stranger's file put there later survives.
+    rep = tmp_path / "rep"
+    assert run_cli("report", str(res), "--out", str(rep)).returncode == 0
+    (rep / "notes.txt").write_text("mine")
+    (rep / "trace_mlp.png").unlink()
+    (rep / "index.md").rename(rep / "kept.md")
+    (rep / "index.md").write_text("a file of the user's where the report wants to write")
+    proc = run_cli("report", str(res), "--out", str(rep))
+    assert proc.returncode == 0, proc.stderr  # index.md is in the marker: gcbench's own name
+    assert (rep / "notes.txt").read_text() == "mine" and (rep / "kept.md").exists()
+
+
+def test_stale_plots_of_an_earlier_build_are_removed(tmp_path):
+    res = make_results(tmp_path / "res")
+    rep = tmp_path / "rep"
+    build_report(res, rep)
+    assert (rep / "pauses_mlp.png").exists()
+    for p in res.glob("jax__*.json"):
+        p.unlink()  # no collections left: no pause plot
+    build_report(res, rep)
+    assert not (rep / "pauses_mlp.png").exists()
 
 
 def test_report_cli_errors(tmp_path):
     proc = run_cli("report", str(tmp_path / "missing"))
-    assert proc.returncode == 2 and "no such results folder" in proc.stderr
+    assert proc.returncode == 2 and "neither a results folder nor" in proc.stderr
     (tmp_path / "x.json").write_text('{"a": 1}')
     proc = run_cli("report", str(tmp_path))
     assert proc.returncode == 2 and "not a gcbench result" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_report_cli_writes_into_out(tmp_path):
-    proc = run_cli("report", str(make_results(tmp_path / "res")), "--out", str(tmp_path / "r"))
-    assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "r" / "index.html").is_file() and "4 plots" in proc.stdout
+@pytest.mark.parametrize("name, content, message", [
+    ("suite.json", b"{not json", "suite.json: not a valid"),
+    ("suite.json", b'{"cells": 5}', "not a gcbench suite.json"),
+    ("memory.json", b'{"format": "gcbench-memory", "schema_version": 1, "cases": [{"kind": "gather"}]}',
+     "malformed case"),
+    ("bisect.json", b'{"rows": 3}', "not a gcbench bisect table"),
+    ("suite.json", b"\xff\xfe", "not a UTF-8"),
+])
+def test_malformed_documents_in_a_results_folder_are_one_line(tmp_path, name, content, message):
+    res = make_results(tmp_path / "res")
+    (res / name).write_bytes(content)
+    proc = run_cli("report", str(res), "--out", str(tmp_path / "rep"))
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_report_on_a_read_only_folder_is_one_line(tmp_path):
+    import os
+
+    if os.geteuid() == 0:
+        pytest.skip("root writes into read-only folders")
+    res = make_results(tmp_path / "res")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    proc = run_cli("report", str(res), "--out", str(ro / "rep"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr

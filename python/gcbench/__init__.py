@@ -1,11 +1,25 @@
-"""gcbench: how much of a training step goes to the garbage collector, across frameworks."""
+"""gcbench: how much of a training step goes to the garbage collector, across frameworks.
 
-from .config import Cell, Suite, load_suite
-from .errors import UsageError
-from .probe import StepProbe
-from .results import SCHEMA_VERSION, load, load_dir
-from .workloads import WORKLOADS, get_workload, init_params
+The public API:
 
-__version__ = "0.1.0"
-__all__ = ["Cell", "Suite", "load_suite", "UsageError", "StepProbe", "SCHEMA_VERSION",
-           "load", "load_dir", "WORKLOADS", "get_workload", "init_params"]
+- `measure(name)`: the probe around your own training loop (see `gcbench.measure`);
+- `load(path)`, `load_dir(folder)`: read and validate result documents;
+- `summarize(docs)`: one cell's repeats combined, with intervals;
+- `records(folder)`, `to_dataframe(folder)`: results as rows (pandas optional);
+- `Suite`, `load_suite`, `Cell`: what `gcbench run` runs; `StepProbe`: the probe itself.
+"""
+
+__version__ = "0.2.0"
+
+from .config import Cell, Suite, load_suite  # noqa: E402
+from .errors import UsageError  # noqa: E402
+from .export import records, to_dataframe  # noqa: E402
+from .measure import Measurement, measure  # noqa: E402
+from .probe import StepProbe  # noqa: E402
+from .results import SCHEMA_VERSION, load, load_dir  # noqa: E402
+from .summary import summarize, summarize_all  # noqa: E402
+from .workloads import WORKLOADS, get_workload, init_params  # noqa: E402
+
+__all__ = ["Cell", "Suite", "load_suite", "UsageError", "records", "to_dataframe", "Measurement", "measure",
+           "StepProbe", "SCHEMA_VERSION", "load", "load_dir", "summarize", "summarize_all", "WORKLOADS",
+           "get_workload", "init_params", "__version__"]

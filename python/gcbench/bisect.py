@@ -3,19 +3,26 @@
 Each version gets its own environment (the base environment's interpreter and pins, plus
 `package==version`); the cell runs in each, and the table gives the metric per version
 and marks the first version whose value differs from the previous version's by more
-than a factor. Values below a metric's floor count as the floor, so that 0.00 % against
-0.01 % of GC time is not called a change.
+than a factor, where a test of the repeats backs the difference. Values below a
+metric's floor count as the floor, so that 0.00 % against 0.01 % of GC time is not
+called a change.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import statistics
 
-from . import envs, stats
+import numpy as np
+
+from . import compare, envs, summary
 from .backends import get_backend
 from .errors import UsageError
 from .workloads import get_workload
+
+
+_VERSION = re.compile(r"^[0-9][0-9A-Za-z.+!_-]*$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,21 +31,27 @@ class Metric:
     title: str
     unit: str
     floor: float  # values below count as this when comparing
-    value: object  # summary -> float
+    value: object  # one repeat's document -> float
+    test: str  # how two versions are told apart: "log" (t test on logs), "linear" (t test), "rate" (Poisson)
 
-    def of(self, summary: dict) -> float:
-        return float(self.value(summary))
+    def of(self, doc: dict) -> float:
+        return float(self.value(doc))
+
+
+def _wall(doc):
+    return np.asarray(doc["wall_ns"], np.float64)
 
 
 # The table always shows the median step, the GC share and full collections; other metrics get a column.
 SHOWN_ANYWAY = ("median", "gc_share", "full_gc")
 
 METRICS = {m.name: m for m in [
-    Metric("gc_share", "GC share of step time", "%", 0.1, lambda s: 100 * s["gc_share"]),
-    Metric("p99", "p99 step time", "ms", 0.0, lambda s: s["p99_ms"]),
-    Metric("max/median", "slowest step / median step", "x", 1.0, lambda s: s["max_over_median"]),
-    Metric("median", "median step time", "ms", 0.0, lambda s: s["median_ms"]),
-    Metric("full_gc", "full collections per 1,000 steps", "/1000", 1.0, lambda s: s["full_per_1000"]),
+    Metric("gc_share", "GC share of step time", "%", 0.1, lambda d: 100 * np.sum(d["gc_ns"]) / _wall(d).sum(), "linear"),
+    Metric("p99", "p99 step time", "ms", 0.0, lambda d: np.percentile(_wall(d), 99) / 1e6, "log"),
+    Metric("max/median", "slowest step / median step", "x", 1.0, lambda d: _wall(d).max() / np.median(_wall(d)), "log"),
+    Metric("median", "median step time", "ms", 0.0, lambda d: np.median(_wall(d)) / 1e6, "log"),
+    Metric("full_gc", "full collections per 1,000 steps", "/1000", 1.0,
+           lambda d: 1000 * np.count_nonzero(summary.full_collections(d)) / len(d["wall_ns"]), "rate"),
 ]}
 
 
@@ -77,6 +90,10 @@ def plan_envs(package: str, versions: list[str], base: envs.EnvSpec) -> list[env
         raise UsageError("--versions names no version")
     if len(set(versions)) != len(versions):
         raise UsageError(f"--versions lists a version twice: {', '.join(versions)}")
+    bad = [v for v in versions if not _VERSION.match(v)]
+    if bad:
+        raise UsageError(f"--versions {bad[0]!r} is not a version (like 0.13.2); pins of other packages "
+                         "go into --env")
     others = [p for p in base.pins if envs.requirement_name(p) != name]
     text = " ".join(([f"python={base.python}"] if base.python else []) + others)
     return [envs.parse(f"{text} {name}=={v}".strip()) for v in versions]
@@ -91,9 +108,31 @@ def _version_of(doc: dict, package: str) -> str | None:
     return envs.exact_pin(envs.parse(env["spec"]), package)
 
 
+def _test(metric: Metric, prev: list[dict], cur: list[dict]) -> compare.Test | None:
+    """The test of `cur` against `prev` (two versions' ok repeats); None when it needs
+    more repeats than there are."""
+    if metric.test == "rate":
+        va, vb = compare.repeat_values(prev), compare.repeat_values(cur)
+        return compare.test_rate(va["full"], va["steps"], vb["full"], vb["steps"], 0.0, compare.ALPHA)
+    a = [max(metric.of(d), metric.floor) for d in prev]
+    b = [max(metric.of(d), metric.floor) for d in cur]
+    if len(a) < 2 or len(b) < 2:
+        return None
+    if metric.test == "log":
+        return compare.test_median([x or 1e-12 for x in a], [x or 1e-12 for x in b], 0.0, compare.ALPHA)
+    return compare.test_gc_share(a, b, 0.0, compare.ALPHA)
+
+
 def table(docs: list[dict], package: str, cell: tuple[str, str, str], metric: Metric, factor: float,
           versions: list[str] | None = None) -> dict:
-    """The bisect table of `docs` (results of `cell` in environments that differ in `package`)."""
+    """The bisect table of `docs` (results of `cell` in environments that differ in `package`).
+
+    Each version's value is the median over its repeats. A version is marked as the first
+    change when its value differs from the previous version's by more than `factor` (values
+    below the metric's floor count as the floor) *and* a test of the repeats (Holm-corrected
+    over the adjacent pairs) says the two versions differ; a change with too few repeats to
+    test is shown but never marked.
+    """
     check_factor(factor)
     package = envs.normalize(package)
     mine = [d for d in docs if (d["backend"], d["workload"], d["gc_policy"]) == cell]
@@ -104,7 +143,7 @@ def table(docs: list[dict], package: str, cell: tuple[str, str, str], metric: Me
             by_version.setdefault(version, []).append(doc)
     order = [v for v in versions or [] if v in by_version]
     order += sorted((v for v in by_version if v not in order), key=envs.version_key)
-    rows, previous, marked = [], None, None
+    rows, previous, tests = [], None, []
     for version in order:
         group = by_version[version]
         ok = [d for d in group if d["status"] == "ok"]
@@ -120,25 +159,45 @@ def table(docs: list[dict], package: str, cell: tuple[str, str, str], metric: Me
             row["reason"] = (sample["reason"] or "").strip().splitlines()[0] if sample["reason"] else ""
             rows.append(row)
             continue
-        summaries = [stats.summary(d) for d in ok]
+        used, _ = summary.used_repeats(ok)
         row["status"] = "ok"
-        row["values"] = [metric.of(s) for s in summaries]
+        row["values"] = [metric.of(d) for d in used]
         row["value"] = statistics.median(row["values"])
-        row["median_ms"] = statistics.median(s["median_ms"] for s in summaries)
-        row["gc_share_pct"] = statistics.median(100 * s["gc_share"] for s in summaries)
-        row["full_per_1000"] = statistics.median(s["full_per_1000"] for s in summaries)
+        row["median_ms"] = statistics.median(metric_value("median", d) for d in used)
+        row["gc_share_pct"] = statistics.median(metric_value("gc_share", d) for d in used)
+        row["full_per_1000"] = statistics.median(metric_value("full_gc", d) for d in used)
         if previous is not None:
             a, b = max(previous["value"], metric.floor), max(row["value"], metric.floor)
             row["change"] = (b / a) if a > 0 and b > 0 else (1.0 if a == b else float("inf"))
-            if marked is None and max(row["change"], 1 / row["change"] if row["change"] else float("inf")) > factor:
-                marked = version
-                row["first_change"] = True
+            t = _test(metric, previous["_used"], used)
+            row["tested"] = t is not None
+            if t is not None and not t.exact:
+                tests.append((row, t))
+        row["_used"] = used
         rows.append(row)
         previous = row
+    for (row, t), p_adj in zip(tests, compare.holm([t.p for _, t in tests])):
+        row["p_adj"] = p_adj
+    marked = None
+    for row in rows:
+        change = row.get("change")
+        if change is None or row.get("p_adj") is None:
+            continue
+        big = change == float("inf") or max(change, 1 / change if change else float("inf")) > factor
+        if big and row["p_adj"] < compare.ALPHA:
+            marked = row["version"]
+            row["first_change"] = True
+            break
+    for row in rows:
+        row.pop("_used", None)
     missing = [v for v in versions or [] if v not in by_version]
     return {"package": package, "cell": "/".join(cell), "metric": metric.name, "metric_title": metric.title,
             "unit": metric.unit, "floor": metric.floor, "factor": factor, "rows": rows, "first_change": marked,
-            "missing": missing}
+            "missing": missing, "alpha": compare.ALPHA}
+
+
+def metric_value(name: str, doc: dict) -> float:
+    return METRICS[name].of(doc)
 
 
 def _fmt(x: float) -> str:
@@ -160,6 +219,9 @@ def table_rows(tab: dict, mark: str) -> tuple[list[str], list[list[str]]]:
             rows.append(first + ["-"] * (len(header) - 5) + [f"{r['status']}: {r.get('reason', '')}"])
             continue
         change = "" if "change" not in r else ("inf" if r["change"] == float("inf") else f"x{r['change']:.2f}")
+        if "change" in r:
+            change += f" (p={r['p_adj']:.2g})" if r.get("p_adj") is not None else \
+                (" (untested: fewer than 2 repeats)" if not r.get("tested") else "")
         rows.append(first + [_fmt(r["median_ms"]), f"{r['gc_share_pct']:.2f}", f"{r['full_per_1000']:.1f}"] +
                     ([_fmt(r["value"])] if own else []) + [change + (mark if r.get("first_change") else "")])
     return header, rows
@@ -179,7 +241,27 @@ def format_table(tab: dict) -> str:
     out = [f"{tab['package']} bisect of {tab['cell']}: {tab['metric_title']}", fmt(header)]
     out += [fmt(row) if row[4] != "-" else fmt(row[:4]) + "  " + row[-1] for row in rows]  # a reason takes the rest
     if tab["first_change"] is None:
-        out.append(f"no version changes {tab['metric']} by more than {tab['factor']:g}x over the one before")
+        out.append(f"no version changes {tab['metric']} by more than {tab['factor']:g}x over the one before "
+                   f"with a test (Holm-corrected, alpha {tab.get('alpha', 0.05):g}) to back it")
     if tab["missing"]:
         out.append(f"no results for {', '.join(tab['missing'])}")
     return "\n".join(out)
+
+
+def load_table(path) -> dict:
+    """A bisect.json written by `gcbench bisect`, checked; a one-line error when malformed."""
+    from . import files
+
+    tab = files.read_json(path, "bisect table")
+    ok = isinstance(tab, dict) and isinstance(tab.get("rows"), list) and all(
+        isinstance(r, dict) and isinstance(r.get("version"), str) and r.get("status") in ("ok", "failed", "unavailable")
+        and (r["status"] != "ok" or (isinstance(r.get("values"), list) and isinstance(r.get("value"), (int, float))
+                                     and isinstance(r.get("median_ms"), (int, float))))
+        for r in tab["rows"])
+    keys = ("package", "cell", "metric", "metric_title", "unit")
+    if not ok or not all(isinstance(tab.get(k), str) for k in keys) or \
+            not isinstance(tab.get("factor"), (int, float)) or not isinstance(tab.get("floor"), (int, float)):
+        raise UsageError(f"{path}: not a gcbench bisect table")
+    tab.setdefault("first_change", None)
+    tab.setdefault("missing", [])
+    return tab

@@ -1,16 +1,22 @@
-"""What to run: suites (TOML), their validation, and the cells they expand to.
+"""What to run: suites (TOML), their validation, and the plan of cells they expand to.
 
-A suite names backends, workloads, GC policies, repeats and step counts; the plan is
-their product, one `Cell` per (backend, workload, policy, repeat). Command-line flags
-override a suite's values. Two suites ship with gcbench: `default` and `quick`.
+A suite names backends, workloads, GC policies, repeats, step counts and batch sizes;
+the plan is their product, one `Cell` per (backend, workload, policy, environment,
+repeat). Repeats are the unit of inference, so the plan runs them interleaved: round
+1 runs every cell once in a seeded shuffled order, then round 2, and so on, so that a
+drift of the machine falls on every cell alike. Command-line flags override a suite's
+values. Two suites ship with gcbench: `default` and `quick`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.resources
+import math
 import os
 import pathlib
+import random
+import re
 import sys
 
 if sys.version_info >= (3, 11):
@@ -18,24 +24,29 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-from . import gcpolicy
+from . import files, gcpolicy
 from .backends import BACKENDS, get_backend
 from .errors import UsageError
-from .workloads import get_workload
+from .workloads import BATCH_SIZE, get_workload
 
-SUITE_KEYS = {"name", "backends", "workloads", "gc", "steps", "warmup", "repeats",
-              "networks", "seed", "timeout", "loss_every", "julia_threads", "envs"}
+SUITE_KEYS = {"name", "backends", "workloads", "gc", "steps", "warmup", "repeats", "networks", "batch_size",
+              "seed", "timeout", "loss_every", "julia_threads", "envs", "bookkeeping", "alloc_blocks"}
+BOOKKEEPING = ("none", "metrics")
+MAX_STEPS = 10_000_000  # beyond this, per-step arrays alone outgrow any machine
+MAX_NETWORKS = 100_000
+MAX_BATCH = 65_536
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 
 
 def cell_label(backend: str, workload: str, policy: str, repeat: int = 0, env: str | None = None) -> str:
-    """How a cell is named to people: backend/workload/policy, with #repeat after the first
-    and the environment's name in brackets when it runs in one."""
+    """How a repeat of a cell is named to people: backend/workload/policy, with #repeat
+    after the first and the environment's name in brackets when it runs in one."""
     return f"{backend}/{workload}/{policy}" + (f" #{repeat}" if repeat else "") + (f" [{env}]" if env else "")
 
 
 @dataclasses.dataclass(frozen=True)
 class Cell:
-    """One measurement: a backend training a workload under a GC policy, once."""
+    """One measurement: a backend training a workload under a GC policy, once (one repeat)."""
 
     backend: str
     workload: str
@@ -50,6 +61,9 @@ class Cell:
     data_path: str | None = None
     julia_threads: int = 1
     env: str | None = None  # an environment's spec (envs.EnvSpec.text); None: gcbench's own interpreter
+    batch_size: int = BATCH_SIZE
+    bookkeeping: str = "none"  # "metrics": the loop keeps a dict per network per step, as many loops do
+    alloc_blocks: bool = False  # also count allocated memory blocks per step (costly: walks the heap)
 
     @property
     def env_spec(self):
@@ -59,6 +73,7 @@ class Cell:
 
     @property
     def id(self) -> str:
+        """The cell's file name (without .json): unique within a plan."""
         base = f"{self.backend}__{self.workload}__{self.policy.replace(':', '-')}__r{self.repeat}"
         return base if self.env is None else f"{base}__{self.env_spec.slug}"
 
@@ -67,8 +82,32 @@ class Cell:
         return cell_label(self.backend, self.workload, self.policy, self.repeat,
                           None if self.env is None else self.env_spec.name)
 
+    def settings(self) -> dict:
+        """What must be equal for two results to answer the same question (for --resume)."""
+        out = self.to_json()
+        out.pop("data_path")
+        return out
+
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _int_in(what: str, value, low: int, high: int) -> None:
+    if not _is_int(value) or not low <= value <= high:
+        raise UsageError(f"{what} must be an integer from {low:,} to {high:,}, got {value!r}")
+
+
+def _names(what: str, value) -> list[str]:
+    """A list of names: a list of strings, or one comma-separated string."""
+    if isinstance(value, str):
+        value = split_list(value)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UsageError(f"{what} must be a list of names, like [\"a\", \"b\"], got {value!r}")
+    return value
 
 
 @dataclasses.dataclass
@@ -79,34 +118,58 @@ class Suite:
     gc: list[str] = dataclasses.field(default_factory=lambda: ["default"])
     steps: int = 300
     warmup: int = 5
-    repeats: int = 1
+    repeats: int = 3
     networks: dict[str, int] = dataclasses.field(default_factory=dict)
+    batch_size: int | dict[str, int] = BATCH_SIZE  # one for all workloads, or per workload
     seed: int = 0
     timeout: float = 900.0
     loss_every: int = 10
     julia_threads: int = 1
     envs: list[str] = dataclasses.field(default_factory=list)  # environment specs; none: this interpreter
+    bookkeeping: str = "none"
+    alloc_blocks: bool = False
 
     def validate(self) -> Suite:
-        for key in ("steps", "repeats", "loss_every", "julia_threads"):
-            _positive_int(key, getattr(self, key))
-        if not isinstance(self.warmup, int) or self.warmup < 1:
-            raise UsageError(f"warmup must be an integer >= 1 (compilation happens there), got {self.warmup!r}")
-        if not isinstance(self.timeout, (int, float)) or self.timeout <= 0:
-            raise UsageError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
-        if not isinstance(self.seed, int) or self.seed < 0:
-            raise UsageError(f"seed must be a non-negative integer, got {self.seed!r}")
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise UsageError(f"suite name must be letters, digits, '.', '_' or '-' (at most 80, not starting "
+                             f"with '.'), got {self.name!r}")
+        self.backends = _names("backends", self.backends)
+        self.workloads = _names("workloads", self.workloads)
+        self.gc = _names("gc", self.gc)
+        _int_in("steps", self.steps, 1, MAX_STEPS)
+        _int_in("repeats", self.repeats, 1, 1000)
+        _int_in("loss_every", self.loss_every, 1, MAX_STEPS)
+        _int_in("julia_threads", self.julia_threads, 1, 1024)
+        if not _is_int(self.warmup) or not 1 <= self.warmup <= 10_000:
+            raise UsageError(f"warmup must be an integer from 1 to 10,000 (compilation happens there), "
+                             f"got {self.warmup!r}")
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) \
+                or not math.isfinite(self.timeout) or self.timeout <= 0:
+            raise UsageError(f"timeout must be a positive, finite number of seconds, got {self.timeout!r}")
+        _int_in("seed", self.seed, 0, 2**63 - 1)
+        if self.bookkeeping not in BOOKKEEPING:
+            raise UsageError(f"bookkeeping must be one of {', '.join(BOOKKEEPING)}, got {self.bookkeeping!r}")
+        if not isinstance(self.alloc_blocks, bool):
+            raise UsageError(f"alloc_blocks must be true or false, got {self.alloc_blocks!r}")
         if self.backends == ["all"]:
             self.backends = list(BACKENDS)
         for name in self.backends:
             get_backend(name)
         for name in self.workloads:
             get_workload(name)
-        for text in self.gc:
-            gcpolicy.parse(text)
+        self.gc = [gcpolicy.parse(text).name for text in self.gc]
+        if not isinstance(self.networks, dict):
+            raise UsageError("networks must be a table of workload = count")
         for name, n in self.networks.items():
             get_workload(name)
-            _positive_int(f"networks for {name}", n)
+            _int_in(f"networks for {name}", n, 1, MAX_NETWORKS)
+        sizes = self.batch_size if isinstance(self.batch_size, dict) else None
+        if sizes is not None:
+            for name, b in sizes.items():
+                get_workload(name)
+                _int_in(f"batch_size for {name}", b, 1, MAX_BATCH)
+        else:
+            _int_in("batch_size", self.batch_size, 1, MAX_BATCH)
         if not isinstance(self.envs, list) or not all(isinstance(e, str) for e in self.envs):
             raise UsageError("envs must be a list of environment strings like \"python=3.12 jax==0.8.0\"")
         from .envs import parse_all
@@ -120,33 +183,37 @@ class Suite:
                 raise UsageError(f"{field} lists a name twice: {', '.join(values)}")
         return self
 
+    def batch_for(self, workload: str) -> int:
+        if isinstance(self.batch_size, dict):
+            return self.batch_size.get(workload, BATCH_SIZE)
+        return self.batch_size
+
     def cells(self, data_path: str | None = None) -> list[Cell]:
-        out = []
-        for env in self.envs or [None]:
-            for backend in self.backends:
-                for name in self.workloads:
-                    workload = get_workload(name)
-                    for policy in self.gc:
-                        for repeat in range(self.repeats):
-                            out.append(Cell(
-                                backend=backend, workload=name, policy=gcpolicy.parse(policy).name,
-                                repeat=repeat, networks=self.networks.get(name, workload.default_networks),
+        """Every cell of the plan, in the order they run: round by round, each round in a
+        seeded shuffled order (the same seed gives the same order)."""
+        rounds = []
+        for repeat in range(self.repeats):
+            one = []
+            for env in self.envs or [None]:
+                for backend in self.backends:
+                    for name in self.workloads:
+                        workload = get_workload(name)
+                        for policy in self.gc:
+                            one.append(Cell(
+                                backend=backend, workload=name, policy=policy, repeat=repeat,
+                                networks=self.networks.get(name, workload.default_networks),
                                 params_per_network=workload.params_per_network, steps=self.steps,
                                 warmup=self.warmup, seed=self.seed, loss_every=self.loss_every,
                                 data_path=data_path, julia_threads=self.julia_threads, env=env,
+                                batch_size=self.batch_for(name), bookkeeping=self.bookkeeping,
+                                alloc_blocks=self.alloc_blocks,
                             ))
-        return out
-
-
-def _positive_int(what: str, value) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise UsageError(f"{what} must be a positive integer, got {value!r}")
-
-
-def user_cache(*parts: str) -> pathlib.Path:
-    """A folder in the user cache: `$XDG_CACHE_HOME/gcbench/...` (default `~/.cache/gcbench/...`)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return pathlib.Path(base, "gcbench", *parts)
+            random.Random(f"{self.seed}-round-{repeat}").shuffle(one)
+            rounds += one
+        ids = [c.id for c in rounds]
+        if len(set(ids)) != len(ids):  # two environments whose names map to one file name
+            raise UsageError("two cells of the plan would share a result file; name the environments apart")
+        return rounds
 
 
 def split_list(text: str) -> list[str]:
@@ -154,18 +221,22 @@ def split_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def shipped_suites() -> list[str]:
+    folder = importlib.resources.files("gcbench") / "suites"
+    return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
 def load_suite(name_or_path: str) -> Suite:
     """A shipped suite by name (`default`, `quick`) or a TOML file by path."""
     shipped = importlib.resources.files("gcbench") / "suites" / f"{name_or_path}.toml"
-    if shipped.is_file():
-        text, where = shipped.read_text(), f"suite {name_or_path!r}"
+    if _NAME.match(name_or_path) and shipped.is_file():
+        text, where = shipped.read_text(encoding="utf-8"), f"suite {name_or_path!r}"
     else:
         path = pathlib.Path(name_or_path)
         if not path.is_file():
-            names = sorted(p.name.removesuffix(".toml") for p in (importlib.resources.files("gcbench") / "suites").iterdir()
-                           if p.name.endswith(".toml"))
-            raise UsageError(f"no suite {name_or_path!r}: not a shipped suite ({', '.join(names)}) nor a file")
-        text, where = path.read_text(), str(path)
+            raise UsageError(f"no suite {name_or_path!r}: not a shipped suite ({', '.join(shipped_suites())}) "
+                             "nor a file")
+        text, where = files.read_text(path, "suite file"), str(path)
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -173,21 +244,15 @@ def load_suite(name_or_path: str) -> Suite:
     unknown = set(raw) - SUITE_KEYS
     if unknown:
         raise UsageError(f"{where}: unknown keys {', '.join(sorted(unknown))}; valid keys: {', '.join(sorted(SUITE_KEYS))}")
-    if isinstance(raw.get("backends"), str):
-        raw["backends"] = split_list(raw["backends"])
-    suite = Suite(**raw)
-    if not isinstance(suite.networks, dict):
-        raise UsageError(f"{where}: networks must be a table of workload = count")
-    return suite
-
-
-def check_out_dir(path: str | os.PathLike) -> pathlib.Path:
-    """The output folder, created; a clear error when it cannot be one."""
-    path = pathlib.Path(path)
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"output folder {path} exists and is not a folder")
     try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"cannot create output folder {path}: {e.strerror}") from None
-    return path
+        return Suite(**raw).validate()
+    except UsageError as e:
+        raise UsageError(f"{where}: {e}") from None
+
+
+def default_out(kind: str) -> str:
+    """`results/<kind>-<date>-<time>`."""
+    import datetime
+
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return os.path.join("results", f"{kind}-{stamp}")

@@ -14,15 +14,16 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import hashlib
+import math
 import os
 import pathlib
-import shutil
 import tempfile
 import urllib.request
+import zlib
 
 import numpy as np
 
-from .config import user_cache
+from .paths import user_cache
 from .errors import UsageError
 from .workloads import BATCH_SIZE, IMAGE_SHAPE, NUM_CLASSES
 
@@ -73,7 +74,7 @@ def read_idx(path: str | os.PathLike, expect_ndim: int | None = None) -> np.ndar
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
-        except (OSError, EOFError) as e:
+        except (OSError, EOFError, zlib.error) as e:
             raise UsageError(f"{path}: corrupt gzip data ({e})") from None
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES:
         raise UsageError(
@@ -88,7 +89,7 @@ def read_idx(path: str | os.PathLike, expect_ndim: int | None = None) -> np.ndar
     if len(raw) < header:
         raise UsageError(f"{path}: truncated IDX header ({len(raw)} bytes, expected {header})")
     shape = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
-    expected = header + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    expected = header + math.prod(shape) * dtype.itemsize  # exact: no overflow to 0
     if len(raw) != expected:
         raise UsageError(
             f"{path}: IDX payload is {len(raw) - header} bytes, expected "
@@ -149,6 +150,8 @@ def load_mnist(folder: pathlib.Path) -> Dataset:
         raise UsageError(f"{folder}: images are {images.shape[1:]}, expected {IMAGE_SHAPE[:2]}")
     if len(images) != len(labels):
         raise UsageError(f"{folder}: {len(images)} images but {len(labels)} labels")
+    if labels.dtype.kind not in "iu":
+        raise UsageError(f"{folder}: labels are {labels.dtype} numbers; MNIST labels are integers 0..{NUM_CLASSES - 1}")
     if len(labels) and (labels.min() < 0 or labels.max() >= NUM_CLASSES):
         raise UsageError(f"{folder}: labels outside 0..{NUM_CLASSES - 1}")
     if len(labels) < BATCH_SIZE:
@@ -180,22 +183,26 @@ def batch_schedule(samples: int, steps: int, seed: int, batch: int = BATCH_SIZE)
     """Indices of every step's batch, shape (steps, batch), int32.
 
     Epochs are seeded permutations cut into whole batches (the remainder of each epoch
-    is dropped), so every backend given the same arguments sees the same batches.
+    is dropped), so every backend given the same arguments sees the same batches. The
+    result is allocated once; only one epoch's permutation exists besides it.
     """
     if samples < batch:
         raise UsageError(f"{samples} samples is fewer than one batch of {batch}")
     per_epoch = samples // batch
     rng = np.random.default_rng([seed, 0x5C4E])
-    rows = []
-    while len(rows) * per_epoch < steps:
-        rows.append(rng.permutation(samples)[: per_epoch * batch].reshape(per_epoch, batch))
-    return np.concatenate(rows)[:steps].astype(np.int32)
+    out = np.empty((steps, batch), np.int32)
+    for start in range(0, steps, per_epoch):
+        rows = min(per_epoch, steps - start)
+        perm = rng.permutation(samples)[: per_epoch * batch].reshape(per_epoch, batch)
+        out[start: start + rows] = perm[:rows]
+    return out
 
 
 def download(folder: pathlib.Path | None = None, quiet: bool = False) -> pathlib.Path:
     """Download the MNIST training files into `folder` (the cache by default), checking SHA-256."""
-    folder = pathlib.Path(folder) if folder is not None else cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    from .files import make_folder
+
+    folder = make_folder(pathlib.Path(folder) if folder is not None else cache_dir(), "MNIST folder")
     for name, digest in CHECKSUMS.items():
         target = folder / name
         if target.is_file() and _sha256(target) == digest:
@@ -233,7 +240,8 @@ def _fetch(url: str, target: pathlib.Path, digest: str, quiet: bool) -> None:
                     bar.update(len(chunk))
         if _sha256(pathlib.Path(tmp)) != digest:
             raise ValueError("checksum mismatch")
-        shutil.move(tmp, target)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

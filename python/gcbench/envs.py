@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 
-from .config import user_cache
+from .paths import user_cache
 from .errors import UsageError
 
 LAYOUT = 1  # bump when what goes into an environment folder changes: older ones get rebuilt
@@ -85,8 +85,14 @@ class EnvSpec:
 
     @property
     def slug(self) -> str:
-        """The name as a file-name part: `py3.12-jax-0.8.0`."""
-        return re.sub(r"[^A-Za-z0-9.]+", "-", self.name).strip("-")
+        """The name as a file-name part, `py3.12-jax-eq-0.8.0-1a2b3c`: readable, with the
+        operators spelled out, and a hash of the spec so that no two specs share one."""
+        text = self.name
+        for op, word in (("===", "-eqq-"), ("==", "-eq-"), ("~=", "-compat-"), ("!=", "-ne-"), (">=", "-ge-"),
+                         ("<=", "-le-"), (">", "-gt-"), ("<", "-lt-")):
+            text = text.replace(op, word)
+        readable = re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-")[:60]
+        return f"{readable}-{hashlib.sha256(self.text.encode()).hexdigest()[:6]}"
 
     def pin_for(self, name: str) -> str | None:
         name = normalize(name)
@@ -229,7 +235,7 @@ def requirements(spec: EnvSpec, distributions: list[str]) -> list[str]:
         name = requirement_name(req)
         if name in pinned or name == "gcbench":
             continue
-        if extra is None or (name in wanted and extra not in ("test", "report", "all")):
+        if extra is None or (name in wanted and extra not in ("test", "report", "all", "cuda")):
             if req not in out:
                 out.append(req)
     missing = wanted - {requirement_name(r) for r in out} - pinned

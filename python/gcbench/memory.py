@@ -26,6 +26,7 @@ import sys
 
 import numpy as np
 
+from . import files
 from .errors import UsageError
 
 FORMAT = "gcbench-memory"
@@ -55,6 +56,14 @@ def check_index_dtype(name: str, n: int) -> str:
     if np.iinfo(name).max < n - 1:
         raise UsageError(f"index dtype {name} cannot hold indices up to {n - 1}")
     return name
+
+
+def check_cases(sizes: list[str], index_dtypes: list[str]) -> None:
+    """Every size and dtype checked before anything is compiled (or any folder made)."""
+    for size in sizes:
+        _, n, _ = parse_size(size)
+        for dtype in index_dtypes:
+            check_index_dtype(dtype, n)
 
 
 # -- the gather formulations ----------------------------------------------------------------
@@ -239,10 +248,7 @@ def _measure_in_this_process(n: int, m: int, dtype: str, formulation: str) -> di
 
 def run(sizes: list[str], index_dtypes: list[str], backends: list[str], workloads: list[str],
         measure: bool, out_dir: pathlib.Path, command: list[str]) -> dict:
-    for size in sizes:  # every size and dtype checked before anything is compiled
-        _, n, _ = parse_size(size)
-        for dtype in index_dtypes:
-            check_index_dtype(dtype, n)
+    check_cases(sizes, index_dtypes)
     import jax
 
     rows = []
@@ -256,8 +262,7 @@ def run(sizes: list[str], index_dtypes: list[str], backends: list[str], workload
     doc = {"format": FORMAT, "schema_version": SCHEMA_VERSION, "command": command,
            "jax": jax.__version__, "device": str(jax.devices()[0]),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "cases": rows}
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "memory.json").write_text(json.dumps(doc, indent=1))
+    files.write_json(out_dir / "memory.json", doc)
     return doc
 
 
@@ -266,11 +271,18 @@ def load(path: pathlib.Path) -> dict | None:
     path = pathlib.Path(path) / "memory.json" if pathlib.Path(path).is_dir() else pathlib.Path(path)
     if not path.is_file():
         return None
-    doc = json.loads(path.read_text())
-    if doc.get("format") != FORMAT:
+    doc = files.read_json(path, "gcbench memory document")
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise UsageError(f"{path}: not a gcbench memory document")
-    if doc.get("schema_version", 0) > SCHEMA_VERSION:
-        raise UsageError(f"{path}: memory schema_version {doc['schema_version']} is newer than this gcbench reads")
+    version = doc.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise UsageError(f"{path}: memory document without an integer schema_version")
+    if version > SCHEMA_VERSION:
+        raise UsageError(f"{path}: memory schema_version {version} is newer than this gcbench reads")
+    cases = doc.get("cases")
+    if not isinstance(cases, list) or not all(isinstance(c, dict) and c.get("kind") in ("gather", "step")
+                                              for c in cases):
+        raise UsageError(f"{path}: memory document whose 'cases' are not a list of gather and step cases")
     return doc
 
 

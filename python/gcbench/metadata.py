@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import glob
 import importlib.metadata
 import os
 import platform
@@ -10,8 +11,9 @@ import socket
 import sys
 
 PACKAGES = ("numpy", "jax", "jaxlib", "optax", "equinox", "flax", "juliacall")
-ENV_FLAGS = ("XLA_FLAGS", "JAX_PLATFORMS", "JAX_ENABLE_X64", "PYTHONGC", "OMP_NUM_THREADS",
-             "PYTHON_JULIACALL_THREADS", "PYTHON_JULIACALL_HANDLE_SIGNALS")
+ENV_FLAGS = ("XLA_FLAGS", "JAX_PLATFORMS", "JAX_ENABLE_X64", "JAX_COMPILATION_CACHE_DIR", "PYTHONGC",
+             "OMP_NUM_THREADS", "PYTHON_JULIACALL_THREADS", "PYTHON_JULIACALL_HANDLE_SIGNALS",
+             "PYTHON_JULIACALL_OPTIMIZE", "PYTHON_JULIAPKG_OFFLINE", "PYTHON_JULIAPKG_EXE")
 
 
 def cpu_model() -> str:
@@ -60,3 +62,36 @@ def jax_devices() -> dict:
     import jax
 
     return {"jax_backend": jax.default_backend(), "devices": [str(d) for d in jax.devices()]}
+
+
+def load_average() -> float | None:
+    """The 1-minute load average, where the OS reports one."""
+    try:
+        return float(os.getloadavg()[0])
+    except (OSError, AttributeError):
+        return None
+
+
+def cpu_mhz() -> float | None:
+    """The mean current frequency of the CPUs in MHz, where the OS reports it."""
+    freqs = []
+    for path in sorted(glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_cur_freq")):
+        try:
+            with open(path) as f:
+                freqs.append(int(f.read().strip()) / 1000)
+        except (OSError, ValueError):
+            pass
+    if not freqs:
+        try:
+            with open("/proc/cpuinfo") as f:
+                freqs = [float(line.split(":", 1)[1]) for line in f if line.startswith("cpu MHz")]
+        except (OSError, ValueError):
+            return None
+    return round(sum(freqs) / len(freqs), 1) if freqs else None
+
+
+def machine_identity(meta: dict) -> dict:
+    """What must match for two results to come from comparable machines: the CPU model,
+    its core count and the JAX devices (not the host name, which containers change)."""
+    return {"cpu": meta.get("cpu"), "cpu_count": meta.get("cpu_count"), "machine": meta.get("machine"),
+            "devices": meta.get("devices")}

@@ -1,25 +1,34 @@
-"""The result schema: one JSON document per cell, written atomically, validated on load.
+"""The result schema: one JSON document per repeat of a cell, written atomically,
+validated on load.
 
 Schema version history:
 - 1: first version. Later additions, all optional (older documents lack them):
   `environment` (the environment matrix: spec, name, Python and packages of the virtual
   environment the cell ran in; absent when it ran under gcbench's own interpreter).
+- 2: `cell_spec` (every setting of the cell, so that `run --resume` can tell whether a
+  result answers the same question), `batch_size`, `bookkeeping`, `machine_state`
+  (load average before and after, CPU frequency), per step `gc_pressure` (net new
+  tracked objects) and, for Python, `gc_events` (one entry per collection: step,
+  generation, pause, objects collected). `alloc_blocks` became optional (opt-in).
+  Version-1 documents are still read: their batch size is 128 and their bookkeeping none.
 
 A loader refuses a document whose `schema_version` is newer than `SCHEMA_VERSION`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
-import tempfile
 
+import numpy as np
+
+from . import files
 from .errors import UsageError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 FORMAT = "gcbench-result"
 STATUSES = ("ok", "failed", "unavailable")
+DEFAULT_BATCH_SIZE = 128  # what version-1 documents ran with
 
 # Fields every document has, whatever its status, and their JSON types.
 REQUIRED = {
@@ -39,7 +48,11 @@ REQUIRED = {
 }
 # Per-step arrays of an `ok` document; `gc_collections` is a list of per-generation lists.
 STEP_ARRAYS = ("wall_ns", "gc_ns", "gc_collections")
-OPTIONAL_STEP_ARRAYS = ("gc_collected", "alloc_blocks", "alloc_bytes", "gc_full")
+OPTIONAL_STEP_ARRAYS = ("gc_collected", "alloc_blocks", "alloc_bytes", "gc_full", "gc_pressure")
+# Arrays whose values cannot be negative (gc_pressure and alloc_blocks are net changes and can).
+NON_NEGATIVE = ("wall_ns", "gc_ns", "gc_collections", "gc_collected", "alloc_bytes", "gc_full")
+# Other documents a results folder may hold.
+NOT_CELLS = ("suite.json", "memory.json", "bisect.json", "explain.json", "reproduce.json")
 
 
 def new(cell, status: str, reason: str = "", **fields) -> dict:
@@ -56,6 +69,9 @@ def new(cell, status: str, reason: str = "", **fields) -> dict:
         "reason": reason,
         "networks": cell.networks,
         "params_per_network": cell.params_per_network,
+        "batch_size": cell.batch_size,
+        "bookkeeping": cell.bookkeeping,
+        "cell_spec": cell.to_json(),
         "data": {},
         "metadata": {},
     }
@@ -67,7 +83,7 @@ def new(cell, status: str, reason: str = "", **fields) -> dict:
 
 
 def label(doc: dict) -> str:
-    """The cell's name for people, e.g. `jax/mlp/default`."""
+    """The repeat's name for people, e.g. `jax/mlp/default #1`."""
     from .config import cell_label
 
     return cell_label(doc["backend"], doc["workload"], doc["gc_policy"], doc["repeat"], env_name(doc))
@@ -79,23 +95,33 @@ def env_name(doc: dict) -> str | None:
     return env.get("name") if env else None
 
 
+def batch_size(doc: dict) -> int:
+    return doc.get("batch_size", DEFAULT_BATCH_SIZE)
+
+
 def write(doc: dict, path: str | os.PathLike) -> pathlib.Path:
     """Write `doc` to `path` atomically: a reader sees the old file or the whole new one."""
     validate(doc, str(path))
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    files.make_folder(pathlib.Path(path).parent, "results folder")
+    return files.write_json(path, doc, indent=None)
+
+
+def _check_array(where: str, key: str, arr, n: int | None) -> int:
+    if not isinstance(arr, list):
+        raise UsageError(f"{where}: ok result without per-step array {key!r}")
+    if n is not None and len(arr) != n:
+        raise UsageError(f"{where}: per-step array {key!r} has {len(arr)} steps, expected {n}")
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, separators=(",", ":"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+        values = np.asarray(arr)
+    except ValueError:
+        raise UsageError(f"{where}: per-step array {key!r} is ragged") from None
+    if values.size and (values.dtype.kind not in "iu" or (key == "gc_collections" and values.ndim != 2)
+                        or (key != "gc_collections" and values.ndim != 1)):
+        what = "rows of integers" if key == "gc_collections" else "integers"
+        raise UsageError(f"{where}: per-step array {key!r} must hold {what}")
+    if key in NON_NEGATIVE and values.size and values.min() < 0:
+        raise UsageError(f"{where}: per-step array {key!r} holds negative values")
+    return len(arr)
 
 
 def validate(doc, where: str = "result") -> dict:
@@ -103,7 +129,7 @@ def validate(doc, where: str = "result") -> dict:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise UsageError(f"{where}: not a gcbench result (no \"format\": \"{FORMAT}\")")
     version = doc.get("schema_version")
-    if not isinstance(version, int):
+    if not isinstance(version, int) or isinstance(version, bool):
         raise UsageError(f"{where}: gcbench result without an integer schema_version")
     if version > SCHEMA_VERSION:
         raise UsageError(
@@ -111,7 +137,8 @@ def validate(doc, where: str = "result") -> dict:
             f"({SCHEMA_VERSION}); upgrade gcbench to read it"
         )
     for key, typ in REQUIRED.items():
-        if not isinstance(doc.get(key), typ):
+        value = doc.get(key)
+        if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
             raise UsageError(f"{where}: field {key!r} missing or not a {typ.__name__}")
     env = doc.get("environment")
     if env is not None and not (isinstance(env, dict) and isinstance(env.get("spec"), str)
@@ -119,16 +146,12 @@ def validate(doc, where: str = "result") -> dict:
         raise UsageError(f"{where}: field 'environment' must be an object with 'spec' and 'name'")
     if doc["status"] not in STATUSES:
         raise UsageError(f"{where}: status {doc['status']!r} is not one of {', '.join(STATUSES)}")
+    if "batch_size" in doc and not (isinstance(doc["batch_size"], int) and doc["batch_size"] > 0):
+        raise UsageError(f"{where}: field 'batch_size' must be a positive integer")
     if doc["status"] == "ok":
         n = None
         for key in STEP_ARRAYS + tuple(k for k in OPTIONAL_STEP_ARRAYS if k in doc):
-            arr = doc.get(key)
-            if not isinstance(arr, list):
-                raise UsageError(f"{where}: ok result without per-step array {key!r}")
-            if n is None:
-                n = len(arr)
-            elif len(arr) != n:
-                raise UsageError(f"{where}: per-step array {key!r} has {len(arr)} steps, expected {n}")
+            n = _check_array(where, key, doc.get(key), n)
         if not n:
             raise UsageError(f"{where}: ok result with no timed steps")
         if not isinstance(doc.get("loss"), dict):
@@ -139,26 +162,27 @@ def validate(doc, where: str = "result") -> dict:
 def load(path: str | os.PathLike) -> dict:
     """Read and validate one result file."""
     path = pathlib.Path(path)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise UsageError(f"cannot read {path}: {e.strerror}") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{path}: not a gcbench result (invalid JSON: {e.msg} at line {e.lineno})") from None
+    doc = files.read_json(path, "gcbench result")
     return validate(doc, str(path))
 
 
-NOT_CELLS = ("suite.json", "memory.json", "bisect.json")  # the plan, `gcbench memory`'s and `bisect`'s documents
-
-
 def load_dir(folder: str | os.PathLike, allow_empty: bool = False) -> list[dict]:
-    """Every result in `folder` (not recursive), sorted by cell; non-result JSON is an error."""
+    """Every result in `folder` (not recursive), sorted by file name; other JSON is an
+    error, and so are two files holding the same repeat of the same cell."""
     folder = pathlib.Path(folder)
     if not folder.is_dir():
         raise UsageError(f"{folder}: no such results folder")
-    docs = [load(p) for p in sorted(folder.glob("*.json")) if p.name not in NOT_CELLS]
+    docs, seen = [], {}
+    for path in sorted(folder.glob("*.json")):
+        if path.name in NOT_CELLS or path.name.startswith("."):  # dot files: partial results, temporaries
+            continue
+        doc = load(path)
+        key = (doc["cell"], doc["repeat"])
+        if key in seen:
+            raise UsageError(f"{folder}: {seen[key]} and {path.name} hold the same result ({label(doc)}); "
+                             "remove one of them")
+        seen[key] = path.name
+        docs.append(doc)
     if not docs and not allow_empty:
         raise UsageError(f"{folder}: no gcbench results there")
     return docs

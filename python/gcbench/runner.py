@@ -1,12 +1,20 @@
-"""The runner: one fresh worker process per cell, with a timeout, progress and summary.
+"""The runner: one fresh worker process per repeat of a cell, with a timeout.
 
-A cell whose worker crashes or times out becomes a `failed` result holding the tail of
-the worker's standard error; the other cells go on. Ctrl-C stops the current worker and
-keeps every finished cell.
+Nothing is lost and nothing is half-written:
+
+- a worker writes its result beside the target (`.<cell>.partial.json`); only a
+  complete, valid result replaces the file of the cell, so a rerun that fails, times
+  out or is interrupted leaves an earlier good result in place;
+- a cell whose worker crashes or times out becomes a `failed` result holding the tail
+  of the worker's standard error, and the other cells go on; a result that cannot be
+  written (a full disk) is reported and the run goes on;
+- SIGINT and SIGTERM stop the current worker and keep every finished cell
+  (`Interrupted`, exit code 128 + the signal); workers die with their manager.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
@@ -20,15 +28,43 @@ import time
 
 from tqdm import tqdm
 
-from . import results
+from . import metadata, results
 from .backends import get_backend
 from .config import Cell
 from .envs import isolated_environ
+from .errors import UsageError
+from .worker import PARENT_ENV
 
 STDERR_TAIL_LINES = 25
 
 
-def _unsupported_reason(cell: Cell) -> str | None:
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM reached the manager; `signum` says which."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+@contextlib.contextmanager
+def interruptible():
+    """SIGINT and SIGTERM raise `Interrupted` while the block runs."""
+    def handler(signum, frame):
+        raise Interrupted(signum)
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def unsupported_reason(cell: Cell) -> str | None:
     info = get_backend(cell.backend)
     if not info.supports(cell.workload):
         return f"{cell.backend} does not implement workload {cell.workload}"
@@ -49,6 +85,7 @@ def _worker_env(isolated: bool = False) -> dict:
         package_root = str(pathlib.Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
+    env[PARENT_ENV] = str(os.getpid())
     return env
 
 
@@ -64,59 +101,84 @@ class CellFailed(Exception):
     pass
 
 
+def partial_path(out_file: pathlib.Path) -> pathlib.Path:
+    return out_file.with_name(f".{out_file.stem}.partial.json")
+
+
 def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: float,
-               bar: tqdm | None, python: str = sys.executable, environment: dict | None = None) -> None:
-    """Run `cell` in a worker process; raise `CellFailed(reason)` if it does not finish.
-    With `environment` (an `envs.Environment.describe()`), `python` is that environment's."""
-    spec = json.dumps({"cell": cell.to_json(), "command": command, "environment": environment})
-    with tempfile.NamedTemporaryFile("w+", prefix="gcbench-stderr-", suffix=".txt", delete=False) as err:
-        err_path = pathlib.Path(err.name)
+               bar: tqdm | None, python: str = sys.executable, environment: dict | None = None,
+               machine_state: dict | None = None) -> dict:
+    """Run `cell` in a worker process and return its result document, which is then at
+    `out_file`; raise `CellFailed(reason)` if the worker does not finish with one. With
+    `environment` (an `envs.Environment.describe()`), `python` is that environment's."""
+    spec = json.dumps({"cell": cell.to_json(), "command": command, "environment": environment,
+                       "machine_state": machine_state})
+    partial = partial_path(out_file)
+    partial.unlink(missing_ok=True)
+    fd, err_name = tempfile.mkstemp(prefix="gcbench-stderr-", suffix=".txt")
+    err_path = pathlib.Path(err_name)
+    proc = None
     try:
-        with open(err_path, "w") as err_file:
+        with os.fdopen(fd, "w") as err_file:
             proc = subprocess.Popen(
-                [python, "-m", "gcbench.worker", str(out_file)],
+                [python, "-m", "gcbench.worker", str(partial)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_file,
                 text=True, env=_worker_env(isolated=environment is not None), start_new_session=True,
             )
         lines: queue.Queue = queue.Queue()
         reader = threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True)
         reader.start()
-        try:
-            proc.stdin.write(spec)
-            proc.stdin.close()
+        try:  # the spec as one line; stdin stays open: the worker treats its end as our death
+            proc.stdin.write(spec + "\n")
+            proc.stdin.flush()
         except BrokenPipeError:  # the worker died before reading its cell: its exit code says why
             pass
         deadline = time.monotonic() + timeout
-        try:
-            while proc.poll() is None or not lines.empty() or reader.is_alive():
-                if time.monotonic() > deadline:
-                    _kill(proc)
-                    raise CellFailed(f"timed out after {timeout:g} s\n{_tail(err_path)}".rstrip())
-                try:
-                    line = lines.get(timeout=0.1)
-                except queue.Empty:
-                    continue
-                if bar is not None and line.startswith("gcbench-progress "):
-                    _, phase, done, total = line.split()
-                    bar.set_postfix_str(phase, refresh=False)
-                    bar.total = int(total)
-                    bar.n = int(done)
-                    bar.refresh()
-        except BaseException:
-            _kill(proc)
-            raise
+        while proc.poll() is None or not lines.empty() or reader.is_alive():
+            if time.monotonic() > deadline:
+                _kill(proc)
+                raise CellFailed(f"timed out after {timeout:g} s\n{_tail(err_path)}".rstrip())
+            try:
+                line = lines.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if bar is not None and line.startswith("gcbench-progress "):
+                _show_progress(bar, line)
         if proc.returncode != 0:
             how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit code {proc.returncode}"
             raise CellFailed(f"worker {how}\n{_tail(err_path)}".rstrip())
-        if not out_file.is_file():
+        if not partial.is_file():
             raise CellFailed(f"worker wrote no result\n{_tail(err_path)}".rstrip())
+        try:
+            doc = results.load(partial)
+        except UsageError as e:
+            raise CellFailed(f"worker wrote an invalid result: {e}") from None
+        os.replace(partial, out_file)
+        return doc
     finally:
+        if proc is not None:
+            _kill(proc)
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
         err_path.unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
+
+
+def _show_progress(bar: tqdm, line: str) -> None:
+    parts = line.split()
+    if len(parts) != 4 or not (parts[2].isdigit() and parts[3].isdigit()):
+        return
+    _, phase, done, total = parts
+    bar.set_postfix_str(phase, refresh=False)
+    bar.total = int(total)
+    bar.n = int(done)
+    bar.refresh()
 
 
 def _pump(stream, lines: queue.Queue) -> None:
-    for line in stream:
-        lines.put(line)
+    with contextlib.suppress(ValueError, OSError):
+        for line in stream:
+            lines.put(line)
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -128,23 +190,51 @@ def _kill(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+def reusable(doc: dict | None, cell: Cell, data_kind: str | None) -> bool:
+    """Whether an existing result answers the same question as `cell` (for --resume)."""
+    if doc is None or doc["status"] != "ok":
+        return False
+    spec = dict(doc.get("cell_spec") or {})
+    spec.pop("data_path", None)
+    return spec == cell.settings() and (data_kind is None or doc["data"].get("kind") == data_kind)
+
+
+def existing(out_file: pathlib.Path) -> dict | None:
+    """The result already at `out_file`, or None (none, or unreadable)."""
+    if not out_file.is_file():
+        return None
+    try:
+        return results.load(out_file)
+    except UsageError:
+        return None
+
+
 def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], timeout: float,
-              log=print, progress: bool | None = None, environments: dict | None = None) -> list[dict]:
-    """Run every cell, writing `out_dir/<cell>.json`; return the documents in cell order.
+              log=print, progress: bool | None = None, environments: dict | None = None,
+              resume: bool = False, data_kind: str | None = None) -> list[dict]:
+    """Run every cell, writing `out_dir/<cell>.json`; return the documents in plan order.
 
     `environments` maps each cell's `env` to its `envs.Environment`, or to the
     `envs.EnvUnavailable` that kept it from being built: that environment's cells are
-    recorded as unavailable with the reason. `progress=None` shows bars only on a terminal.
-    KeyboardInterrupt propagates after the current worker is stopped; every finished cell
-    is on disk by then.
+    recorded as unavailable with the reason. With `resume`, a cell whose ok result with
+    the same settings is already there is not run again. A new result that is not ok
+    never replaces an ok one. `progress=None` shows bars only on a terminal.
+    `Interrupted` and KeyboardInterrupt propagate after the current worker is stopped;
+    every finished cell is on disk by then.
     """
     show_bars = sys.stderr.isatty() if progress is None else progress
     docs = []
     announced: set[str] = set()
     for n, cell in enumerate(cells, 1):
         out_file = out_dir / f"{cell.id}.json"
+        desc = f"[{n}/{len(cells)}] {cell.label}"
+        old = existing(out_file)
+        if resume and reusable(old, cell, data_kind):
+            log(f"{desc}: kept (an ok result with the same settings is there)")
+            docs.append(old)
+            continue
         env = None if cell.env is None else environments[cell.env]
-        reason = _unsupported_reason(cell)
+        reason = unsupported_reason(cell)
         in_env = {}  # run_worker's arguments for a cell in a built environment
         if env is not None and reason is None:
             if isinstance(env, Exception):
@@ -164,29 +254,37 @@ def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], time
                     count = sum(c.backend == cell.backend for c in cells)
                     log(f"{cell.backend}: unavailable: {why} ({count} cells recorded as unavailable)")
         elif cell.backend not in announced:
-            log(f"[{n}/{len(cells)}] {cell.label}: not run: {reason}")
+            log(f"{desc}: not run: {reason}")
         if reason is not None:
-            doc = results.new(cell, "unavailable", reason)
-            results.write(doc, out_file)
-            docs.append(doc)
+            docs.append(_keep(results.new(cell, "unavailable", reason), old, out_file, desc, log))
             continue
-        out_file.unlink(missing_ok=True)
-        desc = f"[{n}/{len(cells)}] {cell.label}"
-        bar = tqdm(total=cell.steps, desc=desc, unit="step", dynamic_ncols=True) if show_bars else None
+        bar = tqdm(total=cell.steps, desc=desc, unit="step", dynamic_ncols=True, leave=False) if show_bars else None
         t0 = time.monotonic()
+        state = {"load_before": metadata.load_average()}
         try:
-            run_worker(cell, out_file, command, timeout, bar, **in_env)
-            doc = results.load(out_file)
+            doc = run_worker(cell, out_file, command, timeout, bar, machine_state=state, **in_env)
             status = f"ok in {time.monotonic() - t0:.1f} s" if doc["status"] == "ok" else \
                 f"{doc['status']}: {doc['reason'].splitlines()[0] if doc['reason'] else ''}"
+            log(f"{desc}: {status}")
         except CellFailed as e:
-            doc = results.new(cell, "failed", str(e),
-                              **({"environment": in_env["environment"]} if in_env else {}))
-            results.write(doc, out_file)
-            status = "FAILED: " + str(e).splitlines()[0]
+            log(f"{desc}: FAILED: {str(e).splitlines()[0]}")
+            doc = _keep(results.new(cell, "failed", str(e), **({"environment": in_env["environment"]} if in_env else {})),
+                        old, out_file, desc, log)
         finally:
             if bar is not None:
                 bar.close()
-        log(f"{desc}: {status}")
         docs.append(doc)
     return docs
+
+
+def _keep(doc: dict, old: dict | None, out_file: pathlib.Path, desc: str, log) -> dict:
+    """Write a result that is not ok, unless it would replace an ok one: then keep that."""
+    if old is not None and old["status"] == "ok":
+        log(f"{desc}: kept the earlier ok result instead of this {doc['status']} one")
+        return old
+    try:
+        results.write(doc, out_file)
+    except UsageError as e:
+        log(f"{desc}: {e}")
+        doc = dict(doc, reason=f"{doc['reason']}\n(not saved: {e})".strip())
+    return doc

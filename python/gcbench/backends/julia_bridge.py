@@ -72,6 +72,11 @@ def gcbench_module():
     return main.GCBench
 
 
+def setup() -> tuple[bool, str]:
+    """`gcbench julia-setup`: start Julia once, letting juliacall install what is missing."""
+    return start()
+
+
 def start(threads: int = 1) -> tuple[bool, str]:
     """Start Julia with `threads` threads and load GCBench.jl: (True, "") or (False, reason)."""
     os.environ["GCBENCH_JULIA_THREADS"] = str(threads)
@@ -103,7 +108,8 @@ class JuliaTrainer:
         self.data = data
         self._trainer = None
 
-    def measure(self, schedule: np.ndarray, warmup: int, steps: int, policy, loss_every: int) -> dict:
+    def measure(self, schedule: np.ndarray, cell, policy) -> dict:
+        warmup, steps, loss_every = cell.warmup, cell.steps, cell.loss_every
         jdata = call("setup_data", julia_layout.images_whcn(self.data.images),
                      self.data.labels.astype(np.int64), julia_layout.schedule_columns(schedule))
         self._trainer = call("build", self.framework, julia_layout.layer_table(self.workload),

@@ -1,158 +1,294 @@
-"""`gcbench report`: a results folder -> index.md, self-contained index.html, PNG plots.
+"""`gcbench report`: a results folder -> index.md, self-contained index.html, PNG plots and
+the raw results (`results.tar.gz`), in a folder of the report's own.
 
-Works on any mix of results, failed and unavailable cells included. Plots use the first
-repeat of each (backend, workload, policy); the summary table lists every cell.
+The report's folder belongs to gcbench: it is written only when it is empty or was made
+by gcbench before (a `.gcbench-report.json` marker lists the files it wrote), and only
+those files are ever replaced or removed. A report folder holding `results.tar.gz` can
+be given back to `gcbench report`, which rebuilds the report from its own data.
+
+Works on any mix of results, failed and unavailable cells included; cells of the plan
+that never ran (an interrupted run) are listed as such.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import pathlib
 import shlex
+import tempfile
 
-from .. import memory, results, stats
+from .. import archive, files, memory, results, stats, summary
 from ..errors import UsageError
-from . import environments, plots
-from .document import Bullets, Heading, Image, Para, Table, to_html, to_markdown
-from .findings import findings
+from . import environments, findings, plots
+from .document import Bullets, Heading, Image, Para, Table, code, escape, to_html, to_markdown
+
+MARKER = ".gcbench-report.json"
+MARKER_FORMAT = "gcbench-report-folder"
 
 
-def _fmt(x, digits=3) -> str:
-    if x is None:
-        return "-"
-    return f"{x:.{digits}g}" if abs(x) < 1000 else f"{x:,.0f}"
+def default_out(source: pathlib.Path) -> pathlib.Path:
+    """Where a report goes by default: a report folder (or its archive) is rebuilt in place;
+    a results folder `X` gets `reports/X`."""
+    source = pathlib.Path(source)
+    folder = source if source.is_dir() else source.parent
+    if (folder / MARKER).is_file() and (folder / archive.NAME).is_file():
+        return folder
+    return pathlib.Path("reports") / (source.resolve().name.removesuffix(".tar.gz") if source.is_file()
+                                      else source.resolve().name)
 
 
-def _header(docs: list[dict], plan: dict, results_dir: pathlib.Path) -> list:
+def _marker(out_dir: pathlib.Path) -> dict:
+    """What gcbench wrote into `out_dir` before (`files`, `title`); `{}` for a new or empty
+    folder; a `UsageError` when the folder holds anything of someone else's."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"report folder {out_dir} exists and is not a folder")
+    if not out_dir.exists():
+        return {}
+    marker = out_dir / MARKER
+    if marker.is_file():
+        doc = files.read_json(marker, "report folder marker")
+        if isinstance(doc, dict) and doc.get("format") == MARKER_FORMAT and isinstance(doc.get("files"), list):
+            return {"files": {f for f in doc["files"] if isinstance(f, str) and "/" not in f},
+                    "title": doc.get("title") if isinstance(doc.get("title"), str) else None}
+        raise UsageError(f"{marker}: not a gcbench report marker")
+    if any(out_dir.iterdir()):
+        raise UsageError(f"report folder {out_dir} holds files gcbench did not write; give --out an empty "
+                         "or new folder")
+    return {}
+
+
+def _header(docs: list[dict], plan: dict) -> list:
     ok = [d for d in docs if d["status"] == "ok"]
-    meta = ok[0]["metadata"] if ok else docs[0]["metadata"]
+    meta = (ok or docs)[0]["metadata"] if docs else {}
     kinds = sorted({d["data"].get("kind", "?") for d in ok})
     pkgs = meta.get("packages", {})
     versions = ", ".join(f"{k} {v}" for k, v in pkgs.items() if v)
+    devices = sorted({dev for d in ok for dev in (d.get("metadata") or {}).get("devices") or []})
+    batches = sorted({results.batch_size(d) for d in ok})
+    books = sorted({d.get("bookkeeping", "none") for d in ok})
+    repeats = sorted({cs.stats["repeats"] for cs in summary.summarize_all(ok)}) if ok else []
+    commands = [r.get("command") for r in plan.get("runs", []) if r.get("command")] or \
+        sorted({tuple((d.get("metadata") or {}).get("command") or []) for d in docs} - {()})
     items = [
         f"Data: {' and '.join(kinds) or 'none'}" + (
             " (a deterministic MNIST-shaped stand-in: no real MNIST was present)" if kinds == ["synthetic"] else ""),
-        f"Machine: {meta.get('cpu', '?')}, {meta.get('cpu_count', '?')} CPUs, {meta.get('platform', '?')}"
-        + (f"; JAX devices: {', '.join(meta['devices'])}" if meta.get("devices") else ""),
-        f"Python {meta.get('python', '?')}; {versions}" if not any(d.get("environment") for d in docs) else
-        f"Environments: {len(environments.environments(docs))}, with the interpreters and versions listed below",
-        f"Command: `{shlex.join(plan.get('command') or meta.get('command') or ['?'])}`",
-        f"Cells: {len(docs)} ({len(ok)} ok, {sum(d['status'] == 'failed' for d in docs)} failed, "
-        f"{sum(d['status'] == 'unavailable' for d in docs)} unavailable); measured {meta.get('date', '?')}",
+        f"Machine: {escape(meta.get('cpu', '?'))}, {meta.get('cpu_count', '?')} CPUs, "
+        f"{escape(meta.get('platform', '?'))}; device: {escape(', '.join(devices) or 'CPU (no JAX device recorded)')}",
+        f"Python {escape(meta.get('python', '?'))}; {escape(versions)}" if not any(d.get("environment") for d in docs)
+        else f"Environments: {len(environments.environments(docs))}, with the interpreters and versions listed below",
+        f"Batch size: {', '.join(map(str, batches)) or '-'}; bookkeeping in the loop: {', '.join(books) or '-'}; "
+        f"repeats per cell (fresh processes, the unit of inference): {', '.join(map(str, repeats)) or '-'}",
+        "Command" + ("s" if len(commands) > 1 else "") + ": " +
+        "; ".join(code(shlex.join(c)) for c in commands) if commands else "Command: ?",
+        f"Runs: {len(docs)} ({len(ok)} ok, {sum(d['status'] == 'failed' for d in docs)} failed, "
+        f"{sum(d['status'] == 'unavailable' for d in docs)} unavailable); measured {escape(meta.get('date', '?'))}",
     ]
     return [Heading("What was run"), Bullets(items)]
 
 
-def _summary_table(ok: list[dict], summaries: dict) -> Table:
-    header = ["cell", "steps", "median ms (95 % CI)", "p99 ms", "max/median", "GC %", "spikes",
-              "spike period", "spikes at full GC", "full GC /1000 steps", "collections /1000 g0/g1/g2"]
+def _full_cell(s: dict) -> str:
+    f = s["full"]
+    return stats.format_rate(f["rate"]) if f["count"] else f"0 in {f['steps']:,} steps"
+
+
+def _full_cost(s: dict) -> str:
+    f = s["full"]
+    if not f["count"] or f.get("extra_ns") is None:
+        return "-"
+    ci = f.get("extra_ci_ns")
+    text = f"+{stats.fmt(f['extra_ns'] / 1e6)}"
+    text += f" ({stats.fmt(ci[0] / 1e6)}-{stats.fmt(ci[1] / 1e6)})" if ci else ""
+    return text + f", {f['ratio']:.1f} x"
+
+
+def summary_table(cells: list[summary.CellSummary]) -> Table:
+    header = ["cell", "repeats", "steps", "median ms (95 % CI)", "p99 ms", "max/median", "GC % (95 % CI)",
+              "full collections (95 % CI per 1,000 steps)", "full-GC step: extra ms (95 % CI), x median", "flags"]
     rows = []
-    for d in ok:
-        s = summaries[d["cell"]]
+    for cs in cells:
+        s = cs.stats
         lo, hi = s["median_ci_ms"]
-        rows.append([
-            results.label(d), str(s["steps"]), f"{_fmt(s['median_ms'])} ({_fmt(lo)}-{_fmt(hi)})", _fmt(s["p99_ms"]),
-            f"{s['max_over_median']:.1f}", f"{100 * s['gc_share']:.2f}", str(s["spikes"]),
-            _fmt(s["spike_period"]), "-" if s["spikes_with_full_gc"] is None else f"{100 * s['spikes_with_full_gc']:.0f} %",
-            f"{s['full_per_1000']:.1f}", "/".join(f"{c:.0f}" for c in s["collections_per_1000"]),
-        ])
-    return Table(header, rows, align_right=tuple(range(1, len(header))))
+        glo, ghi = s["gc_share_ci"]
+        used = len(s["used"])
+        rows.append([escape(cs.label), f"{used}" + (f" of {s['repeats']}" if used != s["repeats"] else ""),
+                     f"{s['steps']:,}", f"{stats.fmt(s['median_ms'])} ({stats.fmt(lo)}-{stats.fmt(hi)})",
+                     stats.fmt(s["p99_ms"]), f"{s['max_over_median']:.1f}",
+                     f"{100 * s['gc_share']:.2f} ({100 * glo:.2f}-{100 * ghi:.2f})", _full_cell(s), _full_cost(s),
+                     f"{len(s['flagged'])} flagged" if s["flagged"] else ""])
+    return Table(header, rows, align_right=tuple(range(1, 9)))
 
 
-def _memory_section(doc: dict) -> list:
+def not_run_section(docs: list[dict], plan: dict) -> list:
+    """Cells that did not run, grouped by reason; cells of the plan with no result at all."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for d in docs:
+        if d["status"] != "ok":
+            reason = (d["reason"] or "").strip().splitlines()[0] if d["reason"] else ""
+            groups.setdefault((d["status"], reason), []).append(results.label(d))
+    have = {d["cell"] for d in docs}
+    names = dict(zip(plan.get("cells", []), plan.get("labels") or plan.get("cells", [])))
+    missing = [names[c] for c in plan.get("cells", []) if c not in have]
+    if missing:
+        state = plan.get("state")
+        why = "never ran: the run was interrupted first" if state == "interrupted" else \
+            "never ran: the run is still going or stopped without a word" if state == "running" else "no result"
+        groups.setdefault(("not run", why), []).extend(missing)
+    if not groups:
+        return []
+    rows = [[escape(status), escape(reason), f"{len(cells)}", escape(", ".join(cells[:12]) +
+                                                                     (f" and {len(cells) - 12} more" if len(cells) > 12 else ""))]
+            for (status, reason), cells in groups.items()]
+    return [Heading("Not run"), Table(["status", "reason", "runs", "which"], rows, align_right=(2,))]
+
+
+def memory_section(doc: dict, where: pathlib.Path) -> list:
     fb = memory.fmt_bytes
-    blocks = [Heading("Memory of compiled programs"),
-              Para(f"From `{' '.join(doc.get('command', []))}`, jax {doc.get('jax', '?')} on {doc.get('device', '?')}. "
-                   "Compiled on abstract shapes: XLA's memory analysis, nothing allocated. The floor of a gather "
-                   "gradient is its arguments plus its output; the measured column is the peak resident memory a "
-                   "real run of the gradient added (small sizes only).")]
-    gathers = [r for r in doc["cases"] if r["kind"] == "gather"]
-    if gathers:
-        rows = []
-        for r in gathers:
-            meas = r.get("measured", {})
-            m = fb(meas["peak_rss_increase_bytes"]) if "peak_rss_increase_bytes" in meas else meas.get("error", "-")
-            rows.append([r["size"], r["index_dtype"], r["formulation"], fb(r["forward"]["total_bytes"]),
-                         fb(r["gradient"]["temp_bytes"]), fb(r["gradient"]["total_bytes"]),
-                         f"{r['gradient_over_forward']:.2f}", f"{r['gradient_over_floor']:.2f}", m])
-        blocks.append(Table(["size", "index", "formulation", "forward", "gradient temp", "gradient total",
-                             "gradient/forward", "gradient/floor", "measured"], rows, align_right=(3, 4, 5, 6, 7, 8)))
-    steps = [r for r in doc["cases"] if r["kind"] == "step"]
-    if steps:
-        rows = [[r["workload"], r["backend"], r["program"]] + (
-            [r["unavailable"], "", "", ""] if "unavailable" in r else
-            [fb(r["argument_bytes"]), fb(r["output_bytes"]), fb(r["temp_bytes"]), fb(r["total_bytes"])]) for r in steps]
-        blocks += [Heading("Training steps", 3),
-                   Table(["workload", "backend", "program", "arguments", "output", "temporaries", "total"], rows,
-                         align_right=(3, 4, 5, 6))]
+    try:
+        blocks = [Heading("Memory of compiled programs"),
+                  Para(f"From {code(' '.join(doc.get('command', [])))}, jax {escape(doc.get('jax', '?'))} on "
+                       f"{escape(doc.get('device', '?'))}. Compiled on abstract shapes: XLA's memory analysis, nothing "
+                       "allocated. The floor of a gather gradient is its arguments plus its output; the measured "
+                       "column is the peak resident memory a real run of the gradient added (small sizes only).")]
+        gathers = [r for r in doc["cases"] if r["kind"] == "gather"]
+        if gathers:
+            rows = []
+            for r in gathers:
+                meas = r.get("measured", {})
+                m = fb(meas["peak_rss_increase_bytes"]) if "peak_rss_increase_bytes" in meas else \
+                    escape(meas.get("error", "-"))
+                rows.append([escape(r["size"]), escape(r["index_dtype"]), escape(r["formulation"]),
+                             fb(r["forward"]["total_bytes"]), fb(r["gradient"]["temp_bytes"]),
+                             fb(r["gradient"]["total_bytes"]), f"{r['gradient_over_forward']:.2f}",
+                             f"{r['gradient_over_floor']:.2f}", m])
+            blocks.append(Table(["size", "index", "formulation", "forward", "gradient temp", "gradient total",
+                                 "gradient/forward", "gradient/floor", "measured"], rows,
+                                align_right=(3, 4, 5, 6, 7, 8)))
+        steps = [r for r in doc["cases"] if r["kind"] == "step"]
+        if steps:
+            rows = [[escape(r["workload"]), escape(r["backend"]), escape(r["program"])] + (
+                [escape(r["unavailable"]), "", "", ""] if "unavailable" in r else
+                [fb(r["argument_bytes"]), fb(r["output_bytes"]), fb(r["temp_bytes"]), fb(r["total_bytes"])])
+                for r in steps]
+            blocks += [Heading("Training steps", 3),
+                       Table(["workload", "backend", "program", "arguments", "output", "temporaries", "total"], rows,
+                             align_right=(3, 4, 5, 6))]
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise UsageError(f"{where}: a memory document with a malformed case ({type(e).__name__}: {e})") from None
     return blocks
 
 
-def build_report(results_dir, out_dir, spike_factor: float = stats.DEFAULT_SPIKE_FACTOR,
-                 title: str | None = None) -> dict[str, pathlib.Path]:
-    """Write the report of `results_dir` into `out_dir`; return the paths written."""
-    results_dir, out_dir = pathlib.Path(results_dir), pathlib.Path(out_dir)
-    memdoc = memory.load(results_dir)
-    bisect_file = results_dir / "bisect.json"
-    bisect_tab = json.loads(bisect_file.read_text()) if bisect_file.is_file() else None
-    docs = results.load_dir(results_dir, allow_empty=memdoc is not None)
-    plan_file = results_dir / "suite.json"
-    plan = json.loads(plan_file.read_text()) if plan_file.is_file() else {}
+def build_report(source, out_dir, spike_factor: float = summary.DEFAULT_SPIKE_FACTOR, title: str | None = None,
+                 bisect_table: dict | None = None) -> dict:
+    """Write the report of `source` (results folder, archive, or report folder) into
+    `out_dir`; return the paths written, by name, and `warnings`.
+
+    Everything is built in a staging folder first; only then are the files moved into
+    `out_dir`, none of them over a file gcbench did not write there.
+    """
+    source, out_dir = pathlib.Path(source), pathlib.Path(out_dir)
+    before = _marker(out_dir)
+    owned = before.get("files", set())
+    title = title or before.get("title")  # a rebuild keeps the title it was published with
+    files.make_folder(out_dir, "report folder")
+    with archive.opened(source) as folder, tempfile.TemporaryDirectory(dir=out_dir, prefix=".gcbench-staging-") as tmp:
+        staged = _build(folder, source, pathlib.Path(tmp), spike_factor, title, bisect_table)
+        names = {p.name for p in staged["written"]}
+        clash = sorted(n for n in names if (out_dir / n).exists() and n not in owned)
+        if clash:
+            raise UsageError(f"report folder {out_dir} holds {clash[0]}, which gcbench did not write; give --out "
+                             "an empty or new folder")
+        try:
+            for path in staged["written"]:
+                os.replace(path, out_dir / path.name)
+            for stale in owned - names:  # our own files from an earlier build that this one did not write
+                (out_dir / stale).unlink(missing_ok=True)
+        except OSError as e:
+            raise UsageError(f"cannot write the report into {out_dir}: {files.describe_os_error(e)}") from None
+        files.write_json(out_dir / MARKER, {"format": MARKER_FORMAT, "files": sorted(names),
+                                            "title": staged["title"]})
+    out = {"markdown": out_dir / "index.md", "html": out_dir / "index.html", "archive": out_dir / archive.NAME,
+           "warnings": staged["warnings"]}
+    out.update({p.stem: out_dir / p.name for p in staged["written"] if p.suffix == ".png"})
+    return out
+
+
+def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
+    from .. import bisect as bisect_mod
+    from .. import explain as explain_mod
+    from .. import reproduce as reproduce_mod
+
+    memdoc = memory.load(folder)
+    if bisect_table is None and (folder / "bisect.json").is_file():
+        bisect_table = bisect_mod.load_table(folder / "bisect.json")
+    why = explain_mod.load(folder)
+    repro = reproduce_mod.load(folder)
+    from ..commands._common import read_plan
+
+    plan = read_plan(folder)
+    docs = results.load_dir(folder, allow_empty=memdoc is not None or repro is not None)
     order = {cell: i for i, cell in enumerate(plan.get("cells", []))}
     docs.sort(key=lambda d: (order.get(d["cell"], len(order)), d["cell"]))  # the order the suite ran in
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"report folder {out_dir} exists and is not a folder")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for old in out_dir.glob("*.png"):  # a rerun must not leave stale plots behind
-        old.unlink()
+    written: list[pathlib.Path] = [archive.pack(folder, out_dir / archive.NAME)]
+    warnings = [w for w in [archive.check_size(written[0])] if w]
 
-    ok = [d for d in docs if d["status"] == "ok"]
-    summaries = {d["cell"]: stats.summary(d, spike_factor) for d in ok}
-    first = environments.as_series([d for d in ok if d["repeat"] == 0] or ok)
-    workloads = list(dict.fromkeys(d["workload"] for d in first))
-    title = title or f"gcbench report: {results_dir.resolve().name}"
+    cells = summary.summarize_all(docs, spike_factor)
+    ok = [cs for cs in cells if cs.ok]
+    workloads = list(dict.fromkeys(cs.key[1] for cs in ok))
+    name = source.resolve().name if source.is_dir() else source.name
+    title = title or f"gcbench report: {name}"
 
-    blocks: list = [Heading(title, 1)]
+    blocks: list = [Heading(escape(title), 1)]
+    if repro is not None:
+        blocks += reproduce_mod.report_section(repro, cells, out_dir, written)
     if docs:
-        blocks += _header(docs, plan, results_dir)
-    if bisect_tab is not None:
-        blocks += environments.bisect_section(bisect_tab, out_dir)
+        blocks += _header(docs, plan)
+    if bisect_table is not None:
+        blocks += environments.bisect_section(bisect_table, out_dir)
+        written.append(out_dir / "bisect.png")
     if ok:
         blocks += [Heading("Summary"),
-                   Para(f"Times are per timed step (warm-up excluded). A spike is a step slower than "
-                        f"{spike_factor:g} x the cell's median; the spike period is the median gap between "
-                        f"spikes, in steps; a full GC is a collection of the oldest generation."),
-                   _summary_table(ok, summaries)]
-        blocks += environments.section(docs, ok, summaries, out_dir)
+                   Para("Each cell ran in several fresh processes (repeats); times are per timed step, warm-up "
+                        "excluded. The median is the median of the per-repeat medians; its interval, and the GC "
+                        "share's, come from a hierarchical bootstrap (repeats, then blocks of steps). Full "
+                        "collections (Julia: full sweeps) are counted with exact Poisson intervals, and each step "
+                        "that holds one is compared with the steps around it. Repeats that drifted or ran on a "
+                        "loaded machine are flagged and left out (see Unstable measurements)."),
+                   summary_table(ok)]
+        blocks += environments.section(docs)
         blocks += [Heading("Findings")]
         for w in workloads:
-            blocks += [Heading(w, 3), Bullets(findings([d for d in first if d["workload"] == w], summaries))]
+            blocks += [Heading(w, 3), Bullets(findings.findings([cs for cs in cells if cs.key[1] == w]))]
+    if why is not None:
+        blocks += explain_mod.report_section(why, out_dir, written)
+    if ok:
         blocks += [Heading("Plots")]
-        blocks += [Image(plots.gc_share_and_spikiness(first, summaries, out_dir / "gc_share.png"),
-                         "GC share and max/median step per backend, by workload and GC policy"),
-                   Image(plots.policy_effect(first, summaries, out_dir / "policy_effect.png"),
-                         "median and p99 step time per backend under each GC policy")]
         for w in workloads:
-            sub = [d for d in first if d["workload"] == w]
-            blocks += [Heading(f"{w}: step-time traces", 3),
-                       Image(plots.traces(sub, w, out_dir / f"trace_{w}.png"), f"{w} step-time traces with GC pauses"),
-                       Heading(f"{w}: distribution of step times", 3),
-                       Image(plots.distributions(sub, w, out_dir / f"ecdf_{w}.png"), f"{w} step-time ECDF")]
-    unstable = [f"{results.label(d)}: {'; '.join(summaries[d['cell']]['warnings'])}" for d in ok if summaries[d["cell"]]["warnings"]]
+            mine = [cs for cs in ok if cs.key[1] == w]
+            figs = [(plots.summary_figure(mine, w, out_dir / f"summary_{w}.png"),
+                     f"{w}: median step, GC share and full collections with 95 % intervals")]
+            figs += [(p, f"{w}: every timed step of one repeat") for p in plots.trace_figures(mine, w, out_dir)]
+            figs += [(plots.gc_split_figure(mine, w, out_dir / f"gc_split_{w}.png"),
+                      f"{w}: mean step split into GC and the rest")]
+            figs += [(plots.cumulative_gc_figure(mine, w, out_dir / f"cumulative_gc_{w}.png"),
+                      f"{w}: cumulative GC time")]
+            figs += [(plots.pauses_figure(mine, w, out_dir / f"pauses_{w}.png"),
+                      f"{w}: GC pause lengths by generation")]
+            figs += [(plots.ecdf_figure(mine, w, out_dir / f"ecdf_{w}.png"), f"{w}: distribution of step times")]
+            blocks += [Heading(w, 3)]
+            for path, alt in figs:
+                if path is not None:
+                    blocks.append(Image(path, alt))
+                    written.append(path)
+    unstable = [f"{escape(cs.label)}: {escape('; '.join(cs.stats['warnings']))}" for cs in ok if cs.stats["warnings"]]
     if unstable:
         blocks += [Heading("Unstable measurements"), Bullets(unstable)]
-    not_run = [d for d in docs if d["status"] != "ok"]
-    if not_run:
-        blocks += [Heading("Not run"),
-                   Table(["cell", "status", "reason"],
-                         [[results.label(d), d["status"], (d["reason"] or "").strip().splitlines()[0] if d["reason"] else ""]
-                          for d in not_run])]
-
+    blocks += not_run_section(docs, plan)
     if memdoc is not None:
-        blocks += _memory_section(memdoc)
+        blocks += memory_section(memdoc, folder / "memory.json")
 
-    md = out_dir / "index.md"
-    md.write_text(to_markdown(blocks))
-    page = out_dir / "index.html"
-    page.write_text(to_html(blocks, title))
-    return {"markdown": md, "html": page, **{p.stem: p for p in sorted(out_dir.glob("*.png"))}}
+    markdown = to_markdown(blocks)
+    md = files.write_text(out_dir / "index.md", markdown)
+    page = files.write_text(out_dir / "index.html", to_html(markdown, title, out_dir))
+    written += [md, page]
+    return {"markdown": md, "html": page, "archive": written[0], "written": written, "warnings": warnings,
+            "title": title}

@@ -1,6 +1,11 @@
-"""A tiny document model rendered two ways: Markdown (index.md, images beside it) and
-self-contained HTML (index.html, images embedded as data URIs). One list of blocks is
-the single source of the report's content."""
+"""The report as a list of blocks, written once as Markdown (index.md, images beside it)
+and rendered to self-contained HTML (index.html, images embedded) by markdown-it-py.
+
+Text that comes from results (reasons, names, commands) goes through `escape` before it
+enters a block: Markdown and HTML special characters become entities or escapes, so a
+result cannot inject markup into either file. The HTML renderer also runs with raw HTML
+off, so nothing in the Markdown reaches the page as markup of its own.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,9 @@ import base64
 import dataclasses
 import html
 import pathlib
+import re
+
+from markdown_it import MarkdownIt
 
 
 @dataclasses.dataclass
@@ -39,7 +47,24 @@ class Image:
     alt: str
 
 
-def _md_cell(text: str) -> str:
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|])")  # what changes meaning inside a line
+
+
+def escape(text) -> str:
+    """Text taken from results, safe in Markdown and in the HTML rendered from it."""
+    text = html.escape(str(text), quote=False)  # & < >
+    return _MD_SPECIAL.sub(r"\\\1", text).replace("\n", " ")
+
+
+def code(text) -> str:
+    """An inline code span of `text` (from results), whatever backticks it holds."""
+    text = str(text).replace("\n", " ")
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
@@ -54,53 +79,53 @@ def to_markdown(blocks: list) -> str:
             out.append("\n".join(f"- {item}" for item in b.items))
         elif isinstance(b, Table):
             align = ["---:" if i in b.align_right else "---" for i in range(len(b.header))]
-            lines = ["| " + " | ".join(map(_md_cell, b.header)) + " |", "| " + " | ".join(align) + " |"]
-            lines += ["| " + " | ".join(map(_md_cell, row)) + " |" for row in b.rows]
+            lines = ["| " + " | ".join(map(_cell, b.header)) + " |", "| " + " | ".join(align) + " |"]
+            lines += ["| " + " | ".join(map(_cell, row)) + " |" for row in b.rows]
             out.append("\n".join(lines))
         elif isinstance(b, Image):
-            out.append(f"![{b.alt}]({b.path.name})")
+            out.append(f"![{escape(b.alt)}]({b.path.name})")
         else:
             raise TypeError(f"unknown block {b!r}")
     return "\n\n".join(out) + "\n"
 
 
-def _inline(text: str) -> str:
-    """Escape, then render `code` spans (the only inline markup the report uses)."""
-    parts = html.escape(text).split("`")
-    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
-
-
 STYLE = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:72rem;margin:1rem auto;padding:0 1rem;
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:80rem;margin:1rem auto;padding:0 1rem;
 color:#1b1b1b;line-height:1.45}
-table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem;display:block;overflow-x:auto}
-th,td{border:1px solid #ccc;padding:.25rem .5rem;white-space:nowrap}th{background:#f2f2f2}
-td.num{text-align:right;font-variant-numeric:tabular-nums}img{max-width:100%;height:auto;border:1px solid #eee}
+.table-wrap{overflow-x:auto;margin:.6rem 0;max-width:100%}
+table{border-collapse:separate;border-spacing:0;font-size:.88rem}
+th,td{border-bottom:1px solid #ddd;border-right:1px solid #eee;padding:.25rem .5rem;white-space:nowrap;
+background:#fff}
+th{background:#f2f2f2;position:sticky;top:0}
+th:first-child,td:first-child{position:sticky;left:0;z-index:1;border-right:1px solid #ccc}
+th:first-child{background:#f2f2f2;z-index:2}
+td[style*="right"]{font-variant-numeric:tabular-nums}
+img{max-width:100%;height:auto;border:1px solid #eee}
 code{background:#f4f4f4;padding:0 .2rem}
 """
 
 
-def to_html(blocks: list, title: str) -> str:
-    out = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-           f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-           f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>"]
-    for b in blocks:
-        if isinstance(b, Heading):
-            out.append(f"<h{b.level}>{_inline(b.text)}</h{b.level}>")
-        elif isinstance(b, Para):
-            out.append(f"<p>{_inline(b.text)}</p>")
-        elif isinstance(b, Bullets):
-            out.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in b.items) + "</ul>")
-        elif isinstance(b, Table):
-            head = "".join(f"<th>{_inline(h)}</th>" for h in b.header)
-            rows = "".join(
-                "<tr>" + "".join(f"<td class=\"num\">{_inline(c)}</td>" if i in b.align_right else f"<td>{_inline(c)}</td>"
-                                 for i, c in enumerate(row)) + "</tr>" for row in b.rows)
-            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
-        elif isinstance(b, Image):
-            data = base64.b64encode(b.path.read_bytes()).decode()
-            out.append(f"<p><img alt=\"{html.escape(b.alt)}\" src=\"data:image/png;base64,{data}\"></p>")
-        else:
-            raise TypeError(f"unknown block {b!r}")
-    out.append("</body></html>")
-    return "\n".join(out)
+def _renderer(folder: pathlib.Path) -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+
+    def image(self, tokens, idx, options, env):
+        token = tokens[idx]
+        src = token.attrGet("src") or ""
+        alt = html.escape(token.content or "")
+        path = folder / src
+        if "/" in src or not src.endswith(".png") or not path.is_file():
+            return f'<span class="missing-image">[{alt}]</span>'
+        data = base64.b64encode(path.read_bytes()).decode()
+        return f'<img alt="{alt}" src="data:image/png;base64,{data}">'
+
+    md.add_render_rule("image", image)
+    return md
+
+
+def to_html(markdown: str, title: str, folder: pathlib.Path) -> str:
+    """`markdown` as one self-contained HTML page (images from `folder` embedded)."""
+    body = _renderer(folder).render(markdown)
+    body = body.replace("<table>", '<div class="table-wrap"><table>').replace("</table>", "</table></div>")
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>\n{body}</body></html>\n")

@@ -1,13 +1,12 @@
 """The report's sections for results from several environments (`run --env`) and for a
-`gcbench bisect`: what differs between the environments, next to the numbers."""
+`gcbench bisect`: what differs between the environments."""
 
 from __future__ import annotations
 
 import pathlib
 
-from .. import results
 from . import plots
-from .document import Bullets, Heading, Image, Para, Table
+from .document import Bullets, Heading, Image, Para, Table, code, escape
 
 KEY_PACKAGES = ("jax", "jaxlib", "equinox", "flax", "optax", "numpy")
 
@@ -34,13 +33,8 @@ def differing(envs: dict[str, dict]) -> list[str]:
     return [p for p in names if len({info["packages"].get(p) for info in envs.values()}) > 1]
 
 
-def as_series(docs: list[dict]) -> list[dict]:
-    """Plots and findings tell cells apart by backend; in a matrix one backend runs in several
-    environments, so each (backend, environment) becomes a series of its own."""
-    return [{**d, "backend": f"{d['backend']} [{results.env_name(d)}]"} if d.get("environment") else d for d in docs]
-
-
-def section(docs: list[dict], ok: list[dict], summaries: dict, out_dir: pathlib.Path) -> list:
+def section(docs: list[dict]) -> list:
+    """The environments the results ran in: interpreter and the versions that differ."""
     envs = environments(docs)
     if not envs:
         return []
@@ -52,49 +46,36 @@ def section(docs: list[dict], ok: list[dict], summaries: dict, out_dir: pathlib.
     pythons = {info["python"] for info in envs.values()}
     blocks = [Heading("Environments"),
               Para("Each environment is a virtual environment gcbench built from an interpreter and pinned "
-                   "packages. Columns show the interpreter and the packages whose versions differ between them."),
+                   "packages; its cells carry its name in brackets. Columns show the interpreter and the "
+                   "packages whose versions differ between the environments."),
               Table(["environment", "Python"] + key,
-                    [[name, info["python"] or "?"] + [info["packages"].get(p, "-") for p in key]
-                     for name, info in envs.items()])]
+                    [[escape(name), escape(info["python"] or "?")] +
+                     [escape(info["packages"].get(p, "-")) for p in key] for name, info in envs.items()])]
     notes = []
     if same:
-        notes.append("The same in every environment: " + ", ".join(f"{p} {versions[p]}" for p in same) +
-                     (f"; Python {next(iter(pythons))}" if len(pythons) == 1 else "") + ".")
+        notes.append("The same in every environment: " + ", ".join(f"{p} {escape(versions[p])}" for p in same) +
+                     (f"; Python {escape(next(iter(pythons)))}" if len(pythons) == 1 else "") + ".")
     if others:
-        notes.append(f"{len(others)} other packages differ too: {', '.join(others)}.")
+        notes.append(f"{len(others)} other packages differ too: {escape(', '.join(others))}.")
     if notes:
         blocks.append(Bullets(notes))
-    if ok:
-        rows = []
-        for d in sorted(ok, key=lambda d: (d["workload"], d["backend"], d["gc_policy"], d["repeat"])):
-            s, info = summaries[d["cell"]], envs.get(results.env_name(d) or "", {"python": None, "packages": {}})
-            py = info["python"] or (d.get("metadata") or {}).get("python") or "?"
-            rows.append([f"{d['backend']}/{d['workload']}/{d['gc_policy']}" + (f" #{d['repeat']}" if d["repeat"] else ""),
-                         results.env_name(d) or "(gcbench's own)", py] +
-                        [info["packages"].get(p, "-") for p in key] +
-                        [f"{s['median_ms']:.3g}", f"{100 * s['gc_share']:.2f}", f"{s['full_per_1000']:.1f}",
-                         f"{s['max_over_median']:.1f}"])
-        n = 3 + len(key)
-        blocks += [Heading("By environment", 3),
-                   Table(["cell", "environment", "Python"] + key +
-                         ["median ms", "GC %", "full GC /1000 steps", "max/median"], rows,
-                         align_right=tuple(range(n, n + 4))),
-                   Image(plots.by_environment(ok, summaries, list(envs), out_dir / "environments.png"),
-                         "median step, GC share and full collections per environment")]
     return blocks
 
 
 def bisect_section(tab: dict, out_dir: pathlib.Path) -> list:
     from ..bisect import table_rows
 
-    header, rows = table_rows(tab, " **first change**")
+    header, rows = table_rows(tab, " (first tested change)")
     first = tab["first_change"]
     verdict = (f"The first version whose {tab['metric_title'].lower()} differs from the previous version's by "
-               f"more than {tab['factor']:g} x: **{tab['package']} {first}**." if first else
+               f"more than {tab['factor']:g} x, with a test of the repeats to back it (Holm-corrected): "
+               f"{code(tab['package'] + ' ' + first)}." if first else
                f"No version's {tab['metric_title'].lower()} differs from the previous version's by more than "
-               f"{tab['factor']:g} x.")
+               f"{tab['factor']:g} x with a test of the repeats to back it.")
     if tab["floor"]:
         verdict += f" Values below {tab['floor']:g} ({tab['unit']}) count as {tab['floor']:g} when compared."
-    return [Heading(f"Bisect: {tab['package']} on {tab['cell']}"), Para(verdict),
-            Table([tab["package"]] + header[1:], rows, align_right=tuple(range(4, len(header) - 1))),
-            Image(plots.bisect(tab, out_dir / "bisect.png"), f"{tab['metric']} per {tab['package']} version")]
+    return [Heading(f"Bisect: {escape(tab['package'])} on {code(tab['cell'])}"), Para(verdict),
+            Table([escape(tab["package"])] + header[1:], [[escape(c) for c in row] for row in rows],
+                  align_right=tuple(range(4, len(header) - 1))),
+            Image(plots.bisect_figure(tab, out_dir / "bisect.png"),
+                  f"{tab['metric']} per {tab['package']} version")]

@@ -1,7 +1,19 @@
-"""Short, automatically written findings for one workload's cells."""
+"""Findings for one workload, written from intervals and tests, never from point values alone.
+
+- GC is credited only where collections happened, and every rate says how many events
+  it rests on (below five events, the count itself is given).
+- A policy "removes" or "reduces" full collections only when the exact rate test says
+  so; a change of the median step is claimed only when the repeat-level test says so
+  and the change is at least the minimum effect; otherwise the finding says that the
+  data cannot tell.
+- The fastest and slowest backends are named as such only when the test between them
+  supports it. All tests of a workload are corrected together (Holm).
+"""
 
 from __future__ import annotations
 
+from .. import compare, stats, summary
+from .document import code
 
 NEGLIGIBLE_SHARE = 0.001  # below 0.1 % of step time the collector is not worth ranking
 
@@ -10,58 +22,139 @@ def _pct(x: float) -> str:
     return f"{100 * x:.2f} %"
 
 
-def findings(docs: list[dict], summaries: dict) -> list[str]:
-    """Sentences about `docs` (the ok cells of one workload, first repeat)."""
-    if not docs:
+def _ms(ns: float) -> str:
+    return f"{stats.fmt(ns / 1e6)} ms"
+
+
+def _name(cs: summary.CellSummary) -> str:
+    backend, _, policy, env = cs.key
+    return f"{code(backend)}" + (f" [{env}]" if env else "") + f" under {code(policy)}"
+
+
+def full_gc_sentence(cs: summary.CellSummary) -> str:
+    """What the steps with a full collection cost in one cell."""
+    s = cs.stats
+    f = s["full"]
+    what = "full sweeps" if s["language"] == "julia" else "full collections"
+    text = f"{_name(cs)}: {stats.format_rate(f['rate'], what)}"
+    if f.get("extra_ns") is not None:
+        ci = f.get("extra_ci_ns")
+        if ci is not None:
+            text += (f"; each such step took {_ms(f['extra_ns'])} longer than the steps around it "
+                     f"(95 % {stats.fmt(ci[0] / 1e6)}-{_ms(ci[1])}), {f['ratio']:.1f} x "
+                     f"(95 % {f['ratio_ci'][0]:.1f}-{f['ratio_ci'][1]:.1f})")
+        else:
+            values = ", ".join(f"+{_ms(v)}" for v in (f.get("extra_values_ns") or [f["extra_ns"]]))
+            text += f"; against the steps around them: {values} ({f['ratio']:.1f} x at the median)"
+        if f.get("period") is not None:
+            text += f", one every {stats.fmt(f['period'])} steps"
+        text += f"; together {_pct(f['cost_share'])} of step time"
+    lo, hi = s["gc_share_ci"]
+    return text + f". GC share {_pct(s['gc_share'])} (95 % {100 * lo:.2f}-{_pct(hi)})."
+
+
+def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_EFFECT,
+             alpha: float = compare.ALPHA) -> list[str]:
+    """Sentences about one workload's cells (any status)."""
+    ok = [cs for cs in cells if cs.ok]
+    if not ok:
         return ["No cell of this workload ran."]
-    s = {d["cell"]: summaries[d["cell"]] for d in docs}
-    out = []
-    total_gc = sum(v["gc_ms_total"] for v in s.values())
-    worst_share = max(v["gc_share"] for v in s.values())
-    if total_gc == 0:
-        out.append("No collection ran during the timed steps of any cell: on this workload the "
-                   "collector costs nothing here (a finding, not a failure).")
-    elif worst_share < NEGLIGIBLE_SHARE:
-        colls = sum(sum(v["collections"]) for v in s.values())
-        full = sum(v["full_per_1000"] * v["steps"] / 1000 for v in s.values())
-        steps = sum(v["steps"] for v in s.values())
-        out.append(f"The collector is negligible here: at most {_pct(worst_share)} of step time in any cell, "
-                   f"{colls} collections in {steps:,} timed steps, {full:.0f} of them full.")
-    else:
-        worst = max(docs, key=lambda d: s[d["cell"]]["gc_share"])
-        w = s[worst["cell"]]
-        out.append(f"Highest GC share: `{worst['backend']}` under `{worst['gc_policy']}`, {_pct(w['gc_share'])} "
-                   f"of step time, {w['full_per_1000']:.1f} full collections per 1,000 steps.")
-    with_full = sorted((d for d in docs if s[d["cell"]]["full_gc_step_ratio"] is not None),
-                       key=lambda d: -s[d["cell"]]["full_per_1000"])
-    if with_full:
-        out.append("Steps with a full collection, against the median step: " + "; ".join(
-            f"`{d['backend']}` under `{d['gc_policy']}` {s[d['cell']]['full_gc_step_ratio']:.1f} x "
-            f"({s[d['cell']]['full_per_1000']:.0f} per 1,000 steps)" for d in with_full) + ".")
-    base = [d for d in docs if d["gc_policy"] == "default"] or docs
-    policy = base[0]["gc_policy"]
-    fastest = min(base, key=lambda d: s[d["cell"]]["median_ms"])
-    slowest = max(base, key=lambda d: s[d["cell"]]["median_ms"])
-    if fastest is not slowest:
-        f, sl = s[fastest["cell"]]["median_ms"], s[slowest["cell"]]["median_ms"]
-        out.append(f"Median step under `{policy}`: fastest `{fastest['backend']}` ({f:.3g} ms), slowest "
-                   f"`{slowest['backend']}` ({sl:.3g} ms, {sl / f:.1f} x).")
-    spiky = [d for d in base if s[d["cell"]]["spikes"]]
-    if not spiky:
-        factor = next(iter(s.values()))["spike_factor"]
-        out.append(f"No step under `{policy}` was slower than {factor:g} x its cell's median.")
-    for d in sorted(spiky, key=lambda d: -s[d["cell"]]["spikes"]):
-        v = s[d["cell"]]
-        period = f", about every {v['spike_period']:.0f} steps" if v["spike_period"] else ""
-        at_full = f", {v['spikes_with_full_gc'] * 100:.0f} % of them at a full collection" \
-            if v["spikes_with_full_gc"] is not None else ""
-        sentence = f"`{d['backend']}` spikes {v['spikes']} times under `{policy}`{period}{at_full}"
-        others = [o for o in docs if o["backend"] == d["backend"] and o["gc_policy"] != policy]
-        if others:
-            best = min(others, key=lambda o: (s[o["cell"]]["spikes"], s[o["cell"]]["max_over_median"]))
-            b = s[best["cell"]]
-            verb = "removes them" if b["spikes"] == 0 else f"leaves {b['spikes']}"
-            sentence += (f"; `{best['gc_policy']}` {verb} (max/median {v['max_over_median']:.1f} -> "
-                         f"{b['max_over_median']:.1f})")
-        out.append(sentence + ".")
+    out: list[str] = []
+    steps = sum(cs.stats["steps"] for cs in ok)
+    collected = [cs for cs in ok if sum(cs.stats["collections"]) > 0]
+    with_full = sorted((cs for cs in ok if cs.stats["full"]["count"] > 0),
+                       key=lambda cs: -cs.stats["full"]["rate"]["rate"])
+    if not collected:
+        out.append(f"No collection ran during the timed steps of any cell ({steps:,} steps over "
+                   f"{sum(cs.stats['repeats'] for cs in ok)} repeats): on this workload the collector costs "
+                   "nothing here (a finding, not a failure).")
+    elif max(cs.stats["gc_share"] for cs in ok) < NEGLIGIBLE_SHARE:
+        colls = sum(sum(cs.stats["collections"]) for cs in ok)
+        full = sum(cs.stats["full"]["count"] for cs in ok)
+        worst = max(ok, key=lambda cs: cs.stats["gc_share"])
+        out.append(f"The collector is negligible here: {colls:,} collections ({full} of them full) in "
+                   f"{steps:,} timed steps, at most {_pct(worst.stats['gc_share'])} of step time "
+                   f"({_name(worst)}).")
+    out += [full_gc_sentence(cs) for cs in with_full]
+    young_only = [cs for cs in collected if cs.stats["full"]["count"] == 0 and cs.stats["gc_share"] >= NEGLIGIBLE_SHARE]
+    if young_only:
+        out.append("Young collections only, no full one: " + "; ".join(
+            f"{_name(cs)} {_pct(cs.stats['gc_share'])} of step time" for cs in young_only) + ".")
+
+    claims: list[tuple[str, compare.Test, object]] = []
+    values = {cs.key: compare.repeat_values(cs.docs) for cs in ok}
+    for base in ok:
+        if base.key[2] != "default":
+            continue
+        vb = values[base.key]
+        for other in ok:
+            b, w, p, e = other.key
+            if (b, w, e) != (base.key[0], base.key[1], base.key[3]) or p == "default":
+                continue
+            vo = values[other.key]
+            if vb["full"] > 0:
+                claims.append(("policy_full", compare.test_rate(vb["full"], vb["steps"], vo["full"], vo["steps"],
+                                                                min_effect, alpha), (base, other, vb, vo)))
+            claims.append(("policy_median", compare.test_median(vb["medians"], vo["medians"], min_effect, alpha),
+                           (base, other, vb, vo)))
+    for env in dict.fromkeys(cs.key[3] for cs in ok):
+        base = [cs for cs in ok if cs.key[2] == "default" and cs.key[3] == env] or \
+            [cs for cs in ok if cs.key[3] == env]
+        policy = base[0].key[2]
+        base = [cs for cs in base if cs.key[2] == policy]
+        if len(base) > 1:
+            fastest = min(base, key=lambda cs: cs.stats["median_ms"])
+            slowest = max(base, key=lambda cs: cs.stats["median_ms"])
+            t = compare.test_median(values[fastest.key]["medians"], values[slowest.key]["medians"], min_effect, alpha)
+            claims.append(("ranking", t, (fastest, slowest)))
+    testable = [t for _, t, _ in claims if t.p is not None and not t.exact]
+    for t, p in zip(testable, compare.holm([t.p for t in testable])):
+        t.p_adj = p
+    for kind, t, ctx in claims:
+        t.verdict = compare.decide(t, alpha)
+        out.append(_claim(kind, t, ctx))
     return out
+
+
+def _ratio(t: compare.Test) -> str:
+    if t.ci is None:
+        return f"{t.effect:.2f} x"
+    return f"{t.effect:.2f} x (95 % {t.ci[0]:.2f}-{t.ci[1]:.2f})"
+
+
+def _claim(kind: str, t: compare.Test, ctx) -> str:
+    if kind == "ranking":
+        fastest, slowest = ctx
+        policy = fastest.key[2]
+        f, s = fastest.stats, slowest.stats
+        head = (f"Median step under {code(policy)}: {code(fastest.key[0])} {stats.fmt(f['median_ms'])} ms "
+                f"(95 % {stats.fmt(f['median_ci_ms'][0])}-{stats.fmt(f['median_ci_ms'][1])}), "
+                f"{code(slowest.key[0])} {stats.fmt(s['median_ms'])} ms "
+                f"(95 % {stats.fmt(s['median_ci_ms'][0])}-{stats.fmt(s['median_ci_ms'][1])})")
+        if t.verdict == "slower":
+            return f"{head}: {code(fastest.key[0])} is the fastest and {code(slowest.key[0])} the slowest, {_ratio(t)}."
+        if t.verdict == "same":
+            return f"{head}: within {100 * t.margin:.0f} % of each other; no backend is faster here."
+        why = t.note or "the repeats cannot tell them apart"
+        return f"{head}: no ranking is claimed ({why})."
+    base, other, vb, vo = ctx
+    b, _, p, env = other.key
+    who = code(b) + (f" [{env}]" if env else "")
+    if kind == "policy_full":
+        counts = f"{vo['full']} in {vo['steps']:,} steps against {vb['full']} in {vb['steps']:,} under {code('default')}"
+        if t.verdict.startswith("fewer"):
+            verb = "removes" if vo["full"] == 0 else "reduces"
+            return f"{code(p)} {verb} the full collections of {who}: {counts} (p = {t.p_adj:.2g})."
+        if t.verdict.startswith("more"):
+            return f"{code(p)} brings more full collections to {who}: {counts} (p = {t.p_adj:.2g})."
+        return f"{code(p)} does not change the full collections of {who} beyond chance: {counts}."
+    # policy_median
+    if vb["full"] == 0 and sum(base.stats["collections"]) == 0:
+        lead = f"{who} collected nothing under {code('default')}, so {code(p)} has nothing to remove"
+    else:
+        lead = f"{who} under {code(p)} against {code('default')}"
+    if t.verdict in ("faster", "slower"):
+        return f"{lead}: median step {t.verdict}, {_ratio(t)}."
+    if t.verdict == "same":
+        return f"{lead}: median step the same within {100 * t.margin:.0f} % ({_ratio(t)})."
+    return f"{lead}: the median step does not differ beyond noise ({_ratio(t)}{'; ' + t.note if t.note else ''})."

@@ -1,5 +1,14 @@
-"""The report's figures (matplotlib, Agg). Every function takes result documents with
-their statistics and writes one PNG; every axis says what it shows and in which unit."""
+"""The report's figures (matplotlib, Agg). Every function takes cell summaries and writes
+one PNG at 200 dpi; every axis says what it shows and in which unit.
+
+Conventions that hold in every figure:
+- one colour per backend, the same everywhere (`backend_color`), none of them black;
+- GC marks (pauses, full collections, the GC part of a bar) are black or grey;
+- many series become small multiples, one row per series (backend, with its environment
+  when there are several), horizontal, so labels never overlap; legends sit outside the
+  data; panels of one metric share their axis;
+- log axes use matplotlib's own locators and formatters; bars never sit on a log axis.
+"""
 
 from __future__ import annotations
 
@@ -12,251 +21,395 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker as mticker  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .. import stats  # noqa: E402
+from .. import files, summary  # noqa: E402
+from ..backends import BACKENDS  # noqa: E402
 
-DPI = 110
-BACKEND_COLORS = {
-    "jax": "#1f77b4", "jax-vmap": "#7f7f7f", "equinox-filter": "#d62728", "equinox-partition": "#ff7f0e",
-    "nnx": "#2ca02c", "nnx-split": "#17becf", "flux": "#9467bd", "lux": "#8c564b", "simplechains": "#e377c2",
+DPI = 200
+GC_COLOR = "#111111"
+FULL_COLOR = "#000000"
+BACKEND_COLORS = {  # Okabe-Ito and friends: tell-apart-able, and none is the black of GC marks
+    "jax": "#0072B2", "jax-vmap": "#56B4E9", "equinox-filter": "#D55E00", "equinox-partition": "#E69F00",
+    "nnx": "#009E73", "nnx-split": "#7CAE7A", "flux": "#CC79A7", "lux": "#8C564B", "simplechains": "#9A7D0A",
 }
-POLICY_COLORS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860"]
-MARKERS = "osD^vP*X"
+_EXTRA = ["#4477AA", "#AA3377", "#228833", "#CCBB44", "#66CCEE", "#EE6677", "#BBBBBB"]
+GEN_MARKERS = {0: ("o", "gen 0 (Julia: incremental)"), 1: ("s", "gen 1"), 2: ("^", "gen 2: full")}
+ROW_IN = 0.34  # inches per series row in the horizontal figures
+MAX_TRACE_ROWS = 8
 
 
-def backend_color(name: str, i: int = 0) -> str:
-    """A backend's own colour; other series (a backend in an environment) get one by position."""
+def backend_color(name: str) -> str:
     if name in BACKEND_COLORS:
         return BACKEND_COLORS[name]
-    return f"C{i}" if i < 10 else matplotlib.colors.to_hex(matplotlib.colormaps["tab20"](i % 20))
+    return _EXTRA[sum(map(ord, name)) % len(_EXTRA)]
 
 
-def _plain_log(ax, axis: str = "y") -> None:
-    """Log scale with tick labels as plain numbers (30, 40, 60), not 4x10^1."""
-    target = ax.yaxis if axis == "y" else ax.xaxis
-    (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
-    def minor(v, _):
-        lo, hi = sorted(target.get_view_interval())
-        narrow = lo > 0 and hi / lo < 12  # less than a decade shown: label every minor tick
-        return f"{v:g}" if narrow or f"{v:g}"[0] in "235" else ""
-
-    target.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:g}"))
-    target.set_minor_formatter(mticker.FuncFormatter(minor))
+def series_of(cs: summary.CellSummary) -> tuple[str, str]:
+    return cs.key[0], cs.key[3]
 
 
-def _save(fig, path: pathlib.Path) -> pathlib.Path:
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
+def series_label(series: tuple[str, str]) -> str:
+    backend, env = series
+    return f"{backend} [{env}]" if env else backend
+
+
+def ordered_series(cells: list[summary.CellSummary]) -> list[tuple[str, str]]:
+    order = {name: i for i, name in enumerate(BACKENDS)}
+    envs = list(dict.fromkeys(cs.key[3] for cs in cells))
+    found = {series_of(cs) for cs in cells}
+    return sorted(found, key=lambda s: (order.get(s[0], len(order)), s[0], envs.index(s[1])))
+
+
+def policies_of(cells: list[summary.CellSummary]) -> list[str]:
+    return list(dict.fromkeys(cs.key[2] for cs in cells))
+
+
+def log_axis(ax, axis: str = "x") -> None:
+    """A log axis with matplotlib's own locator (ticks at 1, 2, 5 per decade) and a plain
+    number formatter (0.1, 20, 500; not powers), no labels on minor ticks."""
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(mticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    target.set_major_formatter(mticker.StrMethodFormatter("{x:g}"))
+    target.set_minor_locator(mticker.LogLocator(base=10, subs=np.arange(2, 10) * 1.0))
+    target.set_minor_formatter(mticker.NullFormatter())
+
+
+def save(fig, path: pathlib.Path) -> pathlib.Path:
+    """Write the figure atomically (a temporary file, then a rename)."""
+    tmp = path.with_name(f".{path.name}.part")
+    try:
+        fig.savefig(tmp, dpi=DPI, format="png")
+        files.write_bytes(path, tmp.read_bytes())
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)
     return path
 
 
-def traces(docs: list[dict], workload: str, path: pathlib.Path) -> pathlib.Path:
-    """Step time per step (log scale) with GC pauses overlaid and full collections marked."""
-    backends = list(dict.fromkeys(d["backend"] for d in docs))
-    policies = list(dict.fromkeys(d["gc_policy"] for d in docs))
-    width = min(4.2, 13.0 / len(policies))
-    fig, axes = plt.subplots(len(backends), len(policies), figsize=(width * len(policies), 1.9 * len(backends) + 1.0),
-                             squeeze=False, sharex=True)
-    for r, backend in enumerate(backends):
+def _legend_outside(fig, handles, title=None) -> None:
+    if handles:
+        fig.legend(handles=handles, loc="outside right upper", fontsize=8, title=title, title_fontsize=8,
+                   frameon=False)
+
+
+def _backend_handles(series) -> list:
+    names = list(dict.fromkeys(b for b, _ in series))
+    return [plt.Line2D([], [], color=backend_color(b), marker="o", lw=0, ms=6, label=b) for b in names]
+
+
+# -- the summary: median, GC share and full collections, with intervals ----------------------------
+
+def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path) -> pathlib.Path:
+    """Per policy (rows of panels) and series (rows inside a panel): median step with its
+    95 % interval, GC share with its interval, full collections per 1,000 steps with the
+    Garwood interval. Panels of one metric share their axis."""
+    ok = [cs for cs in cells if cs.ok]
+    series = ordered_series(ok)
+    policies = policies_of(ok)
+    metrics = [("median step, ms", _median), ("GC share of step time, %", _share),
+               ("full collections per 1,000 steps", _full)]
+    height = max(1.3, ROW_IN * len(series) + 0.7) * len(policies) + 0.9
+    fig, axes = plt.subplots(len(policies), len(metrics), figsize=(11.5, height), squeeze=False,
+                             sharey=True, sharex="col", layout="constrained")
+    ys = {s: len(series) - 1 - i for i, s in enumerate(series)}
+    for r, policy in enumerate(policies):
+        for c, (title, get) in enumerate(metrics):
+            ax = axes[r][c]
+            for cs in ok:
+                if cs.key[2] != policy:
+                    continue
+                value, lo, hi = get(cs.stats)
+                y = ys[series_of(cs)]
+                color = backend_color(cs.key[0])
+                ax.plot([lo, hi], [y, y], color=color, lw=2.2, solid_capstyle="butt")
+                ax.plot(value, y, "o", color=color, ms=6, mec="white", mew=0.6)
+            ax.grid(axis="x", alpha=0.3, which="both")
+            if r == len(policies) - 1:
+                ax.set_xlabel(title, fontsize=9)
+            if c == 0:
+                ax.set_ylabel(f"policy: {policy}", fontsize=9)
+            ax.tick_params(labelsize=8)
+        axes[r][0].set_yticks(range(len(series)), [series_label(s) for s in reversed(series)])
+        axes[r][0].set_ylim(-0.6, len(series) - 0.4)
+    log_axis(axes[0][0], "x")
+    for c in (1, 2):
+        axes[0][c].set_xlim(left=0)
+    fig.suptitle(f"{workload}: median step, GC share and full collections (dot: estimate; bar: 95 % interval)",
+                 fontsize=10)
+    _legend_outside(fig, _backend_handles(series), "backend")
+    return save(fig, path)
+
+
+def _median(s):
+    lo, hi = s["median_ci_ms"]
+    return s["median_ms"], lo, hi
+
+
+def _share(s):
+    lo, hi = s["gc_share_ci"]
+    return 100 * s["gc_share"], 100 * lo, 100 * hi
+
+
+def _full(s):
+    r = s["full"]["rate"]
+    return r["rate"], r["ci"][0], r["ci"][1]
+
+
+# -- traces: every step of one repeat -------------------------------------------------------------
+
+def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathlib.Path) -> list[pathlib.Path]:
+    """Step time of every timed step (log scale) of each cell's first used repeat, with the
+    GC pause of each step and the steps with a full collection marked; one row of panels
+    per series (sharing their y axis), one column per policy; several files when there are
+    many series."""
+    ok = [cs for cs in cells if cs.ok]
+    series = ordered_series(ok)
+    policies = policies_of(ok)
+    out = []
+    for part, start in enumerate(range(0, len(series), MAX_TRACE_ROWS)):
+        rows = series[start: start + MAX_TRACE_ROWS]
+        name = f"trace_{workload}.png" if part == 0 else f"trace_{workload}_{part + 1}.png"
+        fig, axes = plt.subplots(len(rows), len(policies), figsize=(min(4.6 * len(policies), 14) + 1.6,
+                                                                    1.55 * len(rows) + 1.0),
+                                 squeeze=False, sharex=True, sharey="row", layout="constrained")
+        for r, s in enumerate(rows):
+            for c, policy in enumerate(policies):
+                ax = axes[r][c]
+                cs = next((x for x in ok if series_of(x) == s and x.key[2] == policy), None)
+                if cs is None:
+                    ax.set_axis_off()
+                    continue
+                doc = _first_used(cs)
+                wall = np.asarray(doc["wall_ns"]) / 1e6
+                gc_ms = np.asarray(doc["gc_ns"]) / 1e6
+                steps = np.arange(len(wall))
+                ax.plot(steps, wall, lw=0.7, color=backend_color(s[0]))
+                has = gc_ms > 0
+                ax.scatter(steps[has], gc_ms[has], s=5, color=GC_COLOR, zorder=3, lw=0)
+                full = summary.full_collections(doc) > 0
+                ax.scatter(steps[full], wall[full], marker="v", s=22, color=FULL_COLOR, zorder=4, lw=0)
+                log_axis(ax, "y")
+                ax.tick_params(labelsize=7)
+                ax.set_title(f"{series_label(s)} / {policy}", fontsize=8, loc="left")
+                if c == 0:
+                    ax.set_ylabel("ms", fontsize=8)
+                if r == len(rows) - 1:
+                    ax.set_xlabel("timed step", fontsize=8)
+        handles = [plt.Line2D([], [], color="#777777", lw=1, label="step time (backend colour)"),
+                   plt.Line2D([], [], color=GC_COLOR, marker="o", lw=0, ms=3, label="GC pause in the step"),
+                   plt.Line2D([], [], color=FULL_COLOR, marker="v", lw=0, ms=5, label="step with a full collection")]
+        fig.suptitle(f"{workload}: every timed step of one repeat" +
+                     (f" (part {part + 1})" if len(series) > MAX_TRACE_ROWS else ""), fontsize=10)
+        _legend_outside(fig, handles)
+        out.append(save(fig, folder / name))
+    return out
+
+
+def _first_used(cs: summary.CellSummary) -> dict:
+    used = cs.stats["used"]
+    return next(d for d in cs.docs if d["status"] == "ok" and d["repeat"] == used[0])
+
+
+def _used_docs(cs: summary.CellSummary) -> list[dict]:
+    used = set(cs.stats["used"])
+    return [d for d in cs.docs if d["status"] == "ok" and d["repeat"] in used]
+
+
+# -- distributions ------------------------------------------------------------------------------
+
+def ecdf_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path) -> pathlib.Path:
+    """ECDF of step times (every used repeat's steps pooled), one panel per policy and, when
+    cells ran in several environments, one row of panels per environment."""
+    ok = [cs for cs in cells if cs.ok]
+    policies = policies_of(ok)
+    envs = list(dict.fromkeys(cs.key[3] for cs in ok))
+    fig, axes = plt.subplots(len(envs), len(policies), figsize=(min(4.4 * len(policies), 14) + 1.8,
+                                                                2.9 * len(envs) + 0.8),
+                             squeeze=False, sharex=True, sharey=True, layout="constrained")
+    for r, env in enumerate(envs):
         for c, policy in enumerate(policies):
             ax = axes[r][c]
-            doc = next((d for d in docs if d["backend"] == backend and d["gc_policy"] == policy), None)
-            if doc is None:
-                ax.set_axis_off()
-                continue
-            wall = np.asarray(doc["wall_ns"]) / 1e6
-            gc_ms = np.asarray(doc["gc_ns"]) / 1e6
-            steps = np.arange(len(wall))
-            ax.plot(steps, wall, lw=0.7, color=backend_color(backend, r), label="step")
-            has_gc = gc_ms > 0
-            if has_gc.any():
-                ax.scatter(steps[has_gc], gc_ms[has_gc], s=8, color="#c00000", zorder=3, label="GC pause")
-            full = stats.full_collections(doc) > 0
-            for s in steps[full]:
-                ax.axvline(s, color="#c00000", lw=0.6, ls=":", alpha=0.8)
-            _plain_log(ax)
-            ax.set_title(f"{backend} / {policy}", fontsize=9)
+            for cs in ok:
+                if cs.key[2] != policy or cs.key[3] != env:
+                    continue
+                wall = np.sort(np.concatenate([np.asarray(d["wall_ns"]) for d in _used_docs(cs)])) / 1e6
+                ax.step(wall, np.arange(1, len(wall) + 1) / len(wall), where="post", lw=1.2,
+                        color=backend_color(cs.key[0]))
+            log_axis(ax, "x")
+            ax.grid(alpha=0.3, which="both")
             ax.tick_params(labelsize=8)
+            ax.set_title(f"{policy}" + (f" [{env}]" if env else ""), fontsize=9, loc="left")
+            if r == len(envs) - 1:
+                ax.set_xlabel("step time, ms", fontsize=9)
             if c == 0:
-                ax.set_ylabel("ms (log)", fontsize=8)
-            if r == len(backends) - 1:
-                ax.set_xlabel("timed step", fontsize=8)
-    handles = [plt.Line2D([], [], color="#444", lw=1, label="step wall time"),
-               plt.Line2D([], [], color="#c00000", marker="o", lw=0, ms=4, label="GC pause in step"),
-               plt.Line2D([], [], color="#c00000", ls=":", label="full collection")]
-    fig.suptitle(f"{workload}: time of every timed step", fontsize=11)
-    fig.tight_layout()
-    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=8, frameon=False)
-    return _save(fig, path)
+                ax.set_ylabel("share of steps at most this long", fontsize=8)
+    fig.suptitle(f"{workload}: distribution of step times", fontsize=10)
+    _legend_outside(fig, _backend_handles(ordered_series(ok)), "backend")
+    return save(fig, path)
 
 
-def distributions(docs: list[dict], workload: str, path: pathlib.Path) -> pathlib.Path:
-    """ECDF of step times per backend, one panel per GC policy."""
-    policies = list(dict.fromkeys(d["gc_policy"] for d in docs))
-    fig, axes = plt.subplots(1, len(policies), figsize=(4.6 * len(policies), 3.4), squeeze=False, sharey=True)
+# -- where the time goes: GC against the rest ---------------------------------------------------------
+
+def gc_split_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path) -> pathlib.Path:
+    """Per series and policy: the mean step split into GC pause (black) and the rest
+    (backend colour), in ms on a linear axis starting at zero."""
+    ok = [cs for cs in cells if cs.ok]
+    series = ordered_series(ok)
+    policies = policies_of(ok)
+    fig, axes = plt.subplots(1, len(policies), figsize=(max(9.0, min(4.0 * len(policies), 14) + 2.6),
+                                                        ROW_IN * len(series) + 1.5),
+                             squeeze=False, sharey=True, sharex=True, layout="constrained")
+    ys = {s: len(series) - 1 - i for i, s in enumerate(series)}
     for c, policy in enumerate(policies):
         ax = axes[0][c]
-        for i, doc in enumerate(d for d in docs if d["gc_policy"] == policy):
-            wall = np.sort(np.asarray(doc["wall_ns"]) / 1e6)
-            ax.step(wall, np.arange(1, len(wall) + 1) / len(wall), where="post", lw=1.2,
-                    color=backend_color(doc["backend"], i), label=doc["backend"])
-        _plain_log(ax, "x")
-        ax.set_xlabel("step time, ms (log)")
-        ax.set_title(f"{workload} / {policy}", fontsize=10)
-        ax.grid(alpha=0.3, which="both")
-    axes[0][0].set_ylabel("fraction of steps at most this fast")
-    axes[0][-1].legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    return _save(fig, path)
+        for cs in ok:
+            if cs.key[2] != policy:
+                continue
+            y = ys[series_of(cs)]
+            gc_ms = cs.stats["gc_ms_per_step"]
+            rest = cs.stats["mean_ms"] - gc_ms
+            ax.barh(y, rest, 0.7, color=backend_color(cs.key[0]))
+            ax.barh(y, gc_ms, 0.7, left=rest, color=GC_COLOR)
+        ax.set_xlim(left=0)
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_title(policy, fontsize=9, loc="left")
+        ax.set_xlabel("mean step, ms", fontsize=9)
+        ax.tick_params(labelsize=8)
+    axes[0][0].set_yticks(range(len(series)), [series_label(s) for s in reversed(series)])
+    fig.suptitle(f"{workload}: where a step's time goes (mean step = the rest + GC pause)", fontsize=10)
+    _legend_outside(fig, _backend_handles(series) +
+                    [matplotlib.patches.Patch(color=GC_COLOR, label="GC pause")], "the rest, by backend")
+    return save(fig, path)
 
 
-def _grouped_bars(ax, backends, policies, value, ylabel, log=False):
-    width = 0.8 / max(len(policies), 1)
-    for j, policy in enumerate(policies):
-        xs, ys = [], []
-        for i, b in enumerate(backends):
-            v = value(b, policy)
-            if v is not None:
-                xs.append(i + (j - (len(policies) - 1) / 2) * width)
-                ys.append(v)
-        ax.bar(xs, ys, width, color=POLICY_COLORS[j % len(POLICY_COLORS)], label=policy,
-               hatch=["", "//", "..", "xx", "\\\\", "++"][j % 6], edgecolor="white")
-    ax.set_xticks(range(len(backends)), backends, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel(ylabel, fontsize=9)
-    if log:
-        _plain_log(ax)
-    else:
-        ax.set_ylim(bottom=0)
-    ax.grid(axis="y", alpha=0.3)
-
-
-def gc_share_and_spikiness(docs: list[dict], summaries: dict, path: pathlib.Path) -> pathlib.Path:
-    """GC share and max/median per backend, grouped by workload, policy as colour."""
-    workloads = list(dict.fromkeys(d["workload"] for d in docs))
-    fig, axes = plt.subplots(2, len(workloads), figsize=(4.8 * len(workloads), 6.4), squeeze=False)
-    for c, w in enumerate(workloads):
-        sub = [d for d in docs if d["workload"] == w]
-        backends = list(dict.fromkeys(d["backend"] for d in sub))
-        policies = list(dict.fromkeys(d["gc_policy"] for d in sub))
-        get = lambda b, p, key: next((summaries[d["cell"]][key] for d in sub
-                                      if d["backend"] == b and d["gc_policy"] == p), None)
-        _grouped_bars(axes[0][c], backends, policies, lambda b, p: 100 * get(b, p, "gc_share")
-                      if get(b, p, "gc_share") is not None else None, "GC share of step time, %")
-        axes[0][c].set_title(w, fontsize=10)
-        if all(not get(b, p, "gc_share") for b in backends for p in policies):
-            axes[0][c].set_ylim(0, 1)
-            axes[0][c].text(0.5, 0.5, "no GC time in any cell", transform=axes[0][c].transAxes,
-                            ha="center", va="center", fontsize=9, color="#555")
-        _grouped_bars(axes[1][c], backends, policies, lambda b, p: get(b, p, "max_over_median"),
-                      "slowest step / median step (log)", log=True)
-    axes[0][-1].legend(title="GC policy", fontsize=8, title_fontsize=8)
-    fig.tight_layout()
-    return _save(fig, path)
-
-
-def policy_effect(docs: list[dict], summaries: dict, path: pathlib.Path) -> pathlib.Path:
-    """Per backend: median (marker) and p99 (end of the line) under each GC policy."""
-    workloads = list(dict.fromkeys(d["workload"] for d in docs))
-    fig, axes = plt.subplots(1, len(workloads), figsize=(4.8 * len(workloads), 3.8), squeeze=False)
-    for c, w in enumerate(workloads):
+def cumulative_gc_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path) -> pathlib.Path | None:
+    """Cumulative GC pause time over the steps of one repeat, per series; one panel per
+    policy under which any collection ran. None when no cell of the workload collected."""
+    ok = [cs for cs in cells if cs.ok and cs.stats["gc_ms_per_step"] > 0]
+    if not ok:
+        return None
+    policies = policies_of(ok)
+    envs = list(dict.fromkeys(cs.key[3] for cs in ok))
+    styles = ["-", "--", ":", "-."]
+    fig, axes = plt.subplots(1, len(policies), figsize=(max(9.0, min(4.6 * len(policies), 14) + 2.6), 3.2),
+                             squeeze=False, sharey=True, layout="constrained")
+    for c, policy in enumerate(policies):
         ax = axes[0][c]
-        sub = [d for d in docs if d["workload"] == w]
-        backends = list(dict.fromkeys(d["backend"] for d in sub))
-        policies = list(dict.fromkeys(d["gc_policy"] for d in sub))
-        width = 0.8 / max(len(policies), 1)
-        for j, policy in enumerate(policies):
-            for i, b in enumerate(backends):
-                doc = next((d for d in sub if d["backend"] == b and d["gc_policy"] == policy), None)
-                if doc is None:
-                    continue
-                s = summaries[doc["cell"]]
-                x = i + (j - (len(policies) - 1) / 2) * width
-                color = POLICY_COLORS[j % len(POLICY_COLORS)]
-                ax.plot([x, x], [s["median_ms"], s["p99_ms"]], color=color, lw=2)
-                ax.plot(x, s["median_ms"], MARKERS[j % len(MARKERS)], color=color, ms=6,
-                        label=policy if i == 0 else None)
-                ax.plot(x, s["p99_ms"], "_", color=color, ms=10, mew=2)
-        ax.set_xticks(range(len(backends)), backends, rotation=30, ha="right", fontsize=8)
-        _plain_log(ax)
-        ax.set_ylabel("step time, ms (log): marker median, bar end p99", fontsize=8)
-        ax.set_title(w, fontsize=10)
-        ax.grid(axis="y", alpha=0.3, which="both")
-    axes[0][-1].legend(title="GC policy", fontsize=8, title_fontsize=8)
-    fig.tight_layout()
-    return _save(fig, path)
-
-
-def by_environment(docs: list[dict], summaries: dict, env_names: list[str], path: pathlib.Path) -> pathlib.Path:
-    """Median step, GC share and full collections per 1,000 steps, environment on the x axis,
-    one bar per (backend, workload, policy); first repeat of each."""
-    from .. import results
-
-    series = list(dict.fromkeys((d["backend"], d["workload"], d["gc_policy"]) for d in docs))
-    panels = [("median step, ms", lambda s: s["median_ms"]), ("GC share of step time, %", lambda s: 100 * s["gc_share"]),
-              ("full collections per 1,000 steps", lambda s: s["full_per_1000"])]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(max(6.0, 1.1 * len(env_names) * max(1, len(series)) ** 0.5 + 2),
-                                                      2.6 * len(panels) + 1.2), squeeze=False, sharex=True)
-    width = 0.8 / max(len(series), 1)
-    backends = list(dict.fromkeys(key[0] for key in series))
-    policies = list(dict.fromkeys(key[2] for key in series))
-    for r, (ylabel, value) in enumerate(panels):
-        ax = axes[r][0]
-        for j, key in enumerate(series):
-            xs, ys = [], []
-            for i, env in enumerate(env_names):
-                doc = next((d for d in docs if (d["backend"], d["workload"], d["gc_policy"]) == key
-                            and results.env_name(d) == env and d["repeat"] == 0), None)
-                if doc is not None:
-                    xs.append(i + (j - (len(series) - 1) / 2) * width)
-                    ys.append(value(summaries[doc["cell"]]))
-            ax.bar(xs, ys, width, color=backend_color(key[0], backends.index(key[0])),
-                   label="/".join(key) if r == 0 else None,
-                   hatch=["", "//", "..", "xx", "\\\\", "++"][policies.index(key[2]) % 6], edgecolor="white")
-        if not any(value(summaries[d["cell"]]) for d in docs):
-            ax.set_ylim(0, 1)
-            ax.text(0.5, 0.5, "zero in every cell", transform=ax.transAxes, ha="center", va="center", fontsize=9,
-                    color="#555")
-        ax.set_ylabel(ylabel, fontsize=8)
+        for cs in ok:
+            if cs.key[2] != policy:
+                continue
+            doc = _first_used(cs)
+            cum = np.cumsum(np.asarray(doc["gc_ns"])) / 1e6
+            ax.plot(np.arange(len(cum)), cum, color=backend_color(cs.key[0]), lw=1.3,
+                    ls=styles[envs.index(cs.key[3]) % len(styles)])
         ax.set_ylim(bottom=0)
-        ax.grid(axis="y", alpha=0.3)
-    axes[-1][0].set_xticks(range(len(env_names)), env_names, rotation=30, ha="right", fontsize=8)
-    axes[0][0].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    fig.suptitle("the same cells in each environment", fontsize=11)
-    fig.tight_layout()
-    return _save(fig, path)
+        ax.grid(alpha=0.3)
+        ax.set_title(policy, fontsize=9, loc="left")
+        ax.set_xlabel("timed step", fontsize=9)
+        ax.tick_params(labelsize=8)
+    axes[0][0].set_ylabel("GC pause so far, ms", fontsize=9)
+    fig.suptitle(f"{workload}: cumulative GC time over one repeat", fontsize=10)
+    _legend_outside(fig, _backend_handles(ordered_series(ok)), "backend")
+    return save(fig, path)
 
 
-def bisect(tab: dict, path: pathlib.Path) -> pathlib.Path:
-    """The bisected metric per version (every repeat a dot, the median a bar) and the median
-    step below it; the first version that changed by more than the factor is marked."""
+def pauses(cs: summary.CellSummary) -> dict[int, np.ndarray]:
+    """Pause lengths in ms by generation over the used repeats: from the collection log
+    where there is one (Python), else from the steps with exactly one collection (Julia:
+    incremental counts as generation 0, full as 2)."""
+    out: dict[int, list] = {}
+    for doc in _used_docs(cs):
+        events = doc.get("gc_events")
+        if events:
+            for gen, pause in zip(events["generation"], events["pause_ns"]):
+                if pause > 0:
+                    out.setdefault(int(gen), []).append(pause / 1e6)
+            continue
+        colls = summary.collections(doc)
+        full_gen = 2 if colls.shape[1] == 2 else colls.shape[1] - 1
+        for row, ns in zip(colls, doc["gc_ns"]):
+            if row.sum() == 1 and ns > 0:
+                gen = int(np.argmax(row))
+                out.setdefault(full_gen if gen == colls.shape[1] - 1 else gen, []).append(ns / 1e6)
+    return {g: np.asarray(v) for g, v in sorted(out.items())}
+
+
+def pauses_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path) -> pathlib.Path | None:
+    """Every collection's pause, by generation (marker) and series (row), on a log axis;
+    one panel per policy. None when no pause was recorded."""
+    ok = [cs for cs in cells if cs.ok]
+    data = {cs.key: pauses(cs) for cs in ok}
+    ok = [cs for cs in ok if data[cs.key]]
+    if not ok:
+        return None
+    series = ordered_series(ok)
+    policies = policies_of(ok)
+    fig, axes = plt.subplots(1, len(policies), figsize=(max(9.0, min(4.6 * len(policies), 14) + 2.6),
+                                                        ROW_IN * 1.3 * len(series) + 1.5),
+                             squeeze=False, sharey=True, sharex=True, layout="constrained")
+    ys = {s: len(series) - 1 - i for i, s in enumerate(series)}
+    rng = np.random.default_rng(0)
+    for c, policy in enumerate(policies):
+        ax = axes[0][c]
+        for cs in ok:
+            if cs.key[2] != policy:
+                continue
+            for gen, values in data[cs.key].items():
+                marker, _ = GEN_MARKERS.get(gen, ("D", f"gen {gen}"))
+                offset = {0: 0.22, 1: 0.0, 2: -0.22}.get(gen, 0)
+                y = ys[series_of(cs)] + offset + rng.uniform(-0.07, 0.07, len(values))
+                ax.scatter(values, y, s=10 if gen < 2 else 22, marker=marker, color=backend_color(cs.key[0]),
+                           alpha=0.6 if gen < 2 else 0.9, lw=0)
+        log_axis(ax, "x")
+        ax.grid(axis="x", alpha=0.3, which="both")
+        ax.set_title(policy, fontsize=9, loc="left")
+        ax.set_xlabel("pause, ms", fontsize=9)
+        ax.tick_params(labelsize=8)
+    axes[0][0].set_yticks(range(len(series)), [series_label(s) for s in reversed(series)])
+    handles = [plt.Line2D([], [], color="#555555", marker=m, lw=0, ms=6, label=label)
+               for m, label in GEN_MARKERS.values()]
+    fig.suptitle(f"{workload}: length of every GC pause, by generation", fontsize=10)
+    _legend_outside(fig, handles + _backend_handles(series))
+    return save(fig, path)
+
+
+# -- bisect -------------------------------------------------------------------------------------
+
+def bisect_figure(tab: dict, path: pathlib.Path) -> pathlib.Path:
+    """The bisected metric per version (every repeat a dot, the median a line) above the
+    median step; the first version with a tested change is marked."""
     rows = [r for r in tab["rows"] if r["status"] == "ok"]
     versions = [r["version"] for r in tab["rows"]]
-    fig, axes = plt.subplots(2, 1, figsize=(max(5.5, 0.9 * len(versions) + 2.5), 5.6), sharex=True,
-                             gridspec_kw={"height_ratios": [3, 2]})
+    fig, axes = plt.subplots(2, 1, figsize=(max(6.0, 0.9 * len(versions) + 3.0), 5.6), sharex=True,
+                             height_ratios=[3, 2], layout="constrained")
     unit = "" if tab["unit"] == "x" else f", {tab['unit']}"
     x = {v: i for i, v in enumerate(versions)}
     for r in rows:
         i = x[r["version"]]
-        color = "#c00000" if r.get("first_change") else "#4c72b0"
-        axes[0].bar(i, r["value"], 0.6, color=color, alpha=0.35)
+        color = "#D55E00" if r.get("first_change") else "#0072B2"
+        axes[0].hlines(r["value"], i - 0.3, i + 0.3, color=color, lw=2.5)
         axes[0].scatter([i] * len(r["values"]), r["values"], color=color, s=18, zorder=3)
-        axes[1].bar(i, r["median_ms"], 0.6, color="#7f7f7f")
+        axes[1].hlines(r["median_ms"], i - 0.3, i + 0.3, color="#555555", lw=2.5)
     for r in tab["rows"]:
         if r["status"] != "ok":
-            axes[0].text(x[r["version"]], 0, r["status"], rotation=90, ha="center", va="bottom", fontsize=8,
-                         color="#555")
+            axes[0].annotate(r["status"], (x[r["version"]], 0), xytext=(0, 4), textcoords="offset points",
+                             ha="center", fontsize=8, color="#555555")
     if tab["first_change"] is not None:
         i = x[tab["first_change"]]
-        axes[0].axvline(i - 0.5, color="#c00000", ls="--", lw=1)
-        axes[0].annotate(f"first change > {tab['factor']:g} x", (i - 0.5, axes[0].get_ylim()[1]), fontsize=8,
-                         color="#c00000", ha="right", va="top", rotation=90)
-    axes[0].set_ylabel(f"{tab['metric_title']}{unit}", fontsize=8)
+        axes[0].axvline(i - 0.5, color="#D55E00", ls="--", lw=1)
+        axes[0].annotate(f"first tested change > {tab['factor']:g} x", (i - 0.5, 1.0),
+                         xycoords=("data", "axes fraction"), xytext=(4, -4), textcoords="offset points",
+                         ha="left", va="top", fontsize=8, color="#D55E00")
+    axes[0].set_ylabel(f"{tab['metric_title']}{unit}", fontsize=9)
     axes[0].set_ylim(bottom=0)
     axes[0].grid(axis="y", alpha=0.3)
-    axes[1].set_ylabel("median step, ms", fontsize=8)
+    axes[1].set_ylabel("median step, ms", fontsize=9)
+    axes[1].set_ylim(bottom=0)
     axes[1].grid(axis="y", alpha=0.3)
     axes[1].set_xticks(range(len(versions)), versions, fontsize=8)
     axes[1].set_xlim(-0.5, len(versions) - 0.5)
     axes[1].set_xlabel(f"{tab['package']} version", fontsize=9)
-    fig.suptitle(f"{tab['cell']}: {tab['metric_title']} per {tab['package']} version", fontsize=10)
-    fig.tight_layout()
-    return _save(fig, path)
+    fig.suptitle(f"{tab['cell']}: {tab['metric_title']} per {tab['package']} version "
+                 "(dots: repeats; line: their median)", fontsize=10)
+    return save(fig, path)
+

@@ -1,0 +1,88 @@
+"""A published report carries its raw results: `results.tar.gz` in the report's folder.
+
+The archive holds the results folder's documents (one JSON per repeat, `suite.json`
+and the memory, bisect, explain and reproduction documents), flat, with fixed
+timestamps and owners so the same results give the same bytes. `gcbench report` reads
+an archive (or a report folder holding one) like a results folder, which is how a
+published report is rebuilt from its own data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import pathlib
+import re
+import tarfile
+import tempfile
+
+from . import files, results
+from .errors import UsageError
+
+NAME = "results.tar.gz"
+LIMIT_BYTES = 5 * 2**20  # what a published report may carry
+_MEMBER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*\.json$")
+
+
+def members(folder: pathlib.Path) -> list[pathlib.Path]:
+    """The files of a results folder that belong in its archive."""
+    return sorted(p for p in folder.glob("*.json") if _MEMBER.match(p.name) and p.is_file())
+
+
+def pack(folder: pathlib.Path, target: pathlib.Path) -> pathlib.Path:
+    """Write the archive of results folder `folder` to `target` (atomically, reproducibly)."""
+    raw = io.BytesIO()
+    with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=9) as gz:
+        with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for path in members(folder):
+                data = path.read_bytes()
+                info = tarfile.TarInfo(path.name)
+                info.size, info.mtime, info.mode = len(data), 0, 0o644
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                tar.addfile(info, io.BytesIO(data))
+    return files.write_bytes(target, raw.getvalue())
+
+
+def is_archive(path: pathlib.Path) -> bool:
+    return path.is_file() and path.name.endswith((".tar.gz", ".tgz"))
+
+
+@contextlib.contextmanager
+def opened(source: pathlib.Path):
+    """A results folder for `source`: the folder itself, or an archive unpacked into a
+    temporary folder (only flat JSON files are taken from it)."""
+    source = pathlib.Path(source)
+    if source.is_dir() and not (source / NAME).is_file():
+        yield source
+        return
+    path = source / NAME if source.is_dir() else source
+    if not is_archive(path):
+        raise UsageError(f"{source}: neither a results folder nor a {NAME} archive")
+    with tempfile.TemporaryDirectory(prefix="gcbench-results-") as tmp:
+        try:
+            with tarfile.open(path, "r:gz") as tar:
+                for member in tar.getmembers():
+                    if not member.isfile() or not _MEMBER.match(member.name):
+                        raise UsageError(f"{path}: unexpected member {member.name!r} (a results archive holds "
+                                         "only flat .json files)")
+                    data = tar.extractfile(member).read()
+                    (pathlib.Path(tmp) / member.name).write_bytes(data)
+        except (tarfile.TarError, OSError, EOFError) as e:
+            raise UsageError(f"{path}: not a readable results archive ({e})") from None
+        yield pathlib.Path(tmp)
+
+
+def check_size(path: pathlib.Path) -> str | None:
+    """A warning when an archive is over what a published report may carry."""
+    size = path.stat().st_size
+    if size > LIMIT_BYTES:
+        return (f"{path.name} is {size / 2**20:.1f} MiB, over the {LIMIT_BYTES / 2**20:.0f} MiB a published report "
+                "may carry")
+    return None
+
+
+def documents(folder: pathlib.Path) -> list[pathlib.Path]:
+    """Result documents in a folder (for counting), excluding the other documents."""
+    return [p for p in members(folder) if p.name not in results.NOT_CELLS]

@@ -1,0 +1,1 @@
+"""One module per `gcbench` command: `register(sub)` adds its parser and sets `main`."""

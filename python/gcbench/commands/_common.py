@@ -1,0 +1,250 @@
+"""What several commands share: the suite from the command line, the data check, running
+a suite into a folder that belongs to the run, the summary table, and the report."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import pathlib
+import sys
+import time
+
+from .. import config, files, footprint, results, stats, summary
+from .. import data as datamod
+from ..backends import BACKENDS
+from ..errors import UsageError
+
+SUITE_FORMAT = "gcbench-suite"
+
+
+def add_env_arguments(p: argparse.ArgumentParser, repeatable: bool = True) -> None:
+    if repeatable:
+        p.add_argument("--env", action="append", metavar="SPEC",
+                       help="run the cells in a virtual environment: 'python=3.12 jax==0.8.0 equinox==0.13.2' "
+                            "(repeat for several; python= is a version found on PATH or under pyenv, or a path)")
+    p.add_argument("--rebuild-envs", action="store_true", help="rebuild the environments instead of reusing them")
+
+
+def add_cell_options(p: argparse.ArgumentParser) -> None:
+    """The options that shape a cell, shared by run, bisect and explain."""
+    p.add_argument("--steps", type=int, help="timed steps per repeat")
+    p.add_argument("--warmup", type=int, help="warm-up (compilation) steps per repeat, kept apart")
+    p.add_argument("--networks", type=int, help="networks per workload (overrides each workload's default)")
+    p.add_argument("--batch-size", type=int, help="examples per step (overrides the suite's, for every workload)")
+    p.add_argument("--bookkeeping", choices=config.BOOKKEEPING,
+                   help="'metrics': the loop keeps a dict of step and loss per network per step, as many loops do")
+    p.add_argument("--seed", type=int, help="seed of the initial weights and the batch schedule")
+    p.add_argument("--timeout", type=float, help="seconds a repeat may take before it is stopped")
+    p.add_argument("--julia-threads", type=int, help="Julia threads for the Julia backends (networks run on them)")
+    p.add_argument("--data", help="folder with the MNIST IDX files (default: $GCBENCH_MNIST, then the cache)")
+
+
+def apply_overrides(suite: config.Suite, args) -> None:
+    """Suite values the command line gives."""
+    for key in ("steps", "warmup", "repeats", "seed", "timeout", "julia_threads", "bookkeeping"):
+        if getattr(args, key, None) is not None:
+            setattr(suite, key, getattr(args, key))
+    if getattr(args, "batch_size", None) is not None:
+        suite.batch_size = args.batch_size
+    if getattr(args, "networks", None) is not None:
+        suite.networks = {w: args.networks for w in suite.workloads}
+    if getattr(args, "alloc_blocks", False):
+        suite.alloc_blocks = True
+
+
+def check_data(path: str | None) -> tuple[str, str, int]:
+    """Validate the data the workers will read, in the manager, so errors come once and
+    early: (kind, note for people, number of samples)."""
+    folder = datamod.locate(path)
+    if folder is None:
+        return "synthetic", "synthetic (no MNIST found; see `gcbench data info`)", datamod.SYNTHETIC_SAMPLES
+    ds = datamod.load_mnist(folder)
+    return "real", f"real MNIST from {folder}", len(ds)
+
+
+def language_of(cell: config.Cell) -> str:
+    return BACKENDS[cell.backend].language
+
+
+class Output:
+    """Where a command's words go: standard output, or standard error when standard output
+    carries JSON (`--json`)."""
+
+    def __init__(self, as_json: bool = False):
+        self.as_json = as_json
+        self.stream = sys.stderr if as_json else sys.stdout
+
+    def __call__(self, *parts) -> None:
+        print(*parts, file=self.stream, flush=True)
+
+
+def prepare_folder(out: str, resume: bool, force: bool) -> pathlib.Path:
+    """The results folder of a run: refused when it already holds results, unless the run
+    resumes it or is forced to replace them."""
+    out_dir = files.make_folder(out, "results folder")
+    held = [p for p in out_dir.glob("*.json") if not p.name.startswith(".")]
+    if held and not (resume or force):
+        plan = out_dir / "suite.json"
+        by = ""
+        if plan.is_file():
+            try:
+                by = " from `" + " ".join(files.read_json(plan).get("command") or []) + "`"
+            except (UsageError, AttributeError):
+                by = ""
+        raise UsageError(f"{out_dir} already holds {len(held)} files{by}; use --resume to run only what is "
+                         "missing there, --force to replace them, or another --out")
+    return out_dir
+
+
+def read_plan(out_dir: pathlib.Path) -> dict:
+    """The folder's suite.json, or {} when there is none; a one-line error when malformed."""
+    path = out_dir / "suite.json"
+    if not path.is_file():
+        return {}
+    plan = files.read_json(path, "suite.json")
+    if not isinstance(plan, dict) or not isinstance(plan.get("cells", []), list) \
+            or not all(isinstance(c, str) for c in plan.get("cells", [])):
+        raise UsageError(f"{path}: not a gcbench suite.json (expected an object with a list of cell names)")
+    return plan
+
+
+def write_plan(out_dir: pathlib.Path, suite: config.Suite, cells: list, command: list[str], mode: str,
+               previous: dict, state: str) -> dict:
+    """suite.json: the plan of the latest run and the history of every run into the folder."""
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    runs = list(previous.get("runs") or ([{"command": previous["command"], "started": previous.get("started")}]
+                                         if previous.get("command") else []))
+    plan = {"format": SUITE_FORMAT, "schema_version": 2, "suite": suite.name, "command": command,
+            "cells": [c.id for c in cells], "labels": [c.label for c in cells], "envs": suite.envs, "repeats": suite.repeats, "started": now,
+            "state": state, "runs": runs + [{"command": command, "started": now, "mode": mode, "cells": len(cells)}]}
+    files.write_json(out_dir / "suite.json", plan)
+    return plan
+
+
+def finish_plan(out_dir: pathlib.Path, plan: dict, state: str) -> None:
+    plan = dict(plan, state=state)
+    plan["runs"][-1]["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    plan["runs"][-1]["state"] = state
+    files.write_json(out_dir / "suite.json", plan)
+
+
+def run_suite(suite: config.Suite, args, out: str, out_fn: Output) -> tuple[list[dict] | None, pathlib.Path, int]:
+    """Build the suite's environments, run its cells into `out`, print the summary.
+
+    Returns (documents or None when interrupted, the folder, exit code).
+    """
+    from .. import envs, runner
+    from ..files import FolderLock
+
+    kind, data_note, samples = check_data(args.data)
+    cells = suite.cells(args.data)
+    footprint.check(cells, samples, language_of)
+    resume, force = getattr(args, "resume", False), getattr(args, "force", False)
+    out_dir = prepare_folder(out, resume, force)
+    command = ["gcbench"] + args.argv
+    with FolderLock(out_dir, f"{out_dir} is in use by another gcbench run; wait for it or use another --out"):
+        previous = read_plan(out_dir) if (resume or force) else {}
+        plan = write_plan(out_dir, suite, cells, command, "resume" if resume else "force" if force else "new",
+                          previous, "running")
+        out_fn(f"gcbench: {len(cells)} runs ({len(cells) // suite.repeats} cells x {suite.repeats} repeats, "
+               f"interleaved) -> {out_dir}; data: {data_note}")
+        t0 = time.monotonic()
+        progress = False if args.no_progress else None
+        try:
+            with runner.interruptible():
+                environments = None
+                if suite.envs:
+                    needed = sorted({m for b in suite.backends for m in BACKENDS[b].requires})
+                    out_fn(f"gcbench: {len(suite.envs)} environments (in {envs.envs_root()}) with {', '.join(needed)}")
+                    environments = envs.build_all([envs.parse(e) for e in suite.envs], needed, args.rebuild_envs,
+                                                  log=out_fn, progress=progress)
+                docs = runner.run_cells(cells, out_dir, command, suite.timeout, log=out_fn, progress=progress,
+                                        environments=environments, resume=resume, data_kind=kind)
+        except (runner.Interrupted, KeyboardInterrupt) as e:
+            code = e.exit_code if isinstance(e, runner.Interrupted) else 130
+            finish_plan(out_dir, plan, "interrupted")
+            kept = sum(1 for c in cells if (out_dir / f"{c.id}.json").is_file())
+            print(f"\ngcbench: interrupted; {kept} finished runs kept in {out_dir}", file=sys.stderr)
+            return None, out_dir, code
+        finish_plan(out_dir, plan, "finished")
+    failed = sum(d["status"] == "failed" for d in docs)
+    measured = sum(d["status"] == "ok" for d in docs)
+    out_fn()
+    out_fn(format_summary(docs))
+    out_fn(f"\n{len(docs)} runs in {time.monotonic() - t0:.0f} s: {measured} ok, {failed} failed, "
+           f"{len(docs) - measured - failed} unavailable; results in {out_dir}")
+    if not measured:
+        out_fn("gcbench: nothing was measured")
+    return docs, out_dir, 1 if failed or not measured else 0
+
+
+def format_summary(docs: list[dict]) -> str:
+    """One line per cell, its repeats combined: median with interval, GC share, full
+    collections, flags; cells that did not run say why."""
+    rows = []
+    for cs in summary.summarize_all(docs):
+        s = cs.stats
+        if s is None:
+            d = cs.docs[0]
+            reason = d["reason"].splitlines()[0] if d["reason"] else ""
+            rows.append([cs.label, d["status"], "", "", "", "", reason])
+            continue
+        lo, hi = s["median_ci_ms"]
+        full = s["full"]
+        fr = stats.format_rate(full["rate"]) if full["count"] else "none"
+        flags = f"{len(s['flagged'])} flagged" if s["flagged"] else ""
+        rows.append([cs.label, f"ok x{s['repeats']}", f"{stats.fmt(s['median_ms'])} ({stats.fmt(lo)}-{stats.fmt(hi)})",
+                     stats.fmt(s["p99_ms"]), f"{100 * s['gc_share']:.2f}", fr, flags])
+    head = ["cell", "status", "median ms (95 % CI)", "p99 ms", "GC %", "full collections", "flags"]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
+    line = lambda r: "  ".join(x.ljust(w) if i in (0, 1, 5, 6) else x.rjust(w)
+                               for i, (x, w) in enumerate(zip(r, widths))).rstrip()
+    return "\n".join([line(head), "-" * (sum(widths) + 2 * (len(head) - 1))] + [line(r) for r in rows])
+
+
+def summary_json(docs: list[dict]) -> list[dict]:
+    """The per-cell summary in machine-readable form (for --json)."""
+    out = []
+    for cs in summary.summarize_all(docs):
+        row = {"cell": cs.label, "backend": cs.key[0], "workload": cs.key[1], "gc_policy": cs.key[2],
+               "environment": cs.key[3] or None, "statuses": [d["status"] for d in cs.docs],
+               "reasons": sorted({d["reason"].splitlines()[0] for d in cs.docs if d["reason"]})}
+        if cs.stats is not None:
+            s = cs.stats
+            row.update({k: s[k] for k in ("repeats", "used", "steps", "median_ms", "median_ci_ms", "p99_ms",
+                                          "max_over_median", "gc_share", "gc_share_ci", "warnings")})
+            row["full_collections"] = {k: v for k, v in s["full"].items() if k != "extra_values_ns"}
+        out.append(row)
+    return out
+
+
+def print_json(doc) -> None:
+    json.dump(doc, sys.stdout, indent=1, default=_jsonable)
+    sys.stdout.write("\n")
+
+
+def _jsonable(x):
+    if isinstance(x, (set, tuple)):
+        return list(x)
+    if hasattr(x, "item"):
+        return x.item()
+    return str(x)
+
+
+def write_report(source: pathlib.Path, out: str | None, spike_factor: float, out_fn=print, **extra) -> pathlib.Path:
+    try:
+        from ..report import build_report, default_out
+    except ImportError as e:
+        raise UsageError(f"the report needs matplotlib and markdown-it-py ({e.name} missing): "
+                         "pip install 'gcbench[report]'") from None
+    if not spike_factor > 1:
+        raise UsageError(f"--spike-factor must be greater than 1, got {spike_factor:g}")
+    out_dir = pathlib.Path(out) if out else default_out(source)
+    paths = build_report(source, out_dir, spike_factor, **extra)
+    plots = [p for p in paths.values() if isinstance(p, pathlib.Path) and p.suffix == ".png"]
+    out_fn(f"report: {paths['markdown']} and {paths['html']} ({len(plots)} plots; raw results in "
+           f"{paths['archive'].name})")
+    for warning in paths.get("warnings", []):
+        out_fn(f"gcbench: warning: {warning}")
+    return out_dir

@@ -1,0 +1,29 @@
+"""`gcbench data info|download`: where MNIST is found; download it."""
+
+from __future__ import annotations
+
+import pathlib
+
+
+def register(sub) -> None:
+    d = sub.add_parser("data", help="where MNIST is found; download it")
+    d.add_argument("action", choices=["info", "download"])
+    d.add_argument("--data", help="folder to look in or download to")
+    d.set_defaults(main=main)
+
+
+def main(args) -> int:
+    from .. import data as datamod
+
+    if args.action == "download":
+        folder = datamod.download(pathlib.Path(args.data) if args.data else None)
+        print(f"MNIST training files in {folder}")
+        return 0
+    folder = datamod.locate(args.data)
+    if folder is None:
+        print(f"no MNIST found (looked in ${datamod.ENV_VAR} and {datamod.cache_dir()}); "
+              "runs use synthetic data. `gcbench data download` fetches it.")
+    else:
+        ds = datamod.load_mnist(folder)
+        print(f"real MNIST: {len(ds)} samples in {folder}")
+    return 0

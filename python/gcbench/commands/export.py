@@ -1,0 +1,29 @@
+"""`gcbench export --csv`: results as a flat table, one row per step or per cell."""
+
+from __future__ import annotations
+
+import sys
+
+from .. import export, files
+from ..errors import UsageError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("export", help="results as CSV: one row per step (or per cell, --per cell)")
+    p.add_argument("results", help="a results folder, results.tar.gz, or report folder")
+    p.add_argument("--csv", action="store_true", help="write CSV (the only format; the flag says so)")
+    p.add_argument("--per", choices=export.PER, default="step", help="one row per timed step (default) or per cell")
+    p.add_argument("--out", help="file to write (default: standard output)")
+    p.set_defaults(main=main)
+
+
+def main(args) -> int:
+    if not args.csv:
+        raise UsageError("say which format: --csv")
+    text = export.to_csv(export.records(args.results, args.per))
+    if args.out:
+        files.write_text(args.out, text)
+        print(f"{text.count(chr(10)) - 1} rows in {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,48 @@
+"""`gcbench list`: backends (and whether they can run here), workloads, GC policies."""
+
+from __future__ import annotations
+
+from ..backends import BACKENDS
+from ..workloads import WORKLOADS
+from . import _common
+
+POLICIES = [
+    ("default", "the interpreter's own collector"),
+    ("freeze", "collect, then gc.freeze() after warm-up (Python only)"),
+    ("disable", "no collection during the timed steps"),
+    ("manual:K", "disabled, one full collection every K steps, counted in that step"),
+]
+
+
+def register(sub) -> None:
+    p = sub.add_parser("list", help="backends (and whether they are available), workloads, GC policies")
+    p.add_argument("--json", action="store_true", help="print it as JSON")
+    p.set_defaults(main=main)
+
+
+def main(args) -> int:
+    backends = []
+    for b in BACKENDS.values():
+        ok, reason = b.availability()
+        backends.append({"name": b.name, "language": b.language, "description": b.description,
+                         "available": ok, "reason": reason, "workloads": list(b.workloads),
+                         "policies": [p if p != "manual" else "manual:K" for p in b.policies]})
+    workloads = [{"name": w.name, "params_per_network": w.params_per_network, "networks": w.default_networks,
+                  "description": w.description} for w in WORKLOADS.values()]
+    if args.json:
+        _common.print_json({"backends": backends, "workloads": workloads,
+                            "gc_policies": [{"name": n, "description": d} for n, d in POLICIES]})
+        return 0
+    print("Backends:")
+    for b in backends:
+        state = "available" if b["available"] else f"unavailable: {b['reason']}"
+        print(f"  {b['name']:<18} {b['language']:<7} {state}")
+        print(f"  {'':<18} {b['description']}")
+        print(f"  {'':<18} workloads: {', '.join(b['workloads'])}; policies: {', '.join(b['policies'])}")
+    print("Workloads:")
+    for w in workloads:
+        print(f"  {w['name']:<8} {w['params_per_network']:>8,} params/network  x{w['networks']:<4} {w['description']}")
+    print("GC policies:")
+    for name, doc in POLICIES:
+        print(f"  {name:<9} {doc}")
+    return 0

@@ -1,0 +1,22 @@
+"""`gcbench report`: statistics, plots and a publishable report of a results folder."""
+
+from __future__ import annotations
+
+import pathlib
+
+from . import _common
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="statistics, plots and a publishable report of a results folder")
+    p.add_argument("results", help="a results folder written by `gcbench run`, a results.tar.gz, or a report "
+                                   "folder holding one (rebuilt from its own data)")
+    p.add_argument("--out", help="report folder (default: reports/<results folder name>; a report folder: itself)")
+    p.add_argument("--spike-factor", type=float, default=3.0, help="a spike is a step slower than this x median")
+    p.add_argument("--title", help="the report's title (default: the results folder's name)")
+    p.set_defaults(main=main)
+
+
+def main(args) -> int:
+    _common.write_report(pathlib.Path(args.results), args.out, args.spike_factor, title=args.title)
+    return 0

@@ -1,0 +1,59 @@
+"""`gcbench run`: a suite, one fresh worker process per repeat of each cell."""
+
+from __future__ import annotations
+
+from .. import config
+from . import _common
+
+
+def register(sub) -> None:
+    r = sub.add_parser("run", help="run a suite: one worker process per repeat of each cell")
+    r.add_argument("--suite", default="default", help="shipped suite name (default, quick) or a TOML file")
+    r.add_argument("--quick", action="store_true", help="the small 'quick' suite (same as --suite quick)")
+    r.add_argument("--backends", help="comma-separated backends, or 'all'")
+    r.add_argument("--workloads", help="comma-separated workloads")
+    r.add_argument("--gc", help="comma-separated GC policies: default, freeze, disable, manual:K")
+    r.add_argument("--repeats", type=int, help="fresh processes per cell (the unit of inference)")
+    _common.add_cell_options(r)
+    r.add_argument("--alloc-blocks", action="store_true",
+                   help="also count allocated memory blocks per step (walks the heap: slows Python steps)")
+    r.add_argument("--out", help="results folder (default: results/<suite>-<date>-<time>)")
+    r.add_argument("--resume", action="store_true",
+                   help="the folder holds results already: keep those with the same settings, run the rest")
+    r.add_argument("--force", action="store_true",
+                   help="the folder holds results already: replace them (each once its new result is ready)")
+    r.add_argument("--no-progress", action="store_true", help="no progress bars")
+    r.add_argument("--report", action="store_true", help="write the report at the end (into reports/<results name>)")
+    r.add_argument("--json", action="store_true", help="print the per-cell summary as JSON on standard output")
+    _common.add_env_arguments(r)
+    r.set_defaults(main=main)
+
+
+def suite_from_args(args) -> config.Suite:
+    suite = config.load_suite("quick" if args.quick else args.suite)
+    if args.backends:
+        suite.backends = config.split_list(args.backends)
+    if args.workloads:
+        suite.workloads = config.split_list(args.workloads)
+    if args.gc:
+        suite.gc = config.split_list(args.gc)
+    _common.apply_overrides(suite, args)
+    if args.env:
+        suite.envs = list(args.env)
+    return suite.validate()
+
+
+def main(args) -> int:
+    from ..errors import UsageError
+
+    if args.resume and args.force:
+        raise UsageError("--resume and --force exclude each other: keep what is there, or replace it")
+    suite = suite_from_args(args)
+    out = _common.Output(args.json)
+    docs, out_dir, code = _common.run_suite(suite, args, args.out or config.default_out(suite.name), out)
+    if docs is not None and args.report:
+        _common.write_report(out_dir, None, 3.0, out_fn=out)
+    if args.json:
+        _common.print_json({"results": str(out_dir), "exit_code": code,
+                            "cells": _common.summary_json(docs) if docs is not None else None})
+    return code

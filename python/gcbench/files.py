@@ -1,0 +1,129 @@
+"""Writing files so that nothing is ever half there, and folders that belong to one run.
+
+Every file gcbench writes goes through `write_bytes`/`write_text`/`write_json`: the data
+goes to a temporary file in the same folder, is flushed to disk, gets mode 0644 and
+then replaces the target in one `os.replace`. A reader (or a crash, or a full disk)
+sees the old file or the whole new one, never a truncated one. An `OSError` while
+writing becomes a `UsageError` naming the file and the reason (disk full, read-only).
+
+`FolderLock` is an advisory lock (flock) on a folder: a second gcbench that wants the
+same folder is refused at once, with one line, instead of mixing its files in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import pathlib
+import tempfile
+
+from .errors import UsageError
+
+FILE_MODE = 0o644
+LOCK_NAME = ".gcbench.lock"
+
+
+def describe_os_error(e: OSError) -> str:
+    """`No space left on device`, `Permission denied`, ...: the reason without the noise."""
+    return e.strerror or str(e)
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> pathlib.Path:
+    """Write `data` to `path` atomically, mode 0644; a `UsageError` when it cannot be written."""
+    path = pathlib.Path(path)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, FILE_MODE)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {describe_os_error(e)}") from None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def write_text(path: str | os.PathLike, text: str) -> pathlib.Path:
+    return write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(path: str | os.PathLike, doc, indent: int | None = 1) -> pathlib.Path:
+    separators = (",", ":") if indent is None else None
+    return write_text(path, json.dumps(doc, indent=indent, separators=separators, allow_nan=False))
+
+
+def read_text(path: str | os.PathLike, what: str = "file") -> str:
+    """A UTF-8 text file's content; a `UsageError` naming the file when it cannot be read."""
+    path = pathlib.Path(path)
+    try:
+        return path.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise UsageError(f"cannot read {what} {path}: {describe_os_error(e)}") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}: not a UTF-8 text {what} (byte {e.start} is {e.object[e.start:e.start + 1]!r})") from None
+
+
+def read_json(path: str | os.PathLike, what: str = "JSON file"):
+    text = read_text(path, what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{path}: not a valid {what} (invalid JSON: {e.msg} at line {e.lineno})") from None
+
+
+def make_folder(path: str | os.PathLike, what: str = "output folder") -> pathlib.Path:
+    """`path` as a folder that exists and can be written; a one-line error otherwise."""
+    path = pathlib.Path(path)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{what} {path} exists and is not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create {what} {path}: {describe_os_error(e)}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"{what} {path} cannot be written (permission denied)")
+    return path
+
+
+class FolderLock:
+    """An exclusive, non-blocking lock on a folder (a `.gcbench.lock` file inside it).
+
+    Use as a context manager; a folder already locked by another gcbench raises
+    `UsageError` with `busy_message`. The lock goes with the process: a killed
+    gcbench leaves no stale lock behind.
+    """
+
+    def __init__(self, folder: str | os.PathLike, busy_message: str):
+        self.path = pathlib.Path(folder) / LOCK_NAME
+        self.busy_message = busy_message
+        self._file = None
+
+    def __enter__(self) -> FolderLock:
+        try:
+            self._file = open(self.path, "a")
+        except OSError as e:
+            raise UsageError(f"cannot lock {self.path.parent}: {describe_os_error(e)}") from None
+        try:
+            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            self._file.close()
+            self._file = None
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise UsageError(self.busy_message) from None
+            raise UsageError(f"cannot lock {self.path.parent}: {describe_os_error(e)}") from None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._file, fcntl.LOCK_UN)
+            self._file.close()
+            self._file = None

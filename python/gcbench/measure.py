@@ -1,0 +1,158 @@
+"""`gcbench.measure`: gcbench's probe around your own training loop.
+
+    import gcbench
+
+    with gcbench.measure("my-loop", warmup=3) as m:
+        for batch in batches:
+            with m.step():
+                state, loss = train_step(state, batch)
+                jax.block_until_ready(loss)   # the step ends when its results are ready
+    print(m.summary())                        # median step, GC share, full collections
+    m.save("results/my-loop")                 # one result document, the schema of a cell
+
+Each step records its wall time, GC pause time, collections per generation, objects
+collected and GC pressure (net new tracked objects), exactly as gcbench's own cells are
+measured; the first `warmup` steps are kept apart, as compilation happens there.
+`save` writes one result per call into a results folder: run your script several times
+(fresh processes) into one folder and `gcbench report` treats the runs as repeats.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import pathlib
+
+from . import files, metadata, results
+from .config import _NAME, Cell
+from .errors import UsageError
+from .probe import StepProbe
+
+DEFAULT_CAPACITY = 100_000
+
+
+class _Step:
+    """`with m.step():` brackets one step; reused, so entering it allocates nothing."""
+
+    def __init__(self, measurement: Measurement):
+        self._m = measurement
+
+    def __enter__(self) -> None:
+        self._m._begin()
+
+    def __exit__(self, *exc) -> None:
+        self._m._end()
+
+
+class Measurement:
+    """Per-step wall time and GC activity of a loop you run (see the module docstring)."""
+
+    def __init__(self, name: str = "my-loop", warmup: int = 0, capacity: int = DEFAULT_CAPACITY,
+                 alloc_blocks: bool = False):
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise UsageError(f"name must be letters, digits, '.', '_' or '-', got {name!r}")
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+            raise UsageError(f"warmup must be a non-negative integer, got {warmup!r}")
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+            raise UsageError(f"capacity must be a positive integer, got {capacity!r}")
+        self.name = name
+        self.warmup = warmup
+        self._warm = StepProbe(max(warmup, 1), alloc_blocks=alloc_blocks)
+        self._timed = StepProbe(capacity, alloc_blocks=alloc_blocks)
+        self._step = _Step(self)
+        self._n = 0  # steps begun
+        self._probe = self._warm if warmup else self._timed
+        self._active = False
+        self.gc_state: dict = {}
+
+    # -- the context managers ---------------------------------------------------------
+    def __enter__(self) -> Measurement:
+        self._active = True
+        self._probe.install()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._probe.uninstall()
+        self._active = False
+
+    def step(self) -> _Step:
+        """The context manager for one step: `with m.step(): ...`."""
+        return self._step
+
+    def _begin(self) -> None:
+        if not self._active:
+            raise UsageError("a step outside `with gcbench.measure(...)`")
+        if self._n == self.warmup and self._probe is self._warm and self.warmup:
+            self._warm.uninstall()
+            self._probe = self._timed
+            self._timed.install()
+        if self._probe is self._timed and self._timed.steps >= self._timed.capacity:
+            raise UsageError(f"more than {self._timed.capacity:,} timed steps: pass a larger capacity=")
+        if self._probe is self._timed and self._timed.steps == 0:
+            self.gc_state = {"gc_enabled": gc.isenabled(), "frozen_objects": gc.get_freeze_count(),
+                             "gc_thresholds": list(gc.get_threshold())}
+        self._probe.begin()
+
+    def _end(self) -> None:
+        probe = self._probe
+        probe.end(probe.steps)
+        self._n += 1
+
+    # -- what was measured ----------------------------------------------------------------
+    @property
+    def steps(self) -> int:
+        """Timed steps measured so far (warm-up steps not counted)."""
+        return self._timed.steps
+
+    def result(self) -> dict:
+        """A result document in the schema of a cell (backend `user`, workload = name)."""
+        if not self._timed.steps:
+            raise UsageError("no timed step was measured" + (f" (the first {self.warmup} steps are warm-up)"
+                                                             if self.warmup else ""))
+        policy = "disable" if not self.gc_state.get("gc_enabled", True) else \
+            "freeze" if self.gc_state.get("frozen_objects") else "default"
+        cell = Cell("user", self.name, policy, 0, 1, 0, self._timed.steps, self.warmup, 0, 1)
+        meta = metadata.collect()
+        meta["command"] = ["gcbench.measure", self.name]
+        warm = self._warm.arrays() if self.warmup else {"wall_ns": []}
+        doc = results.new(cell, "ok", data={"kind": "user", "source": "the user's own loop"}, metadata=meta,
+                          warmup={**warm, "loss": None}, **self._timed.arrays(),
+                          gc_events=self._timed.event_log(), loss={"step": [], "value": []},
+                          gc_state=self.gc_state, machine_state={"cpu_count": os.cpu_count(),
+                                                                  "load_after": metadata.load_average()})
+        doc.pop("cell_spec", None)
+        return results.validate(doc, "measurement")
+
+    def summary(self) -> dict:
+        """The median step with its interval, GC share and full collections (see `summary`)."""
+        from .summary import summarize
+
+        return summarize([self.result()]).stats
+
+    def save(self, folder: str | os.PathLike) -> pathlib.Path:
+        """Write the result into `folder` as the next repeat of this loop; return its path."""
+        doc = self.result()
+        folder = files.make_folder(folder, "results folder")
+        repeat = 0
+        while (folder / f"user__{self.name}__{doc['gc_policy']}__r{repeat}.json").exists():
+            repeat += 1
+        doc["repeat"] = repeat
+        doc["cell"] = f"user__{self.name}__{doc['gc_policy']}__r{repeat}"
+        return results.write(doc, folder / f"{doc['cell']}.json")
+
+
+def measure(name: str = "my-loop", warmup: int = 0, capacity: int = DEFAULT_CAPACITY,
+            alloc_blocks: bool = False) -> Measurement:
+    """Measure your own loop: `with gcbench.measure("name") as m: ... with m.step(): ...`.
+
+    Arguments:
+        name: what the loop is called in results and reports (letters, digits, . _ -).
+        warmup: the first steps, recorded apart (compilation happens there).
+        capacity: the most timed steps that will be measured (arrays are preallocated).
+        alloc_blocks: also count allocated memory blocks per step (walks the heap: slow).
+
+    Returns:
+        A `Measurement`: a context manager whose `step()` brackets one step, with
+        `result()`, `summary()` and `save(folder)`.
+    """
+    return Measurement(name, warmup, capacity, alloc_blocks)

@@ -1,0 +1,187 @@
+"""From result documents to what a cell measured: its repeats combined, with intervals.
+
+A *cell* is a backend training a workload under a GC policy (in an environment); each
+of its repeats is one fresh worker process and one result document. `cells(docs)`
+groups the documents; `summarize(repeats)` combines the repeats of one cell:
+
+- repeats are checked first: a repeat that drifted (its first and last thirds differ by
+  more than noise) or ran under a load above the core count is *flagged* and left out,
+  unless every repeat is flagged;
+- the median step is the median of the per-repeat medians, with a hierarchical
+  bootstrap interval (repeats, then moving blocks of steps);
+- the GC share is the mean of the per-repeat shares, with the same kind of interval;
+- collections are counted, and their rates get exact Poisson intervals;
+- steps with a full collection (Julia: a full sweep) are compared with the steps
+  around them: how many, what each costs, how often, and their share of step time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from . import results, stats
+
+DEFAULT_SPIKE_FACTOR = 3.0
+MIN_STEPS = 100  # fewer timed steps per repeat than this: the cell is flagged
+MAX_CI_WIDTH = 0.10  # a median whose 95 % interval is wider than this fraction of it: flagged
+
+
+def full_collections(doc: dict) -> np.ndarray:
+    """Per step: full (oldest-generation) collections. Python results count the last
+    generation's collections; Julia results carry `gc_full` (full sweeps)."""
+    if "gc_full" in doc:
+        return np.asarray(doc["gc_full"], dtype=np.int64)
+    colls = np.asarray(doc["gc_collections"], dtype=np.int64).reshape(len(doc["wall_ns"]), -1)
+    return colls[:, -1]
+
+
+def collections(doc: dict) -> np.ndarray:
+    """(steps, generations) collections per step; Julia: (steps, 2) incremental and full."""
+    return np.asarray(doc["gc_collections"], dtype=np.int64).reshape(len(doc["wall_ns"]), -1)
+
+
+def cell_key(doc: dict) -> tuple[str, str, str, str]:
+    return doc["backend"], doc["workload"], doc["gc_policy"], results.env_name(doc) or ""
+
+
+def cell_label(key: tuple[str, str, str, str]) -> str:
+    backend, workload, policy, env = key
+    return f"{backend}/{workload}/{policy}" + (f" [{env}]" if env else "")
+
+
+def cells(docs: list[dict]) -> dict[tuple, list[dict]]:
+    """Documents grouped by cell, in the order their cells first appear, repeats sorted."""
+    out: dict[tuple, list[dict]] = {}
+    for d in docs:
+        out.setdefault(cell_key(d), []).append(d)
+    for group in out.values():
+        group.sort(key=lambda d: d["repeat"])
+    return out
+
+
+def repeat_flags(doc: dict) -> list[str]:
+    """Why a repeat's numbers should be left out: drift within it, or a loaded machine."""
+    flags = []
+    d = stats.drift(doc["wall_ns"])
+    if d is not None:
+        flags.append(f"drift: last third {100 * d['change']:+.0f} % against the first (p={d['p']:.1g})")
+    machine = doc.get("machine_state") or {}
+    cores = machine.get("cpu_count") or (doc.get("metadata") or {}).get("cpu_count")
+    loads = [machine.get(k) for k in ("load_before", "load_after")]
+    loads = [x for x in loads if isinstance(x, (int, float))]
+    if cores and loads and max(loads) > cores:
+        flags.append(f"load average {max(loads):.1f} above the {cores} cores")
+    return flags
+
+
+def used_repeats(ok: list[dict]) -> tuple[list[dict], dict[int, list[str]]]:
+    """The ok repeats a cell's numbers rest on, and every repeat's flags: flagged repeats
+    are left out, unless every repeat is flagged."""
+    flags = {d["repeat"]: repeat_flags(d) for d in ok}
+    return [d for d in ok if not flags[d["repeat"]]] or ok, flags
+
+
+@dataclasses.dataclass
+class CellSummary:
+    key: tuple[str, str, str, str]
+    docs: list[dict]  # every repeat's document, whatever its status
+    stats: dict | None  # None when no repeat ran ok
+
+    @property
+    def label(self) -> str:
+        return cell_label(self.key)
+
+    @property
+    def ok(self) -> bool:
+        return self.stats is not None
+
+
+def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, seed: int = 0) -> CellSummary:
+    """Combine the repeats (documents) of one cell."""
+    key = cell_key(docs[0])
+    ok = [d for d in docs if d["status"] == "ok"]
+    if not ok:
+        return CellSummary(key, docs, None)
+    used, flags = used_repeats(ok)
+    walls = [np.asarray(d["wall_ns"], np.float64) for d in used]
+    gcs = [np.asarray(d["gc_ns"], np.float64) for d in used]
+    fulls = [full_collections(d) for d in used]
+    colls = [collections(d) for d in used]
+    steps = sum(len(w) for w in walls)
+    median = stats.median_of_medians(walls, seed=seed)
+    share = stats.mean_ratio_of_sums(list(zip(gcs, walls)), seed=seed)
+    per_gen = np.sum([c.sum(axis=0) for c in colls], axis=0)
+    spike_idx = [stats.spikes(w, spike_factor) for w in walls]
+    s = {
+        "repeats": len(ok),
+        "used": [d["repeat"] for d in used],
+        "flagged": {r: f for r, f in flags.items() if f},
+        "all_flagged": len(used) == len(ok) and any(flags.values()),
+        "steps": steps,
+        "steps_per_repeat": [len(w) for w in walls],
+        "median_ms": median["value"] / 1e6,
+        "median_ci_ms": tuple(x / 1e6 for x in median["ci"]),
+        "repeat_medians_ms": [m / 1e6 for m in median["per_repeat"]],
+        "mean_ms": float(np.mean([w.mean() for w in walls])) / 1e6,
+        "p90_ms": float(np.median([np.percentile(w, 90) for w in walls])) / 1e6,
+        "p99_ms": float(np.median([np.percentile(w, 99) for w in walls])) / 1e6,
+        "max_ms": float(max(w.max() for w in walls)) / 1e6,
+        "max_over_median": float(np.median([w.max() / np.median(w) for w in walls])),
+        "gc_share": share["value"],
+        "gc_share_ci": share["ci"],
+        "repeat_gc_shares": share["per_repeat"],
+        "gc_ms_per_step": float(sum(g.sum() for g in gcs) / steps) / 1e6,
+        "collections": per_gen.tolist(),
+        "collection_rates": [stats.rate(int(c), steps) for c in per_gen],
+        "full": stats.event_summary(walls, fulls),
+        "spike_factor": spike_factor,
+        "spikes": int(sum(len(i) for i in spike_idx)),
+        "spikes_at_full": int(sum(int((f[i] > 0).sum()) for f, i in zip(fulls, spike_idx))),
+        "language": "julia" if "gc_full" in used[0] else "python",
+    }
+    if all("alloc_bytes" in d for d in used):
+        s["alloc_bytes_per_step"] = float(np.mean([np.mean(d["alloc_bytes"]) for d in used]))
+    if all("gc_pressure" in d for d in used):
+        s["pressure_per_step"] = float(np.median([np.median(d["gc_pressure"]) for d in used]))
+    s["warnings"] = warnings(s)
+    return CellSummary(key, docs, s)
+
+
+def warnings(s: dict) -> list[str]:
+    """Why a cell's numbers should be read with care (empty when they look solid)."""
+    out = []
+    short = min(s["steps_per_repeat"])
+    if short < MIN_STEPS:
+        out.append(f"only {short} timed steps per repeat (< {MIN_STEPS})")
+    if s["repeats"] < 2:
+        out.append("one repeat: the interval covers only that process's steps, not a second process's luck")
+    lo, hi = s["median_ci_ms"]
+    if s["median_ms"] > 0 and (hi - lo) / s["median_ms"] > MAX_CI_WIDTH:
+        out.append(f"wide 95 % interval of the median ({stats.fmt(lo)}-{stats.fmt(hi)} ms)")
+    for repeat, flags in s["flagged"].items():
+        kept = " (kept: every repeat is flagged)" if s["all_flagged"] else " (left out)"
+        out.append(f"repeat {repeat}: {'; '.join(flags)}{kept}")
+    return out
+
+
+POLICY_ORDER = ("default", "freeze", "disable")
+
+
+def sort_key(key: tuple[str, str, str, str], envs: list[str]) -> tuple:
+    """Cells in reading order: workload, backend (registry order), environment, policy."""
+    from .backends import BACKENDS
+    from .workloads import WORKLOADS
+
+    backend, workload, policy, env = key
+    order = lambda names, x: names.index(x) if x in names else len(names)
+    return (order(list(WORKLOADS), workload), workload, order(list(BACKENDS), backend), backend,
+            order(envs, env), order(list(POLICY_ORDER), policy.partition(":")[0]), policy)
+
+
+def summarize_all(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR) -> list[CellSummary]:
+    """Every cell of `docs`, summarized, in reading order (workload, backend, environment, policy)."""
+    groups = cells(docs)
+    envs = list(dict.fromkeys(k[3] for k in groups))
+    return [summarize(groups[k], spike_factor) for k in sorted(groups, key=lambda k: sort_key(k, envs))]

@@ -1,0 +1,141 @@
+"""`gcbench compare` on simulated repeats whose truth is known, including its calibration:
+identical settings are almost never called different, and a 20 % slowdown is found."""
+
+import json
+
+import numpy as np
+import pytest
+
+from gcbench import compare, results
+from conftest import run_cli
+from simulate import docs
+
+PAIRS = 400
+
+
+def verdicts(effect: float, seed: int, pairs: int = PAIRS, repeats: int = 3) -> dict:
+    rng = np.random.default_rng(seed)
+    out: dict[str, int] = {}
+    for _ in range(pairs):
+        c = compare.compare_docs(docs(rng, repeats, 10.0), docs(rng, repeats, 10.0 * effect))
+        v = c["rows"][0]["verdict"]
+        out[v] = out.get(v, 0) + 1
+    return out
+
+
+def test_calibration_identical_pairs_are_rarely_called_different():
+    """A/A at alpha 0.05: at most 5 % of identical pairs called faster or slower."""
+    v = verdicts(1.0, seed=11)
+    wrong = v.get("faster", 0) + v.get("slower", 0)
+    assert wrong <= 0.05 * PAIRS, v
+
+
+def test_calibration_a_20_percent_slowdown_is_found_at_three_repeats():
+    v = verdicts(1.2, seed=12)
+    assert v.get("slower", 0) >= 0.8 * PAIRS, v
+    assert v.get("faster", 0) == 0
+
+
+def test_a_folder_against_itself_is_the_same_or_inconclusive():
+    rng = np.random.default_rng(5)
+    a = docs(rng, 3, 10.0) + docs(rng, 3, 20.0, backend="nnx") + \
+        docs(rng, 3, 30.0, backend="equinox-filter", full_every=40, pause_ms=60)
+    c = compare.compare_docs(a, a)
+    assert {r["verdict"] for r in c["rows"]} <= {"same", "inconclusive"}
+    for r in c["rows"]:
+        assert all(t.verdict in ("same", "inconclusive") for t in r["tests"])
+    assert c["rows"][0]["tests"][0].effect == pytest.approx(1.0)
+
+
+def test_gc_and_full_collection_changes_are_tested_on_counts():
+    rng = np.random.default_rng(6)
+    a = docs(rng, 3, 30.0, full_every=20, pause_ms=50)
+    b = docs(rng, 3, 30.0)
+    c = compare.compare_docs(a, b)
+    median, share, full = c["rows"][0]["tests"]
+    assert full.verdict == "fewer full GCs" and full.b == 0 and full.a == pytest.approx(50, rel=0.1)
+    assert share.verdict == "less GC" and share.effect < -0.03
+    assert median.verdict in ("same", "inconclusive")  # one step in 20 costs more: the median does not move
+    assert c["tests"] == 3  # all three tests are real here, and corrected together
+
+
+def test_one_repeat_cannot_be_called_faster():
+    rng = np.random.default_rng(7)
+    c = compare.compare_docs(docs(rng, 1, 10.0), docs(rng, 1, 30.0))
+    median = c["rows"][0]["tests"][0]
+    assert median.verdict == "inconclusive" and "2 or more repeats" in median.note
+
+
+def test_holm_adjusts_step_down():
+    assert compare.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert compare.holm([0.5]) == [0.5]
+
+
+def test_pairs_that_differ_in_settings_are_refused_unless_forced():
+    rng = np.random.default_rng(8)
+    a = docs(rng, 3, 10.0)
+    b = docs(rng, 3, 10.0, steps=200)
+    for d in b:
+        d["networks"] = 50
+    c = compare.compare_docs(a, b)
+    assert not c["rows"] and c["refused"] == ["jax/mlp/default: networks 2 in A, 50 in B; steps 300 in A, 200 in B"]
+    forced = compare.compare_docs(a, b, force=True)
+    assert forced["rows"] and forced["rows"][0]["forced"]
+    other_machine = docs(rng, 3, 10.0)
+    for d in other_machine:
+        d["metadata"]["cpu"] = "another cpu"
+    assert "machine" in compare.compare_docs(a, other_machine)["refused"][0]
+
+
+def test_environments_are_part_of_the_key():
+    rng = np.random.default_rng(9)
+    envs = ["python=3.11 jax==0.8.0", "python=3.12 jax==0.8.0"]
+    a = [d for e in envs for d in docs(rng, 3, 10.0, env=e)]
+    b = [d for e in envs for d in docs(rng, 3, 10.0, env=e)]
+    c = compare.compare_docs(a, b)
+    assert len(c["rows"]) == 2 and {r["key_a"][3] for r in c["rows"]} == {"py3.11 jax==0.8.0", "py3.12 jax==0.8.0"}
+
+
+def test_two_folders_that_differ_only_in_environment_pair_across_it():
+    rng = np.random.default_rng(10)
+    a = docs(rng, 3, 10.0, env="python=3.11") + docs(rng, 3, 20.0, backend="nnx", env="python=3.11")
+    b = docs(rng, 3, 10.0, env="python=3.12") + docs(rng, 3, 20.0, backend="nnx", env="python=3.12")
+    c = compare.compare_docs(a, b)
+    assert len(c["rows"]) == 2
+    assert any("paired across environments" in n for n in c["notes"])
+    assert all(r["key_a"][3] == "py3.11" and r["key_b"][3] == "py3.12" for r in c["rows"])
+
+
+def _folder(path, documents):
+    path.mkdir()
+    for d in documents:
+        results.write(d, path / f"{d['cell']}.json")
+    return path
+
+
+def test_compare_cli_text_and_json(tmp_path):
+    rng = np.random.default_rng(13)
+    a = _folder(tmp_path / "a", docs(rng, 3, 10.0) + docs(rng, 3, 10.0, backend="nnx"))
+    b = _folder(tmp_path / "b", docs(rng, 3, 13.0) + docs(rng, 3, 10.0, backend="nnx"))
+    proc = run_cli("compare", str(a), str(b))
+    assert proc.returncode == 0, proc.stderr
+    line = next(l for l in proc.stdout.splitlines() if l.startswith("jax/mlp/default"))
+    change = float(line.split()[3])
+    assert "slower" in line and 20 < change < 40  # 1.3 x
+    proc = run_cli("compare", str(a), str(a), "--json")
+    doc = json.loads(proc.stdout)
+    assert {r["verdict"] for r in doc["rows"]} <= {"same", "inconclusive"}
+    assert doc["rows"][0]["tests"][0]["metric"] == "median" and doc["min_effect"] == 0.05
+
+
+def test_compare_cli_refuses_in_one_line_per_cell(tmp_path):
+    rng = np.random.default_rng(14)
+    a = _folder(tmp_path / "a", docs(rng, 3, 10.0))
+    b = _folder(tmp_path / "b", docs(rng, 3, 10.0, steps=100))
+    proc = run_cli("compare", str(a), str(b))
+    assert proc.returncode == 2
+    assert "jax/mlp/default: steps 300 in A, 100 in B" in proc.stdout
+    assert proc.stderr.count("\n") == 1 and "--force" in proc.stderr
+    assert run_cli("compare", str(a), str(b), "--force").returncode == 0
+    bad = run_cli("compare", str(a), str(b), "--min-effect", "5")
+    assert bad.returncode == 2 and "fraction" in bad.stderr

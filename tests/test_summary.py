@@ -1,0 +1,73 @@
+"""A cell's repeats combined: flags, the median of medians, GC share and full collections."""
+
+import numpy as np
+import pytest
+
+from gcbench import summary
+from simulate import docs
+
+
+def test_the_repeats_of_a_cell_combine_with_intervals():
+    rng = np.random.default_rng(0)
+    cell = docs(rng, 4, 20.0, full_every=25, pause_ms=60)
+    s = summary.summarize(cell).stats
+    assert s["repeats"] == 4 and s["used"] == [0, 1, 2, 3] and s["steps"] == 1200
+    assert s["median_ci_ms"][0] < s["median_ms"] < s["median_ci_ms"][1]
+    assert 18 < s["median_ms"] < 22
+    assert s["full"]["count"] == 48 and s["full"]["rate"]["rate"] == pytest.approx(40)
+    assert s["full"]["period"] == 25
+    assert s["full"]["extra_ns"] == pytest.approx(60e6, rel=0.15)
+    assert s["gc_share"] > 0.08 and s["gc_share_ci"][0] < s["gc_share"] < s["gc_share_ci"][1]
+    assert s["language"] == "python" and s["warnings"] == []
+
+
+def test_a_drifting_repeat_is_left_out_and_said_so():
+    rng = np.random.default_rng(1)
+    cell = docs(rng, 3, 10.0)
+    wall = np.asarray(cell[1]["wall_ns"])
+    wall[:100] = wall[:100] * 1.8  # the first 100 steps on a loaded machine
+    cell[1]["wall_ns"] = wall.tolist()
+    s = summary.summarize(cell).stats
+    assert s["used"] == [0, 2] and list(s["flagged"]) == [1]
+    assert any("repeat 1: drift" in w and "(left out)" in w for w in s["warnings"])
+    assert s["median_ms"] < 11.5
+
+
+def test_when_every_repeat_is_flagged_all_are_kept():
+    rng = np.random.default_rng(2)
+    cell = docs(rng, 2, 10.0)
+    for d in cell:
+        d["machine_state"] = {"cpu_count": 2, "load_before": 3.5, "load_after": 2.8}
+    s = summary.summarize(cell).stats
+    assert s["used"] == [0, 1] and s["all_flagged"]
+    assert any("load average 3.5 above the 2 cores" in w and "(kept" in w for w in s["warnings"])
+
+
+def test_julia_results_count_full_sweeps():
+    rng = np.random.default_rng(3)
+    cell = docs(rng, 2, 1.0, backend="flux")
+    for d in cell:
+        n = len(d["wall_ns"])
+        full = np.zeros(n, int)
+        full[3::4] = 1
+        d["gc_full"] = full.tolist()
+        d["gc_collections"] = np.stack([np.zeros(n, int), full], axis=1).tolist()
+        d["alloc_bytes"] = [1_300_000] * n
+    s = summary.summarize(cell).stats
+    assert s["language"] == "julia" and s["full"]["count"] == 150 and s["full"]["period"] == 4
+    assert s["alloc_bytes_per_step"] == 1_300_000
+
+
+def test_cells_are_grouped_and_ordered_for_reading():
+    rng = np.random.default_rng(4)
+    mixed = docs(rng, 2, 5.0, backend="nnx", policy="disable") + docs(rng, 2, 5.0, backend="jax") + \
+        docs(rng, 2, 5.0, backend="nnx") + docs(rng, 2, 5.0, backend="jax", workload="lenet5")
+    labels = [cs.label for cs in summary.summarize_all(mixed)]
+    assert labels == ["jax/mlp/default", "nnx/mlp/default", "nnx/mlp/disable", "jax/lenet5/default"]
+
+
+def test_few_steps_and_one_repeat_are_warned_about():
+    rng = np.random.default_rng(5)
+    s = summary.summarize(docs(rng, 1, 10.0, steps=50)).stats
+    assert any("only 50 timed steps" in w for w in s["warnings"])
+    assert any("one repeat" in w for w in s["warnings"])
