@@ -1,7 +1,10 @@
 """What a user sees at the command line: clear one-line errors with exit code 2."""
 
+import json
+
 import pytest
 
+from gcbench import __version__
 from gcbench import data as datamod
 from conftest import run_cli, write_mnist
 
@@ -20,11 +23,17 @@ def assert_usage_error(proc, *fragments):
     (["--workloads", "resnet"], ["unknown workload 'resnet'", "mlp, lenet5, vit"]),
     (["--gc", "sometimes"], ["unknown GC policy 'sometimes'", "manual:K"]),
     (["--gc", "manual:0"], ["manual:K needs a positive integer"]),
-    (["--steps", "0"], ["steps must be a positive integer, got 0"]),
-    (["--steps", "-5"], ["steps must be a positive integer, got -5"]),
+    (["--steps", "0"], ["steps must be an integer from 1"]),
+    (["--steps", "-5"], ["steps must be an integer from 1"]),
     (["--steps", "many"], ["invalid int value: 'many'"]),
-    (["--networks", "0"], ["networks for mlp must be a positive integer"]),
+    (["--steps", "1000000000"], ["steps must be an integer from 1 to 10,000,000"]),
+    (["--networks", "0"], ["networks for mlp must be an integer from 1"]),
+    (["--batch-size", "0"], ["batch_size must be an integer from 1"]),
+    (["--repeats", "0"], ["repeats must be an integer from 1"]),
+    (["--timeout", "nan"], ["timeout must be a positive, finite number"]),
+    (["--timeout", "inf"], ["timeout must be a positive, finite number"]),
     (["--suite", "nosuch"], ["no suite 'nosuch'", "default, quick"]),
+    (["--resume", "--force"], ["exclude each other"]),
 ])
 def test_bad_run_arguments(args, fragments):
     assert_usage_error(run_cli("run", *args), *fragments)
@@ -57,10 +66,74 @@ def test_unknown_command_and_no_command():
     assert_usage_error(run_cli(), "required")
 
 
-def test_suite_file_with_unknown_key(tmp_path):
+def test_version():
+    proc = run_cli("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"gcbench {__version__}"
+
+
+@pytest.mark.parametrize("content, fragment", [
+    ('backends = ["jax"]\nstepz = 4\n', "unknown keys stepz"),
+    ("gc = 5\n", "gc must be a list of names"),
+    ("backends = 5\n", "backends must be a list of names"),
+    ("timeout = true\n", "timeout must be a positive"),
+    ("warmup = true\n", "warmup must be an integer"),
+    ("steps = 99999999999999999999\n", "steps must be an integer from 1 to 10,000,000"),
+    ('name = "../../x"\n', "suite name must be"),
+    ("alloc_blocks = 1\n", "alloc_blocks must be true or false"),
+    ('bookkeeping = "lots"\n', "bookkeeping must be one of none, metrics"),
+    ("[batch_size]\nresnet = 4\n", "unknown workload 'resnet'"),
+    ("[networks]\nmlp = 1.5\n", "networks for mlp must be an integer"),
+])
+def test_bad_suite_files_are_one_line(tmp_path, content, fragment):
     path = tmp_path / "s.toml"
-    path.write_text('backends = ["jax"]\nstepz = 4\n')
-    assert_usage_error(run_cli("run", "--suite", str(path)), "unknown keys stepz")
+    path.write_text(content)
+    assert_usage_error(run_cli("run", "--suite", str(path), "--out", str(tmp_path / "o")), str(path), fragment)
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_suite_file_that_is_not_utf8(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_bytes(b'name = "caf\xe9"\n')
+    assert_usage_error(run_cli("run", "--suite", str(path)), "not a UTF-8")
+
+
+def test_gc_as_one_string_is_a_list_of_one(tmp_path):
+    from gcbench import config
+
+    path = tmp_path / "s.toml"
+    path.write_text('gc = "default"\nbackends = "jax"\nbatch_size = 32\n[networks]\nmlp = 2\n')
+    suite = config.load_suite(str(path))
+    assert suite.gc == ["default"] and suite.backends == ["jax"]
+    assert [c.batch_size for c in suite.cells()][:1] == [32]
+
+
+def test_per_workload_batch_sizes(tmp_path):
+    from gcbench import config
+
+    path = tmp_path / "s.toml"
+    path.write_text('backends = ["jax"]\nworkloads = ["mlp", "vit"]\nrepeats = 1\n[batch_size]\nvit = 16\n')
+    cells = config.load_suite(str(path)).cells()
+    assert {c.workload: c.batch_size for c in cells} == {"mlp": 128, "vit": 16}
+
+
+def test_the_plan_interleaves_repeats_in_seeded_rounds():
+    from gcbench import config
+
+    suite = config.Suite(backends=["jax", "nnx"], workloads=["mlp", "lenet5"], gc=["default", "disable"],
+                         repeats=3).validate()
+    cells = suite.cells()
+    assert [c.repeat for c in cells] == [0] * 8 + [1] * 8 + [2] * 8
+    rounds = [[c.label.split(" #")[0] for c in cells[i:i + 8]] for i in (0, 8, 16)]
+    assert sorted(rounds[0]) == sorted(rounds[1]) == sorted(rounds[2])
+    assert rounds[0] != rounds[1] or rounds[1] != rounds[2]  # shuffled, round by round
+    assert [c.id for c in suite.cells()] == [c.id for c in cells]  # the same seed, the same order
+
+
+def test_a_plan_that_cannot_fit_in_memory_is_refused(tmp_path):
+    proc = run_cli("run", "--backends", "jax", "--workloads", "mlp", "--steps", "10000000", "--networks", "100000",
+                   "--out", str(tmp_path / "o"))
+    assert_usage_error(proc, "would need about", "is available", "fewer --steps or --networks")
+    assert not (tmp_path / "o").exists()
 
 
 def test_list_shows_backends_workloads_and_policies():
@@ -71,3 +144,16 @@ def test_list_shows_backends_workloads_and_policies():
     assert "44,426 params/network" in out and "4,992 params/network" in out
     for policy in ("default", "freeze", "disable", "manual:K"):
         assert policy in out
+
+
+def test_list_json():
+    doc = json.loads(run_cli("list", "--json").stdout)
+    names = {b["name"]: b for b in doc["backends"]}
+    assert names["jax"]["available"] and (names["flux"]["available"] or names["flux"]["reason"])
+    assert {w["name"]: w["params_per_network"] for w in doc["workloads"]} == {"mlp": 4992, "lenet5": 44426, "vit": 27978}
+    assert [p["name"] for p in doc["gc_policies"]] == ["default", "freeze", "disable", "manual:K"]
+
+
+def test_memory_bad_size_leaves_no_folder(tmp_path):
+    assert_usage_error(run_cli("memory", "--size", "foo", "--out", str(tmp_path / "m")), "bad size 'foo'")
+    assert not (tmp_path / "m").exists()

@@ -145,8 +145,12 @@ def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: 
             if bar is not None and line.startswith("gcbench-progress "):
                 _show_progress(bar, line)
         if proc.returncode != 0:
+            tail = _tail(err_path)
+            said = [line for line in tail.splitlines() if line.startswith("gcbench: ")]
+            if proc.returncode == 2 and said:  # the worker's own one-line reason
+                raise CellFailed(f"worker: {said[-1].removeprefix('gcbench: ')}\n{tail}".rstrip())
             how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit code {proc.returncode}"
-            raise CellFailed(f"worker {how}\n{_tail(err_path)}".rstrip())
+            raise CellFailed(f"worker {how}\n{tail}".rstrip())
         if not partial.is_file():
             raise CellFailed(f"worker wrote no result\n{_tail(err_path)}".rstrip())
         try:

@@ -9,6 +9,8 @@ A `Trainer` has:
   every network once, return when every result is ready;
 - `loss()`: the mean loss over the networks at the last step (called only at sampled
   steps, outside the timing);
+- `network_losses()`: each network's loss at the last step as Python floats (called
+  inside the timed step when the loop keeps metrics, `--bookkeeping metrics`);
 - `trace_counts()`: how many times each jitted function was traced, for the
   no-recompilation checks;
 - `param_count()`: parameters of one network, counted the framework's own way;

@@ -180,6 +180,10 @@ class LoopTrainer(JaxTrainer):
     def loss(self) -> float:
         return float(np.mean([np.asarray(l) for l in self.losses]))
 
+    def network_losses(self) -> list[float]:
+        """Each network's loss at the last step, as Python floats (what a logging loop keeps)."""
+        return [float(l) for l in self.losses]
+
     def param_count(self) -> int:
         """Parameters of one network, counted the framework's own way."""
         raise NotImplementedError

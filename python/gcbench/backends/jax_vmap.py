@@ -48,6 +48,10 @@ class Trainer(_jaxnn.JaxTrainer):
     def loss(self) -> float:
         return float(jnp.mean(self.losses))
 
+    def network_losses(self) -> list[float]:
+        """Each network's loss at the last step, as Python floats (what a logging loop keeps)."""
+        return np.asarray(self.losses).tolist()
+
     def lower_step(self):
         """The jitted step of all N networks, lowered for `gcbench memory`."""
         idx = np.zeros(BATCH_SIZE, np.int32)

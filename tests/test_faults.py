@@ -1,0 +1,284 @@
+"""The reliability contract: what gcbench does when things go wrong. Nothing is lost,
+nothing is silently mixed, and a mistake is one line with exit code 2.
+
+Each test is one case of the README's Reliability section.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from gcbench import data as datamod
+from gcbench import results
+from gcbench.config import Cell
+from conftest import run_cli, write_mnist
+
+pytestmark = pytest.mark.slow
+
+FAST = ["--backends", "jax", "--workloads", "mlp", "--networks", "1", "--warmup", "1", "--no-progress"]
+
+
+def _one_line_error(proc, *fragments):
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gcbench: error: "), proc.stderr
+    for f in fragments:
+        assert f in lines[0], lines[0]
+
+
+def _start(out, *extra, steps="200000"):
+    """A run whose first cell takes long (many steps of batch 8), in the background."""
+    return subprocess.Popen([sys.executable, "-m", "gcbench", "run", *FAST, "--steps", steps, "--batch-size", "8",
+                             "--repeats", "1", "--gc", "default,disable", "--out", str(out), *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _worker_pids(out) -> list[int]:
+    ps = subprocess.run(["pgrep", "-f", f"gcbench.worker {out}"], capture_output=True, text=True)
+    return [int(p) for p in ps.stdout.split()]
+
+
+def _wait_for_worker(out, timeout=120) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pids = _worker_pids(out)
+        if pids:
+            return pids[0]
+        time.sleep(0.2)
+    raise AssertionError("no worker started")
+
+
+def _gone(pid, timeout=10) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+# -- workers and signals ---------------------------------------------------------------------
+
+def test_a_killed_worker_fails_its_cell_and_the_run_goes_on(tmp_path):
+    out = tmp_path / "out"
+    proc = _start(out, steps="30000")
+    os.kill(_wait_for_worker(out), signal.SIGKILL)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 1, stderr  # a failed cell
+    docs = {d["gc_policy"]: d for d in results.load_dir(out)}
+    failed = [d for d in docs.values() if d["status"] == "failed"]
+    assert len(failed) == 1 and "killed by signal 9" in failed[0]["reason"]
+    assert len(docs) == 2 and "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_sigint_and_sigterm_keep_finished_cells_and_stop_the_worker(tmp_path, sig, code):
+    out = tmp_path / "out"
+    tmp_before = set(os.listdir("/tmp"))
+    proc = subprocess.Popen([sys.executable, "-m", "gcbench", "run", *FAST, "--steps", "10", "--repeats", "1",
+                             "--gc", "default,disable,freeze", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list(out.glob("jax__*.json")):
+        time.sleep(0.1)
+    worker = _wait_for_worker(out, 60) if not proc.poll() else None
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=60)
+    if proc.returncode == 0:
+        pytest.skip("the run finished before the signal")
+    assert proc.returncode == code, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    kept = results.load_dir(out)
+    assert kept and all(d["status"] == "ok" for d in kept)
+    assert json.loads((out / "suite.json").read_text())["state"] == "interrupted"
+    assert not list(out.glob(".*.json")) and not list(out.glob(".*.tmp"))
+    assert worker is None or _gone(worker)
+    leaked = [n for n in set(os.listdir("/tmp")) - tmp_before if n.startswith("gcbench-stderr-")]
+    assert not leaked
+
+
+def test_a_worker_dies_with_its_killed_manager(tmp_path):
+    out = tmp_path / "out"
+    proc = _start(out)
+    worker = _wait_for_worker(out)
+    proc.kill()  # SIGKILL: no handler runs in the manager
+    proc.communicate(timeout=30)
+    assert _gone(worker, timeout=10), "the worker outlived its manager"
+
+
+# -- a folder belongs to its run ------------------------------------------------------------------
+
+def test_a_second_run_into_a_busy_folder_is_refused(tmp_path):
+    out = tmp_path / "out"
+    first = _start(out)
+    _wait_for_worker(out)
+    try:
+        second = run_cli("run", *FAST, "--steps", "5", "--repeats", "1", "--out", str(out), "--force")
+        _one_line_error(second, "is in use by another gcbench run")
+    finally:
+        first.kill()
+        first.communicate(timeout=30)
+
+
+def test_a_rerun_never_loses_a_good_result(tmp_path):
+    out = tmp_path / "out"
+    base = ["run", *FAST, "--steps", "20", "--repeats", "1", "--out", str(out)]
+    assert run_cli(*base).returncode == 0
+    good = results.load(out / "jax__mlp__default__r0.json")
+    # the same folder again: refused, with the command that wrote it
+    _one_line_error(run_cli(*base), "already holds", "--resume", "--force", "gcbench run --backends jax")
+    # --resume with the same settings keeps the result and runs nothing
+    resumed = run_cli(*base, "--resume")
+    assert resumed.returncode == 0 and "kept (an ok result with the same settings is there)" in resumed.stdout
+    assert results.load(out / "jax__mlp__default__r0.json") == good
+    # --force whose new run fails keeps the good result (the worker crashes on start)
+    env = dict(os.environ, GCBENCH_MNIST=str(tmp_path / "no such folder"))
+    forced = run_cli(*base, "--force", env=env)
+    assert forced.returncode == 2  # the data folder is checked first: nothing ran, nothing replaced
+    assert results.load(out / "jax__mlp__default__r0.json") == good
+    # --resume with other settings runs again and replaces it only once the new result is there
+    changed = run_cli(*base[:-2], "--steps", "25", "--out", str(out), "--resume")
+    assert changed.returncode == 0, changed.stderr
+    new = results.load(out / "jax__mlp__default__r0.json")
+    assert len(new["wall_ns"]) == 25
+    plan = json.loads((out / "suite.json").read_text())
+    assert [r["mode"] for r in plan["runs"]] == ["new", "resume", "resume"]
+
+
+def test_a_failed_rerun_keeps_the_earlier_ok_result(tmp_path, monkeypatch):
+    from gcbench import runner
+    from gcbench.config import Suite
+
+    suite = Suite(backends=["jax"], workloads=["mlp"], steps=10, warmup=1, repeats=1, networks={"mlp": 1}).validate()
+    cells = suite.cells()
+    first = runner.run_cells(cells, tmp_path, ["t"], 300, log=lambda *_: None, progress=False)
+    assert first[0]["status"] == "ok"
+
+    def crash(*a, **k):
+        raise runner.CellFailed("worker exit code 1\nboom")
+
+    monkeypatch.setattr(runner, "run_worker", crash)
+    said = []
+    again = runner.run_cells(cells, tmp_path, ["t"], 300, log=said.append, progress=False)
+    assert again[0]["status"] == "ok" and results.load(tmp_path / f"{cells[0].id}.json")["status"] == "ok"
+    assert any("kept the earlier ok result instead of this failed one" in s for s in said)
+
+
+# -- a full disk ---------------------------------------------------------------------------------
+
+@pytest.fixture
+def small_disk(tmp_path):
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def _fill(mnt, leave: int) -> None:
+    st = os.statvfs(mnt)
+    free = st.f_bavail * st.f_frsize
+    (mnt / "filler").write_bytes(b"x" * max(0, free - leave))
+
+
+def test_a_full_disk_is_one_line_and_loses_nothing(small_disk):
+    _fill(small_disk, 0)
+    proc = run_cli("run", *FAST, "--steps", "10", "--repeats", "1", "--out", str(small_disk / "out"))
+    _one_line_error(proc, "No space left on device")
+
+
+def test_results_that_do_not_fit_are_reported_and_the_run_goes_on(small_disk):
+    _fill(small_disk, 24 * 1024)  # room for suite.json and small documents, not for results of 1,200 steps
+    out = small_disk / "out"
+    proc = run_cli("run", *FAST, "--steps", "1200", "--repeats", "1", "--gc", "default,disable", "--out", str(out))
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert proc.stdout.count("No space left on device") >= 2  # both cells said so, the second still ran
+    assert not [p for p in out.iterdir() if p.name.startswith(".") and p.name != ".gcbench.lock"]
+
+
+# -- corrupted and bad inputs ----------------------------------------------------------------------
+
+def test_a_gzip_with_a_bad_deflate_block(tmp_path):
+    write_mnist(tmp_path, samples=200, compress=True)
+    path = tmp_path / (datamod.IMAGES + ".gz")
+    raw = bytearray(path.read_bytes())
+    raw[20:40] = b"\xff" * 20
+    path.write_bytes(bytes(raw))
+    _one_line_error(run_cli("run", "--data", str(tmp_path), "--out", str(tmp_path / "o")), "corrupt gzip data")
+
+
+def test_idx_dimensions_whose_product_overflows(tmp_path):
+    write_mnist(tmp_path, samples=200)
+    path = tmp_path / datamod.IMAGES
+    raw = bytearray(path.read_bytes())
+    raw[4:16] = (2**31).to_bytes(4, "big") * 3  # 2^93 elements: int64 overflows to 0
+    path.write_bytes(bytes(raw))
+    _one_line_error(run_cli("run", "--data", str(tmp_path), "--out", str(tmp_path / "o")), "IDX payload is")
+
+
+def test_float_labels_are_refused(tmp_path):
+    write_mnist(tmp_path, samples=200)
+    datamod.write_idx(tmp_path / datamod.LABELS, np.full(200, 3.7, np.float32))
+    _one_line_error(run_cli("run", "--data", str(tmp_path), "--out", str(tmp_path / "o")), "labels are float32")
+
+
+def test_download_into_a_file(tmp_path):
+    target = tmp_path / "f"
+    target.write_text("x")
+    _one_line_error(run_cli("data", "download", "--data", str(target)), "exists and is not a folder")
+
+
+def test_corrupt_arrays_in_a_result_file(tmp_path):
+    res = tmp_path / "res"
+    res.mkdir()
+    cell = Cell("jax", "mlp", "default", 0, 2, 4992, 3, 1, 0, 1)
+    doc = results.new(cell, "ok", wall_ns=[1, 2, 3], gc_ns=[0, 0, 0], gc_collections=[[0, 0, 0]] * 3,
+                      loss={"step": [], "value": []}, data={"kind": "synthetic"})
+    doc["gc_ns"] = [0, "x", 0]
+    (res / "a.json").write_text(json.dumps(doc))
+    _one_line_error(run_cli("report", str(res), "--out", str(tmp_path / "rep")), "gc_ns", "integers")
+    (res / "a.json").write_bytes(gzip.compress(b"{}"))
+    _one_line_error(run_cli("report", str(res), "--out", str(tmp_path / "rep")), "a.json", "not a UTF-8")
+
+
+def test_environment_names_that_differ_only_in_operators_do_not_share_a_file():
+    from gcbench import config
+
+    suite = config.Suite(backends=["jax"], workloads=["mlp"], repeats=1,
+                         envs=["jax==0.8.0", "jax>=0.8.0", "jax<=0.8.0"]).validate()
+    ids = [c.id for c in suite.cells()]
+    assert len(set(ids)) == 3 and any("-ge-" in i for i in ids)
+
+
+def test_bisect_versions_cannot_smuggle_pins_and_results_are_read_only(tmp_path):
+    _one_line_error(run_cli("bisect", "--package", "equinox", "--cell", "equinox-filter/vit/default",
+                            "--versions", "1.0 jax==0.1"), "is not a version")
+    res = tmp_path / "res"
+    res.mkdir()
+    before = sorted(p.name for p in res.iterdir())
+    proc = run_cli("bisect", "--package", "equinox", "--cell", "equinox-filter/vit/default", "--results", str(res))
+    assert proc.returncode == 2  # no results there: one line
+    assert sorted(p.name for p in res.iterdir()) == before  # nothing written into the folder it read
+
+
+def test_every_file_gcbench_writes_has_mode_0644(tmp_path):
+    out = tmp_path / "out"
+    assert run_cli("run", *FAST, "--steps", "5", "--repeats", "1", "--out", str(out), "--report",
+                   cwd=tmp_path).returncode == 0
+    written = [p for p in out.iterdir() if p.name != ".gcbench.lock"] + list((tmp_path / "reports" / "out").iterdir())
+    assert written and {oct(p.stat().st_mode & 0o777) for p in written} == {"0o644"}
