@@ -74,11 +74,12 @@ def test_requirements_pins_replace_gcbench_bounds_and_only_needed_packages_come(
     reqs = envs.requirements(envs.parse("jax==0.8.0 six==1.16.0"), ["jax", "optax", "equinox"])
     names = [envs.requirement_name(r) for r in reqs]
     assert "jax==0.8.0" in reqs and not any(r.startswith("jax>") for r in reqs)
-    assert {"numpy", "tqdm", "optax", "equinox", "six"} <= set(names)
+    assert {"numpy", "scipy", "tqdm", "optax", "equinox", "six"} <= set(names)
+    assert not any("cuda" in r for r in reqs)  # the cuda extra's jax never goes into an environment
     assert "flax" not in names and "pytest" not in names and "matplotlib" not in names
     assert any(r.startswith("tomli") and "python_version" in r for r in reqs)  # the marker goes to pip as is
     assert envs.requirements(envs.parse("python=3.12"), []) == [r for r in reqs if envs.requirement_name(r) in
-                                                                 ("numpy", "tqdm", "tomli")]
+                                                                 ("numpy", "scipy", "tqdm", "tomli")]
 
 
 def test_matching_jaxlib():
@@ -225,7 +226,7 @@ def test_run_cli_in_an_environment_records_it(cache, tmp_path):
     cannot be built recorded as unavailable while the other runs."""
     out_dir = tmp_path / "res"
     out = run_cli("run", "--backends", "jax", "--workloads", "mlp", "--steps", "5", "--warmup", "1",
-                  "--networks", "2", "--env", SMALL_PIN, "--env", "python=3.2", "--out", str(out_dir),
+                  "--networks", "2", "--repeats", "1", "--env", SMALL_PIN, "--env", "python=3.2", "--out", str(out_dir),
                   "--no-progress", timeout=900)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "py3.2: unavailable: no Python 3.2 on this machine" in out.stdout
@@ -242,7 +243,8 @@ def test_run_cli_in_an_environment_records_it(cache, tmp_path):
 def test_bisect_runs_one_environment_per_version(cache, tmp_path):
     out_dir = tmp_path / "bis"
     out = run_cli("bisect", "--package", "six", "--versions", "1.15.0,1.16.0", "--cell", "jax/mlp/default",
-                  "--metric", "median", "--steps", "4", "--warmup", "1", "--networks", "2", "--out", str(out_dir),
+                  "--metric", "median", "--steps", "4", "--warmup", "1", "--networks", "2", "--repeats", "1",
+                  "--out", str(out_dir),
                   "--no-progress", timeout=900)
     assert out.returncode == 0, out.stdout + out.stderr
     table = out.stdout[out.stdout.index("six bisect of jax/mlp/default"):].splitlines()
@@ -279,15 +281,16 @@ def test_suite_envs_expand_the_cells(tmp_path):
     from gcbench.config import load_suite
 
     path = tmp_path / "matrix.toml"
-    path.write_text('backends = ["jax", "equinox-filter"]\nworkloads = ["mlp"]\n'
+    path.write_text('backends = ["jax", "equinox-filter"]\nworkloads = ["mlp"]\nrepeats = 2\n'
                     'envs = ["python=3.12 JAX==0.8.0", "python=3.11"]\n')
     suite = load_suite(str(path)).validate()
     assert suite.envs == ["python=3.12 jax==0.8.0", "python=3.11"]
     cells = suite.cells()
-    assert len(cells) == 4 and len({c.id for c in cells}) == 4
-    assert [c.env for c in cells] == ["python=3.12 jax==0.8.0"] * 2 + ["python=3.11"] * 2  # environment outermost
-    assert cells[0].id == "jax__mlp__default__r0__py3.12-jax-0.8.0"
-    assert cells[0].label == "jax/mlp/default [py3.12 jax==0.8.0]"
+    assert len(cells) == 8 and len({c.id for c in cells}) == 8
+    assert sorted(c.env for c in cells[:4]) == ["python=3.11"] * 2 + ["python=3.12 jax==0.8.0"] * 2  # each round: all
+    jax312 = next(c for c in cells if c.env == "python=3.12 jax==0.8.0" and c.backend == "jax" and c.repeat == 0)
+    assert jax312.id.startswith("jax__mlp__default__r0__py3.12-jax-eq-0.8.0-")
+    assert jax312.label == "jax/mlp/default [py3.12 jax==0.8.0]"
     path.write_text('envs = "python=3.12"\n')
     with pytest.raises(UsageError, match="envs must be a list"):
         load_suite(str(path)).validate()

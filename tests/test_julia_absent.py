@@ -64,7 +64,7 @@ def test_run_records_julia_cells_unavailable_and_goes_on(no_julia, tmp_path):
     assert not ok
     lines = []
     cells = Suite(backends=["flux", "lux"], workloads=["mlp"], gc=["default", "freeze", "disable"],
-                  steps=2).validate().cells()
+                  steps=2, repeats=1).validate().cells()
     docs = run_cells(cells, tmp_path, ["test"], 60, log=lines.append, progress=False)
     assert [d["status"] for d in docs] == ["unavailable"] * 6
     freeze = [d for d in docs if d["gc_policy"] == "freeze"]
@@ -83,7 +83,7 @@ def test_list_marks_freeze_as_python_only():
 
 def test_julia_threads_must_be_positive():
     proc = run_cli("run", "--julia-threads", "0")
-    assert proc.returncode == 2 and "julia_threads must be a positive integer" in proc.stderr
+    assert proc.returncode == 2 and "julia_threads must be an integer from 1" in proc.stderr
 
 
 def test_a_julia_that_cannot_start_makes_the_cell_unavailable(monkeypatch):
@@ -95,7 +95,7 @@ def test_a_julia_that_cannot_start_makes_the_cell_unavailable(monkeypatch):
         raise RuntimeError("Pkg resolve failed: Unsatisfiable requirements detected for package Lux\nmore")
 
     monkeypatch.setattr(julia_bridge, "gcbench_module", broken)
-    cell = Suite(backends=["lux"], workloads=["mlp"], steps=2).validate().cells()[0]
+    cell = Suite(backends=["lux"], workloads=["mlp"], steps=2, repeats=1).validate().cells()[0]
     doc = worker.run_cell(cell)
     assert doc["status"] == "unavailable"
     assert doc["reason"] == "Julia could not start: Pkg resolve failed: Unsatisfiable requirements detected for package Lux"
