@@ -3,6 +3,7 @@
 """
 The training set (WHCN images, 1-based labels), the batch schedule (one column of
 1-based sample indices per step) and the buffers every step's batch is copied into.
+The batch size is the schedule's column length.
 """
 struct Data
     images::Array{Float32,4}      # 28 x 28 x 1 x n
@@ -13,6 +14,8 @@ struct Data
     onehot::Matrix{Float32}       # 10 x batch
     labels32::Vector{UInt32}      # batch, for SimpleChains
 end
+
+batch_size(d::Data) = size(d.schedule, 1)
 
 """
     setup_data(images, labels, schedule) -> Data

@@ -1,5 +1,10 @@
 # Flux, explicit style: `Flux.setup` + `Flux.withgradient` + `Flux.update!`, Adam from
 # Optimisers.jl, one model and one optimiser state per network (the seed case's loop).
+# Included into GCBench by `load_framework("flux")`.
+
+using Flux: Flux
+using MLUtils: MLUtils
+using Optimisers: Optimisers
 
 struct FluxTrainer{M,S}
     models::Vector{M}
@@ -40,3 +45,5 @@ function update_network!(t::FluxTrainer, k::Int, x, y)
 end
 
 param_count(t::FluxTrainer) = length(Flux.destructure(t.models[1])[1])
+
+FRAMEWORKS["flux"] = build_flux

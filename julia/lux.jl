@@ -1,12 +1,20 @@
 # Lux with its training API: `Training.TrainState` and `Training.single_train_step!`
 # on Zygote, the loss `CrossEntropyLoss(; logits=Val(true))`, one train state per network.
+# Included into GCBench by `load_framework("lux")`: without SimpleChains in the process,
+# LuxLib runs its own kernels, not its LoopVectorization extension.
+
+using Lux: Lux
+using NNlib: NNlib
+using Optimisers: Optimisers
+using Zygote: Zygote
 
 const LUX_LOSS = Lux.CrossEntropyLoss(; logits=Val(true))
 
-struct LuxTrainer
-    # `single_train_step!` returns a TrainState whose type differs from the initial one
-    # (it gains a gradient cache on the first step), so the vector holds any TrainState.
-    states::Vector{Any}
+struct LuxTrainer{S}
+    # On the Zygote path `single_train_step!` returns a TrainState of the type it was given
+    # (it sets the states and the step count with `@set!`, Lux ext/ZygoteExt/training.jl),
+    # so the vector is concrete: no dynamic dispatch or boxing per network per step.
+    states::Vector{S}
     losses::Vector{Float32}
     data::Data
     flat::Bool
@@ -44,10 +52,9 @@ end
 function build_lux(spec, weights::AbstractMatrix, data::Data)
     model = lux_model(spec)
     rng = Random.Xoshiro(0)
-    states = Any[]
-    for k in axes(weights, 2)
+    states = map(axes(weights, 2)) do k
         ps, st = lux_parameters(model, view(weights, :, k), rng)
-        push!(states, Lux.Training.TrainState(model, ps, st, Optimisers.Adam(3f-4)))
+        Lux.Training.TrainState(model, ps, st, Optimisers.Adam(3f-4))
     end
     return LuxTrainer(states, zeros(Float32, length(states)), data, flat_input(spec))
 end
@@ -60,3 +67,5 @@ function update_network!(t::LuxTrainer, k::Int, x, y)
 end
 
 param_count(t::LuxTrainer) = Lux.parameterlength(t.states[1].parameters)
+
+FRAMEWORKS["lux"] = build_lux

@@ -72,3 +72,25 @@ policy_after_timed() = (GC.enable(true); nothing)
     end
     return nothing
 end
+
+"""
+    memory_refusal(policy, every, steps, warmup_bytes) -> nothing or a reason
+
+Julia frees nothing while its collector is disabled (`jl_gc_collect` returns at once),
+unlike Python, whose reference counting goes on freeing. So under `disable` every
+step's garbage stays until the end, and under `manual:K` for K steps. The bytes a step
+allocates are known from the warm-up (its cheapest step, the others compile); when
+what the policy keeps would not fit in 80 % of the free memory, the cell is refused.
+"""
+function memory_refusal(policy::AbstractString, every::Int, steps::Int, warmup_bytes::AbstractVector)
+    policy == "default" && return nothing
+    isempty(warmup_bytes) && return nothing
+    per_step = minimum(warmup_bytes)
+    held = per_step * (policy == "manual" ? min(every, steps) : steps)
+    free = Sys.free_memory()
+    held <= 0.8 * free && return nothing
+    gib(b) = string(round(b / 2^30; digits=1), " GiB")
+    return string("GC policy ", policy, " would keep about ", gib(held), " of garbage (",
+                  round(Int, per_step / 2^10), " KiB per step, ", policy == "manual" ? min(every, steps) : steps,
+                  " steps) with ", gib(free), " free; use fewer steps or a smaller K")
+end

@@ -1,15 +1,15 @@
 # Building a trainer by framework name, and the measured run.
 
-const FRAMEWORKS = Dict("flux" => build_flux, "lux" => build_lux, "simplechains" => build_simplechains)
-
 """
     build(framework, spec, weights, data)
 
 A trainer of `size(weights, 2)` networks of the workload `spec` (see layers.jl) in
-`framework` ("flux", "lux" or "simplechains").
+`framework` ("flux", "lux" or "simplechains"), loaded before by `load_framework`.
+`weights` holds one column per network, in the framework's layout (see layers.jl).
 """
 function build(framework::AbstractString, spec, weights, data::Data)
-    haskey(FRAMEWORKS, framework) || throw(ArgumentError("unknown framework $framework"))
+    haskey(FRAMEWORKS, framework) ||
+        throw(ArgumentError("framework $framework is not loaded: call load_framework(\"$framework\") first"))
     return FRAMEWORKS[framework](Matrix{Int}(spec), Matrix{Float32}(weights), data)
 end
 
@@ -44,9 +44,29 @@ update_all!(t, x::AbstractArray) = foreach_network(k -> update_network!(t, k, x,
 
 mean_loss(t) = Float64(mean(t.losses))
 
-"""Versions of the packages gcbench's Julia code uses (for the result's metadata)."""
-package_versions() = Dict{String,String}(
-    string(nameof(m)) => string(pkgversion(m)) for m in (Flux, Lux, MLUtils, NNlib, Optimisers, SimpleChains, Zygote))
+"""
+The loop's own bookkeeping, `"metrics"`: after each step, one `Dict` per network (step,
+network, loss) pushed onto a history kept for the whole run, as many training loops do.
+"""
+function keep_metrics!(history::Vector{Dict{String,Float64}}, t, i::Int)
+    for (k, loss) in enumerate(t.losses)
+        push!(history, Dict{String,Float64}("step" => i, "network" => k, "loss" => loss))
+    end
+    return nothing
+end
+
+"""Versions of the packages that are loaded in this process (for the result's metadata)."""
+function package_versions()
+    out = Dict{String,String}()
+    for m in Base.loaded_modules_array()
+        v = pkgversion(m)
+        v === nothing || (out[string(nameof(m))] = string(v))
+    end
+    return out
+end
+
+"""Names of the loaded package extensions (by the `...Ext` convention), e.g. LuxLib's."""
+loaded_extensions() = sort!([string(nameof(m)) for m in Base.loaded_modules_array() if endswith(string(nameof(m)), "Ext")])
 
 const PROGRESS_EVERY_NS = 200_000_000
 
@@ -56,22 +76,29 @@ function progress(phase, done, total)
 end
 
 """
-    run!(trainer, warmup, steps, policy, every, loss_every) -> Dict
+    run!(trainer, warmup, steps, policy, every, loss_every, bookkeeping) -> Dict
 
 Warm-up steps (compilation), then `steps` timed steps under the GC `policy`
 ("default", "disable" or "manual" with a collection every `every` steps). Returns the
 per-step vectors of both phases, sampled losses (every `loss_every` steps and the last)
-and facts about this Julia.
+and facts about this Julia; or, when the policy would hold more garbage than the
+machine has free memory, a Dict with only `"refused"` and the reason.
 """
-function run!(t, warmup::Integer, steps::Integer, policy::AbstractString, every::Integer, loss_every::Integer)
+function run!(t, warmup::Integer, steps::Integer, policy::AbstractString, every::Integer, loss_every::Integer,
+              bookkeeping::AbstractString)
+    bookkeeping in ("none", "metrics") || throw(ArgumentError("bookkeeping $bookkeeping is not none or metrics"))
     warm = StepRecord(warmup)
     for i in 1:warmup
         measure_step!(() -> step!(t, i), warm, i)
         progress("warmup", i, warmup)
     end
     warm_loss = mean_loss(t)
+    refused = memory_refusal(policy, Int(every), Int(steps), warm.alloc_bytes)
+    refused === nothing || return Dict{String,Any}("refused" => refused)
 
     rec = StepRecord(steps)
+    history = Dict{String,Float64}[]
+    keep = bookkeeping == "metrics"
     loss_steps = Int[]
     loss_values = Float64[]
     sizehint!(loss_steps, cld(steps, loss_every) + 1)
@@ -83,6 +110,7 @@ function run!(t, warmup::Integer, steps::Integer, policy::AbstractString, every:
             s = warmup + i
             measure_step!(rec, i) do
                 step!(t, s)
+                keep && keep_metrics!(history, t, i - 1)
                 manual_collect(policy, Int(every), i)
             end
             if (i - 1) % loss_every == 0 || i == steps
@@ -105,7 +133,8 @@ function run!(t, warmup::Integer, steps::Integer, policy::AbstractString, every:
         "wall_ns" => rec.wall_ns, "gc_ns" => rec.gc_ns, "gc_full" => rec.gc_full,
         "gc_pauses" => rec.gc_pauses, "alloc_bytes" => rec.alloc_bytes,
         "loss_steps" => loss_steps, "loss_values" => loss_values,
+        "bookkeeping_entries" => length(history),
         "julia_version" => string(VERSION), "julia_threads" => Threads.nthreads(),
-        "julia_packages" => package_versions(),
+        "julia_packages" => package_versions(), "julia_extensions" => loaded_extensions(),
     )
 end

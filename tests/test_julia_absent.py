@@ -48,6 +48,7 @@ def test_missing_julia_is_detected_fast_without_download(no_julia):
 
 
 def test_a_julia_on_path_or_in_the_env_makes_them_available(no_julia, tmp_path, monkeypatch):
+    monkeypatch.setattr(julia_bridge, "juliapkg_meta", lambda: None)  # setup done, or juliapkg unknown
     if importlib.util.find_spec("juliacall") is None:
         pytest.skip("juliacall not installed")
     exe = tmp_path / "bin" / "julia"
@@ -99,3 +100,27 @@ def test_a_julia_that_cannot_start_makes_the_cell_unavailable(monkeypatch):
     doc = worker.run_cell(cell)
     assert doc["status"] == "unavailable"
     assert doc["reason"] == "Julia could not start: Pkg resolve failed: Unsatisfiable requirements detected for package Lux"
+
+
+def test_runs_are_offline_and_setup_is_not(monkeypatch):
+    """Item 8: a run never lets juliapkg resolve or download; only julia-setup may."""
+    for key in ("PYTHON_JULIAPKG_OFFLINE", "PYTHON_JULIACALL_THREADS"):
+        monkeypatch.delenv(key, raising=False)
+    julia_bridge.configure(2)
+    assert os.environ["PYTHON_JULIAPKG_OFFLINE"] == "yes" and os.environ["PYTHON_JULIACALL_THREADS"] == "2"
+    monkeypatch.delenv("PYTHON_JULIAPKG_OFFLINE")
+    julia_bridge.configure(1, offline=False)
+    assert "PYTHON_JULIAPKG_OFFLINE" not in os.environ
+
+
+def test_a_julia_without_installed_packages_asks_for_julia_setup(no_julia, tmp_path, monkeypatch):
+    if importlib.util.find_spec("juliacall") is None:
+        pytest.skip("juliacall not installed")
+    exe = tmp_path / "bin" / "julia"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PYTHON_JULIAPKG_EXE", str(exe))
+    monkeypatch.setattr(julia_bridge, "juliapkg_meta", lambda: tmp_path / "julia_env" / "pyjuliapkg" / "meta.json")
+    ok, reason = julia_bridge.status()
+    assert not ok and "run `gcbench julia-setup`" in reason and "\n" not in reason

@@ -2,8 +2,10 @@
 
 `flux_reference_forward` computes a network the way Flux and Lux define their layers
 (WHCN arrays, `Conv` as a true convolution, which flips the kernel, column-major
-`flatten`, `Dense` as W * x .+ b); fed the converted weights it must give the logits
-that the JAX forward pass gives on the canonical weights.
+`flatten`, `Dense` as W * x .+ b); `simplechains_reference_forward` the way SimpleChains
+does (src/conv.jl: C[j1, j2, o] = f(sum A[j1+k1, j2+k2, i] K[k1, k2, i, o] + b[o]), a
+cross-correlation; src/dense.jl: an (out, in+1) matrix [W b]). Fed the converted weights,
+each must give the logits that the JAX forward pass gives on the canonical weights.
 """
 
 from __future__ import annotations
@@ -50,8 +52,42 @@ def flux_reference_forward(workload, flat: np.ndarray, x_whcn: np.ndarray) -> np
     return h  # (10, n)
 
 
+def simplechains_reference_forward(workload, flat: np.ndarray, x_whcn: np.ndarray) -> np.ndarray:
+    h, off = x_whcn.astype(np.float64), 0
+
+    def take(*dims):
+        nonlocal off
+        n = int(np.prod(dims))
+        a = flat[off: off + n].reshape(dims, order="F").astype(np.float64)
+        off += n
+        return a
+
+    for row in julia_layout.layer_table(workload):
+        kind, a, b, c, relu = row
+        if kind == julia_layout.CONV:
+            k, cin, cout = a, b, c
+            kern, bias = take(k, k, cin, cout), take(cout)
+            wd, ht, _, n = h.shape
+            out = np.zeros((wd - k + 1, ht - k + 1, cout, n))
+            for p in range(k):
+                for q in range(k):  # cross-correlation: K[k1, k2] meets A[j1 + k1, j2 + k2]
+                    out += np.einsum("whin,io->whon", h[p: p + wd - k + 1, q: q + ht - k + 1], kern[p, q])
+            out = np.maximum(out + bias[None, None, :, None], 0)
+            h = out.reshape(out.shape[0] // 2, 2, out.shape[1] // 2, 2, cout, n).max(axis=(1, 3))
+        else:
+            if h.ndim == 4:
+                h = h.reshape(-1, h.shape[-1], order="F")
+            wb = take(b, a + 1)
+            h = wb[:, :a] @ h + wb[:, a:]
+            if relu:
+                h = np.maximum(h, 0)
+    assert off == len(flat)
+    return h
+
+
+@pytest.mark.parametrize("layout", ["flux", "simplechains"])
 @pytest.mark.parametrize("name", ["mlp", "lenet5"])
-def test_converted_weights_reproduce_the_canonical_network(name):
+def test_converted_weights_reproduce_the_canonical_network(name, layout):
     jax = pytest.importorskip("jax")
     from gcbench.backends import _jaxnn
 
@@ -60,9 +96,10 @@ def test_converted_weights_reproduce_the_canonical_network(name):
     params = {k: v + np.random.default_rng(1).normal(0, 0.05, v.shape).astype(np.float32) for k, v in params.items()}
     x = datamod.synthetic(6, seed=2).images
     expected = np.asarray(_jaxnn.forward(workload, _jaxnn.to_device(params), jax.numpy.asarray(x))).T
-    flat = julia_layout.flux_weights(workload, params)
+    flat = julia_layout.LAYOUTS[layout](workload, params)
     assert flat.dtype == np.float32 and flat.size == workload.params_per_network
-    got = flux_reference_forward(workload, flat, julia_layout.images_whcn(x))
+    forward = flux_reference_forward if layout == "flux" else simplechains_reference_forward
+    got = forward(workload, flat, julia_layout.images_whcn(x))
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
@@ -78,6 +115,10 @@ def test_a_wrong_kernel_orientation_would_be_caught():
     unflipped = dict(params, **{"layer0/w": params["layer0/w"][::-1, ::-1].copy()})
     got = flux_reference_forward(workload, julia_layout.flux_weights(workload, unflipped), julia_layout.images_whcn(x))
     assert not np.allclose(got, expected, rtol=1e-3, atol=1e-4)
+    # SimpleChains cross-correlates: a flipped (Flux-style) kernel there is caught as well
+    flipped = julia_layout.simplechains_weights(workload, unflipped)
+    wrong = simplechains_reference_forward(workload, flipped, julia_layout.images_whcn(x))
+    assert not np.allclose(wrong, expected, rtol=1e-3, atol=1e-4)
 
 
 def test_layer_tables():
@@ -108,8 +149,8 @@ def julia_like_result(steps=5, warmup=2):
         "gc_ns": np.array([0, 0, 149_000_000, 0, 0][:steps]),
         "gc_full": np.array([0, 0, 1, 0, 0][:steps]), "gc_pauses": np.array([0, 1, 1, 0, 0][:steps]),
         "alloc_bytes": np.array([1_300_000] * steps), "loss_steps": np.array([0, 4]),
-        "loss_values": np.array([2.29, 2.20]), "julia_version": "1.11.2", "julia_threads": 1,
-        "julia_packages": {"Flux": "0.16.5", "Lux": "1.21.0"},
+        "loss_values": np.array([2.29, 2.20]), "bookkeeping_entries": 0, "julia_version": "1.11.2",
+        "julia_threads": 1, "julia_packages": {"Flux": "0.16.5", "Lux": "1.21.0"}, "julia_extensions": [],
     }
 
 
@@ -120,10 +161,23 @@ def test_result_fields_fit_the_schema():
     assert fields["warmup"]["gc_collections"] == [[2, 1], [0, 0]]
     cell = Cell("flux", "mlp", "default", 0, 3, 4992, 5, 2, 0, 4)
     doc = results.validate(results.new(cell, "ok", data={"kind": "synthetic"}, metadata={}, **fields))
-    from gcbench import stats
+    from gcbench import summary
 
-    s = stats.summary(doc)
-    assert s["spikes"] == 1 and s["spikes_with_full_gc"] == 1.0 and s["alloc_bytes_per_step"] == 1_300_000
+    s = summary.summarize([doc]).stats
+    assert s["spikes"] == 1 and s["spikes_at_full"] == 1 and s["alloc_bytes_per_step"] == 1_300_000
+    assert s["full"]["count"] == 1 and s["language"] == "julia"
+
+
+def test_a_loss_summed_over_the_batch_is_caught():
+    """Item 2 of the source review: SimpleChains' valgrad! sums the loss over the batch;
+    a result whose losses are far above ln(10) is refused by the conversion."""
+    raw = julia_like_result()
+    raw["warmup_loss"] = 128 * 2.30
+    with pytest.raises(ValueError, match="summed over the batch"):
+        julia_layout.result_fields(raw)
+    raw = julia_like_result()
+    raw["gc_pauses"] = np.array([0, 0, 0, 0, 0])  # a full sweep counted without its pause
+    assert julia_layout.result_fields(raw)["gc_collections"][2] == [0, 1]  # never negative
 
 
 def test_measure_marshals_arguments_as_julia_expects(monkeypatch):
@@ -137,22 +191,38 @@ def test_measure_marshals_arguments_as_julia_expects(monkeypatch):
     monkeypatch.setattr(julia_bridge, "call", fake_call)
     workload = WORKLOADS["lenet5"]
     dataset = datamod.synthetic(300)
-    schedule = datamod.batch_schedule(len(dataset), 7, seed=0)
-    trainer = julia_bridge.build(workload, init_params(workload, 0, 3), dataset, framework="lux")
-    fields = trainer.measure(schedule, 2, 5, gcpolicy.parse("manual:10"), 4)
+    schedule = datamod.batch_schedule(len(dataset), 7, seed=0, batch=32)
+    params = init_params(workload, 0, 3)
+    cell = Cell("simplechains", "lenet5", "manual:10", 0, 3, 44_426, 5, 2, 0, 4, batch_size=32, bookkeeping="metrics")
+    trainer = julia_bridge.build(workload, params, dataset, framework="simplechains")
+    fields = trainer.measure(schedule, cell, gcpolicy.parse("manual:10"))
     names = [c[0] for c in calls]
-    assert names == ["setup_data", "build", "run!"]
-    images, labels, sched = calls[0][1]
+    assert names == ["load_framework", "setup_data", "build", "run!"]  # one framework, loaded first
+    assert calls[0][1] == ("simplechains",)
+    images, labels, sched = calls[1][1]
     assert images.shape == (28, 28, 1, 300) and images.dtype == np.float32
     assert labels.dtype == np.int64 and labels.min() >= 0 and labels.max() <= 9
-    assert sched.shape == (128, 7) and (sched[:, 3] == schedule[3]).all()
-    framework, table, weights, jdata = calls[1][1]
-    assert framework == "lux" and table.shape == (5, 5) and jdata == "<setup_data>"
+    assert sched.shape == (32, 7) and (sched[:, 3] == schedule[3]).all()  # the batch size goes across
+    framework, table, weights, jdata = calls[2][1]
+    assert framework == "simplechains" and table.shape == (5, 5) and jdata == "<setup_data>"
     assert weights.shape == (44_426, 3) and weights.dtype == np.float32 and weights.flags.f_contiguous
-    assert calls[2][1][1:] == (2, 5, "manual", 10, 4)
-    assert fields["wall_ns"][2] == 150_000_000
-    assert trainer.metadata() == {"julia_framework": "lux", "julia": "1.11.2", "julia_threads": 1,
-                                  "julia_packages": {"Flux": "0.16.5", "Lux": "1.21.0"}}
+    np.testing.assert_array_equal(weights[:, 1], julia_layout.simplechains_weights(workload, params[1]))
+    assert calls[3][1][1:] == (2, 5, "manual", 10, 4, "metrics")
+    assert fields["wall_ns"][2] == 150_000_000 and fields["warmup"]["build_ns"] >= 0
+    assert trainer.metadata() == {"julia_framework": "simplechains", "julia": "1.11.2", "julia_threads": 1,
+                                  "julia_packages": {"Flux": "0.16.5", "Lux": "1.21.0"}, "julia_extensions": []}
+
+
+def test_a_refused_policy_becomes_an_unavailable_cell(monkeypatch):
+    monkeypatch.setattr(julia_bridge, "status", lambda: (True, ""))
+    monkeypatch.setattr(julia_bridge, "start", lambda threads=1: (True, ""))
+    reason = "GC policy disable would keep about 40.0 GiB of garbage (1300 KiB per step, 30000 steps) with 20.0 GiB free"
+    monkeypatch.setattr(julia_bridge, "call", lambda name, *a: {"refused": reason} if name == "run!" else f"<{name}>")
+    from gcbench import worker
+
+    cell = Cell("flux", "mlp", "disable", 0, 3, 4992, 30000, 2, 0, 10)
+    doc = worker.run_cell(cell)
+    assert doc["status"] == "unavailable" and doc["reason"] == reason
 
 
 def test_unknown_framework_is_refused():

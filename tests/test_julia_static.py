@@ -29,6 +29,7 @@ REGISTERED = {
     "MLUtils": "f1d291b0-491e-4a28-83b9-f70985020b54",
     "NNlib": "872c559c-99b0-510c-b3b7-b6c96a88d5cd",
     "Optimisers": "3bd65402-5787-11e9-1adc-39752487f4e2",
+    "Profile": "9abbd945-dff8-562f-b5e8-e1ebf5ef1b79",
     "Random": "9a3f8284-a2c9-5f02-9a11-845980a1fd5c",
     "SimpleChains": "de6bee2f-e2f4-4ec7-b6ed-219cc6f6e9e5",
     "Statistics": "10745b16-79ce-11e8-11f9-7d13ad32a3b2",
@@ -36,19 +37,30 @@ REGISTERED = {
 }
 
 
+FRAMEWORK_FILES = {"flux": "flux.jl", "lux": "lux.jl", "simplechains": "simplechains.jl"}
+
+
 def test_every_julia_file_parses():
-    files = sorted(JULIA_DIR.glob("*.jl"))
-    assert len(files) >= 7
+    files = sorted(JULIA_DIR.rglob("*.jl"))
+    assert len(files) >= 9 and JULIA_DIR / "test" / "runtests.jl" in files
     for path in files:
         tree = parse(path)
         assert not tree.root_node.has_error, f"{path.name} does not parse"
 
 
-def test_every_file_is_included_once():
+def test_the_core_is_included_once_and_frameworks_on_demand():
     module = (JULIA_DIR / "GCBench.jl").read_text()
     included = re.findall(r'^include\("([^"]+)"\)', module, re.M)
-    assert sorted(included) == sorted(p.name for p in JULIA_DIR.glob("*.jl") if p.name != "GCBench.jl")
-    assert len(set(included)) == len(included)
+    core = sorted(p.name for p in JULIA_DIR.glob("*.jl") if p.name != "GCBench.jl" and p.name not in FRAMEWORK_FILES.values())
+    assert sorted(included) == core and len(set(included)) == len(included)
+    # no framework is loaded by the core: the core's files use nothing but the standard library
+    for name in ["GCBench.jl"] + core:
+        used = set(re.findall(r"^\s*(?:using|import)\s+([A-Za-z]\w*)", (JULIA_DIR / name).read_text(), re.M))
+        assert used <= {"Random", "Statistics", "Profile"}, (name, used)
+    table = dict(re.findall(r'"(\w+)" => "(\w+\.jl)"', module.split("FRAMEWORK_FILES")[1].split("\n")[0]))
+    assert table == FRAMEWORK_FILES
+    for framework, file in FRAMEWORK_FILES.items():
+        assert f'FRAMEWORKS["{framework}"] = build_{framework}' in (JULIA_DIR / file).read_text()
 
 
 def test_functions_python_calls_exist_with_that_arity():
@@ -66,13 +78,29 @@ def test_every_framework_implements_the_trainer_interface():
     defs = definitions()
     for fn, arity in [("update_network!", 4), ("param_count", 1)]:
         files = {d.file for d in defs if d.name == fn and d.accepts(arity)}
-        assert {"flux.jl", "lux.jl", "simplechains.jl"} <= files, f"{fn} missing in {files}"
+        assert set(FRAMEWORK_FILES.values()) <= files, f"{fn} missing in {files}"
     assert [d.file for d in defs if d.name == "step!"] == ["run.jl"]  # one step for all
     builders = {d.name for d in defs}
     assert {"build_flux", "build_lux", "build_simplechains"} <= builders
-    run_jl = (JULIA_DIR / "run.jl").read_text()
-    for fw in ("flux", "lux", "simplechains"):
-        assert f'"{fw}" => build_{fw}' in run_jl
+
+
+def test_simplechains_takes_the_canonical_weights_and_its_own_memory():
+    """Item 1 and 3 of the source review: parameters are the Vector{Float32} Python sends
+    (never `init_params`, which may return a StaticStrideArray the trainer cannot hold), and
+    `valgrad!` gets each network's own working memory (never the task-local default)."""
+    code = (JULIA_DIR / "simplechains.jl").read_text()
+    body = "\n".join(l for l in code.splitlines() if not l.lstrip().startswith("#"))
+    assert "init_params" not in body
+    assert "params::Vector{Vector{Float32}}" in body and "Vector{Float32}(weights[:, k])" in body
+    assert re.search(r"valgrad!\(SimpleChains\.align\(pointer\(buf\)\)", body)
+    # Item 2: the summed loss is scaled to a batch mean, and so is the update.
+    assert "update!(t.opt, t.adam[k], t.params[k], t.grads[k], t.scale)" in body
+    assert "summed * t.scale" in body and "inv(Float32(batch_size(data)))" in body
+
+
+def test_lux_train_states_are_a_concrete_vector():
+    code = (JULIA_DIR / "lux.jl").read_text()
+    assert "Vector{Any}" not in code and "states::Vector{S}" in code
 
 
 def test_the_bridge_calls_only_the_declared_api():
@@ -107,6 +135,19 @@ def test_project_toml_and_juliapkg_json_agree():
         assert pkgs[name]["version"] == project["compat"][name], name
     assert juliapkg["julia"] == project["compat"]["julia"]
     assert set(project["compat"]) == set(project["deps"]) | {"julia"}  # a bound for every dep
+    assert set(project["targets"]["test"]) == set(project["extras"])
+
+
+def test_julia_itself_is_bounded_to_the_targeted_releases():
+    """Item 7: `"1.10"` means ^1.10, and juliapkg installs the newest 1.x when no Julia fits.
+    The bound must admit 1.10 and 1.11 and nothing newer, read the way juliapkg reads it."""
+    compat = pytest.importorskip("juliapkg.compat")
+    from semver import Version
+
+    _, juliapkg = _manifests()
+    bound = compat.Compat.parse(juliapkg["julia"])
+    assert Version(1, 10, 9) in bound and Version(1, 11, 7) in bound
+    assert Version(1, 12, 0) not in bound and Version(1, 9, 4) not in bound and Version(2, 0, 0) not in bound
 
 
 def test_uuids_are_the_registered_ones():
@@ -120,6 +161,21 @@ def test_julia_code_uses_only_declared_packages():
     for path in JULIA_DIR.glob("*.jl"):
         used |= set(re.findall(r"^\s*(?:using|import)\s+([A-Za-z]\w*)", path.read_text(), re.M))
     assert used == set(project["deps"]), f"used {sorted(used)}, declared {sorted(project['deps'])}"
+    tests = set(re.findall(r"^\s*(?:using|import)\s+([A-Za-z]\w*)", (JULIA_DIR / "test" / "runtests.jl").read_text(),
+                           re.M))
+    assert tests <= set(project["extras"]), tests
+
+
+def test_the_julia_workflow_names_real_actions_and_commands():
+    yaml = pytest.importorskip("yaml")
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "julia.yml").read_text())
+    steps = flow["jobs"]["julia"]["steps"]
+    uses = {s["uses"].split("@")[0] for s in steps if "uses" in s}
+    assert uses == {"actions/checkout", "actions/setup-python", "julia-actions/setup-julia", "julia-actions/cache"}
+    commands = [line.strip().split()[0] for s in steps if "run" in s for line in s["run"].strip().splitlines()]
+    assert set(commands) == {"python", "echo", "gcbench", "julia"}, commands
+    runs = " ".join(s.get("run", "") for s in steps)
+    assert "pytest -m julia" in runs and "julia/test/runtests.jl" in runs and "gcbench julia-setup" in runs
 
 
 def test_juliapkg_json_ships_with_the_package():

@@ -1,12 +1,14 @@
 """The Julia bridge: the only module that imports juliacall.
 
 Flux, Lux and SimpleChains run in Julia (julia/GCBench.jl) with the timed loop inside
-Julia; this module finds Julia, starts it once per worker process, hands over the data,
-the weights and the schedule, and converts what comes back (see `julia_layout`).
+Julia; this module finds Julia, starts it once per worker process, loads the one
+framework the cell needs, hands over the data, the weights and the schedule, and
+converts what comes back (see `julia_layout`).
 
-gcbench never downloads Julia during a run: when no Julia is installed the backends are
-`unavailable` with a one-line reason. `gcbench julia-setup` (online) lets juliacall
-install Julia and the packages once; `PYTHON_JULIAPKG_EXE` points it at an existing Julia.
+gcbench never downloads during a run: runs set `PYTHON_JULIAPKG_OFFLINE=yes`, and the
+backends are `unavailable` (one line, the reason) until `gcbench julia-setup` (online,
+once) has let juliacall install Julia and the packages; `PYTHON_JULIAPKG_EXE` points
+it at an existing Julia.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import pathlib
 import shutil
 import sys
+import time
 
 import numpy as np
 
@@ -29,6 +32,16 @@ def julia_dir() -> pathlib.Path:
     """Where GCBench.jl lives: $GCBENCH_JULIA_DIR, else julia/ of this source checkout."""
     env = os.environ.get("GCBENCH_JULIA_DIR")
     return pathlib.Path(env) if env else pathlib.Path(__file__).resolve().parents[3] / "julia"
+
+
+def juliapkg_meta() -> pathlib.Path | None:
+    """juliapkg's record of a finished install (`<project>/pyjuliapkg/meta.json`), where
+    juliapkg keeps it for this interpreter; None when juliapkg is not installed."""
+    try:
+        from juliapkg.state import STATE  # juliacall's own dependency, not juliacall
+    except ImportError:
+        return None
+    return pathlib.Path(STATE["meta"])
 
 
 def find_julia() -> str | None:
@@ -49,32 +62,32 @@ def status() -> tuple[bool, str]:
     if find_julia() is None:
         return False, ("no Julia installed, and gcbench does not download one during a run "
                        "(run `gcbench julia-setup` online, or set PYTHON_JULIAPKG_EXE to a julia executable)")
+    meta = juliapkg_meta()
+    if meta is not None and not meta.is_file():
+        return False, f"the Julia packages are not installed yet ({meta} is missing): run `gcbench julia-setup` (online, once)"
     return True, ""
 
 
-def configure(threads: int = 1) -> None:
+def configure(threads: int = 1, offline: bool = True) -> None:
     """juliacall's settings; they must be in the environment before juliacall is imported."""
     os.environ["PYTHON_JULIACALL_THREADS"] = str(threads)
     # Julia's GC uses signals at safepoints: with several threads Julia must handle them
     # (PythonCall's documented setting), else the process segfaults.
     os.environ["PYTHON_JULIACALL_HANDLE_SIGNALS"] = "yes"
     os.environ.setdefault("PYTHON_JULIACALL_OPTIMIZE", "3")
+    if offline:  # a run never resolves or installs anything: julia-setup did that
+        os.environ["PYTHON_JULIAPKG_OFFLINE"] = "yes"
 
 
 @functools.lru_cache(maxsize=1)
 def gcbench_module():
     """Start Julia (once per process) and load julia/GCBench.jl; returns the module."""
-    configure(int(os.environ.get("GCBENCH_JULIA_THREADS", "1")))
+    configure(int(os.environ.get("GCBENCH_JULIA_THREADS", "1")), os.environ.get("GCBENCH_JULIA_SETUP") != "1")
     import juliacall  # noqa: PLC0415 - the one import of juliacall in gcbench
 
     main = juliacall.Main
     main.include(str(julia_dir() / "GCBench.jl"))
     return main.GCBench
-
-
-def setup() -> tuple[bool, str]:
-    """`gcbench julia-setup`: start Julia once, letting juliacall install what is missing."""
-    return start()
 
 
 def start(threads: int = 1) -> tuple[bool, str]:
@@ -85,6 +98,23 @@ def start(threads: int = 1) -> tuple[bool, str]:
     except Exception as e:  # juliacall reports install, resolve and load failures as exceptions
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         return False, f"Julia could not start: {first}"
+    return True, ""
+
+
+def setup() -> tuple[bool, str]:
+    """`gcbench julia-setup`: start Julia online, so that juliacall installs what is missing,
+    then load every framework once (which precompiles them)."""
+    os.environ["GCBENCH_JULIA_SETUP"] = "1"
+    os.environ.pop("PYTHON_JULIAPKG_OFFLINE", None)
+    ok, reason = start()
+    if not ok:
+        return ok, reason
+    try:
+        for name in FRAMEWORKS:
+            call("load_framework", name)
+    except Exception as e:
+        return False, f"a framework failed to load: {str(e).strip().splitlines()[0]}"
+    status.cache_clear()
     return True, ""
 
 
@@ -107,19 +137,41 @@ class JuliaTrainer:
         self.params = params
         self.data = data
         self._trainer = None
+        self.julia_facts: dict = {}
 
-    def measure(self, schedule: np.ndarray, cell, policy) -> dict:
-        warmup, steps, loss_every = cell.warmup, cell.steps, cell.loss_every
+    def prepare(self, schedule: np.ndarray) -> int:
+        """Load the framework, hand over the data and build the trainer; return the build's ns."""
+        call("load_framework", self.framework)
         jdata = call("setup_data", julia_layout.images_whcn(self.data.images),
                      self.data.labels.astype(np.int64), julia_layout.schedule_columns(schedule))
+        t0 = time.perf_counter_ns()
         self._trainer = call("build", self.framework, julia_layout.layer_table(self.workload),
-                             julia_layout.stacked_weights(self.workload, self.params), jdata)
-        raw = call("run!", self._trainer, warmup, steps, policy.kind, max(policy.every, 1), loss_every)
+                             julia_layout.stacked_weights(self.workload, self.params, self.framework), jdata)
+        return time.perf_counter_ns() - t0
+
+    def measure(self, schedule: np.ndarray, cell, policy) -> dict:
+        """The cell's warm-up and timed steps, run in Julia; `{"refused": reason}` when the
+        policy would keep more garbage than the machine has free memory."""
+        build_ns = self.prepare(schedule)
+        raw = call("run!", self._trainer, cell.warmup, cell.steps, policy.kind, max(policy.every, 1),
+                   cell.loss_every, cell.bookkeeping)
+        if "refused" in raw:
+            return {"refused": str(raw["refused"])}
         fields = julia_layout.result_fields(raw)
         fields["warmup"]["traces"] = {}
+        fields["warmup"]["build_ns"] = build_ns
         self.julia_facts = {"julia": str(raw["julia_version"]), "julia_threads": int(raw["julia_threads"]),
-                            "julia_packages": {str(k): str(v) for k, v in raw["julia_packages"].items()}}
+                            "julia_packages": {str(k): str(v) for k, v in raw["julia_packages"].items()},
+                            "julia_extensions": [str(x) for x in raw["julia_extensions"]]}
         return fields
+
+    def explain_allocs(self, first_step: int, steps: int, sample_rate: float) -> dict:
+        """Sampled allocations of `steps` steps by type, package and site (Profile.Allocs)."""
+        raw = call("explain_allocs", self._trainer, first_step, steps, sample_rate)
+        table = lambda d: {str(k): [int(v[0]), int(v[1])] for k, v in d.items()}
+        return {"samples": int(raw["samples"]), "sample_rate": float(raw["sample_rate"]), "steps": int(raw["steps"]),
+                "by_type": table(raw["by_type"]), "by_package": table(raw["by_package"]),
+                "by_site": table(raw["by_site"])}
 
     def param_count(self) -> int:
         return int(call("param_count", self._trainer))
@@ -128,7 +180,7 @@ class JuliaTrainer:
         return {}
 
     def metadata(self) -> dict:
-        return {"julia_framework": self.framework, **getattr(self, "julia_facts", {})}
+        return {"julia_framework": self.framework, **self.julia_facts}
 
 
 def build(workload, params, data, framework: str) -> JuliaTrainer:

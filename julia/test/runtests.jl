@@ -1,0 +1,116 @@
+# The Julia backends against the `jax` backend's reference (julia/test/fixture, written by
+# make_fixture.py): for each framework and workload, the parameter count, the losses of
+# the first steps from the same initial weights and batches, that the loss falls, that
+# nothing compiles after warm-up, and that SimpleChains allocates close to nothing.
+#
+#     julia --project=. -e 'using Pkg; Pkg.instantiate(); include("julia/test/runtests.jl")'
+#
+# (from the repository root; `-t 2` as well runs the multi-threaded checks).
+
+using Test
+using TOML: TOML
+
+include(joinpath(@__DIR__, "..", "GCBench.jl"))
+using .GCBench
+
+const FIXTURE = joinpath(@__DIR__, "fixture")
+const META = TOML.parsefile(joinpath(FIXTURE, "fixture.toml"))
+const COMPARED_STEPS = 6     # steps whose losses must match the reference
+const LOSS_RTOL = 2e-3       # float32 in another framework, other summation orders
+
+function read_array(name, T, dims...)
+    a = Vector{T}(undef, prod(dims))
+    open(io -> read!(io, a), joinpath(FIXTURE, name))
+    return reshape(a, dims...)
+end
+
+function fixture_data()
+    n, batch, steps = META["samples"], META["batch"], META["steps"]
+    images = read_array("images.f32", Float32, 28, 28, 1, n)
+    labels = vec(read_array("labels.i64", Int64, n))
+    schedule = read_array("schedule.i64", Int64, batch, steps)
+    return GCBench.setup_data(images, labels, schedule)
+end
+
+spec_of(w) = permutedims(reduce(hcat, META[w]["spec"]))
+
+function trainer_for(framework, workload, data)
+    GCBench.load_framework(framework)
+    layout = framework == "simplechains" ? "simplechains" : "flux"
+    nets, params = META[workload]["networks"], META[workload]["params"]
+    weights = read_array("$(workload)_$(layout).f32", Float32, params, nets)
+    return GCBench.build(framework, spec_of(workload), weights, data)
+end
+
+const DATA = fixture_data()
+
+@testset "GCBench.jl" begin
+    for framework in ("flux", "lux", "simplechains"), workload in ("mlp", "lenet5")
+        @testset "$framework $workload" begin
+            t = trainer_for(framework, workload, DATA)
+            @test GCBench.param_count(t) == META[workload]["params"]
+
+            reference = Float64.(META[workload]["losses"])
+            losses = Float64[]
+            for s in 1:META["steps"]
+                GCBench.step!(t, s)
+                push!(losses, GCBench.mean_loss(t))
+            end
+            @test isapprox(losses[1:COMPARED_STEPS], reference[1:COMPARED_STEPS]; rtol=LOSS_RTOL)
+            @test sum(losses[end-4:end]) < sum(losses[1:5])   # it learns
+
+            # Nothing compiles once the steps have run: time spent compiling stays zero.
+            Base.cumulative_compile_timing(true)
+            before = sum(Base.cumulative_compile_time_ns())
+            for s in 1:5
+                GCBench.step!(t, s)
+            end
+            after = sum(Base.cumulative_compile_time_ns())
+            Base.cumulative_compile_timing(false)
+            @test after == before
+
+            if framework == "simplechains" && Threads.nthreads() == 1
+                # Each network has its own working memory: a step allocates next to nothing.
+                @test (@allocated GCBench.step!(t, 1)) <= 1024
+            end
+        end
+    end
+
+    @testset "a run returns the schema's vectors, and losses are batch means" begin
+        t = trainer_for("simplechains", "mlp", DATA)
+        raw = GCBench.run!(t, 2, 10, "default", 1, 5, "metrics")
+        @test length(raw["wall_ns"]) == 10 && length(raw["warmup_wall_ns"]) == 2
+        @test raw["bookkeeping_entries"] == 10 * META["mlp"]["networks"]
+        @test all(0 .< raw["loss_values"] .< 5 * log(10))
+        @test "SimpleChains" in keys(raw["julia_packages"])
+    end
+
+    @testset "one framework per process" begin
+        # A fresh process that loads Lux alone: LuxLib must not run its LoopVectorization
+        # extension there (SimpleChains loads LoopVectorization and Polyester).
+        code = """
+            include($(repr(joinpath(@__DIR__, "..", "GCBench.jl"))))
+            GCBench.load_framework("lux")
+            print(join(GCBench.loaded_extensions(), ","), ";", isdefined(Main, :SimpleChains) ||
+                  any(m -> nameof(m) == :LoopVectorization, Base.loaded_modules_array()))
+        """
+        out = read(`$(Base.julia_cmd()) --project=$(Base.active_project()) -e $code`, String)
+        exts, lv = split(out, ";")
+        @test !occursin("LoopVectorization", exts)
+        @test lv == "false"
+    end
+
+    @testset "a disabled collector that would hold too much is refused" begin
+        @test GCBench.memory_refusal("default", 1, 10^9, [10^9]) === nothing
+        @test occursin("would keep about", GCBench.memory_refusal("disable", 1, 10^9, [10^9]))
+        @test GCBench.memory_refusal("manual", 10, 10^9, [1024]) === nothing
+    end
+
+    @testset "allocations by type and package" begin
+        t = trainer_for("flux", "mlp", DATA)
+        GCBench.step!(t, 1)
+        out = GCBench.explain_allocs(t, 2, 3, 1.0)
+        @test out["samples"] > 0
+        @test any(k -> k in ("Flux", "Zygote", "NNlib", "Optimisers"), keys(out["by_package"]))
+    end
+end
