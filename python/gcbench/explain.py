@@ -1,9 +1,293 @@
-"""`gcbench explain`: where the collector's work comes from (being written)."""
+"""`gcbench explain CELL`: where the collector's work comes from.
+
+The cell runs in a diagnostic worker (`diagnose` for Python backends; Julia's
+`Profile.Allocs` for the Julia ones), whose timings are disturbed and not reported as
+measurements. From what it records, `summarize` answers:
+
+- what is promoted into the oldest generation per step, by type, by the package that
+  defines the type, and by allocation site (the innermost frame inside jax, jaxlib,
+  equinox, flax, optax, numpy, gcbench's step code, or gcbench's own loop: `loop`);
+- what a full collection scans: the oldest generation by type and package, and how much
+  of it existed before the timed steps (imports, the model, compiled functions) against
+  what training made, plus what is frozen;
+- whether any garbage is cyclic (DEBUG_SAVEALL), and of which types;
+- the full-collection interval the collector's own rule predicts, against the observed;
+- recommendations that follow from the data, each with its measured effect where the
+  results folder holds a cell of that policy or idiom.
+
+`explain.json` in the results folder keeps one explanation per cell; the report renders
+a "Why" section from it.
+"""
 
 from __future__ import annotations
 
+import statistics
+
+from . import files
+from .errors import UsageError
+
 FILE = "explain.json"
+FORMAT = "gcbench-explain"
+RAW_FORMAT = "gcbench-explain-raw"
+SCHEMA_VERSION = 1
+DEFAULT_STEPS = 200
+JULIA_SAMPLE_RATE = 0.01
+DISTURBED = ("diagnostic run: timings are disturbed (every collection lists the generations, tracemalloc "
+             "records every allocation) and are not measurements of the loop")
 
 
-def load(folder):
-    return None
+# -- in the worker ----------------------------------------------------------------------------
+
+def diagnose_cell(cell, options: dict, command=None, environment=None) -> dict:
+    """The diagnostic run of `cell` in this process (called by the worker)."""
+    from . import diagnose, gcpolicy, metadata, worker
+
+    try:
+        trainer, schedule, dataset, meta, _ = worker.prepare(cell, progress=lambda *a: None)
+    except worker.Unavailable as e:
+        raise UsageError(f"{cell.label} cannot run here: {e}") from None
+    meta["command"] = command or []
+    raw = {"format": RAW_FORMAT, "cell": cell.to_json(), "label": cell.label, "metadata": meta,
+           "environment": environment, "data": dataset.describe()}
+    if getattr(trainer, "measures_itself", False):  # Julia: sampled allocations by type and frame
+        trainer.prepare(schedule)
+        trainer.explain_allocs(1, cell.warmup, 0.0)  # warm-up: compilation, nothing sampled
+        raw["julia"] = trainer.explain_allocs(cell.warmup + 1, cell.steps, options.get("sample_rate",
+                                                                                      JULIA_SAMPLE_RATE))
+        raw["metadata"].update(trainer.metadata())
+        return raw
+    for i in range(cell.warmup):
+        trainer.step(schedule[i])
+    history: list[dict] = []
+    keep = cell.bookkeeping == "metrics"
+
+    def step(i):
+        trainer.step(schedule[i])
+        if keep:  # the same bookkeeping the measured loop does
+            worker.keep_metrics_of(history, trainer, i)
+
+    policy = gcpolicy.parse(cell.policy)
+    policy.before_timed()
+    try:
+        raw["python"] = diagnose.diagnose(step, cell.steps, first=cell.warmup, sites=options.get("sites", True))
+    finally:
+        policy.after_timed()
+    raw["python"]["interpreter"] = metadata.collect()["python"]
+    return raw
+
+
+def write_raw(doc: dict, path) -> None:
+    files.write_json(path, doc, indent=None)
+
+
+def load_raw(path) -> dict:
+    doc = files.read_json(path, "diagnostic run")
+    if not isinstance(doc, dict) or doc.get("format") != RAW_FORMAT or not ("python" in doc or "julia" in doc):
+        raise UsageError(f"{path}: not a gcbench diagnostic run")
+    return doc
+
+
+# -- what it means -------------------------------------------------------------------------------
+
+def _share(counter: dict, total: int, top: int = 5) -> list[list]:
+    return [[k, v, v / total if total else 0.0] for k, v in list(counter.items())[:top]]
+
+
+def full_interval(py: dict) -> dict:
+    """The interval between full collections that CPython's rule predicts from what the run
+    promoted, against the interval observed in the run."""
+    steps = py["steps"]
+    promoted = statistics.fmean(py["promoted_per_step"]) if steps else 0.0
+    gen1_per_step = py["gen1_collections"] / steps if steps else 0.0
+    sizes = [size for _, size in py["oldest"]] or [py["scanned"]["total"] // max(py["scanned"]["collections"], 1)]
+    oldest = statistics.median(sizes) if sizes else 0
+    thr2 = py["thresholds"][2] if len(py["thresholds"]) > 2 else 10
+    by_count = (thr2 + 1) / gen1_per_step if gen1_per_step else None
+    by_promotion = (oldest / 4) / promoted if promoted else None
+    full = py["full_steps"]
+    observed = statistics.median(b - a for a, b in zip(full, full[1:])) if len(full) > 1 else None
+    # None: the rule never fires at this rate (no collection of generation 1, or nothing promoted)
+    predicted = None if by_count is None or by_promotion is None else max(by_count, by_promotion)
+    return {"promoted_per_step": promoted, "gen1_per_step": gen1_per_step, "oldest_objects": oldest,
+            "threshold2": thr2, "by_count": by_count, "by_promotion": by_promotion,
+            "predicted": predicted, "observed": observed, "full_collections": len(full)}
+
+
+def _effect(docs: list[dict] | None, base: tuple, other: tuple) -> str | None:
+    """The measured change from cell `base` to cell `other` (backend, workload, policy) in
+    `docs`, with its tests; None when the results hold no such pair."""
+    if not docs:
+        return None
+    from . import compare, summary
+
+    cells = summary.cells(docs)
+    a = next((v for k, v in cells.items() if k[:3] == base), None)
+    b = next((v for k, v in cells.items() if k[:3] == other), None)
+    if a is None or b is None or not any(d["status"] == "ok" for d in a) or not any(d["status"] == "ok" for d in b):
+        return None
+    c = compare.compare_docs(a, b, force=True)
+    if not c["rows"]:
+        return None
+    median, share, full = c["rows"][0]["tests"]
+    label = "/".join(other)
+    return (f"measured ({'/'.join(base)} -> {label}): GC share {100 * share.a:.2f} % -> {100 * share.b:.2f} % "
+            f"({share.verdict}); full collections per 1,000 steps {full.a:.3g} -> {full.b:.3g} ({full.verdict}); "
+            f"median step {median.verdict} ({100 * (median.effect - 1):+.1f} %)")
+
+
+def recommendations(expl: dict, docs: list[dict] | None = None) -> list[dict]:
+    """What to do about it, derived from the diagnosis, with measured effects where `docs`
+    (the results folder's cells) hold the cells to show them."""
+    out = []
+    backend, workload, policy = expl["cell"]["backend"], expl["cell"]["workload"], expl["cell"]["policy"]
+    py = expl.get("python")
+    if py is None:
+        return out
+    interval = expl["full_interval"]
+    promoted = py["promoted"]
+    sites = promoted["by_site"]
+    total_sites = max(sum(sites.values()), 1)
+    site_share = lambda pkg: sum(v for k, v in sites.items() if k.split(" ")[0] == pkg) / total_sites
+    scanned = py["scanned"]
+    origin = scanned["origin"]
+    before = origin.get("before the timed steps", 0) / max(sum(origin.values()), 1)
+    if py["garbage"]["total"]:
+        types = ", ".join(list(py["garbage"]["by_type"])[:4])
+        out.append({"kind": "cycles", "text": f"Break the reference cycles: {py['garbage']['total']:,} objects were "
+                    f"cyclic garbage ({types}); only the collector frees those. A weakref, or clearing the "
+                    "reference that closes the cycle, lets reference counting free them at once."})
+    if interval["promoted_per_step"] < 1 and not interval["full_collections"]:
+        out.append({"kind": "none", "text": "Nothing to fix here: the loop promotes "
+                    f"{interval['promoted_per_step']:.2g} objects per step and made no full collection."})
+        return out
+    if site_share("loop") >= 0.2:
+        out.append({"kind": "bookkeeping", "text": "The loop's own bookkeeping drives the collector: "
+                    f"{100 * site_share('loop'):.0f} % of what is promoted comes from the metrics history the loop "
+                    "keeps. A record holding a dict or a list is tracked and promoted; keep metrics as numbers in "
+                    "preallocated arrays, or in flat dicts of numbers, which CPython does not track."})
+    if backend == "equinox-filter" and site_share("equinox") + site_share("jax") >= 0.3:
+        out.append({"kind": "partition", "text": "Flatten the model once: "
+                    f"{100 * (site_share('equinox') + site_share('jax')):.0f} % of what is promoted is allocated in "
+                    "equinox and jax while eqx.filter_jit flattens the module on every call. eqx.partition once, "
+                    "then plain jax.jit over the arrays (the equinox-partition backend).",
+                    "effect": _effect(docs, (backend, workload, policy), ("equinox-partition", workload, policy))})
+    if before >= 0.5 and interval["full_collections"]:
+        out.append({"kind": "freeze", "text": f"Freeze what setup made: {100 * before:.0f} % of the objects a full "
+                    "collection scans existed before the timed steps (imports, the model, compiled functions). "
+                    "gc.collect() then gc.freeze() after the first step (the freeze policy) moves them out of "
+                    "every later scan.",
+                    "effect": _effect(docs, (backend, workload, policy), (backend, workload, "freeze"))})
+    return out
+
+
+def summarize(raw: dict, docs: list[dict] | None = None) -> dict:
+    """The explanation of one diagnostic run (see the module docstring)."""
+    expl = {"label": raw["label"], "cell": raw["cell"], "python_version": raw["metadata"].get("python"),
+            "packages": {k: v for k, v in (raw["metadata"].get("packages") or {}).items() if v},
+            "environment": (raw.get("environment") or {}).get("name"), "note": DISTURBED}
+    if "julia" in raw:
+        jl = raw["julia"]
+        expl["julia"] = jl
+        expl["julia_versions"] = raw["metadata"].get("julia_packages", {})
+        return expl
+    py = raw["python"]
+    expl["python"] = py
+    expl["full_interval"] = full_interval(py)
+    colls = py["collections"]
+    in_steps = [c for c in colls if 0 <= c["step"] < py["steps"]]
+    expl["counts"] = {g: sum(1 for c in in_steps if c["generation"] == g) for g in range(3)}
+    expl["collected"] = sum(c["collected"] for c in in_steps)
+    expl["uncollectable"] = sum(c["uncollectable"] for c in in_steps)
+    expl["recommendations"] = recommendations(expl, docs)
+    return expl
+
+
+# -- explain.json -----------------------------------------------------------------------------------
+
+def load(folder) -> dict | None:
+    """The explanations in a results folder, or None when it has none."""
+    import pathlib
+
+    path = pathlib.Path(folder) / FILE
+    if not path.is_file():
+        return None
+    doc = files.read_json(path, "explain document")
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("explanations"), list) \
+            or not all(isinstance(e, dict) and isinstance(e.get("label"), str) for e in doc["explanations"]):
+        raise UsageError(f"{path}: not a gcbench explain document")
+    if doc.get("schema_version", 0) > SCHEMA_VERSION:
+        raise UsageError(f"{path}: explain schema_version {doc['schema_version']} is newer than this gcbench reads")
+    return doc
+
+
+def save(folder, expl: dict) -> None:
+    """Add (or replace) the explanation of its cell in `folder`'s explain.json."""
+    import pathlib
+
+    doc = load(folder) or {"format": FORMAT, "schema_version": SCHEMA_VERSION, "explanations": []}
+    key = (expl["label"], expl.get("environment"))
+    doc["explanations"] = [e for e in doc["explanations"] if (e["label"], e.get("environment")) != key] + [expl]
+    files.write_json(pathlib.Path(folder) / FILE, doc)
+
+
+# -- for people ---------------------------------------------------------------------------------------
+
+def _table(title: str, counter: dict, total: int, top: int = 5) -> list[str]:
+    rows = _share(counter, total, top)
+    if not rows:
+        return []
+    return [f"  {title}: " + "; ".join(f"{k} {100 * s:.0f} %" for k, _, s in rows)]
+
+
+def format_text(expl: dict) -> str:
+    env = f" [{expl['environment']}]" if expl.get("environment") else ""
+    lines = [f"{expl['label']}{env}: {expl['note']}"]
+    if "julia" in expl:
+        jl = expl["julia"]
+        total = max(sum(v[0] for v in jl["by_package"].values()), 1)
+        lines.append(f"Julia allocations, sampled at {jl['sample_rate']:g} over {jl['steps']} steps: "
+                     f"{jl['samples']:,} samples")
+        for title, table in (("by type", jl["by_type"]), ("by top frame's package", jl["by_package"]),
+                             ("by site", jl["by_site"])):
+            ordered = sorted(table.items(), key=lambda kv: -kv[1][0])[:6]
+            lines.append(f"  {title}: " + "; ".join(f"{k} {100 * v[0] / total:.0f} % ({v[1] / 2**10:,.0f} KiB sampled)"
+                                                     for k, v in ordered))
+        return "\n".join(lines)
+    py, fi = expl["python"], expl["full_interval"]
+    model = py["collector"]
+    lines.append(f"collector: {model['model']} (Python {expl['python_version']}), thresholds "
+                 f"{'/'.join(map(str, py['thresholds']))}; {model['note']}")
+    c = expl["counts"]
+    lines.append(f"collections in {py['steps']} steps: {c[0]:,} of generation 0, {c[1]:,} of generation 1, "
+                 f"{c[2]:,} full; objects collected: {expl['collected']:,}"
+                 + (" (no cyclic garbage)" if not expl["collected"] else "")
+                 + (f"; uncollectable: {expl['uncollectable']}" if expl["uncollectable"] else ""))
+    pr = py["promoted"]
+    lines.append(f"promoted to the oldest generation: {fi['promoted_per_step']:.3g} objects per step "
+                 f"({pr['total']:,} in all)")
+    lines += _table("by type", pr["by_type"], pr["total"])
+    lines += _table("by package defining the type", pr["by_package"], pr["total"])
+    lines += _table("by allocation site", pr["by_site"], pr["total"])
+    sc = py["scanned"]
+    if sc["collections"]:
+        per = sc["total"] / sc["collections"]
+        origin = sc["origin"]
+        before = origin.get("before the timed steps", 0) / max(sum(origin.values()), 1)
+        lines.append(f"a full collection scans {per:,.0f} objects: {100 * before:.0f} % existed before the timed "
+                     f"steps (imports, the model, compiled functions), {100 * (1 - before):.0f} % were made during "
+                     f"them; frozen (never scanned): {sc['frozen']:,}")
+        lines += _table("by type", sc["by_type"], sc["total"])
+        lines += _table("by package", sc["by_package"], sc["total"])
+    else:
+        lines.append(f"no full collection ran; the oldest generation holds about {fi['oldest_objects']:,.0f} objects")
+    predicted = "never" if fi["predicted"] is None else f"every {fi['predicted']:,.0f} steps"
+    observed = f"every {fi['observed']:,.0f} steps" if fi["observed"] else \
+        f"{fi['full_collections']} in {py['steps']} steps"
+    lines.append(f"full collections: the collector's rule predicts {predicted} (a quarter of the oldest generation, "
+                 f"{fi['oldest_objects'] / 4:,.0f} objects, over {fi['promoted_per_step']:.3g} promoted per step; "
+                 f"and at least {fi['threshold2'] + 1} collections of generation 1); observed {observed}")
+    if py["garbage"]["total"]:
+        lines += _table("cyclic garbage by type", py["garbage"]["by_type"], py["garbage"]["total"])
+    for r in expl["recommendations"]:
+        lines.append(f"- {r['text']}" + (f" ({r['effect']})" if r.get("effect") else ""))
+    return "\n".join(lines)

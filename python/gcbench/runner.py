@@ -107,12 +107,14 @@ def partial_path(out_file: pathlib.Path) -> pathlib.Path:
 
 def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: float,
                bar: tqdm | None, python: str = sys.executable, environment: dict | None = None,
-               machine_state: dict | None = None) -> dict:
+               machine_state: dict | None = None, explain: dict | None = None, load=results.load) -> dict:
     """Run `cell` in a worker process and return its result document, which is then at
     `out_file`; raise `CellFailed(reason)` if the worker does not finish with one. With
-    `environment` (an `envs.Environment.describe()`), `python` is that environment's."""
+    `environment` (an `envs.Environment.describe()`), `python` is that environment's. With
+    `explain` (its options), the worker makes the diagnostic run of `gcbench explain`, and
+    `load` reads what it wrote."""
     spec = json.dumps({"cell": cell.to_json(), "command": command, "environment": environment,
-                       "machine_state": machine_state})
+                       "machine_state": machine_state, "explain": explain})
     partial = partial_path(out_file)
     partial.unlink(missing_ok=True)
     fd, err_name = tempfile.mkstemp(prefix="gcbench-stderr-", suffix=".txt")
@@ -154,7 +156,7 @@ def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: 
         if not partial.is_file():
             raise CellFailed(f"worker wrote no result\n{_tail(err_path)}".rstrip())
         try:
-            doc = results.load(partial)
+            doc = load(partial)
         except UsageError as e:
             raise CellFailed(f"worker wrote an invalid result: {e}") from None
         os.replace(partial, out_file)

@@ -62,34 +62,47 @@ def _watch_stdin(stdin) -> None:
     threading.Thread(target=watch, name="gcbench-parent-watch", daemon=True).start()
 
 
-def run_cell(cell: Cell, command: list[str] | None = None, progress=_progress,
-             environment: dict | None = None, machine_state: dict | None = None) -> dict:
-    """Measure `cell` in this process and return its result document. `environment` is
-    the description of the virtual environment this process runs in, if any;
-    `machine_state` what the manager saw before starting this process."""
+class Unavailable(Exception):
+    """The cell cannot run in this process; `str()` is the reason."""
+
+
+def prepare(cell: Cell, progress=_progress):
+    """What a cell needs before its first step, in this process: the backend started, the
+    metadata, the data, the batch schedule and the built trainer. Raises `Unavailable`."""
     info = get_backend(cell.backend)
-    extra = {"environment": environment} if environment else {}
     ok, reason = info.availability()
     if ok and info.language == "julia":
         from .backends import julia_bridge
 
         ok, reason = julia_bridge.start(cell.julia_threads)
     meta = metadata.collect()  # after the bridge set juliacall's variables, so they are recorded
-    meta["command"] = command or []
     meta["seed"] = cell.seed
     if not ok:
-        return results.new(cell, "unavailable", reason, metadata=meta, **extra)
+        raise Unavailable(reason)
     workload = get_workload(cell.workload)
-    policy = gcpolicy.parse(cell.policy)
-
     dataset = datamod.load(cell.data_path, seed=cell.seed)
     schedule = datamod.batch_schedule(len(dataset), cell.warmup + cell.steps, cell.seed, cell.batch_size)
     params = init_params(workload, cell.seed, cell.networks)
-
     progress("build", 0, cell.warmup)
     t0 = time.perf_counter_ns()
     trainer = info.build(workload, params, dataset)
-    build_ns = time.perf_counter_ns() - t0
+    return trainer, schedule, dataset, meta, time.perf_counter_ns() - t0
+
+
+def run_cell(cell: Cell, command: list[str] | None = None, progress=_progress,
+             environment: dict | None = None, machine_state: dict | None = None) -> dict:
+    """Measure `cell` in this process and return its result document. `environment` is
+    the description of the virtual environment this process runs in, if any;
+    `machine_state` what the manager saw before starting this process."""
+    extra = {"environment": environment} if environment else {}
+    try:
+        trainer, schedule, dataset, meta, build_ns = prepare(cell, progress)
+    except Unavailable as e:
+        meta = metadata.collect()
+        meta.update(command=command or [], seed=cell.seed)
+        return results.new(cell, "unavailable", str(e), metadata=meta, **extra)
+    meta["command"] = command or []
+    policy = gcpolicy.parse(cell.policy)
     state = dict(machine_state or {}, cpu_count=os.cpu_count(), cpu_mhz_before=metadata.cpu_mhz())
     if getattr(trainer, "measures_itself", False):  # the Julia backends: the loop runs in Julia
         measured = trainer.measure(schedule, cell, policy)
@@ -104,15 +117,22 @@ def run_cell(cell: Cell, command: list[str] | None = None, progress=_progress,
                        params_counted=trainer.param_count(), traces=trainer.trace_counts(), **measured, **extra)
 
 
+def keep_metrics_of(history: list, trainer, i: int) -> None:
+    """The loop's bookkeeping, `--bookkeeping metrics`: one record per network per step,
+    `{"step", "network", "metrics": {"loss"}}`, kept in `history` for the whole run."""
+    for k, loss in enumerate(trainer.network_losses()):
+        history.append({"step": i, "network": k, "metrics": {"loss": loss}})
+
+
 def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, progress=_progress) -> dict:
     """Warm-up, then the timed steps under `policy`, measured by the `StepProbe`.
 
     With `cell.bookkeeping == "metrics"` the loop does what many training loops do: after
-    each step it appends, per network, a record `{"step", "network", "metrics": {"loss"}}`
-    (the loss a Python float) to a history kept for the whole run; that is part of the
-    timed step. The nested dict matters: CPython does not track a dict that holds only
-    numbers and strings, so a flat record costs the collector nothing, while a record
-    holding a dict (or a list) is tracked, survives, and is promoted.
+    each step it appends, per network, a record (`keep_metrics_of`, the loss a Python
+    float) to a history kept for the whole run; that is part of the timed step. The
+    nested dict matters: CPython does not track a dict that holds only numbers and
+    strings, so a flat record costs the collector nothing, while a record holding a dict
+    (or a list) is tracked, survives, and is promoted.
     """
     warm = StepProbe(cell.warmup)
     with warm:
@@ -137,8 +157,7 @@ def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, pro
             probe.begin()
             trainer.step(schedule[cell.warmup + i])
             if keep_metrics:
-                for k, loss in enumerate(trainer.network_losses()):
-                    history.append({"step": i, "network": k, "metrics": {"loss": loss}})
+                keep_metrics_of(history, trainer, i)
             if policy.collects_after(i):
                 gc.collect()
             probe.end(i)
@@ -175,9 +194,15 @@ def main(argv: list[str] | None = None) -> int:
     die_with_parent(int(parent) if parent and parent.isdigit() else None, sys.stdin)
     cell = Cell(**spec["cell"])
     try:
-        doc = run_cell(cell, spec.get("command"), environment=spec.get("environment"),
-                       machine_state=spec.get("machine_state"))
-        results.write(doc, argv[0])
+        if spec.get("explain") is not None:  # `gcbench explain`: the diagnostic run, not a measurement
+            from . import explain
+
+            doc = explain.diagnose_cell(cell, spec["explain"], spec.get("command"), spec.get("environment"))
+            explain.write_raw(doc, argv[0])
+        else:
+            doc = run_cell(cell, spec.get("command"), environment=spec.get("environment"),
+                           machine_state=spec.get("machine_state"))
+            results.write(doc, argv[0])
     except UsageError as e:
         print(f"gcbench: {e}", file=sys.stderr)
         return 2

@@ -1,0 +1,75 @@
+"""`gcbench explain CELL`: where the collector's work comes from, in a diagnostic run."""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+import tempfile
+
+from .. import config, explain, files, results
+from ..errors import UsageError
+from . import _common
+
+
+def register(sub) -> None:
+    p = sub.add_parser("explain", help="where the collector's work comes from: promotions, scans, cycles")
+    p.add_argument("cell", help="BACKEND/WORKLOAD/POLICY, e.g. equinox-filter/vit/default")
+    _common.add_cell_options(p)
+    p.add_argument("--no-sites", action="store_true",
+                   help="do not trace allocation sites (tracemalloc); faster, but the sites are missing")
+    p.add_argument("--sample-rate", type=float, default=explain.JULIA_SAMPLE_RATE,
+                   help="Julia backends: share of allocations Profile.Allocs samples (default 0.01)")
+    p.add_argument("--env", metavar="SPEC", help="run it in a virtual environment, e.g. 'python=3.11 equinox==0.13.2'")
+    p.add_argument("--rebuild-envs", action="store_true", help="rebuild the environment instead of reusing it")
+    p.add_argument("--out", help="results folder for explain.json (default: results/explain-<date>-<time>); "
+                                 "cells already there give the recommendations their measured effects")
+    p.add_argument("--json", action="store_true", help="print the explanation as JSON")
+    p.set_defaults(main=main)
+
+
+def main(args) -> int:
+    from .. import bisect, envs, runner
+
+    backend, workload, policy = bisect.parse_cell(args.cell)
+    suite = config.Suite(name="explain", backends=[backend], workloads=[workload], gc=[policy], repeats=1,
+                         steps=explain.DEFAULT_STEPS, envs=[args.env] if args.env else [])
+    _common.apply_overrides(suite, args)
+    suite.validate()
+    if not 0 <= args.sample_rate <= 1:
+        raise UsageError(f"--sample-rate must be from 0 to 1, got {args.sample_rate:g}")
+    _common.check_data(args.data)
+    cell = suite.cells(args.data)[0]
+    out_dir = files.make_folder(args.out or config.default_out("explain"), "results folder")
+    env_args = {}
+    if cell.env is not None:
+        needed = sorted(set(runner.get_backend(backend).requires))
+        built = envs.build_all([envs.parse(cell.env)], needed, args.rebuild_envs, log=lambda m: print(m, file=sys.stderr))
+        env = built[cell.env]
+        if isinstance(env, Exception):
+            raise UsageError(f"environment {cell.env_spec.name}: {env}")
+        env_args = {"python": env.python, "environment": env.describe()}
+    reason = runner.unsupported_reason(cell)
+    if reason:
+        raise UsageError(reason)
+    print(f"gcbench: diagnostic run of {cell.label}, {cell.steps} steps after {cell.warmup} warm-up; "
+          f"{explain.DISTURBED}", file=sys.stderr, flush=True)
+    options = {"sites": not args.no_sites, "sample_rate": args.sample_rate}
+    with tempfile.TemporaryDirectory(prefix="gcbench-explain-") as tmp:
+        try:
+            with runner.interruptible():
+                raw = runner.run_worker(cell, pathlib.Path(tmp) / "raw.json", ["gcbench"] + args.argv,
+                                        suite.timeout, None, explain=options, load=explain.load_raw, **env_args)
+        except runner.CellFailed as e:
+            raise UsageError(f"the diagnostic run failed: {str(e).splitlines()[0]}") from None
+        except runner.Interrupted as e:
+            print("\ngcbench: interrupted", file=sys.stderr)
+            return e.exit_code
+    docs = results.load_dir(out_dir, allow_empty=True)
+    expl = explain.summarize(raw, docs)
+    explain.save(out_dir, expl)
+    if args.json:
+        _common.print_json(expl)
+    else:
+        print(explain.format_text(expl))
+        print(f"\nexplanation in {out_dir / explain.FILE}")
+    return 0

@@ -1,0 +1,263 @@
+"""The collector watched closely while a loop runs: what it collects, what it promotes to
+the oldest generation and from where, and what a full collection has to scan.
+
+This is the measuring half of `gcbench explain`; it slows the loop down a lot (every
+collection lists generations; tracemalloc records every allocation), so its timings
+are not measurements of the loop, and the output says so.
+
+CPython (3.8-3.13, and 3.14.5 on) collects in three generations. A young collection
+(generation 0 or 1) moves what survives one generation up; what survives a collection
+of generation 1 is *promoted* into the oldest generation. A full collection (of
+generation 2) runs once more than `threshold[2]` collections of generation 1 have
+happened since the last one *and* the objects promoted since then exceed a quarter of
+the oldest generation; it scans every object there. So its cost is (objects promoted
+per step) x (size of the oldest generation), and two questions decide it: what is
+promoted, and from where; and what the oldest generation holds.
+"""
+
+from __future__ import annotations
+
+import collections
+import gc
+import pathlib
+import sys
+import time
+import tracemalloc
+
+NAMED = ("jax", "jaxlib", "equinox", "flax", "optax", "numpy", "gcbench")
+_GCBENCH_DIR = str(pathlib.Path(__file__).resolve().parent)
+# gcbench's own training loop (what a user's loop does around the step): "loop"; the rest of
+# gcbench (the backends' step code) is "gcbench".
+_LOOP_FILES = tuple(str(pathlib.Path(_GCBENCH_DIR, name)) for name in ("worker.py", "measure.py"))
+TOP = 12  # entries kept per table
+
+
+def collector_model() -> dict:
+    """Which collector this interpreter has, and what the analysis means on it."""
+    v = sys.version_info
+    if (v.major, v.minor) == (3, 14) and v.micro < 5:
+        return {"model": "incremental", "generations": 2,
+                "note": "Python 3.14.0-3.14.4 collect incrementally in two generations (young and old, the old "
+                        "one scanned in increments); the 'full collection' figures count collections of the old "
+                        "generation, and promotion means surviving a young collection."}
+    return {"model": "generational", "generations": 3,
+            "note": "three generations; a full collection scans the whole oldest generation and runs once "
+                    "threshold[2] collections of generation 1 have passed and the promotions since the last "
+                    "full collection exceed a quarter of the oldest generation"}
+
+
+def _module_of(tp: type) -> str:
+    module = type.__dict__["__module__"].__get__(tp) if isinstance(tp, type) else None
+    return module if isinstance(module, str) else "builtins"
+
+
+def type_name(tp: type) -> str:
+    """`dict`, `jaxlib._jax.ArrayImpl`: the name of a type, whatever its class does with
+    attribute access (a metaclass may make `__module__` anything)."""
+    name = type.__dict__["__qualname__"].__get__(tp) if isinstance(tp, type) else repr(tp)
+    module = _module_of(tp)
+    return name if module == "builtins" else f"{module}.{name}"
+
+
+def type_package(tp: type) -> str:
+    """The package that defines a type: one of NAMED, `builtins`, or `other`."""
+    root = _module_of(tp).split(".")[0]
+    if root in NAMED:
+        return root
+    return "builtins" if root in ("builtins", "") else "other"
+
+
+def file_package(filename: str) -> str | None:
+    """The named package a source file belongs to (`loop` for gcbench's own training loop),
+    or None."""
+    if filename in _LOOP_FILES:
+        return "loop"
+    if filename.startswith(_GCBENCH_DIR):
+        return "gcbench"
+    parts = filename.replace("\\", "/").split("/")
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts:
+            i = parts.index(marker)
+            if i + 1 < len(parts):
+                root = parts[i + 1].removesuffix(".py")
+                return root if root in NAMED else None
+    return None
+
+
+_STDLIB = str(pathlib.Path(tracemalloc.__file__).resolve().parent)
+_HARNESS = tuple(str(pathlib.Path(_GCBENCH_DIR, name)) for name in ("diagnose.py", "explain.py"))
+
+
+def _frame_kind(filename: str) -> str | None:
+    """None for frames that do not decide a site (the standard library, this harness)."""
+    if filename.startswith(_HARNESS):
+        return None
+    if filename.startswith(_STDLIB) and "-packages" not in filename or filename.startswith("<"):
+        return None
+    return file_package(filename) or "other"
+
+
+def allocation_site(obj) -> tuple[str, str]:
+    """(package, "file:line") of the frame that allocated `obj` (tracemalloc must be tracing):
+    the innermost frame outside the standard library; its package is one of NAMED, `loop`
+    (gcbench's own training loop) or `other` (the user's code, any other package).
+    ("untraced", ...) for objects allocated before tracing started."""
+    tb = tracemalloc.get_object_traceback(obj)
+    if tb is None:
+        return "untraced", "(allocated before the diagnostic steps)"
+    frames = list(tb)
+    for frame in reversed(frames):  # most recent first
+        kind = _frame_kind(frame.filename)
+        if kind is not None:
+            return kind, f"{pathlib.Path(frame.filename).name}:{frame.lineno}"
+    last = frames[-1]
+    return "other", f"{pathlib.Path(last.filename).name}:{last.lineno}"
+
+
+class _Counts:
+    """Counters of objects by type, package and site, kept small."""
+
+    def __init__(self):
+        self.by_type: collections.Counter = collections.Counter()
+        self.by_package: collections.Counter = collections.Counter()
+        self.by_site: collections.Counter = collections.Counter()
+        self.total = 0
+
+    def add(self, obj, sites: bool) -> None:
+        tp = type(obj)
+        self.by_type[type_name(tp)] += 1
+        self.by_package[type_package(tp)] += 1
+        if sites:
+            package, site = allocation_site(obj)
+            self.by_site[f"{package} {site}".strip()] += 1
+        self.total += 1
+
+    def to_json(self) -> dict:
+        return {"total": self.total, "by_type": dict(self.by_type.most_common(TOP)),
+                "by_package": dict(self.by_package.most_common()), "by_site": dict(self.by_site.most_common(TOP))}
+
+
+class Diagnosis:
+    """Installs itself in gc.callbacks and records, for every collection: its generation,
+    pause, the objects in each generation at its start, objects collected and uncollectable;
+    at each collection of generation 1 the objects it promoted; at each full collection
+    what it scanned; and (with DEBUG_SAVEALL) the cyclic garbage, by type."""
+
+    def __init__(self, steps: int, sites: bool = True, save_garbage: bool = True):
+        self.steps = steps
+        self.sites = sites
+        self.save_garbage = save_garbage
+        self.collections: list[dict] = []
+        self.promoted = _Counts()
+        self.promoted_per_step = [0] * steps
+        self.scanned = _Counts()
+        self.scanned_origin = collections.Counter()
+        self.scans = 0
+        self.garbage = _Counts()
+        # [step, objects in the oldest generation]: at the start (step -1), after each collection
+        # of generation 1 or 2, and at the end (step = steps)
+        self.oldest: list[list[int]] = []
+        self.step = -1
+        self._baseline: set[int] = set()
+        self._young: set[int] = set()
+        self._saved: set[int] = set()
+        self._garbage_seen = 0
+        self._t0 = 0
+        self._start_counts: list[int] = []
+
+    # -- the hooks ------------------------------------------------------------------------
+    def _on(self, phase: str, info: dict) -> None:
+        gen = info["generation"]
+        if phase == "start":
+            self._start_counts = [len(gc.get_objects(g)) for g in range(2)] + [-1]
+            if gen == 1:
+                self._young = {id(o) for g in (0, 1) for o in gc.get_objects(g)}
+            elif gen >= 2:
+                oldest = gc.get_objects(2)
+                self._start_counts[2] = len(oldest)
+                self.scans += 1
+                for o in oldest:
+                    self.scanned.add(o, sites=False)
+                    self.scanned_origin["before the timed steps" if id(o) in self._baseline else
+                                        "made during the timed steps"] += 1
+                del oldest
+            self._t0 = time.perf_counter_ns()
+            return
+        pause = time.perf_counter_ns() - self._t0
+        if gen == 1:
+            young, self._young = self._young, set()
+            count = 0
+            oldest = gc.get_objects(2)
+            for o in oldest:
+                i = id(o)
+                if i in young and i not in self._saved:
+                    self.promoted.add(o, self.sites)
+                    count += 1
+            if 0 <= self.step < self.steps:
+                self.promoted_per_step[self.step] += count
+            self.oldest.append([self.step, len(oldest)])
+            del oldest
+        elif gen >= 2:
+            self.oldest.append([self.step, len(gc.get_objects(2))])
+        if self.save_garbage and len(gc.garbage) > self._garbage_seen:
+            for o in gc.garbage[self._garbage_seen:]:
+                self.garbage.add(o, self.sites)
+                self._saved.add(id(o))
+            self._garbage_seen = len(gc.garbage)
+        self.collections.append({"step": self.step, "generation": gen, "pause_ns": pause,
+                                 "objects_at_start": self._start_counts, "collected": info["collected"],
+                                 "uncollectable": info["uncollectable"]})
+
+    # -- running ----------------------------------------------------------------------------
+    def run(self, step, first: int = 0) -> None:
+        """Call `step(first + i)` for i in range(steps) under the diagnostics."""
+        self._baseline = {id(o) for o in gc.get_objects()}
+        was_tracing = tracemalloc.is_tracing()
+        debug = gc.get_debug()
+        garbage_before = len(gc.garbage)
+        self._garbage_seen = garbage_before
+        if self.sites and not was_tracing:
+            tracemalloc.start(30)
+        if self.save_garbage:
+            gc.set_debug(debug | gc.DEBUG_SAVEALL)
+        gc.callbacks.append(self._on)
+        try:
+            self.oldest.append([-1, len(gc.get_objects(2))])
+            for i in range(self.steps):
+                self.step = i
+                step(first + i)
+            self.step = self.steps
+            self.oldest.append([self.steps, len(gc.get_objects(2))])
+        finally:
+            gc.callbacks.remove(self._on)
+            gc.set_debug(debug)
+            if self.sites and not was_tracing:
+                tracemalloc.stop()
+            if self.save_garbage:
+                del gc.garbage[garbage_before:]
+
+    def to_json(self) -> dict:
+        full = [c["step"] for c in self.collections if c["generation"] >= 2 and 0 <= c["step"] < self.steps]
+        gen1 = sum(1 for c in self.collections if c["generation"] == 1 and 0 <= c["step"] < self.steps)
+        return {
+            "steps": self.steps,
+            "collections": self.collections,
+            "promoted": self.promoted.to_json(),
+            "promoted_per_step": self.promoted_per_step,
+            "scanned": {**self.scanned.to_json(), "collections": self.scans, "origin": dict(self.scanned_origin),
+                        "frozen": gc.get_freeze_count()},
+            "garbage": self.garbage.to_json(),
+            "oldest": self.oldest,
+            "full_steps": full,
+            "gen1_collections": gen1,
+            "thresholds": list(gc.get_threshold()),
+            "collector": collector_model(),
+            "sites_traced": self.sites,
+        }
+
+
+def diagnose(step, steps: int, first: int = 0, sites: bool = True, save_garbage: bool = True) -> dict:
+    """Run `step(first + i)` `steps` times under a `Diagnosis`; return what it recorded."""
+    d = Diagnosis(steps, sites, save_garbage)
+    d.run(step, first)
+    return d.to_json()

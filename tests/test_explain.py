@@ -1,0 +1,86 @@
+"""`gcbench explain` on loops whose answer is known: a loop that keeps records, a loop that
+makes reference cycles, and a clean loop."""
+
+import json
+
+import pytest
+
+from gcbench import diagnose, explain
+from conftest import run_cli
+
+
+def _explain(step, steps=400):
+    raw = {"label": "control", "cell": {"backend": "user", "workload": "control", "policy": "default",
+                                        "bookkeeping": "none"},
+           "metadata": {"python": "3"}, "python": diagnose.diagnose(step, steps)}
+    return explain.summarize(raw)
+
+
+def test_a_loop_that_keeps_records_is_named_with_its_line():
+    history = []
+
+    def step(i):
+        for k in range(40):
+            history.append({"step": i, "metrics": {"loss": 0.1 * k}})  # RECORD-LINE: tracked, kept, promoted
+
+    expl = _explain(step)
+    promoted = expl["python"]["promoted"]
+    line = next(n for n, text in enumerate(open(__file__), 1) if "# RECORD-LINE" in text)
+    assert next(iter(promoted["by_site"])) == f"other test_explain.py:{line}"
+    assert next(iter(promoted["by_type"])) == "dict"
+    assert 30 <= expl["full_interval"]["promoted_per_step"] <= 45  # 40 records a step
+
+
+def test_a_loop_that_makes_cycles_shows_cyclic_garbage_and_its_types():
+    class Node:
+        def __init__(self):
+            self.me = self
+
+    def step(i):
+        for _ in range(50):
+            Node()
+
+    expl = _explain(step, steps=200)
+    garbage = expl["python"]["garbage"]
+    assert garbage["total"] >= 50 * 150 and expl["collected"] >= 50 * 150
+    assert any(k.endswith("Node") for k in garbage["by_type"])
+    assert any(r["kind"] == "cycles" for r in expl["recommendations"])
+    assert "cyclic garbage by type" in explain.format_text(expl)
+
+
+def test_a_clean_loop_promotes_nothing_to_speak_of():
+    def step(i):
+        tmp = [[] for _ in range(100)]
+        del tmp
+
+    expl = _explain(step)
+    assert expl["full_interval"]["promoted_per_step"] < 0.5
+    assert expl["python"]["garbage"]["total"] == 0
+    assert [r["kind"] for r in expl["recommendations"]] == ["none"]
+
+
+def test_the_diagnosis_leaves_the_collector_as_it_found_it():
+    import gc
+    import tracemalloc
+
+    before = (list(gc.callbacks), gc.get_debug(), tracemalloc.is_tracing(), len(gc.garbage))
+    diagnose.diagnose(lambda i: None, 5)
+    assert (list(gc.callbacks), gc.get_debug(), tracemalloc.is_tracing(), len(gc.garbage)) == before
+
+
+def test_the_collector_model_is_detected():
+    model = diagnose.collector_model()
+    assert model["model"] == "generational" and model["generations"] == 3  # 3.10-3.13 here
+
+
+@pytest.mark.slow
+def test_explain_cli_names_the_bookkeeping_of_a_jax_loop(tmp_path):
+    proc = run_cli("explain", "jax/mlp/default", "--bookkeeping", "metrics", "--networks", "50", "--steps", "100",
+                   "--warmup", "2", "--out", str(tmp_path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    expl = json.loads(proc.stdout)
+    sites = expl["python"]["promoted"]["by_site"]
+    assert any(k.startswith("loop worker.py:") for k in sites)
+    assert "timings are disturbed" in proc.stderr
+    saved = json.loads((tmp_path / "explain.json").read_text())
+    assert [e["label"] for e in saved["explanations"]] == ["jax/mlp/default"]
