@@ -4,7 +4,9 @@ Blocks of steps alternate between "on" (StepProbe.begin/end around every step, g
 callbacks installed) and "off" (a bare perf_counter_ns around every step), so drift of
 the machine affects both alike. Prints both medians, their ratio, the ratio of
 whole-block times, and the probe's absolute cost per step (begin+end around nothing,
-less a bare timer pair), which is the figure least disturbed by a noisy machine.
+less a bare timer pair), which is the figure least disturbed by a noisy machine, for
+the default probe (wall, GC pauses, collections, GC pressure) and with the opt-in
+allocated-blocks count (`sys.getallocatedblocks()`, which walks the heap).
 
     python benchmarks/probe_overhead.py [--workload mlp] [--blocks 20] [--block-steps 25]
 """
@@ -63,14 +65,18 @@ def main() -> None:
             block_off.append(time.perf_counter_ns() - t_block)
 
     # The probe's absolute cost: begin()+end() around nothing, minus a bare timer pair.
-    reps = 20_000
-    empty = StepProbe(reps)
-    with empty:
-        t0 = time.perf_counter_ns()
-        for j in range(reps):
-            empty.begin()
-            empty.end(j)
-        probe_ns = (time.perf_counter_ns() - t0) / reps
+    reps = 5_000
+
+    def cost(**kw) -> float:
+        empty = StepProbe(reps, **kw)
+        with empty:
+            t0 = time.perf_counter_ns()
+            for j in range(reps):
+                empty.begin()
+                empty.end(j)
+            return (time.perf_counter_ns() - t0) / reps
+
+    probe_ns, blocks_ns = cost(), cost(alloc_blocks=True)
     t0 = time.perf_counter_ns()
     for _ in range(reps):
         a = time.perf_counter_ns()
@@ -84,8 +90,9 @@ def main() -> None:
     print(f"median step, probe off: {m_off:9.3f} ms")
     print(f"step ratio on/off     : {m_on / m_off:9.4f}  ({100 * (m_on / m_off - 1):+.2f} %)")
     print(f"block ratio on/off    : {b_on / b_off:9.4f}  ({100 * (b_on / b_off - 1):+.2f} %)")
-    extra = probe_ns - bare_ns
-    print(f"probe cost per step   : {extra / 1e3:9.3f} us  ({100 * extra / (m_off * 1e6):.4f} % of the median step)")
+    for name, ns in (("probe cost per step   ", probe_ns), ("  with --alloc-blocks ", blocks_ns)):
+        extra = ns - bare_ns
+        print(f"{name}: {extra / 1e3:9.3f} us  ({100 * extra / (m_off * 1e6):.4f} % of the median step)")
 
 
 if __name__ == "__main__":

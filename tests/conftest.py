@@ -1,10 +1,21 @@
 """Shared fixtures. Every test runs with an empty MNIST cache and no $GCBENCH_MNIST,
-so a developer's own data never changes what a test sees."""
+so a developer's own data never changes what a test sees. The session shares one JAX
+compilation cache (this process and the workers it starts), so a program the tests
+compile twice (a reference and a backend, or two runs of one cell) compiles once."""
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
+
+_JAX_CACHE = tempfile.mkdtemp(prefix="gcbench-test-jax-cache-")
+atexit.register(shutil.rmtree, _JAX_CACHE, True)
+os.environ.update({"JAX_COMPILATION_CACHE_DIR": _JAX_CACHE, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+                   "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"})
 
 import numpy as np
 import pytest

@@ -10,7 +10,7 @@ import sys
 from . import __version__
 from .errors import UsageError
 
-COMMANDS = ("list", "run", "report", "compare", "export", "explain", "memory", "bisect", "envs",
+COMMANDS = ("list", "run", "report", "compare", "export", "explain", "reproduce", "memory", "bisect", "envs",
             "julia_setup", "data")
 
 

@@ -107,7 +107,8 @@ def partial_path(out_file: pathlib.Path) -> pathlib.Path:
 
 def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: float,
                bar: tqdm | None, python: str = sys.executable, environment: dict | None = None,
-               machine_state: dict | None = None, explain: dict | None = None, load=results.load) -> dict:
+               machine_state: dict | None = None, explain: dict | None = None, load=results.load,
+               extra_env: dict | None = None) -> dict:
     """Run `cell` in a worker process and return its result document, which is then at
     `out_file`; raise `CellFailed(reason)` if the worker does not finish with one. With
     `environment` (an `envs.Environment.describe()`), `python` is that environment's. With
@@ -125,7 +126,8 @@ def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: 
             proc = subprocess.Popen(
                 [python, "-m", "gcbench.worker", str(partial)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_file,
-                text=True, env=_worker_env(isolated=environment is not None), start_new_session=True,
+                text=True, env={**_worker_env(isolated=environment is not None), **(extra_env or {})},
+                start_new_session=True,
             )
         lines: queue.Queue = queue.Queue()
         reader = threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True)
@@ -229,6 +231,21 @@ def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], time
     every finished cell is on disk by then.
     """
     show_bars = sys.stderr.isatty() if progress is None else progress
+    with tempfile.TemporaryDirectory(prefix="gcbench-jax-cache-") as cache:
+        return _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, resume, data_kind,
+                          compile_cache_env(cache))
+
+
+def compile_cache_env(folder: str) -> dict:
+    """JAX's persistent compilation cache in `folder`, for every program however quick to
+    compile: the repeats of a cell (and its other policies) load what the first compiled.
+    Only the warm-up, which is recorded apart, gets shorter; the programs are the same."""
+    return {"JAX_COMPILATION_CACHE_DIR": folder, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+
+
+def _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, resume, data_kind,
+               cache_env) -> list[dict]:
     docs = []
     announced: set[str] = set()
     for n, cell in enumerate(cells, 1):
@@ -268,7 +285,8 @@ def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], time
         t0 = time.monotonic()
         state = {"load_before": metadata.load_average()}
         try:
-            doc = run_worker(cell, out_file, command, timeout, bar, machine_state=state, **in_env)
+            doc = run_worker(cell, out_file, command, timeout, bar, machine_state=state, extra_env=cache_env,
+                             **in_env)
             status = f"ok in {time.monotonic() - t0:.1f} s" if doc["status"] == "ok" else \
                 f"{doc['status']}: {doc['reason'].splitlines()[0] if doc['reason'] else ''}"
             log(f"{desc}: {status}")

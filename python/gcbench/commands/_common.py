@@ -134,20 +134,28 @@ def run_suite(suite: config.Suite, args, out: str, out_fn: Output) -> tuple[list
 
     Returns (documents or None when interrupted, the folder, exit code).
     """
+    kind, data_note, samples = check_data(args.data)
+    cells = suite.cells(args.data)
+    return run_plan(cells, suite, args, out, out_fn, kind, data_note, samples)
+
+
+def run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, kind: str, data_note: str,
+             samples: int) -> tuple[list[dict] | None, pathlib.Path, int]:
+    """Run `cells` (the plan; `suite` names it and holds its environments and timeout) into
+    the results folder `out`, which belongs to this run (see `prepare_folder`)."""
     from .. import envs, runner
     from ..files import FolderLock
 
-    kind, data_note, samples = check_data(args.data)
-    cells = suite.cells(args.data)
     footprint.check(cells, samples, language_of)
     resume, force = getattr(args, "resume", False), getattr(args, "force", False)
     out_dir = prepare_folder(out, resume, force)
     command = ["gcbench"] + args.argv
+    repeats = max(c.repeat for c in cells) + 1 if cells else 0
     with FolderLock(out_dir, f"{out_dir} is in use by another gcbench run; wait for it or use another --out"):
         previous = read_plan(out_dir) if (resume or force) else {}
         plan = write_plan(out_dir, suite, cells, command, "resume" if resume else "force" if force else "new",
                           previous, "running")
-        out_fn(f"gcbench: {len(cells)} runs ({len(cells) // suite.repeats} cells x {suite.repeats} repeats, "
+        out_fn(f"gcbench: {len(cells)} runs ({len(cells) // max(repeats, 1)} cells x {repeats} repeats, "
                f"interleaved) -> {out_dir}; data: {data_note}")
         t0 = time.monotonic()
         progress = False if args.no_progress else None

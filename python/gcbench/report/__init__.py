@@ -20,6 +20,8 @@ import tempfile
 from .. import archive, files, memory, results, stats, summary
 from ..errors import UsageError
 from . import environments, findings, plots
+from . import reproduction
+from . import why as why_section
 from .document import Bullets, Heading, Image, Para, Table, code, escape, to_html, to_markdown
 
 MARKER = ".gcbench-report.json"
@@ -225,7 +227,7 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
     from ..commands._common import read_plan
 
     plan = read_plan(folder)
-    docs = results.load_dir(folder, allow_empty=memdoc is not None or repro is not None)
+    docs = results.load_dir(folder, allow_empty=any(x is not None for x in (memdoc, repro, why)))
     order = {cell: i for i, cell in enumerate(plan.get("cells", []))}
     docs.sort(key=lambda d: (order.get(d["cell"], len(order)), d["cell"]))  # the order the suite ran in
     written: list[pathlib.Path] = [archive.pack(folder, out_dir / archive.NAME)]
@@ -239,7 +241,7 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
 
     blocks: list = [Heading(escape(title), 1)]
     if repro is not None:
-        blocks += reproduce_mod.report_section(repro, cells, out_dir, written)
+        blocks += reproduction.section(repro)
     if docs:
         blocks += _header(docs, plan)
     if bisect_table is not None:
@@ -259,7 +261,7 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
         for w in workloads:
             blocks += [Heading(w, 3), Bullets(findings.findings([cs for cs in cells if cs.key[1] == w]))]
     if why is not None:
-        blocks += explain_mod.report_section(why, out_dir, written)
+        blocks += why_section.section(why, out_dir, written)
     if ok:
         blocks += [Heading("Plots")]
         for w in workloads:

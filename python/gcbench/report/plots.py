@@ -34,6 +34,7 @@ BACKEND_COLORS = {  # Okabe-Ito and friends: tell-apart-able, and none is the bl
 _EXTRA = ["#4477AA", "#AA3377", "#228833", "#CCBB44", "#66CCEE", "#EE6677", "#BBBBBB"]
 GEN_MARKERS = {0: ("o", "gen 0 (Julia: incremental)"), 1: ("s", "gen 1"), 2: ("^", "gen 2: full")}
 ROW_IN = 0.34  # inches per series row in the horizontal figures
+WIDTH = 12.0  # every figure is as wide, so that text has one size on the page
 MAX_TRACE_ROWS = 8
 
 
@@ -109,7 +110,7 @@ def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathli
     metrics = [("median step, ms", _median), ("GC share of step time, %", _share),
                ("full collections per 1,000 steps", _full)]
     height = max(1.3, ROW_IN * len(series) + 0.7) * len(policies) + 0.9
-    fig, axes = plt.subplots(len(policies), len(metrics), figsize=(11.5, height), squeeze=False,
+    fig, axes = plt.subplots(len(policies), len(metrics), figsize=(WIDTH, height), squeeze=False,
                              sharey=True, sharex="col", layout="constrained")
     ys = {s: len(series) - 1 - i for i, s in enumerate(series)}
     for r, policy in enumerate(policies):
@@ -169,8 +170,7 @@ def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathl
     for part, start in enumerate(range(0, len(series), MAX_TRACE_ROWS)):
         rows = series[start: start + MAX_TRACE_ROWS]
         name = f"trace_{workload}.png" if part == 0 else f"trace_{workload}_{part + 1}.png"
-        fig, axes = plt.subplots(len(rows), len(policies), figsize=(min(4.6 * len(policies), 14) + 1.6,
-                                                                    1.55 * len(rows) + 1.0),
+        fig, axes = plt.subplots(len(rows), len(policies), figsize=(WIDTH, 1.55 * len(rows) + 1.0),
                                  squeeze=False, sharex=True, sharey="row", layout="constrained")
         for r, s in enumerate(rows):
             for c, policy in enumerate(policies):
@@ -223,8 +223,7 @@ def ecdf_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.P
     ok = [cs for cs in cells if cs.ok]
     policies = policies_of(ok)
     envs = list(dict.fromkeys(cs.key[3] for cs in ok))
-    fig, axes = plt.subplots(len(envs), len(policies), figsize=(min(4.4 * len(policies), 14) + 1.8,
-                                                                2.9 * len(envs) + 0.8),
+    fig, axes = plt.subplots(len(envs), len(policies), figsize=(WIDTH, 2.9 * len(envs) + 0.8),
                              squeeze=False, sharex=True, sharey=True, layout="constrained")
     for r, env in enumerate(envs):
         for c, policy in enumerate(policies):
@@ -256,8 +255,7 @@ def gc_split_figure(cells: list[summary.CellSummary], workload: str, path: pathl
     ok = [cs for cs in cells if cs.ok]
     series = ordered_series(ok)
     policies = policies_of(ok)
-    fig, axes = plt.subplots(1, len(policies), figsize=(max(9.0, min(4.0 * len(policies), 14) + 2.6),
-                                                        ROW_IN * len(series) + 1.5),
+    fig, axes = plt.subplots(1, len(policies), figsize=(WIDTH, ROW_IN * len(series) + 1.5),
                              squeeze=False, sharey=True, sharex=True, layout="constrained")
     ys = {s: len(series) - 1 - i for i, s in enumerate(series)}
     for c, policy in enumerate(policies):
@@ -291,7 +289,7 @@ def cumulative_gc_figure(cells: list[summary.CellSummary], workload: str, path: 
     policies = policies_of(ok)
     envs = list(dict.fromkeys(cs.key[3] for cs in ok))
     styles = ["-", "--", ":", "-."]
-    fig, axes = plt.subplots(1, len(policies), figsize=(max(9.0, min(4.6 * len(policies), 14) + 2.6), 3.2),
+    fig, axes = plt.subplots(1, len(policies), figsize=(WIDTH, 3.2),
                              squeeze=False, sharey=True, layout="constrained")
     for c, policy in enumerate(policies):
         ax = axes[0][c]
@@ -344,8 +342,7 @@ def pauses_figure(cells: list[summary.CellSummary], workload: str, path: pathlib
         return None
     series = ordered_series(ok)
     policies = policies_of(ok)
-    fig, axes = plt.subplots(1, len(policies), figsize=(max(9.0, min(4.6 * len(policies), 14) + 2.6),
-                                                        ROW_IN * 1.3 * len(series) + 1.5),
+    fig, axes = plt.subplots(1, len(policies), figsize=(WIDTH, ROW_IN * 1.3 * len(series) + 1.5),
                              squeeze=False, sharey=True, sharex=True, layout="constrained")
     ys = {s: len(series) - 1 - i for i, s in enumerate(series)}
     rng = np.random.default_rng(0)
@@ -380,7 +377,7 @@ def bisect_figure(tab: dict, path: pathlib.Path) -> pathlib.Path:
     median step; the first version with a tested change is marked."""
     rows = [r for r in tab["rows"] if r["status"] == "ok"]
     versions = [r["version"] for r in tab["rows"]]
-    fig, axes = plt.subplots(2, 1, figsize=(max(6.0, 0.9 * len(versions) + 3.0), 5.6), sharex=True,
+    fig, axes = plt.subplots(2, 1, figsize=(WIDTH, 5.6), sharex=True,
                              height_ratios=[3, 2], layout="constrained")
     unit = "" if tab["unit"] == "x" else f", {tab['unit']}"
     x = {v: i for i, v in enumerate(versions)}
@@ -413,3 +410,39 @@ def bisect_figure(tab: dict, path: pathlib.Path) -> pathlib.Path:
                  "(dots: repeats; line: their median)", fontsize=10)
     return save(fig, path)
 
+
+
+# -- why: what the collector had to do ---------------------------------------------------------------
+
+def why_figure(explanations: list[dict], path: pathlib.Path) -> pathlib.Path | None:
+    """Per explained cell: objects promoted to the oldest generation per step (left) and the
+    size of the oldest generation over the diagnostic run (right), full collections marked."""
+    rows = [e for e in explanations if "python" in e]
+    if not rows:
+        return None
+    fig, axes = plt.subplots(len(rows), 2, figsize=(WIDTH, 2.2 * len(rows) + 1.0), squeeze=False,
+                             layout="constrained")
+    for r, e in enumerate(rows):
+        py = e["python"]
+        color = backend_color(e["cell"]["backend"])
+        name = e["label"] + (f" [{e['environment']}]" if e.get("environment") else "")
+        promoted = np.asarray(py["promoted_per_step"])
+        axes[r][0].bar(np.arange(len(promoted)), promoted, width=1.0, color=color)
+        axes[r][0].set_ylabel("objects", fontsize=8)
+        axes[r][0].set_title(f"{name}: promoted per step (at collections of generation 1)", fontsize=8, loc="left")
+        oldest = np.asarray(py["oldest"], dtype=float).reshape(-1, 2)
+        axes[r][1].step(oldest[:, 0], oldest[:, 1], where="post", color=color, lw=1.3)
+        for s in py["full_steps"]:
+            axes[r][1].axvline(s, color=FULL_COLOR, ls=":", lw=0.9)
+        axes[r][1].set_ylim(bottom=0)
+        axes[r][1].set_ylabel("objects", fontsize=8)
+        for ax in axes[r]:
+            ax.yaxis.set_major_formatter(mticker.StrMethodFormatter("{x:,.0f}"))
+        axes[r][1].set_title(f"{name}: the oldest generation (dotted: full collections)", fontsize=8, loc="left")
+        for ax in axes[r]:
+            ax.tick_params(labelsize=7)
+            ax.grid(axis="y", alpha=0.3)
+    for ax in axes[-1]:
+        ax.set_xlabel("diagnostic step", fontsize=8)
+    fig.suptitle("why: what the collector had to do (diagnostic runs: timings disturbed)", fontsize=10)
+    return save(fig, path)

@@ -1,0 +1,40 @@
+"""The report's first section for `gcbench reproduce`: one table of every seed's claims,
+what the seed reported, what was measured here, their ratio and the verdict; then each
+case's settings and why they were chosen."""
+
+from __future__ import annotations
+
+from .document import Bullets, Heading, Para, Table, escape
+
+
+def section(doc: dict) -> list:
+    rows = []
+    for case in doc["cases"]:
+        for r in case["rows"]:
+            verdict = r["verdict"] + (f": {r['reason']}" if r["reason"] else "")
+            rows.append([escape(case["seed"].split(":")[0]), escape(r["claim"]), escape(r["seed_value"]),
+                         escape(r["measured"]), escape(r["ratio"]), escape(verdict)])
+    blocks = [Heading("Reproductions"),
+              Para("Each seed report's figures next to what gcbench measured here. Verdicts: reproduced, partly, "
+                   "not, or not run (with the reason); a setting is a figure matched by construction. Intervals "
+                   "are 95 %; a rate resting on fewer than five events is given as a count."),
+              Table(["seed", "claim", "the seed reported", "measured here", "ratio", "verdict"], rows,
+                    align_right=(4,))]
+    for case in doc["cases"]:
+        s = case.get("settings") or {}
+        items = [f"{escape(k)}: {escape(v)}" for k, v in s.items() if k != "why"]
+        blocks += [Heading(f"{case['name']}: seed {escape(case['seed'])}", 3)]
+        if s.get("why"):
+            blocks.append(Para(escape(s["why"]) + "."))
+        if items:
+            blocks.append(Bullets(items))
+        cal = case.get("calibration") or {}
+        if cal.get("medians_ms"):
+            blocks.append(Table(["batch", "median step, ms (equinox-filter, collector off)"],
+                                [[b, f"{m:.3g}" + (" (chosen)" if int(b) == cal.get("chosen") else "")]
+                                 for b, m in cal["medians_ms"].items()], align_right=(0, 1)))
+        if case.get("context"):
+            blocks.append(Para("The same networks in the JAX family, beside them:"))
+            blocks.append(Table(["cell", "networks", "median ms", "GC %", "full collections"],
+                                [[escape(x) for x in row] for row in case["context"]], align_right=(1, 2, 3)))
+    return blocks
