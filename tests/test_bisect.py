@@ -147,6 +147,12 @@ def test_bisect_cli_on_written_results(bisect_dir, tmp_path):
     assert "The first version whose gc share of step time differs" in md and "`equinox 0.12.2`" in md
     assert (tmp_path / "reports" / "res" / "bisect.png").read_bytes()[:4] == b"\x89PNG"
     assert "| py3.11 equinox==0.12.2 | 3.11.7 | 0.12.2 |" in md  # the environments, with what differs
+    # the report carries the table it showed: rebuilt from its own archive, it shows it again
+    rebuilt = run_cli("report", str(tmp_path / "reports" / "res"), cwd=tmp_path)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    again = (tmp_path / "reports" / "res" / "index.md").read_text()
+    section = lambda text: text[text.index("## Bisect"):text.index("## Summary")]
+    assert section(again) == section(md) and "`equinox 0.12.2`" in again
 
 
 @pytest.mark.parametrize("args, message", [
@@ -161,3 +167,20 @@ def test_bisect_cli_usage_errors(args, message):
     assert out.returncode == 2
     assert message in out.stderr and "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_a_repeat_under_load_is_left_out_and_the_table_says_so(tmp_path):
+    folder = tmp_path / "load"
+    write_versions(folder, [("1.0", 0.01)], repeats=3)
+    loaded = write_version(folder, "1.1", 0.2, repeat=0)  # the outlier ran on a busy machine
+    loaded["machine_state"] = {"cpu_count": 2, "load_before": 5.0, "load_after": 5.0}
+    results.write(loaded, folder / f"{loaded['cell']}.json")
+    for r in (1, 2):
+        write_version(folder, "1.1", 0.01, repeat=r)
+    tab = bisect.table(results.load_dir(folder), "equinox", CELL, bisect.get_metric("gc_share"), 1.5)
+    rows = {r["version"]: r for r in tab["rows"]}
+    assert rows["1.1"]["used"] == 2 and rows["1.0"]["used"] == 3
+    assert rows["1.1"]["value"] == pytest.approx(1.0, rel=0.05)  # the loaded repeat's 20 % is not in it
+    assert tab["first_change"] is None
+    line = next(line for line in bisect.format_table(tab).splitlines() if line.startswith("1.1"))
+    assert "3/3 (2 used)" in line

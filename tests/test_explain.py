@@ -35,9 +35,13 @@ def test_a_loop_that_keeps_records_is_named_with_its_line():
     expl = _explain(step)
     promoted = expl["python"]["promoted"]
     line = next(n for n, text in enumerate(open(__file__), 1) if "# RECORD-LINE" in text)
-    assert next(iter(promoted["by_site"])) == f"other test_explain.py:{line}"
+    site, from_line = next(iter(promoted["by_site"].items()))
+    assert site == f"other test_explain.py:{line}"
     assert next(iter(promoted["by_type"])) == "dict"
-    assert 15 <= expl["full_interval"]["promoted_per_step"] <= 22  # 20 records a step
+    # 20 records a step come from that line (the young collections catch most of them before
+    # the end); whatever else the test process does adds to the total, never to the line
+    assert 15 <= from_line / 100 <= 22
+    assert expl["full_interval"]["promoted_per_step"] >= from_line / 100
 
 
 def test_a_loop_that_makes_cycles_shows_cyclic_garbage_and_its_types():
@@ -55,6 +59,7 @@ def test_a_loop_that_makes_cycles_shows_cyclic_garbage_and_its_types():
     assert any(k.endswith("Node") for k in garbage["by_type"])
     assert any(r["kind"] == "cycles" for r in expl["recommendations"])
     assert "cyclic garbage by type" in explain.format_text(expl)
+    assert explain.format_text(json.loads(json.dumps(expl))) == explain.format_text(expl)  # as explain.json keeps it
 
 
 def test_a_clean_loop_promotes_nothing_to_speak_of():
@@ -85,6 +90,7 @@ def test_the_collector_model_is_detected():
 @pytest.mark.slow
 def test_explain_cli_names_the_bookkeeping_of_a_jax_loop(tmp_path):
     proc = run_cli("explain", "jax/mlp/default", "--bookkeeping", "metrics", "--networks", "50", "--steps", "100",
+                   "--site-steps", "100",
                    "--warmup", "2", "--out", str(tmp_path), "--json")
     assert proc.returncode == 0, proc.stderr
     expl = json.loads(proc.stdout)
@@ -93,3 +99,21 @@ def test_explain_cli_names_the_bookkeeping_of_a_jax_loop(tmp_path):
     assert "timings are disturbed" in proc.stderr
     saved = json.loads((tmp_path / "explain.json").read_text())
     assert [e["label"] for e in saved["explanations"]] == ["jax/mlp/default"]
+
+
+def test_explain_json_keeps_one_explanation_per_cell_and_environment(tmp_path):
+    """Saving again replaces; a file written by an older gcbench (the environment in the label too)
+    is read with one explanation per cell and environment, the last one saved."""
+    env = "py3.11 equinox==0.13.2"
+    old = {"label": f"equinox-filter/vit/default [{env}]", "environment": env, "note": "old"}
+    new = {"label": "equinox-filter/vit/default", "environment": env, "note": "new"}
+    other = {"label": "equinox-filter/vit/default", "environment": None, "note": "no env"}
+    explain.save(tmp_path, old)
+    explain.save(tmp_path, other)
+    explain.save(tmp_path, new)
+    kept = explain.load(tmp_path)["explanations"]
+    assert [(e["note"], e["environment"]) for e in kept] == [("no env", None), ("new", env)]
+    raw = json.loads((tmp_path / explain.FILE).read_text())
+    raw["explanations"].append(dict(old, note="appended by hand"))
+    (tmp_path / explain.FILE).write_text(json.dumps(raw))
+    assert [e["note"] for e in explain.load(tmp_path)["explanations"]] == ["no env", "appended by hand"]

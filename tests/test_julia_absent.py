@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import pathlib
 import stat
 import time
 
@@ -24,6 +25,18 @@ def no_julia(monkeypatch, tmp_path):
     julia_bridge.status.cache_clear()
     yield
     julia_bridge.status.cache_clear()
+
+
+def fake_julia(tmp_path, monkeypatch) -> pathlib.Path:
+    """An executable called julia, named by PYTHON_JULIAPKG_EXE (the test skips without juliacall)."""
+    if importlib.util.find_spec("juliacall") is None:
+        pytest.skip("juliacall not installed")
+    exe = tmp_path / "bin" / "julia"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PYTHON_JULIAPKG_EXE", str(exe))
+    return exe
 
 
 def test_missing_juliacall_is_one_line(monkeypatch):
@@ -49,13 +62,7 @@ def test_missing_julia_is_detected_fast_without_download(no_julia):
 
 def test_a_julia_on_path_or_in_the_env_makes_them_available(no_julia, tmp_path, monkeypatch):
     monkeypatch.setattr(julia_bridge, "juliapkg_meta", lambda: None)  # setup done, or juliapkg unknown
-    if importlib.util.find_spec("juliacall") is None:
-        pytest.skip("juliacall not installed")
-    exe = tmp_path / "bin" / "julia"
-    exe.parent.mkdir()
-    exe.write_text("#!/bin/sh\n")
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PYTHON_JULIAPKG_EXE", str(exe))
+    exe = fake_julia(tmp_path, monkeypatch)
     assert julia_bridge.find_julia() == str(exe)
     assert julia_bridge.status() == (True, "")
 
@@ -114,13 +121,7 @@ def test_runs_are_offline_and_setup_is_not(monkeypatch):
 
 
 def test_a_julia_without_installed_packages_asks_for_julia_setup(no_julia, tmp_path, monkeypatch):
-    if importlib.util.find_spec("juliacall") is None:
-        pytest.skip("juliacall not installed")
-    exe = tmp_path / "bin" / "julia"
-    exe.parent.mkdir()
-    exe.write_text("#!/bin/sh\n")
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PYTHON_JULIAPKG_EXE", str(exe))
+    exe = fake_julia(tmp_path, monkeypatch)
     monkeypatch.setattr(julia_bridge, "juliapkg_meta", lambda: tmp_path / "julia_env" / "pyjuliapkg" / "meta.json")
     ok, reason = julia_bridge.status()
     assert not ok and "run `gcbench julia-setup`" in reason and "\n" not in reason

@@ -20,15 +20,21 @@ from gcbench.config import Cell
 from gcbench.workloads import WORKLOADS, init_params
 
 
-def flux_reference_forward(workload, flat: np.ndarray, x_whcn: np.ndarray) -> np.ndarray:
-    h, off = x_whcn.astype(np.float64), 0
+class Reader:
+    """Arrays of the given sizes, in order, from a flat column-major vector (as julia/layers.jl reads)."""
 
-    def take(*dims):
-        nonlocal off
+    def __init__(self, flat: np.ndarray):
+        self.flat, self.offset = flat, 0
+
+    def __call__(self, *dims) -> np.ndarray:
         n = int(np.prod(dims))
-        a = flat[off : off + n].reshape(dims, order="F").astype(np.float64)
-        off += n
+        a = self.flat[self.offset: self.offset + n].reshape(dims, order="F").astype(np.float64)
+        self.offset += n
         return a
+
+
+def flux_reference_forward(workload, flat: np.ndarray, x_whcn: np.ndarray) -> np.ndarray:
+    h, take = x_whcn.astype(np.float64), Reader(flat)
 
     for row in julia_layout.layer_table(workload):
         kind, a, b, c, relu = row
@@ -48,19 +54,12 @@ def flux_reference_forward(workload, flat: np.ndarray, x_whcn: np.ndarray) -> np
             h = w @ h + bias[:, None]
             if relu:
                 h = np.maximum(h, 0)
-    assert off == len(flat)
+    assert take.offset == len(flat)
     return h  # (10, n)
 
 
 def simplechains_reference_forward(workload, flat: np.ndarray, x_whcn: np.ndarray) -> np.ndarray:
-    h, off = x_whcn.astype(np.float64), 0
-
-    def take(*dims):
-        nonlocal off
-        n = int(np.prod(dims))
-        a = flat[off: off + n].reshape(dims, order="F").astype(np.float64)
-        off += n
-        return a
+    h, take = x_whcn.astype(np.float64), Reader(flat)
 
     for row in julia_layout.layer_table(workload):
         kind, a, b, c, relu = row
@@ -81,7 +80,7 @@ def simplechains_reference_forward(workload, flat: np.ndarray, x_whcn: np.ndarra
             h = wb[:, :a] @ h + wb[:, a:]
             if relu:
                 h = np.maximum(h, 0)
-    assert off == len(flat)
+    assert take.offset == len(flat)
     return h
 
 

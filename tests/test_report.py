@@ -1,6 +1,8 @@
 import base64
 import json
+import pathlib
 import re
+import shutil
 import tarfile
 
 import numpy as np
@@ -132,11 +134,14 @@ def test_stale_plots_of_an_earlier_build_are_removed(tmp_path):
 
 
 def test_report_cli_errors(tmp_path):
-    proc = run_cli("report", str(tmp_path / "missing"))
+    proc = run_cli("report", str(tmp_path / "missing"), cwd=tmp_path)
     assert proc.returncode == 2 and "neither a results folder nor" in proc.stderr
-    (tmp_path / "x.json").write_text('{"a": 1}')
-    proc = run_cli("report", str(tmp_path))
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "x.json").write_text('{"a": 1}')
+    proc = run_cli("report", str(bad), cwd=tmp_path)
     assert proc.returncode == 2 and "not a gcbench result" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())  # no empty folder left
 
 
 @pytest.mark.parametrize("name, content, message", [
@@ -166,3 +171,43 @@ def test_report_on_a_read_only_folder_is_one_line(tmp_path):
     ro.chmod(0o555)
     proc = run_cli("report", str(res), "--out", str(ro / "rep"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+COMMITTED = sorted(REPO.glob("reports/*/results.tar.gz"), key=lambda p: p.stat().st_size)
+
+
+@pytest.mark.skipif(not COMMITTED, reason="no committed report yet")
+def test_a_committed_report_rebuilds_from_its_raw_results(tmp_path):
+    """The smallest published report, copied as it is in the repository, rebuilt from its own
+    results.tar.gz by `gcbench report FOLDER`: the same index.md, word for word."""
+    original = COMMITTED[0].parent
+    copy = tmp_path / original.name
+    shutil.copytree(original, copy)
+    proc = run_cli("report", str(copy), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (copy / "index.md").read_text() == (original / "index.md").read_text()
+
+
+def test_every_committed_report_carries_its_raw_results_under_5_mb():
+    folders = [p for p in (REPO / "reports").iterdir() if (p / "index.md").is_file()]
+    for folder in folders:
+        archive = folder / "results.tar.gz"
+        assert archive.is_file(), f"{folder.name} has no raw results"
+        assert archive.stat().st_size < 5 * 2**20
+
+
+def test_environments_are_listed_in_natural_order_within_a_cell():
+    """py3.9 before py3.10, equinox 0.13.9 before 0.13.10, whatever order the shuffled rounds ran them in."""
+    from gcbench.report import _in_order
+
+    def doc(backend, env, repeat=0):
+        return {"cell": f"{backend}__vit__default__r{repeat}__{env}", "backend": backend, "workload": "vit",
+                "gc_policy": "default", "repeat": repeat, "environment": {"name": env}}
+
+    envs_ran = ["py3.10", "py3.9 equinox==0.13.10", "py3.9", "py3.9 equinox==0.13.9"]
+    docs = [doc("nnx", e) for e in envs_ran] + [doc("jax", "py3.10", 1), doc("jax", "py3.10", 0)]
+    plan = {"cells": [d["cell"] for d in docs]}
+    ordered = [(d["backend"], d["environment"]["name"], d["repeat"]) for d in _in_order(docs, plan)]
+    assert ordered == [("nnx", "py3.9", 0), ("nnx", "py3.9 equinox==0.13.9", 0), ("nnx", "py3.9 equinox==0.13.10", 0),
+                       ("nnx", "py3.10", 0), ("jax", "py3.10", 0), ("jax", "py3.10", 1)]

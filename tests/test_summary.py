@@ -33,6 +33,24 @@ def test_a_drifting_repeat_is_left_out_and_said_so():
     assert s["median_ms"] < 11.5
 
 
+def test_the_workers_own_load_is_not_a_flag():
+    rng = np.random.default_rng(7)
+    cell = docs(rng, 2, 10.0)
+    cell[0]["machine_state"] = {"cpu_count": 2, "load_before": 1.9, "load_after": 2.6}  # the worker itself
+    cell[1]["machine_state"] = {"cpu_count": 2, "load_before": 1.0, "load_after": 3.4}  # and someone else
+    s = summary.summarize(cell).stats
+    assert list(s["flagged"]) == [1]
+
+
+def test_when_fewer_than_two_would_be_left_all_are_kept():
+    rng = np.random.default_rng(6)
+    cell = docs(rng, 3, 10.0)
+    for d in cell[:2]:
+        d["machine_state"] = {"cpu_count": 2, "load_before": 3.5}
+    s = summary.summarize(cell).stats
+    assert s["used"] == [0, 1, 2] and sorted(s["flagged"]) == [0, 1]
+
+
 def test_when_every_repeat_is_flagged_all_are_kept():
     rng = np.random.default_rng(2)
     cell = docs(rng, 2, 10.0)
@@ -40,7 +58,8 @@ def test_when_every_repeat_is_flagged_all_are_kept():
         d["machine_state"] = {"cpu_count": 2, "load_before": 3.5, "load_after": 2.8}
     s = summary.summarize(cell).stats
     assert s["used"] == [0, 1] and s["all_flagged"]
-    assert any("load average 3.5 above the 2 cores" in w and "(kept" in w for w in s["warnings"])
+    assert any("load average 3.5 above the 2 cores before the repeat started" in w and "(kept" in w
+               for w in s["warnings"])
 
 
 def test_julia_results_count_full_sweeps():

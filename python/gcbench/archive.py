@@ -30,14 +30,18 @@ def members(folder: pathlib.Path) -> list[pathlib.Path]:
     return sorted(p for p in folder.glob("*.json") if _MEMBER.match(p.name) and p.is_file())
 
 
-def pack(folder: pathlib.Path, target: pathlib.Path) -> pathlib.Path:
-    """Write the archive of results folder `folder` to `target` (atomically, reproducibly)."""
+def pack(folder: pathlib.Path, target: pathlib.Path, replace: dict[str, bytes] | None = None) -> pathlib.Path:
+    """Write the archive of results folder `folder` to `target` (atomically, reproducibly).
+    `replace` holds documents, by name, that the archive carries instead of (or besides) the
+    folder's: what a report was built from when that is not what the folder holds."""
+    replace = replace or {}
+    contents = {path.name: path for path in members(folder)} | replace
     raw = io.BytesIO()
     with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=9) as gz:
         with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            for path in members(folder):
-                data = path.read_bytes()
-                info = tarfile.TarInfo(path.name)
+            for name in sorted(contents):
+                data = replace[name] if name in replace else contents[name].read_bytes()
+                info = tarfile.TarInfo(name)
                 info.size, info.mtime, info.mode = len(data), 0, 0o644
                 info.uid = info.gid = 0
                 info.uname = info.gname = ""

@@ -161,6 +161,7 @@ def table(docs: list[dict], package: str, cell: tuple[str, str, str], metric: Me
             continue
         used, _ = summary.used_repeats(ok)
         row["status"] = "ok"
+        row["used"] = len(used)  # repeats that drifted or ran under load are left out (see summary.used_repeats)
         row["values"] = [metric.of(d) for d in used]
         row["value"] = statistics.median(row["values"])
         row["median_ms"] = statistics.median(metric_value("median", d) for d in used)
@@ -214,7 +215,8 @@ def table_rows(tab: dict, mark: str) -> tuple[list[str], list[list[str]]]:
         ([f"{tab['metric']}{unit}"] if own else []) + ["change"]
     rows = []
     for r in tab["rows"]:
-        first = [r["version"], r.get("python") or "-", r.get("packages", {}).get("jax", "-"), f"{r['ok']}/{r['runs']}"]
+        first = [r["version"], r.get("python") or "-", r.get("packages", {}).get("jax", "-"), f"{r['ok']}/{r['runs']}"
+                 + (f" ({r['used']} used)" if r.get("used", r["ok"]) < r["ok"] else "")]
         if r["status"] != "ok":
             rows.append(first + ["-"] * (len(header) - 5) + [f"{r['status']}: {r.get('reason', '')}"])
             continue

@@ -3,9 +3,9 @@
 Repeats (fresh processes) are the unit: each cell's repeats give per-repeat medians,
 GC shares and full-collection counts, and those are what is tested:
 
-- median step: a t test on the logarithms of the per-repeat medians (Student's pooled
-  test when both sides have as many repeats, Welch's otherwise); the effect is the
-  ratio of their geometric means, B / A;
+- median step: Student's pooled t test on the logarithms of the per-repeat medians (the
+  spread between processes is the machine's); the effect is the ratio of their
+  geometric means, B / A;
 - GC share: the same t test on the per-repeat shares; the effect is the difference in
   percentage points;
 - full collections: an exact conditional (binomial) test of two Poisson rates, the
@@ -66,18 +66,14 @@ class Test:
 
 
 def _t_test(a: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, tuple, tuple]:
-    """p, (1 - alpha) and (1 - 2 alpha) intervals of mean(b) - mean(a): Student's pooled
-    t test when both sides have as many repeats (exact under equal spread, and robust to
-    unequal spread with equal sizes), Welch's otherwise."""
+    """p, (1 - alpha) and (1 - 2 alpha) intervals of mean(b) - mean(a), by Student's pooled
+    t test: the spread between processes is the machine's, the same on both sides, and a
+    pooled estimate keeps its degrees of freedom when a flagged repeat leaves one side
+    with two (Welch's test would fall to about one degree of freedom there)."""
     diff = float(b.mean() - a.mean())
     na, nb = len(a), len(b)
-    if na == nb:
-        pooled = ((na - 1) * a.var(ddof=1) + (nb - 1) * b.var(ddof=1)) / (na + nb - 2)
-        se, df = math.sqrt(pooled * (1 / na + 1 / nb)), na + nb - 2
-    else:
-        va, vb = a.var(ddof=1) / na, b.var(ddof=1) / nb
-        se = math.sqrt(va + vb)
-        df = (va + vb) ** 2 / ((va**2 / (na - 1)) + (vb**2 / (nb - 1))) if se > 0 else 1.0
+    pooled = ((na - 1) * a.var(ddof=1) + (nb - 1) * b.var(ddof=1)) / (na + nb - 2)
+    se, df = math.sqrt(pooled * (1 / na + 1 / nb)), na + nb - 2
     if se == 0:  # no spread at all on either side: the difference is exact
         return (1.0 if diff == 0 else 0.0), (diff, diff), (diff, diff)
     p = float(2 * sst.t.sf(abs(diff / se), df))

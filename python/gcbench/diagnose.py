@@ -18,7 +18,9 @@ promoted, and from where; and what the oldest generation holds.
 from __future__ import annotations
 
 import collections
+import functools
 import gc
+import os
 import pathlib
 import sys
 import time
@@ -30,6 +32,8 @@ _GCBENCH_DIR = str(pathlib.Path(__file__).resolve().parent)
 # gcbench (the backends' step code) is "gcbench".
 _LOOP_FILES = tuple(str(pathlib.Path(_GCBENCH_DIR, name)) for name in ("worker.py", "measure.py"))
 TOP = 12  # entries kept per table
+UNTRACED = "untraced"  # made before sites were traced
+FRAMES = 12  # frames tracemalloc keeps per allocation: enough to leave jax's and equinox's internals
 
 
 def collector_model() -> dict:
@@ -70,6 +74,7 @@ def type_package(tp: type) -> str:
 def file_package(filename: str) -> str | None:
     """The named package a source file belongs to (`loop` for gcbench's own training loop),
     or None."""
+    filename = _real(filename)
     if filename in _LOOP_FILES:
         return "loop"
     if filename.startswith(_GCBENCH_DIR):
@@ -88,8 +93,15 @@ _STDLIB = str(pathlib.Path(tracemalloc.__file__).resolve().parent)
 _HARNESS = tuple(str(pathlib.Path(_GCBENCH_DIR, name)) for name in ("diagnose.py", "explain.py"))
 
 
+@functools.lru_cache(maxsize=4096)
+def _real(filename: str) -> str:
+    """A source file's real path: in an environment gcbench is imported through a link."""
+    return os.path.realpath(filename) if filename and not filename.startswith("<") else filename
+
+
 def _frame_kind(filename: str) -> str | None:
     """None for frames that do not decide a site (the standard library, this harness)."""
+    filename = _real(filename)
     if filename.startswith(_HARNESS):
         return None
     if filename.startswith(_STDLIB) and "-packages" not in filename or filename.startswith("<"):
@@ -104,7 +116,7 @@ def allocation_site(obj) -> tuple[str, str]:
     ("untraced", ...) for objects allocated before tracing started."""
     tb = tracemalloc.get_object_traceback(obj)
     if tb is None:
-        return "untraced", "(allocated before the diagnostic steps)"
+        return UNTRACED, ""
     frames = list(tb)
     for frame in reversed(frames):  # most recent first
         kind = _frame_kind(frame.filename)
@@ -123,14 +135,18 @@ class _Counts:
         self.by_site: collections.Counter = collections.Counter()
         self.total = 0
 
-    def add(self, obj, sites: bool) -> None:
-        tp = type(obj)
-        self.by_type[type_name(tp)] += 1
-        self.by_package[type_package(tp)] += 1
+    def add_many(self, objs: list, sites: bool) -> None:
+        types = collections.Counter(map(type, objs))
+        for tp, n in types.items():
+            self.by_type[type_name(tp)] += n
+            self.by_package[type_package(tp)] += n
         if sites:
-            package, site = allocation_site(obj)
-            self.by_site[f"{package} {site}".strip()] += 1
-        self.total += 1
+            for obj in objs:
+                package, site = allocation_site(obj)
+                self.by_site[f"{package} {site}".strip()] += 1
+        elif objs:
+            self.by_site[UNTRACED] += len(objs)
+        self.total += len(objs)
 
     def to_json(self) -> dict:
         return {"total": self.total, "by_type": dict(self.by_type.most_common(TOP)),
@@ -143,13 +159,17 @@ class Diagnosis:
     at each collection of generation 1 the objects it promoted; at each full collection
     what it scanned; and (with DEBUG_SAVEALL) the cyclic garbage, by type."""
 
-    def __init__(self, steps: int, sites: bool = True, save_garbage: bool = True):
+    def __init__(self, steps: int, sites: bool = True, save_garbage: bool = True, site_steps: int | None = None):
         self.steps = steps
         self.sites = sites
+        # tracemalloc slows allocation-heavy steps tens of times: sites are traced over the
+        # last `site_steps` steps only (all of them when None)
+        self.site_from = 0 if site_steps is None else max(0, steps - site_steps)
         self.save_garbage = save_garbage
         self.collections: list[dict] = []
         self.promoted = _Counts()
         self.promoted_per_step = [0] * steps
+        self.promoted_before = 0  # promoted during the run, but made before it
         self.scanned = _Counts()
         self.scanned_origin = collections.Counter()
         self.scans = 0
@@ -160,6 +180,7 @@ class Diagnosis:
         self.step = -1
         self._baseline: set[int] = set()
         self._young: set[int] = set()
+        self._old_len = 0
         self._saved: set[int] = set()
         self._garbage_seen = 0
         self._t0 = 0
@@ -171,42 +192,51 @@ class Diagnosis:
         if phase == "start":
             self._start_counts = [len(gc.get_objects(g)) for g in range(2)] + [-1]
             if gen == 1:
-                self._young = {id(o) for g in (0, 1) for o in gc.get_objects(g)}
+                self._young = set(map(id, gc.get_objects(0))) | set(map(id, gc.get_objects(1)))
+                self._old_len = len(gc.get_objects(2))
             elif gen >= 2:
                 oldest = gc.get_objects(2)
                 self._start_counts[2] = len(oldest)
                 self.scans += 1
-                for o in oldest:
-                    self.scanned.add(o, sites=False)
-                    self.scanned_origin["before the timed steps" if id(o) in self._baseline else
-                                        "made during the timed steps"] += 1
+                self.scanned.add_many(oldest, sites=False)
+                before = len(self._baseline.intersection(map(id, oldest)))
+                self.scanned_origin["before the timed steps"] += before
+                self.scanned_origin["made during the timed steps"] += len(oldest) - before
                 del oldest
             self._t0 = time.perf_counter_ns()
             return
         pause = time.perf_counter_ns() - self._t0
         if gen == 1:
             young, self._young = self._young, set()
-            count = 0
             oldest = gc.get_objects(2)
-            for o in oldest:
-                i = id(o)
-                if i in young and i not in self._saved:
-                    self.promoted.add(o, self.sites)
-                    count += 1
+            # A collection of generation 1 appends its survivors to the end of the oldest
+            # generation's list: look there (a little earlier too, in case an old object died).
+            tail = oldest[max(0, self._old_len - 64):] if len(oldest) >= self._old_len else oldest
+            promoted = [o for o in tail if id(o) in young and id(o) not in self._saved]
+            # Objects that existed before the diagnostic steps and happen to be promoted now
+            # are a one-off of the start, not what a step costs: counted apart.
+            before = [o for o in promoted if id(o) in self._baseline]
+            self.promoted_before += len(before)
+            if before:
+                promoted = [o for o in promoted if id(o) not in self._baseline]
+            self.promoted.add_many(promoted, self._tracing())
             if 0 <= self.step < self.steps:
-                self.promoted_per_step[self.step] += count
+                self.promoted_per_step[self.step] += len(promoted)
             self.oldest.append([self.step, len(oldest)])
-            del oldest
+            del oldest, tail, promoted, before
         elif gen >= 2:
             self.oldest.append([self.step, len(gc.get_objects(2))])
         if self.save_garbage and len(gc.garbage) > self._garbage_seen:
-            for o in gc.garbage[self._garbage_seen:]:
-                self.garbage.add(o, self.sites)
-                self._saved.add(id(o))
+            new = gc.garbage[self._garbage_seen:]
+            self.garbage.add_many(new, self._tracing())
+            self._saved.update(map(id, new))
             self._garbage_seen = len(gc.garbage)
         self.collections.append({"step": self.step, "generation": gen, "pause_ns": pause,
                                  "objects_at_start": self._start_counts, "collected": info["collected"],
                                  "uncollectable": info["uncollectable"]})
+
+    def _tracing(self) -> bool:
+        return self.sites and tracemalloc.is_tracing()
 
     # -- running ----------------------------------------------------------------------------
     def run(self, step, first: int = 0) -> None:
@@ -216,8 +246,6 @@ class Diagnosis:
         debug = gc.get_debug()
         garbage_before = len(gc.garbage)
         self._garbage_seen = garbage_before
-        if self.sites and not was_tracing:
-            tracemalloc.start(30)
         if self.save_garbage:
             gc.set_debug(debug | gc.DEBUG_SAVEALL)
         gc.callbacks.append(self._on)
@@ -225,13 +253,15 @@ class Diagnosis:
             self.oldest.append([-1, len(gc.get_objects(2))])
             for i in range(self.steps):
                 self.step = i
+                if i == self.site_from and self.sites and not was_tracing:
+                    tracemalloc.start(FRAMES)
                 step(first + i)
             self.step = self.steps
             self.oldest.append([self.steps, len(gc.get_objects(2))])
         finally:
             gc.callbacks.remove(self._on)
             gc.set_debug(debug)
-            if self.sites and not was_tracing:
+            if self.sites and not was_tracing and tracemalloc.is_tracing():
                 tracemalloc.stop()
             if self.save_garbage:
                 del gc.garbage[garbage_before:]
@@ -242,7 +272,7 @@ class Diagnosis:
         return {
             "steps": self.steps,
             "collections": self.collections,
-            "promoted": self.promoted.to_json(),
+            "promoted": {**self.promoted.to_json(), "made_before_the_steps": self.promoted_before},
             "promoted_per_step": self.promoted_per_step,
             "scanned": {**self.scanned.to_json(), "collections": self.scans, "origin": dict(self.scanned_origin),
                         "frozen": gc.get_freeze_count()},
@@ -253,11 +283,13 @@ class Diagnosis:
             "thresholds": list(gc.get_threshold()),
             "collector": collector_model(),
             "sites_traced": self.sites,
+            "sites_from_step": self.site_from if self.sites else None,
         }
 
 
-def diagnose(step, steps: int, first: int = 0, sites: bool = True, save_garbage: bool = True) -> dict:
+def diagnose(step, steps: int, first: int = 0, sites: bool = True, save_garbage: bool = True,
+             site_steps: int | None = None) -> dict:
     """Run `step(first + i)` `steps` times under a `Diagnosis`; return what it recorded."""
-    d = Diagnosis(steps, sites, save_garbage)
+    d = Diagnosis(steps, sites, save_garbage, site_steps)
     d.run(step, first)
     return d.to_json()

@@ -12,7 +12,8 @@ measurements. From what it records, `summarize` answers:
   what training made, plus what is frozen;
 - whether any garbage is cyclic (DEBUG_SAVEALL), and of which types;
 - the full-collection interval the collector's own rule predicts, against the observed;
-- recommendations that follow from the data, each with its measured effect where the
+- recommendations that follow from the data (freeze; the partition or split idiom; the
+  loop's own records; the cycle's types), each with its measured effect where the
   results folder holds a cell of that policy or idiom.
 
 `explain.json` in the results folder keeps one explanation per cell; the report renders
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import statistics
 
-from . import files
+from . import files, stats
 from .errors import UsageError
 
 FILE = "explain.json"
@@ -31,6 +32,7 @@ FORMAT = "gcbench-explain"
 RAW_FORMAT = "gcbench-explain-raw"
 SCHEMA_VERSION = 1
 DEFAULT_STEPS = 200
+SITE_STEPS = 25  # allocation sites are traced over the last this many steps (tracemalloc is slow)
 JULIA_SAMPLE_RATE = 0.01
 DISTURBED = ("diagnostic run: timings are disturbed (every collection lists the generations, tracemalloc "
              "records every allocation) and are not measurements of the loop")
@@ -69,7 +71,8 @@ def diagnose_cell(cell, options: dict, command=None, environment=None) -> dict:
     policy = gcpolicy.parse(cell.policy)
     policy.before_timed()
     try:
-        raw["python"] = diagnose.diagnose(step, cell.steps, first=cell.warmup, sites=options.get("sites", True))
+        raw["python"] = diagnose.diagnose(step, cell.steps, first=cell.warmup, sites=options.get("sites", True),
+                                          site_steps=options.get("site_steps", SITE_STEPS))
     finally:
         policy.after_timed()
     raw["python"]["interpreter"] = metadata.collect()["python"]
@@ -115,7 +118,7 @@ def full_interval(py: dict) -> dict:
 
 def _effect(docs: list[dict] | None, base: tuple, other: tuple) -> str | None:
     """The measured change from cell `base` to cell `other` (backend, workload, policy) in
-    `docs`, with its tests; None when the results hold no such pair."""
+    `docs`, with its tests (corrected together); None when the results hold no such pair."""
     if not docs:
         return None
     from . import compare, summary
@@ -125,14 +128,19 @@ def _effect(docs: list[dict] | None, base: tuple, other: tuple) -> str | None:
     b = next((v for k, v in cells.items() if k[:3] == other), None)
     if a is None or b is None or not any(d["status"] == "ok" for d in a) or not any(d["status"] == "ok" for d in b):
         return None
-    c = compare.compare_docs(a, b, force=True)
-    if not c["rows"]:
-        return None
-    median, share, full = c["rows"][0]["tests"]
-    label = "/".join(other)
-    return (f"measured ({'/'.join(base)} -> {label}): GC share {100 * share.a:.2f} % -> {100 * share.b:.2f} % "
-            f"({share.verdict}); full collections per 1,000 steps {full.a:.3g} -> {full.b:.3g} ({full.verdict}); "
-            f"median step {median.verdict} ({100 * (median.effect - 1):+.1f} %)")
+    va, vb = compare.repeat_values(a), compare.repeat_values(b)
+    tests = [compare.test_median(va["medians"], vb["medians"], compare.MIN_EFFECT, compare.ALPHA),
+             compare.test_gc_share(va["shares"], vb["shares"], compare.MIN_EFFECT, compare.ALPHA),
+             compare.test_rate(va["full"], va["steps"], vb["full"], vb["steps"], compare.MIN_EFFECT, compare.ALPHA)]
+    real = [t for t in tests if t.p is not None and not t.exact]
+    for t, p in zip(real, compare.holm([t.p for t in real])):
+        t.p_adj = p
+    for t in tests:
+        t.verdict = compare.decide(t, compare.ALPHA)
+    median, share, full = tests
+    return (f"measured, {'/'.join(base)} → {'/'.join(other)}: GC share {100 * share.a:.2f} % → "
+            f"{100 * share.b:.2f} % ({share.verdict}); full collections {va['full']} in {va['steps']:,} steps → "
+            f"{vb['full']} in {vb['steps']:,} ({full.verdict}); median step {median.verdict}")
 
 
 def recommendations(expl: dict, docs: list[dict] | None = None) -> list[dict]:
@@ -145,7 +153,7 @@ def recommendations(expl: dict, docs: list[dict] | None = None) -> list[dict]:
         return out
     interval = expl["full_interval"]
     promoted = py["promoted"]
-    sites = promoted["by_site"]
+    sites = {k: v for k, v in promoted["by_site"].items() if not k.startswith("untraced")}
     total_sites = max(sum(sites.values()), 1)
     site_share = lambda pkg: sum(v for k, v in sites.items() if k.split(" ")[0] == pkg) / total_sites
     scanned = py["scanned"]
@@ -171,6 +179,12 @@ def recommendations(expl: dict, docs: list[dict] | None = None) -> list[dict]:
                     "equinox and jax while eqx.filter_jit flattens the module on every call. eqx.partition once, "
                     "then plain jax.jit over the arrays (the equinox-partition backend).",
                     "effect": _effect(docs, (backend, workload, policy), ("equinox-partition", workload, policy))})
+    if backend == "nnx" and site_share("flax") >= 0.3:
+        out.append({"kind": "split", "text": "Split the model once: "
+                    f"{100 * site_share('flax'):.0f} % of what is promoted is allocated in flax while nnx.jit walks "
+                    "the module's graph on every call. nnx.split once, then a pure jax.jit over (graphdef, state) "
+                    "(the nnx-split backend; Flax's performance guide).",
+                    "effect": _effect(docs, (backend, workload, policy), ("nnx-split", workload, policy))})
     if before >= 0.5 and interval["full_collections"]:
         out.append({"kind": "freeze", "text": f"Freeze what setup made: {100 * before:.0f} % of the objects a full "
                     "collection scans existed before the timed steps (imports, the model, compiled functions). "
@@ -182,20 +196,32 @@ def recommendations(expl: dict, docs: list[dict] | None = None) -> list[dict]:
 
 def summarize(raw: dict, docs: list[dict] | None = None) -> dict:
     """The explanation of one diagnostic run (see the module docstring)."""
-    expl = {"label": raw["label"], "cell": raw["cell"], "python_version": raw["metadata"].get("python"),
+    cell = raw["cell"]
+    expl = {"label": f"{cell['backend']}/{cell['workload']}/{cell['policy']}", "cell": cell,
+            "python_version": raw["metadata"].get("python"),
             "packages": {k: v for k, v in (raw["metadata"].get("packages") or {}).items() if v},
             "environment": (raw.get("environment") or {}).get("name"), "note": DISTURBED}
     if "julia" in raw:
-        jl = raw["julia"]
-        expl["julia"] = jl
+        expl["julia"] = raw["julia"]
         expl["julia_versions"] = raw["metadata"].get("julia_packages", {})
         return expl
-    py = raw["python"]
-    expl["python"] = py
-    expl["full_interval"] = full_interval(py)
-    colls = py["collections"]
-    in_steps = [c for c in colls if 0 <= c["step"] < py["steps"]]
-    expl["counts"] = {g: sum(1 for c in in_steps if c["generation"] == g) for g in range(3)}
+    expl["python"] = raw["python"]
+    return derive(expl, docs)
+
+
+def derive(expl: dict, docs: list[dict] | None = None) -> dict:
+    """The figures an explanation derives from its diagnosis (counts, the predicted interval,
+    recommendations with the effects measured in `docs`), computed anew: a report refreshes
+    a stored explanation with them, so that it follows the code and the folder's results."""
+    env = expl.get("environment")
+    if env and expl["label"].endswith(f" [{env}]"):  # the label is the cell's; the environment is apart
+        expl = dict(expl, label=expl["label"].removesuffix(f" [{env}]"))
+    py = expl.get("python")
+    if py is None:
+        return expl
+    expl = dict(expl, full_interval=full_interval(py))
+    in_steps = [c for c in py["collections"] if 0 <= c["step"] < py["steps"]]
+    expl["counts"] = [sum(1 for c in in_steps if c["generation"] == g) for g in range(3)]
     expl["collected"] = sum(c["collected"] for c in in_steps)
     expl["uncollectable"] = sum(c["uncollectable"] for c in in_steps)
     expl["recommendations"] = recommendations(expl, docs)
@@ -217,7 +243,16 @@ def load(folder) -> dict | None:
         raise UsageError(f"{path}: not a gcbench explain document")
     if doc.get("schema_version", 0) > SCHEMA_VERSION:
         raise UsageError(f"{path}: explain schema_version {doc['schema_version']} is newer than this gcbench reads")
+    latest = {_key(e): e for e in doc["explanations"]}  # one per cell and environment: the last one saved
+    doc["explanations"] = list(latest.values())
     return doc
+
+
+def _key(expl: dict) -> tuple[str, str | None]:
+    """The cell and environment an explanation is of (older files kept the environment in the label too)."""
+    env = expl.get("environment")
+    label = expl["label"]
+    return (label.removesuffix(f" [{env}]") if env else label), env
 
 
 def save(folder, expl: dict) -> None:
@@ -225,8 +260,7 @@ def save(folder, expl: dict) -> None:
     import pathlib
 
     doc = load(folder) or {"format": FORMAT, "schema_version": SCHEMA_VERSION, "explanations": []}
-    key = (expl["label"], expl.get("environment"))
-    doc["explanations"] = [e for e in doc["explanations"] if (e["label"], e.get("environment")) != key] + [expl]
+    doc["explanations"] = [e for e in doc["explanations"] if _key(e) != _key(expl)] + [expl]
     files.write_json(pathlib.Path(folder) / FILE, doc)
 
 
@@ -263,11 +297,15 @@ def format_text(expl: dict) -> str:
                  + (" (no cyclic garbage)" if not expl["collected"] else "")
                  + (f"; uncollectable: {expl['uncollectable']}" if expl["uncollectable"] else ""))
     pr = py["promoted"]
-    lines.append(f"promoted to the oldest generation: {fi['promoted_per_step']:.3g} objects per step "
-                 f"({pr['total']:,} in all)")
+    lines.append(f"promoted to the oldest generation: {stats.fmt(fi['promoted_per_step'])} objects per step "
+                 f"({pr['total']:,} made during the steps; {pr.get('made_before_the_steps', 0):,} more made "
+                 "before them, a one-off)")
     lines += _table("by type", pr["by_type"], pr["total"])
     lines += _table("by package defining the type", pr["by_package"], pr["total"])
-    lines += _table("by allocation site", pr["by_site"], pr["total"])
+    traced = {k: v for k, v in pr["by_site"].items() if not k.startswith("untraced")}
+    if traced:
+        since = py.get("sites_from_step") or 0
+        lines += _table(f"by allocation site (of those traced, from step {since})", traced, sum(traced.values()))
     sc = py["scanned"]
     if sc["collections"]:
         per = sc["total"] / sc["collections"]
@@ -284,7 +322,7 @@ def format_text(expl: dict) -> str:
     observed = f"every {fi['observed']:,.0f} steps" if fi["observed"] else \
         f"{fi['full_collections']} in {py['steps']} steps"
     lines.append(f"full collections: the collector's rule predicts {predicted} (a quarter of the oldest generation, "
-                 f"{fi['oldest_objects'] / 4:,.0f} objects, over {fi['promoted_per_step']:.3g} promoted per step; "
+                 f"{fi['oldest_objects'] / 4:,.0f} objects, over {stats.fmt(fi['promoted_per_step'])} promoted per step; "
                  f"and at least {fi['threshold2'] + 1} collections of generation 1); observed {observed}")
     if py["garbage"]["total"]:
         lines += _table("cyclic garbage by type", py["garbage"]["by_type"], py["garbage"]["total"])

@@ -55,9 +55,14 @@ def write_text(path: str | os.PathLike, text: str) -> pathlib.Path:
     return write_bytes(path, text.encode("utf-8"))
 
 
-def write_json(path: str | os.PathLike, doc, indent: int | None = 1) -> pathlib.Path:
+def json_bytes(doc, indent: int | None = 1) -> bytes:
+    """`doc` as gcbench writes JSON (strict: no NaN or infinity)."""
     separators = (",", ":") if indent is None else None
-    return write_text(path, json.dumps(doc, indent=indent, separators=separators, allow_nan=False))
+    return json.dumps(doc, indent=indent, separators=separators, allow_nan=False).encode("utf-8")
+
+
+def write_json(path: str | os.PathLike, doc, indent: int | None = 1) -> pathlib.Path:
+    return write_bytes(path, json_bytes(doc, indent))
 
 
 def read_text(path: str | os.PathLike, what: str = "file") -> str:

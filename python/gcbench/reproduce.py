@@ -105,7 +105,7 @@ def equinox_rows(cells: dict, calibration: dict) -> list[Row]:
     rows.append(Row("median step (the seed: a 2M-parameter-class ViT on an H100)", "8 ms",
                     f"{_ci(s['median_ms'], s['median_ci_ms'])} ms at batch {batch} on this CPU",
                     f"{s['median_ms'] / TARGET_MS:.2f}", "setting",
-                    f"the batch was chosen so that the median step comes nearest 8 ms, at most {MAX_MS:g} ms"))
+                    f"the batch whose median step came nearest 8 ms (at most {MAX_MS:g} ms) in the calibration"))
     f = s["full"]
     if f["count"]:
         lo = f["ratio_ci"][0] if f.get("ratio_ci") else None
@@ -246,7 +246,18 @@ def build(only: list[str], cells_docs: list[dict], calibration: dict, memory_doc
         else:
             case["rows"] = [r.to_json() for r in gather_rows(memory_doc, settings.get(name, {}).get("reason"))]
         cases.append(case)
-    return {"format": FORMAT, "schema_version": SCHEMA_VERSION, "cases": cases}
+    # the inputs too, so that a report rebuilds the rows from the results (`rebuild`)
+    return {"format": FORMAT, "schema_version": SCHEMA_VERSION, "cases": cases, "only": list(only),
+            "calibration": calibration, "julia_reason": julia_reason, "settings": settings}
+
+
+def rebuild(doc: dict, docs: list[dict], memory_doc: dict | None) -> dict:
+    """The reproduction document made anew from the results it rests on (the rows follow
+    the code that reads them); a document without its inputs is returned as it is."""
+    if "only" not in doc:
+        return doc
+    return build(doc["only"], docs, doc.get("calibration") or {}, memory_doc, doc.get("julia_reason"),
+                 doc.get("settings") or {})
 
 
 def save(folder, doc: dict) -> None:

@@ -244,6 +244,18 @@ def compile_cache_env(folder: str) -> dict:
             "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
 
 
+def cache_safe(environment: dict | None) -> bool:
+    """Whether the persistent compilation cache may be used: jaxlib before 0.5 aborts
+    ("corrupted double-linked list", seen with 0.4.38 on CPU) when it loads a cached
+    program, so environments with an older jaxlib compile every time."""
+    if environment is None:
+        return True
+    from .envs import version_key
+
+    jaxlib = (environment.get("packages") or {}).get("jaxlib")
+    return jaxlib is None or version_key(jaxlib) >= (0, 5)
+
+
 def _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, resume, data_kind,
                cache_env) -> list[dict]:
     docs = []
@@ -285,8 +297,8 @@ def _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, r
         t0 = time.monotonic()
         state = {"load_before": metadata.load_average()}
         try:
-            doc = run_worker(cell, out_file, command, timeout, bar, machine_state=state, extra_env=cache_env,
-                             **in_env)
+            doc = run_worker(cell, out_file, command, timeout, bar, machine_state=state,
+                             extra_env=cache_env if cache_safe(in_env.get("environment")) else None, **in_env)
             status = f"ok in {time.monotonic() - t0:.1f} s" if doc["status"] == "ok" else \
                 f"{doc['status']}: {doc['reason'].splitlines()[0] if doc['reason'] else ''}"
             log(f"{desc}: {status}")

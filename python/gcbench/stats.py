@@ -181,6 +181,16 @@ def fmt(x: float | None, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
+def fmt_signed(x: float) -> str:
+    """+112, -0.0746: a difference, with its sign."""
+    return ("+" if x >= 0 else "") + fmt(x)
+
+
+def fmt_range(lo: float, hi: float) -> str:
+    """`12.8-29.8`, or `-0.672 to 0.561` when a bound is negative (a dash would read as a minus)."""
+    return f"{fmt(lo)}{' to ' if min(lo, hi) < 0 else '-'}{fmt(hi)}"
+
+
 def median_interval(values, level: float = LEVEL) -> tuple[float, float] | None:
     """Distribution-free interval of the median (binomial order statistics); None when
     there are too few values for the level (fewer than 6 at 95 %)."""

@@ -6,7 +6,7 @@ groups the documents; `summarize(repeats)` combines the repeats of one cell:
 
 - repeats are checked first: a repeat that drifted (its first and last thirds differ by
   more than noise) or ran under a load above the core count is *flagged* and left out,
-  unless every repeat is flagged;
+  unless fewer than two repeats would be left;
 - the median step is the median of the per-repeat medians, with a hierarchical
   bootstrap interval (repeats, then moving blocks of steps);
 - the GC share is the mean of the per-repeat shares, with the same kind of interval;
@@ -69,18 +69,24 @@ def repeat_flags(doc: dict) -> list[str]:
         flags.append(f"drift: last third {100 * d['change']:+.0f} % against the first (p={d['p']:.1g})")
     machine = doc.get("machine_state") or {}
     cores = machine.get("cpu_count") or (doc.get("metadata") or {}).get("cpu_count")
-    loads = [machine.get(k) for k in ("load_before", "load_after")]
-    loads = [x for x in loads if isinstance(x, (int, float))]
-    if cores and loads and max(loads) > cores:
-        flags.append(f"load average {max(loads):.1f} above the {cores} cores")
+    before, after = machine.get("load_before"), machine.get("load_after")
+    # Before the worker started, the load is everyone else's: above the core count, the cores
+    # were busy. After its steps it includes the worker's own threads (XLA uses every core),
+    # so only a load beyond one more than the cores says that others ran beside it.
+    if cores and isinstance(before, (int, float)) and before > cores:
+        flags.append(f"load average {before:.1f} above the {cores} cores before the repeat started")
+    elif cores and isinstance(after, (int, float)) and after > cores + 1:
+        flags.append(f"load average {after:.1f} after the repeat, above the {cores} cores and the worker's own")
     return flags
 
 
 def used_repeats(ok: list[dict]) -> tuple[list[dict], dict[int, list[str]]]:
     """The ok repeats a cell's numbers rest on, and every repeat's flags: flagged repeats
-    are left out, unless every repeat is flagged."""
+    are left out, unless that would leave fewer than two of several (no spread between
+    processes could be estimated then) or none: then every repeat is kept."""
     flags = {d["repeat"]: repeat_flags(d) for d in ok}
-    return [d for d in ok if not flags[d["repeat"]]] or ok, flags
+    clean = [d for d in ok if not flags[d["repeat"]]]
+    return (clean if len(clean) >= min(2, len(ok)) else ok), flags
 
 
 @dataclasses.dataclass
@@ -118,7 +124,7 @@ def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, seed
         "repeats": len(ok),
         "used": [d["repeat"] for d in used],
         "flagged": {r: f for r, f in flags.items() if f},
-        "all_flagged": len(used) == len(ok) and any(flags.values()),
+        "all_flagged": len(used) == len(ok) and any(flags.values()),  # flagged, but kept
         "steps": steps,
         "steps_per_repeat": [len(w) for w in walls],
         "median_ms": median["value"] / 1e6,
@@ -161,7 +167,7 @@ def warnings(s: dict) -> list[str]:
     if s["median_ms"] > 0 and (hi - lo) / s["median_ms"] > MAX_CI_WIDTH:
         out.append(f"wide 95 % interval of the median ({stats.fmt(lo)}-{stats.fmt(hi)} ms)")
     for repeat, flags in s["flagged"].items():
-        kept = " (kept: every repeat is flagged)" if s["all_flagged"] else " (left out)"
+        kept = " (kept: too few unflagged repeats to leave it out)" if s["all_flagged"] else " (left out)"
         out.append(f"repeat {repeat}: {'; '.join(flags)}{kept}")
     return out
 

@@ -17,6 +17,9 @@ def register(sub) -> None:
     _common.add_cell_options(p)
     p.add_argument("--no-sites", action="store_true",
                    help="do not trace allocation sites (tracemalloc); faster, but the sites are missing")
+    p.add_argument("--site-steps", type=int, default=explain.SITE_STEPS,
+                   help=f"trace allocation sites over the last this many steps (default {explain.SITE_STEPS}: "
+                        "tracemalloc slows allocation-heavy steps tens of times)")
     p.add_argument("--sample-rate", type=float, default=explain.JULIA_SAMPLE_RATE,
                    help="Julia backends: share of allocations Profile.Allocs samples (default 0.01)")
     p.add_argument("--env", metavar="SPEC", help="run it in a virtual environment, e.g. 'python=3.11 equinox==0.13.2'")
@@ -53,7 +56,9 @@ def main(args) -> int:
         raise UsageError(reason)
     print(f"gcbench: diagnostic run of {cell.label}, {cell.steps} steps after {cell.warmup} warm-up; "
           f"{explain.DISTURBED}", file=sys.stderr, flush=True)
-    options = {"sites": not args.no_sites, "sample_rate": args.sample_rate}
+    if args.site_steps < 1:
+        raise UsageError(f"--site-steps must be a positive integer, got {args.site_steps}")
+    options = {"sites": not args.no_sites, "sample_rate": args.sample_rate, "site_steps": args.site_steps}
     with tempfile.TemporaryDirectory(prefix="gcbench-explain-") as tmp:
         try:
             with runner.interruptible():

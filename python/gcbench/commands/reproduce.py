@@ -71,9 +71,15 @@ def main(args) -> int:
     out_fn = _common.Output()
     kind, data_note, samples = _common.check_data(args.data)
     calibration: dict = {}
+    earlier = reproduce.load(args.out) if args.resume and args.out and pathlib.Path(args.out).is_dir() else None
     if "equinox-spikes" in only:
-        calibration = {"chosen": args.batch_size, "medians_ms": {}, "given": True} if args.batch_size \
-            else calibrate(args, out_fn)
+        if args.batch_size:
+            calibration = {"chosen": args.batch_size, "medians_ms": {}, "given": True}
+        elif earlier and (earlier.get("calibration") or {}).get("chosen"):  # a resumed run keeps its batch
+            calibration = earlier["calibration"]
+            out_fn(f"calibration: batch {calibration['chosen']}, as the run being resumed chose")
+        else:
+            calibration = calibrate(args, out_fn)
     suites = reproduce.suites(only, args, calibration.get("chosen") or 8)
     if args.timeout is not None:
         for s in suites.values():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import shlex
 import tempfile
 
@@ -98,8 +99,8 @@ def _full_cost(s: dict) -> str:
     if not f["count"] or f.get("extra_ns") is None:
         return "-"
     ci = f.get("extra_ci_ns")
-    text = f"+{stats.fmt(f['extra_ns'] / 1e6)}"
-    text += f" ({stats.fmt(ci[0] / 1e6)}-{stats.fmt(ci[1] / 1e6)})" if ci else ""
+    text = stats.fmt_signed(f["extra_ns"] / 1e6)
+    text += f" ({stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)})" if ci else ""
     return text + f", {f['ratio']:.1f} x"
 
 
@@ -189,10 +190,21 @@ def build_report(source, out_dir, spike_factor: float = summary.DEFAULT_SPIKE_FA
     """
     source, out_dir = pathlib.Path(source), pathlib.Path(out_dir)
     before = _marker(out_dir)
-    owned = before.get("files", set())
     title = title or before.get("title")  # a rebuild keeps the title it was published with
-    files.make_folder(out_dir, "report folder")
-    with archive.opened(source) as folder, tempfile.TemporaryDirectory(dir=out_dir, prefix=".gcbench-staging-") as tmp:
+    with archive.opened(source) as folder:
+        made = not out_dir.exists()
+        files.make_folder(out_dir, "report folder")
+        try:
+            return _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect_table)
+        except BaseException:
+            if made and not any(out_dir.iterdir()):  # a failed first build leaves no empty folder behind
+                out_dir.rmdir()
+            raise
+
+
+def _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect_table) -> dict:
+    owned = before.get("files", set())
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".gcbench-staging-") as tmp:
         staged = _build(folder, source, pathlib.Path(tmp), spike_factor, title, bisect_table)
         names = {p.name for p in staged["written"]}
         clash = sorted(n for n in names if (out_dir / n).exists() and n not in owned)
@@ -214,12 +226,33 @@ def build_report(source, out_dir, spike_factor: float = summary.DEFAULT_SPIKE_FA
     return out
 
 
+def _natural(text: str) -> list:
+    """A sort key under which `py3.10` follows `py3.9` and `equinox==0.13.10` follows `0.13.9`."""
+    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", text)]
+
+
+def _in_order(docs: list[dict], plan: dict) -> list[dict]:
+    """The documents in the suite's order of backends, workloads and policies (the plan's,
+    which interleaves repeats in a shuffled order), and within one of those by environment,
+    in natural order (versions ascending), then by repeat."""
+    order = {cell: i for i, cell in enumerate(plan.get("cells", []))}
+    docs = sorted(docs, key=lambda d: (order.get(d["cell"], len(order)), d["cell"]))
+    first: dict[tuple, int] = {}
+    for d in docs:
+        first.setdefault((d["backend"], d["workload"], d["gc_policy"]), len(first))
+    return sorted(docs, key=lambda d: (first[d["backend"], d["workload"], d["gc_policy"]],
+                                       _natural(results.env_name(d) or ""), d["repeat"]))
+
+
 def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
     from .. import bisect as bisect_mod
     from .. import explain as explain_mod
     from .. import reproduce as reproduce_mod
 
     memdoc = memory.load(folder)
+    # A table given by the caller (`bisect --results DIR --report`, which only reads DIR) goes into
+    # the report's archive, so that a rebuild from the archive shows the same table.
+    carried = {} if bisect_table is None else {"bisect.json": files.json_bytes(bisect_table)}
     if bisect_table is None and (folder / "bisect.json").is_file():
         bisect_table = bisect_mod.load_table(folder / "bisect.json")
     why = explain_mod.load(folder)
@@ -228,9 +261,8 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
 
     plan = read_plan(folder)
     docs = results.load_dir(folder, allow_empty=any(x is not None for x in (memdoc, repro, why)))
-    order = {cell: i for i, cell in enumerate(plan.get("cells", []))}
-    docs.sort(key=lambda d: (order.get(d["cell"], len(order)), d["cell"]))  # the order the suite ran in
-    written: list[pathlib.Path] = [archive.pack(folder, out_dir / archive.NAME)]
+    docs = _in_order(docs, plan)
+    written: list[pathlib.Path] = [archive.pack(folder, out_dir / archive.NAME, carried)]
     warnings = [w for w in [archive.check_size(written[0])] if w]
 
     cells = summary.summarize_all(docs, spike_factor)
@@ -241,7 +273,7 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
 
     blocks: list = [Heading(escape(title), 1)]
     if repro is not None:
-        blocks += reproduction.section(repro)
+        blocks += reproduction.section(reproduce_mod.rebuild(repro, docs, memdoc))
     if docs:
         blocks += _header(docs, plan)
     if bisect_table is not None:
@@ -261,7 +293,7 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
         for w in workloads:
             blocks += [Heading(w, 3), Bullets(findings.findings([cs for cs in cells if cs.key[1] == w]))]
     if why is not None:
-        blocks += why_section.section(why, out_dir, written)
+        blocks += why_section.section(why, docs, out_dir, written)
     if ok:
         blocks += [Heading("Plots")]
         for w in workloads:

@@ -94,10 +94,13 @@ body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:80rem;mar
 color:#1b1b1b;line-height:1.45}
 .table-wrap{overflow-x:auto;margin:.6rem 0;max-width:100%}
 table{border-collapse:separate;border-spacing:0;font-size:.88rem}
-th,td{border-bottom:1px solid #ddd;border-right:1px solid #eee;padding:.25rem .5rem;white-space:nowrap;
-background:#fff}
+th,td{border-bottom:1px solid #ddd;border-right:1px solid #eee;padding:.25rem .5rem;background:#fff;
+vertical-align:top;max-width:26rem}
+td{min-width:3rem}
+td[style*="right"]{white-space:nowrap}
 th{background:#f2f2f2;position:sticky;top:0}
-th:first-child,td:first-child{position:sticky;left:0;z-index:1;border-right:1px solid #ccc}
+th:first-child,td:first-child{position:sticky;left:0;z-index:1;border-right:1px solid #ccc;min-width:min(16rem,40vw)}
+td:first-child:not([style*="right"]){max-width:22rem}
 th:first-child{background:#f2f2f2;z-index:2}
 td[style*="right"]{font-variant-numeric:tabular-nums}
 img{max-width:100%;height:auto;border:1px solid #eee}

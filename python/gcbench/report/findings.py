@@ -39,12 +39,15 @@ def full_gc_sentence(cs: summary.CellSummary) -> str:
     text = f"{_name(cs)}: {stats.format_rate(f['rate'], what)}"
     if f.get("extra_ns") is not None:
         ci = f.get("extra_ci_ns")
-        if ci is not None:
+        if ci is not None and ci[0] <= 0 <= ci[1]:
+            text += (f"; such a step took no longer than the steps around it "
+                     f"({stats.fmt_signed(f['extra_ns'] / 1e6)} ms, 95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms)")
+        elif ci is not None:
             text += (f"; each such step took {_ms(f['extra_ns'])} longer than the steps around it "
-                     f"(95 % {stats.fmt(ci[0] / 1e6)}-{_ms(ci[1])}), {f['ratio']:.1f} x "
+                     f"(95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms), {f['ratio']:.1f} x "
                      f"(95 % {f['ratio_ci'][0]:.1f}-{f['ratio_ci'][1]:.1f})")
         else:
-            values = ", ".join(f"+{_ms(v)}" for v in (f.get("extra_values_ns") or [f["extra_ns"]]))
+            values = ", ".join(f"{stats.fmt_signed(v / 1e6)} ms" for v in (f.get("extra_values_ns") or [f["extra_ns"]]))
             text += f"; against the steps around them: {values} ({f['ratio']:.1f} x at the median)"
         if f.get("period") is not None:
             text += f", one every {stats.fmt(f['period'])} steps"
@@ -95,6 +98,9 @@ def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_E
             if vb["full"] > 0:
                 claims.append(("policy_full", compare.test_rate(vb["full"], vb["steps"], vo["full"], vo["steps"],
                                                                 min_effect, alpha), (base, other, vb, vo)))
+            if sum(base.stats["collections"]) > 0:  # GC time is credited only where collections ran
+                claims.append(("policy_share", compare.test_gc_share(vb["shares"], vo["shares"], min_effect, alpha),
+                               (base, other, vb, vo)))
             claims.append(("policy_median", compare.test_median(vb["medians"], vo["medians"], min_effect, alpha),
                            (base, other, vb, vo)))
     for env in dict.fromkeys(cs.key[3] for cs in ok):
@@ -127,7 +133,8 @@ def _claim(kind: str, t: compare.Test, ctx) -> str:
         fastest, slowest = ctx
         policy = fastest.key[2]
         f, s = fastest.stats, slowest.stats
-        head = (f"Median step under {code(policy)}: {code(fastest.key[0])} {stats.fmt(f['median_ms'])} ms "
+        env = fastest.key[3]
+        head = (f"Median step under {code(policy)}" + (f" [{env}]" if env else "") + f": {code(fastest.key[0])} {stats.fmt(f['median_ms'])} ms "
                 f"(95 % {stats.fmt(f['median_ci_ms'][0])}-{stats.fmt(f['median_ci_ms'][1])}), "
                 f"{code(slowest.key[0])} {stats.fmt(s['median_ms'])} ms "
                 f"(95 % {stats.fmt(s['median_ci_ms'][0])}-{stats.fmt(s['median_ci_ms'][1])})")
@@ -135,7 +142,8 @@ def _claim(kind: str, t: compare.Test, ctx) -> str:
             return f"{head}: {code(fastest.key[0])} is the fastest and {code(slowest.key[0])} the slowest, {_ratio(t)}."
         if t.verdict == "same":
             return f"{head}: within {100 * t.margin:.0f} % of each other; no backend is faster here."
-        why = t.note or "the repeats cannot tell them apart"
+        why = t.note or (f"p = {t.p:.2g}, {t.p_adj:.2g} after correcting for this workload's tests"
+                         if t.p_adj is not None else "the repeats cannot tell them apart")
         return f"{head}: no ranking is claimed ({why})."
     base, other, vb, vo = ctx
     b, _, p, env = other.key
@@ -148,6 +156,15 @@ def _claim(kind: str, t: compare.Test, ctx) -> str:
         if t.verdict.startswith("more"):
             return f"{code(p)} brings more full collections to {who}: {counts} (p = {t.p_adj:.2g})."
         return f"{code(p)} does not change the full collections of {who} beyond chance: {counts}."
+    if kind == "policy_share":
+        shares = (f"GC share {_pct(t.a)} under {code('default')}, {_pct(t.b)} under {code(p)}"
+                  + (f", difference {100 * t.effect:+.2f} points (95 % {100 * t.ci[0]:+.2f} to {100 * t.ci[1]:+.2f})"
+                     if t.ci else ""))
+        if t.verdict in ("less GC", "more GC"):
+            return f"{code(p)} gives {who} {t.verdict.replace(' GC', '')} GC time: {shares} (p = {t.p_adj:.2g})."
+        if t.verdict == "same":
+            return f"{code(p)} leaves the GC time of {who} the same: {shares}."
+        return f"{code(p)} and the GC time of {who}: the repeats cannot tell ({shares})."
     # policy_median
     if vb["full"] == 0 and sum(base.stats["collections"]) == 0:
         lead = f"{who} collected nothing under {code('default')}, so {code(p)} has nothing to remove"

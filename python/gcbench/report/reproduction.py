@@ -11,7 +11,7 @@ def section(doc: dict) -> list:
     rows = []
     for case in doc["cases"]:
         for r in case["rows"]:
-            verdict = r["verdict"] + (f": {r['reason']}" if r["reason"] else "")
+            verdict = r["verdict"] + (f" ({r['reason']})" if r["reason"] else "")
             rows.append([escape(case["seed"].split(":")[0]), escape(r["claim"]), escape(r["seed_value"]),
                          escape(r["measured"]), escape(r["ratio"]), escape(verdict)])
     blocks = [Heading("Reproductions"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pathlib
 
-from .. import stats
+from .. import explain, stats
 from . import plots
 from .document import Bullets, Heading, Image, Para, Table, code, escape
 
@@ -15,14 +15,15 @@ def _top(counter: dict, total: int, n: int = 4) -> str:
     return "; ".join(f"{escape(k)} {100 * v / total:.0f} %" for k, v in list(counter.items())[:n]) if total else "-"
 
 
-def section(doc: dict, out_dir: pathlib.Path, written: list) -> list:
-    explanations = doc["explanations"]
+def section(doc: dict, docs: list[dict], out_dir: pathlib.Path, written: list) -> list:
+    explanations = [explain.derive(e, docs) for e in doc["explanations"]]
     blocks = [Heading("Why"),
               Para("From `gcbench explain`: each cell ran once more in a diagnostic worker that watches every "
                    "collection (its timings are disturbed and not used above). Promoted objects are those that "
                    "survived a collection of generation 1 into the oldest generation; a full collection scans the "
                    "whole oldest generation. Sites are the innermost frame outside the standard library that "
-                   "allocated the object (`loop`: gcbench's own training loop; `gcbench`: its step code).")]
+                   "allocated the object (`loop`: gcbench's own training loop; `gcbench`: its step code), traced "
+                   "over the run's last steps (tracemalloc slows the steps tens of times), shares of those traced.")]
     rows = []
     for e in explanations:
         name = escape(e["label"] + (f" [{e['environment']}]" if e.get("environment") else ""))
@@ -42,8 +43,9 @@ def section(doc: dict, out_dir: pathlib.Path, written: list) -> list:
                  if sc["collections"] else f"no full collection (oldest: {fi['oldest_objects']:,.0f})")
         predicted = "never" if fi["predicted"] is None else f"{fi['predicted']:,.0f}"
         observed = f"{fi['observed']:,.0f}" if fi["observed"] else f"{fi['full_collections']} in {py['steps']}"
+        traced = {k: v for k, v in pr["by_site"].items() if not k.startswith("untraced")}
         rows.append([name, f"{stats.fmt(fi['promoted_per_step'])} per step", _top(pr["by_type"], pr["total"]),
-                     _top(pr["by_package"], pr["total"]), _top(pr["by_site"], pr["total"], 3), scans,
+                     _top(pr["by_package"], pr["total"]), _top(traced, sum(traced.values()), 3), scans,
                      f"{predicted} / {observed}"])
     blocks.append(Table(["cell", "promoted", "by type", "by package", "by site", "a full collection scans",
                          "steps between full collections: predicted / observed"], rows))

@@ -1,0 +1,98 @@
+"""The interfaces users reach for besides `run`: gcbench.measure around their own loop,
+export to CSV and DataFrames, and the public API."""
+
+import csv
+import gc
+import io
+
+import pytest
+
+import gcbench
+from gcbench import results
+from gcbench.errors import UsageError
+from conftest import run_cli
+
+
+def _loop(m, steps=120, keep=None):
+    for i in range(steps):
+        with m.step():
+            if keep is not None:
+                keep.append([[] for _ in range(30)])  # 31 tracked objects kept per step
+
+
+def test_measure_records_a_users_loop_in_the_schema_of_a_cell(tmp_path):
+    kept = []
+    with gcbench.measure("my-loop", warmup=5) as m:
+        _loop(m, 125, kept)
+    assert m.steps == 120
+    doc = m.result()
+    results.validate(doc)
+    assert doc["backend"] == "user" and doc["workload"] == "my-loop" and doc["gc_policy"] == "default"
+    assert len(doc["wall_ns"]) == 120 and len(doc["warmup"]["wall_ns"]) == 5
+    assert 29 <= sorted(doc["gc_pressure"])[60] <= 33  # what the loop keeps, per step (31), give or take the test process
+    assert sum(row[0] for row in doc["gc_collections"]) >= 3  # the young generation filled up
+    s = m.summary()
+    assert s["median_ms"] > 0 and s["steps"] == 120
+    first, second = m.save(tmp_path), m.save(tmp_path)
+    assert first.name == "user__my-loop__default__r0.json" and second.name == "user__my-loop__default__r1.json"
+    assert [d["repeat"] for d in results.load_dir(tmp_path)] == [0, 1]
+
+
+def test_measure_knows_a_disabled_collector_and_refuses_misuse():
+    gc.disable()
+    try:
+        with gcbench.measure("off") as m:
+            _loop(m, 10)
+    finally:
+        gc.enable()
+    assert m.result()["gc_policy"] == "disable"
+    with pytest.raises(UsageError, match="outside"):
+        with m.step():
+            pass
+    with pytest.raises(UsageError, match="name must be"):
+        gcbench.measure("../x")
+    with gcbench.measure("w", warmup=3) as m2:
+        _loop(m2, 2)
+    with pytest.raises(UsageError, match="no timed step"):
+        m2.result()
+    with gcbench.measure("small", capacity=3) as m3:
+        with pytest.raises(UsageError, match="more than 3 timed steps"):
+            _loop(m3, 4)
+
+
+def test_saved_measurements_report_and_export_like_cells(tmp_path):
+    for _ in range(2):
+        with gcbench.measure("loop") as m:
+            _loop(m, 60)
+        m.save(tmp_path / "res")
+    proc = run_cli("report", str(tmp_path / "res"), "--out", str(tmp_path / "rep"))
+    assert proc.returncode == 0, proc.stderr
+    assert "| user/loop/default | 2 | 120 |" in (tmp_path / "rep" / "index.md").read_text()
+    proc = run_cli("export", str(tmp_path / "res"), "--csv")
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.DictReader(io.StringIO(proc.stdout)))
+    assert len(rows) == 120 and {"wall_ns", "gc_ns", "gc_gen0", "gc_pressure", "step", "repeat"} <= set(rows[0])
+    proc = run_cli("export", str(tmp_path / "rep"), "--csv", "--per", "cell", "--out", str(tmp_path / "c.csv"))
+    assert proc.returncode == 0 and "1 rows" in proc.stderr  # from the report's own archive
+    cell = next(csv.DictReader(open(tmp_path / "c.csv")))
+    assert cell["cell"] == "user/loop/default" and cell["repeats"] == "2" and float(cell["median_ms"]) > 0
+    assert run_cli("export", str(tmp_path / "res")).returncode == 2  # say which format
+
+
+def test_to_dataframe_has_a_row_per_step_and_per_cell(tmp_path):
+    pd = pytest.importorskip("pandas")
+    with gcbench.measure("loop") as m:
+        _loop(m, 30)
+    m.save(tmp_path)
+    steps = gcbench.to_dataframe(tmp_path)
+    assert isinstance(steps, pd.DataFrame) and len(steps) == 30 and steps["wall_ns"].gt(0).all()
+    cells = gcbench.to_dataframe(tmp_path, per="cell")
+    assert list(cells["cell"]) == ["user/loop/default"] and cells["median_ci_low_ms"][0] <= cells["median_ms"][0]
+    assert gcbench.records(tmp_path)[0]["step"] == 0
+    with pytest.raises(UsageError, match="per must be"):
+        gcbench.records(tmp_path, per="repeat")
+
+
+def test_the_public_api():
+    assert set(gcbench.__all__) >= {"measure", "load", "load_dir", "summarize", "to_dataframe", "records"}
+    assert gcbench.__version__.count(".") == 2
