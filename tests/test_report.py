@@ -211,3 +211,16 @@ def test_environments_are_listed_in_natural_order_within_a_cell():
     ordered = [(d["backend"], d["environment"]["name"], d["repeat"]) for d in _in_order(docs, plan)]
     assert ordered == [("nnx", "py3.9", 0), ("nnx", "py3.9 equinox==0.13.9", 0), ("nnx", "py3.9 equinox==0.13.10", 0),
                        ("nnx", "py3.10", 0), ("jax", "py3.10", 0), ("jax", "py3.10", 1)]
+
+
+def test_reasons_show_their_commands_as_code_and_nothing_else_as_markup():
+    from markdown_it import MarkdownIt
+
+    from gcbench.report.document import prose
+
+    render = MarkdownIt("commonmark").disable("html_inline").renderInline
+    html = render(prose("no Julia (run `gcbench julia-setup` online) <b>*not bold*</b>"))
+    assert "<code>gcbench julia-setup</code>" in html and "`" not in html
+    assert "<b>" not in html and "<em>" not in html and "&lt;b&gt;" in html
+    assert render(prose("an unpaired ` backtick")) == "an unpaired ` backtick"
+    assert "<code>a``b</code>" in render(prose("x ```a``b``` y"))  # backticks inside a span survive

@@ -23,7 +23,7 @@ from ..errors import UsageError
 from . import environments, findings, plots
 from . import reproduction
 from . import why as why_section
-from .document import Bullets, Heading, Image, Para, Table, code, escape, to_html, to_markdown
+from .document import Bullets, Heading, Image, Para, Table, code, escape, prose, to_html, to_markdown
 
 MARKER = ".gcbench-report.json"
 MARKER_FORMAT = "gcbench-report-folder"
@@ -138,7 +138,7 @@ def not_run_section(docs: list[dict], plan: dict) -> list:
         groups.setdefault(("not run", why), []).extend(missing)
     if not groups:
         return []
-    rows = [[escape(status), escape(reason), f"{len(cells)}", escape(", ".join(cells[:12]) +
+    rows = [[escape(status), prose(reason), f"{len(cells)}", escape(", ".join(cells[:12]) +
                                                                      (f" and {len(cells) - 12} more" if len(cells) > 12 else ""))]
             for (status, reason), cells in groups.items()]
     return [Heading("Not run"), Table(["status", "reason", "runs", "which"], rows, align_right=(2,))]

@@ -64,6 +64,15 @@ def code(text) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def prose(text) -> str:
+    """Text from results that may name commands in backticks (a reason, a verdict): the
+    backticked parts as code spans, the rest escaped."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: all of it is plain text
+        return escape(text)
+    return "".join(code(p) if i % 2 and p else escape(p) for i, p in enumerate(parts))
+
+
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 

@@ -4,7 +4,7 @@ case's settings and why they were chosen."""
 
 from __future__ import annotations
 
-from .document import Bullets, Heading, Para, Table, escape
+from .document import Bullets, Heading, Para, Table, escape, prose
 
 
 def section(doc: dict) -> list:
@@ -13,7 +13,7 @@ def section(doc: dict) -> list:
         for r in case["rows"]:
             verdict = r["verdict"] + (f" ({r['reason']})" if r["reason"] else "")
             rows.append([escape(case["seed"].split(":")[0]), escape(r["claim"]), escape(r["seed_value"]),
-                         escape(r["measured"]), escape(r["ratio"]), escape(verdict)])
+                         escape(r["measured"]), escape(r["ratio"]), prose(verdict)])
     blocks = [Heading("Reproductions"),
               Para("Each seed report's figures next to what gcbench measured here. Verdicts: reproduced, partly, "
                    "not, or not run (with the reason); a setting is a figure matched by construction. Intervals "
