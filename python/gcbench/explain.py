@@ -116,16 +116,16 @@ def full_interval(py: dict) -> dict:
             "predicted": predicted, "observed": observed, "full_collections": len(full)}
 
 
-def _effect(docs: list[dict] | None, base: tuple, other: tuple) -> str | None:
+def _effect(docs: list[dict] | None, base: tuple, other: tuple, env: str | None = None) -> str | None:
     """The measured change from cell `base` to cell `other` (backend, workload, policy) in
-    `docs`, with its tests (corrected together); None when the results hold no such pair."""
+    environment `env` of `docs`, with its tests (corrected together) and intervals; None
+    when the results hold no such pair."""
     if not docs:
         return None
     from . import compare, summary
 
     cells = summary.cells(docs)
-    a = next((v for k, v in cells.items() if k[:3] == base), None)
-    b = next((v for k, v in cells.items() if k[:3] == other), None)
+    a, b = cells.get((*base, env or "")), cells.get((*other, env or ""))
     if a is None or b is None or not any(d["status"] == "ok" for d in a) or not any(d["status"] == "ok" for d in b):
         return None
     va, vb = compare.repeat_values(a), compare.repeat_values(b)
@@ -138,9 +138,18 @@ def _effect(docs: list[dict] | None, base: tuple, other: tuple) -> str | None:
     for t in tests:
         t.verdict = compare.decide(t, compare.ALPHA)
     median, share, full = tests
+
+    def tested(t) -> str:
+        return t.verdict + (f", p = {t.p_adj:.2g}" if t.p_adj is not None else "")
+
+    share_ci = (f", difference {100 * share.effect:+.2f} points (95 % {100 * share.ci[0]:+.2f} to "
+                f"{100 * share.ci[1]:+.2f})" if share.ci else "")
+    median_ci = f" (95 % {median.ci[0]:.2f}-{median.ci[1]:.2f})" if median.ci else ""
+    median_effect = f"{median.effect:.2f} x{median_ci}, " if median.effect is not None else ""
     return (f"measured, {'/'.join(base)} → {'/'.join(other)}: GC share {100 * share.a:.2f} % → "
-            f"{100 * share.b:.2f} % ({share.verdict}); full collections {va['full']} in {va['steps']:,} steps → "
-            f"{vb['full']} in {vb['steps']:,} ({full.verdict}); median step {median.verdict}")
+            f"{100 * share.b:.2f} %{share_ci} ({tested(share)}); full collections {va['full']} in "
+            f"{va['steps']:,} steps → {vb['full']} in {vb['steps']:,} ({tested(full)}); median step "
+            f"{median_effect}{tested(median)}")
 
 
 def recommendations(expl: dict, docs: list[dict] | None = None) -> list[dict]:
@@ -148,6 +157,7 @@ def recommendations(expl: dict, docs: list[dict] | None = None) -> list[dict]:
     (the results folder's cells) hold the cells to show them."""
     out = []
     backend, workload, policy = expl["cell"]["backend"], expl["cell"]["workload"], expl["cell"]["policy"]
+    env = expl.get("environment")
     py = expl.get("python")
     if py is None:
         return out
@@ -178,19 +188,19 @@ def recommendations(expl: dict, docs: list[dict] | None = None) -> list[dict]:
                     f"{100 * (site_share('equinox') + site_share('jax')):.0f} % of what is promoted is allocated in "
                     "equinox and jax while eqx.filter_jit flattens the module on every call. eqx.partition once, "
                     "then plain jax.jit over the arrays (the equinox-partition backend).",
-                    "effect": _effect(docs, (backend, workload, policy), ("equinox-partition", workload, policy))})
+                    "effect": _effect(docs, (backend, workload, policy), ("equinox-partition", workload, policy), env)})
     if backend == "nnx" and site_share("flax") >= 0.3:
         out.append({"kind": "split", "text": "Split the model once: "
                     f"{100 * site_share('flax'):.0f} % of what is promoted is allocated in flax while nnx.jit walks "
                     "the module's graph on every call. nnx.split once, then a pure jax.jit over (graphdef, state) "
                     "(the nnx-split backend; Flax's performance guide).",
-                    "effect": _effect(docs, (backend, workload, policy), ("nnx-split", workload, policy))})
+                    "effect": _effect(docs, (backend, workload, policy), ("nnx-split", workload, policy), env)})
     if before >= 0.5 and interval["full_collections"]:
         out.append({"kind": "freeze", "text": f"Freeze what setup made: {100 * before:.0f} % of the objects a full "
                     "collection scans existed before the timed steps (imports, the model, compiled functions). "
                     "gc.collect() then gc.freeze() after the first step (the freeze policy) moves them out of "
                     "every later scan.",
-                    "effect": _effect(docs, (backend, workload, policy), (backend, workload, "freeze"))})
+                    "effect": _effect(docs, (backend, workload, policy), (backend, workload, "freeze"), env)})
     return out
 
 
