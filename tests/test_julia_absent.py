@@ -78,9 +78,9 @@ def test_run_records_julia_cells_unavailable_and_goes_on(no_julia, tmp_path):
     freeze = [d for d in docs if d["gc_policy"] == "freeze"]
     assert all("GC policy freeze has no meaning for" in d["reason"] for d in freeze)
     assert {d["reason"] for d in docs if d["gc_policy"] != "freeze"} == {why}
-    # One line per unavailable backend, not one per cell.
+    # One line for every backend unavailable for the same reason, before any cell, not one per cell.
     said = [l for l in lines if why in l]
-    assert len(said) == 2 and said[0].startswith("flux: unavailable")
+    assert said == [f"flux, lux: unavailable: {why} (4 cells recorded as unavailable)"] and lines[0] == said[0]
 
 
 def test_list_marks_freeze_as_python_only():

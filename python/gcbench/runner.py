@@ -256,10 +256,29 @@ def cache_safe(environment: dict | None) -> bool:
     return jaxlib is None or version_key(jaxlib) >= (0, 5)
 
 
+def _unavailable_backends(cells, log) -> dict[str, str]:
+    """Why each backend that cannot run in this interpreter cannot, said before any cell runs,
+    in one line per reason: the three Julia backends share theirs."""
+    why_not: dict[str, str] = {}
+    for backend in dict.fromkeys(c.backend for c in cells if c.env is None and unsupported_reason(c) is None):
+        ok, why = get_backend(backend).availability()
+        if not ok:
+            why_not[backend] = why
+    by_reason: dict[str, list[str]] = {}
+    for backend, why in why_not.items():
+        by_reason.setdefault(why, []).append(backend)
+    for why, backends in by_reason.items():
+        count = sum(c.env is None and c.backend in backends and unsupported_reason(c) is None for c in cells)
+        log(f"{', '.join(backends)}: unavailable: {why} ({count} cells recorded as unavailable)")
+    return why_not
+
+
 def _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, resume, data_kind,
                cache_env) -> list[dict]:
     docs = []
     announced: set[str] = set()
+    why_not = _unavailable_backends(cells, log)
+    announced.update(why_not)  # their other cells (a policy they do not support) need no line of their own
     for n, cell in enumerate(cells, 1):
         out_file = out_dir / f"{cell.id}.json"
         desc = f"[{n}/{len(cells)}] {cell.label}"
@@ -280,14 +299,8 @@ def _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, r
                     log(f"environment {cell.env_spec.name}: unavailable ({count} cells recorded as unavailable)")
             else:
                 in_env = {"python": env.python, "environment": env.describe()}
-        elif reason is None:  # this interpreter: ask here, once per backend; an environment's worker asks there
-            ok, why = get_backend(cell.backend).availability()
-            if not ok:
-                reason = why
-                if cell.backend not in announced:  # one line per backend, not one per cell
-                    announced.add(cell.backend)
-                    count = sum(c.backend == cell.backend for c in cells)
-                    log(f"{cell.backend}: unavailable: {why} ({count} cells recorded as unavailable)")
+        elif reason is None:  # this interpreter: asked once, above; an environment's worker asks there
+            reason = why_not.get(cell.backend)
         elif cell.backend not in announced:
             log(f"{desc}: not run: {reason}")
         if reason is not None:
