@@ -283,9 +283,16 @@ def _table(title: str, counter: dict, total: int, top: int = 5) -> list[str]:
     return [f"  {title}: " + "; ".join(f"{k} {100 * s:.0f} %" for k, _, s in rows)]
 
 
-def format_text(expl: dict) -> str:
+def qualifiers(expl: dict) -> str:
+    """What sets an explanation apart from its cell's label: its environment, and the loop's
+    bookkeeping when the loop kept some (` [py3.12] with bookkeeping metrics`)."""
     env = f" [{expl['environment']}]" if expl.get("environment") else ""
-    lines = [f"{expl['label']}{env}: {expl['note']}"]
+    bookkeeping = (expl.get("cell") or {}).get("bookkeeping") or "none"
+    return env + (f" with bookkeeping {bookkeeping}" if bookkeeping != "none" else "")
+
+
+def format_text(expl: dict) -> str:
+    lines = [f"{expl['label']}{qualifiers(expl)}: {expl['note']}"]
     if "julia" in expl:
         jl = expl["julia"]
         total = max(sum(v[0] for v in jl["by_package"].values()), 1)

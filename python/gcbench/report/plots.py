@@ -22,6 +22,7 @@ import matplotlib.ticker as mticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .. import files, summary  # noqa: E402
+from ..explain import qualifiers as explain_qualifiers  # noqa: E402
 from ..backends import BACKENDS  # noqa: E402
 
 DPI = 200
@@ -425,7 +426,7 @@ def why_figure(explanations: list[dict], path: pathlib.Path) -> pathlib.Path | N
     for r, e in enumerate(rows):
         py = e["python"]
         color = backend_color(e["cell"]["backend"])
-        name = e["label"] + (f" [{e['environment']}]" if e.get("environment") else "")
+        name = e["label"] + explain_qualifiers(e)
         promoted = np.asarray(py["promoted_per_step"])
         axes[r][0].bar(np.arange(len(promoted)), promoted, width=1.0, color=color)
         axes[r][0].set_ylabel("objects", fontsize=8)
@@ -434,8 +435,7 @@ def why_figure(explanations: list[dict], path: pathlib.Path) -> pathlib.Path | N
         axes[r][1].step(oldest[:, 0], oldest[:, 1], where="post", color=color, lw=1.3)
         for s in py["full_steps"]:
             axes[r][1].axvline(s, color=FULL_COLOR, ls=":", lw=0.9)
-        axes[r][1].set_ylim(bottom=0)
-        axes[r][1].set_ylabel("objects", fontsize=8)
+        axes[r][1].set_ylabel("objects (axis not from 0)", fontsize=8)  # its growth is the point
         for ax in axes[r]:
             ax.yaxis.set_major_formatter(mticker.StrMethodFormatter("{x:,.0f}"))
         axes[r][1].set_title(f"{name}: the oldest generation (dotted: full collections)", fontsize=8, loc="left")

@@ -26,7 +26,7 @@ def section(doc: dict, docs: list[dict], out_dir: pathlib.Path, written: list) -
                    "over the run's last steps (tracemalloc slows the steps tens of times), shares of those traced.")]
     rows = []
     for e in explanations:
-        name = escape(e["label"] + (f" [{e['environment']}]" if e.get("environment") else ""))
+        name = escape(e["label"] + explain.qualifiers(e))
         if "julia" in e:
             jl = e["julia"]
             total = max(sum(v[0] for v in jl["by_package"].values()), 1)
@@ -51,7 +51,7 @@ def section(doc: dict, docs: list[dict], out_dir: pathlib.Path, written: list) -
                          "steps between full collections: predicted / observed"], rows))
     notes = []
     for e in explanations:
-        name = code(e["label"]) + (f" [{escape(e['environment'])}]" if e.get("environment") else "")
+        name = code(e["label"]) + escape(explain.qualifiers(e))
         if "python" in e and e["python"]["garbage"]["total"]:
             g = e["python"]["garbage"]
             notes.append(f"{name}: {g['total']:,} objects of cyclic garbage: {_top(g['by_type'], g['total'])}.")
