@@ -99,6 +99,12 @@ def test_explain_cli_names_the_bookkeeping_of_a_jax_loop(tmp_path):
     assert "timings are disturbed" in proc.stderr
     saved = json.loads((tmp_path / "explain.json").read_text())
     assert [e["label"] for e in saved["explanations"]] == ["jax/mlp/default"]
+    assert explain.format_text(expl).startswith("jax/mlp/default with bookkeeping metrics: ")
+    # the same cell explained without the loop's records is kept beside it, not in its place
+    explain.save(tmp_path, dict(expl, cell=dict(expl["cell"], bookkeeping="none"), note="plain"))
+    kept = explain.load(tmp_path)["explanations"]
+    assert [e["cell"]["bookkeeping"] for e in kept] == ["metrics", "none"]
+    assert explain.qualifiers(kept[1]) == ""
 
 
 def test_explain_json_keeps_one_explanation_per_cell_and_environment(tmp_path):

@@ -253,16 +253,17 @@ def load(folder) -> dict | None:
         raise UsageError(f"{path}: not a gcbench explain document")
     if doc.get("schema_version", 0) > SCHEMA_VERSION:
         raise UsageError(f"{path}: explain schema_version {doc['schema_version']} is newer than this gcbench reads")
-    latest = {_key(e): e for e in doc["explanations"]}  # one per cell and environment: the last one saved
+    latest = {_key(e): e for e in doc["explanations"]}  # one per cell, environment, bookkeeping: the last saved
     doc["explanations"] = list(latest.values())
     return doc
 
 
-def _key(expl: dict) -> tuple[str, str | None]:
-    """The cell and environment an explanation is of (older files kept the environment in the label too)."""
+def _key(expl: dict) -> tuple[str, str | None, str]:
+    """The cell, environment and loop bookkeeping an explanation is of (older files kept the
+    environment in the label too)."""
     env = expl.get("environment")
     label = expl["label"]
-    return (label.removesuffix(f" [{env}]") if env else label), env
+    return (label.removesuffix(f" [{env}]") if env else label), env, (expl.get("cell") or {}).get("bookkeeping") or "none"
 
 
 def save(folder, expl: dict) -> None:
