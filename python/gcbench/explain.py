@@ -263,7 +263,8 @@ def _key(expl: dict) -> tuple[str, str | None, str]:
     environment in the label too)."""
     env = expl.get("environment")
     label = expl["label"]
-    return (label.removesuffix(f" [{env}]") if env else label), env, (expl.get("cell") or {}).get("bookkeeping") or "none"
+    bookkeeping = (expl.get("cell") or {}).get("bookkeeping") or "none"
+    return (label.removesuffix(f" [{env}]") if env else label), env, bookkeeping
 
 
 def save(folder, expl: dict) -> None:
