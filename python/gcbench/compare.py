@@ -124,6 +124,23 @@ def test_rate(ka: int, na: int, kb: int, nb: int, min_effect: float, alpha: floa
                 note)
 
 
+def cell_tests(va: dict, vb: dict, min_effect: float, alpha: float) -> list[Test]:
+    """The three repeat-level tests of cell A against cell B (their `repeat_values`): median
+    step, GC share and full-collection rate, in that order."""
+    return [test_median(va["medians"], vb["medians"], min_effect, alpha),
+            test_gc_share(va["shares"], vb["shares"], min_effect, alpha),
+            test_rate(va["full"], va["steps"], vb["full"], vb["steps"], min_effect, alpha)]
+
+
+def conclude(tests: list[Test], alpha: float) -> None:
+    """Correct the tests that have a p-value together (Holm), then give every test its verdict."""
+    testable = [t for t in tests if t.p is not None]
+    for t, p in zip(testable, holm([t.p for t in testable])):
+        t.p_adj = p
+    for t in tests:
+        t.verdict = decide(t, alpha)
+
+
 def holm(pvalues: list[float]) -> list[float]:
     """Holm's step-down adjusted p-values (same order as given)."""
     m = len(pvalues)
@@ -231,20 +248,15 @@ def compare_docs(docs_a: list[dict], docs_b: list[dict], min_effect: float = MIN
             refused.append(f"{label}: {'; '.join(differ)}")
             continue
         va, vb = repeat_values(da), repeat_values(db)
-        tests = [test_median(va["medians"], vb["medians"], min_effect, alpha),
-                 test_gc_share(va["shares"], vb["shares"], min_effect, alpha),
-                 test_rate(va["full"], va["steps"], vb["full"], vb["steps"], min_effect, alpha)]
+        tests = cell_tests(va, vb, min_effect, alpha)
         rows.append({"cell": label, "key_a": list(ka), "key_b": list(kb), "repeats": [va["repeats"], vb["repeats"]],
                      "flagged": [va["flagged"], vb["flagged"]], "forced": differ, "tests": tests})
-    testable = [t for r in rows for t in r["tests"] if t.p is not None]
-    for t, p in zip(testable, holm([t.p for t in testable])):
-        t.p_adj = p
+    tests = [t for r in rows for t in r["tests"]]
+    conclude(tests, alpha)
     for r in rows:
-        for t in r["tests"]:
-            t.verdict = decide(t, alpha)
         r["verdict"] = r["tests"][0].verdict
-    return {"alpha": alpha, "min_effect": min_effect, "tests": len(testable), "rows": rows, "refused": refused,
-            "notes": notes}
+    return {"alpha": alpha, "min_effect": min_effect, "tests": sum(t.p is not None for t in tests), "rows": rows,
+            "refused": refused, "notes": notes}
 
 
 def compare_dirs(dir_a, dir_b, min_effect: float = MIN_EFFECT, alpha: float = ALPHA, force: bool = False) -> dict:

@@ -129,15 +129,8 @@ def _effect(docs: list[dict] | None, base: tuple, other: tuple, env: str | None 
     if a is None or b is None or not any(d["status"] == "ok" for d in a) or not any(d["status"] == "ok" for d in b):
         return None
     va, vb = compare.repeat_values(a), compare.repeat_values(b)
-    tests = [compare.test_median(va["medians"], vb["medians"], compare.MIN_EFFECT, compare.ALPHA),
-             compare.test_gc_share(va["shares"], vb["shares"], compare.MIN_EFFECT, compare.ALPHA),
-             compare.test_rate(va["full"], va["steps"], vb["full"], vb["steps"], compare.MIN_EFFECT, compare.ALPHA)]
-    real = [t for t in tests if t.p is not None and not t.exact]
-    for t, p in zip(real, compare.holm([t.p for t in real])):
-        t.p_adj = p
-    for t in tests:
-        t.verdict = compare.decide(t, compare.ALPHA)
-    median, share, full = tests
+    median, share, full = tests = compare.cell_tests(va, vb, compare.MIN_EFFECT, compare.ALPHA)
+    compare.conclude(tests, compare.ALPHA)
 
     def tested(t) -> str:
         return t.verdict + (f", p = {t.p_adj:.2g}" if t.p_adj is not None else "")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from . import compare, config, files, memory, stats, summary
+from . import compare, config, files, stats, summary
 from .errors import UsageError
 
 FILE = "reproduce.json"
@@ -122,8 +122,7 @@ def equinox_rows(cells: dict, calibration: dict) -> list[Row]:
     if part is not None and part.ok:
         t = compare.test_rate(f["count"], f["steps"], part.stats["full"]["count"], part.stats["full"]["steps"],
                               compare.MIN_EFFECT, compare.ALPHA)
-        t.p_adj = t.p
-        t.verdict = compare.decide(t, compare.ALPHA)
+        compare.conclude([t], compare.ALPHA)
         verdict = "reproduced" if t.verdict.startswith("fewer") else \
             "partly" if part.stats["full"]["count"] < f["count"] else "not"
         rows.append(Row("eqx.partition + jax.jit makes the spikes rarer than eqx.filter_jit",
@@ -289,7 +288,3 @@ def format_text(doc: dict) -> str:
             lines.append(f"  {r['verdict']:<11} {r['claim']}: seed {r['seed_value']}; here {r['measured']}"
                          + (f"; ratio {r['ratio']}" if r["ratio"] != "-" else "") + (f" ({r['reason']})" if r["reason"] else ""))
     return "\n".join(lines)
-
-
-def memory_doc(out_dir) -> dict | None:
-    return memory.load(out_dir)

@@ -113,12 +113,8 @@ def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_E
             slowest = max(base, key=lambda cs: cs.stats["median_ms"])
             t = compare.test_median(values[fastest.key]["medians"], values[slowest.key]["medians"], min_effect, alpha)
             claims.append(("ranking", t, (fastest, slowest)))
-    testable = [t for _, t, _ in claims if t.p is not None and not t.exact]
-    for t, p in zip(testable, compare.holm([t.p for t in testable])):
-        t.p_adj = p
-    for kind, t, ctx in claims:
-        t.verdict = compare.decide(t, alpha)
-        out.append(_claim(kind, t, ctx))
+    compare.conclude([t for _, t, _ in claims], alpha)
+    out += [_claim(kind, t, ctx) for kind, t, ctx in claims]
     return out
 
 
