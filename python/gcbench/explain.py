@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import statistics
 
-from . import files, stats
+from . import diagnose, files, stats
 from .errors import UsageError
 
 FILE = "explain.json"
@@ -42,7 +42,7 @@ DISTURBED = ("diagnostic run: timings are disturbed (every collection lists the 
 
 def diagnose_cell(cell, options: dict, command=None, environment=None) -> dict:
     """The diagnostic run of `cell` in this process (called by the worker)."""
-    from . import diagnose, gcpolicy, metadata, worker
+    from . import gcpolicy, metadata, worker
 
     try:
         trainer, schedule, dataset, meta, _ = worker.prepare(cell, progress=lambda *a: None)
@@ -156,7 +156,7 @@ def recommendations(expl: dict, docs: list[dict] | None = None) -> list[dict]:
         return out
     interval = expl["full_interval"]
     promoted = py["promoted"]
-    sites = {k: v for k, v in promoted["by_site"].items() if not k.startswith("untraced")}
+    sites = traced_sites(promoted)
     total_sites = max(sum(sites.values()), 1)
     site_share = lambda pkg: sum(v for k, v in sites.items() if k.split(" ")[0] == pkg) / total_sites
     scanned = py["scanned"]
@@ -216,9 +216,6 @@ def derive(expl: dict, docs: list[dict] | None = None) -> dict:
     """The figures an explanation derives from its diagnosis (counts, the predicted interval,
     recommendations with the effects measured in `docs`), computed anew: a report refreshes
     a stored explanation with them, so that it follows the code and the folder's results."""
-    env = expl.get("environment")
-    if env and expl["label"].endswith(f" [{env}]"):  # the label is the cell's; the environment is apart
-        expl = dict(expl, label=expl["label"].removesuffix(f" [{env}]"))
     py = expl.get("python")
     if py is None:
         return expl
@@ -246,18 +243,27 @@ def load(folder) -> dict | None:
         raise UsageError(f"{path}: not a gcbench explain document")
     if doc.get("schema_version", 0) > SCHEMA_VERSION:
         raise UsageError(f"{path}: explain schema_version {doc['schema_version']} is newer than this gcbench reads")
+    for e in doc["explanations"]:  # older files kept the environment in the label too: it is apart
+        env = e.get("environment")
+        if env:
+            e["label"] = e["label"].removesuffix(f" [{env}]")
     latest = {_key(e): e for e in doc["explanations"]}  # one per cell, environment, bookkeeping: the last saved
     doc["explanations"] = list(latest.values())
     return doc
 
 
+def traced_sites(promoted: dict) -> dict[str, int]:
+    """Promotions by allocation site, without those allocated before sites were traced."""
+    return {k: v for k, v in promoted["by_site"].items() if not k.startswith(diagnose.UNTRACED)}
+
+
+def _bookkeeping(expl: dict) -> str:
+    return (expl.get("cell") or {}).get("bookkeeping") or "none"
+
+
 def _key(expl: dict) -> tuple[str, str | None, str]:
-    """The cell, environment and loop bookkeeping an explanation is of (older files kept the
-    environment in the label too)."""
-    env = expl.get("environment")
-    label = expl["label"]
-    bookkeeping = (expl.get("cell") or {}).get("bookkeeping") or "none"
-    return (label.removesuffix(f" [{env}]") if env else label), env, bookkeeping
+    """The cell, environment and loop bookkeeping an explanation is of."""
+    return expl["label"], expl.get("environment"), _bookkeeping(expl)
 
 
 def save(folder, expl: dict) -> None:
@@ -282,7 +288,7 @@ def qualifiers(expl: dict) -> str:
     """What sets an explanation apart from its cell's label: its environment, and the loop's
     bookkeeping when the loop kept some (` [py3.12] with bookkeeping metrics`)."""
     env = f" [{expl['environment']}]" if expl.get("environment") else ""
-    bookkeeping = (expl.get("cell") or {}).get("bookkeeping") or "none"
+    bookkeeping = _bookkeeping(expl)
     return env + (f" with bookkeeping {bookkeeping}" if bookkeeping != "none" else "")
 
 
@@ -314,7 +320,7 @@ def format_text(expl: dict) -> str:
                  "before them, a one-off)")
     lines += _table("by type", pr["by_type"], pr["total"])
     lines += _table("by package defining the type", pr["by_package"], pr["total"])
-    traced = {k: v for k, v in pr["by_site"].items() if not k.startswith("untraced")}
+    traced = traced_sites(pr)
     if traced:
         since = py.get("sites_from_step") or 0
         lines += _table(f"by allocation site (of those traced, from step {since})", traced, sum(traced.values()))

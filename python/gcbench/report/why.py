@@ -43,7 +43,7 @@ def section(doc: dict, docs: list[dict], out_dir: pathlib.Path, written: list) -
                  if sc["collections"] else f"no full collection (oldest: {fi['oldest_objects']:,.0f})")
         predicted = "never" if fi["predicted"] is None else f"{fi['predicted']:,.0f}"
         observed = f"{fi['observed']:,.0f}" if fi["observed"] else f"{fi['full_collections']} in {py['steps']}"
-        traced = {k: v for k, v in pr["by_site"].items() if not k.startswith("untraced")}
+        traced = explain.traced_sites(pr)
         rows.append([name, f"{stats.fmt(fi['promoted_per_step'])} per step", _top(pr["by_type"], pr["total"]),
                      _top(pr["by_package"], pr["total"]), _top(traced, sum(traced.values()), 3), scans,
                      f"{predicted} / {observed}"])
