@@ -1,0 +1,96 @@
+"""`gcbench reproduce`: the batch calibration, and the table's rows and verdicts on results
+whose answer is known (simulated step series, a hand-written memory document)."""
+
+import numpy as np
+import pytest
+
+import simulate
+from gcbench import reproduce
+
+GIB = 2**30
+QUIET = {"sd": 0.02, "shift_sd": 0.01, "base_ms": 10.0, "steps": 300, "workload": "vit"}
+
+
+@pytest.mark.parametrize("medians, chosen", [
+    ({32: 28.9, 16: 21.1, 8: 15.9, 4: 16.1, 2: 11.4}, 2),  # measured here: only batch 2 is at most 15 ms
+    ({16: 12.0, 8: 9.0, 4: 6.0}, 8),  # nearest 8 ms on a log scale
+    ({32: 40.0, 16: 30.0}, 16),  # none short enough: the smallest batch tried
+])
+def test_the_calibration_picks_the_batch_nearest_8_ms_within_15(medians, chosen):
+    assert reproduce.calibration_choice(medians) == chosen
+
+
+def _equinox_case(partition_every=100, filter_pause_ms=60.0):
+    rng = np.random.default_rng(3)
+    return (simulate.docs(rng, backend="equinox-filter", full_every=20, pause_ms=filter_pause_ms, **QUIET)
+            + simulate.docs(rng, backend="equinox-partition", full_every=partition_every, pause_ms=60.0, **QUIET)
+            + simulate.docs(rng, backend="nnx", full_every=30, pause_ms=40.0, **QUIET)
+            + simulate.docs(rng, backend="equinox-filter", policy="disable", **QUIET))
+
+
+def _rows(doc, case):
+    return {r["claim"].split(" ")[0] + " " + r["claim"].split(" ")[1]: r
+            for c in doc["cases"] if c["name"] == case for r in c["rows"]}
+
+
+def test_equinox_rows_give_figures_with_intervals_and_verdicts():
+    doc = reproduce.build(["equinox-spikes"], _equinox_case(), {"chosen": 2}, None, None, {})
+    rows = _rows(doc, "equinox-spikes")
+    assert rows["median step"]["verdict"] == "setting" and "at batch 2" in rows["median step"]["measured"]
+    spike = rows["a step"]
+    assert spike["verdict"] == "reproduced"  # a 60 ms pause on 10 ms steps: 7 x, interval above 3 x
+    assert "(95 % " in spike["measured"] and "45 such steps in 900 steps" in spike["measured"]
+    assert rows["eqx.partition +"]["verdict"] == "reproduced"  # 9 against 45 in 900: an exact test says fewer
+    assert "9 in 900 steps" in rows["eqx.partition +"]["measured"] and "(p = " in rows["eqx.partition +"]["measured"]
+    assert rows["Flax NNX"]["verdict"] == "reproduced" and "30 full collections in 900 steps" in rows["Flax NNX"]["measured"]
+    assert rows["disabling the"]["verdict"] == "reproduced" and "0 full collections" in rows["disabling the"]["measured"]
+
+
+def test_weak_signatures_are_partly_or_not():
+    # pauses of 15 ms on 10 ms steps (2.5 x), and a partition that spikes as often as filter
+    doc = reproduce.build(["equinox-spikes"], _equinox_case(partition_every=20, filter_pause_ms=15.0),
+                          {"chosen": 2}, None, None, {})
+    rows = _rows(doc, "equinox-spikes")
+    assert rows["a step"]["verdict"] == "partly" and "at least 3 x" in rows["a step"]["reason"]
+    assert rows["eqx.partition +"]["verdict"] == "not"
+
+
+def test_a_case_that_could_not_run_says_why_and_the_rest_still_has_rows():
+    rng = np.random.default_rng(0)
+    from gcbench import results
+    from gcbench.config import Cell
+
+    failed = results.new(Cell("equinox-filter", "vit", "default", 0, 1, 27978, 300, 2, 0, 10), "failed",
+                         "worker exited with code 3\nTraceback ...")
+    jax_lenet = simulate.docs(rng, backend="jax", workload="lenet5", repeats=2, steps=50)
+    for d in jax_lenet:
+        d["networks"], d["params_counted"] = 5, 44_426
+    memory_doc = {"cases": [
+        {"kind": "gather", "size": "seed", "formulation": "seed", "index_dtype": "int32",
+         "forward": {"total_bytes": int(128.01 * GIB)}, "gradient": {"total_bytes": int(224.02 * GIB)}},
+        {"kind": "gather", "size": "seed", "formulation": "seed", "index_dtype": "int16", "m": 8 * GIB,
+         "forward": {"total_bytes": 0}, "gradient": {"total_bytes": 0, "temp_bytes": 128 * GIB}}]}
+    doc = reproduce.build(list(reproduce.CASES), [failed] + jax_lenet, {"chosen": 8}, memory_doc,
+                          "no Julia installed", {})
+    eqx = _rows(doc, "equinox-spikes")
+    assert list(eqx) == ["every claim"] and eqx["every claim"]["reason"] == \
+        "equinox-filter did not run: worker exited with code 3"
+    flux = _rows(doc, "flux-many-small")
+    assert flux["step time,"]["verdict"] == "not run" and flux["step time,"]["reason"] == "Flux: no Julia installed"
+    assert flux["parameters of"]["measured"].startswith("222,130") and flux["parameters of"]["verdict"] == "reproduced"
+    gather = _rows(doc, "gather-memory")
+    assert gather["compiled memory"]["verdict"] == "reproduced"  # the forward's, then the gradient's
+    assert [r["measured"] for c in doc["cases"] if c["name"] == "gather-memory" for r in c["rows"]][:2] == \
+        ["128.01 GiB", "224.02 GiB"]
+    assert gather["an int16"]["verdict"] == "reproduced" and "for a 48 GiB int16 index" in gather["an int16"]["measured"]
+
+
+def test_a_report_rebuilds_the_rows_from_the_results_they_rest_on():
+    docs = _equinox_case()
+    stored = reproduce.build(["equinox-spikes"], docs, {"chosen": 2}, None, None, {})
+    stored["cases"][0]["rows"] = []  # as if written by an older gcbench
+    rebuilt = reproduce.rebuild(stored, docs, None)
+    assert rebuilt["cases"][0]["rows"] == reproduce.build(["equinox-spikes"], docs, {"chosen": 2}, None, None,
+                                                          {})["cases"][0]["rows"]
+    inputs_missing = {"cases": [{"name": "x", "rows": []}]}
+    assert reproduce.rebuild(inputs_missing, docs, None) is inputs_missing
