@@ -88,6 +88,13 @@ def _cell(cells: dict, backend: str, workload: str, policy: str = "default"):
     return next((cs for cs in cells.values() if cs.key[:3] == (backend, workload, policy)), None)
 
 
+def _why_not(cs, missing: str) -> str:
+    """Why a cell has no numbers: the first line of its first repeat's reason, or `missing`
+    when the results hold no such cell (or it gave no reason)."""
+    reason = cs.docs[0]["reason"] if cs is not None else ""
+    return reason.splitlines()[0] if reason else missing
+
+
 def _ci(v: float, ci, fmt=stats.fmt) -> str:
     return f"{fmt(v)} (95 % {fmt(ci[0])}-{fmt(ci[1])})" if ci else f"{fmt(v)} (too few events for an interval)"
 
@@ -99,8 +106,7 @@ def equinox_rows(cells: dict, calibration: dict) -> list[Row]:
     nnx = _cell(cells, "nnx", "vit")
     batch = calibration.get("chosen")
     if filt is None or not filt.ok:
-        why = (filt.docs[0]["reason"].splitlines()[0] if filt is not None and filt.docs[0]["reason"] else "no result")
-        return [Row("every claim", "-", reason=f"equinox-filter did not run: {why}")]
+        return [Row("every claim", "-", reason=f"equinox-filter did not run: {_why_not(filt, 'no result')}")]
     s = filt.stats
     rows.append(Row("median step (the seed: a 2M-parameter-class ViT on an H100)", "8 ms",
                     f"{_ci(s['median_ms'], s['median_ci_ms'])} ms at batch {batch} on this CPU",
@@ -165,7 +171,7 @@ def flux_rows(cells: dict, julia_reason: str | None) -> list[Row]:
                         f"no full sweep in {f['steps']:,} steps", f"{period / 4:.2f}" if period else "-",
                         "reproduced" if period and 2 <= period <= 8 else "partly" if f["count"] else "not"))
     else:
-        why = julia_reason or (flux_mlp.docs[0]["reason"].splitlines()[0] if flux_mlp else "not in the plan")
+        why = julia_reason or _why_not(flux_mlp, "not in the plan")
         for claim, value in (("step time, 200 networks of about 5,000 parameters", "about 1 ms"),
                              ("every 4th step is a full sweep of about 150 ms, 99 % of it GC", "period 4, +149 ms")):
             rows.append(Row(claim, value, reason=f"Flux: {why}"))
@@ -178,7 +184,7 @@ def flux_rows(cells: dict, julia_reason: str | None) -> list[Row]:
                         f"{epoch / 9.0:.2f}", "partly" if 0.05 <= s["gc_share"] else "not",
                         "another CPU than the seed's: the epoch time is not comparable, the GC share is"))
     else:
-        why = julia_reason or (flux_lenet.docs[0]["reason"].splitlines()[0] if flux_lenet else "not in the plan")
+        why = julia_reason or _why_not(flux_lenet, "not in the plan")
         rows.append(Row("the model zoo's 5 LeNet-5s under Threads.@threads: time per epoch and GC share",
                         "9.0 s, 10-15 % GC", reason=f"Flux: {why}"))
     if jax_lenet is not None and jax_lenet.ok:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import pathlib
-import sys
 import tempfile
 
 import numpy as np
@@ -99,12 +100,9 @@ def main(args) -> int:
     docs, out_dir = [], pathlib.Path(out)
     code = 0
     if cells:
-        for c in range(len(cells)):  # the seed's MWE runs its networks on threads
-            if cells[c].backend in reproduce.JULIA and cells[c].workload == "lenet5":
-                import dataclasses
-                import os
-
-                cells[c] = dataclasses.replace(cells[c], julia_threads=os.cpu_count() or 1)
+        # the seed's MWE trains its 5 LeNet-5s on Julia threads, one per core
+        cells = [dataclasses.replace(c, julia_threads=os.cpu_count() or 1)
+                 if c.backend in reproduce.JULIA and c.workload == "lenet5" else c for c in cells]
         plan_suite = config.Suite(name="reproduce", backends=sorted({c.backend for c in cells}), repeats=1,
                                   timeout=max(s.timeout for s in suites.values()))
         docs, out_dir, code = _common.run_plan(cells, plan_suite, args, out, out_fn, kind, data_note, samples)
