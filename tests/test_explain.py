@@ -2,9 +2,12 @@
 makes reference cycles, and a clean loop."""
 
 import json
+import re
 
+import numpy as np
 import pytest
 
+import simulate
 from gcbench import diagnose, explain
 from conftest import run_cli
 
@@ -125,35 +128,16 @@ def test_explain_json_keeps_one_explanation_per_cell_and_environment(tmp_path):
     assert [e["note"] for e in explain.load(tmp_path)["explanations"]] == ["no env", "appended by hand"]
 
 
-def _cell_docs(backend, policy, gc_share, full_every, env=None, repeats=3, steps=300):
-    import numpy as np
-
-    from gcbench import results
-    from gcbench.config import Cell
-
-    docs = []
-    for r in range(repeats):
-        rng = np.random.default_rng([r, int(1e4 * gc_share), full_every, len(env or "")])
-        wall = 20e6 * rng.normal(1, 0.01, steps)
-        colls = np.zeros((steps, 3), int)
-        if full_every:
-            colls[full_every - 1::full_every, 2] = 1
-        environment = {"spec": env, "name": env, "python": "3.11.7", "pins": [], "packages": {}} if env else None
-        docs.append(results.new(Cell(backend, "vit", policy, r, 1, 27978, steps, 2, 0, 10, env=env), "ok",
-                                data={"kind": "synthetic"}, environment=environment,
-                                wall_ns=wall.astype(int).tolist(),
-                                gc_ns=(wall * gc_share * rng.normal(1, 0.02, steps)).astype(int).tolist(),
-                                gc_collections=colls.tolist(), loss={"step": [0], "value": [2.3]}))
-    return docs
-
-
 def test_a_recommendations_effect_is_measured_in_its_own_environment_with_intervals():
-    env = "python=3.12"
-    docs = (_cell_docs("equinox-filter", "default", 0.12, 20, env) + _cell_docs("equinox-filter", "freeze", 0.04, 20, env)
-            + _cell_docs("equinox-filter", "default", 0.12, 20) + _cell_docs("equinox-filter", "freeze", 0.12, 20))
+    # 20 ms steps with a full collection every 20: a 54.5 ms pause is 12 % of the time, 16.7 ms is 4 %
+    rng = np.random.default_rng(0)
+    quiet = {"sd": 0.01, "shift_sd": 0.01, "base_ms": 20.0, "full_every": 20, "backend": "equinox-filter",
+             "workload": "vit"}
+    spec, env = "python=3.12", "py3.12"  # the environment's spec, and its name as results carry it
+    docs = (simulate.docs(rng, env=spec, pause_ms=54.5, **quiet)
+            + simulate.docs(rng, env=spec, policy="freeze", pause_ms=16.7, **quiet)
+            + simulate.docs(rng, pause_ms=54.5, **quiet) + simulate.docs(rng, policy="freeze", pause_ms=54.5, **quiet))
     mine = explain._effect(docs, ("equinox-filter", "vit", "default"), ("equinox-filter", "vit", "freeze"), env)
-    import re
-
     assert re.search(r"GC share 1[12]\.\d\d % → [34]\.\d\d %, difference -[78]\.\d\d points \(95 % -\d", mine)
     assert "(less GC, p = " in mine and "full collections 45 in 900 steps → 45 in 900" in mine
     assert re.search(r"median step 1\.0\d x \(95 % \d\.\d\d-\d\.\d\d\), same, p = ", mine)
