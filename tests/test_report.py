@@ -51,6 +51,9 @@ def test_report_files_plots_and_content(tmp_path):
     assert "`disable` removes the full collections of `jax`: 0 in 900 steps against 45 in 900 under `default`" in md
     assert "`nnx` collected nothing under" not in md  # no nnx policy to compare with
     assert "Median step under `default`: `jax`" in md
+    # a ranking claims what its test supports: the slower end against the faster, nothing more
+    assert re.search(r"`nnx` takes 1\.\d\d x \(95 % 1\.\d\d-1\.\d\d\) the time of `jax`\.", md)
+    assert "fastest" not in md
     # Not run: grouped by reason, text from results escaped.
     assert "| unavailable | Julia is not installed &lt;b&gt;!&lt;/b&gt; | 2 | flux/mlp/default, flux/mlp/default #1 |" in md
     assert "| failed | worker exit code 1 | 1 | equinox-filter/mlp/default |" in md
@@ -224,3 +227,15 @@ def test_reasons_show_their_commands_as_code_and_nothing_else_as_markup():
     assert "<b>" not in html and "<em>" not in html and "&lt;b&gt;" in html
     assert render(prose("an unpaired ` backtick")) == "an unpaired ` backtick"
     assert "<code>a``b</code>" in render(prose("x ```a``b``` y"))  # backticks inside a span survive
+
+
+def test_a_ranking_of_several_backends_claims_only_its_two_ends():
+    from gcbench import summary
+    from gcbench.report import findings
+
+    rng = np.random.default_rng(1)
+    cells = summary.summarize_all(docs(rng, 3, 10.0) + docs(rng, 3, 10.3, backend="nnx-split")
+                                  + docs(rng, 3, 20.0, backend="nnx"))
+    ranking = next(s for s in findings.findings(cells) if s.startswith("Median step under"))
+    assert re.search(r"`nnx` takes 2\.\d\d x \(95 % [\d.]+-[\d.]+\) the time of `jax` \(the fastest and the slowest "
+                     r"median of 3 backends; those between are not ranked\)\.$", ranking)

@@ -112,7 +112,7 @@ def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_E
             fastest = min(base, key=lambda cs: cs.stats["median_ms"])
             slowest = max(base, key=lambda cs: cs.stats["median_ms"])
             t = compare.test_median(values[fastest.key]["medians"], values[slowest.key]["medians"], min_effect, alpha)
-            claims.append(("ranking", t, (fastest, slowest)))
+            claims.append(("ranking", t, (fastest, slowest, len(base))))
     compare.conclude([t for _, t, _ in claims], alpha)
     out += [_claim(kind, t, ctx) for kind, t, ctx in claims]
     return out
@@ -126,7 +126,7 @@ def _ratio(t: compare.Test) -> str:
 
 def _claim(kind: str, t: compare.Test, ctx) -> str:
     if kind == "ranking":
-        fastest, slowest = ctx
+        fastest, slowest, ranked = ctx
         policy = fastest.key[2]
         f, s = fastest.stats, slowest.stats
         env = fastest.key[3]
@@ -135,7 +135,10 @@ def _claim(kind: str, t: compare.Test, ctx) -> str:
                 f"{code(slowest.key[0])} {stats.fmt(s['median_ms'])} ms "
                 f"(95 % {stats.fmt(s['median_ci_ms'][0])}-{stats.fmt(s['median_ci_ms'][1])})")
         if t.verdict == "slower":
-            return f"{head}: {code(fastest.key[0])} is the fastest and {code(slowest.key[0])} the slowest, {_ratio(t)}."
+            # the test is of the two ends only: it says nothing of the backends between them
+            between = (f" (the fastest and the slowest median of {ranked} backends; those between are not ranked)"
+                       if ranked > 2 else "")
+            return f"{head}: {code(slowest.key[0])} takes {_ratio(t)} the time of {code(fastest.key[0])}{between}."
         if t.verdict == "same":
             return f"{head}: within {100 * t.margin:.0f} % of each other; no backend is faster here."
         why = t.note or (f"p = {t.p:.2g}, {t.p_adj:.2g} after correcting for this workload's tests"
