@@ -1,9 +1,10 @@
 """Simulated step series with the structure measured on gcbench's 2-core machines, for
-tests whose right answer is known: AR(1) noise on the log of the step time (lag-1
-correlation 0.6, step-to-step spread 10 %), a random level per repeat (the process's
-luck, 5 % spread between repeats: 3.5-7.4 % was measured for 100-step repeats of
-jax and equinox-filter on mlp and lenet5), and optionally full collections that add
-a fixed pause every `full_every` steps."""
+tests whose right answer is known. The noise comes from the committed raw results
+(`reports/*/results.tar.gz`, measured with `benchmarks/noise.py`): AR(1) noise on the
+log of the step time (lag-1 correlation 0.65, step-to-step spread 10 %) and a level per
+repeat (the process's luck: about 10 % between repeats, 8.4-12.7 % pooled over the five
+reports' cells). Full collections follow a fixed schedule, the same in every repeat, as
+Python's collector does for a given program; `jitter` moves it per repeat."""
 
 from __future__ import annotations
 
@@ -12,35 +13,45 @@ import numpy as np
 from gcbench import results
 from gcbench.config import Cell
 
-PHI, STEP_SD, SHIFT_SD = 0.6, 0.10, 0.05
+PHI, STEP_SD, SHIFT_SD = 0.65, 0.10, 0.10
+
+
+def ar1(rng, n: int, phi: float = PHI, sd: float = STEP_SD, size: int | None = None) -> np.ndarray:
+    """Stationary AR(1) series (rows when `size`), lag-1 `phi`, marginal spread `sd`."""
+    shape = (n,) if size is None else (size, n)
+    innov = rng.normal(0, sd * np.sqrt(1 - phi**2), shape)
+    x = np.empty(shape)
+    x[..., 0] = rng.normal(0, sd, shape[:-1])
+    for i in range(1, n):
+        x[..., i] = phi * x[..., i - 1] + innov[..., i]
+    return x
 
 
 def series(rng, n: int, base_ms: float, phi: float = PHI, sd: float = STEP_SD, shift_sd: float = SHIFT_SD,
-           full_every: int = 0, pause_ms: float = 0.0):
-    innov = rng.normal(0, sd * np.sqrt(1 - phi**2), n)
-    x = np.empty(n)
-    x[0] = rng.normal(0, sd)
-    for i in range(1, n):
-        x[i] = phi * x[i - 1] + innov[i]
-    wall = base_ms * 1e6 * np.exp(x + rng.normal(0, shift_sd))
+           full_every: int = 0, pause_ms: float = 0.0, start: int = 0, jitter: bool = False, shift: float = 0.0):
+    wall = base_ms * 1e6 * np.exp(ar1(rng, n, phi, sd) + rng.normal(0, shift_sd) + shift)
     gc_ns = np.zeros(n)
     colls = np.zeros((n, 3), np.int64)
     if full_every:
-        start = int(rng.integers(0, full_every))
-        colls[start::full_every, 2] = 1
-        gc_ns[start::full_every] = pause_ms * 1e6
-        wall[start::full_every] += pause_ms * 1e6
+        first = int(rng.integers(0, full_every)) if jitter else start % full_every
+        colls[first::full_every, 2] = 1
+        gc_ns[first::full_every] = pause_ms * 1e6
+        wall[first::full_every] += pause_ms * 1e6
     return wall.astype(np.int64), gc_ns.astype(np.int64), colls
 
 
 def docs(rng, repeats: int = 3, base_ms: float = 10.0, steps: int = 300, backend: str = "jax",
-         workload: str = "mlp", policy: str = "default", env: str | None = None, **kw) -> list[dict]:
+         workload: str = "mlp", policy: str = "default", env: str | None = None, run_id: str | None = None,
+         rounds: list[float] | None = None, **kw) -> list[dict]:
+    """`repeats` result documents of one cell; `rounds` adds a shift (log scale) per round,
+    shared by every cell given the same list, as a drift of the machine between rounds."""
     out = []
     for r in range(repeats):
         cell = Cell(backend, workload, policy, r, 2, 4992, steps, 2, 0, 10, env=env)
-        wall, gc_ns, colls = series(rng, steps, base_ms, **kw)
+        wall, gc_ns, colls = series(rng, steps, base_ms, shift=rounds[r] if rounds else 0.0, **kw)
         out.append(results.new(cell, "ok", data={"kind": "synthetic"},
                                metadata={"cpu": "sim", "cpu_count": 2, "machine": "x86_64"},
+                               machine_state={"run_id": run_id} if run_id else {},
                                wall_ns=wall.tolist(), gc_ns=gc_ns.tolist(), gc_collections=colls.tolist(),
                                loss={"step": [0], "value": [2.3]}))
     return out

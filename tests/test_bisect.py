@@ -77,16 +77,23 @@ def test_a_change_with_one_repeat_is_shown_but_never_marked(tmp_path):
     assert "untested: fewer than 2 repeats" in bisect.format_table(tab)
 
 
-def test_full_collections_are_tested_as_counts_even_with_one_repeat(tmp_path):
-    folder = tmp_path / "rates"
-    for version, every in [("1.0", 100), ("1.1", 10)]:
-        doc = write_version(folder, version, 0.01)
-        colls = np.zeros((200, 3), int)
-        colls[every - 1::every, 2] = 1
-        doc["gc_collections"] = colls.tolist()
-        results.write(doc, folder / f"{doc['cell']}.json")
-    tab = bisect.table(results.load_dir(folder), "equinox", CELL, bisect.get_metric("full_gc"), 2.0)
+def test_fixed_schedules_of_full_collections_are_compared_exactly(tmp_path):
+    def write(folder, repeats):
+        for version, every in [("1.0", 100), ("1.1", 10)]:
+            for r in range(repeats):
+                doc = write_version(folder, version, 0.01, repeat=r)
+                colls = np.zeros((200, 3), int)
+                colls[every - 1::every, 2] = 1
+                doc["gc_collections"] = colls.tolist()
+                results.write(doc, folder / f"{doc['cell']}.json")
+        return bisect.table(results.load_dir(folder), "equinox", CELL, bisect.get_metric("full_gc"), 2.0)
+
+    tab = write(tmp_path / "fixed", 2)  # 2 against 20 in every repeat: a fact, not a sample
     assert tab["first_change"] == "1.1" and tab["rows"][1]["change"] == pytest.approx(10)
+    assert tab["rows"][1]["exact"] and tab["rows"][1]["full_per_repeat"] == [20, 20]
+    assert "(exact: fixed schedules)" in bisect.format_table(tab)
+    one = write(tmp_path / "one", 1)  # one repeat cannot show that a schedule is fixed
+    assert one["first_change"] is None and "untested" in bisect.format_table(one)
 
 
 def test_factor_and_floor(bisect_dir, tmp_path):

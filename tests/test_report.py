@@ -21,7 +21,7 @@ def make_results(folder, slow=1.0, seed=0):
     rng = np.random.default_rng(seed)
     folder.mkdir(parents=True, exist_ok=True)
     written = docs(rng, 3, 10.0 * slow, full_every=20, pause_ms=30) + \
-        docs(rng, 3, 10.0 * slow, policy="disable") + docs(rng, 3, 12.0 * slow, backend="nnx")
+        docs(rng, 3, 10.0 * slow, policy="disable") + docs(rng, 3, 25.0 * slow, backend="nnx")
     for d in written:
         results.write(d, folder / f"{d['cell']}.json")
     cell = lambda backend, repeat=0: Cell(backend, "mlp", "default", repeat, 2, 4992, 300, 2, 0, 10)
@@ -43,16 +43,19 @@ def test_report_files_plots_and_content(tmp_path):
     md = paths["markdown"].read_text()
     assert "Data: synthetic" in md and "repeats per cell (fresh processes, the unit of inference): 3" in md
     row = next(line for line in md.splitlines() if line.startswith("| jax/mlp/default |"))
-    assert "| 3 | 900 |" in row and "45 in 900 steps (50 per 1,000 steps, 95 % 36.5-66.9)" in row
-    # Findings rest on intervals and counts.
-    assert re.search(r"`jax` under `default`: 45 full collections in 900 steps \(50 per 1,000 steps, 95 % 36.5-66.9\); "
-                     r"each such step took (29\.\d|30\.\d) ms longer than the steps around it \(95 % [\d.]+-[\d.]+ ms\), "
-                     r"4\.0 x", md)
-    assert "`disable` removes the full collections of `jax`: 0 in 900 steps against 45 in 900 under `default`" in md
+    assert "| 3 | 900 |" in row and "| 15 in every repeat, same steps |" in row
+    # Findings rest on intervals and schedules.
+    assert re.search(r"`jax` under `default`: 15 full collections in every repeat of 300 steps, at steps 0, 20, 40, "
+                     r"60, 80, 100, 120, 140 and 7 more; each such step took (29\.\d|30\.\d) ms longer than the steps "
+                     r"around it \(95 % [\d.]+-[\d.]+ ms, over the repeats' medians\), "
+                     r"3\.\d x \(95 % [\d.]+-[\d.]+\), one every 20 steps", md)
+    assert ("`disable` removes the full collections of `jax`: no full collections in any repeat of 300 steps under "
+            "`disable`, against 15 full collections in every repeat of 300 steps") in md
+    assert "(both schedules fixed: an exact difference)" in md
     assert "`nnx` collected nothing under" not in md  # no nnx policy to compare with
     assert "Median step under `default`: `jax`" in md
     # a ranking claims what its test supports: the slower end against the faster, nothing more
-    assert re.search(r"`nnx` takes 1\.\d\d x \(95 % 1\.\d\d-1\.\d\d\) the time of `jax`\.", md)
+    assert re.search(r"`nnx` takes [12]\.\d\d x \([\d.]+ % [12]\.\d\d-\d\.\d\d\) the time of `jax`\.", md)
     assert "fastest" not in md
     # Not run: grouped by reason, text from results escaped.
     assert "| unavailable | Julia is not installed &lt;b&gt;!&lt;/b&gt; | 2 | flux/mlp/default, flux/mlp/default #1 |" in md

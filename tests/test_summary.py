@@ -1,4 +1,4 @@
-"""A cell's repeats combined: flags, the median of medians, GC share and full collections."""
+"""A cell's repeats combined: flags, the median step, GC share and the schedule of full collections."""
 
 import numpy as np
 import pytest
@@ -12,10 +12,13 @@ def test_the_repeats_of_a_cell_combine_with_intervals():
     cell = docs(rng, 4, 20.0, full_every=25, pause_ms=60)
     s = summary.summarize(cell).stats
     assert s["repeats"] == 4 and s["used"] == [0, 1, 2, 3] and s["steps"] == 1200
+    medians = [np.median(d["wall_ns"]) / 1e6 for d in cell]
+    assert s["median_ms"] == pytest.approx(np.exp(np.mean(np.log(medians))))  # the geometric mean of the repeats'
     assert s["median_ci_ms"][0] < s["median_ms"] < s["median_ci_ms"][1]
-    assert 18 < s["median_ms"] < 22
-    assert s["full"]["count"] == 48 and s["full"]["rate"]["rate"] == pytest.approx(40)
-    assert s["full"]["period"] == 25
+    assert 16 < s["median_ms"] < 24
+    assert s["full"]["count"] == 48 and s["full"]["rate"]["value"] == pytest.approx(40)
+    assert s["full"]["schedule"]["constant"] and s["full"]["schedule"]["counts"] == [12] * 4
+    assert s["full"]["every"] == 25
     assert s["full"]["extra_ns"] == pytest.approx(60e6, rel=0.15)
     assert s["gc_share"] > 0.08 and s["gc_share_ci"][0] < s["gc_share"] < s["gc_share_ci"][1]
     assert s["language"] == "python" and s["warnings"] == []
@@ -73,7 +76,7 @@ def test_julia_results_count_full_sweeps():
         d["gc_collections"] = np.stack([np.zeros(n, int), full], axis=1).tolist()
         d["alloc_bytes"] = [1_300_000] * n
     s = summary.summarize(cell).stats
-    assert s["language"] == "julia" and s["full"]["count"] == 150 and s["full"]["period"] == 4
+    assert s["language"] == "julia" and s["full"]["count"] == 150 and s["full"]["every"] == 4
     assert s["alloc_bytes_per_step"] == 1_300_000
 
 

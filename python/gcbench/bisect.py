@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import statistics
 
 import numpy as np
 
@@ -32,7 +31,7 @@ class Metric:
     unit: str
     floor: float  # values below count as this when comparing
     value: object  # one repeat's document -> float
-    test: str  # how two versions are told apart: "log" (t test on logs), "linear" (t test), "rate" (Poisson)
+    test: str  # how two versions are told apart: "log" (t test on logs), "linear" (t test), "schedule" (compare's rule)
 
     def of(self, doc: dict) -> float:
         return float(self.value(doc))
@@ -51,7 +50,7 @@ METRICS = {m.name: m for m in [
     Metric("max/median", "slowest step / median step", "x", 1.0, lambda d: _wall(d).max() / np.median(_wall(d)), "log"),
     Metric("median", "median step time", "ms", 0.0, lambda d: np.median(_wall(d)) / 1e6, "log"),
     Metric("full_gc", "full collections per 1,000 steps", "/1000", 1.0,
-           lambda d: 1000 * np.count_nonzero(summary.full_collections(d)) / len(d["wall_ns"]), "rate"),
+           lambda d: 1000 * np.count_nonzero(summary.full_collections(d)) / len(d["wall_ns"]), "schedule"),
 ]}
 
 
@@ -109,29 +108,42 @@ def _version_of(doc: dict, package: str) -> str | None:
 
 
 def _test(metric: Metric, prev: list[dict], cur: list[dict]) -> compare.Test | None:
-    """The test of `cur` against `prev` (two versions' ok repeats); None when it needs
-    more repeats than there are."""
-    if metric.test == "rate":
-        va, vb = compare.repeat_values(prev), compare.repeat_values(cur)
-        return compare.test_rate(va["full"], va["steps"], vb["full"], vb["steps"], 0.0, compare.ALPHA)
+    """The test of `cur` against `prev` (two versions' used repeats), by compare's rules
+    (full collections: exact when both schedules are fixed); None when it needs more
+    repeats than there are."""
+    va, vb = compare.repeat_values(prev), compare.repeat_values(cur)
+    if metric.test == "schedule":
+        t = compare.test_full(va, vb, 0.0, compare.ALPHA)
+        return None if t.p is None and not t.exact else t
     a = [max(metric.of(d), metric.floor) for d in prev]
     b = [max(metric.of(d), metric.floor) for d in cur]
     if len(a) < 2 or len(b) < 2:
         return None
     if metric.test == "log":
-        return compare.test_median([x or 1e-12 for x in a], [x or 1e-12 for x in b], 0.0, compare.ALPHA)
-    return compare.test_gc_share(a, b, 0.0, compare.ALPHA)
+        return compare.test_median(dict(va, medians=[x or 1e-12 for x in a]), dict(vb, medians=[x or 1e-12 for x in b]),
+                                   0.0, compare.ALPHA)
+    return compare.test_gc_share(dict(va, shares=a), dict(vb, shares=b), 0.0, compare.ALPHA)
+
+
+def _center(metric: Metric, values: list[float]) -> float:
+    """A version's value from its repeats: the geometric mean for times and ratios (as a
+    cell's median step), the mean for shares and counts (as a cell's GC share)."""
+    if metric.test == "log" and min(values) > 0:
+        return float(np.exp(np.mean(np.log(values))))
+    return float(np.mean(values))
 
 
 def table(docs: list[dict], package: str, cell: tuple[str, str, str], metric: Metric, factor: float,
           versions: list[str] | None = None) -> dict:
     """The bisect table of `docs` (results of `cell` in environments that differ in `package`).
 
-    Each version's value is the median over its repeats. A version is marked as the first
-    change when its value differs from the previous version's by more than `factor` (values
-    below the metric's floor count as the floor) *and* a test of the repeats (Holm-corrected
-    over the adjacent pairs) says the two versions differ; a change with too few repeats to
-    test is shown but never marked.
+    Each version's value comes from its repeats as a cell's does (the geometric mean of
+    times, the mean of shares and counts). A version is marked as the first change when its
+    value differs from the previous version's by more than `factor` (values below the
+    metric's floor count as the floor) *and* the repeats show it: exactly, for full
+    collections whose schedules are fixed, else by a test corrected over the adjacent
+    pairs (Benjamini-Hochberg); a change with too few repeats to test is shown but never
+    marked.
     """
     check_factor(factor)
     package = envs.normalize(package)
@@ -163,29 +175,32 @@ def table(docs: list[dict], package: str, cell: tuple[str, str, str], metric: Me
         row["status"] = "ok"
         row["used"] = len(used)  # repeats that drifted or ran under load are left out (see summary.used_repeats)
         row["values"] = [metric.of(d) for d in used]
-        row["value"] = statistics.median(row["values"])
-        row["median_ms"] = statistics.median(metric_value("median", d) for d in used)
-        row["gc_share_pct"] = statistics.median(metric_value("gc_share", d) for d in used)
-        row["full_per_1000"] = statistics.median(metric_value("full_gc", d) for d in used)
+        row["value"] = _center(metric, row["values"])
+        row["median_ms"] = _center(METRICS["median"], [metric_value("median", d) for d in used])
+        row["gc_share_pct"] = _center(METRICS["gc_share"], [metric_value("gc_share", d) for d in used])
+        row["full_per_1000"] = _center(METRICS["full_gc"], [metric_value("full_gc", d) for d in used])
+        row["full_per_repeat"] = [int(np.count_nonzero(summary.full_collections(d))) for d in used]
         if previous is not None:
             a, b = max(previous["value"], metric.floor), max(row["value"], metric.floor)
             row["change"] = (b / a) if a > 0 and b > 0 else (1.0 if a == b else float("inf"))
             t = _test(metric, previous["_used"], used)
             row["tested"] = t is not None
-            if t is not None and not t.exact:
+            if t is not None:
                 tests.append((row, t))
         row["_used"] = used
         rows.append(row)
         previous = row
-    for (row, t), p_adj in zip(tests, compare.holm([t.p for _, t in tests])):
-        row["p_adj"] = p_adj
+    compare.conclude([t for _, t in tests], compare.ALPHA)
+    for row, t in tests:
+        row["p_adj"] = t.p_adj
+        row["exact"] = t.exact
     marked = None
     for row in rows:
         change = row.get("change")
-        if change is None or row.get("p_adj") is None:
+        if change is None or (row.get("p_adj") is None and not row.get("exact")):
             continue
         big = change == float("inf") or max(change, 1 / change if change else float("inf")) > factor
-        if big and row["p_adj"] < compare.ALPHA:
+        if big and (row.get("exact") or row["p_adj"] <= compare.ALPHA):
             marked = row["version"]
             row["first_change"] = True
             break
@@ -223,6 +238,7 @@ def table_rows(tab: dict, mark: str) -> tuple[list[str], list[list[str]]]:
         change = "" if "change" not in r else ("inf" if r["change"] == float("inf") else f"x{r['change']:.2f}")
         if "change" in r:
             change += f" (p={r['p_adj']:.2g})" if r.get("p_adj") is not None else \
+                " (exact: fixed schedules)" if r.get("exact") else \
                 (" (untested: fewer than 2 repeats)" if not r.get("tested") else "")
         rows.append(first + [_fmt(r["median_ms"]), f"{r['gc_share_pct']:.2f}", f"{r['full_per_1000']:.1f}"] +
                     ([_fmt(r["value"])] if own else []) + [change + (mark if r.get("first_change") else "")])
@@ -244,7 +260,8 @@ def format_table(tab: dict) -> str:
     out += [fmt(row) if row[4] != "-" else fmt(row[:4]) + "  " + row[-1] for row in rows]  # a reason takes the rest
     if tab["first_change"] is None:
         out.append(f"no version changes {tab['metric']} by more than {tab['factor']:g}x over the one before "
-                   f"with a test (Holm-corrected, alpha {tab.get('alpha', 0.05):g}) to back it")
+                   f"that the repeats show (exactly for fixed schedules, else by a test corrected by Benjamini-Hochberg "
+                   f"at {tab.get('alpha', 0.05):g})")
     if tab["missing"]:
         out.append(f"no results for {', '.join(tab['missing'])}")
     return "\n".join(out)

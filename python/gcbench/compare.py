@@ -1,23 +1,32 @@
 """`gcbench compare A B`: per cell, whether B differs from A, and by how much.
 
 Repeats (fresh processes) are the unit: each cell's repeats give per-repeat medians,
-GC shares and full-collection counts, and those are what is tested:
+GC shares and full-collection schedules, and those are what is tested:
 
-- median step: Student's pooled t test on the logarithms of the per-repeat medians (the
-  spread between processes is the machine's); the effect is the ratio of their
-  geometric means, B / A;
+- median step: Student's pooled t test on the logarithms of the per-repeat medians; the
+  effect is the ratio of their geometric means, B / A. When both cells ran in the same
+  invocation, in the same rounds, and have at least PAIRED_MIN_ROUNDS of them, the test
+  is paired by round (the per-round log ratios), which cancels a drift of the machine
+  between rounds; with fewer rounds the pooled test keeps more degrees of freedom, which
+  is worth more (on this machine pairing removed 10-18 % of the spread of a difference,
+  while 2 degrees of freedom instead of 4 cost 55 % of the t quantile);
 - GC share: the same t test on the per-repeat shares; the effect is the difference in
   percentage points;
-- full collections: an exact conditional (binomial) test of two Poisson rates, the
-  counts pooled over the repeats; the effect is the ratio of the rates.
+- full collections: a schedule, not a rate (Python's collector is deterministic for a
+  given program). When each cell has the same count per step in every repeat, the
+  counts are compared exactly: different counts are "more"/"fewer", equal ones "same",
+  however few. Only when the counts vary between repeats are the per-repeat counts per
+  1,000 steps tested (the same t test).
 
-All tests of one comparison are corrected together (Holm), so that at level alpha the
-chance of calling *any* identical cell different stays below alpha. A verdict needs a
-minimum effect as well: `faster`/`slower` (or more/less, fewer/more) when the corrected
-test rejects and the effect is at least `min_effect`; `same` when the (1 - 2 alpha)
-interval of the effect lies within +-min_effect (an equivalence test); `inconclusive`
-otherwise. Pairs whose settings differ (networks, steps, batch, data, machine) are
-refused unless forced.
+All tests of one comparison are corrected together by Benjamini and Hochberg's
+procedure (false discovery rate ALPHA), and every interval is printed at the level that
+goes with it (Benjamini and Yekutieli's false-coverage-rate intervals: 1 - R alpha / m
+for R rejections among m tests, 1 - alpha / m when there are none), so that an interval
+excludes "no change" exactly when its test rejects. A verdict is read off that interval:
+`faster`/`slower` (less/more GC, fewer/more full GCs) when it excludes no change and the
+estimate is at least `min_effect`; `same` when the interval lies within +-min_effect;
+`inconclusive` ("cannot tell") otherwise. Pairs whose settings differ (networks, steps,
+batch, data, machine) are refused unless forced.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ from .errors import UsageError
 
 ALPHA = 0.05
 MIN_EFFECT = 0.05
+PAIRED_MIN_ROUNDS = 5
 GC_SHARE_FLOOR = 0.001  # 0.1 percentage point: GC shares closer than this are the same
 SETTINGS = (("networks", lambda d: d["networks"]), ("steps", lambda d: len(d["wall_ns"]) if d["status"] == "ok" else None),
             ("batch", results.batch_size), ("bookkeeping", lambda d: d.get("bookkeeping", "none")),
@@ -47,130 +57,202 @@ class Test:
     metric: str
     a: float | None
     b: float | None
-    effect: float | None  # ratio (median, full_rate) or difference (gc_share)
-    ci: tuple[float, float] | None  # (1 - alpha) interval of the effect
-    eq_ci: tuple[float, float] | None  # (1 - 2 alpha) interval, for the equivalence test
+    effect: float | None  # ratio (median) or difference (gc_share; full_rate: per 1,000 steps)
+    ci: tuple[float, float] | None  # interval of the effect at `level`
     p: float | None
-    margin: float  # half-width of "the same" around no effect (in the effect's unit)
+    margin: float  # half-width of "the same" around no effect (in the effect's unit; a fraction for ratios)
     note: str = ""
-    exact: bool = False  # nothing random to test (none on either side): "same", and not counted in Holm
+    exact: bool = False  # a fact, not a sample (constant schedules; no GC on either side): not tested
+    paired: bool = False
+    level: float = 1 - ALPHA
     p_adj: float | None = None
     verdict: str = "inconclusive"
+    estimate: float | None = None  # the t test's difference, on its own scale (log for the median)
+    se: float | None = None
+    df: int | None = None
 
     @property
     def ratio_metric(self) -> bool:
-        return self.metric != "gc_share"
+        return self.metric == "median"
+
+    def interval(self, level: float) -> tuple[float, float] | None:
+        """The effect's interval at `level`, from the same t test as the p-value."""
+        if self.se is None or self.estimate is None:
+            return self.ci
+        q = 0.0 if self.se == 0 else float(sst.t.ppf(0.5 + level / 2, self.df)) * self.se
+        lo, hi = self.estimate - q, self.estimate + q
+        return (math.exp(lo), math.exp(hi)) if self.ratio_metric else (lo, hi)
 
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("estimate", "se", "df")}
 
 
-def _t_test(a: np.ndarray, b: np.ndarray, alpha: float) -> tuple[float, tuple, tuple]:
-    """p, (1 - alpha) and (1 - 2 alpha) intervals of mean(b) - mean(a), by Student's pooled
-    t test: the spread between processes is the machine's, the same on both sides, and a
-    pooled estimate keeps its degrees of freedom when a flagged repeat leaves one side
-    with two (Welch's test would fall to about one degree of freedom there)."""
-    diff = float(b.mean() - a.mean())
-    na, nb = len(a), len(b)
-    pooled = ((na - 1) * a.var(ddof=1) + (nb - 1) * b.var(ddof=1)) / (na + nb - 2)
-    se, df = math.sqrt(pooled * (1 / na + 1 / nb)), na + nb - 2
-    if se == 0:  # no spread at all on either side: the difference is exact
-        return (1.0 if diff == 0 else 0.0), (diff, diff), (diff, diff)
-    p = float(2 * sst.t.sf(abs(diff / se), df))
-    q1, q2 = sst.t.ppf(1 - alpha / 2, df), sst.t.ppf(1 - alpha, df)
-    return p, (diff - q1 * se, diff + q1 * se), (diff - q2 * se, diff + q2 * se)
+def _t_test(a: np.ndarray, b: np.ndarray, paired: bool) -> tuple[float, float, float, int]:
+    """p, difference mean(b) - mean(a), its standard error and degrees of freedom: Student's
+    pooled test (the spread between processes is the machine's, the same on both sides;
+    a pooled estimate keeps its degrees of freedom when a flagged repeat leaves one side
+    with two), or the one-sample test of the per-round differences when `paired`."""
+    if paired:
+        d = b - a
+        diff, se, df = float(d.mean()), float(d.std(ddof=1) / math.sqrt(len(d))), len(d) - 1
+    else:
+        diff = float(b.mean() - a.mean())
+        na, nb = len(a), len(b)
+        pooled = ((na - 1) * a.var(ddof=1) + (nb - 1) * b.var(ddof=1)) / (na + nb - 2)
+        se, df = math.sqrt(pooled * (1 / na + 1 / nb)), na + nb - 2
+    if se == 0:  # no spread at all: the difference is exact
+        return (1.0 if diff == 0 else 0.0), diff, 0.0, df
+    return float(2 * sst.t.sf(abs(diff / se), df)), diff, se, df
 
 
-def test_median(med_a: list[float], med_b: list[float], min_effect: float, alpha: float) -> Test:
-    a, b = np.log(med_a), np.log(med_b)
+def _tested(metric, a, b, effect, xa, xb, paired, margin, alpha, note: str = "") -> Test:
+    p, diff, se, df = _t_test(xa, xb, paired)
+    t = Test(metric, a, b, effect, None, p, margin, note, paired=paired, estimate=diff, se=se, df=df)
+    t.ci = t.interval(1 - alpha)
+    return t
+
+
+def _too_few(va: dict, vb: dict, paired: bool) -> str | None:
+    if paired:
+        return None
+    if len(va["medians"]) < 2 or len(vb["medians"]) < 2:
+        return "needs 2 or more repeats on each side"
+    return None
+
+
+def common_rounds(va: dict, vb: dict) -> list[tuple[int, int]]:
+    """(index in A, index in B) of the rounds both cells used in one invocation (empty
+    when either does not record its invocation, or they ran in different ones)."""
+    ra, rb = va.get("rounds") or [], vb.get("rounds") or []
+    if not ra or not rb or None in ra or None in rb or len({r[0] for r in ra + rb}) != 1:
+        return []
+    where = {r: i for i, r in enumerate(rb)}
+    return [(i, where[r]) for i, r in enumerate(ra) if r in where]
+
+
+def paired_rounds(va: dict, vb: dict) -> bool:
+    """Whether two cells ran in the same invocation with at least PAIRED_MIN_ROUNDS rounds
+    that both used: then their tests are paired by round, on those rounds."""
+    return len(common_rounds(va, vb)) >= PAIRED_MIN_ROUNDS
+
+
+def _sides(va: dict, vb: dict, key: str, paired: bool, f=np.asarray) -> tuple[np.ndarray, np.ndarray]:
+    """A's and B's per-repeat `key`, on the common rounds when paired."""
+    a, b = f(va[key]), f(vb[key])
+    if paired:
+        ia, ib = zip(*common_rounds(va, vb))
+        return a[list(ia)], b[list(ib)]
+    return a, b
+
+
+def test_median(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
+    a, b = np.log(va["medians"]), np.log(vb["medians"])
     ga, gb = float(np.exp(a.mean())), float(np.exp(b.mean()))
-    margin = min_effect
-    if len(a) < 2 or len(b) < 2:
-        return Test("median", ga, gb, gb / ga, None, None, None, margin, "needs 2 or more repeats on each side")
-    p, ci, eq = _t_test(a, b, alpha)
-    ex = lambda iv: (math.exp(iv[0]), math.exp(iv[1]))
-    return Test("median", ga, gb, gb / ga, ex(ci), ex(eq), p, margin)
+    paired = paired_rounds(va, vb)
+    why = _too_few(va, vb, paired)
+    if why:
+        return Test("median", ga, gb, gb / ga, None, None, min_effect, why)
+    xa, xb = _sides(va, vb, "medians", paired, lambda v: np.log(v))
+    return _tested("median", ga, gb, gb / ga, xa, xb, paired, min_effect, alpha)
 
 
-def test_gc_share(sh_a: list[float], sh_b: list[float], min_effect: float, alpha: float) -> Test:
-    a, b = np.asarray(sh_a), np.asarray(sh_b)
+def test_gc_share(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
+    a, b = np.asarray(va["shares"]), np.asarray(vb["shares"])
     ma, mb = float(a.mean()), float(b.mean())
     margin = max(min_effect * max(ma, mb), GC_SHARE_FLOOR)
     if not a.any() and not b.any():
-        return Test("gc_share", 0.0, 0.0, 0.0, (0.0, 0.0), (0.0, 0.0), None, margin, "no GC time on either side", True)
-    if len(a) < 2 or len(b) < 2:
-        return Test("gc_share", ma, mb, mb - ma, None, None, None, margin, "needs 2 or more repeats on each side")
-    p, ci, eq = _t_test(a, b, alpha)
-    return Test("gc_share", ma, mb, mb - ma, ci, eq, p, margin)
+        return Test("gc_share", 0.0, 0.0, 0.0, (0.0, 0.0), None, margin, "no GC time on either side", True)
+    paired = paired_rounds(va, vb)
+    why = _too_few(va, vb, paired)
+    if why:
+        return Test("gc_share", ma, mb, mb - ma, None, None, margin, why)
+    xa, xb = _sides(va, vb, "shares", paired)
+    return _tested("gc_share", ma, mb, mb - ma, xa, xb, paired, margin, alpha)
 
 
-def test_rate(ka: int, na: int, kb: int, nb: int, min_effect: float, alpha: float) -> Test:
-    """Full collections per 1,000 steps, A against B (pooled counts, exact test)."""
-    ra, rb = 1000 * ka / na, 1000 * kb / nb
-    margin = min_effect
-    if ka == 0 and kb == 0:
-        return Test("full_rate", 0.0, 0.0, 1.0, (1.0, 1.0), (1.0, 1.0), None, margin, "none on either side", True)
-    share = nb / (na + nb)
-    res = sst.binomtest(kb, ka + kb, share)
-
-    def ratio_ci(level):
-        ci = res.proportion_ci(level, method="exact")
-        conv = lambda pi: math.inf if pi >= 1 else pi / (1 - pi) * na / nb
-        return conv(ci.low), conv(ci.high)
-
-    effect = rb / ra if ra > 0 else math.inf
-    note = f"{ka} in {na:,} steps against {kb} in {nb:,}"
-    return Test("full_rate", ra, rb, effect, ratio_ci(1 - alpha), ratio_ci(1 - 2 * alpha), float(res.pvalue), margin,
-                note)
+def test_full(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
+    """Full collections, A against B: exact when each side's schedule has the same count
+    per step in every repeat; otherwise a t test of the per-repeat counts per 1,000 steps."""
+    sa, sb = va["schedule"], vb["schedule"]
+    ra, rb = np.asarray(va["full_per_1000"]), np.asarray(vb["full_per_1000"])
+    ma, mb = float(ra.mean()), float(rb.mean())
+    note = f"{stats.format_schedule(sa)}, against {stats.format_schedule(sb)}"
+    margin = min_effect * max(ma, mb)
+    if sa["constant"] and sb["constant"]:
+        return Test("full_rate", ma, mb, mb - ma, (mb - ma, mb - ma), None, margin, note, True)
+    paired = paired_rounds(va, vb)
+    why = _too_few(va, vb, paired)
+    if why:
+        return Test("full_rate", ma, mb, mb - ma, None, None, margin, f"{note}; {why}")
+    xa, xb = _sides(va, vb, "full_per_1000", paired)
+    return _tested("full_rate", ma, mb, mb - ma, xa, xb, paired, margin, alpha, note)
 
 
 def cell_tests(va: dict, vb: dict, min_effect: float, alpha: float) -> list[Test]:
     """The three repeat-level tests of cell A against cell B (their `repeat_values`): median
-    step, GC share and full-collection rate, in that order."""
-    return [test_median(va["medians"], vb["medians"], min_effect, alpha),
-            test_gc_share(va["shares"], vb["shares"], min_effect, alpha),
-            test_rate(va["full"], va["steps"], vb["full"], vb["steps"], min_effect, alpha)]
+    step, GC share and full collections, in that order."""
+    return [test_median(va, vb, min_effect, alpha), test_gc_share(va, vb, min_effect, alpha),
+            test_full(va, vb, min_effect, alpha)]
+
+
+def benjamini_hochberg(pvalues: list[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (same order as given): a test rejects at false
+    discovery rate q when its adjusted p-value is at most q."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i], reverse=True)
+    adj = [1.0] * m
+    running = 1.0
+    for k, i in enumerate(order):
+        rank = m - k
+        running = min(running, pvalues[i] * m / rank)
+        adj[i] = min(1.0, running)
+    return adj
 
 
 def conclude(tests: list[Test], alpha: float) -> None:
-    """Correct the tests that have a p-value together (Holm), then give every test its verdict."""
+    """Correct the tests that have a p-value together (Benjamini-Hochberg), set every
+    interval to the false-coverage-rate level that goes with the rejections, and give
+    every test its verdict, read off that interval."""
     testable = [t for t in tests if t.p is not None]
-    for t, p in zip(testable, holm([t.p for t in testable])):
+    adjusted = benjamini_hochberg([t.p for t in testable])
+    for t, p in zip(testable, adjusted):
         t.p_adj = p
+    m = len(testable)
+    rejected = sum(p <= alpha for p in adjusted)
+    level = 1 - max(rejected, 1) * alpha / m if m else 1 - alpha
+    for t in testable:
+        t.level = level
+        t.ci = t.interval(level)
     for t in tests:
         t.verdict = decide(t, alpha)
 
 
-def holm(pvalues: list[float]) -> list[float]:
-    """Holm's step-down adjusted p-values (same order as given)."""
-    m = len(pvalues)
-    order = sorted(range(m), key=lambda i: pvalues[i])
-    adj = [0.0] * m
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * pvalues[i]))
-        adj[i] = running
-    return adj
+def _beyond(t: Test, value: float) -> bool:
+    if t.ratio_metric:
+        return value in (0, math.inf) or abs(math.log(value)) >= math.log1p(t.margin)
+    return abs(value) >= t.margin if t.margin > 0 else value != 0
+
+
+def _within(t: Test, ci) -> bool:
+    if ci is None:
+        return False
+    if t.ratio_metric:
+        return ci[0] >= 1 / (1 + t.margin) and ci[1] <= 1 + t.margin
+    return -t.margin <= ci[0] and ci[1] <= t.margin
 
 
 def decide(t: Test, alpha: float) -> str:
     lower, higher = VERDICTS[t.metric]
+    up = t.effect is not None and (t.effect > 1 if t.ratio_metric else t.effect > 0)
     if t.exact:
+        if t.metric == "full_rate":
+            return "same" if t.effect == 0 else (higher if up else lower)
         return "same"
     if t.p is None:
         return "inconclusive"
-    if t.ratio_metric:  # effects are ratios: 0 (none left) and inf (from none) are beyond any margin
-        e = t.effect
-        beyond = e in (0, math.inf) or abs(math.log(e)) >= math.log1p(t.margin)
-        inside = t.eq_ci is not None and t.eq_ci[0] >= 1 / (1 + t.margin) and t.eq_ci[1] <= 1 + t.margin
-        up = e > 1
-    else:
-        beyond = abs(t.effect) >= t.margin
-        inside = t.eq_ci is not None and -t.margin <= t.eq_ci[0] and t.eq_ci[1] <= t.margin
-        up = t.effect > 0
-    if t.p_adj is not None and t.p_adj < alpha and beyond:
+    if t.p_adj is not None and t.p_adj <= alpha and _beyond(t, t.effect):
         return higher if up else lower
-    if inside:
+    if _within(t, t.ci):
         return "same"
     return "inconclusive"
 
@@ -180,11 +262,34 @@ def repeat_values(docs: list[dict]) -> dict:
     ok = [d for d in docs if d["status"] == "ok"]
     used, flags = summary.used_repeats(ok)
     walls = [np.asarray(d["wall_ns"], np.float64) for d in used]
+    sched = stats.schedule([summary.full_collections(d) for d in used])
     return {"medians": [float(np.median(w)) / 1e6 for w in walls],
             "shares": [float(np.sum(d["gc_ns"]) / w.sum()) for d, w in zip(used, walls)],
-            "full": int(sum(int((summary.full_collections(d) > 0).sum()) for d in used)),
-            "steps": int(sum(len(w) for w in walls)),
+            "schedule": sched, "full_per_1000": stats.per_1000(sched)["per_repeat"],
+            "full": sched["total"], "steps": sched["total_steps"],
+            "rounds": [(summary.run_id(d), d["repeat"]) if summary.run_id(d) else None for d in used],
             "repeats": len(used), "flagged": sum(1 for f in flags.values() if f)}
+
+
+def detectable(rows_values: list[tuple[dict, dict]], alpha: float, tests: int) -> dict | None:
+    """The smallest change of a median step these pairs of cells detect with 80 % power:
+    from the spread between repeats pooled over every cell (log medians), at the typical
+    number of repeats; for one test at `alpha` and at the level of the first step of the
+    correction over `tests` tests (alpha / tests), which a change alone must pass."""
+    ss, df, sizes = 0.0, 0, []
+    for va, vb in rows_values:
+        for v in (va, vb):
+            x = np.log(v["medians"])
+            if len(x) >= 2:
+                ss += float(((x - x.mean()) ** 2).sum())
+                df += len(x) - 1
+        sizes.append(min(len(va["medians"]), len(vb["medians"])))
+    if df == 0 or not sizes:
+        return None
+    sd = math.sqrt(ss / df)
+    n = int(np.median(sizes))
+    return {"spread": sd, "repeats": n, "single": stats.detectable_change(sd, n, n, alpha),
+            "corrected": stats.detectable_change(sd, n, n, alpha / max(tests, 1)), "tests": tests}
 
 
 def settings_differ(docs_a: list[dict], docs_b: list[dict]) -> list[str]:
@@ -250,13 +355,15 @@ def compare_docs(docs_a: list[dict], docs_b: list[dict], min_effect: float = MIN
         va, vb = repeat_values(da), repeat_values(db)
         tests = cell_tests(va, vb, min_effect, alpha)
         rows.append({"cell": label, "key_a": list(ka), "key_b": list(kb), "repeats": [va["repeats"], vb["repeats"]],
-                     "flagged": [va["flagged"], vb["flagged"]], "forced": differ, "tests": tests})
+                     "flagged": [va["flagged"], vb["flagged"]], "forced": differ, "tests": tests,
+                     "_values": (va, vb)})
     tests = [t for r in rows for t in r["tests"]]
     conclude(tests, alpha)
     for r in rows:
         r["verdict"] = r["tests"][0].verdict
-    return {"alpha": alpha, "min_effect": min_effect, "tests": sum(t.p is not None for t in tests), "rows": rows,
-            "refused": refused, "notes": notes}
+    m = sum(t.p is not None for t in tests)
+    return {"alpha": alpha, "min_effect": min_effect, "tests": m, "rows": rows, "refused": refused, "notes": notes,
+            "detectable": detectable([r.pop("_values") for r in rows], alpha, m)}
 
 
 def compare_dirs(dir_a, dir_b, min_effect: float = MIN_EFFECT, alpha: float = ALPHA, force: bool = False) -> dict:
@@ -270,40 +377,63 @@ def to_json(comparison: dict) -> dict:
 
 
 def _change(t: Test) -> str:
+    """The effect with its interval, in the interval's own words."""
     if t.effect is None:
         return "-"
     if t.metric == "gc_share":
         text = f"{100 * t.effect:+.2f} pp"
-        return text + (f" ({100 * t.ci[0]:+.2f}..{100 * t.ci[1]:+.2f})" if t.ci and t.ci != (0.0, 0.0) else "")
-    if t.effect == math.inf:
-        return "from none"
+        return text + (f" ({100 * t.ci[0]:+.2f}..{100 * t.ci[1]:+.2f})" if t.ci and not t.exact else "")
+    if t.metric == "full_rate":
+        return f"{stats.fmt_signed(t.effect)}" + ("" if t.exact or not t.ci else
+                                                    f" ({stats.fmt_signed(t.ci[0])}..{stats.fmt_signed(t.ci[1])})")
     text = f"{100 * (t.effect - 1):+.1f} %"
-    if t.ci and t.ci != (1.0, 1.0):
-        hi = "inf" if t.ci[1] == math.inf else f"{100 * (t.ci[1] - 1):+.0f}"
-        text += f" ({100 * (t.ci[0] - 1):+.0f}..{hi})"
+    if t.ci:
+        text += f" ({100 * (t.ci[0] - 1):+.0f}..{100 * (t.ci[1] - 1):+.0f})"
+    return text
+
+
+def levels(c: dict) -> str:
+    """The level of the printed intervals, in words."""
+    lv = {round(100 * t.level, 2) for r in c["rows"] for t in r["tests"] if t.p is not None}
+    return f"{'/'.join(f'{x:g}' for x in sorted(lv))} %" if lv else f"{100 * (1 - c['alpha']):g} %"
+
+
+def format_detectable(d: dict | None) -> str:
+    if d is None:
+        return "smallest detectable change: needs 2 or more repeats per cell"
+    one = f"{100 * d['single']:.0f} %" if d["single"] is not None else "none below 100x"
+    text = (f"smallest change of a median detected with 80 % power at {d['repeats']} repeats per cell and the "
+            f"spread measured here ({100 * d['spread']:.1f} % between repeats): {one} for one test")
+    if d["tests"] > 1:
+        many = f"{100 * d['corrected']:.0f} %" if d["corrected"] is not None else "none below 100x"
+        text += f", {many} for one change among {d['tests']} tests"
     return text
 
 
 def format_comparison(c: dict) -> str:
     """The comparison as a table: per cell and metric, A, B, the change with its interval
-    and the verdict; then what was refused or left out."""
-    head = ["cell", "median A ms", "median B ms", "change (95 % CI)", "verdict", "GC % A->B", "GC verdict",
+    and the verdict; then the smallest detectable change and what was refused or left out."""
+    head = ["cell", "median A ms", "median B ms", "change (interval)", "verdict", "GC % A->B", "GC verdict",
             "full/1000 A->B", "full-GC verdict"]
     body = []
     for r in c["rows"]:
         m, g, f = r["tests"]
-        body.append([r["cell"] + (" (forced)" if r["forced"] else ""), stats.fmt(m.a), stats.fmt(m.b), _change(m),
+        body.append([r["cell"] + (" (forced)" if r["forced"] else "") + (" (paired by round)" if m.paired else ""),
+                     stats.fmt(m.a), stats.fmt(m.b), _change(m),
                      m.verdict + (f" ({m.note})" if m.note and m.verdict == "inconclusive" else ""),
                      f"{100 * g.a:.2f}->{100 * g.b:.2f}", g.verdict,
-                     f"{stats.fmt(f.a)}->{stats.fmt(f.b)}", f.verdict])
+                     f"{stats.fmt(f.a)}->{stats.fmt(f.b)}", f.verdict + (" (exact: fixed schedules)" if f.exact and (f.a or f.b) else "")])
     widths = [max(len(h), *(len(row[i]) for row in body)) if body else len(h) for i, h in enumerate(head)]
     fmt_row = lambda cells: "  ".join(x.ljust(w) if i in (0, 4, 6, 8) else x.rjust(w)
                                       for i, (x, w) in enumerate(zip(cells, widths))).rstrip()
-    lines = [f"repeats are the unit; Holm-corrected over {c['tests']} tests at alpha {c['alpha']:g}; "
+    lines = [f"repeats are the unit; {c['tests']} tests corrected together (Benjamini-Hochberg, false discovery "
+             f"rate {c['alpha']:g}); intervals at {levels(c)} (false coverage rate {c['alpha']:g}); "
              f"minimum effect {100 * c['min_effect']:g} %", fmt_row(head), "-" * sum(widths + [2 * (len(head) - 1)])]
     lines += [fmt_row(row) for row in body]
     if not body:
         lines.append("(no cell ran ok in both folders)")
+    else:
+        lines.append(format_detectable(c.get("detectable")))
     if c["refused"]:
         lines.append("refused (settings differ; --force compares them anyway):")
         lines += [f"  {x}" for x in c["refused"]]

@@ -133,16 +133,20 @@ def _effect(docs: list[dict] | None, base: tuple, other: tuple, env: str | None 
     compare.conclude(tests, compare.ALPHA)
 
     def tested(t) -> str:
-        return t.verdict + (f", p = {t.p_adj:.2g}" if t.p_adj is not None else "")
+        if t.exact:
+            return t.verdict + (", exact: fixed schedules" if t.metric == "full_rate" else "")
+        return ("cannot tell" if t.verdict == "inconclusive" else t.verdict) + \
+            (f", p = {t.p_adj:.2g} corrected" if t.p_adj is not None else "")
 
-    share_ci = (f", difference {100 * share.effect:+.2f} points (95 % {100 * share.ci[0]:+.2f} to "
-                f"{100 * share.ci[1]:+.2f})" if share.ci else "")
-    median_ci = f" (95 % {median.ci[0]:.2f}-{median.ci[1]:.2f})" if median.ci else ""
+    level = lambda t: f"{100 * t.level:.3g} %"
+    share_ci = (f", difference {100 * share.effect:+.2f} points ({level(share)} {100 * share.ci[0]:+.2f} to "
+                f"{100 * share.ci[1]:+.2f})" if share.ci and not share.exact else "")
+    median_ci = f" ({level(median)} {median.ci[0]:.2f}-{median.ci[1]:.2f})" if median.ci else ""
     median_effect = f"{median.effect:.2f} x{median_ci}, " if median.effect is not None else ""
     return (f"measured, {'/'.join(base)} → {'/'.join(other)}: GC share {100 * share.a:.2f} % → "
-            f"{100 * share.b:.2f} %{share_ci} ({tested(share)}); full collections {va['full']} in "
-            f"{va['steps']:,} steps → {vb['full']} in {vb['steps']:,} ({tested(full)}); median step "
-            f"{median_effect}{tested(median)}")
+            f"{100 * share.b:.2f} %{share_ci} ({tested(share)}); full collections (repeats of "
+            f"{va['schedule']['steps'][0]:,} steps): {stats.short_schedule(va['schedule'])} → "
+            f"{stats.short_schedule(vb['schedule'])} ({tested(full)}); median step {median_effect}{tested(median)}")
 
 
 def recommendations(expl: dict, docs: list[dict] | None = None) -> list[dict]:

@@ -12,7 +12,7 @@ import pathlib
 
 import numpy as np
 
-from . import archive, results, summary
+from . import archive, results, stats, summary
 from .errors import UsageError
 
 PER = ("step", "cell")
@@ -55,13 +55,16 @@ def cell_records(docs: list[dict]) -> list[dict]:
         s = cs.stats
         if s is not None:
             f = s["full"]
+            mci, sci, fci = (stats.bounds(None, c) if c else (None, None)
+                             for c in (s["median_ci_ms"], s["gc_share_ci"], f["rate"]["ci"]))
             row.update(repeats=s["repeats"], repeats_used=len(s["used"]), steps=s["steps"],
-                       median_ms=s["median_ms"], median_ci_low_ms=s["median_ci_ms"][0],
-                       median_ci_high_ms=s["median_ci_ms"][1], p99_ms=s["p99_ms"],
+                       median_ms=s["median_ms"], median_ci_low_ms=mci[0], median_ci_high_ms=mci[1], p99_ms=s["p99_ms"],
                        max_over_median=s["max_over_median"], gc_share=s["gc_share"],
-                       gc_share_ci_low=s["gc_share_ci"][0], gc_share_ci_high=s["gc_share_ci"][1],
-                       full_collections=f["count"], full_per_1000=f["rate"]["rate"],
-                       full_per_1000_ci_low=f["rate"]["ci"][0], full_per_1000_ci_high=f["rate"]["ci"][1],
+                       gc_share_ci_low=sci[0], gc_share_ci_high=sci[1],
+                       full_collections=f["count"], full_per_1000=f["rate"]["value"],
+                       full_per_1000_ci_low=fci[0], full_per_1000_ci_high=fci[1],
+                       full_per_repeat=" ".join(map(str, f["schedule"]["counts"])),
+                       full_schedule_fixed=f["schedule"]["constant"],
                        full_extra_ms=None if f.get("extra_ns") is None else f["extra_ns"] / 1e6,
                        full_cost_share=f.get("cost_share"))
         rows.append(row)

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 
 from tqdm import tqdm
 
@@ -276,6 +277,7 @@ def _unavailable_backends(cells, log) -> dict[str, str]:
 def _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, resume, data_kind,
                cache_env) -> list[dict]:
     docs = []
+    run_id = uuid.uuid4().hex  # repeats of this invocation with one repeat number share a round
     announced: set[str] = set()
     why_not = _unavailable_backends(cells, log)
     announced.update(why_not)  # their other cells (a policy they do not support) need no line of their own
@@ -308,7 +310,7 @@ def _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, r
             continue
         bar = tqdm(total=cell.steps, desc=desc, unit="step", dynamic_ncols=True, leave=False) if show_bars else None
         t0 = time.monotonic()
-        state = {"load_before": metadata.load_average()}
+        state = {"load_before": metadata.load_average(), "run_id": run_id}
         try:
             doc = run_worker(cell, out_file, command, timeout, bar, machine_state=state,
                              extra_env=cache_env if cache_safe(in_env.get("environment")) else None, **in_env)

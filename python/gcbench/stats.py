@@ -1,12 +1,25 @@
-"""Statistics of step-time series: what one process's steps say, and how sure we are.
+"""Statistics of repeats: what each fresh process measured, and how sure we are.
 
-Steps inside one process are autocorrelated and share that process's luck, so they
-are never resampled one by one. Intervals come from a hierarchical bootstrap: resample
-the repeats (fresh processes), then moving blocks of steps inside each repeat, with the
-block length chosen from the series' autocorrelation (Politis & White 2004, corrected
-by Patton, Politis & White 2009). Counts of events (collections, full collections) get
-exact Poisson (Garwood) intervals. Everything here works on plain arrays, so it can be
-tested against series with known answers; `summary.py` applies it to result documents.
+Repeats (fresh worker processes) are the unit. Steps inside one process are
+autocorrelated and share that process's luck, so a cell's numbers come from one value
+per repeat and their spread between repeats:
+
+- a cell's median step is the geometric mean of its per-repeat medians, with Student's
+  t interval (R - 1 degrees of freedom) on their logarithms; a GC share is the mean of
+  the per-repeat shares with the same kind of interval. `tests/test_inference.py` shows
+  that these intervals cover at the noise measured on gcbench's machines.
+- Python's collector is deterministic for a given program: full collections fall at the
+  same steps in every repeat. They are a *schedule* (`schedule`), compared exactly when
+  it is the same in every repeat, and through the per-repeat counts only when it is not;
+- a step that holds a full collection is compared with the steps around it, once per
+  repeat, and the per-repeat effects give the interval;
+- `drift` flags a repeat whose last third differs from its first by more than its own
+  autocorrelated noise explains;
+- `detectable_change` is the smallest change of a median that a test of R against R
+  repeats finds with 80 % power at a given spread between processes.
+
+Everything here works on plain arrays, so it can be tested against series with known
+answers; `summary.py` applies it to result documents, `compare.py` tests cells.
 """
 
 from __future__ import annotations
@@ -15,167 +28,274 @@ import math
 
 import numpy as np
 from scipy import stats as sst
+from scipy.optimize import brentq
 
 LEVEL = 0.95
-BOOTSTRAP_SAMPLES = 2000
-FEW_EVENTS = 5  # below this, a count is shown as "k in n steps", not as a rate
+POWER = 0.80
 EVENT_WINDOW = 10  # an event step is compared with the steps up to this far on either side
 DRIFT_MIN_EFFECT = 0.10  # first and last thirds of a repeat must differ by more than this ...
-DRIFT_P = 0.01  # ... and a block-level rank test must reject equality at this level
-_CHUNK = 4_000_000  # resampled values per bootstrap chunk (bounds the memory)
+DRIFT_P = 0.01  # ... and an AR(1) test of their means must reject equality at this level
+SCHEDULE_SHOWN = 8  # steps of a schedule written out before "and N more"
 
 
-# -- block length and moving-block resampling -----------------------------------------------
+# -- one value per repeat, and its interval ----------------------------------------------------
 
-def _flat_top(t: np.ndarray) -> np.ndarray:
-    t = np.abs(t)
-    return np.where(t <= 0.5, 1.0, np.where(t <= 1.0, 2.0 * (1.0 - t), 0.0))
-
-
-def block_length(x) -> int:
-    """Block length for a moving-block bootstrap of `x` (Politis-White automatic rule).
-
-    Computed on the ranks of `x`, so that a few huge spikes do not dominate the
-    autocorrelation. Independent steps give 1; a series that wanders gives long blocks.
-    Bounded by min(3 sqrt(n), n / 3).
-    """
-    x = np.asarray(x, dtype=np.float64)
-    n = len(x)
-    if n < 8:
-        return 1
-    r = sst.rankdata(x)
-    r = r - r.mean()
-    var = float(r @ r) / n
-    if var == 0:
-        return 1
-    kn = max(5, math.ceil(math.sqrt(math.log10(n))))
-    max_lag = min(n - 1, math.ceil(math.sqrt(n)) + kn)
-    acov = np.array([float(r[: n - k] @ r[k:]) / n for k in range(max_lag + 1)])
-    rho = acov / var
-    bound = 2.0 * math.sqrt(math.log10(n) / n)
-    m = max_lag
-    for lag in range(1, max_lag - kn + 1):
-        if np.all(np.abs(rho[lag: lag + kn]) < bound):
-            m = lag - 1
-            break
-    big_m = min(2 * max(m, 1), max_lag)
-    k = np.arange(-big_m, big_m + 1)
-    lam = _flat_top(k / big_m)
-    ak = acov[np.abs(k)]
-    g_hat = float(np.sum(lam * np.abs(k) * ak))
-    lrv = float(np.sum(lam * ak))
-    upper = max(1, min(math.ceil(3 * math.sqrt(n)), n // 3))
-    if lrv <= 0 or g_hat == 0:
-        return 1
-    d_cb = 4.0 / 3.0 * lrv**2
-    b = (2.0 * g_hat**2 / d_cb) ** (1.0 / 3.0) * n ** (1.0 / 3.0)
-    return int(min(max(1, math.ceil(b)), upper))
+def t_interval(values, level: float = LEVEL) -> tuple[float, float] | None:
+    """Student's t interval of the mean of `values` (one per repeat); None for fewer than
+    two values (one process says nothing about a second one's luck)."""
+    x = np.asarray(values, dtype=np.float64)
+    if len(x) < 2:
+        return None
+    mean, se = float(x.mean()), float(x.std(ddof=1) / math.sqrt(len(x)))
+    q = float(sst.t.ppf(0.5 + level / 2, len(x) - 1))
+    return mean - q * se, mean + q * se
 
 
-def block_indices(n: int, block: int, samples: int, rng: np.random.Generator) -> np.ndarray:
-    """(samples, n) indices of moving-block resamples of a series of length `n`."""
-    block = max(1, min(block, n))
-    count = -(-n // block)
-    starts = rng.integers(0, n - block + 1, size=(samples, count))
-    idx = starts[:, :, None] + np.arange(block)
-    return idx.reshape(samples, count * block)[:, :n]
+def geometric(values, level: float = LEVEL) -> dict:
+    """The geometric mean of positive per-repeat values (medians, ratios) with the t
+    interval of their logarithms, mapped back."""
+    logs = np.log(np.asarray(values, dtype=np.float64))
+    ci = t_interval(logs, level)
+    return {"value": float(np.exp(logs.mean())), "ci": None if ci is None else (math.exp(ci[0]), math.exp(ci[1])),
+            "per_repeat": [float(v) for v in values]}
 
 
-def resampled(arrays: tuple[np.ndarray, ...], stat, samples: int, rng: np.random.Generator,
-              block: int | None = None) -> np.ndarray:
-    """`stat(*resampled_arrays)` for `samples` moving-block resamples (rows) of equally long
-    `arrays`; `stat` reduces along axis 1. The block length is that of `arrays[0]`."""
-    n = len(arrays[0])
-    block = block_length(arrays[0]) if block is None else block
-    out = np.empty(samples)
-    per_chunk = max(1, _CHUNK // max(n, 1))
-    for start in range(0, samples, per_chunk):
-        m = min(per_chunk, samples - start)
-        idx = block_indices(n, block, m, rng)
-        out[start: start + m] = stat(*(a[idx] for a in arrays))
+def arithmetic(values, level: float = LEVEL, bounds: tuple[float, float] = (-math.inf, math.inf)) -> dict:
+    """The mean of per-repeat values with its t interval, clipped to `bounds` (a share
+    lies in [0, 1]: clipping keeps every true value the interval held)."""
+    x = np.asarray(values, dtype=np.float64)
+    ci = t_interval(x, level)
+    if ci is not None:
+        ci = (max(ci[0], bounds[0]), min(ci[1], bounds[1]))
+    return {"value": float(x.mean()), "ci": ci, "per_repeat": [float(v) for v in x]}
+
+
+# -- full collections: a schedule ---------------------------------------------------------------
+
+def schedule(events: list[np.ndarray]) -> dict:
+    """Where the events (full collections, per step) fell in each repeat.
+
+    `counts` per repeat; `constant` when every repeat (two or more) has the same count
+    per step; `same_steps` when they also fall at the same step indices, and then `at`
+    lists them. A schedule that is the same in every repeat is a property of the program,
+    not a sample: it is compared exactly."""
+    steps = [len(e) for e in events]
+    at = [np.flatnonzero(np.asarray(e) > 0).tolist() for e in events]
+    counts = [len(a) for a in at]
+    per_step = {c / n for c, n in zip(counts, steps) if n}
+    constant = len(events) >= 2 and len(per_step) == 1
+    same = constant and all(a == at[0] for a in at)
+    return {"counts": counts, "steps": steps, "repeats": len(events), "constant": constant,
+            "same_steps": same, "at": at[0] if same else None, "total": sum(counts), "total_steps": sum(steps)}
+
+
+def per_1000(sched: dict) -> dict:
+    """Events per 1,000 steps: the mean of the per-repeat rates, with the t interval of
+    the repeats (a constant schedule has no spread: its interval is the value itself)."""
+    rates = [1000 * c / n for c, n in zip(sched["counts"], sched["steps"]) if n]
+    return arithmetic(rates, bounds=(0.0, math.inf)) if rates else {"value": math.nan, "ci": None, "per_repeat": []}
+
+
+def format_schedule(sched: dict, what: str = "full collections") -> str:
+    """`4 full collections in every repeat of 300 steps, at steps 82, 145, 193, 236`;
+    `2, 3, 2 full collections in the repeats of 300 steps (7 in 900)` when they vary."""
+    counts, steps = sched["counts"], sched["steps"]
+    of = f"{steps[0]:,} steps" if len(set(steps)) == 1 else f"{'/'.join(f'{n:,}' for n in steps)} steps"
+    if sched["repeats"] == 1:
+        return f"{counts[0]:,} {what} in {of} (one repeat)"
+    if not sched["total"]:
+        return f"no {what} in any repeat of {of}"
+    if not sched["constant"]:
+        return f"{', '.join(f'{c:,}' for c in counts)} {what} in the repeats of {of} ({sched['total']:,} in {sched['total_steps']:,})"
+    head = f"{counts[0]:,} {what} in every repeat of {of}"
+    if not sched["same_steps"]:
+        return head + " (at different steps)"
+    shown = ", ".join(str(s) for s in sched["at"][:SCHEDULE_SHOWN])
+    more = len(sched["at"]) - SCHEDULE_SHOWN
+    return head + f", at step{'s' if counts[0] > 1 else ''} {shown}" + (f" and {more} more" if more > 0 else "")
+
+
+def short_schedule(sched: dict) -> str:
+    """`4 in every repeat`, `2, 3, 2 per repeat`, `none`: a schedule for a table cell."""
+    counts = sched["counts"]
+    if not sched["total"]:
+        return "none"
+    if sched["repeats"] == 1:
+        return f"{counts[0]:,} (one repeat)"
+    if sched["constant"]:
+        return f"{counts[0]:,} in every repeat" + (", same steps" if sched["same_steps"] else "")
+    return f"{', '.join(f'{c:,}' for c in counts)} per repeat"
+
+
+def every(sched: dict) -> float | None:
+    """One event every N steps: steps over events (None without events)."""
+    return sched["total_steps"] / sched["total"] if sched["total"] else None
+
+
+# -- steps with an event against the steps around them ----------------------------------------
+
+def event_effects(wall: np.ndarray, events: np.ndarray, window: int = EVENT_WINDOW,
+                  offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """For every step marked in `events` (moved by `offset`: 1 looks at the step after
+    each event): how much longer it took than the median of the unmarked steps within
+    `window` steps on either side (robust to drift), as extra time and as a ratio. Steps
+    with no unmarked neighbour, or outside the series, are skipped."""
+    wall = np.asarray(wall, dtype=np.float64)
+    events = np.asarray(events, dtype=bool)
+    quiet = ~events
+    if offset:
+        quiet[np.clip(np.flatnonzero(events) + offset, 0, len(wall) - 1)] = False
+    extra, ratio = [], []
+    for i in np.flatnonzero(events) + offset:
+        if not 0 <= i < len(wall):
+            continue
+        lo, hi = max(0, i - window), min(len(wall), i + window + 1)
+        around = wall[lo:hi][quiet[lo:hi]]
+        if len(around) == 0:
+            continue
+        base = float(np.median(around))
+        extra.append(wall[i] - base)
+        ratio.append(wall[i] / base if base > 0 else math.nan)
+    return np.asarray(extra), np.asarray(ratio)
+
+
+def event_summary(walls: list[np.ndarray], events: list[np.ndarray]) -> dict:
+    """Steps with an event (a full collection) against the steps around them: the
+    schedule, and per repeat the median extra time and ratio of its event steps (and of
+    the steps just after them: a step that gives the time back shows a ratio below 1).
+    The cell's figure is the mean over repeats (ratios: the geometric mean), its interval
+    the t interval of the repeats; with events in fewer than two repeats, no interval."""
+    sched = schedule(events)
+    out = {"schedule": sched, "count": sched["total"], "steps": sched["total_steps"], "rate": per_1000(sched)}
+    if not sched["total"]:
+        return out
+    extras, ratios, afters = [], [], []
+    total_wall = 0.0
+    cost = 0.0
+    for wall, ev in zip(walls, events):
+        ev = np.asarray(ev) > 0
+        total_wall += float(np.sum(wall))
+        if not ev.any():
+            continue
+        e, r = event_effects(wall, ev)
+        _, after = event_effects(wall, ev, offset=1)
+        cost += float(np.sum(np.clip(e, 0, None)))
+        if len(e):
+            extras.append(float(np.median(e)))
+            ratios.append(float(np.median(r)))
+        if len(after):
+            afters.append(float(np.median(after)))
+    extra = arithmetic(extras) if extras else None
+    ratio = geometric(ratios) if ratios and min(ratios) > 0 else None
+    after = geometric(afters) if afters and min(afters) > 0 else None
+    out.update({
+        "extra_ns": extra["value"] if extra else None,
+        "extra_ci_ns": extra["ci"] if extra else None,
+        "ratio": ratio["value"] if ratio else None,
+        "ratio_ci": ratio["ci"] if ratio else None,
+        "after_ratio": after["value"] if after else None,
+        "after_ratio_ci": after["ci"] if after else None,
+        "repeats_with_events": len(extras),
+        "every": every(sched),
+        "cost_share": cost / total_wall if total_wall else 0.0,
+    })
     return out
 
 
-def hierarchical(repeats: list[tuple[np.ndarray, ...]], stat, combine, samples: int = BOOTSTRAP_SAMPLES,
-                 seed: int = 0) -> np.ndarray:
-    """Bootstrap distribution of `combine(per-repeat stat)`: each sample draws the repeats
-    with replacement, and each drawn repeat is a fresh moving-block resample of its steps.
+# -- stability of one repeat ----------------------------------------------------------------------
 
-    `repeats` holds, per repeat, the tuple of arrays `stat` takes; `stat` maps (rows, steps)
-    arrays to one value per row; `combine` maps a (samples, repeats) matrix to one value
-    per row (np.median for the median of medians, np.mean for a mean share).
-    """
-    rng = np.random.default_rng(seed)
-    inner = np.stack([resampled(arrays, stat, samples, rng) for arrays in repeats])  # (R, samples)
-    r = len(repeats)
-    which = rng.integers(0, r, size=(samples, r))
-    column = rng.integers(0, samples, size=(samples, r))
-    return combine(inner[which, column], axis=1)
+def drift(wall) -> dict | None:
+    """Whether the first and last thirds of a repeat differ by more than noise: their
+    medians differ by more than DRIFT_MIN_EFFECT, and a test of their mean log step times
+    rejects equality at DRIFT_P.
 
-
-def interval(values: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
-    tail = (1 - level) / 2 * 100
-    lo, hi = np.percentile(values, [tail, 100 - tail])
-    return float(lo), float(hi)
-
-
-def _median_rows(x, axis=1):
-    return np.median(x, axis=axis)
-
-
-def median_of_medians(walls: list[np.ndarray], samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> dict:
-    """The median of the per-repeat medians, with its hierarchical-bootstrap interval."""
-    medians = [float(np.median(w)) for w in walls]
-    dist = hierarchical([(np.asarray(w, np.float64),) for w in walls], _median_rows, np.median, samples, seed)
-    return {"value": float(np.median(medians)), "ci": interval(dist), "per_repeat": medians}
-
-
-def mean_ratio_of_sums(pairs: list[tuple[np.ndarray, np.ndarray]], samples: int = BOOTSTRAP_SAMPLES,
-                       seed: int = 0) -> dict:
-    """Mean over repeats of sum(num)/sum(den) (the GC share), with its interval."""
-    shares = [float(num.sum() / den.sum()) if den.sum() > 0 else 0.0 for num, den in pairs]
-    if not any(num.any() for num, _ in pairs):
-        return {"value": 0.0, "ci": (0.0, 0.0), "per_repeat": shares}
-
-    def share(num, den):
-        return num.sum(axis=1) / den.sum(axis=1)
-
-    dist = hierarchical([(np.asarray(n, np.float64), np.asarray(d, np.float64)) for n, d in pairs], share,
-                        np.mean, samples, seed)
-    return {"value": float(np.mean(shares)), "ci": interval(dist), "per_repeat": shares}
+    The test's variance is that of an AR(1) series. Its lag-1 autocorrelation is estimated
+    within the thirds (each less its own mean, so that a level change does not pass for
+    autocorrelation), bias-corrected (Kendall) and raised by two standard errors, since
+    underestimating it is what makes such a test flag steady series; the p-value is
+    Student's with the series' effective number of steps. `tests/test_inference.py` checks
+    at most 1 % false flags on drift-free series with lag-1 0.65 and 0.85 and that a
+    loaded start is found. Returns the evidence when the thirds differ, else None."""
+    x = np.log(np.maximum(np.asarray(wall, dtype=np.float64), 1.0))
+    n = len(x)
+    third = n // 3
+    if third < 6:
+        return None
+    first, last = x[:third], x[n - third:]
+    change = float(math.exp(np.median(last) - np.median(first)) - 1)
+    if abs(change) <= DRIFT_MIN_EFFECT:
+        return None
+    pieces = [p - p.mean() for p in np.array_split(x, 3)]
+    ss = float(sum(p @ p for p in pieces))
+    if ss == 0:
+        return None
+    phi = float(sum(p[1:] @ p[:-1] for p in pieces)) / ss
+    phi += (1 + 3 * phi) / (n / 3)  # Kendall's bias correction, for pieces a third long
+    phi += 2 * math.sqrt(max(1 - phi * phi, 0.0) / n)
+    phi = min(max(phi, 0.0), 0.99)
+    where = np.r_[np.arange(third), np.arange(n - third, n)]
+    weight = np.r_[np.full(third, 1 / third), np.full(third, -1 / third)]
+    cov = (ss / (n - 3)) * phi ** np.abs(where[:, None] - where[None, :])
+    z = float(last.mean() - first.mean()) / math.sqrt(float(weight @ cov @ weight))
+    effective = max(2.0, n * (1 - phi) / (1 + phi))
+    p = float(2 * sst.t.sf(abs(z), effective - 1))
+    if p >= DRIFT_P:
+        return None
+    return {"change": change, "p": p, "lag1": phi}
 
 
-# -- counts of events -------------------------------------------------------------------------
-
-def garwood(count: int, level: float = LEVEL) -> tuple[float, float]:
-    """Exact (Garwood) interval of a Poisson mean from an observed `count`."""
-    alpha = 1 - level
-    lo = 0.0 if count == 0 else float(sst.chi2.ppf(alpha / 2, 2 * count) / 2)
-    hi = float(sst.chi2.ppf(1 - alpha / 2, 2 * count + 2) / 2)
-    return lo, hi
+def spikes(wall, factor: float) -> np.ndarray:
+    """Indices of steps slower than `factor` x the median step (a secondary, GC-blind view)."""
+    wall = np.asarray(wall, dtype=np.float64)
+    return np.flatnonzero(wall > factor * np.median(wall))
 
 
-def rate(count: int, steps: int, per: int = 1000, level: float = LEVEL) -> dict:
-    """Events per `per` steps with the Garwood interval, and the count it rests on."""
-    lo, hi = garwood(count, level)
-    scale = per / steps if steps else math.nan
-    return {"count": int(count), "steps": int(steps), "per": per, "rate": count * scale,
-            "ci": (lo * scale, hi * scale)}
+def lag1(x) -> float:
+    """Lag-1 autocorrelation of a series (0 for a constant one)."""
+    x = np.asarray(x, dtype=np.float64)
+    xc = x - x.mean()
+    ss = float(xc @ xc)
+    return float(xc[1:] @ xc[:-1]) / ss if ss else 0.0
 
 
-def format_rate(r: dict, what: str = "") -> str:
-    """`"24 in 1,200 steps (20 per 1,000 steps, 95 % 13-30)"`; below FEW_EVENTS only the count."""
-    head = f"{r['count']:,}{' ' + what if what else ''} in {r['steps']:,} steps"
-    if r["count"] < FEW_EVENTS:
-        return head
-    lo, hi = r["ci"]
-    return f"{head} ({fmt(r['rate'])} per {r['per']:,} steps, 95 % {fmt(lo)}-{fmt(hi)})"
+# -- power ------------------------------------------------------------------------------------------
 
+def t_power(delta: float, sd: float, n_a: int, n_b: int, alpha: float, paired: bool = False) -> float:
+    """Power of the two-sided t test of a shift `delta` (on the log scale: log of a ratio)
+    with per-repeat spread `sd`: pooled on n_a and n_b repeats, or paired on n_a rounds
+    (then `sd` is the spread of the per-round differences)."""
+    if paired:
+        df, se = n_a - 1, sd / math.sqrt(n_a)
+    else:
+        df, se = n_a + n_b - 2, sd * math.sqrt(1 / n_a + 1 / n_b)
+    if df < 1 or se <= 0:
+        return math.nan
+    q = sst.t.ppf(1 - alpha / 2, df)
+    nc = delta / se
+    power = float(sst.nct.sf(q, df, nc) + sst.nct.cdf(-q, df, nc))
+    return power if math.isfinite(power) else float(nc > q)  # scipy's series fails far out in the tail
+
+
+def detectable_change(sd: float, n_a: int, n_b: int, alpha: float, power: float = POWER,
+                      paired: bool = False) -> float | None:
+    """The smallest ratio change of a median (0.2 for 20 %) that the test finds with
+    `power`, at per-repeat log spread `sd`; None when no change below 100x would be."""
+    if not (sd > 0) or min(n_a, n_b) < 2:
+        return None
+    f = lambda d: t_power(d, sd, n_a, n_b, alpha, paired) - power
+    if f(math.log(100)) < 0:
+        return None
+    return math.expm1(brentq(f, 1e-9, math.log(100)))
+
+
+# -- formatting ------------------------------------------------------------------------------------
 
 def fmt(x: float | None, digits: int = 3) -> str:
     """A number for people: 3 significant digits, thousands separated above 1,000."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "-"
+    if isinstance(x, float) and math.isinf(x):
+        return "inf" if x > 0 else "-inf"
     if abs(x) >= 1000:
         return f"{x:,.0f}"
     return f"{x:.{digits}g}"
@@ -191,111 +311,19 @@ def fmt_range(lo: float, hi: float) -> str:
     return f"{fmt(lo)}{' to ' if min(lo, hi) < 0 else '-'}{fmt(hi)}"
 
 
-def median_interval(values, level: float = LEVEL) -> tuple[float, float] | None:
-    """Distribution-free interval of the median (binomial order statistics); None when
-    there are too few values for the level (fewer than 6 at 95 %)."""
-    values = np.asarray(values, dtype=np.float64)
-    if len(values) == 0:
-        return None
-    ci = sst.quantile_test(values, q=float(np.median(values)), p=0.5).confidence_interval(level)
-    if not (np.isfinite(ci.low) and np.isfinite(ci.high)):
-        return None
-    return float(ci.low), float(ci.high)
+def fmt_paren(value: float, ci, scale: float = 1.0) -> str:
+    """`10.4 (10.1-10.8)`, or `10.4 (one repeat)` when there is no interval."""
+    v = fmt(value * scale)
+    return f"{v} ({fmt_range(ci[0] * scale, ci[1] * scale)})" if ci is not None else f"{v} (one repeat)"
 
 
-# -- steps with a collection against steps without -----------------------------------------
-
-def event_effects(wall: np.ndarray, events: np.ndarray, window: int = EVENT_WINDOW) -> tuple[np.ndarray, np.ndarray]:
-    """For every step marked in `events`: how much longer it took than the median of the
-    unmarked steps within `window` steps on either side (robust to drift), as extra time
-    and as a ratio. Steps with no unmarked neighbour are skipped."""
-    wall = np.asarray(wall, dtype=np.float64)
-    events = np.asarray(events, dtype=bool)
-    quiet = ~events
-    extra, ratio = [], []
-    for i in np.flatnonzero(events):
-        lo, hi = max(0, i - window), min(len(wall), i + window + 1)
-        around = wall[lo:hi][quiet[lo:hi]]
-        if len(around) == 0:
-            continue
-        base = float(np.median(around))
-        extra.append(wall[i] - base)
-        ratio.append(wall[i] / base if base > 0 else math.nan)
-    return np.asarray(extra), np.asarray(ratio)
+def bounds(value: float, ci) -> tuple[float, float]:
+    """The interval, or the value itself at both ends when there is none (for error bars)."""
+    return (value, value) if ci is None else (ci[0], ci[1])
 
 
-def event_summary(walls: list[np.ndarray], events: list[np.ndarray]) -> dict:
-    """Steps with an event (a full collection) against steps without, pooled over repeats:
-    how many, how often, what each costs (median extra time and ratio to the neighbouring
-    steps, with order-statistic intervals) and the share of all step time they cost."""
-    extras, ratios, gaps = [], [], []
-    count = steps = 0
-    total_wall = 0.0
-    for wall, ev in zip(walls, events):
-        ev = np.asarray(ev) > 0
-        e, r = event_effects(wall, ev)
-        extras.append(e)
-        ratios.append(r)
-        where = np.flatnonzero(ev)
-        gaps.append(np.diff(where))
-        count += int(ev.sum())
-        steps += len(wall)
-        total_wall += float(np.sum(wall))
-    extra = np.concatenate(extras) if extras else np.array([])
-    ratio = np.concatenate(ratios) if ratios else np.array([])
-    gap = np.concatenate(gaps) if gaps else np.array([])
-    out = {"rate": rate(count, steps), "count": count, "steps": steps}
-    if count:
-        out.update({
-            "extra_ns": float(np.median(extra)) if len(extra) else None,
-            "extra_ci_ns": median_interval(extra),
-            "extra_values_ns": extra.tolist() if len(extra) < FEW_EVENTS else None,
-            "ratio": float(np.median(ratio)) if len(ratio) else None,
-            "ratio_ci": median_interval(ratio),
-            "period": float(np.median(gap)) if len(gap) else None,
-            "cost_share": float(np.sum(np.clip(extra, 0, None)) / total_wall) if total_wall else 0.0,
-        })
-    return out
-
-
-# -- stability of one repeat ----------------------------------------------------------------------
-
-def _detrended(x: np.ndarray, window: int = 21) -> np.ndarray:
-    """`x` less its running median: what is left is the step-to-step noise."""
-    if len(x) <= window:
-        return x - np.median(x)
-    half = window // 2
-    padded = np.pad(x, half, mode="edge")
-    level = np.median(np.lib.stride_tricks.sliding_window_view(padded, window), axis=1)
-    return x - level
-
-
-def drift(wall) -> dict | None:
-    """Whether the first and last thirds of a repeat differ by more than noise: their
-    medians differ by more than DRIFT_MIN_EFFECT and a rank test on block medians (blocks
-    as long as the series' autocorrelation asks) rejects equality at DRIFT_P. Returns the
-    evidence when they do, else None."""
-    wall = np.asarray(wall, dtype=np.float64)
-    n = len(wall)
-    third = n // 3
-    if third < 6:
-        return None
-    first, last = wall[:third], wall[n - third:]
-    change = float(np.median(last) / np.median(first) - 1)
-    if abs(change) <= DRIFT_MIN_EFFECT:
-        return None
-    block = block_length(_detrended(wall))  # a level change would make the blocks as long as the series
-    nblocks = third // block
-    if nblocks < 4:
-        return None
-    bm = lambda x: np.median(x[: nblocks * block].reshape(nblocks, block), axis=1)
-    p = float(sst.mannwhitneyu(bm(first), bm(last), alternative="two-sided").pvalue)
-    if p >= DRIFT_P:
-        return None
-    return {"change": change, "p": p, "block": block}
-
-
-def spikes(wall, factor: float) -> np.ndarray:
-    """Indices of steps slower than `factor` x the median step (a secondary, GC-blind view)."""
-    wall = np.asarray(wall, dtype=np.float64)
-    return np.flatnonzero(wall > factor * np.median(wall))
+def fmt_ci(ci, scale: float = 1.0, unit: str = "", level: float = LEVEL) -> str:
+    """`95 % 10.1-10.8 ms`, or `no interval from one repeat`."""
+    if ci is None:
+        return "no interval from one repeat"
+    return f"{100 * level:g} % {fmt_range(ci[0] * scale, ci[1] * scale)}{(' ' + unit) if unit else ''}"

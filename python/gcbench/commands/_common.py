@@ -198,11 +198,10 @@ def format_summary(docs: list[dict]) -> str:
             reason = d["reason"].splitlines()[0] if d["reason"] else ""
             rows.append([cs.label, d["status"], "", "", "", "", reason])
             continue
-        lo, hi = s["median_ci_ms"]
         full = s["full"]
-        fr = stats.format_rate(full["rate"]) if full["count"] else "none"
+        fr = stats.short_schedule(full["schedule"]) if full["count"] else "none"
         flags = f"{len(s['flagged'])} flagged" if s["flagged"] else ""
-        rows.append([cs.label, f"ok x{s['repeats']}", f"{stats.fmt(s['median_ms'])} ({stats.fmt(lo)}-{stats.fmt(hi)})",
+        rows.append([cs.label, f"ok x{s['repeats']}", stats.fmt_paren(s["median_ms"], s["median_ci_ms"]),
                      stats.fmt(s["p99_ms"]), f"{100 * s['gc_share']:.2f}", fr, flags])
     head = ["cell", "status", "median ms (95 % CI)", "p99 ms", "GC %", "full collections", "flags"]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
@@ -222,7 +221,7 @@ def summary_json(docs: list[dict]) -> list[dict]:
             s = cs.stats
             row.update({k: s[k] for k in ("repeats", "used", "steps", "median_ms", "median_ci_ms", "p99_ms",
                                           "max_over_median", "gc_share", "gc_share_ci", "warnings")})
-            row["full_collections"] = {k: v for k, v in s["full"].items() if k != "extra_values_ns"}
+            row["full_collections"] = s["full"]
         out.append(row)
     return out
 

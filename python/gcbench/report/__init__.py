@@ -90,8 +90,7 @@ def _header(docs: list[dict], plan: dict) -> list:
 
 
 def _full_cell(s: dict) -> str:
-    f = s["full"]
-    return stats.format_rate(f["rate"]) if f["count"] else f"0 in {f['steps']:,} steps"
+    return stats.short_schedule(s["full"]["schedule"])
 
 
 def _full_cost(s: dict) -> str:
@@ -104,19 +103,22 @@ def _full_cost(s: dict) -> str:
     return text + f", {f['ratio']:.1f} x"
 
 
+def _share_cell(s: dict) -> str:
+    ci = s["gc_share_ci"]
+    return f"{100 * s['gc_share']:.2f}" + (f" ({100 * ci[0]:.2f}-{100 * ci[1]:.2f})" if ci else " (one repeat)")
+
+
 def summary_table(cells: list[summary.CellSummary]) -> Table:
     header = ["cell", "repeats", "steps", "median ms (95 % CI)", "p99 ms", "max/median", "GC % (95 % CI)",
-              "full collections (95 % CI per 1,000 steps)", "full-GC step: extra ms (95 % CI), x median", "flags"]
+              "full collections per repeat", "full-GC step: extra ms (95 % CI), x median", "flags"]
     rows = []
     for cs in cells:
         s = cs.stats
-        lo, hi = s["median_ci_ms"]
-        glo, ghi = s["gc_share_ci"]
         used = len(s["used"])
         rows.append([escape(cs.label), f"{used}" + (f" of {s['repeats']}" if used != s["repeats"] else ""),
-                     f"{s['steps']:,}", f"{stats.fmt(s['median_ms'])} ({stats.fmt(lo)}-{stats.fmt(hi)})",
+                     f"{s['steps']:,}", stats.fmt_paren(s["median_ms"], s["median_ci_ms"]),
                      stats.fmt(s["p99_ms"]), f"{s['max_over_median']:.1f}",
-                     f"{100 * s['gc_share']:.2f} ({100 * glo:.2f}-{100 * ghi:.2f})", _full_cell(s), _full_cost(s),
+                     _share_cell(s), _full_cell(s), _full_cost(s),
                      f"{len(s['flagged'])} flagged" if s["flagged"] else ""])
     return Table(header, rows, align_right=tuple(range(1, 9)))
 
@@ -282,10 +284,12 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
     if ok:
         blocks += [Heading("Summary"),
                    Para("Each cell ran in several fresh processes (repeats); times are per timed step, warm-up "
-                        "excluded. The median is the median of the per-repeat medians; its interval, and the GC "
-                        "share's, come from a hierarchical bootstrap (repeats, then blocks of steps). Full "
-                        "collections (Julia: full sweeps) are counted with exact Poisson intervals, and each step "
-                        "that holds one is compared with the steps around it. Repeats that drifted or ran on a "
+                        "excluded. The median is the geometric mean of the per-repeat medians, the GC share the "
+                        "mean of the per-repeat shares, each with Student's t interval over the repeats (one "
+                        "value per process). Full collections (Julia: full sweeps) are a schedule: their count in "
+                        "each repeat (\"in every repeat\" when it is the same in all of them, which makes a "
+                        "difference exact), and each step that holds one is compared with the steps around it, "
+                        "per repeat. Repeats that drifted or ran on a "
                         "loaded machine are flagged and left out (see Unstable measurements)."),
                    summary_table(ok)]
         blocks += environments.section(docs)

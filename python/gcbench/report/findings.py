@@ -1,13 +1,15 @@
 """Findings for one workload, written from intervals and tests, never from point values alone.
 
-- GC is credited only where collections happened, and every rate says how many events
-  it rests on (below five events, the count itself is given).
-- A policy "removes" or "reduces" full collections only when the exact rate test says
-  so; a change of the median step is claimed only when the repeat-level test says so
-  and the change is at least the minimum effect; otherwise the finding says that the
-  data cannot tell.
-- The fastest and slowest backends are named as such only when the test between them
-  supports it. All tests of a workload are corrected together (Holm).
+- GC is credited only where collections happened, and full collections are given as
+  the schedule they follow ("4 in every repeat of 300 steps, at steps 82, 145, ...").
+- A policy "removes", "reduces" or "brings more" full collections by `compare`'s rule:
+  exactly when both schedules are fixed, by the per-repeat counts when they vary. A
+  change of the median step or GC share is claimed only when the repeat-level test says
+  so and the change is at least the minimum effect; otherwise the finding says that the
+  data cannot tell, with the interval.
+- The slower end of the backends is compared with the faster end only as far as the
+  test between them supports. All tests of a workload are corrected together
+  (Benjamini-Hochberg), and every interval beside a verdict is the one it was read off.
 """
 
 from __future__ import annotations
@@ -36,24 +38,28 @@ def full_gc_sentence(cs: summary.CellSummary) -> str:
     s = cs.stats
     f = s["full"]
     what = "full sweeps" if s["language"] == "julia" else "full collections"
-    text = f"{_name(cs)}: {stats.format_rate(f['rate'], what)}"
+    text = f"{_name(cs)}: {stats.format_schedule(f['schedule'], what)}"
     if f.get("extra_ns") is not None:
         ci = f.get("extra_ci_ns")
-        if ci is not None and ci[0] <= 0 <= ci[1]:
-            text += (f"; such a step took no longer than the steps around it "
+        per = "" if f["repeats_with_events"] < 2 else ", over the repeats' medians"
+        if ci is None:
+            text += (f"; such a step took {stats.fmt_signed(f['extra_ns'] / 1e6)} ms against the steps around it, "
+                     f"{f['ratio']:.1f} x (events in one repeat: no interval)")
+        elif ci[0] <= 0 <= ci[1]:
+            text += (f"; such a step took no longer than the steps around it that the repeats can show "
                      f"({stats.fmt_signed(f['extra_ns'] / 1e6)} ms, 95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms)")
-        elif ci is not None:
-            text += (f"; each such step took {_ms(f['extra_ns'])} longer than the steps around it "
-                     f"(95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms), {f['ratio']:.1f} x "
-                     f"(95 % {f['ratio_ci'][0]:.1f}-{f['ratio_ci'][1]:.1f})")
         else:
-            values = ", ".join(f"{stats.fmt_signed(v / 1e6)} ms" for v in (f.get("extra_values_ns") or [f["extra_ns"]]))
-            text += f"; against the steps around them: {values} ({f['ratio']:.1f} x at the median)"
-        if f.get("period") is not None:
-            text += f", one every {stats.fmt(f['period'])} steps"
-        text += f"; together {_pct(f['cost_share'])} of step time"
-    lo, hi = s["gc_share_ci"]
-    return text + f". GC share {_pct(s['gc_share'])} (95 % {100 * lo:.2f}-{_pct(hi)})."
+            rci = f["ratio_ci"]
+            text += (f"; each such step took {_ms(f['extra_ns'])} longer than the steps around it "
+                     f"(95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms{per}), {f['ratio']:.1f} x"
+                     + (f" (95 % {rci[0]:.1f}-{rci[1]:.1f})" if rci else ""))
+        text += f", one every {stats.fmt(f['every'])} steps; together {_pct(f['cost_share'])} of step time"
+    ci = s["gc_share_ci"]
+    return text + f". GC share {_pct(s['gc_share'])} ({_share_ci(ci)})."
+
+
+def _share_ci(ci) -> str:
+    return "no interval from one repeat" if ci is None else f"95 % {100 * ci[0]:.2f}-{_pct(ci[1])}"
 
 
 def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_EFFECT,
@@ -66,7 +72,7 @@ def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_E
     steps = sum(cs.stats["steps"] for cs in ok)
     collected = [cs for cs in ok if sum(cs.stats["collections"]) > 0]
     with_full = sorted((cs for cs in ok if cs.stats["full"]["count"] > 0),
-                       key=lambda cs: -cs.stats["full"]["rate"]["rate"])
+                       key=lambda cs: -cs.stats["full"]["rate"]["value"])
     if not collected:
         out.append(f"No collection ran during the timed steps of any cell ({steps:,} steps over "
                    f"{sum(cs.stats['repeats'] for cs in ok)} repeats): on this workload the collector costs "
@@ -95,14 +101,11 @@ def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_E
             if (b, w, e) != (base.key[0], base.key[1], base.key[3]) or p == "default":
                 continue
             vo = values[other.key]
-            if vb["full"] > 0:
-                claims.append(("policy_full", compare.test_rate(vb["full"], vb["steps"], vo["full"], vo["steps"],
-                                                                min_effect, alpha), (base, other, vb, vo)))
+            if vb["full"] > 0 or vo["full"] > 0:
+                claims.append(("policy_full", compare.test_full(vb, vo, min_effect, alpha), (base, other, vb, vo)))
             if sum(base.stats["collections"]) > 0:  # GC time is credited only where collections ran
-                claims.append(("policy_share", compare.test_gc_share(vb["shares"], vo["shares"], min_effect, alpha),
-                               (base, other, vb, vo)))
-            claims.append(("policy_median", compare.test_median(vb["medians"], vo["medians"], min_effect, alpha),
-                           (base, other, vb, vo)))
+                claims.append(("policy_share", compare.test_gc_share(vb, vo, min_effect, alpha), (base, other, vb, vo)))
+            claims.append(("policy_median", compare.test_median(vb, vo, min_effect, alpha), (base, other, vb, vo)))
     for env in dict.fromkeys(cs.key[3] for cs in ok):
         base = [cs for cs in ok if cs.key[2] == "default" and cs.key[3] == env] or \
             [cs for cs in ok if cs.key[3] == env]
@@ -111,59 +114,77 @@ def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_E
         if len(base) > 1:
             fastest = min(base, key=lambda cs: cs.stats["median_ms"])
             slowest = max(base, key=lambda cs: cs.stats["median_ms"])
-            t = compare.test_median(values[fastest.key]["medians"], values[slowest.key]["medians"], min_effect, alpha)
+            t = compare.test_median(values[fastest.key], values[slowest.key], min_effect, alpha)
             claims.append(("ranking", t, (fastest, slowest, len(base))))
     compare.conclude([t for _, t, _ in claims], alpha)
     out += [_claim(kind, t, ctx) for kind, t, ctx in claims]
     return out
 
 
+def _level(t: compare.Test) -> str:
+    return f"{100 * t.level:.3g} %"
+
+
 def _ratio(t: compare.Test) -> str:
     if t.ci is None:
         return f"{t.effect:.2f} x"
-    return f"{t.effect:.2f} x (95 % {t.ci[0]:.2f}-{t.ci[1]:.2f})"
+    return f"{t.effect:.2f} x ({_level(t)} {t.ci[0]:.2f}-{t.ci[1]:.2f})"
+
+
+def _cell_median(s: dict) -> str:
+    ci = s["median_ci_ms"]
+    return f"{stats.fmt(s['median_ms'])} ms ({'no interval from one repeat' if ci is None else '95 % ' + stats.fmt_range(*ci)})"
+
+
+def _why_not(t: compare.Test) -> str:
+    """Why an inconclusive test says nothing: its note, or its interval."""
+    if t.note and t.ci is None:
+        return t.note
+    return f"p = {t.p:.2g}, {t.p_adj:.2g} after correcting for this workload's tests" if t.p_adj is not None else t.note
 
 
 def _claim(kind: str, t: compare.Test, ctx) -> str:
     if kind == "ranking":
         fastest, slowest, ranked = ctx
         policy = fastest.key[2]
-        f, s = fastest.stats, slowest.stats
         env = fastest.key[3]
-        head = (f"Median step under {code(policy)}" + (f" [{env}]" if env else "") + f": {code(fastest.key[0])} {stats.fmt(f['median_ms'])} ms "
-                f"(95 % {stats.fmt(f['median_ci_ms'][0])}-{stats.fmt(f['median_ci_ms'][1])}), "
-                f"{code(slowest.key[0])} {stats.fmt(s['median_ms'])} ms "
-                f"(95 % {stats.fmt(s['median_ci_ms'][0])}-{stats.fmt(s['median_ci_ms'][1])})")
+        head = (f"Median step under {code(policy)}" + (f" [{env}]" if env else "") +
+                f": {code(fastest.key[0])} {_cell_median(fastest.stats)}, {code(slowest.key[0])} {_cell_median(slowest.stats)}")
         if t.verdict == "slower":
             # the test is of the two ends only: it says nothing of the backends between them
             between = (f" (the fastest and the slowest median of {ranked} backends; those between are not ranked)"
                        if ranked > 2 else "")
             return f"{head}: {code(slowest.key[0])} takes {_ratio(t)} the time of {code(fastest.key[0])}{between}."
         if t.verdict == "same":
-            return f"{head}: within {100 * t.margin:.0f} % of each other; no backend is faster here."
-        why = t.note or (f"p = {t.p:.2g}, {t.p_adj:.2g} after correcting for this workload's tests"
-                         if t.p_adj is not None else "the repeats cannot tell them apart")
-        return f"{head}: no ranking is claimed ({why})."
+            return f"{head}: within {100 * t.margin:.0f} % of each other ({_ratio(t)}); no backend is faster here."
+        return f"{head}: no ranking is claimed: the repeats cannot tell ({_ratio(t)}; {_why_not(t)})."
     base, other, vb, vo = ctx
     b, _, p, env = other.key
     who = code(b) + (f" [{env}]" if env else "")
     if kind == "policy_full":
-        counts = f"{vo['full']} in {vo['steps']:,} steps against {vb['full']} in {vb['steps']:,} under {code('default')}"
+        sb, so = vb["schedule"], vo["schedule"]
+        counts = (f"{stats.format_schedule(so)} under {code(p)}, against {stats.format_schedule(sb)} under "
+                  f"{code('default')}")
+        how = "both schedules fixed: an exact difference" if t.exact else \
+            (f"the counts vary between repeats; p = {t.p_adj:.2g}" if t.p_adj is not None else t.note)
         if t.verdict.startswith("fewer"):
             verb = "removes" if vo["full"] == 0 else "reduces"
-            return f"{code(p)} {verb} the full collections of {who}: {counts} (p = {t.p_adj:.2g})."
+            return f"{code(p)} {verb} the full collections of {who}: {counts} ({how})."
         if t.verdict.startswith("more"):
-            return f"{code(p)} brings more full collections to {who}: {counts} (p = {t.p_adj:.2g})."
-        return f"{code(p)} does not change the full collections of {who} beyond chance: {counts}."
+            return f"{code(p)} brings more full collections to {who}: {counts} ({how})."
+        if t.verdict == "same":
+            where = ", at the same steps" if sb["same_steps"] and so["same_steps"] and sb["at"] == so["at"] else ""
+            return f"{code(p)} leaves the full collections of {who} as they were{where}: {counts}."
+        return f"{code(p)} and the full collections of {who}: the repeats cannot tell ({counts}; {how})."
     if kind == "policy_share":
         shares = (f"GC share {_pct(t.a)} under {code('default')}, {_pct(t.b)} under {code(p)}"
-                  + (f", difference {100 * t.effect:+.2f} points (95 % {100 * t.ci[0]:+.2f} to {100 * t.ci[1]:+.2f})"
+                  + (f", difference {100 * t.effect:+.2f} points ({_level(t)} {100 * t.ci[0]:+.2f} to {100 * t.ci[1]:+.2f})"
                      if t.ci else ""))
         if t.verdict in ("less GC", "more GC"):
-            return f"{code(p)} gives {who} {t.verdict.replace(' GC', '')} GC time: {shares} (p = {t.p_adj:.2g})."
+            return f"{code(p)} gives {who} {t.verdict.replace(' GC', '')} GC time: {shares} (p = {t.p_adj:.2g} corrected)."
         if t.verdict == "same":
             return f"{code(p)} leaves the GC time of {who} the same: {shares}."
-        return f"{code(p)} and the GC time of {who}: the repeats cannot tell ({shares})."
+        return f"{code(p)} and the GC time of {who}: the repeats cannot tell ({shares}; {_why_not(t)})."
     # policy_median
     if vb["full"] == 0 and sum(base.stats["collections"]) == 0:
         lead = f"{who} collected nothing under {code('default')}, so {code(p)} has nothing to remove"
@@ -173,4 +194,4 @@ def _claim(kind: str, t: compare.Test, ctx) -> str:
         return f"{lead}: median step {t.verdict}, {_ratio(t)}."
     if t.verdict == "same":
         return f"{lead}: median step the same within {100 * t.margin:.0f} % ({_ratio(t)})."
-    return f"{lead}: the median step does not differ beyond noise ({_ratio(t)}{'; ' + t.note if t.note else ''})."
+    return f"{lead}: the repeats cannot tell whether the median step changed ({_ratio(t)}; {_why_not(t)})."

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker as mticker  # noqa: E402
 import numpy as np  # noqa: E402
 
-from .. import files, summary  # noqa: E402
+from .. import files, stats, summary  # noqa: E402
 from ..explain import qualifiers as explain_qualifiers  # noqa: E402
 from ..backends import BACKENDS  # noqa: E402
 
@@ -143,18 +143,17 @@ def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathli
 
 
 def _median(s):
-    lo, hi = s["median_ci_ms"]
-    return s["median_ms"], lo, hi
+    return (s["median_ms"], *stats.bounds(s["median_ms"], s["median_ci_ms"]))
 
 
 def _share(s):
-    lo, hi = s["gc_share_ci"]
+    lo, hi = stats.bounds(s["gc_share"], s["gc_share_ci"])
     return 100 * s["gc_share"], 100 * lo, 100 * hi
 
 
 def _full(s):
     r = s["full"]["rate"]
-    return r["rate"], r["ci"][0], r["ci"][1]
+    return (r["value"], *stats.bounds(r["value"], r["ci"]))
 
 
 # -- traces: every step of one repeat -------------------------------------------------------------

@@ -17,7 +17,8 @@ def section(doc: dict) -> list:
     blocks = [Heading("Reproductions"),
               Para("Each seed report's figures next to what gcbench measured here. Verdicts: reproduced, partly, "
                    "not, or not run (with the reason); a setting is a figure matched by construction. Intervals "
-                   "are 95 %; a rate resting on fewer than five events is given as a count."),
+                   "are 95 %, over the repeats; full collections are given as their schedule per repeat."),
+              Para(escape(doc.get("rule") or "")),
               Table(["seed", "claim", "the seed reported", "measured here", "ratio", "verdict"], rows,
                     align_right=(4,))]
     for case in doc["cases"]:

@@ -1,0 +1,183 @@
+"""The model behind the verdicts, checked by simulation at the noise measured on this
+machine (tests/simulate.py: 10 % spread between processes, lag-1 0.65): the intervals
+cover what they say, identical cells are called different at most 5 % of the time,
+the detectable change printed is the one found with 80 % power, the drift flag is
+calibrated, and fixed schedules of full collections are compared exactly."""
+
+import math
+
+import numpy as np
+import pytest
+
+from gcbench import compare, stats
+from simulate import PHI, SHIFT_SD, STEP_SD, ar1, docs
+
+STEPS = 150  # the default suite's timed steps per repeat
+REPEATS = 3  # its repeats
+
+
+def repeat_log_medians(rng, cells: int, repeats: int, shift: float = 0.0) -> np.ndarray:
+    """(cells, repeats) log medians of simulated repeats: AR(1) steps and a level per process."""
+    x = ar1(rng, STEPS, PHI, STEP_SD, size=cells * repeats)
+    med = np.median(x, axis=1).reshape(cells, repeats)
+    return med + rng.normal(0, SHIFT_SD, (cells, repeats)) + shift
+
+
+def values(log_medians: np.ndarray) -> dict:
+    return {"medians": np.exp(log_medians).tolist()}
+
+
+def verdicts(rng, effect: float, pairs: int, repeats: int = REPEATS) -> dict[str, int]:
+    a = repeat_log_medians(rng, pairs, repeats)
+    b = repeat_log_medians(rng, pairs, repeats, math.log(effect))
+    out: dict[str, int] = {}
+    for x, y in zip(a, b):
+        t = compare.test_median(values(x), values(y), compare.MIN_EFFECT, compare.ALPHA)
+        compare.conclude([t], compare.ALPHA)
+        out[t.verdict] = out.get(t.verdict, 0) + 1
+    return out
+
+
+def mc_bound(p: float, n: int) -> float:
+    """p plus 2.5 Monte Carlo standard errors of a rate estimated from n trials."""
+    return p + 2.5 * math.sqrt(p * (1 - p) / n)
+
+
+@pytest.mark.parametrize("repeats", [3, 5])
+def test_the_median_interval_covers_the_truth(repeats):
+    rng = np.random.default_rng(100 + repeats)
+    cells = 4000
+    logs = repeat_log_medians(rng, cells, repeats)
+    covered = 0
+    for row in logs:
+        lo, hi = stats.geometric(np.exp(row).tolist())["ci"]
+        covered += lo <= 1.0 <= hi  # the truth: a base of 1, log-symmetric noise
+    assert covered / cells >= 0.93, covered / cells
+
+
+def test_the_gc_share_interval_covers_the_truth():
+    """Shares with a fixed schedule of pauses whose length varies between processes and
+    between events, and AR(1) step times: the t interval of the per-repeat shares."""
+    rng = np.random.default_rng(7)
+
+    def shares(cells):
+        walls = 10e6 * np.exp(ar1(rng, STEPS, PHI, STEP_SD, size=cells * REPEATS)
+                              + rng.normal(0, SHIFT_SD, (cells * REPEATS, 1)))
+        gc = np.zeros_like(walls)
+        gc[:, 20::37] = 30e6 * np.exp(rng.normal(0, 0.2, (cells * REPEATS, 1)) + rng.normal(0, 0.3, gc[:, 20::37].shape))
+        return ((gc.sum(axis=1)) / (walls + gc).sum(axis=1)).reshape(cells, REPEATS)
+
+    truth = float(shares(20000).mean())
+    sample = shares(3000)
+    covered = sum(lo <= truth <= hi for lo, hi in (stats.arithmetic(row, bounds=(0, 1))["ci"] for row in sample))
+    assert covered / len(sample) >= 0.93, covered / len(sample)
+
+
+def test_identical_cells_are_rarely_called_different():
+    """A/A at the default repeats, 2,400 pairs over six seeds: at most 5 % false calls
+    (plus Monte Carlo error), on every seed's share as well as in all."""
+    wrong, total = 0, 0
+    for seed in range(21, 27):
+        v = verdicts(np.random.default_rng(seed), 1.0, 400)
+        wrong += v.get("faster", 0) + v.get("slower", 0)
+        total += 400
+    assert wrong / total <= mc_bound(0.05, total), wrong / total
+
+
+def test_the_printed_detectable_change_is_found_with_80_percent_power():
+    rng = np.random.default_rng(31)
+    spread = float(np.std(repeat_log_medians(rng, 4000, 2), ddof=1))  # what a run measures between its repeats
+    change = stats.detectable_change(spread, REPEATS, REPEATS, compare.ALPHA)
+    assert 0.2 < change < 0.5  # three repeats at this noise cannot promise 20 %: hence the printed figure
+    pairs = 2000
+    v = verdicts(rng, 1 + change, pairs)
+    assert v.get("faster", 0) == 0
+    assert abs(v.get("slower", 0) / pairs - 0.80) <= 2.5 * math.sqrt(0.16 / pairs), v
+    # and how many repeats it takes to promise 20 %
+    needed = next(r for r in range(2, 30) if stats.detectable_change(spread, r, r, compare.ALPHA) <= 0.20)
+    v = verdicts(rng, 1.2, 1000, repeats=needed)
+    assert v.get("slower", 0) / 1000 >= 0.80 - 2.5 * math.sqrt(0.16 / 1000), (needed, v)
+
+
+def test_pairing_by_round_cancels_a_drift_between_rounds():
+    """Two cells of one invocation share each round's drift; paired by round (five rounds
+    or more), the drift cancels and the test finds what the pooled test misses."""
+    rng = np.random.default_rng(41)
+    found = {True: 0, False: 0}
+    for _ in range(30):
+        drift = rng.normal(0, 0.3, 6).tolist()  # a machine that changes a lot between rounds
+        a = docs(rng, 6, 10.0, steps=120, run_id="r1", rounds=drift, shift_sd=0.02)
+        b = docs(rng, 6, 11.0, steps=120, run_id="r1", rounds=drift, shift_sd=0.02, backend="nnx")
+        va, vb = compare.repeat_values(a), compare.repeat_values(b)
+        assert compare.paired_rounds(va, vb)
+        paired = compare.test_median(va, vb, 0.05, 0.05)
+        pooled = compare.test_median(dict(va, rounds=None), vb, 0.05, 0.05)
+        assert paired.paired and not pooled.paired
+        for t in (paired, pooled):
+            compare.conclude([t], 0.05)
+            found[t.paired] += t.verdict == "slower"
+    assert found[True] >= 27 and found[False] <= 15, found
+    # cells of different invocations, or of too few rounds, are not paired
+    a = docs(rng, 6, 10.0, steps=60, run_id="r1")
+    assert not compare.paired_rounds(compare.repeat_values(a), compare.repeat_values(docs(rng, 6, 10.0, steps=60, run_id="r2")))
+    assert not compare.paired_rounds(compare.repeat_values(a[:3]), compare.repeat_values(docs(rng, 3, 10.0, steps=60, run_id="r1")))
+
+
+@pytest.mark.parametrize("phi,sd", [(0.85, 0.10), (0.85, 0.14), (0.65, 0.10)])
+def test_the_drift_flag_is_calibrated(phi, sd):
+    rng = np.random.default_rng(int(phi * 100 + sd * 1000))
+    n = 2000
+    series = np.exp(ar1(rng, STEPS, phi, sd, size=n))
+    flagged = sum(stats.drift(s) is not None for s in series)
+    assert flagged / n <= mc_bound(0.01, n), flagged / n
+
+
+def test_the_drift_flag_finds_a_drift():
+    rng = np.random.default_rng(9)
+    x = ar1(rng, STEPS, 0.3, 0.10, size=300)
+    x[:, STEPS // 2:] += math.log(1.3)  # the machine got 30 % slower halfway
+    assert np.mean([stats.drift(np.exp(s)) is not None for s in x]) >= 0.9
+
+
+def test_fixed_schedules_are_compared_exactly_however_few_the_events():
+    rng = np.random.default_rng(51)
+    two = docs(rng, 3, 30.0, full_every=75, pause_ms=40)  # 4 in every repeat of 300 steps
+    six = docs(rng, 3, 30.0, full_every=50, pause_ms=40)
+    none = docs(rng, 3, 30.0)
+    c = compare.compare_docs(six, two)
+    full = c["rows"][0]["tests"][2]
+    assert full.exact and full.verdict == "fewer full GCs" and full.p is None
+    assert "6 full collections in every repeat" in full.note and "4 full collections in every repeat" in full.note
+    assert compare.compare_docs(two, none)["rows"][0]["tests"][2].verdict == "fewer full GCs"
+    same = compare.compare_docs(two, docs(rng, 3, 30.0, full_every=75, pause_ms=40))["rows"][0]["tests"][2]
+    assert same.exact and same.verdict == "same"
+    # counts that vary between repeats: the per-repeat counts are tested, not pooled events
+    vary = docs(rng, 3, 30.0, full_every=75, pause_ms=40)
+    extra = np.asarray(vary[0]["gc_collections"]).reshape(-1, 3)
+    extra[10, 2] = 1  # one more in the first repeat: 5, 4, 4
+    vary[0]["gc_collections"] = extra.tolist()
+    t = compare.test_full(compare.repeat_values(vary), compare.repeat_values(two), 0.05, 0.05)
+    assert not t.exact and t.p is not None and t.df == 4
+    assert t.a == pytest.approx(1000 * 13 / 900) and t.b == pytest.approx(1000 * 12 / 900)
+    assert "5, 4, 4 full collections in the repeats of 300 steps" in t.note
+
+
+def test_a_verdict_and_its_interval_never_disagree():
+    rng = np.random.default_rng(61)
+    for _ in range(300):
+        tests = []
+        for _ in range(4):
+            a = repeat_log_medians(rng, 1, 3)[0]
+            b = repeat_log_medians(rng, 1, 3, rng.choice([0.0, 0.1, 0.3]))[0]
+            tests.append(compare.test_median(values(a), values(b), 0.05, 0.05))
+        compare.conclude(tests, 0.05)
+        for t in tests:
+            lo, hi = t.ci
+            excludes = lo > 1 or hi < 1
+            assert (t.p_adj <= 0.05) == excludes or abs(t.p_adj - 0.05) < 1e-9
+            if t.verdict in ("faster", "slower"):
+                assert excludes and (t.verdict == "slower") == (lo > 1)
+            if t.verdict == "same":
+                assert 1 / 1.05 <= lo and hi <= 1.05
+            if t.verdict == "inconclusive":
+                assert not (1 / 1.05 <= lo and hi <= 1.05)
