@@ -52,7 +52,7 @@ def main() -> None:
                 continue
             ratio = "-"
             if floor is not None:
-                t = compare.test_median(floor.stats["repeat_medians_ms"], cs.stats["repeat_medians_ms"], 0.05, 0.05)
+                t = compare.test_median(compare.repeat_values(floor.docs), compare.repeat_values(cs.docs), 0.05, 0.05)
                 ratio = f"{t.effect:.2f}" + (f" ({t.ci[0]:.2f}-{t.ci[1]:.2f})" if t.ci else "")
             row += f"{cs.stats['median_ms']:>12.2f}{ratio:>22}{100 * cs.stats['gc_share']:>7.2f}"
         print(row)

@@ -2,6 +2,7 @@
 export to CSV and DataFrames, and the public API."""
 
 import csv
+import json
 import gc
 import io
 
@@ -97,3 +98,29 @@ def test_to_dataframe_has_a_row_per_step_and_per_cell(tmp_path):
 def test_the_public_api():
     assert set(gcbench.__all__) >= {"measure", "load", "load_dir", "summarize", "to_dataframe", "records"}
     assert gcbench.__version__.count(".") == 2
+
+
+def test_compare_gives_a_verdict_on_fixed_schedules_of_a_users_loop(tmp_path):
+    """Two loops measured with gcbench.measure, each run three times: one collects fully at
+    steps 10 and 30, the other at step 10 only. The schedules are fixed, so compare says
+    fewer, however few the collections; the same loop against itself is the same."""
+    def run(folder, at):
+        for _ in range(3):
+            with gcbench.measure("loop") as m:
+                for i in range(40):
+                    with m.step():
+                        if i in at:
+                            gc.collect()
+            m.save(folder)
+
+    run(tmp_path / "two", (10, 30))
+    run(tmp_path / "one", (10,))
+    run(tmp_path / "one-again", (10,))
+    proc = run_cli("compare", str(tmp_path / "two"), str(tmp_path / "one"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    full = json.loads(proc.stdout)["rows"][0]["tests"][2]
+    assert full["metric"] == "full_rate" and full["exact"] and full["verdict"] == "fewer full GCs"
+    assert "2 full collections in every repeat of 40 steps, at steps 10, 30" in full["note"]
+    same = json.loads(run_cli("compare", str(tmp_path / "one"), str(tmp_path / "one-again"), "--json").stdout)
+    assert same["rows"][0]["tests"][2]["verdict"] == "same"
+    assert same["rows"][0]["verdict"] in ("same", "inconclusive")

@@ -267,6 +267,17 @@ def format_table(tab: dict) -> str:
     return "\n".join(out)
 
 
+def rebuild(tab: dict, docs: list[dict]) -> dict:
+    """The table made anew from the results it rests on (rows follow the code that reads
+    them); a table whose cell has no results among `docs` is returned as it is."""
+    cell = tuple(tab["cell"].split("/"))
+    if tab["metric"] not in METRICS or len(cell) != 3 or not any(
+            (d["backend"], d["workload"], d["gc_policy"]) == cell for d in docs):
+        return tab
+    return table(docs, tab["package"], cell, METRICS[tab["metric"]], tab["factor"],
+                 [r["version"] for r in tab["rows"]])
+
+
 def load_table(path) -> dict:
     """A bisect.json written by `gcbench bisect`, checked; a one-line error when malformed."""
     from . import files

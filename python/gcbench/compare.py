@@ -43,6 +43,7 @@ from .errors import UsageError
 ALPHA = 0.05
 MIN_EFFECT = 0.05
 PAIRED_MIN_ROUNDS = 5
+POWER_TARGET = 0.20  # the change of a median a suite should find with 80 % power
 GC_SHARE_FLOOR = 0.001  # 0.1 percentage point: GC shares closer than this are the same
 SETTINGS = (("networks", lambda d: d["networks"]), ("steps", lambda d: len(d["wall_ns"]) if d["status"] == "ok" else None),
             ("batch", results.batch_size), ("bookkeeping", lambda d: d.get("bookkeeping", "none")),
@@ -271,24 +272,27 @@ def repeat_values(docs: list[dict]) -> dict:
             "repeats": len(used), "flagged": sum(1 for f in flags.values() if f)}
 
 
-def detectable(rows_values: list[tuple[dict, dict]], alpha: float, tests: int) -> dict | None:
-    """The smallest change of a median step these pairs of cells detect with 80 % power:
-    from the spread between repeats pooled over every cell (log medians), at the typical
-    number of repeats; for one test at `alpha` and at the level of the first step of the
+def detectable(cells_values: list[dict], alpha: float, tests: int = 1) -> dict | None:
+    """The smallest change of a median step that a comparison of these cells (their
+    `repeat_values`) with as many repeats on the other side detects with 80 % power: from
+    the spread between repeats pooled over every cell (log medians), at their typical
+    number of repeats; for one test at `alpha`, and at the level of the first step of the
     correction over `tests` tests (alpha / tests), which a change alone must pass."""
     ss, df, sizes = 0.0, 0, []
-    for va, vb in rows_values:
-        for v in (va, vb):
-            x = np.log(v["medians"])
-            if len(x) >= 2:
-                ss += float(((x - x.mean()) ** 2).sum())
-                df += len(x) - 1
-        sizes.append(min(len(va["medians"]), len(vb["medians"])))
+    for v in cells_values:
+        x = np.log(v["medians"])
+        if len(x) >= 2:
+            ss += float(((x - x.mean()) ** 2).sum())
+            df += len(x) - 1
+        sizes.append(len(x))
     if df == 0 or not sizes:
         return None
     sd = math.sqrt(ss / df)
     n = int(np.median(sizes))
-    return {"spread": sd, "repeats": n, "single": stats.detectable_change(sd, n, n, alpha),
+    single = stats.detectable_change(sd, n, n, alpha)
+    needed = None if single is not None and single <= POWER_TARGET else \
+        next((r for r in range(n + 1, 100) if (stats.detectable_change(sd, r, r, alpha) or 1e9) <= POWER_TARGET), None)
+    return {"spread": sd, "repeats": n, "single": single, "needed": needed,
             "corrected": stats.detectable_change(sd, n, n, alpha / max(tests, 1)), "tests": tests}
 
 
@@ -363,7 +367,7 @@ def compare_docs(docs_a: list[dict], docs_b: list[dict], min_effect: float = MIN
         r["verdict"] = r["tests"][0].verdict
     m = sum(t.p is not None for t in tests)
     return {"alpha": alpha, "min_effect": min_effect, "tests": m, "rows": rows, "refused": refused, "notes": notes,
-            "detectable": detectable([r.pop("_values") for r in rows], alpha, m)}
+            "detectable": detectable([v for r in rows for v in r.pop("_values")], alpha, m)}
 
 
 def compare_dirs(dir_a, dir_b, min_effect: float = MIN_EFFECT, alpha: float = ALPHA, force: bool = False) -> dict:
@@ -404,6 +408,8 @@ def format_detectable(d: dict | None) -> str:
     one = f"{100 * d['single']:.0f} %" if d["single"] is not None else "none below 100x"
     text = (f"smallest change of a median detected with 80 % power at {d['repeats']} repeats per cell and the "
             f"spread measured here ({100 * d['spread']:.1f} % between repeats): {one} for one test")
+    if d.get("needed"):
+        text += f"; {d['needed']} repeats per cell would detect {100 * POWER_TARGET:.0f} %"
     if d["tests"] > 1:
         many = f"{100 * d['corrected']:.0f} %" if d["corrected"] is not None else "none below 100x"
         text += f", {many} for one change among {d['tests']} tests"

@@ -107,7 +107,7 @@ def format_schedule(sched: dict, what: str = "full collections") -> str:
         return f"no {what} in any repeat of {of}"
     if not sched["constant"]:
         return f"{', '.join(f'{c:,}' for c in counts)} {what} in the repeats of {of} ({sched['total']:,} in {sched['total_steps']:,})"
-    head = f"{counts[0]:,} {what} in every repeat of {of}"
+    head = f"{counts[0]:,} {what[:-1] if counts[0] == 1 and what.endswith('s') else what} in every repeat of {of}"
     if not sched["same_steps"]:
         return head + " (at different steps)"
     shown = ", ".join(str(s) for s in sched["at"][:SCHEDULE_SHOWN])

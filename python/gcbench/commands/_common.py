@@ -10,7 +10,7 @@ import pathlib
 import sys
 import time
 
-from .. import config, files, footprint, results, stats, summary
+from .. import compare, config, files, footprint, results, stats, summary
 from .. import data as datamod
 from ..backends import BACKENDS
 from ..errors import UsageError
@@ -180,6 +180,8 @@ def run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, k
     measured = sum(d["status"] == "ok" for d in docs)
     out_fn()
     out_fn(format_summary(docs))
+    ok_cells = [compare.repeat_values(ds) for ds in summary.cells(docs).values() if any(d["status"] == "ok" for d in ds)]
+    out_fn(compare.format_detectable(compare.detectable(ok_cells, compare.ALPHA)))
     out_fn(f"\n{len(docs)} runs in {time.monotonic() - t0:.0f} s: {measured} ok, {failed} failed, "
            f"{len(docs) - measured - failed} unavailable; results in {out_dir}")
     if not measured:

@@ -264,6 +264,8 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
     plan = read_plan(folder)
     docs = results.load_dir(folder, allow_empty=any(x is not None for x in (memdoc, repro, why)))
     docs = _in_order(docs, plan)
+    if bisect_table is not None:
+        bisect_table = bisect_mod.rebuild(bisect_table, docs)
     written: list[pathlib.Path] = [archive.pack(folder, out_dir / archive.NAME, carried)]
     warnings = [w for w in [archive.check_size(written[0])] if w]
 

@@ -65,13 +65,14 @@ def section(docs: list[dict]) -> list:
 def bisect_section(tab: dict, out_dir: pathlib.Path) -> list:
     from ..bisect import table_rows
 
-    header, rows = table_rows(tab, " (first tested change)")
+    header, rows = table_rows(tab, " (first change)")
     first = tab["first_change"]
     verdict = (f"The first version whose {tab['metric_title'].lower()} differs from the previous version's by "
-               f"more than {tab['factor']:g} x, with a test of the repeats to back it (Holm-corrected): "
+               f"more than {tab['factor']:g} x, where the repeats show it (exactly when both versions' full "
+               f"collections follow a fixed schedule, else by a test corrected by Benjamini-Hochberg): "
                f"{code(tab['package'] + ' ' + first)}." if first else
                f"No version's {tab['metric_title'].lower()} differs from the previous version's by more than "
-               f"{tab['factor']:g} x with a test of the repeats to back it.")
+               f"{tab['factor']:g} x where the repeats show it.")
     if tab["floor"]:
         verdict += f" Values below {tab['floor']:g} ({tab['unit']}) count as {tab['floor']:g} when compared."
     return [Heading(f"Bisect: {escape(tab['package'])} on {code(tab['cell'])}"), Para(verdict),

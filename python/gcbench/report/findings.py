@@ -46,7 +46,7 @@ def full_gc_sentence(cs: summary.CellSummary) -> str:
             text += (f"; such a step took {stats.fmt_signed(f['extra_ns'] / 1e6)} ms against the steps around it, "
                      f"{f['ratio']:.1f} x (events in one repeat: no interval)")
         elif ci[0] <= 0 <= ci[1]:
-            text += (f"; such a step took no longer than the steps around it that the repeats can show "
+            text += (f"; the repeats cannot show that such a step took longer than the steps around it "
                      f"({stats.fmt_signed(f['extra_ns'] / 1e6)} ms, 95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms)")
         else:
             rci = f["ratio_ci"]

@@ -104,7 +104,7 @@ def _backend_handles(series) -> list:
 def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path) -> pathlib.Path:
     """Per policy (rows of panels) and series (rows inside a panel): median step with its
     95 % interval, GC share with its interval, full collections per 1,000 steps with the
-    Garwood interval. Panels of one metric share their axis."""
+    interval of the repeats (none for a fixed schedule). Panels of one metric share their axis."""
     ok = [cs for cs in cells if cs.ok]
     series = ordered_series(ok)
     policies = policies_of(ok)
@@ -394,7 +394,7 @@ def bisect_figure(tab: dict, path: pathlib.Path) -> pathlib.Path:
     if tab["first_change"] is not None:
         i = x[tab["first_change"]]
         axes[0].axvline(i - 0.5, color="#D55E00", ls="--", lw=1)
-        axes[0].annotate(f"first tested change > {tab['factor']:g} x", (i - 0.5, 1.0),
+        axes[0].annotate(f"first change > {tab['factor']:g} x", (i - 0.5, 1.0),
                          xycoords=("data", "axes fraction"), xytext=(4, -4), textcoords="offset points",
                          ha="left", va="top", fontsize=8, color="#D55E00")
     axes[0].set_ylabel(f"{tab['metric_title']}{unit}", fontsize=9)
