@@ -22,6 +22,8 @@ from .errors import UsageError
 
 NAME = "results.tar.gz"
 LIMIT_BYTES = 5 * 2**20  # what a published report may carry
+MEMBER_LIMIT = 256 * 2**20  # the largest document read from an archive (a 1,000,000-step result is ~60 MiB)
+TOTAL_LIMIT = 2 * 2**30  # all of an archive's documents together
 _MEMBER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*\.json$")
 
 
@@ -61,16 +63,31 @@ def opened(source: pathlib.Path):
     if source.is_dir() and not (source / NAME).is_file():
         yield source
         return
+    if source.is_dir() and members(source):
+        raise UsageError(f"{source} holds both {NAME} and {len(members(source))} JSON documents of its own: "
+                         f"gcbench would read only one of them; pass {source / NAME} to read the archive, or "
+                         "move one of them away")
     path = source / NAME if source.is_dir() else source
     if not is_archive(path):
         raise UsageError(f"{source}: neither a results folder nor a {NAME} archive")
     with tempfile.TemporaryDirectory(prefix="gcbench-results-") as tmp:
         try:
             with tarfile.open(path, "r:gz") as tar:
-                for member in tar.getmembers():
+                seen: set[str] = set()
+                total = 0
+                for member in tar:  # headers one by one: sizes are checked before anything is read
                     if not member.isfile() or not _MEMBER.match(member.name):
                         raise UsageError(f"{path}: unexpected member {member.name!r} (a results archive holds "
                                          "only flat .json files)")
+                    if member.name in seen:
+                        raise UsageError(f"{path}: member {member.name!r} appears twice (one of them would be "
+                                         "lost)")
+                    seen.add(member.name)
+                    total += member.size
+                    if member.size > MEMBER_LIMIT or total > TOTAL_LIMIT:
+                        raise UsageError(f"{path}: member {member.name!r} is {member.size / 2**20:,.0f} MiB "
+                                         f"({total / 2**20:,.0f} MiB so far), over the {MEMBER_LIMIT / 2**20:.0f} "
+                                         f"MiB per document and {TOTAL_LIMIT / 2**30:.0f} GiB in all that gcbench reads")
                     data = tar.extractfile(member).read()
                     (pathlib.Path(tmp) / member.name).write_bytes(data)
         except (tarfile.TarError, OSError, EOFError) as e:

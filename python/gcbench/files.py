@@ -51,6 +51,31 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> pathlib.Path:
     return path
 
 
+def write_new(path: str | os.PathLike, data: bytes) -> bool:
+    """Write `data` to `path` only if no file is there, atomically and exclusively: the
+    whole file appears at once (a hard link of a finished temporary file), and of two
+    writers racing for one name exactly one wins. False when `path` exists already."""
+    path = pathlib.Path(path)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, FILE_MODE)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        return True
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {describe_os_error(e)}") from None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+
+
 def write_text(path: str | os.PathLike, text: str) -> pathlib.Path:
     return write_bytes(path, text.encode("utf-8"))
 

@@ -134,11 +134,15 @@ class Measurement:
         doc = self.result()
         folder = files.make_folder(folder, "results folder")
         repeat = 0
-        while (folder / f"user__{self.name}__{doc['gc_policy']}__r{repeat}.json").exists():
+        while True:  # the next free repeat number, claimed exclusively: concurrent saves never share one
+            doc["repeat"] = repeat
+            doc["cell"] = f"user__{self.name}__{doc['gc_policy']}__r{repeat}"
+            path = folder / f"{doc['cell']}.json"
+            if not path.exists():
+                results.validate(doc, str(path))
+                if files.write_new(path, files.json_bytes(doc, indent=None)):
+                    return path
             repeat += 1
-        doc["repeat"] = repeat
-        doc["cell"] = f"user__{self.name}__{doc['gc_policy']}__r{repeat}"
-        return results.write(doc, folder / f"{doc['cell']}.json")
 
 
 def measure(name: str = "my-loop", warmup: int = 0, capacity: int = DEFAULT_CAPACITY,

@@ -218,6 +218,20 @@ def existing(out_file: pathlib.Path) -> dict | None:
         return None
 
 
+def check_resumable(cells: list[Cell], out_dir: pathlib.Path) -> None:
+    """Refuse, before anything runs, to resume into a folder holding a result of the plan
+    that cannot be read (a newer schema, no permission, corrupt): resuming would replace
+    it, and only --force may replace results."""
+    for cell in cells:
+        out_file = out_dir / f"{cell.id}.json"
+        if out_file.exists() or out_file.is_symlink():
+            try:
+                results.load(out_file)
+            except UsageError as e:
+                raise UsageError(f"--resume would replace a result it cannot read: {str(e).splitlines()[0]}; "
+                                 "move it away, or use --force to replace it") from None
+
+
 def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], timeout: float,
               log=print, progress: bool | None = None, environments: dict | None = None,
               resume: bool = False, data_kind: str | None = None) -> list[dict]:
@@ -231,6 +245,8 @@ def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], time
     `Interrupted` and KeyboardInterrupt propagate after the current worker is stopped;
     every finished cell is on disk by then.
     """
+    if resume:
+        check_resumable(cells, out_dir)
     show_bars = sys.stderr.isatty() if progress is None else progress
     with tempfile.TemporaryDirectory(prefix="gcbench-jax-cache-") as cache:
         return _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, resume, data_kind,
@@ -328,11 +344,15 @@ def _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, r
     return docs
 
 
+SUPERSEDED = "_failed_this_run"  # marks an earlier ok result kept in place of this run's failure
+
+
 def _keep(doc: dict, old: dict | None, out_file: pathlib.Path, desc: str, log) -> dict:
-    """Write a result that is not ok, unless it would replace an ok one: then keep that."""
+    """Write a result that is not ok, unless it would replace an ok one: then keep that
+    (marked SUPERSEDED when this run's attempt failed, so that the run counts the failure)."""
     if old is not None and old["status"] == "ok":
         log(f"{desc}: kept the earlier ok result instead of this {doc['status']} one")
-        return old
+        return dict(old, **{SUPERSEDED: True}) if doc["status"] == "failed" else old
     try:
         results.write(doc, out_file)
     except UsageError as e:

@@ -10,7 +10,7 @@ import pathlib
 import sys
 import time
 
-from .. import compare, config, files, footprint, results, stats, summary
+from .. import archive, compare, config, files, footprint, results, stats, summary
 from .. import data as datamod
 from ..backends import BACKENDS
 from ..errors import UsageError
@@ -83,6 +83,9 @@ def prepare_folder(out: str, resume: bool, force: bool) -> pathlib.Path:
     """The results folder of a run: refused when it already holds results, unless the run
     resumes it or is forced to replace them."""
     out_dir = files.make_folder(out, "results folder")
+    if (out_dir / archive.NAME).exists():
+        raise UsageError(f"{out_dir} holds {archive.NAME}: it is a report's folder (or a copy of its data), and "
+                         "results written beside the archive would not be read; use another --out")
     held = [p for p in out_dir.glob("*.json") if not p.name.startswith(".")]
     if held and not (resume or force):
         plan = out_dir / "suite.json"
@@ -149,6 +152,14 @@ def run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, k
     footprint.check(cells, samples, language_of)
     resume, force = getattr(args, "resume", False), getattr(args, "force", False)
     out_dir = prepare_folder(out, resume, force)
+    if resume:
+        runner.check_resumable(cells, out_dir)
+    if force:  # --force replaces the plan's results; results of other cells would stay and be mixed in
+        others = sorted(p.name for p in archive.documents(out_dir) if p.stem not in {c.id for c in cells})
+        if others:
+            raise UsageError(f"{out_dir} holds {len(others)} results of cells that are not in this plan "
+                             f"({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}); --force replaces "
+                             "only this plan's and its report would mix the others in: move them away, or use another --out")
     command = ["gcbench"] + args.argv
     repeats = max(c.repeat for c in cells) + 1 if cells else 0
     with FolderLock(out_dir, f"{out_dir} is in use by another gcbench run; wait for it or use another --out"):
@@ -176,14 +187,20 @@ def run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, k
             print(f"\ngcbench: interrupted; {kept} finished runs kept in {out_dir}", file=sys.stderr)
             return None, out_dir, code
         finish_plan(out_dir, plan, "finished")
-    failed = sum(d["status"] == "failed" for d in docs)
-    measured = sum(d["status"] == "ok" for d in docs)
+    superseded = [d for d in docs if d.get(runner.SUPERSEDED)]
+    for d in superseded:  # an earlier result kept in place of this run's failure: said, and counted as failed
+        d.pop(runner.SUPERSEDED)
+    failed = sum(d["status"] == "failed" for d in docs) + len(superseded)
+    measured = sum(d["status"] == "ok" for d in docs) - len(superseded)
     out_fn()
     out_fn(format_summary(docs))
     ok_cells = [compare.repeat_values(ds) for ds in summary.cells(docs).values() if any(d["status"] == "ok" for d in ds)]
     out_fn(compare.format_detectable(compare.detectable(ok_cells, compare.ALPHA)))
     out_fn(f"\n{len(docs)} runs in {time.monotonic() - t0:.0f} s: {measured} ok, {failed} failed, "
            f"{len(docs) - measured - failed} unavailable; results in {out_dir}")
+    if superseded:
+        out_fn(f"gcbench: {len(superseded)} runs failed this time and their earlier ok results were kept (the table "
+               "above shows those earlier results): " + ", ".join(d["cell"] for d in superseded[:5]))
     if not measured:
         out_fn("gcbench: nothing was measured")
     return docs, out_dir, 1 if failed or not measured else 0

@@ -40,9 +40,24 @@ def main(args) -> int:
     suite.validate()
     if not 0 <= args.sample_rate <= 1:
         raise UsageError(f"--sample-rate must be from 0 to 1, got {args.sample_rate:g}")
+    if args.site_steps < 1:
+        raise UsageError(f"--site-steps must be a positive integer, got {args.site_steps}")
     _common.check_data(args.data)
     cell = suite.cells(args.data)[0]
+    reason = runner.unsupported_reason(cell)
+    if reason:
+        raise UsageError(reason)
     out_dir = files.make_folder(args.out or config.default_out("explain"), "results folder")
+    # explain.json is read, merged and written: one gcbench at a time in a folder, and never
+    # beside a run that is writing into it
+    with files.FolderLock(out_dir, f"{out_dir} is in use by another gcbench (a run or an explain); wait for it "
+                                   "or use another --out"):
+        return _explain(args, suite, cell, out_dir, backend)
+
+
+def _explain(args, suite, cell, out_dir, backend) -> int:
+    from .. import envs, runner
+
     env_args = {}
     if cell.env is not None:
         needed = sorted(set(runner.get_backend(backend).requires))
@@ -51,13 +66,8 @@ def main(args) -> int:
         if isinstance(env, Exception):
             raise UsageError(f"environment {cell.env_spec.name}: {env}")
         env_args = {"python": env.python, "environment": env.describe()}
-    reason = runner.unsupported_reason(cell)
-    if reason:
-        raise UsageError(reason)
     print(f"gcbench: diagnostic run of {cell.label}, {cell.steps} steps after {cell.warmup} warm-up; "
           f"{explain.DISTURBED}", file=sys.stderr, flush=True)
-    if args.site_steps < 1:
-        raise UsageError(f"--site-steps must be a positive integer, got {args.site_steps}")
     options = {"sites": not args.no_sites, "sample_rate": args.sample_rate, "site_steps": args.site_steps}
     with tempfile.TemporaryDirectory(prefix="gcbench-explain-") as tmp:
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pathlib
 import sys
 
 from .. import export, files
@@ -17,9 +18,23 @@ def register(sub) -> None:
     p.set_defaults(main=main)
 
 
+def check_out(out: str, source: str) -> None:
+    """Refuse an output that would overwrite the data it is made from: the input itself,
+    a file inside the input folder, or an existing results document or archive."""
+    target, src = pathlib.Path(out).resolve(), pathlib.Path(source).resolve()
+    if target == src or src in target.parents:
+        raise UsageError(f"--out {out} is {'the input' if target == src else 'inside the input folder'} "
+                         f"{source}: write the CSV somewhere else")
+    if target.exists() and target.name.endswith((".json", ".tar.gz", ".tgz")):
+        kind = "JSON document" if target.name.endswith(".json") else "archive"
+        raise UsageError(f"--out {out} is an existing {kind}, not a CSV file: write the CSV somewhere else")
+
+
 def main(args) -> int:
     if not args.csv:
         raise UsageError("say which format: --csv")
+    if args.out:
+        check_out(args.out, args.results)
     text = export.to_csv(export.records(args.results, args.per))
     if args.out:
         files.write_text(args.out, text)

@@ -2,8 +2,9 @@
 the raw results (`results.tar.gz`), in a folder of the report's own.
 
 The report's folder belongs to gcbench: it is written only when it is empty or was made
-by gcbench before (a `.gcbench-report.json` marker lists the files it wrote), and only
-those files are ever replaced or removed. A report folder holding `results.tar.gz` can
+by gcbench before (a `.gcbench-report.json` marker lists the files it wrote with their
+sizes and SHA-256), and only a listed file whose content still matches is ever replaced
+or removed; a listed name that is not a plain file name gcbench writes is refused. A report folder holding `results.tar.gz` can
 be given back to `gcbench report`, which rebuilds the report from its own data.
 
 Works on any mix of results, failed and unavailable cells included; cells of the plan
@@ -16,6 +17,7 @@ import os
 import pathlib
 import re
 import shlex
+import shutil
 import tempfile
 
 from .. import archive, files, memory, results, stats, summary
@@ -27,6 +29,28 @@ from .document import Bullets, Heading, Image, Para, Table, code, escape, prose,
 
 MARKER = ".gcbench-report.json"
 MARKER_FORMAT = "gcbench-report-folder"
+MARKER_VERSION = 2  # 1: names only (trusted nothing now); 2: names with sizes and SHA-256
+STAGING = ".gcbench-staging-"
+_OWN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\.(png|md|html|tar\.gz)$")
+
+
+def _digest(path: pathlib.Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _still_ours(path: pathlib.Path, record) -> bool:
+    """Whether `path` is a plain file whose size and content are what gcbench recorded."""
+    try:
+        return (isinstance(record, dict) and path.is_file() and not path.is_symlink()
+                and path.stat().st_size == record.get("size") and _digest(path) == record.get("sha256"))
+    except OSError:
+        return False
 
 
 def default_out(source: pathlib.Path) -> pathlib.Path:
@@ -50,11 +74,19 @@ def _marker(out_dir: pathlib.Path) -> dict:
     marker = out_dir / MARKER
     if marker.is_file():
         doc = files.read_json(marker, "report folder marker")
-        if isinstance(doc, dict) and doc.get("format") == MARKER_FORMAT and isinstance(doc.get("files"), list):
-            return {"files": {f for f in doc["files"] if isinstance(f, str) and "/" not in f},
-                    "title": doc.get("title") if isinstance(doc.get("title"), str) else None}
-        raise UsageError(f"{marker}: not a gcbench report marker")
-    if any(out_dir.iterdir()):
+        if not (isinstance(doc, dict) and doc.get("format") == MARKER_FORMAT
+                and isinstance(doc.get("files"), (list, dict))):
+            raise UsageError(f"{marker}: not a gcbench report marker")
+        listed = doc["files"]
+        bad = [f for f in listed if not (isinstance(f, str) and _OWN_NAME.match(f))]
+        if bad:
+            raise UsageError(f"{marker}: lists {str(bad[0])[:80]!r}, not a file gcbench writes into a report folder")
+        # A file is ours to replace or remove only while its content is what we wrote (an older
+        # marker, names only, proves nothing: its files count as someone else's).
+        owned = {f for f, rec in listed.items() if _still_ours(out_dir / f, rec)} if isinstance(listed, dict) else set()
+        return {"files": owned, "title": doc.get("title") if isinstance(doc.get("title"), str) else None,
+                "legacy": isinstance(listed, list)}
+    if any(p.name != files.LOCK_NAME and not p.name.startswith(STAGING) for p in out_dir.iterdir()):
         raise UsageError(f"report folder {out_dir} holds files gcbench did not write; give --out an empty "
                          "or new folder")
     return {}
@@ -192,27 +224,38 @@ def build_report(source, out_dir, spike_factor: float = summary.DEFAULT_SPIKE_FA
     """
     source, out_dir = pathlib.Path(source), pathlib.Path(out_dir)
     before = _marker(out_dir)
-    title = title or before.get("title")  # a rebuild keeps the title it was published with
+    in_place = source.resolve() in (out_dir.resolve(), (out_dir / archive.NAME).resolve())
+    title = title or (before.get("title") if in_place else None)  # a rebuild keeps the title it was published with
     with archive.opened(source) as folder:
         made = not out_dir.exists()
         files.make_folder(out_dir, "report folder")
         try:
-            return _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect_table)
+            with files.FolderLock(out_dir, f"report folder {out_dir} is in use by another gcbench report"):
+                for stale in out_dir.glob(STAGING + "*"):  # left by a report that was killed
+                    if stale.is_dir() and not stale.is_symlink():
+                        shutil.rmtree(stale, ignore_errors=True)
+                return _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect_table)
         except BaseException:
-            if made and not any(out_dir.iterdir()):  # a failed first build leaves no empty folder behind
-                out_dir.rmdir()
+            if made:  # a failed first build leaves no folder behind
+                (out_dir / files.LOCK_NAME).unlink(missing_ok=True)
+                if not any(out_dir.iterdir()):
+                    out_dir.rmdir()
             raise
 
 
 def _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect_table) -> dict:
     owned = before.get("files", set())
-    with tempfile.TemporaryDirectory(dir=out_dir, prefix=".gcbench-staging-") as tmp:
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=STAGING) as tmp:
         staged = _build(folder, source, pathlib.Path(tmp), spike_factor, title, bisect_table)
         names = {p.name for p in staged["written"]}
         clash = sorted(n for n in names if (out_dir / n).exists() and n not in owned)
         if clash:
-            raise UsageError(f"report folder {out_dir} holds {clash[0]}, which gcbench did not write; give --out "
-                             "an empty or new folder")
+            if before.get("legacy"):
+                raise UsageError(f"report folder {out_dir} was made by an older gcbench, whose marker cannot show "
+                                 f"that {clash[0]} is still what it wrote; rebuild into a new folder "
+                                 f"(gcbench report {out_dir} --out NEW)")
+            raise UsageError(f"report folder {out_dir} holds {clash[0]}, which gcbench did not write (or changed "
+                             "since); give --out an empty or new folder")
         try:
             for path in staged["written"]:
                 os.replace(path, out_dir / path.name)
@@ -220,8 +263,9 @@ def _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect
                 (out_dir / stale).unlink(missing_ok=True)
         except OSError as e:
             raise UsageError(f"cannot write the report into {out_dir}: {files.describe_os_error(e)}") from None
-        files.write_json(out_dir / MARKER, {"format": MARKER_FORMAT, "files": sorted(names),
-                                            "title": staged["title"]})
+        files.write_json(out_dir / MARKER, {"format": MARKER_FORMAT, "version": MARKER_VERSION, "title": staged["title"],
+                                            "files": {n: {"size": (out_dir / n).stat().st_size,
+                                                          "sha256": _digest(out_dir / n)} for n in sorted(names)}})
     out = {"markdown": out_dir / "index.md", "html": out_dir / "index.html", "archive": out_dir / archive.NAME,
            "warnings": staged["warnings"]}
     out.update({p.stem: out_dir / p.name for p in staged["written"] if p.suffix == ".png"})

@@ -1,0 +1,249 @@
+"""The second hostile pass, data loss first: every case here lost or overwrote data before
+its fix (issue 20, items 1-8 and the leftovers of 13-16 that touch data). Each refusal is
+one line on standard error with exit code 2, and what was there is still there."""
+
+from __future__ import annotations
+
+import io
+import json
+import multiprocessing
+import os
+import shutil
+import tarfile
+
+import numpy as np
+import pytest
+
+import gcbench
+from gcbench import files, results
+from gcbench.config import Cell
+from gcbench.report import MARKER, build_report
+from conftest import run_cli
+from simulate import docs
+
+
+def _one_line(proc, *fragments):
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gcbench: error: "), proc.stderr
+    for f in fragments:
+        assert f in lines[0], lines[0]
+
+
+def _folder(path, documents):
+    path.mkdir(parents=True, exist_ok=True)
+    for d in documents:
+        results.write(d, path / f"{d['cell']}.json")
+    return path
+
+
+def _save(folder, start):
+    start.wait()
+    with gcbench.measure("race") as m:
+        for _ in range(5):
+            with m.step():
+                pass
+    m.save(folder)
+
+
+def test_concurrent_saves_of_a_measured_loop_lose_no_repeat(tmp_path):
+    """Item 1: six processes save into one folder at once; all six repeats are there."""
+    ctx = multiprocessing.get_context("fork")
+    start = ctx.Event()
+    procs = [ctx.Process(target=_save, args=(tmp_path, start)) for _ in range(6)]
+    for p in procs:
+        p.start()
+    start.set()
+    for p in procs:
+        p.join(30)
+        assert p.exitcode == 0
+    assert sorted(d["repeat"] for d in results.load_dir(tmp_path)) == list(range(6))
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left behind
+
+
+def _report(tmp_path, name="rep"):
+    res = _folder(tmp_path / "res", docs(np.random.default_rng(0), 2, 10.0, steps=60))
+    out = tmp_path / name
+    build_report(res, out)
+    return res, out
+
+
+def test_a_copied_marker_does_not_make_a_users_files_ours(tmp_path):
+    """Item 2: a marker copied from a real report into a user's folder owns nothing there."""
+    res, rep = _report(tmp_path)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "index.md").write_text("my notes")
+    (mine / "results.tar.gz").write_bytes(b"my data")
+    shutil.copy(rep / MARKER, mine / MARKER)
+    _one_line(run_cli("report", str(res), "--out", str(mine)), "did not write")
+    assert (mine / "index.md").read_text() == "my notes" and (mine / "results.tar.gz").read_bytes() == b"my data"
+
+
+@pytest.mark.parametrize("listed", [["thesis.txt"], [".bashrc"], [".."], ["../res/jax__mlp__default__r0.json"],
+                                    ["photos.tar"]])
+def test_a_forged_marker_deletes_nothing(tmp_path, listed):
+    res, rep = _report(tmp_path)
+    (rep / "thesis.txt").write_text("years of work")
+    (rep / ".bashrc").write_text("alias")
+    (rep / "photos.tar").write_bytes(b"photos")
+    (rep / MARKER).write_text(json.dumps({"format": "gcbench-report-folder", "files": listed}))
+    before = {p.name: p.read_bytes() for p in (tmp_path / "res").iterdir()}
+    _one_line(run_cli("report", str(res), "--out", str(rep)), "not a file gcbench writes")
+    assert (rep / "thesis.txt").read_text() == "years of work" and (rep / ".bashrc").exists()
+    assert (rep / "photos.tar").exists()
+    assert {p.name: p.read_bytes() for p in (tmp_path / "res").iterdir()} == before
+
+
+def test_a_file_changed_since_the_report_was_written_is_not_replaced(tmp_path):
+    res, rep = _report(tmp_path)
+    (rep / "index.md").write_text("edited by hand")
+    _one_line(run_cli("report", str(res), "--out", str(rep)), "index.md", "changed since")
+    assert (rep / "index.md").read_text() == "edited by hand"
+    # an untouched report folder rebuilds in place, and keeps no stale files
+    res2, rep2 = _report(tmp_path / "two")
+    assert run_cli("report", str(res2), "--out", str(rep2)).returncode == 0
+
+
+def test_an_older_marker_owns_nothing_and_says_how_to_go_on(tmp_path):
+    res, rep = _report(tmp_path)
+    (rep / MARKER).write_text(json.dumps({"format": "gcbench-report-folder", "files": ["index.md", "index.html"]}))
+    _one_line(run_cli("report", str(res), "--out", str(rep)), "older gcbench", "--out NEW")
+
+
+def test_a_stale_staging_folder_of_a_killed_report_is_cleaned(tmp_path):
+    """Item 13: a report killed while staging left .gcbench-staging-* inside its folder."""
+    res, rep = _report(tmp_path)
+    (rep / ".gcbench-staging-abc123").mkdir()
+    (rep / ".gcbench-staging-abc123" / "index.md").write_text("half")
+    assert run_cli("report", str(res), "--out", str(rep)).returncode == 0
+    assert not list(rep.glob(".gcbench-staging-*"))
+
+
+def test_a_reused_report_folder_does_not_keep_the_old_title(tmp_path):
+    """Item 16: the title is kept by a rebuild in place, not by a report of other results."""
+    res, rep = _report(tmp_path)
+    assert run_cli("report", str(res), "--out", str(rep), "--title", "First title").returncode == 0
+    assert run_cli("report", str(rep)).returncode == 0  # in place: the title it was published with
+    assert (rep / "index.md").read_text().startswith("# First title")
+    other = _folder(tmp_path / "other", docs(np.random.default_rng(1), 2, 10.0, steps=60, backend="nnx"))
+    assert run_cli("report", str(other), "--out", str(rep)).returncode == 0
+    assert (rep / "index.md").read_text().startswith("# gcbench report: other")
+
+
+RUN = ["--backends", "jax", "--workloads", "mlp", "--gc", "default", "--repeats", "1", "--networks", "1",
+       "--steps", "5", "--warmup", "1", "--no-progress"]
+
+
+def test_resume_never_replaces_a_result_it_cannot_read(tmp_path):
+    """Item 3: a newer schema, a corrupt file or one without permission stays as it is."""
+    out = tmp_path / "out"
+    out.mkdir()
+    target = out / "jax__mlp__default__r0.json"
+    for content in (json.dumps({"format": "gcbench-result", "schema_version": 99}), "{not json"):
+        target.write_text(content)
+        _one_line(run_cli("run", *RUN, "--out", str(out), "--resume"), "--resume would replace", "--force")
+        assert target.read_text() == content
+        assert not (out / "suite.json").exists()  # refused before the plan was written
+
+
+def test_explain_refuses_a_folder_that_another_gcbench_holds(tmp_path):
+    """Item 4: explain merges into explain.json; not beside a run, nor beside another explain."""
+    with files.FolderLock(tmp_path, "busy"):
+        _one_line(run_cli("explain", "jax/mlp/default", "--out", str(tmp_path)), "in use by another gcbench")
+
+
+def test_explain_validates_before_it_makes_its_folder(tmp_path):
+    """Item 14: a refused explain leaves no folder behind."""
+    out = tmp_path / "never"
+    _one_line(run_cli("explain", "jax/mlp/default", "--site-steps", "0", "--out", str(out)), "--site-steps")
+    assert not out.exists()
+
+
+def test_export_never_overwrites_its_input(tmp_path):
+    """Item 5: the output may not be the input, a file inside it, or an existing document or archive."""
+    res, rep = _report(tmp_path)
+    result = next(res.glob("*.json"))
+    before = result.read_bytes()
+    _one_line(run_cli("export", str(result.parent), "--csv", "--out", str(result)), "inside the input folder")
+    _one_line(run_cli("export", str(rep / "results.tar.gz"), "--csv", "--out", str(rep / "results.tar.gz")),
+              "is the input")
+    _one_line(run_cli("export", str(res), "--csv", "--out", str(rep / "results.tar.gz")), "existing archive")
+    assert result.read_bytes() == before
+    ok = run_cli("export", str(rep), "--csv", "--out", str(tmp_path / "steps.csv"))
+    assert ok.returncode == 0 and (tmp_path / "steps.csv").read_text().count("\n") == 121
+
+
+def test_an_archive_with_a_member_twice_is_refused(tmp_path):
+    """Item 6: the last of two members with one name would win silently."""
+    res, rep = _report(tmp_path)
+    first = next(res.glob("*.json"))
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for data in (first.read_bytes(), first.read_bytes().replace(b'"repeat":0', b'"repeat":0 ')):
+            info = tarfile.TarInfo(first.name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    bad = tmp_path / "dup.tar.gz"
+    bad.write_bytes(buf.getvalue())
+    _one_line(run_cli("report", str(bad), "--out", str(tmp_path / "r2")), "appears twice")
+    assert not (tmp_path / "r2").exists()
+
+
+def test_an_archive_member_too_large_to_read_is_refused_before_reading(tmp_path):
+    """Item 10: a member of zeros just over the limit (a few hundred KiB compressed; the probe used 2 GiB)
+    is refused by its header, before anything is read."""
+    from gcbench import archive
+
+    bad = tmp_path / "big.tar.gz"
+    with tarfile.open(bad, mode="w:gz") as tar:
+        info = tarfile.TarInfo("jax__mlp__default__r0.json")
+        info.size = archive.MEMBER_LIMIT + 2**20
+
+        class Zeros(io.RawIOBase):
+            left = info.size
+
+            def readable(self):
+                return True
+
+            def readinto(self, b):
+                n = min(len(b), self.left)
+                b[:n] = bytes(n)
+                self.left -= n
+                return n
+
+        tar.addfile(info, io.BufferedReader(Zeros(), 1 << 20))
+    _one_line(run_cli("compare", str(bad), str(bad)), "over the")
+
+
+def test_a_folder_with_an_archive_and_results_of_its_own_is_refused(tmp_path):
+    """Item 7: one of the two would be read and the other silently ignored."""
+    res, rep = _report(tmp_path)
+    shutil.copy(next(res.glob("*.json")), rep)
+    for cmd in (["report", str(rep), "--out", str(tmp_path / "r3")], ["export", str(rep), "--csv"],
+                ["compare", str(rep), str(res)]):
+        _one_line(run_cli(*cmd), "holds both results.tar.gz and 1 JSON documents")
+    clean = _report(tmp_path / "b")[1]
+    _one_line(run_cli("run", *RUN, "--out", str(clean)), "holds results.tar.gz")
+
+
+def test_force_with_another_plan_refuses_to_mix_old_cells_in(tmp_path):
+    """Item 8: --force replaces the plan's results; others would be mixed into its report."""
+    out = _folder(tmp_path / "out", docs(np.random.default_rng(2), 1, 10.0, steps=60, backend="nnx"))
+    _one_line(run_cli("run", *RUN, "--out", str(out), "--force"), "not in this plan", "nnx__mlp__default__r0.json")
+    assert (out / "nnx__mlp__default__r0.json").exists()
+
+
+@pytest.mark.slow
+def test_force_whose_new_cell_failed_exits_1_and_says_the_old_result_was_kept(tmp_path):
+    """Item 8: a failed attempt keeps the earlier ok result, and the run says so and fails."""
+    out = tmp_path / "out"
+    earlier = docs(np.random.default_rng(3), 1, 10.0, steps=5)[0]
+    _folder(out, [earlier])
+    before = (out / "jax__mlp__default__r0.json").read_bytes()
+    proc = run_cli("run", *RUN, "--steps", "1000000", "--timeout", "1", "--out", str(out), "--force")
+    assert proc.returncode == 1, proc.stderr
+    assert "failed this time and their earlier ok results were kept" in proc.stdout + proc.stderr
+    assert "0 ok, 1 failed" in proc.stdout + proc.stderr
+    assert (out / "jax__mlp__default__r0.json").read_bytes() == before
