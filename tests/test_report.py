@@ -124,8 +124,12 @@ def test_report_never_touches_files_it_did_not_write(tmp_path):
     (rep / "index.md").rename(rep / "kept.md")
     (rep / "index.md").write_text("a file of the user's where the report wants to write")
     proc = run_cli("report", str(res), "--out", str(rep))
-    assert proc.returncode == 0, proc.stderr  # index.md is in the marker: gcbench's own name
-    assert (rep / "notes.txt").read_text() == "mine" and (rep / "kept.md").exists()
+    # index.md is listed in the marker, but its content is not what gcbench wrote: the user's
+    assert proc.returncode == 2 and "changed since" in proc.stderr
+    assert (rep / "index.md").read_text().startswith("a file of the user's")
+    (rep / "index.md").unlink()
+    assert run_cli("report", str(res), "--out", str(rep)).returncode == 0
+    assert (rep / "notes.txt").read_text() == "mine" and (rep / "kept.md").exists() and (rep / "trace_mlp.png").exists()
 
 
 def test_stale_plots_of_an_earlier_build_are_removed(tmp_path):
