@@ -79,7 +79,7 @@ def test_requirements_pins_replace_gcbench_bounds_and_only_needed_packages_come(
     assert "flax" not in names and "pytest" not in names and "matplotlib" not in names
     assert any(r.startswith("tomli") and "python_version" in r for r in reqs)  # the marker goes to pip as is
     assert envs.requirements(envs.parse("python=3.12"), []) == [r for r in reqs if envs.requirement_name(r) in
-                                                                 ("numpy", "scipy", "tqdm", "tomli")]
+                                                                 ("numpy", "scipy", "tqdm", "jsonschema", "tomli")]
 
 
 def test_matching_jaxlib():
@@ -307,7 +307,7 @@ def test_environment_field_is_validated(tmp_path):
     assert doc["environment"] == {"spec": "python=3.12", "name": "py3.12"}
     results.write(doc, tmp_path / "a.json")
     doc["environment"] = "py3.12"
-    with pytest.raises(UsageError, match="'environment' must be an object"):
+    with pytest.raises(UsageError, match="field environment"):
         results.validate(doc)
 
 

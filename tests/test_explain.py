@@ -114,9 +114,10 @@ def test_explain_json_keeps_one_explanation_per_cell_and_environment(tmp_path):
     """Saving again replaces; a file written by an older gcbench (the environment in the label too)
     is read with one explanation per cell and environment, the last one saved."""
     env = "py3.11 equinox==0.13.2"
-    old = {"label": f"equinox-filter/vit/default [{env}]", "environment": env, "note": "old"}
-    new = {"label": "equinox-filter/vit/default", "environment": env, "note": "new"}
-    other = {"label": "equinox-filter/vit/default", "environment": None, "note": "no env"}
+    cell = {"cell": {"backend": "equinox-filter", "workload": "vit", "policy": "default"}, "julia": {}}
+    old = {"label": f"equinox-filter/vit/default [{env}]", "environment": env, "note": "old", **cell}
+    new = {"label": "equinox-filter/vit/default", "environment": env, "note": "new", **cell}
+    other = {"label": "equinox-filter/vit/default", "environment": None, "note": "no env", **cell}
     explain.save(tmp_path, old)
     explain.save(tmp_path, other)
     explain.save(tmp_path, new)

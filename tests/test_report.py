@@ -156,7 +156,7 @@ def test_report_cli_errors(tmp_path):
 
 @pytest.mark.parametrize("name, content, message", [
     ("suite.json", b"{not json", "suite.json: not a valid"),
-    ("suite.json", b'{"cells": 5}', "not a gcbench suite.json"),
+    ("suite.json", b'{"cells": 5}', "suite.json: field cells: 5 is not of type 'array'"),
     ("memory.json", b'{"format": "gcbench-memory", "schema_version": 1, "cases": [{"kind": "gather"}]}',
      "malformed case"),
     ("bisect.json", b'{"rows": 3}', "not a gcbench bisect table"),

@@ -241,6 +241,11 @@ def load_suite(name_or_path: str) -> Suite:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{where}: invalid TOML: {e}") from None
+    except RecursionError:
+        raise UsageError(f"{where}: invalid TOML: nested too deeply") from None
+    if not raw:
+        raise UsageError(f"{where}: an empty suite file; name at least its backends and workloads (see "
+                         "python/gcbench/suites/default.toml)")
     unknown = set(raw) - SUITE_KEYS
     if unknown:
         raise UsageError(f"{where}: unknown keys {', '.join(sorted(unknown))}; valid keys: {', '.join(sorted(SUITE_KEYS))}")

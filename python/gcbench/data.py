@@ -60,42 +60,60 @@ class Dataset:
         return {"kind": self.kind, "source": self.source, "samples": len(self)}
 
 
+MAX_IDX_BYTES = 2**30  # the largest IDX payload read (MNIST's training images are 47 MB)
+
+
 def read_idx(path: str | os.PathLike, expect_ndim: int | None = None) -> np.ndarray:
     """Read one IDX file (gzipped or not) into an array, checking its header.
 
-    Raises `UsageError` naming the file when the magic number, the number of
-    dimensions or the size of the payload is not what the header promises.
+    The file is streamed: the header says how many bytes follow, and no more than that
+    (at most MAX_IDX_BYTES) is ever decompressed, so a gzip bomb costs nothing. Raises
+    `UsageError` naming the file when the magic number, the number of dimensions or the
+    size of the payload is not what the header promises.
     """
     path = pathlib.Path(path)
+    gzipped = False
     try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise UsageError(f"cannot read IDX file {path}: {e.strerror}") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as e:
+        with open(path, "rb") as f:
+            gzipped = f.read(2) == b"\x1f\x8b"
+        with (gzip.open(path, "rb") if gzipped else open(path, "rb")) as f:
+            return _read_idx_stream(f, path, expect_ndim)
+    except OSError as e:  # gzip.BadGzipFile is an OSError too
+        if gzipped and e.errno is None:
             raise UsageError(f"{path}: corrupt gzip data ({e})") from None
-    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES:
+        raise UsageError(f"cannot read IDX file {path}: {e.strerror or e}") from None
+    except (EOFError, zlib.error) as e:
+        raise UsageError(f"{path}: corrupt gzip data ({e})") from None
+
+
+def _read_idx_stream(f, path: pathlib.Path, expect_ndim: int | None) -> np.ndarray:
+    magic = f.read(4)
+    if len(magic) < 4 or magic[0] != 0 or magic[1] != 0 or magic[2] not in _IDX_DTYPES:
         raise UsageError(
-            f"{path}: not an IDX file (magic bytes {raw[:4].hex() or 'missing'}, "
+            f"{path}: not an IDX file (magic bytes {magic.hex() or 'missing'}, "
             "expected 0000 then a type code and a dimension count, e.g. 00000803)"
         )
-    dtype = np.dtype(_IDX_DTYPES[raw[2]])
-    ndim = raw[3]
+    dtype = np.dtype(_IDX_DTYPES[magic[2]])
+    ndim = magic[3]
     if expect_ndim is not None and ndim != expect_ndim:
         raise UsageError(f"{path}: IDX file has {ndim} dimensions, expected {expect_ndim}")
-    header = 4 + 4 * ndim
-    if len(raw) < header:
-        raise UsageError(f"{path}: truncated IDX header ({len(raw)} bytes, expected {header})")
-    shape = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
-    expected = header + math.prod(shape) * dtype.itemsize  # exact: no overflow to 0
-    if len(raw) != expected:
+    dims = f.read(4 * ndim)
+    if len(dims) < 4 * ndim:
+        raise UsageError(f"{path}: truncated IDX header ({4 + len(dims)} bytes, expected {4 + 4 * ndim})")
+    shape = tuple(int.from_bytes(dims[4 * i: 4 * i + 4], "big") for i in range(ndim))
+    size = math.prod(shape) * dtype.itemsize  # exact: no overflow to 0
+    if size > MAX_IDX_BYTES:
+        raise UsageError(f"{path}: IDX header promises {size:,} bytes for shape {shape}, over the "
+                         f"{MAX_IDX_BYTES:,} gcbench reads")
+    payload = f.read(size)
+    trailing = f.read(1)
+    if len(payload) != size or trailing:
+        got = f"{len(payload)}" if not trailing else f"more than {size}"
         raise UsageError(
-            f"{path}: IDX payload is {len(raw) - header} bytes, expected "
-            f"{expected - header} for shape {shape} ({'truncated' if len(raw) < expected else 'trailing bytes'})"
+            f"{path}: IDX payload is {got} bytes, expected {size} for shape {shape} "
+            f"({'trailing bytes' if trailing else 'truncated'})"
         )
-    return np.frombuffer(raw, dtype=dtype, offset=header).reshape(shape).astype(dtype.newbyteorder("="))
+    return np.frombuffer(payload, dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="))
 
 
 def write_idx(path: str | os.PathLike, array: np.ndarray, compress: bool = False) -> None:

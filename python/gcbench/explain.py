@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import statistics
 
-from . import diagnose, files, stats
+from . import diagnose, files, schemas, stats
 from .errors import UsageError
 
 FILE = "explain.json"
@@ -245,6 +245,7 @@ def load(folder) -> dict | None:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("explanations"), list) \
             or not all(isinstance(e, dict) and isinstance(e.get("label"), str) for e in doc["explanations"]):
         raise UsageError(f"{path}: not a gcbench explain document")
+    schemas.check(doc, schemas.EXPLAIN, str(path))
     if doc.get("schema_version", 0) > SCHEMA_VERSION:
         raise UsageError(f"{path}: explain schema_version {doc['schema_version']} is newer than this gcbench reads")
     for e in doc["explanations"]:  # older files kept the environment in the label too: it is apart

@@ -107,6 +107,8 @@ def read_json(path: str | os.PathLike, what: str = "JSON file"):
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise UsageError(f"{path}: not a valid {what} (invalid JSON: {e.msg} at line {e.lineno})") from None
+    except RecursionError:
+        raise UsageError(f"{path}: not a valid {what} (nested too deeply)") from None
 
 
 def make_folder(path: str | os.PathLike, what: str = "output folder") -> pathlib.Path:

@@ -22,7 +22,7 @@ import pathlib
 
 import numpy as np
 
-from . import files
+from . import files, schemas
 from .errors import UsageError
 
 SCHEMA_VERSION = 2
@@ -121,6 +121,10 @@ def _check_array(where: str, key: str, arr, n: int | None) -> int:
         raise UsageError(f"{where}: per-step array {key!r} must hold {what}")
     if key in NON_NEGATIVE and values.size and values.min() < 0:
         raise UsageError(f"{where}: per-step array {key!r} holds negative values")
+    if key == "wall_ns" and values.size and values.min() <= 0:
+        raise UsageError(f"{where}: per-step array 'wall_ns' holds a step that took no time")
+    if key == "gc_collections" and len(arr) and values.shape[-1] == 0:
+        raise UsageError(f"{where}: per-step array 'gc_collections' has empty rows (no generation counted)")
     return len(arr)
 
 
@@ -140,6 +144,7 @@ def validate(doc, where: str = "result") -> dict:
         value = doc.get(key)
         if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
             raise UsageError(f"{where}: field {key!r} missing or not a {typ.__name__}")
+    schemas.check(doc, schemas.RESULT, where)
     env = doc.get("environment")
     if env is not None and not (isinstance(env, dict) and isinstance(env.get("spec"), str)
                                 and isinstance(env.get("name"), str)):

@@ -10,7 +10,7 @@ import pathlib
 import sys
 import time
 
-from .. import archive, compare, config, files, footprint, results, stats, summary
+from .. import archive, compare, config, files, footprint, results, schemas, stats, summary
 from .. import data as datamod
 from ..backends import BACKENDS
 from ..errors import UsageError
@@ -106,6 +106,7 @@ def read_plan(out_dir: pathlib.Path) -> dict:
     if not path.is_file():
         return {}
     plan = files.read_json(path, "suite.json")
+    schemas.check(plan, schemas.SUITE, str(path))
     if not isinstance(plan, dict) or not isinstance(plan.get("cells", []), list) \
             or not all(isinstance(c, str) for c in plan.get("cells", [])):
         raise UsageError(f"{path}: not a gcbench suite.json (expected an object with a list of cell names)")

@@ -341,7 +341,7 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
         blocks += environments.section(docs)
         blocks += [Heading("Findings")]
         for w in workloads:
-            blocks += [Heading(w, 3), Bullets(findings.findings([cs for cs in cells if cs.key[1] == w]))]
+            blocks += [Heading(escape(w), 3), Bullets(findings.findings([cs for cs in cells if cs.key[1] == w]))]
     if why is not None:
         blocks += why_section.section(why, docs, out_dir, written)
     if ok:
@@ -358,7 +358,7 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
             figs += [(plots.pauses_figure(mine, w, out_dir / f"pauses_{w}.png"),
                       f"{w}: GC pause lengths by generation")]
             figs += [(plots.ecdf_figure(mine, w, out_dir / f"ecdf_{w}.png"), f"{w}: distribution of step times")]
-            blocks += [Heading(w, 3)]
+            blocks += [Heading(escape(w), 3)]
             for path, alt in figs:
                 if path is not None:
                     blocks.append(Image(path, alt))

@@ -14,6 +14,7 @@ import dataclasses
 import html
 import pathlib
 import re
+import urllib.parse
 
 from markdown_it import MarkdownIt
 
@@ -92,7 +93,7 @@ def to_markdown(blocks: list) -> str:
             lines += ["| " + " | ".join(map(_cell, row)) + " |" for row in b.rows]
             out.append("\n".join(lines))
         elif isinstance(b, Image):
-            out.append(f"![{escape(b.alt)}]({b.path.name})")
+            out.append(f"![{escape(b.alt)}]({urllib.parse.quote(b.path.name)})")
         else:
             raise TypeError(f"unknown block {b!r}")
     return "\n\n".join(out) + "\n"
