@@ -8,6 +8,7 @@ import io
 import json
 import multiprocessing
 import os
+import pathlib
 import shutil
 import tarfile
 
@@ -247,3 +248,71 @@ def test_force_whose_new_cell_failed_exits_1_and_says_the_old_result_was_kept(tm
     assert "failed this time and their earlier ok results were kept" in proc.stdout + proc.stderr
     assert "0 ok, 1 failed" in proc.stdout + proc.stderr
     assert (out / "jax__mlp__default__r0.json").read_bytes() == before
+
+
+def test_a_step_that_raised_is_not_a_timed_step_and_steps_do_not_nest():
+    """Item 16: the measure API records only steps that finished, one at a time."""
+    with gcbench.measure("loop") as m:
+        for i in range(10):
+            try:
+                with m.step():
+                    if i % 3 == 0:
+                        raise ValueError("a bad batch")
+            except ValueError:
+                pass
+        with pytest.raises(gcbench.UsageError, match="does not nest"):
+            with m.step():
+                with m.step():
+                    pass
+    assert m.steps == 6 and m.raised == 5  # 0, 3, 6, 9 raised, and the step the nested one broke
+    doc = m.result()
+    assert len(doc["wall_ns"]) == 6 and doc["probe"]["steps_raised"] == 5
+    with pytest.raises(gcbench.UsageError, match="capacity must be an integer from 1 to 10,000,000"):
+        gcbench.measure("big", capacity=10**8)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["run", "--backends", ""], "--backends is empty"),
+    (["run", "--gc", ""], "--gc is empty"),
+    (["reproduce", "--only", ""], "--only is empty"),
+    (["reproduce", "--steps", "0"], "--steps must be a positive integer"),
+    (["reproduce", "--repeats", "0"], "--repeats must be a positive integer"),
+    (["reproduce", "--batch-size", "0"], "--batch-size must be a positive integer"),
+    (["reproduce", "--steps", "-1"], "--steps must be a positive integer"),
+    (["reproduce", "--timeout", "nan"], "--timeout must be a positive, finite number"),
+    (["run", "--timeout", "-1"], "timeout must be a positive, finite number"),
+    (["run", "--timeout", "nan"], "timeout must be a positive, finite number"),
+    (["run", "--gc", "manual:²"], "manual:K needs a positive integer"),
+    (["run", "--gc", "manual:" + "9" * 5000], "manual:K needs a positive integer"),
+    (["bisect", "--package", "equinox", "--versions", "0.13.2", "--cell", "equinox-filter/vit/default",
+      "--factor", "inf"], "--factor must be a finite number"),
+    (["memory", "--index-dtype", "int8", "--size", "seed", "--no-measure"], "cannot hold N = 128"),
+    (["memory", "--size", "3000,1", "--index-dtype", "int16", "--no-measure"], "32-bit indices"),
+])
+def test_empty_zero_and_out_of_range_values_are_refused_at_once(tmp_path, args, fragment):
+    """Items 11 and 15: an empty list or a zero never means "all" or "the default"."""
+    out = tmp_path / "out"
+    _one_line(run_cli(*args, "--out", str(out)), fragment)
+    assert not out.exists()
+
+
+def test_an_empty_or_deeply_nested_suite_file_is_one_line(tmp_path):
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    _one_line(run_cli("run", "--suite", str(empty), "--out", str(tmp_path / "o")), "empty suite file")
+    deep = tmp_path / "deep.toml"
+    deep.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    _one_line(run_cli("run", "--suite", str(deep), "--out", str(tmp_path / "o")), "invalid TOML")
+    nested = tmp_path / "res"
+    nested.mkdir()
+    (nested / "jax__mlp__default__r0.json").write_text("[" * 100_000 + "]" * 100_000)
+    _one_line(run_cli("report", str(nested), "--out", str(tmp_path / "r")), "nested too deeply")
+
+
+def test_a_non_utf8_title_and_folder_are_shown_not_a_crash(tmp_path):
+    """Item 11: undecodable bytes in a folder name or a title."""
+    res = _folder(tmp_path / "res", docs(np.random.default_rng(4), 2, 10.0, steps=60))
+    out = os.fsencode(tmp_path) + b"/rep-\xff"
+    proc = run_cli("report", str(res), "--out", os.fsdecode(out), "--title", os.fsdecode(b"caf\xe9"))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert b"caf\\xe9" in (pathlib.Path(os.fsdecode(out)) / "index.md").read_bytes()

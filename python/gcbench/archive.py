@@ -70,7 +70,8 @@ def opened(source: pathlib.Path):
     path = source / NAME if source.is_dir() else source
     if not is_archive(path):
         raise UsageError(f"{source}: neither a results folder nor a {NAME} archive")
-    with tempfile.TemporaryDirectory(prefix="gcbench-results-") as tmp:
+    files.sweep_stale_temps("results")
+    with tempfile.TemporaryDirectory(prefix=files.owned_temp_prefix("results")) as tmp:
         try:
             with tarfile.open(path, "r:gz") as tar:
                 seen: set[str] = set()

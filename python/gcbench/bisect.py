@@ -11,6 +11,7 @@ called a change.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 
 import numpy as np
@@ -62,8 +63,8 @@ def get_metric(name: str) -> Metric:
 
 
 def check_factor(factor: float) -> None:
-    if not factor > 1:
-        raise UsageError(f"--factor must be greater than 1, got {factor:g}")
+    if not (factor > 1 and math.isfinite(factor)):
+        raise UsageError(f"--factor must be a finite number greater than 1, got {factor:g}")
 
 
 def parse_cell(text: str) -> tuple[str, str, str]:

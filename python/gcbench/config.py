@@ -104,7 +104,7 @@ def _int_in(what: str, value, low: int, high: int) -> None:
 def _names(what: str, value) -> list[str]:
     """A list of names: a list of strings, or one comma-separated string."""
     if isinstance(value, str):
-        value = split_list(value)
+        value = split_list(value, what)
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise UsageError(f"{what} must be a list of names, like [\"a\", \"b\"], got {value!r}")
     return value
@@ -216,9 +216,12 @@ class Suite:
         return rounds
 
 
-def split_list(text: str) -> list[str]:
-    """'a, b,c' -> ['a', 'b', 'c']"""
-    return [part.strip() for part in text.split(",") if part.strip()]
+def split_list(text: str, what: str = "the list") -> list[str]:
+    """'a, b,c' -> ['a', 'b', 'c']; an empty list is a mistake (it never means "all")."""
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if not parts:
+        raise UsageError(f"{what} is empty: name at least one (an empty list does not mean all)")
+    return parts
 
 
 def shipped_suites() -> list[str]:

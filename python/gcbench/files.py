@@ -77,7 +77,9 @@ def write_new(path: str | os.PathLike, data: bytes) -> bool:
 
 
 def write_text(path: str | os.PathLike, text: str) -> pathlib.Path:
-    return write_bytes(path, text.encode("utf-8"))
+    # text from the command line may hold undecodable bytes (surrogates): shown escaped, never a crash
+    data = text.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="backslashreplace")
+    return write_bytes(path, data.encode("utf-8", errors="backslashreplace"))
 
 
 def json_bytes(doc, indent: int | None = 1) -> bytes:
@@ -123,6 +125,49 @@ def make_folder(path: str | os.PathLike, what: str = "output folder") -> pathlib
     if not os.access(path, os.W_OK | os.X_OK):
         raise UsageError(f"{what} {path} cannot be written (permission denied)")
     return path
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def owned_temp_prefix(kind: str) -> str:
+    """`gcbench-KIND-PID-`: a prefix for temporary files and folders of this process, which
+    `sweep_stale_temps` removes once the process is gone (even when it was killed with
+    SIGKILL, when nothing of its own could clean up)."""
+    return f"gcbench-{kind}-{os.getpid()}-"
+
+
+def sweep_stale_temps(kind: str) -> int:
+    """Remove what killed gcbench processes left in the temporary directory under
+    `owned_temp_prefix(kind)`; return how many entries went."""
+    import re
+    import shutil
+
+    pattern = re.compile(rf"^gcbench-{re.escape(kind)}-(\d+)-")
+    gone = 0
+    root = pathlib.Path(tempfile.gettempdir())
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return 0
+    for entry in entries:
+        m = pattern.match(entry.name)
+        if not m or _alive(int(m.group(1))):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+            gone += 1
+    return gone
 
 
 class FolderLock:

@@ -61,7 +61,7 @@ def parse(text: str) -> GCPolicy:
         return GCPolicy(text)
     if text.startswith("manual:"):
         k = text.partition(":")[2]
-        if k.isdigit() and int(k) > 0:
+        if k.isascii() and k.isdigit() and len(k) <= 9 and int(k) > 0:
             return GCPolicy("manual", int(k))
-        raise UsageError(f"bad GC policy {text!r}: manual:K needs a positive integer K, e.g. manual:100")
+        raise UsageError(f"bad GC policy {text[:40]!r}{'...' if len(text) > 40 else ''}: manual:K needs a positive integer K, e.g. manual:100")
     raise UsageError(f"unknown GC policy {text!r}; valid policies: {', '.join(NAMES)}")

@@ -29,6 +29,7 @@ from .errors import UsageError
 from .probe import StepProbe
 
 DEFAULT_CAPACITY = 100_000
+MAX_CAPACITY = 10_000_000  # as many timed steps as a run may have
 
 
 class _Step:
@@ -40,8 +41,11 @@ class _Step:
     def __enter__(self) -> None:
         self._m._begin()
 
-    def __exit__(self, *exc) -> None:
-        self._m._end()
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:
+            self._m._end()
+        else:  # the step raised: it is not a timed step (the exception goes on)
+            self._m._abort()
 
 
 class Measurement:
@@ -53,16 +57,21 @@ class Measurement:
             raise UsageError(f"name must be letters, digits, '.', '_' or '-', got {name!r}")
         if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
             raise UsageError(f"warmup must be a non-negative integer, got {warmup!r}")
-        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
-            raise UsageError(f"capacity must be a positive integer, got {capacity!r}")
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or not 1 <= capacity <= MAX_CAPACITY:
+            raise UsageError(f"capacity must be an integer from 1 to {MAX_CAPACITY:,}, got {capacity!r}")
         self.name = name
         self.warmup = warmup
         self._warm = StepProbe(max(warmup, 1), alloc_blocks=alloc_blocks)
-        self._timed = StepProbe(capacity, alloc_blocks=alloc_blocks)
+        try:
+            self._timed = StepProbe(capacity, alloc_blocks=alloc_blocks)
+        except MemoryError:
+            raise UsageError(f"capacity={capacity:,} steps does not fit in memory: pass a smaller one") from None
         self._step = _Step(self)
         self._n = 0  # steps begun
         self._probe = self._warm if warmup else self._timed
         self._active = False
+        self._in_step = False
+        self.raised = 0  # steps that raised, not recorded
         self.gc_state: dict = {}
 
     # -- the context managers ---------------------------------------------------------
@@ -82,6 +91,8 @@ class Measurement:
     def _begin(self) -> None:
         if not self._active:
             raise UsageError("a step outside `with gcbench.measure(...)`")
+        if self._in_step:
+            raise UsageError("a step inside a step: `m.step()` brackets one step and does not nest")
         if self._n == self.warmup and self._probe is self._warm and self.warmup:
             self._warm.uninstall()
             self._probe = self._timed
@@ -92,11 +103,19 @@ class Measurement:
             self.gc_state = {"gc_enabled": gc.isenabled(), "frozen_objects": gc.get_freeze_count(),
                              "gc_thresholds": list(gc.get_threshold())}
         self._probe.begin()
+        self._in_step = True
 
     def _end(self) -> None:
         probe = self._probe
         probe.end(probe.steps)
+        self._in_step = False
         self._n += 1
+
+    def _abort(self) -> None:
+        if self._in_step:
+            self._probe.abort()
+            self._in_step = False
+            self.raised += 1
 
     # -- what was measured ----------------------------------------------------------------
     @property
@@ -119,7 +138,8 @@ class Measurement:
                           warmup={**warm, "loss": None}, **self._timed.arrays(),
                           gc_events=self._timed.event_log(), loss={"step": [], "value": []},
                           gc_state=self.gc_state, machine_state={"cpu_count": os.cpu_count(),
-                                                                  "load_after": metadata.load_average()})
+                                                                  "load_after": metadata.load_average()},
+                          probe={"steps_raised": self.raised})  # steps that raised are not timed steps
         doc.pop("cell_spec", None)
         return results.validate(doc, "measurement")
 

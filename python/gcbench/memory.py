@@ -44,8 +44,12 @@ def parse_size(text: str) -> tuple[str, int, int]:
     if text in SIZES:
         return (text, *SIZES[text])
     parts = text.split(",")
-    if len(parts) == 2 and all(p.strip().isdigit() and int(p) > 0 for p in parts):
+    if len(parts) == 2 and all(p.strip().isascii() and p.strip().isdigit() and len(p.strip()) <= 12 and int(p) > 0
+                               for p in parts):
         n, m = (int(p) for p in parts)
+        if n**3 > 2**31 - 1:
+            raise UsageError(f"bad size {text!r}: x would hold N^3 = {n**3:,} elements, more than JAX's 32-bit "
+                             f"indices reach (N at most {int((2**31 - 1) ** (1 / 3))})")
         return f"{n},{m}", n, m
     raise UsageError(f"bad size {text!r}: use small, seed, or N,M with positive integers (x is N^3, idx has M rows)")
 
@@ -53,8 +57,9 @@ def parse_size(text: str) -> tuple[str, int, int]:
 def check_index_dtype(name: str, n: int) -> str:
     if name not in INDEX_DTYPES:
         raise UsageError(f"bad index dtype {name!r}; valid: {', '.join(INDEX_DTYPES)}")
-    if np.iinfo(name).max < n - 1:
-        raise UsageError(f"index dtype {name} cannot hold indices up to {n - 1}")
+    if np.iinfo(name).max < n:  # the programs compare and clip indices against N itself
+        raise UsageError(f"index dtype {name} cannot hold N = {n} (the programs compare indices with it); "
+                         f"use a wider one")
     return name
 
 

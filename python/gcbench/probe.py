@@ -136,6 +136,7 @@ class StepProbe:
         self._pause0 = self._pause_total
         self._collected0 = self._collected_total
         self._current = self.steps
+        self._events0 = self.events
         if self.alloc_blocks_enabled:
             self._blocks0 = sys.getallocatedblocks()
         self._reset0 = self._reset_total
@@ -153,6 +154,13 @@ class StepProbe:
         if self.alloc_blocks_enabled:
             self.alloc_blocks[i] = sys.getallocatedblocks() - self._blocks0
         self.steps = i + 1
+        self._current = -1
+
+    def abort(self) -> None:
+        """Forget the step begun last (it raised): nothing is recorded for it, and the
+        collections logged during it count as between steps (step -1)."""
+        k = min(self.events, len(self.ev_step))
+        self.ev_step[min(self._events0, k):k] = -1
         self._current = -1
 
     @property

@@ -29,7 +29,7 @@ import uuid
 
 from tqdm import tqdm
 
-from . import metadata, results
+from . import files, metadata, results
 from .backends import get_backend
 from .config import Cell
 from .envs import isolated_environ
@@ -119,7 +119,7 @@ def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: 
                        "machine_state": machine_state, "explain": explain})
     partial = partial_path(out_file)
     partial.unlink(missing_ok=True)
-    fd, err_name = tempfile.mkstemp(prefix="gcbench-stderr-", suffix=".txt")
+    fd, err_name = tempfile.mkstemp(prefix=files.owned_temp_prefix("stderr"), suffix=".txt")
     err_path = pathlib.Path(err_name)
     proc = None
     try:
@@ -248,7 +248,9 @@ def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], time
     if resume:
         check_resumable(cells, out_dir)
     show_bars = sys.stderr.isatty() if progress is None else progress
-    with tempfile.TemporaryDirectory(prefix="gcbench-jax-cache-") as cache:
+    for kind in ("jax-cache", "stderr"):  # what runs killed with SIGKILL left behind
+        files.sweep_stale_temps(kind)
+    with tempfile.TemporaryDirectory(prefix=files.owned_temp_prefix("jax-cache")) as cache:
         return _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, resume, data_kind,
                           compile_cache_env(cache))
 

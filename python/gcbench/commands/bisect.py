@@ -38,7 +38,7 @@ def main(args) -> int:
     cell = bisect.parse_cell(args.cell)
     metric = bisect.get_metric(args.metric)
     bisect.check_factor(args.factor)  # now, not after the runs
-    versions = config.split_list(args.versions) if args.versions else None
+    versions = config.split_list(args.versions, "--versions") if args.versions is not None else None
     if args.results:
         if args.versions is not None and not versions:
             raise UsageError("--versions names no version")

@@ -20,7 +20,7 @@ def register(sub) -> None:
 
 def sizes(text: str) -> list[str]:
     """'small,seed' -> ['small', 'seed']; '16,4096' (one N,M pair) stays whole."""
-    parts = config.split_list(text)
+    parts = config.split_list(text, "--size")
     if parts and all(p.isdigit() for p in parts):
         return [",".join(parts)]
     return parts
@@ -30,9 +30,9 @@ def main(args) -> int:
     from .. import memory
 
     size_list = sizes(args.size)
-    dtypes = config.split_list(args.index_dtype)
-    backends = list(BACKENDS) if args.backends == "all" else config.split_list(args.backends)
-    workloads = config.split_list(args.workloads)
+    dtypes = config.split_list(args.index_dtype, "--index-dtype")
+    backends = list(BACKENDS) if args.backends == "all" else config.split_list(args.backends, "--backends")
+    workloads = config.split_list(args.workloads, "--workloads")
     config.Suite(backends=backends, workloads=workloads).validate()  # names checked as for run
     memory.check_cases(size_list, dtypes)  # before any folder is made
     out_dir = files.make_folder(args.out or config.default_out("memory"), "results folder")

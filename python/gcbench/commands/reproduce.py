@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import pathlib
 import tempfile
@@ -63,7 +64,13 @@ def main(args) -> int:
     from .. import memory
     from ..backends import julia_bridge
 
-    only = config.split_list(args.only) if args.only else list(reproduce.CASES)
+    only = config.split_list(args.only, "--only") if args.only is not None else list(reproduce.CASES)
+    for name in ("steps", "repeats", "batch_size"):  # 0 never means "the default"
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise UsageError(f"--timeout must be a positive, finite number of seconds, got {args.timeout:g}")
     unknown = [c for c in only if c not in reproduce.CASES]
     if unknown or not only:
         raise UsageError(f"unknown case {unknown[0] if unknown else '(none)'}; cases: {', '.join(reproduce.CASES)}")

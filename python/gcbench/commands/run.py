@@ -31,12 +31,12 @@ def register(sub) -> None:
 
 def suite_from_args(args) -> config.Suite:
     suite = config.load_suite("quick" if args.quick else args.suite)
-    if args.backends:
-        suite.backends = config.split_list(args.backends)
-    if args.workloads:
-        suite.workloads = config.split_list(args.workloads)
-    if args.gc:
-        suite.gc = config.split_list(args.gc)
+    if args.backends is not None:
+        suite.backends = config.split_list(args.backends, "--backends")
+    if args.workloads is not None:
+        suite.workloads = config.split_list(args.workloads, "--workloads")
+    if args.gc is not None:
+        suite.gc = config.split_list(args.gc, "--gc")
     _common.apply_overrides(suite, args)
     if args.env:
         suite.envs = list(args.env)

@@ -22,6 +22,7 @@ import matplotlib.ticker as mticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .. import files, stats, summary  # noqa: E402
+from ..errors import UsageError  # noqa: E402
 from ..explain import qualifiers as explain_qualifiers  # noqa: E402
 from ..backends import BACKENDS  # noqa: E402
 
@@ -82,6 +83,8 @@ def save(fig, path: pathlib.Path) -> pathlib.Path:
     try:
         fig.savefig(tmp, dpi=DPI, format="png")
         files.write_bytes(path, tmp.read_bytes())
+    except OSError as e:  # a full disk, a folder made read-only meanwhile
+        raise UsageError(f"cannot write {path.name}: {files.describe_os_error(e)}") from None
     finally:
         plt.close(fig)
         tmp.unlink(missing_ok=True)
