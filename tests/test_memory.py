@@ -71,7 +71,7 @@ def test_sizes_and_dtypes_are_checked():
             memory.parse_size(bad)
     with pytest.raises(UsageError, match="bad index dtype"):
         memory.check_index_dtype("float32", 16)
-    with pytest.raises(UsageError, match="cannot hold indices up to 255"):
+    with pytest.raises(UsageError, match="int8 cannot hold N = 256"):
         memory.check_index_dtype("int8", 256)
 
 
@@ -97,7 +97,7 @@ def test_memory_cli_table_json_and_report(tmp_path):
 @pytest.mark.parametrize("args,fragment", [
     (["--size", "enormous"], "bad size 'enormous'"),
     (["--index-dtype", "float32"], "bad index dtype 'float32'"),
-    (["--size", "300,10", "--index-dtype", "int8"], "cannot hold indices up to 299"),
+    (["--size", "300,10", "--index-dtype", "int8"], "int8 cannot hold N = 300"),
     (["--workloads", "resnet"], "unknown workload 'resnet'"),
 ])
 def test_memory_bad_input_is_one_line(tmp_path, args, fragment):

@@ -1,0 +1,133 @@
+"""Malformed documents, generated: every one of them is either read (and then summarized,
+compared and exported without an error) or refused with a `UsageError` (one line, exit 2
+from the command line), never a traceback, and memory stays bounded."""
+
+from __future__ import annotations
+
+import copy
+import json
+import resource
+
+import numpy as np
+import pytest
+
+from gcbench import compare, export, results, summary
+from gcbench.errors import UsageError
+from conftest import run_cli
+from simulate import docs
+
+BAD_VALUES = [None, "", "x", -1, 0, 1.5, 1e308, True, [], {}, [[]], [None], {"a": 1}, "a b", "../x", "\n# injected",
+              "9" * 5000, [1, "2"], float("nan")]
+NESTED = ["metadata", "machine_state", "data", "gc_events", "loss", "environment", "warmup", "probe"]
+
+
+def mutate(doc: dict, rng: np.random.Generator) -> dict:
+    """One to three random damages to a valid result document."""
+    doc = copy.deepcopy(doc)
+    for _ in range(int(rng.integers(1, 4))):
+        kind = int(rng.integers(0, 6))
+        if kind == 0:  # a top-level field deleted or replaced
+            key = str(rng.choice(sorted(doc)))
+            if rng.random() < 0.3:
+                del doc[key]
+            else:
+                doc[key] = copy.deepcopy(BAD_VALUES[int(rng.integers(len(BAD_VALUES)))])
+        elif kind == 1:  # a field inside a nested object
+            outer = str(rng.choice(NESTED))
+            inner = doc.get(outer)
+            if isinstance(inner, dict) and inner:
+                key = str(rng.choice(sorted(inner)))
+                inner[key] = copy.deepcopy(BAD_VALUES[int(rng.integers(len(BAD_VALUES)))])
+            else:
+                doc[outer] = copy.deepcopy(BAD_VALUES[int(rng.integers(len(BAD_VALUES)))])
+        elif kind == 2:  # a per-step array damaged
+            key = str(rng.choice(["wall_ns", "gc_ns", "gc_collections", "gc_collected", "gc_pressure"]))
+            arr = doc.get(key)
+            if isinstance(arr, list) and arr:
+                i = int(rng.integers(len(arr)))
+                choice = int(rng.integers(5))
+                if choice == 0:
+                    arr[i] = copy.deepcopy(BAD_VALUES[int(rng.integers(len(BAD_VALUES)))])
+                elif choice == 1:
+                    del arr[i:]
+                elif choice == 2:
+                    doc[key] = [[] for _ in arr] if key == "gc_collections" else [0] * len(arr)
+                elif choice == 3:
+                    doc[key] = [[1, 2]] * len(arr) if key == "gc_collections" else [2**70] * len(arr)
+                else:
+                    arr[i] = -arr[i] if not isinstance(arr[i], list) else [-1, 0, 0]
+        elif kind == 3:  # a name that would reach a report
+            doc[str(rng.choice(["backend", "workload", "gc_policy", "cell"]))] = str(rng.choice(
+                ["lenet5\n# Injected", "a/b", "..", "x" * 500, "", "<img src=x>", "[l](http:evil)"]))
+        elif kind == 4:  # the gc event log
+            ev = doc.get("gc_events")
+            if isinstance(ev, dict) and ev.get("step"):
+                ev[str(rng.choice(["step", "generation", "pause_ns", "collected"]))] = \
+                    copy.deepcopy(BAD_VALUES[int(rng.integers(len(BAD_VALUES)))])
+            else:
+                doc["gc_events"] = {"step": [1], "generation": [7], "pause_ns": [-5], "collected": ["x"]}
+        else:  # deep nesting somewhere
+            nested: list = []
+            for _ in range(int(rng.integers(10, 300))):
+                nested = [nested]
+            doc[str(rng.choice(["metadata", "loss", "data", "extra"]))] = nested
+    return doc
+
+
+def _read_and_use(doc: dict) -> str:
+    """'refused' or 'read' (and then everything downstream worked)."""
+    try:
+        results.validate(doc, "fuzz")
+    except UsageError as e:
+        assert "\n" not in str(e)
+        return "refused"
+    cells = summary.summarize_all([doc])
+    assert cells and cells[0].ok
+    compare.format_comparison(compare.compare_docs([doc], [doc]))
+    export.to_csv(export.cell_records([doc]))
+    export.to_csv(export.step_records([doc]))
+    return "read"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_generated_malformed_documents_are_refused_or_read(seed):
+    rng = np.random.default_rng(seed)
+    base = docs(rng, 3, 10.0, steps=40, full_every=7, pause_ms=3)
+    base[0]["gc_events"] = {"step": [6, 13], "generation": [2, 2], "pause_ns": [3_000_000, 3_000_000],
+                            "collected": [0, 0], "dropped": 0}
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    outcomes = {"refused": 0, "read": 0}
+    for i in range(750):
+        doc = mutate(base[i % 3], rng)
+        try:
+            json.dumps(doc, allow_nan=False)
+        except (ValueError, RecursionError):
+            continue  # not a JSON document at all: tested through the files below
+        outcomes[_read_and_use(doc)] += 1
+    grew_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert outcomes["refused"] > 300 and outcomes["read"] > 20, outcomes
+    assert grew_mib < 500
+
+
+def test_malformed_documents_through_the_command_line_are_one_line(tmp_path):
+    """A sample of the generated documents, as files, through report, export and compare."""
+    rng = np.random.default_rng(99)
+    base = docs(rng, 2, 10.0, steps=30)
+    tried = 0
+    for i in range(40):
+        doc = mutate(base[i % 2], rng)
+        folder = tmp_path / f"f{i}"
+        folder.mkdir()
+        try:
+            text = json.dumps(doc)
+        except (ValueError, RecursionError):
+            continue
+        (folder / "jax__mlp__default__r0.json").write_text(text)
+        for args in (["export", str(folder), "--csv"], ["compare", str(folder), str(folder)]):
+            proc = run_cli(*args)
+            assert "Traceback" not in proc.stderr, (args, proc.stderr[-2000:])
+            assert proc.returncode in (0, 2), proc.stderr
+            if proc.returncode == 2:
+                assert len(proc.stderr.strip().splitlines()) == 1
+            tried += 1
+    assert tried > 50
