@@ -7,7 +7,10 @@ sees the old file or the whole new one, never a truncated one. An `OSError` whil
 writing becomes a `UsageError` naming the file and the reason (disk full, read-only).
 
 `FolderLock` is an advisory lock (flock) on a folder: a second gcbench that wants the
-same folder is refused at once, with one line, instead of mixing its files in.
+same folder is refused at once, with one line, instead of mixing its files in. The lock
+file lives only while the lock is held: its holder removes it before letting go, and a
+taker checks that the file it locked is still the one at the path, so removing it never
+lets two processes hold the folder at once.
 """
 
 from __future__ import annotations
@@ -175,7 +178,7 @@ class FolderLock:
 
     Use as a context manager; a folder already locked by another gcbench raises
     `UsageError` with `busy_message`. The lock goes with the process: a killed
-    gcbench leaves no stale lock behind.
+    gcbench leaves no stale lock behind, and one that ends removes the lock file.
     """
 
     def __init__(self, folder: str | os.PathLike, busy_message: str):
@@ -184,22 +187,33 @@ class FolderLock:
         self._file = None
 
     def __enter__(self) -> FolderLock:
-        try:
-            self._file = open(self.path, "a")
-        except OSError as e:
-            raise UsageError(f"cannot lock {self.path.parent}: {describe_os_error(e)}") from None
-        try:
-            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            self._file.close()
-            self._file = None
-            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise UsageError(self.busy_message) from None
-            raise UsageError(f"cannot lock {self.path.parent}: {describe_os_error(e)}") from None
-        return self
+        for _ in range(100):
+            try:
+                f = open(self.path, "a")
+            except OSError as e:
+                raise UsageError(f"cannot lock {self.path.parent}: {describe_os_error(e)}") from None
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                f.close()
+                if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise UsageError(self.busy_message) from None
+                raise UsageError(f"cannot lock {self.path.parent}: {describe_os_error(e)}") from None
+            try:  # the holder before us may have removed the file we opened: then it locks nothing
+                current = os.stat(self.path)
+            except FileNotFoundError:
+                current = None
+            mine = os.fstat(f.fileno())
+            if current is not None and (current.st_ino, current.st_dev) == (mine.st_ino, mine.st_dev):
+                self._file = f
+                return self
+            f.close()
+        raise UsageError(f"cannot lock {self.path.parent}: its lock file keeps changing")
 
     def __exit__(self, *exc) -> None:
         if self._file is not None:
+            with contextlib.suppress(OSError):
+                self.path.unlink()  # still held: a taker that opened it finds it gone and retries
             with contextlib.suppress(OSError):
                 fcntl.flock(self._file, fcntl.LOCK_UN)
             self._file.close()

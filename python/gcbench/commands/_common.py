@@ -4,6 +4,7 @@ a suite into a folder that belongs to the run, the summary table, and the report
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import pathlib
@@ -147,10 +148,22 @@ def run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, k
              samples: int) -> tuple[list[dict] | None, pathlib.Path, int]:
     """Run `cells` (the plan; `suite` names it and holds its environments and timeout) into
     the results folder `out`, which belongs to this run (see `prepare_folder`)."""
+    footprint.check(cells, samples, language_of)
+    made = not pathlib.Path(out).exists()
+    try:
+        return _run_plan(cells, suite, args, out, out_fn, kind, data_note)
+    except BaseException:
+        if made:  # a run refused or stopped before it wrote anything leaves no empty folder behind
+            with contextlib.suppress(OSError):
+                pathlib.Path(out).rmdir()
+        raise
+
+
+def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, kind: str,
+              data_note: str) -> tuple[list[dict] | None, pathlib.Path, int]:
     from .. import envs, runner
     from ..files import FolderLock
 
-    footprint.check(cells, samples, language_of)
     resume, force = getattr(args, "resume", False), getattr(args, "force", False)
     out_dir = prepare_folder(out, resume, force)
     if resume:

@@ -1,0 +1,197 @@
+"""The second hostile pass, the items not about losing data (issue 20, items 9 and 11-14):
+malformed documents refused by their schema with one line naming the file and the field,
+names that would inject Markdown or HTML into a report, a full disk and signals during a
+report, and what killed or refused commands used to leave behind."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pytest
+
+from gcbench import files, results
+from gcbench.config import Cell
+from conftest import run_cli
+from simulate import docs
+
+INJECTED = "lenet5\n<img src=x>\n\n# Injected heading\n\n[injected link](http:evil.example)"
+
+
+def _one_line(proc, *fragments):
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gcbench: error: "), proc.stderr
+    for f in fragments:
+        assert f in lines[0], lines[0]
+
+
+def _folder(path, documents):
+    path.mkdir(parents=True, exist_ok=True)
+    for d in documents:
+        (path / f"{d['cell']}.json").write_text(json.dumps(d))
+    return path
+
+
+def _damaged(tmp_path, name, damage):
+    base = docs(np.random.default_rng(1), 2, 10.0, steps=40)
+    out = []
+    for d in base:
+        d = copy.deepcopy(d)
+        damage(d)
+        out.append(d)
+    return _folder(tmp_path / name, out)
+
+
+# -- item 9: one schema per document, checked on load --------------------------------------------
+
+@pytest.mark.parametrize("name, damage, fragments", [
+    ("empty-rows", lambda d: d.__setitem__("gc_collections", [[] for _ in d["gc_collections"]]),
+     ["gc_collections", "empty rows"]),
+    ("zero-wall", lambda d: d.__setitem__("wall_ns", [0] * len(d["wall_ns"])), ["wall_ns", "took no time"]),
+    ("command", lambda d: d["metadata"].__setitem__("command", "gcbench run"),
+     ["field metadata.command", "is not of type 'array'"]),
+    ("packages", lambda d: d["metadata"].__setitem__("packages", ["jax"]),
+     ["field metadata.packages", "is not of type 'object'"]),
+    ("cpu-count", lambda d: d["metadata"].__setitem__("cpu_count", "two"), ["field metadata.cpu_count"]),
+    ("events", lambda d: d.__setitem__("gc_events", {"step": [1], "generation": [7]}), ["field gc_events"]),
+])
+def test_a_malformed_result_names_its_file_and_field(tmp_path, name, damage, fragments):
+    folder = _damaged(tmp_path, name, damage)
+    for args in (["report", str(folder), "--out", str(tmp_path / "rep")], ["export", str(folder), "--csv"],
+                 ["compare", str(folder), str(folder)]):
+        _one_line(run_cli(*args), "jax__mlp__default__r0.json", *fragments)
+    assert not (tmp_path / "rep").exists()
+
+
+def test_a_malformed_explain_entry_is_one_line(tmp_path):
+    folder = _folder(tmp_path / "res", docs(np.random.default_rng(2), 2, 10.0, steps=40))
+    (folder / "explain.json").write_text(json.dumps({"format": "gcbench-explain", "schema_version": 1,
+                                                     "explanations": [{"cell": "jax/mlp/default"}]}))
+    proc = run_cli("report", str(folder), "--out", str(tmp_path / "rep"))
+    _one_line(proc, "explain.json")
+
+
+# -- item 12: names that would inject into a report -------------------------------------------------
+
+@pytest.mark.parametrize("field, value", [("workload", INJECTED), ("workload", "a/b"), ("backend", "[x](http:evil)"),
+                                          ("gc_policy", "<script>")])
+def test_names_that_would_inject_are_refused_where_they_are_read(tmp_path, field, value):
+    folder = _damaged(tmp_path, "res", lambda d: d.__setitem__(field, value))
+    _one_line(run_cli("report", str(folder), "--out", str(tmp_path / "rep")), f"field {field}", "does not match")
+    assert not (tmp_path / "rep").exists()
+
+
+def test_text_that_reaches_a_report_is_escaped_where_it_is_written(tmp_path):
+    """A title and a reason are free text: shown, never interpreted as Markdown or HTML."""
+    folder = _folder(tmp_path / "res", docs(np.random.default_rng(3), 2, 10.0, steps=40))
+    cell = Cell("nnx", "mlp", "default", 0, 2, 4992, 40, 2, 0, 10)
+    reason_doc = results.new(cell, "unavailable", reason="# Injected heading\n[injected link](http:evil.example) "
+                             "<img src=x>", data={"kind": "synthetic"})
+    (folder / "nnx__mlp__default__r0.json").write_text(json.dumps(reason_doc))
+    proc = run_cli("report", str(folder), "--out", str(tmp_path / "rep"),
+                   "--title", "Mine\n# Injected title\n[link](http:evil.example)")
+    assert proc.returncode == 0, proc.stderr
+    html = (tmp_path / "rep" / "index.html").read_text()
+    assert html.count("<h1") == 1 and "Injected title" in html.split("</h1>")[0]
+    assert "<h1>Injected" not in html and "<h2>Injected" not in html
+    assert 'href="http:evil' not in html and "<img src=x" not in html
+
+
+# -- item 11: a full disk and signals while a report is written -------------------------------------
+
+@pytest.fixture
+def small_disk(tmp_path):
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mnt)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip("mounting a small tmpfs needs root (CAP_SYS_ADMIN); not available here")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_a_full_disk_while_a_report_is_written_is_one_line_and_leaves_nothing(tmp_path, small_disk):
+    folder = _folder(tmp_path / "res", docs(np.random.default_rng(4), 3, 10.0, steps=200, full_every=20, pause_ms=5))
+    _one_line(run_cli("report", str(folder), "--out", str(small_disk / "rep")), "No space left on device")
+    assert not (small_disk / "rep").exists()
+
+
+def test_a_refused_run_on_a_full_disk_leaves_no_folder_and_no_lock(small_disk):
+    """Item 14: a run that could not write its plan leaves nothing, not even its lock file."""
+    (small_disk / "filler").write_bytes(b"x" * (os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize))
+    _one_line(run_cli("run", "--backends", "jax", "--workloads", "mlp", "--networks", "2", "--steps", "5",
+                      "--repeats", "1", "--out", str(small_disk / "out")), "No space left on device")
+    assert not (small_disk / "out").exists()
+    (small_disk / "mine").mkdir()
+    _one_line(run_cli("run", "--backends", "jax", "--workloads", "mlp", "--networks", "2", "--steps", "5",
+                      "--repeats", "1", "--out", str(small_disk / "mine")), "No space left on device")
+    assert list((small_disk / "mine").iterdir()) == []  # the user's folder stays, empty as it was
+
+
+@pytest.mark.parametrize("sig, code, said", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_a_signal_during_a_report_from_an_archive_is_one_line_and_leaves_nothing(tmp_path, sig, code, said):
+    """Item 11 and 13: Ctrl-C or SIGTERM while a report is drawn; the archive was unpacked into
+    a temporary folder, which goes too, and so does the half-built report."""
+    folder = _folder(tmp_path / "res", docs(np.random.default_rng(5), 3, 10.0, steps=1500, full_every=30, pause_ms=5)
+                     + docs(np.random.default_rng(6), 3, 12.0, steps=1500, backend="nnx"))
+    assert run_cli("report", str(folder), "--out", str(tmp_path / "first")).returncode == 0
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "gcbench", "report", str(tmp_path / "first"), "--out",
+                             str(tmp_path / "again")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    tmp = pathlib.Path(tempfile.gettempdir())
+    prefix = f"gcbench-results-{proc.pid}-"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(p.name.startswith(prefix) for p in tmp.iterdir()):
+        time.sleep(0.02)  # signal once the archive is unpacked and the report is being drawn
+    assert proc.poll() is None, "the report ended before it could be interrupted"
+    time.sleep(0.3)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err and err.strip().splitlines() == [f"gcbench: {said}"], err
+    assert not any(p.name.startswith(prefix) for p in tmp.iterdir())
+    assert not (tmp_path / "again").exists()
+
+
+# -- item 13: what killed runs left behind is swept -------------------------------------------------
+
+def test_temporary_files_of_killed_processes_are_swept_and_living_ones_kept(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    tmp = pathlib.Path(tempfile.gettempdir())
+    left = {"jax-cache": tmp / f"gcbench-jax-cache-{dead.pid}-abc", "results": tmp / f"gcbench-results-{dead.pid}-abc"}
+    for path in left.values():
+        path.mkdir()
+        (path / "inside").write_text("x")
+    stderr_file = tmp / f"gcbench-stderr-{dead.pid}-abc.txt"
+    stderr_file.write_text("x")
+    alive = tmp / f"gcbench-stderr-{os.getpid()}-mine.txt"
+    alive.write_text("x")
+    try:
+        assert files.sweep_stale_temps("jax-cache") >= 1 and files.sweep_stale_temps("results") >= 1
+        assert files.sweep_stale_temps("stderr") >= 1
+        assert not any(p.exists() for p in [*left.values(), stderr_file])
+        assert alive.exists()  # this process is alive: its files are its own
+    finally:
+        alive.unlink(missing_ok=True)
+
+
+def test_the_lock_file_goes_with_the_lock_and_a_second_taker_is_refused(tmp_path):
+    with files.FolderLock(tmp_path, "busy"):
+        assert (tmp_path / files.LOCK_NAME).exists()
+        with pytest.raises(files.UsageError, match="busy"):
+            with files.FolderLock(tmp_path, "busy"):
+                pass
+    assert not (tmp_path / files.LOCK_NAME).exists()
+    with files.FolderLock(tmp_path, "busy"):  # and it can be taken again
+        pass
