@@ -54,3 +54,17 @@ def run_cli(*args, timeout=600, **kw):
     """`gcbench ARGS` in a subprocess, as a user runs it."""
     return subprocess.run([sys.executable, "-m", "gcbench", *args], capture_output=True, text=True,
                           timeout=timeout, **kw)
+
+
+@pytest.fixture(scope="module")
+def exact_float32():
+    """Float32 matrix products computed in float32, for tests that compare frameworks.
+    XLA's default on Ampere and Hopper GPUs is TF32 (a 10-bit mantissa), which moves a
+    ViT's losses by about 1e-4 relative between two equal programs written differently;
+    on the CPU 'highest' is what XLA does anyway. The equivalence tests compare the
+    frameworks, not the precisions, so they ask for it on every platform."""
+    jax = pytest.importorskip("jax")
+    before = jax.config.jax_default_matmul_precision
+    jax.config.update("jax_default_matmul_precision", "highest")
+    yield
+    jax.config.update("jax_default_matmul_precision", before)

@@ -130,7 +130,8 @@ def test_the_plan_interleaves_repeats_in_seeded_rounds():
 
 
 def test_a_plan_that_cannot_fit_in_memory_is_refused(tmp_path):
-    proc = run_cli("run", "--backends", "jax", "--workloads", "mlp", "--steps", "10000000", "--networks", "100000",
+    # the largest plan gcbench accepts: about 2.4 TiB of batch schedule, more than any machine has
+    proc = run_cli("run", "--backends", "jax", "--workloads", "mlp", "--steps", "10000000", "--batch-size", "65536",
                    "--out", str(tmp_path / "o"))
     assert_usage_error(proc, "would need about", "is available", "fewer --steps or --networks")
     assert not (tmp_path / "o").exists()

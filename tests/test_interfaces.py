@@ -39,6 +39,34 @@ def test_measure_records_a_users_loop_in_the_schema_of_a_cell(tmp_path):
     assert [d["repeat"] for d in results.load_dir(tmp_path)] == [0, 1]
 
 
+def test_measure_keeps_the_policy_the_user_named_and_counts_frozen_objects():
+    """An interpreter that already holds frozen objects (a library froze them, as happens
+    on GPU machines) does not make the loop a `freeze` loop; the count is recorded."""
+    gc.freeze()
+    try:
+        with gcbench.measure("plain") as m:
+            _loop(m, 10)
+        with gcbench.measure("mine", policy="freeze") as named:
+            _loop(named, 10)
+    finally:
+        gc.unfreeze()
+    doc = m.result()
+    assert doc["gc_policy"] == "default" and doc["gc_state"]["frozen_objects"] > 0
+    assert named.result()["gc_policy"] == "freeze"
+    with pytest.raises(UsageError, match="unknown GC policy"):
+        gcbench.measure("x", policy="sometimes")
+
+
+def test_measure_records_the_jax_devices_of_the_loop():
+    jax = pytest.importorskip("jax")
+    with gcbench.measure("on-device") as m:
+        for _ in range(3):
+            with m.step():
+                jax.block_until_ready(jax.numpy.ones(4) * 2)
+    meta = m.result()["metadata"]
+    assert meta["jax_backend"] == jax.default_backend() and meta["devices"] == [str(d) for d in jax.devices()]
+
+
 def test_measure_knows_a_disabled_collector_and_refuses_misuse():
     gc.disable()
     try:

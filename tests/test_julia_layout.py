@@ -19,6 +19,8 @@ from gcbench.backends import julia_bridge, julia_layout
 from gcbench.config import Cell
 from gcbench.workloads import WORKLOADS, init_params
 
+pytestmark = pytest.mark.usefixtures("exact_float32")  # the JAX forward pass in float32 on every platform
+
 
 class Reader:
     """Arrays of the given sizes, in order, from a flat column-major vector (as julia/layers.jl reads)."""

@@ -103,3 +103,40 @@ def test_memory_cli_table_json_and_report(tmp_path):
 def test_memory_bad_input_is_one_line(tmp_path, args, fragment):
     proc = run_cli("memory", *args, "--no-measure", "--out", str(tmp_path / "m"))
     assert proc.returncode == 2 and fragment in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_an_accelerators_compiler_gets_a_column_of_its_own_within_a_time_limit():
+    """On a GPU machine the gather programs are compiled twice: for the CPU (the seed's
+    figures, the same on every machine) and, in a child process with a time limit, for
+    the GPU. Here the CPU stands in for the accelerator: the child's figures must equal
+    the ones compiled in this process, and a limit too short gives the reason instead."""
+    rows = memory.gather_cases("small", ["int32"], "cpu")
+    assert rows and all(r["compiler"] == "cpu" for r in rows)
+    for r in rows:
+        acc = r["accelerator"]
+        assert acc["platform"] == "cpu" and acc["gradient"] == r["gradient"] and acc["forward"] == r["forward"]
+    text = memory.format_tables({"cases": rows})
+    assert "cpu grad" in text and "(and the cpu compiler's)" in text
+    slow = memory.gather_cases("small", ["int32"], "cpu", limit=0.001)
+    assert all(r["accelerator"] == {"platform": "cpu", "error": "cpu compiler took longer than 0.001 s"} for r in slow)
+    assert "cpu: cpu compiler took longer than 0.001 s" in memory.format_tables({"cases": slow})
+
+
+def test_the_reproduction_rows_say_which_compiler_each_figure_comes_from():
+    from gcbench import reproduce
+
+    def case(compiler_fields, fwd, grad):
+        return {"kind": "gather", "size": "seed", "formulation": "seed", "index_dtype": "int32", "m": 2048**3, "n": 128,
+                "forward": {"total_bytes": int(fwd * memory.GIB), "temp_bytes": 0},
+                "gradient": {"total_bytes": int(grad * memory.GIB), "temp_bytes": 0}, **compiler_fields}
+
+    here = reproduce.gather_rows({"device": "TFRT_CPU_0", "cases": [case({"compiler": "cpu"}, 128.01, 224.02)]})
+    assert [r.verdict for r in here] == ["reproduced", "reproduced", "not run"]
+    assert "CPU compiler" in here[0].claim and here[2].reason == "no GPU where `gcbench memory` ran"
+    on_gpu = {"compiler": "cpu", "accelerator": {"platform": "gpu", "forward": {"total_bytes": int(96.01 * memory.GIB)},
+                                                 "gradient": {"total_bytes": int(96.02 * memory.GIB)}}}
+    gpu = reproduce.gather_rows({"device": "cuda:0", "cases": [case(on_gpu, 128.01, 224.02)]})[2]
+    assert gpu.verdict == "not" and "96.02 GiB against its forward's 96.01 GiB: 1.00 x (no copy of the index)" in gpu.measured
+    # a document of an older gcbench, compiled for the GPU it ran on (../shared/gpu-h100/memory-seed-int32.json)
+    old = reproduce.gather_rows({"device": "cuda:0", "cases": [case({}, 96.01, 96.02)]})
+    assert len(old) == 1 and old[0].verdict == "not" and "GPU compiler" in old[0].claim

@@ -106,3 +106,24 @@ def test_allocated_blocks_when_asked_for():
         keep.extend(object() for _ in range(5000))
         probe.end(0)
     assert probe.alloc_blocks[0] >= 5000 and probe.arrays()["alloc_blocks"][0] >= 5000
+
+
+def test_host_time_ends_where_the_loop_says_the_step_was_dispatched():
+    probe = StepProbe(4)
+    with probe:
+        for i in range(4):
+            probe.begin()
+            time.sleep(0.004)  # the host's part: Python and dispatch
+            probe.dispatched()
+            time.sleep(0.012)  # waiting for the device
+            probe.end(i)
+    out = probe.arrays()
+    host, wall = out["host_ns"], out["wall_ns"]
+    assert len(host) == 4 and all(3.5e6 <= h <= w - 11e6 for h, w in zip(host, wall))
+    # a loop that never marks its steps records no host time at all (not zeros)
+    plain = StepProbe(2)
+    with plain:
+        for i in range(2):
+            plain.begin()
+            plain.end(i)
+    assert "host_ns" not in plain.arrays()

@@ -246,3 +246,24 @@ def test_a_ranking_of_several_backends_claims_only_its_two_ends():
     ranking = next(s for s in findings.findings(cells) if s.startswith("Median step under"))
     assert re.search(r"`nnx` takes 2\.\d\d x \(95 % [\d.]+-[\d.]+\) the time of `jax` \(the fastest and the slowest "
                      r"median of 3 backends; those between are not ranked\)\.$", ranking)
+
+
+def test_host_time_gets_its_section_only_where_it_was_recorded(tmp_path):
+    rng = np.random.default_rng(8)
+    res = tmp_path / "res"
+    res.mkdir()
+    for d in docs(rng, 3, 10.0, steps=60) + docs(rng, 3, 10.0, steps=60, backend="nnx"):
+        if d["backend"] == "nnx":
+            d["host_ns"] = [w // 4 for w in d["wall_ns"]]
+        results.write(d, res / f"{d['cell']}.json")
+    md = build_report(res, tmp_path / "rep")["markdown"].read_text()
+    assert "## Host and device" in md
+    section = md.split("## Host and device")[1].split("\n## ")[0]
+    assert "| nnx/mlp/default |" in section and "jax/mlp/default" not in section
+    row = next(line for line in section.splitlines() if line.startswith("| nnx/mlp/default |"))
+    assert "| 25.0 (" in row and "| 75.0 |" in row
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for d in docs(rng, 3, 10.0, steps=60):
+        results.write(d, plain / f"{d['cell']}.json")
+    assert "Host and device" not in build_report(plain, tmp_path / "rep2")["markdown"].read_text()

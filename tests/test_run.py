@@ -5,6 +5,7 @@ import stat
 import sys
 import textwrap
 
+import jax
 import numpy as np
 import pytest
 
@@ -35,9 +36,12 @@ def test_short_jax_run_writes_valid_results(tmp_path, mnist_dir):
         assert doc["warmup"]["wall_ns"][0] > max(doc["wall_ns"])
         assert doc["traces"] == {"update": 1}
         assert doc["loss"]["value"][-1] < doc["loss"]["value"][0]
-        assert doc["metadata"]["packages"]["jax"] and doc["metadata"]["jax_backend"] == "cpu"
+        # the worker runs on JAX's default platform: the CPU here, the GPU on a GPU machine
+        assert doc["metadata"]["packages"]["jax"] and doc["metadata"]["jax_backend"] == jax.default_backend()
         assert doc["metadata"]["command"][:3] == ["gcbench", "run", "--backends"]
         assert doc["probe"]["bracket_ok"] and doc["probe"]["bookkeeping_entries"] == 90
+        # host time (until the step function returned) is part of every step, and shorter than it
+        assert len(doc["host_ns"]) == 30 and all(0 < h < w for h, w in zip(doc["host_ns"], doc["wall_ns"]))
         # the bookkeeping keeps 3 dicts per step alive: the pressure says so
         assert np.median(doc["gc_pressure"]) >= 3
         assert doc["machine_state"]["cpu_count"] >= 1 and "load_before" in doc["machine_state"]

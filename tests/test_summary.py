@@ -93,3 +93,15 @@ def test_few_steps_and_one_repeat_are_warned_about():
     s = summary.summarize(docs(rng, 1, 10.0, steps=50)).stats
     assert any("only 50 timed steps" in w for w in s["warnings"])
     assert any("one repeat" in w for w in s["warnings"])
+
+
+def test_the_host_share_is_the_mean_of_the_repeats_shares_with_its_interval():
+    rng = np.random.default_rng(12)
+    repeats = docs(rng, 3, 10.0, steps=100)
+    for d, share in zip(repeats, (0.2, 0.3, 0.4)):
+        d["host_ns"] = [int(w * share) for w in d["wall_ns"]]
+    s = summary.summarize(repeats).stats
+    assert s["host_share"] == pytest.approx(0.3, abs=1e-3)
+    lo, hi = s["host_share_ci"]
+    assert lo < 0.2 and hi > 0.4  # t with 2 degrees of freedom over 0.2, 0.3, 0.4: 0.05-0.55
+    assert "host_share" not in summary.summarize(docs(rng, 3, 10.0, steps=100)).stats  # not recorded: not shown

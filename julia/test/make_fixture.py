@@ -25,6 +25,9 @@ NETWORKS = {"mlp": 2, "lenet5": 1}
 
 
 def main() -> None:
+    import jax
+
+    jax.config.update("jax_default_matmul_precision", "highest")  # float32 references on every platform (not TF32)
     HERE.mkdir(exist_ok=True)
     dataset = datamod.synthetic(SAMPLES, seed=SEED)
     schedule = datamod.batch_schedule(len(dataset), STEPS, SEED, BATCH)

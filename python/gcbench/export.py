@@ -37,7 +37,7 @@ def step_records(docs: list[dict]) -> list[dict]:
         colls = summary.collections(d)
         julia = "gc_full" in d
         names = ["gc_incremental", "gc_full"] if julia else [f"gc_gen{g}" for g in range(colls.shape[1])]
-        extra = {k: d[k] for k in ("gc_collected", "gc_pressure", "alloc_bytes", "alloc_blocks") if k in d}
+        extra = {k: d[k] for k in ("gc_collected", "gc_pressure", "alloc_bytes", "alloc_blocks", "host_ns") if k in d}
         for i, (wall, gc_ns) in enumerate(zip(d["wall_ns"], d["gc_ns"])):
             row = dict(base, step=i, wall_ns=wall, gc_ns=gc_ns)
             row.update({n: int(c) for n, c in zip(names, colls[i])})
@@ -66,7 +66,7 @@ def cell_records(docs: list[dict]) -> list[dict]:
                        full_per_repeat=" ".join(map(str, f["schedule"]["counts"])),
                        full_schedule_fixed=f["schedule"]["constant"],
                        full_extra_ms=None if f.get("extra_ns") is None else f["extra_ns"] / 1e6,
-                       full_cost_share=f.get("cost_share"))
+                       full_cost_share=f.get("cost_share"), host_share=s.get("host_share"))
         rows.append(row)
     return rows
 

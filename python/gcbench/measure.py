@@ -6,6 +6,7 @@
         for batch in batches:
             with m.step():
                 state, loss = train_step(state, batch)
+                m.dispatched()                # optional: host time (Python, dispatch) ends here
                 jax.block_until_ready(loss)   # the step ends when its results are ready
     print(m.summary())                        # median step, GC share, full collections
     m.save("results/my-loop")                 # one result document, the schema of a cell
@@ -22,8 +23,9 @@ from __future__ import annotations
 import gc
 import os
 import pathlib
+import sys
 
-from . import files, metadata, results
+from . import files, gcpolicy, metadata, results
 from .config import _NAME, Cell
 from .errors import UsageError
 from .probe import StepProbe
@@ -52,15 +54,20 @@ class Measurement:
     """Per-step wall time and GC activity of a loop you run (see the module docstring)."""
 
     def __init__(self, name: str = "my-loop", warmup: int = 0, capacity: int = DEFAULT_CAPACITY,
-                 alloc_blocks: bool = False):
+                 alloc_blocks: bool = False, policy: str | None = None):
         if not isinstance(name, str) or not _NAME.match(name):
             raise UsageError(f"name must be letters, digits, '.', '_' or '-', got {name!r}")
+        if policy is not None:
+            if not isinstance(policy, str):
+                raise UsageError(f"policy must be a GC policy name (default, freeze, disable, manual:K), got {policy!r}")
+            gcpolicy.parse(policy)
         if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
             raise UsageError(f"warmup must be a non-negative integer, got {warmup!r}")
         if isinstance(capacity, bool) or not isinstance(capacity, int) or not 1 <= capacity <= MAX_CAPACITY:
             raise UsageError(f"capacity must be an integer from 1 to {MAX_CAPACITY:,}, got {capacity!r}")
         self.name = name
         self.warmup = warmup
+        self.policy = policy
         self._warm = StepProbe(max(warmup, 1), alloc_blocks=alloc_blocks)
         try:
             self._timed = StepProbe(capacity, alloc_blocks=alloc_blocks)
@@ -87,6 +94,14 @@ class Measurement:
     def step(self) -> _Step:
         """The context manager for one step: `with m.step(): ...`."""
         return self._step
+
+    def dispatched(self) -> None:
+        """Inside a step: the step function has returned and what follows waits for its
+        results (`jax.block_until_ready`). Called in every step, it records the host time
+        of each step (Python and dispatch) beside its wall time."""
+        if not self._in_step:
+            raise UsageError("m.dispatched() belongs inside `with m.step():`")
+        self._probe.dispatched()
 
     def _begin(self) -> None:
         if not self._active:
@@ -128,10 +143,14 @@ class Measurement:
         if not self._timed.steps:
             raise UsageError("no timed step was measured" + (f" (the first {self.warmup} steps are warm-up)"
                                                              if self.warmup else ""))
-        policy = "disable" if not self.gc_state.get("gc_enabled", True) else \
-            "freeze" if self.gc_state.get("frozen_objects") else "default"
+        # the policy the user named; else what can be told for sure: the collector was off, or
+        # it was not. Frozen objects alone do not make a `freeze` loop: libraries freeze too
+        # (the count is in gc_state).
+        policy = self.policy or ("disable" if not self.gc_state.get("gc_enabled", True) else "default")
         cell = Cell("user", self.name, policy, 0, 1, 0, self._timed.steps, self.warmup, 0, 1)
         meta = metadata.collect()
+        if "jax" in sys.modules:  # the loop used JAX: its devices, as gcbench's own cells record them
+            meta.update(metadata.jax_devices())
         meta["command"] = ["gcbench.measure", self.name]
         warm = self._warm.arrays() if self.warmup else {"wall_ns": []}
         doc = results.new(cell, "ok", data={"kind": "user", "source": "the user's own loop"}, metadata=meta,
@@ -166,7 +185,7 @@ class Measurement:
 
 
 def measure(name: str = "my-loop", warmup: int = 0, capacity: int = DEFAULT_CAPACITY,
-            alloc_blocks: bool = False) -> Measurement:
+            alloc_blocks: bool = False, policy: str | None = None) -> Measurement:
     """Measure your own loop: `with gcbench.measure("name") as m: ... with m.step(): ...`.
 
     Arguments:
@@ -174,9 +193,12 @@ def measure(name: str = "my-loop", warmup: int = 0, capacity: int = DEFAULT_CAPA
         warmup: the first steps, recorded apart (compilation happens there).
         capacity: the most timed steps that will be measured (arrays are preallocated).
         alloc_blocks: also count allocated memory blocks per step (walks the heap: slow).
+        policy: the GC policy your loop follows, as results name it (`freeze` if you call
+            `gc.freeze()`, `manual:K`, ...); by default `disable` when the collector is off
+            at the first timed step and `default` otherwise.
 
     Returns:
         A `Measurement`: a context manager whose `step()` brackets one step, with
         `result()`, `summary()` and `save(folder)`.
     """
-    return Measurement(name, warmup, capacity, alloc_blocks)
+    return Measurement(name, warmup, capacity, alloc_blocks, policy)

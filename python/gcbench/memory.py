@@ -11,8 +11,16 @@ executable gives argument, output, temporary and aliased bytes. Two kinds of cas
 - step: the training step of a gcbench workload: forward, value-and-grad, and each
   backend's full optimizer step, so the memory table sits beside the timing report.
 
+The gather cases are compiled for the CPU wherever gcbench runs: the seed report read
+XLA's CPU memory report, and the CPU compiler is the one that copies the index array.
+Where a GPU (or another accelerator) is JAX's default device, the same programs are also
+compiled for it, each size and index dtype in a child process with a time limit
+(`ACCELERATOR_COMPILE_LIMIT`): XLA's GPU compiler can spend minutes on the seed's
+sizes. Their figures are a column of their own. Training-step programs are compiled
+for the device the cells train on.
+
 Small gather cases can also be run once for real (`--measure`): each in a fresh process,
-recording the process's peak-RSS increase (and the device's peak bytes on a GPU).
+on the CPU, recording the process's peak-RSS increase.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ SCHEMA_VERSION = 1
 # out of the process's baseline; seed: the seed report's sizes (analysed, never run here).
 SIZES = {"small": (16, 4096), "medium": (64, 2**22), "seed": (128, 2048**3)}
 MEASURE_LIMIT = 2 * 2**30  # run a case for real only when its compiled total is at most this
+ACCELERATOR_COMPILE_LIMIT = 60.0  # seconds for one size and index dtype on an accelerator's compiler
 INDEX_DTYPES = ("int8", "int16", "int32", "int64")
 GIB = 2**30
 
@@ -113,10 +122,32 @@ def _formulations():
 
 
 def _analysis(fn, *args) -> dict:
+    """Memory of `fn` compiled for the device its abstract arguments are placed on."""
     import jax
 
     ma = jax.jit(fn, keep_unused=True).lower(*args).compile().memory_analysis()
     return _stats(ma)
+
+
+def _device(platform: str):
+    import jax
+
+    return jax.devices(platform)[0]
+
+
+def _abstract(shape, dtype, device):
+    """An abstract array placed on `device`: what is compiled for it is that device's program."""
+    import jax
+
+    return jax.ShapeDtypeStruct(shape, dtype, sharding=jax.sharding.SingleDeviceSharding(device))
+
+
+def accelerator() -> str | None:
+    """JAX's default platform when it is not the CPU ('gpu', 'tpu'), else None."""
+    import jax
+
+    platform = jax.default_backend()
+    return None if platform == "cpu" else platform
 
 
 def _stats(ma) -> dict:
@@ -130,27 +161,57 @@ def _stats(ma) -> dict:
     return out
 
 
-def gather_cases(size: str, index_dtypes: list[str]) -> list[dict]:
-    import jax
+def _gather_programs(n: int, m: int, dtype: str, platform: str) -> dict[str, dict]:
+    """Forward and gradient memory of every formulation, compiled for `platform`."""
+    import jax.numpy as jnp
+
+    device = _device(platform)
+    x = _abstract((n, n, n), jnp.float32, device)
+    idx = _abstract((m, 3), jnp.dtype(dtype), device)
+    return {name: {"forward": _analysis(forward, x, idx), "gradient": _analysis(gradient, x, idx)}
+            for name, (forward, gradient) in _formulations().items()}
+
+
+def gather_cases(size: str, index_dtypes: list[str], accelerator_platform: str | None = None,
+                 limit: float = ACCELERATOR_COMPILE_LIMIT) -> list[dict]:
+    """One row per index dtype and formulation, compiled for the CPU; with
+    `accelerator_platform`, each row also holds that compiler's figures (or why not)."""
     import jax.numpy as jnp
 
     label, n, m = parse_size(size)
     rows = []
     for dtype in index_dtypes:
         check_index_dtype(dtype, n)
-        x = jax.ShapeDtypeStruct((n, n, n), jnp.float32)
-        idx = jax.ShapeDtypeStruct((m, 3), jnp.dtype(dtype))
         arg_bytes = n**3 * 4 + m * 3 * jnp.dtype(dtype).itemsize
         floor = arg_bytes + n**3 * 4  # the gradient's arguments and its output
-        for name, (forward, gradient) in _formulations().items():
-            fwd, grd = _analysis(forward, x, idx), _analysis(gradient, x, idx)
-            rows.append({
+        on_accelerator = compile_in_child(n, m, dtype, accelerator_platform, limit) if accelerator_platform else None
+        for name, programs in _gather_programs(n, m, dtype, "cpu").items():
+            fwd, grd = programs["forward"], programs["gradient"]
+            row = {
                 "kind": "gather", "size": label, "n": n, "m": m, "index_dtype": dtype, "formulation": name,
-                "forward": fwd, "gradient": grd, "floor_bytes": floor,
+                "compiler": "cpu", "forward": fwd, "gradient": grd, "floor_bytes": floor,
                 "gradient_over_forward": grd["total_bytes"] / fwd["total_bytes"],
                 "gradient_over_floor": grd["total_bytes"] / floor,
-            })
+            }
+            if on_accelerator is not None:
+                row["accelerator"] = {"platform": accelerator_platform, **(
+                    on_accelerator[name] if "error" not in on_accelerator else on_accelerator)}
+            rows.append(row)
     return rows
+
+
+def compile_in_child(n: int, m: int, dtype: str, platform: str, limit: float) -> dict:
+    """The gather programs compiled for `platform` in a child process that is killed after
+    `limit` seconds: {formulation: {forward, gradient}}, or {"error": why}."""
+    spec = json.dumps({"mode": "compile", "n": n, "m": m, "dtype": dtype, "platform": platform})
+    try:
+        proc = subprocess.run([sys.executable, "-m", "gcbench.memory", spec], capture_output=True, text=True,
+                              timeout=limit)
+    except subprocess.TimeoutExpired:
+        return {"error": f"{platform} compiler took longer than {limit:g} s"}
+    if proc.returncode != 0:
+        return {"error": f"{platform} compiler failed: " + (proc.stderr.strip().splitlines() or ["no message"])[-1][:300]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 # -- training steps of the workloads --------------------------------------------------------
@@ -230,8 +291,9 @@ def _measure_in_this_process(n: int, m: int, dtype: str, formulation: str) -> di
     import jax.numpy as jnp
 
     rng = np.random.default_rng(0)
-    x = jnp.asarray(rng.random((n, n, n), dtype=np.float32))
-    idx = jnp.asarray(rng.integers(0, n, (m, 3)).astype(dtype))
+    cpu = _device("cpu")  # the figures beside it are the CPU compiler's
+    x = jax.device_put(rng.random((n, n, n), dtype=np.float32), cpu)
+    idx = jax.device_put(rng.integers(0, n, (m, 3)).astype(dtype), cpu)
     compiled = jax.jit(_formulations()[formulation][1]).lower(x, idx).compile()
     jax.block_until_ready((x, idx))
     try:
@@ -242,11 +304,7 @@ def _measure_in_this_process(n: int, m: int, dtype: str, formulation: str) -> di
     except OSError as e:
         return {"error": f"peak memory needs Linux /proc and glibc ({e.strerror or e})"}
     jax.block_until_ready(compiled(x, idx))
-    out = {"peak_rss_increase_bytes": _status_bytes("VmHWM") - before}
-    stats = jax.devices()[0].memory_stats() or {}
-    if "peak_bytes_in_use" in stats:
-        out["device_peak_bytes"] = int(stats["peak_bytes_in_use"])
-    return out
+    return {"peak_rss_increase_bytes": _status_bytes("VmHWM") - before}
 
 
 # -- the command ------------------------------------------------------------------------------
@@ -257,15 +315,16 @@ def run(sizes: list[str], index_dtypes: list[str], backends: list[str], workload
     import jax
 
     rows = []
+    other = accelerator()
     for s in sizes:
-        rows += gather_cases(s, index_dtypes)
+        rows += gather_cases(s, index_dtypes, other)
     if measure:
         for row in rows:
             if row["gradient"]["total_bytes"] <= MEASURE_LIMIT:
                 row["measured"] = measure_gather(row["n"], row["m"], row["index_dtype"], row["formulation"])
     rows += step_cases(backends, workloads)
     doc = {"format": FORMAT, "schema_version": SCHEMA_VERSION, "command": command,
-           "jax": jax.__version__, "device": str(jax.devices()[0]),
+           "jax": jax.__version__, "device": str(jax.devices()[0]), "gather_compilers": ["cpu"] + ([other] if other else []),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "cases": rows}
     files.write_json(out_dir / "memory.json", doc)
     return doc
@@ -303,20 +362,28 @@ def format_tables(doc: dict) -> str:
     lines = []
     gathers = [r for r in doc["cases"] if r["kind"] == "gather"]
     if gathers:
+        other = next((r["accelerator"]["platform"] for r in gathers if "accelerator" in r), None)
         head = (f"{'size':<8} {'idx':<6} {'formulation':<15} {'forward':>11} {'grad args':>11} {'grad out':>11} "
-                f"{'grad temp':>11} {'gradient':>11} {'grad/fwd':>8} {'/floor':>7}  measured (gradient run)")
-        lines += ["gather: total bytes of the forward and the gradient programs", head, "-" * len(head)]
+                f"{'grad temp':>11} {'gradient':>11} {'grad/fwd':>8} {'/floor':>7}"
+                + (f" {other + ' fwd':>11} {other + ' grad':>11}" if other else "") + "  measured (gradient run)")
+        lines += ["gather: total bytes of the forward and the gradient programs, XLA's CPU compiler"
+                  + (f" (and the {other} compiler's)" if other else ""), head, "-" * len(head)]
         for r in gathers:
             g = r["gradient"]
             meas = r.get("measured", {})
             m = "+" + fmt_bytes(meas["peak_rss_increase_bytes"]) + " peak RSS" if "peak_rss_increase_bytes" in meas \
                 else meas.get("error", "-")
-            if "device_peak_bytes" in meas:
-                m += f", device peak {fmt_bytes(meas['device_peak_bytes'])}"
+            acc = ""
+            if other:
+                a = r.get("accelerator", {})
+                acc = (f" {fmt_bytes(a['forward']['total_bytes']):>11} {fmt_bytes(a['gradient']['total_bytes']):>11}"
+                       if "gradient" in a else f" {a.get('error', '-')[:23]:>23}")
             lines.append(f"{r['size']:<8} {r['index_dtype']:<6} {r['formulation']:<15} {fmt_bytes(r['forward']['total_bytes']):>11} "
                          f"{fmt_bytes(g['argument_bytes']):>11} {fmt_bytes(g['output_bytes']):>11} {fmt_bytes(g['temp_bytes']):>11} "
-                         f"{fmt_bytes(g['total_bytes']):>11} {r['gradient_over_forward']:>8.2f} {r['gradient_over_floor']:>7.2f}  {m}")
+                         f"{fmt_bytes(g['total_bytes']):>11} {r['gradient_over_forward']:>8.2f} {r['gradient_over_floor']:>7.2f}{acc}  {m}")
         lines.append("floor: the gradient's arguments plus its output; /floor is the gradient's total over it")
+        errors = sorted({r["accelerator"]["error"] for r in gathers if "error" in r.get("accelerator", {})})
+        lines += [f"{other}: {e}" for e in errors]
     steps = [r for r in doc["cases"] if r["kind"] == "step"]
     if steps:
         head = f"{'workload':<8} {'backend':<18} {'program':<15} {'args':>12} {'out':>12} {'temp':>12} {'total':>12}"
@@ -330,6 +397,9 @@ def format_tables(doc: dict) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # the measuring subprocess of `measure_gather`
+if __name__ == "__main__":  # the child processes of `measure_gather` and `compile_in_child`
     spec = json.loads(sys.argv[1])
-    print(json.dumps(_measure_in_this_process(spec["n"], spec["m"], spec["dtype"], spec["formulation"])))
+    if spec.get("mode") == "compile":
+        print(json.dumps(_gather_programs(spec["n"], spec["m"], spec["dtype"], spec["platform"])))
+    else:
+        print(json.dumps(_measure_in_this_process(spec["n"], spec["m"], spec["dtype"], spec["formulation"])))

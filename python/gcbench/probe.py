@@ -11,7 +11,11 @@ run inside the measured pause. Per step the probe records:
   resets the count). CPython does not count below zero, so a step that frees more
   than it allocates right after a collection reads a little high;
 - optionally (`alloc_blocks=True`) the net change of allocated memory blocks, which
-  walks the heap (tens of microseconds with JAX loaded), so it is off by default.
+  walks the heap (tens of microseconds with JAX loaded), so it is off by default;
+- where the loop calls `dispatched()` once the step function has returned and before it
+  waits for the results (JAX dispatches asynchronously), the *host* ns: the time the
+  step spent in Python and dispatch before the wait. On a GPU the rest is the device's
+  time; a collector's pause is host time, paid while the device idles.
 
 Every collection is also logged (step, generation, pause, objects collected) for the
 pause-length views of the report. Arrays are preallocated; the hot path does integer
@@ -49,6 +53,8 @@ class StepProbe:
         self.gc_collected = np.zeros(capacity, np.int64)
         self.gc_pressure = np.zeros(capacity, np.int64)
         self.alloc_blocks = np.zeros(capacity if alloc_blocks else 0, np.int64)
+        self.host_ns = np.zeros(capacity, np.int64)
+        self.host_marked = 0  # steps whose host time was marked (all of them, or none)
         ecap = event_capacity if event_capacity is not None else 2 * capacity + 256
         self.ev_step = np.zeros(ecap, np.int64)
         self.ev_generation = np.zeros(ecap, np.int64)
@@ -65,6 +71,7 @@ class StepProbe:
         self._depth = 0
         # Snapshot at begin(); plain attributes so begin()/end() allocate nothing lasting.
         self._t0 = 0
+        self._t_host = 0
         self._pause0 = 0
         self._collected0 = 0
         self._reset0 = 0
@@ -141,10 +148,18 @@ class StepProbe:
             self._blocks0 = sys.getallocatedblocks()
         self._reset0 = self._reset_total
         self._count0 = gc.get_count()[0]
+        self._t_host = 0
         self._t0 = time.perf_counter_ns()
+
+    def dispatched(self) -> None:
+        """The step function has returned; what follows until `end` waits for its results."""
+        self._t_host = time.perf_counter_ns()
 
     def end(self, i: int) -> None:
         t1 = time.perf_counter_ns()
+        if self._t_host:
+            self.host_ns[i] = self._t_host - self._t0
+            self.host_marked += 1
         self.gc_pressure[i] = gc.get_count()[0] - self._count0 + self._reset_total - self._reset0
         self.wall_ns[i] = t1 - self._t0
         self.gc_ns[i] = self._pause_total - self._pause0
@@ -179,6 +194,8 @@ class StepProbe:
         }
         if self.alloc_blocks_enabled:
             out["alloc_blocks"] = self.alloc_blocks[:n].tolist()
+        if n and self.host_marked == n:
+            out["host_ns"] = self.host_ns[:n].tolist()
         return out
 
     def event_log(self) -> dict:

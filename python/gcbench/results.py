@@ -11,6 +11,9 @@ Schema version history:
   tracked objects) and, for Python, `gc_events` (one entry per collection: step,
   generation, pause, objects collected). `alloc_blocks` became optional (opt-in).
   Version-1 documents are still read: their batch size is 128 and their bookkeeping none.
+  Optional since gcbench 0.3: per step `host_ns`, the time until the step function
+  returned (Python and dispatch) before the wait for its results; JAX backends and
+  `gcbench.measure` loops that call `m.dispatched()` record it.
 
 A loader refuses a document whose `schema_version` is newer than `SCHEMA_VERSION`.
 """
@@ -48,9 +51,9 @@ REQUIRED = {
 }
 # Per-step arrays of an `ok` document; `gc_collections` is a list of per-generation lists.
 STEP_ARRAYS = ("wall_ns", "gc_ns", "gc_collections")
-OPTIONAL_STEP_ARRAYS = ("gc_collected", "alloc_blocks", "alloc_bytes", "gc_full", "gc_pressure")
+OPTIONAL_STEP_ARRAYS = ("gc_collected", "alloc_blocks", "alloc_bytes", "gc_full", "gc_pressure", "host_ns")
 # Arrays whose values cannot be negative (gc_pressure and alloc_blocks are net changes and can).
-NON_NEGATIVE = ("wall_ns", "gc_ns", "gc_collections", "gc_collected", "alloc_bytes", "gc_full")
+NON_NEGATIVE = ("wall_ns", "gc_ns", "gc_collections", "gc_collected", "alloc_bytes", "gc_full", "host_ns")
 # Other documents a results folder may hold.
 NOT_CELLS = ("suite.json", "memory.json", "bisect.json", "explain.json", "reproduce.json")
 

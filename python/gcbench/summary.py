@@ -158,6 +158,9 @@ def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR) -> C
         s["alloc_bytes_per_step"] = float(np.mean([np.mean(d["alloc_bytes"]) for d in used]))
     if all("gc_pressure" in d for d in used):
         s["pressure_per_step"] = float(np.median([np.median(d["gc_pressure"]) for d in used]))
+    if all("host_ns" in d for d in used):  # the share of the step spent before waiting for the results
+        host = stats.arithmetic([float(np.sum(d["host_ns"]) / w.sum()) for d, w in zip(used, walls)], bounds=(0.0, 1.0))
+        s["host_share"], s["host_share_ci"] = host["value"], host["ci"]
     s["warnings"] = warnings(s)
     return CellSummary(key, docs, s)
 

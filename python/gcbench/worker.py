@@ -155,7 +155,9 @@ def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, pro
         next_report = 0
         for i in range(cell.steps):
             probe.begin()
-            trainer.step(schedule[cell.warmup + i])
+            trainer.dispatch(schedule[cell.warmup + i])
+            probe.dispatched()
+            trainer.wait()
             if keep_metrics:
                 keep_metrics_of(history, trainer, i)
             if policy.collects_after(i):

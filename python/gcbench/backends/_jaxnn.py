@@ -146,6 +146,17 @@ class JaxTrainer:
     def trace_counts(self) -> dict[str, int]:
         return dict(self.traces.counts)
 
+    def step(self, idx: np.ndarray) -> None:
+        """One whole step: dispatched, then waited for (the worker times the two apart)."""
+        self.dispatch(idx)
+        self.wait()
+
+    def dispatch(self, idx: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def wait(self) -> None:
+        raise NotImplementedError
+
     def metadata(self) -> dict:
         from ..metadata import jax_devices
 
@@ -169,13 +180,18 @@ class LoopTrainer(JaxTrainer):
     def update(self, batch, state):
         raise NotImplementedError
 
-    def step(self, idx: np.ndarray) -> None:
+    def dispatch(self, idx: np.ndarray) -> None:
+        """Take the batch and call every network's update; returns once JAX has dispatched
+        them, before their results are ready."""
         batch = take(self.images, self.labels, idx)
         states, losses, update = self.states, self.losses, self.update
         for k in range(len(states)):
             states[k], losses[k] = update(batch, states[k])
-        # Every output of one executable becomes ready together; the losses stand for them.
-        jax.block_until_ready(losses)
+
+    def wait(self) -> None:
+        """Until the step's results are ready: every output of one executable becomes
+        ready together, so the losses stand for them."""
+        jax.block_until_ready(self.losses)
 
     def loss(self) -> float:
         return float(np.mean([np.asarray(l) for l in self.losses]))

@@ -41,8 +41,10 @@ class Trainer(_jaxnn.JaxTrainer):
         self._update = update
         self.losses = None
 
-    def step(self, idx: np.ndarray) -> None:
+    def dispatch(self, idx: np.ndarray) -> None:
         self.state, self.losses = self._update(self.images, self.labels, self.state, idx)
+
+    def wait(self) -> None:
         self.losses.block_until_ready()
 
     def loss(self) -> float:

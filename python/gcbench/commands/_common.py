@@ -229,16 +229,17 @@ def format_summary(docs: list[dict]) -> str:
         if s is None:
             d = cs.docs[0]
             reason = d["reason"].splitlines()[0] if d["reason"] else ""
-            rows.append([cs.label, d["status"], "", "", "", "", reason])
+            rows.append([cs.label, d["status"], "", "", "", "", "", reason])
             continue
         full = s["full"]
         fr = stats.short_schedule(full["schedule"]) if full["count"] else "none"
         flags = f"{len(s['flagged'])} flagged" if s["flagged"] else ""
+        host = f"{100 * s['host_share']:.1f}" if "host_share" in s else "-"
         rows.append([cs.label, f"ok x{s['repeats']}", stats.fmt_paren(s["median_ms"], s["median_ci_ms"]),
-                     stats.fmt(s["p99_ms"]), f"{100 * s['gc_share']:.2f}", fr, flags])
-    head = ["cell", "status", "median ms (95 % CI)", "p99 ms", "GC %", "full collections", "flags"]
+                     stats.fmt(s["p99_ms"]), f"{100 * s['gc_share']:.2f}", host, fr, flags])
+    head = ["cell", "status", "median ms (95 % CI)", "p99 ms", "GC %", "host %", "full collections", "flags"]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
-    line = lambda r: "  ".join(x.ljust(w) if i in (0, 1, 5, 6) else x.rjust(w)
+    line = lambda r: "  ".join(x.ljust(w) if i in (0, 1, 6, 7) else x.rjust(w)
                                for i, (x, w) in enumerate(zip(r, widths))).rstrip()
     return "\n".join([line(head), "-" * (sum(widths) + 2 * (len(head) - 1))] + [line(r) for r in rows])
 
@@ -254,6 +255,8 @@ def summary_json(docs: list[dict]) -> list[dict]:
             s = cs.stats
             row.update({k: s[k] for k in ("repeats", "used", "steps", "median_ms", "median_ci_ms", "p99_ms",
                                           "max_over_median", "gc_share", "gc_share_ci", "warnings")})
+            if "host_share" in s:
+                row.update(host_share=s["host_share"], host_share_ci=s["host_share_ci"])
             row["full_collections"] = s["full"]
         out.append(row)
     return out

@@ -155,6 +155,30 @@ def summary_table(cells: list[summary.CellSummary]) -> Table:
     return Table(header, rows, align_right=tuple(range(1, 9)))
 
 
+def host_section(cells: list[summary.CellSummary]) -> list:
+    """How much of a step is host time (Python and dispatch, until the step function
+    returned) and how much waits for the results; only for cells that recorded it."""
+    timed = [cs for cs in cells if "host_share" in cs.stats]
+    if not timed:
+        return []
+    rows = []
+    for cs in timed:
+        s = cs.stats
+        ci = s["host_share_ci"]
+        host = f"{100 * s['host_share']:.1f}" + (f" ({100 * ci[0]:.1f}-{100 * ci[1]:.1f})" if ci else " (one repeat)")
+        of_host = f"{100 * s['gc_share'] / s['host_share']:.1f}" if s["host_share"] > 0 else "-"
+        rows.append([escape(cs.label), stats.fmt(s["median_ms"]), host, f"{100 - 100 * s['host_share']:.1f}",
+                     f"{100 * s['gc_share']:.2f}", of_host])
+    return [Heading("Host and device"),
+            Para("JAX dispatches asynchronously: a step's host time runs until its step function has returned (the "
+                 "Python of the loop and the framework, and the dispatch), the rest waits for the results. On a GPU "
+                 "the wait is the device computing; a collector's pause is host time, so the device idles through it "
+                 "and a step whose host share is high pays for every pause in full. Shares are means of the "
+                 "per-repeat shares with Student's t interval over the repeats."),
+            Table(["cell", "median ms", "host % of step (95 % CI)", "waiting %", "GC % of step", "GC % of host time"],
+                  rows, align_right=(1, 2, 3, 4, 5))]
+
+
 def not_run_section(docs: list[dict], plan: dict) -> list:
     """Cells that did not run, grouped by reason; cells of the plan with no result at all."""
     groups: dict[tuple[str, str], list[str]] = {}
@@ -338,6 +362,7 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
                         "per repeat. Repeats that drifted or ran on a "
                         "loaded machine are flagged and left out (see Unstable measurements)."),
                    summary_table(ok)]
+        blocks += host_section(ok)
         blocks += environments.section(docs)
         blocks += [Heading("Findings")]
         for w in workloads:

@@ -1,0 +1,318 @@
+"""A hostile user's session, counted: every case runs the `gcbench` command line on input
+a careless or hostile user could give, and is classed by what came back.
+
+- ok: exit 0 (the input was read, or the command did what it should);
+- one-line error: exit 2 (130/143 for a signal) with exactly one line on standard error;
+- exit 1: a run whose every cell was recorded as failed or unavailable, with the reason
+  (README: an environment that cannot be built makes its cells unavailable);
+- traceback: "Traceback" anywhere in the output, or an exit code that is neither;
+- data lost: a file that was there before the command changed or went.
+
+    python benchmarks/hostile.py [--docs 40] [--jobs 2]
+
+Prints one row per kind of case and a total row; exits 1 when any case ended in a
+traceback or lost data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import copy
+import gzip
+import hashlib
+import io
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from simulate import docs  # noqa: E402
+from test_fuzz import mutate  # noqa: E402
+
+from gcbench import data as datamod  # noqa: E402
+
+
+COLUMNS = ["ok", "one-line error", "exit 1", "traceback", "data lost"]
+
+
+def snapshot(folder: pathlib.Path) -> dict[str, str]:
+    out = {}
+    for p in folder.rglob("*"):
+        if p.is_file() and not p.is_symlink():
+            out[str(p.relative_to(folder))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def gcbench(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gcbench", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+
+
+def classify(proc: subprocess.CompletedProcess, before: dict, after: dict) -> str:
+    if any(after.get(k) != v for k, v in before.items()):
+        return "data lost"
+    if "Traceback" in proc.stdout + proc.stderr:
+        return "traceback"
+    if proc.returncode == 0:
+        return "ok"
+    if proc.returncode in (2, 130, 143) and len(proc.stderr.strip().splitlines()) == 1:
+        return "one-line error"
+    if proc.returncode == 1 and proc.args[3] == "run":
+        return "exit 1"
+    return "traceback"
+
+
+def write_docs(folder: pathlib.Path, documents: list[dict]) -> pathlib.Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, d in enumerate(documents):
+        try:
+            text = json.dumps(d)
+        except (ValueError, RecursionError):
+            text = "[" * 5000 + "]" * 5000
+        (folder / f"jax__mlp__default__r{i}.json").write_text(text)
+    return folder
+
+
+# -- the cases: (kind, setup(tmp) -> args) -------------------------------------------------------
+
+def malformed_document_cases(n: int):
+    rng = np.random.default_rng(2026)
+    base = docs(rng, 2, 10.0, steps=30)
+    for i in range(n):
+        doc = mutate(base[i % 2], rng)
+        for command in ("report", "export", "compare"):
+            def setup(tmp, doc=doc, command=command):
+                res = write_docs(tmp / "res", [doc])
+                return {"report": ["report", str(res), "--out", str(tmp / "rep")],
+                        "export": ["export", str(res), "--csv"],
+                        "compare": ["compare", str(res), str(res)]}[command]
+            yield "malformed result documents", setup
+
+
+BAD_ARGS = [
+    ["run", "--backends", ""], ["run", "--gc", ""], ["run", "--workloads", "nope"], ["run", "--steps", "0"],
+    ["run", "--steps", "-3"], ["run", "--repeats", "1e9"], ["run", "--timeout", "nan"], ["run", "--timeout", "-1"],
+    ["run", "--gc", "manual:²"], ["run", "--gc", "manual:" + "9" * 5000], ["run", "--networks", "0"],
+    ["run", "--batch-size", "-1"], ["run", "--suite", "../../etc/passwd"], ["run", "--seed", "x"],
+    ["reproduce", "--only", ""], ["reproduce", "--steps", "0"], ["reproduce", "--repeats", "0"],
+    ["reproduce", "--batch-size", "0"], ["reproduce", "--only", "nope"],
+    ["bisect", "--package", "equinox", "--versions", "0.13.2", "--cell", "equinox-filter/vit/default", "--factor", "inf"],
+    ["bisect", "--package", "", "--versions", "1", "--cell", "jax/mlp/default"],
+    ["bisect", "--package", "equinox", "--versions", "", "--cell", "jax/mlp/default"],
+    ["memory", "--index-dtype", "int8", "--size", "seed", "--no-measure"],
+    ["memory", "--size", "3000,1", "--index-dtype", "int16", "--no-measure"], ["memory", "--size", "-1,2"],
+    ["explain", "nope/vit/default"], ["explain", "jax/mlp/default", "--sample-rate", "2"],
+    ["compare", "/nonexistent", "/nonexistent"], ["report", "/nonexistent"], ["export", "/nonexistent", "--csv"],
+    ["run", "--env", "python=0.1"], ["run", "--env", "python=3.11 jax===="], ["data", "info", "--data", "/dev/null/x"],
+]
+
+
+def bad_argument_cases():
+    for args in BAD_ARGS:
+        def setup(tmp, args=args):
+            return [*args, "--out", str(tmp / "out")] if args[0] in ("run", "reproduce", "memory", "explain") else args
+        yield "bad arguments", setup
+
+
+def _archive(tmp: pathlib.Path, add) -> pathlib.Path:
+    folder = tmp / "rep"
+    folder.mkdir()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        good = json.dumps(docs(np.random.default_rng(1), 1, 10.0, steps=20)[0]).encode()
+        info = tarfile.TarInfo("jax__mlp__default__r0.json")
+        info.size = len(good)
+        tar.addfile(info, io.BytesIO(good))
+        add(tar)
+    (folder / "results.tar.gz").write_bytes(buf.getvalue())
+    return folder
+
+
+def _member(name, kind=tarfile.REGTYPE, data=b"{}", link=""):
+    def add(tar):
+        info = tarfile.TarInfo(name)
+        info.type, info.linkname = kind, link
+        info.size = len(data) if kind == tarfile.REGTYPE else 0
+        tar.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
+    return add
+
+
+ARCHIVES = {
+    "../ member": _member("../escaped.json"), "absolute member": _member("/tmp/gcbench-hostile-abs.json"),
+    "symlink": _member("link.json", tarfile.SYMTYPE, link="/etc/passwd"),
+    "hard link": _member("hard.json", tarfile.LNKTYPE, link="/etc/passwd"),
+    "device": _member("dev.json", tarfile.CHRTYPE), "fifo": _member("fifo.json", tarfile.FIFOTYPE),
+    "member twice": _member("jax__mlp__default__r0.json"),
+    "huge member": _member("big.json", data=b" " * (257 * 1024 * 1024)),
+}
+
+
+def archive_cases():
+    for name, add in ARCHIVES.items():
+        def setup(tmp, add=add):
+            folder = _archive(tmp, add)
+            return ["report", str(folder), "--out", str(tmp / "out")]
+        yield "hostile archives", setup
+
+
+def _forged_marker(tmp, listed):
+    rep = tmp / "rep"
+    rep.mkdir()
+    for n in listed:
+        if n not in ("..", "."):
+            (rep / n).write_text("the user's")
+    (rep / ".gcbench-report.json").write_text(json.dumps({"format": "gcbench-report", "files": listed}))
+    res = write_docs(tmp / "res", docs(np.random.default_rng(2), 2, 10.0, steps=30))
+    return ["report", str(res), "--out", str(rep)]
+
+
+def _unreadable_resume(tmp):
+    out = tmp / "out"
+    out.mkdir()
+    (out / "jax__mlp__default__r0.json").write_text(json.dumps({"format": "gcbench-result", "schema_version": 99}))
+    return ["run", "--backends", "jax", "--workloads", "mlp", "--networks", "2", "--steps", "5", "--repeats", "1",
+            "--out", str(out), "--resume"]
+
+
+def _export_onto_input(tmp):
+    res = write_docs(tmp / "res", docs(np.random.default_rng(3), 2, 10.0, steps=30))
+    return ["export", str(res), "--csv", "--out", str(res / "jax__mlp__default__r0.json")]
+
+
+def _run_into_report(tmp):
+    rep = tmp / "rep"
+    rep.mkdir()
+    (rep / "results.tar.gz").write_bytes(gzip.compress(b""))
+    return ["run", "--backends", "jax", "--workloads", "mlp", "--networks", "2", "--steps", "5", "--repeats", "1",
+            "--out", str(rep)]
+
+
+def _mixed_folder(tmp):
+    res = write_docs(tmp / "res", docs(np.random.default_rng(4), 2, 10.0, steps=30))
+    (res / "results.tar.gz").write_bytes(gzip.compress(b""))
+    return ["report", str(res), "--out", str(tmp / "o")]
+
+
+def _copied_marker(tmp):
+    rep = tmp / "rep"
+    rep.mkdir()
+    (rep / "index.md").write_text("the user's own page")
+    (rep / ".gcbench-report.json").write_text((ROOT / "reports/cpu-vit/.gcbench-report.json").read_text())
+    res = write_docs(tmp / "res", docs(np.random.default_rng(5), 2, 10.0, steps=30))
+    return ["report", str(res), "--out", str(rep)]
+
+
+DATA_LOSS = {
+    "forged marker (thesis.txt, .bashrc)": lambda t: _forged_marker(t, ["thesis.txt", ".bashrc", "photos.tar"]),
+    "forged marker (..)": lambda t: _forged_marker(t, ["..", "index.md"]),
+    "copied marker": _copied_marker, "resume over an unreadable result": _unreadable_resume,
+    "export onto its input": _export_onto_input, "run into a report folder": _run_into_report,
+    "archive and results in one folder": _mixed_folder,
+}
+
+
+def data_loss_cases():
+    for setup in DATA_LOSS.values():
+        yield "data-loss scenarios", setup
+
+
+def _idx(tmp, damage):
+    d = tmp / "mnist"
+    d.mkdir()
+    rng = np.random.default_rng(0)
+    datamod.write_idx(d / datamod.IMAGES, rng.integers(0, 255, (100, 28, 28), dtype=np.uint8))
+    datamod.write_idx(d / datamod.LABELS, rng.integers(0, 10, 100, dtype=np.uint8))
+    damage(d)
+    return ["run", "--data", str(d), "--backends", "jax", "--workloads", "mlp", "--steps", "2", "--out", str(tmp / "o")]
+
+
+def _bomb(d):
+    (d / datamod.IMAGES).unlink()
+    with gzip.open(d / (datamod.IMAGES + ".gz"), "wb", compresslevel=9) as f:
+        f.write(b"\x00\x00\x08\x03" + (100).to_bytes(4, "big") + (28).to_bytes(4, "big") * 2)
+        zeros = b"\x00" * (1 << 20)
+        for _ in range(1024):  # 1 GiB of zeros: about 1 MB compressed
+            f.write(zeros)
+
+
+IDX = {
+    "gzip bomb": _bomb,
+    "truncated images": lambda d: (d / datamod.IMAGES).write_bytes((d / datamod.IMAGES).read_bytes()[:500]),
+    "float labels": lambda d: datamod.write_idx(d / datamod.LABELS, np.full(100, 3.5, np.float32)),
+    "header overflow": lambda d: (d / datamod.IMAGES).write_bytes(b"\x00\x00\x08\x03" + (2**31).to_bytes(4, "big") * 3),
+    "not gzip": lambda d: (d / (datamod.IMAGES + ".gz")).write_bytes(b"not gzip at all"),
+}
+
+
+def idx_cases():
+    for damage in IDX.values():
+        yield "malformed MNIST files", lambda tmp, damage=damage: _idx(tmp, damage)
+
+
+def _document(tmp, name, content):
+    res = write_docs(tmp / "res", docs(np.random.default_rng(6), 2, 10.0, steps=30))
+    (res / name).write_text(content)
+    return ["report", str(res), "--out", str(tmp / "o")]
+
+
+OTHER_DOCS = [
+    ("suite.json", '{"cells": 5}'), ("suite.json", "{" * 100000), ("explain.json", '{"explanations": [{}]}'),
+    ("memory.json", '{"format": "gcbench-memory", "schema_version": 1, "cases": [{"kind": "gather"}]}'),
+    ("bisect.json", '{"rows": 3}'), ("suite.json", '{"command": "rm -rf /"}'),
+]
+
+
+def other_document_cases():
+    for name, content in OTHER_DOCS:
+        yield "malformed suite/explain/memory/bisect", lambda tmp, n=name, c=content: _document(tmp, n, c)
+
+
+def run_case(case) -> tuple[str, str, str]:
+    kind, setup = case
+    with tempfile.TemporaryDirectory(prefix="gcbench-hostile-") as d:
+        tmp = pathlib.Path(d)
+        args = setup(tmp)
+        before = snapshot(tmp)
+        proc = gcbench(*args, cwd=tmp)
+        outcome = classify(proc, before, snapshot(tmp))
+        return kind, outcome, " ".join(a[:40] for a in args[:3]) + " :: " + (proc.stderr.strip().splitlines() or [""])[-1][:200]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--docs", type=int, default=40, help="generated malformed documents (each through 3 commands)")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--verbose", action="store_true", help="print every case that did not end as ok or one line")
+    args = ap.parse_args()
+    cases = [*malformed_document_cases(args.docs), *bad_argument_cases(), *archive_cases(), *data_loss_cases(),
+             *idx_cases(), *other_document_cases()]
+    table: dict[str, dict[str, int]] = {}
+    bad = []
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        for kind, outcome, detail in pool.map(run_case, cases):
+            row = table.setdefault(kind, dict.fromkeys(COLUMNS, 0))
+            row[outcome] += 1
+            if outcome in ("traceback", "data lost"):
+                bad.append(f"{outcome}: {detail}")
+    cols = COLUMNS
+    print(f"| kind of case | cases | {' | '.join(cols)} |")
+    print("| --- | ---: |" + " ---: |" * len(cols))
+    for kind, row in table.items():
+        print(f"| {kind} | {sum(row.values())} | " + " | ".join(str(row[c]) for c in cols) + " |")
+    total = {c: sum(r[c] for r in table.values()) for c in cols}
+    print(f"| all | {sum(total.values())} | " + " | ".join(str(total[c]) for c in cols) + " |")
+    for line in bad:
+        print(line)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
