@@ -142,6 +142,12 @@ def _abstract(shape, dtype, device):
     return jax.ShapeDtypeStruct(shape, dtype, sharding=jax.sharding.SingleDeviceSharding(device))
 
 
+def compiler_of(doc: dict, row: dict) -> str:
+    """Which XLA compiler a gather row's figures come from: recorded since gcbench 0.3;
+    older documents compiled for the default device they name."""
+    return row.get("compiler") or ("cpu" if "cpu" in str(doc.get("device", "cpu")).lower() else "gpu")
+
+
 def accelerator() -> str | None:
     """JAX's default platform when it is not the CPU ('gpu', 'tpu'), else None."""
     import jax

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from . import compare, config, files, stats, summary
+from . import compare, config, files, memory, stats, summary
 from .errors import UsageError
 
 FILE = "reproduce.json"
@@ -245,17 +245,11 @@ def jax_context(cells: dict) -> list[list[str]]:
     return out
 
 
-def _compiler(doc: dict, row: dict) -> str:
-    """Which XLA compiler a gather row's figures come from: recorded since gcbench 0.2;
-    older documents compiled for the default device they name."""
-    return row.get("compiler") or ("cpu" if "cpu" in str(doc.get("device", "cpu")).lower() else "gpu")
-
-
 def gather_rows(doc: dict | None, reason: str | None = None) -> list[Row]:
     if doc is None:
         return [Row("forward and gradient memory", "129.01 GiB and 224.01 GiB", reason=reason or "not run")]
     gathers = [r for r in doc["cases"] if r["kind"] == "gather" and r["size"] == "seed" and r["formulation"] == "seed"]
-    seed = {r["index_dtype"]: r for r in gathers if _compiler(doc, r) == "cpu"}
+    seed = {r["index_dtype"]: r for r in gathers if memory.compiler_of(doc, r) == "cpu"}
     rows = []
     r = seed.get("int32")
     if r:
@@ -291,7 +285,7 @@ def _accelerator_row(doc: dict, gathers: list[dict]) -> Row:
     for r in gathers:
         if r["index_dtype"] != "int32":
             continue
-        if _compiler(doc, r) != "cpu":
+        if memory.compiler_of(doc, r) != "cpu":
             figures = r
         elif "gradient" in r.get("accelerator", {}):
             figures = r["accelerator"]

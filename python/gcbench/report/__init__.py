@@ -208,22 +208,30 @@ def memory_section(doc: dict, where: pathlib.Path) -> list:
         blocks = [Heading("Memory of compiled programs"),
                   Para(f"From {code(' '.join(doc.get('command', [])))}, jax {escape(doc.get('jax', '?'))} on "
                        f"{escape(doc.get('device', '?'))}. Compiled on abstract shapes: XLA's memory analysis, nothing "
-                       "allocated. The floor of a gather gradient is its arguments plus its output; the measured "
+                       "allocated. The compiler column says whose figures they are: the seed read XLA's CPU compiler, "
+                       "which gcbench uses for the gather programs wherever it runs (documents of gcbench 0.2 and "
+                       "older compiled for their default device). The floor of a gather gradient is its arguments plus its output; the measured "
                        "column is the peak resident memory a real run of the gradient added (small sizes only).")]
         gathers = [r for r in doc["cases"] if r["kind"] == "gather"]
         if gathers:
+            other = next((r["accelerator"]["platform"] for r in gathers if "accelerator" in r), None)
             rows = []
             for r in gathers:
                 meas = r.get("measured", {})
                 m = fb(meas["peak_rss_increase_bytes"]) if "peak_rss_increase_bytes" in meas else \
                     escape(meas.get("error", "-"))
+                acc = r.get("accelerator", {})
+                extra = [] if other is None else [
+                    f"{fb(acc['forward']['total_bytes'])} / {fb(acc['gradient']['total_bytes'])}" if "gradient" in acc
+                    else escape(acc.get("error", "-"))]
                 rows.append([escape(r["size"]), escape(r["index_dtype"]), escape(r["formulation"]),
-                             fb(r["forward"]["total_bytes"]), fb(r["gradient"]["temp_bytes"]),
-                             fb(r["gradient"]["total_bytes"]), f"{r['gradient_over_forward']:.2f}",
-                             f"{r['gradient_over_floor']:.2f}", m])
-            blocks.append(Table(["size", "index", "formulation", "forward", "gradient temp", "gradient total",
-                                 "gradient/forward", "gradient/floor", "measured"], rows,
-                                align_right=(3, 4, 5, 6, 7, 8)))
+                             memory.compiler_of(doc, r).upper(), fb(r["forward"]["total_bytes"]),
+                             fb(r["gradient"]["temp_bytes"]), fb(r["gradient"]["total_bytes"]),
+                             f"{r['gradient_over_forward']:.2f}", f"{r['gradient_over_floor']:.2f}", *extra, m])
+            blocks.append(Table(["size", "index", "formulation", "compiler", "forward", "gradient temp",
+                                 "gradient total", "gradient/forward", "gradient/floor"]
+                                + ([f"{escape(other.upper())} compiler: forward / gradient"] if other else [])
+                                + ["measured"], rows, align_right=tuple(range(4, 10 + (other is not None)))))
         steps = [r for r in doc["cases"] if r["kind"] == "step"]
         if steps:
             rows = [[escape(r["workload"]), escape(r["backend"]), escape(r["program"])] + (
