@@ -15,16 +15,17 @@ Python calls exactly these functions (see `python/gcbench/backends/julia_layout.
 
   - `GCBench.load_framework(name)`: `include` the framework's file ("flux", "lux", "simplechains");
   - `GCBench.setup_data(images, labels, schedule)`: the dataset and batch schedule, once;
-  - `GCBench.build(framework, workload, weights, data)`: one trainer of N networks;
+  - `GCBench.build(framework, workload, weights, data, learning_rate)`: one trainer of N networks;
   - `GCBench.run!(trainer, warmup, steps, policy, every, loss_every, bookkeeping)`: the measurement;
   - `GCBench.param_count(trainer)`: parameters of one network, counted by the framework;
-  - `GCBench.explain_allocs(trainer, first_step, steps, sample_rate)`: where allocations come from.
+  - `GCBench.explain_allocs(trainer, first_step, steps, sample_rate, bookkeeping)`: where allocations come from.
 """
 module GCBench
 
 using Random: Random
 using Statistics: mean
 using Profile: Profile
+using TOML: TOML
 
 include("measure.jl")
 include("layers.jl")

@@ -13,18 +13,23 @@ const NAMED_PACKAGES = ("Flux", "Lux", "LuxLib", "LuxCore", "SimpleChains", "Zyg
                         "MLUtils", "GCBench")
 
 """
-    explain_allocs(trainer, first_step, steps, sample_rate) -> Dict
+    explain_allocs(trainer, first_step, steps, sample_rate, bookkeeping) -> Dict
 
-Run `steps` steps (from schedule column `first_step`) under `Profile.Allocs` with the
-given sample rate and count the sampled allocations by type and by their top frame in a
+Run `steps` steps (from schedule column `first_step`), with the loop's bookkeeping
+("none" or "metrics", as `run!` measures them, so that the explanation is of the loop
+that was measured), under `Profile.Allocs` with the given sample rate and count the sampled allocations by type and by their top frame in a
 named package (the innermost frame inside Flux, Lux, LuxLib, SimpleChains, Zygote,
 NNlib, Optimisers or MLUtils, else GCBench's own loop, else "other"), with bytes and the
 file:line of that frame.
 """
-function explain_allocs(t, first_step::Integer, steps::Integer, sample_rate::Real)
+function explain_allocs(t, first_step::Integer, steps::Integer, sample_rate::Real, bookkeeping::AbstractString)
+    bookkeeping in ("none", "metrics") || throw(ArgumentError("bookkeeping $bookkeeping is not none or metrics"))
+    keep = bookkeeping == "metrics"
+    history = Dict{String,Float64}[]
     Profile.Allocs.clear()
     Profile.Allocs.@profile sample_rate = Float64(sample_rate) for s in first_step:(first_step + steps - 1)
         step!(t, s)
+        keep && keep_metrics!(history, t, s - first_step)
     end
     allocs = Profile.Allocs.fetch().allocs
     Profile.Allocs.clear()

@@ -31,9 +31,9 @@ function flux_model(spec::AbstractMatrix{Int}, weights::AbstractVector)
     return Flux.Chain(layers...)
 end
 
-function build_flux(spec, weights::AbstractMatrix, data::Data)
+function build_flux(spec, weights::AbstractMatrix, data::Data, learning_rate::Float64)
     models = [flux_model(spec, view(weights, :, k)) for k in axes(weights, 2)]
-    states = [Flux.setup(Optimisers.Adam(3f-4), m) for m in models]
+    states = [Flux.setup(Optimisers.Adam(Float32(learning_rate)), m) for m in models]
     return FluxTrainer(models, states, zeros(Float32, length(models)), data, flat_input(spec))
 end
 
@@ -43,6 +43,8 @@ function update_network!(t::FluxTrainer, k::Int, x, y)
     t.losses[k] = loss
     return nothing
 end
+
+network_logits(t::FluxTrainer, k::Int, x) = Array{Float32}(t.models[k](x))
 
 param_count(t::FluxTrainer) = length(Flux.destructure(t.models[1])[1])
 

@@ -49,12 +49,12 @@ function lux_parameters(model, weights::AbstractVector, rng)
     return ps, st
 end
 
-function build_lux(spec, weights::AbstractMatrix, data::Data)
+function build_lux(spec, weights::AbstractMatrix, data::Data, learning_rate::Float64)
     model = lux_model(spec)
     rng = Random.Xoshiro(0)
     states = map(axes(weights, 2)) do k
         ps, st = lux_parameters(model, view(weights, :, k), rng)
-        Lux.Training.TrainState(model, ps, st, Optimisers.Adam(3f-4))
+        Lux.Training.TrainState(model, ps, st, Optimisers.Adam(Float32(learning_rate)))
     end
     return LuxTrainer(states, zeros(Float32, length(states)), data, flat_input(spec))
 end
@@ -64,6 +64,11 @@ function update_network!(t::LuxTrainer, k::Int, x, y)
     t.states[k] = ts
     t.losses[k] = loss
     return nothing
+end
+
+function network_logits(t::LuxTrainer, k::Int, x)
+    ts = t.states[k]
+    return Array{Float32}(first(Lux.apply(ts.model, x, ts.parameters, ts.states)))
 end
 
 param_count(t::LuxTrainer) = Lux.parameterlength(t.states[1].parameters)

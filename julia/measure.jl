@@ -74,23 +74,43 @@ policy_after_timed() = (GC.enable(true); nothing)
 end
 
 """
+The memory this process may still take: the machine's free memory, or less where a
+control group (cgroup v2 `memory.max`, v1 `memory.limit_in_bytes`) leaves less room.
+"""
+function available_memory()
+    free = Int(Sys.free_memory())
+    for (limit, usage) in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                           ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"))
+        (isfile(limit) && isfile(usage)) || continue
+        lim = tryparse(Int, strip(read(limit, String)))  # "max": no limit
+        use = tryparse(Int, strip(read(usage, String)))
+        (lim === nothing || use === nothing) && return free
+        return min(free, max(lim - use, 0))
+    end
+    return free
+end
+
+"""
     memory_refusal(policy, every, steps, warmup_bytes) -> nothing or a reason
 
 Julia frees nothing while its collector is disabled (`jl_gc_collect` returns at once),
 unlike Python, whose reference counting goes on freeing. So under `disable` every
 step's garbage stays until the end, and under `manual:K` for K steps. The bytes a step
-allocates are known from the warm-up (its cheapest step, the others compile); when
-what the policy keeps would not fit in 80 % of the free memory, the cell is refused.
+allocates are known from the warm-up: its cheapest step after the first (the first
+compiles), so these policies need at least two warm-up steps. When what the policy keeps
+would not fit in 80 % of the memory available (`available_memory`), the cell is refused.
 """
 function memory_refusal(policy::AbstractString, every::Int, steps::Int, warmup_bytes::AbstractVector)
     policy == "default" && return nothing
-    isempty(warmup_bytes) && return nothing
-    per_step = minimum(warmup_bytes)
+    length(warmup_bytes) >= 2 ||
+        return string("GC policy ", policy, " needs at least 2 warm-up steps to know a step's garbage ",
+                      "(the first one compiles); use --warmup 2 or more")
+    per_step = minimum(view(warmup_bytes, 2:length(warmup_bytes)))
     held = per_step * (policy == "manual" ? min(every, steps) : steps)
-    free = Sys.free_memory()
+    free = available_memory()
     held <= 0.8 * free && return nothing
     gib(b) = string(round(b / 2^30; digits=1), " GiB")
     return string("GC policy ", policy, " would keep about ", gib(held), " of garbage (",
                   round(Int, per_step / 2^10), " KiB per step, ", policy == "manual" ? min(every, steps) : steps,
-                  " steps) with ", gib(free), " free; use fewer steps or a smaller K")
+                  " steps) with ", gib(free), " available; use fewer steps or a smaller K")
 end

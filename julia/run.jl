@@ -1,16 +1,35 @@
 # Building a trainer by framework name, and the measured run.
 
 """
-    build(framework, spec, weights, data)
+    build(framework, spec, weights, data, learning_rate)
 
 A trainer of `size(weights, 2)` networks of the workload `spec` (see layers.jl) in
-`framework` ("flux", "lux" or "simplechains"), loaded before by `load_framework`.
+`framework` ("flux", "lux" or "simplechains"), loaded before by `load_framework`,
+each with its own Adam at `learning_rate` (Python's `workloads.LEARNING_RATE`).
 `weights` holds one column per network, in the framework's layout (see layers.jl).
+
+The builder is called through `Base.invokelatest`: `load_framework` `include`s its file
+at run time, and a caller compiled before that (a test, or code that loads and builds
+in one call) would otherwise run in an older world, where the builder does not exist
+yet (Julia manual, "Redefining Methods").
 """
-function build(framework::AbstractString, spec, weights, data::Data)
+function build(framework::AbstractString, spec, weights, data::Data, learning_rate::Real)
     haskey(FRAMEWORKS, framework) ||
         throw(ArgumentError("framework $framework is not loaded: call load_framework(\"$framework\") first"))
-    return FRAMEWORKS[framework](Matrix{Int}(spec), Matrix{Float32}(weights), data)
+    return Base.invokelatest(FRAMEWORKS[framework], Matrix{Int}(spec), Matrix{Float32}(weights), data,
+                             Float64(learning_rate))
+end
+
+"""
+    logits(trainer, s) -> Array{Float32,3}
+
+Every network's logits (10 x batch x networks) on step `s`'s batch, as the framework
+computes its forward pass (`network_logits`, defined per framework), without training.
+"""
+function logits(t, s::Int)
+    take_batch!(t.data, s)
+    x = t.flat ? t.data.xflat : t.data.x
+    return cat((network_logits(t, k, x) for k in eachindex(t.losses))...; dims=3)
 end
 
 """Run `f(k)` for every network k, on Julia's threads when there are several."""
@@ -55,18 +74,41 @@ function keep_metrics!(history::Vector{Dict{String,Float64}}, t, i::Int)
     return nothing
 end
 
-"""Versions of the packages that are loaded in this process (for the result's metadata)."""
+"""
+The package extensions loaded in this process, as module => "Parent/Extension". An
+extension is a top-level module of its own whose name says nothing of its parent (Lux
+and MLDataDevices both ship a `ZygoteExt` and an `MLUtilsExt`): the parents' own
+Project.toml files name their extensions, and `Base.get_extension` finds the loaded ones.
+"""
+function extension_modules()
+    out = Dict{Module,String}()
+    for m in Base.loaded_modules_array()
+        dir = pkgdir(m)
+        dir === nothing && continue
+        project = joinpath(dir, "Project.toml")
+        isfile(project) || continue
+        for ext in keys(get(TOML.parsefile(project), "extensions", Dict{String,Any}()))
+            e = Base.get_extension(m, Symbol(ext))
+            e === nothing || (out[e] = string(nameof(m), "/", ext))
+        end
+    end
+    return out
+end
+
+"""Versions of the packages that are loaded in this process (for the result's metadata); extensions are not packages."""
 function package_versions()
+    exts = extension_modules()
     out = Dict{String,String}()
     for m in Base.loaded_modules_array()
+        haskey(exts, m) && continue
         v = pkgversion(m)
         v === nothing || (out[string(nameof(m))] = string(v))
     end
     return out
 end
 
-"""Names of the loaded package extensions (by the `...Ext` convention), e.g. LuxLib's."""
-loaded_extensions() = sort!([string(nameof(m)) for m in Base.loaded_modules_array() if endswith(string(nameof(m)), "Ext")])
+"""The loaded package extensions, by parent and name, e.g. "LuxLib/LuxLibLoopVectorizationExt"."""
+loaded_extensions() = sort!(collect(values(extension_modules())))
 
 const PROGRESS_EVERY_NS = 200_000_000
 
@@ -135,6 +177,7 @@ function run!(t, warmup::Integer, steps::Integer, policy::AbstractString, every:
         "loss_steps" => loss_steps, "loss_values" => loss_values,
         "bookkeeping_entries" => length(history),
         "julia_version" => string(VERSION), "julia_threads" => Threads.nthreads(),
+        "julia_optimize" => Int(Base.JLOptions().opt_level),
         "julia_packages" => package_versions(), "julia_extensions" => loaded_extensions(),
     )
 end

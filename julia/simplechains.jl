@@ -53,7 +53,7 @@ function scratch_bytes(chain, x)
     return Int(SimpleChains.required_bytes(Val{Float32}(), chain.layers, size(parg), SimpleChains.static(0)))
 end
 
-function build_simplechains(spec, weights::AbstractMatrix, data::Data)
+function build_simplechains(spec, weights::AbstractMatrix, data::Data, learning_rate::Float64)
     chain = SimpleChains.add_loss(simplechains_model(spec), SimpleChains.LogitCrossEntropyLoss(data.labels32))
     n = size(weights, 2)
     expected = Int(SimpleChains.numparam(chain))
@@ -64,7 +64,7 @@ function build_simplechains(spec, weights::AbstractMatrix, data::Data)
     x = flat_input(spec) ? data.xflat : data.x
     nbytes = scratch_bytes(chain, x)
     scratch = [Vector{UInt8}(undef, nbytes) for _ in 1:n]
-    opt = SimpleChains.ADAM(3e-4)
+    opt = SimpleChains.ADAM(learning_rate)
     adam = [(zeros(Float32, expected), zeros(Float32, expected), Float64[opt.β[1], opt.β[2]]) for _ in 1:n]
     return SimpleChainsTrainer(chain, params, grads, scratch, adam, opt, zeros(Float32, n), data, flat_input(spec),
                                inv(Float32(batch_size(data))))
@@ -79,6 +79,9 @@ function update_network!(t::SimpleChainsTrainer, k::Int, x, _y)
     t.losses[k] = summed * t.scale
     return nothing
 end
+
+# The chain without its loss layer gives the logits (src/loss.jl, `remove_loss`).
+network_logits(t::SimpleChainsTrainer, k::Int, x) = Array{Float32}(SimpleChains.remove_loss(t.chain)(x, t.params[k]))
 
 param_count(t::SimpleChainsTrainer) = length(t.params[1])
 

@@ -68,3 +68,36 @@ def exact_float32():
     jax.config.update("jax_default_matmul_precision", "highest")
     yield
     jax.config.update("jax_default_matmul_precision", before)
+
+
+def assert_one_line_error(proc, *fragments):
+    """A refused command: exit code 2, one line on standard error naming what was wrong,
+    and no traceback anywhere."""
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gcbench: error: "), proc.stderr
+    for f in fragments:
+        assert f in lines[0], lines[0]
+
+
+def write_documents(path, documents):
+    """Result documents as JSON files in `path`, unvalidated (tests write broken ones too)."""
+    import json
+
+    path.mkdir(parents=True, exist_ok=True)
+    for d in documents:
+        (path / f"{d['cell']}.json").write_text(json.dumps(d))
+    return path
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 600 KiB tmpfs: a disk that fills up (mounting needs root; skipped otherwise)."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mnt)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip("mounting a small tmpfs needs root (CAP_SYS_ADMIN); not available here")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)

@@ -68,3 +68,48 @@ def definitions(directory: pathlib.Path = JULIA_DIR) -> list[Definition]:
                 out.append(d)
             stack.extend(node.children)
     return out
+
+
+def _callee(call) -> str | None:
+    """The name a call_expression calls: `f(...)` and `Mod.f(...)` give "f"."""
+    head = call.children[0] if call.children else None
+    while head is not None and head.type == "field_expression":
+        head = head.children[-1]
+    return head.text.decode() if head is not None and head.type == "identifier" else None
+
+
+def calls_in(node) -> list[str]:
+    """Names of every function called inside `node` (calls through `Base.invokelatest(f, ...)`
+    are listed as "invokelatest", not as f)."""
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "call_expression" and (name := _callee(n)):
+            out.append(name)
+        stack.extend(n.children)
+    return out
+
+
+def world_age_problems(source: bytes, loader: str = "load_framework") -> list[str]:
+    """Places where code calls what `loader` defines in the same world as the `include`
+    that defines it (Julia manual, "Redefining Methods"): `loader` called inside a
+    function, or in a top-level statement that also calls something else."""
+    root = _PARSER.parse(source).root_node
+    problems = []
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type in ("function_definition", "short_function_definition") or (
+                n.type == "assignment" and n.children and n.children[0].type == "call_expression"):
+            if loader in calls_in(n):
+                problems.append(f"line {n.start_point[0] + 1}: a function calls {loader}")
+                continue
+        stack.extend(n.children)
+    for statement in root.children:
+        if statement.type in ("function_definition", "short_function_definition"):
+            continue  # judged above
+        names = calls_in(statement)
+        if loader in names and set(names) - {loader}:
+            problems.append(f"line {statement.start_point[0] + 1}: {loader} and {sorted(set(names) - {loader})} "
+                            "in one top-level statement")
+    return problems

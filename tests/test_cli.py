@@ -6,16 +6,7 @@ import pytest
 
 from gcbench import __version__
 from gcbench import data as datamod
-from conftest import run_cli, write_mnist
-
-
-def assert_usage_error(proc, *fragments):
-    assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("gcbench: error: "), proc.stderr
-    for fragment in fragments:
-        assert fragment in lines[0]
+from conftest import assert_one_line_error, run_cli, write_mnist
 
 
 @pytest.mark.parametrize("args,fragments", [
@@ -36,20 +27,20 @@ def assert_usage_error(proc, *fragments):
     (["--resume", "--force"], ["exclude each other"]),
 ])
 def test_bad_run_arguments(args, fragments):
-    assert_usage_error(run_cli("run", *args), *fragments)
+    assert_one_line_error(run_cli("run", *args), *fragments)
 
 
 def test_output_folder_that_is_a_file(tmp_path):
     target = tmp_path / "file"
     target.write_text("x")
-    assert_usage_error(run_cli("run", "--steps", "5", "--out", str(target)), "exists and is not a folder")
+    assert_one_line_error(run_cli("run", "--steps", "5", "--out", str(target)), "exists and is not a folder")
 
 
 def test_truncated_idx_names_the_file(tmp_path):
     write_mnist(tmp_path, samples=200)
     path = tmp_path / datamod.IMAGES
     path.write_bytes(path.read_bytes()[:1000])
-    assert_usage_error(run_cli("run", "--data", str(tmp_path), "--out", str(tmp_path / "out")),
+    assert_one_line_error(run_cli("run", "--data", str(tmp_path), "--out", str(tmp_path / "out")),
                        str(path), "truncated")
 
 
@@ -57,13 +48,13 @@ def test_wrong_magic_idx_names_the_file(tmp_path):
     write_mnist(tmp_path, samples=200)
     path = tmp_path / datamod.LABELS
     path.write_bytes(b"PK\x03\x04" + path.read_bytes()[4:])
-    assert_usage_error(run_cli("run", "--data", str(tmp_path), "--out", str(tmp_path / "o")),
+    assert_one_line_error(run_cli("run", "--data", str(tmp_path), "--out", str(tmp_path / "o")),
                        str(path), "not an IDX file", "expected")
 
 
 def test_unknown_command_and_no_command():
-    assert_usage_error(run_cli("frobnicate"), "invalid choice")
-    assert_usage_error(run_cli(), "required")
+    assert_one_line_error(run_cli("frobnicate"), "invalid choice")
+    assert_one_line_error(run_cli(), "required")
 
 
 def test_version():
@@ -87,14 +78,14 @@ def test_version():
 def test_bad_suite_files_are_one_line(tmp_path, content, fragment):
     path = tmp_path / "s.toml"
     path.write_text(content)
-    assert_usage_error(run_cli("run", "--suite", str(path), "--out", str(tmp_path / "o")), str(path), fragment)
+    assert_one_line_error(run_cli("run", "--suite", str(path), "--out", str(tmp_path / "o")), str(path), fragment)
     assert not (tmp_path / "o").exists()
 
 
 def test_a_suite_file_that_is_not_utf8(tmp_path):
     path = tmp_path / "s.toml"
     path.write_bytes(b'name = "caf\xe9"\n')
-    assert_usage_error(run_cli("run", "--suite", str(path)), "not a UTF-8")
+    assert_one_line_error(run_cli("run", "--suite", str(path)), "not a UTF-8")
 
 
 def test_gc_as_one_string_is_a_list_of_one(tmp_path):
@@ -133,7 +124,7 @@ def test_a_plan_that_cannot_fit_in_memory_is_refused(tmp_path):
     # the largest plan gcbench accepts: about 2.4 TiB of batch schedule, more than any machine has
     proc = run_cli("run", "--backends", "jax", "--workloads", "mlp", "--steps", "10000000", "--batch-size", "65536",
                    "--out", str(tmp_path / "o"))
-    assert_usage_error(proc, "would need about", "is available", "fewer --steps or --networks")
+    assert_one_line_error(proc, "would need about", "is available", "fewer --steps or --networks")
     assert not (tmp_path / "o").exists()
 
 
@@ -156,5 +147,5 @@ def test_list_json():
 
 
 def test_memory_bad_size_leaves_no_folder(tmp_path):
-    assert_usage_error(run_cli("memory", "--size", "foo", "--out", str(tmp_path / "m")), "bad size 'foo'")
+    assert_one_line_error(run_cli("memory", "--size", "foo", "--out", str(tmp_path / "m")), "bad size 'foo'")
     assert not (tmp_path / "m").exists()

@@ -17,26 +17,9 @@ import pytest
 
 import gcbench
 from gcbench import files, results
-from gcbench.config import Cell
 from gcbench.report import MARKER, build_report
-from conftest import run_cli
+from conftest import assert_one_line_error, run_cli, write_documents
 from simulate import docs
-
-
-def _one_line(proc, *fragments):
-    assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr + proc.stdout
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("gcbench: error: "), proc.stderr
-    for f in fragments:
-        assert f in lines[0], lines[0]
-
-
-def _folder(path, documents):
-    path.mkdir(parents=True, exist_ok=True)
-    for d in documents:
-        results.write(d, path / f"{d['cell']}.json")
-    return path
 
 
 def _save(folder, start):
@@ -64,7 +47,7 @@ def test_concurrent_saves_of_a_measured_loop_lose_no_repeat(tmp_path):
 
 
 def _report(tmp_path, name="rep"):
-    res = _folder(tmp_path / "res", docs(np.random.default_rng(0), 2, 10.0, steps=60))
+    res = write_documents(tmp_path / "res", docs(np.random.default_rng(0), 2, 10.0, steps=60))
     out = tmp_path / name
     build_report(res, out)
     return res, out
@@ -78,7 +61,7 @@ def test_a_copied_marker_does_not_make_a_users_files_ours(tmp_path):
     (mine / "index.md").write_text("my notes")
     (mine / "results.tar.gz").write_bytes(b"my data")
     shutil.copy(rep / MARKER, mine / MARKER)
-    _one_line(run_cli("report", str(res), "--out", str(mine)), "did not write")
+    assert_one_line_error(run_cli("report", str(res), "--out", str(mine)), "did not write")
     assert (mine / "index.md").read_text() == "my notes" and (mine / "results.tar.gz").read_bytes() == b"my data"
 
 
@@ -91,7 +74,7 @@ def test_a_forged_marker_deletes_nothing(tmp_path, listed):
     (rep / "photos.tar").write_bytes(b"photos")
     (rep / MARKER).write_text(json.dumps({"format": "gcbench-report-folder", "files": listed}))
     before = {p.name: p.read_bytes() for p in (tmp_path / "res").iterdir()}
-    _one_line(run_cli("report", str(res), "--out", str(rep)), "not a file gcbench writes")
+    assert_one_line_error(run_cli("report", str(res), "--out", str(rep)), "not a file gcbench writes")
     assert (rep / "thesis.txt").read_text() == "years of work" and (rep / ".bashrc").exists()
     assert (rep / "photos.tar").exists()
     assert {p.name: p.read_bytes() for p in (tmp_path / "res").iterdir()} == before
@@ -100,7 +83,7 @@ def test_a_forged_marker_deletes_nothing(tmp_path, listed):
 def test_a_file_changed_since_the_report_was_written_is_not_replaced(tmp_path):
     res, rep = _report(tmp_path)
     (rep / "index.md").write_text("edited by hand")
-    _one_line(run_cli("report", str(res), "--out", str(rep)), "index.md", "changed since")
+    assert_one_line_error(run_cli("report", str(res), "--out", str(rep)), "index.md", "changed since")
     assert (rep / "index.md").read_text() == "edited by hand"
     # an untouched report folder rebuilds in place, and keeps no stale files
     res2, rep2 = _report(tmp_path / "two")
@@ -110,7 +93,7 @@ def test_a_file_changed_since_the_report_was_written_is_not_replaced(tmp_path):
 def test_an_older_marker_owns_nothing_and_says_how_to_go_on(tmp_path):
     res, rep = _report(tmp_path)
     (rep / MARKER).write_text(json.dumps({"format": "gcbench-report-folder", "files": ["index.md", "index.html"]}))
-    _one_line(run_cli("report", str(res), "--out", str(rep)), "older gcbench", "--out NEW")
+    assert_one_line_error(run_cli("report", str(res), "--out", str(rep)), "older gcbench", "--out NEW")
 
 
 def test_a_stale_staging_folder_of_a_killed_report_is_cleaned(tmp_path):
@@ -128,7 +111,7 @@ def test_a_reused_report_folder_does_not_keep_the_old_title(tmp_path):
     assert run_cli("report", str(res), "--out", str(rep), "--title", "First title").returncode == 0
     assert run_cli("report", str(rep)).returncode == 0  # in place: the title it was published with
     assert (rep / "index.md").read_text().startswith("# First title")
-    other = _folder(tmp_path / "other", docs(np.random.default_rng(1), 2, 10.0, steps=60, backend="nnx"))
+    other = write_documents(tmp_path / "other", docs(np.random.default_rng(1), 2, 10.0, steps=60, backend="nnx"))
     assert run_cli("report", str(other), "--out", str(rep)).returncode == 0
     assert (rep / "index.md").read_text().startswith("# gcbench report: other")
 
@@ -144,7 +127,7 @@ def test_resume_never_replaces_a_result_it_cannot_read(tmp_path):
     target = out / "jax__mlp__default__r0.json"
     for content in (json.dumps({"format": "gcbench-result", "schema_version": 99}), "{not json"):
         target.write_text(content)
-        _one_line(run_cli("run", *RUN, "--out", str(out), "--resume"), "--resume would replace", "--force")
+        assert_one_line_error(run_cli("run", *RUN, "--out", str(out), "--resume"), "--resume would replace", "--force")
         assert target.read_text() == content
         assert not (out / "suite.json").exists()  # refused before the plan was written
 
@@ -152,13 +135,13 @@ def test_resume_never_replaces_a_result_it_cannot_read(tmp_path):
 def test_explain_refuses_a_folder_that_another_gcbench_holds(tmp_path):
     """Item 4: explain merges into explain.json; not beside a run, nor beside another explain."""
     with files.FolderLock(tmp_path, "busy"):
-        _one_line(run_cli("explain", "jax/mlp/default", "--out", str(tmp_path)), "in use by another gcbench")
+        assert_one_line_error(run_cli("explain", "jax/mlp/default", "--out", str(tmp_path)), "in use by another gcbench")
 
 
 def test_explain_validates_before_it_makes_its_folder(tmp_path):
     """Item 14: a refused explain leaves no folder behind."""
     out = tmp_path / "never"
-    _one_line(run_cli("explain", "jax/mlp/default", "--site-steps", "0", "--out", str(out)), "--site-steps")
+    assert_one_line_error(run_cli("explain", "jax/mlp/default", "--site-steps", "0", "--out", str(out)), "--site-steps")
     assert not out.exists()
 
 
@@ -167,10 +150,10 @@ def test_export_never_overwrites_its_input(tmp_path):
     res, rep = _report(tmp_path)
     result = next(res.glob("*.json"))
     before = result.read_bytes()
-    _one_line(run_cli("export", str(result.parent), "--csv", "--out", str(result)), "inside the input folder")
-    _one_line(run_cli("export", str(rep / "results.tar.gz"), "--csv", "--out", str(rep / "results.tar.gz")),
+    assert_one_line_error(run_cli("export", str(result.parent), "--csv", "--out", str(result)), "inside the input folder")
+    assert_one_line_error(run_cli("export", str(rep / "results.tar.gz"), "--csv", "--out", str(rep / "results.tar.gz")),
               "is the input")
-    _one_line(run_cli("export", str(res), "--csv", "--out", str(rep / "results.tar.gz")), "existing archive")
+    assert_one_line_error(run_cli("export", str(res), "--csv", "--out", str(rep / "results.tar.gz")), "existing archive")
     assert result.read_bytes() == before
     ok = run_cli("export", str(rep), "--csv", "--out", str(tmp_path / "steps.csv"))
     assert ok.returncode == 0 and (tmp_path / "steps.csv").read_text().count("\n") == 121
@@ -188,7 +171,7 @@ def test_an_archive_with_a_member_twice_is_refused(tmp_path):
             tar.addfile(info, io.BytesIO(data))
     bad = tmp_path / "dup.tar.gz"
     bad.write_bytes(buf.getvalue())
-    _one_line(run_cli("report", str(bad), "--out", str(tmp_path / "r2")), "appears twice")
+    assert_one_line_error(run_cli("report", str(bad), "--out", str(tmp_path / "r2")), "appears twice")
     assert not (tmp_path / "r2").exists()
 
 
@@ -215,7 +198,7 @@ def test_an_archive_member_too_large_to_read_is_refused_before_reading(tmp_path)
                 return n
 
         tar.addfile(info, io.BufferedReader(Zeros(), 1 << 20))
-    _one_line(run_cli("compare", str(bad), str(bad)), "over the")
+    assert_one_line_error(run_cli("compare", str(bad), str(bad)), "over the")
 
 
 def test_a_folder_with_an_archive_and_results_of_its_own_is_refused(tmp_path):
@@ -224,15 +207,15 @@ def test_a_folder_with_an_archive_and_results_of_its_own_is_refused(tmp_path):
     shutil.copy(next(res.glob("*.json")), rep)
     for cmd in (["report", str(rep), "--out", str(tmp_path / "r3")], ["export", str(rep), "--csv"],
                 ["compare", str(rep), str(res)]):
-        _one_line(run_cli(*cmd), "holds both results.tar.gz and 1 JSON documents")
+        assert_one_line_error(run_cli(*cmd), "holds both results.tar.gz and 1 JSON documents")
     clean = _report(tmp_path / "b")[1]
-    _one_line(run_cli("run", *RUN, "--out", str(clean)), "holds results.tar.gz")
+    assert_one_line_error(run_cli("run", *RUN, "--out", str(clean)), "holds results.tar.gz")
 
 
 def test_force_with_another_plan_refuses_to_mix_old_cells_in(tmp_path):
     """Item 8: --force replaces the plan's results; others would be mixed into its report."""
-    out = _folder(tmp_path / "out", docs(np.random.default_rng(2), 1, 10.0, steps=60, backend="nnx"))
-    _one_line(run_cli("run", *RUN, "--out", str(out), "--force"), "not in this plan", "nnx__mlp__default__r0.json")
+    out = write_documents(tmp_path / "out", docs(np.random.default_rng(2), 1, 10.0, steps=60, backend="nnx"))
+    assert_one_line_error(run_cli("run", *RUN, "--out", str(out), "--force"), "not in this plan", "nnx__mlp__default__r0.json")
     assert (out / "nnx__mlp__default__r0.json").exists()
 
 
@@ -241,7 +224,7 @@ def test_force_whose_new_cell_failed_exits_1_and_says_the_old_result_was_kept(tm
     """Item 8: a failed attempt keeps the earlier ok result, and the run says so and fails."""
     out = tmp_path / "out"
     earlier = docs(np.random.default_rng(3), 1, 10.0, steps=5)[0]
-    _folder(out, [earlier])
+    write_documents(out, [earlier])
     before = (out / "jax__mlp__default__r0.json").read_bytes()
     proc = run_cli("run", *RUN, "--steps", "1000000", "--timeout", "1", "--out", str(out), "--force")
     assert proc.returncode == 1, proc.stderr
@@ -292,26 +275,26 @@ def test_a_step_that_raised_is_not_a_timed_step_and_steps_do_not_nest():
 def test_empty_zero_and_out_of_range_values_are_refused_at_once(tmp_path, args, fragment):
     """Items 11 and 15: an empty list or a zero never means "all" or "the default"."""
     out = tmp_path / "out"
-    _one_line(run_cli(*args, "--out", str(out)), fragment)
+    assert_one_line_error(run_cli(*args, "--out", str(out)), fragment)
     assert not out.exists()
 
 
 def test_an_empty_or_deeply_nested_suite_file_is_one_line(tmp_path):
     empty = tmp_path / "empty.toml"
     empty.write_text("")
-    _one_line(run_cli("run", "--suite", str(empty), "--out", str(tmp_path / "o")), "empty suite file")
+    assert_one_line_error(run_cli("run", "--suite", str(empty), "--out", str(tmp_path / "o")), "empty suite file")
     deep = tmp_path / "deep.toml"
     deep.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
-    _one_line(run_cli("run", "--suite", str(deep), "--out", str(tmp_path / "o")), "invalid TOML")
+    assert_one_line_error(run_cli("run", "--suite", str(deep), "--out", str(tmp_path / "o")), "invalid TOML")
     nested = tmp_path / "res"
     nested.mkdir()
     (nested / "jax__mlp__default__r0.json").write_text("[" * 100_000 + "]" * 100_000)
-    _one_line(run_cli("report", str(nested), "--out", str(tmp_path / "r")), "nested too deeply")
+    assert_one_line_error(run_cli("report", str(nested), "--out", str(tmp_path / "r")), "nested too deeply")
 
 
 def test_a_non_utf8_title_and_folder_are_shown_not_a_crash(tmp_path):
     """Item 11: undecodable bytes in a folder name or a title."""
-    res = _folder(tmp_path / "res", docs(np.random.default_rng(4), 2, 10.0, steps=60))
+    res = write_documents(tmp_path / "res", docs(np.random.default_rng(4), 2, 10.0, steps=60))
     out = os.fsencode(tmp_path) + b"/rep-\xff"
     proc = run_cli("report", str(res), "--out", os.fsdecode(out), "--title", os.fsdecode(b"caf\xe9"))
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr

@@ -20,20 +20,11 @@ import pytest
 from gcbench import data as datamod
 from gcbench import results
 from gcbench.config import Cell
-from conftest import run_cli, write_mnist
+from conftest import assert_one_line_error, run_cli, write_mnist
 
 pytestmark = pytest.mark.slow
 
 FAST = ["--backends", "jax", "--workloads", "mlp", "--networks", "1", "--warmup", "1", "--no-progress"]
-
-
-def _one_line_error(proc, *fragments):
-    assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("gcbench: error: "), proc.stderr
-    for f in fragments:
-        assert f in lines[0], lines[0]
 
 
 def _start(out, *extra, steps="200000"):
@@ -127,7 +118,7 @@ def test_a_second_run_into_a_busy_folder_is_refused(tmp_path):
     _wait_for_worker(out)
     try:
         second = run_cli("run", *FAST, "--steps", "5", "--repeats", "1", "--out", str(out), "--force")
-        _one_line_error(second, "is in use by another gcbench run")
+        assert_one_line_error(second, "is in use by another gcbench run")
     finally:
         first.kill()
         first.communicate(timeout=30)
@@ -139,7 +130,7 @@ def test_a_rerun_never_loses_a_good_result(tmp_path):
     assert run_cli(*base).returncode == 0
     good = results.load(out / "jax__mlp__default__r0.json")
     # the same folder again: refused, with the command that wrote it
-    _one_line_error(run_cli(*base), "already holds", "--resume", "--force", "gcbench run --backends jax")
+    assert_one_line_error(run_cli(*base), "already holds", "--resume", "--force", "gcbench run --backends jax")
     # --resume with the same settings keeps the result and runs nothing
     resumed = run_cli(*base, "--resume")
     assert resumed.returncode == 0 and "kept (an ok result with the same settings is there)" in resumed.stdout
@@ -179,17 +170,6 @@ def test_a_failed_rerun_keeps_the_earlier_ok_result(tmp_path, monkeypatch):
 
 # -- a full disk ---------------------------------------------------------------------------------
 
-@pytest.fixture
-def small_disk(tmp_path):
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mnt)], capture_output=True)
-    if made.returncode != 0:
-        pytest.skip("cannot mount a small tmpfs here")
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
-
-
 def _fill(mnt, leave: int) -> None:
     st = os.statvfs(mnt)
     free = st.f_bavail * st.f_frsize
@@ -199,7 +179,7 @@ def _fill(mnt, leave: int) -> None:
 def test_a_full_disk_is_one_line_and_loses_nothing(small_disk):
     _fill(small_disk, 0)
     proc = run_cli("run", *FAST, "--steps", "10", "--repeats", "1", "--out", str(small_disk / "out"))
-    _one_line_error(proc, "No space left on device")
+    assert_one_line_error(proc, "No space left on device")
 
 
 def test_results_that_do_not_fit_are_reported_and_the_run_goes_on(small_disk):
@@ -220,7 +200,7 @@ def test_a_gzip_with_a_bad_deflate_block(tmp_path):
     raw = bytearray(path.read_bytes())
     raw[20:40] = b"\xff" * 20
     path.write_bytes(bytes(raw))
-    _one_line_error(run_cli("run", "--data", str(tmp_path), "--out", str(tmp_path / "o")), "corrupt gzip data")
+    assert_one_line_error(run_cli("run", "--data", str(tmp_path), "--out", str(tmp_path / "o")), "corrupt gzip data")
 
 
 def test_idx_dimensions_whose_product_overflows(tmp_path):
@@ -229,19 +209,19 @@ def test_idx_dimensions_whose_product_overflows(tmp_path):
     raw = bytearray(path.read_bytes())
     raw[4:16] = (2**31).to_bytes(4, "big") * 3  # 2^93 elements: int64 overflows to 0
     path.write_bytes(bytes(raw))
-    _one_line_error(run_cli("run", "--data", str(tmp_path), "--out", str(tmp_path / "o")), "IDX header promises", "over the 1,073,741,824 gcbench reads")
+    assert_one_line_error(run_cli("run", "--data", str(tmp_path), "--out", str(tmp_path / "o")), "IDX header promises", "over the 1,073,741,824 gcbench reads")
 
 
 def test_float_labels_are_refused(tmp_path):
     write_mnist(tmp_path, samples=200)
     datamod.write_idx(tmp_path / datamod.LABELS, np.full(200, 3.7, np.float32))
-    _one_line_error(run_cli("run", "--data", str(tmp_path), "--out", str(tmp_path / "o")), "labels are float32")
+    assert_one_line_error(run_cli("run", "--data", str(tmp_path), "--out", str(tmp_path / "o")), "labels are float32")
 
 
 def test_download_into_a_file(tmp_path):
     target = tmp_path / "f"
     target.write_text("x")
-    _one_line_error(run_cli("data", "download", "--data", str(target)), "exists and is not a folder")
+    assert_one_line_error(run_cli("data", "download", "--data", str(target)), "exists and is not a folder")
 
 
 def test_corrupt_arrays_in_a_result_file(tmp_path):
@@ -252,9 +232,9 @@ def test_corrupt_arrays_in_a_result_file(tmp_path):
                       loss={"step": [], "value": []}, data={"kind": "synthetic"})
     doc["gc_ns"] = [0, "x", 0]
     (res / "a.json").write_text(json.dumps(doc))
-    _one_line_error(run_cli("report", str(res), "--out", str(tmp_path / "rep")), "gc_ns", "integers")
+    assert_one_line_error(run_cli("report", str(res), "--out", str(tmp_path / "rep")), "gc_ns", "integers")
     (res / "a.json").write_bytes(gzip.compress(b"{}"))
-    _one_line_error(run_cli("report", str(res), "--out", str(tmp_path / "rep")), "a.json", "not a UTF-8")
+    assert_one_line_error(run_cli("report", str(res), "--out", str(tmp_path / "rep")), "a.json", "not a UTF-8")
 
 
 def test_environment_names_that_differ_only_in_operators_do_not_share_a_file():
@@ -267,7 +247,7 @@ def test_environment_names_that_differ_only_in_operators_do_not_share_a_file():
 
 
 def test_bisect_versions_cannot_smuggle_pins_and_results_are_read_only(tmp_path):
-    _one_line_error(run_cli("bisect", "--package", "equinox", "--cell", "equinox-filter/vit/default",
+    assert_one_line_error(run_cli("bisect", "--package", "equinox", "--cell", "equinox-filter/vit/default",
                             "--versions", "1.0 jax==0.1"), "is not a version")
     res = tmp_path / "res"
     res.mkdir()

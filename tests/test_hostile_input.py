@@ -20,26 +20,10 @@ import pytest
 
 from gcbench import files, results
 from gcbench.config import Cell
-from conftest import run_cli
+from conftest import assert_one_line_error, run_cli, write_documents
 from simulate import docs
 
 INJECTED = "lenet5\n<img src=x>\n\n# Injected heading\n\n[injected link](http:evil.example)"
-
-
-def _one_line(proc, *fragments):
-    assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr + proc.stdout
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("gcbench: error: "), proc.stderr
-    for f in fragments:
-        assert f in lines[0], lines[0]
-
-
-def _folder(path, documents):
-    path.mkdir(parents=True, exist_ok=True)
-    for d in documents:
-        (path / f"{d['cell']}.json").write_text(json.dumps(d))
-    return path
 
 
 def _damaged(tmp_path, name, damage):
@@ -49,7 +33,7 @@ def _damaged(tmp_path, name, damage):
         d = copy.deepcopy(d)
         damage(d)
         out.append(d)
-    return _folder(tmp_path / name, out)
+    return write_documents(tmp_path / name, out)
 
 
 # -- item 9: one schema per document, checked on load --------------------------------------------
@@ -69,16 +53,16 @@ def test_a_malformed_result_names_its_file_and_field(tmp_path, name, damage, fra
     folder = _damaged(tmp_path, name, damage)
     for args in (["report", str(folder), "--out", str(tmp_path / "rep")], ["export", str(folder), "--csv"],
                  ["compare", str(folder), str(folder)]):
-        _one_line(run_cli(*args), "jax__mlp__default__r0.json", *fragments)
+        assert_one_line_error(run_cli(*args), "jax__mlp__default__r0.json", *fragments)
     assert not (tmp_path / "rep").exists()
 
 
 def test_a_malformed_explain_entry_is_one_line(tmp_path):
-    folder = _folder(tmp_path / "res", docs(np.random.default_rng(2), 2, 10.0, steps=40))
+    folder = write_documents(tmp_path / "res", docs(np.random.default_rng(2), 2, 10.0, steps=40))
     (folder / "explain.json").write_text(json.dumps({"format": "gcbench-explain", "schema_version": 1,
                                                      "explanations": [{"cell": "jax/mlp/default"}]}))
     proc = run_cli("report", str(folder), "--out", str(tmp_path / "rep"))
-    _one_line(proc, "explain.json")
+    assert_one_line_error(proc, "explain.json")
 
 
 # -- item 12: names that would inject into a report -------------------------------------------------
@@ -87,13 +71,13 @@ def test_a_malformed_explain_entry_is_one_line(tmp_path):
                                           ("gc_policy", "<script>")])
 def test_names_that_would_inject_are_refused_where_they_are_read(tmp_path, field, value):
     folder = _damaged(tmp_path, "res", lambda d: d.__setitem__(field, value))
-    _one_line(run_cli("report", str(folder), "--out", str(tmp_path / "rep")), f"field {field}", "does not match")
+    assert_one_line_error(run_cli("report", str(folder), "--out", str(tmp_path / "rep")), f"field {field}", "does not match")
     assert not (tmp_path / "rep").exists()
 
 
 def test_text_that_reaches_a_report_is_escaped_where_it_is_written(tmp_path):
     """A title and a reason are free text: shown, never interpreted as Markdown or HTML."""
-    folder = _folder(tmp_path / "res", docs(np.random.default_rng(3), 2, 10.0, steps=40))
+    folder = write_documents(tmp_path / "res", docs(np.random.default_rng(3), 2, 10.0, steps=40))
     cell = Cell("nnx", "mlp", "default", 0, 2, 4992, 40, 2, 0, 10)
     reason_doc = results.new(cell, "unavailable", reason="# Injected heading\n[injected link](http:evil.example) "
                              "<img src=x>", data={"kind": "synthetic"})
@@ -109,31 +93,20 @@ def test_text_that_reaches_a_report_is_escaped_where_it_is_written(tmp_path):
 
 # -- item 11: a full disk and signals while a report is written -------------------------------------
 
-@pytest.fixture
-def small_disk(tmp_path):
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mnt)], capture_output=True)
-    if made.returncode != 0:
-        pytest.skip("mounting a small tmpfs needs root (CAP_SYS_ADMIN); not available here")
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
-
-
 def test_a_full_disk_while_a_report_is_written_is_one_line_and_leaves_nothing(tmp_path, small_disk):
-    folder = _folder(tmp_path / "res", docs(np.random.default_rng(4), 3, 10.0, steps=200, full_every=20, pause_ms=5))
-    _one_line(run_cli("report", str(folder), "--out", str(small_disk / "rep")), "No space left on device")
+    folder = write_documents(tmp_path / "res", docs(np.random.default_rng(4), 3, 10.0, steps=200, full_every=20, pause_ms=5))
+    assert_one_line_error(run_cli("report", str(folder), "--out", str(small_disk / "rep")), "No space left on device")
     assert not (small_disk / "rep").exists()
 
 
 def test_a_refused_run_on_a_full_disk_leaves_no_folder_and_no_lock(small_disk):
     """Item 14: a run that could not write its plan leaves nothing, not even its lock file."""
     (small_disk / "filler").write_bytes(b"x" * (os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize))
-    _one_line(run_cli("run", "--backends", "jax", "--workloads", "mlp", "--networks", "2", "--steps", "5",
+    assert_one_line_error(run_cli("run", "--backends", "jax", "--workloads", "mlp", "--networks", "2", "--steps", "5",
                       "--repeats", "1", "--out", str(small_disk / "out")), "No space left on device")
     assert not (small_disk / "out").exists()
     (small_disk / "mine").mkdir()
-    _one_line(run_cli("run", "--backends", "jax", "--workloads", "mlp", "--networks", "2", "--steps", "5",
+    assert_one_line_error(run_cli("run", "--backends", "jax", "--workloads", "mlp", "--networks", "2", "--steps", "5",
                       "--repeats", "1", "--out", str(small_disk / "mine")), "No space left on device")
     assert list((small_disk / "mine").iterdir()) == []  # the user's folder stays, empty as it was
 
@@ -142,7 +115,7 @@ def test_a_refused_run_on_a_full_disk_leaves_no_folder_and_no_lock(small_disk):
 def test_a_signal_during_a_report_from_an_archive_is_one_line_and_leaves_nothing(tmp_path, sig, code, said):
     """Item 11 and 13: Ctrl-C or SIGTERM while a report is drawn; the archive was unpacked into
     a temporary folder, which goes too, and so does the half-built report."""
-    folder = _folder(tmp_path / "res", docs(np.random.default_rng(5), 3, 10.0, steps=1500, full_every=30, pause_ms=5)
+    folder = write_documents(tmp_path / "res", docs(np.random.default_rng(5), 3, 10.0, steps=1500, full_every=30, pause_ms=5)
                      + docs(np.random.default_rng(6), 3, 12.0, steps=1500, backend="nnx"))
     assert run_cli("report", str(folder), "--out", str(tmp_path / "first")).returncode == 0
     env = dict(os.environ, PYTHONUNBUFFERED="1")

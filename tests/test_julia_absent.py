@@ -6,6 +6,8 @@ import importlib.util
 import os
 import pathlib
 import stat
+import subprocess
+import sys
 import time
 
 import pytest
@@ -111,10 +113,11 @@ def test_a_julia_that_cannot_start_makes_the_cell_unavailable(monkeypatch):
 
 def test_runs_are_offline_and_setup_is_not(monkeypatch):
     """Item 8: a run never lets juliapkg resolve or download; only julia-setup may."""
-    for key in ("PYTHON_JULIAPKG_OFFLINE", "PYTHON_JULIACALL_THREADS"):
+    for key in ("PYTHON_JULIAPKG_OFFLINE", "PYTHON_JULIACALL_THREADS", "PYTHON_JULIACALL_OPTIMIZE"):
         monkeypatch.delenv(key, raising=False)
     julia_bridge.configure(2)
     assert os.environ["PYTHON_JULIAPKG_OFFLINE"] == "yes" and os.environ["PYTHON_JULIACALL_THREADS"] == "2"
+    assert "PYTHON_JULIACALL_OPTIMIZE" not in os.environ  # Julia's own default (2), as `julia` and the seed
     monkeypatch.delenv("PYTHON_JULIAPKG_OFFLINE")
     julia_bridge.configure(1, offline=False)
     assert "PYTHON_JULIAPKG_OFFLINE" not in os.environ
@@ -125,3 +128,21 @@ def test_a_julia_without_installed_packages_asks_for_julia_setup(no_julia, tmp_p
     monkeypatch.setattr(julia_bridge, "juliapkg_meta", lambda: tmp_path / "julia_env" / "pyjuliapkg" / "meta.json")
     ok, reason = julia_bridge.status()
     assert not ok and "run `gcbench julia-setup`" in reason and "\n" not in reason
+
+
+def test_the_offline_setting_reaches_juliapkg_even_when_it_was_imported_first():
+    """Issue 24, item 2: pyjuliapkg reads PYTHON_JULIAPKG_OFFLINE once, when its state is
+    first imported; a worker imports it early (`status()` -> `juliapkg_meta()`). What
+    juliapkg acts on is its STATE, so that is what is checked, in a fresh process as a
+    worker starts: the meta path looked up first, then configure()."""
+    pytest.importorskip("juliapkg")
+    code = ("import os; os.environ.pop('PYTHON_JULIAPKG_OFFLINE', None)\n"
+            "from gcbench.backends import julia_bridge\n"
+            "julia_bridge.juliapkg_meta()\n"
+            "from juliapkg.state import STATE\n"
+            "before = STATE['offline']\n"
+            "julia_bridge.configure(1)\n"
+            "print(before, STATE['offline'])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "True"]

@@ -10,6 +10,8 @@ each must give the logits that the JAX forward pass gives on the canonical weigh
 
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -17,7 +19,7 @@ from gcbench import data as datamod
 from gcbench import gcpolicy, results
 from gcbench.backends import julia_bridge, julia_layout
 from gcbench.config import Cell
-from gcbench.workloads import WORKLOADS, init_params
+from gcbench.workloads import LEARNING_RATE, WORKLOADS, init_params
 
 pytestmark = pytest.mark.usefixtures("exact_float32")  # the JAX forward pass in float32 on every platform
 
@@ -151,7 +153,8 @@ def julia_like_result(steps=5, warmup=2):
         "gc_full": np.array([0, 0, 1, 0, 0][:steps]), "gc_pauses": np.array([0, 1, 1, 0, 0][:steps]),
         "alloc_bytes": np.array([1_300_000] * steps), "loss_steps": np.array([0, 4]),
         "loss_values": np.array([2.29, 2.20]), "bookkeeping_entries": 0, "julia_version": "1.11.2",
-        "julia_threads": 1, "julia_packages": {"Flux": "0.16.5", "Lux": "1.21.0"}, "julia_extensions": [],
+        "julia_threads": 1, "julia_optimize": 2, "julia_packages": {"Flux": "0.16.5", "Lux": "1.21.0"},
+        "julia_extensions": [],
     }
 
 
@@ -204,14 +207,15 @@ def test_measure_marshals_arguments_as_julia_expects(monkeypatch):
     assert images.shape == (28, 28, 1, 300) and images.dtype == np.float32
     assert labels.dtype == np.int64 and labels.min() >= 0 and labels.max() <= 9
     assert sched.shape == (32, 7) and (sched[:, 3] == schedule[3]).all()  # the batch size goes across
-    framework, table, weights, jdata = calls[2][1]
+    framework, table, weights, jdata, learning_rate = calls[2][1]
     assert framework == "simplechains" and table.shape == (5, 5) and jdata == "<setup_data>"
+    assert learning_rate == LEARNING_RATE  # one learning rate, Python's, for every framework
     assert weights.shape == (44_426, 3) and weights.dtype == np.float32 and weights.flags.f_contiguous
     np.testing.assert_array_equal(weights[:, 1], julia_layout.simplechains_weights(workload, params[1]))
     assert calls[3][1][1:] == (2, 5, "manual", 10, 4, "metrics")
     assert fields["wall_ns"][2] == 150_000_000 and fields["warmup"]["build_ns"] >= 0
     assert trainer.metadata() == {"julia_framework": "simplechains", "julia": "1.11.2", "julia_threads": 1,
-                                  "julia_packages": {"Flux": "0.16.5", "Lux": "1.21.0"}, "julia_extensions": []}
+                                  "julia_optimize": 2, "julia_packages": {"Flux": "0.16.5", "Lux": "1.21.0"}, "julia_extensions": []}
 
 
 def test_a_refused_policy_becomes_an_unavailable_cell(monkeypatch):
@@ -229,3 +233,32 @@ def test_a_refused_policy_becomes_an_unavailable_cell(monkeypatch):
 def test_unknown_framework_is_refused():
     with pytest.raises(ValueError, match="unknown Julia framework"):
         julia_bridge.build(WORKLOADS["mlp"], [], None, framework="knet")
+
+
+
+def test_the_fixture_logits_catch_a_flipped_kernel():
+    """Issue 24, item 3, by simulation: the NumPy stand-ins for Flux and SimpleChains, fed
+    the fixture's own weights, match the fixture's logits within runtests.jl's LOGIT_ATOL;
+    with the first kernel flipped (what a wrong orientation does) they miss by far more."""
+    import re
+
+    here = pathlib.Path(__file__).resolve().parent.parent / "julia" / "test"
+    atol = float(re.search(r"^const LOGIT_ATOL = ([\d.e-]+)", (here / "runtests.jl").read_text(), re.M).group(1))
+    meta = (here / "fixture" / "fixture.toml").read_text()
+    batch = int(re.search(r"^batch = (\d+)", meta, re.M).group(1))
+    samples = int(re.search(r"^samples = (\d+)", meta, re.M).group(1))
+    images = np.fromfile(here / "fixture" / "images.f32", "<f4").reshape((28, 28, 1, samples), order="F")
+    first = np.fromfile(here / "fixture" / "schedule.i64", "<i8")[:batch]
+    x = images[..., first]
+    workload = WORKLOADS["lenet5"]
+    expected = np.fromfile(here / "fixture" / "lenet5_logits.f32", "<f4").reshape((10, batch), order="F")
+    for layout, forward in (("flux", flux_reference_forward), ("simplechains", simplechains_reference_forward)):
+        flat = np.fromfile(here / "fixture" / f"lenet5_{layout}.f32", "<f4")
+        assert np.abs(forward(workload, flat, x) - expected).max() <= atol, layout
+    params = init_params(workload, 0, 1)[0]  # the fixture's weights (make_fixture.py: seed 0)
+    flipped = dict(params, **{"layer0/w": params["layer0/w"][::-1, ::-1].copy()})
+    for layout, forward in (("flux", flux_reference_forward), ("simplechains", simplechains_reference_forward)):
+        wrong = forward(workload, julia_layout.LAYOUTS[layout](workload, flipped), x)
+        miss = np.abs(wrong - expected).max()
+        print(f"{layout}: a flipped first kernel moves a logit by {miss:.4f} (LOGIT_ATOL {atol:g})")
+        assert miss > 20 * atol, (layout, miss)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import ast
 import json
-import pathlib
 import re
 import sys
 
+import numpy as np
 import pytest
 
 from gcbench.backends import julia_layout
@@ -33,6 +33,7 @@ REGISTERED = {
     "Random": "9a3f8284-a2c9-5f02-9a11-845980a1fd5c",
     "SimpleChains": "de6bee2f-e2f4-4ec7-b6ed-219cc6f6e9e5",
     "Statistics": "10745b16-79ce-11e8-11f9-7d13ad32a3b2",
+    "TOML": "fa267f1f-6049-4f14-aa54-33bafae1ed76",
     "Zygote": "e88e6eb3-aa80-5325-afca-941959d7151f",
 }
 
@@ -56,7 +57,7 @@ def test_the_core_is_included_once_and_frameworks_on_demand():
     # no framework is loaded by the core: the core's files use nothing but the standard library
     for name in ["GCBench.jl"] + core:
         used = set(re.findall(r"^\s*(?:using|import)\s+([A-Za-z]\w*)", (JULIA_DIR / name).read_text(), re.M))
-        assert used <= {"Random", "Statistics", "Profile"}, (name, used)
+        assert used <= {"Random", "Statistics", "Profile", "TOML"}, (name, used)
     table = dict(re.findall(r'"(\w+)" => "(\w+\.jl)"', module.split("FRAMEWORK_FILES")[1].split("\n")[0]))
     assert table == FRAMEWORK_FILES
     for framework, file in FRAMEWORK_FILES.items():
@@ -163,7 +164,7 @@ def test_julia_code_uses_only_declared_packages():
     assert used == set(project["deps"]), f"used {sorted(used)}, declared {sorted(project['deps'])}"
     tests = set(re.findall(r"^\s*(?:using|import)\s+([A-Za-z]\w*)", (JULIA_DIR / "test" / "runtests.jl").read_text(),
                            re.M))
-    assert tests <= set(project["extras"]), tests
+    assert tests <= set(project["extras"]) | set(project["deps"]), tests
 
 
 def test_the_julia_workflow_names_real_actions_and_commands():
@@ -181,3 +182,43 @@ def test_the_julia_workflow_names_real_actions_and_commands():
 def test_juliapkg_json_ships_with_the_package():
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "juliapkg.json" in pyproject["tool"]["setuptools"]["package-data"]["gcbench"]
+
+
+def test_runtests_never_calls_a_framework_in_the_world_of_its_include():
+    """Issue 24, item 1: `load_framework` includes a file at run time; code compiled before
+    that cannot see its methods. runtests.jl loads each framework in a top-level statement
+    of its own and calls the tests through invokelatest; the checker finds the old pattern."""
+    from julia_source import world_age_problems
+
+    assert world_age_problems((JULIA_DIR / "test" / "runtests.jl").read_bytes()) == []
+    old = b'''
+function trainer_for(framework, workload, data)
+    GCBench.load_framework(framework)
+    return GCBench.build(framework, spec, weights, data)
+end
+for f in ("flux", "lux")
+    GCBench.load_framework(f); t = GCBench.build(f, spec, w, d, 3e-4)
+end
+'''
+    problems = world_age_problems(old)
+    assert len(problems) == 2 and "a function calls load_framework" in problems[0] and "one top-level" in problems[1]
+    runtests = (JULIA_DIR / "test" / "runtests.jl").read_text()
+    assert runtests.count("Base.invokelatest(test_framework") == 1
+    run_jl = (JULIA_DIR / "run.jl").read_text()
+    assert "Base.invokelatest(FRAMEWORKS[framework]" in run_jl  # build, too, calls the builder in the newest world
+
+
+def test_every_framework_defines_its_logits_and_the_fixture_holds_them():
+    """Issue 24, item 3: the fixture's logits, per framework, per step losses."""
+    for file in FRAMEWORK_FILES.values():
+        assert re.search(r"^(function )?network_logits\(t::\w+Trainer, k::Int, x\)", (JULIA_DIR / file).read_text(), re.M)
+    fixture = JULIA_DIR / "test" / "fixture"
+    meta = tomllib.loads((fixture / "fixture.toml").read_text())
+    for workload in ("mlp", "lenet5"):
+        logits = np.fromfile(fixture / f"{workload}_logits.f32", "<f4")
+        assert logits.size == 10 * meta["batch"] * meta[workload]["networks"] and np.isfinite(logits).all()
+    from gcbench.workloads import LEARNING_RATE
+
+    assert meta["learning_rate"] == LEARNING_RATE
+    for file in FRAMEWORK_FILES.values():  # one learning rate: Python's, passed through build
+        assert "3f-4" not in (JULIA_DIR / file).read_text() and "3e-4" not in (JULIA_DIR / file).read_text()

@@ -16,8 +16,8 @@ import pathlib
 import numpy as np
 
 from gcbench import data as datamod
-from gcbench.backends import BACKENDS, julia_layout
-from gcbench.workloads import WORKLOADS, init_params
+from gcbench.backends import BACKENDS, _jaxnn, julia_layout
+from gcbench.workloads import LEARNING_RATE, WORKLOADS, init_params
 
 HERE = pathlib.Path(__file__).resolve().parent / "fixture"
 STEPS, BATCH, SAMPLES, SEED = 40, 16, 96, 0
@@ -35,10 +35,15 @@ def main() -> None:
     dataset.labels.astype("<i8").tofile(HERE / "labels.i64")
     julia_layout.schedule_columns(schedule).astype("<i8").ravel(order="F").tofile(HERE / "schedule.i64")
     lines = ["# Written by make_fixture.py: the jax backend's losses on these weights and batches.",
-             f"steps = {STEPS}", f"batch = {BATCH}", f"samples = {SAMPLES}", ""]
+             f"steps = {STEPS}", f"batch = {BATCH}", f"samples = {SAMPLES}", f"learning_rate = {LEARNING_RATE!r}", ""]
     for name, networks in NETWORKS.items():
         workload = WORKLOADS[name]
         params = init_params(workload, SEED, networks)
+        # the logits of every network on the first step's batch, before training: (10, batch, networks)
+        x = dataset.images[schedule[0]]
+        logits = np.stack([np.asarray(_jaxnn.forward(workload, _jaxnn.to_device(p), jax.numpy.asarray(x))).T
+                           for p in params], axis=2)
+        logits.astype("<f4").ravel(order="F").tofile(HERE / f"{name}_logits.f32")
         trainer = BACKENDS["jax"].build(workload, params, dataset)
         losses = []
         for step in range(STEPS):

@@ -53,9 +53,10 @@ def diagnose_cell(cell, options: dict, command=None, environment=None) -> dict:
            "environment": environment, "data": dataset.describe()}
     if getattr(trainer, "measures_itself", False):  # Julia: sampled allocations by type and frame
         trainer.prepare(schedule)
-        trainer.explain_allocs(1, cell.warmup, 0.0)  # warm-up: compilation, nothing sampled
-        raw["julia"] = trainer.explain_allocs(cell.warmup + 1, cell.steps, options.get("sample_rate",
-                                                                                      JULIA_SAMPLE_RATE))
+        trainer.explain_allocs(1, cell.warmup, 0.0, cell.bookkeeping)  # warm-up: compilation, nothing sampled
+        # the loop that `run` measures, its bookkeeping included, as Python's explanation does
+        raw["julia"] = trainer.explain_allocs(cell.warmup + 1, cell.steps,
+                                              options.get("sample_rate", JULIA_SAMPLE_RATE), cell.bookkeeping)
         raw["metadata"].update(trainer.metadata())
         return raw
     for i in range(cell.warmup):

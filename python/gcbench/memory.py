@@ -25,7 +25,6 @@ on the CPU, recording the process's peak-RSS increase.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import json
 import pathlib
@@ -294,7 +293,6 @@ def _measure_in_this_process(n: int, m: int, dtype: str, formulation: str) -> di
     import ctypes
 
     import jax
-    import jax.numpy as jnp
 
     rng = np.random.default_rng(0)
     cpu = _device("cpu")  # the figures beside it are the CPU compiler's

@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from ..workloads import LEARNING_RATE
 from . import julia_layout
 
 FRAMEWORKS = ("flux", "lux", "simplechains")
@@ -69,14 +70,23 @@ def status() -> tuple[bool, str]:
 
 
 def configure(threads: int = 1, offline: bool = True) -> None:
-    """juliacall's settings; they must be in the environment before juliacall is imported."""
+    """juliacall's settings; they must be in the environment before juliacall is imported.
+
+    Julia keeps its own defaults otherwise (optimization level 2, as `julia` itself and
+    the seed's runs): a user's PYTHON_JULIACALL_OPTIMIZE is honoured and recorded."""
     os.environ["PYTHON_JULIACALL_THREADS"] = str(threads)
     # Julia's GC uses signals at safepoints: with several threads Julia must handle them
     # (PythonCall's documented setting), else the process segfaults.
     os.environ["PYTHON_JULIACALL_HANDLE_SIGNALS"] = "yes"
-    os.environ.setdefault("PYTHON_JULIACALL_OPTIMIZE", "3")
     if offline:  # a run never resolves or installs anything: julia-setup did that
         os.environ["PYTHON_JULIAPKG_OFFLINE"] = "yes"
+        # pyjuliapkg reads that variable once, when juliapkg.state is first imported, which
+        # `status()` may already have done: tell its state directly too (juliapkg/deps.py).
+        try:
+            import juliapkg
+        except ImportError:
+            return
+        juliapkg.offline(True)
 
 
 @functools.lru_cache(maxsize=1)
@@ -146,7 +156,8 @@ class JuliaTrainer:
                      self.data.labels.astype(np.int64), julia_layout.schedule_columns(schedule))
         t0 = time.perf_counter_ns()
         self._trainer = call("build", self.framework, julia_layout.layer_table(self.workload),
-                             julia_layout.stacked_weights(self.workload, self.params, self.framework), jdata)
+                             julia_layout.stacked_weights(self.workload, self.params, self.framework), jdata,
+                             LEARNING_RATE)
         return time.perf_counter_ns() - t0
 
     def measure(self, schedule: np.ndarray, cell, policy) -> dict:
@@ -161,13 +172,14 @@ class JuliaTrainer:
         fields["warmup"]["traces"] = {}
         fields["warmup"]["build_ns"] = build_ns
         self.julia_facts = {"julia": str(raw["julia_version"]), "julia_threads": int(raw["julia_threads"]),
+                            "julia_optimize": int(raw["julia_optimize"]),
                             "julia_packages": {str(k): str(v) for k, v in raw["julia_packages"].items()},
                             "julia_extensions": [str(x) for x in raw["julia_extensions"]]}
         return fields
 
-    def explain_allocs(self, first_step: int, steps: int, sample_rate: float) -> dict:
+    def explain_allocs(self, first_step: int, steps: int, sample_rate: float, bookkeeping: str = "none") -> dict:
         """Sampled allocations of `steps` steps by type, package and site (Profile.Allocs)."""
-        raw = call("explain_allocs", self._trainer, first_step, steps, sample_rate)
+        raw = call("explain_allocs", self._trainer, first_step, steps, sample_rate, bookkeeping)
         table = lambda d: {str(k): [int(v[0]), int(v[1])] for k, v in d.items()}
         return {"samples": int(raw["samples"]), "sample_rate": float(raw["sample_rate"]), "steps": int(raw["steps"]),
                 "by_type": table(raw["by_type"]), "by_package": table(raw["by_package"]),

@@ -20,7 +20,7 @@ from ..workloads import NUM_CLASSES, Conv, Workload
 
 CONV, DENSE = 1, 2
 # Julia's functions that Python calls, with their number of positional arguments.
-JULIA_API = {"load_framework": 1, "setup_data": 3, "build": 4, "run!": 7, "param_count": 1, "explain_allocs": 4}
+JULIA_API = {"load_framework": 1, "setup_data": 3, "build": 5, "run!": 7, "param_count": 1, "explain_allocs": 5}
 # A mean cross-entropy of 10 classes starts near ln 10 = 2.3 and falls; far above it, the
 # loss was summed over the batch, not averaged (SimpleChains' valgrad! sums).
 MAX_MEAN_LOSS = 5 * math.log(NUM_CLASSES)

@@ -11,7 +11,7 @@ import pathlib
 import sys
 import time
 
-from .. import archive, compare, config, files, footprint, results, schemas, stats, summary
+from .. import archive, compare, config, files, footprint, schemas, stats, summary
 from .. import data as datamod
 from ..backends import BACKENDS
 from ..errors import UsageError

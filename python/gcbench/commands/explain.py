@@ -31,7 +31,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from .. import bisect, envs, runner
+    from .. import bisect, runner
 
     backend, workload, policy = bisect.parse_cell(args.cell)
     suite = config.Suite(name="explain", backends=[backend], workloads=[workload], gc=[policy], repeats=1,
