@@ -14,9 +14,9 @@ executable gives argument, output, temporary and aliased bytes. Two kinds of cas
 The gather cases are compiled for the CPU wherever gcbench runs: the seed report read
 XLA's CPU memory report, and the CPU compiler is the one that copies the index array.
 Where a GPU (or another accelerator) is JAX's default device, the same programs are also
-compiled for it, each size and index dtype in a child process with a time limit
-(`ACCELERATOR_COMPILE_LIMIT`): XLA's GPU compiler can spend minutes on the seed's
-sizes. Their figures are a column of their own. Training-step programs are compiled
+compiled for it, each size and index dtype in a child process, all of them within one
+time budget (`ACCELERATOR_BUDGET_S`): XLA's GPU compiler can spend minutes on the seed's
+sizes. Their figures are a column of their own; a case the budget did not reach says so. Training-step programs are compiled
 for the device the cells train on.
 
 Small gather cases can also be run once for real (`--measure`): each in a fresh process,
@@ -30,6 +30,7 @@ import json
 import pathlib
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -42,7 +43,7 @@ SCHEMA_VERSION = 1
 # out of the process's baseline; seed: the seed report's sizes (analysed, never run here).
 SIZES = {"small": (16, 4096), "medium": (64, 2**22), "seed": (128, 2048**3)}
 MEASURE_LIMIT = 2 * 2**30  # run a case for real only when its compiled total is at most this
-ACCELERATOR_COMPILE_LIMIT = 60.0  # seconds for one size and index dtype on an accelerator's compiler
+ACCELERATOR_BUDGET_S = 60.0  # seconds for all the gather cases on an accelerator's compiler together
 INDEX_DTYPES = ("int8", "int16", "int32", "int64")
 GIB = 2**30
 
@@ -178,9 +179,12 @@ def _gather_programs(n: int, m: int, dtype: str, platform: str) -> dict[str, dic
 
 
 def gather_cases(size: str, index_dtypes: list[str], accelerator_platform: str | None = None,
-                 limit: float = ACCELERATOR_COMPILE_LIMIT) -> list[dict]:
+                 deadline: float | None = None) -> list[dict]:
     """One row per index dtype and formulation, compiled for the CPU; with
-    `accelerator_platform`, each row also holds that compiler's figures (or why not)."""
+    `accelerator_platform`, each row also holds that compiler's figures, or why not (the
+    compiles stop at `deadline`, a `time.monotonic()` value: by default one budget from now)."""
+    if deadline is None:
+        deadline = time.monotonic() + ACCELERATOR_BUDGET_S
     import jax.numpy as jnp
 
     label, n, m = parse_size(size)
@@ -189,7 +193,7 @@ def gather_cases(size: str, index_dtypes: list[str], accelerator_platform: str |
         check_index_dtype(dtype, n)
         arg_bytes = n**3 * 4 + m * 3 * jnp.dtype(dtype).itemsize
         floor = arg_bytes + n**3 * 4  # the gradient's arguments and its output
-        on_accelerator = compile_in_child(n, m, dtype, accelerator_platform, limit) if accelerator_platform else None
+        on_accelerator = compile_in_child(n, m, dtype, accelerator_platform, deadline) if accelerator_platform else None
         for name, programs in _gather_programs(n, m, dtype, "cpu").items():
             fwd, grd = programs["forward"], programs["gradient"]
             row = {
@@ -205,15 +209,18 @@ def gather_cases(size: str, index_dtypes: list[str], accelerator_platform: str |
     return rows
 
 
-def compile_in_child(n: int, m: int, dtype: str, platform: str, limit: float) -> dict:
-    """The gather programs compiled for `platform` in a child process that is killed after
-    `limit` seconds: {formulation: {forward, gradient}}, or {"error": why}."""
+def compile_in_child(n: int, m: int, dtype: str, platform: str, deadline: float) -> dict:
+    """The gather programs compiled for `platform` in a child process that is killed at
+    `deadline` (`time.monotonic()`): {formulation: {forward, gradient}}, or {"error": why}."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return {"error": f"not compiled: the {ACCELERATOR_BUDGET_S:g} s for the {platform} compiler were spent"}
     spec = json.dumps({"mode": "compile", "n": n, "m": m, "dtype": dtype, "platform": platform})
     try:
         proc = subprocess.run([sys.executable, "-m", "gcbench.memory", spec], capture_output=True, text=True,
-                              timeout=limit)
+                              timeout=left)
     except subprocess.TimeoutExpired:
-        return {"error": f"{platform} compiler took longer than {limit:g} s"}
+        return {"error": f"{platform} compiler took longer than the {ACCELERATOR_BUDGET_S:g} s it had"}
     if proc.returncode != 0:
         return {"error": f"{platform} compiler failed: " + (proc.stderr.strip().splitlines() or ["no message"])[-1][:300]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -320,8 +327,9 @@ def run(sizes: list[str], index_dtypes: list[str], backends: list[str], workload
 
     rows = []
     other = accelerator()
+    deadline = time.monotonic() + ACCELERATOR_BUDGET_S  # one budget for every case on the accelerator
     for s in sizes:
-        rows += gather_cases(s, index_dtypes, other)
+        rows += gather_cases(s, index_dtypes, other, deadline)
     if measure:
         for row in rows:
             if row["gradient"]["total_bytes"] <= MEASURE_LIMIT:
