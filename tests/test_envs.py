@@ -1,9 +1,12 @@
 """Environments: parsing, interpreter lookup, what gets installed, and real builds with pip
 (from the package index; pip's own cache keeps repeated runs quick)."""
 
+import importlib.util
+import json
 import os
 import pathlib
 import platform
+import shutil
 import subprocess
 import sys
 
@@ -173,7 +176,8 @@ def test_bad_pin_is_unavailable_with_pips_reason_and_others_go_on(small_env, cac
                          progress=False)
     bad, good = out["six==0.0.0.999"], out[SMALL_PIN]
     assert isinstance(bad, envs.EnvUnavailable)
-    assert str(bad).startswith("No matching distribution found for six==0.0.0.999")
+    assert str(bad).startswith(("No matching distribution found for six==0.0.0.999",  # pip
+                                "No solution found when resolving dependencies: no version of six==0.0.0.999"))  # uv
     assert isinstance(good, envs.Environment) and good.reused
     assert not [p for p in envs.envs_root().iterdir() if p.is_dir() and p != small_env.path]  # nothing half-built
 
@@ -325,3 +329,63 @@ def test_the_compilation_cache_is_kept_from_jaxlibs_that_abort_on_it():
     assert runner.cache_safe({"packages": {"jax": "0.6.2", "jaxlib": "0.6.2"}})
     env = runner.compile_cache_env("/tmp/x")
     assert env["JAX_COMPILATION_CACHE_DIR"] == "/tmp/x" and env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "0"
+
+
+def test_uv_takes_pips_index_settings(tmp_path):
+    """uv does not read pip.conf: gcbench passes pip's settings on, leaving out local
+    indexes that do not exist (pip skips them with a warning), and takes the best version
+    from every index, as pip does."""
+    from gcbench import installers
+
+    links = tmp_path / "wheels"
+    links.mkdir()
+    config = {"index-url": ["https://mirror.example/simple"], "extra-index-url": [f"file://{tmp_path}", "file:///nope/x"],
+              "find-links": [str(links), "/no/such/folder"], "constraint": [str(tmp_path / "absent.txt")],
+              "cert": ["/etc/ssl/cert.pem"], "default-timeout": ["180"]}
+    assert installers.uv_options(config) == ["--index-url", "https://mirror.example/simple",
+                                             "--extra-index-url", f"file://{tmp_path}", "--find-links", str(links),
+                                             "--index-strategy", "unsafe-best-match"]
+    assert installers.uv_environ(config) == {"SSL_CERT_FILE": "/etc/ssl/cert.pem", "UV_HTTP_TIMEOUT": "180"}
+    assert installers.uv_options({"no-index": ["true"]}) == ["--no-index"]
+
+
+def test_pips_configuration_is_read_as_pip_reads_it(tmp_path, monkeypatch):
+    from gcbench import installers
+
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "https://a.example/simple https://b.example/simple")
+    config = installers.pip_config()
+    assert str(tmp_path) in config["find-links"]
+    assert {"https://a.example/simple", "https://b.example/simple"} <= set(config["extra-index-url"])
+
+
+def test_the_installer_is_uv_where_it_is_installed_and_pip_on_request(monkeypatch):
+    from gcbench import installers
+
+    monkeypatch.setenv(installers.CHOICE_VAR, "pip")
+    assert installers.choose() == installers.Installer("pip")
+    monkeypatch.setenv(installers.CHOICE_VAR, "conda")
+    with pytest.raises(UsageError, match="must be uv or pip"):
+        installers.choose()
+    monkeypatch.delenv(installers.CHOICE_VAR)
+    chosen = installers.choose()
+    assert chosen.name == ("uv" if importlib.util.find_spec("uv") or shutil.which("uv") else "pip")
+
+
+def test_a_pip_build_still_works_where_uv_is_not_wanted(cache, monkeypatch):
+    """The fallback: venv + pip, the same environment (the same key: who installed is
+    recorded, not part of what was asked for)."""
+    from gcbench import installers
+
+    monkeypatch.setenv(installers.CHOICE_VAR, "pip")
+    env = envs.ensure(envs.parse(SMALL_PIN), [], rebuild=True)
+    assert env.packages["six"] == SMALL_PIN.split("==")[1]
+    marker = json.loads((env.path / envs.MARKER).read_text())
+    assert marker["installer"] == "pip"
+
+
+def test_a_source_pin_names_a_commit():
+    spec = envs.parse("python=3.11 equinox@git+file:///src/equinox@0277a30aa1b2c3d4 jax==0.8.0")
+    assert spec.pins == ("equinox@git+file:///src/equinox@0277a30aa1b2c3d4", "jax==0.8.0")
+    assert spec.name == "py3.11 equinox@0277a30aa jax==0.8.0"
+    assert spec.pin_for("equinox").startswith("equinox@git+file://")

@@ -9,9 +9,15 @@ a pin of `jax==V` also pins the jaxlib release that jax V is built against. gcbe
 itself is made importable by a `.pth` file that points at a folder holding only a link
 to the running gcbench, so workers always run the manager's own code.
 
-A build that fails (no such interpreter, no such version, conflicting pins, no network)
-raises `EnvUnavailable` with pip's one-line reason; its folder is removed. An
-environment counts as built only once its marker file, written last, is there.
+A pin may also name a commit of a package's source, `equinox@git+file:///src/equinox@0277a30`
+(a PEP 508 direct reference, for `gcbench bisect --git`): the package is built from
+that commit.
+
+Environments are built with uv where it is installed (see `installers`), else with
+venv and pip. A build that fails (no such interpreter, no such version, conflicting
+pins, no network) raises `EnvUnavailable` with the installer's one-line reason; its
+folder is removed. An environment counts as built only once its marker file, written
+last, is there.
 """
 
 from __future__ import annotations
@@ -29,8 +35,10 @@ import subprocess
 import sys
 import time
 
-from .paths import user_cache
+from . import installers
 from .errors import UsageError
+from .installers import pip_reason  # noqa: F401 (envs.pip_reason, as before)
+from .paths import user_cache
 
 LAYOUT = 1  # bump when what goes into an environment folder changes: older ones get rebuilt
 MARKER = "gcbench-env.json"
@@ -38,6 +46,7 @@ PIP_TIMEOUT_S = 1800
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
 _PIN = re.compile(rf"^({_NAME})(\[[A-Za-z0-9._,-]+\])?((?:===|==|~=|!=|>=|<=|<|>)[A-Za-z0-9.*+!_-]+"
                   rf"(?:,(?:===|==|~=|!=|>=|<=|<|>)[A-Za-z0-9.*+!_-]+)*)$")
+_SOURCE = re.compile(rf"^({_NAME})@(git\+\S+)$")  # name@git+URL@REF: a package built from a commit
 _VERSION_REQUEST = re.compile(r"^\d+\.\d+(\.\d+)?$")
 _PROBE = ("import importlib.util, json, platform, sys; print(json.dumps({'version': platform.python_version(), "
           "'executable': sys.executable, 'venv': importlib.util.find_spec('venv') is not None}))")
@@ -81,7 +90,7 @@ class EnvSpec:
             head = f"py{self.python}"
         else:
             head = self.python
-        return " ".join([head, *self.pins])
+        return " ".join([head, *(short_pin(p) for p in self.pins)])
 
     @property
     def slug(self) -> str:
@@ -99,6 +108,13 @@ class EnvSpec:
         return next((p for p in self.pins if requirement_name(p) == name), None)
 
 
+def short_pin(pin: str) -> str:
+    """A pin for people: a source pin `equinox@git+file:///src/equinox@0277a30...` is
+    `equinox@0277a30` (the commit, not where the clone lives)."""
+    m = _SOURCE.match(pin)
+    return f"{m.group(1)}@{m.group(2).rsplit('@', 1)[-1][:9]}" if m and "@" in m.group(2) else pin
+
+
 def parse(text: str) -> EnvSpec:
     """`"python=3.12 jax==0.8.0 equinox==0.13.2"` -> EnvSpec; a clear error for anything else."""
     python, pins, names = None, [], set()
@@ -114,13 +130,14 @@ def parse(text: str) -> EnvSpec:
                 raise UsageError(f"environment {text!r}: python= needs a version (3.12) or a path")
             continue
         match = _PIN.match(token)
-        if match is None:
+        source = _SOURCE.match(token) if match is None else None
+        if match is None and source is None:
             raise UsageError(f"environment {text!r}: {token!r} is neither python=VERSION nor a pin like jax==0.8.0")
-        name = normalize(match.group(1))
+        name = normalize((match or source).group(1))
         if name in names:
             raise UsageError(f"environment {text!r} pins {name} twice")
         names.add(name)
-        pins.append(f"{name}{match.group(2) or ''}{match.group(3)}")
+        pins.append(f"{name}{match.group(2) or ''}{match.group(3)}" if match else f"{name}@{source.group(2)}")
     return EnvSpec(python, tuple(sorted(pins, key=requirement_name)))
 
 
@@ -264,32 +281,6 @@ def matching_jaxlib(jax_version: str, available: list[str]) -> str:
     return max(older, key=version_key) if older else jax_version
 
 
-# -- pip's messages ---------------------------------------------------------------------------
-
-
-def pip_reason(output: str) -> str:
-    """pip's one-line reason for a failed install."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    errors = [line.removeprefix("ERROR: ").strip() for line in lines if line.startswith("ERROR:")]
-    offline = any(s in output for s in ("NewConnectionError", "Network is unreachable", "Temporary failure in name",
-                                        "Failed to establish a new connection", "ProxyError"))
-    reason = None
-    for wanted in ("No matching distribution found for", "Cannot install", "Could not find a version",
-                   "ResolutionImpossible", "Failed to build", "Could not build wheels", "Invalid requirement"):
-        reason = next((e for e in errors if e.startswith(wanted)), None)
-        if reason:
-            break
-    if reason is None and errors:
-        reason = errors[0]
-    if reason is None:
-        reason = lines[-1] if lines else "pip failed without a message"
-    if reason.startswith("Cannot install") and "because these package versions have conflicting" in reason:
-        reason = reason.split(" because ")[0] + ": conflicting dependencies"
-    if offline and "network" not in reason.lower():
-        reason += " (no network: the package index could not be reached)"
-    return reason
-
-
 # -- building -------------------------------------------------------------------------------
 
 
@@ -351,10 +342,11 @@ def isolated_environ(base=None) -> dict:
     return env
 
 
-def _run(cmd: list[str], log_file, on_line=None, timeout: float = PIP_TIMEOUT_S) -> tuple[int, str]:
+def _run(cmd: list[str], log_file, on_line=None, timeout: float = PIP_TIMEOUT_S,
+         installer: installers.Installer | None = None) -> tuple[int, str]:
     """Run `cmd`, teeing its output into `log_file`; return (exit code, output)."""
     env = isolated_environ()
-    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env = installer.environ(env) if installer is not None else dict(env, PIP_DISABLE_PIP_VERSION_CHECK="1")
     log_file.write(f"$ {' '.join(cmd)}\n")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     out = []
@@ -406,12 +398,13 @@ def _build(spec: EnvSpec, interpreter: Interpreter, reqs: list[str], folder: pat
     if folder.exists():  # half-built, stale or to be rebuilt: never reused
         shutil.rmtree(folder)
     log_path = folder.parent / (folder.name + ".log")
+    installer = installers.choose()
     with open(log_path, "w") as log:
         try:
-            status(f"creating a virtual environment with Python {interpreter.version}")
-            code, out = _run([interpreter.path, "-m", "venv", str(folder)], log)
+            status(f"creating a virtual environment with Python {interpreter.version} ({installer.name})")
+            code, out = _run(installer.venv(interpreter.path, folder), log, installer=installer)
             if code != 0:
-                raise EnvUnavailable(f"python -m venv failed: {pip_reason(out)}")
+                raise EnvUnavailable(f"{installer.name} could not make the environment: {installer.reason(out)}")
             python = str(_venv_python(folder))
             jax_version = exact_pin(spec, "jax")
             if jax_version is not None and spec.pin_for("jaxlib") is None:
@@ -421,10 +414,10 @@ def _build(spec: EnvSpec, interpreter: Interpreter, reqs: list[str], folder: pat
                 available = [v.strip() for v in listed.group(1).split(",")] if listed else []
                 reqs = reqs + [f"jaxlib=={matching_jaxlib(jax_version, available)}"]
             status(f"installing {len(reqs)} requirements")
-            code, out = _run([python, "-m", "pip", "install", "--no-input", "--progress-bar", "off", *reqs], log,
-                             on_line=lambda line: _pip_status(line, status))
+            code, out = _run(installer.install(python, reqs), log, on_line=lambda line: _pip_status(line, status),
+                             installer=installer)
             if code != 0:
-                raise EnvUnavailable(f"{pip_reason(out)} (pip's log: {log_path})")
+                raise EnvUnavailable(f"{installer.reason(out)} ({installer.name}'s log: {log_path})")
             status("checking the environment")
             code, out = _run([python, "-c", "import json, sysconfig; print(json.dumps(sysconfig.get_paths()['purelib']))"], log)
             site_packages = json.loads(out.strip().splitlines()[-1])
@@ -438,6 +431,7 @@ def _build(spec: EnvSpec, interpreter: Interpreter, reqs: list[str], folder: pat
             shutil.rmtree(folder, ignore_errors=True)
             raise
     marker = {"layout": LAYOUT, "spec": spec.text, "interpreter": interpreter.path, "python": inventory["python"],
+              "installer": installer.name,
               "requirements": reqs, "packages": inventory["packages"], "site_packages": site_packages,
               "built": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     tmp = folder / (MARKER + ".tmp")
@@ -453,7 +447,7 @@ _INVENTORY = ("import importlib.metadata as m, json, platform, gcbench; "
 
 def _pip_status(line: str, status) -> None:
     for prefix in ("Collecting ", "Downloading ", "Installing collected packages", "Successfully installed",
-                   "Building wheel", "Using cached "):
+                   "Building wheel", "Using cached ", "Resolved ", "Prepared ", "Installed ", "Updating "):
         if line.lstrip().startswith(prefix):
             status(line.strip()[:100])
             return
