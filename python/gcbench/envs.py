@@ -43,6 +43,7 @@ from .paths import user_cache
 LAYOUT = 1  # bump when what goes into an environment folder changes: older ones get rebuilt
 MARKER = "gcbench-env.json"
 PIP_TIMEOUT_S = 1800
+NAMED_PINS = 6  # an environment with more pins is named by its source pins and a digest of the rest
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
 _PIN = re.compile(rf"^({_NAME})(\[[A-Za-z0-9._,-]+\])?((?:===|==|~=|!=|>=|<=|<|>)[A-Za-z0-9.*+!_-]+"
                   rf"(?:,(?:===|==|~=|!=|>=|<=|<|>)[A-Za-z0-9.*+!_-]+)*)$")
@@ -90,7 +91,13 @@ class EnvSpec:
             head = f"py{self.python}"
         else:
             head = self.python
-        return " ".join([head, *(short_pin(p) for p in self.pins)])
+        pins = [short_pin(p) for p in self.pins]
+        if len(pins) > NAMED_PINS:  # a bisect's environment pins everything: show what varies
+            sources = [short_pin(p) for p in self.pins if _SOURCE.match(p)]
+            rest = len(pins) - len(sources)
+            digest = hashlib.sha256(" ".join(p for p in self.pins if not _SOURCE.match(p)).encode()).hexdigest()[:6]
+            pins = sources + [f"+{rest}-pinned-{digest}"]
+        return " ".join([head, *pins])
 
     @property
     def slug(self) -> str:

@@ -55,7 +55,7 @@ OPTIONAL_STEP_ARRAYS = ("gc_collected", "alloc_blocks", "alloc_bytes", "gc_full"
 # Arrays whose values cannot be negative (gc_pressure and alloc_blocks are net changes and can).
 NON_NEGATIVE = ("wall_ns", "gc_ns", "gc_collections", "gc_collected", "alloc_bytes", "gc_full", "host_ns")
 # Other documents a results folder may hold.
-NOT_CELLS = ("suite.json", "memory.json", "bisect.json", "explain.json", "reproduce.json")
+NOT_CELLS = ("suite.json", "memory.json", "bisect.json", "explain.json", "reproduce.json", "gitbisect.json")
 
 
 def new(cell, status: str, reason: str = "", **fields) -> dict:

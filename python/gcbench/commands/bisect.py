@@ -1,8 +1,11 @@
-"""`gcbench bisect`: one cell across versions of a package, each in its own environment."""
+"""`gcbench bisect`: one cell across versions of a package, each in its own environment;
+with `--git`, across the commits of its history, to the first bad one."""
 
 from __future__ import annotations
 
+import argparse
 import pathlib
+import sys
 
 from .. import archive, config, files, results
 from ..errors import UsageError
@@ -11,10 +14,15 @@ from . import _common
 
 def register(sub) -> None:
     bi = sub.add_parser("bisect", help="one cell across versions of a package, each in its own environment")
-    bi.add_argument("--package", required=True, help="the package whose versions are compared, e.g. equinox")
+    bi.add_argument("--package", help="the package whose versions are compared, e.g. equinox")
     bi.add_argument("--versions", help="comma-separated versions, oldest first (not with --results)")
+    bi.add_argument("--git", metavar="REPO", help="bisect the commits of this repository (a local clone or a URL) "
+                                                  "between --good and --bad instead of releases")
+    bi.add_argument("--good", metavar="REF", help="with --git: a commit, tag or branch that behaves as before")
+    bi.add_argument("--bad", metavar="REF", help="with --git: a later one that shows the change")
     bi.add_argument("--cell", required=True, help="BACKEND/WORKLOAD/POLICY, e.g. equinox-filter/vit/default")
-    bi.add_argument("--metric", default="gc_share", help="gc_share (default), p99, max/median, median, full_gc")
+    bi.add_argument("--metric", help="releases: gc_share (default), p99, max/median, median, full_gc; "
+                                     "--git: full-collections (default), gc-share, median")
     bi.add_argument("--factor", type=float, default=1.5,
                     help="mark the first version whose metric differs from the previous one's by more than this "
                          "(and a test of the repeats agrees)")
@@ -35,8 +43,12 @@ def register(sub) -> None:
 def main(args) -> int:
     from .. import bisect, envs
 
+    if args.git is not None or args.good is not None or args.bad is not None:
+        return main_git(args)
+    if not args.package:
+        raise UsageError("--package is needed to bisect releases (or --git REPO --good REF --bad REF for commits)")
     cell = bisect.parse_cell(args.cell)
-    metric = bisect.get_metric(args.metric)
+    metric = bisect.get_metric(args.metric or "gc_share")
     bisect.check_factor(args.factor)  # now, not after the runs
     versions = config.split_list(args.versions, "--versions") if args.versions is not None else None
     if args.results:
@@ -69,3 +81,99 @@ def main(args) -> int:
     if args.report:
         _common.write_report(out_dir or source, None, 3.0, bisect_table=tab)
     return 0
+
+
+GIT_METRIC_NAMES = {"gc_share": "gc-share", "full_gc": "full-collections"}  # the release bisect's spellings
+
+
+def main_git(args) -> int:
+    """`bisect --git REPO --good REF --bad REF`: binary search over first-parent commits."""
+    from .. import bisect, envs, gitbisect
+
+    for name in ("git", "good", "bad"):
+        if not getattr(args, name):
+            raise UsageError(f"a commit bisect needs --git REPO, --good REF and --bad REF (--{name} is missing)")
+    for name in ("versions", "results"):
+        if getattr(args, name):
+            raise UsageError(f"--{name} is for bisecting releases, not with --git")
+    backend, workload, policy = bisect.parse_cell(args.cell)
+    metric = gitbisect.get_metric(GIT_METRIC_NAMES.get(args.metric, args.metric or "full-collections"))
+    base = envs.parse(args.env) if args.env else envs.EnvSpec(None, ())
+    repo = gitbisect.local_repo(args.git)
+    good, bad = gitbisect.commit(repo, args.good), gitbisect.commit(repo, args.bad)
+    commits = gitbisect.commits_between(repo, good, bad)
+    package = gitbisect.package_name(repo, good.sha)
+    if args.package and envs.normalize(args.package) != package:
+        raise UsageError(f"--package {args.package}, but the repository builds {package}")
+    if base.pin_for(package):
+        raise UsageError(f"--env pins {package}, the package whose commits are bisected")
+    out = pathlib.Path(args.out or config.default_out(f"bisect-{package}-git"))
+    plan = gitbisect.load(out / gitbisect.FILE) if args.resume else None
+    if plan is not None and (plan["good"]["sha"], plan["commits"][-1]["sha"], plan["cell"], plan["metric"]) != \
+            (good.sha, bad.sha, args.cell, metric.name):
+        raise UsageError(f"{out} holds a bisect of other endpoints, cell or metric; use another --out")
+    plan = plan or {"format": gitbisect.FORMAT, "schema_version": gitbisect.SCHEMA_VERSION, "package": package,
+                    "repo": str(repo), "cell": args.cell, "metric": metric.name, "good": good.to_json(),
+                    "commits": [c.to_json() for c in commits], "tested": {}, "base": base.text}
+    order = [good] + commits
+    print(f"gcbench: bisecting {len(commits)} commits of {package} ({good.short}..{bad.short}) on {args.cell}, "
+          f"by {metric.title}; at most {gitbisect.math.ceil(gitbisect.math.log2(max(len(commits), 1))) + 2} builds",
+          file=sys.stderr)
+
+    def measure(index: int, env_text: str) -> list[dict]:
+        """Run the cell in one environment into `out` (resuming what is there); its results."""
+        sha = order[index].sha
+        plan["tested"][sha] = env_text
+        suite = config.Suite(name=f"bisect-{package}-git", backends=[backend], workloads=[workload], gc=[policy],
+                             envs=[env_text])
+        _common.apply_overrides(suite, args)
+        suite.validate()
+        first = not out.exists() or not any(out.iterdir())
+        run_args = argparse.Namespace(**{**vars(args), "resume": not first or args.resume, "force": False})
+        print(f"gcbench: {order[index].short} {order[index].subject[:70]}", file=sys.stderr)
+        docs, _, _ = _common.run_suite(suite, run_args, str(out), _common.Output(as_json=True))
+        gitbisect.save(out, plan)
+        if docs is None:
+            raise KeyboardInterrupt
+        return [d for d in docs if (d.get("environment") or {}).get("spec") == env_text]
+
+    # the good endpoint with the base pins only; every other commit gets the versions it resolved
+    pinned: list[str] | None = None
+    good_docs = measure(0, envs.EnvSpec(base.python, tuple(sorted(
+        base.pins + (gitbisect.source_pin(package, repo, good.sha),), key=envs.requirement_name))).text)
+    ok = [d for d in good_docs if d["status"] == "ok"]
+    if ok:
+        pins = tuple(sorted({*gitbisect.pinned_like(ok[0].get("environment") or {}, package), *base.pins},
+                            key=envs.requirement_name))
+        pinned = list(pins)
+
+    def env_for(index: int) -> str:
+        pins = tuple(sorted((*(pinned or base.pins), gitbisect.source_pin(package, repo, order[index].sha)),
+                            key=envs.requirement_name))
+        return envs.parse(envs.EnvSpec(base.python, pins).text).text
+
+    measure(len(order) - 1, env_for(len(order) - 1))
+    while True:
+        docs = results.load_dir(out)
+        tab = gitbisect.table(plan, gitbisect.docs_by_env(docs))
+        if not tab.get("endpoints_differ") or tab["first_bad"]:
+            break
+        lo = order.index(next(c for c in order if c.sha == tab["range"][0]))
+        hi = order.index(next(c for c in order if c.sha == tab["range"][1]))
+        tried = {i for i, c in enumerate(order) if c.sha in plan["tested"]}
+        candidate = gitbisect.next_candidate(len(order), lo, hi, tried)
+        if candidate is None:
+            break
+        measure(candidate, env_for(candidate))
+    culprit = None
+    if tab["first_bad"]:
+        message, changed = gitbisect.message_and_files(repo, tab["first_bad"])
+        culprit = {"message": message, "files": changed}
+        plan["culprit"] = culprit
+        gitbisect.save(out, plan)
+    print()
+    print(gitbisect.format_table(tab, culprit))
+    if args.report:
+        _common.write_report(out, None, 3.0)
+    return 0 if tab.get("endpoints_differ") else 1
+

@@ -1,0 +1,135 @@
+"""`gcbench bisect --git`: a toy package's history, bisected to the commit that changed a
+cell's full collections, for real (environments built from each commit), and the
+search's rules on their own."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+
+import pytest
+
+from gcbench import gitbisect, results
+from gcbench.errors import UsageError
+from conftest import assert_one_line_error, run_cli
+
+# A package whose `sitecustomize` module runs at every interpreter start in its environment:
+# from the "bad" commit on it makes the young generation collect after every 5 new
+# objects instead of 2,000, so a loop that spent no time in the collector spends some in
+# every step.
+QUIET = "# nothing to do\n"
+BUSY = "import gc\n\ngc.set_threshold(5, 100000, 100000)\n"
+PYPROJECT = """[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "gctoy"
+version = "0.1.0"
+
+[tool.setuptools]
+py-modules = ["sitecustomize"]
+"""
+
+
+def _commit(repo, message, **files):
+    for name, text in files.items():
+        (repo / name).write_text(text)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, capture_output=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q",
+                    "-m", message], check=True, capture_output=True)
+    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+@pytest.fixture
+def toy_repo(tmp_path):
+    repo = tmp_path / "gctoy"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    shas = [_commit(repo, "start", **{"pyproject.toml": PYPROJECT, "sitecustomize.py": QUIET}),
+            _commit(repo, "docs", **{"README.md": "gctoy\n"}),
+            _commit(repo, "tune the collector", **{"sitecustomize.py": BUSY}),
+            _commit(repo, "more docs", **{"README.md": "gctoy, tuned\n"}),
+            _commit(repo, "release", **{"CHANGES.md": "0.1.0\n"})]
+    return repo, shas
+
+
+@pytest.fixture
+def cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.mark.slow
+def test_a_toy_packages_history_is_bisected_to_the_commit_that_changed_the_cell(toy_repo, cache, tmp_path):
+    repo, shas = toy_repo
+    out = tmp_path / "bis"
+    args = ["bisect", "--git", str(repo), "--good", shas[0], "--bad", shas[-1], "--cell", "jax/mlp/default",
+            "--metric", "gc-share", "--steps", "30", "--warmup", "1", "--networks", "2", "--repeats", "2", "--out", str(out), "--no-progress"]
+    proc = run_cli(*args, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    plan = json.loads((out / gitbisect.FILE).read_text())
+    tab = gitbisect.table(plan, gitbisect.docs_by_env(results.load_dir(out)))
+    assert tab["first_bad"] == shas[2]
+    assert tab["builds"] <= math.ceil(math.log2(4)) + 2 and tab["builds"] == len(plan["tested"])
+    decisions = {r["sha"]: r["decision"] for r in tab["rows"]}
+    assert decisions[shas[0]] == "good (endpoint)" and decisions[shas[-1]] == "bad (endpoint)"
+    assert decisions[shas[2]] == "bad" and decisions.get(shas[1], "good") == "good"
+    assert tab["endpoints"].startswith("t test of the repeats")
+    assert f"first bad commit: {shas[2]}" in proc.stdout and "tune the collector" in proc.stdout
+    assert "files changed: sitecustomize.py" in proc.stdout
+    # every environment but the good endpoint's pins what the good one resolved: only gctoy changes
+    pinned = [env for sha, env in plan["tested"].items() if sha != shas[0]]
+    assert all("numpy==" in env and "jax==" in env for env in pinned)
+    # --resume measures nothing again
+    again = run_cli(*args, "--resume", timeout=900)
+    assert again.returncode == 0 and f"first bad commit: {shas[2]}" in again.stdout
+    assert json.loads((out / gitbisect.FILE).read_text())["tested"] == plan["tested"]
+
+
+def test_the_search_goes_around_skipped_commits():
+    assert gitbisect.next_candidate(9, 0, 8, set()) == 4
+    assert gitbisect.next_candidate(9, 0, 8, {4}) == 3  # 4 could not be built: the nearest other
+    assert gitbisect.next_candidate(9, 0, 8, {3, 4}) == 5
+    assert gitbisect.next_candidate(9, 3, 4, set()) is None  # adjacent: nothing left between
+
+
+def test_the_rule_and_the_endpoints():
+    full = gitbisect.get_metric("full-collections")
+    assert gitbisect.decide(full, 4.0, good=15.0, bad=5.0) == "bad"
+    assert gitbisect.decide(full, 14.0, good=15.0, bad=5.0) == "good"
+    median = gitbisect.get_metric("median")
+    # on a log scale the midpoint of 10 and 20 ms is 14.14 ms, not 15
+    assert gitbisect.decide(median, 14.0, good=10.0, bad=20.0) == "good"
+    assert gitbisect.decide(median, 14.2, good=10.0, bad=20.0) == "bad"
+    assert gitbisect.endpoints_differ(full, [15, 15, 15], [5, 5, 5]) == (True, "exact: the counts are the same in every repeat")
+    assert not gitbisect.endpoints_differ(full, [5, 6, 5], [6, 7, 6])[0]
+    share = gitbisect.get_metric("gc-share")
+    assert gitbisect.endpoints_differ(share, [12.0, 12.5, 12.2], [4.0, 4.2, 4.1])[0]
+    assert not gitbisect.endpoints_differ(share, [12.0, 4.5, 8.2], [4.0, 12.2, 9.1])[0]
+
+
+def test_usage_errors_are_one_line(toy_repo, tmp_path):
+    repo, shas = toy_repo
+    base = ["bisect", "--cell", "jax/mlp/default", "--out", str(tmp_path / "o")]
+    assert_one_line_error(run_cli(*base, "--git", str(repo), "--good", shas[0]), "--bad is missing")
+    assert_one_line_error(run_cli(*base, "--git", str(tmp_path / "nowhere"), "--good", "a", "--bad", "b"),
+                          "no such folder")
+    assert_one_line_error(run_cli(*base, "--git", str(repo), "--good", shas[-1], "--bad", shas[0]),
+                          "is not an ancestor")
+    assert_one_line_error(run_cli(*base, "--git", str(repo), "--good", "nope", "--bad", shas[0]), "git show")
+    assert_one_line_error(run_cli(*base, "--git", str(repo), "--good", shas[0], "--bad", shas[-1],
+                                  "--metric", "p99"), "unknown --metric 'p99'")
+    assert_one_line_error(run_cli(*base, "--git", str(repo), "--good", shas[0], "--bad", shas[-1],
+                                  "--env", "gctoy==0.1.0"), "--env pins gctoy")
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_package_name_is_read_from_the_checkout(toy_repo):
+    repo, shas = toy_repo
+    assert gitbisect.package_name(repo, shas[0]) == "gctoy"
+    with pytest.raises(UsageError, match="same commit"):
+        gitbisect.commits_between(repo, gitbisect.commit(repo, shas[0]), gitbisect.commit(repo, shas[0]))
+    between = gitbisect.commits_between(repo, gitbisect.commit(repo, shas[0]), gitbisect.commit(repo, shas[-1]))
+    assert [c.sha for c in between] == shas[1:] and between[1].subject == "tune the collector"
