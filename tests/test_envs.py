@@ -389,3 +389,5 @@ def test_a_source_pin_names_a_commit():
     assert spec.pins == ("equinox@git+file:///src/equinox@0277a30aa1b2c3d4", "jax==0.8.0")
     assert spec.name == "py3.11 equinox@0277a30aa jax==0.8.0"
     assert spec.pin_for("equinox").startswith("equinox@git+file://")
+    exported = envs.parse("python=3.11 equinox@file:///home/u/.cache/gcbench/src/equinox-0277a30aa1b2c3d4")
+    assert exported.name == "py3.11 equinox@0277a30aa"

@@ -126,6 +126,20 @@ def test_usage_errors_are_one_line(toy_repo, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_a_commit_is_exported_even_from_a_clone_that_lacks_some_objects(toy_repo, cache):
+    """A size-limited copy of a repository (large data files left out) still builds."""
+    repo, shas = toy_repo
+    blob = subprocess.run(["git", "-C", str(repo), "rev-parse", f"{shas[-1]}:CHANGES.md"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    loose = repo / ".git" / "objects" / blob[:2] / blob[2:]
+    loose.unlink()  # as if the copy had left this file out
+    folder = gitbisect.export(repo, shas[-1], "gctoy")
+    assert (folder / "pyproject.toml").read_text() == PYPROJECT and (folder / "sitecustomize.py").read_text() == BUSY
+    assert not (folder / "CHANGES.md").exists() and (folder / ".gcbench-missing").read_text() == "CHANGES.md\n"
+    assert gitbisect.source_pin("gctoy", repo, shas[-1]) == f"gctoy@{folder.as_uri()}"
+    assert gitbisect.export(repo, shas[-1], "gctoy") == folder  # made once
+
+
 def test_the_package_name_is_read_from_the_checkout(toy_repo):
     repo, shas = toy_repo
     assert gitbisect.package_name(repo, shas[0]) == "gctoy"

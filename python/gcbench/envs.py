@@ -9,9 +9,9 @@ a pin of `jax==V` also pins the jaxlib release that jax V is built against. gcbe
 itself is made importable by a `.pth` file that points at a folder holding only a link
 to the running gcbench, so workers always run the manager's own code.
 
-A pin may also name a commit of a package's source, `equinox@git+file:///src/equinox@0277a30`
-(a PEP 508 direct reference, for `gcbench bisect --git`): the package is built from
-that commit.
+A pin may also name a package's source (a PEP 508 direct reference, for `gcbench bisect
+--git`): `equinox@git+https://host/equinox@0277a30`, or the files of a commit exported to
+a folder, `equinox@file:///.../equinox-0277a30...`; the package is built from it.
 
 Environments are built with uv where it is installed (see `installers`), else with
 venv and pip. A build that fails (no such interpreter, no such version, conflicting
@@ -47,7 +47,8 @@ NAMED_PINS = 6  # an environment with more pins is named by its source pins and 
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
 _PIN = re.compile(rf"^({_NAME})(\[[A-Za-z0-9._,-]+\])?((?:===|==|~=|!=|>=|<=|<|>)[A-Za-z0-9.*+!_-]+"
                   rf"(?:,(?:===|==|~=|!=|>=|<=|<|>)[A-Za-z0-9.*+!_-]+)*)$")
-_SOURCE = re.compile(rf"^({_NAME})@(git\+\S+)$")  # name@git+URL@REF: a package built from a commit
+# name@git+URL@REF or name@file:///.../NAME-SHA: a package built from a commit (PEP 508 direct references)
+_SOURCE = re.compile(rf"^({_NAME})@((?:git\+|file://)\S+)$")
 _VERSION_REQUEST = re.compile(r"^\d+\.\d+(\.\d+)?$")
 _PROBE = ("import importlib.util, json, platform, sys; print(json.dumps({'version': platform.python_version(), "
           "'executable': sys.executable, 'venv': importlib.util.find_spec('venv') is not None}))")
@@ -119,7 +120,12 @@ def short_pin(pin: str) -> str:
     """A pin for people: a source pin `equinox@git+file:///src/equinox@0277a30...` is
     `equinox@0277a30` (the commit, not where the clone lives)."""
     m = _SOURCE.match(pin)
-    return f"{m.group(1)}@{m.group(2).rsplit('@', 1)[-1][:9]}" if m and "@" in m.group(2) else pin
+    if m is None:
+        return pin
+    where = m.group(2)
+    if where.startswith("file://"):  # an exported commit: .../NAME-SHA
+        return f"{m.group(1)}@{where.rstrip('/').rsplit('-', 1)[-1][:9]}"
+    return f"{m.group(1)}@{where.rsplit('@', 1)[-1][:9]}" if "@" in where.split("://", 1)[-1] else pin
 
 
 def parse(text: str) -> EnvSpec:

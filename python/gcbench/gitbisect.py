@@ -168,8 +168,50 @@ def package_name(repo: pathlib.Path, sha: str) -> str:
     raise UsageError(f"cannot tell the package's name at {sha[:9]}: no [project] name in pyproject.toml or setup.cfg")
 
 
+def export(repo: pathlib.Path, sha: str, name: str) -> pathlib.Path:
+    """The commit's files in a folder of the cache (`~/.cache/gcbench/src/NAME-SHA`), made
+    once. A clone that lacks some objects (a partial or a size-limited copy: large data
+    files are often left out) still gives every file it holds; the missing ones are listed
+    in the folder's `.gcbench-missing` (a package build seldom needs a test's data)."""
+    import shutil
+    import tempfile
+
+    target = user_cache("src", f"{name}-{sha}")
+    if (target / ".gcbench-complete").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".{name}-{sha[:9]}-", dir=target.parent))
+    try:
+        listing = git(repo, "ls-tree", "-r", "-z", "--full-tree", sha).split("\0")
+        missing = []
+        for entry in filter(None, listing):
+            meta, path = entry.split("\t", 1)
+            mode, kind, obj = meta.split()
+            if kind != "blob" or pathlib.PurePosixPath(path).is_absolute() or ".." in pathlib.PurePosixPath(path).parts:
+                continue  # submodules; and nothing outside the folder
+            proc = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", obj], capture_output=True)
+            if proc.returncode != 0:
+                missing.append(path)
+                continue
+            dest = tmp / path
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(proc.stdout)  # a symbolic link (120000) becomes the text of its target, never followed
+            if mode == "100755":
+                dest.chmod(0o755)
+        (tmp / ".gcbench-missing").write_text("".join(f"{m}\n" for m in missing))
+        (tmp / ".gcbench-complete").write_text(sha + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        tmp.rename(target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
 def source_pin(name: str, repo: pathlib.Path, sha: str) -> str:
-    return f"{name}@git+{repo.as_uri()}@{sha}"
+    """The requirement that builds `name` from commit `sha`: its files, exported."""
+    return f"{name}@{export(repo, sha, name).as_uri()}"
 
 
 def pinned_like(environment: dict, name: str) -> list[str]:
