@@ -82,6 +82,14 @@ def test_a_toy_packages_history_is_bisected_to_the_commit_that_changed_the_cell(
     # every environment but the good endpoint's pins what the good one resolved: only gctoy changes
     pinned = [env for sha, env in plan["tested"].items() if sha != shas[0]]
     assert all("numpy==" in env and "jax==" in env for env in pinned)
+    # the report recomputes the table from the results, and rebuilds from its own archive
+    proc = run_cli("report", str(out), "--out", str(tmp_path / "rep"))
+    assert proc.returncode == 0, proc.stderr
+    md = (tmp_path / "rep" / "index.md").read_text()
+    assert "## Commit bisect: gctoy on `jax/mlp/default`" in md and f"The first bad commit: `{shas[2][:9]}`" in md
+    assert f"| `{shas[2][:9]}` |" in md and "bad (first bad)" in md and (tmp_path / "rep" / "gitbisect.png").is_file()
+    assert run_cli("report", str(tmp_path / "rep")).returncode == 0
+    assert (tmp_path / "rep" / "index.md").read_text() == md
     # --resume measures nothing again
     again = run_cli(*args, "--resume", timeout=900)
     assert again.returncode == 0 and f"first bad commit: {shas[2]}" in again.stdout

@@ -20,7 +20,7 @@ import shlex
 import shutil
 import tempfile
 
-from .. import archive, files, memory, results, stats, summary
+from .. import archive, files, gitbisect, memory, results, stats, summary
 from ..errors import UsageError
 from . import environments, findings, plots
 from . import reproduction
@@ -335,6 +335,7 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
         bisect_table = bisect_mod.load_table(folder / "bisect.json")
     why = explain_mod.load(folder)
     repro = reproduce_mod.load(folder)
+    git_plan = gitbisect.load(folder / gitbisect.FILE)
     from ..commands._common import read_plan
 
     plan = read_plan(folder)
@@ -359,6 +360,10 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
     if bisect_table is not None:
         blocks += environments.bisect_section(bisect_table, out_dir)
         written.append(out_dir / "bisect.png")
+    if git_plan is not None:
+        tab = gitbisect.table(git_plan, gitbisect.docs_by_env(docs))
+        blocks += environments.gitbisect_section(tab, git_plan.get("culprit"), out_dir)
+        written.append(out_dir / "gitbisect.png")
     if ok:
         blocks += [Heading("Summary"),
                    Para("Each cell ran in several fresh processes (repeats); times are per timed step, warm-up "

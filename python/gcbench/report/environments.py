@@ -80,3 +80,30 @@ def bisect_section(tab: dict, out_dir: pathlib.Path) -> list:
                   align_right=tuple(range(4, len(header) - 1))),
             Image(plots.bisect_figure(tab, out_dir / "bisect.png"),
                   f"{tab['metric']} per {tab['package']} version")]
+
+
+def gitbisect_section(tab: dict, culprit: dict | None, out_dir: pathlib.Path) -> list:
+    """A commit bisect: the rule, the tested commits in history order, and the first bad one."""
+    unit = f" ({tab['unit']})" if tab["unit"] else ""
+    rows = [[code(r["sha"][:9]), escape(r["date"]), escape(r["subject"][:80]),
+             "-" if r["value"] is None else f"{r['value']:.3g}",
+             escape(", ".join(f"{v:.3g}" for v in r["per_repeat"]) or (r["why_not"] or "")[:120]),
+             escape(r["decision"]) + (" (first bad)" if r["sha"] == tab["first_bad"] else "")]
+            for r in tab["rows"]]
+    found = (f"The first bad commit: {code(tab['first_bad'][:9])}, after {tab['builds']} builds for "
+             f"{tab['commits_between']} commits (at most {tab['max_builds']})." if tab["first_bad"] else
+             escape(tab.get("unresolved") or "No first bad commit: " + (tab["endpoints"] or "")))
+    blocks = [Heading(f"Commit bisect: {escape(tab['package'])} on {code(tab['cell'])}"),
+              Para(f"{escape(tab['rule'])} Endpoints: {escape(tab['endpoints'] or '-')}. Every environment "
+                   "but the good endpoint's pins each other package to the version the good endpoint's resolved, "
+                   "so only the package changes. " + found),
+              Table(["commit", "date", "subject", f"{escape(tab['metric_title'])}{escape(unit)}", "per repeat",
+                     "decision"], rows, align_right=(3,)),
+              Image(plots.gitbisect_figure(tab, out_dir / "gitbisect.png"),
+                    f"{tab['metric_title']} per tested {tab['package']} commit")]
+    if culprit:
+        blocks += [Heading(f"The first bad commit, {escape(tab['first_bad'][:9])}", 3),
+                   Para(escape(culprit["message"].splitlines()[0] if culprit["message"] else "")),
+                   Bullets([f"{escape(line)}" for line in culprit["message"].splitlines()[1:] if line.strip()][:12]
+                           + ["files changed: " + ", ".join(code(f) for f in culprit["files"][:30])])]
+    return blocks

@@ -415,6 +415,40 @@ def bisect_figure(tab: dict, path: pathlib.Path) -> pathlib.Path:
 
 
 
+def gitbisect_figure(tab: dict, path: pathlib.Path) -> pathlib.Path:
+    """The bisected metric of every tested commit, in history order (every repeat a dot, the
+    cell's value a line); untested commits are ticks without a value, the first bad one is marked."""
+    rows = {r["index"]: r for r in tab["rows"]}
+    n = tab["commits_between"] + 1
+    fig, ax = plt.subplots(figsize=(WIDTH, 3.8), layout="constrained")
+    for i, r in rows.items():
+        bad = r["decision"].startswith("bad")
+        color = "#D55E00" if bad else "#0072B2" if r["decision"].startswith("good") else "#777777"
+        if r["value"] is None:
+            ax.annotate("skip", (i, 0), xytext=(0, 4), textcoords="offset points", ha="center", fontsize=8, color=color)
+            continue
+        ax.hlines(r["value"], i - 0.35, i + 0.35, color=color, lw=2.5)
+        ax.scatter([i] * len(r["per_repeat"]), r["per_repeat"], color=color, s=18, zorder=3)
+    if tab["first_bad"]:
+        i = next(r["index"] for r in tab["rows"] if r["sha"] == tab["first_bad"])
+        ax.axvline(i - 0.5, color="#D55E00", ls="--", lw=1)
+        ax.annotate(f"first bad: {tab['first_bad'][:9]}", (i - 0.5, 1.0), xycoords=("data", "axes fraction"),
+                    xytext=(4, -4), textcoords="offset points", ha="left", va="top", fontsize=8, color="#D55E00")
+    labels = [""] * n
+    for i, r in rows.items():
+        labels[i] = r["sha"][:7]
+    ax.set_xticks(range(n), labels, fontsize=7, rotation=90)
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.set_ylim(bottom=0)
+    ax.grid(axis="y", alpha=0.3)
+    unit = f", {tab['unit']}" if tab["unit"] else ""
+    ax.set_ylabel(f"{tab['metric_title']}{unit}", fontsize=9)
+    ax.set_xlabel(f"{tab['package']} first-parent commits, oldest (the good endpoint) to newest; "
+                  "labelled where tested (blue: like good, orange: like bad)", fontsize=9)
+    ax.set_title(f"{tab['cell']}: {tab['metric_title']} per tested commit (dots: repeats; line: the cell's value)",
+                 fontsize=10)
+    return save(fig, path)
+
 # -- why: what the collector had to do ---------------------------------------------------------------
 
 def why_figure(explanations: list[dict], path: pathlib.Path) -> pathlib.Path | None:
