@@ -59,7 +59,7 @@ def test_parse_canonical_form():
     ("", "got nothing"),
     ("python=3.12 python=3.11", "interpreter twice"),
     ("python=", "needs a version"),
-    ("python=3.12 jax", "neither python=VERSION nor a pin"),
+    ("python=3.12 jax", "pins no version"),
     ("jax==0.8.0 JAX==0.7.0", "pins jax twice"),
     ("jax=0.8.0", "neither"),
 ])
@@ -82,7 +82,7 @@ def test_requirements_pins_replace_gcbench_bounds_and_only_needed_packages_come(
     assert "flax" not in names and "pytest" not in names and "matplotlib" not in names
     assert any(r.startswith("tomli") and "python_version" in r for r in reqs)  # the marker goes to pip as is
     assert envs.requirements(envs.parse("python=3.12"), []) == [r for r in reqs if envs.requirement_name(r) in
-                                                                 ("numpy", "scipy", "tqdm", "jsonschema", "tomli")]
+                                                                 ("numpy", "scipy", "tqdm", "jsonschema", "packaging", "tomli")]
 
 
 def test_matching_jaxlib():
@@ -315,7 +315,7 @@ def test_environment_field_is_validated(tmp_path):
         results.validate(doc)
 
 
-@pytest.mark.parametrize("spec, message", [("python=3.12 jax", "neither python=VERSION nor a pin"),
+@pytest.mark.parametrize("spec, message", [("python=3.12 jax", "pins no version"),
                                            ("python=3.12 python=3.11", "interpreter twice")])
 def test_run_rejects_a_bad_env_in_one_line(spec, message, tmp_path):
     out = run_cli("run", "--backends", "jax", "--env", spec, "--out", str(tmp_path / "r"))
@@ -391,3 +391,28 @@ def test_a_source_pin_names_a_commit():
     assert spec.pin_for("equinox").startswith("equinox@git+file://")
     exported = envs.parse("python=3.11 equinox@file:///home/u/.cache/gcbench/src/equinox-0277a30aa1b2c3d4")
     assert exported.name == "py3.11 equinox@0277a30aa"
+
+
+def test_versions_and_pins_are_read_as_pep_440_and_508_say():
+    """Issue 23, item 3: release candidates sort where PEP 440 puts them, extras and
+    direct references parse, markers have no place in a pin."""
+    order = sorted(["0.4.30", "0.4.4", "0.4.30rc1", "0.13.10", "0.13.9", "nightly"], key=envs.version_key)
+    assert order == ["nightly", "0.4.4", "0.4.30rc1", "0.4.30", "0.13.9", "0.13.10"]
+    assert envs.matching_jaxlib("0.4.30", ["0.4.29", "0.4.30rc1", "0.4.31"]) == "0.4.30rc1"
+    spec = envs.parse("Flax_NNX[all]>=1.0,<2 jax==0.8.0")
+    assert spec.pins == ("flax-nnx[all]>=1.0,<2", "jax==0.8.0") and envs.exact_pin(spec, "jax") == "0.8.0"
+    assert envs.pinned_version("jax==0.8.*") is None and envs.pinned_version("jax>=0.8") is None
+    assert envs.requirement_name("tomli>=2.0; python_version < '3.11'") == "tomli"
+    for bad, message in [("jax==0.8;python_version<'3'", "has a marker"), ("jax", "pins no version"),
+                         ("jax@https://example.org/jax.whl", "gcbench does not build from"), ("jax=>1.0", "neither")]:
+        with pytest.raises(UsageError, match=message):
+            envs.parse(bad)
+
+
+def test_an_installer_that_prints_nothing_still_times_out(tmp_path):
+    import io
+
+    log = io.StringIO()
+    start = __import__("time").monotonic()
+    code, out = envs._run([sys.executable, "-c", "import time; time.sleep(30)"], log, timeout=1.0)
+    assert __import__("time").monotonic() - start < 10 and code != 0 and "gave up after 1 s" in out

@@ -35,6 +35,10 @@ import subprocess
 import sys
 import time
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
 from . import installers
 from .errors import UsageError
 from .installers import pip_reason  # noqa: F401 (envs.pip_reason, as before)
@@ -45,8 +49,6 @@ MARKER = "gcbench-env.json"
 PIP_TIMEOUT_S = 1800
 NAMED_PINS = 6  # an environment with more pins is named by its source pins and a digest of the rest
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
-_PIN = re.compile(rf"^({_NAME})(\[[A-Za-z0-9._,-]+\])?((?:===|==|~=|!=|>=|<=|<|>)[A-Za-z0-9.*+!_-]+"
-                  rf"(?:,(?:===|==|~=|!=|>=|<=|<|>)[A-Za-z0-9.*+!_-]+)*)$")
 # name@git+URL@REF or name@file:///.../NAME-SHA: a package built from a commit (PEP 508 direct references)
 _SOURCE = re.compile(rf"^({_NAME})@((?:git\+|file://)\S+)$")
 _VERSION_REQUEST = re.compile(r"^\d+\.\d+(\.\d+)?$")
@@ -64,11 +66,12 @@ def normalize(name: str) -> str:
 
 
 def requirement_name(req: str) -> str:
-    """The normalized distribution name a requirement string is about."""
-    match = re.match(_NAME, req.strip())
-    if match is None:
-        raise ValueError(f"not a requirement: {req!r}")
-    return normalize(match.group(0))
+    """The normalized distribution name a requirement string is about (PEP 508, markers and
+    direct references included)."""
+    try:
+        return canonicalize_name(Requirement(req.strip()).name)
+    except InvalidRequirement:
+        raise ValueError(f"not a requirement: {req!r}") from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,6 +131,30 @@ def short_pin(pin: str) -> str:
     return f"{m.group(1)}@{where.rsplit('@', 1)[-1][:9]}" if "@" in where.split("://", 1)[-1] else pin
 
 
+def _parse_pin(token: str, text: str) -> tuple[str, str]:
+    """One pin of an environment, read as PEP 508 by `packaging`: (normalized name, the pin
+    as the spec spells it). Versions need an operator; markers have no place in a pin; a
+    direct reference must be git+URL or a file:// folder."""
+    try:
+        req = Requirement(token)
+    except InvalidRequirement as e:
+        raise UsageError(f"environment {text!r}: {token!r} is neither python=VERSION nor a pin like jax==0.8.0 "
+                         f"({str(e).splitlines()[0]})") from None
+    name = canonicalize_name(req.name)
+    if req.marker is not None:
+        raise UsageError(f"environment {text!r}: {token!r} has a marker; an environment's pins apply as they are")
+    if req.url:
+        if not _SOURCE.match(f"{name}@{req.url}"):
+            raise UsageError(f"environment {text!r}: {token!r} names a source gcbench does not build from "
+                             "(git+URL@REF, or a file:// folder)")
+        return name, f"{name}@{req.url}"
+    if not req.specifier:
+        raise UsageError(f"environment {text!r}: {token!r} pins no version; write it as {name}==VERSION")
+    extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+    written = re.match(rf"^{_NAME}\s*(?:\[[^\]]*\])?\s*(.*)$", token).group(1)  # the operators as given
+    return name, f"{name}{extras}{written}"
+
+
 def parse(text: str) -> EnvSpec:
     """`"python=3.12 jax==0.8.0 equinox==0.13.2"` -> EnvSpec; a clear error for anything else."""
     python, pins, names = None, [], set()
@@ -142,15 +169,11 @@ def parse(text: str) -> EnvSpec:
             if not python:
                 raise UsageError(f"environment {text!r}: python= needs a version (3.12) or a path")
             continue
-        match = _PIN.match(token)
-        source = _SOURCE.match(token) if match is None else None
-        if match is None and source is None:
-            raise UsageError(f"environment {text!r}: {token!r} is neither python=VERSION nor a pin like jax==0.8.0")
-        name = normalize((match or source).group(1))
+        name, pin = _parse_pin(token, text)
         if name in names:
             raise UsageError(f"environment {text!r} pins {name} twice")
         names.add(name)
-        pins.append(f"{name}{match.group(2) or ''}{match.group(3)}" if match else f"{name}@{source.group(2)}")
+        pins.append(pin)
     return EnvSpec(python, tuple(sorted(pins, key=requirement_name)))
 
 
@@ -187,9 +210,13 @@ def _probe(path: str) -> dict | None:
 
 
 def version_key(version: str) -> tuple:
-    """Release order of `X.Y.Z` versions (`0.13.10` after `0.13.9`); a part that is not a
-    number sorts before any number."""
-    return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[.+-]", version))
+    """Release order of versions as PEP 440 has it (`0.13.10` after `0.13.9`, `0.4.30rc1`
+    after `0.4.4` and before `0.4.30`); what is not a version sorts before every version,
+    by its text."""
+    try:
+        return (1, Version(version), "")
+    except InvalidVersion:
+        return (0, Version("0"), version)
 
 
 def _pyenv_candidates(minor: str) -> list[str]:
@@ -230,7 +257,7 @@ def find_interpreter(request: str | None) -> Interpreter:
 def _usable(info: dict, request: str) -> Interpreter:
     if not info["venv"]:
         raise EnvUnavailable(f"python={request} ({info['executable']}) has no venv module")
-    if version_key(info["version"]) < (3, 10):
+    if version_key(info["version"]) < version_key("3.10"):
         raise EnvUnavailable(f"python={request} is Python {info['version']}; gcbench needs 3.10 or newer")
     return Interpreter(info["executable"], info["version"])
 
@@ -265,7 +292,8 @@ def requirements(spec: EnvSpec, distributions: list[str]) -> list[str]:
         name = requirement_name(req)
         if name in pinned or name == "gcbench":
             continue
-        if extra is None or (name in wanted and extra not in ("test", "report", "all", "cuda")):
+        if extra is None or (name in wanted and extra not in ("test", "report", "all", "envs")
+                             and not extra.startswith("cuda")):
             if req not in out:
                 out.append(req)
     missing = wanted - {requirement_name(r) for r in out} - pinned
@@ -274,9 +302,12 @@ def requirements(spec: EnvSpec, distributions: list[str]) -> list[str]:
 
 
 def pinned_version(pin: str) -> str | None:
-    """V when `pin` is `name==V` (or `name[extras]==V`), else None."""
-    match = re.fullmatch(rf"{_NAME}(?:\[[^\]]*\])?==([^,]+)", pin)
-    return match.group(1) if match else None
+    """V when `pin` is `name==V` (or `name[extras]==V`) with one exact version, else None."""
+    try:
+        specs = list(Requirement(pin).specifier)
+    except InvalidRequirement:
+        return None
+    return specs[0].version if len(specs) == 1 and specs[0].operator == "==" and "*" not in specs[0].version else None
 
 
 def exact_pin(spec: EnvSpec, name: str) -> str | None:
@@ -357,23 +388,35 @@ def isolated_environ(base=None) -> dict:
 
 def _run(cmd: list[str], log_file, on_line=None, timeout: float = PIP_TIMEOUT_S,
          installer: installers.Installer | None = None) -> tuple[int, str]:
-    """Run `cmd`, teeing its output into `log_file`; return (exit code, output)."""
+    """Run `cmd`, teeing its output into `log_file`; return (exit code, output). The
+    command is stopped after `timeout` seconds whether or not it prints anything."""
+    import threading
+
     env = isolated_environ()
     env = installer.environ(env) if installer is not None else dict(env, PIP_DISABLE_PIP_VERSION_CHECK="1")
     log_file.write(f"$ {' '.join(cmd)}\n")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    out = []
-    deadline = time.monotonic() + timeout
-    for line in proc.stdout:
-        out.append(line)
-        log_file.write(line)
-        if on_line is not None:
-            on_line(line.rstrip())
-        if time.monotonic() > deadline:
-            proc.kill()
-            out.append(f"ERROR: gave up after {timeout:g} s\n")
-            break
-    proc.wait()
+    out: list[str] = []
+
+    def read() -> None:
+        for line in proc.stdout:
+            out.append(line)
+            log_file.write(line)
+            if on_line is not None:
+                on_line(line.rstrip())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        reader.join(timeout=5)
+        out.append(f"ERROR: gave up after {timeout:g} s\n")
+        log_file.flush()
+        return proc.returncode, "".join(out)
+    reader.join()
     log_file.flush()
     return proc.returncode, "".join(out)
 

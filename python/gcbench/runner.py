@@ -272,7 +272,7 @@ def cache_safe(environment: dict | None) -> bool:
     from .envs import version_key
 
     jaxlib = (environment.get("packages") or {}).get("jaxlib")
-    return jaxlib is None or version_key(jaxlib) >= (0, 5)
+    return jaxlib is None or version_key(jaxlib) >= version_key("0.5")
 
 
 def _unavailable_backends(cells, log) -> dict[str, str]:
