@@ -404,7 +404,7 @@ def test_versions_and_pins_are_read_as_pep_440_and_508_say():
     assert envs.pinned_version("jax==0.8.*") is None and envs.pinned_version("jax>=0.8") is None
     assert envs.requirement_name("tomli>=2.0; python_version < '3.11'") == "tomli"
     for bad, message in [("jax==0.8;python_version<'3'", "has a marker"), ("jax", "pins no version"),
-                         ("jax@https://example.org/jax.whl", "gcbench does not build from"), ("jax=>1.0", "neither")]:
+                         ("jax@https://example.org/jax.whl", "gcbench does not build from"), ("jax=>1.0", "neither"), ("jax====", "is not a version")]:
         with pytest.raises(UsageError, match=message):
             envs.parse(bad)
 

@@ -150,6 +150,9 @@ def _parse_pin(token: str, text: str) -> tuple[str, str]:
         return name, f"{name}@{req.url}"
     if not req.specifier:
         raise UsageError(f"environment {text!r}: {token!r} pins no version; write it as {name}==VERSION")
+    for spec in req.specifier:  # PEP 440's === takes any text; a version it must still be
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.*+!_-]*", spec.version):
+            raise UsageError(f"environment {text!r}: {token!r}: {spec.version!r} after {spec.operator} is not a version")
     extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
     written = re.match(rf"^{_NAME}\s*(?:\[[^\]]*\])?\s*(.*)$", token).group(1)  # the operators as given
     return name, f"{name}{extras}{written}"
