@@ -118,3 +118,25 @@ def test_compare_cli_refuses_in_one_line_per_cell(tmp_path):
     assert run_cli("compare", str(a), str(b), "--force").returncode == 0
     bad = run_cli("compare", str(a), str(b), "--min-effect", "5")
     assert bad.returncode == 2 and "fraction" in bad.stderr
+
+
+def test_compare_json_is_strict_json_when_one_side_has_no_full_collection(tmp_path):
+    """A ratio against zero full collections is infinite: `--json` writes null, which every
+    JSON parser reads (Python's json would accept `Infinity`; JSON.parse does not)."""
+    rng = np.random.default_rng(15)
+    varying = docs(rng, 3, 10.0, full_every=50, pause_ms=20)
+    extra = np.asarray(varying[0]["gc_collections"])
+    extra[10, 2] = 1  # 7, 6, 6 full collections: counts that vary are tested, not compared exactly
+    varying[0]["gc_collections"] = extra.tolist()
+    a = _folder(tmp_path / "a", varying)
+    b = _folder(tmp_path / "b", docs(rng, 3, 10.0))
+
+    def refuse(name):
+        raise ValueError(f"not JSON: {name}")
+
+    proc = run_cli("compare", str(a), str(b), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "Infinity" not in proc.stdout and "NaN" not in proc.stdout
+    doc = json.loads(proc.stdout, parse_constant=refuse)
+    full = next(t for t in doc["rows"][0]["tests"] if t["metric"].startswith("full"))
+    assert full["verdict"] in ("fewer full GCs", "inconclusive")

@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import datetime
 import json
+import math
 import pathlib
 import sys
 import time
@@ -263,15 +264,23 @@ def summary_json(docs: list[dict]) -> list[dict]:
 
 
 def print_json(doc) -> None:
-    json.dump(doc, sys.stdout, indent=1, default=_jsonable)
+    """`doc` as JSON that every parser reads: an infinite or undefined number (a ratio
+    against zero full collections, say) is null, never `Infinity` or `NaN`."""
+    json.dump(_jsonable(doc), sys.stdout, indent=1, allow_nan=False)
     sys.stdout.write("\n")
 
 
 def _jsonable(x):
-    if isinstance(x, (set, tuple)):
-        return list(x)
-    if hasattr(x, "item"):
-        return x.item()
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple, set)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, (str, bool, int)) or x is None:
+        return x
+    if hasattr(x, "item"):  # numpy scalars
+        return _jsonable(x.item())
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
     return str(x)
 
 
