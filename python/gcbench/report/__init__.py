@@ -104,6 +104,7 @@ def _header(docs: list[dict], plan: dict) -> list:
     repeats = sorted({cs.stats["repeats"] for cs in summary.summarize_all(ok)}) if ok else []
     commands = [r.get("command") for r in plan.get("runs", []) if r.get("command")] or \
         sorted({tuple((d.get("metadata") or {}).get("command") or []) for d in docs} - {()})
+    commands = list({tuple(c): list(c) for c in commands}.values())  # a command that wrote several times, once
     items = [
         f"Data: {' and '.join(kinds) or 'none'}" + (
             " (a deterministic MNIST-shaped stand-in: no real MNIST was present)" if kinds == ["synthetic"] else ""),
