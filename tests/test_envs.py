@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from gcbench import envs, results, runner
+from gcbench import envs, installers, results, runner
 from gcbench.config import Cell
 from gcbench.errors import UsageError
 from conftest import run_cli
@@ -96,15 +96,15 @@ def test_pip_reason_is_one_line():
     missing = ("Collecting six==0.0.0.999\n"
                "ERROR: Could not find a version that satisfies the requirement six==0.0.0.999 (from versions: 1.16.0)\n"
                "ERROR: No matching distribution found for six==0.0.0.999\n")
-    assert envs.pip_reason(missing) == "No matching distribution found for six==0.0.0.999"
+    assert installers.pip_reason(missing) == "No matching distribution found for six==0.0.0.999"
     conflict = ("ERROR: Cannot install jax==0.4.35 and jax==0.5.2 because these package versions have conflicting "
                 "dependencies.\n\nThe conflict is caused by:\n    The user requested jax==0.4.35\n"
                 "ERROR: ResolutionImpossible: for help visit https://pip.pypa.io/\n")
-    assert envs.pip_reason(conflict) == "Cannot install jax==0.4.35 and jax==0.5.2: conflicting dependencies"
+    assert installers.pip_reason(conflict) == "Cannot install jax==0.4.35 and jax==0.5.2: conflicting dependencies"
     offline = ("WARNING: Retrying (Retry(total=4)) after connection broken by 'NewConnectionError(...)': /simple/six/\n"
                "ERROR: Could not find a version that satisfies the requirement six (from versions: none)\n"
                "ERROR: No matching distribution found for six\n")
-    assert envs.pip_reason(offline) == ("No matching distribution found for six "
+    assert installers.pip_reason(offline) == ("No matching distribution found for six "
                                         "(no network: the package index could not be reached)")
 
 

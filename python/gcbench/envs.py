@@ -41,7 +41,6 @@ from packaging.version import InvalidVersion, Version
 
 from . import installers
 from .errors import UsageError
-from .installers import pip_reason  # noqa: F401 (envs.pip_reason, as before)
 from .paths import user_cache
 
 LAYOUT = 1  # bump when what goes into an environment folder changes: older ones get rebuilt

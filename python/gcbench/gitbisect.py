@@ -26,7 +26,7 @@ import subprocess
 
 import numpy as np
 
-from . import envs, files, summary
+from . import bisect, envs, files, summary
 from .errors import UsageError
 from .paths import user_cache
 
@@ -53,9 +53,8 @@ class Metric:
         ok = [d for d in docs if d["status"] == "ok"]
         if self.name == "full-collections":
             return [float(np.count_nonzero(summary.full_collections(d))) for d in ok]
-        if self.name == "gc-share":
-            return [100 * float(np.sum(d["gc_ns"])) / float(np.sum(d["wall_ns"])) for d in ok]
-        return [float(np.median(d["wall_ns"])) / 1e6 for d in ok]
+        release_metric = bisect.METRICS["gc_share" if self.name == "gc-share" else "median"]  # one formula each
+        return [release_metric.of(d) for d in ok]
 
     def value(self, per_repeat: list[float]) -> float:
         if self.log:
@@ -68,6 +67,12 @@ METRICS = {m.name: m for m in [
     Metric("gc-share", "GC share of step time", "%", False),
     Metric("median", "median step time", "ms", True),
 ]}
+
+
+def max_builds(commits: int) -> int:
+    """The most builds a bisect of `commits` commits after the good one takes: both endpoints
+    and a binary search of the rest."""
+    return math.ceil(math.log2(max(commits, 1))) + 2
 
 
 def get_metric(name: str) -> Metric:
@@ -275,7 +280,7 @@ def table(plan: dict, docs_by_env: dict[str, list[dict]]) -> dict:
     g, b = rows.get(good.sha), rows.get(commits[-1].sha)
     out = {"format": FORMAT, "schema_version": SCHEMA_VERSION, "package": plan["package"], "repo": plan["repo"],
            "cell": plan["cell"], "metric": metric.name, "metric_title": metric.title, "unit": metric.unit,
-           "rule": RULE, "builds": len(plan["tested"]), "max_builds": math.ceil(math.log2(max(len(commits), 1))) + 2,
+           "rule": RULE, "builds": len(plan["tested"]), "max_builds": max_builds(len(commits)),
            "commits_between": len(commits), "rows": [], "first_bad": None, "endpoints": None}
     if not (g and b and g["ran"] and b["ran"]):
         out["endpoints"] = "an endpoint did not run: " + "; ".join(

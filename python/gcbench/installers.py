@@ -35,6 +35,7 @@ CHOICE_VAR = "GCBENCH_INSTALLER"
 class Installer:
     name: str  # "uv" or "pip"
     uv: str | None = None  # the uv executable
+    pip_settings: dict = dataclasses.field(default_factory=dict, compare=False)  # pip_config(), read once, for uv
 
     def venv(self, interpreter: str, folder: pathlib.Path) -> list[str]:
         """The command that makes a virtual environment (with pip in it: gcbench asks pip
@@ -45,7 +46,7 @@ class Installer:
 
     def install(self, python: str, requirements: list[str]) -> list[str]:
         if self.uv:
-            return [self.uv, "pip", "install", "--python", python, *uv_options(pip_config()), *requirements]
+            return [self.uv, "pip", "install", "--python", python, *uv_options(self.pip_settings), *requirements]
         return [python, "-m", "pip", "install", "--no-input", "--progress-bar", "off", *requirements]
 
     def environ(self, base: dict) -> dict:
@@ -53,7 +54,7 @@ class Installer:
         env = dict(base, PIP_DISABLE_PIP_VERSION_CHECK="1")
         if self.uv:
             env["UV_CACHE_DIR"] = str(user_cache("uv"))
-            env.update(uv_environ(pip_config()))
+            env.update(uv_environ(self.pip_settings))
         return env
 
     def reason(self, output: str) -> str:
@@ -80,7 +81,7 @@ def choose() -> Installer:
         if choice == "uv":
             raise UsageError(f"{CHOICE_VAR}=uv, but uv is not installed (pip install uv)")
         return Installer("pip")
-    return Installer("uv", found)
+    return Installer("uv", found, pip_config())
 
 
 # -- pip's configuration, for uv --------------------------------------------------------------

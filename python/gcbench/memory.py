@@ -143,8 +143,8 @@ def _abstract(shape, dtype, device):
 
 
 def compiler_of(doc: dict, row: dict) -> str:
-    """Which XLA compiler a gather row's figures come from: recorded since gcbench 0.3;
-    older documents compiled for the default device they name."""
+    """Which XLA compiler a gather row's figures come from: recorded in the row; a document
+    that does not record it compiled for the default device it names."""
     return row.get("compiler") or ("cpu" if "cpu" in str(doc.get("device", "cpu")).lower() else "gpu")
 
 

@@ -11,7 +11,7 @@ Schema version history:
   tracked objects) and, for Python, `gc_events` (one entry per collection: step,
   generation, pause, objects collected). `alloc_blocks` became optional (opt-in).
   Version-1 documents are still read: their batch size is 128 and their bookkeeping none.
-  Optional since gcbench 0.3: per step `host_ns`, the time until the step function
+  Optional, added later in version 2: per step `host_ns`, the time until the step function
   returned (Python and dispatch) before the wait for its results; JAX backends and
   `gcbench.measure` loops that call `m.dispatched()` record it.
 

@@ -117,7 +117,7 @@ def main_git(args) -> int:
                     "commits": [c.to_json() for c in commits], "tested": {}, "base": base.text}
     order = [good] + commits
     print(f"gcbench: bisecting {len(commits)} commits of {package} ({good.short}..{bad.short}) on {args.cell}, "
-          f"by {metric.title}; at most {gitbisect.math.ceil(gitbisect.math.log2(max(len(commits), 1))) + 2} builds",
+          f"by {metric.title}; at most {gitbisect.max_builds(len(commits))} builds",
           file=sys.stderr)
 
     def measure(index: int, env_text: str) -> list[dict]:
@@ -137,34 +137,28 @@ def main_git(args) -> int:
             raise KeyboardInterrupt
         return [d for d in docs if (d.get("environment") or {}).get("spec") == env_text]
 
+    def env_for(index: int, pins: tuple[str, ...]) -> str:
+        """The environment of commit `index`: the package from its files, beside `pins`."""
+        source = gitbisect.source_pin(package, repo, order[index].sha)
+        return envs.EnvSpec(base.python, tuple(sorted((*pins, source), key=envs.requirement_name))).text
+
     # the good endpoint with the base pins only; every other commit gets the versions it resolved
-    pinned: list[str] | None = None
-    good_docs = measure(0, envs.EnvSpec(base.python, tuple(sorted(
-        base.pins + (gitbisect.source_pin(package, repo, good.sha),), key=envs.requirement_name))).text)
-    ok = [d for d in good_docs if d["status"] == "ok"]
-    if ok:
-        pins = tuple(sorted({*gitbisect.pinned_like(ok[0].get("environment") or {}, package), *base.pins},
-                            key=envs.requirement_name))
-        pinned = list(pins)
+    good_ok = [d for d in measure(0, env_for(0, base.pins)) if d["status"] == "ok"]
+    pinned = tuple(sorted({*gitbisect.pinned_like(good_ok[0].get("environment") or {}, package), *base.pins},
+                          key=envs.requirement_name)) if good_ok else base.pins
 
-    def env_for(index: int) -> str:
-        pins = tuple(sorted((*(pinned or base.pins), gitbisect.source_pin(package, repo, order[index].sha)),
-                            key=envs.requirement_name))
-        return envs.parse(envs.EnvSpec(base.python, pins).text).text
-
-    measure(len(order) - 1, env_for(len(order) - 1))
+    measure(len(order) - 1, env_for(len(order) - 1, pinned))
     while True:
         docs = results.load_dir(out)
         tab = gitbisect.table(plan, gitbisect.docs_by_env(docs))
         if not tab.get("endpoints_differ") or tab["first_bad"]:
             break
-        lo = order.index(next(c for c in order if c.sha == tab["range"][0]))
-        hi = order.index(next(c for c in order if c.sha == tab["range"][1]))
-        tried = {i for i, c in enumerate(order) if c.sha in plan["tested"]}
-        candidate = gitbisect.next_candidate(len(order), lo, hi, tried)
+        shas = [c.sha for c in order]
+        lo, hi = (shas.index(sha) for sha in tab["range"])
+        candidate = gitbisect.next_candidate(len(order), lo, hi, {shas.index(sha) for sha in plan["tested"]})
         if candidate is None:
             break
-        measure(candidate, env_for(candidate))
+        measure(candidate, env_for(candidate, pinned))
     culprit = None
     if tab["first_bad"]:
         message, changed = gitbisect.message_and_files(repo, tab["first_bad"])

@@ -210,8 +210,8 @@ def memory_section(doc: dict, where: pathlib.Path) -> list:
                   Para(f"From {code(' '.join(doc.get('command', [])))}, jax {escape(doc.get('jax', '?'))} on "
                        f"{escape(doc.get('device', '?'))}. Compiled on abstract shapes: XLA's memory analysis, nothing "
                        "allocated. The compiler column says whose figures they are: the seed read XLA's CPU compiler, "
-                       "which gcbench uses for the gather programs wherever it runs (documents of gcbench 0.2 and "
-                       "older compiled for their default device). The floor of a gather gradient is its arguments plus its output; the measured "
+                       "which gcbench uses for the gather programs wherever it runs (a document that does not record "
+                       "the compiler compiled for the default device it names). The floor of a gather gradient is its arguments plus its output; the measured "
                        "column is the peak resident memory a real run of the gradient added (small sizes only).")]
         gathers = [r for r in doc["cases"] if r["kind"] == "gather"]
         if gathers:
