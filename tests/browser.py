@@ -2,10 +2,18 @@
 check and for screenshots to look at:
 
     python tests/browser.py reports/NAME/index.html shot.png [width]
+
+`check` adds a script to a copy of the page that measures it as Chromium laid it out and
+writes the measurements into the DOM as JSON (read back through `--dump-dom`): the page's
+own overflow, every image (does it load, how wide is it shown), and every table (how wide
+it is against the box it sits in, whether its first column stays in view when the box
+scrolls, and which cells show less than their text).
 """
 
 from __future__ import annotations
 
+import html
+import json
 import pathlib
 import re
 import shutil
@@ -16,12 +24,32 @@ import tempfile
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--hide-scrollbars", "--virtual-time-budget=15000"]
-CHECK = """<script>
+MEASURE = """<script>
 window.addEventListener('load', () => {
-  const imgs = [...document.images];
-  const broken = imgs.filter(i => !(i.complete && i.naturalWidth > 0)).length;
-  const over = document.documentElement.scrollWidth - document.documentElement.clientWidth;
-  document.title = `gcbench-check images=${imgs.length} broken=${broken} overflow=${over}`;
+  const doc = document.documentElement;
+  const imgs = [...document.images].map(i => ({
+    alt: i.alt, loaded: i.complete && i.naturalWidth > 0, natural: i.naturalWidth, shown: i.clientWidth,
+    linked: !!(i.closest('a') && i.closest('a').getAttribute('href'))}));
+  const tables = [...document.querySelectorAll('table')].map((t, k) => {
+    const box = t.parentElement;
+    const first = t.querySelector('tr > :first-child');
+    const scrolls = t.scrollWidth > box.clientWidth + 1;
+    let stays = true;
+    if (scrolls && first) {
+      const before = first.getBoundingClientRect().left;
+      box.scrollLeft = box.scrollWidth;
+      stays = Math.abs(first.getBoundingClientRect().left - before) < 1;
+      box.scrollLeft = 0;
+    }
+    const cut = [...t.querySelectorAll('th, td')].filter(c => c.scrollWidth > c.clientWidth + 1)
+      .map(c => c.textContent.slice(0, 40));
+    return {index: k + 1, header: first ? first.textContent.slice(0, 40) : '', width: t.scrollWidth,
+            column: box.clientWidth, scrolls: scrolls, first_column_stays: stays, cut: cut};
+  });
+  const out = document.createElement('pre');
+  out.id = 'gcbench-measure';
+  out.textContent = JSON.stringify({overflow: doc.scrollWidth - doc.clientWidth, images: imgs, tables: tables});
+  document.body.appendChild(out);
 });
 </script>"""
 
@@ -36,17 +64,41 @@ def _run(args: list[str]) -> subprocess.CompletedProcess:
                               text=True, timeout=120)
 
 
-def check(page: pathlib.Path, width: int = 1400) -> dict:
-    """Images in the page, how many of them did not load, and how far the page overflows
-    the window horizontally (px), as Chromium renders a copy with a check script added."""
+def measure(page: pathlib.Path, width: int = 1400) -> dict:
+    """The page as Chromium lays it out in a window `width` px wide: `overflow` (px the
+    page is wider than the window), `images` and `tables` (see the module docstring)."""
     with tempfile.TemporaryDirectory(prefix="gcbench-check-") as tmp:
         copy = pathlib.Path(tmp) / "index.html"
-        copy.write_text(page.read_text().replace("</body>", CHECK + "</body>"))
+        copy.write_text(pathlib.Path(page).read_text().replace("</body>", MEASURE + "</body>"))
         out = _run([f"--window-size={width},1000", "--dump-dom", copy.as_uri()])
-    m = re.search(r"gcbench-check images=(\d+) broken=(\d+) overflow=(-?\d+)", out.stdout)
+    m = re.search(r'<pre id="gcbench-measure">(.*?)</pre>', out.stdout, re.S)
     if m is None:
         raise RuntimeError(f"chromium did not render {page}: {out.stderr[-500:]}")
-    return {"images": int(m.group(1)), "broken": int(m.group(2)), "overflow": int(m.group(3))}
+    return json.loads(html.unescape(m.group(1)))
+
+
+def problems(page: pathlib.Path, width: int) -> list[str]:
+    """What a reader of `page` at `width` px would not see whole: at 1400 px every table fits
+    its column; narrower, a table may scroll when its first column stays in view; at every
+    width no cell cuts its text, every image loads and the page itself does not scroll."""
+    got = measure(page, width)
+    found = []
+    if got["overflow"] > 0:
+        found.append(f"the page is {got['overflow']} px wider than the window")
+    for img in got["images"]:
+        if not img["loaded"]:
+            found.append(f"image {img['alt']!r} does not load")
+        elif img["shown"] < img["natural"] and not img["linked"]:
+            found.append(f"image {img['alt']!r} is shrunk to {img['shown']} px with no link to its full size")
+    for t in got["tables"]:
+        name = f"table {t['index']} ({t['header']!r})"
+        if t["scrolls"] and width >= 1400:
+            found.append(f"{name} is {t['width']} px wide in a {t['column']} px column")
+        if t["scrolls"] and not t["first_column_stays"]:
+            found.append(f"{name} scrolls its first column out of view")
+        if t["cut"]:
+            found.append(f"{name} cuts the text of {len(t['cut'])} cells, e.g. {t['cut'][0]!r}")
+    return found
 
 
 def screenshot(page: pathlib.Path, png: pathlib.Path, width: int = 1400, height: int = 6000) -> pathlib.Path:
@@ -57,5 +109,5 @@ def screenshot(page: pathlib.Path, png: pathlib.Path, width: int = 1400, height:
 if __name__ == "__main__":
     page, png = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
     width = int(sys.argv[3]) if len(sys.argv) > 3 else 1400
-    print(check(page, width))
+    print("\n".join(problems(page, width)) or "no problems")
     screenshot(page, png, width)

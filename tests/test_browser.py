@@ -1,28 +1,58 @@
-"""Every committed report, rendered in headless Chromium at 1400 px: every image loads and
-nothing makes the page wider than the window (wide tables scroll inside their box).
-Skipped where Chromium is absent (Debian's `chromium` package provides it)."""
+"""Every committed report, rendered in headless Chromium at 1400 and 800 px: every table
+fits its column at 1400 px; at 800 px a table may scroll inside its box only while its
+first column stays in view; no cell cuts its text; every image loads and a shrunk one links
+to its full size; the page itself never scrolls sideways. And the check itself sees each of
+those faults on a page made to have it. Skipped where Chromium is absent (Debian's
+`chromium` package provides it)."""
 
 import pathlib
 
 import pytest
 
 import browser
+from gcbench.report.document import STYLE
 
 REPORTS = sorted(pathlib.Path(__file__).resolve().parent.parent.glob("reports/*/index.html"))
 pytestmark = pytest.mark.skipif(browser.chromium() is None, reason="no chromium on this machine")
 
 
+@pytest.mark.parametrize("width", [1400, 800])
 @pytest.mark.parametrize("page", REPORTS, ids=[p.parent.name for p in REPORTS])
-def test_committed_report_renders_whole(page):
-    html = page.read_text()
-    got = browser.check(page)
-    assert got["images"] == html.count("<img ") and got["images"] > 0
-    assert got["broken"] == 0
-    assert got["overflow"] <= 0, f"the page is {got['overflow']} px wider than the window"
+def test_committed_report_reads_whole(page, width):
+    assert browser.problems(page, width) == []
+    got = browser.measure(page, width)
+    assert got["tables"] and len(got["images"]) == page.read_text().count("<img ") > 0
+
+
+def _page(tmp_path, body: str, style: str = STYLE) -> pathlib.Path:
+    page = tmp_path / "index.html"
+    page.write_text(f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>t</title><style>{style}</style>'
+                    f"</head><body>{body}</body></html>")
+    return page
+
+
+def _table(columns: int, text: str) -> str:
+    cells = "".join(f"<td>{text}{i}</td>" for i in range(columns))
+    return f'<div class="table-wrap"><table><tr>{cells}</tr></table></div>'
 
 
 def test_the_check_sees_a_broken_image(tmp_path):
-    page = tmp_path / "index.html"
-    page.write_text('<!DOCTYPE html><html><head><title>t</title></head><body>'
-                    '<img alt="x" src="data:image/png;base64,AAAA"></body></html>')
-    assert browser.check(page) == {"images": 1, "broken": 1, "overflow": 0}
+    page = _page(tmp_path, '<img alt="x" src="data:image/png;base64,AAAA">')
+    assert browser.problems(page, 1400) == ["image 'x' does not load"]
+
+
+def test_the_check_sees_a_table_wider_than_its_column_at_1400(tmp_path):
+    page = _page(tmp_path, _table(40, "wide-column-text-"))
+    found = browser.problems(page, 1400)
+    assert len(found) == 1 and found[0].startswith("table 1 ('wide-column-text-0') is ")
+    assert browser.problems(page, 800) == []  # narrower, it may scroll: its first column stays
+
+
+def test_the_check_sees_a_first_column_that_scrolls_away(tmp_path):
+    page = _page(tmp_path, _table(40, "wide-column-text-"), style=STYLE.replace("position:sticky;left:0", ""))
+    assert "table 1 ('wide-column-text-0') scrolls its first column out of view" in browser.problems(page, 800)
+
+
+def test_the_check_sees_cut_text(tmp_path):
+    page = _page(tmp_path, _table(2, "x" * 300), style=STYLE + "td{overflow:hidden;max-width:5rem;white-space:nowrap}")
+    assert any("cuts the text of 2 cells" in p for p in browser.problems(page, 1400))

@@ -66,7 +66,14 @@ def test_report_files_plots_and_content(tmp_path):
 def test_html_is_self_contained_and_escaped(tmp_path):
     paths = build_report(make_results(tmp_path / "res"), tmp_path / "rep")
     page = paths["html"].read_text()
-    assert not re.search(r"""(src|href)=["']?(https?:|//|[^"'d#])""", page)  # nothing outside the file
+    assert not re.search(r"""src=["']?(https?:|//|[^"'d])""", page)  # everything it shows is inside the file
+    own = {p.name for p in paths["html"].parent.glob("*.png")}
+    links = re.findall(r'href="([^"#][^"]*)"', page)  # besides anchors, only the full-size plots beside it
+    assert links and set(links) <= own
+    anchors = re.findall(r'href="#([^"]+)"', page)
+    assert anchors and all(f'id="{a}"' in page for a in anchors)  # the contents list reaches every section
+    captions = re.findall(r'<p class="caption"><em>Figure (\d+)\.</em>', page)
+    assert captions == [str(i + 1) for i in range(page.count("<img "))] and captions
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
     assert len(images) == len([p for p in paths.values() if hasattr(p, "suffix") and p.suffix == ".png"])
     for data in images:
@@ -267,3 +274,22 @@ def test_host_time_gets_its_section_only_where_it_was_recorded(tmp_path):
     for d in docs(rng, 3, 10.0, steps=60):
         results.write(d, plain / f"{d['cell']}.json")
     assert "Host and device" not in build_report(plain, tmp_path / "rep2")["markdown"].read_text()
+
+
+@pytest.mark.parametrize("lo, hi", [(3.0, 400.0), (12.0, 19.0), (101.0, 104.0), (0.02, 2.5)])
+def test_every_log_axis_has_three_labelled_ticks_and_says_it_is_logarithmic(tmp_path, lo, hi):
+    import matplotlib.pyplot as plt
+
+    from gcbench.report import plots
+
+    fig, ax = plt.subplots()
+    ax.plot([lo, hi], [0, 1])
+    plots.log_axis(ax, "x")
+    ax.set_xlabel("step, ms")
+    plots._finish_log_axes(fig)
+    fig.canvas.draw()
+    left, right = ax.get_xlim()
+    labelled = [t.get_text() for t in ax.get_xticklabels() if left <= t.get_position()[0] <= right and t.get_text()]
+    assert len(labelled) >= 3, labelled
+    assert ax.get_xlabel() == "step, ms (log scale)"
+    plt.close(fig)

@@ -388,19 +388,36 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
         for w in workloads:
             mine = [cs for cs in ok if cs.key[1] == w]
             figs = [(plots.summary_figure(mine, w, out_dir / f"summary_{w}.png"),
-                     f"{w}: median step, GC share and full collections with 95 % intervals")]
-            figs += [(p, f"{w}: every timed step of one repeat") for p in plots.trace_figures(mine, w, out_dir)]
+                     f"{w}: median step, GC share and full collections with 95 % intervals",
+                     "One row per backend (and environment), one row of panels per GC policy. Dots are the "
+                     "estimates, bars their 95 % intervals over the repeats; a fixed schedule of full "
+                     "collections has no bar. The median axis is logarithmic.")]
+            figs += [(path, f"{w}: every timed step of one repeat",
+                      "Each panel is one repeat of one cell (named in its title; repeats are numbered from 0, as in "
+                      "the result files). The line is the step time "
+                      "on a log axis; the black segment at the top of a step is the GC pause inside it; "
+                      "triangles mark the steps with a full collection.")
+                     for path in plots.trace_figures(mine, w, out_dir)]
             figs += [(plots.gc_split_figure(mine, w, out_dir / f"gc_split_{w}.png"),
-                      f"{w}: mean step split into GC and the rest")]
+                      f"{w}: mean step split into GC and the rest",
+                      "Bars are the mean step (all used repeats), black the part spent in GC pauses; the "
+                      "label gives the GC share.")]
             figs += [(plots.cumulative_gc_figure(mine, w, out_dir / f"cumulative_gc_{w}.png"),
-                      f"{w}: cumulative GC time")]
+                      f"{w}: cumulative GC time",
+                      "GC pause time summed over the steps of each cell's first used repeat; each jump is a "
+                      "long collection. Where cells ran in several environments, each backend has its own row "
+                      "and each environment its own colour.")]
             figs += [(plots.pauses_figure(mine, w, out_dir / f"pauses_{w}.png"),
-                      f"{w}: GC pause lengths by generation")]
-            figs += [(plots.ecdf_figure(mine, w, out_dir / f"ecdf_{w}.png"), f"{w}: distribution of step times")]
+                      f"{w}: GC pause lengths by generation",
+                      "Every collection of the used repeats, by generation (hollow circle: 0, hollow square: 1, "
+                      "filled triangle: 2, the full collections), on a log axis.")]
+            figs += [(plots.ecdf_figure(mine, w, out_dir / f"ecdf_{w}.png"), f"{w}: distribution of step times",
+                      "For each step time, the share of steps at most that long, pooled over the used repeats; "
+                      "a long flat stretch before 1 is a tail of slow steps.")]
             blocks += [Heading(escape(w), 3)]
-            for path, alt in figs:
+            for path, alt, caption in figs:
                 if path is not None:
-                    blocks.append(Image(path, alt))
+                    blocks.append(Image(path, alt, caption))
                     written.append(path)
     unstable = [f"{escape(cs.label)}: {escape('; '.join(cs.stats['warnings']))}" for cs in ok if cs.stats["warnings"]]
     if unstable:

@@ -45,7 +45,8 @@ class Table:
 @dataclasses.dataclass
 class Image:
     path: pathlib.Path  # a PNG beside the documents
-    alt: str
+    alt: str  # what the figure shows, in a few words (plain text)
+    caption: str = ""  # how to read it (Markdown, already escaped); numbered "Figure N." when written
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|])")  # what changes meaning inside a line
@@ -74,13 +75,39 @@ def prose(text) -> str:
     return "".join(code(p) if i % 2 and p else escape(p) for i, p in enumerate(parts))
 
 
+def plain(markdown_text: str) -> str:
+    """The text a reader sees of a line of gcbench's own Markdown (escapes and code marks gone)."""
+    return html.unescape(re.sub(r"\\(.)", r"\1", markdown_text).replace("`", ""))
+
+
+def slug(text: str, seen: dict[str, int]) -> str:
+    """The anchor GitHub gives a heading (lower case, punctuation dropped, spaces as '-',
+    '-1', '-2' after repeats), so that the contents list links on GitHub and in the HTML."""
+    base = re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+    n = seen.get(base, 0)
+    seen[base] = n + 1
+    return base if n == 0 else f"{base}-{n}"
+
+
+def contents(blocks: list) -> list:
+    """`blocks` with a contents list (every section: level-2 headings) before the first section."""
+    seen: dict[str, int] = {}
+    anchors = [(b, slug(plain(b.text), seen)) for b in blocks if isinstance(b, Heading)]
+    items = [f"[{b.text}](#{a})" for b, a in anchors if b.level == 2]
+    first = next((i for i, b in enumerate(blocks) if isinstance(b, Heading) and b.level == 2), None)
+    if first is None or len(items) < 3:
+        return blocks
+    return blocks[:first] + [Para("**Contents**"), Bullets(items)] + blocks[first:]
+
+
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def to_markdown(blocks: list) -> str:
     out = []
-    for b in blocks:
+    figure = 0
+    for b in contents(blocks):
         if isinstance(b, Heading):
             out.append("#" * b.level + " " + b.text)
         elif isinstance(b, Para):
@@ -93,28 +120,30 @@ def to_markdown(blocks: list) -> str:
             lines += ["| " + " | ".join(map(_cell, row)) + " |" for row in b.rows]
             out.append("\n".join(lines))
         elif isinstance(b, Image):
-            out.append(f"![{escape(b.alt)}]({urllib.parse.quote(b.path.name)})")
+            figure += 1
+            name = urllib.parse.quote(b.path.name)
+            out.append(f"[![{escape(b.alt)}]({name})]({name})")
+            out.append(f"*Figure {figure}.* {escape(b.alt)}" + (f". {b.caption}" if b.caption else ""))
         else:
             raise TypeError(f"unknown block {b!r}")
     return "\n\n".join(out) + "\n"
 
 
 STYLE = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:80rem;margin:1rem auto;padding:0 1rem;
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:86rem;margin:1rem auto;padding:0 1rem;
 color:#1b1b1b;line-height:1.45}
 .table-wrap{overflow-x:auto;margin:.6rem 0;max-width:100%}
-table{border-collapse:separate;border-spacing:0;font-size:.88rem}
-th,td{border-bottom:1px solid #ddd;border-right:1px solid #eee;padding:.25rem .5rem;background:#fff;
-vertical-align:top;max-width:26rem}
-td{min-width:3rem}
-td[style*="right"]{white-space:nowrap}
-th{background:#f2f2f2;position:sticky;top:0}
-th:first-child,td:first-child{position:sticky;left:0;z-index:1;border-right:1px solid #ccc;min-width:min(16rem,40vw)}
-td:first-child:not([style*="right"]){max-width:22rem}
+table{border-collapse:separate;border-spacing:0;font-size:.85rem}
+th,td{border-bottom:1px solid #ddd;border-right:1px solid #eee;padding:.25rem .45rem;background:#fff;
+vertical-align:top;max-width:24rem;overflow-wrap:break-word}
+th{background:#f2f2f2;position:sticky;top:0;text-align:left;font-weight:600}
+td[style*="right"]{white-space:nowrap;font-variant-numeric:tabular-nums}
+th:first-child,td:first-child{position:sticky;left:0;z-index:1;border-right:1px solid #ccc;max-width:16rem}
 th:first-child{background:#f2f2f2;z-index:2}
-td[style*="right"]{font-variant-numeric:tabular-nums}
-img{max-width:100%;height:auto;border:1px solid #eee}
-code{background:#f4f4f4;padding:0 .2rem}
+img{max-width:100%;height:auto;border:1px solid #eee;display:block}
+p.caption{margin:.2rem 0 1.6rem;font-size:.9rem;color:#444;max-width:60rem}
+code{background:#f4f4f4;padding:0 .2rem;overflow-wrap:anywhere}
+@media (max-width:900px){table{font-size:.8rem}th:first-child,td:first-child{max-width:11rem}}
 """
 
 
@@ -124,14 +153,28 @@ def _renderer(folder: pathlib.Path) -> MarkdownIt:
     def image(self, tokens, idx, options, env):
         token = tokens[idx]
         src = token.attrGet("src") or ""
-        alt = html.escape(token.content or "")
+        alt = html.escape(self.renderInlineAsText(token.children or [], options, env))
         path = folder / src
         if "/" in src or not src.endswith(".png") or not path.is_file():
             return f'<span class="missing-image">[{alt}]</span>'
         data = base64.b64encode(path.read_bytes()).decode()
         return f'<img alt="{alt}" src="data:image/png;base64,{data}">'
 
+    def anchors_and_captions(state):
+        """Headings get GitHub's anchors (the contents list links to them); a paragraph that
+        starts "*Figure N.*" is a caption."""
+        seen: dict[str, int] = {}
+        tokens = state.tokens
+        for i, token in enumerate(tokens[:-1]):
+            inline = tokens[i + 1]
+            if token.type == "heading_open":
+                text = "".join(t.content for t in inline.children or [] if t.type in ("text", "code_inline"))
+                token.attrSet("id", slug(text, seen))
+            elif token.type == "paragraph_open" and re.match(r"\*Figure \d+\.\*", inline.content or ""):
+                token.attrSet("class", "caption")
+
     md.add_render_rule("image", image)
+    md.core.ruler.push("gcbench_anchors_and_captions", anchors_and_captions)
     return md
 
 

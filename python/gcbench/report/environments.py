@@ -79,7 +79,9 @@ def bisect_section(tab: dict, out_dir: pathlib.Path) -> list:
             Table([escape(tab["package"])] + header[1:], [[escape(c) for c in row] for row in rows],
                   align_right=tuple(range(4, len(header) - 1))),
             Image(plots.bisect_figure(tab, out_dir / "bisect.png"),
-                  f"{tab['metric']} per {tab['package']} version")]
+                  f"{tab['metric_title']} per {tab['package']} version",
+                  "Each dot is one repeat (a fresh process), the line their median; the lower panel is the "
+                  "median step. The dashed line marks the first version with a tested change.")]
 
 
 def gitbisect_section(tab: dict, culprit: dict | None, out_dir: pathlib.Path) -> list:
@@ -100,7 +102,10 @@ def gitbisect_section(tab: dict, culprit: dict | None, out_dir: pathlib.Path) ->
               Table(["commit", "date", "subject", f"{escape(tab['metric_title'])}{escape(unit)}", "per repeat",
                      "decision"], rows, align_right=(3,)),
               Image(plots.gitbisect_figure(tab, out_dir / "gitbisect.png"),
-                    f"{tab['metric_title']} per tested {tab['package']} commit")]
+                    f"{tab['metric_title']} per tested {tab['package']} commit",
+                    "Commits in history order, oldest first; only the tested ones carry a value (dots: repeats; "
+                    "line: the cell's value). Blue behaves like the good endpoint, orange like the bad one; the "
+                    "dashed line falls before the first bad commit.")]
     if culprit:
         blocks += [Heading(f"The first bad commit, {escape(tab['first_bad'][:9])}", 3),
                    Para(escape(culprit["message"].splitlines()[0] if culprit["message"] else "")),

@@ -7,6 +7,15 @@ from __future__ import annotations
 from .document import Bullets, Heading, Para, Table, escape, prose
 
 
+def setting(value) -> str:
+    """A setting as a reader writes it: `a, b, c` for a list, `vit: 1` for a mapping."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(setting, value))
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {setting(v)}" for k, v in value.items())
+    return str(value)
+
+
 def section(doc: dict) -> list:
     rows = []
     for case in doc["cases"]:
@@ -23,7 +32,7 @@ def section(doc: dict) -> list:
                     align_right=(4,))]
     for case in doc["cases"]:
         s = case.get("settings") or {}
-        items = [f"{escape(k)}: {escape(v)}" for k, v in s.items() if k != "why"]
+        items = [f"{escape(k.replace('_', ' '))}: {escape(setting(v))}" for k, v in s.items() if k != "why"]
         blocks += [Heading(f"{case['name']}: seed {escape(case['seed'])}", 3)]
         if s.get("why"):
             blocks.append(Para(escape(s["why"]) + "."))

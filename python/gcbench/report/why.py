@@ -63,6 +63,10 @@ def section(doc: dict, docs: list[dict], out_dir: pathlib.Path, written: list) -
         blocks.append(Bullets(notes))
     figure = plots.why_figure(explanations, out_dir / "why.png")
     if figure is not None:
-        blocks.append(Image(figure, "promotions per step and the oldest generation over the diagnostic runs"))
+        blocks.append(Image(figure, "promotions per step and the oldest generation over the diagnostic runs",
+                            "One row per explained cell. Left: objects that reached the oldest generation at each "
+                            "step; right: the oldest generation's size, with a dotted line at each full collection "
+                            "(the collector runs one when the objects promoted since the last one reach a quarter "
+                            "of those it holds)."))
         written.append(figure)
     return blocks
