@@ -1,6 +1,10 @@
 """What a user sees at the command line: clear one-line errors with exit code 2."""
 
 import json
+import pathlib
+import re
+import shutil
+import subprocess
 
 import pytest
 
@@ -57,9 +61,15 @@ def test_unknown_command_and_no_command():
     assert_one_line_error(run_cli(), "required")
 
 
-def test_version():
+def test_version_names_the_commit_of_a_git_checkout():
     proc = run_cli("--version")
-    assert proc.returncode == 0 and proc.stdout.strip() == f"gcbench {__version__}"
+    repo = pathlib.Path(__file__).resolve().parent.parent
+    if shutil.which("git") and (repo / ".git").exists():
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+        assert re.fullmatch(rf"gcbench {re.escape(__version__)} \(commit {head[:12]}\+?\)", proc.stdout.strip())
+    else:
+        assert proc.stdout.strip() == f"gcbench {__version__}"
+    assert proc.returncode == 0
 
 
 @pytest.mark.parametrize("content, fragment", [

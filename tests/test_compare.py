@@ -140,3 +140,24 @@ def test_compare_json_is_strict_json_when_one_side_has_no_full_collection(tmp_pa
     doc = json.loads(proc.stdout, parse_constant=refuse)
     full = next(t for t in doc["rows"][0]["tests"] if t["metric"].startswith("full"))
     assert full["verdict"] in ("fewer full GCs", "inconclusive")
+
+
+def test_fail_on_slower_fails_a_ci_job_on_a_real_slowdown_and_not_on_an_aa_pair(tmp_path):
+    """`compare --fail-on slower` exits 1 when a cell is slower (here 1.5 x), 0 on an A/A
+    pair (the same results twice: two independent runs are called slower at the test's
+    level, which test_inference calibrates), and 2 when the folders share no cell."""
+    rng = np.random.default_rng(21)
+    same = docs(rng, 3, 10.0) + docs(rng, 3, 10.0, backend="nnx")
+    a = _folder(tmp_path / "a", same)
+    a2 = _folder(tmp_path / "a2", same)
+    b = _folder(tmp_path / "b", docs(rng, 3, 15.0) + same[3:])  # jax 1.5 x slower, nnx unchanged
+    slow = run_cli("compare", str(a), str(b), "--fail-on", "slower")
+    assert slow.returncode == 1, slow.stderr
+    assert slow.stderr.strip() == "gcbench: --fail-on slower: 1 verdict: jax/mlp/default slower"
+    assert run_cli("compare", str(a), str(a2), "--fail-on", "slower,more-gc,more-full-gc").returncode == 0
+    assert run_cli("compare", str(a), str(b)).returncode == 0  # without --fail-on a verdict is only printed
+    other = _folder(tmp_path / "other", docs(rng, 3, 10.0, workload="lenet5"))
+    none = run_cli("compare", str(a), str(other), "--json")
+    assert none.returncode == 2 and "share no cell" in none.stderr and none.stderr.count("\n") == 1
+    bad = run_cli("compare", str(a), str(b), "--fail-on", "slower,faster")
+    assert bad.returncode == 2 and "--fail-on takes slower, more-gc, more-full-gc" in bad.stderr

@@ -5,6 +5,7 @@ import csv
 import json
 import gc
 import io
+import pathlib
 
 import pytest
 
@@ -12,6 +13,8 @@ import gcbench
 from gcbench import results
 from gcbench.errors import UsageError
 from conftest import run_cli
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
 
 
 def _loop(m, steps=120, keep=None):
@@ -96,7 +99,9 @@ def test_saved_measurements_report_and_export_like_cells(tmp_path):
         m.save(tmp_path / "res")
     proc = run_cli("report", str(tmp_path / "res"), "--out", str(tmp_path / "rep"))
     assert proc.returncode == 0, proc.stderr
-    assert "| user/loop/default | 2 | 120 |" in (tmp_path / "rep" / "index.md").read_text()
+    md = (tmp_path / "rep" / "index.md").read_text()
+    assert "| user/loop/default | 2 | 120 |" in md
+    assert "Batch size" not in md and "Loops measured by `gcbench.measure`" in md  # only what was measured
     proc = run_cli("export", str(tmp_path / "res"), "--csv")
     assert proc.returncode == 0, proc.stderr
     rows = list(csv.DictReader(io.StringIO(proc.stdout)))
@@ -105,7 +110,15 @@ def test_saved_measurements_report_and_export_like_cells(tmp_path):
     assert proc.returncode == 0 and "1 rows" in proc.stderr  # from the report's own archive
     cell = next(csv.DictReader(open(tmp_path / "c.csv")))
     assert cell["cell"] == "user/loop/default" and cell["repeats"] == "2" and float(cell["median_ms"]) > 0
-    assert run_cli("export", str(tmp_path / "res")).returncode == 2  # say which format
+    assert run_cli("export", str(tmp_path / "res")).stdout == proc_csv_default(tmp_path)  # CSV is the default
+    rows = json.loads(run_cli("export", str(tmp_path / "rep"), "--json", "--per", "cell").stdout)["rows"]
+    api = m.summary()
+    assert set(api) <= set(rows[0]) and set(cell) == set(rows[0])  # one set of names: API, JSON and CSV
+    assert rows[0]["full_per_1000"] == float(cell["full_per_1000"]) and 0 <= api["gc_share"] < 1
+
+
+def proc_csv_default(tmp_path) -> str:
+    return run_cli("export", str(tmp_path / "res"), "--csv").stdout
 
 
 def test_to_dataframe_has_a_row_per_step_and_per_cell(tmp_path):
@@ -152,3 +165,40 @@ def test_compare_gives_a_verdict_on_fixed_schedules_of_a_users_loop(tmp_path):
     same = json.loads(run_cli("compare", str(tmp_path / "one"), str(tmp_path / "one-again"), "--json").stdout)
     assert same["rows"][0]["tests"][2]["verdict"] == "same"
     assert same["rows"][0]["verdict"] in ("same", "inconclusive")
+
+
+def _strict(text: str) -> dict:
+    def refuse(name):
+        raise ValueError(f"not JSON: {name}")
+
+    doc = json.loads(text, parse_constant=refuse)
+    assert doc["gcbench"]["version"] == gcbench.__version__ and "commit" in doc["gcbench"]
+    return doc
+
+
+def test_every_json_output_is_strict_json_and_names_the_gcbench_that_wrote_it(tmp_path):
+    """`python -c "import json,sys; json.load(sys.stdin)"` reads every --json output (here:
+    a strict parser that refuses Infinity and NaN); words go to standard error."""
+    from test_report import make_results
+
+    res = make_results(tmp_path / "res")
+    committed = REPO / "reports" / "cpu-vit-bisect-equinox"
+    runs = {
+        "list": ["list", "--json"],
+        "report": ["report", str(res), "--out", str(tmp_path / "rep"), "--json"],
+        "export": ["export", str(res), "--json", "--per", "cell"],
+        "compare": ["compare", str(res), str(res), "--json"],
+        "bisect": ["bisect", "--results", str(committed), "--package", "equinox", "--cell",
+                   "equinox-filter/vit/default", "--metric", "full_gc", "--json"],
+        "memory": ["memory", "--size", "small", "--index-dtype", "int32", "--backends", "jax", "--workloads", "mlp",
+                   "--no-measure", "--out", str(tmp_path / "mem"), "--json"],
+        "run": ["run", "--backends", "jax", "--workloads", "mlp", "--networks", "2", "--steps", "5", "--warmup", "1",
+                "--repeats", "1", "--gc", "default", "--out", str(tmp_path / "run"), "--no-progress", "--json"],
+    }
+    for name, argv in runs.items():
+        proc = run_cli(*argv)
+        assert proc.returncode == 0, (name, proc.stderr)
+        doc = _strict(proc.stdout)
+        assert len(doc) > 1, name
+    assert _strict(run_cli(*runs["report"]).stdout)["report"]["plots"]
+    assert _strict(run_cli(*runs["bisect"]).stdout)["bisect"]["first_change"] == "0.13.3"

@@ -9,7 +9,7 @@ import signal
 import sys
 import threading
 
-from . import __version__
+from . import metadata
 from .errors import UsageError
 
 COMMANDS = ("list", "run", "report", "compare", "export", "explain", "reproduce", "memory", "bisect", "envs",
@@ -21,9 +21,22 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see {self.prog} --help)")
 
 
+class _Version(argparse.Action):
+    """`--version`: this gcbench's version and, from a git checkout, its commit (asked of git
+    only when the option is given)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0,
+                         help=help or "print gcbench's version (and commit, from a git checkout) and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(metadata.describe_gcbench(metadata.gcbench_identity()))
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="gcbench", description="How much of a training step goes to the garbage collector.")
-    p.add_argument("--version", action="version", version=f"gcbench {__version__}")
+    p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in COMMANDS:
         importlib.import_module(f".commands.{name}", __package__).register(sub)

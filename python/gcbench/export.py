@@ -12,7 +12,7 @@ import pathlib
 
 import numpy as np
 
-from . import archive, results, stats, summary
+from . import archive, results, summary
 from .errors import UsageError
 
 PER = ("step", "cell")
@@ -47,28 +47,8 @@ def step_records(docs: list[dict]) -> list[dict]:
 
 
 def cell_records(docs: list[dict]) -> list[dict]:
-    """One row per cell, its repeats combined (see `summary`), not-run cells included."""
-    rows = []
-    for cs in summary.summarize_all(docs):
-        row = {"cell": cs.label, "backend": cs.key[0], "workload": cs.key[1], "gc_policy": cs.key[2],
-               "environment": cs.key[3], "status": "/".join(sorted({d["status"] for d in cs.docs}))}
-        s = cs.stats
-        if s is not None:
-            f = s["full"]
-            mci, sci, fci = (stats.bounds(None, c) if c else (None, None)
-                             for c in (s["median_ci_ms"], s["gc_share_ci"], f["rate"]["ci"]))
-            row.update(repeats=s["repeats"], repeats_used=len(s["used"]), steps=s["steps"],
-                       median_ms=s["median_ms"], median_ci_low_ms=mci[0], median_ci_high_ms=mci[1], p99_ms=s["p99_ms"],
-                       max_over_median=s["max_over_median"], gc_share=s["gc_share"],
-                       gc_share_ci_low=sci[0], gc_share_ci_high=sci[1],
-                       full_collections=f["count"], full_per_1000=f["rate"]["value"],
-                       full_per_1000_ci_low=fci[0], full_per_1000_ci_high=fci[1],
-                       full_per_repeat=" ".join(map(str, f["schedule"]["counts"])),
-                       full_schedule_fixed=f["schedule"]["constant"],
-                       full_extra_ms=None if f.get("extra_ns") is None else f["extra_ns"] / 1e6,
-                       full_cost_share=f.get("cost_share"), host_share=s.get("host_share"))
-        rows.append(row)
-    return rows
+    """One row per cell, its repeats combined (`summary.record`), not-run cells included."""
+    return [summary.record(cs) for cs in summary.summarize_all(docs)]
 
 
 def records(source, per: str = "step") -> list[dict]:
@@ -89,6 +69,15 @@ def to_dataframe(source, per: str = "step"):
     return pd.DataFrame.from_records(records(source, per))
 
 
+def _csv_value(v):
+    """A value in a CSV field: empty for None, lists joined by spaces (`6 6 7`)."""
+    if v is None:
+        return ""
+    if isinstance(v, (list, tuple)):
+        return " ".join(map(str, v)) if all(isinstance(x, (int, float)) for x in v) else "; ".join(map(str, v))
+    return float(v) if isinstance(v, np.floating) else v
+
+
 def to_csv(rows: list[dict]) -> str:
     """Rows as CSV text, with the union of their columns in first-seen order."""
     columns = list(dict.fromkeys(k for row in rows for k in row))
@@ -96,6 +85,5 @@ def to_csv(rows: list[dict]) -> str:
     writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: ("" if v is None else float(v) if isinstance(v, np.floating) else v)
-                         for k, v in row.items()})
+        writer.writerow({k: _csv_value(v) for k, v in row.items()})
     return out.getvalue()

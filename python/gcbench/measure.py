@@ -163,10 +163,12 @@ class Measurement:
         return results.validate(doc, "measurement")
 
     def summary(self) -> dict:
-        """The median step with its interval, GC share and full collections (see `summary`)."""
-        from .summary import summarize
+        """This loop as one flat record: `median_ms`, `gc_share` (a fraction), `full_per_1000`,
+        `full_collections`, ... (the names of `--json` and `export --per cell`; README,
+        "Result fields")."""
+        from .summary import record, summarize
 
-        return summarize([self.result()]).stats
+        return record(summarize([self.result()]))
 
     def save(self, folder: str | os.PathLike) -> pathlib.Path:
         """Write the result into `folder` as the next repeat of this loop; return its path."""

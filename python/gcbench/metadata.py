@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import glob
 import importlib.metadata
 import os
+import pathlib
 import platform
 import socket
+import subprocess
 import sys
 
 PACKAGES = ("numpy", "jax", "jaxlib", "optax", "equinox", "flax", "juliacall")
@@ -37,11 +40,40 @@ def package_versions() -> dict[str, str | None]:
     return out
 
 
+@functools.lru_cache(maxsize=1)
+def gcbench_identity() -> dict:
+    """This gcbench: its version and, when it runs from a git checkout of its own source, the
+    commit (`+` at the end when the checkout has changes not committed); commit None otherwise."""
+    from . import __version__
+
+    here = pathlib.Path(__file__).resolve().parent
+    commit = None
+    try:
+        top = subprocess.run(["git", "-C", str(here), "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+                             timeout=10)
+        if top.returncode == 0 and pathlib.Path(top.stdout.strip()).resolve() / "python" / "gcbench" == here:
+            out = subprocess.run(["git", "-C", str(here), "describe", "--always", "--dirty=+", "--abbrev=12"],
+                                 capture_output=True, text=True, timeout=10)
+            commit = out.stdout.strip() or None if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {"version": __version__, "commit": commit}
+
+
+def describe_gcbench(identity: dict | None) -> str:
+    """`gcbench 0.2.0 (commit 1a2b3c4d5e6f)`, from an identity recorded anywhere."""
+    if not isinstance(identity, dict) or not identity.get("version"):
+        return "a gcbench that did not record its version (results written before 2026-11-24)"
+    commit = identity.get("commit")
+    return f"gcbench {identity['version']}" + (f" (commit {commit})" if commit else "")
+
+
 def collect() -> dict:
     """Metadata of this process: interpreter, packages, machine, relevant flags."""
     import gc
 
     return {
+        "gcbench": gcbench_identity(),
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
         "python_executable": sys.executable,

@@ -107,7 +107,7 @@ def partial_path(out_file: pathlib.Path) -> pathlib.Path:
 
 
 def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: float,
-               bar: tqdm | None, python: str = sys.executable, environment: dict | None = None,
+               bar: Progress | None, python: str = sys.executable, environment: dict | None = None,
                machine_state: dict | None = None, explain: dict | None = None, load=results.load,
                extra_env: dict | None = None) -> dict:
     """Run `cell` in a worker process and return its result document, which is then at
@@ -148,7 +148,7 @@ def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: 
             except queue.Empty:
                 continue
             if bar is not None and line.startswith("gcbench-progress "):
-                _show_progress(bar, line)
+                bar.line(line)
         if proc.returncode != 0:
             tail = _tail(err_path)
             said = [line for line in tail.splitlines() if line.startswith("gcbench: ")]
@@ -173,15 +173,57 @@ def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: 
         partial.unlink(missing_ok=True)
 
 
-def _show_progress(bar: tqdm, line: str) -> None:
-    parts = line.split()
-    if len(parts) != 4 or not (parts[2].isdigit() and parts[3].isdigit()):
-        return
-    _, phase, done, total = parts
-    bar.set_postfix_str(phase, refresh=False)
-    bar.total = int(total)
-    bar.n = int(done)
-    bar.refresh()
+class Progress:
+    """Two bars on standard error: every cell's steps together (`overall`: warm-up and timed
+    steps of every cell to run, with the ETA of the whole run) and the current cell's
+    phase (`cell`: its warm-up and its timed steps counted apart, so that each has its own
+    rate and ETA). Lines said meanwhile go above the bars (`tqdm.write`), never glued to them."""
+
+    def __init__(self, cells: list[Cell], stream):
+        self.stream = stream
+        self.overall = tqdm(total=sum(c.warmup + c.steps for c in cells), desc="all cells", unit="step",
+                            dynamic_ncols=True, position=0, leave=False, file=sys.stderr)
+        self.cell = None
+        self._phase = None
+        self._done = 0  # steps of the current cell already counted in `overall`
+        self._warmup = 0
+
+    def say(self, *parts) -> None:
+        tqdm.write(" ".join(map(str, parts)), file=self.stream)
+        self.stream.flush()
+
+    def start(self, cell: Cell, desc: str) -> None:
+        self.cell = tqdm(total=0, desc=desc, unit="step", dynamic_ncols=True, position=1, leave=False,
+                         file=sys.stderr)
+        self._phase, self._done, self._warmup = None, 0, cell.warmup
+
+    def line(self, line: str) -> None:
+        """A worker's `gcbench-progress PHASE DONE TOTAL`."""
+        parts = line.split()
+        if self.cell is None or len(parts) != 4 or not (parts[2].isdigit() and parts[3].isdigit()):
+            return
+        _, phase, done, total = parts[0], parts[1], int(parts[2]), int(parts[3])
+        if phase != self._phase:  # a new phase: a bar of its own (its rate is not the warm-up's)
+            self._phase = phase
+            self.cell.reset(total=total)
+            self.cell.set_postfix_str({"build": "building", "warmup": "warm-up (compiling)"}.get(phase, phase),
+                                      refresh=False)
+        self.cell.n = done
+        self.cell.refresh()
+        if phase in ("warmup", "timed"):
+            counted = done if phase == "warmup" else self._warmup + done
+            self.overall.update(max(0, counted - self._done))
+            self._done = max(self._done, counted)
+
+    def finish(self, cell: Cell) -> None:
+        """The cell is done (or skipped): all its steps count, whatever the worker said."""
+        self.overall.update(max(0, cell.warmup + cell.steps - self._done))
+        if self.cell is not None:
+            self.cell.close()
+        self.cell, self._done = None, 0
+
+    def close(self) -> None:
+        self.overall.close()
 
 
 def _pump(stream, lines: queue.Queue) -> None:
@@ -294,56 +336,75 @@ def _unavailable_backends(cells, log) -> dict[str, str]:
 
 def _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, resume, data_kind,
                cache_env) -> list[dict]:
+    progress = Progress(cells, getattr(log, "stream", sys.stdout)) if show_bars else None
+    say = progress.say if progress is not None else log
+    try:
+        return _run_each(cells, out_dir, command, timeout, say, progress, environments, resume, data_kind, cache_env)
+    finally:
+        if progress is not None:
+            progress.close()
+
+
+def _run_each(cells, out_dir, command, timeout, log, progress, environments, resume, data_kind,
+              cache_env) -> list[dict]:
     docs = []
     run_id = uuid.uuid4().hex  # repeats of this invocation with one repeat number share a round
     announced: set[str] = set()
     why_not = _unavailable_backends(cells, log)
     announced.update(why_not)  # their other cells (a policy they do not support) need no line of their own
     for n, cell in enumerate(cells, 1):
-        out_file = out_dir / f"{cell.id}.json"
-        desc = f"[{n}/{len(cells)}] {cell.label}"
-        old = existing(out_file)
-        if resume and reusable(old, cell, data_kind):
-            log(f"{desc}: kept (an ok result with the same settings is there)")
-            docs.append(old)
-            continue
-        env = None if cell.env is None else environments[cell.env]
-        reason = unsupported_reason(cell)
-        in_env = {}  # run_worker's arguments for a cell in a built environment
-        if env is not None and reason is None:
-            if isinstance(env, Exception):
-                reason = f"environment {cell.env_spec.name}: {env}"
-                if cell.env not in announced:
-                    announced.add(cell.env)
-                    count = sum(c.env == cell.env for c in cells)
-                    log(f"environment {cell.env_spec.name}: unavailable ({count} cells recorded as unavailable)")
-            else:
-                in_env = {"python": env.python, "environment": env.describe()}
-        elif reason is None:  # this interpreter: asked once, above; an environment's worker asks there
-            reason = why_not.get(cell.backend)
-        elif cell.backend not in announced:
-            log(f"{desc}: not run: {reason}")
-        if reason is not None:
-            docs.append(_keep(results.new(cell, "unavailable", reason), old, out_file, desc, log))
-            continue
-        bar = tqdm(total=cell.steps, desc=desc, unit="step", dynamic_ncols=True, leave=False) if show_bars else None
-        t0 = time.monotonic()
-        state = {"load_before": metadata.load_average(), "run_id": run_id}
-        try:
-            doc = run_worker(cell, out_file, command, timeout, bar, machine_state=state,
-                             extra_env=cache_env if cache_safe(in_env.get("environment")) else None, **in_env)
-            status = f"ok in {time.monotonic() - t0:.1f} s" if doc["status"] == "ok" else \
-                f"{doc['status']}: {doc['reason'].splitlines()[0] if doc['reason'] else ''}"
-            log(f"{desc}: {status}")
-        except CellFailed as e:
-            log(f"{desc}: FAILED: {str(e).splitlines()[0]}")
-            doc = _keep(results.new(cell, "failed", str(e), **({"environment": in_env["environment"]} if in_env else {})),
-                        old, out_file, desc, log)
-        finally:
-            if bar is not None:
-                bar.close()
-        docs.append(doc)
+        docs.append(_run_one(n, cell, cells, out_dir, command, timeout, log, progress, environments, resume,
+                             data_kind, cache_env, run_id, announced, why_not))
+        if progress is not None:
+            progress.finish(cell)
     return docs
+
+
+def _run_one(n, cell, cells, out_dir, command, timeout, log, progress, environments, resume, data_kind,
+             cache_env, run_id, announced, why_not) -> dict:
+    out_file = out_dir / f"{cell.id}.json"
+    desc = f"[{n}/{len(cells)}] {cell.label}"
+    old = existing(out_file)
+    if resume and reusable(old, cell, data_kind):
+        log(f"{desc}: kept (an ok result with the same settings is there)")
+        return old
+    env = None if cell.env is None else environments[cell.env]
+    reason = unsupported_reason(cell)
+    in_env = {}  # run_worker's arguments for a cell in a built environment
+    if env is not None and reason is None:
+        if isinstance(env, Exception):
+            reason = f"environment {cell.env_spec.name}: {env}"
+            if cell.env not in announced:
+                announced.add(cell.env)
+                count = sum(c.env == cell.env for c in cells)
+                log(f"environment {cell.env_spec.name}: unavailable ({count} cells recorded as unavailable)")
+        else:
+            in_env = {"python": env.python, "environment": env.describe()}
+    elif reason is None:  # this interpreter: asked once, above; an environment's worker asks there
+        reason = why_not.get(cell.backend)
+    elif cell.backend not in announced and reason not in announced:  # once per reason, not once per repeat
+        announced.add(reason)
+        alike = [c for c in cells if c.backend not in why_not and unsupported_reason(c) == reason]
+        labels = list(dict.fromkeys(f"{c.backend}/{c.workload}/{c.policy}" for c in alike))
+        log(f"{', '.join(labels[:4])}{' and more' if len(labels) > 4 else ''}: not run: {reason} "
+            f"({len(alike)} runs recorded as unavailable)")
+    if reason is not None:
+        return _keep(results.new(cell, "unavailable", reason), old, out_file, desc, log)
+    if progress is not None:
+        progress.start(cell, desc)
+    t0 = time.monotonic()
+    state = {"load_before": metadata.load_average(), "run_id": run_id}
+    try:
+        doc = run_worker(cell, out_file, command, timeout, progress, machine_state=state,
+                         extra_env=cache_env if cache_safe(in_env.get("environment")) else None, **in_env)
+        status = f"ok in {time.monotonic() - t0:.1f} s" if doc["status"] == "ok" else \
+            f"{doc['status']}: {doc['reason'].splitlines()[0] if doc['reason'] else ''}"
+        log(f"{desc}: {status}")
+    except CellFailed as e:
+        log(f"{desc}: FAILED: {str(e).splitlines()[0]}")
+        doc = _keep(results.new(cell, "failed", str(e), **({"environment": in_env["environment"]} if in_env else {})),
+                    old, out_file, desc, log)
+    return doc
 
 
 SUPERSEDED = "_failed_this_run"  # marks an earlier ok result kept in place of this run's failure

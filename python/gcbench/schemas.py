@@ -29,7 +29,8 @@ METADATA = {"type": "object", "properties": {
     "python": _str, "python_implementation": _str, "python_executable": _str, "packages": _versions,
     "platform": _str, "machine": _str, "cpu": _str, "cpu_count": _opt({"type": "integer", "minimum": 1}),
     "hostname": _str, "gc_thresholds": _ints, "env": {"type": "object"}, "date": _str, "seed": _opt(_int),
-    "command": _strings, "jax_backend": _opt(_str), "devices": _strings}}
+    "command": _strings, "jax_backend": _opt(_str), "devices": _strings,
+    "gcbench": {"type": "object", "properties": {"version": _str, "commit": _opt(_str)}}}}
 
 RESULT = {"type": "object", "required": ["cell", "backend", "workload", "gc_policy", "repeat", "status", "reason",
                                          "networks", "params_per_network", "data", "metadata"],

@@ -204,3 +204,30 @@ def summarize_all(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR) 
     groups = cells(docs)
     envs = list(dict.fromkeys(k[3] for k in groups))
     return [summarize(groups[k], spike_factor) for k in sorted(groups, key=lambda k: sort_key(k, envs))]
+
+
+def record(cs: CellSummary) -> dict:
+    """A cell as one flat record, with the names that `m.summary()`, `--json` (`cells`),
+    `export --per cell` (CSV and JSON) and `to_dataframe(per="cell")` all use (README,
+    "Result fields", says what each one means). Times are in ms, shares are fractions from
+    0 to 1, intervals are 95 % over the repeats (None with one repeat); a cell that did not
+    run has its names, status and reasons only."""
+    row = {"cell": cs.label, "backend": cs.key[0], "workload": cs.key[1], "gc_policy": cs.key[2],
+           "environment": cs.key[3] or None, "status": "/".join(sorted({d["status"] for d in cs.docs})),
+           "reasons": sorted({d["reason"].splitlines()[0] for d in cs.docs if d["reason"]})}
+    s = cs.stats
+    if s is None:
+        return row
+    f = s["full"]
+    lo_hi = (lambda ci: (ci[0], ci[1]) if ci else (None, None))
+    mci, sci, fci = lo_hi(s["median_ci_ms"]), lo_hi(s["gc_share_ci"]), lo_hi(f["rate"]["ci"])
+    row.update(repeats=s["repeats"], repeats_used=len(s["used"]), steps=s["steps"],
+               median_ms=s["median_ms"], median_ci_low_ms=mci[0], median_ci_high_ms=mci[1], p99_ms=s["p99_ms"],
+               max_over_median=s["max_over_median"], gc_share=s["gc_share"],
+               gc_share_ci_low=sci[0], gc_share_ci_high=sci[1], host_share=s.get("host_share"),
+               full_collections=f["count"], full_per_1000=f["rate"]["value"],
+               full_per_1000_ci_low=fci[0], full_per_1000_ci_high=fci[1],
+               full_per_repeat=list(f["schedule"]["counts"]), full_schedule_fixed=f["schedule"]["constant"],
+               full_extra_ms=None if f.get("extra_ns") is None else f["extra_ns"] / 1e6,
+               full_cost_share=f.get("cost_share"), flags=list(s["warnings"]))
+    return row

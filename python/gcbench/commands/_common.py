@@ -12,7 +12,7 @@ import pathlib
 import sys
 import time
 
-from .. import archive, compare, config, files, footprint, schemas, stats, summary
+from .. import archive, compare, config, files, footprint, metadata, schemas, stats, summary
 from .. import data as datamod
 from ..backends import BACKENDS
 from ..errors import UsageError
@@ -209,6 +209,8 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, 
     measured = sum(d["status"] == "ok" for d in docs) - len(superseded)
     out_fn()
     out_fn(format_summary(docs))
+    if any(cs.stats and cs.stats["flagged"] for cs in summary.summarize_all(docs)):
+        out_fn(FLAG_LEGEND)
     ok_cells = [compare.repeat_values(ds) for ds in summary.cells(docs).values() if any(d["status"] == "ok" for d in ds)]
     out_fn(compare.format_detectable(compare.detectable(ok_cells, compare.ALPHA)))
     out_fn(f"\n{len(docs)} runs in {time.monotonic() - t0:.0f} s: {measured} ok, {failed} failed, "
@@ -219,6 +221,11 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, 
     if not measured:
         out_fn("gcbench: nothing was measured")
     return docs, out_dir, 1 if failed or not measured else 0
+
+
+FLAG_LEGEND = ("flags: \"N flagged\" counts a cell's repeats left out of its estimates because their step times "
+               "drifted within the repeat or the machine was loaded meanwhile (the report's \"Unstable "
+               "measurements\" says which and why)")
 
 
 def format_summary(docs: list[dict]) -> str:
@@ -246,45 +253,48 @@ def format_summary(docs: list[dict]) -> str:
 
 
 def summary_json(docs: list[dict]) -> list[dict]:
-    """The per-cell summary in machine-readable form (for --json)."""
-    out = []
-    for cs in summary.summarize_all(docs):
-        row = {"cell": cs.label, "backend": cs.key[0], "workload": cs.key[1], "gc_policy": cs.key[2],
-               "environment": cs.key[3] or None, "statuses": [d["status"] for d in cs.docs],
-               "reasons": sorted({d["reason"].splitlines()[0] for d in cs.docs if d["reason"]})}
-        if cs.stats is not None:
-            s = cs.stats
-            row.update({k: s[k] for k in ("repeats", "used", "steps", "median_ms", "median_ci_ms", "p99_ms",
-                                          "max_over_median", "gc_share", "gc_share_ci", "warnings")})
-            if "host_share" in s:
-                row.update(host_share=s["host_share"], host_share_ci=s["host_share_ci"])
-            row["full_collections"] = s["full"]
-        out.append(row)
-    return out
+    """The per-cell summary in machine-readable form (for --json): `summary.record` per cell."""
+    return [summary.record(cs) for cs in summary.summarize_all(docs)]
 
 
-def print_json(doc) -> None:
-    """`doc` as JSON that every parser reads: an infinite or undefined number (a ratio
-    against zero full collections, say) is null, never `Infinity` or `NaN`."""
-    json.dump(_jsonable(doc), sys.stdout, indent=1, allow_nan=False)
+def print_json(doc: dict) -> None:
+    """`doc` as JSON that every parser reads, headed by the gcbench that wrote it
+    (`"gcbench": {"version", "commit"}`): an infinite or undefined number (a ratio against
+    zero full collections, say) is null, never `Infinity` or `NaN`."""
+    json.dump(jsonable({"gcbench": metadata.gcbench_identity(), **doc}), sys.stdout, indent=1, allow_nan=False)
     sys.stdout.write("\n")
 
 
-def _jsonable(x):
+def jsonable(x):
     if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
+        return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple, set)):
-        return [_jsonable(v) for v in x]
+        return [jsonable(v) for v in x]
     if isinstance(x, (str, bool, int)) or x is None:
         return x
     if hasattr(x, "item"):  # numpy scalars
-        return _jsonable(x.item())
+        return jsonable(x.item())
     if isinstance(x, float):
         return x if math.isfinite(x) else None
     return str(x)
 
 
-def write_report(source: pathlib.Path, out: str | None, spike_factor: float, out_fn=print, **extra) -> pathlib.Path:
+def add_json_argument(p, what: str) -> None:
+    """`--json`: `what` as JSON on standard output (headed by the gcbench that wrote it);
+    the command's words go to standard error."""
+    p.add_argument("--json", action="store_true",
+                   help=f"print {what} as JSON on standard output (words and progress go to standard error)")
+
+
+def report_json(paths: dict) -> dict:
+    """What `write_report` wrote, for --json."""
+    return {"folder": str(paths["html"].parent), "markdown": str(paths["markdown"]), "html": str(paths["html"]),
+            "archive": str(paths["archive"]), "plots": sorted(str(p) for p in paths.values()
+                                                              if isinstance(p, pathlib.Path) and p.suffix == ".png"),
+            "warnings": list(paths.get("warnings", []))}
+
+
+def write_report(source: pathlib.Path, out: str | None, spike_factor: float, out_fn=print, **extra) -> dict:
     try:
         from ..report import build_report, default_out
     except ImportError as e:
@@ -299,4 +309,4 @@ def write_report(source: pathlib.Path, out: str | None, spike_factor: float, out
            f"{paths['archive'].name})")
     for warning in paths.get("warnings", []):
         out_fn(f"gcbench: warning: {warning}")
-    return out_dir
+    return paths

@@ -37,6 +37,7 @@ def register(sub) -> None:
     bi.add_argument("--force", action="store_true", help="replace the results already in --out")
     bi.add_argument("--no-progress", action="store_true", help="no progress bars")
     bi.add_argument("--report", action="store_true", help="draw the table into reports/<results name>")
+    _common.add_json_argument(bi, "the bisect's table")
     bi.set_defaults(main=main)
 
 
@@ -68,7 +69,7 @@ def main(args) -> int:
         _common.apply_overrides(suite, args)
         suite.validate()
         docs, out_dir, code = _common.run_suite(suite, args, args.out or config.default_out(suite.name),
-                                                _common.Output())
+                                                _common.Output(args.json))
         if docs is None:
             return code
     tab = bisect.table(docs, args.package, cell, metric, args.factor, versions)
@@ -76,10 +77,13 @@ def main(args) -> int:
         raise UsageError(f"{args.results or out_dir}: no results of {args.cell} with a known {args.package} version")
     if out_dir is not None:  # a bisect that ran keeps its table beside its results; --results only reads
         files.write_json(out_dir / "bisect.json", tab)
-    print()
-    print(bisect.format_table(tab))
-    if args.report:
-        _common.write_report(out_dir or source, None, 3.0, bisect_table=tab)
+    out = _common.Output(args.json)
+    out()
+    out(bisect.format_table(tab))
+    paths = _common.write_report(out_dir or source, None, 3.0, out_fn=out, bisect_table=tab) if args.report else None
+    if args.json:
+        _common.print_json({"results": str(out_dir or source), "bisect": tab,
+                            "report": _common.report_json(paths) if paths else None})
     return 0
 
 
@@ -116,7 +120,7 @@ def main_git(args) -> int:
                     "repo": str(repo), "cell": args.cell, "metric": metric.name, "good": good.to_json(),
                     "commits": [c.to_json() for c in commits], "tested": {}, "base": base.text}
     order = [good] + commits
-    print(f"gcbench: bisecting {len(commits)} commits of {package} ({good.short}..{bad.short}) on {args.cell}, "
+    _common.Output(args.json)(f"gcbench: bisecting {len(commits)} commits of {package} ({good.short}..{bad.short}) on {args.cell}, "
           f"by {metric.title}; at most {gitbisect.max_builds(len(commits))} builds",
           file=sys.stderr)
 
@@ -165,9 +169,13 @@ def main_git(args) -> int:
         culprit = {"message": message, "files": changed}
         plan["culprit"] = culprit
         gitbisect.save(out, plan)
-    print()
-    print(gitbisect.format_table(tab, culprit))
-    if args.report:
-        _common.write_report(out, None, 3.0)
-    return 0 if tab.get("endpoints_differ") else 1
+    words = _common.Output(args.json)
+    words()
+    words(gitbisect.format_table(tab, culprit))
+    paths = _common.write_report(out, None, 3.0, out_fn=words) if args.report else None
+    code = 0 if tab.get("endpoints_differ") else 1
+    if args.json:
+        _common.print_json({"results": str(out), "exit_code": code, "bisect": tab, "culprit": culprit,
+                            "report": _common.report_json(paths) if paths else None})
+    return code
 

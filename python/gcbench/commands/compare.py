@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+import sys
 
 from .. import archive, compare
 from ..errors import UsageError
@@ -18,8 +19,30 @@ def register(sub) -> None:
     p.add_argument("--alpha", type=float, default=compare.ALPHA, help="level of the tests (default 0.05)")
     p.add_argument("--force", action="store_true",
                    help="compare cells whose settings (networks, steps, batch, data, machine) differ")
-    p.add_argument("--json", action="store_true", help="print the verdicts as JSON")
+    p.add_argument("--fail-on", type=_fail_on, default=(), metavar="VERDICT[,VERDICT]",
+                   help="exit 1 when any cell gets one of these verdicts: " + ", ".join(FAIL_ON) +
+                        " (for a CI job: asv's `continuous` does the same)")
+    _common.add_json_argument(p, "the verdicts")
     p.set_defaults(main=main)
+
+
+# --fail-on names -> (the metric of a test, the verdict that fails)
+FAIL_ON = {"slower": ("median", "slower"), "more-gc": ("gc_share", "more GC"),
+           "more-full-gc": ("full_rate", "more full GCs")}
+
+
+def _fail_on(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    unknown = [n for n in names if n not in FAIL_ON]
+    if unknown or not names:
+        raise UsageError(f"--fail-on takes {', '.join(FAIL_ON)} (comma-separated), got {text!r}")
+    return names
+
+
+def failures(c: dict, fail_on: tuple[str, ...]) -> list[str]:
+    """`cell verdict` for every test whose verdict `fail_on` names."""
+    wanted = {FAIL_ON[n] for n in fail_on}
+    return [f"{r['cell']} {t.verdict}" for r in c["rows"] for t in r["tests"] if (t.metric, t.verdict) in wanted]
 
 
 def main(args) -> int:
@@ -34,4 +57,12 @@ def main(args) -> int:
         print(compare.format_comparison(c))
     if c["refused"] and not args.force:
         raise UsageError(f"{len(c['refused'])} cells refused: their settings differ (listed above; --force compares them)")
+    if not c["rows"]:
+        raise UsageError(f"{args.a} and {args.b} share no cell that ran in both: nothing was compared")
+    failed = failures(c, args.fail_on)
+    if failed:
+        print(f"gcbench: --fail-on {','.join(args.fail_on)}: {len(failed)} verdict{'s' * (len(failed) > 1)}: "
+              + "; ".join(failed[:10])
+              + (f" and {len(failed) - 10} more" if len(failed) > 10 else ""), file=sys.stderr)
+        return 1
     return 0

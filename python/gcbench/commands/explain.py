@@ -26,7 +26,7 @@ def register(sub) -> None:
     p.add_argument("--rebuild-envs", action="store_true", help="rebuild the environment instead of reusing it")
     p.add_argument("--out", help="results folder for explain.json (default: results/explain-<date>-<time>); "
                                  "cells already there give the recommendations their measured effects")
-    p.add_argument("--json", action="store_true", help="print the explanation as JSON")
+    _common.add_json_argument(p, "the explanation")
     p.set_defaults(main=main)
 
 

@@ -1,4 +1,5 @@
-"""`gcbench export --csv`: results as a flat table, one row per step or per cell."""
+"""`gcbench export`: results as a flat table, one row per step or per cell, as CSV (the
+default) or JSON (`--json`)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import sys
 
 from .. import export, files
 from ..errors import UsageError
+from . import _common
 
 
 def register(sub) -> None:
-    p = sub.add_parser("export", help="results as CSV: one row per step (or per cell, --per cell)")
+    p = sub.add_parser("export", help="results as CSV or JSON: one row per step (or per cell, --per cell)")
     p.add_argument("results", help="a results folder, results.tar.gz, or report folder")
-    p.add_argument("--csv", action="store_true", help="write CSV (the only format; the flag says so)")
+    p.add_argument("--csv", action="store_true", help="write CSV (the default)")
+    _common.add_json_argument(p, "the rows (`{\"rows\": [...]}`) instead of CSV")
     p.add_argument("--per", choices=export.PER, default="step", help="one row per timed step (default) or per cell")
     p.add_argument("--out", help="file to write (default: standard output)")
     p.set_defaults(main=main)
@@ -24,21 +27,28 @@ def check_out(out: str, source: str) -> None:
     target, src = pathlib.Path(out).resolve(), pathlib.Path(source).resolve()
     if target == src or src in target.parents:
         raise UsageError(f"--out {out} is {'the input' if target == src else 'inside the input folder'} "
-                         f"{source}: write the CSV somewhere else")
+                         f"{source}: write the table somewhere else")
     if target.exists() and target.name.endswith((".json", ".tar.gz", ".tgz")):
         kind = "JSON document" if target.name.endswith(".json") else "archive"
-        raise UsageError(f"--out {out} is an existing {kind}, not a CSV file: write the CSV somewhere else")
+        raise UsageError(f"--out {out} is an existing {kind}: write the table somewhere else")
 
 
 def main(args) -> int:
-    if not args.csv:
-        raise UsageError("say which format: --csv")
+    if args.csv and args.json:
+        raise UsageError("--csv and --json exclude each other: pick one format")
     if args.out:
         check_out(args.out, args.results)
-    text = export.to_csv(export.records(args.results, args.per))
+    rows = export.records(args.results, args.per)
+    if args.json:
+        if not args.out:
+            _common.print_json({"per": args.per, "rows": rows})
+            return 0
+        text = files.json_bytes({"per": args.per, "rows": _common.jsonable(rows)}, indent=1).decode() + "\n"
+    else:
+        text = export.to_csv(rows)
     if args.out:
         files.write_text(args.out, text)
-        print(f"{text.count(chr(10)) - 1} rows in {args.out}", file=sys.stderr)
+        print(f"{len(rows)} rows in {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0

@@ -16,7 +16,7 @@ POLICIES = [
 
 def register(sub) -> None:
     p = sub.add_parser("list", help="backends (and whether they are available), workloads, GC policies")
-    p.add_argument("--json", action="store_true", help="print it as JSON")
+    _common.add_json_argument(p, "the backends, workloads and suites")
     p.set_defaults(main=main)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import config, files
 from ..backends import BACKENDS
+from . import _common
 
 
 def register(sub) -> None:
@@ -15,6 +16,7 @@ def register(sub) -> None:
     mem.add_argument("--workloads", default="mlp,lenet5,vit", help="workloads whose training step is analysed")
     mem.add_argument("--no-measure", action="store_true", help="do not run the small cases for real")
     mem.add_argument("--out", help="results folder for memory.json (default: results/memory-<date>-<time>)")
+    _common.add_json_argument(mem, "the memory analysis")
     mem.set_defaults(main=main)
 
 
@@ -37,6 +39,9 @@ def main(args) -> int:
     memory.check_cases(size_list, dtypes)  # before any folder is made
     out_dir = files.make_folder(args.out or config.default_out("memory"), "results folder")
     doc = memory.run(size_list, dtypes, backends, workloads, not args.no_measure, out_dir, ["gcbench"] + args.argv)
-    print(memory.format_tables(doc))
-    print(f"\nmemory analysis in {out_dir / 'memory.json'}")
+    out = _common.Output(args.json)
+    out(memory.format_tables(doc))
+    out(f"\nmemory analysis in {out_dir / 'memory.json'}")
+    if args.json:
+        _common.print_json({"results": str(out_dir), "memory": doc})
     return 0

@@ -14,9 +14,13 @@ def register(sub) -> None:
     p.add_argument("--out", help="report folder (default: reports/<results folder name>; a report folder: itself)")
     p.add_argument("--spike-factor", type=float, default=3.0, help="a spike is a step slower than this x median")
     p.add_argument("--title", help="the report's title (default: the results folder's name)")
+    _common.add_json_argument(p, "the files written")
     p.set_defaults(main=main)
 
 
 def main(args) -> int:
-    _common.write_report(pathlib.Path(args.results), args.out, args.spike_factor, title=args.title)
+    paths = _common.write_report(pathlib.Path(args.results), args.out, args.spike_factor,
+                                 out_fn=_common.Output(args.json), title=args.title)
+    if args.json:
+        _common.print_json({"report": _common.report_json(paths)})
     return 0

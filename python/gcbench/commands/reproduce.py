@@ -30,6 +30,7 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true", help="replace the results already in --out")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--report", action="store_true", help="write the report at the end (into reports/<results name>)")
+    _common.add_json_argument(p, "the table of reproductions")
     p.set_defaults(main=main, rebuild_envs=False)
 
 
@@ -76,7 +77,7 @@ def main(args) -> int:
         raise UsageError(f"unknown case {unknown[0] if unknown else '(none)'}; cases: {', '.join(reproduce.CASES)}")
     if args.resume and args.force:
         raise UsageError("--resume and --force exclude each other: keep what is there, or replace it")
-    out_fn = _common.Output()
+    out_fn = _common.Output(args.json)
     kind, data_note, samples = _common.check_data(args.data)
     calibration: dict = {}
     earlier = reproduce.load(args.out) if args.resume and args.out and pathlib.Path(args.out).is_dir() else None
@@ -126,9 +127,14 @@ def main(args) -> int:
     ok, why = julia_bridge.status()
     doc = reproduce.build(only, docs or [], calibration, memory_doc, None if ok else why, settings)
     reproduce.save(out_dir, doc)
-    print()
-    print(reproduce.format_text(doc))
-    print(f"\nreproductions in {out_dir / reproduce.FILE}")
+    out_fn()
+    out_fn(reproduce.format_text(doc))
+    out_fn(f"\nreproductions in {out_dir / reproduce.FILE}")
+    paths = None
     if args.report:
-        _common.write_report(out_dir, None, 3.0, out_fn=out_fn, title="gcbench: the seed reports, reproduced")
-    return 0 if code == 0 or any(d["status"] == "ok" for d in docs) else code
+        paths = _common.write_report(out_dir, None, 3.0, out_fn=out_fn, title="gcbench: the seed reports, reproduced")
+    code = 0 if code == 0 or any(d["status"] == "ok" for d in docs) else code
+    if args.json:
+        _common.print_json({"results": str(out_dir), "exit_code": code, "reproductions": doc,
+                            "report": _common.report_json(paths) if paths else None})
+    return code

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from .. import config
 from . import _common
 
@@ -24,7 +26,7 @@ def register(sub) -> None:
                    help="the folder holds results already: replace them (each once its new result is ready)")
     r.add_argument("--no-progress", action="store_true", help="no progress bars")
     r.add_argument("--report", action="store_true", help="write the report at the end (into reports/<results name>)")
-    r.add_argument("--json", action="store_true", help="print the per-cell summary as JSON on standard output")
+    _common.add_json_argument(r, "the per-cell summary (`cells`: README, \"Result fields\")")
     _common.add_env_arguments(r)
     r.set_defaults(main=main)
 
@@ -51,9 +53,13 @@ def main(args) -> int:
     suite = suite_from_args(args)
     out = _common.Output(args.json)
     docs, out_dir, code = _common.run_suite(suite, args, args.out or config.default_out(suite.name), out)
-    if docs is not None and args.report:
-        _common.write_report(out_dir, None, 3.0, out_fn=out)
+    paths = _common.write_report(out_dir, None, 3.0, out_fn=out) if docs is not None and args.report else None
+    if docs is not None and any(d["status"] == "ok" for d in docs):
+        folder = shlex.quote(str(out_dir))
+        out(f"next: {'' if paths else f'gcbench report {folder} (plots and a page to publish); '}"
+            f"gcbench compare {folder} OTHER (verdicts against another run, --fail-on slower for CI)")
     if args.json:
         _common.print_json({"results": str(out_dir), "exit_code": code,
-                            "cells": _common.summary_json(docs) if docs is not None else None})
+                            "cells": _common.summary_json(docs) if docs is not None else None,
+                            "report": _common.report_json(paths) if paths else None})
     return code

@@ -20,7 +20,7 @@ import shlex
 import shutil
 import tempfile
 
-from .. import archive, files, gitbisect, memory, results, stats, summary
+from .. import archive, files, gitbisect, memory, metadata, results, stats, summary
 from ..errors import UsageError
 from . import environments, findings, plots
 from . import reproduction
@@ -99,8 +99,9 @@ def _header(docs: list[dict], plan: dict) -> list:
     pkgs = meta.get("packages", {})
     versions = ", ".join(f"{k} {v}" for k, v in pkgs.items() if v)
     devices = sorted({dev for d in ok for dev in (d.get("metadata") or {}).get("devices") or []})
-    batches = sorted({results.batch_size(d) for d in ok})
-    books = sorted({d.get("bookkeeping", "none") for d in ok})
+    own = [d for d in ok if d["backend"] != "user"]  # a loop measured by gcbench.measure has no batch gcbench set
+    batches = sorted({results.batch_size(d) for d in own})
+    books = sorted({d.get("bookkeeping", "none") for d in own})
     repeats = sorted({cs.stats["repeats"] for cs in summary.summarize_all(ok)}) if ok else []
     commands = [r.get("command") for r in plan.get("runs", []) if r.get("command")] or \
         sorted({tuple((d.get("metadata") or {}).get("command") or []) for d in docs} - {()})
@@ -112,12 +113,15 @@ def _header(docs: list[dict], plan: dict) -> list:
         f"{escape(meta.get('platform', '?'))}; device: {escape(', '.join(devices) or 'CPU (no JAX device recorded)')}",
         f"Python {escape(meta.get('python', '?'))}; {escape(versions)}" if not any(d.get("environment") for d in docs)
         else f"Environments: {len(environments.environments(docs))}, with the interpreters and versions listed below",
-        f"Batch size: {', '.join(map(str, batches)) or '-'}; bookkeeping in the loop: {', '.join(books) or '-'}; "
+        (f"Batch size: {', '.join(map(str, batches))}; bookkeeping in the loop: {', '.join(books)}; " if own else
+         "Loops measured by `gcbench.measure` (their batch and bookkeeping are the user's own); ") +
         f"repeats per cell (fresh processes, the unit of inference): {', '.join(map(str, repeats)) or '-'}",
         "Command" + ("s" if len(commands) > 1 else "") + ": " +
         "; ".join(code(shlex.join(c)) for c in commands) if commands else "Command: ?",
         f"Runs: {len(docs)} ({len(ok)} ok, {sum(d['status'] == 'failed' for d in docs)} failed, "
         f"{sum(d['status'] == 'unavailable' for d in docs)} unavailable); measured {escape(meta.get('date', '?'))}",
+        "Measured with " + escape("; ".join(sorted({metadata.describe_gcbench((d.get("metadata") or {}).get("gcbench"))
+                                                   for d in docs}))),
     ]
     return [Heading("What was run"), Bullets(items)]
 
@@ -297,6 +301,7 @@ def _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect
         except OSError as e:
             raise UsageError(f"cannot write the report into {out_dir}: {files.describe_os_error(e)}") from None
         files.write_json(out_dir / MARKER, {"format": MARKER_FORMAT, "version": MARKER_VERSION, "title": staged["title"],
+                                            "built_by": metadata.gcbench_identity(),
                                             "files": {n: {"size": (out_dir / n).stat().st_size,
                                                           "sha256": _digest(out_dir / n)} for n in sorted(names)}})
     out = {"markdown": out_dir / "index.md", "html": out_dir / "index.html", "archive": out_dir / archive.NAME,

@@ -18,6 +18,8 @@ import urllib.parse
 
 from markdown_it import MarkdownIt
 
+from .. import __version__
+
 
 @dataclasses.dataclass
 class Heading:
@@ -184,4 +186,5 @@ def to_html(markdown: str, title: str, folder: pathlib.Path) -> str:
     body = body.replace("<table>", '<div class="table-wrap"><table>').replace("</table>", "</table></div>")
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<meta name="generator" content="gcbench {html.escape(__version__)}">'
             f"<title>{html.escape(title)}</title><style>{STYLE}</style></head><body>\n{body}</body></html>\n")
