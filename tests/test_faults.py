@@ -35,7 +35,7 @@ def _start(out, *extra, steps="200000"):
 
 
 def _worker_pids(out) -> list[int]:
-    ps = subprocess.run(["pgrep", "-f", f"gcbench.worker {out}"], capture_output=True, text=True)
+    ps = subprocess.run(["pgrep", "-f", f"gcbench.child {out}"], capture_output=True, text=True)
     return [int(p) for p in ps.stdout.split()]
 
 

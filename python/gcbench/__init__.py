@@ -9,8 +9,7 @@ The public API:
 - `Suite`, `load_suite`, `Cell`: what `gcbench run` runs; `StepProbe`: the probe itself.
 """
 
-__version__ = "0.2.0"
-
+from .version import __version__  # noqa: E402
 from .config import Cell, Suite, load_suite  # noqa: E402
 from .errors import UsageError  # noqa: E402
 from .export import records, to_dataframe  # noqa: E402

@@ -23,7 +23,6 @@ last, is there.
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import hashlib
 import importlib.metadata
 import json
@@ -35,6 +34,7 @@ import subprocess
 import sys
 import time
 
+import filelock
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -442,8 +442,7 @@ def ensure(spec: EnvSpec, distributions: list[str], rebuild: bool = False, statu
     reqs = requirements(spec, distributions)
     folder = envs_root() / f"py{interpreter.version}-{env_key(interpreter, reqs)}"
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / (folder.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another gcbench building the same environment: wait for it
+    with filelock.FileLock(folder.parent / (folder.name + ".lock")):  # another gcbench building it: wait
         marker = None if rebuild else _read_marker(folder)
         if marker is not None:
             _link_gcbench(folder, marker["site_packages"])  # the running gcbench, wherever it lives now

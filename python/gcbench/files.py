@@ -6,22 +6,23 @@ then replaces the target in one `os.replace`. A reader (or a crash, or a full di
 sees the old file or the whole new one, never a truncated one. An `OSError` while
 writing becomes a `UsageError` naming the file and the reason (disk full, read-only).
 
-`FolderLock` is an advisory lock (flock) on a folder: a second gcbench that wants the
-same folder is refused at once, with one line, instead of mixing its files in. The lock
-file lives only while the lock is held: its holder removes it before letting go, and a
-taker checks that the file it locked is still the one at the path, so removing it never
-lets two processes hold the folder at once.
+`FolderLock` is an advisory lock on a folder (`filelock`: flock on POSIX, LockFileEx on
+Windows): a second gcbench that wants the same folder is refused at once, with one line,
+instead of mixing its files in. The lock file lives only while the lock is held: its
+holder removes it before letting go (where the OS allows that), and a taker that locked a
+file removed meanwhile lets it go and tries again (filelock checks that), so removing it
+never lets two processes hold the folder at once.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import json
 import os
 import pathlib
 import tempfile
+
+import filelock
 
 from .errors import UsageError
 
@@ -184,37 +185,23 @@ class FolderLock:
     def __init__(self, folder: str | os.PathLike, busy_message: str):
         self.path = pathlib.Path(folder) / LOCK_NAME
         self.busy_message = busy_message
-        self._file = None
+        self._lock = None
 
     def __enter__(self) -> FolderLock:
-        for _ in range(100):
-            try:
-                f = open(self.path, "a")
-            except OSError as e:
-                raise UsageError(f"cannot lock {self.path.parent}: {describe_os_error(e)}") from None
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as e:
-                f.close()
-                if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    raise UsageError(self.busy_message) from None
-                raise UsageError(f"cannot lock {self.path.parent}: {describe_os_error(e)}") from None
-            try:  # the holder before us may have removed the file we opened: then it locks nothing
-                current = os.stat(self.path)
-            except FileNotFoundError:
-                current = None
-            mine = os.fstat(f.fileno())
-            if current is not None and (current.st_ino, current.st_dev) == (mine.st_ino, mine.st_dev):
-                self._file = f
-                return self
-            f.close()
-        raise UsageError(f"cannot lock {self.path.parent}: its lock file keeps changing")
+        lock = filelock.FileLock(self.path, timeout=0)
+        try:
+            lock.acquire()
+        except filelock.Timeout:
+            raise UsageError(self.busy_message) from None
+        except OSError as e:
+            raise UsageError(f"cannot lock {self.path.parent}: {describe_os_error(e)}") from None
+        self._lock = lock
+        return self
 
     def __exit__(self, *exc) -> None:
-        if self._file is not None:
+        if self._lock is not None:
             with contextlib.suppress(OSError):
                 self.path.unlink()  # still held: a taker that opened it finds it gone and retries
             with contextlib.suppress(OSError):
-                fcntl.flock(self._file, fcntl.LOCK_UN)
-            self._file.close()
-            self._file = None
+                self._lock.release()
+            self._lock = None

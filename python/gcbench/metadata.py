@@ -44,7 +44,7 @@ def package_versions() -> dict[str, str | None]:
 def gcbench_identity() -> dict:
     """This gcbench: its version and, when it runs from a git checkout of its own source, the
     commit (`+` at the end when the checkout has changes not committed); commit None otherwise."""
-    from . import __version__
+    from .version import __version__
 
     here = pathlib.Path(__file__).resolve().parent
     commit = None

@@ -194,3 +194,16 @@ def load_dir(folder: str | os.PathLike, allow_empty: bool = False) -> list[dict]
     if not docs and not allow_empty:
         raise UsageError(f"{folder}: no gcbench results there")
     return docs
+
+
+def read_plan(out_dir: pathlib.Path) -> dict:
+    """A results folder's suite.json (the plan `gcbench run` writes), or {} when there is none; a one-line error when malformed."""
+    path = out_dir / "suite.json"
+    if not path.is_file():
+        return {}
+    plan = files.read_json(path, "suite.json")
+    schemas.check(plan, schemas.SUITE, str(path))
+    if not isinstance(plan, dict) or not isinstance(plan.get("cells", []), list) \
+            or not all(isinstance(c, str) for c in plan.get("cells", [])):
+        raise UsageError(f"{path}: not a gcbench suite.json (expected an object with a list of cell names)")
+    return plan

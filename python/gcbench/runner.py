@@ -125,7 +125,7 @@ def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: 
     try:
         with os.fdopen(fd, "w") as err_file:
             proc = subprocess.Popen(
-                [python, "-m", "gcbench.worker", str(partial)],
+                [python, "-m", "gcbench.child", str(partial)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_file,
                 text=True, env={**_worker_env(isolated=environment is not None), **(extra_env or {})},
                 start_new_session=True,

@@ -1,7 +1,8 @@
 """The worker: runs one repeat of one cell in a fresh process and writes its result.
 
-Invoked by the runner as `python -m gcbench.worker OUT_FILE` with the cell (and the
-manager's command line) as one JSON line on standard input. It prints progress lines
+Run by the runner through `python -m gcbench.child OUT_FILE` (`child.py`, which also runs
+`gcbench explain`'s diagnostic runs), with the cell (and the manager's command line) as one
+JSON line on standard input. It prints progress lines
 `gcbench-progress PHASE DONE TOTAL` on standard output; everything else it has to say
 goes to standard error, whose tail the runner keeps when the worker fails.
 
@@ -33,7 +34,7 @@ PROGRESS_EVERY_NS = 200_000_000
 PARENT_ENV = "GCBENCH_MANAGER_PID"
 
 
-def _progress(phase: str, done: int, total: int) -> None:
+def progress(phase: str, done: int, total: int) -> None:
     print(f"gcbench-progress {phase} {done} {total}", flush=True)
 
 
@@ -66,7 +67,7 @@ class Unavailable(Exception):
     """The cell cannot run in this process; `str()` is the reason."""
 
 
-def prepare(cell: Cell, progress=_progress):
+def prepare(cell: Cell, progress=progress):
     """What a cell needs before its first step, in this process: the backend started, the
     metadata, the data, the batch schedule and the built trainer. Raises `Unavailable`."""
     info = get_backend(cell.backend)
@@ -89,7 +90,7 @@ def prepare(cell: Cell, progress=_progress):
     return trainer, schedule, dataset, meta, time.perf_counter_ns() - t0
 
 
-def run_cell(cell: Cell, command: list[str] | None = None, progress=_progress,
+def run_cell(cell: Cell, command: list[str] | None = None, progress=progress,
              environment: dict | None = None, machine_state: dict | None = None) -> dict:
     """Measure `cell` in this process and return its result document. `environment` is
     the description of the virtual environment this process runs in, if any;
@@ -124,7 +125,7 @@ def keep_metrics_of(history: list, trainer, i: int) -> None:
         history.append({"step": i, "network": k, "metrics": {"loss": loss}})
 
 
-def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, progress=_progress) -> dict:
+def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, progress=progress) -> dict:
     """Warm-up, then the timed steps under `policy`, measured by the `StepProbe`.
 
     With `cell.bookkeeping == "metrics"` the loop does what many training loops do: after
@@ -184,32 +185,3 @@ def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, pro
                   "bookkeeping_entries": len(history)},
         "gc_state": gc_state,
     }
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print("usage: python -m gcbench.worker OUT_FILE < cell.json", file=sys.stderr)
-        return 2
-    spec = json.loads(sys.stdin.readline())
-    parent = os.environ.get(PARENT_ENV)
-    die_with_parent(int(parent) if parent and parent.isdigit() else None, sys.stdin)
-    cell = Cell(**spec["cell"])
-    try:
-        if spec.get("explain") is not None:  # `gcbench explain`: the diagnostic run, not a measurement
-            from . import explain
-
-            doc = explain.diagnose_cell(cell, spec["explain"], spec.get("command"), spec.get("environment"))
-            explain.write_raw(doc, argv[0])
-        else:
-            doc = run_cell(cell, spec.get("command"), environment=spec.get("environment"),
-                           machine_state=spec.get("machine_state"))
-            results.write(doc, argv[0])
-    except UsageError as e:
-        print(f"gcbench: {e}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

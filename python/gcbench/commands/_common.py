@@ -12,7 +12,7 @@ import pathlib
 import sys
 import time
 
-from .. import archive, compare, config, files, footprint, metadata, schemas, stats, summary
+from .. import archive, compare, config, files, footprint, metadata, results, stats, summary
 from .. import data as datamod
 from ..backends import BACKENDS
 from ..errors import UsageError
@@ -102,19 +102,6 @@ def prepare_folder(out: str, resume: bool, force: bool) -> pathlib.Path:
     return out_dir
 
 
-def read_plan(out_dir: pathlib.Path) -> dict:
-    """The folder's suite.json, or {} when there is none; a one-line error when malformed."""
-    path = out_dir / "suite.json"
-    if not path.is_file():
-        return {}
-    plan = files.read_json(path, "suite.json")
-    schemas.check(plan, schemas.SUITE, str(path))
-    if not isinstance(plan, dict) or not isinstance(plan.get("cells", []), list) \
-            or not all(isinstance(c, str) for c in plan.get("cells", [])):
-        raise UsageError(f"{path}: not a gcbench suite.json (expected an object with a list of cell names)")
-    return plan
-
-
 def write_plan(out_dir: pathlib.Path, suite: config.Suite, cells: list, command: list[str], mode: str,
                previous: dict, state: str) -> dict:
     """suite.json: the plan of the latest run and the history of every run into the folder."""
@@ -178,7 +165,7 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, 
     command = ["gcbench"] + args.argv
     repeats = max(c.repeat for c in cells) + 1 if cells else 0
     with FolderLock(out_dir, f"{out_dir} is in use by another gcbench run; wait for it or use another --out"):
-        previous = read_plan(out_dir) if (resume or force) else {}
+        previous = results.read_plan(out_dir) if (resume or force) else {}
         plan = write_plan(out_dir, suite, cells, command, "resume" if resume else "force" if force else "new",
                           previous, "running")
         out_fn(f"gcbench: {len(cells)} runs ({len(cells) // max(repeats, 1)} cells x {repeats} repeats, "

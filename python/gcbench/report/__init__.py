@@ -342,9 +342,7 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
     why = explain_mod.load(folder)
     repro = reproduce_mod.load(folder)
     git_plan = gitbisect.load(folder / gitbisect.FILE)
-    from ..commands._common import read_plan
-
-    plan = read_plan(folder)
+    plan = results.read_plan(folder)
     docs = results.load_dir(folder, allow_empty=any(x is not None for x in (memdoc, repro, why)))
     docs = _in_order(docs, plan)
     if bisect_table is not None:

@@ -18,7 +18,7 @@ import urllib.parse
 
 from markdown_it import MarkdownIt
 
-from .. import __version__
+from ..version import __version__
 
 
 @dataclasses.dataclass
