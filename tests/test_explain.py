@@ -39,7 +39,8 @@ def test_a_loop_that_keeps_records_is_named_with_its_line():
     promoted = expl["python"]["promoted"]
     line = next(n for n, text in enumerate(open(__file__), 1) if "# RECORD-LINE" in text)
     site, from_line = next(iter(promoted["by_site"].items()))
-    assert site == f"other test_explain.py:{line}"
+    assert site == f"other {diagnose.site_path(__file__)}:{line}"  # a path the reader can open
+    assert diagnose.site_path(__file__).endswith("tests/test_explain.py")
     assert next(iter(promoted["by_type"])) == "dict"
     # 20 records a step come from that line (the young collections catch most of them before
     # the end); whatever else the test process does adds to the total, never to the line
@@ -98,7 +99,7 @@ def test_explain_cli_names_the_bookkeeping_of_a_jax_loop(tmp_path):
     assert proc.returncode == 0, proc.stderr
     expl = json.loads(proc.stdout)
     sites = expl["python"]["promoted"]["by_site"]
-    assert any(k.startswith("loop worker.py:") for k in sites)
+    assert any(k.startswith("loop gcbench/worker.py:") for k in sites)
     assert "timings are disturbed" in proc.stderr
     saved = json.loads((tmp_path / "explain.json").read_text())
     assert [e["label"] for e in saved["explanations"]] == ["jax/mlp/default"]
@@ -147,3 +148,10 @@ def test_a_recommendations_effect_is_measured_in_its_own_environment_with_interv
     other = explain._effect(docs, ("equinox-filter", "vit", "default"), ("equinox-filter", "vit", "freeze"))
     assert re.search(r"GC share 1[12]\.\d\d % → 1[12]\.\d\d %", other)  # the main interpreter's cells
     assert explain._effect(docs, ("equinox-filter", "vit", "default"), ("nnx-split", "vit", "default"), env) is None
+
+
+def test_an_explanation_without_traced_sites_says_why():
+    py = {"promoted": {"by_site": {diagnose.UNTRACED: 40}}, "sites_from_step": 150}
+    assert "from step 150" in explain.why_no_sites(py) and "--site-steps" in explain.why_no_sites(py)
+    assert explain.why_no_sites(dict(py, sites_from_step=None)) == "not traced (--no-sites)"
+    assert explain.why_no_sites({"promoted": {"by_site": {"other x.py:3": 2}}, "sites_from_step": 0}) is None

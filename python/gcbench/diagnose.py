@@ -109,8 +109,25 @@ def _frame_kind(filename: str) -> str | None:
     return file_package(filename) or "other"
 
 
+def site_path(filename: str) -> str:
+    """A source file as a reader finds it: inside its installed package (`equinox/_jit.py`,
+    under site-packages), inside gcbench (`gcbench/worker.py`), else its full path with the
+    home folder as `~`."""
+    real = _real(filename)
+    parts = real.replace("\\", "/").split("/")
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts[:-1]:
+            return "/".join(parts[parts.index(marker) + 1:])
+    gcbench_root = os.path.dirname(_GCBENCH_DIR)
+    if real.startswith(_GCBENCH_DIR + os.sep):
+        return os.path.relpath(real, gcbench_root).replace(os.sep, "/")
+    home = os.path.expanduser("~")
+    return "~" + real[len(home):] if home not in ("", "/") and real.startswith(home + os.sep) else real
+
+
 def allocation_site(obj) -> tuple[str, str]:
-    """(package, "file:line") of the frame that allocated `obj` (tracemalloc must be tracing):
+    """(package, "path:line") of the frame that allocated `obj` (tracemalloc must be tracing;
+    the path as `site_path` gives it):
     the innermost frame outside the standard library; its package is one of NAMED, `loop`
     (gcbench's own training loop) or `other` (the user's code, any other package).
     ("untraced", ...) for objects allocated before tracing started."""
@@ -121,9 +138,9 @@ def allocation_site(obj) -> tuple[str, str]:
     for frame in reversed(frames):  # most recent first
         kind = _frame_kind(frame.filename)
         if kind is not None:
-            return kind, f"{pathlib.Path(frame.filename).name}:{frame.lineno}"
+            return kind, f"{site_path(frame.filename)}:{frame.lineno}"
     last = frames[-1]
-    return "other", f"{pathlib.Path(last.filename).name}:{last.lineno}"
+    return "other", f"{site_path(last.filename)}:{last.lineno}"
 
 
 class _Counts:

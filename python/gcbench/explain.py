@@ -45,7 +45,7 @@ def diagnose_cell(cell, options: dict, command=None, environment=None) -> dict:
     from . import gcpolicy, metadata, worker
 
     try:
-        trainer, schedule, dataset, meta, _ = worker.prepare(cell, progress=lambda *a: None)
+        trainer, schedule, dataset, meta, _ = worker.prepare(cell)
     except worker.Unavailable as e:
         raise UsageError(f"{cell.label} cannot run here: {e}") from None
     meta["command"] = command or []
@@ -61,6 +61,7 @@ def diagnose_cell(cell, options: dict, command=None, environment=None) -> dict:
         return raw
     for i in range(cell.warmup):
         trainer.step(schedule[i])
+        worker.progress("warmup", i + 1, cell.warmup)
     history: list[dict] = []
     keep = cell.bookkeeping == "metrics"
 
@@ -68,6 +69,7 @@ def diagnose_cell(cell, options: dict, command=None, environment=None) -> dict:
         trainer.step(schedule[i])
         if keep:  # the same bookkeeping the measured loop does
             worker.keep_metrics_of(history, trainer, i)
+        worker.progress("timed", i - cell.warmup + 1, cell.steps)
 
     policy = gcpolicy.parse(cell.policy)
     policy.before_timed()
@@ -263,6 +265,16 @@ def traced_sites(promoted: dict) -> dict[str, int]:
     return {k: v for k, v in promoted["by_site"].items() if not k.startswith(diagnose.UNTRACED)}
 
 
+def why_no_sites(py: dict) -> str | None:
+    """Why a Python explanation has no allocation sites to show, in words; None when it has."""
+    if traced_sites(py["promoted"]):
+        return None
+    if py.get("sites_from_step") is None:
+        return "not traced (--no-sites)"
+    return (f"no object allocated in the traced steps (from step {py['sites_from_step']}) reached the oldest "
+            "generation there; trace more steps with --site-steps")
+
+
 def _bookkeeping(expl: dict) -> str:
     return (expl.get("cell") or {}).get("bookkeeping") or "none"
 
@@ -326,10 +338,9 @@ def format_text(expl: dict) -> str:
                  "before them, a one-off)")
     lines += _table("by type", pr["by_type"], pr["total"])
     lines += _table("by package defining the type", pr["by_package"], pr["total"])
-    traced = traced_sites(pr)
-    if traced:
-        since = py.get("sites_from_step") or 0
-        lines += _table(f"by allocation site (of those traced, from step {since})", traced, sum(traced.values()))
+    lines += [f"  by allocation site: {no_sites}"] if (no_sites := why_no_sites(py)) else _table(
+        f"by allocation site (of those traced, from step {py.get('sites_from_step') or 0})", traced_sites(pr),
+        sum(traced_sites(pr).values()))
     sc = py["scanned"]
     if sc["collections"]:
         per = sc["total"] / sc["collections"]

@@ -24,6 +24,7 @@ def register(sub) -> None:
                    help="Julia backends: share of allocations Profile.Allocs samples (default 0.01)")
     p.add_argument("--env", metavar="SPEC", help="run it in a virtual environment, e.g. 'python=3.11 equinox==0.13.2'")
     p.add_argument("--rebuild-envs", action="store_true", help="rebuild the environment instead of reusing it")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--out", help="results folder for explain.json (default: results/explain-<date>-<time>); "
                                  "cells already there give the recommendations their measured effects")
     _common.add_json_argument(p, "the explanation")
@@ -69,16 +70,23 @@ def _explain(args, suite, cell, out_dir, backend) -> int:
     print(f"gcbench: diagnostic run of {cell.label}, {cell.steps} steps after {cell.warmup} warm-up; "
           f"{explain.DISTURBED}", file=sys.stderr, flush=True)
     options = {"sites": not args.no_sites, "sample_rate": args.sample_rate, "site_steps": args.site_steps}
+    bars = runner.Progress([cell], sys.stderr) if not args.no_progress and sys.stderr.isatty() else None
     with tempfile.TemporaryDirectory(prefix="gcbench-explain-") as tmp:
         try:
             with runner.interruptible():
+                if bars is not None:
+                    bars.start(cell, f"diagnostic run of {cell.label}")
                 raw = runner.run_worker(cell, pathlib.Path(tmp) / "raw.json", ["gcbench"] + args.argv,
-                                        suite.timeout, None, explain=options, load=explain.load_raw, **env_args)
+                                        suite.timeout, bars, explain=options, load=explain.load_raw, **env_args)
         except runner.CellFailed as e:
             raise UsageError(f"the diagnostic run failed: {str(e).splitlines()[0]}") from None
         except runner.Interrupted as e:
             print("\ngcbench: interrupted", file=sys.stderr)
             return e.exit_code
+        finally:
+            if bars is not None:
+                bars.finish(cell)
+                bars.close()
     docs = results.load_dir(out_dir, allow_empty=True)
     expl = explain.summarize(raw, docs)
     explain.save(out_dir, expl)

@@ -45,7 +45,8 @@ def section(doc: dict, docs: list[dict], out_dir: pathlib.Path, written: list) -
         observed = f"{fi['observed']:,.0f}" if fi["observed"] else f"{fi['full_collections']} in {py['steps']}"
         traced = explain.traced_sites(pr)
         rows.append([name, f"{stats.fmt(fi['promoted_per_step'])} per step", _top(pr["by_type"], pr["total"]),
-                     _top(pr["by_package"], pr["total"]), _top(traced, sum(traced.values()), 3), scans,
+                     _top(pr["by_package"], pr["total"]),
+                     escape(explain.why_no_sites(py) or "") or _top(traced, sum(traced.values()), 3), scans,
                      f"{predicted} / {observed}"])
     blocks.append(Table(["cell", "promoted", "by type", "by package", "by site", "a full collection scans",
                          "steps between full collections: predicted / observed"], rows))
