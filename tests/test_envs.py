@@ -82,7 +82,8 @@ def test_requirements_pins_replace_gcbench_bounds_and_only_needed_packages_come(
     assert "flax" not in names and "pytest" not in names and "matplotlib" not in names
     assert any(r.startswith("tomli") and "python_version" in r for r in reqs)  # the marker goes to pip as is
     assert envs.requirements(envs.parse("python=3.12"), []) == [r for r in reqs if envs.requirement_name(r) in
-                                                                 ("numpy", "scipy", "tqdm", "jsonschema", "packaging", "tomli")]
+                                                                 ("numpy", "scipy", "tqdm", "jsonschema", "packaging",
+                                                                  "filelock", "tomli")]
 
 
 def test_matching_jaxlib():

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from gcbench import results
+from gcbench.commands._common import format_summary
 from gcbench.config import Suite
 from gcbench.runner import run_cells
 from conftest import run_cli
@@ -63,6 +64,19 @@ def test_run_json_summary(tmp_path):
     assert cells["jax/mlp/default"]["median_ms"] > 0 and cells["jax/mlp/default"]["status"] == "ok"
     assert cells["flux/mlp/default"]["status"] == "unavailable" or cells["flux/mlp/default"]["median_ms"]
     assert "jax/mlp/default" in proc.stderr  # the progress and the table go to standard error
+
+
+def test_summary_table_writes_a_shared_reason_once():
+    def doc(backend, status, reason):
+        return {"cell": f"{backend}/mlp/default", "backend": backend, "workload": "mlp", "gc_policy": "default",
+                "repeat": 0, "status": status, "reason": reason, "environment": None}
+    no_julia = "no Julia installed, and gcbench does not download one during a run"
+    table = format_summary([doc("flux", "unavailable", no_julia), doc("lux", "unavailable", no_julia + "\ndetail"),
+                            doc("simplechains", "failed", "worker crashed")])
+    lines = table.splitlines()
+    assert table.count(no_julia) == 1 and "detail" not in table
+    assert [ln.split()[-1] for ln in lines[2:5]] == ["[1]", "[1]", "[2]"]
+    assert lines[5:] == [f"[1] {no_julia}", "[2] worker crashed"]
 
 
 def test_run_exits_1_when_nothing_was_measured(tmp_path):

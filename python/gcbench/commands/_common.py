@@ -217,14 +217,16 @@ FLAG_LEGEND = ("flags: \"N flagged\" counts a cell's repeats left out of its est
 
 def format_summary(docs: list[dict]) -> str:
     """One line per cell, its repeats combined: median with interval, GC share, full
-    collections, flags; cells that did not run say why."""
-    rows = []
+    collections, flags; cells that did not run point to their reason, written once below
+    the table however many cells share it."""
+    rows, reasons = [], {}
     for cs in summary.summarize_all(docs):
         s = cs.stats
         if s is None:
             d = cs.docs[0]
             reason = d["reason"].splitlines()[0] if d["reason"] else ""
-            rows.append([cs.label, d["status"], "", "", "", "", "", reason])
+            note = f"[{reasons.setdefault(reason, len(reasons) + 1)}]" if reason else ""
+            rows.append([cs.label, d["status"], "", "", "", "", "", note])
             continue
         full = s["full"]
         fr = stats.short_schedule(full["schedule"]) if full["count"] else "none"
@@ -236,7 +238,8 @@ def format_summary(docs: list[dict]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
     line = lambda r: "  ".join(x.ljust(w) if i in (0, 1, 6, 7) else x.rjust(w)
                                for i, (x, w) in enumerate(zip(r, widths))).rstrip()
-    return "\n".join([line(head), "-" * (sum(widths) + 2 * (len(head) - 1))] + [line(r) for r in rows])
+    notes = [f"[{n}] {reason}" for reason, n in reasons.items()]
+    return "\n".join([line(head), "-" * (sum(widths) + 2 * (len(head) - 1))] + [line(r) for r in rows] + notes)
 
 
 def summary_json(docs: list[dict]) -> list[dict]:

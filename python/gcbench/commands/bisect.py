@@ -120,7 +120,7 @@ def main_git(args) -> int:
                     "repo": str(repo), "cell": args.cell, "metric": metric.name, "good": good.to_json(),
                     "commits": [c.to_json() for c in commits], "tested": {}, "base": base.text}
     order = [good] + commits
-    _common.Output(args.json)(f"gcbench: bisecting {len(commits)} commits of {package} ({good.short}..{bad.short}) on {args.cell}, "
+    print(f"gcbench: bisecting {len(commits)} commits of {package} ({good.short}..{bad.short}) on {args.cell}, "
           f"by {metric.title}; at most {gitbisect.max_builds(len(commits))} builds",
           file=sys.stderr)
 
