@@ -200,5 +200,7 @@ def test_every_json_output_is_strict_json_and_names_the_gcbench_that_wrote_it(tm
         assert proc.returncode == 0, (name, proc.stderr)
         doc = _strict(proc.stdout)
         assert len(doc) > 1, name
+    status = _strict(run_cli("status", str(tmp_path / "run"), "--json").stdout)  # after run wrote the folder
+    assert status["planned"] == 1 and status["results"]["ok"] == 1 and "submission" not in status
     assert _strict(run_cli(*runs["report"]).stdout)["report"]["plots"]
     assert _strict(run_cli(*runs["bisect"]).stdout)["bisect"]["first_change"] == "0.13.3"

@@ -12,7 +12,7 @@ import threading
 from . import metadata
 from .errors import UsageError
 
-COMMANDS = ("list", "run", "report", "compare", "export", "explain", "reproduce", "memory", "bisect", "envs",
+COMMANDS = ("list", "run", "status", "report", "compare", "export", "explain", "reproduce", "memory", "bisect", "envs",
             "julia_setup", "data")
 
 

@@ -324,8 +324,8 @@ def pair_cells(a: dict, b: dict) -> tuple[list[tuple[tuple, tuple]], list[str]]:
         sa, sb = strip(a), strip(b)
         if len(sa) == len(a) and len(sb) == len(b) and set(sa) & set(sb):
             pairs = [(sa[k], sb[k]) for k in sa if k in sb]
-            envs_a = sorted({k[3] or "(own interpreter)" for k, _ in pairs})
-            envs_b = sorted({k[3] or "(own interpreter)" for _, k in pairs})
+            envs_a = sorted({summary.context(k) or "(own interpreter)" for k, _ in pairs})
+            envs_b = sorted({summary.context(k) or "(own interpreter)" for _, k in pairs})
             notes.append(f"no environment is in both folders: cells paired across environments "
                          f"({', '.join(envs_a)} in A against {', '.join(envs_b)} in B)")
     paired_a, paired_b = {p[0] for p in pairs}, {p[1] for p in pairs}
@@ -341,11 +341,16 @@ def compare_docs(docs_a: list[dict], docs_b: list[dict], min_effect: float = MIN
         raise UsageError(f"alpha must be between 0 and 0.5, got {alpha:g}")
     if not (math.isfinite(min_effect) and 0 <= min_effect < 1):
         raise UsageError(f"--min-effect must be a fraction from 0 to 1 (0.05 is 5 %), got {min_effect:g}")
-    a, b = summary.cells(docs_a), summary.cells(docs_b)
+    nodes_a, nodes_b = summary.node_types(docs_a), summary.node_types(docs_b)
+    by_node = len(nodes_a) > 1 or len(nodes_b) > 1  # results of several kinds of machine: never pooled
+    a, b = summary.cells(docs_a, by_node), summary.cells(docs_b, by_node)
     pairs, notes = pair_cells(a, b)
+    if by_node:
+        notes.insert(0, f"results of several kinds of machine ({len(nodes_a)} in A, {len(nodes_b)} in B): a cell is "
+                        "compared only with the same cell on the same kind of machine, never pooled across them")
     rows, refused = [], []
     for ka, kb in pairs:
-        label = summary.cell_label(ka) if ka == kb else f"{summary.cell_label(ka)} vs [{kb[3] or 'own'}]"
+        label = summary.cell_label(ka) if ka == kb else f"{summary.cell_label(ka)} vs [{summary.context(kb) or 'own'}]"
         da, db = a[ka], b[kb]
         sa = {d["status"] for d in da}
         sb = {d["status"] for d in db}

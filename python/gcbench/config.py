@@ -26,11 +26,12 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 from . import files, gcpolicy
 from .backends import BACKENDS, get_backend
+from .cluster_options import SlurmOptions
 from .errors import UsageError
 from .workloads import BATCH_SIZE, get_workload
 
 SUITE_KEYS = {"name", "backends", "workloads", "gc", "steps", "warmup", "repeats", "networks", "batch_size",
-              "seed", "timeout", "loss_every", "julia_threads", "envs", "bookkeeping", "alloc_blocks"}
+              "seed", "timeout", "loss_every", "julia_threads", "envs", "bookkeeping", "alloc_blocks", "slurm"}
 BOOKKEEPING = ("none", "metrics")
 MAX_STEPS = 10_000_000  # beyond this, per-step arrays alone outgrow any machine
 MAX_NETWORKS = 100_000
@@ -128,6 +129,7 @@ class Suite:
     envs: list[str] = dataclasses.field(default_factory=list)  # environment specs; none: this interpreter
     bookkeeping: str = "none"
     alloc_blocks: bool = False
+    slurm: dict = dataclasses.field(default_factory=dict)  # `[slurm]`: see cluster_options.SlurmOptions
 
     def validate(self) -> Suite:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -175,6 +177,7 @@ class Suite:
         from .envs import parse_all
 
         self.envs = [spec.text for spec in parse_all(self.envs)]
+        self.slurm_options()  # a bad [slurm] table is refused when the suite is read
         for field in ("backends", "workloads", "gc"):
             values = getattr(self, field)
             if not values:
@@ -182,6 +185,9 @@ class Suite:
             if len(set(values)) != len(values):
                 raise UsageError(f"{field} lists a name twice: {', '.join(values)}")
         return self
+
+    def slurm_options(self) -> SlurmOptions:
+        return SlurmOptions.from_table(self.slurm)
 
     def batch_for(self, workload: str) -> int:
         if isinstance(self.batch_size, dict):

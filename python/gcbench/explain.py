@@ -127,8 +127,9 @@ def _effect(docs: list[dict] | None, base: tuple, other: tuple, env: str | None 
         return None
     from . import compare, summary
 
-    cells = summary.cells(docs)
-    a, b = cells.get((*base, env or "")), cells.get((*other, env or ""))
+    cells = summary.cells(docs)  # per kind of machine where there are several: the first that holds both
+    node = next((k[4] for k in cells if k[:4] == (*base, env or "") and (*other, env or "", k[4]) in cells), "")
+    a, b = cells.get((*base, env or "", node)), cells.get((*other, env or "", node))
     if a is None or b is None or not any(d["status"] == "ok" for d in a) or not any(d["status"] == "ok" for d in b):
         return None
     va, vb = compare.repeat_values(a), compare.repeat_values(b)

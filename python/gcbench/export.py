@@ -32,7 +32,8 @@ def step_records(docs: list[dict]) -> list[dict]:
         if d["status"] != "ok":
             continue
         base = {"cell": summary.cell_label(summary.cell_key(d)), "backend": d["backend"], "workload": d["workload"],
-                "gc_policy": d["gc_policy"], "environment": results.env_name(d) or "", "repeat": d["repeat"],
+                "gc_policy": d["gc_policy"], "environment": results.env_name(d) or "",
+                "node_type": summary.node_type(d), "repeat": d["repeat"],
                 "batch_size": results.batch_size(d), "networks": d["networks"]}
         colls = summary.collections(d)
         julia = "gc_full" in d

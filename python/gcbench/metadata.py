@@ -93,7 +93,9 @@ def jax_devices() -> dict:
     """The JAX default backend and devices; call only where jax is already imported."""
     import jax
 
-    return {"jax_backend": jax.default_backend(), "devices": [str(d) for d in jax.devices()]}
+    devices = jax.devices()
+    return {"jax_backend": jax.default_backend(), "devices": [str(d) for d in devices],
+            "device_kinds": list(dict.fromkeys(d.device_kind for d in devices))}  # "NVIDIA H100 80GB HBM3"
 
 
 def load_average() -> float | None:
@@ -122,8 +124,29 @@ def cpu_mhz() -> float | None:
     return round(sum(freqs) / len(freqs), 1) if freqs else None
 
 
+def gpu_model(meta: dict) -> str | None:
+    """The accelerator a result ran on ("NVIDIA H100 80GB HBM3"), None on a CPU; results
+    written before gcbench recorded device kinds say only "gpu"."""
+    backend = meta.get("jax_backend")
+    if backend in (None, "cpu"):
+        return None
+    return ", ".join(meta.get("device_kinds") or []) or backend
+
+
 def machine_identity(meta: dict) -> dict:
     """What must match for two results to come from comparable machines: the CPU model,
-    its core count and the JAX devices (not the host name, which containers change)."""
+    its core count, the JAX devices and the GPU model (not the host name, which containers
+    and clusters change)."""
     return {"cpu": meta.get("cpu"), "cpu_count": meta.get("cpu_count"), "machine": meta.get("machine"),
-            "devices": meta.get("devices")}
+            "devices": meta.get("devices"), "gpu": gpu_model(meta)}
+
+
+def node_type(meta: dict) -> str | None:
+    """A machine identity as a reader names it: `AMD EPYC x2` or `Intel Xeon x16, NVIDIA H100
+    80GB HBM3`; None where the result records no machine (a cell that did not run)."""
+    if not meta.get("cpu"):
+        return None
+    gpu = gpu_model(meta)
+    devices = meta.get("devices") or []
+    gpus = f", {len(devices)} x {gpu}" if gpu and len(devices) > 1 else f", {gpu}" if gpu else ""
+    return f"{meta['cpu']} x{meta.get('cpu_count') or '?'}{gpus}"

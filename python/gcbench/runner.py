@@ -276,7 +276,8 @@ def check_resumable(cells: list[Cell], out_dir: pathlib.Path) -> None:
 
 def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], timeout: float,
               log=print, progress: bool | None = None, environments: dict | None = None,
-              resume: bool = False, data_kind: str | None = None) -> list[dict]:
+              resume: bool = False, data_kind: str | None = None, run_id: str | None = None,
+              scheduler: dict | None = None) -> list[dict]:
     """Run every cell, writing `out_dir/<cell>.json`; return the documents in plan order.
 
     `environments` maps each cell's `env` to its `envs.Environment`, or to the
@@ -285,7 +286,9 @@ def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], time
     the same settings is already there is not run again. A new result that is not ok
     never replaces an ok one. `progress=None` shows bars only on a terminal.
     `Interrupted` and KeyboardInterrupt propagate after the current worker is stopped;
-    every finished cell is on disk by then.
+    every finished cell is on disk by then. `run_id` names the invocation (its repeats with
+    one repeat number form a round; a new one by default); `scheduler` is the job this
+    runs in (`cluster.job_facts`), recorded in each result's `machine_state`.
     """
     if resume:
         check_resumable(cells, out_dir)
@@ -294,7 +297,12 @@ def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], time
         files.sweep_stale_temps(kind)
     with tempfile.TemporaryDirectory(prefix=files.owned_temp_prefix("jax-cache")) as cache:
         return _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, resume, data_kind,
-                          compile_cache_env(cache))
+                          compile_cache_env(cache), run_id or new_run_id(), scheduler)
+
+
+def new_run_id() -> str:
+    """A name for one invocation: its repeats with one repeat number form a round."""
+    return uuid.uuid4().hex
 
 
 def compile_cache_env(folder: str) -> dict:
@@ -335,33 +343,33 @@ def _unavailable_backends(cells, log) -> dict[str, str]:
 
 
 def _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, resume, data_kind,
-               cache_env) -> list[dict]:
+               cache_env, run_id, scheduler) -> list[dict]:
     progress = Progress(cells, getattr(log, "stream", sys.stdout)) if show_bars else None
     say = progress.say if progress is not None else log
     try:
-        return _run_each(cells, out_dir, command, timeout, say, progress, environments, resume, data_kind, cache_env)
+        return _run_each(cells, out_dir, command, timeout, say, progress, environments, resume, data_kind, cache_env,
+                         run_id, scheduler)
     finally:
         if progress is not None:
             progress.close()
 
 
 def _run_each(cells, out_dir, command, timeout, log, progress, environments, resume, data_kind,
-              cache_env) -> list[dict]:
-    docs = []
-    run_id = uuid.uuid4().hex  # repeats of this invocation with one repeat number share a round
+              cache_env, run_id, scheduler) -> list[dict]:
+    docs = []  # repeats of one run_id with one repeat number share a round
     announced: set[str] = set()
     why_not = _unavailable_backends(cells, log)
     announced.update(why_not)  # their other cells (a policy they do not support) need no line of their own
     for n, cell in enumerate(cells, 1):
         docs.append(_run_one(n, cell, cells, out_dir, command, timeout, log, progress, environments, resume,
-                             data_kind, cache_env, run_id, announced, why_not))
+                             data_kind, cache_env, run_id, scheduler, announced, why_not))
         if progress is not None:
             progress.finish(cell)
     return docs
 
 
 def _run_one(n, cell, cells, out_dir, command, timeout, log, progress, environments, resume, data_kind,
-             cache_env, run_id, announced, why_not) -> dict:
+             cache_env, run_id, scheduler, announced, why_not) -> dict:
     out_file = out_dir / f"{cell.id}.json"
     desc = f"[{n}/{len(cells)}] {cell.label}"
     old = existing(out_file)
@@ -389,11 +397,12 @@ def _run_one(n, cell, cells, out_dir, command, timeout, log, progress, environme
         log(f"{', '.join(labels[:4])}{' and more' if len(labels) > 4 else ''}: not run: {reason} "
             f"({len(alike)} runs recorded as unavailable)")
     if reason is not None:
-        return _keep(results.new(cell, "unavailable", reason), old, out_file, desc, log)
+        return keep(results.new(cell, "unavailable", reason), old, out_file, desc, log)
     if progress is not None:
         progress.start(cell, desc)
     t0 = time.monotonic()
-    state = {"load_before": metadata.load_average(), "run_id": run_id}
+    state = {"load_before": metadata.load_average(), "run_id": run_id,
+             **({"scheduler": scheduler} if scheduler else {})}
     try:
         doc = run_worker(cell, out_file, command, timeout, progress, machine_state=state,
                          extra_env=cache_env if cache_safe(in_env.get("environment")) else None, **in_env)
@@ -402,7 +411,7 @@ def _run_one(n, cell, cells, out_dir, command, timeout, log, progress, environme
         log(f"{desc}: {status}")
     except CellFailed as e:
         log(f"{desc}: FAILED: {str(e).splitlines()[0]}")
-        doc = _keep(results.new(cell, "failed", str(e), **({"environment": in_env["environment"]} if in_env else {})),
+        doc = keep(results.new(cell, "failed", str(e), **({"environment": in_env["environment"]} if in_env else {})),
                     old, out_file, desc, log)
     return doc
 
@@ -410,7 +419,7 @@ def _run_one(n, cell, cells, out_dir, command, timeout, log, progress, environme
 SUPERSEDED = "_failed_this_run"  # marks an earlier ok result kept in place of this run's failure
 
 
-def _keep(doc: dict, old: dict | None, out_file: pathlib.Path, desc: str, log) -> dict:
+def keep(doc: dict, old: dict | None, out_file: pathlib.Path, desc: str, log) -> dict:
     """Write a result that is not ok, unless it would replace an ok one: then keep that
     (marked SUPERSEDED when this run's attempt failed, so that the run counts the failure)."""
     if old is not None and old["status"] == "ok":

@@ -29,7 +29,7 @@ METADATA = {"type": "object", "properties": {
     "python": _str, "python_implementation": _str, "python_executable": _str, "packages": _versions,
     "platform": _str, "machine": _str, "cpu": _str, "cpu_count": _opt({"type": "integer", "minimum": 1}),
     "hostname": _str, "gc_thresholds": _ints, "env": {"type": "object"}, "date": _str, "seed": _opt(_int),
-    "command": _strings, "jax_backend": _opt(_str), "devices": _strings,
+    "command": _strings, "jax_backend": _opt(_str), "devices": _strings, "device_kinds": _strings,
     "gcbench": {"type": "object", "properties": {"version": _str, "commit": _opt(_str)}}}}
 
 RESULT = {"type": "object", "required": ["cell", "backend", "workload", "gc_policy", "repeat", "status", "reason",
@@ -49,7 +49,11 @@ RESULT = {"type": "object", "required": ["cell", "backend", "workload", "gc_poli
               "metadata": METADATA,
               "machine_state": {"type": "object", "properties": {
                   "load_before": _opt(_num), "load_after": _opt(_num), "cpu_count": _opt(_count),
-                  "cpu_mhz_before": _opt(_num), "cpu_mhz_after": _opt(_num), "run_id": _str}},
+                  "cpu_mhz_before": _opt(_num), "cpu_mhz_after": _opt(_num), "run_id": _str,
+                  # the job that ran it, when a scheduler did (`--executor slurm`): cluster.job_facts
+                  "scheduler": {"type": "object", "required": ["executor"], "properties": {
+                      "executor": _str, "job_id": _opt(_str), "array_job_id": _opt(_str),
+                      "array_task_id": _opt(_str), "node": _opt(_str), "partition": _opt(_str)}}}},
               "environment": {"type": "object", "required": ["spec", "name"],
                               "properties": {"spec": _str, "name": _str, "python": _opt(_str),
                                              "packages": _versions, "pins": _strings}},

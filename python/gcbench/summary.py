@@ -22,7 +22,7 @@ import dataclasses
 
 import numpy as np
 
-from . import results, stats
+from . import metadata, results, stats
 
 DEFAULT_SPIKE_FACTOR = 3.0
 MIN_STEPS = 100  # fewer timed steps per repeat than this: the cell is flagged
@@ -43,20 +43,45 @@ def collections(doc: dict) -> np.ndarray:
     return np.asarray(doc["gc_collections"], dtype=np.int64).reshape(len(doc["wall_ns"]), -1)
 
 
-def cell_key(doc: dict) -> tuple[str, str, str, str]:
-    return doc["backend"], doc["workload"], doc["gc_policy"], results.env_name(doc) or ""
+def node_type(doc: dict) -> str:
+    """The kind of machine a result ran on (`metadata.node_type`), "" where none is recorded."""
+    return metadata.node_type(doc.get("metadata") or {}) or ""
 
 
-def cell_label(key: tuple[str, str, str, str]) -> str:
-    backend, workload, policy, env = key
-    return f"{backend}/{workload}/{policy}" + (f" [{env}]" if env else "")
+def node_types(docs: list[dict]) -> list[str]:
+    """The kinds of machine among `docs`, in the order they first appear."""
+    return [n for n in dict.fromkeys(node_type(d) for d in docs) if n]
 
 
-def cells(docs: list[dict]) -> dict[tuple, list[dict]]:
-    """Documents grouped by cell, in the order their cells first appear, repeats sorted."""
+def cell_key(doc: dict, by_node: bool = False) -> tuple[str, str, str, str, str]:
+    """(backend, workload, policy, environment, node type); the node type is "" unless
+    results of several kinds of machine are grouped (`by_node`)."""
+    return (doc["backend"], doc["workload"], doc["gc_policy"], results.env_name(doc) or "",
+            node_type(doc) if by_node else "")
+
+
+def context(key: tuple) -> str:
+    """What a cell ran in besides its backend, workload and policy: its environment and,
+    where several kinds of machine are in play, its node type."""
+    env, node = key[3], key[4] if len(key) > 4 else ""
+    return " on ".join(x for x in (env, node) if x)
+
+
+def cell_label(key: tuple) -> str:
+    backend, workload, policy = key[:3]
+    env, node = key[3], key[4] if len(key) > 4 else ""
+    return f"{backend}/{workload}/{policy}" + (f" [{env}]" if env else "") + (f" on {node}" if node else "")
+
+
+def cells(docs: list[dict], by_node: bool | None = None) -> dict[tuple, list[dict]]:
+    """Documents grouped by cell, in the order their cells first appear, repeats sorted.
+    Repeats from different kinds of machine are never pooled: where `docs` hold several
+    (or `by_node` says so), the node type is part of each cell's key."""
+    if by_node is None:
+        by_node = len(node_types(docs)) > 1
     out: dict[tuple, list[dict]] = {}
     for d in docs:
-        out.setdefault(cell_key(d), []).append(d)
+        out.setdefault(cell_key(d, by_node), []).append(d)
     for group in out.values():
         group.sort(key=lambda d: d["repeat"])
     return out
@@ -111,9 +136,9 @@ class CellSummary:
         return self.stats is not None
 
 
-def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR) -> CellSummary:
-    """Combine the repeats (documents) of one cell."""
-    key = cell_key(docs[0])
+def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, key: tuple | None = None) -> CellSummary:
+    """Combine the repeats (documents) of one cell (`key`, as `cells` made it)."""
+    key = key or cell_key(docs[0])
     ok = [d for d in docs if d["status"] == "ok"]
     if not ok:
         return CellSummary(key, docs, None)
@@ -188,22 +213,25 @@ def warnings(s: dict) -> list[str]:
 POLICY_ORDER = ("default", "freeze", "disable")
 
 
-def sort_key(key: tuple[str, str, str, str], envs: list[str]) -> tuple:
-    """Cells in reading order: workload, backend (registry order), environment, policy."""
+def sort_key(key: tuple, envs: list[str], nodes: list[str] = ()) -> tuple:
+    """Cells in reading order: workload, backend (registry order), environment, node type,
+    policy."""
     from .backends import BACKENDS
     from .workloads import WORKLOADS
 
-    backend, workload, policy, env = key
+    backend, workload, policy, env = key[:4]
+    node = key[4] if len(key) > 4 else ""
     order = lambda names, x: names.index(x) if x in names else len(names)
     return (order(list(WORKLOADS), workload), workload, order(list(BACKENDS), backend), backend,
-            order(envs, env), order(list(POLICY_ORDER), policy.partition(":")[0]), policy)
+            order(envs, env), order(list(nodes), node), order(list(POLICY_ORDER), policy.partition(":")[0]), policy)
 
 
 def summarize_all(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR) -> list[CellSummary]:
     """Every cell of `docs`, summarized, in reading order (workload, backend, environment, policy)."""
     groups = cells(docs)
     envs = list(dict.fromkeys(k[3] for k in groups))
-    return [summarize(groups[k], spike_factor) for k in sorted(groups, key=lambda k: sort_key(k, envs))]
+    nodes = list(dict.fromkeys(k[4] for k in groups))
+    return [summarize(groups[k], spike_factor, key=k) for k in sorted(groups, key=lambda k: sort_key(k, envs, nodes))]
 
 
 def record(cs: CellSummary) -> dict:
@@ -213,7 +241,7 @@ def record(cs: CellSummary) -> dict:
     0 to 1, intervals are 95 % over the repeats (None with one repeat); a cell that did not
     run has its names, status and reasons only."""
     row = {"cell": cs.label, "backend": cs.key[0], "workload": cs.key[1], "gc_policy": cs.key[2],
-           "environment": cs.key[3] or None, "status": "/".join(sorted({d["status"] for d in cs.docs})),
+           "environment": cs.key[3] or None, "node_type": cs.key[4] or None, "status": "/".join(sorted({d["status"] for d in cs.docs})),
            "reasons": sorted({d["reason"].splitlines()[0] for d in cs.docs if d["reason"]})}
     s = cs.stats
     if s is None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import json
 import os
 import signal
 import sys
@@ -26,7 +25,6 @@ from . import data as datamod
 from . import gcpolicy, metadata, results
 from .backends import get_backend
 from .config import Cell
-from .errors import UsageError
 from .probe import StepProbe
 from .workloads import get_workload, init_params
 

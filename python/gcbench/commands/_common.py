@@ -9,6 +9,7 @@ import datetime
 import json
 import math
 import pathlib
+import shlex
 import sys
 import time
 
@@ -115,6 +116,29 @@ def write_plan(out_dir: pathlib.Path, suite: config.Suite, cells: list, command:
     return plan
 
 
+def _run_on_scheduler(cells, suite, args, out_dir, command, environments, resume, kind, out_fn) -> list[dict] | None:
+    """The plan as job arrays (`--executor slurm`); its results, or None with --detach."""
+    from .. import cluster, runner
+
+    kept = {}
+    if resume:  # what an earlier submission (or run) measured with these settings is not submitted again
+        kept = {c.id: doc for c in cells if runner.reusable(doc := runner.existing(out_dir / f"{c.id}.json"), c, kind)}
+        if kept:
+            out_fn(f"gcbench: {len(kept)} runs kept (ok results with the same settings are there)")
+    todo = [c for c in cells if c.id not in kept]
+    docs = {}
+    if todo:
+        submission = cluster.submit(todo, out_dir, command, suite.timeout, environments, resume, kind, args.executor,
+                                    suite.slurm_options().override(args), suite.name, out_fn)
+        if args.detach:
+            out_fn(f"gcbench: detached; the jobs run on. `gcbench status {shlex.quote(str(out_dir))}` says what is "
+                   "done; report or compare the folder once they have ended")
+            return None
+        show_bars = sys.stderr.isatty() and not getattr(args, "no_progress", False)
+        docs = {c.id: d for c, d in zip(todo, cluster.wait(submission, todo, out_dir, out_fn, show_bars))}
+    return [kept.get(c.id) or docs[c.id] for c in cells]
+
+
 def finish_plan(out_dir: pathlib.Path, plan: dict, state: str) -> None:
     plan = dict(plan, state=state)
     plan["runs"][-1]["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
@@ -137,6 +161,14 @@ def run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, k
     """Run `cells` (the plan; `suite` names it and holds its environments and timeout) into
     the results folder `out`, which belongs to this run (see `prepare_folder`)."""
     footprint.check(cells, samples, language_of)
+    executor = getattr(args, "executor", "local")
+    if getattr(args, "detach", False) and executor == "local":
+        raise UsageError("--detach needs a scheduler (--executor slurm or submitit-local): a local run is this process")
+    if executor != "local":
+        from .. import cluster
+
+        cluster.check_executor(executor)
+        suite.slurm_options().override(args)  # refuse bad --slurm-* values before anything is written
     made = not pathlib.Path(out).exists()
     try:
         return _run_plan(cells, suite, args, out, out_fn, kind, data_note)
@@ -149,11 +181,12 @@ def run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, k
 
 def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, kind: str,
               data_note: str) -> tuple[list[dict] | None, pathlib.Path, int]:
-    from .. import envs, runner
+    from .. import cluster, envs, runner
     from ..files import FolderLock
 
     resume, force = getattr(args, "resume", False), getattr(args, "force", False)
     out_dir = prepare_folder(out, resume, force)
+    cluster.check_no_live_jobs(out_dir)  # submitted to a scheduler before: none of its jobs may still run
     if resume:
         runner.check_resumable(cells, out_dir)
     if force:  # --force replaces the plan's results; results of other cells would stay and be mixed in
@@ -180,8 +213,14 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, 
                     out_fn(f"gcbench: {len(suite.envs)} environments (in {envs.envs_root()}) with {', '.join(needed)}")
                     environments = envs.build_all([envs.parse(e) for e in suite.envs], needed, args.rebuild_envs,
                                                   log=out_fn, progress=progress)
-                docs = runner.run_cells(cells, out_dir, command, suite.timeout, log=out_fn, progress=progress,
-                                        environments=environments, resume=resume, data_kind=kind)
+                if getattr(args, "executor", "local") == "local":
+                    docs = runner.run_cells(cells, out_dir, command, suite.timeout, log=out_fn, progress=progress,
+                                            environments=environments, resume=resume, data_kind=kind)
+                else:
+                    docs = _run_on_scheduler(cells, suite, args, out_dir, command, environments, resume, kind, out_fn)
+                    if docs is None:  # --detach: the jobs run on; `gcbench status` follows them
+                        finish_plan(out_dir, plan, "submitted")
+                        return None, out_dir, 0
         except (runner.Interrupted, KeyboardInterrupt) as e:
             code = e.exit_code if isinstance(e, runner.Interrupted) else 130
             finish_plan(out_dir, plan, "interrupted")

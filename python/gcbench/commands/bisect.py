@@ -7,7 +7,7 @@ import argparse
 import pathlib
 import sys
 
-from .. import archive, config, files, results
+from .. import archive, cluster_options, config, files, results
 from ..errors import UsageError
 from . import _common
 
@@ -38,6 +38,7 @@ def register(sub) -> None:
     bi.add_argument("--no-progress", action="store_true", help="no progress bars")
     bi.add_argument("--report", action="store_true", help="draw the table into reports/<results name>")
     _common.add_json_argument(bi, "the bisect's table")
+    cluster_options.add_arguments(bi)
     bi.set_defaults(main=main)
 
 
@@ -100,6 +101,8 @@ def main_git(args) -> int:
     for name in ("versions", "results"):
         if getattr(args, name):
             raise UsageError(f"--{name} is for bisecting releases, not with --git")
+    if args.detach:
+        raise UsageError("--detach does not go with --git: each step of a commit bisect needs the one before")
     backend, workload, policy = bisect.parse_cell(args.cell)
     metric = gitbisect.get_metric(GIT_METRIC_NAMES.get(args.metric, args.metric or "full-collections"))
     base = envs.parse(args.env) if args.env else envs.EnvSpec(None, ())

@@ -10,7 +10,7 @@ import tempfile
 
 import numpy as np
 
-from .. import config, reproduce
+from .. import cluster_options, config, reproduce
 from ..errors import UsageError
 from . import _common
 
@@ -31,6 +31,7 @@ def register(sub) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--report", action="store_true", help="write the report at the end (into reports/<results name>)")
     _common.add_json_argument(p, "the table of reproductions")
+    cluster_options.add_arguments(p)
     p.set_defaults(main=main, rebuild_envs=False)
 
 
@@ -87,6 +88,10 @@ def main(args) -> int:
         elif earlier and (earlier.get("calibration") or {}).get("chosen"):  # a resumed run keeps its batch
             calibration = earlier["calibration"]
             out_fn(f"calibration: batch {calibration['chosen']}, as the run being resumed chose")
+        elif args.executor != "local":
+            raise UsageError(f"reproduce --executor {args.executor} needs --batch-size for equinox-spikes: the "
+                             "calibration would time this machine, not the nodes (calibrate on a node with "
+                             "`gcbench reproduce --only equinox-spikes` there, or give the batch)")
         else:
             calibration = calibrate(args, out_fn)
     suites = reproduce.suites(only, args, calibration.get("chosen") or 8)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 
-from .. import config
+from .. import cluster_options, config
 from . import _common
 
 
@@ -28,6 +28,7 @@ def register(sub) -> None:
     r.add_argument("--report", action="store_true", help="write the report at the end (into reports/<results name>)")
     _common.add_json_argument(r, "the per-cell summary (`cells`: README, \"Result fields\")")
     _common.add_env_arguments(r)
+    cluster_options.add_arguments(r)
     r.set_defaults(main=main)
 
 
@@ -58,8 +59,10 @@ def main(args) -> int:
         folder = shlex.quote(str(out_dir))
         out(f"next: {'' if paths else f'gcbench report {folder} (plots and a page to publish); '}"
             f"gcbench compare {folder} OTHER (verdicts against another run, --fail-on slower for CI)")
+    if docs is None and args.detach:
+        out(f"next: gcbench status {shlex.quote(str(out_dir))}")
     if args.json:
-        _common.print_json({"results": str(out_dir), "exit_code": code,
+        _common.print_json({"results": str(out_dir), "exit_code": code, "detached": bool(docs is None and args.detach),
                             "cells": _common.summary_json(docs) if docs is not None else None,
                             "report": _common.report_json(paths) if paths else None})
     return code

@@ -109,8 +109,7 @@ def _header(docs: list[dict], plan: dict) -> list:
     items = [
         f"Data: {' and '.join(kinds) or 'none'}" + (
             " (a deterministic MNIST-shaped stand-in: no real MNIST was present)" if kinds == ["synthetic"] else ""),
-        f"Machine: {escape(meta.get('cpu', '?'))}, {meta.get('cpu_count', '?')} CPUs, "
-        f"{escape(meta.get('platform', '?'))}; device: {escape(', '.join(devices) or 'CPU (no JAX device recorded)')}",
+        _machines(ok, meta, devices),
         f"Python {escape(meta.get('python', '?'))}; {escape(versions)}" if not any(d.get("environment") for d in docs)
         else f"Environments: {len(environments.environments(docs))}, with the interpreters and versions listed below",
         (f"Batch size: {', '.join(map(str, batches))}; bookkeeping in the loop: {', '.join(books)}; " if own else
@@ -123,7 +122,42 @@ def _header(docs: list[dict], plan: dict) -> list:
         "Measured with " + escape("; ".join(sorted({metadata.describe_gcbench((d.get("metadata") or {}).get("gcbench"))
                                                    for d in docs}))),
     ]
+    jobs = _jobs(docs)
+    if jobs:
+        items.insert(2, jobs)
     return [Heading("What was run"), Bullets(items)]
+
+
+def _machines(ok: list[dict], meta: dict, devices: list[str]) -> str:
+    """The machine, or the kinds of machine side by side (whose repeats are never pooled)."""
+    kinds = summary.node_types(ok)
+    if len(kinds) <= 1:
+        return (f"Machine: {escape(meta.get('cpu', '?'))}, {meta.get('cpu_count', '?')} CPUs, "
+                f"{escape(meta.get('platform', '?'))}; device: "
+                f"{escape(', '.join(devices) or 'CPU (no JAX device recorded)')}")
+    each = []
+    for kind in kinds:
+        mine = [d for d in ok if summary.node_type(d) == kind]
+        hosts = sorted({(d.get("metadata") or {}).get("hostname") or "?" for d in mine})
+        each.append(f"{escape(kind)} ({len(mine)} runs on {len(hosts)} node{'s' if len(hosts) > 1 else ''}: "
+                    f"{escape(', '.join(hosts[:4]))}{', ...' if len(hosts) > 4 else ''})")
+    return (f"Machines: {len(kinds)} kinds, whose repeats are never pooled: each cell appears once per kind of "
+            f"machine, named after \"on\" in its label: " + "; ".join(each))
+
+
+def _jobs(docs: list[dict]) -> str | None:
+    """Which scheduler ran the repeats, in how many jobs on how many nodes."""
+    scheds = [(d.get("machine_state") or {}).get("scheduler") for d in docs]
+    scheds = [s for s in scheds if s]
+    if not scheds:
+        return None
+    executors = sorted({s["executor"] for s in scheds})
+    jobs = {s.get("job_id") for s in scheds}
+    nodes = sorted({s.get("node") or "?" for s in scheds})
+    parts = sorted({s.get("partition") for s in scheds if s.get("partition")})
+    return (f"Scheduler: {', '.join(executors)}; {len(scheds)} of {len(docs)} runs in {len(jobs)} jobs on "
+            f"{len(nodes)} node{'s' if len(nodes) > 1 else ''} ({escape(', '.join(nodes[:6]))}"
+            f"{', ...' if len(nodes) > 6 else ''})" + (f", partition {escape(', '.join(parts))}" if parts else ""))
 
 
 def _full_cell(s: dict) -> str:

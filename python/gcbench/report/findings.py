@@ -29,7 +29,7 @@ def _ms(ns: float) -> str:
 
 
 def _name(cs: summary.CellSummary) -> str:
-    backend, _, policy, env = cs.key
+    backend, policy, env = cs.key[0], cs.key[2], summary.context(cs.key)
     return f"{code(backend)}" + (f" [{env}]" if env else "") + f" under {code(policy)}"
 
 
@@ -97,8 +97,8 @@ def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_E
             continue
         vb = values[base.key]
         for other in ok:
-            b, w, p, e = other.key
-            if (b, w, e) != (base.key[0], base.key[1], base.key[3]) or p == "default":
+            b, w, p, e = *other.key[:3], summary.context(other.key)
+            if (b, w, e) != (base.key[0], base.key[1], summary.context(base.key)) or p == "default":
                 continue
             vo = values[other.key]
             if vb["full"] > 0 or vo["full"] > 0:
@@ -106,9 +106,9 @@ def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_E
             if sum(base.stats["collections"]) > 0:  # GC time is credited only where collections ran
                 claims.append(("policy_share", compare.test_gc_share(vb, vo, min_effect, alpha), (base, other, vb, vo)))
             claims.append(("policy_median", compare.test_median(vb, vo, min_effect, alpha), (base, other, vb, vo)))
-    for env in dict.fromkeys(cs.key[3] for cs in ok):
-        base = [cs for cs in ok if cs.key[2] == "default" and cs.key[3] == env] or \
-            [cs for cs in ok if cs.key[3] == env]
+    for env in dict.fromkeys(summary.context(cs.key) for cs in ok):
+        base = [cs for cs in ok if cs.key[2] == "default" and summary.context(cs.key) == env] or \
+            [cs for cs in ok if summary.context(cs.key) == env]
         policy = base[0].key[2]
         base = [cs for cs in base if cs.key[2] == policy]
         if len(base) > 1:
@@ -147,7 +147,7 @@ def _claim(kind: str, t: compare.Test, ctx) -> str:
     if kind == "ranking":
         fastest, slowest, ranked = ctx
         policy = fastest.key[2]
-        env = fastest.key[3]
+        env = summary.context(fastest.key)
         head = (f"Median step under {code(policy)}" + (f" [{env}]" if env else "") +
                 f": {code(fastest.key[0])} {_cell_median(fastest.stats)}, {code(slowest.key[0])} {_cell_median(slowest.stats)}")
         if t.verdict == "slower":
@@ -159,7 +159,7 @@ def _claim(kind: str, t: compare.Test, ctx) -> str:
             return f"{head}: within {100 * t.margin:.0f} % of each other ({_ratio(t)}); no backend is faster here."
         return f"{head}: no ranking is claimed: the repeats cannot tell ({_ratio(t)}; {_why_not(t)})."
     base, other, vb, vo = ctx
-    b, _, p, env = other.key
+    b, p, env = other.key[0], other.key[2], summary.context(other.key)
     who = code(b) + (f" [{env}]" if env else "")
     if kind == "policy_full":
         sb, so = vb["schedule"], vo["schedule"]

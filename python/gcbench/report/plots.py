@@ -64,7 +64,7 @@ def env_colors(envs: list[str]) -> dict[str, str]:
 
 
 def series_of(cs: summary.CellSummary) -> tuple[str, str]:
-    return cs.key[0], cs.key[3]
+    return cs.key[0], summary.context(cs.key)
 
 
 def series_label(series: tuple[str, str]) -> str:
@@ -74,7 +74,7 @@ def series_label(series: tuple[str, str]) -> str:
 
 def ordered_series(cells: list[summary.CellSummary]) -> list[tuple[str, str]]:
     order = {name: i for i, name in enumerate(BACKENDS)}
-    envs = list(dict.fromkeys(cs.key[3] for cs in cells))
+    envs = envs_of(cells)
     found = {series_of(cs) for cs in cells}
     return sorted(found, key=lambda s: (order.get(s[0], len(order)), s[0], envs.index(s[1])))
 
@@ -84,7 +84,8 @@ def policies_of(cells: list[summary.CellSummary]) -> list[str]:
 
 
 def envs_of(cells: list[summary.CellSummary]) -> list[str]:
-    return list(dict.fromkeys(cs.key[3] for cs in cells))
+    """The environments (and node types, where several are in play) of `cells`, in order."""
+    return list(dict.fromkeys(summary.context(cs.key) for cs in cells))
 
 
 def log_axis(ax, axis: str = "x") -> None:
@@ -296,7 +297,7 @@ def _line_panels(ok: list[summary.CellSummary], row_in: float, title: str, draw,
             ax = axes[r][c]
             for cs in ok:
                 if cs.key[2] == policy and (not by_env or cs.key[0] == backend):
-                    draw(ax, cs, colors[cs.key[3]] if by_env else backend_color(cs.key[0]))
+                    draw(ax, cs, colors[summary.context(cs.key)] if by_env else backend_color(cs.key[0]))
             ax.grid(alpha=0.3)
             ax.set_title(policy + (f" / {backend}" if by_env else ""), loc="left")
             if r == len(rows) - 1:

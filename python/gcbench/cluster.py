@@ -1,0 +1,408 @@
+"""A plan's cells as SLURM job arrays, through submitit (`--executor slurm`).
+
+Only this module imports submitit (and only when a plan goes to a scheduler). What runs on
+a node is what runs here: each job of an array takes a share of one round of repeats and
+runs its cells one after another through `runner.run_cells`, one fresh worker process per
+repeat, writing into the shared results folder with the same atomic writes. So:
+
+- each round of repeats is one job array; each job has its node to itself (`--exclusive`),
+  and `--slurm-parallelism` caps how many of an array's jobs run at once;
+- every result records its job (`machine_state.scheduler`: job and array ids, node,
+  partition) and its machine (CPU model and count, GPU model), so that results from
+  different kinds of node are never pooled (`summary.cells`);
+- a job that dies or is preempted leaves its cells without a new result; a requeued job
+  skips the cells this submission already measured; `--resume` reruns the rest;
+- Ctrl-C (or SIGTERM) on the submitting process cancels its jobs (scancel) and says so;
+  `--detach` returns once they are submitted, and `gcbench status FOLDER` tells what is done.
+
+`--executor submitit-local` runs the same path with submitit's local executor (jobs as
+local processes, all at once): the tests use it, and it shows what a cluster would do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import functools
+import importlib.util
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import time
+
+from . import files, results, runner
+from .cluster_options import EXECUTORS, SlurmOptions
+from .errors import UsageError
+
+JOBS_DIR = ".gcbench-jobs"  # inside the results folder: submitit's pickles and logs, and JOBS_FILE
+JOBS_FILE = "submission.json"
+POLL_S = 2.0
+
+
+def check_executor(executor: str) -> None:
+    """Refuse, before anything is written, an executor this machine cannot use."""
+    if executor == "local":
+        return
+    if importlib.util.find_spec("submitit") is None:
+        raise UsageError(f"--executor {executor} needs submitit: pip install 'gcbench[cluster]' "
+                         "(or pip install submitit)") from None
+    if executor == "slurm" and shutil.which("sbatch") is None:
+        raise UsageError("--executor slurm: no sbatch on PATH; submit from a machine of the SLURM cluster")
+
+
+def rounds(cells: list) -> list[list]:
+    """The plan's cells by round (repeat number), each round in the plan's shuffled order."""
+    by: dict[int, list] = {}
+    for c in cells:
+        by.setdefault(c.repeat, []).append(c)
+    return [by[r] for r in sorted(by)]
+
+
+def chunks(cells: list, jobs: int) -> list[list]:
+    """`cells` in `jobs` contiguous shares whose sizes differ by at most one."""
+    jobs = max(1, min(jobs, len(cells)))
+    size, extra = divmod(len(cells), jobs)
+    out, start = [], 0
+    for j in range(jobs):
+        end = start + size + (j < extra)
+        out.append(cells[start:end])
+        start = end
+    return out
+
+
+def job_facts(executor: str) -> dict:
+    """The job this process runs in, as results record it (`machine_state.scheduler`)."""
+    import submitit
+
+    env = submitit.JobEnvironment()
+    text = (lambda v: None if v is None else str(v))
+    return {"executor": executor, "job_id": text(env.job_id), "array_job_id": text(env.array_job_id),
+            "array_task_id": text(env.array_task_id), "node": env.hostname,
+            "partition": os.environ.get("SLURM_JOB_PARTITION")}
+
+
+def measured_by(doc: dict | None, run_id: str) -> bool:
+    """Whether `doc` is an ok result of the submission `run_id` (a requeued job skips it)."""
+    return doc is not None and doc["status"] == "ok" and (doc.get("machine_state") or {}).get("run_id") == run_id
+
+
+def run_job(spec: dict, cells: list) -> dict:
+    """One job of an array, on its node: its cells one after another, each repeat in a
+    fresh worker process, exactly as `gcbench run` does. Returns {cell id: status}."""
+    out_dir = pathlib.Path(spec["out_dir"])
+    todo = [c for c in cells if not measured_by(runner.existing(out_dir / f"{c.id}.json"), spec["run_id"])]
+    print(f"gcbench job: {len(todo)} of {len(cells)} cells to run (the others were measured by this submission)",
+          flush=True)
+    docs = runner.run_cells(todo, out_dir, spec["command"], spec["timeout"], log=functools.partial(print, flush=True),
+                            progress=False, environments=spec["environments"], resume=spec["resume"],
+                            data_kind=spec["data_kind"], run_id=spec["run_id"], scheduler=job_facts(spec["executor"]))
+    return {c.id: d["status"] for c, d in zip(todo, docs)}
+
+
+def _executor(kind: str, folder: pathlib.Path):
+    import logging
+
+    import submitit
+
+    # submitit warns on every poll where sacct is missing (no accounting); gcbench asks squeue then
+    logging.getLogger("submitit").setLevel(logging.ERROR)
+
+    return submitit.AutoExecutor(folder=folder, cluster="local" if kind == "submitit-local" else "slurm")
+
+
+def submit(cells: list, out_dir: pathlib.Path, command: list[str], timeout: float, environments, resume: bool,
+           data_kind: str | None, kind: str, options: SlurmOptions, name: str, log) -> dict:
+    """Submit one job array per round; write and return the submission record."""
+    folder = out_dir / JOBS_DIR
+    folder.mkdir(exist_ok=True)
+    run_id = runner.new_run_id()
+    spec = {"out_dir": str(out_dir), "command": command, "timeout": timeout, "environments": environments,
+            "resume": resume, "data_kind": data_kind, "run_id": run_id, "executor": kind}
+    executor = _executor(kind, folder)
+    jobs, arrays = [], []
+    try:
+        for n, round_cells in enumerate(rounds(cells), 1):
+            executor.update_parameters(**options.parameters(f"gcbench-{name}-r{n}"))
+            shares = chunks(round_cells, options.parallelism)
+            array = executor.map_array(functools.partial(run_job, spec), shares)
+            jobs += array
+            arrays.append({"round": n, "jobs": [j.job_id for j in array], "cells": [[c.id for c in s] for s in shares]})
+    except BaseException as e:
+        cancel(jobs, log)
+        if isinstance(e, (KeyboardInterrupt, runner.Interrupted)):
+            raise
+        raise UsageError(f"submitting to {kind} failed: {str(e).strip().splitlines()[-1] if str(e).strip() else e!r}") \
+            from None
+    record = {"executor": kind, "run_id": run_id, "folder": str(folder), "command": command, "options":
+              dataclasses.asdict(options), "cells": [c.id for c in cells], "arrays": arrays,
+              "submitted": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    files.write_json(folder / JOBS_FILE, record)
+    ids = sorted({j.job_id.split("_")[0] for j in jobs})
+    log(f"gcbench: submitted {len(jobs)} jobs in {len(arrays)} arrays ({kind}: {options.describe()}); "
+        f"job ids {', '.join(ids)}")
+    return {"record": record, "jobs": jobs}
+
+
+def cancel(jobs: list, log) -> None:
+    """Cancel submitted jobs that have not ended (scancel for SLURM), and say so."""
+    live = [j for j in jobs if not _reported(j)]
+    for j in live:
+        try:
+            j.cancel(check=False)
+        except Exception as e:  # noqa: BLE001 - a job we could not cancel is named, not fatal
+            log(f"gcbench: could not cancel job {j.job_id}: {e}")
+    if live:
+        ids = sorted({j.job_id.split("_")[0] for j in live})
+        log(f"gcbench: cancelled {len(live)} submitted jobs ({'scancel ' if _is_slurm(live[0]) else ''}"
+            f"{' '.join(ids)})")
+
+
+def _is_slurm(job) -> bool:
+    return type(job).__name__ == "SlurmJob"
+
+
+def queued() -> dict[str, str] | None:
+    """SLURM jobs pending or running, {id (`123`, `123_4`): state}, or None when squeue
+    cannot say. A cluster without accounting has no sacct, which submitit reads states
+    from; squeue still knows which jobs are alive."""
+    try:
+        out = subprocess.run(["squeue", "-h", "-r", "-o", "%i %T"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return dict(line.split(None, 1) for line in out.stdout.splitlines() if len(line.split()) == 2)
+
+
+def wait(submission: dict, cells: list, out_dir: pathlib.Path, log, show_bars: bool) -> list[dict]:
+    """Wait for the jobs, showing progress across the whole submission; then the results in
+    plan order. A job that ended without measuring its cells leaves them failed (with
+    where its log is), never an earlier ok result replaced. Ctrl-C cancels the jobs."""
+    jobs, record = submission["jobs"], submission["record"]
+    run_id = record["run_id"]
+    seen: dict[str, float] = {}
+    done_ids: set[str] = set()
+    bar = None
+    if show_bars:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(cells), desc="all cells", unit="run", dynamic_ncols=True, file=sys.stderr)
+    try:
+        while True:
+            finished = _newly_measured(cells, out_dir, run_id, seen, done_ids)
+            if bar is not None:
+                bar.update(finished)
+                bar.set_postfix_str(_job_counts(jobs))
+            elif finished:
+                log(f"gcbench: {len(done_ids)}/{len(cells)} runs measured; {_job_counts(jobs)}")
+            if _all_gone(jobs):
+                break
+            time.sleep(POLL_S)
+    except (KeyboardInterrupt, runner.Interrupted):
+        if bar is not None:
+            bar.close()
+            bar = None
+        cancel(jobs, log)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    _newly_measured(cells, out_dir, run_id, seen, done_ids)
+    return _collect(cells, out_dir, run_id, jobs, record, log)
+
+
+def _newly_measured(cells, out_dir, run_id, seen, done_ids) -> int:
+    """How many cells gained a result of this submission since the last look (a file is
+    read again only when it changed)."""
+    new = 0
+    for c in cells:
+        if c.id in done_ids:
+            continue
+        path = out_dir / f"{c.id}.json"
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            continue
+        if seen.get(c.id) == mtime:
+            continue
+        seen[c.id] = mtime
+        doc = runner.existing(path)
+        if doc is not None and (doc.get("machine_state") or {}).get("run_id") == run_id:
+            done_ids.add(c.id)
+            new += 1
+    return new
+
+
+def _done(job) -> bool:
+    try:
+        return job.done()
+    except Exception:  # noqa: BLE001 - a job whose state cannot be read has not ended for us
+        return False
+
+
+def _reported(job) -> bool:
+    """Whether the job has reported back (its result or its error is on disk)."""
+    return job.paths.result_pickle.exists()
+
+
+def _job_counts(jobs) -> str:
+    """`jobs: 2 finished, 1 running, 3 pending`, from the jobs' files and squeue."""
+    alive = queued() if jobs and _is_slurm(jobs[0]) else {}
+    states: dict[str, int] = {}
+    for j in jobs:
+        if _reported(j):
+            s = "finished"
+        elif alive is None:
+            s = "unknown"
+        elif _is_slurm(j):
+            s = alive.get(j.job_id, "ended").lower()
+        else:
+            s = "running"
+        states[s] = states.get(s, 0) + 1
+    return "jobs: " + ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
+
+
+def _all_gone(jobs) -> bool:
+    """Every job has reported back, or none is queued or running any more (SLURM: squeue;
+    where squeue cannot say, and for local jobs, submitit's own view)."""
+    if all(_reported(j) for j in jobs):
+        return True
+    alive = queued() if _is_slurm(jobs[0]) else None
+    if alive is None:
+        return all(_done(j) for j in jobs)
+    arrays = {j.job_id.split("_")[0] for j in jobs}
+    return not any(i.split("_")[0] in arrays for i in alive)
+
+
+def _collect(cells, out_dir, run_id, jobs, record, log) -> list[dict]:
+    handled: set[str] = set()  # cells a job that ended normally measured, kept (--resume) or recorded
+    for j in jobs:
+        outcome, err = _job_outcome(j)
+        if err:
+            log(f"gcbench: job {j.job_id} failed: {err}")
+        handled.update(outcome or ())
+    job_of = {cid: r["jobs"][k] for r in record["arrays"] for k, share in enumerate(r["cells"]) for cid in share}
+    docs, missing = [], 0
+    for c in cells:
+        out_file = out_dir / f"{c.id}.json"
+        old = runner.existing(out_file)
+        if old is not None and (c.id in handled or measured_by(old, run_id)):
+            docs.append(old)
+            continue
+        missing += 1
+        reason = (f"its {record['executor']} job {job_of.get(c.id, '?')} ended without a result for it (died, "
+                  f"cancelled, preempted or out of time; its log is in {record['folder']}); --resume runs it again")
+        docs.append(runner.keep(results.new(c, "failed", reason), old, out_file, c.label, log))
+    if missing:
+        log(f"gcbench: {missing} runs have no result from their job; `--resume` runs them again")
+    return docs
+
+
+def _job_outcome(job) -> tuple[dict | None, str | None]:
+    """A finished job's {cell id: status}, or why it has none."""
+    if not job.paths.result_pickle.exists():
+        return None, "it ended without reporting back (killed, cancelled, preempted or out of time)"
+    try:
+        return job.result(), None
+    except Exception as e:  # noqa: BLE001 - submitit raises what the job raised, or that it died
+        text = str(e).strip().splitlines()
+        return None, text[-1] if text else repr(e)
+
+
+SUBMISSION = {"type": "object", "required": ["executor", "run_id", "folder", "submitted", "arrays"],
+              "properties": {"executor": {"enum": list(EXECUTORS)}, "run_id": {"type": "string"},
+                             "folder": {"type": "string"}, "submitted": {"type": "string"},
+                             "arrays": {"type": "array", "items": {
+                                 "type": "object", "required": ["jobs", "cells"],
+                                 "properties": {"jobs": {"type": "array", "items": {"type": "string"}},
+                                                "cells": {"type": "array", "items": {
+                                                    "type": "array", "items": {"type": "string"}}}}}}}}
+
+
+def read_submission(out_dir: pathlib.Path) -> dict | None:
+    """The record of the folder's latest submission to a scheduler, or None; a record that
+    is not one is refused in one line."""
+    import jsonschema
+
+    path = out_dir / JOBS_DIR / JOBS_FILE
+    if not path.is_file():
+        return None
+    doc = files.read_json(path)
+    try:
+        jsonschema.validate(doc, SUBMISSION)
+    except jsonschema.ValidationError as e:
+        raise UsageError(f"{path}: not a gcbench submission record ({e.message[:200]})") from None
+    return doc
+
+
+def live_jobs(sub: dict) -> int | None:
+    """How many jobs of a SLURM submission squeue lists (None: not SLURM, or squeue cannot say)."""
+    if sub["executor"] != "slurm":
+        return None
+    alive = queued()
+    if alive is None:
+        return None
+    arrays = {j.split("_")[0] for a in sub["arrays"] for j in a["jobs"]}
+    return sum(1 for i in alive if i.split("_")[0] in arrays)
+
+
+def check_no_live_jobs(out_dir: pathlib.Path) -> None:
+    """Refuse to run into a folder whose submitted jobs are still queued or running: both
+    would write the same cells."""
+    sub = read_submission(out_dir)
+    n = live_jobs(sub) if sub else None
+    if n:
+        arrays = sorted({j.split("_")[0] for a in sub["arrays"] for j in a["jobs"]})
+        raise UsageError(f"{out_dir}: {n} jobs of its submission of {sub['submitted']} are still queued or running; "
+                         f"wait for them (`gcbench status {out_dir}`) or cancel them (scancel {' '.join(arrays)})")
+
+
+def status(out_dir: pathlib.Path) -> dict:
+    """What a results folder holds against its plan and, when it was submitted to a
+    scheduler, which of its jobs are still queued or running."""
+    plan = results.read_plan(out_dir)
+    planned = plan.get("cells") or []
+    counts = {"ok": 0, "failed": 0, "unavailable": 0, "missing": 0}
+    sub = read_submission(out_dir)
+    this_submission = 0
+    for cid in planned:
+        doc = runner.existing(out_dir / f"{cid}.json")
+        counts["missing" if doc is None else doc["status"]] += 1
+        if sub and doc is not None and (doc.get("machine_state") or {}).get("run_id") == sub["run_id"]:
+            this_submission += 1
+    out = {"folder": str(out_dir), "state": plan.get("state"), "planned": len(planned), "results": counts}
+    if sub:
+        out["submission"] = {"executor": sub["executor"], "submitted": sub["submitted"],
+                             "jobs": sum(len(a["jobs"]) for a in sub["arrays"]),
+                             "measured_by_it": this_submission, "log_folder": sub["folder"]}
+        if sub["executor"] == "slurm":
+            out["submission"]["queued_or_running"] = live_jobs(sub)
+    return out
+
+
+def describe_status(st: dict) -> str:
+    r = st["results"]
+    lines = [f"{st['folder']}: {st['planned']} runs planned (plan {st['state'] or 'without a state'}): {r['ok']} ok, "
+             f"{r['failed']} failed, {r['unavailable']} unavailable, {r['missing']} without a result"]
+    sub = st.get("submission")
+    if sub:
+        line = (f"submitted {sub['submitted']} through {sub['executor']}: {sub['jobs']} jobs; "
+                f"{sub['measured_by_it']} runs measured by them so far")
+        alive = sub.get("queued_or_running", "unknown")
+        if alive is None:
+            line += "; squeue could not say which jobs are alive"
+        elif alive != "unknown":
+            line += f"; {alive} job{'' if alive == 1 else 's'} queued or running"
+        lines.append(line + f"; job logs in {sub['log_folder']}")
+        if r["missing"] and alive == 0:
+            lines.append("no job is left to measure the runs without a result: rerun with --resume")
+    return "\n".join(lines)
+
+
+def node_of(doc: dict) -> str | None:
+    """The node a result ran on (for reports)."""
+    sched = (doc.get("machine_state") or {}).get("scheduler") or {}
+    return sched.get("node") or (doc.get("metadata") or {}).get("hostname")
+

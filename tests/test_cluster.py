@@ -1,0 +1,351 @@
+"""Repeats on a scheduler (`--executor`), through submitit; results of several kinds of node.
+
+The end-to-end tests use submitit's local executor: the code path of `--executor slurm`
+(job arrays of `cluster.run_job`, results written by the jobs, the submitting process
+waiting and collecting), with jobs as local processes. `test_slurm_one_node` runs the
+same against a real one-node SLURM cluster it starts itself (Debian's slurmctld, slurmd
+and munge; skipped with the reason when they are absent).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from gcbench import cluster, results, summary
+from gcbench.config import Suite, load_suite
+from gcbench.errors import UsageError
+from conftest import run_cli
+
+pytest.importorskip("submitit")
+
+SMALL = ["--backends", "jax", "--workloads", "mlp", "--gc", "default,disable", "--networks", "2", "--steps", "20",
+         "--warmup", "1", "--repeats", "2", "--no-progress"]
+
+
+# -- options -------------------------------------------------------------------------------------
+
+def test_slurm_table_of_a_suite_becomes_submitit_parameters(tmp_path):
+    suite = tmp_path / "gpu.toml"
+    suite.write_text('backends = ["jax"]\nworkloads = ["mlp"]\n[slurm]\npartition = "gpu"\ntime = 90\ngpus = 1\n'
+                     'account = "ml-lab"\nparallelism = 4\nsbatch = ["--constraint=h100", "#SBATCH --qos high",'
+                     ' "--requeue"]\n')
+    options = load_suite(str(suite)).slurm_options()
+    p = options.parameters("gcbench-x-r1")
+    assert p["slurm_partition"] == "gpu" and p["timeout_min"] == 90 and p["slurm_gres"] == "gpu:1"
+    assert p["slurm_account"] == "ml-lab" and p["slurm_array_parallelism"] == 4 and p["slurm_exclusive"] is True
+    assert p["slurm_additional_parameters"] == {"constraint": "h100", "qos": "high", "requeue": True}
+    assert p["nodes"] == 1 and p["tasks_per_node"] == 1
+
+    class Args:  # the command line wins over the suite file
+        slurm_partition, slurm_time, slurm_gpus, slurm_account, slurm_parallelism = "a100", None, 2, None, None
+    merged = options.override(Args)
+    assert (merged.partition, merged.time, merged.gpus, merged.account) == ("a100", 90, 2, "ml-lab")
+
+
+@pytest.mark.parametrize("table, message", [
+    ({"partition": "gpu; rm -rf /"}, "partition must be a name"),
+    ({"time": 0}, "time must be an integer from 1"),
+    ({"gpus": "two"}, "gpus must be an integer"),
+    ({"parallelism": True}, "parallelism must be an integer"),
+    ({"sbatch": "--constraint=h100"}, "must be a list of lines"),
+    ({"sbatch": ["constraint=h100"]}, "is not an sbatch option"),
+    ({"sbatch": ["--array=0-9"]}, "gcbench sets --array itself"),
+    ({"sbatch": ["--exclusive=user"]}, "gcbench sets --exclusive itself"),
+    ({"nodes": 2}, "unknown keys nodes"),
+])
+def test_bad_slurm_settings_are_refused_in_one_line(table, message):
+    with pytest.raises(UsageError, match=message):
+        Suite(backends=["jax"], workloads=["mlp"], slurm=table).validate()
+
+
+def test_rounds_become_arrays_of_near_equal_shares():
+    cells = Suite(backends=["jax", "jax-vmap"], workloads=["mlp"], gc=["default", "disable"], repeats=3).cells()
+    rounds = cluster.rounds(cells)
+    assert [len(r) for r in rounds] == [4, 4, 4] and all({c.repeat for c in r} == {i} for i, r in enumerate(rounds))
+    assert [len(s) for s in cluster.chunks(rounds[0], 3)] == [2, 1, 1]
+    assert [c.id for s in cluster.chunks(rounds[0], 3) for c in s] == [c.id for c in rounds[0]]  # order kept
+    assert [len(s) for s in cluster.chunks(rounds[0], 16)] == [1, 1, 1, 1]
+
+
+def test_executor_errors_are_one_line(tmp_path, monkeypatch):
+    proc = run_cli("run", *SMALL, "--out", str(tmp_path / "o"), "--detach")
+    assert proc.returncode == 2 and "--detach needs a scheduler" in proc.stderr and "Traceback" not in proc.stderr
+    monkeypatch.setenv("PATH", "/nonexistent")
+    proc = run_cli("run", *SMALL, "--out", str(tmp_path / "o"), "--executor", "slurm")
+    assert proc.returncode == 2 and "no sbatch on PATH" in proc.stderr
+    assert not (tmp_path / "o").exists()  # refused before anything was written
+    proc = run_cli("run", *SMALL, "--out", str(tmp_path / "o"), "--executor", "submitit-local", "--slurm-time", "0")
+    assert proc.returncode == 2 and "slurm time must be an integer from 1" in proc.stderr
+
+
+# -- the submitit path, jobs as local processes ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def submitted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cluster") / "results"
+    proc = run_cli("run", *SMALL, "--out", str(out), "--executor", "submitit-local", "--json")
+    return out, proc
+
+
+@pytest.mark.slow
+def test_a_submitted_plan_records_its_jobs_and_reports_like_a_local_one(submitted, tmp_path):
+    out, proc = submitted
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    docs = results.load_dir(out)
+    assert len(docs) == 4 and all(d["status"] == "ok" for d in docs)
+    scheds = [d["machine_state"]["scheduler"] for d in docs]
+    assert {s["executor"] for s in scheds} == {"submitit-local"}
+    assert len({s["job_id"] for s in scheds}) == 4 and all(s["node"] == socket.gethostname() for s in scheds)
+    assert len({d["machine_state"]["run_id"] for d in docs}) == 1  # one submission: its rounds pair in compare
+    sub = json.loads((out / cluster.JOBS_DIR / cluster.JOBS_FILE).read_text())
+    assert [len(a["cells"]) for a in sub["arrays"]] == [2, 2]  # one array per round, one cell per job
+    assert sorted(j for a in sub["arrays"] for j in a["jobs"]) == sorted(s["job_id"] for s in scheds)
+    assert "submitted 4 jobs in 2 arrays" in proc.stderr
+    cells = {c["cell"]: c for c in json.loads(proc.stdout)["cells"]}
+    assert set(cells) == {"jax/mlp/default", "jax/mlp/disable"} and cells["jax/mlp/default"]["repeats"] == 2
+    # status, report and compare read it as any results folder
+    st = run_cli("status", str(out))
+    assert st.returncode == 0 and "4 runs planned (plan finished): 4 ok" in st.stdout
+    assert "4 runs measured by them so far" in st.stdout
+    rep = run_cli("report", str(out), "--out", str(tmp_path / "rep"))
+    assert rep.returncode == 0, rep.stderr
+    md = (tmp_path / "rep" / "index.md").read_text()
+    assert "- Scheduler: submitit-local; 4 of 4 runs in 4 jobs on 1 node" in md
+    assert ".gcbench-jobs" not in "\n".join(n for n in _tar_names(tmp_path / "rep" / "results.tar.gz"))
+    assert run_cli("compare", str(out), str(out)).returncode == 0
+
+
+def _tar_names(path):
+    import tarfile
+
+    with tarfile.open(path) as tar:
+        return tar.getnames()
+
+
+@pytest.mark.slow
+def test_resume_submits_only_what_is_missing(submitted, tmp_path):
+    out, proc = submitted
+    assert proc.returncode == 0
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns(cluster.JOBS_DIR))
+    (copy / "jax__mlp__disable__r1.json").unlink()
+    before = {p.name: p.read_bytes() for p in copy.glob("jax__*.json")}
+    again = run_cli("run", *SMALL, "--out", str(copy), "--executor", "submitit-local", "--resume")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "3 runs kept" in again.stdout and "submitted 1 jobs in 1 arrays" in again.stdout
+    sub = json.loads((copy / cluster.JOBS_DIR / cluster.JOBS_FILE).read_text())
+    assert sub["cells"] == ["jax__mlp__disable__r1"]
+    assert all((copy / name).read_bytes() == data for name, data in before.items())  # kept as they were
+    assert results.load(copy / "jax__mlp__disable__r1.json")["status"] == "ok"
+
+
+class _DeadJob:
+    """A job that ended without reporting back (killed, preempted, out of time)."""
+
+    def __init__(self, folder, job_id):
+        self.job_id = job_id
+        self.paths = type("P", (), {"result_pickle": pathlib.Path(folder) / f"{job_id}_result.pkl"})()
+
+    def done(self):
+        return True
+
+
+def test_a_job_that_died_leaves_its_cells_failed_and_keeps_an_earlier_ok_result(submitted, tmp_path):
+    out, _ = submitted
+    folder = tmp_path / "r"
+    folder.mkdir()
+    cells = Suite(backends=["jax"], workloads=["mlp"], gc=["default", "disable"], repeats=1,
+                  networks={"mlp": 2}, steps=20, warmup=1).cells()
+    kept = results.load(out / f"{cells[0].id}.json")  # an ok result from an earlier run stays
+    results.write(kept, folder / f"{cells[0].id}.json")
+    record = {"executor": "slurm", "run_id": "new", "folder": str(folder / cluster.JOBS_DIR),
+              "arrays": [{"round": 1, "jobs": ["7_0", "7_1"], "cells": [[cells[0].id], [cells[1].id]]}]}
+    said = []
+    docs = cluster._collect(cells, folder, "new", [_DeadJob(folder, "7_0"), _DeadJob(folder, "7_1")], record,
+                            said.append)
+    assert docs[0] is not None and docs[0]["status"] == "ok"  # never replaced by a failure
+    assert docs[1]["status"] == "failed" and "slurm job 7_1 ended without a result" in docs[1]["reason"]
+    assert results.load(folder / f"{cells[1].id}.json")["status"] == "failed"  # --resume reruns it
+    assert any("job 7_1 failed: it ended without reporting back" in s for s in said)
+    assert any("2 runs have no result from their job" in s for s in said)
+
+
+# -- several kinds of node ------------------------------------------------------------------------
+
+def _on(doc: dict, cpu: str, host: str) -> dict:
+    doc = json.loads(json.dumps(doc))
+    doc["metadata"]["cpu"], doc["metadata"]["hostname"] = cpu, host
+    return doc
+
+
+@pytest.mark.slow
+def test_repeats_of_different_kinds_of_node_are_never_pooled(submitted, tmp_path):
+    out, _ = submitted
+    docs = results.load_dir(out)
+    mixed = [_on(d, "Xeon A" if d["repeat"] == 0 else "EPYC B", f"n{d['repeat']}") for d in docs]
+    cells = summary.summarize_all(mixed)
+    assert len(cells) == 4 and all(cs.stats["repeats"] == 1 for cs in cells)
+    labels = {cs.label for cs in cells}
+    assert "jax/mlp/default on Xeon A x2" in labels and "jax/mlp/default on EPYC B x2" in labels
+    records = [summary.record(cs) for cs in cells]
+    assert {r["node_type"] for r in records} == {"Xeon A x2", "EPYC B x2"}
+    # one kind of node: no split, no node in the label
+    same = summary.summarize_all([_on(d, "Xeon A", f"n{d['repeat']}") for d in docs])
+    assert len(same) == 2 and all(cs.stats["repeats"] == 2 and " on " not in cs.label for cs in same)
+    # the report shows them side by side and says they are not pooled
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    for d in mixed:
+        results.write(d, folder / f"{d['cell']}.json")
+    rep = run_cli("report", str(folder), "--out", str(tmp_path / "rep"))
+    assert rep.returncode == 0, rep.stderr
+    md = (tmp_path / "rep" / "index.md").read_text()
+    assert "Machines: 2 kinds, whose repeats are never pooled" in md
+    assert "Xeon A x2 (2 runs on 1 node: n0)" in md and "| jax/mlp/default on EPYC B x2 |" in md
+    # compare pairs a cell with the same cell on the same kind of node, and says why
+    c = run_cli("compare", str(folder), str(folder), "--json")
+    assert c.returncode == 0, c.stderr
+    doc = json.loads(c.stdout)
+    assert len(doc["rows"]) == 4 and any("several kinds of machine (2 in A, 2 in B)" in n for n in doc["notes"])
+
+
+# -- a real one-node SLURM cluster ----------------------------------------------------------------
+
+DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sacct")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _find(name: str) -> str | None:
+    return shutil.which(name) or next((p for p in (f"/usr/sbin/{name}", f"/sbin/{name}") if os.access(p, os.X_OK)),
+                                      None)
+
+
+@pytest.fixture
+def one_node_slurm(tmp_path):
+    """munged, slurmctld and slurmd for this host, as this test's own processes, with job
+    completion records in a text file (`sacct -c` reads them; no database needed)."""
+    missing = [d for d in DAEMONS if _find(d) is None]
+    if missing:
+        pytest.skip(f"SLURM is not installed here ({', '.join(missing)} missing; Debian: apt-get install "
+                    "slurmctld slurmd slurm-client munge)")
+    if os.geteuid() != 0:
+        pytest.skip("slurmd runs jobs as their user only when started as root")
+    base = tmp_path / "slurm"
+    for sub in ("state", "spool"):
+        (base / sub).mkdir(parents=True)
+    base.chmod(0o755)  # munged wants the socket's folder searchable, and not writable by others
+    key = base / "munge.key"
+    key.write_bytes(os.urandom(1024))
+    key.chmod(0o400)
+    host = socket.gethostname()
+    conf = base / "slurm.conf"
+    conf.write_text("\n".join([
+        "ClusterName=gcbenchtest", f"SlurmctldHost={host}", f"SlurmctldPort={_free_port()}",
+        f"SlurmdPort={_free_port()}", "SlurmUser=root", "SlurmdUser=root", "AuthType=auth/munge",
+        f"AuthInfo=socket={base}/munge.sock", "CredType=cred/munge", f"StateSaveLocation={base}/state",
+        f"SlurmdSpoolDir={base}/spool", f"SlurmctldPidFile={base}/slurmctld.pid", f"SlurmdPidFile={base}/slurmd.pid",
+        f"SlurmctldLogFile={base}/slurmctld.log", f"SlurmdLogFile={base}/slurmd.log", "ProctrackType=proctrack/pgid",
+        "TaskPlugin=task/none", "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core", "MpiDefault=none",
+        "ReturnToService=2", "JobCompType=jobcomp/filetxt", f"JobCompLoc={base}/jobcomp.txt",
+        "AccountingStorageType=accounting_storage/none", "SchedulerType=sched/backfill",
+        f"NodeName={host} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} State=UNKNOWN",
+        f"PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP", ""]))
+    env = dict(os.environ, SLURM_CONF=str(conf))
+    subprocess.run([_find("munged"), f"--key-file={key}", f"--socket={base}/munge.sock", f"--pid-file={base}/munged.pid",
+                    f"--log-file={base}/munged.log", f"--seed-file={base}/munged.seed", "--force"], check=True, env=env)
+    procs = [subprocess.Popen([_find("slurmctld"), "-D", "-i"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)]
+    try:
+        time.sleep(1)
+        procs.append(subprocess.Popen([_find("slurmd"), "-D"], env=env, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            s = subprocess.run(["sinfo", "-h", "-o", "%t"], env=env, capture_output=True, text=True)
+            if s.stdout.strip() == "idle":
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail(f"the test cluster did not come up: {s.stdout} {s.stderr}; "
+                        f"{(base / 'slurmctld.log').read_text()[-2000:] if (base / 'slurmctld.log').exists() else ''}")
+        yield env, base
+        deadline = time.monotonic() + 30  # let the last job steps end before their daemons go
+        while time.monotonic() < deadline and subprocess.run(["squeue", "-h"], env=env, capture_output=True,
+                                                             text=True).stdout.strip():
+            time.sleep(0.5)
+    finally:
+        subprocess.run(["scancel", "--full", "-u", str(os.getuid())], env=env, capture_output=True)
+        for p in reversed(procs):
+            p.terminate()
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        pid = base / "munged.pid"
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int(pid.read_text().strip()), signal.SIGTERM)
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+def test_slurm_one_node(one_node_slurm, tmp_path):
+    env, base = one_node_slurm
+    out = tmp_path / "results"
+    proc = run_cli("run", *SMALL, "--out", str(out), "--executor", "slurm", "--slurm-partition", "test",
+                   "--slurm-time", "10", env=env, timeout=300)
+    print(proc.stdout, proc.stderr)  # the test's output, for the record
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    docs = results.load_dir(out)
+    assert len(docs) == 4 and all(d["status"] == "ok" for d in docs)
+    scheds = [d["machine_state"]["scheduler"] for d in docs]
+    assert all(s["executor"] == "slurm" and s["partition"] == "test" and s["node"] == socket.gethostname()
+               for s in scheds)
+    arrays = {s["array_job_id"] for s in scheds}
+    assert len(arrays) == 2 and all(s["job_id"] == f"{s['array_job_id']}_{s['array_task_id']}" for s in scheds)
+    deadline = time.monotonic() + 60  # a job's completion record follows its last write by a moment
+    while True:
+        sacct = subprocess.run(["sacct", "-c", "-n", "-P", "-o", "JobID,State"], env=env, capture_output=True,
+                               text=True)
+        completed = [ln for ln in sacct.stdout.split() if ln.endswith("|COMPLETED")]
+        if len(completed) == 4 or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    print(sacct.stdout)
+    assert len(completed) == 4, sacct.stdout + sacct.stderr
+    records = (base / "jobcomp.txt").read_text()  # what sacct -c read: each record names its array task
+    ran = set(re.findall(r"ArrayJobId=(\d+) ArrayTaskId=(\d+)", records))
+    assert ran == {(s["array_job_id"], s["array_task_id"]) for s in scheds}
+    st = run_cli("status", str(out), env=env)
+    assert "4 ok" in st.stdout and "0 jobs queued or running" in st.stdout
+    rep = run_cli("report", str(out), "--out", str(tmp_path / "rep"), env=env)
+    assert rep.returncode == 0 and "- Scheduler: slurm; 4 of 4 runs in 4 jobs on 1 node" in \
+        (tmp_path / "rep" / "index.md").read_text()
+    assert run_cli("compare", str(out), str(out), env=env).returncode == 0
+    # --detach: the jobs run on; a second run into the folder is refused while they do
+    detached = tmp_path / "detached"
+    one = [*SMALL[:SMALL.index("--repeats")], "--repeats", "1", "--no-progress"]
+    proc = run_cli("run", *one, "--steps", "300", "--out", str(detached), "--executor", "slurm", "--detach", env=env)
+    assert proc.returncode == 0 and f"next: gcbench status {detached}" in proc.stdout, proc.stderr
+    again = run_cli("run", *one, "--out", str(detached), "--executor", "slurm", "--resume", env=env)
+    assert again.returncode == 2 and "are still queued or running" in again.stderr
+    deadline = time.monotonic() + 120
+    while "0 jobs queued or running" not in (st := run_cli("status", str(detached), env=env)).stdout:
+        assert time.monotonic() < deadline, st.stdout + st.stderr
+        time.sleep(2)
+    assert "2 ok" in st.stdout, st.stdout
