@@ -143,7 +143,7 @@ def test_resume_submits_only_what_is_missing(submitted, tmp_path):
     before = {p.name: p.read_bytes() for p in copy.glob("jax__*.json")}
     again = run_cli("run", *SMALL, "--out", str(copy), "--executor", "submitit-local", "--resume")
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "3 runs kept" in again.stdout and "submitted 1 jobs in 1 arrays" in again.stdout
+    assert "3 runs kept" in again.stdout and "submitted 1 job in 1 array" in again.stdout
     sub = json.loads((copy / cluster.JOBS_DIR / cluster.JOBS_FILE).read_text())
     assert sub["cells"] == ["jax__mlp__disable__r1"]
     assert all((copy / name).read_bytes() == data for name, data in before.items())  # kept as they were
@@ -178,7 +178,7 @@ def test_a_job_that_died_leaves_its_cells_failed_and_keeps_an_earlier_ok_result(
     assert docs[1]["status"] == "failed" and "slurm job 7_1 ended without a result" in docs[1]["reason"]
     assert results.load(folder / f"{cells[1].id}.json")["status"] == "failed"  # --resume reruns it
     assert any("job 7_1 failed: it ended without reporting back" in s for s in said)
-    assert any("2 runs have no result from their job" in s for s in said)
+    assert any("2 runs without a result from its job" in s for s in said)
 
 
 # -- several kinds of node ------------------------------------------------------------------------

@@ -41,6 +41,10 @@ JOBS_FILE = "submission.json"
 POLL_S = 2.0
 
 
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def check_executor(executor: str) -> None:
     """Refuse, before anything is written, an executor this machine cannot use."""
     if executor == "local":
@@ -140,7 +144,7 @@ def submit(cells: list, out_dir: pathlib.Path, command: list[str], timeout: floa
               "submitted": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     files.write_json(folder / JOBS_FILE, record)
     ids = sorted({j.job_id.split("_")[0] for j in jobs})
-    log(f"gcbench: submitted {len(jobs)} jobs in {len(arrays)} arrays ({kind}: {options.describe()}); "
+    log(f"gcbench: submitted {_n(len(jobs), 'job')} in {_n(len(arrays), 'array')} ({kind}: {options.describe()}); "
         f"job ids {', '.join(ids)}")
     return {"record": record, "jobs": jobs}
 
@@ -155,7 +159,7 @@ def cancel(jobs: list, log) -> None:
             log(f"gcbench: could not cancel job {j.job_id}: {e}")
     if live:
         ids = sorted({j.job_id.split("_")[0] for j in live})
-        log(f"gcbench: cancelled {len(live)} submitted jobs ({'scancel ' if _is_slurm(live[0]) else ''}"
+        log(f"gcbench: cancelled {_n(len(live), 'submitted job')} ({'scancel ' if _is_slurm(live[0]) else ''}"
             f"{' '.join(ids)})")
 
 
@@ -296,7 +300,7 @@ def _collect(cells, out_dir, run_id, jobs, record, log) -> list[dict]:
                   f"cancelled, preempted or out of time; its log is in {record['folder']}); --resume runs it again")
         docs.append(runner.keep(results.new(c, "failed", reason), old, out_file, c.label, log))
     if missing:
-        log(f"gcbench: {missing} runs have no result from their job; `--resume` runs them again")
+        log(f"gcbench: {_n(missing, 'run')} without a result from its job; `--resume` runs them again")
     return docs
 
 
@@ -384,17 +388,17 @@ def status(out_dir: pathlib.Path) -> dict:
 
 def describe_status(st: dict) -> str:
     r = st["results"]
-    lines = [f"{st['folder']}: {st['planned']} runs planned (plan {st['state'] or 'without a state'}): {r['ok']} ok, "
-             f"{r['failed']} failed, {r['unavailable']} unavailable, {r['missing']} without a result"]
+    lines = [f"{st['folder']}: {_n(st['planned'], 'run')} planned (plan {st['state'] or 'without a state'}): "
+             f"{r['ok']} ok, {r['failed']} failed, {r['unavailable']} unavailable, {r['missing']} without a result"]
     sub = st.get("submission")
     if sub:
-        line = (f"submitted {sub['submitted']} through {sub['executor']}: {sub['jobs']} jobs; "
-                f"{sub['measured_by_it']} runs measured by them so far")
+        line = (f"submitted {sub['submitted']} through {sub['executor']}: {_n(sub['jobs'], 'job')}; "
+                f"{_n(sub['measured_by_it'], 'run')} measured by them so far")
         alive = sub.get("queued_or_running", "unknown")
         if alive is None:
             line += "; squeue could not say which jobs are alive"
         elif alive != "unknown":
-            line += f"; {alive} job{'' if alive == 1 else 's'} queued or running"
+            line += f"; {_n(alive, 'job')} queued or running"
         lines.append(line + f"; job logs in {sub['log_folder']}")
         if r["missing"] and alive == 0:
             lines.append("no job is left to measure the runs without a result: rerun with --resume")

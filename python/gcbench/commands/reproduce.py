@@ -88,7 +88,7 @@ def main(args) -> int:
         elif earlier and (earlier.get("calibration") or {}).get("chosen"):  # a resumed run keeps its batch
             calibration = earlier["calibration"]
             out_fn(f"calibration: batch {calibration['chosen']}, as the run being resumed chose")
-        elif args.executor != "local":
+        elif args.executor == "slurm":
             raise UsageError(f"reproduce --executor {args.executor} needs --batch-size for equinox-spikes: the "
                              "calibration would time this machine, not the nodes (calibrate on a node with "
                              "`gcbench reproduce --only equinox-spikes` there, or give the batch)")
