@@ -337,6 +337,11 @@ def test_slurm_one_node(one_node_slurm, tmp_path):
     assert rep.returncode == 0 and "- Scheduler: slurm; 4 of 4 runs in 4 jobs on 1 node" in \
         (tmp_path / "rep" / "index.md").read_text()
     assert run_cli("compare", str(out), str(out), env=env).returncode == 0
+    # a submission sbatch refuses is one line, and leaves no folder behind
+    bad = run_cli("run", *SMALL, "--out", str(tmp_path / "bad"), "--executor", "slurm", "--slurm-partition", "nosuch",
+                  env=env)
+    assert bad.returncode == 2 and "submitting to slurm failed" in bad.stderr and "Traceback" not in bad.stderr
+    assert "partition" in bad.stderr.lower() and not (tmp_path / "bad").exists()
     # --detach: the jobs run on; a second run into the folder is refused while they do
     detached = tmp_path / "detached"
     one = [*SMALL[:SMALL.index("--repeats")], "--repeats", "1", "--no-progress"]

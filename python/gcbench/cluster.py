@@ -120,6 +120,7 @@ def submit(cells: list, out_dir: pathlib.Path, command: list[str], timeout: floa
            data_kind: str | None, kind: str, options: SlurmOptions, name: str, log) -> dict:
     """Submit one job array per round; write and return the submission record."""
     folder = out_dir / JOBS_DIR
+    made = not folder.exists()
     folder.mkdir(exist_ok=True)
     run_id = runner.new_run_id()
     spec = {"out_dir": str(out_dir), "command": command, "timeout": timeout, "environments": environments,
@@ -135,6 +136,8 @@ def submit(cells: list, out_dir: pathlib.Path, command: list[str], timeout: floa
             arrays.append({"round": n, "jobs": [j.job_id for j in array], "cells": [[c.id for c in s] for s in shares]})
     except BaseException as e:
         cancel(jobs, log)
+        if made and not jobs:  # nothing went out: leave no trace
+            shutil.rmtree(folder, ignore_errors=True)
         if isinstance(e, (KeyboardInterrupt, runner.Interrupted)):
             raise
         raise UsageError(f"submitting to {kind} failed: {str(e).strip().splitlines()[-1] if str(e).strip() else e!r}") \
@@ -193,17 +196,19 @@ def wait(submission: dict, cells: list, out_dir: pathlib.Path, log, show_bars: b
         from tqdm import tqdm
 
         bar = tqdm(total=len(cells), desc="all cells", unit="run", dynamic_ncols=True, file=sys.stderr)
+    t0 = time.monotonic()
     try:
         while True:
             finished = _newly_measured(cells, out_dir, run_id, seen, done_ids)
+            alive = queued() if _is_slurm(jobs[0]) else {}  # one squeue per look, for the counts and the end
             if bar is not None:
                 bar.update(finished)
-                bar.set_postfix_str(_job_counts(jobs))
+                bar.set_postfix_str(_job_counts(jobs, alive))
             elif finished:
-                log(f"gcbench: {len(done_ids)}/{len(cells)} runs measured; {_job_counts(jobs)}")
-            if _all_gone(jobs):
+                log(f"gcbench: {len(done_ids)}/{len(cells)} runs measured; {_job_counts(jobs, alive)}")
+            if _all_gone(jobs, alive):
                 break
-            time.sleep(POLL_S)
+            time.sleep(poll_interval(time.monotonic() - t0))
     except (KeyboardInterrupt, runner.Interrupted):
         if bar is not None:
             bar.close()
@@ -251,9 +256,14 @@ def _reported(job) -> bool:
     return job.paths.result_pickle.exists()
 
 
-def _job_counts(jobs) -> str:
-    """`jobs: 2 finished, 1 running, 3 pending`, from the jobs' files and squeue."""
-    alive = queued() if jobs and _is_slurm(jobs[0]) else {}
+def poll_interval(elapsed: float) -> float:
+    """Seconds between looks at the jobs: 2 at first, up to 15 for long runs (a cluster's
+    controller answers every squeue)."""
+    return min(15.0, POLL_S + elapsed / 20)
+
+
+def _job_counts(jobs, alive: dict | None) -> str:
+    """`jobs: 2 finished, 1 running, 3 pending`, from the jobs' files and squeue (`alive`)."""
     states: dict[str, int] = {}
     for j in jobs:
         if _reported(j):
@@ -268,13 +278,12 @@ def _job_counts(jobs) -> str:
     return "jobs: " + ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
 
 
-def _all_gone(jobs) -> bool:
-    """Every job has reported back, or none is queued or running any more (SLURM: squeue;
-    where squeue cannot say, and for local jobs, submitit's own view)."""
+def _all_gone(jobs, alive: dict | None) -> bool:
+    """Every job has reported back, or none is queued or running any more (SLURM: squeue's
+    `alive`; where squeue cannot say, and for local jobs, submitit's own view)."""
     if all(_reported(j) for j in jobs):
         return True
-    alive = queued() if _is_slurm(jobs[0]) else None
-    if alive is None:
+    if alive is None or not _is_slurm(jobs[0]):
         return all(_done(j) for j in jobs)
     arrays = {j.job_id.split("_")[0] for j in jobs}
     return not any(i.split("_")[0] in arrays for i in alive)

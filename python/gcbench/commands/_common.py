@@ -217,7 +217,15 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, 
                     docs = runner.run_cells(cells, out_dir, command, suite.timeout, log=out_fn, progress=progress,
                                             environments=environments, resume=resume, data_kind=kind)
                 else:
-                    docs = _run_on_scheduler(cells, suite, args, out_dir, command, environments, resume, kind, out_fn)
+                    try:
+                        docs = _run_on_scheduler(cells, suite, args, out_dir, command, environments, resume, kind,
+                                                 out_fn)
+                    except UsageError:  # nothing was submitted: the folder is as it was before this command
+                        if previous:
+                            files.write_json(out_dir / "suite.json", previous)
+                        else:
+                            (out_dir / "suite.json").unlink(missing_ok=True)
+                        raise
                     if docs is None:  # --detach: the jobs run on; `gcbench status` follows them
                         finish_plan(out_dir, plan, "submitted")
                         return None, out_dir, 0
