@@ -18,6 +18,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 import pytest
@@ -148,6 +149,27 @@ def test_resume_submits_only_what_is_missing(submitted, tmp_path):
     assert sub["cells"] == ["jax__mlp__disable__r1"]
     assert all((copy / name).read_bytes() == data for name, data in before.items())  # kept as they were
     assert results.load(copy / "jax__mlp__disable__r1.json")["status"] == "ok"
+
+
+@pytest.mark.slow
+def test_ctrl_c_cancels_what_was_submitted(tmp_path):
+    out = tmp_path / "o"
+    argv = [a if a != "20" else "100000" for a in SMALL]  # steps: long enough to be stopped while running
+    proc = subprocess.Popen([sys.executable, "-m", "gcbench", "run", *argv, "--out", str(out), "--executor",
+                             "submitit-local"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    record = out / cluster.JOBS_DIR / cluster.JOBS_FILE
+    deadline = time.monotonic() + 60
+    while not record.exists():
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stdout.read() if proc.poll() else ""
+        time.sleep(0.2)
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    text, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, text
+    assert "cancelled 4 submitted jobs" in text and "interrupted; 0 finished runs kept" in text
+    assert json.loads((out / "suite.json").read_text())["state"] == "interrupted"
+    time.sleep(2)  # the jobs' workers die with their jobs: nothing writes into the folder any more
+    assert not list(out.glob("jax__*.json")) and not list(out.glob(".*partial*"))
 
 
 class _DeadJob:
