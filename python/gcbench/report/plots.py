@@ -93,22 +93,31 @@ def log_axis(ax, axis: str = "x") -> None:
     (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
 
 
+# room a tick label of 9 pt text ("0.45", "200") takes along an axis, with a gap: its width
+# along an x axis, its height along a y axis
+TICK_LABEL_IN = {"x": 0.4, "y": 0.22}
+
+
 def _finish_log_axes(fig) -> None:
     """Every log axis of `fig` with at least three labelled ticks in view, as few as that
     allows (decades; else 1-3, 1-2-5 or every integer multiple per decade; evenly spaced
-    values when the data span less than a factor of two), plain numbers (0.1, 20, 500),
-    and "(log scale)" in its label."""
+    values when the data span less than a factor of two, or when the multiples would not
+    fit the axis's length side by side), plain numbers (0.1, 20, 500), and "(log scale)"
+    in its label."""
     for ax in fig.axes:
-        for axis, scale, limits in ((ax.xaxis, ax.get_xscale(), ax.get_xlim()),
-                                    (ax.yaxis, ax.get_yscale(), ax.get_ylim())):
+        box = ax.get_position()
+        for name, axis, scale, limits, inches in (
+                ("x", ax.xaxis, ax.get_xscale(), ax.get_xlim(), box.width * fig.get_figwidth()),
+                ("y", ax.yaxis, ax.get_yscale(), ax.get_ylim(), box.height * fig.get_figheight())):
             if scale != "log":
                 continue
             lo, hi = sorted(limits)
+            room = max(3, int(inches / TICK_LABEL_IN[name]))  # labels that fit side by side
             for locator in (mticker.LogLocator(base=10, subs=(1.0,)), mticker.LogLocator(base=10, subs=(1.0, 3.0)),
                             mticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)),
                             mticker.LogLocator(base=10, subs=np.arange(1, 10) * 1.0),
-                            mticker.MaxNLocator(nbins=4, min_n_ticks=3)):
-                if sum(lo <= t <= hi for t in locator.tick_values(lo, hi)) >= 3:
+                            mticker.MaxNLocator(nbins=max(2, min(room - 1, 5)), min_n_ticks=3)):
+                if 3 <= sum(lo <= t <= hi for t in locator.tick_values(lo, hi)) <= room:
                     break
             axis.set_major_locator(locator)
             axis.set_major_formatter(mticker.FuncFormatter(lambda x, _: f"{x:.3g}"))
@@ -162,7 +171,7 @@ def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathli
     ok = [cs for cs in cells if cs.ok]
     series = ordered_series(ok)
     policies = policies_of(ok)
-    metrics = [("median step", "ms", _median), ("GC share of step time", "%", _share),
+    metrics = [("median step", "ms", _median), ("GC share", "% of step time", _share),
                ("full collections", "per 1,000 steps", _full)]
     height = max(1.3, ROW_IN * len(series) + 0.8) * len(policies) + 1.0
     fig, axes = plt.subplots(len(policies), len(metrics), figsize=(WIDTH, height), squeeze=False,
@@ -173,7 +182,7 @@ def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathli
         for c, (title, unit, get) in enumerate(metrics):
             ax = axes[r][c]
             if c == 2 and all(cs.stats["full"]["rate"]["value"] == 0 for cs in mine):
-                _no_data(ax, "none in any repeat")
+                _no_data(ax, "none in\nany repeat")
             else:
                 for cs in mine:
                     value, lo, hi = get(cs.stats)
