@@ -32,8 +32,8 @@ import subprocess
 import sys
 import time
 
-from . import files, results, runner
-from .cluster_options import EXECUTORS, SlurmOptions
+from . import files, results, runner, schemas, summary
+from .cluster_options import SlurmOptions
 from .errors import UsageError
 
 JOBS_DIR = ".gcbench-jobs"  # inside the results folder: submitit's pickles and logs, and JOBS_FILE
@@ -43,6 +43,16 @@ POLL_S = 2.0
 
 def _n(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _arrays(job_ids) -> set[str]:
+    """The array (or plain job) ids of SLURM job ids: `123` of `123_4`."""
+    return {str(j).split("_")[0] for j in job_ids}
+
+
+def _count_alive(alive: dict, arrays: set[str]) -> int:
+    """How many of squeue's jobs (`alive`) belong to `arrays`."""
+    return sum(1 for i in alive if i.split("_")[0] in arrays)
 
 
 def check_executor(executor: str) -> None:
@@ -89,7 +99,7 @@ def job_facts(executor: str) -> dict:
 
 def measured_by(doc: dict | None, run_id: str) -> bool:
     """Whether `doc` is an ok result of the submission `run_id` (a requeued job skips it)."""
-    return doc is not None and doc["status"] == "ok" and (doc.get("machine_state") or {}).get("run_id") == run_id
+    return doc is not None and doc["status"] == "ok" and summary.run_id(doc) == run_id
 
 
 def run_job(spec: dict, cells: list) -> dict:
@@ -146,7 +156,7 @@ def submit(cells: list, out_dir: pathlib.Path, command: list[str], timeout: floa
               dataclasses.asdict(options), "cells": [c.id for c in cells], "arrays": arrays,
               "submitted": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     files.write_json(folder / JOBS_FILE, record)
-    ids = sorted({j.job_id.split("_")[0] for j in jobs})
+    ids = sorted(_arrays(j.job_id for j in jobs))
     log(f"gcbench: submitted {_n(len(jobs), 'job')} in {_n(len(arrays), 'array')} ({kind}: {options.describe()}); "
         f"job ids {', '.join(ids)}")
     return {"record": record, "jobs": jobs}
@@ -161,7 +171,7 @@ def cancel(jobs: list, log) -> None:
         except Exception as e:  # noqa: BLE001 - a job we could not cancel is named, not fatal
             log(f"gcbench: could not cancel job {j.job_id}: {e}")
     if live:
-        ids = sorted({j.job_id.split("_")[0] for j in live})
+        ids = sorted(_arrays(j.job_id for j in live))
         log(f"gcbench: cancelled {_n(len(live), 'submitted job')} ({'scancel ' if _is_slurm(live[0]) else ''}"
             f"{' '.join(ids)})")
 
@@ -238,7 +248,7 @@ def _newly_measured(cells, out_dir, run_id, seen, done_ids) -> int:
             continue
         seen[c.id] = mtime
         doc = runner.existing(path)
-        if doc is not None and (doc.get("machine_state") or {}).get("run_id") == run_id:
+        if doc is not None and summary.run_id(doc) == run_id:
             done_ids.add(c.id)
             new += 1
     return new
@@ -285,8 +295,7 @@ def _all_gone(jobs, alive: dict | None) -> bool:
         return True
     if alive is None or not _is_slurm(jobs[0]):
         return all(_done(j) for j in jobs)
-    arrays = {j.job_id.split("_")[0] for j in jobs}
-    return not any(i.split("_")[0] in arrays for i in alive)
+    return not _count_alive(alive, _arrays(j.job_id for j in jobs))
 
 
 def _collect(cells, out_dir, run_id, jobs, record, log) -> list[dict]:
@@ -324,29 +333,14 @@ def _job_outcome(job) -> tuple[dict | None, str | None]:
         return None, text[-1] if text else repr(e)
 
 
-SUBMISSION = {"type": "object", "required": ["executor", "run_id", "folder", "submitted", "arrays"],
-              "properties": {"executor": {"enum": list(EXECUTORS)}, "run_id": {"type": "string"},
-                             "folder": {"type": "string"}, "submitted": {"type": "string"},
-                             "arrays": {"type": "array", "items": {
-                                 "type": "object", "required": ["jobs", "cells"],
-                                 "properties": {"jobs": {"type": "array", "items": {"type": "string"}},
-                                                "cells": {"type": "array", "items": {
-                                                    "type": "array", "items": {"type": "string"}}}}}}}}
-
-
 def read_submission(out_dir: pathlib.Path) -> dict | None:
     """The record of the folder's latest submission to a scheduler, or None; a record that
     is not one is refused in one line."""
-    import jsonschema
-
     path = out_dir / JOBS_DIR / JOBS_FILE
     if not path.is_file():
         return None
-    doc = files.read_json(path)
-    try:
-        jsonschema.validate(doc, SUBMISSION)
-    except jsonschema.ValidationError as e:
-        raise UsageError(f"{path}: not a gcbench submission record ({e.message[:200]})") from None
+    doc = files.read_json(path, "submission record")
+    schemas.check(doc, schemas.SUBMISSION, str(path))
     return doc
 
 
@@ -355,10 +349,11 @@ def live_jobs(sub: dict) -> int | None:
     if sub["executor"] != "slurm":
         return None
     alive = queued()
-    if alive is None:
-        return None
-    arrays = {j.split("_")[0] for a in sub["arrays"] for j in a["jobs"]}
-    return sum(1 for i in alive if i.split("_")[0] in arrays)
+    return None if alive is None else _count_alive(alive, _submitted_arrays(sub))
+
+
+def _submitted_arrays(sub: dict) -> set[str]:
+    return _arrays(j for a in sub["arrays"] for j in a["jobs"])
 
 
 def check_no_live_jobs(out_dir: pathlib.Path) -> None:
@@ -367,9 +362,9 @@ def check_no_live_jobs(out_dir: pathlib.Path) -> None:
     sub = read_submission(out_dir)
     n = live_jobs(sub) if sub else None
     if n:
-        arrays = sorted({j.split("_")[0] for a in sub["arrays"] for j in a["jobs"]})
         raise UsageError(f"{out_dir}: {n} jobs of its submission of {sub['submitted']} are still queued or running; "
-                         f"wait for them (`gcbench status {out_dir}`) or cancel them (scancel {' '.join(arrays)})")
+                         f"wait for them (`gcbench status {out_dir}`) or cancel them "
+                         f"(scancel {' '.join(sorted(_submitted_arrays(sub)))})")
 
 
 def status(out_dir: pathlib.Path) -> dict:
@@ -383,7 +378,7 @@ def status(out_dir: pathlib.Path) -> dict:
     for cid in planned:
         doc = runner.existing(out_dir / f"{cid}.json")
         counts["missing" if doc is None else doc["status"]] += 1
-        if sub and doc is not None and (doc.get("machine_state") or {}).get("run_id") == sub["run_id"]:
+        if sub and doc is not None and summary.run_id(doc) == sub["run_id"]:
             this_submission += 1
     out = {"folder": str(out_dir), "state": plan.get("state"), "planned": len(planned), "results": counts}
     if sub:
@@ -412,10 +407,3 @@ def describe_status(st: dict) -> str:
         if r["missing"] and alive == 0:
             lines.append("no job is left to measure the runs without a result: rerun with --resume")
     return "\n".join(lines)
-
-
-def node_of(doc: dict) -> str | None:
-    """The node a result ran on (for reports)."""
-    sched = (doc.get("machine_state") or {}).get("scheduler") or {}
-    return sched.get("node") or (doc.get("metadata") or {}).get("hostname")
-

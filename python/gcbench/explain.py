@@ -339,9 +339,13 @@ def format_text(expl: dict) -> str:
                  "before them, a one-off)")
     lines += _table("by type", pr["by_type"], pr["total"])
     lines += _table("by package defining the type", pr["by_package"], pr["total"])
-    lines += [f"  by allocation site: {no_sites}"] if (no_sites := why_no_sites(py)) else _table(
-        f"by allocation site (of those traced, from step {py.get('sites_from_step') or 0})", traced_sites(pr),
-        sum(traced_sites(pr).values()))
+    no_sites = why_no_sites(py)
+    if no_sites:
+        lines.append(f"  by allocation site: {no_sites}")
+    else:
+        traced = traced_sites(pr)
+        lines += _table(f"by allocation site (of those traced, from step {py.get('sites_from_step') or 0})", traced,
+                        sum(traced.values()))
     sc = py["scanned"]
     if sc["collections"]:
         per = sc["total"] / sc["collections"]

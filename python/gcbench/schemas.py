@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import jsonschema
 
+from .cluster_options import EXECUTORS
 from .errors import UsageError
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
@@ -71,6 +72,14 @@ SUITE = {"type": "object", "properties": {
     "labels": _strings, "command": _strings, "repeats": _count, "started": _str, "state": _str,
     "runs": {"type": "array", "items": {"type": "object", "properties": {
         "command": _strings, "started": _str, "finished": _opt(_str), "mode": _str, "cells": _count, "state": _str}}}}}
+
+# a results folder's .gcbench-jobs/submission.json (cluster.submit)
+SUBMISSION = {"type": "object", "required": ["executor", "run_id", "folder", "submitted", "arrays"],
+              "properties": {"executor": {"enum": list(EXECUTORS)}, "run_id": _str, "folder": _str, "submitted": _str,
+                             "arrays": {"type": "array", "items": {
+                                 "type": "object", "required": ["jobs", "cells"],
+                                 "properties": {"jobs": _strings,
+                                                "cells": {"type": "array", "items": _strings}}}}}}
 
 _counter = {"type": "object", "additionalProperties": _num}
 _census = {"type": "object", "required": ["total", "by_type", "by_package", "by_site"],

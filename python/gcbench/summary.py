@@ -63,13 +63,11 @@ def cell_key(doc: dict, by_node: bool = False) -> tuple[str, str, str, str, str]
 def context(key: tuple) -> str:
     """What a cell ran in besides its backend, workload and policy: its environment and,
     where several kinds of machine are in play, its node type."""
-    env, node = key[3], key[4] if len(key) > 4 else ""
-    return " on ".join(x for x in (env, node) if x)
+    return " on ".join(x for x in key[3:5] if x)
 
 
 def cell_label(key: tuple) -> str:
-    backend, workload, policy = key[:3]
-    env, node = key[3], key[4] if len(key) > 4 else ""
+    backend, workload, policy, env, node = key
     return f"{backend}/{workload}/{policy}" + (f" [{env}]" if env else "") + (f" on {node}" if node else "")
 
 
@@ -123,7 +121,7 @@ def used_repeats(ok: list[dict]) -> tuple[list[dict], dict[int, list[str]]]:
 
 @dataclasses.dataclass
 class CellSummary:
-    key: tuple[str, str, str, str]
+    key: tuple[str, str, str, str, str]  # summary.cell_key
     docs: list[dict]  # every repeat's document, whatever its status
     stats: dict | None  # None when no repeat ran ok
 
@@ -213,17 +211,16 @@ def warnings(s: dict) -> list[str]:
 POLICY_ORDER = ("default", "freeze", "disable")
 
 
-def sort_key(key: tuple, envs: list[str], nodes: list[str] = ()) -> tuple:
+def sort_key(key: tuple, envs: list[str], nodes: list[str]) -> tuple:
     """Cells in reading order: workload, backend (registry order), environment, node type,
     policy."""
     from .backends import BACKENDS
     from .workloads import WORKLOADS
 
-    backend, workload, policy, env = key[:4]
-    node = key[4] if len(key) > 4 else ""
+    backend, workload, policy, env, node = key
     order = lambda names, x: names.index(x) if x in names else len(names)
     return (order(list(WORKLOADS), workload), workload, order(list(BACKENDS), backend), backend,
-            order(envs, env), order(list(nodes), node), order(list(POLICY_ORDER), policy.partition(":")[0]), policy)
+            order(envs, env), order(nodes, node), order(list(POLICY_ORDER), policy.partition(":")[0]), policy)
 
 
 def summarize_all(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR) -> list[CellSummary]:

@@ -130,14 +130,17 @@ def _header(docs: list[dict], plan: dict) -> list:
 
 def _machines(ok: list[dict], meta: dict, devices: list[str]) -> str:
     """The machine, or the kinds of machine side by side (whose repeats are never pooled)."""
-    kinds = summary.node_types(ok)
+    by_kind: dict[str, list[dict]] = {}
+    for d in ok:
+        by_kind.setdefault(summary.node_type(d), []).append(d)
+    kinds = [k for k in by_kind if k]
     if len(kinds) <= 1:
         return (f"Machine: {escape(meta.get('cpu', '?'))}, {meta.get('cpu_count', '?')} CPUs, "
                 f"{escape(meta.get('platform', '?'))}; device: "
                 f"{escape(', '.join(devices) or 'CPU (no JAX device recorded)')}")
     each = []
     for kind in kinds:
-        mine = [d for d in ok if summary.node_type(d) == kind]
+        mine = by_kind[kind]
         hosts = sorted({(d.get("metadata") or {}).get("hostname") or "?" for d in mine})
         each.append(f"{escape(kind)} ({len(mine)} runs on {len(hosts)} node{'s' if len(hosts) > 1 else ''}: "
                     f"{escape(', '.join(hosts[:4]))}{', ...' if len(hosts) > 4 else ''})")
