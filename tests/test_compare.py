@@ -26,12 +26,28 @@ def test_gc_and_full_collection_changes_are_tested_on_repeats():
     a = docs(rng, 3, 30.0, full_every=20, pause_ms=50)
     b = docs(rng, 3, 30.0)
     c = compare.compare_docs(a, b)
-    median, share, full = c["rows"][0]["tests"]
+    median, share, full, mean = c["rows"][0]["tests"]
     assert full.verdict == "fewer full GCs" and full.exact and full.b == 0 and full.a == pytest.approx(50)
     assert share.verdict == "less GC" and share.effect < -0.03
     assert median.verdict in ("same", "inconclusive")  # one step in 20 costs more: the median does not move
-    assert c["tests"] == 2  # the fixed schedules are compared exactly; the other two are tested together
-    assert share.level == pytest.approx(1 - 0.05 / 2)  # one rejection of two tests: 1 - 1 x 0.05 / 2
+    # ... but the time a run takes does: 50 ms every 20 steps of 30 ms is 2.5 ms a step, 8 %
+    assert mean.effect < 1  # (8 % by construction; three noisy repeats a side estimate it loosely)
+    assert c["rows"][0]["summary"].startswith("less GC")
+    assert c["tests"] == 3  # the fixed schedules are compared exactly; the other three are tested together
+    rejected = sum(t.p_adj <= 0.05 for t in (median, share, mean))
+    assert share.level == pytest.approx(1 - rejected * 0.05 / 3)  # the false-coverage-rate level
+
+
+def test_the_mean_step_answers_what_the_median_cannot():
+    """Full collections every 10th step, 100 ms each: the median step does not move, the
+    time a run takes falls by a quarter without them, and the mean step's test says so."""
+    rng = np.random.default_rng(16)
+    c = compare.compare_docs(docs(rng, 5, 30.0, full_every=10, pause_ms=100), docs(rng, 5, 30.0))
+    median, share, full, mean = c["rows"][0]["tests"]
+    assert median.verdict in ("same", "inconclusive")
+    assert mean.verdict == "faster run" and mean.effect == pytest.approx(30 / 40, rel=0.05)
+    assert mean.ci[0] < mean.effect < mean.ci[1] < 1
+    assert "faster run (-2" in c["rows"][0]["summary"]
 
 
 def test_one_repeat_cannot_be_called_faster():
@@ -96,9 +112,10 @@ def test_compare_cli_text_and_json(tmp_path):
     b = _folder(tmp_path / "b", docs(rng, 3, 20.0) + docs(rng, 3, 10.0, backend="nnx"))
     proc = run_cli("compare", str(a), str(b))
     assert proc.returncode == 0, proc.stderr
-    line = next(l for l in proc.stdout.splitlines() if l.startswith("jax/mlp/default"))
-    change = float(line.split()[3])
-    assert "slower" in line and 70 < change < 130  # 2 x
+    lines = proc.stdout.splitlines()
+    at = next(i for i, l in enumerate(lines) if l.startswith("jax/mlp/default"))
+    change = float(lines[at].split()[2])
+    assert lines[at + 1].lstrip().startswith("slower (+") and 70 < change < 130  # 2 x, and its verdict below
     assert "smallest change of a median detected with 80 % power at 3 repeats per cell" in proc.stdout
     assert "Benjamini-Hochberg" in proc.stdout
     proc = run_cli("compare", str(a), str(a), "--json")
@@ -160,4 +177,4 @@ def test_fail_on_slower_fails_a_ci_job_on_a_real_slowdown_and_not_on_an_aa_pair(
     none = run_cli("compare", str(a), str(other), "--json")
     assert none.returncode == 2 and "share no cell" in none.stderr and none.stderr.count("\n") == 1
     bad = run_cli("compare", str(a), str(b), "--fail-on", "slower,faster")
-    assert bad.returncode == 2 and "--fail-on takes slower, more-gc, more-full-gc" in bad.stderr
+    assert bad.returncode == 2 and "--fail-on takes slower, slower-run, more-gc, more-full-gc, more-memory" in bad.stderr

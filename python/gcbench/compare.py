@@ -50,7 +50,11 @@ SETTINGS = (("networks", lambda d: d["networks"]), ("steps", lambda d: len(d["wa
             ("data", lambda d: d["data"].get("kind")),
             ("machine", lambda d: metadata.machine_identity(d.get("metadata") or {})))
 VERDICTS = {"median": ("faster", "slower"), "gc_share": ("less GC", "more GC"),
-            "full_rate": ("fewer full GCs", "more full GCs")}
+            "full_rate": ("fewer full GCs", "more full GCs"), "mean": ("faster run", "slower run"),
+            "peak_rss": ("less memory", "more memory")}
+RATIO_METRICS = ("median", "mean", "peak_rss")
+NAMES = {"median": "median step", "gc_share": "GC share", "full_rate": "full collections", "mean": "mean step",
+         "peak_rss": "peak memory"}
 
 
 @dataclasses.dataclass
@@ -74,7 +78,7 @@ class Test:
 
     @property
     def ratio_metric(self) -> bool:
-        return self.metric == "median"
+        return self.metric in RATIO_METRICS
 
     def interval(self, level: float) -> tuple[float, float] | None:
         """The effect's interval at `level`, from the same t test as the p-value."""
@@ -146,15 +150,34 @@ def _sides(va: dict, vb: dict, key: str, paired: bool, f=np.asarray) -> tuple[np
     return a, b
 
 
-def test_median(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
-    a, b = np.log(va["medians"]), np.log(vb["medians"])
+def _test_ratio(metric: str, key: str, va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
+    """B's per-repeat `key` against A's, as a ratio of geometric means: the t test of
+    their logarithms (paired by round where both ran in the same rounds)."""
+    a, b = np.log(va[key]), np.log(vb[key])
     ga, gb = float(np.exp(a.mean())), float(np.exp(b.mean()))
     paired = paired_rounds(va, vb)
     why = _too_few(va, vb, paired)
     if why:
-        return Test("median", ga, gb, gb / ga, None, None, min_effect, why)
-    xa, xb = _sides(va, vb, "medians", paired, lambda v: np.log(v))
-    return _tested("median", ga, gb, gb / ga, xa, xb, paired, min_effect, alpha)
+        return Test(metric, ga, gb, gb / ga, None, None, min_effect, why)
+    xa, xb = _sides(va, vb, key, paired, lambda v: np.log(v))
+    return _tested(metric, ga, gb, gb / ga, xa, xb, paired, min_effect, alpha)
+
+
+def test_median(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
+    """The typical step: per-repeat medians."""
+    return _test_ratio("median", "medians", va, vb, min_effect, alpha)
+
+
+def test_mean(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
+    """The time a run takes: per-repeat mean steps (what GC spikes cost)."""
+    return _test_ratio("mean", "means", va, vb, min_effect, alpha)
+
+
+def test_memory(va: dict, vb: dict, min_effect: float, alpha: float) -> Test | None:
+    """Peak resident set size over the timed steps, where both sides sampled it."""
+    if not va.get("peak_rss") or not vb.get("peak_rss"):
+        return None
+    return _test_ratio("peak_rss", "peak_rss", va, vb, min_effect, alpha)
 
 
 def test_gc_share(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
@@ -190,10 +213,13 @@ def test_full(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
 
 
 def cell_tests(va: dict, vb: dict, min_effect: float, alpha: float) -> list[Test]:
-    """The three repeat-level tests of cell A against cell B (their `repeat_values`): median
-    step, GC share and full collections, in that order."""
-    return [test_median(va, vb, min_effect, alpha), test_gc_share(va, vb, min_effect, alpha),
-            test_full(va, vb, min_effect, alpha)]
+    """The repeat-level tests of cell A against cell B (their `repeat_values`): median step,
+    GC share, full collections and mean step, in that order, then peak memory where both
+    sides recorded it."""
+    tests = [test_median(va, vb, min_effect, alpha), test_gc_share(va, vb, min_effect, alpha),
+             test_full(va, vb, min_effect, alpha), test_mean(va, vb, min_effect, alpha)]
+    memory = test_memory(va, vb, min_effect, alpha)
+    return tests + ([memory] if memory is not None else [])
 
 
 def benjamini_hochberg(pvalues: list[float]) -> list[float]:
@@ -264,8 +290,12 @@ def repeat_values(docs: list[dict]) -> dict:
     used, flags = summary.used_repeats(ok)
     walls = [np.asarray(d["wall_ns"], np.float64) for d in used]
     sched = stats.schedule([summary.full_collections(d) for d in used])
+    memory = summary.memory_summary(used) or {}
     return {"medians": [float(np.median(w)) / 1e6 for w in walls],
-            "shares": [float(np.sum(d["gc_ns"]) / w.sum()) for d, w in zip(used, walls)],
+            "means": [float(w.mean()) / 1e6 for w in walls],
+            "peak_rss": memory.get("repeat_peak_rss_mb"),
+            "shares": [summary.gc_share(np.asarray(d["gc_ns"], np.float64), w, summary.between_steps(d))
+                       for d, w in zip(used, walls)],
             "schedule": sched, "full_per_1000": stats.per_1000(sched)["per_repeat"],
             "full": sched["total"], "steps": sched["total_steps"],
             "rounds": [(summary.run_id(d), d["repeat"]) if summary.run_id(d) else None for d in used],
@@ -313,6 +343,11 @@ def json_key(value) -> str:
     return str(value)
 
 
+def results_variant(groups: dict) -> bool:
+    """Whether any cell of `groups` is a named variant of a user's loop (not an environment)."""
+    return any(results.variant(d) for docs in groups.values() for d in docs)
+
+
 def pair_cells(a: dict, b: dict) -> tuple[list[tuple[tuple, tuple]], list[str]]:
     """Pairs of cell keys (A's, B's) and notes. Cells pair by backend, workload, policy and
     environment; when no environment is shared but each side has one per cell, the cells
@@ -326,8 +361,18 @@ def pair_cells(a: dict, b: dict) -> tuple[list[tuple[tuple, tuple]], list[str]]:
             pairs = [(sa[k], sb[k]) for k in sa if k in sb]
             envs_a = sorted({summary.context(k) or "(own interpreter)" for k, _ in pairs})
             envs_b = sorted({summary.context(k) or "(own interpreter)" for _, k in pairs})
-            notes.append(f"no environment is in both folders: cells paired across environments "
+            what = "environments" if not any(results_variant(d_keys) for d_keys in (a, b)) else "environments or variants"
+            notes.append(f"no environment or variant is in both folders: cells paired across {what} "
                          f"({', '.join(envs_a)} in A against {', '.join(envs_b)} in B)")
+    if not pairs:
+        # one policy (or variant) of each loop per folder: a loop against its own mitigation
+        loop = lambda keys: {(k[0], k[1], k[4]): k for k in keys}
+        la, lb = loop(a), loop(b)
+        if len(la) == len(a) and len(lb) == len(b) and set(la) & set(lb):
+            pairs = [(la[k], lb[k]) for k in la if k in lb]
+            notes.append("each folder holds one policy or variant of each cell: paired by backend and workload ("
+                         + "; ".join(f"{summary.cell_label(ka)} in A with {summary.cell_label(kb)} in B"
+                                     for ka, kb in pairs[:4]) + (" ..." if len(pairs) > 4 else "") + ")")
     paired_a, paired_b = {p[0] for p in pairs}, {p[1] for p in pairs}
     notes += [f"{summary.cell_label(k)}: only in A" for k in a if k not in paired_a]
     notes += [f"{summary.cell_label(k)}: only in B" for k in b if k not in paired_b]
@@ -350,7 +395,12 @@ def compare_docs(docs_a: list[dict], docs_b: list[dict], min_effect: float = MIN
                         "compared only with the same cell on the same kind of machine, never pooled across them")
     rows, refused = [], []
     for ka, kb in pairs:
-        label = summary.cell_label(ka) if ka == kb else f"{summary.cell_label(ka)} vs [{summary.context(kb) or 'own'}]"
+        if ka == kb:
+            label = summary.cell_label(ka)
+        elif ka[2] != kb[2]:
+            label = f"{summary.cell_label(ka)} vs {summary.cell_label(kb)}"
+        else:
+            label = f"{summary.cell_label(ka)} vs [{summary.context(kb) or 'own'}]"
         da, db = a[ka], b[kb]
         sa = {d["status"] for d in da}
         sb = {d["status"] for d in db}
@@ -370,6 +420,7 @@ def compare_docs(docs_a: list[dict], docs_b: list[dict], min_effect: float = MIN
     conclude(tests, alpha)
     for r in rows:
         r["verdict"] = r["tests"][0].verdict
+        r["summary"] = overall(r["tests"])
     m = sum(t.p is not None for t in tests)
     return {"alpha": alpha, "min_effect": min_effect, "tests": m, "rows": rows, "refused": refused, "notes": notes,
             "detectable": detectable([v for r in rows for v in r.pop("_values")], alpha, m)}
@@ -421,26 +472,62 @@ def format_detectable(d: dict | None) -> str:
     return text
 
 
+def _short_change(t: Test) -> str:
+    if t.metric == "gc_share":
+        return f"{100 * t.effect:+.1f} points"
+    if t.metric == "full_rate":
+        return f"{stats.fmt_signed(t.effect)} per 1,000 steps"
+    return f"{100 * (t.effect - 1):+.0f} %"
+
+
+def overall(tests: list[Test]) -> str:
+    """Every verdict of a pair that is not 'same', with its effect, in one phrase: 'slower
+    run (+8 %), more GC (+12.0 points), less memory (-49 %)'; a change that trades time for
+    memory (or memory for time) says so, so that a memory fix is never read as only a
+    regression."""
+    said = [f"{t.verdict} ({_short_change(t)})" for t in tests
+            if t.verdict not in ("same", "inconclusive") and t.effect is not None]
+    if not said:
+        return "same" if all(t.verdict == "same" for t in tests) else "no change shown"
+    time_worse = any(t.verdict in ("slower", "slower run") for t in tests)
+    time_better = any(t.verdict in ("faster", "faster run") for t in tests)
+    memory = next((t.verdict for t in tests if t.metric == "peak_rss"), None)
+    text = ", ".join(said)
+    if time_worse and memory == "less memory":
+        text += ": a trade, time for memory"
+    elif time_better and memory == "more memory":
+        text += ": a trade, memory for time"
+    return text
+
+
 def format_comparison(c: dict) -> str:
-    """The comparison as a table: per cell and metric, A, B, the change with its interval
-    and the verdict; then the smallest detectable change and what was refused or left out."""
-    head = ["cell", "median A ms", "median B ms", "change (interval)", "verdict", "GC % A->B", "GC verdict",
-            "full/1000 A->B", "full-GC verdict"]
-    body = []
+    """The comparison as a table: per cell, the typical step (median) and the time a run
+    takes (mean step) with their changes and intervals, GC share and full collections,
+    then the cell's verdicts in words; then the smallest detectable change and what was
+    refused or left out."""
+    head = ["cell", "median ms A->B", "change (interval)", "mean ms A->B", "change (interval)", "GC % A->B",
+            "full/1000 A->B"]
+    body, verdicts = [], []
     for r in c["rows"]:
-        m, g, f = r["tests"]
+        m, g, f, mean = r["tests"][:4]
+        memory = r["tests"][4] if len(r["tests"]) > 4 else None
         body.append([r["cell"] + (" (forced)" if r["forced"] else "") + (" (paired by round)" if m.paired else ""),
-                     stats.fmt(m.a), stats.fmt(m.b), _change(m),
-                     m.verdict + (f" ({m.note})" if m.note and m.verdict == "inconclusive" else ""),
-                     f"{100 * g.a:.2f}->{100 * g.b:.2f}", g.verdict,
-                     f"{stats.fmt(f.a)}->{stats.fmt(f.b)}", f.verdict + (" (exact: fixed schedules)" if f.exact and (f.a or f.b) else "")])
+                     f"{stats.fmt(m.a)}->{stats.fmt(m.b)}", _change(m), f"{stats.fmt(mean.a)}->{stats.fmt(mean.b)}",
+                     _change(mean), f"{100 * g.a:.2f}->{100 * g.b:.2f}", f"{stats.fmt(f.a)}->{stats.fmt(f.b)}"])
+        words = r.get("summary") or overall(r["tests"])
+        why = next((t.note for t in r["tests"][:1] if t.note and t.verdict == "inconclusive" and t.p is None), "")
+        extra = f"; peak memory {stats.fmt(memory.a)}->{stats.fmt(memory.b)} MiB {_change(memory)}" if memory else ""
+        verdicts.append(f"  {words}" + (f" ({why})" if why else "") +
+                        (" (full collections exact: fixed schedules)" if f.exact and (f.a or f.b) else "") + extra)
     widths = [max(len(h), *(len(row[i]) for row in body)) if body else len(h) for i, h in enumerate(head)]
-    fmt_row = lambda cells: "  ".join(x.ljust(w) if i in (0, 4, 6, 8) else x.rjust(w)
+    fmt_row = lambda cells: "  ".join(x.ljust(w) if i == 0 else x.rjust(w)
                                       for i, (x, w) in enumerate(zip(cells, widths))).rstrip()
-    lines = [f"repeats are the unit; {c['tests']} tests corrected together (Benjamini-Hochberg, false discovery "
-             f"rate {c['alpha']:g}); intervals at {levels(c)} (false coverage rate {c['alpha']:g}); "
+    named = ", ".join(dict.fromkeys(NAMES[t.metric] for r in c["rows"] for t in r["tests"])) or "none"
+    lines = [f"repeats are the unit; {named}: {c['tests']} tests corrected together (Benjamini-Hochberg, false "
+             f"discovery rate {c['alpha']:g}); intervals at {levels(c)} (false coverage rate {c['alpha']:g}); "
              f"minimum effect {100 * c['min_effect']:g} %", fmt_row(head), "-" * sum(widths + [2 * (len(head) - 1)])]
-    lines += [fmt_row(row) for row in body]
+    for row, words in zip(body, verdicts):
+        lines += [fmt_row(row), words]
     if not body:
         lines.append("(no cell ran ok in both folders)")
     else:

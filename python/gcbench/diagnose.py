@@ -28,6 +28,9 @@ import tracemalloc
 
 NAMED = ("jax", "jaxlib", "equinox", "flax", "optax", "numpy", "gcbench")
 _GCBENCH_DIR = str(pathlib.Path(__file__).resolve().parent)
+# The files of a user's own loop (`gcbench.measure(..., explain=True)` adds the caller's):
+# their allocation sites are the package `user`.
+USER_FILES: set[str] = set()
 # gcbench's own training loop (what a user's loop does around the step): "loop"; the rest of
 # gcbench (the backends' step code) is "gcbench".
 _LOOP_FILES = tuple(str(pathlib.Path(_GCBENCH_DIR, name)) for name in ("worker.py", "measure.py"))
@@ -75,6 +78,8 @@ def file_package(filename: str) -> str | None:
     """The named package a source file belongs to (`loop` for gcbench's own training loop),
     or None."""
     filename = _real(filename)
+    if filename in USER_FILES:
+        return "user"
     if filename in _LOOP_FILES:
         return "loop"
     if filename.startswith(_GCBENCH_DIR):
@@ -90,7 +95,7 @@ def file_package(filename: str) -> str | None:
 
 
 _STDLIB = str(pathlib.Path(tracemalloc.__file__).resolve().parent)
-_HARNESS = tuple(str(pathlib.Path(_GCBENCH_DIR, name)) for name in ("diagnose.py", "explain.py"))
+_HARNESS = tuple(str(pathlib.Path(_GCBENCH_DIR, name)) for name in ("diagnose.py", "explain.py", "probe.py"))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -143,6 +148,19 @@ def allocation_site(obj) -> tuple[str, str]:
     return "other", f"{site_path(last.filename)}:{last.lineno}"
 
 
+def user_site(obj) -> str | None:
+    """"path:line" of the innermost frame in the user's own files (`USER_FILES`) among
+    those that allocated `obj`: the line of the user's loop that led to the allocation,
+    however deep inside a library it happened; None when no user file is in its traceback."""
+    tb = tracemalloc.get_object_traceback(obj) if USER_FILES else None
+    if tb is None:
+        return None
+    for frame in reversed(list(tb)):
+        if _real(frame.filename) in USER_FILES:
+            return f"{site_path(frame.filename)}:{frame.lineno}"
+    return None
+
+
 class _Counts:
     """Counters of objects by type, package and site, kept small."""
 
@@ -150,6 +168,7 @@ class _Counts:
         self.by_type: collections.Counter = collections.Counter()
         self.by_package: collections.Counter = collections.Counter()
         self.by_site: collections.Counter = collections.Counter()
+        self.by_user_site: collections.Counter = collections.Counter()  # a user's loop: the line of theirs
         self.total = 0
 
     def add_many(self, objs: list, sites: bool) -> None:
@@ -161,13 +180,19 @@ class _Counts:
             for obj in objs:
                 package, site = allocation_site(obj)
                 self.by_site[f"{package} {site}".strip()] += 1
+                mine = user_site(obj)
+                if mine is not None:
+                    self.by_user_site[mine] += 1
         elif objs:
             self.by_site[UNTRACED] += len(objs)
         self.total += len(objs)
 
     def to_json(self) -> dict:
-        return {"total": self.total, "by_type": dict(self.by_type.most_common(TOP)),
-                "by_package": dict(self.by_package.most_common()), "by_site": dict(self.by_site.most_common(TOP))}
+        out = {"total": self.total, "by_type": dict(self.by_type.most_common(TOP)),
+               "by_package": dict(self.by_package.most_common()), "by_site": dict(self.by_site.most_common(TOP))}
+        if self.by_user_site:
+            out["by_user_site"] = dict(self.by_user_site.most_common(TOP))
+        return out
 
 
 class Diagnosis:
@@ -202,6 +227,10 @@ class Diagnosis:
         self._garbage_seen = 0
         self._t0 = 0
         self._start_counts: list[int] = []
+        self.started = False
+        self._was_tracing = False
+        self._debug = 0
+        self._garbage_before = 0
 
     # -- the hooks ------------------------------------------------------------------------
     def _on(self, phase: str, info: dict) -> None:
@@ -256,32 +285,55 @@ class Diagnosis:
         return self.sites and tracemalloc.is_tracing()
 
     # -- running ----------------------------------------------------------------------------
-    def run(self, step, first: int = 0) -> None:
-        """Call `step(first + i)` for i in range(steps) under the diagnostics."""
+    def start(self) -> None:
+        """Begin watching: the steps that follow set `self.step` to their number (-1
+        between steps) and `stop` ends it (for a loop someone else drives: `measure`)."""
         self._baseline = {id(o) for o in gc.get_objects()}
-        was_tracing = tracemalloc.is_tracing()
-        debug = gc.get_debug()
-        garbage_before = len(gc.garbage)
-        self._garbage_seen = garbage_before
+        self._was_tracing = tracemalloc.is_tracing()
+        self._debug = gc.get_debug()
+        self._garbage_before = self._garbage_seen = len(gc.garbage)
         if self.save_garbage:
-            gc.set_debug(debug | gc.DEBUG_SAVEALL)
+            gc.set_debug(self._debug | gc.DEBUG_SAVEALL)
         gc.callbacks.append(self._on)
+        self.started = True
+        self.oldest.append([-1, len(gc.get_objects(2))])
+        if self.site_from == 0:
+            self._trace()
+
+    def _trace(self) -> None:
+        if self.sites and not self._was_tracing:
+            tracemalloc.start(FRAMES)
+
+    def stop(self, steps: int | None = None) -> None:
+        """Stop watching, after `steps` steps (all that were planned when None)."""
+        if not self.started:
+            return
+        self.started = False
+        if steps is not None:
+            self.steps = steps
+            del self.promoted_per_step[steps:]
+        self.step = self.steps
         try:
-            self.oldest.append([-1, len(gc.get_objects(2))])
-            for i in range(self.steps):
-                self.step = i
-                if i == self.site_from and self.sites and not was_tracing:
-                    tracemalloc.start(FRAMES)
-                step(first + i)
-            self.step = self.steps
             self.oldest.append([self.steps, len(gc.get_objects(2))])
         finally:
             gc.callbacks.remove(self._on)
-            gc.set_debug(debug)
-            if self.sites and not was_tracing and tracemalloc.is_tracing():
+            gc.set_debug(self._debug)
+            if self.sites and not self._was_tracing and tracemalloc.is_tracing():
                 tracemalloc.stop()
             if self.save_garbage:
-                del gc.garbage[garbage_before:]
+                del gc.garbage[self._garbage_before:]
+
+    def run(self, step, first: int = 0) -> None:
+        """Call `step(first + i)` for i in range(steps) under the diagnostics."""
+        self.start()
+        try:
+            for i in range(self.steps):
+                self.step = i
+                if i == self.site_from and i:
+                    self._trace()
+                step(first + i)
+        finally:
+            self.stop()
 
     def to_json(self) -> dict:
         full = [c["step"] for c in self.collections if c["generation"] >= 2 and 0 <= c["step"] < self.steps]

@@ -133,7 +133,7 @@ def _effect(docs: list[dict] | None, base: tuple, other: tuple, env: str | None 
     if a is None or b is None or not any(d["status"] == "ok" for d in a) or not any(d["status"] == "ok" for d in b):
         return None
     va, vb = compare.repeat_values(a), compare.repeat_values(b)
-    median, share, full = tests = compare.cell_tests(va, vb, compare.MIN_EFFECT, compare.ALPHA)
+    median, share, full = (tests := compare.cell_tests(va, vb, compare.MIN_EFFECT, compare.ALPHA))[:3]
     compare.conclude(tests, compare.ALPHA)
 
     def tested(t) -> str:
@@ -175,6 +175,10 @@ def recommendations(expl: dict, docs: list[dict] | None = None) -> list[dict]:
         out.append({"kind": "cycles", "text": f"Break the reference cycles: {py['garbage']['total']:,} objects were "
                     f"cyclic garbage ({types}); only the collector frees those. A weakref, or clearing the "
                     "reference that closes the cycle, lets reference counting free them at once."})
+    if backend == "user":
+        advice = _user_loop_advice(expl, py, interval, before, docs, (backend, workload, policy), env)
+        if advice:
+            return out + advice
     if interval["promoted_per_step"] < 1 and not interval["full_collections"]:
         out.append({"kind": "none", "text": "Nothing to fix here: the loop promotes "
                     f"{interval['promoted_per_step']:.2g} objects per step and made no full collection."})
@@ -203,6 +207,61 @@ def recommendations(expl: dict, docs: list[dict] | None = None) -> list[dict]:
                     "every later scan.",
                     "effect": _effect(docs, (backend, workload, policy), (backend, workload, "freeze"), env)})
     return out
+
+
+def _user_loop_advice(expl: dict, py: dict, interval: dict, before: float, docs, base: tuple, env) -> list[dict]:
+    """What to do about a user's loop: its own allocation sites first; then, when full
+    collections free almost nothing, that their cost is scanning long-lived objects, with
+    `gc.freeze()` after warm-up as the remedy (its effect measured where the folder holds
+    the loop measured with policy freeze)."""
+    out = []
+    sites = traced_sites(py["promoted"])
+    traced = max(sum(sites.values()), 1)
+    own = {k: v for k, v in sites.items() if k.split(" ")[0] == "user"}
+    called = py["promoted"].get("by_user_site") or {}
+    if own:
+        top = ", ".join(k.split(" ", 1)[1] for k in list(own)[:3])
+        out.append({"kind": "own-code", "text": f"{100 * sum(own.values()) / traced:.0f} % of what reaches the oldest "
+                    f"generation is allocated in your own code, at {top}: objects kept alive there (histories, caches, "
+                    "lists of records) are what the collector promotes and later scans."})
+    elif called:
+        inner = ", ".join(k for k in list(sites)[:2])
+        top = ", ".join(f"{k} ({100 * v / traced:.0f} %)" for k, v in list(called.items())[:3])
+        out.append({"kind": "own-code", "text": f"What reaches the oldest generation is allocated inside libraries "
+                    f"({inner}), called from your code at {top}: those are the lines of your loop to change."})
+    fulls = [c for c in py["collections"] if c["generation"] >= 2 and 0 <= c["step"] < py["steps"]]
+    if fulls:
+        freed = sum(c["collected"] for c in fulls)
+        scanned = statistics.fmean(c["objects_at_start"][2] for c in fulls if c["objects_at_start"][2] >= 0) \
+            if any(c["objects_at_start"][2] >= 0 for c in fulls) else 0
+        if freed <= max(0.01 * scanned, 100):
+            out.append({"kind": "scanning", "text": f"The {len(fulls)} full collection{'s' * (len(fulls) > 1)} freed "
+                        f"{freed:,} objects in all while scanning about {scanned:,.0f} each: the cost is scanning "
+                        "long-lived objects, not garbage. gc.collect() then gc.freeze() after the warm-up moves them out "
+                        "of every later scan; measure it with policy='freeze' into a folder of its own and "
+                        "`gcbench compare` the two.",
+                        "effect": _effect(docs, base, (base[0], base[1], "freeze"), env)})
+    elif py["garbage"]["total"] and interval["full_collections"] == 0 and interval["gen1_per_step"]:
+        out.append({"kind": "no-full", "text": "No full collection ran, yet the loop makes cyclic garbage that "
+                    "survives young collections: it waits in the oldest generation, whose collection the "
+                    "collector's rule keeps putting off, so memory grows. An occasional gc.collect() (policy "
+                    "manual:K) frees it: compare peak memory with `gcbench compare`, not time alone."})
+    return out
+
+
+def of_user_loop(diagnosis: dict, cell, variant: str | None, user_file: str) -> dict:
+    """The explanation of a user's loop measured with `measure(..., explain=True)`."""
+    from . import metadata
+
+    meta = metadata.collect()
+    diagnosis = dict(diagnosis, interpreter=meta["python"])
+    raw = {"format": RAW_FORMAT, "cell": {**cell.to_json(), "policy": cell.policy}, "label": cell.label,
+           "metadata": meta, "environment": None, "python": diagnosis}
+    expl = summarize(raw)
+    expl["label"] = f"user/{cell.workload}/{cell.policy}"
+    expl["environment"] = variant  # a variant of a loop stands where an environment does (summary.cell_key)
+    expl["user_file"] = diagnose.site_path(user_file) if user_file else None
+    return expl
 
 
 def summarize(raw: dict, docs: list[dict] | None = None) -> dict:

@@ -2,20 +2,35 @@
 
     import gcbench
 
-    with gcbench.measure("my-loop", warmup=3) as m:
-        for batch in batches:
+    with gcbench.measure("my-loop", warmup=3, batch_size=32) as m:
+        for batch in batches:                 # warm-up steps are the loop's first 3 iterations
             with m.step():
                 state, loss = train_step(state, batch)
                 m.dispatched()                # optional: host time (Python, dispatch) ends here
                 jax.block_until_ready(loss)   # the step ends when its results are ready
-    print(m.summary())                        # median step, GC share, full collections
+    print(m)                                  # median and mean step, GC share, full collections
     m.save("results/my-loop")                 # one result document, the schema of a cell
 
 Each step records its wall time, GC pause time, collections per generation, objects
 collected and GC pressure (net new tracked objects), exactly as gcbench's own cells are
-measured; the first `warmup` steps are kept apart, as compilation happens there.
-`save` writes one result per call into a results folder: run your script several times
-(fresh processes) into one folder and `gcbench report` treats the runs as repeats.
+measured; the first `warmup` steps are kept apart (compilation happens there) and are
+summarized on their own. Memory is sampled beside time: the resident set size every
+`rss_every` steps, and the objects the collector tracks when the timed steps start and
+end. `save` writes one result per call into a results folder: run your script several
+times (fresh processes) into one folder and `gcbench report` treats the runs as
+repeats; `variant=` names a version of the loop (`compare` pairs it with another).
+
+Measuring does not change what is measured: entering and leaving `m.step()` creates no
+object the collector tracks (the step's context manager is one object whose `__enter__`
+and `__exit__` are plain functions bound once), so every collection your loop triggers
+runs inside the step that triggered it, as it would unmeasured. Collections that your
+loop's code between steps triggers are totalled apart and counted in the GC share.
+
+With `explain=True` (or `GCBENCH_EXPLAIN=1` in the environment) the loop runs under
+`gcbench explain`'s diagnostics instead: what is promoted into the oldest generation, by
+type and allocation site (your own files included), what a full collection scans and
+frees; `save` then writes the explanation (`explain.json`), not timings, which the
+diagnostics disturb.
 """
 
 from __future__ import annotations
@@ -32,31 +47,30 @@ from .probe import StepProbe
 
 DEFAULT_CAPACITY = 100_000
 MAX_CAPACITY = 10_000_000  # as many timed steps as a run may have
+RSS_EVERY = 50  # steps between samples of the resident set size
+EXPLAIN_ENV = "GCBENCH_EXPLAIN"  # "1": every measure() in the process explains instead of timing
+SOURCE = "the user's own loop"
 
 
-class _Step:
-    """`with m.step():` brackets one step; reused, so entering it allocates nothing."""
-
-    def __init__(self, measurement: Measurement):
-        self._m = measurement
-
-    def __enter__(self) -> None:
-        self._m._begin()
-
-    def __exit__(self, exc_type, *exc) -> None:
-        if exc_type is None:
-            self._m._end()
-        else:  # the step raised: it is not a timed step (the exception goes on)
-            self._m._abort()
+def _positive_or_none(name: str, value) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"{name} must be a positive integer (or left out), got {value!r}")
+    return value
 
 
 class Measurement:
-    """Per-step wall time and GC activity of a loop you run (see the module docstring)."""
+    """Per-step wall time, GC activity and memory of a loop you run (see the module docstring)."""
 
     def __init__(self, name: str = "my-loop", warmup: int = 0, capacity: int = DEFAULT_CAPACITY,
-                 alloc_blocks: bool = False, policy: str | None = None):
+                 alloc_blocks: bool = False, policy: str | None = None, variant: str | None = None,
+                 batch_size: int | None = None, networks: int | None = None, rss_every: int = RSS_EVERY,
+                 explain: bool | None = None):
         if not isinstance(name, str) or not _NAME.match(name):
             raise UsageError(f"name must be letters, digits, '.', '_' or '-', got {name!r}")
+        if variant is not None and (not isinstance(variant, str) or not _NAME.match(variant)):
+            raise UsageError(f"variant must be letters, digits, '.', '_' or '-', got {variant!r}")
         if policy is not None:
             if not isinstance(policy, str):
                 raise UsageError(f"policy must be a GC policy name (default, freeze, disable, manual:K), got {policy!r}")
@@ -65,33 +79,63 @@ class Measurement:
             raise UsageError(f"warmup must be a non-negative integer, got {warmup!r}")
         if isinstance(capacity, bool) or not isinstance(capacity, int) or not 1 <= capacity <= MAX_CAPACITY:
             raise UsageError(f"capacity must be an integer from 1 to {MAX_CAPACITY:,}, got {capacity!r}")
+        if isinstance(rss_every, bool) or not isinstance(rss_every, int) or rss_every < 0:
+            raise UsageError(f"rss_every must be a non-negative integer (0: no memory samples), got {rss_every!r}")
         self.name = name
+        self.variant = variant
         self.warmup = warmup
         self.policy = policy
+        self.batch_size = _positive_or_none("batch_size", batch_size)
+        self.networks = _positive_or_none("networks", networks)
+        self.explain = bool(os.environ.get(EXPLAIN_ENV, "") not in ("", "0")) if explain is None else bool(explain)
         self._warm = StepProbe(max(warmup, 1), alloc_blocks=alloc_blocks)
         try:
-            self._timed = StepProbe(capacity, alloc_blocks=alloc_blocks)
+            self._timed = StepProbe(capacity, alloc_blocks=alloc_blocks, rss_every=rss_every)
         except MemoryError:
             raise UsageError(f"capacity={capacity:,} steps does not fit in memory: pass a smaller one") from None
-        self._step = _Step(self)
+        # The step's context manager: one object of a class made for this measurement, whose
+        # __enter__ and __exit__ are bound methods stored as static ones. `with` then finds
+        # them without making a bound method per step (a tracked object: its allocation
+        # alone can start a collection, between steps instead of in one).
+        step_type = type("Step", (), {"__slots__": (), "__enter__": staticmethod(self._begin),
+                                      "__exit__": staticmethod(self._exit), "__doc__": "`with m.step():` one step"})
+        self._step = step_type()
         self._n = 0  # steps begun
         self._probe = self._warm if warmup else self._timed
         self._active = False
         self._in_step = False
         self.raised = 0  # steps that raised, not recorded
-        self.gc_state: dict = {}
+        self._gc_enabled = True  # the collector's state when the timed steps began
+        self._frozen = 0
+        self._thresholds: tuple = ()
+        self._tracked_start = -1  # objects the collector tracked when the timed steps began, and at the end
+        self._tracked_end = -1
+        self._diagnosis = None
+        self._user_file = _caller_file()
 
     # -- the context managers ---------------------------------------------------------
     def __enter__(self) -> Measurement:
         self._active = True
+        if self.explain:
+            from . import diagnose
+
+            diagnose.USER_FILES.add(self._user_file)
+            self._diagnosis = diagnose.Diagnosis(self._timed.capacity, sites=True, site_steps=None)
+        if not self.warmup:
+            self._start_timed()
+        self._timed.prepare()  # its hooks, bound before the steps: installing them between two allocates nothing
         self._probe.install()
         return self
 
     def __exit__(self, *exc) -> None:
         self._probe.uninstall()
+        if self._probe is self._timed and self._timed.steps:
+            self._tracked_end = len(gc.get_objects())
+        if self._diagnosis is not None and self._diagnosis.started:
+            self._diagnosis.stop(self._timed.steps)
         self._active = False
 
-    def step(self) -> _Step:
+    def step(self):
         """The context manager for one step: `with m.step(): ...`."""
         return self._step
 
@@ -103,31 +147,40 @@ class Measurement:
             raise UsageError("m.dispatched() belongs inside `with m.step():`")
         self._probe.dispatched()
 
+    def _start_timed(self) -> None:
+        """Before the first timed step: the collector's state and the tracked objects, once
+        (the only place the probe allocates; a collection it starts is the warm-up's)."""
+        self._gc_enabled, self._frozen, self._thresholds = gc.isenabled(), gc.get_freeze_count(), gc.get_threshold()
+        self._tracked_start = len(gc.get_objects())
+        if self._diagnosis is not None:
+            self._diagnosis.start()
+
     def _begin(self) -> None:
         if not self._active:
             raise UsageError("a step outside `with gcbench.measure(...)`")
         if self._in_step:
             raise UsageError("a step inside a step: `m.step()` brackets one step and does not nest")
         if self._n == self.warmup and self._probe is self._warm and self.warmup:
+            self._start_timed()  # while the warm-up's probe still counts what it may start
             self._warm.uninstall()
             self._probe = self._timed
             self._timed.install()
         if self._probe is self._timed and self._timed.steps >= self._timed.capacity:
             raise UsageError(f"more than {self._timed.capacity:,} timed steps: pass a larger capacity=")
-        if self._probe is self._timed and self._timed.steps == 0:
-            self.gc_state = {"gc_enabled": gc.isenabled(), "frozen_objects": gc.get_freeze_count(),
-                             "gc_thresholds": list(gc.get_threshold())}
-        self._probe.begin()
+        if self._diagnosis is not None and self._probe is self._timed:
+            self._diagnosis.step = self._timed.steps
         self._in_step = True
+        self._probe.begin()
 
-    def _end(self) -> None:
-        probe = self._probe
-        probe.end(probe.steps)
-        self._in_step = False
-        self._n += 1
-
-    def _abort(self) -> None:
-        if self._in_step:
+    def _exit(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            probe = self._probe
+            probe.end(probe.steps)
+            self._in_step = False
+            self._n += 1
+            if self._diagnosis is not None and probe is self._timed:
+                self._diagnosis.step = -1
+        elif self._in_step:  # the step raised: it is not a timed step (the exception goes on)
             self._probe.abort()
             self._in_step = False
             self.raised += 1
@@ -138,46 +191,99 @@ class Measurement:
         """Timed steps measured so far (warm-up steps not counted)."""
         return self._timed.steps
 
-    def result(self) -> dict:
-        """A result document in the schema of a cell (backend `user`, workload = name)."""
+    @property
+    def policy_name(self) -> str:
+        """The policy the user named; else what can be told for sure: the collector was off,
+        or it was not. Frozen objects alone do not make a `freeze` loop: libraries freeze too
+        (the count is in gc_state)."""
+        return self.policy or ("disable" if not self._gc_enabled else "default")
+
+    def _cell(self) -> Cell:
+        return Cell("user", self.name, self.policy_name, 0, self.networks or 1, 0, self._timed.steps, self.warmup, 0, 1)
+
+    def _check_measured(self) -> None:
         if not self._timed.steps:
             raise UsageError("no timed step was measured" + (f" (the first {self.warmup} steps are warm-up)"
                                                              if self.warmup else ""))
-        # the policy the user named; else what can be told for sure: the collector was off, or
-        # it was not. Frozen objects alone do not make a `freeze` loop: libraries freeze too
-        # (the count is in gc_state).
-        policy = self.policy or ("disable" if not self.gc_state.get("gc_enabled", True) else "default")
-        cell = Cell("user", self.name, policy, 0, 1, 0, self._timed.steps, self.warmup, 0, 1)
+
+    def result(self) -> dict:
+        """A result document in the schema of a cell (backend `user`, workload = name)."""
+        self._check_measured()
+        cell = self._cell()
         meta = metadata.collect()
         if "jax" in sys.modules:  # the loop used JAX: its devices, as gcbench's own cells record them
             meta.update(metadata.jax_devices())
-        meta["command"] = ["gcbench.measure", self.name]
+        meta["command"] = [str(a) for a in getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv]]
         warm = self._warm.arrays() if self.warmup else {"wall_ns": []}
-        doc = results.new(cell, "ok", data={"kind": "user", "source": "the user's own loop"}, metadata=meta,
+        warm["gc_events"] = self._warm.event_log() if self.warmup else None
+        memory = self._timed.memory() or {}
+        memory["tracked_start"] = self._tracked_start if self._tracked_start >= 0 else None
+        memory["tracked_end"] = self._tracked_end if self._tracked_end >= 0 else None
+        extra = {"batch_size": self.batch_size} if self.batch_size else {}
+        if self.variant:
+            extra["variant"] = self.variant
+        doc = results.new(cell, "ok", data={"kind": "user", "source": SOURCE}, metadata=meta,
                           warmup={**warm, "loss": None}, **self._timed.arrays(),
-                          gc_events=self._timed.event_log(), loss={"step": [], "value": []},
-                          gc_state=self.gc_state, machine_state={"cpu_count": os.cpu_count(),
-                                                                  "load_after": metadata.load_average()},
-                          probe={"steps_raised": self.raised})  # steps that raised are not timed steps
+                          gc_events=self._timed.event_log(), between_steps=self._timed.between_steps(),
+                          memory=memory, loss={"step": [], "value": []},
+                          gc_state={"gc_enabled": self._gc_enabled, "frozen_objects": self._frozen,
+                                    "gc_thresholds": list(self._thresholds)},
+                          machine_state={"cpu_count": os.cpu_count(), "load_after": metadata.load_average()},
+                          probe={"steps_raised": self.raised}, **extra)  # steps that raised are not timed steps
         doc.pop("cell_spec", None)
+        doc.pop("batch_size", None) if not self.batch_size else None
+        doc["networks"] = self.networks
+        doc["cell"] = self._cell_id(0)
         return results.validate(doc, "measurement")
 
+    def _cell_id(self, repeat: int) -> str:
+        policy = self.policy_name.replace(":", "-")
+        return f"user__{self.name}__{policy}__r{repeat}" + (f"__{self.variant}" if self.variant else "")
+
     def summary(self) -> dict:
-        """This loop as one flat record: `median_ms`, `gc_share` (a fraction), `full_per_1000`,
-        `full_collections`, ... (the names of `--json` and `export --per cell`; README,
-        "Result fields")."""
+        """This loop as one flat record: `median_ms`, `mean_ms`, `gc_share` (a fraction),
+        `full_per_1000`, `full_collections`, ... (the names of `--json` and `export --per
+        cell`; README, "Result fields")."""
         from .summary import record, summarize
 
         return record(summarize([self.result()]))
 
+    def explanation(self) -> dict:
+        """With `explain=True`: what the collector did and why (what `gcbench explain`
+        records for gcbench's own cells)."""
+        from . import explain
+
+        if self._diagnosis is None:
+            raise UsageError("no explanation: measure with explain=True (or GCBENCH_EXPLAIN=1)")
+        self._check_measured()
+        return explain.of_user_loop(self._diagnosis.to_json(), self._cell(), self.variant, self._user_file)
+
+    def __repr__(self) -> str:
+        head = f"gcbench.measure({self.name!r}" + (f", policy={self.policy!r}" if self.policy else "") + \
+            (f", variant={self.variant!r}" if self.variant else "") + ")"
+        if not self._timed.steps:
+            return f"<{head}: no timed step yet>"
+        from .summary import describe_user_loop
+
+        return f"{head}: {describe_user_loop(self.summary())}" + \
+            (" [explain: timings disturbed]" if self._diagnosis is not None else "")
+
     def save(self, folder: str | os.PathLike) -> pathlib.Path:
-        """Write the result into `folder` as the next repeat of this loop; return its path."""
+        """Write the result into `folder` as the next repeat of this loop; return its path.
+        With `explain=True`, write the explanation into the folder's explain.json instead."""
+        if self._diagnosis is not None:
+            from . import explain
+
+            expl = self.explanation()
+            folder = files.make_folder(folder, "results folder")
+            explain.save(folder, expl)
+            return folder / explain.FILE
         doc = self.result()
         folder = files.make_folder(folder, "results folder")
         repeat = 0
         while True:  # the next free repeat number, claimed exclusively: concurrent saves never share one
             doc["repeat"] = repeat
-            doc["cell"] = f"user__{self.name}__{doc['gc_policy']}__r{repeat}"
+            doc["cell"] = self._cell_id(repeat)
             path = folder / f"{doc['cell']}.json"
             if not path.exists():
                 results.validate(doc, str(path))
@@ -186,21 +292,41 @@ class Measurement:
             repeat += 1
 
 
+def _caller_file() -> str:
+    """The file of the code that called `measure()`: the user's own, for explain's sites."""
+    frame = sys._getframe(1)
+    here = os.path.abspath(__file__)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename) == here:
+        frame = frame.f_back
+    return os.path.realpath(frame.f_code.co_filename) if frame is not None else ""
+
+
 def measure(name: str = "my-loop", warmup: int = 0, capacity: int = DEFAULT_CAPACITY,
-            alloc_blocks: bool = False, policy: str | None = None) -> Measurement:
+            alloc_blocks: bool = False, policy: str | None = None, variant: str | None = None,
+            batch_size: int | None = None, networks: int | None = None, rss_every: int = RSS_EVERY,
+            explain: bool | None = None) -> Measurement:
     """Measure your own loop: `with gcbench.measure("name") as m: ... with m.step(): ...`.
 
     Arguments:
         name: what the loop is called in results and reports (letters, digits, . _ -).
-        warmup: the first steps, recorded apart (compilation happens there).
+        warmup: the loop's first steps, recorded and summarized apart (compilation happens
+            there); they come out of the loop's iterations.
         capacity: the most timed steps that will be measured (arrays are preallocated).
         alloc_blocks: also count allocated memory blocks per step (walks the heap: slow).
         policy: the GC policy your loop follows, as results name it (`freeze` if you call
             `gc.freeze()`, `manual:K`, ...); by default `disable` when the collector is off
             at the first timed step and `default` otherwise.
+        variant: the version of the loop this is (`flatten-once`): `compare` pairs two
+            variants of one loop, each in its own folder.
+        batch_size, networks: recorded only when given (gcbench cannot know them).
+        rss_every: read the resident set size every this many steps (0: never).
+        explain: run under the collector's diagnostics instead of timing (see the module
+            docstring); by default as the environment variable GCBENCH_EXPLAIN says.
 
     Returns:
         A `Measurement`: a context manager whose `step()` brackets one step, with
-        `result()`, `summary()` and `save(folder)`.
+        `result()`, `summary()`, `explanation()` and `save(folder)`; `print(m)` says
+        what it measured.
     """
-    return Measurement(name, warmup, capacity, alloc_blocks, policy)
+    return Measurement(name, warmup, capacity, alloc_blocks, policy, variant, batch_size, networks, rss_every,
+                       explain)

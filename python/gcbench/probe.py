@@ -18,13 +18,26 @@ run inside the measured pause. Per step the probe records:
   time; a collector's pause is host time, paid while the device idles.
 
 Every collection is also logged (step, generation, pause, objects collected) for the
-pause-length views of the report. Arrays are preallocated; the hot path does integer
-arithmetic and stores into them, and allocates nothing that outlives a step.
+pause-length views of the report; collections that fall between steps are totalled
+apart (`between_steps`), so that none is lost from the GC share.
+
+Memory beside time: with `rss_every=N` the resident set size is read every N steps
+(from `/proc/self/statm`, with a file descriptor opened once: a few microseconds, after
+the step's clock has stopped), where the platform has it.
+
+Measuring must not change what is measured. Arrays are preallocated; `begin` and `end`
+do integer arithmetic and store into them, and create no object the collector tracks:
+an allocation of the probe's own would cross the collector's threshold in place of the
+loop's and move collections out of the steps (measured: a loop that made one tracked
+object per step ran 3x the collections, all of them between steps). `gc.get_count()`
+returns a tuple of the interpreter's free list, which is not counted; the step's clock
+starts before it and stops after it, so a collection started there is still the step's.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import time
 
@@ -44,7 +57,8 @@ class StepProbe:
                 probe.end(i)
     """
 
-    def __init__(self, capacity: int, alloc_blocks: bool = False, event_capacity: int | None = None):
+    def __init__(self, capacity: int, alloc_blocks: bool = False, event_capacity: int | None = None,
+                 rss_every: int = 0):
         self.capacity = capacity
         self.alloc_blocks_enabled = alloc_blocks
         self.wall_ns = np.zeros(capacity, np.int64)
@@ -62,6 +76,19 @@ class StepProbe:
         self.ev_collected = np.zeros(ecap, np.int64)
         self.events = 0
         self.events_dropped = 0
+        # collections outside any step: their pauses, per generation, and objects collected
+        self.between_ns = 0
+        self.between_gen = [0] * GENERATIONS
+        self.between_collected = 0
+        self.first_t0 = 0  # the first step's start and the last step's end: the loop's span
+        self.last_t1 = 0
+        # resident set size, every `rss_every` steps (0: never; or where /proc is absent)
+        self.rss_every = rss_every if rss_every > 0 and _statm_fd() is not None else 0
+        n_rss = capacity // self.rss_every + 2 if self.rss_every else 0
+        self.rss_step = np.zeros(n_rss, np.int64)
+        self.rss_bytes = np.zeros(n_rss, np.int64)
+        self.rss_samples = 0
+        self._next_rss = 0
         # Running totals updated by the callbacks; steps take differences of them.
         self._pause_total = 0
         self._collected_total = 0
@@ -81,6 +108,10 @@ class StepProbe:
         self._current = -1  # the step running now; -1 between steps
         self.steps = 0
         self.installed = False
+        # the hooks, bound by `prepare` (or `install`) and dropped by `uninstall` (they refer
+        # to the probe: kept, they would make it a cycle that only the collector frees)
+        self._start_hook = None
+        self._stop_hook = None
 
     # -- gc.callbacks ---------------------------------------------------------------
     def _on_start(self, phase: str, info: dict) -> None:
@@ -101,6 +132,10 @@ class StepProbe:
             gen = gen if gen < GENERATIONS else GENERATIONS - 1
             self._gen_totals[gen] += 1
             self._collected_total += info["collected"]
+            if self._current < 0:
+                self.between_ns += pause
+                self.between_gen[gen] += 1
+                self.between_collected += info["collected"]
             k = self.events
             if k < len(self.ev_step):
                 self.ev_step[k] = self._current
@@ -111,23 +146,33 @@ class StepProbe:
             else:
                 self.events_dropped += 1
 
+    def prepare(self) -> None:
+        """Bind the hooks now, so that `install` makes no object a collection could start
+        at (`gcbench.measure` installs its timed probe at a step's boundary)."""
+        if self._start_hook is None:
+            self._start_hook, self._stop_hook = self._on_start, self._on_stop
+
     def install(self) -> None:
         """Put the hooks in place: start first in `gc.callbacks`, stop last."""
         if not self.installed:
-            gc.callbacks.insert(0, self._on_start)
-            gc.callbacks.append(self._on_stop)
+            self.prepare()
+            gc.callbacks.insert(0, self._start_hook)
+            gc.callbacks.append(self._stop_hook)
             self.installed = True
 
     def uninstall(self) -> None:
-        for hook in (self._on_start, self._on_stop):
-            while hook in gc.callbacks:
-                gc.callbacks.remove(hook)
+        if self._start_hook is not None:
+            while self._start_hook in gc.callbacks:
+                gc.callbacks.remove(self._start_hook)
+            while self._stop_hook in gc.callbacks:
+                gc.callbacks.remove(self._stop_hook)
+        self._start_hook = self._stop_hook = None
         self.installed = False
 
     def bracket_ok(self) -> bool:
         """True when our hooks are still first and last (another library may have added one)."""
         cbs = gc.callbacks
-        return bool(cbs) and cbs[0] == self._on_start and cbs[-1] == self._on_stop
+        return self.installed and bool(cbs) and cbs[0] == self._start_hook and cbs[-1] == self._stop_hook
 
     def __enter__(self) -> StepProbe:
         self.install()
@@ -138,29 +183,35 @@ class StepProbe:
 
     # -- per step -------------------------------------------------------------------
     def begin(self) -> None:
+        # From here on a collection is this step's: the step is marked and every total is
+        # read before anything that could start one (`gc.get_count()`, which comes from
+        # the free list and normally does not), and the clock runs from before it.
+        self._current = self.steps
+        self._reset0 = self._reset_total
         g = self._gen_totals
         self._gen0[0], self._gen0[1], self._gen0[2] = g[0], g[1], g[2]
         self._pause0 = self._pause_total
         self._collected0 = self._collected_total
-        self._current = self.steps
         self._events0 = self.events
         if self.alloc_blocks_enabled:
             self._blocks0 = sys.getallocatedblocks()
-        self._reset0 = self._reset_total
-        self._count0 = gc.get_count()[0]
         self._t_host = 0
         self._t0 = time.perf_counter_ns()
+        self._count0 = gc.get_count()[0]
+        if not self.first_t0:
+            self.first_t0 = self._t0
 
     def dispatched(self) -> None:
         """The step function has returned; what follows until `end` waits for its results."""
         self._t_host = time.perf_counter_ns()
 
     def end(self, i: int) -> None:
+        count = gc.get_count()[0]  # before the clock stops: a collection started here is the step's
         t1 = time.perf_counter_ns()
         if self._t_host:
             self.host_ns[i] = self._t_host - self._t0
             self.host_marked += 1
-        self.gc_pressure[i] = gc.get_count()[0] - self._count0 + self._reset_total - self._reset0
+        self.gc_pressure[i] = count - self._count0 + self._reset_total - self._reset0
         self.wall_ns[i] = t1 - self._t0
         self.gc_ns[i] = self._pause_total - self._pause0
         g, g0, row = self._gen_totals, self._gen0, self.gc_collections[i]
@@ -169,13 +220,29 @@ class StepProbe:
         if self.alloc_blocks_enabled:
             self.alloc_blocks[i] = sys.getallocatedblocks() - self._blocks0
         self.steps = i + 1
+        self.last_t1 = t1
         self._current = -1
+        if self.rss_every and i >= self._next_rss:
+            self.sample_rss(i)
+            self._next_rss = i + self.rss_every
+
+    def sample_rss(self, step: int) -> None:
+        """Record the resident set size now, as of `step` (outside a step's clock)."""
+        k = self.rss_samples
+        if self.rss_every and k < len(self.rss_step):
+            self.rss_step[k] = step
+            self.rss_bytes[k] = rss_bytes()
+            self.rss_samples = k + 1
 
     def abort(self) -> None:
         """Forget the step begun last (it raised): nothing is recorded for it, and the
         collections logged during it count as between steps (step -1)."""
         k = min(self.events, len(self.ev_step))
         self.ev_step[min(self._events0, k):k] = -1
+        self.between_ns += self._pause_total - self._pause0
+        for gen in range(GENERATIONS):
+            self.between_gen[gen] += self._gen_totals[gen] - self._gen0[gen]
+        self.between_collected += self._collected_total - self._collected0
         self._current = -1
 
     @property
@@ -198,6 +265,23 @@ class StepProbe:
             out["host_ns"] = self.host_ns[:n].tolist()
         return out
 
+    def between_steps(self) -> dict:
+        """The collections that fell outside every step (the loop's own code between
+        steps), and the loop's span: from the first step's start to the last one's end."""
+        return {"gc_ns": int(self.between_ns), "collections": list(self.between_gen),
+                "collected": int(self.between_collected),
+                "span_ns": int(self.last_t1 - self.first_t0) if self.steps else 0}
+
+    def memory(self) -> dict | None:
+        """The sampled resident set size (None when it was not sampled)."""
+        if not self.rss_every:
+            return None
+        if self.steps and (not self.rss_samples or self.rss_step[self.rss_samples - 1] != self.steps - 1):
+            self.sample_rss(self.steps - 1)  # and once at the end
+        k = self.rss_samples
+        return {"every": self.rss_every, "rss_step": self.rss_step[:k].tolist(),
+                "rss_bytes": self.rss_bytes[:k].tolist()}
+
     def event_log(self) -> dict:
         """Every collection seen: the step it fell in (-1: between steps), its generation,
         its pause in ns and the objects it collected; `dropped` when the log was full."""
@@ -205,3 +289,32 @@ class StepProbe:
         return {"step": self.ev_step[:k].tolist(), "generation": self.ev_generation[:k].tolist(),
                 "pause_ns": self.ev_pause[:k].tolist(), "collected": self.ev_collected[:k].tolist(),
                 "dropped": self.events_dropped}
+
+
+_STATM = [0, None]  # [the process that opened it, its fd (None: there is no /proc/self/statm)]
+
+
+def _statm_fd() -> int | None:
+    pid = os.getpid()
+    if _STATM[0] != pid:  # first use, or a forked child: /proc/self named the parent when it was opened
+        try:
+            fd = os.open("/proc/self/statm", os.O_RDONLY)
+        except OSError:
+            fd = None
+        _STATM[0], _STATM[1] = pid, fd
+    return _STATM[1]
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") and "SC_PAGE_SIZE" in os.sysconf_names else 4096
+
+
+def rss_bytes() -> int:
+    """The resident set size of this process in bytes (0 where it cannot be read).
+    Creates no object the collector tracks: bytes and integers only."""
+    fd = _statm_fd()
+    if fd is None:
+        return 0
+    data = os.pread(fd, 128, 0)  # "size resident shared text lib data dt", in pages
+    start = data.find(b" ") + 1
+    end = data.find(b" ", start)
+    return int(data[start:end]) * _PAGE if start > 0 and end > start else 0

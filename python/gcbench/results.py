@@ -44,7 +44,7 @@ REQUIRED = {
     "repeat": int,
     "status": str,
     "reason": str,
-    "networks": int,
+    "networks": (int, type(None)),  # None: a user's loop that did not say
     "params_per_network": int,
     "data": dict,
     "metadata": dict,
@@ -98,8 +98,15 @@ def env_name(doc: dict) -> str | None:
     return env.get("name") if env else None
 
 
-def batch_size(doc: dict) -> int:
-    return doc.get("batch_size", DEFAULT_BATCH_SIZE)
+def batch_size(doc: dict) -> int | None:
+    """The batch a result trained with; None for a user's loop that did not say (version-1
+    documents of gcbench's own cells ran with DEFAULT_BATCH_SIZE)."""
+    return doc.get("batch_size", None if doc.get("backend") == "user" else DEFAULT_BATCH_SIZE)
+
+
+def variant(doc: dict) -> str | None:
+    """The variant of a user's loop (`measure(..., variant=)`), None otherwise."""
+    return doc.get("variant")
 
 
 def write(doc: dict, path: str | os.PathLike) -> pathlib.Path:
@@ -145,8 +152,9 @@ def validate(doc, where: str = "result") -> dict:
         )
     for key, typ in REQUIRED.items():
         value = doc.get(key)
-        if not isinstance(value, typ) or (typ is int and isinstance(value, bool)):
-            raise UsageError(f"{where}: field {key!r} missing or not a {typ.__name__}")
+        if not isinstance(value, typ) or (isinstance(value, bool) and typ is not bool):
+            kind = typ.__name__ if isinstance(typ, type) else f"{typ[0].__name__} or null"
+            raise UsageError(f"{where}: field {key!r} missing or not a {kind}")
     schemas.check(doc, schemas.RESULT, where)
     env = doc.get("environment")
     if env is not None and not (isinstance(env, dict) and isinstance(env.get("spec"), str)

@@ -42,7 +42,16 @@ RESULT = {"type": "object", "required": ["cell", "backend", "workload", "gc_poli
               "gc_policy": {"type": "string", "pattern": POLICY},
               "repeat": _count, "reason": _str,
               "status": {"enum": ["ok", "failed", "unavailable"]},
-              "networks": {"type": "integer", "minimum": 1}, "params_per_network": _count,
+              "networks": _opt({"type": "integer", "minimum": 1}), "params_per_network": _count,
+              "variant": {"type": "string", "pattern": NAME},
+              # collections outside every step, and the loop's span (probe.between_steps)
+              "between_steps": {"type": "object", "required": ["gc_ns", "collections"], "properties": {
+                  "gc_ns": _count, "collections": {"type": "array", "items": _count}, "collected": _count,
+                  "span_ns": _count}},
+              # sampled resident set size and tracked objects at the start and end (probe.memory)
+              "memory": {"type": "object", "properties": {
+                  "every": _count, "rss_step": _ints, "rss_bytes": {"type": "array", "items": _count},
+                  "tracked_start": _opt(_count), "tracked_end": _opt(_count)}},
               "batch_size": {"type": "integer", "minimum": 1},
               "bookkeeping": {"type": "string", "pattern": NAME},
               "data": {"type": "object", "properties": {"kind": {"type": "string", "pattern": NAME},

@@ -7,9 +7,15 @@ groups the documents; `summarize(repeats)` combines the repeats of one cell:
 - repeats are checked first: a repeat that drifted (its first and last thirds differ by
   more than noise) or ran under a load above the core count is *flagged* and left out,
   unless fewer than two repeats would be left;
-- the median step is the geometric mean of the per-repeat medians, with Student's t
-  interval on their logarithms (R - 1 degrees of freedom);
-- the GC share is the mean of the per-repeat shares, with its t interval;
+- the median step (the typical step) is the geometric mean of the per-repeat medians,
+  with Student's t interval on their logarithms (R - 1 degrees of freedom); the mean
+  step (the time a run takes: what GC spikes cost) likewise from the per-repeat means;
+- the GC share is the mean of the per-repeat shares, with its t interval; collections
+  that fell between steps (a user's loop's own code) count in it, their pauses added
+  to the time of the run;
+- memory beside time, where recorded: the peak resident set size over the timed steps,
+  its growth per 1,000 steps, and the growth of the objects the collector tracks;
+- the warm-up (compilation) is summarized apart: its collections, pauses and objects;
 - full collections (Julia: full sweeps) are a schedule: where they fell in each repeat,
   said exactly when it is the same in every repeat;
 - steps with a full collection are compared with the steps around them, per repeat:
@@ -55,8 +61,10 @@ def node_types(docs: list[dict]) -> list[str]:
 
 def cell_key(doc: dict, by_node: bool = False) -> tuple[str, str, str, str, str]:
     """(backend, workload, policy, environment, node type); the node type is "" unless
-    results of several kinds of machine are grouped (`by_node`)."""
-    return (doc["backend"], doc["workload"], doc["gc_policy"], results.env_name(doc) or "",
+    results of several kinds of machine are grouped (`by_node`). A user's loop measured as
+    a named variant (`measure(..., variant=)`) has the variant where an environment goes:
+    it is the version of the code that ran."""
+    return (doc["backend"], doc["workload"], doc["gc_policy"], results.env_name(doc) or results.variant(doc) or "",
             node_type(doc) if by_node else "")
 
 
@@ -145,10 +153,11 @@ def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, key:
     gcs = [np.asarray(d["gc_ns"], np.float64) for d in used]
     fulls = [full_collections(d) for d in used]
     colls = [collections(d) for d in used]
+    between = [between_steps(d) for d in used]
     steps = sum(len(w) for w in walls)
     median = stats.geometric([float(np.median(w)) for w in walls])
-    share = stats.arithmetic([float(g.sum() / w.sum()) if w.sum() > 0 else 0.0 for g, w in zip(gcs, walls)],
-                             bounds=(0.0, 1.0))
+    mean = stats.geometric([float(w.mean()) for w in walls])
+    share = stats.arithmetic([gc_share(g, w, b) for g, w, b in zip(gcs, walls, between)], bounds=(0.0, 1.0))
     per_gen = np.sum([c.sum(axis=0) for c in colls], axis=0)
     spike_idx = [stats.spikes(w, spike_factor) for w in walls]
     s = {
@@ -161,7 +170,9 @@ def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, key:
         "median_ms": median["value"] / 1e6,
         "median_ci_ms": None if median["ci"] is None else tuple(x / 1e6 for x in median["ci"]),
         "repeat_medians_ms": [m / 1e6 for m in median["per_repeat"]],
-        "mean_ms": float(np.mean([w.mean() for w in walls])) / 1e6,
+        "mean_ms": mean["value"] / 1e6,
+        "mean_ci_ms": None if mean["ci"] is None else tuple(x / 1e6 for x in mean["ci"]),
+        "repeat_means_ms": [m / 1e6 for m in mean["per_repeat"]],
         "p90_ms": float(np.median([np.percentile(w, 90) for w in walls])) / 1e6,
         "p99_ms": float(np.median([np.percentile(w, 99) for w in walls])) / 1e6,
         "max_ms": float(max(w.max() for w in walls)) / 1e6,
@@ -171,11 +182,15 @@ def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, key:
         "repeat_gc_shares": share["per_repeat"],
         "gc_ms_per_step": float(sum(g.sum() for g in gcs) / steps) / 1e6,
         "collections": per_gen.tolist(),
+        "between": {"collections": np.sum([b["collections"] for b in between], axis=0).tolist(),
+                    "gc_ms": sum(b["gc_ns"] for b in between) / 1e6},
         "full": stats.event_summary(walls, fulls),
         "spike_factor": spike_factor,
         "spikes": int(sum(len(i) for i in spike_idx)),
         "spikes_at_full": int(sum(int((f[i] > 0).sum()) for f, i in zip(fulls, spike_idx))),
         "language": "julia" if "gc_full" in used[0] else "python",
+        "warmup": warmup_summary(used),
+        "memory": memory_summary(used),
     }
     if all("alloc_bytes" in d for d in used):
         s["alloc_bytes_per_step"] = float(np.mean([np.mean(d["alloc_bytes"]) for d in used]))
@@ -186,6 +201,88 @@ def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, key:
         s["host_share"], s["host_share_ci"] = host["value"], host["ci"]
     s["warnings"] = warnings(s)
     return CellSummary(key, docs, s)
+
+
+def between_steps(doc: dict) -> dict:
+    """The collections of a result that fell outside every step (zero where none is recorded)."""
+    b = doc.get("between_steps") or {}
+    n = len(doc["gc_collections"][0]) if doc.get("gc_collections") else 3
+    colls = list(b.get("collections") or [0] * n)[:n]
+    return {"gc_ns": int(b.get("gc_ns", 0)), "collections": colls + [0] * (n - len(colls))}
+
+
+def gc_share(gc_ns: np.ndarray, wall_ns: np.ndarray, between: dict) -> float:
+    """Time in GC pauses over the run's time: the steps' pauses and those between steps,
+    over the steps' wall time and the pauses between them."""
+    total = float(wall_ns.sum()) + between["gc_ns"]
+    return (float(gc_ns.sum()) + between["gc_ns"]) / total if total > 0 else 0.0
+
+
+def warmup_summary(docs: list[dict]) -> dict | None:
+    """The warm-up (compilation) of each repeat: steps, GC pause time, collections per
+    generation and objects collected, per repeat (None where no repeat recorded one)."""
+    rows = []
+    for d in docs:
+        w = d.get("warmup") or {}
+        wall = w.get("wall_ns") or []
+        if not wall or "gc_ns" not in w:
+            continue
+        colls = np.asarray(w.get("gc_collections") or [[0]], np.int64).reshape(len(wall), -1).sum(axis=0)
+        rows.append({"steps": len(wall), "wall_ms": float(np.sum(wall)) / 1e6, "gc_ms": float(np.sum(w["gc_ns"])) / 1e6,
+                     "collections": colls.tolist(), "collected": int(np.sum(w.get("gc_collected") or [0]))})
+    if not rows:
+        return None
+    mean = lambda k: float(np.mean([r[k] for r in rows]))
+    return {"repeats": len(rows), "steps": rows[0]["steps"], "wall_ms": mean("wall_ms"), "gc_ms": mean("gc_ms"),
+            "full_per_repeat": [r["collections"][-1] for r in rows],
+            "collections": np.mean([r["collections"] for r in rows], axis=0).tolist(),
+            "collected": mean("collected"), "per_repeat": rows}
+
+
+def memory_summary(docs: list[dict]) -> dict | None:
+    """Memory beside time, where the repeats recorded it: the peak resident set size over
+    the timed steps (geometric mean over repeats, with its interval), its growth per 1,000
+    steps (least squares over the samples of each repeat; mean with its interval), and the
+    growth of the objects the collector tracks per 1,000 steps."""
+    peaks, slopes, tracked = [], [], []
+    for d in docs:
+        m = d.get("memory") or {}
+        rss, at = m.get("rss_bytes") or [], m.get("rss_step") or []
+        if len(rss) >= 1 and max(rss) > 0:
+            peaks.append(max(rss) / 2**20)
+        if len(rss) >= 3 and len(set(at)) >= 2:
+            slopes.append(float(np.polyfit(np.asarray(at, np.float64), np.asarray(rss, np.float64) / 2**20, 1)[0]) * 1000)
+        if m.get("tracked_start") is not None and m.get("tracked_end") is not None and d["wall_ns"]:
+            tracked.append((m["tracked_end"] - m["tracked_start"]) * 1000 / len(d["wall_ns"]))
+    if not peaks and not tracked:
+        return None
+    out = {}
+    if len(peaks) == len(docs):
+        peak = stats.geometric(peaks)
+        out.update(peak_rss_mb=peak["value"], peak_rss_ci_mb=peak["ci"], repeat_peak_rss_mb=peak["per_repeat"])
+    if len(slopes) == len(docs):
+        g = stats.arithmetic(slopes)
+        out.update(rss_growth_mb_per_1000=g["value"], rss_growth_ci=g["ci"], repeat_rss_growth=g["per_repeat"])
+    if len(tracked) == len(docs):
+        t = stats.arithmetic(tracked)
+        out.update(tracked_growth_per_1000=t["value"], tracked_growth_ci=t["ci"], repeat_tracked_growth=t["per_repeat"])
+    return out or None
+
+
+def describe_user_loop(row: dict) -> str:
+    """A user's loop (its `record`) in one line: what `print(m)` shows."""
+    if row.get("median_ms") is None:
+        return f"{row['status']}"
+    parts = [f"{row['steps']:,} timed steps", f"median step {stats.fmt(row['median_ms'])} ms",
+             f"mean {stats.fmt(row['mean_ms'])} ms", f"GC {100 * row['gc_share']:.2f} %",
+             f"full collections {row['full_collections']}"]
+    if row.get("between_steps_collections") and any(row["between_steps_collections"]):
+        parts.append(f"{sum(row['between_steps_collections'])} collections between steps")
+    if row.get("peak_rss_mb") is not None:
+        parts.append(f"peak RSS {row['peak_rss_mb']:,.0f} MiB")
+    if row.get("warmup_gc_ms") is not None:
+        parts.append(f"warm-up GC {stats.fmt(row['warmup_gc_ms'])} ms")
+    return ", ".join(parts)
 
 
 def warnings(s: dict) -> list[str]:
@@ -202,6 +299,11 @@ def warnings(s: dict) -> list[str]:
     ci = s["median_ci_ms"]
     if ci is not None and used > 2 and s["median_ms"] > 0 and (ci[1] - ci[0]) / s["median_ms"] > MAX_CI_WIDTH:
         out.append(f"wide 95 % interval of the median ({stats.fmt(ci[0])}-{stats.fmt(ci[1])} ms)")
+    between = s.get("between") or {}
+    if any(between.get("collections") or []):
+        n = sum(between["collections"])
+        out.append(f"{n} collection{'s' * (n != 1)} ({stats.fmt(between['gc_ms'])} ms) fell between steps, in the "
+                   "loop's own code outside `m.step()`: counted in the GC share, not in any step")
     for repeat, flags in s["flagged"].items():
         kept = " (kept: too few unflagged repeats to leave it out)" if s["all_flagged"] else " (left out)"
         out.append(f"repeat {repeat}: {'; '.join(flags)}{kept}")
@@ -246,13 +348,21 @@ def record(cs: CellSummary) -> dict:
     f = s["full"]
     lo_hi = (lambda ci: (ci[0], ci[1]) if ci else (None, None))
     mci, sci, fci = lo_hi(s["median_ci_ms"]), lo_hi(s["gc_share_ci"]), lo_hi(f["rate"]["ci"])
+    meci = lo_hi(s.get("mean_ci_ms"))
+    mem, warm = s.get("memory") or {}, s.get("warmup") or {}
     row.update(repeats=s["repeats"], repeats_used=len(s["used"]), steps=s["steps"],
-               median_ms=s["median_ms"], median_ci_low_ms=mci[0], median_ci_high_ms=mci[1], p99_ms=s["p99_ms"],
+               median_ms=s["median_ms"], median_ci_low_ms=mci[0], median_ci_high_ms=mci[1],
+               mean_ms=s["mean_ms"], mean_ci_low_ms=meci[0], mean_ci_high_ms=meci[1], p99_ms=s["p99_ms"],
                max_over_median=s["max_over_median"], gc_share=s["gc_share"],
                gc_share_ci_low=sci[0], gc_share_ci_high=sci[1], host_share=s.get("host_share"),
                full_collections=f["count"], full_per_1000=f["rate"]["value"],
                full_per_1000_ci_low=fci[0], full_per_1000_ci_high=fci[1],
                full_per_repeat=list(f["schedule"]["counts"]), full_schedule_fixed=f["schedule"]["constant"],
                full_extra_ms=None if f.get("extra_ns") is None else f["extra_ns"] / 1e6,
-               full_cost_share=f.get("cost_share"), flags=list(s["warnings"]))
+               full_cost_share=f.get("cost_share"),
+               between_steps_collections=(s.get("between") or {}).get("collections"),
+               peak_rss_mb=mem.get("peak_rss_mb"), rss_growth_mb_per_1000=mem.get("rss_growth_mb_per_1000"),
+               tracked_growth_per_1000=mem.get("tracked_growth_per_1000"),
+               warmup_gc_ms=warm.get("gc_ms"), warmup_full_collections=sum(warm.get("full_per_repeat") or []) if warm else None,
+               flags=list(s["warnings"]))
     return row

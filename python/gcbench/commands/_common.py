@@ -263,7 +263,7 @@ FLAG_LEGEND = ("flags: \"N flagged\" counts a cell's repeats left out of its est
 
 
 def format_summary(docs: list[dict]) -> str:
-    """One line per cell, its repeats combined: median with interval, GC share, full
+    """One line per cell, its repeats combined: median with interval, mean step, GC share, full
     collections, flags; cells that did not run point to their reason, written once below
     the table however many cells share it."""
     rows, reasons = [], {}
@@ -273,17 +273,17 @@ def format_summary(docs: list[dict]) -> str:
             d = cs.docs[0]
             reason = d["reason"].splitlines()[0] if d["reason"] else ""
             note = f"[{reasons.setdefault(reason, len(reasons) + 1)}]" if reason else ""
-            rows.append([cs.label, d["status"], "", "", "", "", "", note])
+            rows.append([cs.label, d["status"], "", "", "", "", "", "", note])
             continue
         full = s["full"]
         fr = stats.short_schedule(full["schedule"]) if full["count"] else "none"
         flags = f"{len(s['flagged'])} flagged" if s["flagged"] else ""
         host = f"{100 * s['host_share']:.1f}" if "host_share" in s else "-"
         rows.append([cs.label, f"ok x{s['repeats']}", stats.fmt_paren(s["median_ms"], s["median_ci_ms"]),
-                     stats.fmt(s["p99_ms"]), f"{100 * s['gc_share']:.2f}", host, fr, flags])
-    head = ["cell", "status", "median ms (95 % CI)", "p99 ms", "GC %", "host %", "full collections", "flags"]
+                     stats.fmt(s["mean_ms"]), stats.fmt(s["p99_ms"]), f"{100 * s['gc_share']:.2f}", host, fr, flags])
+    head = ["cell", "status", "median ms (95 % CI)", "mean ms", "p99 ms", "GC %", "host %", "full collections", "flags"]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
-    line = lambda r: "  ".join(x.ljust(w) if i in (0, 1, 6, 7) else x.rjust(w)
+    line = lambda r: "  ".join(x.ljust(w) if i in (0, 1, 7, 8) else x.rjust(w)
                                for i, (x, w) in enumerate(zip(r, widths))).rstrip()
     notes = [f"[{n}] {reason}" for reason, n in reasons.items()]
     return "\n".join([line(head), "-" * (sum(widths) + 2 * (len(head) - 1))] + [line(r) for r in rows] + notes)

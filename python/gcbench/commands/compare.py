@@ -27,8 +27,8 @@ def register(sub) -> None:
 
 
 # --fail-on names -> (the metric of a test, the verdict that fails)
-FAIL_ON = {"slower": ("median", "slower"), "more-gc": ("gc_share", "more GC"),
-           "more-full-gc": ("full_rate", "more full GCs")}
+FAIL_ON = {"slower": ("median", "slower"), "slower-run": ("mean", "slower run"), "more-gc": ("gc_share", "more GC"),
+           "more-full-gc": ("full_rate", "more full GCs"), "more-memory": ("peak_rss", "more memory")}
 
 
 def _fail_on(text: str) -> tuple[str, ...]:

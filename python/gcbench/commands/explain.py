@@ -34,6 +34,10 @@ def register(sub) -> None:
 def main(args) -> int:
     from .. import bisect, runner
 
+    if args.cell.split("/")[0] == "user":
+        raise UsageError(f"{args.cell} is your own loop, which gcbench cannot run: run your script once more with "
+                         "GCBENCH_EXPLAIN=1 in the environment (or gcbench.measure(..., explain=True)) and save into "
+                         "the same folder; `gcbench report FOLDER` then shows why")
     backend, workload, policy = bisect.parse_cell(args.cell)
     suite = config.Suite(name="explain", backends=[backend], workloads=[workload], gc=[policy], repeats=1,
                          steps=explain.DEFAULT_STEPS, envs=[args.env] if args.env else [])

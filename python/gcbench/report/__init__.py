@@ -183,7 +183,7 @@ def _share_cell(s: dict) -> str:
 
 
 def summary_table(cells: list[summary.CellSummary]) -> Table:
-    header = ["cell", "repeats", "steps", "median ms (95 % CI)", "p99 ms", "max/median", "GC % (95 % CI)",
+    header = ["cell", "repeats", "steps", "median ms (95 % CI)", "mean ms (95 % CI)", "p99 ms", "GC % (95 % CI)",
               "full collections per repeat", "full-GC step: extra ms (95 % CI), x median", "flags"]
     rows = []
     for cs in cells:
@@ -191,10 +191,77 @@ def summary_table(cells: list[summary.CellSummary]) -> Table:
         used = len(s["used"])
         rows.append([escape(cs.label), f"{used}" + (f" of {s['repeats']}" if used != s["repeats"] else ""),
                      f"{s['steps']:,}", stats.fmt_paren(s["median_ms"], s["median_ci_ms"]),
-                     stats.fmt(s["p99_ms"]), f"{s['max_over_median']:.1f}",
+                     stats.fmt_paren(s["mean_ms"], s.get("mean_ci_ms")), stats.fmt(s["p99_ms"]),
                      _share_cell(s), _full_cell(s), _full_cost(s),
                      f"{len(s['flagged'])} flagged" if s["flagged"] else ""])
     return Table(header, rows, align_right=tuple(range(1, 9)))
+
+
+def _with_ci(value: float, ci, fmt=stats.fmt) -> str:
+    return fmt(value) + (f" ({fmt(ci[0])} to {fmt(ci[1])})" if ci else "")
+
+
+def memory_table_section(cells: list[summary.CellSummary]) -> list:
+    """Memory beside time, for the cells that sampled it (a user's loop under
+    `gcbench.measure`): peak resident set size over the timed steps, its growth, and the
+    growth of the objects the collector tracks."""
+    rows = []
+    for cs in cells:
+        m = cs.stats.get("memory") or {}
+        if not m:
+            continue
+        rows.append([escape(cs.label),
+                     _with_ci(m["peak_rss_mb"], m.get("peak_rss_ci_mb")) if "peak_rss_mb" in m else "-",
+                     _with_ci(m["rss_growth_mb_per_1000"], m.get("rss_growth_ci"), stats.fmt_signed)
+                     if "rss_growth_mb_per_1000" in m else "-",
+                     _with_ci(m["tracked_growth_per_1000"], m.get("tracked_growth_ci"), stats.fmt_signed)
+                     if "tracked_growth_per_1000" in m else "-"])
+    if not rows:
+        return []
+    return [Heading("Memory"),
+            Para("Beside time, what the loop holds: the resident set size, sampled every few steps after the step's "
+                 "clock stopped (its peak over the timed steps, and its growth from a least-squares line through the "
+                 "samples of each repeat), and the objects the collector tracks, counted when the timed steps began "
+                 "and ended. Each with Student's t interval over the repeats. A fix that trades time for memory shows "
+                 "here: compare both."),
+            Table(["cell", "peak RSS MiB (95 % CI)", "RSS growth MiB per 1,000 steps (95 % CI)",
+                   "tracked objects per 1,000 steps (95 % CI)"], rows, align_right=(1, 2, 3))]
+
+
+def _counts_per_repeat(counts: list[int]) -> str:
+    if not any(counts):
+        return "none"
+    if len(set(counts)) == 1:
+        return f"{counts[0]:,} in every repeat" if len(counts) > 1 else f"{counts[0]:,} (one repeat)"
+    return f"{', '.join(f'{c:,}' for c in counts)} per repeat"
+
+
+def warmup_section(cells: list[summary.CellSummary]) -> list:
+    """The warm-up steps (compilation) of each cell, which the summary leaves out: their
+    time, GC pauses, collections and objects collected (means over the repeats); and the
+    collections that fell between steps, which the GC share counts."""
+    rows = []
+    for cs in cells:
+        w = cs.stats.get("warmup")
+        between = cs.stats.get("between") or {}
+        outside = sum(between.get("collections") or [])
+        if not w and not outside:
+            continue
+        colls = " / ".join(f"{c:,.0f}" for c in w["collections"]) if w else "-"
+        rows.append([escape(cs.label), f"{w['steps']}" if w else "-", stats.fmt(w["wall_ms"]) if w else "-",
+                     stats.fmt(w["gc_ms"]) if w else "-", colls,
+                     _counts_per_repeat(w["full_per_repeat"]) if w else "-",
+                     f"{w['collected']:,.0f}" if w else "-",
+                     f"{outside:,} ({stats.fmt(between['gc_ms'])} ms)" if outside else "none"])
+    if not rows:
+        return []
+    return [Heading("Warm-up and between steps"),
+            Para("The warm-up steps (where compilation happens) are kept out of the summary and shown here, per "
+                 "repeat on average: their time, GC pauses, collections by generation (young / middle / full) and "
+                 "objects collected. The last column counts the collections that ran outside every step (a loop's "
+                 "own code between steps), summed over the repeats; the GC share above counts their pauses."),
+            Table(["cell", "warm-up steps", "warm-up ms", "GC ms", "collections (0 / 1 / 2)", "full collections",
+                   "objects collected", "collections between steps"], rows, align_right=(1, 2, 3, 4, 5, 6, 7))]
 
 
 def host_section(cells: list[summary.CellSummary]) -> list:
@@ -408,7 +475,8 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
     if ok:
         blocks += [Heading("Summary"),
                    Para("Each cell ran in several fresh processes (repeats); times are per timed step, warm-up "
-                        "excluded. The median is the geometric mean of the per-repeat medians, the GC share the "
+                        "excluded. The median is the typical step, the mean the time a run takes per step (what GC "
+                        "spikes cost): each the geometric mean of the per-repeat values; the GC share the "
                         "mean of the per-repeat shares, each with Student's t interval over the repeats (one "
                         "value per process). Full collections (Julia: full sweeps) are a schedule: their count in "
                         "each repeat (\"in every repeat\" when it is the same in all of them, which makes a "
@@ -417,6 +485,8 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
                         "loaded machine are flagged and left out (see Unstable measurements)."),
                    summary_table(ok)]
         blocks += host_section(ok)
+        blocks += memory_table_section(ok)
+        blocks += warmup_section(ok)
         blocks += environments.section(docs)
         blocks += [Heading("Findings")]
         for w in workloads:

@@ -58,6 +58,11 @@ def section(doc: dict, docs: list[dict], out_dir: pathlib.Path, written: list) -
             notes.append(f"{name}: {g['total']:,} objects of cyclic garbage: {_top(g['by_type'], g['total'])}.")
         elif "python" in e:
             notes.append(f"{name}: no cyclic garbage: the collections freed {e['collected']:,} objects.")
+        called = e["python"]["promoted"].get("by_user_site") if "python" in e else None
+        if called:
+            total = sum(called.values())
+            notes.append(f"{name}: promoted objects by the line of your code they came from: "
+                         + "; ".join(f"{escape(k)} {100 * v / total:.0f} %" for k, v in list(called.items())[:4]) + ".")
         for r in e.get("recommendations", []):
             notes.append(f"{name}: {escape(r['text'])}" + (f" ({escape(r['effect'])})" if r.get("effect") else ""))
     if notes:

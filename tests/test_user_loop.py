@@ -1,0 +1,262 @@
+"""A user's own loop under `gcbench.measure`: the probe changes nothing and loses nothing,
+the loop is compared with its own fix, explained, and its memory is shown beside its time.
+The three examples in examples/ are run as a user runs them."""
+
+from __future__ import annotations
+
+import gc
+import json
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import gcbench
+from gcbench import results
+from conftest import run_cli
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+
+# One loop, run as is and under the probe: each step makes K objects that refer to
+# themselves (cyclic garbage, only the collector frees it). Both runs import gcbench and
+# start from a collected heap, so they differ only in `with m.step():`.
+LOOP = textwrap.dedent("""
+    import gc, json, sys
+    import gcbench
+
+    class Node:
+        def __init__(self):
+            self.me = self
+            self.buffer = bytearray(1024)
+
+    def step(k):
+        for _ in range(k):
+            Node()
+
+    measured, k, steps = sys.argv[1] == "measured", int(sys.argv[2]), int(sys.argv[3])
+    counts = [0, 0, 0]
+    def count(phase, info):
+        if phase == "stop":
+            counts[info["generation"]] += 1
+    m = gcbench.measure("selfref", capacity=steps)
+    gc.collect()
+    gc.callbacks.append(count)
+    if measured:
+        with m:
+            for _ in range(steps):
+                with m.step():
+                    step(k)
+    else:
+        for _ in range(steps):
+            step(k)
+    gc.callbacks.remove(count)
+    out = {"callbacks": counts}
+    if measured:
+        doc = m.result()
+        events = doc["gc_events"]
+        out["in_steps"] = [sum(1 for s, g in zip(events["step"], events["generation"]) if s >= 0 and g == q)
+                           for q in range(3)]
+        out["summary"] = m.summary()
+    print(json.dumps(out))
+""")
+
+
+def _loop(tmp_path, measured: bool, k: int, steps: int) -> dict:
+    script = tmp_path / "loop.py"
+    script.write_text(LOOP)
+    proc = subprocess.run([sys.executable, str(script), "measured" if measured else "bare", str(k), str(steps)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("k, steps", [(1, 20_000), (3, 20_000), (10, 10_000), (100, 2_000), (1_000, 200)])
+def test_the_probe_moves_no_collection_and_files_each_in_its_step(tmp_path, k, steps):
+    bare = _loop(tmp_path, False, k, steps)["callbacks"]
+    measured = _loop(tmp_path, True, k, steps)
+    for gen in range(2):  # young and middle collections: within 2 % of the loop run as is
+        assert abs(measured["callbacks"][gen] - bare[gen]) <= max(1, 0.02 * bare[gen]), (bare, measured)
+    assert measured["callbacks"][2] == bare[2]
+    # at least 99 % of them inside the step that triggered them (the probe's own allocations
+    # used to start every one of them between steps: GC share 0.00)
+    assert sum(measured["in_steps"]) >= 0.99 * sum(measured["callbacks"]) > 0
+    s = measured["summary"]
+    assert s["gc_share"] > 0 and s["full_collections"] == measured["callbacks"][2]
+    assert not any(s["between_steps_collections"])
+
+
+def test_entering_and_leaving_a_step_creates_no_tracked_object():
+    """With the young generation's threshold at 1 and one tracked object made per step, a
+    collection starts at the step's allocation; any tracked object the probe made at a step's
+    boundary would start one there, between steps."""
+    thresholds = gc.get_threshold()
+    keep = []
+    gc.collect()
+    gc.set_threshold(1, 10, 10)
+    try:
+        with gcbench.measure("boundaries", warmup=2, capacity=2_000) as m:
+            for _ in range(2_002):
+                with m.step():
+                    keep.append([])
+    finally:
+        gc.set_threshold(*thresholds)
+    doc = m.result()
+    assert doc["between_steps"]["collections"] == [0, 0, 0]
+    assert sum(map(sum, doc["gc_collections"])) >= 900  # about one every other step, all of them in steps
+
+
+def test_collections_between_steps_are_counted_in_the_gc_share():
+    """Work the loop does outside `m.step()` is the loop's too: its collections are not
+    lost, they are reported beside the steps and their pauses count in the GC share."""
+    junk = []
+    with gcbench.measure("between", capacity=500) as m:
+        for i in range(500):
+            with m.step():
+                sum(range(100))
+            junk.append([[] for _ in range(200)])  # a data loader's lists, between steps
+            if i % 50 == 49:
+                gc.collect()
+    doc = m.result()
+    between = doc["between_steps"]
+    assert sum(between["collections"]) >= 10 and between["gc_ns"] > 0
+    s = m.summary()
+    steps_only = sum(doc["gc_ns"]) / sum(doc["wall_ns"])
+    assert s["gc_share"] > steps_only  # the pauses between steps are in the share
+    assert s["between_steps_collections"] == between["collections"]
+    assert "between steps" in " ".join(s["flags"])
+
+
+def test_metadata_is_what_the_user_said_and_print_says_what_was_measured(tmp_path):
+    with gcbench.measure("meta", warmup=2, batch_size=32) as m:
+        for _ in range(12):
+            with m.step():
+                [[] for _ in range(10)]
+    doc = m.result()
+    assert doc["batch_size"] == 32 and doc["networks"] is None
+    assert results.batch_size(doc) == 32
+    assert doc["metadata"]["command"] == sys.orig_argv  # the interpreter, the script and its arguments
+    text = repr(m)
+    assert text.startswith("gcbench.measure('meta'): 10 timed steps, median step ") and "GC " in text
+    assert "full collections 0" in text and "mean " in text
+    with gcbench.measure("meta2") as bare:
+        with bare.step():
+            pass
+    plain = bare.result()
+    assert "batch_size" not in plain and plain["networks"] is None and results.batch_size(plain) is None
+    assert m.summary()["warmup_gc_ms"] is not None  # the warm-up, summarized on its own
+
+
+def test_the_environment_turns_explain_on_and_save_writes_the_explanation(tmp_path, monkeypatch):
+    monkeypatch.setenv("GCBENCH_EXPLAIN", "1")
+    history = []
+    thresholds = gc.get_threshold()
+    gc.set_threshold(100, 2, 10)  # young collections often enough that 300 steps promote
+    try:
+        with gcbench.measure("explained", policy="freeze") as m:
+            for i in range(300):
+                with m.step():
+                    history.append({"step": i, "metrics": {"loss": 0.5}})  # RECORD-LINE
+    finally:
+        gc.set_threshold(*thresholds)
+    assert "[explain: timings disturbed]" in repr(m) and "policy='freeze'" in repr(m)
+    path = m.save(tmp_path / "r")
+    assert path.name == "explain.json" and not list((tmp_path / "r").glob("user__*.json"))
+    expl = json.loads(path.read_text())["explanations"][0]
+    assert expl["label"] == "user/explained/freeze"
+    line = next(n for n, text in enumerate(open(__file__), 1) if "# RECORD-LINE" in text)
+    from gcbench import diagnose
+
+    assert f"user {diagnose.site_path(__file__)}:{line}" in expl["python"]["promoted"]["by_site"]
+
+
+def test_a_manual_policy_saves(tmp_path):
+    with gcbench.measure("manual", policy="manual:5") as m:
+        for _ in range(5):
+            with m.step():
+                pass
+    path = m.save(tmp_path / "r")
+    assert path.name == "user__manual__manual-5__r0.json"
+    assert results.load(path)["gc_policy"] == "manual:5"
+
+
+def _run(script: str, *args: str, timeout: int = 300) -> str:
+    proc = subprocess.run([sys.executable, str(EXAMPLES / script), *args], capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.slow
+def test_a_memory_fix_is_reported_as_a_trade_not_a_regression(tmp_path):
+    """examples/cycles_in_gen2.py (python/cpython#83242): as reported, full collections never
+    run and memory grows; the reporter's fix, gc.collect() every 500 steps, costs time and
+    halves the growth. compare says both, and each --fail-on picks its own side."""
+    a, b = tmp_path / "as-reported", tmp_path / "collect-every-500"
+    for _ in range(3):
+        _run("cycles_in_gen2.py", "--out", str(a), "--steps", "8000")
+        _run("cycles_in_gen2.py", "--out", str(b), "--steps", "8000", "--collect-every", "500")
+    proc = run_cli("compare", str(a), str(b), "--json")
+    assert proc.returncode == 0, proc.stderr
+    row = json.loads(proc.stdout)["rows"][0]
+    tests = {t["metric"]: t for t in row["tests"]}
+    assert tests["full_rate"]["verdict"] == "more full GCs" and tests["full_rate"]["exact"]
+    assert tests["peak_rss"]["verdict"] == "less memory" and tests["peak_rss"]["effect"] < 0.9
+    assert tests["mean"]["verdict"] == "slower run"
+    assert row["summary"].endswith("a trade, time for memory") and "less memory (-" in row["summary"]
+    assert run_cli("compare", str(a), str(b), "--fail-on", "more-memory").returncode == 0
+    failed = run_cli("compare", str(a), str(b), "--fail-on", "slower-run,more-memory")
+    assert failed.returncode == 1 and "slower run" in failed.stderr and "more memory" not in failed.stderr
+    summary = gcbench.to_dataframe(a, per="cell").iloc[0]
+    assert summary["rss_growth_mb_per_1000"] > 1 and summary["full_collections"] == 0
+
+
+@pytest.mark.slow
+def test_a_loop_against_its_freeze_and_its_fix_each_in_its_own_folder(tmp_path):
+    """examples/list_dataloader.py (karpathy/nanochat#477): the same loop under default and
+    freeze, and its array fix as a named variant, each in a folder of its own: compare
+    pairs them by the loop's name, gives verdicts and applies --fail-on."""
+    lists, freeze, arrays = tmp_path / "lists", tmp_path / "freeze", tmp_path / "arrays"
+    for _ in range(3):
+        _run("list_dataloader.py", "--out", str(lists), "--steps", "1500")
+        _run("list_dataloader.py", "--out", str(freeze), "--steps", "1500", "--freeze")
+        _run("list_dataloader.py", "--out", str(arrays), "--steps", "1500", "--arrays")
+    proc = run_cli("compare", str(lists), str(freeze))
+    assert proc.returncode == 0, proc.stderr
+    assert "user/list-dataloader/default vs user/list-dataloader/freeze" in proc.stdout
+    assert "paired by backend and workload" in proc.stdout
+    c = json.loads(run_cli("compare", str(lists), str(freeze), "--json").stdout)
+    gc_test = next(t for t in c["rows"][0]["tests"] if t["metric"] == "gc_share")
+    assert gc_test["verdict"] == "less GC"
+    assert run_cli("compare", str(freeze), str(lists), "--fail-on", "more-gc").returncode == 1
+    c = json.loads(run_cli("compare", str(lists), str(arrays), "--json").stdout)
+    verdicts = {t["metric"]: t["verdict"] for t in c["rows"][0]["tests"]}
+    assert verdicts["mean"] == "faster run" and verdicts["gc_share"] == "less GC"
+    assert c["rows"][0]["cell"] == "user/list-dataloader/default vs [arrays]"
+
+
+@pytest.mark.slow
+def test_the_equinox_case_explained_with_a_site_in_the_users_file(tmp_path):
+    """examples/equinox_flatten.py (seed 000): flattening the module twice per step makes
+    more full collections than partitioning it once; the explanation names a site in the
+    example's own file and says that full collections free almost nothing (the cost is
+    scanning), and the report's Why section shows it."""
+    folder = tmp_path / "eqx"
+    twice = _run("equinox_flatten.py", "--out", str(folder / "twice"), "--variant", "twice", "--steps", "150")
+    once = _run("equinox_flatten.py", "--out", str(folder / "once"), "--variant", "once", "--steps", "150")
+    full = lambda text: int(text.split("full collections ")[1].split(",")[0])
+    assert full(twice) > full(once)  # counts: exact, one process each is enough to say so
+    _run("equinox_flatten.py", "--out", str(folder / "twice"), "--variant", "twice", "--steps", "50", "--explain")
+    expl = json.loads((folder / "twice" / "explain.json").read_text())["explanations"][0]
+    promoted = expl["python"]["promoted"]
+    assert any(k.startswith("equinox ") for k in promoted["by_site"])  # allocated inside equinox ...
+    step_line = next(n for n, text in enumerate(open(EXAMPLES / "equinox_flatten.py"), 1) if "= step_filtered(" in text)
+    assert next(iter(promoted["by_user_site"])).endswith(f"equinox_flatten.py:{step_line}")  # ... from this line
+    kinds = [r["kind"] for r in expl["recommendations"]]
+    assert "own-code" in kinds and "scanning" in kinds
+    report = run_cli("report", str(folder / "twice"), "--out", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stderr
+    page = (tmp_path / "report" / "index.md").read_text()
+    why = page[page.index("## Why"):]
+    assert f"equinox\\_flatten.py:{step_line}" in why and "the cost is scanning long-lived objects" in why
