@@ -74,20 +74,80 @@ policy_after_timed() = (GC.enable(true); nothing)
 end
 
 """
-The memory this process may still take: the machine's free memory, or less where a
-control group (cgroup v2 `memory.max`, v1 `memory.limit_in_bytes`) leaves less room.
+    read_limit(path) -> Int or nothing
+
+An integer file of a control group; `nothing` where it is missing or says `max`.
 """
-function available_memory()
-    free = Int(Sys.free_memory())
-    for (limit, usage) in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-                           ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"))
-        (isfile(limit) && isfile(usage)) || continue
-        lim = tryparse(Int, strip(read(limit, String)))  # "max": no limit
-        use = tryparse(Int, strip(read(usage, String)))
-        (lim === nothing || use === nothing) && return free
-        return min(free, max(lim - use, 0))
+function read_limit(path::AbstractString)
+    isfile(path) || return nothing
+    return tryparse(Int, strip(read(path, String)))
+end
+
+"""
+    cgroup_room(root="/sys/fs/cgroup", proc="/proc/self/cgroup") -> Int or nothing
+
+What this process's control groups still let it take, in bytes (`nothing`: no limit
+found). As libuv's `uv_get_constrained_memory`, it follows the process's own group named
+in /proc/self/cgroup, not the root's files, which a SLURM `task/cgroup` job or
+`systemd-run -p MemoryMax` leave unlimited:
+- cgroup v2 (the `0::PATH` line): from the process's group up to the root, the smallest
+  room of `memory.max` and `memory.high` less that group's `memory.current`;
+- cgroup v1 (the `memory` controller's line): `memory.limit_in_bytes` less
+  `memory.usage_in_bytes` in that group's folder, or the controller's root where the
+  group is not visible (a container). gcbench's Python side (`footprint.cgroup_room`)
+  does the same.
+"""
+function cgroup_room(root::AbstractString="/sys/fs/cgroup", proc::AbstractString="/proc/self/cgroup")
+    isfile(proc) || return nothing
+    rooms = Int[]
+    v1 = nothing
+    v2 = nothing
+    for line in eachline(proc)
+        parts = split(line, ':'; limit=3)
+        length(parts) == 3 || continue
+        hid, controllers, path = parts
+        if "memory" in split(controllers, ',')
+            v1 = path
+        elseif hid == "0" && isempty(controllers)
+            v2 = path
+        end
     end
-    return free
+    if v1 !== nothing
+        base = joinpath(root, "memory")
+        for dir in (joinpath(base, lstrip(v1, '/')), base)
+            lim = read_limit(joinpath(dir, "memory.limit_in_bytes"))
+            use = read_limit(joinpath(dir, "memory.usage_in_bytes"))
+            if lim !== nothing && use !== nothing
+                lim < 2^60 && push!(rooms, max(lim - use, 0))  # v1 writes "no limit" as a huge number
+                break
+            end
+        end
+    end
+    if v2 !== nothing && isfile(joinpath(root, "cgroup.controllers"))
+        top = normpath(root)
+        dir = normpath(joinpath(root, lstrip(v2, '/')))
+        while true
+            current = read_limit(joinpath(dir, "memory.current"))
+            for name in ("memory.max", "memory.high")
+                lim = read_limit(joinpath(dir, name))
+                (lim !== nothing && current !== nothing) && push!(rooms, max(lim - current, 0))
+            end
+            (dir == top || !startswith(dir, top)) && break
+            dir = dirname(dir)
+        end
+    end
+    return isempty(rooms) ? nothing : minimum(rooms)
+end
+
+"""
+    available_memory(free=Int(Sys.free_memory())) -> Int
+
+The memory this process may still take: the machine's free memory `free`, or less where
+its control groups leave less room (`cgroup_room`).
+"""
+function available_memory(free::Integer=Int(Sys.free_memory()))
+    room = cgroup_room()
+    return room === nothing ? Int(free) : min(Int(free), room)
 end
 
 """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import pathlib
 import stat
@@ -146,3 +147,44 @@ def test_the_offline_setting_reaches_juliapkg_even_when_it_was_imported_first():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["False", "True"]
+
+
+def test_julia_setup_tells_juliapkg_it_is_online_again(monkeypatch):
+    """Issue 34, item 6: a worker (offline) and julia-setup in one process, or julia-setup
+    after juliapkg's state was read offline: setup must turn juliapkg's own state online,
+    not only the environment variable (juliapkg's deps.offline sets STATE["offline"])."""
+    juliapkg = pytest.importorskip("juliapkg")
+    from juliapkg.state import STATE
+
+    monkeypatch.setitem(STATE, "offline", False)
+    julia_bridge.configure(1, offline=True)
+    assert STATE["offline"] is True and os.environ["PYTHON_JULIAPKG_OFFLINE"] == "yes"
+    julia_bridge.configure(1, offline=False)
+    assert STATE["offline"] is False and "PYTHON_JULIAPKG_OFFLINE" not in os.environ
+    assert juliapkg.offline(None) is False
+
+
+def test_the_julia_juliapkg_installed_is_found(no_julia, tmp_path, monkeypatch):
+    """Issue 34, item 5: for a system Python juliapkg installs Julia under
+    ~/.julia/environments/pyjuliapkg/pyjuliapkg/install (STATE["install"]) and records
+    the executable it uses in meta.json; both are found without PATH or the venv."""
+    pytest.importorskip("juliapkg")
+    from juliapkg.state import STATE
+
+    install = tmp_path / "depot" / "environments" / "pyjuliapkg" / "pyjuliapkg" / "install"
+    exe = install / "bin" / "julia"
+    exe.parent.mkdir(parents=True)
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setitem(STATE, "install", str(install))
+    monkeypatch.setitem(STATE, "meta", str(tmp_path / "no-meta.json"))
+    assert julia_bridge.find_julia() == str(exe)
+    # the executable meta.json records (a Julia juliapkg found elsewhere) comes first
+    other = tmp_path / "opt" / "julia-1.11" / "bin" / "julia"
+    other.parent.mkdir(parents=True)
+    other.write_text("#!/bin/sh\n")
+    other.chmod(other.stat().st_mode | stat.S_IEXEC)
+    meta = tmp_path / "meta.json"
+    meta.write_text(json.dumps({"executable": str(other)}))
+    monkeypatch.setitem(STATE, "meta", str(meta))
+    assert julia_bridge.find_julia() == str(other)

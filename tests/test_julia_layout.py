@@ -238,12 +238,12 @@ def test_unknown_framework_is_refused():
 
 def test_the_fixture_logits_catch_a_flipped_kernel():
     """Issue 24, item 3, by simulation: the NumPy stand-ins for Flux and SimpleChains, fed
-    the fixture's own weights, match the fixture's logits within runtests.jl's LOGIT_ATOL;
+    the fixture's own weights, match the fixture's logits within the Julia tests' LOGIT_ATOL (common.jl);
     with the first kernel flipped (what a wrong orientation does) they miss by far more."""
     import re
 
     here = pathlib.Path(__file__).resolve().parent.parent / "julia" / "test"
-    atol = float(re.search(r"^const LOGIT_ATOL = ([\d.e-]+)", (here / "runtests.jl").read_text(), re.M).group(1))
+    atol = float(re.search(r"^const LOGIT_ATOL = ([\d.e-]+)", (here / "common.jl").read_text(), re.M).group(1))
     meta = (here / "fixture" / "fixture.toml").read_text()
     batch = int(re.search(r"^batch = (\d+)", meta, re.M).group(1))
     samples = int(re.search(r"^samples = (\d+)", meta, re.M).group(1))

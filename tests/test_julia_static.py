@@ -162,9 +162,10 @@ def test_julia_code_uses_only_declared_packages():
     for path in JULIA_DIR.glob("*.jl"):
         used |= set(re.findall(r"^\s*(?:using|import)\s+([A-Za-z]\w*)", path.read_text(), re.M))
     assert used == set(project["deps"]), f"used {sorted(used)}, declared {sorted(project['deps'])}"
-    tests = set(re.findall(r"^\s*(?:using|import)\s+([A-Za-z]\w*)", (JULIA_DIR / "test" / "runtests.jl").read_text(),
-                           re.M))
-    assert tests <= set(project["extras"]) | set(project["deps"]), tests
+    tests = set()
+    for path in (JULIA_DIR / "test").glob("*.jl"):
+        tests |= set(re.findall(r"^\s*(?:using|import)\s+([A-Za-z]\w*)", path.read_text(), re.M))
+    assert "Test" in tests and tests <= set(project["extras"]) | set(project["deps"]), tests
 
 
 def test_the_julia_workflow_names_real_actions_and_commands():
@@ -177,6 +178,8 @@ def test_the_julia_workflow_names_real_actions_and_commands():
     assert set(commands) == {"python", "echo", "gcbench", "julia"}, commands
     runs = " ".join(s.get("run", "") for s in steps)
     assert "pytest -m julia" in runs and "julia/test/runtests.jl" in runs and "gcbench julia-setup" in runs
+    # julia-actions/cache v3 deletes the caches it replaced: the token needs actions: write
+    assert flow["permissions"]["actions"] == "write" and flow["permissions"]["contents"] == "read"
 
 
 def test_juliapkg_json_ships_with_the_package():
@@ -222,3 +225,51 @@ def test_every_framework_defines_its_logits_and_the_fixture_holds_them():
     assert meta["learning_rate"] == LEARNING_RATE
     for file in FRAMEWORK_FILES.values():  # one learning rate: Python's, passed through build
         assert "3f-4" not in (JULIA_DIR / file).read_text() and "3e-4" not in (JULIA_DIR / file).read_text()
+
+
+def test_lux_is_tested_alone_and_every_framework_is_tested():
+    """Issue 34, item 4: runtests.jl tests Flux and SimpleChains in its own process and Lux in
+    a process of its own (lux_cases.jl), as a measured Lux cell runs; every framework's
+    cases are run somewhere, each through invokelatest."""
+    runtests = (JULIA_DIR / "test" / "runtests.jl").read_text()
+    lux = (JULIA_DIR / "test" / "lux_cases.jl").read_text()
+    loaded = lambda text: re.findall(r'^GCBench\.load_framework\("(\w+)"\)', text, re.M)
+    assert sorted(loaded(runtests)) == ["flux", "simplechains"] and loaded(lux) == ["lux"]
+    assert "lux_cases.jl" in runtests and "success(pipeline(cmd" in runtests
+    assert 'Base.invokelatest(test_framework, "lux", workload)' in lux
+    assert 'for framework in ("flux", "simplechains")' in runtests
+    for text in (runtests, lux):
+        assert 'include(joinpath(@__DIR__, "common.jl"))' in text
+    from julia_source import world_age_problems
+
+    assert world_age_problems(lux.encode()) == []
+
+
+def test_free_memory_is_read_once_and_the_limit_follows_the_process_group():
+    """Issue 34, items 2 and 3: available_memory takes the free memory it compares against,
+    and the cgroup is followed from /proc/self/cgroup (v2 up to the root, v1 by the
+    controller's path), as footprint.cgroup_room does on the Python side."""
+    measure = (JULIA_DIR / "measure.jl").read_text()
+    assert re.search(r"^function available_memory\(free::Integer=Int\(Sys\.free_memory\(\)\)\)", measure, re.M)
+    assert re.search(r'^function cgroup_room\(root::AbstractString="/sys/fs/cgroup", proc::AbstractString="/proc/self/cgroup"\)',
+                     measure, re.M)
+    for needed in ('"memory.max"', '"memory.high"', '"memory.current"', '"memory.limit_in_bytes"',
+                   '"memory.usage_in_bytes"', "dirname(dir)"):
+        assert needed in measure, needed
+    runtests = (JULIA_DIR / "test" / "runtests.jl").read_text()
+    assert "GCBench.available_memory(free) <= free" in runtests and "Sys.free_memory()) <=" not in runtests
+    assert "GCBench.cgroup_room(root, proc)" in runtests
+
+
+def test_julia_runs_of_disable_or_manual_take_two_warmup_steps():
+    """Issue 34, item 1: julia/measure.jl refuses disable and manual:K with fewer than two
+    warm-up steps (the first compiles), so every Julia test that runs them asks for two,
+    and reads a result only once it is ok."""
+    text = (ROOT / "tests" / "test_julia_run.py").read_text()
+    calls = re.findall(r'run_cli\("run",(.*?)\)\n', text, re.S)
+    policied = [c for c in calls if re.search(r'"--gc", "[^"]*(disable|manual)', c)]
+    assert policied
+    for call in policied:
+        warmup = int(re.search(r'"--warmup", "(\d+)"', call).group(1))
+        assert warmup >= 2, call
+    assert "measure.jl" in text and 'doc["status"] == "ok"' in text

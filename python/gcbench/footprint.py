@@ -10,6 +10,7 @@ with steps and networks, which are the parts a typo makes huge.
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from .errors import UsageError
 
@@ -46,8 +47,70 @@ def estimate(cell, samples: int | None = None, language: str = "python") -> Esti
     return Estimate(sum(parts.values()), parts)
 
 
+def _read_int(path: str) -> int | None:
+    """An integer file of a control group ("max": None, no limit)."""
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def cgroup_room(root: str = "/sys/fs/cgroup", proc: str = "/proc/self/cgroup") -> int | None:
+    """What this process's control groups still let it take, in bytes, or None where no
+    limit applies (or none can be read). As libuv's `uv_get_constrained_memory`, it follows
+    the process's own group from /proc/self/cgroup, not the root's files (a SLURM job's
+    `task/cgroup` or `systemd-run -p MemoryMax` sets the limit on the process's group):
+
+    - cgroup v2 (the `0::PATH` line): every group from the process's up to the root, the
+      smallest room of `memory.max` and `memory.high` less that group's `memory.current`;
+    - cgroup v1 (the `memory` controller's line): `memory.limit_in_bytes` less
+      `memory.usage_in_bytes` in that group's folder (or the controller's root, where the
+      group is not visible, as in a container)."""
+    try:
+        with open(proc) as f:
+            lines = [line.rstrip("\n").split(":", 2) for line in f if line.count(":") >= 2]
+    except OSError:
+        return None
+    v1 = next((path for _, controllers, path in lines if "memory" in controllers.split(",")), None)
+    v2 = next((path for hid, controllers, path in lines if hid == "0" and controllers == ""), None)
+    rooms = []
+    if v1 is not None:
+        base = os.path.join(root, "memory")
+        folder = os.path.join(base, v1.lstrip("/"))
+        for where in (folder, base):
+            limit, usage = _read_int(os.path.join(where, "memory.limit_in_bytes")), \
+                _read_int(os.path.join(where, "memory.usage_in_bytes"))
+            if limit is not None and usage is not None:
+                if limit < 2**60:  # v1 writes "no limit" as a huge number
+                    rooms.append(max(limit - usage, 0))
+                break
+    if v2 is not None and os.path.isfile(os.path.join(root, "cgroup.controllers")):
+        folder = os.path.normpath(os.path.join(root, v2.lstrip("/")))
+        while True:
+            current = _read_int(os.path.join(folder, "memory.current"))
+            for name in ("memory.max", "memory.high"):
+                limit = _read_int(os.path.join(folder, name))
+                if limit is not None and current is not None:
+                    rooms.append(max(limit - current, 0))
+            if os.path.normpath(folder) == os.path.normpath(root) or not folder.startswith(os.path.normpath(root)):
+                break
+            folder = os.path.dirname(folder)
+    return min(rooms) if rooms else None
+
+
 def available_bytes() -> int | None:
-    """Memory the machine can give a new process now (MemAvailable), or None where unknown."""
+    """Memory this process can still take: the machine's available memory (MemAvailable),
+    or less where its control groups leave less room (`cgroup_room`); None where unknown."""
+    machine = _machine_available()
+    room = cgroup_room()
+    if machine is None or room is None:
+        return room if machine is None else machine
+    return min(machine, room)
+
+
+def _machine_available() -> int | None:
     try:
         with open("/proc/meminfo") as f:
             for line in f:
@@ -56,8 +119,6 @@ def available_bytes() -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     try:
-        import os
-
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import os
 import pathlib
 import shutil
@@ -45,10 +46,31 @@ def juliapkg_meta() -> pathlib.Path | None:
     return pathlib.Path(STATE["meta"])
 
 
+def _juliapkg_julia() -> list[str]:
+    """The Julia that juliapkg installed or chose for this interpreter: the `executable` its
+    meta.json records, and its install folder's bin/julia (`STATE["install"]`: under the
+    virtual environment's julia_env, or ~/.julia/environments/pyjuliapkg for a system
+    Python; pyjuliapkg's state.py and deps.py)."""
+    try:
+        from juliapkg.state import STATE
+    except ImportError:
+        return []
+    out = []
+    try:
+        with open(STATE["meta"]) as f:
+            exe = json.load(f).get("executable")
+        if isinstance(exe, str):
+            out.append(exe)
+    except (OSError, ValueError, AttributeError):
+        pass
+    name = "julia.exe" if os.name == "nt" else "julia"
+    return out + [os.path.join(STATE["install"], "bin", name)]
+
+
 def find_julia() -> str | None:
     """A Julia executable juliacall would use without downloading one, or None."""
     candidates = [os.environ.get("PYTHON_JULIAPKG_EXE"), shutil.which("julia"),
-                  os.path.expanduser("~/.juliaup/bin/julia"),
+                  os.path.expanduser("~/.juliaup/bin/julia"), *_juliapkg_julia(),
                   os.path.join(sys.prefix, "julia_env", "pyjuliapkg", "install", "bin", "julia")]
     return next((c for c in candidates if c and os.path.isfile(c) and os.access(c, os.X_OK)), None)
 
@@ -78,15 +100,19 @@ def configure(threads: int = 1, offline: bool = True) -> None:
     # Julia's GC uses signals at safepoints: with several threads Julia must handle them
     # (PythonCall's documented setting), else the process segfaults.
     os.environ["PYTHON_JULIACALL_HANDLE_SIGNALS"] = "yes"
-    if offline:  # a run never resolves or installs anything: julia-setup did that
+    # A run never resolves or installs anything (julia-setup did that); julia-setup must.
+    if offline:
         os.environ["PYTHON_JULIAPKG_OFFLINE"] = "yes"
-        # pyjuliapkg reads that variable once, when juliapkg.state is first imported, which
-        # `status()` may already have done: tell its state directly too (juliapkg/deps.py).
-        try:
-            import juliapkg
-        except ImportError:
-            return
-        juliapkg.offline(True)
+    else:
+        os.environ.pop("PYTHON_JULIAPKG_OFFLINE", None)
+    # pyjuliapkg reads that variable once, when juliapkg.state is first imported, which
+    # `status()` may already have done: tell its state directly too, either way
+    # (`juliapkg.offline(value)` sets STATE["offline"]; juliapkg/deps.py).
+    try:
+        import juliapkg
+    except ImportError:
+        return
+    juliapkg.offline(offline)
 
 
 @functools.lru_cache(maxsize=1)
@@ -115,7 +141,7 @@ def setup() -> tuple[bool, str]:
     """`gcbench julia-setup`: start Julia online, so that juliacall installs what is missing,
     then load every framework once (which precompiles them)."""
     os.environ["GCBENCH_JULIA_SETUP"] = "1"
-    os.environ.pop("PYTHON_JULIAPKG_OFFLINE", None)
+    configure(offline=False)  # the environment variable and juliapkg's own state, both online
     ok, reason = start()
     if not ok:
         return ok, reason

@@ -1,0 +1,88 @@
+# What runtests.jl and lux_cases.jl share: GCBench itself, the fixture (written by
+# make_fixture.py from the `jax` backend) and the per-framework checks. It loads no
+# framework: each file loads the ones it tests, at top level (see runtests.jl on world age).
+
+using Test
+using TOML: TOML
+
+include(joinpath(@__DIR__, "..", "GCBench.jl"))
+using .GCBench
+
+const FIXTURE = joinpath(@__DIR__, "fixture")
+const META = TOML.parsefile(joinpath(FIXTURE, "fixture.toml"))
+const COMPARED_STEPS = 6     # steps whose losses must match the reference, each of them
+const LOSS_RTOL = 1e-3       # per step: float32 in another framework, other summation orders
+const LOGIT_ATOL = 1e-4      # per logit, on the first batch before any update (logits are O(1))
+
+function read_array(name, T, dims...)
+    a = Vector{T}(undef, prod(dims))
+    open(io -> read!(io, a), joinpath(FIXTURE, name))
+    return reshape(a, dims...)
+end
+
+function fixture_data()
+    n, batch, steps = META["samples"], META["batch"], META["steps"]
+    images = read_array("images.f32", Float32, 28, 28, 1, n)
+    labels = vec(read_array("labels.i64", Int64, n))
+    schedule = read_array("schedule.i64", Int64, batch, steps)
+    return GCBench.setup_data(images, labels, schedule)
+end
+
+spec_of(w) = permutedims(reduce(hcat, META[w]["spec"]))
+
+"""A trainer of the fixture's networks; its framework was loaded at top level."""
+function trainer_for(framework, workload, data)
+    layout = framework == "simplechains" ? "simplechains" : "flux"
+    nets, params = META[workload]["networks"], META[workload]["params"]
+    weights = read_array("$(workload)_$(layout).f32", Float32, params, nets)
+    return GCBench.build(framework, spec_of(workload), weights, data, META["learning_rate"])
+end
+
+const DATA = fixture_data()
+
+function test_framework(framework, workload)
+    t = trainer_for(framework, workload, DATA)
+    @test GCBench.param_count(t) == META[workload]["params"]
+
+    # The forward pass of every network, before training, logit by logit: a kernel in the
+    # wrong orientation changes them by far more than LOGIT_ATOL.
+    nets = META[workload]["networks"]
+    expected = read_array("$(workload)_logits.f32", Float32, 10, META["batch"], nets)
+    got = GCBench.logits(t, 1)
+    @test size(got) == size(expected)
+    @test maximum(abs.(got .- expected)) <= LOGIT_ATOL
+
+    reference = Float64.(META[workload]["losses"])
+    losses = Float64[]
+    for s in 1:META["steps"]
+        GCBench.step!(t, s)
+        push!(losses, GCBench.mean_loss(t))
+    end
+    for s in 1:COMPARED_STEPS  # each step, not the norm of the whole vector
+        @test isapprox(losses[s], reference[s]; rtol=LOSS_RTOL)
+    end
+    @test sum(losses[end-4:end]) < sum(losses[1:5])   # it learns
+
+    # Nothing compiles once the steps have run: time spent compiling stays zero.
+    Base.cumulative_compile_timing(true)
+    before = sum(Base.cumulative_compile_time_ns())
+    for s in 1:5
+        GCBench.step!(t, s)
+    end
+    after = sum(Base.cumulative_compile_time_ns())
+    Base.cumulative_compile_timing(false)
+    @test after == before
+
+    if framework == "simplechains"
+        # Each network has its own working memory, not SimpleChains' task-local default,
+        # which `Threads.@threads` would re-create for every task in every step (about
+        # 5 MB each). On one thread a step allocates next to nothing; on several, only
+        # the tasks `@threads` makes: the two runs of the workflow (`-t 1`, `-t 2`) agree
+        # within that bound.
+        limit = Threads.nthreads() == 1 ? 1024 : 16 * 1024 * Threads.nthreads()
+        GCBench.step!(t, 1)
+        @test (@allocated GCBench.step!(t, 1)) <= limit
+    end
+    return nothing
+end
+
