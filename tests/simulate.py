@@ -55,3 +55,23 @@ def docs(rng, repeats: int = 3, base_ms: float = 10.0, steps: int = 300, backend
                                wall_ns=wall.tolist(), gc_ns=gc_ns.tolist(), gc_collections=colls.tolist(),
                                loss={"step": [0], "value": [2.3]}))
     return out
+
+
+def fgn(rng, n: int, hurst: float, sd: float, size: int = 1) -> np.ndarray:
+    """Fractional Gaussian noise (rows): long memory with Hurst exponent `hurst`, marginal
+    spread `sd`; exact, by circulant embedding (Davies and Harte). Real step series look like
+    this: lag-1 about 0.6 and correlations that decay slowly (Hurst about 0.8), not AR(1)."""
+    k = np.arange(n + 1, dtype=np.float64)
+    gamma = 0.5 * ((k + 1) ** (2 * hurst) - 2 * k ** (2 * hurst) + np.abs(k - 1) ** (2 * hurst))
+    row = np.concatenate([gamma, gamma[-2:0:-1]])  # the first row of a circulant of size 2n
+    lam = np.clip(np.fft.fft(row).real, 0, None)
+    m = len(row)
+    z = rng.normal(size=(size, m)) + 1j * rng.normal(size=(size, m))
+    y = np.fft.fft(np.sqrt(lam / (2 * m)) * z, axis=-1)
+    return sd * np.sqrt(2) * y.real[:, :n]
+
+
+def heavy_shifts(rng, shape, sd: float) -> np.ndarray:
+    """Levels of processes with heavier tails than a Gaussian's (Student's t, 4 degrees of
+    freedom, scaled to spread `sd`): the occasional process that ran much slower."""
+    return rng.standard_t(4, shape) * sd / np.sqrt(2.0)

@@ -54,7 +54,7 @@ def test_one_repeat_cannot_be_called_faster():
     rng = np.random.default_rng(7)
     c = compare.compare_docs(docs(rng, 1, 10.0), docs(rng, 1, 30.0))
     median = c["rows"][0]["tests"][0]
-    assert median.verdict == "inconclusive" and "2 or more repeats" in median.note
+    assert median.verdict == "inconclusive" and "3 or more repeats" in median.note
     assert c["detectable"] is None
 
 
@@ -178,3 +178,29 @@ def test_fail_on_slower_fails_a_ci_job_on_a_real_slowdown_and_not_on_an_aa_pair(
     assert none.returncode == 2 and "share no cell" in none.stderr and none.stderr.count("\n") == 1
     bad = run_cli("compare", str(a), str(b), "--fail-on", "slower,faster")
     assert bad.returncode == 2 and "--fail-on takes slower, slower-run, more-gc, more-full-gc, more-memory" in bad.stderr
+
+
+def test_an_interleaved_ab_in_one_folder_is_compared_paired_and_without_the_run_allowance(tmp_path):
+    """`gcbench run --env BASE --env HEAD` measures both sides in one invocation, round by
+    round; `compare FOLDER --base --head` compares them paired by round, with no allowance
+    for two runs apart. Two folders from separate runs get that allowance, and say so."""
+    rng = np.random.default_rng(11)
+    drift = rng.normal(0, 0.05, 6).tolist()
+    base = docs(rng, 6, 10.0, env="python=3.11", run_id="r1", rounds=drift, shift_sd=0.02)
+    head = docs(rng, 6, 11.0, env="python=3.12", run_id="r1", rounds=drift, shift_sd=0.02)
+    folder = _folder(tmp_path / "ab", base + head)
+    proc = run_cli("compare", str(folder), "--base", "py3.11", "--head", "py3.12", "--json")
+    assert proc.returncode == 0, proc.stderr
+    row = json.loads(proc.stdout)["rows"][0]
+    median = row["tests"][0]
+    assert median["paired"] and not row["runs_apart"] and median["verdict"] == "slower"
+    assert "two runs apart" not in median["note"]
+    gate = run_cli("compare", str(folder), "--base", "py3.11", "--head", "py3.12", "--fail-on", "slower")
+    assert gate.returncode == 1 and "slower" in gate.stderr
+    # the same cells from two separate runs: widened, and said
+    apart = compare.compare_docs(docs(rng, 3, 10.0, run_id="r1"), docs(rng, 3, 10.0, run_id="r2"))
+    assert apart["rows"][0]["runs_apart"] and "two runs apart" in apart["rows"][0]["tests"][0].note
+    wrong = run_cli("compare", str(folder), "--base", "py3.11", "--head", "py3.21")
+    assert wrong.returncode == 2 and "did you mean 'py3.12'" in wrong.stderr and wrong.stderr.count("\n") == 1
+    alone = run_cli("compare", str(folder))
+    assert alone.returncode == 2 and "--base ENV --head ENV" in alone.stderr

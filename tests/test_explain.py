@@ -144,7 +144,8 @@ def test_a_recommendations_effect_is_measured_in_its_own_environment_with_interv
     assert "(less GC, p = " in mine
     assert ("full collections (repeats of 300 steps): 15 in every repeat, same steps → 15 in every repeat, same steps "
             "(same, exact: fixed schedules)") in mine
-    assert re.search(r"median step 1\.0\d x \(9\d\.?\d* % \d\.\d\d-\d\.\d\d\), same, p = ", mine)
+    assert re.search(r"the typical step \(median\) 1\.0\d x \(9\d\.?\d* % \d\.\d\d-\d\.\d\d\), same, p = ", mine)
+    assert "the time a run takes (mean step)" in mine
     other = explain._effect(docs, ("equinox-filter", "vit", "default"), ("equinox-filter", "vit", "freeze"))
     assert re.search(r"GC share 1[12]\.\d\d % → 1[12]\.\d\d %", other)  # the main interpreter's cells
     assert explain._effect(docs, ("equinox-filter", "vit", "default"), ("nnx-split", "vit", "default"), env) is None

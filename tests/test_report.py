@@ -293,3 +293,24 @@ def test_every_log_axis_has_three_labelled_ticks_and_says_it_is_logarithmic(tmp_
     assert len(labelled) >= 3, labelled
     assert ax.get_xlabel() == "step, ms (log scale)"
     plt.close(fig)
+
+
+def test_no_interval_or_p_value_from_fewer_than_three_processes(tmp_path):
+    """Two repeats a cell (the GPU report's design): the report shows the values of the
+    processes, and no interval, p-value or verdict rests on them."""
+    rng = np.random.default_rng(4)
+    folder = tmp_path / "two"
+    folder.mkdir()
+    cells = docs(rng, 2, 10.0, full_every=40, pause_ms=50) + docs(rng, 2, 10.0, policy="freeze") + \
+        docs(rng, 2, 12.0, backend="nnx", full_every=20, pause_ms=60)
+    for d in cells:
+        results.write(d, folder / f"{d['cell']}.json")
+    build_report(folder, tmp_path / "report")
+    page = (tmp_path / "report" / "index.md").read_text()
+    summary = page[page.index("## Summary"):page.index("## Findings")]
+    rows = [line for line in summary.splitlines() if line.startswith("| ") and not line.startswith(("| cell", "| ---"))]
+    assert rows and all("processes " in row for row in rows)
+    assert not any(re.search(r"\(\d[\d.]*-\d|\(-?\d[\d.]* to ", row) for row in rows), rows  # no interval
+    findings = page[page.index("## Findings"):page.index("## Plots")]
+    assert "p = " not in findings and "95 %" not in findings and "% -" not in findings
+    assert "3 or more repeats" in findings  # each claim says why it makes none

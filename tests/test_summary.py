@@ -24,16 +24,46 @@ def test_the_repeats_of_a_cell_combine_with_intervals():
     assert s["language"] == "python" and s["warnings"] == []
 
 
-def test_a_drifting_repeat_is_left_out_and_said_so():
+def with_a_loaded_start(cell: list[dict], repeat: int = 1) -> list[dict]:
+    """`cell` with its repeat `repeat`'s first 100 steps on a loaded machine (1.8 x slower)."""
+    wall = np.asarray(cell[repeat]["wall_ns"])
+    wall[:100] = wall[:100] * 1.8
+    cell[repeat]["wall_ns"] = wall.tolist()
+    return cell
+
+
+def test_a_drifting_repeat_is_left_out_of_the_times_but_not_of_the_schedule():
     rng = np.random.default_rng(1)
-    cell = docs(rng, 3, 10.0)
-    wall = np.asarray(cell[1]["wall_ns"])
-    wall[:100] = wall[:100] * 1.8  # the first 100 steps on a loaded machine
-    cell[1]["wall_ns"] = wall.tolist()
+    cell = with_a_loaded_start(docs(rng, 4, 10.0, full_every=50, pause_ms=30))  # three planned and a replacement
+    colls = np.asarray(cell[1]["gc_collections"])
+    colls[10, 2] = 1  # and one full collection more than the others
+    cell[1]["gc_collections"] = colls.tolist()
     s = summary.summarize(cell).stats
-    assert s["used"] == [0, 2] and list(s["flagged"]) == [1]
+    assert s["used"] == [0, 2, 3] and list(s["flagged"]) == [1]
     assert any("repeat 1: drift" in w and "(left out)" in w for w in s["warnings"])
     assert s["median_ms"] < 11.5
+    # the flagged repeat's schedule still counts, and its difference shows
+    assert s["full"]["schedule"]["counts"] == [6, 7, 6, 6] and not s["full"]["schedule"]["constant"]
+
+
+def test_with_fewer_than_three_unflagged_the_flagged_repeat_is_kept():
+    cell = with_a_loaded_start(docs(np.random.default_rng(1), 3, 10.0))
+    s = summary.summarize(cell).stats
+    assert s["used"] == [0, 1, 2] and list(s["flagged"]) == [1] and s["all_flagged"]
+
+
+def test_a_run_measures_a_replacement_for_a_flagged_repeat():
+    from gcbench.config import Cell
+
+    rng = np.random.default_rng(1)
+    cell = with_a_loaded_start(docs(rng, 3, 10.0))
+    planned = [Cell("jax", "mlp", "default", r, 2, 4992, 300, 2, 0, 10) for r in range(3)]
+    extra = summary.replacements(planned, cell, 3)
+    assert [c.repeat for c in extra] == [3] and extra[0].backend == "jax"
+    assert summary.replacements(planned + extra, cell, 3) == []  # one a cell, no more
+    assert summary.replacements(planned, docs(rng, 3, 10.0), 3) == []  # nothing flagged, nothing to replace
+    short = [Cell("jax", "mlp", "default", r, 2, 4992, 50, 2, 0, 10) for r in range(3)]
+    assert summary.replacements(short, cell, 3) == []  # 50 steps a repeat: no interval worth protecting
 
 
 def test_the_workers_own_load_is_not_a_flag():
@@ -45,7 +75,7 @@ def test_the_workers_own_load_is_not_a_flag():
     assert list(s["flagged"]) == [1]
 
 
-def test_when_fewer_than_two_would_be_left_all_are_kept():
+def test_when_fewer_than_three_would_be_left_all_are_kept():
     rng = np.random.default_rng(6)
     cell = docs(rng, 3, 10.0)
     for d in cell[:2]:

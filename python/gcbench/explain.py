@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import statistics
 
+import numpy as np
+
 from . import diagnose, files, schemas, stats
 from .errors import UsageError
 
@@ -119,10 +121,12 @@ def full_interval(py: dict) -> dict:
             "predicted": predicted, "observed": observed, "full_collections": len(full)}
 
 
-def _effect(docs: list[dict] | None, base: tuple, other: tuple, env: str | None = None) -> str | None:
+def _effect(docs: list[dict] | None, base: tuple, other: tuple, env: str | None = None,
+            tests: bool = True) -> str | None:
     """The measured change from cell `base` to cell `other` (backend, workload, policy) in
     environment `env` of `docs`, with its tests (corrected together) and intervals; None
-    when the results hold no such pair."""
+    when the results hold no such pair. Without `tests` (a report, whose Findings test the
+    same pair), the figures alone: a report gives one corrected p-value per comparison."""
     if not docs:
         return None
     from . import compare, summary
@@ -133,8 +137,15 @@ def _effect(docs: list[dict] | None, base: tuple, other: tuple, env: str | None 
     if a is None or b is None or not any(d["status"] == "ok" for d in a) or not any(d["status"] == "ok" for d in b):
         return None
     va, vb = compare.repeat_values(a), compare.repeat_values(b)
-    median, share, full = (tests := compare.cell_tests(va, vb, compare.MIN_EFFECT, compare.ALPHA))[:3]
-    compare.conclude(tests, compare.ALPHA)
+    if not tests:
+        gm = lambda v, k: float(np.exp(np.mean(np.log(v[k]))))
+        return (f"measured, {'/'.join(base)} → {'/'.join(other)}: GC share {100 * np.mean(va['shares']):.2f} % → "
+                f"{100 * np.mean(vb['shares']):.2f} %; full collections (repeats of {va['schedule']['steps'][0]:,} "
+                f"steps): {stats.short_schedule(va['schedule'])} → {stats.short_schedule(vb['schedule'])}; median "
+                f"step {stats.fmt(gm(va, 'medians'))} → {stats.fmt(gm(vb, 'medians'))} ms, mean step "
+                f"{stats.fmt(gm(va, 'means'))} → {stats.fmt(gm(vb, 'means'))} ms (tested in Findings)")
+    median, share, full, mean = (tested_all := compare.cell_tests(va, vb, compare.MIN_EFFECT, compare.ALPHA))[:4]
+    compare.conclude(tested_all, compare.ALPHA)
 
     def tested(t) -> str:
         if t.exact:
@@ -147,13 +158,16 @@ def _effect(docs: list[dict] | None, base: tuple, other: tuple, env: str | None 
                 f"{100 * share.ci[1]:+.2f})" if share.ci and not share.exact else "")
     median_ci = f" ({level(median)} {median.ci[0]:.2f}-{median.ci[1]:.2f})" if median.ci else ""
     median_effect = f"{median.effect:.2f} x{median_ci}, " if median.effect is not None else ""
+    mean_ci = f" ({level(mean)} {mean.ci[0]:.2f}-{mean.ci[1]:.2f})" if mean.ci else ""
+    mean_effect = f"{mean.effect:.2f} x{mean_ci}, " if mean.effect is not None else ""
     return (f"measured, {'/'.join(base)} → {'/'.join(other)}: GC share {100 * share.a:.2f} % → "
             f"{100 * share.b:.2f} %{share_ci} ({tested(share)}); full collections (repeats of "
             f"{va['schedule']['steps'][0]:,} steps): {stats.short_schedule(va['schedule'])} → "
-            f"{stats.short_schedule(vb['schedule'])} ({tested(full)}); median step {median_effect}{tested(median)}")
+            f"{stats.short_schedule(vb['schedule'])} ({tested(full)}); the time a run takes (mean step) "
+            f"{mean_effect}{tested(mean)}; the typical step (median) {median_effect}{tested(median)}")
 
 
-def recommendations(expl: dict, docs: list[dict] | None = None) -> list[dict]:
+def recommendations(expl: dict, docs: list[dict] | None = None, tests: bool = True) -> list[dict]:
     """What to do about it, derived from the diagnosis, with measured effects where `docs`
     (the results folder's cells) hold the cells to show them."""
     out = []
@@ -176,7 +190,7 @@ def recommendations(expl: dict, docs: list[dict] | None = None) -> list[dict]:
                     f"cyclic garbage ({types}); only the collector frees those. A weakref, or clearing the "
                     "reference that closes the cycle, lets reference counting free them at once."})
     if backend == "user":
-        advice = _user_loop_advice(expl, py, interval, before, docs, (backend, workload, policy), env)
+        advice = _user_loop_advice(expl, py, interval, before, docs, (backend, workload, policy), env, tests)
         if advice:
             return out + advice
     if interval["promoted_per_step"] < 1 and not interval["full_collections"]:
@@ -193,23 +207,24 @@ def recommendations(expl: dict, docs: list[dict] | None = None) -> list[dict]:
                     f"{100 * (site_share('equinox') + site_share('jax')):.0f} % of what is promoted is allocated in "
                     "equinox and jax while eqx.filter_jit flattens the module on every call. eqx.partition once, "
                     "then plain jax.jit over the arrays (the equinox-partition backend).",
-                    "effect": _effect(docs, (backend, workload, policy), ("equinox-partition", workload, policy), env)})
+                    "effect": _effect(docs, (backend, workload, policy), ("equinox-partition", workload, policy), env, tests)})
     if backend == "nnx" and site_share("flax") >= 0.3:
         out.append({"kind": "split", "text": "Split the model once: "
                     f"{100 * site_share('flax'):.0f} % of what is promoted is allocated in flax while nnx.jit walks "
                     "the module's graph on every call. nnx.split once, then a pure jax.jit over (graphdef, state) "
                     "(the nnx-split backend; Flax's performance guide).",
-                    "effect": _effect(docs, (backend, workload, policy), ("nnx-split", workload, policy), env)})
+                    "effect": _effect(docs, (backend, workload, policy), ("nnx-split", workload, policy), env, tests)})
     if before >= 0.5 and interval["full_collections"]:
         out.append({"kind": "freeze", "text": f"Freeze what setup made: {100 * before:.0f} % of the objects a full "
                     "collection scans existed before the timed steps (imports, the model, compiled functions). "
                     "gc.collect() then gc.freeze() after the first step (the freeze policy) moves them out of "
                     "every later scan.",
-                    "effect": _effect(docs, (backend, workload, policy), (backend, workload, "freeze"), env)})
+                    "effect": _effect(docs, (backend, workload, policy), (backend, workload, "freeze"), env, tests)})
     return out
 
 
-def _user_loop_advice(expl: dict, py: dict, interval: dict, before: float, docs, base: tuple, env) -> list[dict]:
+def _user_loop_advice(expl: dict, py: dict, interval: dict, before: float, docs, base: tuple, env,
+                      tests: bool = True) -> list[dict]:
     """What to do about a user's loop: its own allocation sites first; then, when full
     collections free almost nothing, that their cost is scanning long-lived objects, with
     `gc.freeze()` after warm-up as the remedy (its effect measured where the folder holds
@@ -240,7 +255,7 @@ def _user_loop_advice(expl: dict, py: dict, interval: dict, before: float, docs,
                         "long-lived objects, not garbage. gc.collect() then gc.freeze() after the warm-up moves them out "
                         "of every later scan; measure it with policy='freeze' into a folder of its own and "
                         "`gcbench compare` the two.",
-                        "effect": _effect(docs, base, (base[0], base[1], "freeze"), env)})
+                        "effect": _effect(docs, base, (base[0], base[1], "freeze"), env, tests)})
     elif py["garbage"]["total"] and interval["full_collections"] == 0 and interval["gen1_per_step"]:
         out.append({"kind": "no-full", "text": "No full collection ran, yet the loop makes cyclic garbage that "
                     "survives young collections: it waits in the oldest generation, whose collection the "
@@ -279,7 +294,7 @@ def summarize(raw: dict, docs: list[dict] | None = None) -> dict:
     return derive(expl, docs)
 
 
-def derive(expl: dict, docs: list[dict] | None = None) -> dict:
+def derive(expl: dict, docs: list[dict] | None = None, tests: bool = True) -> dict:
     """The figures an explanation derives from its diagnosis (counts, the predicted interval,
     recommendations with the effects measured in `docs`), computed anew: a report refreshes
     a stored explanation with them, so that it follows the code and the folder's results."""
@@ -291,7 +306,7 @@ def derive(expl: dict, docs: list[dict] | None = None) -> dict:
     expl["counts"] = [sum(1 for c in in_steps if c["generation"] == g) for g in range(3)]
     expl["collected"] = sum(c["collected"] for c in in_steps)
     expl["uncollectable"] = sum(c["uncollectable"] for c in in_steps)
-    expl["recommendations"] = recommendations(expl, docs)
+    expl["recommendations"] = recommendations(expl, docs, tests)
     return expl
 
 

@@ -119,12 +119,44 @@ def run_id(doc: dict) -> str | None:
 
 
 def used_repeats(ok: list[dict]) -> tuple[list[dict], dict[int, list[str]]]:
-    """The ok repeats a cell's numbers rest on, and every repeat's flags: flagged repeats
-    are left out, unless that would leave fewer than two of several (no spread between
-    processes could be estimated then) or none: then every repeat is kept."""
+    """The ok repeats a cell's times rest on, and every repeat's flags: flagged repeats are
+    left out where at least `stats.MIN_PROCESSES` unflagged ones remain (a run measures a
+    replacement for a flagged repeat: `replacements`); otherwise every repeat is kept,
+    flagged, since fewer processes would give no interval at all. Collections are counted
+    over every ok repeat whatever this says (a schedule is exact)."""
     flags = {d["repeat"]: repeat_flags(d) for d in ok}
     clean = [d for d in ok if not flags[d["repeat"]]]
-    return (clean if len(clean) >= min(2, len(ok)) else ok), flags
+    return (clean if len(clean) >= min(stats.MIN_PROCESSES, len(ok)) else ok), flags
+
+
+MAX_REPLACEMENTS = 1  # replacement repeats a run measures per cell that had a repeat flagged
+
+
+def replacements(cells: list, docs: list[dict], planned: int) -> list:
+    """One more repeat (a `config.Cell`, numbered after the cell's last) of every cell of
+    `cells` that had an ok repeat flagged, so that it keeps the unflagged repeats it was
+    planned with (`planned` a cell): at most MAX_REPLACEMENTS a cell, counting those that
+    `cells` already holds (repeats numbered from `planned` on). Only where a replacement can
+    matter: a plan of at least `stats.MIN_PROCESSES` repeats of at least MIN_STEPS steps
+    (shorter or fewer give no interval to protect)."""
+    import dataclasses as dc
+
+    if planned < stats.MIN_PROCESSES or not cells or min(c.steps for c in cells) < MIN_STEPS:
+        return []
+
+    by_cell: dict[tuple, list] = {}
+    for c in cells:
+        by_cell.setdefault((c.backend, c.workload, c.policy, c.env), []).append(c)
+    done = {d["cell"]: d for d in docs}
+    out = []
+    for group in by_cell.values():
+        ok = [done[c.id] for c in group if c.id in done and done[c.id]["status"] == "ok"]
+        clean = sum(1 for d in ok if not repeat_flags(d))
+        extra = sum(1 for c in group if c.repeat >= planned)
+        if clean < len(ok) and clean < planned and extra < MAX_REPLACEMENTS:
+            last = max(group, key=lambda c: c.repeat)
+            out.append(dc.replace(last, repeat=last.repeat + 1))
+    return out
 
 
 @dataclasses.dataclass
@@ -151,9 +183,12 @@ def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, key:
     used, flags = used_repeats(ok)
     walls = [np.asarray(d["wall_ns"], np.float64) for d in used]
     gcs = [np.asarray(d["gc_ns"], np.float64) for d in used]
-    fulls = [full_collections(d) for d in used]
     colls = [collections(d) for d in used]
     between = [between_steps(d) for d in used]
+    # A flag says a repeat's level moved, not that its collector did: full collections are a
+    # schedule (exact), so every ok repeat counts there, flagged or not.
+    all_walls = [np.asarray(d["wall_ns"], np.float64) for d in ok]
+    fulls = [full_collections(d) for d in ok]
     steps = sum(len(w) for w in walls)
     median = stats.geometric([float(np.median(w)) for w in walls])
     mean = stats.geometric([float(w.mean()) for w in walls])
@@ -184,10 +219,10 @@ def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, key:
         "collections": per_gen.tolist(),
         "between": {"collections": np.sum([b["collections"] for b in between], axis=0).tolist(),
                     "gc_ms": sum(b["gc_ns"] for b in between) / 1e6},
-        "full": stats.event_summary(walls, fulls),
+        "full": stats.event_summary(all_walls, fulls),
         "spike_factor": spike_factor,
         "spikes": int(sum(len(i) for i in spike_idx)),
-        "spikes_at_full": int(sum(int((f[i] > 0).sum()) for f, i in zip(fulls, spike_idx))),
+        "spikes_at_full": int(sum(int((full_collections(d)[i] > 0).sum()) for d, i in zip(used, spike_idx))),
         "language": "julia" if "gc_full" in used[0] else "python",
         "warmup": warmup_summary(used),
         "memory": memory_summary(used),
@@ -294,8 +329,9 @@ def warnings(s: dict) -> list[str]:
     used = len(s["used"])
     if used < 2:
         out.append("one repeat: no interval (one process says nothing about a second one's luck)")
-    elif used == 2:
-        out.append("two repeats: the intervals rest on one degree of freedom and are wide; run 3 or more")
+    elif used < stats.MIN_PROCESSES:
+        out.append(f"{used} repeats: no interval or test from fewer than {stats.MIN_PROCESSES} processes (their values "
+                   f"are shown instead); run {stats.MIN_PROCESSES} or more")
     ci = s["median_ci_ms"]
     if ci is not None and used > 2 and s["median_ms"] > 0 and (ci[1] - ci[0]) / s["median_ms"] > MAX_CI_WIDTH:
         out.append(f"wide 95 % interval of the median ({stats.fmt(ci[0])}-{stats.fmt(ci[1])} ms)")
@@ -305,6 +341,8 @@ def warnings(s: dict) -> list[str]:
         out.append(f"{n} collection{'s' * (n != 1)} ({stats.fmt(between['gc_ms'])} ms) fell between steps, in the "
                    "loop's own code outside `m.step()`: counted in the GC share, not in any step")
     for repeat, flags in s["flagged"].items():
+        if not s["all_flagged"]:  # left out of the times; its collections are still counted
+            flags = flags + ["its full collections are counted with the others'"]
         kept = " (kept: too few unflagged repeats to leave it out)" if s["all_flagged"] else " (left out)"
         out.append(f"repeat {repeat}: {'; '.join(flags)}{kept}")
     return out

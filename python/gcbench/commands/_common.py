@@ -216,6 +216,16 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, 
                 if getattr(args, "executor", "local") == "local":
                     docs = runner.run_cells(cells, out_dir, command, suite.timeout, log=out_fn, progress=progress,
                                             environments=environments, resume=resume, data_kind=kind)
+                    extra = summary.replacements(cells, docs, suite.repeats)
+                    if extra:  # a flagged repeat is left out of the times: measure one more in its place
+                        out_fn(f"gcbench: {len(extra)} cell{'s' * (len(extra) > 1)} had a repeat flagged (drift or "
+                               f"load): one replacement repeat each ({', '.join(c.label for c in extra[:4])}"
+                               f"{', ...' if len(extra) > 4 else ''})")
+                        cells = cells + extra
+                        plan.update(cells=[c.id for c in cells], labels=[c.label for c in cells])
+                        files.write_json(out_dir / "suite.json", plan)
+                        docs += runner.run_cells(extra, out_dir, command, suite.timeout, log=out_fn, progress=progress,
+                                                 environments=environments, resume=resume, data_kind=kind)
                 else:
                     try:
                         docs = _run_on_scheduler(cells, suite, args, out_dir, command, environments, resume, kind,
@@ -257,9 +267,10 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, 
     return docs, out_dir, 1 if failed or not measured else 0
 
 
-FLAG_LEGEND = ("flags: \"N flagged\" counts a cell's repeats left out of its estimates because their step times "
-               "drifted within the repeat or the machine was loaded meanwhile (the report's \"Unstable "
-               "measurements\" says which and why)")
+FLAG_LEGEND = ("flags: \"N flagged\" counts a cell's repeats whose step times drifted within the repeat or whose "
+               "machine was loaded meanwhile; they are left out of its times where 3 unflagged repeats remain (a run "
+               "measures one replacement repeat per such cell), and their collections always count (the report's "
+               "\"Unstable measurements\" says which and why)")
 
 
 def format_summary(docs: list[dict]) -> str:
@@ -279,7 +290,7 @@ def format_summary(docs: list[dict]) -> str:
         fr = stats.short_schedule(full["schedule"]) if full["count"] else "none"
         flags = f"{len(s['flagged'])} flagged" if s["flagged"] else ""
         host = f"{100 * s['host_share']:.1f}" if "host_share" in s else "-"
-        rows.append([cs.label, f"ok x{s['repeats']}", stats.fmt_paren(s["median_ms"], s["median_ci_ms"]),
+        rows.append([cs.label, f"ok x{s['repeats']}", stats.fmt_paren(s["median_ms"], s["median_ci_ms"], values=s["repeat_medians_ms"]),
                      stats.fmt(s["mean_ms"]), stats.fmt(s["p99_ms"]), f"{100 * s['gc_share']:.2f}", host, fr, flags])
     head = ["cell", "status", "median ms (95 % CI)", "mean ms", "p99 ms", "GC %", "host %", "full collections", "flags"]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]

@@ -13,7 +13,11 @@ from . import _common
 def register(sub) -> None:
     p = sub.add_parser("compare", help="per cell: is B faster, slower, the same as A, or is it inconclusive")
     p.add_argument("a", help="results folder (or results.tar.gz, or report folder) A, the baseline")
-    p.add_argument("b", help="results folder B")
+    p.add_argument("b", nargs="?", help="results folder B (left out with --base and --head: both sides are in A)")
+    p.add_argument("--base", metavar="ENV", help="with one folder: the environment (or variant) of the baseline side")
+    p.add_argument("--head", metavar="ENV", help="with one folder: the environment (or variant) compared with it; "
+                                                 "an interleaved A/B, both measured in one run, is paired by round "
+                                                 "and needs no allowance for two runs apart")
     p.add_argument("--min-effect", type=float, default=compare.MIN_EFFECT,
                    help="smallest change worth a verdict, as a fraction (default 0.05: 5 %%)")
     p.add_argument("--alpha", type=float, default=compare.ALPHA, help="level of the tests (default 0.05)")
@@ -48,9 +52,20 @@ def failures(c: dict, fail_on: tuple[str, ...]) -> list[str]:
 def main(args) -> int:
     from .. import results
 
-    with archive.opened(pathlib.Path(args.a)) as a, archive.opened(pathlib.Path(args.b)) as b:
-        c = compare.compare_docs(results.load_dir(a), results.load_dir(b), args.min_effect, args.alpha, args.force)
-    c.update(a=args.a, b=args.b)
+    if args.b is None:
+        if not (args.base and args.head):
+            raise UsageError(f"compare needs two results folders (`gcbench compare {args.a} B`), or one folder with "
+                             "--base ENV --head ENV: the two environments of one interleaved run to compare")
+        with archive.opened(pathlib.Path(args.a)) as a:
+            docs_a, docs_b = compare.split_sides(results.load_dir(a), args.base, args.head)
+        c = compare.compare_docs(docs_a, docs_b, args.min_effect, args.alpha, args.force)
+        c.update(a=f"{args.a} [{args.base}]", b=f"{args.a} [{args.head}]")
+    else:
+        if args.base or args.head:
+            raise UsageError("--base and --head pick the two sides inside one folder: give one folder with them, not two")
+        with archive.opened(pathlib.Path(args.a)) as a, archive.opened(pathlib.Path(args.b)) as b:
+            c = compare.compare_docs(results.load_dir(a), results.load_dir(b), args.min_effect, args.alpha, args.force)
+        c.update(a=args.a, b=args.b)
     if args.json:
         _common.print_json(compare.to_json(c))
     else:
@@ -58,7 +73,7 @@ def main(args) -> int:
     if c["refused"] and not args.force:
         raise UsageError(f"{len(c['refused'])} cells refused: their settings differ (listed above; --force compares them)")
     if not c["rows"]:
-        raise UsageError(f"{args.a} and {args.b} share no cell that ran in both: nothing was compared")
+        raise UsageError(f"{c['a']} and {c['b']} share no cell that ran in both: nothing was compared")
     failed = failures(c, args.fail_on)
     if failed:
         print(f"gcbench: --fail-on {','.join(args.fail_on)}: {len(failed)} verdict{'s' * (len(failed) > 1)}: "

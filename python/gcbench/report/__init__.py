@@ -179,26 +179,28 @@ def _full_cost(s: dict) -> str:
 
 def _share_cell(s: dict) -> str:
     ci = s["gc_share_ci"]
-    return f"{100 * s['gc_share']:.2f}" + (f" ({100 * ci[0]:.2f}-{100 * ci[1]:.2f})" if ci else " (one repeat)")
+    return f"{100 * s['gc_share']:.2f}" + (f" ({100 * ci[0]:.2f}-{100 * ci[1]:.2f})" if ci else
+                                          f" ({stats.fmt_values(s['repeat_gc_shares'], 100)})")
 
 
 def summary_table(cells: list[summary.CellSummary]) -> Table:
-    header = ["cell", "repeats", "steps", "median ms (95 % CI)", "mean ms (95 % CI)", "p99 ms", "GC % (95 % CI)",
+    header = ["cell", "repeats", "steps", "median ms (95 % CI)", "mean ms (95 % CI)", "GC % (95 % CI)",
               "full collections per repeat", "full-GC step: extra ms (95 % CI), x median", "flags"]
     rows = []
     for cs in cells:
         s = cs.stats
         used = len(s["used"])
         rows.append([escape(cs.label), f"{used}" + (f" of {s['repeats']}" if used != s["repeats"] else ""),
-                     f"{s['steps']:,}", stats.fmt_paren(s["median_ms"], s["median_ci_ms"]),
-                     stats.fmt_paren(s["mean_ms"], s.get("mean_ci_ms")), stats.fmt(s["p99_ms"]),
+                     f"{s['steps']:,}", stats.fmt_paren(s["median_ms"], s["median_ci_ms"], values=s["repeat_medians_ms"]),
+                     stats.fmt_paren(s["mean_ms"], s.get("mean_ci_ms"), values=s.get("repeat_means_ms")),
                      _share_cell(s), _full_cell(s), _full_cost(s),
                      f"{len(s['flagged'])} flagged" if s["flagged"] else ""])
-    return Table(header, rows, align_right=tuple(range(1, 9)))
+    return Table(header, rows, align_right=(1, 2, 3, 4, 5, 7))  # the schedule's words wrap
 
 
-def _with_ci(value: float, ci, fmt=stats.fmt) -> str:
-    return fmt(value) + (f" ({fmt(ci[0])} to {fmt(ci[1])})" if ci else "")
+def _with_ci(value: float, ci, fmt=stats.fmt, values=None) -> str:
+    return fmt(value) + (f" ({fmt(ci[0])} to {fmt(ci[1])})" if ci else
+                         f" ({stats.fmt_values(values)})" if values is not None else "")
 
 
 def memory_table_section(cells: list[summary.CellSummary]) -> list:
@@ -211,11 +213,12 @@ def memory_table_section(cells: list[summary.CellSummary]) -> list:
         if not m:
             continue
         rows.append([escape(cs.label),
-                     _with_ci(m["peak_rss_mb"], m.get("peak_rss_ci_mb")) if "peak_rss_mb" in m else "-",
-                     _with_ci(m["rss_growth_mb_per_1000"], m.get("rss_growth_ci"), stats.fmt_signed)
+                     _with_ci(m["peak_rss_mb"], m.get("peak_rss_ci_mb"), values=m.get("repeat_peak_rss_mb"))
+                     if "peak_rss_mb" in m else "-",
+                     _with_ci(m["rss_growth_mb_per_1000"], m.get("rss_growth_ci"), stats.fmt_signed, m.get("repeat_rss_growth"))
                      if "rss_growth_mb_per_1000" in m else "-",
-                     _with_ci(m["tracked_growth_per_1000"], m.get("tracked_growth_ci"), stats.fmt_signed)
-                     if "tracked_growth_per_1000" in m else "-"])
+                     _with_ci(m["tracked_growth_per_1000"], m.get("tracked_growth_ci"), stats.fmt_signed,
+                              m.get("repeat_tracked_growth")) if "tracked_growth_per_1000" in m else "-"])
     if not rows:
         return []
     return [Heading("Memory"),
@@ -274,7 +277,8 @@ def host_section(cells: list[summary.CellSummary]) -> list:
     for cs in timed:
         s = cs.stats
         ci = s["host_share_ci"]
-        host = f"{100 * s['host_share']:.1f}" + (f" ({100 * ci[0]:.1f}-{100 * ci[1]:.1f})" if ci else " (one repeat)")
+        host = f"{100 * s['host_share']:.1f}" + (f" ({100 * ci[0]:.1f}-{100 * ci[1]:.1f})" if ci else
+                                                 f" ({'one process' if s['repeats'] == 1 else 'too few processes for an interval'})")
         of_host = f"{100 * s['gc_share'] / s['host_share']:.1f}" if s["host_share"] > 0 else "-"
         rows.append([escape(cs.label), stats.fmt(s["median_ms"]), host, f"{100 - 100 * s['host_share']:.1f}",
                      f"{100 * s['gc_share']:.2f}", of_host])

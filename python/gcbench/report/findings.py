@@ -44,7 +44,7 @@ def full_gc_sentence(cs: summary.CellSummary) -> str:
         per = "" if f["repeats_with_events"] < 2 else ", over the repeats' medians"
         if ci is None:
             text += (f"; such a step took {stats.fmt_signed(f['extra_ns'] / 1e6)} ms against the steps around it, "
-                     f"{f['ratio']:.1f} x (events in one repeat: no interval)")
+                     f"{f['ratio']:.1f} x (no interval from fewer than {stats.MIN_PROCESSES} repeats with events)")
         elif ci[0] <= 0 <= ci[1]:
             text += (f"; the repeats cannot show that such a step took longer than the steps around it "
                      f"({stats.fmt_signed(f['extra_ns'] / 1e6)} ms, 95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms)")
@@ -55,11 +55,11 @@ def full_gc_sentence(cs: summary.CellSummary) -> str:
                      + (f" (95 % {rci[0]:.1f}-{rci[1]:.1f})" if rci else ""))
         text += f", one every {stats.fmt(f['every'])} steps; together {_pct(f['cost_share'])} of step time"
     ci = s["gc_share_ci"]
-    return text + f". GC share {_pct(s['gc_share'])} ({_share_ci(ci)})."
+    return text + f". GC share {_pct(s['gc_share'])} ({_share_ci(ci, s['repeat_gc_shares'])})."
 
 
-def _share_ci(ci) -> str:
-    return "no interval from one repeat" if ci is None else f"95 % {100 * ci[0]:.2f}-{_pct(ci[1])}"
+def _share_ci(ci, values=None) -> str:
+    return stats.fmt_ci(None, 100, "%", values=values) if ci is None else f"95 % {100 * ci[0]:.2f}-{_pct(ci[1])}"
 
 
 def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_EFFECT,
@@ -106,6 +106,7 @@ def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_E
             if sum(base.stats["collections"]) > 0:  # GC time is credited only where collections ran
                 claims.append(("policy_share", compare.test_gc_share(vb, vo, min_effect, alpha), (base, other, vb, vo)))
             claims.append(("policy_median", compare.test_median(vb, vo, min_effect, alpha), (base, other, vb, vo)))
+            claims.append(("policy_mean", compare.test_mean(vb, vo, min_effect, alpha), (base, other, vb, vo)))
     for env in dict.fromkeys(summary.context(cs.key) for cs in ok):
         base = [cs for cs in ok if cs.key[2] == "default" and summary.context(cs.key) == env] or \
             [cs for cs in ok if summary.context(cs.key) == env]
@@ -133,7 +134,7 @@ def _ratio(t: compare.Test) -> str:
 
 def _cell_median(s: dict) -> str:
     ci = s["median_ci_ms"]
-    return f"{stats.fmt(s['median_ms'])} ms ({'no interval from one repeat' if ci is None else '95 % ' + stats.fmt_range(*ci)})"
+    return f"{stats.fmt(s['median_ms'])} ms ({stats.fmt_ci(ci, values=s['repeat_medians_ms'])})"
 
 
 def _why_not(t: compare.Test) -> str:
@@ -185,13 +186,21 @@ def _claim(kind: str, t: compare.Test, ctx) -> str:
         if t.verdict == "same":
             return f"{code(p)} leaves the GC time of {who} the same: {shares}."
         return f"{code(p)} and the GC time of {who}: the repeats cannot tell ({shares}; {_why_not(t)})."
+    if kind == "policy_mean":
+        lead = f"{who} under {code(p)} against {code('default')}"
+        if t.verdict in ("faster run", "slower run"):
+            return (f"{lead}: the time a run takes (mean step) {'shorter' if t.verdict == 'faster run' else 'longer'}, "
+                    f"{_ratio(t)} (p = {t.p_adj:.2g} corrected).")
+        if t.verdict == "same":
+            return f"{lead}: the time a run takes (mean step) the same within {100 * t.margin:.0f} % ({_ratio(t)})."
+        return f"{lead}: the repeats cannot tell whether the time a run takes changed ({_ratio(t)}; {_why_not(t)})."
     # policy_median
     if vb["full"] == 0 and sum(base.stats["collections"]) == 0:
         lead = f"{who} collected nothing under {code('default')}, so {code(p)} has nothing to remove"
     else:
         lead = f"{who} under {code(p)} against {code('default')}"
     if t.verdict in ("faster", "slower"):
-        return f"{lead}: median step {t.verdict}, {_ratio(t)}."
+        return f"{lead}: the typical step (median) {t.verdict}, {_ratio(t)}."
     if t.verdict == "same":
-        return f"{lead}: median step the same within {100 * t.margin:.0f} % ({_ratio(t)})."
-    return f"{lead}: the repeats cannot tell whether the median step changed ({_ratio(t)}; {_why_not(t)})."
+        return f"{lead}: the typical step (median) the same within {100 * t.margin:.0f} % ({_ratio(t)})."
+    return f"{lead}: the repeats cannot tell whether the typical step (median) changed ({_ratio(t)}; {_why_not(t)})."

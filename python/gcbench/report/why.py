@@ -16,7 +16,8 @@ def _top(counter: dict, total: int, n: int = 4) -> str:
 
 
 def section(doc: dict, docs: list[dict], out_dir: pathlib.Path, written: list) -> list:
-    explanations = [explain.derive(e, docs) for e in doc["explanations"]]
+    # the effects' tests are the Findings' (one corrected p-value per comparison in a report)
+    explanations = [explain.derive(e, docs, tests=False) for e in doc["explanations"]]
     blocks = [Heading("Why"),
               Para("From `gcbench explain`: each cell ran once more in a diagnostic worker that watches every "
                    "collection (its timings are disturbed and not used above). Promoted objects are those that "
