@@ -73,7 +73,7 @@ def test_a_change_with_one_repeat_is_shown_but_never_marked(tmp_path):
     write_versions(folder, [("1.0", 0.005), ("1.1", 0.05)], repeats=1)
     tab = bisect.table(results.load_dir(folder), "equinox", CELL, bisect.get_metric("gc_share"), 1.5)
     assert tab["rows"][1]["change"] == pytest.approx(10, rel=0.1) and tab["first_change"] is None
-    assert "untested: fewer than 2 repeats" in bisect.format_table(tab)
+    assert "untested: fewer than 3 repeats" in bisect.format_table(tab)
 
 
 def test_fixed_schedules_of_full_collections_are_compared_exactly(tmp_path):

@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 
-from . import compare, envs, summary
+from . import compare, envs, stats, summary
 from .backends import get_backend
 from .errors import UsageError
 from .workloads import get_workload
@@ -50,6 +50,8 @@ METRICS = {m.name: m for m in [
     Metric("p99", "p99 step time", "ms", 0.0, lambda d: np.percentile(_wall(d), 99) / 1e6, "log"),
     Metric("max/median", "slowest step / median step", "x", 1.0, lambda d: _wall(d).max() / np.median(_wall(d)), "log"),
     Metric("median", "median step time", "ms", 0.0, lambda d: np.median(_wall(d)) / 1e6, "log"),
+    # the time a run takes: what full collections cost, which the median hardly sees
+    Metric("mean", "mean step time (the time a run takes)", "ms", 0.0, lambda d: np.mean(_wall(d)) / 1e6, "log"),
     Metric("full_gc", "full collections per 1,000 steps", "/1000", 1.0,
            lambda d: 1000 * np.count_nonzero(summary.full_collections(d)) / len(d["wall_ns"]), "schedule"),
 ]}
@@ -178,6 +180,7 @@ def table(docs: list[dict], package: str, cell: tuple[str, str, str], metric: Me
         row["values"] = [metric.of(d) for d in used]
         row["value"] = _center(metric, row["values"])
         row["median_ms"] = _center(METRICS["median"], [metric_value("median", d) for d in used])
+        row["mean_ms"] = _center(METRICS["mean"], [metric_value("mean", d) for d in used])
         row["gc_share_pct"] = _center(METRICS["gc_share"], [metric_value("gc_share", d) for d in used])
         row["full_per_1000"] = _center(METRICS["full_gc"], [metric_value("full_gc", d) for d in used])
         row["full_per_repeat"] = [int(np.count_nonzero(summary.full_collections(d))) for d in used]
@@ -227,7 +230,7 @@ def table_rows(tab: dict, mark: str) -> tuple[list[str], list[list[str]]]:
     numbers and its status and reason in the last column."""
     unit = "" if tab["unit"] == "x" else f" {tab['unit']}"
     own = tab["metric"] not in SHOWN_ANYWAY  # p99 and max/median get a column of their own
-    header = ["version", "python", "jax", "runs", "median ms", "GC %", "full/1000"] + \
+    header = ["version", "python", "jax", "runs", "median ms", "mean ms", "GC %", "full/1000"] + \
         ([f"{tab['metric']}{unit}"] if own else []) + ["change"]
     rows = []
     for r in tab["rows"]:
@@ -240,8 +243,9 @@ def table_rows(tab: dict, mark: str) -> tuple[list[str], list[list[str]]]:
         if "change" in r:
             change += f" (p={r['p_adj']:.2g})" if r.get("p_adj") is not None else \
                 " (exact: fixed schedules)" if r.get("exact") else \
-                (" (untested: fewer than 2 repeats)" if not r.get("tested") else "")
-        rows.append(first + [_fmt(r["median_ms"]), f"{r['gc_share_pct']:.2f}", f"{r['full_per_1000']:.1f}"] +
+                (f" (untested: fewer than {stats.MIN_PROCESSES} repeats)" if not r.get("tested") else "")
+        rows.append(first + [_fmt(r["median_ms"]), _fmt(r["mean_ms"]) if r.get("mean_ms") is not None else "-",
+                             f"{r['gc_share_pct']:.2f}", f"{r['full_per_1000']:.1f}"] +
                     ([_fmt(r["value"])] if own else []) + [change + (mark if r.get("first_change") else "")])
     return header, rows
 
