@@ -98,7 +98,11 @@ def gitbisect_section(tab: dict, culprit: dict | None, out_dir: pathlib.Path) ->
     blocks = [Heading(f"Commit bisect: {escape(tab['package'])} on {code(tab['cell'])}"),
               Para(f"{escape(tab['rule'])} Endpoints: {escape(tab['endpoints'] or '-')}. Every environment "
                    "but the good endpoint's pins each other package to the version the good endpoint's resolved, "
-                   "so only the package changes. " + found),
+                   "so only the package changes. A commit is built from its source into an environment that also "
+                   "holds what its build and gcbench's harness install (jsonschema, referencing, rpds-py, attrs), "
+                   "whose objects enlarge the oldest generation: counts are exact within this bisect, and may differ "
+                   "by a collection or two from a release bisect of the same code's wheel (compare directions across "
+                   "the two). " + found),
               Table(["commit", "date", "subject", f"{escape(tab['metric_title'])}{escape(unit)}", "per repeat",
                      "decision"], rows, align_right=(3,)),
               Image(plots.gitbisect_figure(tab, out_dir / "gitbisect.png"),
