@@ -169,6 +169,7 @@ class _Counts:
         self.by_package: collections.Counter = collections.Counter()
         self.by_site: collections.Counter = collections.Counter()
         self.by_user_site: collections.Counter = collections.Counter()  # a user's loop: the line of theirs
+        self.by_site_type: collections.Counter = collections.Counter()  # "site (type)", where sites are traced
         self.total = 0
 
     def add_many(self, objs: list, sites: bool) -> None:
@@ -180,6 +181,8 @@ class _Counts:
             for obj in objs:
                 package, site = allocation_site(obj)
                 self.by_site[f"{package} {site}".strip()] += 1
+                if package != UNTRACED:
+                    self.by_site_type[f"{site} ({type_name(type(obj))})"] += 1
                 mine = user_site(obj)
                 if mine is not None:
                     self.by_user_site[mine] += 1
@@ -192,6 +195,8 @@ class _Counts:
                "by_package": dict(self.by_package.most_common()), "by_site": dict(self.by_site.most_common(TOP))}
         if self.by_user_site:
             out["by_user_site"] = dict(self.by_user_site.most_common(TOP))
+        if self.by_site_type:
+            out["by_site_type"] = dict(self.by_site_type.most_common(TOP))
         return out
 
 
@@ -208,6 +213,9 @@ class Diagnosis:
         # last `site_steps` steps only (all of them when None)
         self.site_from = 0 if site_steps is None else max(0, steps - site_steps)
         self.save_garbage = save_garbage
+        # Records kept while the steps run hold numbers only (dicts of ints, flat lists of
+        # ints), which CPython does not track: the diagnosis adds nothing that a collection
+        # would promote or count (a GC budget counts the step's own objects).
         self.collections: list[dict] = []
         self.promoted = _Counts()
         self.promoted_per_step = [0] * steps
@@ -218,7 +226,7 @@ class Diagnosis:
         self.garbage = _Counts()
         # [step, objects in the oldest generation]: at the start (step -1), after each collection
         # of generation 1 or 2, and at the end (step = steps)
-        self.oldest: list[list[int]] = []
+        self.oldest: list[int] = []  # step, size, step, size, ... (pairs in to_json)
         self.step = -1
         self._baseline: set[int] = set()
         self._young: set[int] = set()
@@ -226,7 +234,7 @@ class Diagnosis:
         self._saved: set[int] = set()
         self._garbage_seen = 0
         self._t0 = 0
-        self._start_counts: list[int] = []
+        self._start0 = self._start1 = self._start2 = -1
         self.started = False
         self._was_tracing = False
         self._debug = 0
@@ -236,13 +244,13 @@ class Diagnosis:
     def _on(self, phase: str, info: dict) -> None:
         gen = info["generation"]
         if phase == "start":
-            self._start_counts = [len(gc.get_objects(g)) for g in range(2)] + [-1]
+            self._start0, self._start1, self._start2 = len(gc.get_objects(0)), len(gc.get_objects(1)), -1
             if gen == 1:
                 self._young = set(map(id, gc.get_objects(0))) | set(map(id, gc.get_objects(1)))
                 self._old_len = len(gc.get_objects(2))
             elif gen >= 2:
                 oldest = gc.get_objects(2)
-                self._start_counts[2] = len(oldest)
+                self._start2 = len(oldest)
                 self.scans += 1
                 self.scanned.add_many(oldest, sites=False)
                 before = len(self._baseline.intersection(map(id, oldest)))
@@ -268,17 +276,17 @@ class Diagnosis:
             self.promoted.add_many(promoted, self._tracing())
             if 0 <= self.step < self.steps:
                 self.promoted_per_step[self.step] += len(promoted)
-            self.oldest.append([self.step, len(oldest)])
+            self.oldest += (self.step, len(oldest))
             del oldest, tail, promoted, before
         elif gen >= 2:
-            self.oldest.append([self.step, len(gc.get_objects(2))])
+            self.oldest += (self.step, len(gc.get_objects(2)))
         if self.save_garbage and len(gc.garbage) > self._garbage_seen:
             new = gc.garbage[self._garbage_seen:]
             self.garbage.add_many(new, self._tracing())
             self._saved.update(map(id, new))
             self._garbage_seen = len(gc.garbage)
-        self.collections.append({"step": self.step, "generation": gen, "pause_ns": pause,
-                                 "objects_at_start": self._start_counts, "collected": info["collected"],
+        self.collections.append({"step": self.step, "generation": gen, "pause_ns": pause, "at_start_0": self._start0,
+                                 "at_start_1": self._start1, "at_start_2": self._start2, "collected": info["collected"],
                                  "uncollectable": info["uncollectable"]})
 
     def _tracing(self) -> bool:
@@ -296,7 +304,7 @@ class Diagnosis:
             gc.set_debug(self._debug | gc.DEBUG_SAVEALL)
         gc.callbacks.append(self._on)
         self.started = True
-        self.oldest.append([-1, len(gc.get_objects(2))])
+        self.oldest += (-1, len(gc.get_objects(2)))
         if self.site_from == 0:
             self._trace()
 
@@ -314,7 +322,7 @@ class Diagnosis:
             del self.promoted_per_step[steps:]
         self.step = self.steps
         try:
-            self.oldest.append([self.steps, len(gc.get_objects(2))])
+            self.oldest += (self.steps, len(gc.get_objects(2)))
         finally:
             gc.callbacks.remove(self._on)
             gc.set_debug(self._debug)
@@ -340,13 +348,15 @@ class Diagnosis:
         gen1 = sum(1 for c in self.collections if c["generation"] == 1 and 0 <= c["step"] < self.steps)
         return {
             "steps": self.steps,
-            "collections": self.collections,
+            "collections": [{**{k: v for k, v in c.items() if not k.startswith("at_start_")},
+                             "objects_at_start": [c["at_start_0"], c["at_start_1"], c["at_start_2"]]}
+                            for c in self.collections],
             "promoted": {**self.promoted.to_json(), "made_before_the_steps": self.promoted_before},
             "promoted_per_step": self.promoted_per_step,
             "scanned": {**self.scanned.to_json(), "collections": self.scans, "origin": dict(self.scanned_origin),
                         "frozen": gc.get_freeze_count()},
             "garbage": self.garbage.to_json(),
-            "oldest": self.oldest,
+            "oldest": [list(pair) for pair in zip(self.oldest[::2], self.oldest[1::2])],
             "full_steps": full,
             "gen1_collections": gen1,
             "thresholds": list(gc.get_threshold()),

@@ -88,6 +88,7 @@ class Measurement:
         self.batch_size = _positive_or_none("batch_size", batch_size)
         self.networks = _positive_or_none("networks", networks)
         self.explain = bool(os.environ.get(EXPLAIN_ENV, "") not in ("", "0")) if explain is None else bool(explain)
+        self.sites = True  # explain: trace allocation sites (tracemalloc; slows allocations several times)
         self._warm = StepProbe(max(warmup, 1), alloc_blocks=alloc_blocks)
         try:
             self._timed = StepProbe(capacity, alloc_blocks=alloc_blocks, rss_every=rss_every)
@@ -120,7 +121,7 @@ class Measurement:
             from . import diagnose
 
             diagnose.USER_FILES.add(self._user_file)
-            self._diagnosis = diagnose.Diagnosis(self._timed.capacity, sites=True, site_steps=None)
+            self._diagnosis = diagnose.Diagnosis(self._timed.capacity, sites=self.sites, site_steps=None)
         if not self.warmup:
             self._start_timed()
         self._timed.prepare()  # its hooks, bound before the steps: installing them between two allocates nothing
@@ -278,6 +279,11 @@ class Measurement:
             folder = files.make_folder(folder, "results folder")
             explain.save(folder, expl)
             return folder / explain.FILE
+        return self.save_result(folder)
+
+    def save_result(self, folder: str | os.PathLike) -> pathlib.Path:
+        """Write the result document into `folder` as the next repeat of this loop (whatever
+        `explain` says: a GC budget keeps its counts, whose timings its diagnostics disturb)."""
         doc = self.result()
         folder = files.make_folder(folder, "results folder")
         repeat = 0

@@ -1,0 +1,32 @@
+"""gcbench's own JAX-family backends, each step under a GC budget (run by
+tests/test_gc_budget.py in a fresh pytest process): the vit workload (the deep module
+tree that makes the collections), 1 network, batch 8, 100 timed steps, no sites traced."""
+
+import pytest
+
+from gcbench import worker
+from gcbench.config import Cell
+
+STEPS, WARMUP = 100, 3
+# Budgets of promotions a step: what each idiom promoted here (jax 0.10.2, equinox 0.13.8,
+# flax 0.12.8: 0, 1,034, 141, 3,967 and 1,056) with a quarter more room. eqx.filter_jit
+# and nnx.jit walk the module on every call; equinox before 0.13.3 (0277a30, "perf: code
+# generation") promoted about 2,500 a step under filter_jit, over this budget.
+BUDGETS = {"jax": 5, "equinox-filter": 1300, "equinox-partition": 180, "nnx": 5000, "nnx-split": 1350}
+
+
+@pytest.mark.parametrize("backend", list(BUDGETS))
+def test_backend_step(gc_budget, backend, record_property):
+    cell = Cell(backend, "vit", "default", 0, 1, 0, STEPS, WARMUP, 0, 10, batch_size=8)
+    trainer, schedule, _, _, _ = worker.prepare(cell, progress=lambda *a: None)
+    with gc_budget(warmup=WARMUP, max_promotions_per_step=BUDGETS[backend], sites=False) as b:
+        for i in range(WARMUP + STEPS):
+            with b.step():
+                trainer.step(schedule[i])
+    f = b.figures
+    record_property("counts", {"promotions_per_step": round(f["max_promotions_per_step"], 2),
+                               "full_per_1000": round(f["max_full_per_1000"], 2),
+                               "collections_per_1000": [round(x, 2) for x in f["max_collections_per_1000"]]})
+    print(f"COUNTS {backend} promotions/step {f['max_promotions_per_step']:.2f} "
+          f"full/1000 {f['max_full_per_1000']:.2f} collections/1000 "
+          + " ".join(f"{x:.1f}" for x in f["max_collections_per_1000"]))

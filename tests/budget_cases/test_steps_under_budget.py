@@ -1,0 +1,38 @@
+"""Loops run under gc_budget by tests/test_gc_budget.py, in fresh pytest processes: a plain
+Python loop that keeps records, and an Equinox training step (eqx.filter_jit, Adam)."""
+
+import os
+
+HISTORY = []
+STEPS = int(os.environ.get("GCBENCH_BUDGET_STEPS", "400"))
+
+
+def test_python_records(gc_budget):
+    with gc_budget(warmup=3) as b:
+        for i in range(10 * STEPS):  # enough steps for collections of generation 1, which promote
+            with b.step():
+                HISTORY.append({"step": i, "metrics": {"loss": [0.5]}})  # RECORD-LINE
+
+
+def test_equinox_step(gc_budget):
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    model = eqx.nn.MLP(8, 8, 16, 4, key=jax.random.PRNGKey(0))
+    opt = optax.adam(1e-3)
+    state = opt.init(eqx.filter(model, eqx.is_array))
+    x = jnp.ones((16, 8))
+
+    @eqx.filter_jit
+    def step(model, state):
+        loss, grads = eqx.filter_value_and_grad(lambda m: jnp.mean(jax.vmap(m)(x) ** 2))(model)
+        updates, state = opt.update(grads, state, eqx.filter(model, eqx.is_array))
+        return eqx.apply_updates(model, updates), state, loss
+
+    with gc_budget(warmup=3) as b:
+        for _ in range(STEPS):
+            with b.step():
+                model, state, loss = step(model, state)
+                loss.block_until_ready()
