@@ -370,7 +370,7 @@ def json_key(value) -> str:
     return str(value)
 
 
-def results_variant(groups: dict) -> bool:
+def holds_variants(groups: dict) -> bool:
     """Whether any cell of `groups` is a named variant of a user's loop (not an environment)."""
     return any(results.variant(d) for docs in groups.values() for d in docs)
 
@@ -388,7 +388,7 @@ def pair_cells(a: dict, b: dict) -> tuple[list[tuple[tuple, tuple]], list[str]]:
             pairs = [(sa[k], sb[k]) for k in sa if k in sb]
             envs_a = sorted({summary.context(k) or "(own interpreter)" for k, _ in pairs})
             envs_b = sorted({summary.context(k) or "(own interpreter)" for _, k in pairs})
-            what = "environments" if not any(results_variant(d_keys) for d_keys in (a, b)) else "environments or variants"
+            what = "environments or variants" if holds_variants(a) or holds_variants(b) else "environments"
             notes.append(f"no environment or variant is in both folders: cells paired across {what} "
                          f"({', '.join(envs_a)} in A against {', '.join(envs_b)} in B)")
     if not pairs:

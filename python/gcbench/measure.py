@@ -232,7 +232,8 @@ class Measurement:
                           machine_state={"cpu_count": os.cpu_count(), "load_after": metadata.load_average()},
                           probe={"steps_raised": self.raised}, **extra)  # steps that raised are not timed steps
         doc.pop("cell_spec", None)
-        doc.pop("batch_size", None) if not self.batch_size else None
+        if not self.batch_size:  # results.new writes the cell's default: a user's loop has none unless given
+            doc.pop("batch_size", None)
         doc["networks"] = self.networks
         doc["cell"] = self._cell_id(0)
         return results.validate(doc, "measurement")
