@@ -6,7 +6,10 @@ a careless or hostile user could give, and is classed by what came back.
 - exit 1: a run whose every cell was recorded as failed or unavailable, with the reason
   (README: an environment that cannot be built makes its cells unavailable);
 - traceback: "Traceback" anywhere in the output, or an exit code that is neither;
-- data lost: a file that was there before the command changed or went.
+- data lost: a file that was there before the command changed or went;
+- written outside: anything appeared in the case's `outside/` folder, where hostile input
+  aims (`--bad=--output=outside/x`, a package named `outside/evil`);
+- hang: no answer in 120 s (a FIFO read as a document, say).
 
     python benchmarks/hostile.py [--docs 40] [--jobs 2]
 
@@ -39,7 +42,8 @@ from test_fuzz import mutate  # noqa: E402
 from gcbench import data as datamod  # noqa: E402
 
 
-COLUMNS = ["ok", "one-line error", "exit 1", "traceback", "data lost"]
+COLUMNS = ["ok", "one-line error", "exit 1", "traceback", "data lost", "written outside", "hang"]
+CASE_TIMEOUT_S = 120
 
 
 def snapshot(folder: pathlib.Path) -> dict[str, str]:
@@ -50,21 +54,23 @@ def snapshot(folder: pathlib.Path) -> dict[str, str]:
     return out
 
 
-def gcbench(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
+def gcbench(*args: str, cwd: pathlib.Path, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "gcbench", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                          timeout=CASE_TIMEOUT_S, env=dict(os.environ, PYTHONUNBUFFERED="1", **(env or {})))
 
 
 def classify(proc: subprocess.CompletedProcess, before: dict, after: dict) -> str:
     if any(after.get(k) != v for k, v in before.items()):
         return "data lost"
+    if any(k.startswith("outside/") for k in after):
+        return "written outside"
     if "Traceback" in proc.stdout + proc.stderr:
         return "traceback"
     if proc.returncode == 0:
         return "ok"
     if proc.returncode in (2, 130, 143) and len(proc.stderr.strip().splitlines()) == 1:
         return "one-line error"
-    if proc.returncode == 1 and proc.args[3] == "run":
+    if proc.returncode == 1 and proc.args[3] in ("run", "status"):
         return "exit 1"
     return "traceback"
 
@@ -274,13 +280,213 @@ def other_document_cases():
         yield "malformed suite/explain/memory/bisect", lambda tmp, n=name, c=content: _document(tmp, n, c)
 
 
+# -- the third pass (issue 31): the scheduler path, git refs, what was deleted or read whole ------
+
+TINY = ["--backends", "jax", "--workloads", "mlp", "--gc", "default", "--networks", "2", "--steps", "5",
+        "--warmup", "1", "--no-progress"]
+
+
+def _ok_results(tmp, name="res", steps=30, repeats=2):
+    return write_docs(tmp / name, docs(np.random.default_rng(8), repeats, 10.0, steps=steps))
+
+
+def _git_repo(tmp, name="toy"):
+    repo = tmp / "repo"
+    repo.mkdir()
+    run = lambda *a: subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True)  # noqa: E731
+    run("init", "-q")
+    (repo / "pyproject.toml").write_text(f'[project]\nname = "{name}"\n')
+    run("add", "-A")
+    run("-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "one")
+    return repo
+
+
+def _forced_failures(tmp):
+    res = _ok_results(tmp)  # ok results of the plan's cells (r0, r1), which every attempt now fails to replace
+    return ["run", *TINY, "--repeats", "2", "--force", "--timeout", "0.5", "--executor", "submitit-local",
+            "--out", str(res)]
+
+
+def _live_local_job(tmp):
+    res = _ok_results(tmp)
+    jobs = res / ".gcbench-jobs"
+    jobs.mkdir()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "-m", "submitit.local._local",
+                             str(jobs)])
+    (jobs / "submission.json").write_text(json.dumps(
+        {"executor": "submitit-local", "run_id": "r", "folder": str(jobs), "submitted": "2026-11-25T00:00:00+00:00",
+         "arrays": [{"round": 1, "jobs": [str(live.pid)], "cells": [[]]}]}))
+    return ["run", *TINY, "--force", "--out", str(res)]
+
+
+def _mixed_settings(tmp):
+    long, short = docs(np.random.default_rng(1), 2, 10.0, steps=400), docs(np.random.default_rng(2), 2, 10.0, steps=5)
+    res = tmp / "res"
+    res.mkdir()
+    for d in (long[0], short[1]):
+        (res / f"{d['cell']}.json").write_text(json.dumps(d))
+    return ["report", str(res), "--out", str(tmp / "rep")]
+
+
+def _widths(tmp):
+    ds = docs(np.random.default_rng(1), 2, 10.0, steps=40)
+    ds[1]["gc_collections"] = [r[:2] for r in ds[1]["gc_collections"]]
+    res = tmp / "res"
+    res.mkdir()
+    for d in ds:
+        (res / f"{d['cell']}.json").write_text(json.dumps(d))
+    return ["compare", str(res), str(res)]
+
+
+def _plan(tmp, plan):
+    res = _ok_results(tmp)
+    (res / "suite.json").write_text(json.dumps({"format": "gcbench-suite", "schema_version": 2, **plan}))
+    return res
+
+
+def _culprit_without_first_bad(tmp):
+    src = tmp / "src"
+    src.mkdir()
+    with tarfile.open(ROOT / "reports/cpu-vit-bisect-equinox-commits/results.tar.gz") as tar:
+        tar.extractall(src, filter="data")
+    bad = json.loads((src / "gitbisect.json").read_text())["commits"][-1]["sha"][:9]
+    for p in src.glob(f"*equinox-{bad}-*.json"):
+        p.unlink()
+    return ["report", str(src), "--out", str(tmp / "rep")]
+
+
+def _executor_markup(tmp):
+    ds = docs(np.random.default_rng(3), 2, 10.0, steps=30)
+    for d in ds:
+        d.setdefault("machine_state", {})["scheduler"] = {"executor": "local\n\n# Injected"}
+    return ["report", str(write_docs(tmp / "res", ds)), "--out", str(tmp / "rep")]
+
+
+def _sparse(tmp):
+    res = _ok_results(tmp)
+    with open(res / "jax__mlp__default__r9.json", "wb") as f:
+        f.truncate(3 * 2**30)
+    return ["report", str(res), "--out", str(tmp / "rep")]
+
+
+def _fifo(command):
+    def setup(tmp):
+        res = _ok_results(tmp)
+        os.mkfifo(res / "jax__mlp__default__r2.json")
+        return {"report": ["report", str(res), "--out", str(tmp / "rep")], "compare": ["compare", str(res), str(res)],
+                "resume": ["run", *TINY, "--repeats", "3", "--resume", "--out", str(res)]}[command]
+    return setup
+
+
+def _fake_uv(tmp, body: bytes):
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "uv").write_bytes(body)
+    (bin_dir / "uv").chmod(0o755)
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "GCBENCH_INSTALLER": "uv",
+            "XDG_CACHE_HOME": str(tmp / "cache")}
+
+
+def _marker_listing(tmp, name):
+    rep = tmp / "rep"
+    rep.mkdir()
+    (rep / name).write_text("the user's own")
+    digest = hashlib.sha256((rep / name).read_bytes()).hexdigest()
+    (rep / ".gcbench-report.json").write_text(json.dumps({"format": "gcbench-report-folder", "version": 2, "files": {
+        name: {"size": (rep / name).stat().st_size, "sha256": digest}}}))
+    return ["report", str(_ok_results(tmp)), "--out", str(rep)]
+
+
+def _staging_like(tmp):
+    rep = tmp / "rep"
+    (rep / ".gcbench-staging-x").mkdir(parents=True)
+    (rep / ".gcbench-staging-x" / "draft.txt").write_text("mine")
+    return ["report", str(_ok_results(tmp)), "--out", str(rep)]
+
+
+def _linked_envs(tmp):
+    (tmp / "big" / "abc" / "bin").mkdir(parents=True)
+    (tmp / "cache" / "gcbench").mkdir(parents=True)
+    (tmp / "cache" / "gcbench" / "envs").symlink_to(tmp / "big")
+    return ["envs", "clear"], {"XDG_CACHE_HOME": str(tmp / "cache")}
+
+
+def _jobs_file(tmp):
+    (tmp / "o").mkdir()
+    (tmp / "o" / ".gcbench-jobs").write_text("mine")
+    return ["run", *TINY, "--executor", "submitit-local", "--out", str(tmp / "o")]
+
+
+def _archive_member(tmp):
+    return ["report", str(_archive(tmp, _member("jax__mlp__default__r1.json",
+                                                data=b'{"format": "gcbench-result", "schema_version": 99}'))),
+            "--out", str(tmp / "o")]
+
+
+THIRD = {
+    "--force on a scheduler, every run failing": _forced_failures,
+    "a detached local job still running": _live_local_job,
+    "repeats of different settings": _mixed_settings,
+    "bisect --git into another run's folder": lambda t: [
+        "bisect", "--git", str(t / "nowhere"), "--good", "a", "--bad", "b", "--cell", "jax/mlp/default",
+        "--out", str(_ok_results(t))],
+    "git option injection": lambda t: [
+        "bisect", "--git", str(_git_repo(t)), "--good", "HEAD", f"--bad=--output={t / 'outside' / 'x'}",
+        "--cell", "jax/mlp/default", "--out", str(t / "o")],
+    "a newline in --out for a scheduler": lambda t: ["run", *TINY, "--executor", "submitit-local", "--out",
+                                                     str(t / "a\ntouch outside/INJECTED")],
+    "%j in --out for a scheduler": lambda t: ["run", *TINY, "--executor", "submitit-local", "--out", str(t / "x-%j")],
+    "a package named as a path": lambda t: (
+        ["bisect", "--git", str(_git_repo(t, str(t / "outside" / "evil"))), "--good", "HEAD", "--bad", "HEAD",
+         "--cell", "jax/mlp/default", "--out", str(t / "o")], {"XDG_CACHE_HOME": str(t / "cache")}),
+    "markup in an executor's name": _executor_markup,
+    "a sparse 3 GiB document": _sparse,
+    "a FIFO as a document (report)": _fifo("report"), "a FIFO as a document (compare)": _fifo("compare"),
+    "a FIFO as a document (run --resume)": _fifo("resume"),
+    ".gcbench-jobs is a file": _jobs_file,
+    "uv: Exec format error": lambda t: (["run", *TINY, "--env", "python=3.11", "--out", str(t / "o")],
+                                        _fake_uv(t, b"\x7fELF\x02\x01\x01" + b"\0" * 64)),
+    "uv: output not UTF-8": lambda t: (["run", *TINY, "--env", "python=3.11", "--out", str(t / "o")],
+                                       _fake_uv(t, b"#!/bin/sh\nprintf 'bad \\377 bytes\\n'\nexit 3\n")),
+    "GCBENCH_INSTALLER=bogus": lambda t: (["run", *TINY, "--env", "python=3.11", "--out", str(t / "o")],
+                                          {"GCBENCH_INSTALLER": "bogus"}),
+    "a 265-character cell id": lambda t: ["status", str(_plan(t, {"cells": ["jax__" + "m" * 260], "state": "x"}))],
+    "fewer labels than cells": lambda t: ["report", str(_plan(t, {"cells": [f"jax__mlp__default__r{i}" for i in
+                                                                           range(3)], "labels": ["a"]})),
+                                          "--out", str(t / "rep")],
+    "repeats counting different generations": _widths,
+    "a culprit without a first bad commit": _culprit_without_first_bad,
+    "envs clear on a linked folder": _linked_envs,
+    "a marker listing thesis.md": lambda t: _marker_listing(t, "thesis.md"),
+    "a user's .gcbench-staging-x folder": _staging_like,
+    "status of a folder named with escapes": lambda t: ["status", str(_plan(t, {"cells": [], "state": "x"}).rename(
+        t / "x\x1b[31mred"))],
+    "full-width letters in a partition": lambda t: ["run", *TINY, "--executor", "submitit-local",
+                                                    "--slurm-partition", "\uff47\uff50\uff55", "--out", str(t / "o")],
+    "--out ''": lambda t: ["run", *TINY, "--out", ""],
+    "a bad archive member": _archive_member,
+}
+
+
+def third_pass_cases():
+    for name, setup in THIRD.items():
+        yield f"third pass: {name}", setup
+
+
 def run_case(case) -> tuple[str, str, str]:
     kind, setup = case
     with tempfile.TemporaryDirectory(prefix="gcbench-hostile-") as d:
         tmp = pathlib.Path(d)
+        (tmp / "outside").mkdir()
         args = setup(tmp)
+        env = None
+        if isinstance(args, tuple):  # (arguments, environment)
+            args, env = args
         before = snapshot(tmp)
-        proc = gcbench(*args, cwd=tmp)
+        try:
+            proc = gcbench(*args, cwd=tmp, env=env)
+        except subprocess.TimeoutExpired:
+            return kind, "hang", " ".join(a[:40] for a in args[:3]) + " :: no answer"
         outcome = classify(proc, before, snapshot(tmp))
         return kind, outcome, " ".join(a[:40] for a in args[:3]) + " :: " + (proc.stderr.strip().splitlines() or [""])[-1][:200]
 
@@ -290,17 +496,21 @@ def main() -> int:
     ap.add_argument("--docs", type=int, default=40, help="generated malformed documents (each through 3 commands)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--verbose", action="store_true", help="print every case that did not end as ok or one line")
+    ap.add_argument("--only", default="", help="only the kinds of case whose name holds this text")
     args = ap.parse_args()
     cases = [*malformed_document_cases(args.docs), *bad_argument_cases(), *archive_cases(), *data_loss_cases(),
-             *idx_cases(), *other_document_cases()]
+             *idx_cases(), *other_document_cases(), *third_pass_cases()]
+    cases = [c for c in cases if args.only in c[0]]
     table: dict[str, dict[str, int]] = {}
     bad = []
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         for kind, outcome, detail in pool.map(run_case, cases):
             row = table.setdefault(kind, dict.fromkeys(COLUMNS, 0))
             row[outcome] += 1
-            if outcome in ("traceback", "data lost"):
+            if outcome in ("traceback", "data lost", "written outside", "hang"):
                 bad.append(f"{outcome}: {detail}")
+            elif args.verbose and outcome != "one-line error":
+                print(f"{kind}: {outcome}: {detail}", file=sys.stderr)
     cols = COLUMNS
     print(f"| kind of case | cases | {' | '.join(cols)} |")
     print("| --- | ---: |" + " ---: |" * len(cols))

@@ -10,6 +10,8 @@ import multiprocessing
 import os
 import pathlib
 import shutil
+import subprocess
+import sys
 import tarfile
 
 import numpy as np
@@ -99,8 +101,10 @@ def test_an_older_marker_owns_nothing_and_says_how_to_go_on(tmp_path):
 def test_a_stale_staging_folder_of_a_killed_report_is_cleaned(tmp_path):
     """Item 13: a report killed while staging left .gcbench-staging-* inside its folder."""
     res, rep = _report(tmp_path)
-    (rep / ".gcbench-staging-abc123").mkdir()
-    (rep / ".gcbench-staging-abc123" / "index.md").write_text("half")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # the killed report's process is gone
+    (rep / f".gcbench-staging-{dead.pid}-abc123").mkdir()
+    (rep / f".gcbench-staging-{dead.pid}-abc123" / "index.md").write_text("half")
     assert run_cli("report", str(res), "--out", str(rep)).returncode == 0
     assert not list(rep.glob(".gcbench-staging-*"))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import os
 import pathlib
 import re
 import shutil
@@ -23,7 +24,7 @@ from .errors import UsageError
 
 NAME = "results.tar.gz"
 LIMIT_BYTES = 5 * 2**20  # what a published report may carry
-MEMBER_LIMIT = 256 * 2**20  # the largest document read from an archive (a 1,000,000-step result is ~60 MiB)
+MEMBER_LIMIT = files.DOCUMENT_LIMIT  # the largest document read from an archive, as from a folder
 TOTAL_LIMIT = 2 * 2**30  # all of an archive's documents together
 _MEMBER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=-]*\.json$")
 
@@ -97,7 +98,11 @@ def opened(source: pathlib.Path):
                             shutil.copyfileobj(src, dst)
         except (tarfile.TarError, OSError, EOFError) as e:
             raise UsageError(f"{path}: not a readable results archive ({e})") from None
-        yield pathlib.Path(tmp)
+        try:
+            yield pathlib.Path(tmp)
+        except UsageError as e:  # a member refused: named in the archive, not in a folder gone by now
+            text = str(e).replace(f"{tmp}{os.sep}", f"{path}, member ").replace(str(tmp), str(path))
+            raise UsageError(text) from None
 
 
 def check_size(path: pathlib.Path) -> str | None:

@@ -10,7 +10,7 @@ import sys
 import threading
 
 from . import metadata
-from .errors import UsageError
+from .errors import UsageError, printable
 
 COMMANDS = ("list", "run", "status", "report", "compare", "export", "explain", "reproduce", "memory", "bisect", "envs",
             "julia_setup", "data")
@@ -61,10 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         args = build_parser().parse_args(argv)
+        if getattr(args, "out", None) is not None and not args.out.strip():  # not the default, which is left out
+            raise UsageError("--out '' names no folder: give one, or leave --out out for the default")
         args.argv = argv
         return args.main(args)
     except UsageError as e:
-        print(f"gcbench: error: {e}", file=sys.stderr)
+        print(f"gcbench: error: {printable(e)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

@@ -16,11 +16,15 @@ repeat, writing into the shared results folder with the same atomic writes. So:
   `--detach` returns once they are submitted, and `gcbench status FOLDER` tells what is done.
 
 `--executor submitit-local` runs the same path with submitit's local executor (jobs as
-local processes, all at once): the tests use it, and it shows what a cluster would do.
+local processes): the tests use it, and it shows what a cluster would do. Its jobs all
+start at once, so its rounds form one array of as many jobs as cores and memory hold
+(`local_jobs_at_once`); its job ids are the controllers' process ids, which `live_jobs`
+checks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import functools
@@ -34,7 +38,7 @@ import time
 
 from . import files, results, runner, schemas, summary
 from .cluster_options import SlurmOptions
-from .errors import UsageError
+from .errors import UsageError, printable
 
 JOBS_DIR = ".gcbench-jobs"  # inside the results folder: submitit's pickles and logs, and JOBS_FILE
 JOBS_FILE = "submission.json"
@@ -112,7 +116,8 @@ def run_job(spec: dict, cells: list) -> dict:
     docs = runner.run_cells(todo, out_dir, spec["command"], spec["timeout"], log=functools.partial(print, flush=True),
                             progress=False, environments=spec["environments"], resume=spec["resume"],
                             data_kind=spec["data_kind"], run_id=spec["run_id"], scheduler=job_facts(spec["executor"]))
-    return {c.id: d["status"] for c, d in zip(todo, docs)}
+    # an attempt that failed where an earlier ok result was kept is a failure of this run
+    return {c.id: "failed" if d.get(runner.SUPERSEDED) else d["status"] for c, d in zip(todo, docs)}
 
 
 def _executor(kind: str, folder: pathlib.Path):
@@ -126,22 +131,66 @@ def _executor(kind: str, folder: pathlib.Path):
     return submitit.AutoExecutor(folder=folder, cluster="local" if kind == "submitit-local" else "slurm")
 
 
+@contextlib.contextmanager
+def _quiet_children():
+    """Standard output and error on /dev/null for the processes started inside: submitit's
+    local job controllers inherit them, and print a traceback each when Ctrl-C reaches
+    them (their jobs log into the jobs folder)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+
+
+def local_jobs_at_once(cells: list, per_worker: int | None, cores: int | None = None,
+                       available: int | None = None) -> int:
+    """How many submitit-local jobs may run at once: one per core, and no more workers than
+    the memory available holds (`per_worker`: the largest cell's estimate, in bytes)."""
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    n = max(1, min(cores, len(cells)))
+    if per_worker and available:
+        n = max(1, min(n, available // per_worker))
+    return n
+
+
 def submit(cells: list, out_dir: pathlib.Path, command: list[str], timeout: float, environments, resume: bool,
-           data_kind: str | None, kind: str, options: SlurmOptions, name: str, log) -> dict:
-    """Submit one job array per round; write and return the submission record."""
+           data_kind: str | None, kind: str, options: SlurmOptions, name: str, log,
+           local_at_once: int | None = None) -> dict:
+    """Submit one job array per round; write and return the submission record. On the local
+    executor (whose jobs all start at once) the rounds form one array of `local_at_once`
+    jobs, each running its share of the rounds in order."""
     folder = out_dir / JOBS_DIR
     made = not folder.exists()
-    folder.mkdir(exist_ok=True)
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise UsageError(f"{folder} is not a folder; gcbench keeps its jobs' files there: move it away")
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create {folder}: {files.describe_os_error(e)}") from None
     run_id = runner.new_run_id()
     spec = {"out_dir": str(out_dir), "command": command, "timeout": timeout, "environments": environments,
             "resume": resume, "data_kind": data_kind, "run_id": run_id, "executor": kind}
     executor = _executor(kind, folder)
     jobs, arrays = [], []
+    local = kind == "submitit-local"
+    groups = [[c for r in rounds(cells) for c in r]] if local else rounds(cells)
     try:
-        for n, round_cells in enumerate(rounds(cells), 1):
+        for n, round_cells in enumerate(groups, 1):
             executor.update_parameters(**options.parameters(f"gcbench-{name}-r{n}"))
-            shares = chunks(round_cells, options.parallelism)
-            array = executor.map_array(functools.partial(run_job, spec), shares)
+            shares = chunks(round_cells, min(options.parallelism, local_at_once or len(cells)) if local
+                            else options.parallelism)
+            with _quiet_children() if local else contextlib.nullcontext():
+                array = executor.map_array(functools.partial(run_job, spec), shares)
             jobs += array
             arrays.append({"round": n, "jobs": [j.job_id for j in array], "cells": [[c.id for c in s] for s in shares]})
     except BaseException as e:
@@ -299,17 +348,22 @@ def _all_gone(jobs, alive: dict | None) -> bool:
 
 
 def _collect(cells, out_dir, run_id, jobs, record, log) -> list[dict]:
-    handled: set[str] = set()  # cells a job that ended normally measured, kept (--resume) or recorded
+    handled: dict[str, str] = {}  # cells a job that ended normally measured, kept (--resume) or recorded: status
     for j in jobs:
         outcome, err = _job_outcome(j)
         if err:
             log(f"gcbench: job {j.job_id} failed: {err}")
-        handled.update(outcome or ())
+        handled.update(outcome or {})
     job_of = {cid: r["jobs"][k] for r in record["arrays"] for k, share in enumerate(r["cells"]) for cid in share}
     docs, missing = [], 0
     for c in cells:
         out_file = out_dir / f"{c.id}.json"
         old = runner.existing(out_file)
+        if old is not None and handled.get(c.id) == "failed" and old["status"] == "ok" \
+                and not measured_by(old, run_id):  # this run's attempt failed; the earlier ok result stayed
+            log(f"{c.label}: kept the earlier ok result instead of this failed one")
+            docs.append(dict(old, **{runner.SUPERSEDED: True}))
+            continue
         if old is not None and (c.id in handled or measured_by(old, run_id)):
             docs.append(old)
             continue
@@ -345,11 +399,28 @@ def read_submission(out_dir: pathlib.Path) -> dict | None:
 
 
 def live_jobs(sub: dict) -> int | None:
-    """How many jobs of a SLURM submission squeue lists (None: not SLURM, or squeue cannot say)."""
+    """How many jobs of a submission are still queued or running: for SLURM those squeue
+    lists (None where it cannot say); for submitit-local, whose job ids are the process ids
+    of its job controllers, those whose controller process still runs."""
+    if sub["executor"] == "submitit-local":
+        return sum(1 for a in sub["arrays"] for j in a["jobs"] if _local_job_alive(str(j), sub["folder"]))
     if sub["executor"] != "slurm":
         return None
     alive = queued()
     return None if alive is None else _count_alive(alive, _submitted_arrays(sub))
+
+
+def _local_job_alive(job_id: str, folder: str) -> bool:
+    """Whether submitit's local job controller `job_id` (a process id) still runs: the process
+    is there and, where /proc shows it, is a controller of this folder (a process id may be
+    reused by then)."""
+    if not job_id.isdigit() or not files.process_alive(int(job_id)):
+        return False
+    try:
+        cmdline = pathlib.Path(f"/proc/{job_id}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return not pathlib.Path("/proc/self").exists()  # no /proc: the process is all we know
+    return b"submitit.local._local" in cmdline and os.fsencode(folder) in cmdline
 
 
 def _submitted_arrays(sub: dict) -> set[str]:
@@ -362,9 +433,10 @@ def check_no_live_jobs(out_dir: pathlib.Path) -> None:
     sub = read_submission(out_dir)
     n = live_jobs(sub) if sub else None
     if n:
-        raise UsageError(f"{out_dir}: {n} jobs of its submission of {sub['submitted']} are still queued or running; "
-                         f"wait for them (`gcbench status {out_dir}`) or cancel them "
-                         f"(scancel {' '.join(sorted(_submitted_arrays(sub)))})")
+        ids = " ".join(sorted(_submitted_arrays(sub)))
+        how = f"scancel {ids}" if sub["executor"] == "slurm" else f"kill {ids}"
+        raise UsageError(f"{printable(out_dir)}: {n} jobs of its submission of {sub['submitted']} are still queued or "
+                         f"running; wait for them (`gcbench status {printable(out_dir)}`) or cancel them ({how})")
 
 
 def status(out_dir: pathlib.Path) -> dict:
@@ -385,14 +457,32 @@ def status(out_dir: pathlib.Path) -> dict:
         out["submission"] = {"executor": sub["executor"], "submitted": sub["submitted"],
                              "jobs": sum(len(a["jobs"]) for a in sub["arrays"]),
                              "measured_by_it": this_submission, "log_folder": sub["folder"]}
-        if sub["executor"] == "slurm":
-            out["submission"]["queued_or_running"] = live_jobs(sub)
+        alive = live_jobs(sub)
+        out["submission"]["queued_or_running"] = alive
+        if plan.get("state") == "submitted" and alive == 0:  # a detached plan whose jobs have all ended
+            out["state"] = _mark_ended(out_dir, plan)
     return out
+
+
+def _mark_ended(out_dir: pathlib.Path, plan: dict) -> str:
+    """Record in suite.json that a detached plan's jobs have ended (unless another gcbench
+    holds the folder now); the state to show."""
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    runs = [dict(r) for r in plan.get("runs") or []]
+    if runs:
+        runs[-1].update(state="finished", finished=runs[-1].get("finished") or now)
+    try:
+        with files.FolderLock(out_dir, "busy"):
+            files.write_json(out_dir / "suite.json", dict(plan, state="finished", runs=runs))
+    except UsageError:
+        pass
+    return "finished"
+
 
 
 def describe_status(st: dict) -> str:
     r = st["results"]
-    lines = [f"{st['folder']}: {_n(st['planned'], 'run')} planned (plan {st['state'] or 'without a state'}): "
+    lines = [f"{printable(st['folder'])}: {_n(st['planned'], 'run')} planned (plan {st['state'] or 'without a state'}): "
              f"{r['ok']} ok, {r['failed']} failed, {r['unavailable']} unavailable, {r['missing']} without a result"]
     sub = st.get("submission")
     if sub:
@@ -402,8 +492,8 @@ def describe_status(st: dict) -> str:
         if alive is None:
             line += "; squeue could not say which jobs are alive"
         elif alive != "unknown":
-            line += f"; {_n(alive, 'job')} queued or running"
-        lines.append(line + f"; job logs in {sub['log_folder']}")
+            line += f"; {_n(alive, 'job')} {'queued or running' if sub['executor'] == 'slurm' else 'running'}"
+        lines.append(line + f"; job logs in {printable(sub['log_folder'])}")
         if r["missing"] and alive == 0:
             lines.append("no job is left to measure the runs without a result: rerun with --resume")
     return "\n".join(lines)

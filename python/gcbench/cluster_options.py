@@ -15,6 +15,17 @@ _SBATCH_LINE = re.compile(r"^(?:#SBATCH\s+)?--([a-z][a-z0-9-]*)(?:[= ](.+))?$")
 _OWN_FLAGS = {"array", "output", "error", "exclusive", "open-mode", "signal", "wckey", "job-name"}
 
 
+def check_folder(path) -> None:
+    """Refuse a results folder that a scheduler's files cannot name safely: a control
+    character (a newline would end an `#SBATCH` line and start a shell one) or `%` (which
+    submitit and SLURM replace by job and task ids, sending their files elsewhere)."""
+    text = str(path)
+    bad = next((ch for ch in text if ord(ch) < 32 or ord(ch) == 127 or ch == "%"), None)
+    if bad is not None:
+        raise UsageError(f"--out {text!r}: a folder for a scheduler's jobs cannot hold {bad!r} (it would reach their "
+                         "batch scripts); choose a plain folder name")
+
+
 @dataclasses.dataclass
 class SlurmOptions:
     """What a cluster needs to hear: from the suite file's `[slurm]` table, then the command line."""
@@ -45,7 +56,7 @@ class SlurmOptions:
     def validate(self) -> SlurmOptions:
         for key in ("partition", "account"):
             value = getattr(self, key)
-            if value is not None and (not isinstance(value, str) or not re.fullmatch(r"[\w.,-]{1,200}", value)):
+            if value is not None and (not isinstance(value, str) or not re.fullmatch(r"[\w.,-]{1,200}", value, re.ASCII)):
                 raise UsageError(f"slurm {key} must be a name (letters, digits, '_', '.', ',' or '-'), got {value!r}")
         for key, low, high in (("time", 1, 525_600), ("gpus", 0, 64), ("parallelism", 1, 100_000)):
             value = getattr(self, key)

@@ -51,10 +51,7 @@ PAIRED_MIN_ROUNDS = 5
 RUN_SD = 0.05
 POWER_TARGET = 0.20  # the change of a median a suite should find with 80 % power
 GC_SHARE_FLOOR = 0.001  # 0.1 percentage point: GC shares closer than this are the same
-SETTINGS = (("networks", lambda d: d["networks"]), ("steps", lambda d: len(d["wall_ns"]) if d["status"] == "ok" else None),
-            ("batch", results.batch_size), ("bookkeeping", lambda d: d.get("bookkeeping", "none")),
-            ("data", lambda d: d["data"].get("kind")),
-            ("machine", lambda d: metadata.machine_identity(d.get("metadata") or {})))
+SETTINGS = summary.SETTINGS + (("machine", lambda d: metadata.machine_identity(d.get("metadata") or {})),)
 VERDICTS = {"median": ("faster", "slower"), "gc_share": ("less GC", "more GC"),
             "full_rate": ("fewer full GCs", "more full GCs"), "mean": ("faster run", "slower run"),
             "peak_rss": ("less memory", "more memory")}

@@ -33,7 +33,7 @@ _GCBENCH_DIR = str(pathlib.Path(__file__).resolve().parent)
 USER_FILES: set[str] = set()
 # gcbench's own training loop (what a user's loop does around the step): "loop"; the rest of
 # gcbench (the backends' step code) is "gcbench".
-_LOOP_FILES = tuple(str(pathlib.Path(_GCBENCH_DIR, name)) for name in ("worker.py", "measure.py"))
+_LOOP_FILES = tuple(str(pathlib.Path(_GCBENCH_DIR, name)) for name in ("worker.py", "user_loop.py"))
 TOP = 12  # entries kept per table
 UNTRACED = "untraced"  # made before sites were traced
 FRAMES = 12  # frames tracemalloc keeps per allocation: enough to leave jax's and equinox's internals

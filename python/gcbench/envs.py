@@ -39,7 +39,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from . import installers
+from . import files, installers
 from .errors import UsageError
 from .paths import user_cache
 
@@ -125,8 +125,9 @@ def short_pin(pin: str) -> str:
     if m is None:
         return pin
     where = m.group(2)
-    if where.startswith("file://"):  # an exported commit: .../NAME-SHA
-        return f"{m.group(1)}@{where.rstrip('/').rsplit('-', 1)[-1][:9]}"
+    if where.startswith("file://"):  # an exported commit: .../NAME-SHA (any other folder is shown whole)
+        sha = re.search(r"-([0-9a-f]{7,64})$", where.rstrip("/"))
+        return f"{m.group(1)}@{sha.group(1)[:9]}" if sha else pin
     return f"{m.group(1)}@{where.rsplit('@', 1)[-1][:9]}" if "@" in where.split("://", 1)[-1] else pin
 
 
@@ -397,7 +398,11 @@ def _run(cmd: list[str], log_file, on_line=None, timeout: float = PIP_TIMEOUT_S,
     env = isolated_environ()
     env = installer.environ(env) if installer is not None else dict(env, PIP_DISABLE_PIP_VERSION_CHECK="1")
     log_file.write(f"$ {' '.join(cmd)}\n")
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:  # an installer may print bytes that are not UTF-8 (a path, a locale): shown replaced, never a crash
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                                env=env)
+    except OSError as e:  # not there any more, not executable, built for another machine ("Exec format error")
+        raise UsageError(f"cannot run {cmd[0]}: {files.describe_os_error(e)}") from None
     out: list[str] = []
 
     def read() -> None:
@@ -568,6 +573,14 @@ def remove_all() -> int:
     root = envs_root()
     if not root.is_dir():
         return 0
-    count = sum(1 for p in root.iterdir() if p.is_dir())
-    shutil.rmtree(root)
+    count = 0
+    try:  # what is inside, one entry at a time: the folder itself may be a link to a larger disk, and stays
+        for entry in list(root.iterdir()):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+                count += 1
+            else:
+                entry.unlink()
+    except OSError as e:
+        raise UsageError(f"cannot remove the environments in {root}: {files.describe_os_error(e)}") from None
     return count

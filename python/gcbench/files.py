@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import pathlib
+import stat
 import tempfile
 
 import filelock
@@ -28,6 +29,7 @@ from .errors import UsageError
 
 FILE_MODE = 0o644
 LOCK_NAME = ".gcbench.lock"
+DOCUMENT_LIMIT = 256 * 2**20  # the largest document gcbench reads (a 1,000,000-step result is ~60 MiB)
 
 
 def describe_os_error(e: OSError) -> str:
@@ -96,11 +98,24 @@ def write_json(path: str | os.PathLike, doc, indent: int | None = 1) -> pathlib.
     return write_bytes(path, json_bytes(doc, indent))
 
 
-def read_text(path: str | os.PathLike, what: str = "file") -> str:
-    """A UTF-8 text file's content; a `UsageError` naming the file when it cannot be read."""
+def read_text(path: str | os.PathLike, what: str = "file", limit: int = DOCUMENT_LIMIT) -> str:
+    """A UTF-8 text file's content; a `UsageError` naming the file when it cannot be read,
+    is not a regular file (a FIFO would block forever, a device never end) or is larger
+    than `limit` bytes (a sparse or huge file is refused before it is read)."""
     path = pathlib.Path(path)
     try:
-        return path.read_bytes().decode("utf-8")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise UsageError(f"{path}: not a regular file, so not a {what}")
+            if st.st_size > limit:
+                raise UsageError(f"{path}: {st.st_size / 2**20:,.0f} MiB, over the {limit / 2**20:,.0f} MiB gcbench "
+                                 f"reads of a {what}")
+            data = f.read(limit + 1)
+        if len(data) > limit:  # grew while read
+            raise UsageError(f"{path}: over the {limit / 2**20:,.0f} MiB gcbench reads of a {what}")
+        return data.decode("utf-8")
     except OSError as e:
         raise UsageError(f"cannot read {what} {path}: {describe_os_error(e)}") from None
     except UnicodeDecodeError as e:
@@ -131,7 +146,8 @@ def make_folder(path: str | os.PathLike, what: str = "output folder") -> pathlib
     return path
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process `pid` exists (someone else's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -163,7 +179,7 @@ def sweep_stale_temps(kind: str) -> int:
         return 0
     for entry in entries:
         m = pattern.match(entry.name)
-        if not m or _alive(int(m.group(1))):
+        if not m or process_alive(int(m.group(1))):
             continue
         with contextlib.suppress(OSError):
             if entry.is_dir() and not entry.is_symlink():

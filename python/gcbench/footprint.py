@@ -128,17 +128,19 @@ def gib(n: int) -> str:
     return f"{n / 2**30:,.1f} GiB" if n >= 2**30 else f"{n / 2**20:,.0f} MiB"
 
 
+def largest(cells, samples: int | None, language_of) -> Estimate:
+    """The estimate of the cell that needs the most (what one worker may need)."""
+    return max((estimate(c, samples, language_of(c)) for c in cells), key=lambda e: e.total)
+
+
 def check(cells, samples: int | None, language_of) -> None:
     """Refuse (one line, `UsageError`) the plan when one of its cells would not fit in the
     memory available now. Cells run one at a time, so the largest one is what counts."""
     avail = available_bytes()
     if avail is None or not cells:
         return
-    worst, est = None, None
-    for cell in cells:
-        e = estimate(cell, samples, language_of(cell))
-        if est is None or e.total > est.total:
-            worst, est = cell, e
+    est = largest(cells, samples, language_of)
+    worst = next(c for c in cells if estimate(c, samples, language_of(c)).total == est.total)
     if est.total > avail:
         big = max(est.parts, key=est.parts.get)
         raise UsageError(

@@ -86,7 +86,8 @@ def get_metric(name: str) -> Metric:
 
 def git(repo: pathlib.Path, *args: str) -> str:
     try:
-        proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, errors="replace",
+                              timeout=600)
     except FileNotFoundError:
         raise UsageError("git is not installed; a commit bisect needs it") from None
     if proc.returncode != 0:
@@ -128,10 +129,20 @@ class Commit:
         return dataclasses.asdict(self)
 
 
+def check_ref(ref: str, option: str = "ref") -> str:
+    """A ref as git may be given it: not an option (`--output=/tmp/x`), no control characters."""
+    if not ref or ref.startswith("-") or any(ord(ch) < 32 or ord(ch) == 127 for ch in ref):
+        raise UsageError(f"{option} {ref!r} is not a git ref (a branch, tag or commit)")
+    return ref
+
+
 def commit(repo: pathlib.Path, ref: str) -> Commit:
-    out = git(repo, "show", "-s", "--format=%H%x00%cs%x00%s", f"{ref}^{{commit}}", "--")
-    sha, date, subject = out.rstrip("\n").split("\0", 2)
-    return Commit(sha, date, subject)
+    check_ref(ref)
+    out = git(repo, "show", "-s", "--format=%H%x00%cs%x00%s", "--end-of-options", f"{ref}^{{commit}}", "--")
+    parts = out.rstrip("\n").split("\0", 2)
+    if len(parts) != 3 or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", parts[0]):
+        raise UsageError(f"git does not name one commit by {ref!r}")
+    return Commit(*parts)
 
 
 def commits_between(repo: pathlib.Path, good: Commit, bad: Commit) -> list[Commit]:
@@ -159,7 +170,7 @@ def package_name(repo: pathlib.Path, sha: str) -> str:
     try:
         project = tomllib.loads(git(repo, "show", f"{sha}:pyproject.toml")).get("project", {})
         if isinstance(project.get("name"), str):
-            return envs.normalize(project["name"])
+            return _distribution(project["name"], sha)
     except UsageError:
         pass
     except tomllib.TOMLDecodeError as e:
@@ -167,10 +178,18 @@ def package_name(repo: pathlib.Path, sha: str) -> str:
     try:
         m = re.search(r"^\s*name\s*=\s*([A-Za-z0-9._-]+)", git(repo, "show", f"{sha}:setup.cfg"), re.M)
         if m:
-            return envs.normalize(m.group(1))
+            return _distribution(m.group(1), sha)
     except UsageError:
         pass
     raise UsageError(f"cannot tell the package's name at {sha[:9]}: no [project] name in pyproject.toml or setup.cfg")
+
+
+def _distribution(name: str, sha: str) -> str:
+    """A package's name from a repository's own files, refused unless it is a valid
+    distribution name (PEP 508): it becomes a folder name in the source cache."""
+    if not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]{0,98}[A-Za-z0-9])?", name):
+        raise UsageError(f"the package at {sha[:9]} calls itself {name[:60]!r}, not a valid distribution name")
+    return envs.normalize(name)
 
 
 def export(repo: pathlib.Path, sha: str, name: str) -> pathlib.Path:

@@ -101,7 +101,7 @@ class Budget:
     """One budgeted loop of a test (made by the `gc_budget` fixture)."""
 
     def __init__(self, request, warmup: int, given: dict, name: str | None, index: int, sites: bool = True):
-        from .measure import Measurement
+        from .user_loop import Measurement
 
         self.request = request
         self.key = request.node.nodeid + (f"#{index}" if index else "")

@@ -17,7 +17,7 @@ from .errors import UsageError
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 POLICY = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$"
-CELL_ID = r"^[A-Za-z0-9][A-Za-z0-9._+=-]{0,299}$"
+CELL_ID = r"^[A-Za-z0-9][A-Za-z0-9._+=-]{0,199}$"  # a file name with room for its temporaries (255 bytes)
 
 _str, _int, _num, _bool = {"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"}
 _count = {"type": "integer", "minimum": 0}
@@ -62,7 +62,7 @@ RESULT = {"type": "object", "required": ["cell", "backend", "workload", "gc_poli
                   "cpu_mhz_before": _opt(_num), "cpu_mhz_after": _opt(_num), "run_id": _str,
                   # the job that ran it, when a scheduler did (`--executor slurm`): cluster.job_facts
                   "scheduler": {"type": "object", "required": ["executor"], "properties": {
-                      "executor": _str, "job_id": _opt(_str), "array_job_id": _opt(_str),
+                      "executor": {"enum": list(EXECUTORS)}, "job_id": _opt(_str), "array_job_id": _opt(_str),
                       "array_task_id": _opt(_str), "node": _opt(_str), "partition": _opt(_str)}}}},
               "environment": {"type": "object", "required": ["spec", "name"],
                               "properties": {"spec": _str, "name": _str, "python": _opt(_str),

@@ -79,18 +79,48 @@ def cell_label(key: tuple) -> str:
     return f"{backend}/{workload}/{policy}" + (f" [{env}]" if env else "") + (f" on {node}" if node else "")
 
 
+# What gcbench set for a cell, which its repeats must share to be pooled (a user's loop sets its own steps)
+SETTINGS = (("networks", lambda d: d["networks"]),
+            ("steps", lambda d: len(d["wall_ns"]) if d["status"] == "ok" and d["backend"] != "user" else None),
+            ("batch", results.batch_size), ("bookkeeping", lambda d: d.get("bookkeeping", "none")),
+            ("data", lambda d: d["data"].get("kind")),
+            ("collector generations", lambda d: len(d["gc_collections"][0]) if d["status"] == "ok" and
+             d["gc_collections"] else None))
+
+
 def cells(docs: list[dict], by_node: bool | None = None) -> dict[tuple, list[dict]]:
     """Documents grouped by cell, in the order their cells first appear, repeats sorted.
     Repeats from different kinds of machine are never pooled: where `docs` hold several
-    (or `by_node` says so), the node type is part of each cell's key."""
+    (or `by_node` says so), the node type is part of each cell's key. Repeats of one cell
+    whose settings differ (`SETTINGS`: a 20,000-step and a 5-step repeat) are refused in
+    one line: pooled, their numbers would describe neither."""
     if by_node is None:
         by_node = len(node_types(docs)) > 1
     out: dict[tuple, list[dict]] = {}
     for d in docs:
         out.setdefault(cell_key(d, by_node), []).append(d)
-    for group in out.values():
+    for key, group in out.items():
         group.sort(key=lambda d: d["repeat"])
+        check_poolable(key, group)
     return out
+
+
+def check_poolable(key: tuple, group: list[dict]) -> None:
+    """Refuse (`UsageError`) a cell whose ok repeats differ in a setting."""
+    from .errors import UsageError
+
+    ok = [d for d in group if d["status"] == "ok"]
+    for name, get in SETTINGS:
+        values: dict[str, list[int]] = {}
+        for d in ok:
+            v = get(d)
+            if v is not None:
+                values.setdefault(str(v), []).append(d["repeat"])
+        if len(values) > 1:
+            parts = "; ".join(f"{v} in repeat{'s' * (len(r) > 1)} {', '.join(map(str, r[:4]))}"
+                              for v, r in list(values.items())[:3])
+            raise UsageError(f"{cell_label(key)}: its repeats differ in {name} ({parts}), so they cannot be pooled; "
+                             "keep one setting's results in a folder (rerun with --force, or move the others away)")
 
 
 def repeat_flags(doc: dict) -> list[str]:

@@ -13,7 +13,7 @@ import shlex
 import sys
 import time
 
-from .. import archive, compare, config, files, footprint, metadata, results, stats, summary
+from .. import archive, cluster_options, compare, config, files, footprint, metadata, results, stats, summary
 from .. import data as datamod
 from ..backends import BACKENDS
 from ..errors import UsageError
@@ -116,7 +116,8 @@ def write_plan(out_dir: pathlib.Path, suite: config.Suite, cells: list, command:
     return plan
 
 
-def _run_on_scheduler(cells, suite, args, out_dir, command, environments, resume, kind, out_fn) -> list[dict] | None:
+def _run_on_scheduler(cells, suite, args, out_dir, command, environments, resume, kind, out_fn,
+                      samples) -> list[dict] | None:
     """The plan as job arrays (`--executor slurm`); its results, or None with --detach."""
     from .. import cluster, runner
 
@@ -128,8 +129,14 @@ def _run_on_scheduler(cells, suite, args, out_dir, command, environments, resume
     todo = [c for c in cells if c.id not in kept]
     docs = {}
     if todo:
+        at_once = None
+        if args.executor == "submitit-local":  # its jobs all start at once: as many as cores and memory hold
+            at_once = cluster.local_jobs_at_once(todo, footprint.largest(todo, samples, language_of).total,
+                                                 available=footprint.available_bytes())
+            out_fn(f"gcbench: submitit-local runs {at_once} job{'s' * (at_once > 1)} at once (one per core, as many "
+                   "as the memory available holds)")
         submission = cluster.submit(todo, out_dir, command, suite.timeout, environments, resume, kind, args.executor,
-                                    suite.slurm_options().override(args), suite.name, out_fn)
+                                    suite.slurm_options().override(args), suite.name, out_fn, local_at_once=at_once)
         if args.detach:
             out_fn(f"gcbench: detached; the jobs run on. `gcbench status {shlex.quote(str(out_dir))}` says what is "
                    "done; report or compare the folder once they have ended")
@@ -161,6 +168,10 @@ def run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, k
     """Run `cells` (the plan; `suite` names it and holds its environments and timeout) into
     the results folder `out`, which belongs to this run (see `prepare_folder`)."""
     footprint.check(cells, samples, language_of)
+    if suite.envs:  # a bad GCBENCH_INSTALLER is refused before the folder is touched
+        from .. import installers
+
+        installers.choose()
     executor = getattr(args, "executor", "local")
     if getattr(args, "detach", False) and executor == "local":
         raise UsageError("--detach needs a scheduler (--executor slurm or submitit-local): a local run is this process")
@@ -169,9 +180,10 @@ def run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, k
 
         cluster.check_executor(executor)
         suite.slurm_options().override(args)  # refuse bad --slurm-* values before anything is written
+        cluster_options.check_folder(pathlib.Path(out).absolute())
     made = not pathlib.Path(out).exists()
     try:
-        return _run_plan(cells, suite, args, out, out_fn, kind, data_note)
+        return _run_plan(cells, suite, args, out, out_fn, kind, data_note, samples)
     except BaseException:
         if made:  # a run refused or stopped before it wrote anything leaves no empty folder behind
             with contextlib.suppress(OSError):
@@ -180,7 +192,7 @@ def run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, k
 
 
 def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, kind: str,
-              data_note: str) -> tuple[list[dict] | None, pathlib.Path, int]:
+              data_note: str, samples: int) -> tuple[list[dict] | None, pathlib.Path, int]:
     from .. import cluster, envs, runner
     from ..files import FolderLock
 
@@ -229,7 +241,7 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, 
                 else:
                     try:
                         docs = _run_on_scheduler(cells, suite, args, out_dir, command, environments, resume, kind,
-                                                 out_fn)
+                                                 out_fn, samples)
                     except UsageError:  # nothing was submitted: the folder is as it was before this command
                         if previous:
                             files.write_json(out_dir / "suite.json", previous)
@@ -245,6 +257,11 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, 
             kept = sum(1 for c in cells if (out_dir / f"{c.id}.json").is_file())
             print(f"\ngcbench: interrupted; {kept} finished runs kept in {out_dir}", file=sys.stderr)
             return None, out_dir, code
+        except BaseException:  # refused or broken midway: the plan says so, never "running" for ever
+            with contextlib.suppress(UsageError):  # unless the plan was put back (nothing was submitted)
+                if (out_dir / "suite.json").is_file() and results.read_plan(out_dir).get("started") == plan["started"]:
+                    finish_plan(out_dir, plan, "failed")
+            raise
         finish_plan(out_dir, plan, "finished")
     superseded = [d for d in docs if d.get(runner.SUPERSEDED)]
     for d in superseded:  # an earlier result kept in place of this run's failure: said, and counted as failed

@@ -91,6 +91,20 @@ def main(args) -> int:
 GIT_METRIC_NAMES = {"gc_share": "gc-share", "full_gc": "full-collections"}  # the release bisect's spellings
 
 
+def _check_bisect_folder(out: pathlib.Path, resume: bool) -> None:
+    """A commit bisect writes into a new or empty folder, or continues its own (--resume):
+    another run's folder would have its results mixed in."""
+    from .. import gitbisect
+
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a folder")
+    if out.is_dir() and any(p.name != files.LOCK_NAME for p in out.iterdir()):
+        if not (out / gitbisect.FILE).is_file():
+            raise UsageError(f"{out} holds files that are not a commit bisect's; give --out a new or empty folder")
+        if not resume:
+            raise UsageError(f"{out} holds a commit bisect already; --resume continues it, or use another --out")
+
+
 def main_git(args) -> int:
     """`bisect --git REPO --good REF --bad REF`: binary search over first-parent commits."""
     from .. import bisect, envs, gitbisect
@@ -103,6 +117,10 @@ def main_git(args) -> int:
             raise UsageError(f"--{name} is for bisecting releases, not with --git")
     if args.detach:
         raise UsageError("--detach does not go with --git: each step of a commit bisect needs the one before")
+    gitbisect.check_ref(args.good, "--good")
+    gitbisect.check_ref(args.bad, "--bad")
+    if args.out:
+        _check_bisect_folder(pathlib.Path(args.out), args.resume)
     backend, workload, policy = bisect.parse_cell(args.cell)
     metric = gitbisect.get_metric(GIT_METRIC_NAMES.get(args.metric, args.metric or "full-collections"))
     base = envs.parse(args.env) if args.env else envs.EnvSpec(None, ())
@@ -115,6 +133,7 @@ def main_git(args) -> int:
     if base.pin_for(package):
         raise UsageError(f"--env pins {package}, the package whose commits are bisected")
     out = pathlib.Path(args.out or config.default_out(f"bisect-{package}-git"))
+    _check_bisect_folder(out, args.resume)
     plan = gitbisect.load(out / gitbisect.FILE) if args.resume else None
     if plan is not None and (plan["good"]["sha"], plan["commits"][-1]["sha"], plan["cell"], plan["metric"]) != \
             (good.sha, bad.sha, args.cell, metric.name):
@@ -135,8 +154,10 @@ def main_git(args) -> int:
                              envs=[env_text])
         _common.apply_overrides(suite, args)
         suite.validate()
-        first = not out.exists() or not any(out.iterdir())
-        run_args = argparse.Namespace(**{**vars(args), "resume": not first or args.resume, "force": False})
+        files.make_folder(out)
+        gitbisect.save(out, plan)  # first: a folder holding results of this bisect always says so
+        # every step resumes the folder: what this bisect measured before is not measured again
+        run_args = argparse.Namespace(**{**vars(args), "resume": True, "force": False})
         print(f"gcbench: {order[index].short} {order[index].subject[:70]}", file=sys.stderr)
         docs, _, _ = _common.run_suite(suite, run_args, str(out), _common.Output(as_json=True))
         gitbisect.save(out, plan)

@@ -30,8 +30,26 @@ from .document import Bullets, Heading, Image, Para, Table, code, escape, prose,
 MARKER = ".gcbench-report.json"
 MARKER_FORMAT = "gcbench-report-folder"
 MARKER_VERSION = 2  # 1: names only (trusted nothing now); 2: names with sizes and SHA-256
-STAGING = ".gcbench-staging-"
-_OWN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\.(png|md|html|tar\.gz)$")
+STAGING = ".gcbench-staging-"  # + PID + "-": where a report is built before its files move in
+# The names a report writes, and only those: a marker listing anything else (thesis.md) is refused
+_OWN_NAME = re.compile(r"^(index\.md|index\.html|results\.tar\.gz|bisect\.png|gitbisect\.png|why\.png|"
+                       r"(summary|gc_split|cumulative_gc|pauses|ecdf|trace)_[A-Za-z0-9][A-Za-z0-9_.-]*\.png)$")
+_TEMP_OF = re.compile(r"^\.(.+)\.[A-Za-z0-9_]+\.tmp$")  # files.write_bytes's temporary of a file
+_STAGING_NAME = re.compile(rf"^{re.escape(STAGING)}(\d+)-[A-Za-z0-9_]+$")
+
+
+def _stale_staging(path: pathlib.Path) -> bool:
+    """Whether `path` is a staging folder a killed report left: named as gcbench names them,
+    its process gone, and holding nothing but files a report writes. Anything else with a
+    similar name is someone else's, never removed."""
+    m = _STAGING_NAME.match(path.name)
+    if not m or not path.is_dir() or path.is_symlink() or files.process_alive(int(m.group(1))):
+        return False
+    try:
+        return all(p.is_file() and not p.is_symlink() and _OWN_NAME.match(_TEMP_OF.sub(r"\1", p.name))
+                   for p in path.iterdir())
+    except OSError:
+        return False
 
 
 def _digest(path: pathlib.Path) -> str:
@@ -86,7 +104,7 @@ def _marker(out_dir: pathlib.Path) -> dict:
         owned = {f for f, rec in listed.items() if _still_ours(out_dir / f, rec)} if isinstance(listed, dict) else set()
         return {"files": owned, "title": doc.get("title") if isinstance(doc.get("title"), str) else None,
                 "legacy": isinstance(listed, list)}
-    if any(p.name != files.LOCK_NAME and not p.name.startswith(STAGING) for p in out_dir.iterdir()):
+    if any(p.name != files.LOCK_NAME and not _stale_staging(p) for p in out_dir.iterdir()):
         raise UsageError(f"report folder {out_dir} holds files gcbench did not write; give --out an empty "
                          "or new folder")
     return {}
@@ -158,7 +176,7 @@ def _jobs(docs: list[dict]) -> str | None:
     jobs = {s.get("job_id") for s in scheds}
     nodes = sorted({s.get("node") or "?" for s in scheds})
     parts = sorted({s.get("partition") for s in scheds if s.get("partition")})
-    return (f"Scheduler: {', '.join(executors)}; {len(scheds)} of {len(docs)} runs in {len(jobs)} jobs on "
+    return (f"Scheduler: {escape(', '.join(executors))}; {len(scheds)} of {len(docs)} runs in {len(jobs)} jobs on "
             f"{len(nodes)} node{'s' if len(nodes) > 1 else ''} ({escape(', '.join(nodes[:6]))}"
             f"{', ...' if len(nodes) > 6 else ''})" + (f", partition {escape(', '.join(parts))}" if parts else ""))
 
@@ -301,7 +319,7 @@ def not_run_section(docs: list[dict], plan: dict) -> list:
             groups.setdefault((d["status"], reason), []).append(results.label(d))
     have = {d["cell"] for d in docs}
     names = dict(zip(plan.get("cells", []), plan.get("labels") or plan.get("cells", [])))
-    missing = [names[c] for c in plan.get("cells", []) if c not in have]
+    missing = [names.get(c, c) for c in plan.get("cells", []) if c not in have]  # a plan short of labels: ids
     if missing:
         state = plan.get("state")
         why = "never ran: the run was interrupted first" if state == "interrupted" else \
@@ -377,7 +395,7 @@ def build_report(source, out_dir, spike_factor: float = summary.DEFAULT_SPIKE_FA
         try:
             with files.FolderLock(out_dir, f"report folder {out_dir} is in use by another gcbench report"):
                 for stale in out_dir.glob(STAGING + "*"):  # left by a report that was killed
-                    if stale.is_dir() and not stale.is_symlink():
+                    if _stale_staging(stale):
                         shutil.rmtree(stale, ignore_errors=True)
                 return _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect_table)
         except BaseException:
@@ -390,7 +408,7 @@ def build_report(source, out_dir, spike_factor: float = summary.DEFAULT_SPIKE_FA
 
 def _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect_table) -> dict:
     owned = before.get("files", set())
-    with tempfile.TemporaryDirectory(dir=out_dir, prefix=STAGING) as tmp:
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=f"{STAGING}{os.getpid()}-") as tmp:
         staged = _build(folder, source, pathlib.Path(tmp), spike_factor, title, bisect_table)
         names = {p.name for p in staged["written"]}
         clash = sorted(n for n in names if (out_dir / n).exists() and n not in owned)

@@ -52,12 +52,21 @@ class Image:
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|])")  # what changes meaning inside a line
+# what starts a block where a line begins with it: a heading, a list item, a rule or fence
+_MD_LEADING = re.compile(r"^(\s*)(?:(#{1,6}(?=\s|$)|[-+](?=\s+\S))|(-{3,}|={3,}|~{3,})|(\d{1,9})([.)])(?=\s+\S))")
 
 
 def escape(text) -> str:
     """Text taken from results, safe in Markdown and in the HTML rendered from it."""
     text = html.escape(str(text), quote=False)  # & < >
-    return _MD_SPECIAL.sub(r"\\\1", text).replace("\n", " ")
+    text = _MD_SPECIAL.sub(r"\\\1", text).replace("\n", " ").replace("\r", " ")
+    return _MD_LEADING.sub(_escape_leading, text)
+
+
+def _escape_leading(m: re.Match) -> str:
+    if m.group(4):  # `1.` starts an ordered list: the punctuation is what is escaped
+        return f"{m.group(1)}{m.group(4)}\\{m.group(5)}"
+    return f"{m.group(1)}\\{m.group(2) or m.group(3)}"
 
 
 def code(text) -> str:

@@ -110,7 +110,7 @@ def gitbisect_section(tab: dict, culprit: dict | None, out_dir: pathlib.Path) ->
                     "Commits in history order, oldest first; only the tested ones carry a value (dots: repeats; "
                     "line: the cell's value). Blue behaves like the good endpoint, orange like the bad one; the "
                     "dashed line falls before the first bad commit.")]
-    if culprit:
+    if culprit and tab["first_bad"]:  # a culprit recorded without a first bad commit has nothing to name
         blocks += [Heading(f"The first bad commit, {escape(tab['first_bad'][:9])}", 3),
                    Para(escape(culprit["message"].splitlines()[0] if culprit["message"] else "")),
                    Bullets([f"{escape(line)}" for line in culprit["message"].splitlines()[1:] if line.strip()][:12]
