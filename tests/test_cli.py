@@ -124,7 +124,7 @@ def test_the_plan_interleaves_repeats_in_seeded_rounds():
                          repeats=3).validate()
     cells = suite.cells()
     assert [c.repeat for c in cells] == [0] * 8 + [1] * 8 + [2] * 8
-    rounds = [[c.label.split(" #")[0] for c in cells[i:i + 8]] for i in (0, 8, 16)]
+    rounds = [[c.label.rsplit(" r", 1)[0] for c in cells[i:i + 8]] for i in (0, 8, 16)]
     assert sorted(rounds[0]) == sorted(rounds[1]) == sorted(rounds[2])
     assert rounds[0] != rounds[1] or rounds[1] != rounds[2]  # shuffled, round by round
     assert [c.id for c in suite.cells()] == [c.id for c in cells]  # the same seed, the same order

@@ -2,6 +2,7 @@
 and power are in test_inference.py)."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -114,7 +115,7 @@ def test_compare_cli_text_and_json(tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     at = next(i for i, l in enumerate(lines) if l.startswith("jax/mlp/default"))
-    change = float(lines[at].split()[2])
+    change = float(re.search(r"([+-][\d.]+) % \(", lines[at]).group(1))  # the median's change, its first
     assert lines[at + 1].lstrip().startswith("slower (+") and 70 < change < 130  # 2 x, and its verdict below
     assert "smallest change of a median detected with 80 % power at 3 repeats per cell" in proc.stdout
     assert "Benjamini-Hochberg" in proc.stdout
@@ -204,3 +205,21 @@ def test_an_interleaved_ab_in_one_folder_is_compared_paired_and_without_the_run_
     assert wrong.returncode == 2 and "did you mean 'py3.12'" in wrong.stderr and wrong.stderr.count("\n") == 1
     alone = run_cli("compare", str(folder))
     assert alone.returncode == 2 and "--base ENV --head ENV" in alone.stderr
+
+
+def test_compare_fits_a_100_column_terminal_and_names_its_tests(tmp_path):
+    """Issue 32: 149-column tables wrapped at 100 columns; COLUMNS=100 now fits."""
+    rng = np.random.default_rng(21)
+    long = "equinox-partition"
+    a = _folder(tmp_path / "a", docs(rng, 3, 10.0, backend=long) + docs(rng, 3, 10.0, backend="nnx"))
+    b = _folder(tmp_path / "b", docs(rng, 3, 14.0, backend=long) + docs(rng, 3, 10.0, backend="nnx"))
+    import os
+
+    for columns in (100, 80):
+        proc = run_cli("compare", str(a), str(b), env=dict(os.environ, COLUMNS=str(columns)))
+        assert proc.returncode == 0, proc.stderr
+        assert max(len(line) for line in proc.stdout.splitlines()) <= columns, proc.stdout
+        assert "tests of the median step, GC share, full collections, mean step" in " ".join(proc.stdout.split())
+        assert "equinox-partition/mlp/default" in proc.stdout and "slower (+" in proc.stdout
+    wide = run_cli("compare", str(a), str(b), env=dict(os.environ, COLUMNS="200"))
+    assert "median ms A->B" in wide.stdout  # room: every column stays

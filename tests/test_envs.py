@@ -227,7 +227,7 @@ def test_worker_runs_under_the_environments_interpreter(small_env, cache, tmp_pa
     assert doc["metadata"]["python_executable"] == small_env.python
     assert doc["metadata"]["python"] == small_env.python_version
     assert doc["environment"]["packages"]["six"] == "1.16.0"
-    assert results.label(doc) == "jax/mlp/default [this-python six==1.16.0]"
+    assert results.label(doc) == "jax/mlp/default r1 [this-python six==1.16.0]"
 
 
 @pytest.mark.slow
@@ -300,7 +300,7 @@ def test_suite_envs_expand_the_cells(tmp_path):
     assert sorted(c.env for c in cells[:4]) == ["python=3.11"] * 2 + ["python=3.12 jax==0.8.0"] * 2  # each round: all
     jax312 = next(c for c in cells if c.env == "python=3.12 jax==0.8.0" and c.backend == "jax" and c.repeat == 0)
     assert jax312.id.startswith("jax__mlp__default__r0__py3.12-jax-eq-0.8.0-")
-    assert jax312.label == "jax/mlp/default [py3.12 jax==0.8.0]"
+    assert jax312.label == "jax/mlp/default r1 [py3.12 jax==0.8.0]"
     path.write_text('envs = "python=3.12"\n')
     with pytest.raises(UsageError, match="envs must be a list"):
         load_suite(str(path)).validate()

@@ -8,11 +8,14 @@ import tarfile
 import numpy as np
 import pytest
 
+import gcbench
 from gcbench import results
 from gcbench.config import Cell
 from gcbench.report import build_report
 from conftest import run_cli
 from simulate import docs
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def make_results(folder, slow=1.0, seed=0):
@@ -58,8 +61,8 @@ def test_report_files_plots_and_content(tmp_path):
     assert re.search(r"`nnx` takes [12]\.\d\d x \([\d.]+ % [12]\.\d\d-\d\.\d\d\) the time of `jax`\.", md)
     assert "fastest" not in md
     # Not run: grouped by reason, text from results escaped.
-    assert "| unavailable | Julia is not installed &lt;b&gt;!&lt;/b&gt; | 2 | flux/mlp/default, flux/mlp/default #1 |" in md
-    assert "| failed | worker exit code 1 | 1 | equinox-filter/mlp/default |" in md
+    assert "| unavailable | Julia is not installed &lt;b&gt;!&lt;/b&gt; | 2 | flux/mlp/default r1, flux/mlp/default r2 |" in md
+    assert "| failed | worker exit code 1 | 1 | equinox-filter/mlp/default r1 |" in md
     assert "(trace_mlp.png)" in md and "<b>" not in md
 
 
@@ -87,7 +90,7 @@ def test_report_of_only_unavailable_cells(tmp_path):
     results.write(results.new(Cell("flux", "mlp", "default", 0, 2, 4992, 3, 1, 0, 1), "unavailable", "no Julia"),
                   res / "u.json")
     paths = build_report(res, tmp_path / "rep")
-    assert "| unavailable | no Julia | 1 | flux/mlp/default |" in paths["markdown"].read_text()
+    assert "| unavailable | no Julia | 1 | flux/mlp/default r1 |" in paths["markdown"].read_text()
     assert not list((tmp_path / "rep").glob("*.png"))
 
 
@@ -314,3 +317,36 @@ def test_no_interval_or_p_value_from_fewer_than_three_processes(tmp_path):
     findings = page[page.index("## Findings"):page.index("## Plots")]
     assert "p = " not in findings and "95 %" not in findings and "% -" not in findings
     assert "3 or more repeats" in findings  # each claim says why it makes none
+
+
+def test_every_cumulative_gc_line_of_every_committed_report_stays_inside_its_axes(tmp_path, monkeypatch):
+    """Issue 32: a y-limit frozen after the first line cut off the backend that paid most."""
+    import matplotlib.figure
+
+    from gcbench import archive, summary
+    from gcbench.report import plots
+
+    drawn = []
+    real_savefig = matplotlib.figure.Figure.savefig
+
+    def keep(fig, *a, **kw):
+        for ax in fig.axes:
+            bottom, top = ax.get_ylim()
+            for line in ax.lines:
+                y = np.asarray(line.get_ydata(), float)
+                if y.size:
+                    drawn.append((ax.get_title(), float(y.min()), float(y.max()), bottom, top))
+        return real_savefig(fig, *a, **kw)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", keep)
+    reports = sorted(p.parent for p in (ROOT / "reports").glob("*/results.tar.gz"))
+    assert len(reports) >= 7
+    for rep in reports:
+        with archive.opened(rep / "results.tar.gz") as folder:
+            docs = [d for d in gcbench.load_dir(folder, allow_empty=True)]
+        cells = summary.summarize_all(docs) if docs else []
+        for w in dict.fromkeys(cs.key[1] for cs in cells if cs.ok):
+            plots.cumulative_gc_figure([cs for cs in cells if cs.key[1] == w], w, tmp_path / f"{rep.name}-{w}.png")
+    assert drawn
+    outside = [d for d in drawn if d[1] < d[3] - 1e-9 or d[2] > d[4] + 1e-9]
+    assert not outside, outside[:5]

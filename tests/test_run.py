@@ -66,7 +66,8 @@ def test_run_json_summary(tmp_path):
     assert "jax/mlp/default" in proc.stderr  # the progress and the table go to standard error
 
 
-def test_summary_table_writes_a_shared_reason_once():
+def test_summary_table_writes_a_shared_reason_once(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")  # a terminal wide enough for one line per cell
     def doc(backend, status, reason):
         return {"cell": f"{backend}/mlp/default", "backend": backend, "workload": "mlp", "gc_policy": "default",
                 "repeat": 0, "status": status, "reason": reason, "environment": None}
@@ -77,6 +78,9 @@ def test_summary_table_writes_a_shared_reason_once():
     assert table.count(no_julia) == 1 and "detail" not in table
     assert [ln.split()[-1] for ln in lines[2:5]] == ["[1]", "[1]", "[2]"]
     assert lines[5:] == [f"[1] {no_julia}", "[2] worker crashed"]
+    monkeypatch.setenv("COLUMNS", "80")  # narrower: each cell's name above its row, notes wrapped
+    narrow = format_summary([doc("flux", "unavailable", no_julia), doc("simplechains", "failed", "worker crashed")])
+    assert max(len(line) for line in narrow.splitlines()) <= 80 and "flux/mlp/default\n" in narrow
 
 
 def test_run_exits_1_when_nothing_was_measured(tmp_path):

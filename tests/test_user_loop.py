@@ -228,8 +228,9 @@ def test_a_loop_against_its_freeze_and_its_fix_each_in_its_own_folder(tmp_path):
         _run("list_dataloader.py", "--out", str(arrays), "--steps", "1500", "--arrays")
     proc = run_cli("compare", str(lists), str(freeze))
     assert proc.returncode == 0, proc.stderr
-    assert "user/list-dataloader/default vs user/list-dataloader/freeze" in proc.stdout
-    assert "paired by backend and workload" in proc.stdout
+    text = " ".join(proc.stdout.split())  # notes wrap to the terminal's width
+    assert "user/list-dataloader/default vs user/list-dataloader/freeze" in text
+    assert "paired by backend and workload" in text
     c = json.loads(run_cli("compare", str(lists), str(freeze), "--json").stdout)
     gc_test = next(t for t in c["rows"][0]["tests"] if t["metric"] == "gc_share")
     assert gc_test["verdict"] == "less GC"

@@ -10,7 +10,7 @@ import sys
 import threading
 
 from . import metadata
-from .errors import UsageError, printable
+from .errors import UsageError, did_you_mean, printable
 
 COMMANDS = ("list", "run", "status", "report", "compare", "export", "explain", "reproduce", "memory", "bisect", "envs",
             "julia_setup", "data")
@@ -18,7 +18,11 @@ COMMANDS = ("list", "run", "status", "report", "compare", "export", "explain", "
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit code 2, as for every other usage error
-        raise UsageError(f"{message} (see {self.prog} --help)")
+        import re
+
+        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        hint = did_you_mean(m.group(1), re.findall(r"'([^']*)'", m.group(2))) if m else ""
+        raise UsageError(f"{message}{hint} (see {self.prog} --help)")
 
 
 class _Version(argparse.Action):

@@ -37,8 +37,8 @@ import math
 import numpy as np
 from scipy import stats as sst
 
-from . import metadata, results, stats, summary
-from .errors import UsageError
+from . import metadata, results, stats, summary, terminal
+from .errors import UsageError, did_you_mean
 
 ALPHA = 0.05
 MIN_EFFECT = 0.05
@@ -463,15 +463,8 @@ def split_sides(docs: list[dict], base: str, head: str) -> tuple[list[dict], lis
         if not side:
             raise UsageError(f"no result of environment {which!r} in the folder; it holds "
                              + (", ".join(repr(n) for n in names) if names else "no environment")
-                             + _did_you_mean(which, names))
+                             + did_you_mean(which, names))
     return sides[0], sides[1]
-
-
-def _did_you_mean(name: str, names: list[str]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(name, names, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def compare_dirs(dir_a, dir_b, min_effect: float = MIN_EFFECT, alpha: float = ALPHA, force: bool = False) -> dict:
@@ -553,7 +546,7 @@ def format_comparison(c: dict) -> str:
     takes (mean step) with their changes and intervals, GC share and full collections,
     then the cell's verdicts in words; then the smallest detectable change and what was
     refused or left out."""
-    head = ["cell", "median ms A->B", "change (interval)", "mean ms A->B", "change (interval)", "GC % A->B",
+    head = ["cell", "median ms A->B", "median change (CI)", "mean ms A->B", "mean change (CI)", "GC % A->B",
             "full/1000 A->B"]
     body, verdicts = [], []
     for r in c["rows"]:
@@ -567,21 +560,20 @@ def format_comparison(c: dict) -> str:
         extra = f"; peak memory {stats.fmt(memory.a)}->{stats.fmt(memory.b)} MiB {_change(memory)}" if memory else ""
         verdicts.append(f"  {words}" + (f" ({why})" if why else "") +
                         (" (full collections exact: fixed schedules)" if f.exact and (f.a or f.b) else "") + extra)
-    widths = [max(len(h), *(len(row[i]) for row in body)) if body else len(h) for i, h in enumerate(head)]
-    fmt_row = lambda cells: "  ".join(x.ljust(w) if i == 0 else x.rjust(w)
-                                      for i, (x, w) in enumerate(zip(cells, widths))).rstrip()
     named = ", ".join(dict.fromkeys(NAMES[t.metric] for r in c["rows"] for t in r["tests"])) or "none"
-    lines = [f"repeats are the unit; {named}: {c['tests']} tests corrected together (Benjamini-Hochberg, false "
-             f"discovery rate {c['alpha']:g}); intervals at {levels(c)} (false coverage rate {c['alpha']:g}); "
-             f"minimum effect {100 * c['min_effect']:g} %", fmt_row(head), "-" * sum(widths + [2 * (len(head) - 1)])]
-    for row, words in zip(body, verdicts):
-        lines += [fmt_row(row), words]
+    lines = [terminal.wrap(f"repeats are the unit; tests of the {named}: {c['tests']} corrected together "
+                           f"(Benjamini-Hochberg, false discovery rate {c['alpha']:g}); intervals at {levels(c)} "
+                           f"(false coverage rate {c['alpha']:g}); minimum effect {100 * c['min_effect']:g} %")]
+    # too wide for the terminal: the A->B values go before the changes and their intervals
+    lines += terminal.table(head, body, drop=(3, 1, 6),
+                            extra={i: [terminal.wrap(w.strip(), "  ", "    ")] for i, w in enumerate(verdicts)})
     if not body:
         lines.append("(no cell ran ok in both folders)")
     else:
-        lines.append(format_detectable(c.get("detectable")))
+        lines.append(terminal.wrap(format_detectable(c.get("detectable"))))
     if c["refused"]:
         lines.append("refused (settings differ; --force compares them anyway):")
-        lines += [f"  {x}" for x in c["refused"]]
-    lines += c["notes"]
+        lines += [terminal.wrap(x, "  ", "    ") for x in c["refused"]]
+    lines += [terminal.wrap(x) for x in c["notes"]]
     return "\n".join(lines)
+

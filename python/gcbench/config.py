@@ -31,7 +31,7 @@ from .errors import UsageError
 from .workloads import BATCH_SIZE, get_workload
 
 SUITE_KEYS = {"name", "backends", "workloads", "gc", "steps", "warmup", "repeats", "networks", "batch_size",
-              "seed", "timeout", "loss_every", "julia_threads", "envs", "bookkeeping", "alloc_blocks", "slurm"}
+              "seed", "timeout", "loss_every", "julia_threads", "envs", "bookkeeping", "alloc_blocks", "slurm", "also"}
 BOOKKEEPING = ("none", "metrics")
 MAX_STEPS = 10_000_000  # beyond this, per-step arrays alone outgrow any machine
 MAX_NETWORKS = 100_000
@@ -40,9 +40,10 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 
 
 def cell_label(backend: str, workload: str, policy: str, repeat: int = 0, env: str | None = None) -> str:
-    """How a repeat of a cell is named to people: backend/workload/policy, with #repeat
-    after the first and the environment's name in brackets when it runs in one."""
-    return f"{backend}/{workload}/{policy}" + (f" #{repeat}" if repeat else "") + (f" [{env}]" if env else "")
+    """How a repeat of a cell is named to people: backend/workload/policy, its repeat
+    counted from 1 (`r2`, as reports number them), and the environment's name in brackets
+    when it runs in one."""
+    return f"{backend}/{workload}/{policy} r{repeat + 1}" + (f" [{env}]" if env else "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,6 +131,9 @@ class Suite:
     bookkeeping: str = "none"
     alloc_blocks: bool = False
     slurm: dict = dataclasses.field(default_factory=dict)  # `[slurm]`: see cluster_options.SlurmOptions
+    # `[[also]]` tables: more cells, each table its own backends x workloads x gc (the quick
+    # look's vit cells); dropped when the command line names backends, workloads or gc
+    also: list = dataclasses.field(default_factory=list)
 
     def validate(self) -> Suite:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -184,7 +188,41 @@ class Suite:
                 raise UsageError(f"the suite names no {field}")
             if len(set(values)) != len(values):
                 raise UsageError(f"{field} lists a name twice: {', '.join(values)}")
+        self.also = [self._also(i, table) for i, table in enumerate(self.also if isinstance(self.also, list) else [None])]
         return self
+
+    def _also(self, i: int, table) -> dict:
+        """One `[[also]]` table, checked: backends, workloads and gc, each a non-empty list."""
+        where = f"also[{i}]"
+        if not isinstance(table, dict) or set(table) != {"backends", "workloads", "gc"}:
+            raise UsageError(f"{where} must be a table with backends, workloads and gc (lists of names)")
+        out = {}
+        for field in ("backends", "workloads", "gc"):
+            values = _names(f"{where}.{field}", table[field])
+            if not values:
+                raise UsageError(f"{where} names no {field}")
+            out[field] = values
+        out["backends"] = list(BACKENDS) if out["backends"] == ["all"] else out["backends"]
+        for name in out["backends"]:
+            get_backend(name)
+        for name in out["workloads"]:
+            get_workload(name)
+        out["gc"] = [gcpolicy.parse(text).name for text in out["gc"]]
+        return out
+
+    def all_backends(self) -> list[str]:
+        return list(dict.fromkeys(b for b, _, _ in self.combinations()))
+
+    def all_workloads(self) -> list[str]:
+        return list(dict.fromkeys(w for _, w, _ in self.combinations()))
+
+    def combinations(self) -> list[tuple[str, str, str]]:
+        """(backend, workload, policy) of every cell of one round: the suite's product, then
+        each `[[also]]` table's, each combination once."""
+        combos = [(b, w, p) for b in self.backends for w in self.workloads for p in self.gc]
+        for table in self.also:
+            combos += [(b, w, p) for b in table["backends"] for w in table["workloads"] for p in table["gc"]]
+        return list(dict.fromkeys(combos))
 
     def slurm_options(self) -> SlurmOptions:
         return SlurmOptions.from_table(self.slurm)
@@ -201,19 +239,17 @@ class Suite:
         for repeat in range(self.repeats):
             one = []
             for env in self.envs or [None]:
-                for backend in self.backends:
-                    for name in self.workloads:
-                        workload = get_workload(name)
-                        for policy in self.gc:
-                            one.append(Cell(
-                                backend=backend, workload=name, policy=policy, repeat=repeat,
-                                networks=self.networks.get(name, workload.default_networks),
-                                params_per_network=workload.params_per_network, steps=self.steps,
-                                warmup=self.warmup, seed=self.seed, loss_every=self.loss_every,
-                                data_path=data_path, julia_threads=self.julia_threads, env=env,
-                                batch_size=self.batch_for(name), bookkeeping=self.bookkeeping,
-                                alloc_blocks=self.alloc_blocks,
-                            ))
+                for backend, name, policy in self.combinations():
+                    workload = get_workload(name)
+                    one.append(Cell(
+                        backend=backend, workload=name, policy=policy, repeat=repeat,
+                        networks=self.networks.get(name, workload.default_networks),
+                        params_per_network=workload.params_per_network, steps=self.steps,
+                        warmup=self.warmup, seed=self.seed, loss_every=self.loss_every,
+                        data_path=data_path, julia_threads=self.julia_threads, env=env,
+                        batch_size=self.batch_for(name), bookkeeping=self.bookkeeping,
+                        alloc_blocks=self.alloc_blocks,
+                    ))
             random.Random(f"{self.seed}-round-{repeat}").shuffle(one)
             rounds += one
         ids = [c.id for c in rounds]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 
-from .errors import UsageError
+from .errors import UsageError, did_you_mean
 
 NAMES = ("default", "freeze", "disable", "manual:K")
 
@@ -64,4 +64,4 @@ def parse(text: str) -> GCPolicy:
         if k.isascii() and k.isdigit() and len(k) <= 9 and int(k) > 0:
             return GCPolicy("manual", int(k))
         raise UsageError(f"bad GC policy {text[:40]!r}{'...' if len(text) > 40 else ''}: manual:K needs a positive integer K, e.g. manual:100")
-    raise UsageError(f"unknown GC policy {text!r}; valid policies: {', '.join(NAMES)}")
+    raise UsageError(f"unknown GC policy {text!r}{did_you_mean(text, NAMES[:-1])}; valid policies: {', '.join(NAMES)}")

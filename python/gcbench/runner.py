@@ -360,10 +360,16 @@ def _run_each(cells, out_dir, command, timeout, log, progress, environments, res
     announced: set[str] = set()
     why_not = _unavailable_backends(cells, log)
     announced.update(why_not)  # their other cells (a policy they do not support) need no line of their own
-    for n, cell in enumerate(cells, 1):
-        docs.append(_run_one(n, cell, cells, out_dir, command, timeout, log, progress, environments, resume,
-                             data_kind, cache_env, run_id, scheduler, announced, why_not))
-        if progress is not None:
+    # numbered among the cells that will run: those of a backend that cannot run here are said once above
+    runnable = [c for c in cells if c.backend not in why_not and unsupported_reason(c) is None]
+    number = {c.id: f"{i}/{len(runnable)}" for i, c in enumerate(runnable, 1)}
+    if progress is not None:  # the bar and its ETA count only the steps that will run
+        progress.overall.total = sum(c.warmup + c.steps for c in runnable)
+        progress.overall.refresh()
+    for cell in cells:
+        docs.append(_run_one(number.get(cell.id, "-"), cell, cells, out_dir, command, timeout, log, progress,
+                             environments, resume, data_kind, cache_env, run_id, scheduler, announced, why_not))
+        if progress is not None and cell.id in number:
             progress.finish(cell)
     return docs
 
@@ -371,7 +377,7 @@ def _run_each(cells, out_dir, command, timeout, log, progress, environments, res
 def _run_one(n, cell, cells, out_dir, command, timeout, log, progress, environments, resume, data_kind,
              cache_env, run_id, scheduler, announced, why_not) -> dict:
     out_file = out_dir / f"{cell.id}.json"
-    desc = f"[{n}/{len(cells)}] {cell.label}"
+    desc = f"[{n}] {cell.label}"
     old = existing(out_file)
     if resume and reusable(old, cell, data_kind):
         log(f"{desc}: kept (an ok result with the same settings is there)")

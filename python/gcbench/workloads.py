@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from .errors import UsageError
+from .errors import UsageError, did_you_mean
 
 IMAGE_SHAPE = (28, 28, 1)  # height, width, channels
 NUM_CLASSES = 10
@@ -153,7 +153,7 @@ def get_workload(name: str) -> Workload:
         return WORKLOADS[name]
     except KeyError:
         raise UsageError(
-            f"unknown workload {name!r}; valid workloads: {', '.join(WORKLOADS)}"
+            f"unknown workload {name!r}{did_you_mean(name, WORKLOADS)}; valid workloads: {', '.join(WORKLOADS)}"
         ) from None
 
 

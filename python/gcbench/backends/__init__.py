@@ -23,7 +23,7 @@ import dataclasses
 import importlib
 import importlib.util
 
-from ..errors import UsageError
+from ..errors import UsageError, did_you_mean
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,4 +94,5 @@ def get_backend(name: str) -> BackendInfo:
     try:
         return BACKENDS[name]
     except KeyError:
-        raise UsageError(f"unknown backend {name!r}; valid backends: {', '.join(BACKENDS)}") from None
+        raise UsageError(f"unknown backend {name!r}{did_you_mean(name, BACKENDS)}; valid backends: "
+                         f"{', '.join(BACKENDS)}") from None

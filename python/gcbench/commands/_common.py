@@ -14,6 +14,7 @@ import sys
 import time
 
 from .. import archive, cluster_options, compare, config, files, footprint, metadata, results, stats, summary
+from .. import terminal, verdict
 from .. import data as datamod
 from ..backends import BACKENDS
 from ..errors import UsageError
@@ -51,7 +52,7 @@ def apply_overrides(suite: config.Suite, args) -> None:
     if getattr(args, "batch_size", None) is not None:
         suite.batch_size = args.batch_size
     if getattr(args, "networks", None) is not None:
-        suite.networks = {w: args.networks for w in suite.workloads}
+        suite.networks = {w: args.networks for w in suite.all_workloads()}
     if getattr(args, "alloc_blocks", False):
         suite.alloc_blocks = True
 
@@ -221,7 +222,7 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, 
             with runner.interruptible():
                 environments = None
                 if suite.envs:
-                    needed = sorted({m for b in suite.backends for m in BACKENDS[b].requires})
+                    needed = sorted({m for b in suite.all_backends() for m in BACKENDS[b].requires})
                     out_fn(f"gcbench: {len(suite.envs)} environments (in {envs.envs_root()}) with {', '.join(needed)}")
                     environments = envs.build_all([envs.parse(e) for e in suite.envs], needed, args.rebuild_envs,
                                                   log=out_fn, progress=progress)
@@ -269,11 +270,15 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, 
     failed = sum(d["status"] == "failed" for d in docs) + len(superseded)
     measured = sum(d["status"] == "ok" for d in docs) - len(superseded)
     out_fn()
+    answer = verdict.sentences(docs)
+    if answer:  # the answer first, the table after it
+        out_fn(format_verdict(answer))
+        out_fn()
     out_fn(format_summary(docs))
     if any(cs.stats and cs.stats["flagged"] for cs in summary.summarize_all(docs)):
-        out_fn(FLAG_LEGEND)
+        out_fn(terminal.wrap(FLAG_LEGEND))
     ok_cells = [compare.repeat_values(ds) for ds in summary.cells(docs).values() if any(d["status"] == "ok" for d in ds)]
-    out_fn(compare.format_detectable(compare.detectable(ok_cells, compare.ALPHA)))
+    out_fn(terminal.wrap(compare.format_detectable(compare.detectable(ok_cells, compare.ALPHA))))
     out_fn(f"\n{len(docs)} runs in {time.monotonic() - t0:.0f} s: {measured} ok, {failed} failed, "
            f"{len(docs) - measured - failed} unavailable; results in {out_dir}")
     if superseded:
@@ -288,6 +293,11 @@ FLAG_LEGEND = ("flags: \"N flagged\" counts a cell's repeats whose step times dr
                "machine was loaded meanwhile; they are left out of its times where 3 unflagged repeats remain (a run "
                "measures one replacement repeat per such cell), and their collections always count (the report's "
                "\"Unstable measurements\" says which and why)")
+
+
+def format_verdict(sentences: list[str]) -> str:
+    """The verdict for a terminal: one paragraph per sentence, wrapped to the width."""
+    return "\n".join(["verdict:"] + [terminal.wrap(x, "  ", "    ") for x in sentences])
 
 
 def format_summary(docs: list[dict]) -> str:
@@ -310,11 +320,9 @@ def format_summary(docs: list[dict]) -> str:
         rows.append([cs.label, f"ok x{s['repeats']}", stats.fmt_paren(s["median_ms"], s["median_ci_ms"], values=s["repeat_medians_ms"]),
                      stats.fmt(s["mean_ms"]), stats.fmt(s["p99_ms"]), f"{100 * s['gc_share']:.2f}", host, fr, flags])
     head = ["cell", "status", "median ms (95 % CI)", "mean ms", "p99 ms", "GC %", "host %", "full collections", "flags"]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
-    line = lambda r: "  ".join(x.ljust(w) if i in (0, 1, 7, 8) else x.rjust(w)
-                               for i, (x, w) in enumerate(zip(r, widths))).rstrip()
-    notes = [f"[{n}] {reason}" for reason, n in reasons.items()]
-    return "\n".join([line(head), "-" * (sum(widths) + 2 * (len(head) - 1))] + [line(r) for r in rows] + notes)
+    notes = [terminal.wrap(f"[{n}] {reason}", "", "    ") for reason, n in reasons.items()]
+    # wider than the terminal: p99 and host share go first, then the cell moves above its row
+    return "\n".join(terminal.table(head, rows, left={0, 1, 7, 8}, drop=(4, 6)) + notes)
 
 
 def summary_json(docs: list[dict]) -> list[dict]:

@@ -34,6 +34,8 @@ def register(sub) -> None:
 
 def suite_from_args(args) -> config.Suite:
     suite = config.load_suite("quick" if args.quick else args.suite)
+    if any(x is not None for x in (args.backends, args.workloads, args.gc)):
+        suite.also = []  # the command line's cells replace the suite's, its [[also]] tables too
     if args.backends is not None:
         suite.backends = config.split_list(args.backends, "--backends")
     if args.workloads is not None:

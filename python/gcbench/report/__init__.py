@@ -20,7 +20,7 @@ import shlex
 import shutil
 import tempfile
 
-from .. import archive, files, gitbisect, memory, metadata, results, stats, summary
+from .. import archive, files, gitbisect, memory, metadata, results, stats, summary, verdict
 from ..errors import UsageError
 from . import environments, findings, plots
 from . import reproduction
@@ -137,13 +137,27 @@ def _header(docs: list[dict], plan: dict) -> list:
         "; ".join(code(shlex.join(c)) for c in commands) if commands else "Command: ?",
         f"Runs: {len(docs)} ({len(ok)} ok, {sum(d['status'] == 'failed' for d in docs)} failed, "
         f"{sum(d['status'] == 'unavailable' for d in docs)} unavailable); measured {escape(meta.get('date', '?'))}",
-        "Measured with " + escape("; ".join(sorted({metadata.describe_gcbench((d.get("metadata") or {}).get("gcbench"))
-                                                   for d in docs}))),
+        _provenance(ok),
     ]
     jobs = _jobs(docs)
     if jobs:
         items.insert(2, jobs)
     return [Heading("What was run"), Bullets(items)]
+
+
+def _provenance(ok: list[dict]) -> str:
+    """Which gcbench measured the ok results (a cell that did not run records no metadata,
+    and says nothing of the others): one version, or a mix with its counts."""
+    counts: dict[str, int] = {}
+    for d in ok:
+        who = metadata.describe_gcbench((d.get("metadata") or {}).get("gcbench"))
+        counts[who] = counts.get(who, 0) + 1
+    if not counts:
+        return "Measured with: no run ran ok"
+    if len(counts) == 1:
+        return "Measured with " + escape(next(iter(counts)))
+    return "Measured with a mix of versions: " + escape("; ".join(f"{who} ({n} runs)" for who, n in
+                                                                   sorted(counts.items(), key=lambda x: -x[1])))
 
 
 def _machines(ok: list[dict], meta: dict, devices: list[str]) -> str:
@@ -483,6 +497,9 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
     title = title or f"gcbench report: {name}"
 
     blocks: list = [Heading(escape(title), 1)]
+    answer = verdict.sentences(docs)
+    if answer:  # the answer first; the evidence after it
+        blocks += [Heading("Verdict"), Para(" ".join(prose(x) for x in answer))]
     if repro is not None:
         blocks += reproduction.section(reproduce_mod.rebuild(repro, docs, memdoc))
     if docs:

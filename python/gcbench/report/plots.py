@@ -99,7 +99,8 @@ TICK_LABEL_IN = {"x": 0.4, "y": 0.22}
 
 
 def _finish_log_axes(fig) -> None:
-    """Every log axis of `fig` with at least three labelled ticks in view, as few as that
+    """Every linear axis with as many ticks as its labels fit side by side (labels at most
+    4 significant digits), and every log axis with at least three labelled ticks in view, as few as that
     allows (decades; else 1-3, 1-2-5 or every integer multiple per decade; evenly spaced
     values when the data span less than a factor of two, or when the multiples would not
     fit the axis's length side by side), plain numbers (0.1, 20, 500), and "(log scale)"
@@ -109,10 +110,13 @@ def _finish_log_axes(fig) -> None:
         for name, axis, scale, limits, inches in (
                 ("x", ax.xaxis, ax.get_xscale(), ax.get_xlim(), box.width * fig.get_figwidth()),
                 ("y", ax.yaxis, ax.get_yscale(), ax.get_ylim(), box.height * fig.get_figheight())):
-            if scale != "log":
-                continue
             lo, hi = sorted(limits)
             room = max(3, int(inches / TICK_LABEL_IN[name]))  # labels that fit side by side
+            if scale != "log":  # linear: as many ticks as fit, short labels ("0.005", not "0.0050")
+                if scale == "linear" and type(axis.get_major_formatter()) is mticker.ScalarFormatter:
+                    axis.set_major_locator(mticker.MaxNLocator(nbins=max(2, min(room - 1, 6))))
+                    axis.set_major_formatter(mticker.FuncFormatter(lambda x, _: f"{x:,.4g}"))
+                continue
             for locator in (mticker.LogLocator(base=10, subs=(1.0,)), mticker.LogLocator(base=10, subs=(1.0, 3.0)),
                             mticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)),
                             mticker.LogLocator(base=10, subs=np.arange(1, 10) * 1.0),
@@ -225,15 +229,17 @@ def _full(s):
 
 def trace_repeat(cs: summary.CellSummary) -> str:
     """Which repeat a trace shows, in words."""
-    return f"repeat {_first_used(cs)['repeat']}"
+    return f"r{_first_used(cs)['repeat'] + 1}"
 
 
 def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathlib.Path) -> list[pathlib.Path]:
-    """Every timed step of each cell's first used repeat (log scale), the GC pause drawn
-    in black as the top part of its step (a pause of 1 ms in a 10 ms step covers its last
-    millisecond), the steps with a full collection marked; one row of panels per series
-    (sharing their y axis), one column per policy; each panel names its repeat; several
-    files when there are many series."""
+    """Every timed step of each cell's first used repeat (log scale); on the steps with a
+    full collection, the GC pause drawn in black as the top part of the step (a pause of
+    1 ms in a 10 ms step covers its last millisecond) and a mark above it (young
+    collections are left unmarked: they would blacken the line); one row of panels per
+    series, one column per policy, every panel on one y range so that they compare; each
+    panel names its repeat in a title wrapped to its width; several files when there are
+    many series."""
     ok = [cs for cs in cells if cs.ok]
     series = ordered_series(ok)
     policies = policies_of(ok)
@@ -242,7 +248,7 @@ def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathl
         rows = series[start: start + MAX_TRACE_ROWS]
         name = f"trace_{workload}.png" if part == 0 else f"trace_{workload}_{part + 1}.png"
         fig, axes = plt.subplots(len(rows), len(policies), figsize=(WIDTH, 1.7 * len(rows) + 1.1),
-                                 squeeze=False, sharex=True, sharey="row", layout="constrained")
+                                 squeeze=False, sharex=True, sharey=True, layout="constrained")
         for r, s in enumerate(rows):
             for c, policy in enumerate(policies):
                 ax = axes[r][c]
@@ -255,25 +261,33 @@ def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathl
                 gc_ms = np.minimum(np.asarray(doc["gc_ns"]) / 1e6, wall)
                 steps = np.arange(len(wall))
                 ax.plot(steps, wall, lw=0.8, color=backend_color(s[0]))
-                has = gc_ms > 0
+                full = summary.full_collections(doc) > 0
+                has = full & (gc_ms > 0)
                 ax.vlines(steps[has], np.maximum(wall[has] - gc_ms[has], wall[has] * 1e-3), wall[has],
                           color=GC_COLOR, lw=1.2, zorder=3)
-                full = summary.full_collections(doc) > 0
                 ax.scatter(steps[full], wall[full] * 1.25, marker="v", s=26, color=FULL_COLOR, zorder=4, lw=0)
                 log_axis(ax, "y")
-                ax.set_title(f"{series_label(s)} / {policy}, {trace_repeat(cs)}", loc="left")
+                ax.set_title(_wrapped(f"{series_label(s)} / {policy}, {trace_repeat(cs)}", WIDTH / len(policies)),
+                             loc="left")
                 if c == 0:
                     ax.set_ylabel("step, ms")
                 if r == len(rows) - 1:
                     ax.set_xlabel("timed step")
         handles = [plt.Line2D([], [], color="#777777", lw=1, label="step time (backend colour)"),
-                   plt.Line2D([], [], color=GC_COLOR, lw=1.5, label="GC pause: the top of its step"),
+                   plt.Line2D([], [], color=GC_COLOR, lw=1.5, label="full collection's pause: the top of its step"),
                    plt.Line2D([], [], color=FULL_COLOR, marker="v", lw=0, ms=6, label="step with a full collection")]
         fig.suptitle(f"{workload}: every timed step of one repeat" +
                      (f" (part {part + 1})" if len(series) > MAX_TRACE_ROWS else ""))
         _legend_outside(fig, handles)
         out.append(save(fig, folder / name))
     return out
+
+
+def _wrapped(text: str, inches: float) -> str:
+    """A panel title wrapped to the panel's width (10 pt text: about 13 characters an inch)."""
+    import textwrap
+
+    return textwrap.fill(text, max(12, int(inches * 13)), break_on_hyphens=False)
 
 
 def _first_used(cs: summary.CellSummary) -> dict:
@@ -345,7 +359,7 @@ def gc_split_figure(cells: list[summary.CellSummary], workload: str, path: pathl
     fig, axes = plt.subplots(1, len(policies), figsize=(WIDTH, ROW_IN * len(series) + 1.6),
                              squeeze=False, sharey=True, sharex=True, layout="constrained")
     ys = {s: len(series) - 1 - i for i, s in enumerate(series)}
-    longest = max(cs.stats["mean_ms"] for cs in ok)
+    longest = max(max(cs.stats["mean_ms"], (cs.stats.get("mean_ci_ms") or (0, 0))[1]) for cs in ok)
     for c, policy in enumerate(policies):
         ax = axes[0][c]
         for cs in ok:
@@ -356,14 +370,18 @@ def gc_split_figure(cells: list[summary.CellSummary], workload: str, path: pathl
             gc_ms = cs.stats["gc_ms_per_step"]
             ax.barh(y, mean - gc_ms, 0.7, color=backend_color(cs.key[0]))
             ax.barh(y, gc_ms, 0.7, left=mean - gc_ms, color=GC_COLOR)
+            ci = cs.stats.get("mean_ci_ms")
+            if ci is not None:  # the mean step's 95 % interval over the repeats, as a whisker
+                ax.errorbar(mean, y, xerr=[[mean - ci[0]], [ci[1] - mean]], fmt="none", ecolor="#555555",
+                            elinewidth=1.0, capsize=3)
             share = 100 * gc_ms / mean if mean > 0 else 0.0
             ax.annotate(f"GC {share:.0f} %" if share >= 0.5 else "GC < 1 %" if gc_ms > 0 else "no GC",
-                        (mean, y), xytext=(3, 0), textcoords="offset points", va="center", fontsize=TEXT_PT,
-                        color="#333333")
+                        (max(mean, ci[1]) if ci is not None else mean, y), xytext=(3, 0),
+                        textcoords="offset points", va="center", fontsize=TEXT_PT, color="#333333")
         ax.set_xlim(0, longest * 1.3)  # room for the labels
         ax.grid(axis="x", alpha=0.3)
         ax.set_title(policy, loc="left")
-        ax.set_xlabel("mean step, ms")
+        ax.set_xlabel("mean step, ms (whisker: 95 % interval)")
     axes[0][0].set_yticks(range(len(series)), [series_label(s) for s in reversed(series)])
     fig.suptitle(f"{workload}: where a step's time goes (mean step = the rest + GC pause)")
     _legend_outside(fig, _backend_handles(series) +
@@ -382,7 +400,9 @@ def cumulative_gc_figure(cells: list[summary.CellSummary], workload: str, path: 
     def draw(ax, cs, color):
         cum = np.cumsum(np.asarray(_first_used(cs)["gc_ns"])) / 1e6
         ax.plot(np.arange(len(cum)), cum, lw=1.3, color=color)
-        ax.set_ylim(bottom=0)
+        # from 0, and high enough for every line drawn so far (a limit set once would cut off later ones)
+        # (panels share their y axis: the highest line of any panel sets it)
+        ax.set_ylim(0, max(ax.get_ylim()[1], float(cum.max()) * 1.05 if len(cum) else 0))
 
     return _line_panels(ok, 2.5, f"{workload}: cumulative GC time over the first used repeat of each cell", draw,
                         "timed step", "GC pause so far, ms", path)
