@@ -350,3 +350,30 @@ def test_every_cumulative_gc_line_of_every_committed_report_stays_inside_its_axe
     assert drawn
     outside = [d for d in drawn if d[1] < d[3] - 1e-9 or d[2] > d[4] + 1e-9]
     assert not outside, outside[:5]
+
+
+def test_the_env_matrix_is_a_python_by_versions_grid_in_version_order(tmp_path, monkeypatch):
+    """Issue 32: 20 rows sorted as strings became one grid per backend and policy."""
+    import matplotlib.figure
+
+    from gcbench import archive, summary
+    from gcbench.report import environments, plots
+
+    seen = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **kw: seen.append(
+        [([t.get_text() for t in ax.get_yticklabels()], [t.get_text() for t in ax.get_xticklabels()])
+         for ax in fig.axes]))
+    with archive.opened(ROOT / "reports/cpu-vit-env-matrix/results.tar.gz") as folder:
+        docs = gcbench.load_dir(folder)
+    keys = [p for p in environments.KEY_PACKAGES if p in environments.differing(environments.environments(docs))]
+    assert keys[:2] == ["jax", "jaxlib"]
+    from gcbench.errors import UsageError
+
+    with pytest.raises(UsageError):  # savefig wrote nothing: the capture is all there is
+        plots.env_matrix_figure(summary.summarize_all(docs), "vit", tmp_path / "m.png", keys)
+    (rows, cols), second = seen[0][0], seen[0][1]
+    assert rows == ["Python 3.10", "Python 3.11", "Python 3.12", "Python 3.13"] and second[0] == rows
+    jax = [c.split("\n")[0] for c in cols]
+    assert jax[0] == "jax 0.4.38" and jax[-1] == "jax 0.12.0.1" and jax.index("jax 0.8.0") < jax.index("jax 0.10.2")
+    one_env = [d for d in docs if d["environment"]["name"] == docs[0]["environment"]["name"]]
+    assert plots.env_matrix_figure(summary.summarize_all(one_env), "vit", tmp_path / "n.png", keys) is None

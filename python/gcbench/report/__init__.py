@@ -33,7 +33,7 @@ MARKER_VERSION = 2  # 1: names only (trusted nothing now); 2: names with sizes a
 STAGING = ".gcbench-staging-"  # + PID + "-": where a report is built before its files move in
 # The names a report writes, and only those: a marker listing anything else (thesis.md) is refused
 _OWN_NAME = re.compile(r"^(index\.md|index\.html|results\.tar\.gz|bisect\.png|gitbisect\.png|why\.png|"
-                       r"(summary|gc_split|cumulative_gc|pauses|ecdf|trace)_[A-Za-z0-9][A-Za-z0-9_.-]*\.png)$")
+                       r"(summary|gc_split|cumulative_gc|pauses|ecdf|trace|env_matrix)_[A-Za-z0-9][A-Za-z0-9_.-]*\.png)$")
 _TEMP_OF = re.compile(r"^\.(.+)\.[A-Za-z0-9_]+\.tmp$")  # files.write_bytes's temporary of a file
 _STAGING_NAME = re.compile(rf"^{re.escape(STAGING)}(\d+)-[A-Za-z0-9_]+$")
 
@@ -527,30 +527,42 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
         blocks += memory_table_section(ok)
         blocks += warmup_section(ok)
         blocks += environments.section(docs)
-        blocks += [Heading("Findings")]
+        blocks += [Heading("Findings"),
+                   Para("Per workload, first the cells at a glance (GC share of step time; full collections per "
+                        "repeat; mean step, the time a run takes per step), then the evidence: each claim with the "
+                        "test and interval it was read off.")]
         for w in workloads:
-            blocks += [Heading(escape(w), 3), Bullets(findings.findings([cs for cs in cells if cs.key[1] == w]))]
+            mine = [cs for cs in cells if cs.key[1] == w]
+            glance = findings.table(mine)
+            blocks += [Heading(escape(w), 3)] + ([glance] if glance else []) + [Bullets(findings.findings(mine))]
     if why is not None:
         blocks += why_section.section(why, docs, out_dir, written)
     if ok:
         blocks += [Heading("Plots")]
         for w in workloads:
             mine = [cs for cs in ok if cs.key[1] == w]
-            figs = [(plots.summary_figure(mine, w, out_dir / f"summary_{w}.png"),
+            envs = environments.environments(docs)
+            shown = [p for p in environments.KEY_PACKAGES if p in environments.differing(envs)]
+            matrix = plots.env_matrix_figure(mine, w, out_dir / f"env_matrix_{w}.png", shown)
+            figs = [(matrix, f"{w}: GC share by interpreter and package versions",
+                     "One panel per backend and policy: Python versions down, the versions of the packages that "
+                     "differ between the environments across, both ascending; each square gives the cell's GC "
+                     "share (darker: more) and its full collections per repeat.")] if matrix else []
+            figs += [(plots.summary_figure(mine, w, out_dir / f"summary_{w}.png"),
                      f"{w}: median step, GC share and full collections with 95 % intervals",
                      "One row per backend (and environment), one row of panels per GC policy. Dots are the "
                      "estimates, bars their 95 % intervals over the repeats; a fixed schedule of full "
                      "collections has no bar. The median axis is logarithmic.")]
             figs += [(path, f"{w}: every timed step of one repeat",
-                      "Each panel is one repeat of one cell (named in its title; repeats are numbered from 0, as in "
-                      "the result files). The line is the step time "
-                      "on a log axis; the black segment at the top of a step is the GC pause inside it; "
-                      "triangles mark the steps with a full collection.")
+                      "Each panel is one repeat of one cell (named in its title: r1 is the first). The line is the "
+                      "step time on a log axis, every panel on the same range; on a step with a full collection "
+                      "the black segment at its top is that collection's pause, and a triangle marks it (young "
+                      "collections are left unmarked).")
                      for path in plots.trace_figures(mine, w, out_dir)]
             figs += [(plots.gc_split_figure(mine, w, out_dir / f"gc_split_{w}.png"),
                       f"{w}: mean step split into GC and the rest",
-                      "Bars are the mean step (all used repeats), black the part spent in GC pauses; the "
-                      "label gives the GC share.")]
+                      "Bars are the mean step (all used repeats), black the part spent in GC pauses, the whisker "
+                      "the mean step's 95 % interval over the repeats; the label gives the GC share.")]
             figs += [(plots.cumulative_gc_figure(mine, w, out_dir / f"cumulative_gc_{w}.png"),
                       f"{w}: cumulative GC time",
                       "GC pause time summed over the steps of each cell's first used repeat; each jump is a "

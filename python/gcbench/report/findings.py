@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from .. import compare, stats, summary
-from .document import code
+from .document import Table, code, escape
 
 NEGLIGIBLE_SHARE = 0.001  # below 0.1 % of step time the collector is not worth ranking
 
@@ -204,3 +204,27 @@ def _claim(kind: str, t: compare.Test, ctx) -> str:
     if t.verdict == "same":
         return f"{lead}: the typical step (median) the same within {100 * t.margin:.0f} % ({_ratio(t)})."
     return f"{lead}: the repeats cannot tell whether the typical step (median) changed ({_ratio(t)}; {_why_not(t)})."
+
+
+def table(cells: list[summary.CellSummary]) -> Table | None:
+    """The findings at a glance: one row per backend (and environment), one column per
+    policy, each cell its GC share, its full collections per repeat and its mean step (the
+    time a run takes per step); the sentences below it hold the tests and intervals."""
+    ok = [cs for cs in cells if cs.ok]
+    if not ok:
+        return None
+    policies = list(dict.fromkeys(cs.key[2] for cs in ok))
+    rows: dict[tuple, dict[str, summary.CellSummary]] = {}
+    for cs in ok:
+        rows.setdefault((cs.key[0], summary.context(cs.key)), {})[cs.key[2]] = cs
+
+    def entry(cs: summary.CellSummary | None) -> str:
+        if cs is None:
+            return "-"
+        s = cs.stats
+        full = stats.short_schedule(s["full"]["schedule"]) if s["full"]["count"] else "no full"
+        return f"GC {100 * s['gc_share']:.1f} %; {escape(full)}; mean {stats.fmt(s['mean_ms'])} ms"
+
+    return Table(["backend"] + [code(p) for p in policies],
+                 [[code(b) + (f" [{escape(env)}]" if env else "")] + [entry(by.get(p)) for p in policies]
+                  for (b, env), by in rows.items()])

@@ -576,3 +576,58 @@ def why_figure(explanations: list[dict], path: pathlib.Path) -> pathlib.Path | N
             ax.set_xlabel("diagnostic step")
     fig.suptitle("why: what the collector had to do (diagnostic runs: their timings are disturbed)")
     return save(fig, path)
+
+
+# -- many environments: a Python x package-versions grid ------------------------------------------
+
+def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path,
+                      packages: list[str]) -> pathlib.Path | None:
+    """The GC share of each cell that ran in an environment, as a grid: Python versions down
+    (ascending), the versions of `packages` across (ascending, natural order), one panel per
+    backend and policy; each square names its share and its full collections per repeat.
+    None unless the cells ran in at least two environments."""
+    ok = [cs for cs in cells if cs.ok and (cs.docs[0].get("environment") or {}).get("python")]
+    if len({cs.key[3] for cs in ok}) < 2:
+        return None
+
+    def natural(text: str) -> list:
+        import re
+
+        return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", text)]
+
+    def coords(cs):
+        env = next(d for d in cs.docs if d["status"] == "ok")["environment"]
+        py = ".".join(str(env["python"]).split(".")[:2])
+        versions = ", ".join(f"{p} {env.get('packages', {}).get(p, '-')}" for p in packages) or "-"
+        return py, versions
+
+    panels = list(dict.fromkeys((cs.key[0], cs.key[2]) for cs in ok))
+    where = {cs.key: coords(cs) for cs in ok}
+    pys = sorted({py for py, _ in where.values()}, key=natural)
+    cols = sorted({v for _, v in where.values()}, key=natural)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(WIDTH, (0.45 * len(pys) + 1.2) * len(panels) + 0.6),
+                             squeeze=False, layout="constrained")
+    top = max(100 * cs.stats["gc_share"] for cs in ok) or 1.0
+    for ax, (backend, policy) in zip(axes[:, 0], panels):
+        grid = np.full((len(pys), len(cols)), np.nan)
+        for cs in ok:
+            if (cs.key[0], cs.key[2]) != (backend, policy):
+                continue
+            py, v = where[cs.key]
+            i, j = pys.index(py), cols.index(v)
+            grid[i, j] = 100 * cs.stats["gc_share"]
+            full = cs.stats["full"]["schedule"]
+            counts = full["counts"]
+            label = f"{grid[i, j]:.1f} %\n" + (f"{counts[0]} full" if len(set(counts)) == 1 else
+                                                f"{min(counts)}-{max(counts)} full")
+            ax.text(j, i, label, ha="center", va="center", fontsize=TEXT_PT,
+                    color="white" if grid[i, j] > 0.55 * top else "black")
+        ax.imshow(np.ma.masked_invalid(grid), cmap="Greys", vmin=0, vmax=top * 1.15, aspect="auto")
+        ax.set_yticks(range(len(pys)), [f"Python {p}" for p in pys])
+        ax.set_xticks(range(len(cols)), [c.replace(", ", "\n") for c in cols])
+        ax.set_title(f"{backend} / {policy}: GC share of step time, full collections per repeat", loc="left")
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+        ax.tick_params(length=0)
+    fig.suptitle(f"{workload}: GC share by interpreter and package versions (blank: not measured)")
+    return save(fig, path)
