@@ -9,8 +9,9 @@ Conventions that hold in every figure:
 - GC marks (pauses, full collections, the GC part of a bar or of a step) are black or grey;
 - many series become small multiples, one row per series, horizontal, so labels never
   overlap; legends sit outside the data; panels of one metric share their axis;
-- text is 9 pt or more; every log axis has at least three labelled ticks in view and says
-  "log scale" in its label (`save` sees to both); bars never sit on a log axis.
+- text is 11 pt or more (legible with the figure at half size, in an 800 px window); every
+  log axis has at least three labelled ticks in view and says "log scale" in its label
+  (`save` sees to both); bars never sit on a log axis.
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ from ..backends import BACKENDS  # noqa: E402
 
 DPI = 150
 WIDTH = 10.0  # every figure is as wide, so that text has one size on the page
-TEXT_PT = 9  # the smallest text in a figure: ticks, legends, annotations
-STYLE = {"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10, "xtick.labelsize": TEXT_PT,
+# the smallest text in a figure (ticks, legends, annotations): at 800 px a 1,500 px figure is
+# shown at about half size, where 11 pt at 150 dpi is still 11-12 px
+TEXT_PT = 11
+STYLE = {"font.size": 12, "axes.titlesize": 12, "axes.labelsize": 12, "xtick.labelsize": TEXT_PT,
          "ytick.labelsize": TEXT_PT, "legend.fontsize": TEXT_PT, "legend.title_fontsize": TEXT_PT,
-         "figure.titlesize": 11}
+         "figure.titlesize": 13}
 matplotlib.rcParams.update(STYLE)
 GC_COLOR = "#111111"
 FULL_COLOR = "#000000"
@@ -95,7 +98,7 @@ def log_axis(ax, axis: str = "x") -> None:
 
 # room a tick label of 9 pt text ("0.45", "200") takes along an axis, with a gap: its width
 # along an x axis, its height along a y axis
-TICK_LABEL_IN = {"x": 0.4, "y": 0.22}
+TICK_LABEL_IN = {"x": 0.5, "y": 0.27}
 
 
 def _finish_log_axes(fig) -> None:
@@ -132,9 +135,29 @@ def _finish_log_axes(fig) -> None:
                 axis.set_label_text(f"{label} (log scale)")
 
 
+def _fit_suptitle(fig) -> None:
+    """The figure's title from the left edge, wrapped to the width the legend (at the upper
+    right, outside the axes) leaves it, so that the two never overlap."""
+    import textwrap
+
+    text = fig.get_suptitle()
+    if not text:
+        return
+    room = fig.get_figwidth()
+    if fig.legends:
+        fig.draw_without_rendering()
+        renderer = fig.canvas.get_renderer()
+        room -= max(lg.get_window_extent(renderer).width for lg in fig.legends) / fig.dpi + 0.3
+    size = matplotlib.rcParams["figure.titlesize"]
+    chars = max(30, int(room * 72 / (0.56 * size)))  # an average character is about 0.56 em wide
+    fig.suptitle("\n".join(textwrap.fill(line, chars, break_on_hyphens=False) for line in text.split("\n")),
+                 x=0.01, ha="left")
+
+
 def save(fig, path: pathlib.Path) -> pathlib.Path:
     """Write the figure atomically (a temporary file, then a rename)."""
     _finish_log_axes(fig)
+    _fit_suptitle(fig)
     tmp = path.with_name(f".{path.name}.part")
     try:
         fig.savefig(tmp, dpi=DPI, format="png")
@@ -284,10 +307,10 @@ def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathl
 
 
 def _wrapped(text: str, inches: float) -> str:
-    """A panel title wrapped to the panel's width (10 pt text: about 13 characters an inch)."""
+    """A panel title wrapped to the panel's width (12 pt text: about 11 characters an inch)."""
     import textwrap
 
-    return textwrap.fill(text, max(12, int(inches * 13)), break_on_hyphens=False)
+    return textwrap.fill(text, max(12, int(inches * 11)), break_on_hyphens=False)
 
 
 def _first_used(cs: summary.CellSummary) -> dict:
@@ -560,7 +583,7 @@ def why_figure(explanations: list[dict], path: pathlib.Path) -> pathlib.Path | N
     for sub, e in zip(np.atleast_1d(fig.subfigures(len(rows), 1)), rows):
         py = e["python"]
         color = backend_color(e["cell"]["backend"])
-        sub.suptitle(e["label"] + explain_qualifiers(e), x=0.01, ha="left", fontsize=10, fontweight="bold")
+        sub.suptitle(e["label"] + explain_qualifiers(e), x=0.01, ha="left", fontsize=12, fontweight="bold")
         left, right = sub.subplots(1, 2)
         promoted = np.asarray(py["promoted_per_step"])
         left.bar(np.arange(len(promoted)), promoted, width=1.0, color=color)
@@ -598,8 +621,13 @@ def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pat
     def coords(cs):
         env = next(d for d in cs.docs if d["status"] == "ok")["environment"]
         py = ".".join(str(env["python"]).split(".")[:2])
-        versions = ", ".join(f"{p} {env.get('packages', {}).get(p, '-')}" for p in packages) or "-"
+        versions = "\n".join(str(env.get("packages", {}).get(p, "-")) for p in shown) or "-"
         return py, versions
+
+    ok_envs = [next(d for d in cs.docs if d["status"] == "ok")["environment"] for cs in ok]
+    # jaxlib goes with jax: shown only where some environment pairs them differently
+    shown = [p for p in packages if not (p == "jaxlib" and "jax" in packages and all(
+        (e.get("packages") or {}).get("jax") == (e.get("packages") or {}).get("jaxlib") for e in ok_envs))]
 
     panels = list(dict.fromkeys((cs.key[0], cs.key[2]) for cs in ok))
     where = {cs.key: coords(cs) for cs in ok}
@@ -624,7 +652,8 @@ def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pat
                     color="white" if grid[i, j] > 0.55 * top else "black")
         ax.imshow(np.ma.masked_invalid(grid), cmap="Greys", vmin=0, vmax=top * 1.15, aspect="auto")
         ax.set_yticks(range(len(pys)), [f"Python {p}" for p in pys])
-        ax.set_xticks(range(len(cols)), [c.replace(", ", "\n") for c in cols])
+        ax.set_xticks(range(len(cols)), cols)
+        ax.set_xlabel("versions of " + ", ".join(shown) + " (top to bottom)" if shown else "")
         ax.set_title(f"{backend} / {policy}: GC share of step time, full collections per repeat", loc="left")
         for spine in ax.spines.values():
             spine.set_visible(False)
