@@ -25,6 +25,7 @@ def test_short_jax_run_writes_valid_results(tmp_path, mnist_dir):
                    "--bookkeeping", "metrics", "--data", str(mnist_dir), "--out", str(out), "--no-progress")
     assert proc.returncode == 0, proc.stderr
     assert "jax/mlp/default" in proc.stdout and "median ms (95 % CI)" in proc.stdout and "ok x2" in proc.stdout
+    assert "] jax/mlp/default r2/2: ok in" in proc.stdout and "[4/4] " in proc.stdout  # repeats named as in reports
     docs = results.load_dir(out)
     assert sorted((d["gc_policy"], d["repeat"]) for d in docs) == [("default", 0), ("default", 1),
                                                                     ("manual:5", 0), ("manual:5", 1)]

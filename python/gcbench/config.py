@@ -39,11 +39,12 @@ MAX_BATCH = 65_536
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 
 
-def cell_label(backend: str, workload: str, policy: str, repeat: int = 0, env: str | None = None) -> str:
+def cell_label(backend: str, workload: str, policy: str, repeat: int = 0, env: str | None = None,
+               of: int | None = None) -> str:
     """How a repeat of a cell is named to people: backend/workload/policy, its repeat
-    counted from 1 (`r2`, as reports number them), and the environment's name in brackets
-    when it runs in one."""
-    return f"{backend}/{workload}/{policy} r{repeat + 1}" + (f" [{env}]" if env else "")
+    counted from 1 (`r2`, as reports number them; `r2/3` with the cell's number of repeats
+    `of`), and the environment's name in brackets when it runs in one."""
+    return f"{backend}/{workload}/{policy} r{repeat + 1}" + (f"/{of}" if of else "") + (f" [{env}]" if env else "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,8 +82,12 @@ class Cell:
 
     @property
     def label(self) -> str:
+        return self.label_of()
+
+    def label_of(self, repeats: int | None = None) -> str:
+        """The label, with the cell's number of repeats where given (`r2/3`)."""
         return cell_label(self.backend, self.workload, self.policy, self.repeat,
-                          None if self.env is None else self.env_spec.name)
+                          None if self.env is None else self.env_spec.name, repeats)
 
     def settings(self) -> dict:
         """What must be equal for two results to answer the same question (for --resume)."""
@@ -188,7 +193,8 @@ class Suite:
                 raise UsageError(f"the suite names no {field}")
             if len(set(values)) != len(values):
                 raise UsageError(f"{field} lists a name twice: {', '.join(values)}")
-        self.also = [self._also(i, table) for i, table in enumerate(self.also if isinstance(self.also, list) else [None])]
+        tables = self.also if isinstance(self.also, list) else [None]  # not a list: refused by _also
+        self.also = [self._also(i, table) for i, table in enumerate(tables)]
         return self
 
     def _also(self, i: int, table) -> dict:

@@ -362,22 +362,27 @@ def _run_each(cells, out_dir, command, timeout, log, progress, environments, res
     announced.update(why_not)  # their other cells (a policy they do not support) need no line of their own
     # numbered among the cells that will run: those of a backend that cannot run here are said once above
     runnable = [c for c in cells if c.backend not in why_not and unsupported_reason(c) is None]
+    repeats: dict[tuple, int] = {}  # each cell's repeats in this plan: its runs are named r1/3, r2/3, ...
+    for c in cells:
+        key = (c.backend, c.workload, c.policy, c.env)
+        repeats[key] = max(repeats.get(key, 0), c.repeat + 1)
     number = {c.id: f"{i}/{len(runnable)}" for i, c in enumerate(runnable, 1)}
     if progress is not None:  # the bar and its ETA count only the steps that will run
         progress.overall.total = sum(c.warmup + c.steps for c in runnable)
         progress.overall.refresh()
     for cell in cells:
-        docs.append(_run_one(number.get(cell.id, "-"), cell, cells, out_dir, command, timeout, log, progress,
+        of = repeats[cell.backend, cell.workload, cell.policy, cell.env]
+        desc = f"[{number.get(cell.id, '-')}] {cell.label_of(of)}"
+        docs.append(_run_one(desc, cell, cells, out_dir, command, timeout, log, progress,
                              environments, resume, data_kind, cache_env, run_id, scheduler, announced, why_not))
         if progress is not None and cell.id in number:
             progress.finish(cell)
     return docs
 
 
-def _run_one(n, cell, cells, out_dir, command, timeout, log, progress, environments, resume, data_kind,
+def _run_one(desc, cell, cells, out_dir, command, timeout, log, progress, environments, resume, data_kind,
              cache_env, run_id, scheduler, announced, why_not) -> dict:
     out_file = out_dir / f"{cell.id}.json"
-    desc = f"[{n}] {cell.label}"
     old = existing(out_file)
     if resume and reusable(old, cell, data_kind):
         log(f"{desc}: kept (an ok result with the same settings is there)")
