@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gcbench import verdict
+from gcbench import summary, verdict
 from simulate import docs
 
 
@@ -29,7 +29,7 @@ def test_the_verdict_names_who_pays_the_schedule_and_the_tested_fix():
     paying = _with_gc(docs(rng, 3, 20.0, steps=200, backend="nnx", workload="vit"), 0.05, full_every=25)
     off = docs(rng, 3, 8.0, steps=200, backend="nnx", workload="vit", policy="disable")
     quiet = _with_gc(docs(rng, 3, 10.0, steps=200, backend="jax", workload="vit"), 0.001)
-    text = verdict.sentences(paying + off + quiet)
+    text = verdict.sentences(summary.summarize_all(paying + off + quiet))
     assert text[0].startswith("nnx/vit/default pays the collector most:") and "95 %" in text[0]
     assert "8 full collections in every repeat of 200 steps" in text[1]
     assert text[2].startswith("`disable` shortens its runs: they take") and "% less time (95 %" in text[2]
@@ -39,13 +39,13 @@ def test_the_verdict_names_who_pays_the_schedule_and_the_tested_fix():
 def test_too_few_processes_give_values_not_intervals():
     rng = np.random.default_rng(6)
     two = _with_gc(docs(rng, 2, 20.0, steps=200, backend="nnx", workload="vit"), 0.05, full_every=50)
-    text = " ".join(verdict.sentences(two))
+    text = " ".join(verdict.sentences(summary.summarize_all(two)))
     assert "processes" in text and "95 %" not in text
 
 
 def test_a_collector_that_costs_nothing_is_one_sentence():
     rng = np.random.default_rng(7)
-    assert verdict.sentences(docs(rng, 3, 10.0, steps=100)) == [
+    assert verdict.sentences(summary.summarize_all(docs(rng, 3, 10.0, steps=100))) == [
         "The collector costs next to nothing in all 1 cells: at most 0.0 % (95 % 0.0-0.0 %) of step time "
         "(jax/mlp/default), and no full collection inside a timed step."]
     assert verdict.sentences([]) == []

@@ -465,19 +465,14 @@ def status(out_dir: pathlib.Path) -> dict:
 
 
 def _mark_ended(out_dir: pathlib.Path, plan: dict) -> str:
-    """Record in suite.json that a detached plan's jobs have ended (unless another gcbench
-    holds the folder now); the state to show."""
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    runs = [dict(r) for r in plan.get("runs") or []]
-    if runs:
-        runs[-1].update(state="finished", finished=runs[-1].get("finished") or now)
+    """Record in suite.json that a detached plan's jobs have ended, when `status` finds so
+    (unless another gcbench holds the folder now); the state to show."""
     try:
         with files.FolderLock(out_dir, "busy"):
-            files.write_json(out_dir / "suite.json", dict(plan, state="finished", runs=runs))
+            results.finish_plan(out_dir, plan, "finished")
     except UsageError:
         pass
     return "finished"
-
 
 
 def describe_status(st: dict) -> str:

@@ -576,4 +576,3 @@ def format_comparison(c: dict) -> str:
         lines += [terminal.wrap(x, "  ", "    ") for x in c["refused"]]
     lines += [terminal.wrap(x) for x in c["notes"]]
     return "\n".join(lines)
-

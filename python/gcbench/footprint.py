@@ -128,9 +128,9 @@ def gib(n: int) -> str:
     return f"{n / 2**30:,.1f} GiB" if n >= 2**30 else f"{n / 2**20:,.0f} MiB"
 
 
-def largest(cells, samples: int | None, language_of) -> Estimate:
-    """The estimate of the cell that needs the most (what one worker may need)."""
-    return max((estimate(c, samples, language_of(c)) for c in cells), key=lambda e: e.total)
+def largest(cells, samples: int | None, language_of) -> tuple:
+    """The cell that needs the most (what one worker may need), and its estimate."""
+    return max(((c, estimate(c, samples, language_of(c))) for c in cells), key=lambda ce: ce[1].total)
 
 
 def check(cells, samples: int | None, language_of) -> None:
@@ -139,8 +139,7 @@ def check(cells, samples: int | None, language_of) -> None:
     avail = available_bytes()
     if avail is None or not cells:
         return
-    est = largest(cells, samples, language_of)
-    worst = next(c for c in cells if estimate(c, samples, language_of(c)).total == est.total)
+    worst, est = largest(cells, samples, language_of)
     if est.total > avail:
         big = max(est.parts, key=est.parts.get)
         raise UsageError(

@@ -20,6 +20,7 @@ A loader refuses a document whose `schema_version` is newer than `SCHEMA_VERSION
 
 from __future__ import annotations
 
+import datetime
 import os
 import pathlib
 
@@ -202,6 +203,15 @@ def load_dir(folder: str | os.PathLike, allow_empty: bool = False) -> list[dict]
     if not docs and not allow_empty:
         raise UsageError(f"{folder}: no gcbench results there")
     return docs
+
+
+def finish_plan(out_dir: pathlib.Path, plan: dict, state: str) -> None:
+    """Write `plan` back to suite.json in `state`, its latest run ended now in that state."""
+    plan = dict(plan, state=state)
+    if plan.get("runs"):
+        plan["runs"] = [*plan["runs"][:-1], dict(plan["runs"][-1], state=state, finished=datetime.datetime.now(
+            datetime.timezone.utc).isoformat(timespec="seconds"))]
+    files.write_json(out_dir / "suite.json", plan)
 
 
 def read_plan(out_dir: pathlib.Path) -> dict:

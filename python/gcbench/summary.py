@@ -29,6 +29,7 @@ import dataclasses
 import numpy as np
 
 from . import metadata, results, stats
+from .errors import UsageError
 
 DEFAULT_SPIKE_FACTOR = 3.0
 MIN_STEPS = 100  # fewer timed steps per repeat than this: the cell is flagged
@@ -107,8 +108,6 @@ def cells(docs: list[dict], by_node: bool | None = None) -> dict[tuple, list[dic
 
 def check_poolable(key: tuple, group: list[dict]) -> None:
     """Refuse (`UsageError`) a cell whose ok repeats differ in a setting."""
-    from .errors import UsageError
-
     ok = [d for d in group if d["status"] == "ok"]
     for name, get in SETTINGS:
         values: dict[str, list[int]] = {}

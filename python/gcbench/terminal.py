@@ -36,7 +36,7 @@ def table(head: list[str], rows: list[list[str]], left: set[int] = frozenset({0}
         widths = {c: max([len(head[c])] + [len(r[c]) for r in rows]) for c in shown}
         line = lambda cells: "  ".join((cells[c].ljust(widths[c]) if c in left else cells[c].rjust(widths[c]))
                                        for c in shown).rstrip()
-        out = [line(head), "-" * len(line(head).ljust(sum(widths.values()) + 2 * (len(shown) - 1)))]
+        out = [line(head), "-" * (sum(widths.values()) + 2 * (len(shown) - 1))]
         for i, r in enumerate(rows):
             if own_line:
                 out.append(r[0])

@@ -90,9 +90,10 @@ def _cheapest_backend(cs: summary.CellSummary, ok: list[summary.CellSummary]) ->
     return f"On the same {where} `{low.key[0]}` spends {_share(low.stats)} of its step time in the collector."
 
 
-def sentences(docs: list[dict]) -> list[str]:
-    """The verdict on a set of results, in sentences (empty when nothing ran ok)."""
-    ok = [cs for cs in summary.summarize_all([d for d in docs if d["status"] == "ok"]) if cs.ok] if docs else []
+def sentences(cells: list[summary.CellSummary]) -> list[str]:
+    """The verdict on a set of results (`summary.summarize_all` of them, as the table beside
+    it shows them), in sentences; empty when nothing ran ok."""
+    ok = [cs for cs in cells if cs.ok]
     if not ok:
         return []
     worst = max(ok, key=lambda cs: (cs.stats["gc_share"], cs.stats["full"]["count"]))

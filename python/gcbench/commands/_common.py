@@ -132,7 +132,7 @@ def _run_on_scheduler(cells, suite, args, out_dir, command, environments, resume
     if todo:
         at_once = None
         if args.executor == "submitit-local":  # its jobs all start at once: as many as cores and memory hold
-            at_once = cluster.local_jobs_at_once(todo, footprint.largest(todo, samples, language_of).total,
+            at_once = cluster.local_jobs_at_once(todo, footprint.largest(todo, samples, language_of)[1].total,
                                                  available=footprint.available_bytes())
             out_fn(f"gcbench: submitit-local runs {at_once} job{'s' * (at_once > 1)} at once (one per core, as many "
                    "as the memory available holds)")
@@ -145,13 +145,6 @@ def _run_on_scheduler(cells, suite, args, out_dir, command, environments, resume
         show_bars = sys.stderr.isatty() and not getattr(args, "no_progress", False)
         docs = {c.id: d for c, d in zip(todo, cluster.wait(submission, todo, out_dir, out_fn, show_bars))}
     return [kept.get(c.id) or docs[c.id] for c in cells]
-
-
-def finish_plan(out_dir: pathlib.Path, plan: dict, state: str) -> None:
-    plan = dict(plan, state=state)
-    plan["runs"][-1]["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    plan["runs"][-1]["state"] = state
-    files.write_json(out_dir / "suite.json", plan)
 
 
 def run_suite(suite: config.Suite, args, out: str, out_fn: Output) -> tuple[list[dict] | None, pathlib.Path, int]:
@@ -250,32 +243,33 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Output, 
                             (out_dir / "suite.json").unlink(missing_ok=True)
                         raise
                     if docs is None:  # --detach: the jobs run on; `gcbench status` follows them
-                        finish_plan(out_dir, plan, "submitted")
+                        results.finish_plan(out_dir, plan, "submitted")
                         return None, out_dir, 0
         except (runner.Interrupted, KeyboardInterrupt) as e:
             code = e.exit_code if isinstance(e, runner.Interrupted) else 130
-            finish_plan(out_dir, plan, "interrupted")
+            results.finish_plan(out_dir, plan, "interrupted")
             kept = sum(1 for c in cells if (out_dir / f"{c.id}.json").is_file())
             print(f"\ngcbench: interrupted; {kept} finished runs kept in {out_dir}", file=sys.stderr)
             return None, out_dir, code
         except BaseException:  # refused or broken midway: the plan says so, never "running" for ever
             with contextlib.suppress(UsageError):  # unless the plan was put back (nothing was submitted)
                 if (out_dir / "suite.json").is_file() and results.read_plan(out_dir).get("started") == plan["started"]:
-                    finish_plan(out_dir, plan, "failed")
+                    results.finish_plan(out_dir, plan, "failed")
             raise
-        finish_plan(out_dir, plan, "finished")
+        results.finish_plan(out_dir, plan, "finished")
     superseded = [d for d in docs if d.get(runner.SUPERSEDED)]
     for d in superseded:  # an earlier result kept in place of this run's failure: said, and counted as failed
         d.pop(runner.SUPERSEDED)
     failed = sum(d["status"] == "failed" for d in docs) + len(superseded)
     measured = sum(d["status"] == "ok" for d in docs) - len(superseded)
     out_fn()
-    answer = verdict.sentences(docs)
+    cells_summarized = summary.summarize_all(docs)
+    answer = verdict.sentences(cells_summarized)
     if answer:  # the answer first, the table after it
         out_fn(format_verdict(answer))
         out_fn()
-    out_fn(format_summary(docs))
-    if any(cs.stats and cs.stats["flagged"] for cs in summary.summarize_all(docs)):
+    out_fn(format_summary(docs, cells_summarized))
+    if any(cs.stats and cs.stats["flagged"] for cs in cells_summarized):
         out_fn(terminal.wrap(FLAG_LEGEND))
     ok_cells = [compare.repeat_values(ds) for ds in summary.cells(docs).values() if any(d["status"] == "ok" for d in ds)]
     out_fn(terminal.wrap(compare.format_detectable(compare.detectable(ok_cells, compare.ALPHA))))
@@ -300,12 +294,13 @@ def format_verdict(sentences: list[str]) -> str:
     return "\n".join(["verdict:"] + [terminal.wrap(x, "  ", "    ") for x in sentences])
 
 
-def format_summary(docs: list[dict]) -> str:
+def format_summary(docs: list[dict], cells: list[summary.CellSummary] | None = None) -> str:
     """One line per cell, its repeats combined: median with interval, mean step, GC share, full
     collections, flags; cells that did not run point to their reason, written once below
-    the table however many cells share it."""
+    the table however many cells share it. `cells`: `summary.summarize_all(docs)`, when the
+    caller has it already."""
     rows, reasons = [], {}
-    for cs in summary.summarize_all(docs):
+    for cs in summary.summarize_all(docs) if cells is None else cells:
         s = cs.stats
         if s is None:
             d = cs.docs[0]

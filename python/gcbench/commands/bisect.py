@@ -133,7 +133,8 @@ def main_git(args) -> int:
     if base.pin_for(package):
         raise UsageError(f"--env pins {package}, the package whose commits are bisected")
     out = pathlib.Path(args.out or config.default_out(f"bisect-{package}-git"))
-    _check_bisect_folder(out, args.resume)
+    if not args.out:  # a given --out was checked before the repository was read
+        _check_bisect_folder(out, args.resume)
     plan = gitbisect.load(out / gitbisect.FILE) if args.resume else None
     if plan is not None and (plan["good"]["sha"], plan["commits"][-1]["sha"], plan["cell"], plan["metric"]) != \
             (good.sha, bad.sha, args.cell, metric.name):

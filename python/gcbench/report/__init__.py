@@ -25,7 +25,7 @@ from ..errors import UsageError
 from . import environments, findings, plots
 from . import reproduction
 from . import why as why_section
-from .document import Bullets, Heading, Image, Para, Table, code, escape, prose, to_html, to_markdown
+from .document import Bullets, Heading, Image, Para, Table, code, escape, natural_key, prose, to_html, to_markdown
 
 MARKER = ".gcbench-report.json"
 MARKER_FORMAT = "gcbench-report-folder"
@@ -450,11 +450,6 @@ def _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect
     return out
 
 
-def _natural(text: str) -> list:
-    """A sort key under which `py3.10` follows `py3.9` and `equinox==0.13.10` follows `0.13.9`."""
-    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", text)]
-
-
 def _in_order(docs: list[dict], plan: dict) -> list[dict]:
     """The documents in the suite's order of backends, workloads and policies (the plan's,
     which interleaves repeats in a shuffled order), and within one of those by environment,
@@ -465,7 +460,7 @@ def _in_order(docs: list[dict], plan: dict) -> list[dict]:
     for d in docs:
         first.setdefault((d["backend"], d["workload"], d["gc_policy"]), len(first))
     return sorted(docs, key=lambda d: (first[d["backend"], d["workload"], d["gc_policy"]],
-                                       _natural(results.env_name(d) or ""), d["repeat"]))
+                                       natural_key(results.env_name(d) or ""), d["repeat"]))
 
 
 def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
@@ -497,7 +492,7 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
     title = title or f"gcbench report: {name}"
 
     blocks: list = [Heading(escape(title), 1)]
-    answer = verdict.sentences(docs)
+    answer = verdict.sentences(cells)
     if answer:  # the answer first; the evidence after it
         blocks += [Heading("Verdict"), Para(" ".join(prose(x) for x in answer))]
     if repro is not None:
@@ -539,10 +534,10 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
         blocks += why_section.section(why, docs, out_dir, written)
     if ok:
         blocks += [Heading("Plots")]
+        differ = environments.differing(environments.environments(docs))
+        shown = [p for p in environments.KEY_PACKAGES if p in differ]  # the env matrix's columns
         for w in workloads:
             mine = [cs for cs in ok if cs.key[1] == w]
-            envs = environments.environments(docs)
-            shown = [p for p in environments.KEY_PACKAGES if p in environments.differing(envs)]
             matrix = plots.env_matrix_figure(mine, w, out_dir / f"env_matrix_{w}.png", shown)
             figs = [(matrix, f"{w}: GC share by interpreter and package versions",
                      "One panel per backend and policy: Python versions down, the versions of the packages that "

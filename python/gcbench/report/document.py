@@ -69,6 +69,11 @@ def _escape_leading(m: re.Match) -> str:
     return f"{m.group(1)}\\{m.group(2) or m.group(3)}"
 
 
+def natural_key(text: str) -> list:
+    """A sort key under which `py3.10` follows `py3.9` and `equinox==0.13.10` follows `0.13.9`."""
+    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", text)]
+
+
 def code(text) -> str:
     """An inline code span of `text` (from results), whatever backticks it holds."""
     text = str(text).replace("\n", " ")

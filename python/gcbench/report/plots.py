@@ -29,6 +29,7 @@ from .. import files, stats, summary  # noqa: E402
 from ..errors import UsageError  # noqa: E402
 from ..explain import qualifiers as explain_qualifiers  # noqa: E402
 from ..backends import BACKENDS  # noqa: E402
+from .document import natural_key  # noqa: E402
 
 DPI = 150
 WIDTH = 10.0  # every figure is as wide, so that text has one size on the page
@@ -613,11 +614,6 @@ def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pat
     if len({cs.key[3] for cs in ok}) < 2:
         return None
 
-    def natural(text: str) -> list:
-        import re
-
-        return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", text)]
-
     def coords(cs):
         env = next(d for d in cs.docs if d["status"] == "ok")["environment"]
         py = ".".join(str(env["python"]).split(".")[:2])
@@ -631,8 +627,8 @@ def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pat
 
     panels = list(dict.fromkeys((cs.key[0], cs.key[2]) for cs in ok))
     where = {cs.key: coords(cs) for cs in ok}
-    pys = sorted({py for py, _ in where.values()}, key=natural)
-    cols = sorted({v for _, v in where.values()}, key=natural)
+    pys = sorted({py for py, _ in where.values()}, key=natural_key)
+    cols = sorted({v for _, v in where.values()}, key=natural_key)
     fig, axes = plt.subplots(len(panels), 1, figsize=(WIDTH, (0.45 * len(pys) + 1.2) * len(panels) + 0.6),
                              squeeze=False, layout="constrained")
     top = max(100 * cs.stats["gc_share"] for cs in ok) or 1.0
