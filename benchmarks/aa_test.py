@@ -15,7 +15,8 @@ import subprocess
 import sys
 import tempfile
 
-from gcbench import compare, results
+from gcbench.analysing import compare
+from gcbench.measuring import results
 
 
 def run(out: pathlib.Path, args) -> None:

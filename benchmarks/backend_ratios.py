@@ -14,10 +14,10 @@ import argparse
 import pathlib
 import tempfile
 
-from gcbench import compare, summary
-from gcbench.backends import BACKENDS
-from gcbench.config import Suite, split_list
-from gcbench.runner import run_cells
+from gcbench.analysing import compare, summary
+from gcbench.measuring.backends import BACKENDS
+from gcbench.running.config import Suite, split_list
+from gcbench.running.runner import run_cells
 
 
 def main() -> None:

@@ -22,7 +22,9 @@ import sys
 
 import numpy as np
 
-from gcbench import archive, compare, results, summary
+from gcbench.publishing import archive
+from gcbench.analysing import compare, summary
+from gcbench.measuring import results
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -40,7 +42,7 @@ def runs_of_the_same_cells() -> dict:
                     continue
                 key = summary.cell_key(d) + (len(d["wall_ns"]), results.batch_size(d), d["networks"],
                                              d["data"].get("kind"), summary.node_type(d))
-                groups[key][(rep.name, summary.run_id(d) or "")].append(float(np.median(d["wall_ns"])) / 1e6)
+                groups[key][(rep.name, results.run_id(d) or "")].append(float(np.median(d["wall_ns"])) / 1e6)
     return {k: v for k, v in groups.items() if len(v) > 1}
 
 

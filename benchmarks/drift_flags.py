@@ -19,7 +19,9 @@ import sys
 
 import numpy as np
 
-from gcbench import archive, results, stats, summary
+from gcbench.publishing import archive
+from gcbench.measuring import results
+from gcbench.analysing import stats, summary
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))

@@ -18,8 +18,9 @@ import sys
 import tempfile
 import time
 
-from gcbench import envs
-from gcbench.backends import BACKENDS
+from gcbench.running import envs
+from gcbench.measuring.backends import BACKENDS
+from gcbench.measuring import envspec
 
 
 def du(*paths: pathlib.Path) -> int:
@@ -34,7 +35,7 @@ def build(spec: str, needed: list[str], installer: str, root: pathlib.Path) -> l
     rows = []
     for kind in ("cold", "warm"):
         t0 = time.monotonic()
-        env = envs.ensure(envs.parse(spec), needed, rebuild=True)
+        env = envs.ensure(envspec.parse(spec), needed, rebuild=True)
         took = time.monotonic() - t0
         caches = [p for p in (root / "cache" / "pip", root / "cache" / "gcbench" / "uv") if p.exists()]
         alone = du(env.path)

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from simulate import docs  # noqa: E402
 from test_fuzz import mutate  # noqa: E402
 
-from gcbench import data as datamod  # noqa: E402
+from gcbench.measuring import data as datamod  # noqa: E402
 
 
 COLUMNS = ["ok", "one-line error", "exit 1", "traceback", "data lost", "written outside", "hang"]

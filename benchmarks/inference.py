@@ -18,7 +18,7 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 from simulate import PHI, SHIFT_SD, STEP_SD, ar1  # noqa: E402
 
-from gcbench import compare, stats  # noqa: E402
+from gcbench.analysing import compare, stats  # noqa: E402
 
 STEPS = 150
 

@@ -18,7 +18,9 @@ import sys
 
 import numpy as np
 
-from gcbench import archive, results, stats, summary
+from gcbench.publishing import archive
+from gcbench.measuring import results
+from gcbench.analysing import stats, summary
 
 
 def measure(folder: pathlib.Path) -> dict:

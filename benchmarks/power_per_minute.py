@@ -17,7 +17,8 @@ import sys
 import tempfile
 import time
 
-from gcbench import compare, results, summary
+from gcbench.analysing import compare, summary
+from gcbench.measuring import results
 
 
 def main() -> None:

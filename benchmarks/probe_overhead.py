@@ -18,10 +18,10 @@ import time
 
 import numpy as np
 
-from gcbench import data as datamod
-from gcbench.backends import get_backend
-from gcbench.probe import StepProbe
-from gcbench.workloads import get_workload, init_params
+from gcbench.measuring import data as datamod
+from gcbench.measuring.backends import get_backend
+from gcbench.measuring.probe import StepProbe
+from gcbench.measuring.workloads import get_workload, init_params
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ worker that measures Lux never loads SimpleChains, whose LoopVectorization and
 Polyester would otherwise switch on LuxLib's LoopVectorization extension and change
 the Lux being measured.
 
-Python calls exactly these functions (see `python/gcbench/backends/julia_layout.py`):
+Python calls exactly these functions (see `python/gcbench/measuring/backends/julia_layout.py`):
 
   - `GCBench.load_framework(name)`: `include` the framework's file ("flux", "lux", "simplechains");
   - `GCBench.setup_data(images, labels, schedule)`: the dataset and batch schedule, once;

@@ -1,6 +1,6 @@
 # The workload's layers as Python describes them, and the weights that go with them.
 #
-# Python sends a layer table (one row per layer, see `gcbench.backends.julia_layout`):
+# Python sends a layer table (one row per layer, see `gcbench.measuring.backends.julia_layout`):
 #   [1, kernel, cin, cout, 1]   a convolution (relu, then 2x2 max-pool)
 #   [2, fan_in, fan_out, 0, r]  a dense layer, relu if r == 1
 # and, per network, one Float32 vector of all weights in Flux/Lux layout (conv kernels

@@ -20,7 +20,7 @@ os.environ.update({"JAX_COMPILATION_CACHE_DIR": _JAX_CACHE, "JAX_PERSISTENT_CACH
 import numpy as np
 import pytest
 
-from gcbench import data as datamod
+from gcbench.measuring import data as datamod
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gcbench import results
-from gcbench.config import Cell
+from gcbench.measuring import results
+from gcbench.measuring.cell import Cell
 
 PHI, STEP_SD, SHIFT_SD = 0.65, 0.10, 0.10
 

@@ -8,11 +8,11 @@ import importlib.util
 import numpy as np
 import pytest
 
-from gcbench import data as datamod
-from gcbench.backends import BACKENDS
-from gcbench.config import Suite
-from gcbench.runner import run_cells
-from gcbench.workloads import WORKLOADS, init_params
+from gcbench.measuring import data as datamod
+from gcbench.measuring.backends import BACKENDS
+from gcbench.running.config import Suite
+from gcbench.running.runner import run_cells
+from gcbench.measuring.workloads import WORKLOADS, init_params
 
 pytestmark = pytest.mark.usefixtures("exact_float32")  # TF32 on GPUs would move the vit losses by 1e-4
 

@@ -3,9 +3,12 @@ import re
 import numpy as np
 import pytest
 
-from gcbench import bisect, envs, results
-from gcbench.config import Cell
-from gcbench.errors import UsageError
+from gcbench.analysing import bisect
+from gcbench.running import envs
+from gcbench.measuring import results
+from gcbench.measuring.cell import Cell
+from gcbench.core.errors import UsageError
+from gcbench.measuring import envspec
 from conftest import run_cli
 
 CELL = ("equinox-filter", "vit", "default")
@@ -122,10 +125,10 @@ def test_version_order():
 
 
 def test_plan_envs_keeps_the_base_and_replaces_the_package():
-    base = envs.parse("python=3.12 jax==0.6.2 equinox==0.10.0")
+    base = envspec.parse("python=3.12 jax==0.6.2 equinox==0.10.0")
     specs = bisect.plan_envs("Equinox", ["0.12.0", "0.13.2"], base)
     assert [s.text for s in specs] == ["python=3.12 equinox==0.12.0 jax==0.6.2", "python=3.12 equinox==0.13.2 jax==0.6.2"]
-    assert bisect.plan_envs("equinox", ["1.0"], envs.EnvSpec(None, ()))[0].text == "equinox==1.0"
+    assert bisect.plan_envs("equinox", ["1.0"], envspec.EnvSpec(None, ()))[0].text == "equinox==1.0"
     with pytest.raises(UsageError, match="twice"):
         bisect.plan_envs("equinox", ["1.0", "1.0"], base)
 

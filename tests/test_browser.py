@@ -10,7 +10,7 @@ import pathlib
 import pytest
 
 import browser
-from gcbench.report.document import STYLE
+from gcbench.publishing.report.document import STYLE
 
 REPORTS = sorted(pathlib.Path(__file__).resolve().parent.parent.glob("reports/*/index.html"))
 pytestmark = pytest.mark.skipif(browser.chromium() is None, reason="no chromium on this machine")

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from gcbench import __version__
-from gcbench import data as datamod
+from gcbench.measuring import data as datamod
 from conftest import assert_one_line_error, run_cli, write_mnist
 
 
@@ -99,7 +99,7 @@ def test_a_suite_file_that_is_not_utf8(tmp_path):
 
 
 def test_gc_as_one_string_is_a_list_of_one(tmp_path):
-    from gcbench import config
+    from gcbench.running import config
 
     path = tmp_path / "s.toml"
     path.write_text('gc = "default"\nbackends = "jax"\nbatch_size = 32\n[networks]\nmlp = 2\n')
@@ -109,7 +109,7 @@ def test_gc_as_one_string_is_a_list_of_one(tmp_path):
 
 
 def test_per_workload_batch_sizes(tmp_path):
-    from gcbench import config
+    from gcbench.running import config
 
     path = tmp_path / "s.toml"
     path.write_text('backends = ["jax"]\nworkloads = ["mlp", "vit"]\nrepeats = 1\n[batch_size]\nvit = 16\n')
@@ -118,7 +118,7 @@ def test_per_workload_batch_sizes(tmp_path):
 
 
 def test_the_plan_interleaves_repeats_in_seeded_rounds():
-    from gcbench import config
+    from gcbench.running import config
 
     suite = config.Suite(backends=["jax", "nnx"], workloads=["mlp", "lenet5"], gc=["default", "disable"],
                          repeats=3).validate()

@@ -23,9 +23,11 @@ import time
 
 import pytest
 
-from gcbench import cluster, results, summary
-from gcbench.config import Suite, load_suite
-from gcbench.errors import UsageError
+from gcbench.running import cluster
+from gcbench.measuring import results
+from gcbench.analysing import summary
+from gcbench.running.config import Suite, load_suite
+from gcbench.core.errors import UsageError
 from conftest import run_cli
 
 pytest.importorskip("submitit")

@@ -7,7 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from gcbench import compare, results
+from gcbench.analysing import compare
+from gcbench.measuring import results
 from conftest import run_cli
 from simulate import docs
 

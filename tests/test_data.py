@@ -3,8 +3,8 @@ import gzip
 import numpy as np
 import pytest
 
-from gcbench import data as datamod
-from gcbench.errors import UsageError
+from gcbench.measuring import data as datamod
+from gcbench.core.errors import UsageError
 from conftest import write_mnist
 
 

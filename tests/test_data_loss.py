@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 import gcbench
-from gcbench import files, results
-from gcbench.report import MARKER, build_report
+from gcbench.core import files
+from gcbench.measuring import results
+from gcbench.publishing.report import MARKER, build_report
 from conftest import assert_one_line_error, run_cli, write_documents
 from simulate import docs
 
@@ -182,7 +183,7 @@ def test_an_archive_with_a_member_twice_is_refused(tmp_path):
 def test_an_archive_member_too_large_to_read_is_refused_before_reading(tmp_path):
     """Item 10: a member of zeros just over the limit (a few hundred KiB compressed; the probe used 2 GiB)
     is refused by its header, before anything is read."""
-    from gcbench import archive
+    from gcbench.publishing import archive
 
     bad = tmp_path / "big.tar.gz"
     with tarfile.open(bad, mode="w:gz") as tar:

@@ -12,16 +12,18 @@ import sys
 
 import pytest
 
-from gcbench import envs, installers, results, runner
-from gcbench.config import Cell
-from gcbench.errors import UsageError
+from gcbench.running import envs, installers, runner
+from gcbench.measuring import results
+from gcbench.measuring.cell import Cell
+from gcbench.core.errors import UsageError
+from gcbench.measuring import envspec
 from conftest import run_cli
 
 # The user's pip cache, read before the tests point XDG_CACHE_HOME at empty folders.
 PIP_CACHE = os.environ.get("PIP_CACHE_DIR") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pip")
 SMALL_PIN = "six==1.16.0"  # small, pure Python, and not one of gcbench's dependencies
-PKG_DIR = pathlib.Path(envs.__file__).resolve().parent
+PKG_DIR = pathlib.Path(envs.__file__).resolve().parents[1]  # the package
 
 
 @pytest.fixture
@@ -42,17 +44,17 @@ def cache(env_cache, monkeypatch, pip_cache):
 
 
 def test_parse_canonical_form():
-    spec = envs.parse("  equinox==0.13.2 python=3.12   JAX==0.8.0 Flax_NNX>=1.0,<2 ")
+    spec = envspec.parse("  equinox==0.13.2 python=3.12   JAX==0.8.0 Flax_NNX>=1.0,<2 ")
     assert spec.python == "3.12"
     assert spec.pins == ("equinox==0.13.2", "flax-nnx>=1.0,<2", "jax==0.8.0")
     assert spec.text == "python=3.12 equinox==0.13.2 flax-nnx>=1.0,<2 jax==0.8.0"
     assert spec.name == "py3.12 equinox==0.13.2 flax-nnx>=1.0,<2 jax==0.8.0"
-    assert envs.parse(spec.text) == spec
-    assert envs.parse("python=3.11").name == "py3.11"
-    assert envs.parse("jax==0.8.0").name == "this-python jax==0.8.0"
-    assert envs.parse("python=/opt/py/bin/python3 jax[cpu]==0.8.0").pins == ("jax[cpu]==0.8.0",)
-    assert envs.exact_pin(envs.parse("jax[cpu]==0.8.0"), "jax") == "0.8.0"
-    assert envs.exact_pin(envs.parse("jax>=0.8"), "jax") is None
+    assert envspec.parse(spec.text) == spec
+    assert envspec.parse("python=3.11").name == "py3.11"
+    assert envspec.parse("jax==0.8.0").name == "this-python jax==0.8.0"
+    assert envspec.parse("python=/opt/py/bin/python3 jax[cpu]==0.8.0").pins == ("jax[cpu]==0.8.0",)
+    assert envs.exact_pin(envspec.parse("jax[cpu]==0.8.0"), "jax") == "0.8.0"
+    assert envs.exact_pin(envspec.parse("jax>=0.8"), "jax") is None
 
 
 @pytest.mark.parametrize("text, message", [
@@ -65,23 +67,23 @@ def test_parse_canonical_form():
 ])
 def test_parse_errors(text, message):
     with pytest.raises(UsageError, match=message):
-        envs.parse(text)
+        envspec.parse(text)
 
 
 def test_the_same_environment_twice_is_an_error():
     with pytest.raises(UsageError, match="are the same"):
-        envs.parse_all(["python=3.12 jax==0.8.0", "jax==0.8.0  python=3.12"])
+        envspec.parse_all(["python=3.12 jax==0.8.0", "jax==0.8.0  python=3.12"])
 
 
 def test_requirements_pins_replace_gcbench_bounds_and_only_needed_packages_come():
-    reqs = envs.requirements(envs.parse("jax==0.8.0 six==1.16.0"), ["jax", "optax", "equinox"])
-    names = [envs.requirement_name(r) for r in reqs]
+    reqs = envs.requirements(envspec.parse("jax==0.8.0 six==1.16.0"), ["jax", "optax", "equinox"])
+    names = [envspec.requirement_name(r) for r in reqs]
     assert "jax==0.8.0" in reqs and not any(r.startswith("jax>") for r in reqs)
     assert {"numpy", "scipy", "tqdm", "optax", "equinox", "six"} <= set(names)
     assert not any("cuda" in r for r in reqs)  # the cuda extra's jax never goes into an environment
     assert "flax" not in names and "pytest" not in names and "matplotlib" not in names
     assert any(r.startswith("tomli") and "python_version" in r for r in reqs)  # the marker goes to pip as is
-    assert envs.requirements(envs.parse("python=3.12"), []) == [r for r in reqs if envs.requirement_name(r) in
+    assert envs.requirements(envspec.parse("python=3.12"), []) == [r for r in reqs if envspec.requirement_name(r) in
                                                                  ("numpy", "scipy", "tqdm", "jsonschema", "packaging",
                                                                   "filelock", "tomli")]
 
@@ -139,7 +141,7 @@ def small_env(env_cache):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(env_cache))
         mp.setenv("PIP_CACHE_DIR", PIP_CACHE)
-        return envs.ensure(envs.parse(SMALL_PIN), [])
+        return envs.ensure(envspec.parse(SMALL_PIN), [])
 
 
 def test_build_from_the_running_interpreter_with_one_pin(small_env, cache):
@@ -167,13 +169,13 @@ def test_reuse_from_the_cache_runs_no_pip(small_env, cache, monkeypatch):
         raise AssertionError(f"reuse ran a command: {a[0]}")
 
     monkeypatch.setattr(envs, "_run", no_commands)
-    again = envs.ensure(envs.parse(SMALL_PIN), [])
+    again = envs.ensure(envspec.parse(SMALL_PIN), [])
     assert again.reused and again.path == small_env.path and again.packages == small_env.packages
     assert marker.stat().st_mtime_ns == before
 
 
 def test_bad_pin_is_unavailable_with_pips_reason_and_others_go_on(small_env, cache):
-    out = envs.build_all([envs.parse("six==0.0.0.999"), envs.parse(SMALL_PIN)], [], log=lambda m: None,
+    out = envs.build_all([envspec.parse("six==0.0.0.999"), envspec.parse(SMALL_PIN)], [], log=lambda m: None,
                          progress=False)
     bad, good = out["six==0.0.0.999"], out[SMALL_PIN]
     assert isinstance(bad, envs.EnvUnavailable)
@@ -184,7 +186,7 @@ def test_bad_pin_is_unavailable_with_pips_reason_and_others_go_on(small_env, cac
 
 
 def test_interrupted_build_is_removed_and_never_reused(cache, monkeypatch):
-    spec = envs.parse("six==1.15.0")
+    spec = envspec.parse("six==1.15.0")
     real_run = envs._run
 
     def interrupted(cmd, *a, **k):
@@ -202,7 +204,7 @@ def test_interrupted_build_is_removed_and_never_reused(cache, monkeypatch):
 def test_folder_without_marker_is_rebuilt(small_env, cache, monkeypatch):
     (small_env.path / envs.MARKER).rename(small_env.path / "saved-marker")
     try:
-        rebuilt = envs.ensure(envs.parse(SMALL_PIN), [])
+        rebuilt = envs.ensure(envspec.parse(SMALL_PIN), [])
         assert not rebuilt.reused and rebuilt.path == small_env.path and (rebuilt.path / envs.MARKER).is_file()
         assert rebuilt.packages["six"] == "1.16.0"
     finally:
@@ -211,8 +213,8 @@ def test_folder_without_marker_is_rebuilt(small_env, cache, monkeypatch):
     # the one above; here it is recorded instead of run a second time)
     built = []
     monkeypatch.setattr(envs, "_build", lambda spec, interpreter, reqs, folder, status: built.append(folder) or "new")
-    assert envs.ensure(envs.parse(SMALL_PIN), []).reused  # the marker is back: reused
-    assert envs.ensure(envs.parse(SMALL_PIN), [], rebuild=True) == "new" and built == [small_env.path]
+    assert envs.ensure(envspec.parse(SMALL_PIN), []).reused  # the marker is back: reused
+    assert envs.ensure(envspec.parse(SMALL_PIN), [], rebuild=True) == "new" and built == [small_env.path]
 
 
 def test_worker_runs_under_the_environments_interpreter(small_env, cache, tmp_path):
@@ -279,7 +281,7 @@ def test_other_interpreter_if_the_machine_has_one(cache, tmp_path):
             continue
     if other is None:
         pytest.skip("no other Python 3.10-3.13 on this machine")
-    env = envs.ensure(envs.parse(f"python={'.'.join(other.version.split('.')[:2])}"), [])
+    env = envs.ensure(envspec.parse(f"python={'.'.join(other.version.split('.')[:2])}"), [])
     cell = Cell("jax", "mlp", "default", 0, 2, 4992, 3, 1, 0, 10, env=env.spec.text)
     runner.run_worker(cell, tmp_path / "c.json", ["gcbench"], 120, None, python=env.python,
                       environment=env.describe())
@@ -288,7 +290,7 @@ def test_other_interpreter_if_the_machine_has_one(cache, tmp_path):
 
 
 def test_suite_envs_expand_the_cells(tmp_path):
-    from gcbench.config import load_suite
+    from gcbench.running.config import load_suite
 
     path = tmp_path / "matrix.toml"
     path.write_text('backends = ["jax", "equinox-filter"]\nworkloads = ["mlp"]\nrepeats = 2\n'
@@ -336,7 +338,7 @@ def test_uv_takes_pips_index_settings(tmp_path):
     """uv does not read pip.conf: gcbench passes pip's settings on, leaving out local
     indexes that do not exist (pip skips them with a warning), and takes the best version
     from every index, as pip does."""
-    from gcbench import installers
+    from gcbench.running import installers
 
     links = tmp_path / "wheels"
     links.mkdir()
@@ -351,7 +353,7 @@ def test_uv_takes_pips_index_settings(tmp_path):
 
 
 def test_pips_configuration_is_read_as_pip_reads_it(tmp_path, monkeypatch):
-    from gcbench import installers
+    from gcbench.running import installers
 
     monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))
     monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "https://a.example/simple https://b.example/simple")
@@ -361,7 +363,7 @@ def test_pips_configuration_is_read_as_pip_reads_it(tmp_path, monkeypatch):
 
 
 def test_the_installer_is_uv_where_it_is_installed_and_pip_on_request(monkeypatch):
-    from gcbench import installers
+    from gcbench.running import installers
 
     monkeypatch.setenv(installers.CHOICE_VAR, "pip")
     assert installers.choose() == installers.Installer("pip")
@@ -376,21 +378,21 @@ def test_the_installer_is_uv_where_it_is_installed_and_pip_on_request(monkeypatc
 def test_a_pip_build_still_works_where_uv_is_not_wanted(cache, monkeypatch):
     """The fallback: venv + pip, the same environment (the same key: who installed is
     recorded, not part of what was asked for)."""
-    from gcbench import installers
+    from gcbench.running import installers
 
     monkeypatch.setenv(installers.CHOICE_VAR, "pip")
-    env = envs.ensure(envs.parse(SMALL_PIN), [], rebuild=True)
+    env = envs.ensure(envspec.parse(SMALL_PIN), [], rebuild=True)
     assert env.packages["six"] == SMALL_PIN.split("==")[1]
     marker = json.loads((env.path / envs.MARKER).read_text())
     assert marker["installer"] == "pip"
 
 
 def test_a_source_pin_names_a_commit():
-    spec = envs.parse("python=3.11 equinox@git+file:///src/equinox@0277a30aa1b2c3d4 jax==0.8.0")
+    spec = envspec.parse("python=3.11 equinox@git+file:///src/equinox@0277a30aa1b2c3d4 jax==0.8.0")
     assert spec.pins == ("equinox@git+file:///src/equinox@0277a30aa1b2c3d4", "jax==0.8.0")
     assert spec.name == "py3.11 equinox@0277a30aa jax==0.8.0"
     assert spec.pin_for("equinox").startswith("equinox@git+file://")
-    exported = envs.parse("python=3.11 equinox@file:///home/u/.cache/gcbench/src/equinox-0277a30aa1b2c3d4")
+    exported = envspec.parse("python=3.11 equinox@file:///home/u/.cache/gcbench/src/equinox-0277a30aa1b2c3d4")
     assert exported.name == "py3.11 equinox@0277a30aa"
 
 
@@ -400,14 +402,14 @@ def test_versions_and_pins_are_read_as_pep_440_and_508_say():
     order = sorted(["0.4.30", "0.4.4", "0.4.30rc1", "0.13.10", "0.13.9", "nightly"], key=envs.version_key)
     assert order == ["nightly", "0.4.4", "0.4.30rc1", "0.4.30", "0.13.9", "0.13.10"]
     assert envs.matching_jaxlib("0.4.30", ["0.4.29", "0.4.30rc1", "0.4.31"]) == "0.4.30rc1"
-    spec = envs.parse("Flax_NNX[all]>=1.0,<2 jax==0.8.0")
+    spec = envspec.parse("Flax_NNX[all]>=1.0,<2 jax==0.8.0")
     assert spec.pins == ("flax-nnx[all]>=1.0,<2", "jax==0.8.0") and envs.exact_pin(spec, "jax") == "0.8.0"
     assert envs.pinned_version("jax==0.8.*") is None and envs.pinned_version("jax>=0.8") is None
-    assert envs.requirement_name("tomli>=2.0; python_version < '3.11'") == "tomli"
+    assert envspec.requirement_name("tomli>=2.0; python_version < '3.11'") == "tomli"
     for bad, message in [("jax==0.8;python_version<'3'", "has a marker"), ("jax", "pins no version"),
                          ("jax@https://example.org/jax.whl", "gcbench does not build from"), ("jax=>1.0", "neither"), ("jax====", "is not a version")]:
         with pytest.raises(UsageError, match=message):
-            envs.parse(bad)
+            envspec.parse(bad)
 
 
 def test_an_installer_that_prints_nothing_still_times_out(tmp_path):

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import simulate
-from gcbench import diagnose, explain
+from gcbench.measuring import diagnose
+from gcbench.analysing import explain
 from conftest import run_cli
 
 
@@ -99,7 +100,7 @@ def test_explain_cli_names_the_bookkeeping_of_a_jax_loop(tmp_path):
     assert proc.returncode == 0, proc.stderr
     expl = json.loads(proc.stdout)
     sites = expl["python"]["promoted"]["by_site"]
-    assert any(k.startswith("loop gcbench/worker.py:") for k in sites)
+    assert any(k.startswith("loop gcbench/measuring/worker.py:") for k in sites)
     assert "timings are disturbed" in proc.stderr
     saved = json.loads((tmp_path / "explain.json").read_text())
     assert [e["label"] for e in saved["explanations"]] == ["jax/mlp/default"]

@@ -17,9 +17,9 @@ import time
 import numpy as np
 import pytest
 
-from gcbench import data as datamod
-from gcbench import results
-from gcbench.config import Cell
+from gcbench.measuring import data as datamod
+from gcbench.measuring import results
+from gcbench.measuring.cell import Cell
 from conftest import assert_one_line_error, run_cli, write_mnist
 
 pytestmark = pytest.mark.slow
@@ -150,8 +150,8 @@ def test_a_rerun_never_loses_a_good_result(tmp_path):
 
 
 def test_a_failed_rerun_keeps_the_earlier_ok_result(tmp_path, monkeypatch):
-    from gcbench import runner
-    from gcbench.config import Suite
+    from gcbench.running import runner
+    from gcbench.running.config import Suite
 
     suite = Suite(backends=["jax"], workloads=["mlp"], steps=10, warmup=1, repeats=1, networks={"mlp": 1}).validate()
     cells = suite.cells()
@@ -238,7 +238,7 @@ def test_corrupt_arrays_in_a_result_file(tmp_path):
 
 
 def test_environment_names_that_differ_only_in_operators_do_not_share_a_file():
-    from gcbench import config
+    from gcbench.running import config
 
     suite = config.Suite(backends=["jax"], workloads=["mlp"], repeats=1,
                          envs=["jax==0.8.0", "jax>=0.8.0", "jax<=0.8.0"]).validate()

@@ -11,8 +11,10 @@ import resource
 import numpy as np
 import pytest
 
-from gcbench import compare, export, results, summary
-from gcbench.errors import UsageError
+from gcbench.analysing import compare, summary
+from gcbench.publishing import export
+from gcbench.measuring import results
+from gcbench.core.errors import UsageError
 from conftest import run_cli
 from simulate import docs
 

@@ -14,7 +14,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from gcbench import pytest_plugin, results
+from gcbench import pytest_plugin
+from gcbench.measuring import results
 
 CASES = pathlib.Path(__file__).resolve().parent / "budget_cases"
 

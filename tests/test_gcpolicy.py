@@ -2,9 +2,9 @@ import gc
 
 import pytest
 
-from gcbench import gcpolicy
-from gcbench.errors import UsageError
-from gcbench.probe import StepProbe
+from gcbench.measuring import gcpolicy
+from gcbench.core.errors import UsageError
+from gcbench.measuring.probe import StepProbe
 from test_probe import Cycle
 
 

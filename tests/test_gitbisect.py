@@ -10,8 +10,9 @@ import subprocess
 
 import pytest
 
-from gcbench import gitbisect, results
-from gcbench.errors import UsageError
+from gcbench.analysing import gitbisect
+from gcbench.measuring import results
+from gcbench.core.errors import UsageError
 from conftest import assert_one_line_error, run_cli
 
 # A package whose `sitecustomize` module runs at every interpreter start in its environment:

@@ -18,8 +18,9 @@ import time
 import numpy as np
 import pytest
 
-from gcbench import files, results
-from gcbench.config import Cell
+from gcbench.core import files
+from gcbench.measuring import results
+from gcbench.measuring.cell import Cell
 from conftest import assert_one_line_error, run_cli, write_documents
 from simulate import docs
 

@@ -18,9 +18,12 @@ import time
 import numpy as np
 import pytest
 
-from gcbench import cluster, files, gitbisect, results
-from gcbench.errors import UsageError
-from gcbench.report import document
+from gcbench.running import cluster
+from gcbench.core import files
+from gcbench.analysing import gitbisect
+from gcbench.measuring import results
+from gcbench.core.errors import UsageError
+from gcbench.publishing.report import document
 from conftest import assert_one_line_error, run_cli, write_documents
 from simulate import docs
 
@@ -388,16 +391,19 @@ def test_ctrl_c_while_the_command_line_loads_is_one_line():
         started.send_signal(signal.SIGINT)
         out, err = started.communicate(timeout=60)
         assert "Traceback" not in out + err, (delay, err)
-        # before the interpreter has set up its own handler, SIGINT simply ends it (-2, nothing printed)
+        # before the interpreter has set up its own handler, SIGINT simply ends it (-2, nothing printed);
+        # under `python -m`, CPython also ends with -2 after gcbench's own line when the interrupt arrived
+        # inside an extension module's import (seen while scipy loads; not with the console script):
+        # a shell shows 130 for both
         assert started.returncode in (0, 130, -signal.SIGINT), (delay, started.returncode, err)
         assert started.returncode != 130 or err.strip() == "gcbench: interrupted"
-        assert started.returncode != -signal.SIGINT or not err.strip()
+        assert started.returncode != -signal.SIGINT or err.strip() in ("", "gcbench: interrupted"), (delay, err)
 
 
 # -- 18. minor ---------------------------------------------------------------------------------
 
 def test_full_width_letters_in_a_partition_are_refused():
-    from gcbench.config import Suite
+    from gcbench.running.config import Suite
 
     with pytest.raises(UsageError, match="partition must be a name"):
         Suite(backends=["jax"], workloads=["mlp"], slurm={"partition": "ｇｐｕ"}).validate()
@@ -422,7 +428,7 @@ def test_a_bad_archive_member_is_named_in_the_archive(tmp_path):
 
 
 def test_a_file_url_pin_is_shown_whole():
-    from gcbench.envs import short_pin
+    from gcbench.measuring.envspec import short_pin
 
     assert short_pin("jax@file:///etc") == "jax@file:///etc"
     assert short_pin("equinox@file:///c/src/equinox-" + "0277a30" + "e" * 33) == "equinox@0277a30ee"

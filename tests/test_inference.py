@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from gcbench import compare, stats
+from gcbench.analysing import compare, stats
 from simulate import PHI, SHIFT_SD, STEP_SD, ar1, docs, fgn, heavy_shifts
 
 STEPS = 150  # the default suite's timed steps per repeat
@@ -179,7 +179,8 @@ DRIFTED = [("cpu-2core-default", "nnx-split__vit__disable__r0"), ("cpu-2core-def
 def test_the_drift_flag_still_catches_the_committed_repeats_that_drifted():
     import pathlib
 
-    from gcbench import archive, results
+    from gcbench.publishing import archive
+    from gcbench.measuring import results
 
     reports = pathlib.Path(__file__).resolve().parent.parent / "reports"
     for report, cell in DRIFTED:

@@ -10,8 +10,8 @@ import pathlib
 import pytest
 
 import gcbench
-from gcbench import results
-from gcbench.errors import UsageError
+from gcbench.measuring import results
+from gcbench.core.errors import UsageError
 from conftest import run_cli
 
 REPO = pathlib.Path(__file__).resolve().parent.parent

@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from gcbench.backends import BACKENDS, julia_bridge
-from gcbench.config import Suite
-from gcbench.runner import run_cells
+from gcbench.measuring.backends import BACKENDS, julia_bridge
+from gcbench.running.config import Suite
+from gcbench.running.runner import run_cells
 from conftest import run_cli
 
 
@@ -98,7 +98,7 @@ def test_julia_threads_must_be_positive():
 
 
 def test_a_julia_that_cannot_start_makes_the_cell_unavailable(monkeypatch):
-    from gcbench import worker
+    from gcbench.measuring import worker
 
     monkeypatch.setattr(julia_bridge, "status", lambda: (True, ""))
 
@@ -138,7 +138,7 @@ def test_the_offline_setting_reaches_juliapkg_even_when_it_was_imported_first():
     worker starts: the meta path looked up first, then configure()."""
     pytest.importorskip("juliapkg")
     code = ("import os; os.environ.pop('PYTHON_JULIAPKG_OFFLINE', None)\n"
-            "from gcbench.backends import julia_bridge\n"
+            "from gcbench.measuring.backends import julia_bridge\n"
             "julia_bridge.juliapkg_meta()\n"
             "from juliapkg.state import STATE\n"
             "before = STATE['offline']\n"

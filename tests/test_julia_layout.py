@@ -15,11 +15,11 @@ import pathlib
 import numpy as np
 import pytest
 
-from gcbench import data as datamod
-from gcbench import gcpolicy, results
-from gcbench.backends import julia_bridge, julia_layout
-from gcbench.config import Cell
-from gcbench.workloads import LEARNING_RATE, WORKLOADS, init_params
+from gcbench.measuring import data as datamod
+from gcbench.measuring import gcpolicy, results
+from gcbench.measuring.backends import julia_bridge, julia_layout
+from gcbench.measuring.cell import Cell
+from gcbench.measuring.workloads import LEARNING_RATE, WORKLOADS, init_params
 
 pytestmark = pytest.mark.usefixtures("exact_float32")  # the JAX forward pass in float32 on every platform
 
@@ -92,7 +92,7 @@ def simplechains_reference_forward(workload, flat: np.ndarray, x_whcn: np.ndarra
 @pytest.mark.parametrize("name", ["mlp", "lenet5"])
 def test_converted_weights_reproduce_the_canonical_network(name, layout):
     jax = pytest.importorskip("jax")
-    from gcbench.backends import _jaxnn
+    from gcbench.measuring.backends import _jaxnn
 
     workload = WORKLOADS[name]
     params = init_params(workload, seed=3, networks=1)[0]
@@ -109,7 +109,7 @@ def test_converted_weights_reproduce_the_canonical_network(name, layout):
 def test_a_wrong_kernel_orientation_would_be_caught():
     """The reference really tells convolution from cross-correlation."""
     jax = pytest.importorskip("jax")
-    from gcbench.backends import _jaxnn
+    from gcbench.measuring.backends import _jaxnn
 
     workload = WORKLOADS["lenet5"]
     params = init_params(workload, seed=3, networks=1)[0]
@@ -165,7 +165,7 @@ def test_result_fields_fit_the_schema():
     assert fields["warmup"]["gc_collections"] == [[2, 1], [0, 0]]
     cell = Cell("flux", "mlp", "default", 0, 3, 4992, 5, 2, 0, 4)
     doc = results.validate(results.new(cell, "ok", data={"kind": "synthetic"}, metadata={}, **fields))
-    from gcbench import summary
+    from gcbench.analysing import summary
 
     s = summary.summarize([doc]).stats
     assert s["spikes"] == 1 and s["spikes_at_full"] == 1 and s["alloc_bytes_per_step"] == 1_300_000
@@ -223,7 +223,7 @@ def test_a_refused_policy_becomes_an_unavailable_cell(monkeypatch):
     monkeypatch.setattr(julia_bridge, "start", lambda threads=1: (True, ""))
     reason = "GC policy disable would keep about 40.0 GiB of garbage (1300 KiB per step, 30000 steps) with 20.0 GiB free"
     monkeypatch.setattr(julia_bridge, "call", lambda name, *a: {"refused": reason} if name == "run!" else f"<{name}>")
-    from gcbench import worker
+    from gcbench.measuring import worker
 
     cell = Cell("flux", "mlp", "disable", 0, 3, 4992, 30000, 2, 0, 10)
     doc = worker.run_cell(cell)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gcbench import results
-from gcbench.backends import julia_bridge
-from gcbench.workloads import WORKLOADS
+from gcbench.measuring import results
+from gcbench.measuring.backends import julia_bridge
+from gcbench.measuring.workloads import WORKLOADS
 from conftest import run_cli
 
 ok, why = julia_bridge.status()

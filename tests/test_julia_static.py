@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from gcbench.backends import julia_layout
+from gcbench.measuring.backends import julia_layout
 from julia_source import JULIA_DIR, definitions, parse
 
 if sys.version_info >= (3, 11):
@@ -105,7 +105,7 @@ def test_lux_train_states_are_a_concrete_vector():
 
 
 def test_the_bridge_calls_only_the_declared_api():
-    source = (PACKAGE / "backends" / "julia_bridge.py").read_text()
+    source = (PACKAGE / "measuring" / "backends" / "julia_bridge.py").read_text()
     called = set(re.findall(r'call\("([A-Za-z_!]+)"', source))
     assert called == set(julia_layout.JULIA_API)
 
@@ -220,7 +220,7 @@ def test_every_framework_defines_its_logits_and_the_fixture_holds_them():
     for workload in ("mlp", "lenet5"):
         logits = np.fromfile(fixture / f"{workload}_logits.f32", "<f4")
         assert logits.size == 10 * meta["batch"] * meta[workload]["networks"] and np.isfinite(logits).all()
-    from gcbench.workloads import LEARNING_RATE
+    from gcbench.measuring.workloads import LEARNING_RATE
 
     assert meta["learning_rate"] == LEARNING_RATE
     for file in FRAMEWORK_FILES.values():  # one learning rate: Python's, passed through build

@@ -10,8 +10,8 @@ import pytest
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
-from gcbench import memory  # noqa: E402
-from gcbench.errors import UsageError  # noqa: E402
+from gcbench.measuring import memory  # noqa: E402
+from gcbench.core.errors import UsageError  # noqa: E402
 from conftest import run_cli  # noqa: E402
 
 
@@ -127,7 +127,7 @@ def test_an_accelerators_compiler_gets_a_column_of_its_own_within_a_time_limit()
 
 
 def test_the_reproduction_rows_say_which_compiler_each_figure_comes_from():
-    from gcbench import reproduce
+    from gcbench.analysing import reproduce
 
     def case(compiler_fields, fwd, grad):
         return {"kind": "gather", "size": "seed", "formulation": "seed", "index_dtype": "int32", "m": 2048**3, "n": 128,

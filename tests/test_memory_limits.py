@@ -5,7 +5,7 @@ algorithm in Julia; test_julia_static.py checks that it reads /proc/self/cgroup.
 
 from __future__ import annotations
 
-from gcbench import footprint
+from gcbench.running import footprint
 
 
 def _write(path, text):

@@ -1,7 +1,7 @@
 import gc
 import time
 
-from gcbench.probe import StepProbe
+from gcbench.measuring.probe import StepProbe
 
 
 class Cycle:

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import gcbench
-from gcbench import results
-from gcbench.config import Cell
-from gcbench.report import build_report
+from gcbench.measuring import results
+from gcbench.measuring.cell import Cell
+from gcbench.publishing.report import build_report
 from conftest import run_cli
 from simulate import docs
 
@@ -219,7 +219,7 @@ def test_every_committed_report_carries_its_raw_results_under_5_mb():
 
 def test_environments_are_listed_in_natural_order_within_a_cell():
     """py3.9 before py3.10, equinox 0.13.9 before 0.13.10, whatever order the shuffled rounds ran them in."""
-    from gcbench.report import _in_order
+    from gcbench.publishing.report import _in_order
 
     def doc(backend, env, repeat=0):
         return {"cell": f"{backend}__vit__default__r{repeat}__{env}", "backend": backend, "workload": "vit",
@@ -236,7 +236,7 @@ def test_environments_are_listed_in_natural_order_within_a_cell():
 def test_reasons_show_their_commands_as_code_and_nothing_else_as_markup():
     from markdown_it import MarkdownIt
 
-    from gcbench.report.document import prose
+    from gcbench.publishing.report.document import prose
 
     render = MarkdownIt("commonmark").disable("html_inline").renderInline
     html = render(prose("no Julia (run `gcbench julia-setup` online) <b>*not bold*</b>"))
@@ -247,8 +247,8 @@ def test_reasons_show_their_commands_as_code_and_nothing_else_as_markup():
 
 
 def test_a_ranking_of_several_backends_claims_only_its_two_ends():
-    from gcbench import summary
-    from gcbench.report import findings
+    from gcbench.analysing import summary
+    from gcbench.publishing.report import findings
 
     rng = np.random.default_rng(1)
     cells = summary.summarize_all(docs(rng, 3, 10.0) + docs(rng, 3, 10.3, backend="nnx-split")
@@ -283,7 +283,7 @@ def test_host_time_gets_its_section_only_where_it_was_recorded(tmp_path):
 def test_every_log_axis_has_three_labelled_ticks_and_says_it_is_logarithmic(tmp_path, lo, hi):
     import matplotlib.pyplot as plt
 
-    from gcbench.report import plots
+    from gcbench.publishing.report import plots
 
     fig, ax = plt.subplots()
     ax.plot([lo, hi], [0, 1])
@@ -323,8 +323,9 @@ def test_every_cumulative_gc_line_of_every_committed_report_stays_inside_its_axe
     """Issue 32: a y-limit frozen after the first line cut off the backend that paid most."""
     import matplotlib.figure
 
-    from gcbench import archive, summary
-    from gcbench.report import plots
+    from gcbench.publishing import archive
+    from gcbench.analysing import summary
+    from gcbench.publishing.report import plots
 
     drawn = []
     real_savefig = matplotlib.figure.Figure.savefig
@@ -356,8 +357,9 @@ def test_the_env_matrix_is_a_python_by_versions_grid_in_version_order(tmp_path, 
     """Issue 32: 20 rows sorted as strings became one grid per backend and policy."""
     import matplotlib.figure
 
-    from gcbench import archive, summary
-    from gcbench.report import environments, plots
+    from gcbench.publishing import archive
+    from gcbench.analysing import summary
+    from gcbench.publishing.report import environments, plots
 
     seen = []
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **kw: seen.append(
@@ -367,7 +369,7 @@ def test_the_env_matrix_is_a_python_by_versions_grid_in_version_order(tmp_path, 
         docs = gcbench.load_dir(folder)
     keys = [p for p in environments.KEY_PACKAGES if p in environments.differing(environments.environments(docs))]
     assert keys[:2] == ["jax", "jaxlib"]
-    from gcbench.errors import UsageError
+    from gcbench.core.errors import UsageError
 
     with pytest.raises(UsageError):  # savefig wrote nothing: the capture is all there is
         plots.env_matrix_figure(summary.summarize_all(docs), "vit", tmp_path / "m.png", keys)

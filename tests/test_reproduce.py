@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import simulate
-from gcbench import reproduce
+from gcbench.analysing import reproduce
 
 GIB = 2**30
 QUIET = {"sd": 0.02, "shift_sd": 0.01, "base_ms": 10.0, "steps": 300, "workload": "vit"}
@@ -79,8 +79,8 @@ def test_weak_signatures_are_partly_or_not():
 
 def test_a_case_that_could_not_run_says_why_and_the_rest_still_has_rows():
     rng = np.random.default_rng(0)
-    from gcbench import results
-    from gcbench.config import Cell
+    from gcbench.measuring import results
+    from gcbench.measuring.cell import Cell
 
     failed = results.new(Cell("equinox-filter", "vit", "default", 0, 1, 27978, 300, 2, 0, 10), "failed",
                          "worker exited with code 3\nTraceback ...")

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from gcbench import results
-from gcbench.config import Cell
-from gcbench.errors import UsageError
+from gcbench.measuring import results
+from gcbench.measuring.cell import Cell
+from gcbench.core.errors import UsageError
 
 CELL = Cell("jax", "mlp", "default", 0, 2, 4992, 3, 1, 0, 1)
 # A result as gcbench 0.1 wrote it (schema 1): no batch size, no cell_spec, alloc_blocks always there.

@@ -9,10 +9,10 @@ import jax
 import numpy as np
 import pytest
 
-from gcbench import results
-from gcbench.commands._common import format_summary
-from gcbench.config import Suite
-from gcbench.runner import run_cells
+from gcbench.measuring import results
+from gcbench.flows.pipeline import format_summary
+from gcbench.running.config import Suite
+from gcbench.running.runner import run_cells
 from conftest import run_cli
 
 pytestmark = pytest.mark.slow
@@ -113,7 +113,7 @@ def test_crashing_worker_does_not_lose_other_cells(tmp_path, monkeypatch, how, e
     suite = Suite(backends=["jax"], workloads=["mlp", "lenet5"], steps=5, warmup=1, repeats=1,
                   networks={"mlp": 2, "lenet5": 1}).validate()
     cells = suite.cells()
-    import gcbench.runner as runner
+    import gcbench.running.runner as runner
 
     fake = _fake_python(tmp_path, "lenet5", how)
     real = runner.run_worker

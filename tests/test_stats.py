@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as sst
 
-from gcbench import stats
+from gcbench.analysing import stats
 from simulate import series
 
 

@@ -1,31 +1,55 @@
-"""The package's shape: every module sits above what it uses (no import cycle, counting
-imports inside functions too), so that each can be read and tested from the bottom up."""
+"""The package's shape: subpackages in layers along the data's path, each importing only
+the layers below it, and no import cycle anywhere (imports inside functions count too), so
+that each module can be read and tested from the bottom up. DESIGN.md says why."""
 
 import ast
 import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "python" / "gcbench"
+# bottom to top; modules at the package's root and `commands` (the entry points) stand above all
+LAYERS = ("core", "measuring", "running", "analysing", "publishing", "flows")
+TOP = len(LAYERS)
 
 
-def import_graph() -> dict[str, set[str]]:
-    """gcbench's modules and the gcbench modules each imports (anywhere in the file);
-    a package's own `__init__` counts only where it is imported by name."""
+def modules() -> dict[str, pathlib.Path]:
     mods = {}
     for p in ROOT.rglob("*.py"):
         parts = p.relative_to(ROOT.parent).with_suffix("").parts
         mods[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
+    return mods
+
+
+def import_graph() -> dict[str, set[str]]:
+    """gcbench's modules and the gcbench modules each imports (anywhere in the file, relative
+    or absolute); a package's own `__init__` counts only where it is imported by name."""
+    mods = modules()
     edges = {m: set() for m in mods}
     for m, p in mods.items():
         package = m if p.name == "__init__.py" else m.rsplit(".", 1)[0]
         for node in ast.walk(ast.parse(p.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-                for alias in node.names:
-                    t = f"{target}.{alias.name}" if f"{target}.{alias.name}" in mods else target
-                    if t in mods and t != m:
-                        edges[m].add(t)
+            targets = []
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+                else:
+                    base = node.module or ""
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            edges[m].update(t for t in targets if t in mods and t != m)
     return edges
+
+
+def layer(module: str) -> int:
+    """The module's layer: its subpackage's place in LAYERS; the root and `commands` are the top."""
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else TOP
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -44,10 +68,86 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def upward(edges: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{m} -> {t}" for m, ts in edges.items() for t in ts if layer(t) > layer(m))
+
+
 def test_no_module_imports_a_module_that_imports_it_back():
     assert cycles(import_graph()) == []
 
 
-def test_the_check_finds_a_cycle():
+def test_each_subpackage_imports_only_the_layers_below_it():
+    assert upward(import_graph()) == []
+
+
+def test_the_checks_find_a_cycle_and_an_upward_import():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
-    assert len(import_graph()) > 30 and "gcbench.child" in import_graph()
+    edges = {"gcbench.measuring.worker": {"gcbench.core.files", "gcbench.analysing.summary"},
+             "gcbench.core.files": set(), "gcbench.analysing.summary": {"gcbench.measuring.worker"},
+             "gcbench.flows.pipeline": {"gcbench.publishing.report"}, "gcbench.publishing.report": set()}
+    assert upward(edges) == ["gcbench.measuring.worker -> gcbench.analysing.summary"]
+    graph = import_graph()
+    assert len(graph) > 60 and graph["gcbench.child"] >= {"gcbench.measuring.worker"}
+    assert "gcbench.running.config" in graph["gcbench.flows.pipeline"]  # the walker sees relative imports
+
+
+@pytest.mark.parametrize("name", LAYERS)
+def test_each_subpackage_says_what_lives_there_and_what_it_may_import(name):
+    doc = ast.get_docstring(ast.parse((ROOT / name / "__init__.py").read_text()))
+    assert doc and 2 <= len(doc.splitlines()) <= 3
+    said = re.search(r"Imports (.*)$", doc, re.S).group(1)
+    may = set(re.findall(r"`(\w+)`", said)) & set(LAYERS)
+    assert may == set(LAYERS[: LAYERS.index(name)]), f"{name}: its docstring allows {sorted(may)}"
+    # and what its modules import stays inside what the docstring allows
+    used = {t.split(".")[1] for m, ts in import_graph().items() if m.startswith(f"gcbench.{name}") for t in ts}
+    assert used - {name} <= may
+
+
+def test_commands_hold_only_the_cli_and_the_flow_has_a_module_of_its_own():
+    """`commands/` parses arguments and calls the flows (`flows.pipeline`: a plan, run end
+    to end); nothing below the entry points imports them, and `_common` keeps only the
+    helpers of arguments and output."""
+    graph = import_graph()
+    assert {m for m, ts in graph.items() if "gcbench.flows.pipeline" in ts} == {
+        "gcbench.commands.bisect", "gcbench.commands.explain", "gcbench.commands.report", "gcbench.commands.reproduce",
+        "gcbench.commands.run", "gcbench.flows.bisection", "gcbench.flows.reproduction"}
+    for m, ts in graph.items():
+        if layer(m) < TOP:
+            assert not any(layer(t) == TOP for t in ts), m
+
+    def functions(path):
+        return {n.name for n in ast.parse(path.read_text()).body if isinstance(n, ast.FunctionDef)}
+
+    flow = {"run_suite", "run_plan", "write_plan", "write_report", "format_summary", "check_data", "prepare_folder"}
+    assert flow <= functions(ROOT / "flows" / "pipeline.py")
+    assert not functions(ROOT / "commands" / "_common.py") & flow
+    # what a command module defines: its parser, its main, and helpers that read arguments
+    for path in (ROOT / "commands").glob("*.py"):
+        assert not functions(path) & (flow | {"calibrate", "commits", "releases", "_explain"}), path.name
+
+
+def test_a_worker_imports_what_it_imported_before_the_layers():
+    """The worker's heap is part of what a run measures (DESIGN.md, "The worker's heap"): a
+    worker process loads the explanation and the suites' module (and scipy.stats with
+    them) as it did before the package was split, and nothing of publishing or the flows."""
+    probe = ("import sys, gcbench.child; print(' '.join(sorted(m for m in sys.modules if m.startswith('gcbench') "
+             "or m in ('scipy.stats', 'matplotlib', 'juliacall', 'tomllib', 'tomli'))))")
+    loaded = set(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                                cwd=ROOT.parent).stdout.split())
+    assert {"gcbench.analysing.explain", "gcbench.analysing.stats", "gcbench.running.config", "scipy.stats",
+            "gcbench.measuring.worker"} <= loaded
+    assert "tomllib" in loaded or "tomli" in loaded  # the suites' module reads TOML
+    assert not {m for m in loaded if m.startswith(("gcbench.publishing", "gcbench.flows", "gcbench.commands"))}
+    assert not loaded & {"matplotlib", "juliacall"}
+
+
+def test_gcbench_measure_loads_what_it_loaded_before_the_layers():
+    """What `gcbench.measure` imports stays in the user's heap: the same modules as before
+    the split (the suites' module among them), and nothing of analysis until the loop ends."""
+    probe = ("import sys, gcbench; gcbench.measure; print(' '.join(sorted(m for m in sys.modules "
+             "if m.startswith('gcbench') or m in ('scipy', 'tomllib', 'tomli'))))")
+    loaded = set(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                                cwd=ROOT.parent).stdout.split())
+    assert {"gcbench.user_loop", "gcbench.running.config", "gcbench.measuring.probe"} <= loaded
+    assert "tomllib" in loaded or "tomli" in loaded
+    assert not {m for m in loaded if m.startswith(("gcbench.analysing", "gcbench.publishing"))} and "scipy" not in loaded

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from gcbench import summary
+from gcbench.analysing import summary
 from simulate import docs
 
 
@@ -53,7 +53,7 @@ def test_with_fewer_than_three_unflagged_the_flagged_repeat_is_kept():
 
 
 def test_a_run_measures_a_replacement_for_a_flagged_repeat():
-    from gcbench.config import Cell
+    from gcbench.measuring.cell import Cell
 
     rng = np.random.default_rng(1)
     cell = with_a_loaded_start(docs(rng, 3, 10.0))

@@ -14,7 +14,7 @@ import textwrap
 import pytest
 
 import gcbench
-from gcbench import results
+from gcbench.measuring import results
 from conftest import run_cli
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
@@ -166,7 +166,7 @@ def test_the_environment_turns_explain_on_and_save_writes_the_explanation(tmp_pa
     expl = json.loads(path.read_text())["explanations"][0]
     assert expl["label"] == "user/explained/freeze"
     line = next(n for n, text in enumerate(open(__file__), 1) if "# RECORD-LINE" in text)
-    from gcbench import diagnose
+    from gcbench.measuring import diagnose
 
     assert f"user {diagnose.site_path(__file__)}:{line}" in expl["python"]["promoted"]["by_site"]
 

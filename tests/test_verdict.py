@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gcbench import summary, verdict
+from gcbench.analysing import summary, verdict
 from simulate import docs
 
 
@@ -52,7 +52,7 @@ def test_a_collector_that_costs_nothing_is_one_sentence():
 
 
 def test_the_quick_suite_adds_the_equinox_case_on_the_vit():
-    from gcbench.config import load_suite
+    from gcbench.running.config import load_suite
 
     suite = load_suite("quick")
     combos = set(suite.combinations())

@@ -3,8 +3,8 @@ import math
 import numpy as np
 import pytest
 
-from gcbench.errors import UsageError
-from gcbench.workloads import WORKLOADS, get_workload, init_params
+from gcbench.core.errors import UsageError
+from gcbench.measuring.workloads import WORKLOADS, get_workload, init_params
 
 
 def test_lenet5_has_the_model_zoo_parameter_count():

@@ -15,9 +15,9 @@ import pathlib
 
 import numpy as np
 
-from gcbench import data as datamod
-from gcbench.backends import BACKENDS, _jaxnn, julia_layout
-from gcbench.workloads import LEARNING_RATE, WORKLOADS, init_params
+from gcbench.measuring import data as datamod
+from gcbench.measuring.backends import BACKENDS, _jaxnn, julia_layout
+from gcbench.measuring.workloads import LEARNING_RATE, WORKLOADS, init_params
 
 HERE = pathlib.Path(__file__).resolve().parent / "fixture"
 STEPS, BATCH, SAMPLES, SEED = 40, 16, 96, 0

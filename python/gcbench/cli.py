@@ -1,5 +1,6 @@
 """The `gcbench` command line: a thin dispatcher. Each command lives in its own module
-under `gcbench.commands` (`register(sub)` adds its parser, `main(args)` runs it)."""
+under `gcbench.commands` (`register(sub)` adds its parser, `main(args)` parses and
+validates its arguments and calls a flow of `gcbench.flows`)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import signal
 import sys
 import threading
 
-from . import metadata
-from .errors import UsageError, did_you_mean, printable
+from .core import metadata
+from .core.errors import UsageError, did_you_mean, printable
 
 COMMANDS = ("list", "run", "status", "report", "compare", "export", "explain", "reproduce", "memory", "bisect", "envs",
             "julia_setup", "data")

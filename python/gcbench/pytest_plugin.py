@@ -145,7 +145,7 @@ class Budget:
         collections fell."""
         import numpy as np
 
-        from . import summary
+        from .analysing import summary
 
         m = self.measurement
         doc = m.result()
@@ -173,7 +173,7 @@ class Budget:
         self.figures = self.measure()
         folder = config.getoption("--gc-budget-report")
         if folder:
-            from . import explain
+            from .analysing import explain
 
             self.measurement.save_result(folder)
             explain.save(pathlib.Path(folder), self.figures["explanation"])
@@ -283,7 +283,7 @@ def _budget_of(key: str, measured):
 def write_baseline(path: pathlib.Path, key: str, figures: dict) -> None:
     """Store `figures`' counts, with the margin, as `key`'s budgets in `path` (the other
     tests' tables are kept), atomically."""
-    from . import files
+    from .core import files
 
     tables = _load_toml(path)
     tables[key] = {k: _budget_of(k, figures[k]) for k in COUNTED if figures.get(k) is not None}

@@ -40,10 +40,14 @@ import os
 import pathlib
 import sys
 
-from . import files, gcpolicy, metadata, results
-from .config import _NAME, Cell
-from .errors import UsageError
-from .probe import StepProbe
+# In the order, and with the suites' module, that `gcbench.measure` always loaded: what it
+# imports stays in the user's heap (DESIGN.md, "The worker's heap").
+from .core import files, metadata
+from .measuring import gcpolicy, results
+from .running import config  # noqa: F401
+from .measuring.cell import NAME, Cell
+from .core.errors import UsageError
+from .measuring.probe import StepProbe
 
 DEFAULT_CAPACITY = 100_000
 MAX_CAPACITY = 10_000_000  # as many timed steps as a run may have
@@ -67,9 +71,9 @@ class Measurement:
                  alloc_blocks: bool = False, policy: str | None = None, variant: str | None = None,
                  batch_size: int | None = None, networks: int | None = None, rss_every: int = RSS_EVERY,
                  explain: bool | None = None):
-        if not isinstance(name, str) or not _NAME.match(name):
+        if not isinstance(name, str) or not NAME.match(name):
             raise UsageError(f"name must be letters, digits, '.', '_' or '-', got {name!r}")
-        if variant is not None and (not isinstance(variant, str) or not _NAME.match(variant)):
+        if variant is not None and (not isinstance(variant, str) or not NAME.match(variant)):
             raise UsageError(f"variant must be letters, digits, '.', '_' or '-', got {variant!r}")
         if policy is not None:
             if not isinstance(policy, str):
@@ -118,7 +122,7 @@ class Measurement:
     def __enter__(self) -> Measurement:
         self._active = True
         if self.explain:
-            from . import diagnose
+            from .measuring import diagnose
 
             diagnose.USER_FILES.add(self._user_file)
             self._diagnosis = diagnose.Diagnosis(self._timed.capacity, sites=self.sites, site_steps=None)
@@ -246,14 +250,14 @@ class Measurement:
         """This loop as one flat record: `median_ms`, `mean_ms`, `gc_share` (a fraction),
         `full_per_1000`, `full_collections`, ... (the names of `--json` and `export --per
         cell`; README, "Result fields")."""
-        from .summary import record, summarize
+        from .analysing.summary import record, summarize
 
         return record(summarize([self.result()]))
 
     def explanation(self) -> dict:
         """With `explain=True`: what the collector did and why (what `gcbench explain`
         records for gcbench's own cells)."""
-        from . import explain
+        from .analysing import explain
 
         if self._diagnosis is None:
             raise UsageError("no explanation: measure with explain=True (or GCBENCH_EXPLAIN=1)")
@@ -265,7 +269,7 @@ class Measurement:
             (f", variant={self.variant!r}" if self.variant else "") + ")"
         if not self._timed.steps:
             return f"<{head}: no timed step yet>"
-        from .summary import describe_user_loop
+        from .analysing.summary import describe_user_loop
 
         return f"{head}: {describe_user_loop(self.summary())}" + \
             (" [explain: timings disturbed]" if self._diagnosis is not None else "")
@@ -274,7 +278,7 @@ class Measurement:
         """Write the result into `folder` as the next repeat of this loop; return its path.
         With `explain=True`, write the explanation into the folder's explain.json instead."""
         if self._diagnosis is not None:
-            from . import explain
+            from .analysing import explain
 
             expl = self.explanation()
             folder = files.make_folder(folder, "results folder")

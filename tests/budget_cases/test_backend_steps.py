@@ -4,8 +4,8 @@ tree that makes the collections), 1 network, batch 8, 100 timed steps, no sites 
 
 import pytest
 
-from gcbench import worker
-from gcbench.config import Cell
+from gcbench.measuring import worker
+from gcbench.measuring.cell import Cell
 
 STEPS, WARMUP = 100, 3
 # Budgets of promotions a step: what each idiom promoted here (jax 0.10.2, equinox 0.13.8,

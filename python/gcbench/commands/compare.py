@@ -5,9 +5,10 @@ from __future__ import annotations
 import pathlib
 import sys
 
-from .. import archive, compare
-from ..errors import UsageError
 from . import _common
+from ..analysing import compare
+from ..core.errors import UsageError
+from ..publishing import archive
 
 
 def register(sub) -> None:
@@ -50,7 +51,7 @@ def failures(c: dict, fail_on: tuple[str, ...]) -> list[str]:
 
 
 def main(args) -> int:
-    from .. import results
+    from ..measuring import results
 
     if args.b is None:
         if not (args.base and args.head):

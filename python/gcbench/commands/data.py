@@ -13,7 +13,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from .. import data as datamod
+    from ..measuring import data as datamod
 
     if args.action == "download":
         folder = datamod.download(pathlib.Path(args.data) if args.data else None)

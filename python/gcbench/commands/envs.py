@@ -10,7 +10,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from .. import envs
+    from ..running import envs
 
     if args.action == "clear":
         print(f"removed {envs.remove_all()} environments from {envs.envs_root()}")

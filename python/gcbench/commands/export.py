@@ -6,9 +6,10 @@ from __future__ import annotations
 import pathlib
 import sys
 
-from .. import export, files
-from ..errors import UsageError
 from . import _common
+from ..core import files
+from ..core.errors import UsageError
+from ..publishing import export
 
 
 def register(sub) -> None:

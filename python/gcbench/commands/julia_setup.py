@@ -11,8 +11,8 @@ def register(sub) -> None:
 def main(args) -> int:
     import importlib.util
 
-    from ..backends import julia_bridge
-    from ..errors import UsageError
+    from ..core.errors import UsageError
+    from ..measuring.backends import julia_bridge
 
     if importlib.util.find_spec("juliacall") is None:
         raise UsageError("juliacall is not installed: pip install 'gcbench[julia]'")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..backends import BACKENDS
-from ..workloads import WORKLOADS
 from . import _common
+from ..measuring.backends import BACKENDS
+from ..measuring.workloads import WORKLOADS
 
 POLICIES = [
     ("default", "the interpreter's own collector"),

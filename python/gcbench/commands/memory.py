@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from .. import config, files
-from ..backends import BACKENDS
 from . import _common
+from ..core import files
+from ..measuring.backends import BACKENDS
+from ..running import config
 
 
 def register(sub) -> None:
@@ -29,7 +30,7 @@ def sizes(text: str) -> list[str]:
 
 
 def main(args) -> int:
-    from .. import memory
+    from ..measuring import memory
 
     size_list = sizes(args.size)
     dtypes = config.split_list(args.index_dtype, "--index-dtype")

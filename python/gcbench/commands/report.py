@@ -5,6 +5,7 @@ from __future__ import annotations
 import pathlib
 
 from . import _common
+from ..flows import pipeline
 
 
 def register(sub) -> None:
@@ -19,7 +20,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    paths = _common.write_report(pathlib.Path(args.results), args.out, args.spike_factor,
+    paths = pipeline.write_report(pathlib.Path(args.results), args.out, args.spike_factor,
                                  out_fn=_common.Output(args.json), title=args.title)
     if args.json:
         _common.print_json({"report": _common.report_json(paths)})

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import shlex
 
-from .. import cluster_options, config
 from . import _common
+from ..flows import pipeline
+from ..running import cluster_options, config
 
 
 def register(sub) -> None:
@@ -49,14 +50,14 @@ def suite_from_args(args) -> config.Suite:
 
 
 def main(args) -> int:
-    from ..errors import UsageError
+    from ..core.errors import UsageError
 
     if args.resume and args.force:
         raise UsageError("--resume and --force exclude each other: keep what is there, or replace it")
     suite = suite_from_args(args)
     out = _common.Output(args.json)
-    docs, out_dir, code = _common.run_suite(suite, args, args.out or config.default_out(suite.name), out)
-    paths = _common.write_report(out_dir, None, 3.0, out_fn=out) if docs is not None and args.report else None
+    docs, out_dir, code = pipeline.run_suite(suite, args, args.out or config.default_out(suite.name), out)
+    paths = pipeline.write_report(out_dir, None, 3.0, out_fn=out) if docs is not None and args.report else None
     if docs is not None and any(d["status"] == "ok" for d in docs):
         folder = shlex.quote(str(out_dir))
         out(f"next: {'' if paths else f'gcbench report {folder} (plots and a page to publish); '}"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pathlib
 
-from ..errors import UsageError
 from . import _common
+from ..core.errors import UsageError
 
 
 def register(sub) -> None:
@@ -17,7 +17,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from .. import cluster
+    from ..running import cluster
 
     folder = pathlib.Path(args.folder)
     if not folder.is_dir():

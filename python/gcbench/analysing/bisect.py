@@ -1,0 +1,304 @@
+"""`gcbench bisect`: one cell across releases of one package, and where its metric changed.
+
+Each version gets its own environment (the base environment's interpreter and pins, plus
+`package==version`); the cell runs in each, and the table gives the metric per version
+and marks the first version whose value differs from the previous version's by more
+than a factor, where a test of the repeats backs the difference. Values below a
+metric's floor count as the floor, so that 0.00 % against 0.01 % of GC time is not
+called a change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+
+import numpy as np
+
+from . import compare, stats, summary
+from ..core.errors import UsageError
+from ..measuring import envspec
+from ..measuring.backends import get_backend
+from ..measuring.workloads import get_workload
+from ..running import envs
+
+
+_VERSION = re.compile(r"^[0-9][0-9A-Za-z.+!_-]*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Metric:
+    name: str
+    title: str
+    unit: str
+    floor: float  # values below count as this when comparing
+    value: object  # one repeat's document -> float
+    test: str  # how two versions are told apart: "log" (t test on logs), "linear" (t test), "schedule" (compare's rule)
+
+    def of(self, doc: dict) -> float:
+        return float(self.value(doc))
+
+
+def _wall(doc):
+    return np.asarray(doc["wall_ns"], np.float64)
+
+
+# The table always shows the median step, the GC share and full collections; other metrics get a column.
+SHOWN_ANYWAY = ("median", "gc_share", "full_gc")
+
+METRICS = {m.name: m for m in [
+    Metric("gc_share", "GC share of step time", "%", 0.1, lambda d: 100 * np.sum(d["gc_ns"]) / _wall(d).sum(), "linear"),
+    Metric("p99", "p99 step time", "ms", 0.0, lambda d: np.percentile(_wall(d), 99) / 1e6, "log"),
+    Metric("max/median", "slowest step / median step", "x", 1.0, lambda d: _wall(d).max() / np.median(_wall(d)), "log"),
+    Metric("median", "median step time", "ms", 0.0, lambda d: np.median(_wall(d)) / 1e6, "log"),
+    # the time a run takes: what full collections cost, which the median hardly sees
+    Metric("mean", "mean step time (the time a run takes)", "ms", 0.0, lambda d: np.mean(_wall(d)) / 1e6, "log"),
+    Metric("full_gc", "full collections per 1,000 steps", "/1000", 1.0,
+           lambda d: 1000 * np.count_nonzero(summary.full_collections(d)) / len(d["wall_ns"]), "schedule"),
+]}
+
+
+def get_metric(name: str) -> Metric:
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise UsageError(f"unknown metric {name!r}; valid metrics: {', '.join(METRICS)}") from None
+
+
+def check_factor(factor: float) -> None:
+    if not (factor > 1 and math.isfinite(factor)):
+        raise UsageError(f"--factor must be a finite number greater than 1, got {factor:g}")
+
+
+def parse_cell(text: str) -> tuple[str, str, str]:
+    """`equinox-filter/vit/default` -> (backend, workload, policy), each checked."""
+    from ..measuring import gcpolicy
+
+    parts = text.split("/")
+    if len(parts) != 3 or not all(parts):
+        raise UsageError(f"--cell {text!r}: expected BACKEND/WORKLOAD/POLICY, e.g. equinox-filter/vit/default")
+    backend, workload, policy = parts
+    info = get_backend(backend)
+    get_workload(workload)
+    policy = gcpolicy.parse(policy).name
+    if not info.supports(workload):
+        raise UsageError(f"--cell {text!r}: {backend} does not implement workload {workload}")
+    return backend, workload, policy
+
+
+def plan_envs(package: str, versions: list[str], base: envspec.EnvSpec) -> list[envspec.EnvSpec]:
+    """One environment per version: the base's interpreter and pins, and `package==version`."""
+    name = envspec.normalize(package)
+    if not versions:
+        raise UsageError("--versions names no version")
+    if len(set(versions)) != len(versions):
+        raise UsageError(f"--versions lists a version twice: {', '.join(versions)}")
+    bad = [v for v in versions if not _VERSION.match(v)]
+    if bad:
+        raise UsageError(f"--versions {bad[0]!r} is not a version (like 0.13.2); pins of other packages "
+                         "go into --env")
+    others = [p for p in base.pins if envspec.requirement_name(p) != name]
+    text = " ".join(([f"python={base.python}"] if base.python else []) + others)
+    return [envspec.parse(f"{text} {name}=={v}".strip()) for v in versions]
+
+
+def _version_of(doc: dict, package: str) -> str | None:
+    """The version of `package` a result ran with: as installed, else as pinned."""
+    env = doc.get("environment") or {}
+    installed = (env.get("packages") or {}).get(package) or ((doc.get("metadata") or {}).get("packages") or {}).get(package)
+    if installed or not env.get("spec"):
+        return installed or None
+    return envs.exact_pin(envspec.parse(env["spec"]), package)
+
+
+def _test(metric: Metric, prev: list[dict], cur: list[dict]) -> compare.Test | None:
+    """The test of `cur` against `prev` (two versions' used repeats), by compare's rules
+    (full collections: exact when both schedules are fixed); None when it needs more
+    repeats than there are."""
+    va, vb = compare.repeat_values(prev), compare.repeat_values(cur)
+    if metric.test == "schedule":
+        t = compare.test_full(va, vb, 0.0, compare.ALPHA)
+        return None if t.p is None and not t.exact else t
+    a = [max(metric.of(d), metric.floor) for d in prev]
+    b = [max(metric.of(d), metric.floor) for d in cur]
+    if len(a) < 2 or len(b) < 2:
+        return None
+    if metric.test == "log":
+        return compare.test_median(dict(va, medians=[x or 1e-12 for x in a]), dict(vb, medians=[x or 1e-12 for x in b]),
+                                   0.0, compare.ALPHA)
+    return compare.test_gc_share(dict(va, shares=a), dict(vb, shares=b), 0.0, compare.ALPHA)
+
+
+def _center(metric: Metric, values: list[float]) -> float:
+    """A version's value from its repeats: the geometric mean for times and ratios (as a
+    cell's median step), the mean for shares and counts (as a cell's GC share)."""
+    if metric.test == "log" and min(values) > 0:
+        return float(np.exp(np.mean(np.log(values))))
+    return float(np.mean(values))
+
+
+def table(docs: list[dict], package: str, cell: tuple[str, str, str], metric: Metric, factor: float,
+          versions: list[str] | None = None) -> dict:
+    """The bisect table of `docs` (results of `cell` in environments that differ in `package`).
+
+    Each version's value comes from its repeats as a cell's does (the geometric mean of
+    times, the mean of shares and counts). A version is marked as the first change when its
+    value differs from the previous version's by more than `factor` (values below the
+    metric's floor count as the floor) *and* the repeats show it: exactly, for full
+    collections whose schedules are fixed, else by a test corrected over the adjacent
+    pairs (Benjamini-Hochberg); a change with too few repeats to test is shown but never
+    marked.
+    """
+    check_factor(factor)
+    package = envspec.normalize(package)
+    mine = [d for d in docs if (d["backend"], d["workload"], d["gc_policy"]) == cell]
+    by_version: dict[str, list[dict]] = {}
+    for doc in mine:
+        version = _version_of(doc, package)
+        if version is not None:
+            by_version.setdefault(version, []).append(doc)
+    order = [v for v in versions or [] if v in by_version]
+    order += sorted((v for v in by_version if v not in order), key=envs.version_key)
+    rows, previous, tests = [], None, []
+    for version in order:
+        group = by_version[version]
+        ok = [d for d in group if d["status"] == "ok"]
+        row = {"version": version, "runs": len(group), "ok": len(ok)}
+        sample = (ok or group)[0]
+        meta = sample.get("metadata") or {}
+        env = sample.get("environment") or {}
+        row["environment"] = env.get("name")
+        row["python"] = meta.get("python") or env.get("python")
+        row["packages"] = {k: v for k, v in (meta.get("packages") or {}).items() if v}
+        if not ok:
+            row["status"] = sample["status"]
+            row["reason"] = (sample["reason"] or "").strip().splitlines()[0] if sample["reason"] else ""
+            rows.append(row)
+            continue
+        used, _ = summary.used_repeats(ok)
+        row["status"] = "ok"
+        row["used"] = len(used)  # repeats that drifted or ran under load are left out (see summary.used_repeats)
+        row["values"] = [metric.of(d) for d in used]
+        row["value"] = _center(metric, row["values"])
+        row["median_ms"] = _center(METRICS["median"], [metric_value("median", d) for d in used])
+        row["mean_ms"] = _center(METRICS["mean"], [metric_value("mean", d) for d in used])
+        row["gc_share_pct"] = _center(METRICS["gc_share"], [metric_value("gc_share", d) for d in used])
+        row["full_per_1000"] = _center(METRICS["full_gc"], [metric_value("full_gc", d) for d in used])
+        row["full_per_repeat"] = [int(np.count_nonzero(summary.full_collections(d))) for d in used]
+        if previous is not None:
+            a, b = max(previous["value"], metric.floor), max(row["value"], metric.floor)
+            row["change"] = (b / a) if a > 0 and b > 0 else (1.0 if a == b else float("inf"))
+            t = _test(metric, previous["_used"], used)
+            row["tested"] = t is not None
+            if t is not None:
+                tests.append((row, t))
+        row["_used"] = used
+        rows.append(row)
+        previous = row
+    compare.conclude([t for _, t in tests], compare.ALPHA)
+    for row, t in tests:
+        row["p_adj"] = t.p_adj
+        row["exact"] = t.exact
+    marked = None
+    for row in rows:
+        change = row.get("change")
+        if change is None or (row.get("p_adj") is None and not row.get("exact")):
+            continue
+        big = change == float("inf") or max(change, 1 / change if change else float("inf")) > factor
+        if big and (row.get("exact") or row["p_adj"] <= compare.ALPHA):
+            marked = row["version"]
+            row["first_change"] = True
+            break
+    for row in rows:
+        row.pop("_used", None)
+    missing = [v for v in versions or [] if v not in by_version]
+    return {"package": package, "cell": "/".join(cell), "metric": metric.name, "metric_title": metric.title,
+            "unit": metric.unit, "floor": metric.floor, "factor": factor, "rows": rows, "first_change": marked,
+            "missing": missing, "alpha": compare.ALPHA}
+
+
+def metric_value(name: str, doc: dict) -> float:
+    return METRICS[name].of(doc)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
+
+
+def table_rows(tab: dict, mark: str) -> tuple[list[str], list[list[str]]]:
+    """The table's header and rows as strings, for the terminal and the report alike. The
+    first change has `mark` after its change; a version that did not run has "-" for its
+    numbers and its status and reason in the last column."""
+    unit = "" if tab["unit"] == "x" else f" {tab['unit']}"
+    own = tab["metric"] not in SHOWN_ANYWAY  # p99 and max/median get a column of their own
+    header = ["version", "python", "jax", "runs", "median ms", "mean ms", "GC %", "full/1000"] + \
+        ([f"{tab['metric']}{unit}"] if own else []) + ["change"]
+    rows = []
+    for r in tab["rows"]:
+        first = [r["version"], r.get("python") or "-", r.get("packages", {}).get("jax", "-"), f"{r['ok']}/{r['runs']}"
+                 + (f" ({r['used']} used)" if r.get("used", r["ok"]) < r["ok"] else "")]
+        if r["status"] != "ok":
+            rows.append(first + ["-"] * (len(header) - 5) + [f"{r['status']}: {r.get('reason', '')}"])
+            continue
+        change = "" if "change" not in r else ("inf" if r["change"] == float("inf") else f"x{r['change']:.2f}")
+        if "change" in r:
+            change += f" (p={r['p_adj']:.2g})" if r.get("p_adj") is not None else \
+                " (exact: fixed schedules)" if r.get("exact") else \
+                (f" (untested: fewer than {stats.MIN_PROCESSES} repeats)" if not r.get("tested") else "")
+        rows.append(first + [_fmt(r["median_ms"]), _fmt(r["mean_ms"]) if r.get("mean_ms") is not None else "-",
+                             f"{r['gc_share_pct']:.2f}", f"{r['full_per_1000']:.1f}"] +
+                    ([_fmt(r["value"])] if own else []) + [change + (mark if r.get("first_change") else "")])
+    return header, rows
+
+
+def format_table(tab: dict) -> str:
+    """The table as text, with the first change marked."""
+    header, rows = table_rows(tab, f"  <- first change > {tab['factor']:g}x")
+    ran = [row for row in rows if row[4] != "-"]
+    widths = [max([len(h)] + [len(row[i]) for row in ran] + [len(row[i]) for row in rows if i < 4])
+              for i, h in enumerate(header)]
+
+    def fmt(cells):
+        return "  ".join(c.ljust(w) if i < 4 or i == len(header) - 1 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    out = [f"{tab['package']} bisect of {tab['cell']}: {tab['metric_title']}", fmt(header)]
+    out += [fmt(row) if row[4] != "-" else fmt(row[:4]) + "  " + row[-1] for row in rows]  # a reason takes the rest
+    if tab["first_change"] is None:
+        out.append(f"no version changes {tab['metric']} by more than {tab['factor']:g}x over the one before "
+                   f"that the repeats show (exactly for fixed schedules, else by a test corrected by Benjamini-Hochberg "
+                   f"at {tab.get('alpha', 0.05):g})")
+    if tab["missing"]:
+        out.append(f"no results for {', '.join(tab['missing'])}")
+    return "\n".join(out)
+
+
+def rebuild(tab: dict, docs: list[dict]) -> dict:
+    """The table made anew from the results it rests on (rows follow the code that reads
+    them); a table whose cell has no results among `docs` is returned as it is."""
+    cell = tuple(tab["cell"].split("/"))
+    if tab["metric"] not in METRICS or len(cell) != 3 or not any(
+            (d["backend"], d["workload"], d["gc_policy"]) == cell for d in docs):
+        return tab
+    return table(docs, tab["package"], cell, METRICS[tab["metric"]], tab["factor"],
+                 [r["version"] for r in tab["rows"]])
+
+
+def load_table(path) -> dict:
+    """A bisect.json written by `gcbench bisect`, checked; a one-line error when malformed."""
+    from ..core import files
+
+    tab = files.read_json(path, "bisect table")
+    ok = isinstance(tab, dict) and isinstance(tab.get("rows"), list) and all(
+        isinstance(r, dict) and isinstance(r.get("version"), str) and r.get("status") in ("ok", "failed", "unavailable")
+        and (r["status"] != "ok" or (isinstance(r.get("values"), list) and isinstance(r.get("value"), (int, float))
+                                     and isinstance(r.get("median_ms"), (int, float))))
+        for r in tab["rows"])
+    keys = ("package", "cell", "metric", "metric_title", "unit")
+    if not ok or not all(isinstance(tab.get(k), str) for k in keys) or \
+            not isinstance(tab.get("factor"), (int, float)) or not isinstance(tab.get("floor"), (int, float)):
+        raise UsageError(f"{path}: not a gcbench bisect table")
+    tab.setdefault("first_change", None)
+    tab.setdefault("missing", [])
+    return tab

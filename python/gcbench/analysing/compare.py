@@ -1,0 +1,580 @@
+"""`gcbench compare A B`: per cell, whether B differs from A, and by how much.
+
+Repeats (fresh processes) are the unit: each cell's repeats give per-repeat medians,
+GC shares and full-collection schedules, and those are what is tested:
+
+- median step: Student's pooled t test on the logarithms of the per-repeat medians; the
+  effect is the ratio of their geometric means, B / A. When both cells ran in the same
+  invocation, in the same rounds, and have at least PAIRED_MIN_ROUNDS of them, the test
+  is paired by round (the per-round log ratios), which cancels a drift of the machine
+  between rounds; with fewer rounds the pooled test keeps more degrees of freedom, which
+  is worth more (on this machine pairing removed 10-18 % of the spread of a difference,
+  while 2 degrees of freedom instead of 4 cost 55 % of the t quantile);
+- GC share: the same t test on the per-repeat shares; the effect is the difference in
+  percentage points;
+- full collections: a schedule, not a rate (Python's collector is deterministic for a
+  given program). When each cell has the same count per step in every repeat, the
+  counts are compared exactly: different counts are "more"/"fewer", equal ones "same",
+  however few. Only when the counts vary between repeats are the per-repeat counts per
+  1,000 steps tested (the same t test).
+
+All tests of one comparison are corrected together by Benjamini and Hochberg's
+procedure (false discovery rate ALPHA), and every interval is printed at the level that
+goes with it (Benjamini and Yekutieli's false-coverage-rate intervals: 1 - R alpha / m
+for R rejections among m tests, 1 - alpha / m when there are none), so that an interval
+excludes "no change" exactly when its test rejects. A verdict is read off that interval:
+`faster`/`slower` (less/more GC, fewer/more full GCs) when it excludes no change and the
+estimate is at least `min_effect`; `same` when the interval lies within +-min_effect;
+`inconclusive` ("cannot tell") otherwise. Pairs whose settings differ (networks, steps,
+batch, data, machine) are refused unless forced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from scipy import stats as sst
+
+from . import stats, summary
+from ..core import metadata, terminal
+from ..core.errors import UsageError, did_you_mean
+from ..measuring import results
+
+ALPHA = 0.05
+MIN_EFFECT = 0.05
+PAIRED_MIN_ROUNDS = 5
+# The level of one run (an invocation) against another on the same machine, as the standard
+# deviation of its log step time: separate runs share a shift that repeats inside one run do
+# not see (measured: 8 of 10 vit cells 6 % lower, 23 min later). Estimated from the committed
+# cells measured in two runs (`benchmarks/cross_run.py`), it widens every time comparison
+# of two runs apart; an interleaved A/B in one run (`gcbench ab`) needs none.
+RUN_SD = 0.05
+POWER_TARGET = 0.20  # the change of a median a suite should find with 80 % power
+GC_SHARE_FLOOR = 0.001  # 0.1 percentage point: GC shares closer than this are the same
+SETTINGS = summary.SETTINGS + (("machine", lambda d: metadata.machine_identity(d.get("metadata") or {})),)
+VERDICTS = {"median": ("faster", "slower"), "gc_share": ("less GC", "more GC"),
+            "full_rate": ("fewer full GCs", "more full GCs"), "mean": ("faster run", "slower run"),
+            "peak_rss": ("less memory", "more memory")}
+RATIO_METRICS = ("median", "mean", "peak_rss")
+NAMES = {"median": "median step", "gc_share": "GC share", "full_rate": "full collections", "mean": "mean step",
+         "peak_rss": "peak memory"}
+
+
+@dataclasses.dataclass
+class Test:
+    metric: str
+    a: float | None
+    b: float | None
+    effect: float | None  # ratio (median) or difference (gc_share; full_rate: per 1,000 steps)
+    ci: tuple[float, float] | None  # interval of the effect at `level`
+    p: float | None
+    margin: float  # half-width of "the same" around no effect (in the effect's unit; a fraction for ratios)
+    note: str = ""
+    exact: bool = False  # a fact, not a sample (constant schedules; no GC on either side): not tested
+    paired: bool = False
+    level: float = 1 - ALPHA
+    p_adj: float | None = None
+    verdict: str = "inconclusive"
+    estimate: float | None = None  # the t test's difference, on its own scale (log for the median)
+    se: float | None = None
+    df: int | None = None
+
+    @property
+    def ratio_metric(self) -> bool:
+        return self.metric in RATIO_METRICS
+
+    def interval(self, level: float) -> tuple[float, float] | None:
+        """The effect's interval at `level`, from the same t test as the p-value."""
+        if self.se is None or self.estimate is None:
+            return self.ci
+        q = 0.0 if self.se == 0 else float(sst.t.ppf(0.5 + level / 2, self.df)) * self.se
+        lo, hi = self.estimate - q, self.estimate + q
+        return (math.exp(lo), math.exp(hi)) if self.ratio_metric else (lo, hi)
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("estimate", "se", "df")}
+
+
+def _t_test(a: np.ndarray, b: np.ndarray, paired: bool) -> tuple[float, float, float, int]:
+    """p, difference mean(b) - mean(a), its standard error and degrees of freedom: Student's
+    pooled test (the spread between processes is the machine's, the same on both sides;
+    a pooled estimate keeps its degrees of freedom when a flagged repeat leaves one side
+    with two), or the one-sample test of the per-round differences when `paired`."""
+    if paired:
+        d = b - a
+        diff, se, df = float(d.mean()), float(d.std(ddof=1) / math.sqrt(len(d))), len(d) - 1
+    else:
+        diff = float(b.mean() - a.mean())
+        na, nb = len(a), len(b)
+        pooled = ((na - 1) * a.var(ddof=1) + (nb - 1) * b.var(ddof=1)) / (na + nb - 2)
+        se, df = math.sqrt(pooled * (1 / na + 1 / nb)), na + nb - 2
+    if se == 0:  # no spread at all: the difference is exact
+        return (1.0 if diff == 0 else 0.0), diff, 0.0, df
+    return float(2 * sst.t.sf(abs(diff / se), df)), diff, se, df
+
+
+def _tested(metric, a, b, effect, xa, xb, paired, margin, alpha, note: str = "", run_sd: float = 0.0) -> Test:
+    """The t test of B against A; with `run_sd` (two runs apart), the difference's standard
+    error also carries each run's own level: a shift shared by every cell of a run, which
+    repeats inside one run cannot see (README, "Two runs apart")."""
+    p, diff, se, df = _t_test(xa, xb, paired)
+    if run_sd > 0:
+        se = math.sqrt(se * se + 2 * run_sd * run_sd)
+        p = float(2 * sst.t.sf(abs(diff / se), df))
+        note = (note + "; " if note else "") + f"two runs apart: widened by their own level ({100 * run_sd:.0f} % per run)"
+    t = Test(metric, a, b, effect, None, p, margin, note, paired=paired, estimate=diff, se=se, df=df)
+    t.ci = t.interval(1 - alpha)
+    return t
+
+
+def runs_apart(va: dict, vb: dict) -> bool | None:
+    """Whether two cells were measured in different invocations (True), in the same one
+    (False: repeats of both share a run id), or it cannot be told (None: a side records none)."""
+    rounds_a, rounds_b = va.get("rounds") or [], vb.get("rounds") or []
+    if not rounds_a or not rounds_b or None in rounds_a or None in rounds_b:
+        return None
+    return not ({r[0] for r in rounds_a} & {r[0] for r in rounds_b})
+
+
+def _too_few(va: dict, vb: dict, paired: bool) -> str | None:
+    if paired:
+        return None
+    if len(va["medians"]) < stats.MIN_PROCESSES or len(vb["medians"]) < stats.MIN_PROCESSES:
+        return (f"needs {stats.MIN_PROCESSES} or more repeats on each side (A: {len(va['medians'])}, "
+                f"B: {len(vb['medians'])}); no verdict from fewer processes")
+    return None
+
+
+def common_rounds(va: dict, vb: dict) -> list[tuple[int, int]]:
+    """(index in A, index in B) of the rounds both cells used in one invocation (empty
+    when either does not record its invocation, or they ran in different ones)."""
+    ra, rb = va.get("rounds") or [], vb.get("rounds") or []
+    if not ra or not rb or None in ra or None in rb or len({r[0] for r in ra + rb}) != 1:
+        return []
+    where = {r: i for i, r in enumerate(rb)}
+    return [(i, where[r]) for i, r in enumerate(ra) if r in where]
+
+
+def paired_rounds(va: dict, vb: dict) -> bool:
+    """Whether two cells ran in the same invocation with at least PAIRED_MIN_ROUNDS rounds
+    that both used: then their tests are paired by round, on those rounds."""
+    return len(common_rounds(va, vb)) >= PAIRED_MIN_ROUNDS
+
+
+def _sides(va: dict, vb: dict, key: str, paired: bool, f=np.asarray) -> tuple[np.ndarray, np.ndarray]:
+    """A's and B's per-repeat `key`, on the common rounds when paired."""
+    a, b = f(va[key]), f(vb[key])
+    if paired:
+        ia, ib = zip(*common_rounds(va, vb))
+        return a[list(ia)], b[list(ib)]
+    return a, b
+
+
+def _test_ratio(metric: str, key: str, va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
+    """B's per-repeat `key` against A's, as a ratio of geometric means: the t test of
+    their logarithms (paired by round where both ran in the same rounds); two runs apart,
+    widened by the level of each run (RUN_SD) where time is compared."""
+    a, b = np.log(va[key]), np.log(vb[key])
+    ga, gb = float(np.exp(a.mean())), float(np.exp(b.mean()))
+    paired = paired_rounds(va, vb)
+    why = _too_few(va, vb, paired)
+    if why:
+        values = lambda v: ", ".join(stats.fmt(x) for x in v[key])
+        return Test(metric, ga, gb, gb / ga, None, None, min_effect, f"{why}: A {values(va)}, B {values(vb)}")
+    xa, xb = _sides(va, vb, key, paired, lambda v: np.log(v))
+    apart = va.get("apart") or vb.get("apart")
+    return _tested(metric, ga, gb, gb / ga, xa, xb, paired, min_effect, alpha,
+                   run_sd=RUN_SD if apart and metric in ("median", "mean") else 0.0)
+
+
+def test_median(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
+    """The typical step: per-repeat medians."""
+    return _test_ratio("median", "medians", va, vb, min_effect, alpha)
+
+
+def test_mean(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
+    """The time a run takes: per-repeat mean steps (what GC spikes cost)."""
+    return _test_ratio("mean", "means", va, vb, min_effect, alpha)
+
+
+def test_memory(va: dict, vb: dict, min_effect: float, alpha: float) -> Test | None:
+    """Peak resident set size over the timed steps, where both sides sampled it."""
+    if not va.get("peak_rss") or not vb.get("peak_rss"):
+        return None
+    return _test_ratio("peak_rss", "peak_rss", va, vb, min_effect, alpha)
+
+
+def test_gc_share(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
+    a, b = np.asarray(va["shares"]), np.asarray(vb["shares"])
+    ma, mb = float(a.mean()), float(b.mean())
+    margin = max(min_effect * max(ma, mb), GC_SHARE_FLOOR)
+    if not a.any() and not b.any():
+        return Test("gc_share", 0.0, 0.0, 0.0, (0.0, 0.0), None, margin, "no GC time on either side", True)
+    paired = paired_rounds(va, vb)
+    why = _too_few(va, vb, paired)
+    if why:
+        return Test("gc_share", ma, mb, mb - ma, None, None, margin, why)
+    xa, xb = _sides(va, vb, "shares", paired)
+    return _tested("gc_share", ma, mb, mb - ma, xa, xb, paired, margin, alpha)
+
+
+def test_full(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
+    """Full collections, A against B: exact when each side's schedule has the same count
+    per step in every repeat; otherwise a t test of the per-repeat counts per 1,000 steps."""
+    sa, sb = va["schedule"], vb["schedule"]
+    ra, rb = np.asarray(va["full_per_1000"]), np.asarray(vb["full_per_1000"])
+    ma, mb = float(ra.mean()), float(rb.mean())
+    note = f"{stats.format_schedule(sa)}, against {stats.format_schedule(sb)}"
+    margin = min_effect * max(ma, mb)
+    if sa["constant"] and sb["constant"]:
+        return Test("full_rate", ma, mb, mb - ma, (mb - ma, mb - ma), None, margin, note, True)
+    paired = paired_rounds(va, vb)
+    why = _too_few(va, vb, paired)
+    if why:
+        return Test("full_rate", ma, mb, mb - ma, None, None, margin, f"{note}; {why}")
+    xa, xb = _sides(va, vb, "full_per_1000", paired)
+    return _tested("full_rate", ma, mb, mb - ma, xa, xb, paired, margin, alpha, note)
+
+
+def cell_tests(va: dict, vb: dict, min_effect: float, alpha: float) -> list[Test]:
+    """The repeat-level tests of cell A against cell B (their `repeat_values`): median step,
+    GC share, full collections and mean step, in that order, then peak memory where both
+    sides recorded it."""
+    tests = [test_median(va, vb, min_effect, alpha), test_gc_share(va, vb, min_effect, alpha),
+             test_full(va, vb, min_effect, alpha), test_mean(va, vb, min_effect, alpha)]
+    memory = test_memory(va, vb, min_effect, alpha)
+    return tests + ([memory] if memory is not None else [])
+
+
+def benjamini_hochberg(pvalues: list[float]) -> list[float]:
+    """Benjamini-Hochberg adjusted p-values (same order as given): a test rejects at false
+    discovery rate q when its adjusted p-value is at most q."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i], reverse=True)
+    adj = [1.0] * m
+    running = 1.0
+    for k, i in enumerate(order):
+        rank = m - k
+        running = min(running, pvalues[i] * m / rank)
+        adj[i] = min(1.0, running)
+    return adj
+
+
+def conclude(tests: list[Test], alpha: float) -> None:
+    """Correct the tests that have a p-value together (Benjamini-Hochberg), set every
+    interval to the false-coverage-rate level that goes with the rejections, and give
+    every test its verdict, read off that interval."""
+    testable = [t for t in tests if t.p is not None]
+    adjusted = benjamini_hochberg([t.p for t in testable])
+    for t, p in zip(testable, adjusted):
+        t.p_adj = p
+    m = len(testable)
+    rejected = sum(p <= alpha for p in adjusted)
+    level = 1 - max(rejected, 1) * alpha / m if m else 1 - alpha
+    for t in testable:
+        t.level = level
+        t.ci = t.interval(level)
+    for t in tests:
+        t.verdict = decide(t, alpha)
+
+
+def _beyond(t: Test, value: float) -> bool:
+    if t.ratio_metric:
+        return value in (0, math.inf) or abs(math.log(value)) >= math.log1p(t.margin)
+    return abs(value) >= t.margin if t.margin > 0 else value != 0
+
+
+def _within(t: Test, ci) -> bool:
+    if ci is None:
+        return False
+    if t.ratio_metric:
+        return ci[0] >= 1 / (1 + t.margin) and ci[1] <= 1 + t.margin
+    return -t.margin <= ci[0] and ci[1] <= t.margin
+
+
+def decide(t: Test, alpha: float) -> str:
+    lower, higher = VERDICTS[t.metric]
+    up = t.effect is not None and (t.effect > 1 if t.ratio_metric else t.effect > 0)
+    if t.exact:
+        if t.metric == "full_rate":
+            return "same" if t.effect == 0 else (higher if up else lower)
+        return "same"
+    if t.p is None:
+        return "inconclusive"
+    if t.p_adj is not None and t.p_adj <= alpha and _beyond(t, t.effect):
+        return higher if up else lower
+    if _within(t, t.ci):
+        return "same"
+    return "inconclusive"
+
+
+def repeat_values(docs: list[dict]) -> dict:
+    """What compare tests, from the ok repeats of one cell (flagged repeats left out)."""
+    ok = [d for d in docs if d["status"] == "ok"]
+    used, flags = summary.used_repeats(ok)
+    walls = [np.asarray(d["wall_ns"], np.float64) for d in used]
+    sched = stats.schedule([summary.full_collections(d) for d in ok])  # flagged repeats too: a schedule is exact
+    memory = summary.memory_summary(used) or {}
+    return {"medians": [float(np.median(w)) / 1e6 for w in walls],
+            "means": [float(w.mean()) / 1e6 for w in walls],
+            "peak_rss": memory.get("repeat_peak_rss_mb"),
+            "shares": [summary.gc_share(np.asarray(d["gc_ns"], np.float64), w, summary.between_steps(d))
+                       for d, w in zip(used, walls)],
+            "schedule": sched, "full_per_1000": stats.per_1000(sched)["per_repeat"],
+            "full": sched["total"], "steps": sched["total_steps"],
+            "rounds": [(results.run_id(d), d["repeat"]) if results.run_id(d) else None for d in used],
+            "repeats": len(used), "flagged": sum(1 for f in flags.values() if f)}
+
+
+def detectable(cells_values: list[dict], alpha: float, tests: int = 1) -> dict | None:
+    """The smallest change of a median step that a comparison of these cells (their
+    `repeat_values`) with as many repeats on the other side detects with 80 % power: from
+    the spread between repeats pooled over every cell (log medians), at their typical
+    number of repeats; for one test at `alpha`, and at the level of the first step of the
+    correction over `tests` tests (alpha / tests), which a change alone must pass."""
+    ss, df, sizes = 0.0, 0, []
+    for v in cells_values:
+        x = np.log(v["medians"])
+        if len(x) >= 2:
+            ss += float(((x - x.mean()) ** 2).sum())
+            df += len(x) - 1
+        sizes.append(len(x))
+    if df == 0 or not sizes:
+        return None
+    sd = math.sqrt(ss / df)
+    n = int(np.median(sizes))
+    single = stats.detectable_change(sd, n, n, alpha)
+    needed = None if single is not None and single <= POWER_TARGET else \
+        next((r for r in range(n + 1, 100) if (stats.detectable_change(sd, r, r, alpha) or 1e9) <= POWER_TARGET), None)
+    return {"spread": sd, "repeats": n, "single": single, "needed": needed,
+            "corrected": stats.detectable_change(sd, n, n, alpha / max(tests, 1)), "tests": tests}
+
+
+def settings_differ(docs_a: list[dict], docs_b: list[dict]) -> list[str]:
+    """The settings two cells differ in, as 'networks 200 in A, 50 in B'."""
+    out = []
+    for name, get in SETTINGS:
+        va = {json_key(get(d)) for d in docs_a if d["status"] == "ok"}
+        vb = {json_key(get(d)) for d in docs_b if d["status"] == "ok"}
+        if va and vb and va != vb:
+            out.append(f"{name} {', '.join(sorted(va))} in A, {', '.join(sorted(vb))} in B")
+    return out
+
+
+def json_key(value) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items() if v is not None) or "?"
+    return str(value)
+
+
+def holds_variants(groups: dict) -> bool:
+    """Whether any cell of `groups` is a named variant of a user's loop (not an environment)."""
+    return any(results.variant(d) for docs in groups.values() for d in docs)
+
+
+def pair_cells(a: dict, b: dict) -> tuple[list[tuple[tuple, tuple]], list[str]]:
+    """Pairs of cell keys (A's, B's) and notes. Cells pair by backend, workload, policy and
+    environment; when no environment is shared but each side has one per cell, the cells
+    pair across the environments (the question is then what the environment changed)."""
+    pairs = [(k, k) for k in a if k in b]
+    notes = []
+    if not pairs:
+        strip = lambda keys: {k[:3]: k for k in keys}
+        sa, sb = strip(a), strip(b)
+        if len(sa) == len(a) and len(sb) == len(b) and set(sa) & set(sb):
+            pairs = [(sa[k], sb[k]) for k in sa if k in sb]
+            envs_a = sorted({summary.context(k) or "(own interpreter)" for k, _ in pairs})
+            envs_b = sorted({summary.context(k) or "(own interpreter)" for _, k in pairs})
+            what = "environments or variants" if holds_variants(a) or holds_variants(b) else "environments"
+            notes.append(f"no environment or variant is in both folders: cells paired across {what} "
+                         f"({', '.join(envs_a)} in A against {', '.join(envs_b)} in B)")
+    if not pairs:
+        # one policy (or variant) of each loop per folder: a loop against its own mitigation
+        loop = lambda keys: {(k[0], k[1], k[4]): k for k in keys}
+        la, lb = loop(a), loop(b)
+        if len(la) == len(a) and len(lb) == len(b) and set(la) & set(lb):
+            pairs = [(la[k], lb[k]) for k in la if k in lb]
+            notes.append("each folder holds one policy or variant of each cell: paired by backend and workload ("
+                         + "; ".join(f"{summary.cell_label(ka)} in A with {summary.cell_label(kb)} in B"
+                                     for ka, kb in pairs[:4]) + (" ..." if len(pairs) > 4 else "") + ")")
+    paired_a, paired_b = {p[0] for p in pairs}, {p[1] for p in pairs}
+    notes += [f"{summary.cell_label(k)}: only in A" for k in a if k not in paired_a]
+    notes += [f"{summary.cell_label(k)}: only in B" for k in b if k not in paired_b]
+    return pairs, notes
+
+
+def compare_docs(docs_a: list[dict], docs_b: list[dict], min_effect: float = MIN_EFFECT, alpha: float = ALPHA,
+                 force: bool = False) -> dict:
+    """The comparison of two sets of result documents (see the module docstring)."""
+    if not 0 < alpha < 0.5:
+        raise UsageError(f"alpha must be between 0 and 0.5, got {alpha:g}")
+    if not (math.isfinite(min_effect) and 0 <= min_effect < 1):
+        raise UsageError(f"--min-effect must be a fraction from 0 to 1 (0.05 is 5 %), got {min_effect:g}")
+    nodes_a, nodes_b = summary.node_types(docs_a), summary.node_types(docs_b)
+    by_node = len(nodes_a) > 1 or len(nodes_b) > 1  # results of several kinds of machine: never pooled
+    a, b = summary.cells(docs_a, by_node), summary.cells(docs_b, by_node)
+    pairs, notes = pair_cells(a, b)
+    if by_node:
+        notes.insert(0, f"results of several kinds of machine ({len(nodes_a)} in A, {len(nodes_b)} in B): a cell is "
+                        "compared only with the same cell on the same kind of machine, never pooled across them")
+    rows, refused = [], []
+    for ka, kb in pairs:
+        if ka == kb:
+            label = summary.cell_label(ka)
+        elif ka[2] != kb[2]:
+            label = f"{summary.cell_label(ka)} vs {summary.cell_label(kb)}"
+        else:
+            label = f"{summary.cell_label(ka)} vs [{summary.context(kb) or 'own'}]"
+        da, db = a[ka], b[kb]
+        sa = {d["status"] for d in da}
+        sb = {d["status"] for d in db}
+        if "ok" not in sa or "ok" not in sb:
+            notes.append(f"{label}: not compared ({'/'.join(sorted(sa))} in A, {'/'.join(sorted(sb))} in B)")
+            continue
+        differ = settings_differ(da, db)
+        if differ and not force:
+            refused.append(f"{label}: {'; '.join(differ)}")
+            continue
+        va, vb = repeat_values(da), repeat_values(db)
+        apart = runs_apart(va, vb)
+        va["apart"] = vb["apart"] = apart is not False  # two folders: apart unless they share a run
+        tests = cell_tests(va, vb, min_effect, alpha)
+        rows.append({"cell": label, "key_a": list(ka), "key_b": list(kb), "repeats": [va["repeats"], vb["repeats"]],
+                     "runs_apart": va["apart"],
+                     "flagged": [va["flagged"], vb["flagged"]], "forced": differ, "tests": tests,
+                     "_values": (va, vb)})
+    tests = [t for r in rows for t in r["tests"]]
+    conclude(tests, alpha)
+    for r in rows:
+        r["verdict"] = r["tests"][0].verdict
+        r["summary"] = overall(r["tests"])
+    m = sum(t.p is not None for t in tests)
+    return {"alpha": alpha, "min_effect": min_effect, "tests": m, "rows": rows, "refused": refused, "notes": notes,
+            "detectable": detectable([v for r in rows for v in r.pop("_values")], alpha, m)}
+
+
+def split_sides(docs: list[dict], base: str, head: str) -> tuple[list[dict], list[dict]]:
+    """The two sides of an interleaved A/B in one folder: the documents of environment (or
+    a user loop's variant) `base` and those of `head`, each named as the folder names it."""
+    name = lambda d: results.env_name(d) or results.variant(d) or ""
+    names = sorted({name(d) for d in docs} - {""})
+    sides = [[d for d in docs if name(d) == which] for which in (base, head)]
+    for which, side in zip((base, head), sides):
+        if not side:
+            raise UsageError(f"no result of environment {which!r} in the folder; it holds "
+                             + (", ".join(repr(n) for n in names) if names else "no environment")
+                             + did_you_mean(which, names))
+    return sides[0], sides[1]
+
+
+def compare_dirs(dir_a, dir_b, min_effect: float = MIN_EFFECT, alpha: float = ALPHA, force: bool = False) -> dict:
+    out = compare_docs(results.load_dir(dir_a), results.load_dir(dir_b), min_effect, alpha, force)
+    out.update(a=str(dir_a), b=str(dir_b))
+    return out
+
+
+def to_json(comparison: dict) -> dict:
+    return {**comparison, "rows": [{**r, "tests": [t.to_json() for t in r["tests"]]} for r in comparison["rows"]]}
+
+
+def _change(t: Test) -> str:
+    """The effect with its interval, in the interval's own words."""
+    if t.effect is None:
+        return "-"
+    if t.metric == "gc_share":
+        text = f"{100 * t.effect:+.2f} pp"
+        return text + (f" ({100 * t.ci[0]:+.2f}..{100 * t.ci[1]:+.2f})" if t.ci and not t.exact else "")
+    if t.metric == "full_rate":
+        return f"{stats.fmt_signed(t.effect)}" + ("" if t.exact or not t.ci else
+                                                    f" ({stats.fmt_signed(t.ci[0])}..{stats.fmt_signed(t.ci[1])})")
+    text = f"{100 * (t.effect - 1):+.1f} %"
+    if t.ci:
+        text += f" ({100 * (t.ci[0] - 1):+.0f}..{100 * (t.ci[1] - 1):+.0f})"
+    return text
+
+
+def levels(c: dict) -> str:
+    """The level of the printed intervals, in words."""
+    lv = {round(100 * t.level, 2) for r in c["rows"] for t in r["tests"] if t.p is not None}
+    return f"{'/'.join(f'{x:g}' for x in sorted(lv))} %" if lv else f"{100 * (1 - c['alpha']):g} %"
+
+
+def format_detectable(d: dict | None) -> str:
+    if d is None:
+        return "smallest detectable change: needs 2 or more repeats per cell"
+    one = f"{100 * d['single']:.0f} %" if d["single"] is not None else "none below 100x"
+    text = (f"smallest change of a median detected with 80 % power at {d['repeats']} repeats per cell and the "
+            f"spread measured here ({100 * d['spread']:.1f} % between repeats): {one} for one test")
+    if d.get("needed"):
+        text += f"; {d['needed']} repeats per cell would detect {100 * POWER_TARGET:.0f} %"
+    if d["tests"] > 1:
+        many = f"{100 * d['corrected']:.0f} %" if d["corrected"] is not None else "none below 100x"
+        text += f", {many} for one change among {d['tests']} tests"
+    return text
+
+
+def _short_change(t: Test) -> str:
+    if t.metric == "gc_share":
+        return f"{100 * t.effect:+.1f} points"
+    if t.metric == "full_rate":
+        return f"{stats.fmt_signed(t.effect)} per 1,000 steps"
+    return f"{100 * (t.effect - 1):+.0f} %"
+
+
+def overall(tests: list[Test]) -> str:
+    """Every verdict of a pair that is not 'same', with its effect, in one phrase: 'slower
+    run (+8 %), more GC (+12.0 points), less memory (-49 %)'; a change that trades time for
+    memory (or memory for time) says so, so that a memory fix is never read as only a
+    regression."""
+    said = [f"{t.verdict} ({_short_change(t)})" for t in tests
+            if t.verdict not in ("same", "inconclusive") and t.effect is not None]
+    if not said:
+        return "same" if all(t.verdict == "same" for t in tests) else "no change shown"
+    time_worse = any(t.verdict in ("slower", "slower run") for t in tests)
+    time_better = any(t.verdict in ("faster", "faster run") for t in tests)
+    memory = next((t.verdict for t in tests if t.metric == "peak_rss"), None)
+    text = ", ".join(said)
+    if time_worse and memory == "less memory":
+        text += ": a trade, time for memory"
+    elif time_better and memory == "more memory":
+        text += ": a trade, memory for time"
+    return text
+
+
+def format_comparison(c: dict) -> str:
+    """The comparison as a table: per cell, the typical step (median) and the time a run
+    takes (mean step) with their changes and intervals, GC share and full collections,
+    then the cell's verdicts in words; then the smallest detectable change and what was
+    refused or left out."""
+    head = ["cell", "median ms A->B", "median change (CI)", "mean ms A->B", "mean change (CI)", "GC % A->B",
+            "full/1000 A->B"]
+    body, verdicts = [], []
+    for r in c["rows"]:
+        m, g, f, mean = r["tests"][:4]
+        memory = r["tests"][4] if len(r["tests"]) > 4 else None
+        body.append([r["cell"] + (" (forced)" if r["forced"] else "") + (" (paired by round)" if m.paired else ""),
+                     f"{stats.fmt(m.a)}->{stats.fmt(m.b)}", _change(m), f"{stats.fmt(mean.a)}->{stats.fmt(mean.b)}",
+                     _change(mean), f"{100 * g.a:.2f}->{100 * g.b:.2f}", f"{stats.fmt(f.a)}->{stats.fmt(f.b)}"])
+        words = r.get("summary") or overall(r["tests"])
+        why = next((t.note for t in r["tests"][:1] if t.note and t.verdict == "inconclusive" and t.p is None), "")
+        extra = f"; peak memory {stats.fmt(memory.a)}->{stats.fmt(memory.b)} MiB {_change(memory)}" if memory else ""
+        verdicts.append(f"  {words}" + (f" ({why})" if why else "") +
+                        (" (full collections exact: fixed schedules)" if f.exact and (f.a or f.b) else "") + extra)
+    named = ", ".join(dict.fromkeys(NAMES[t.metric] for r in c["rows"] for t in r["tests"])) or "none"
+    lines = [terminal.wrap(f"repeats are the unit; tests of the {named}: {c['tests']} corrected together "
+                           f"(Benjamini-Hochberg, false discovery rate {c['alpha']:g}); intervals at {levels(c)} "
+                           f"(false coverage rate {c['alpha']:g}); minimum effect {100 * c['min_effect']:g} %")]
+    # too wide for the terminal: the A->B values go before the changes and their intervals
+    lines += terminal.table(head, body, drop=(3, 1, 6),
+                            extra={i: [terminal.wrap(w.strip(), "  ", "    ")] for i, w in enumerate(verdicts)})
+    if not body:
+        lines.append("(no cell ran ok in both folders)")
+    else:
+        lines.append(terminal.wrap(format_detectable(c.get("detectable"))))
+    if c["refused"]:
+        lines.append("refused (settings differ; --force compares them anyway):")
+        lines += [terminal.wrap(x, "  ", "    ") for x in c["refused"]]
+    lines += [terminal.wrap(x) for x in c["notes"]]
+    return "\n".join(lines)

@@ -1,0 +1,387 @@
+"""`gcbench explain CELL`: where the collector's work comes from.
+
+The cell runs in a diagnostic worker (`measuring.diagnostic_run`: `diagnose` for Python
+backends; Julia's `Profile.Allocs` for the Julia ones), whose timings are disturbed and
+not reported as measurements. From what it records, `summarize` answers:
+
+- what is promoted into the oldest generation per step, by type, by the package that
+  defines the type, and by allocation site (the innermost frame inside jax, jaxlib,
+  equinox, flax, optax, numpy, gcbench's step code, or gcbench's own loop: `loop`);
+- what a full collection scans: the oldest generation by type and package, and how much
+  of it existed before the timed steps (imports, the model, compiled functions) against
+  what training made, plus what is frozen;
+- whether any garbage is cyclic (DEBUG_SAVEALL), and of which types;
+- the full-collection interval the collector's own rule predicts, against the observed;
+- recommendations that follow from the data (freeze; the partition or split idiom; the
+  loop's own records; the cycle's types), each with its measured effect where the
+  results folder holds a cell of that policy or idiom.
+
+`explain.json` in the results folder keeps one explanation per cell; the report renders
+a "Why" section from it.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import numpy as np
+
+from . import stats
+from ..core import files, schemas
+from ..core.errors import UsageError
+from ..measuring import diagnose
+from ..measuring.diagnostic_run import DISTURBED, RAW_FORMAT
+
+FILE = "explain.json"
+FORMAT = "gcbench-explain"
+SCHEMA_VERSION = 1
+
+
+# -- what it means -------------------------------------------------------------------------------
+
+def _share(counter: dict, total: int, top: int = 5) -> list[list]:
+    return [[k, v, v / total if total else 0.0] for k, v in list(counter.items())[:top]]
+
+
+def full_interval(py: dict) -> dict:
+    """The interval between full collections that CPython's rule predicts from what the run
+    promoted, against the interval observed in the run."""
+    steps = py["steps"]
+    promoted = statistics.fmean(py["promoted_per_step"]) if steps else 0.0
+    gen1_per_step = py["gen1_collections"] / steps if steps else 0.0
+    sizes = [size for _, size in py["oldest"]] or [py["scanned"]["total"] // max(py["scanned"]["collections"], 1)]
+    oldest = statistics.median(sizes) if sizes else 0
+    thr2 = py["thresholds"][2] if len(py["thresholds"]) > 2 else 10
+    by_count = (thr2 + 1) / gen1_per_step if gen1_per_step else None
+    by_promotion = (oldest / 4) / promoted if promoted else None
+    full = py["full_steps"]
+    observed = statistics.median(b - a for a, b in zip(full, full[1:])) if len(full) > 1 else None
+    # None: the rule never fires at this rate (no collection of generation 1, or nothing promoted)
+    predicted = None if by_count is None or by_promotion is None else max(by_count, by_promotion)
+    return {"promoted_per_step": promoted, "gen1_per_step": gen1_per_step, "oldest_objects": oldest,
+            "threshold2": thr2, "by_count": by_count, "by_promotion": by_promotion,
+            "predicted": predicted, "observed": observed, "full_collections": len(full)}
+
+
+def _effect(docs: list[dict] | None, base: tuple, other: tuple, env: str | None = None,
+            tests: bool = True) -> str | None:
+    """The measured change from cell `base` to cell `other` (backend, workload, policy) in
+    environment `env` of `docs`, with its tests (corrected together) and intervals; None
+    when the results hold no such pair. Without `tests` (a report, whose Findings test the
+    same pair), the figures alone: a report gives one corrected p-value per comparison."""
+    if not docs:
+        return None
+    from . import compare, summary
+
+    cells = summary.cells(docs)  # per kind of machine where there are several: the first that holds both
+    node = next((k[4] for k in cells if k[:4] == (*base, env or "") and (*other, env or "", k[4]) in cells), "")
+    a, b = cells.get((*base, env or "", node)), cells.get((*other, env or "", node))
+    if a is None or b is None or not any(d["status"] == "ok" for d in a) or not any(d["status"] == "ok" for d in b):
+        return None
+    va, vb = compare.repeat_values(a), compare.repeat_values(b)
+    if not tests:
+        gm = lambda v, k: float(np.exp(np.mean(np.log(v[k]))))
+        return (f"measured, {'/'.join(base)} → {'/'.join(other)}: GC share {100 * np.mean(va['shares']):.2f} % → "
+                f"{100 * np.mean(vb['shares']):.2f} %; full collections (repeats of {va['schedule']['steps'][0]:,} "
+                f"steps): {stats.short_schedule(va['schedule'])} → {stats.short_schedule(vb['schedule'])}; median "
+                f"step {stats.fmt(gm(va, 'medians'))} → {stats.fmt(gm(vb, 'medians'))} ms, mean step "
+                f"{stats.fmt(gm(va, 'means'))} → {stats.fmt(gm(vb, 'means'))} ms (tested in Findings)")
+    median, share, full, mean = (tested_all := compare.cell_tests(va, vb, compare.MIN_EFFECT, compare.ALPHA))[:4]
+    compare.conclude(tested_all, compare.ALPHA)
+
+    def tested(t) -> str:
+        if t.exact:
+            return t.verdict + (", exact: fixed schedules" if t.metric == "full_rate" else "")
+        return ("cannot tell" if t.verdict == "inconclusive" else t.verdict) + \
+            (f", p = {t.p_adj:.2g} corrected" if t.p_adj is not None else "")
+
+    level = lambda t: f"{100 * t.level:.3g} %"
+    share_ci = (f", difference {100 * share.effect:+.2f} points ({level(share)} {100 * share.ci[0]:+.2f} to "
+                f"{100 * share.ci[1]:+.2f})" if share.ci and not share.exact else "")
+    median_ci = f" ({level(median)} {median.ci[0]:.2f}-{median.ci[1]:.2f})" if median.ci else ""
+    median_effect = f"{median.effect:.2f} x{median_ci}, " if median.effect is not None else ""
+    mean_ci = f" ({level(mean)} {mean.ci[0]:.2f}-{mean.ci[1]:.2f})" if mean.ci else ""
+    mean_effect = f"{mean.effect:.2f} x{mean_ci}, " if mean.effect is not None else ""
+    return (f"measured, {'/'.join(base)} → {'/'.join(other)}: GC share {100 * share.a:.2f} % → "
+            f"{100 * share.b:.2f} %{share_ci} ({tested(share)}); full collections (repeats of "
+            f"{va['schedule']['steps'][0]:,} steps): {stats.short_schedule(va['schedule'])} → "
+            f"{stats.short_schedule(vb['schedule'])} ({tested(full)}); the time a run takes (mean step) "
+            f"{mean_effect}{tested(mean)}; the typical step (median) {median_effect}{tested(median)}")
+
+
+def recommendations(expl: dict, docs: list[dict] | None = None, tests: bool = True) -> list[dict]:
+    """What to do about it, derived from the diagnosis, with measured effects where `docs`
+    (the results folder's cells) hold the cells to show them."""
+    out = []
+    backend, workload, policy = expl["cell"]["backend"], expl["cell"]["workload"], expl["cell"]["policy"]
+    env = expl.get("environment")
+    py = expl.get("python")
+    if py is None:
+        return out
+    interval = expl["full_interval"]
+    promoted = py["promoted"]
+    sites = traced_sites(promoted)
+    total_sites = max(sum(sites.values()), 1)
+    site_share = lambda pkg: sum(v for k, v in sites.items() if k.split(" ")[0] == pkg) / total_sites
+    scanned = py["scanned"]
+    origin = scanned["origin"]
+    before = origin.get("before the timed steps", 0) / max(sum(origin.values()), 1)
+    if py["garbage"]["total"]:
+        types = ", ".join(list(py["garbage"]["by_type"])[:4])
+        out.append({"kind": "cycles", "text": f"Break the reference cycles: {py['garbage']['total']:,} objects were "
+                    f"cyclic garbage ({types}); only the collector frees those. A weakref, or clearing the "
+                    "reference that closes the cycle, lets reference counting free them at once."})
+    if backend == "user":
+        advice = _user_loop_advice(expl, py, interval, before, docs, (backend, workload, policy), env, tests)
+        if advice:
+            return out + advice
+    if interval["promoted_per_step"] < 1 and not interval["full_collections"]:
+        out.append({"kind": "none", "text": "Nothing to fix here: the loop promotes "
+                    f"{interval['promoted_per_step']:.2g} objects per step and made no full collection."})
+        return out
+    if site_share("loop") >= 0.2:
+        out.append({"kind": "bookkeeping", "text": "The loop's own bookkeeping drives the collector: "
+                    f"{100 * site_share('loop'):.0f} % of what is promoted comes from the metrics history the loop "
+                    "keeps. A record holding a dict or a list is tracked and promoted; keep metrics as numbers in "
+                    "preallocated arrays, or in flat dicts of numbers, which CPython does not track."})
+    if backend == "equinox-filter" and site_share("equinox") + site_share("jax") >= 0.3:
+        out.append({"kind": "partition", "text": "Flatten the model once: "
+                    f"{100 * (site_share('equinox') + site_share('jax')):.0f} % of what is promoted is allocated in "
+                    "equinox and jax while eqx.filter_jit flattens the module on every call. eqx.partition once, "
+                    "then plain jax.jit over the arrays (the equinox-partition backend).",
+                    "effect": _effect(docs, (backend, workload, policy), ("equinox-partition", workload, policy), env, tests)})
+    if backend == "nnx" and site_share("flax") >= 0.3:
+        out.append({"kind": "split", "text": "Split the model once: "
+                    f"{100 * site_share('flax'):.0f} % of what is promoted is allocated in flax while nnx.jit walks "
+                    "the module's graph on every call. nnx.split once, then a pure jax.jit over (graphdef, state) "
+                    "(the nnx-split backend; Flax's performance guide).",
+                    "effect": _effect(docs, (backend, workload, policy), ("nnx-split", workload, policy), env, tests)})
+    if before >= 0.5 and interval["full_collections"]:
+        out.append({"kind": "freeze", "text": f"Freeze what setup made: {100 * before:.0f} % of the objects a full "
+                    "collection scans existed before the timed steps (imports, the model, compiled functions). "
+                    "gc.collect() then gc.freeze() after the first step (the freeze policy) moves them out of "
+                    "every later scan.",
+                    "effect": _effect(docs, (backend, workload, policy), (backend, workload, "freeze"), env, tests)})
+    return out
+
+
+def _user_loop_advice(expl: dict, py: dict, interval: dict, before: float, docs, base: tuple, env,
+                      tests: bool = True) -> list[dict]:
+    """What to do about a user's loop: its own allocation sites first; then, when full
+    collections free almost nothing, that their cost is scanning long-lived objects, with
+    `gc.freeze()` after warm-up as the remedy (its effect measured where the folder holds
+    the loop measured with policy freeze)."""
+    out = []
+    sites = traced_sites(py["promoted"])
+    traced = max(sum(sites.values()), 1)
+    own = {k: v for k, v in sites.items() if k.split(" ")[0] == "user"}
+    called = py["promoted"].get("by_user_site") or {}
+    if own:
+        top = ", ".join(k.split(" ", 1)[1] for k in list(own)[:3])
+        out.append({"kind": "own-code", "text": f"{100 * sum(own.values()) / traced:.0f} % of what reaches the oldest "
+                    f"generation is allocated in your own code, at {top}: objects kept alive there (histories, caches, "
+                    "lists of records) are what the collector promotes and later scans."})
+    elif called:
+        inner = ", ".join(k for k in list(sites)[:2])
+        top = ", ".join(f"{k} ({100 * v / traced:.0f} %)" for k, v in list(called.items())[:3])
+        out.append({"kind": "own-code", "text": f"What reaches the oldest generation is allocated inside libraries "
+                    f"({inner}), called from your code at {top}: those are the lines of your loop to change."})
+    fulls = [c for c in py["collections"] if c["generation"] >= 2 and 0 <= c["step"] < py["steps"]]
+    if fulls:
+        freed = sum(c["collected"] for c in fulls)
+        scanned = statistics.fmean(c["objects_at_start"][2] for c in fulls if c["objects_at_start"][2] >= 0) \
+            if any(c["objects_at_start"][2] >= 0 for c in fulls) else 0
+        if freed <= max(0.01 * scanned, 100):
+            out.append({"kind": "scanning", "text": f"The {len(fulls)} full collection{'s' * (len(fulls) > 1)} freed "
+                        f"{freed:,} objects in all while scanning about {scanned:,.0f} each: the cost is scanning "
+                        "long-lived objects, not garbage. gc.collect() then gc.freeze() after the warm-up moves them out "
+                        "of every later scan; measure it with policy='freeze' into a folder of its own and "
+                        "`gcbench compare` the two.",
+                        "effect": _effect(docs, base, (base[0], base[1], "freeze"), env, tests)})
+    elif py["garbage"]["total"] and interval["full_collections"] == 0 and interval["gen1_per_step"]:
+        out.append({"kind": "no-full", "text": "No full collection ran, yet the loop makes cyclic garbage that "
+                    "survives young collections: it waits in the oldest generation, whose collection the "
+                    "collector's rule keeps putting off, so memory grows. An occasional gc.collect() (policy "
+                    "manual:K) frees it: compare peak memory with `gcbench compare`, not time alone."})
+    return out
+
+
+def of_user_loop(diagnosis: dict, cell, variant: str | None, user_file: str) -> dict:
+    """The explanation of a user's loop measured with `measure(..., explain=True)`."""
+    from ..core import metadata
+
+    meta = metadata.collect()
+    diagnosis = dict(diagnosis, interpreter=meta["python"])
+    raw = {"format": RAW_FORMAT, "cell": {**cell.to_json(), "policy": cell.policy}, "label": cell.label,
+           "metadata": meta, "environment": None, "python": diagnosis}
+    expl = summarize(raw)
+    expl["label"] = f"user/{cell.workload}/{cell.policy}"
+    expl["environment"] = variant  # a variant of a loop stands where an environment does (summary.cell_key)
+    expl["user_file"] = diagnose.site_path(user_file) if user_file else None
+    return expl
+
+
+def summarize(raw: dict, docs: list[dict] | None = None) -> dict:
+    """The explanation of one diagnostic run (see the module docstring)."""
+    cell = raw["cell"]
+    expl = {"label": f"{cell['backend']}/{cell['workload']}/{cell['policy']}", "cell": cell,
+            "python_version": raw["metadata"].get("python"),
+            "packages": {k: v for k, v in (raw["metadata"].get("packages") or {}).items() if v},
+            "environment": (raw.get("environment") or {}).get("name"), "note": DISTURBED}
+    if "julia" in raw:
+        expl["julia"] = raw["julia"]
+        expl["julia_versions"] = raw["metadata"].get("julia_packages", {})
+        return expl
+    expl["python"] = raw["python"]
+    return derive(expl, docs)
+
+
+def derive(expl: dict, docs: list[dict] | None = None, tests: bool = True) -> dict:
+    """The figures an explanation derives from its diagnosis (counts, the predicted interval,
+    recommendations with the effects measured in `docs`), computed anew: a report refreshes
+    a stored explanation with them, so that it follows the code and the folder's results."""
+    py = expl.get("python")
+    if py is None:
+        return expl
+    expl = dict(expl, full_interval=full_interval(py))
+    in_steps = [c for c in py["collections"] if 0 <= c["step"] < py["steps"]]
+    expl["counts"] = [sum(1 for c in in_steps if c["generation"] == g) for g in range(3)]
+    expl["collected"] = sum(c["collected"] for c in in_steps)
+    expl["uncollectable"] = sum(c["uncollectable"] for c in in_steps)
+    expl["recommendations"] = recommendations(expl, docs, tests)
+    return expl
+
+
+# -- explain.json -----------------------------------------------------------------------------------
+
+def load(folder) -> dict | None:
+    """The explanations in a results folder, or None when it has none."""
+    import pathlib
+
+    path = pathlib.Path(folder) / FILE
+    if not path.is_file():
+        return None
+    doc = files.read_json(path, "explain document")
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("explanations"), list) \
+            or not all(isinstance(e, dict) and isinstance(e.get("label"), str) for e in doc["explanations"]):
+        raise UsageError(f"{path}: not a gcbench explain document")
+    schemas.check(doc, schemas.EXPLAIN, str(path))
+    if doc.get("schema_version", 0) > SCHEMA_VERSION:
+        raise UsageError(f"{path}: explain schema_version {doc['schema_version']} is newer than this gcbench reads")
+    for e in doc["explanations"]:  # older files kept the environment in the label too: it is apart
+        env = e.get("environment")
+        if env:
+            e["label"] = e["label"].removesuffix(f" [{env}]")
+    latest = {_key(e): e for e in doc["explanations"]}  # one per cell, environment, bookkeeping: the last saved
+    doc["explanations"] = list(latest.values())
+    return doc
+
+
+def traced_sites(promoted: dict) -> dict[str, int]:
+    """Promotions by allocation site, without those allocated before sites were traced."""
+    return {k: v for k, v in promoted["by_site"].items() if not k.startswith(diagnose.UNTRACED)}
+
+
+def why_no_sites(py: dict) -> str | None:
+    """Why a Python explanation has no allocation sites to show, in words; None when it has."""
+    if traced_sites(py["promoted"]):
+        return None
+    if py.get("sites_from_step") is None:
+        return "not traced (--no-sites)"
+    return (f"no object allocated in the traced steps (from step {py['sites_from_step']}) reached the oldest "
+            "generation there; trace more steps with --site-steps")
+
+
+def _bookkeeping(expl: dict) -> str:
+    return (expl.get("cell") or {}).get("bookkeeping") or "none"
+
+
+def _key(expl: dict) -> tuple[str, str | None, str]:
+    """The cell, environment and loop bookkeeping an explanation is of."""
+    return expl["label"], expl.get("environment"), _bookkeeping(expl)
+
+
+def save(folder, expl: dict) -> None:
+    """Add (or replace) the explanation of its cell in `folder`'s explain.json."""
+    import pathlib
+
+    doc = load(folder) or {"format": FORMAT, "schema_version": SCHEMA_VERSION, "explanations": []}
+    doc["explanations"] = [e for e in doc["explanations"] if _key(e) != _key(expl)] + [expl]
+    files.write_json(pathlib.Path(folder) / FILE, doc)
+
+
+# -- for people ---------------------------------------------------------------------------------------
+
+def _table(title: str, counter: dict, total: int, top: int = 5) -> list[str]:
+    rows = _share(counter, total, top)
+    if not rows:
+        return []
+    return [f"  {title}: " + "; ".join(f"{k} {100 * s:.0f} %" for k, _, s in rows)]
+
+
+def qualifiers(expl: dict) -> str:
+    """What sets an explanation apart from its cell's label: its environment, and the loop's
+    bookkeeping when the loop kept some (` [py3.12] with bookkeeping metrics`)."""
+    env = f" [{expl['environment']}]" if expl.get("environment") else ""
+    bookkeeping = _bookkeeping(expl)
+    return env + (f" with bookkeeping {bookkeeping}" if bookkeeping != "none" else "")
+
+
+def format_text(expl: dict) -> str:
+    lines = [f"{expl['label']}{qualifiers(expl)}: {expl['note']}"]
+    if "julia" in expl:
+        jl = expl["julia"]
+        total = max(sum(v[0] for v in jl["by_package"].values()), 1)
+        lines.append(f"Julia allocations, sampled at {jl['sample_rate']:g} over {jl['steps']} steps: "
+                     f"{jl['samples']:,} samples")
+        for title, table in (("by type", jl["by_type"]), ("by top frame's package", jl["by_package"]),
+                             ("by site", jl["by_site"])):
+            ordered = sorted(table.items(), key=lambda kv: -kv[1][0])[:6]
+            lines.append(f"  {title}: " + "; ".join(f"{k} {100 * v[0] / total:.0f} % ({v[1] / 2**10:,.0f} KiB sampled)"
+                                                     for k, v in ordered))
+        return "\n".join(lines)
+    py, fi = expl["python"], expl["full_interval"]
+    model = py["collector"]
+    lines.append(f"collector: {model['model']} (Python {expl['python_version']}), thresholds "
+                 f"{'/'.join(map(str, py['thresholds']))}; {model['note']}")
+    c = expl["counts"]
+    lines.append(f"collections in {py['steps']} steps: {c[0]:,} of generation 0, {c[1]:,} of generation 1, "
+                 f"{c[2]:,} full; objects collected: {expl['collected']:,}"
+                 + (" (no cyclic garbage)" if not expl["collected"] else "")
+                 + (f"; uncollectable: {expl['uncollectable']}" if expl["uncollectable"] else ""))
+    pr = py["promoted"]
+    lines.append(f"promoted to the oldest generation: {stats.fmt(fi['promoted_per_step'])} objects per step "
+                 f"({pr['total']:,} made during the steps; {pr.get('made_before_the_steps', 0):,} more made "
+                 "before them, a one-off)")
+    lines += _table("by type", pr["by_type"], pr["total"])
+    lines += _table("by package defining the type", pr["by_package"], pr["total"])
+    no_sites = why_no_sites(py)
+    if no_sites:
+        lines.append(f"  by allocation site: {no_sites}")
+    else:
+        traced = traced_sites(pr)
+        lines += _table(f"by allocation site (of those traced, from step {py.get('sites_from_step') or 0})", traced,
+                        sum(traced.values()))
+    sc = py["scanned"]
+    if sc["collections"]:
+        per = sc["total"] / sc["collections"]
+        origin = sc["origin"]
+        before = origin.get("before the timed steps", 0) / max(sum(origin.values()), 1)
+        lines.append(f"a full collection scans {per:,.0f} objects: {100 * before:.0f} % existed before the timed "
+                     f"steps (imports, the model, compiled functions), {100 * (1 - before):.0f} % were made during "
+                     f"them; frozen (never scanned): {sc['frozen']:,}")
+        lines += _table("by type", sc["by_type"], sc["total"])
+        lines += _table("by package", sc["by_package"], sc["total"])
+    else:
+        lines.append(f"no full collection ran; the oldest generation holds about {fi['oldest_objects']:,.0f} objects")
+    predicted = "never" if fi["predicted"] is None else f"every {fi['predicted']:,.0f} steps"
+    observed = f"every {fi['observed']:,.0f} steps" if fi["observed"] else \
+        f"{fi['full_collections']} in {py['steps']} steps"
+    lines.append(f"full collections: the collector's rule predicts {predicted} (a quarter of the oldest generation, "
+                 f"{fi['oldest_objects'] / 4:,.0f} objects, over {stats.fmt(fi['promoted_per_step'])} promoted per step; "
+                 f"and at least {fi['threshold2'] + 1} collections of generation 1); observed {observed}")
+    if py["garbage"]["total"]:
+        lines += _table("cyclic garbage by type", py["garbage"]["by_type"], py["garbage"]["total"])
+    for r in expl["recommendations"]:
+        lines.append(f"- {r['text']}" + (f" ({r['effect']})" if r.get("effect") else ""))
+    return "\n".join(lines)

@@ -1,0 +1,394 @@
+"""`gcbench bisect --git`: the commit of a package's history where a cell changed.
+
+A release-level bisect names a release; between two releases lie tens of commits. This
+bisects the first-parent commits between a good and a bad ref of a package's git
+repository (a local clone, or a URL git can reach): each tested commit gets an
+environment with the package built from that commit and every other package pinned to
+the version the good endpoint's environment resolved, so that only the package changes.
+The cell runs in it with the usual repeats, and one rule (`RULE`) calls the commit like
+good or like bad; the search stops at the first bad commit, in at most
+ceil(log2(n)) + 2 builds. A commit that cannot be built or run is skipped, as
+`git bisect skip` does, and the search goes around it.
+
+Python's collector is deterministic for a given program: full collections fall at the
+same steps in every repeat, so a bisect on them is exact. The table (`gitbisect.json`
+beside the results) is rebuilt from the results by `table`, so a report recomputes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import pathlib
+import re
+import subprocess
+
+import numpy as np
+
+from . import bisect, summary
+from ..core import files
+from ..core.errors import UsageError
+from ..core.paths import user_cache
+from ..measuring import envspec
+
+FILE = "gitbisect.json"
+FORMAT = "gcbench-gitbisect"
+SCHEMA_VERSION = 1
+SEED_TOOLS = {"pip", "setuptools", "wheel"}  # what the installer puts into every environment itself
+RULE = ("A tested commit is like bad when its value lies nearer the bad endpoint's value than the good "
+        "endpoint's (the median step on a log scale), else like good. Values are per cell: full collections "
+        "per repeat (their mean over the repeats; exact when the schedule is the same in every repeat), the GC "
+        "share (mean of the per-repeat shares) or the median step (geometric mean of the per-repeat medians). "
+        "The endpoints must differ: their per-repeat full-collection counts do not overlap, or, for the GC share "
+        "and the median, Student's t test of their repeats gives p < 0.05.")
+
+
+@dataclasses.dataclass(frozen=True)
+class Metric:
+    name: str
+    title: str
+    unit: str
+    log: bool  # compared on a log scale
+
+    def per_repeat(self, docs: list[dict]) -> list[float]:
+        ok = [d for d in docs if d["status"] == "ok"]
+        if self.name == "full-collections":
+            return [float(np.count_nonzero(summary.full_collections(d))) for d in ok]
+        release_metric = bisect.METRICS["gc_share" if self.name == "gc-share" else "median"]  # one formula each
+        return [release_metric.of(d) for d in ok]
+
+    def value(self, per_repeat: list[float]) -> float:
+        if self.log:
+            return float(np.exp(np.mean(np.log(per_repeat))))
+        return float(np.mean(per_repeat))
+
+
+METRICS = {m.name: m for m in [
+    Metric("full-collections", "full collections per repeat", "", False),
+    Metric("gc-share", "GC share of step time", "%", False),
+    Metric("median", "median step time", "ms", True),
+]}
+
+
+def max_builds(commits: int) -> int:
+    """The most builds a bisect of `commits` commits after the good one takes: both endpoints
+    and a binary search of the rest."""
+    return math.ceil(math.log2(max(commits, 1))) + 2
+
+
+def get_metric(name: str) -> Metric:
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise UsageError(f"unknown --metric {name!r} for a commit bisect; valid: {', '.join(METRICS)}") from None
+
+
+# -- git ------------------------------------------------------------------------------------------
+
+def git(repo: pathlib.Path, *args: str) -> str:
+    try:
+        proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, errors="replace",
+                              timeout=600)
+    except FileNotFoundError:
+        raise UsageError("git is not installed; a commit bisect needs it") from None
+    if proc.returncode != 0:
+        raise UsageError(f"git {' '.join(args[:2])} in {repo}: "
+                         f"{(proc.stderr.strip().splitlines() or ['failed'])[-1]}")
+    return proc.stdout
+
+
+def local_repo(repo: str) -> pathlib.Path:
+    """A local repository for `repo`: the path itself, or a bare clone of a URL in the cache."""
+    path = pathlib.Path(repo).expanduser()
+    if path.exists():
+        path = path.resolve()
+        if git(path, "rev-parse", "--is-inside-work-tree", "--is-bare-repository").split() == ["false", "false"]:
+            raise UsageError(f"{repo} is not a git repository")
+        return path
+    if not re.match(r"^(https?|ssh|git|file)://|^[\w.-]+@[\w.-]+:", repo):
+        raise UsageError(f"--git {repo!r}: no such folder, and not a URL git can clone")
+    clone = user_cache("git", hashlib.sha256(repo.encode()).hexdigest()[:12] + ".git")
+    if clone.exists():
+        git(clone, "fetch", "--quiet", "--tags", "origin")
+    else:
+        clone.parent.mkdir(parents=True, exist_ok=True)
+        git(clone.parent, "clone", "--quiet", "--bare", repo, str(clone))
+    return clone
+
+
+@dataclasses.dataclass(frozen=True)
+class Commit:
+    sha: str
+    date: str
+    subject: str
+
+    @property
+    def short(self) -> str:
+        return self.sha[:9]
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def check_ref(ref: str, option: str = "ref") -> str:
+    """A ref as git may be given it: not an option (`--output=/tmp/x`), no control characters."""
+    if not ref or ref.startswith("-") or any(ord(ch) < 32 or ord(ch) == 127 for ch in ref):
+        raise UsageError(f"{option} {ref!r} is not a git ref (a branch, tag or commit)")
+    return ref
+
+
+def commit(repo: pathlib.Path, ref: str) -> Commit:
+    check_ref(ref)
+    out = git(repo, "show", "-s", "--format=%H%x00%cs%x00%s", "--end-of-options", f"{ref}^{{commit}}", "--")
+    parts = out.rstrip("\n").split("\0", 2)
+    if len(parts) != 3 or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", parts[0]):
+        raise UsageError(f"git does not name one commit by {ref!r}")
+    return Commit(*parts)
+
+
+def commits_between(repo: pathlib.Path, good: Commit, bad: Commit) -> list[Commit]:
+    """The first-parent commits after `good` up to `bad`, oldest first (`bad` last)."""
+    try:
+        git(repo, "merge-base", "--is-ancestor", good.sha, bad.sha)
+    except UsageError:
+        raise UsageError(f"--good {good.short} is not an ancestor of --bad {bad.short}") from None
+    shas = git(repo, "rev-list", "--first-parent", "--reverse", f"{good.sha}..{bad.sha}").split()
+    if not shas:
+        raise UsageError("--good and --bad are the same commit: nothing to bisect")
+    return [commit(repo, s) for s in shas]
+
+
+def message_and_files(repo: pathlib.Path, sha: str) -> tuple[str, list[str]]:
+    message = git(repo, "show", "-s", "--format=%B", sha).strip()
+    changed = git(repo, "diff-tree", "--no-commit-id", "--name-only", "-r", "--first-parent", "-m", sha).split()
+    return message, sorted(set(changed))
+
+
+def package_name(repo: pathlib.Path, sha: str) -> str:
+    """The distribution the checkout builds: [project] name of pyproject.toml, else setup.cfg's."""
+    from ..running.config import tomllib
+
+    try:
+        project = tomllib.loads(git(repo, "show", f"{sha}:pyproject.toml")).get("project", {})
+        if isinstance(project.get("name"), str):
+            return _distribution(project["name"], sha)
+    except UsageError:
+        pass
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"pyproject.toml at {sha[:9]} is not valid TOML: {e}") from None
+    try:
+        m = re.search(r"^\s*name\s*=\s*([A-Za-z0-9._-]+)", git(repo, "show", f"{sha}:setup.cfg"), re.M)
+        if m:
+            return _distribution(m.group(1), sha)
+    except UsageError:
+        pass
+    raise UsageError(f"cannot tell the package's name at {sha[:9]}: no [project] name in pyproject.toml or setup.cfg")
+
+
+def _distribution(name: str, sha: str) -> str:
+    """A package's name from a repository's own files, refused unless it is a valid
+    distribution name (PEP 508): it becomes a folder name in the source cache."""
+    if not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]{0,98}[A-Za-z0-9])?", name):
+        raise UsageError(f"the package at {sha[:9]} calls itself {name[:60]!r}, not a valid distribution name")
+    return envspec.normalize(name)
+
+
+def export(repo: pathlib.Path, sha: str, name: str) -> pathlib.Path:
+    """The commit's files in a folder of the cache (`~/.cache/gcbench/src/NAME-SHA`), made
+    once. A clone that lacks some objects (a partial or a size-limited copy: large data
+    files are often left out) still gives every file it holds; the missing ones are listed
+    in the folder's `.gcbench-missing` (a package build seldom needs a test's data)."""
+    import shutil
+    import tempfile
+
+    target = user_cache("src", f"{name}-{sha}")
+    if (target / ".gcbench-complete").is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".{name}-{sha[:9]}-", dir=target.parent))
+    try:
+        listing = git(repo, "ls-tree", "-r", "-z", "--full-tree", sha).split("\0")
+        missing = []
+        for entry in filter(None, listing):
+            meta, path = entry.split("\t", 1)
+            mode, kind, obj = meta.split()
+            if kind != "blob" or pathlib.PurePosixPath(path).is_absolute() or ".." in pathlib.PurePosixPath(path).parts:
+                continue  # submodules; and nothing outside the folder
+            proc = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", obj], capture_output=True)
+            if proc.returncode != 0:
+                missing.append(path)
+                continue
+            dest = tmp / path
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(proc.stdout)  # a symbolic link (120000) becomes the text of its target, never followed
+            if mode == "100755":
+                dest.chmod(0o755)
+        (tmp / ".gcbench-missing").write_text("".join(f"{m}\n" for m in missing))
+        (tmp / ".gcbench-complete").write_text(sha + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        tmp.rename(target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def source_pin(name: str, repo: pathlib.Path, sha: str) -> str:
+    """The requirement that builds `name` from commit `sha`: its files, exported."""
+    return f"{name}@{export(repo, sha, name).as_uri()}"
+
+
+def pinned_like(environment: dict, name: str) -> list[str]:
+    """Pins of every package the good endpoint's environment holds, but the bisected one."""
+    return [f"{n}=={v}" for n, v in sorted(environment.get("packages", {}).items())
+            if envspec.normalize(n) not in {name, "gcbench"} | SEED_TOOLS]
+
+
+# -- decisions ------------------------------------------------------------------------------------
+
+def endpoints_differ(metric: Metric, good: list[float], bad: list[float]) -> tuple[bool, str]:
+    """Whether the endpoints differ by the rule, and how that was decided."""
+    if metric.name == "full-collections":
+        apart = max(good) < min(bad) or max(bad) < min(good)
+        fixed = len(set(good)) == 1 and len(set(bad)) == 1
+        return apart, "exact: the counts are the same in every repeat" if fixed and apart else \
+            ("the per-repeat counts do not overlap" if apart else "the per-repeat counts overlap")
+    from scipy import stats as sst
+
+    if len(good) < 2 or len(bad) < 2:
+        return False, "two repeats or more on each side are needed for a test"
+    a, b = (np.log(good), np.log(bad)) if metric.log else (np.asarray(good), np.asarray(bad))
+    p = float(sst.ttest_ind(a, b).pvalue)
+    return (p < 0.05 if math.isfinite(p) else bool(np.mean(a) != np.mean(b))), f"t test of the repeats, p = {p:.2g}"
+
+
+def decide(metric: Metric, value: float, good: float, bad: float) -> str:
+    f = (lambda x: math.log(max(x, 1e-12))) if metric.log else (lambda x: x)
+    return "bad" if abs(f(value) - f(bad)) < abs(f(value) - f(good)) else "good"
+
+
+def next_candidate(n: int, lo: int, hi: int, tried: set[int]) -> int | None:
+    """The untested commit index strictly between lo (good) and hi (bad) nearest their
+    midpoint (skipped commits count as tried); None when there is none."""
+    mid = (lo + hi) // 2
+    for d in range(n):
+        for i in (mid - d, mid + d):
+            if lo < i < hi and i not in tried:
+                return i
+    return None
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+def table(plan: dict, docs_by_env: dict[str, list[dict]]) -> dict:
+    """The bisect's table from its plan (commits, endpoints, what was tested, in order) and the
+    results of each tested environment: values, decisions and the first bad commit, recomputed."""
+    metric = get_metric(plan["metric"])
+    commits = [Commit(**c) for c in plan["commits"]]
+    good = Commit(**plan["good"])
+    order = [good] + commits  # index 0: the good endpoint
+    rows = {}
+    for sha, env in plan["tested"].items():
+        ds = docs_by_env.get(env, [])
+        per = metric.per_repeat(ds)
+        statuses = sorted({d["status"] for d in ds})
+        rows[sha] = {"per_repeat": per, "value": metric.value(per) if per else None,
+                     "ran": bool(per), "why_not": None if per else
+                     next((d["reason"].splitlines()[0] for d in ds if d.get("reason")), "no result") +
+                     (f" ({'/'.join(statuses)})" if statuses else "")}
+    g, b = rows.get(good.sha), rows.get(commits[-1].sha)
+    out = {"format": FORMAT, "schema_version": SCHEMA_VERSION, "package": plan["package"], "repo": plan["repo"],
+           "cell": plan["cell"], "metric": metric.name, "metric_title": metric.title, "unit": metric.unit,
+           "rule": RULE, "builds": len(plan["tested"]), "max_builds": max_builds(len(commits)),
+           "commits_between": len(commits), "rows": [], "first_bad": None, "endpoints": None}
+    if not (g and b and g["ran"] and b["ran"]):
+        out["endpoints"] = "an endpoint did not run: " + "; ".join(
+            f"{name} {c.short}: {r['why_not']}" for name, c, r in (("good", good, g), ("bad", commits[-1], b))
+            if r and not r["ran"])
+    else:
+        differ, how = endpoints_differ(metric, g["per_repeat"], b["per_repeat"])
+        out["endpoints"] = how if differ else f"the endpoints do not differ ({how}): nothing to bisect"
+        out["endpoints_differ"] = differ
+    lo, hi = 0, len(order) - 1
+    for i, c in enumerate(order):
+        if c.sha not in rows:
+            continue
+        r = rows[c.sha]
+        if i == 0:
+            decision = "good (endpoint)"
+        elif i == len(order) - 1:
+            decision = "bad (endpoint)"
+        elif not r["ran"]:
+            decision = "skip"
+        elif out.get("endpoints_differ"):
+            decision = decide(metric, r["value"], g["value"], b["value"])
+            if decision == "good":
+                lo = max(lo, i)
+            else:
+                hi = min(hi, i)
+        else:
+            decision = "-"
+        out["rows"].append({**c.to_json(), "index": i, "value": r["value"], "per_repeat": r["per_repeat"],
+                            "decision": decision, "why_not": r["why_not"]})
+    if out.get("endpoints_differ"):
+        out["range"] = [order[lo].sha, order[hi].sha]
+        if hi - lo == 1:
+            out["first_bad"] = order[hi].sha
+        else:
+            skipped = [order[i].short for i in range(lo + 1, hi)]
+            out["unresolved"] = f"the first bad commit is one of {', '.join(skipped)} or {order[hi].short}"
+    return out
+
+
+def save(folder: pathlib.Path, plan: dict) -> None:
+    files.write_json(pathlib.Path(folder) / FILE, plan)
+
+
+def load(path: pathlib.Path) -> dict | None:
+    """The plan of a commit bisect in a results folder, or None; a one-line error when malformed."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        return None
+    plan = files.read_json(path, "gcbench commit bisect")
+    keys = ("package", "repo", "cell", "metric", "good", "commits", "tested")
+    if not (isinstance(plan, dict) and plan.get("format") == FORMAT and all(k in plan for k in keys)
+            and isinstance(plan["tested"], dict) and isinstance(plan["commits"], list) and plan["commits"]):
+        raise UsageError(f"{path}: not a gcbench commit bisect")
+    try:
+        get_metric(plan["metric"])
+        [Commit(**c) for c in [plan["good"], *plan["commits"]]]
+    except TypeError:
+        raise UsageError(f"{path}: a commit bisect with a malformed commit") from None
+    return plan
+
+
+def docs_by_env(docs: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for d in docs:
+        env = (d.get("environment") or {}).get("spec")
+        if env:
+            out.setdefault(env, []).append(d)
+    return out
+
+
+def format_table(tab: dict, culprit: dict | None = None) -> str:
+    lines = [f"commit bisect of {tab['package']} on {tab['cell']}: {tab['metric_title']}"
+             + (f" ({tab['unit']})" if tab["unit"] else ""), ""]
+    head = f"{'commit':<10} {'date':<10} {'value':>10}  {'per repeat':<24} {'decision':<16} subject"
+    lines += [head, "-" * len(head)]
+    for r in tab["rows"]:
+        value = "-" if r["value"] is None else f"{r['value']:.3g}"
+        per = ", ".join(f"{v:.3g}" for v in r["per_repeat"]) or (r["why_not"] or "")[:24]
+        mark = " <- first bad" if r["sha"] == tab["first_bad"] else ""
+        lines.append(f"{r['sha'][:9]:<10} {r['date']:<10} {value:>10}  {per[:24]:<24} {r['decision']:<16} "
+                     f"{r['subject'][:60]}{mark}")
+    lines += ["", f"endpoints: {tab['endpoints']}",
+              f"builds: {tab['builds']} for {tab['commits_between']} commits (at most {tab['max_builds']})"]
+    if tab["first_bad"] and culprit:
+        lines += ["", f"first bad commit: {tab['first_bad']}", *("    " + x for x in culprit["message"].splitlines()),
+                  "files changed: " + ", ".join(culprit["files"])]
+    elif tab.get("unresolved"):
+        lines.append(tab["unresolved"])
+    return "\n".join(lines)

@@ -1,0 +1,431 @@
+"""From result documents to what a cell measured: its repeats combined, with intervals.
+
+A *cell* is a backend training a workload under a GC policy (in an environment); each
+of its repeats is one fresh worker process and one result document. `cells(docs)`
+groups the documents; `summarize(repeats)` combines the repeats of one cell:
+
+- repeats are checked first: a repeat that drifted (its first and last thirds differ by
+  more than noise) or ran under a load above the core count is *flagged* and left out,
+  unless fewer than two repeats would be left;
+- the median step (the typical step) is the geometric mean of the per-repeat medians,
+  with Student's t interval on their logarithms (R - 1 degrees of freedom); the mean
+  step (the time a run takes: what GC spikes cost) likewise from the per-repeat means;
+- the GC share is the mean of the per-repeat shares, with its t interval; collections
+  that fell between steps (a user's loop's own code) count in it, their pauses added
+  to the time of the run;
+- memory beside time, where recorded: the peak resident set size over the timed steps,
+  its growth per 1,000 steps, and the growth of the objects the collector tracks;
+- the warm-up (compilation) is summarized apart: its collections, pauses and objects;
+- full collections (Julia: full sweeps) are a schedule: where they fell in each repeat,
+  said exactly when it is the same in every repeat;
+- steps with a full collection are compared with the steps around them, per repeat:
+  what each costs, how often, and their share of step time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from . import stats
+from ..core import metadata
+from ..core.errors import UsageError
+from ..measuring import results
+
+DEFAULT_SPIKE_FACTOR = 3.0
+MIN_STEPS = 100  # fewer timed steps per repeat than this: the cell is flagged
+MAX_CI_WIDTH = 0.50  # a median whose 95 % interval is wider than this fraction of it: flagged
+
+
+def full_collections(doc: dict) -> np.ndarray:
+    """Per step: full (oldest-generation) collections. Python results count the last
+    generation's collections; Julia results carry `gc_full` (full sweeps)."""
+    if "gc_full" in doc:
+        return np.asarray(doc["gc_full"], dtype=np.int64)
+    colls = np.asarray(doc["gc_collections"], dtype=np.int64).reshape(len(doc["wall_ns"]), -1)
+    return colls[:, -1]
+
+
+def collections(doc: dict) -> np.ndarray:
+    """(steps, generations) collections per step; Julia: (steps, 2) incremental and full."""
+    return np.asarray(doc["gc_collections"], dtype=np.int64).reshape(len(doc["wall_ns"]), -1)
+
+
+def node_type(doc: dict) -> str:
+    """The kind of machine a result ran on (`metadata.node_type`), "" where none is recorded."""
+    return metadata.node_type(doc.get("metadata") or {}) or ""
+
+
+def node_types(docs: list[dict]) -> list[str]:
+    """The kinds of machine among `docs`, in the order they first appear."""
+    return [n for n in dict.fromkeys(node_type(d) for d in docs) if n]
+
+
+def cell_key(doc: dict, by_node: bool = False) -> tuple[str, str, str, str, str]:
+    """(backend, workload, policy, environment, node type); the node type is "" unless
+    results of several kinds of machine are grouped (`by_node`). A user's loop measured as
+    a named variant (`measure(..., variant=)`) has the variant where an environment goes:
+    it is the version of the code that ran."""
+    return (doc["backend"], doc["workload"], doc["gc_policy"], results.env_name(doc) or results.variant(doc) or "",
+            node_type(doc) if by_node else "")
+
+
+def context(key: tuple) -> str:
+    """What a cell ran in besides its backend, workload and policy: its environment and,
+    where several kinds of machine are in play, its node type."""
+    return " on ".join(x for x in key[3:5] if x)
+
+
+def cell_label(key: tuple) -> str:
+    backend, workload, policy, env, node = key
+    return f"{backend}/{workload}/{policy}" + (f" [{env}]" if env else "") + (f" on {node}" if node else "")
+
+
+# What gcbench set for a cell, which its repeats must share to be pooled (a user's loop sets its own steps)
+SETTINGS = (("networks", lambda d: d["networks"]),
+            ("steps", lambda d: len(d["wall_ns"]) if d["status"] == "ok" and d["backend"] != "user" else None),
+            ("batch", results.batch_size), ("bookkeeping", lambda d: d.get("bookkeeping", "none")),
+            ("data", lambda d: d["data"].get("kind")),
+            ("collector generations", lambda d: len(d["gc_collections"][0]) if d["status"] == "ok" and
+             d["gc_collections"] else None))
+
+
+def cells(docs: list[dict], by_node: bool | None = None) -> dict[tuple, list[dict]]:
+    """Documents grouped by cell, in the order their cells first appear, repeats sorted.
+    Repeats from different kinds of machine are never pooled: where `docs` hold several
+    (or `by_node` says so), the node type is part of each cell's key. Repeats of one cell
+    whose settings differ (`SETTINGS`: a 20,000-step and a 5-step repeat) are refused in
+    one line: pooled, their numbers would describe neither."""
+    if by_node is None:
+        by_node = len(node_types(docs)) > 1
+    out: dict[tuple, list[dict]] = {}
+    for d in docs:
+        out.setdefault(cell_key(d, by_node), []).append(d)
+    for key, group in out.items():
+        group.sort(key=lambda d: d["repeat"])
+        check_poolable(key, group)
+    return out
+
+
+def check_poolable(key: tuple, group: list[dict]) -> None:
+    """Refuse (`UsageError`) a cell whose ok repeats differ in a setting."""
+    ok = [d for d in group if d["status"] == "ok"]
+    for name, get in SETTINGS:
+        values: dict[str, list[int]] = {}
+        for d in ok:
+            v = get(d)
+            if v is not None:
+                values.setdefault(str(v), []).append(d["repeat"])
+        if len(values) > 1:
+            parts = "; ".join(f"{v} in repeat{'s' * (len(r) > 1)} {', '.join(map(str, r[:4]))}"
+                              for v, r in list(values.items())[:3])
+            raise UsageError(f"{cell_label(key)}: its repeats differ in {name} ({parts}), so they cannot be pooled; "
+                             "keep one setting's results in a folder (rerun with --force, or move the others away)")
+
+
+def repeat_flags(doc: dict) -> list[str]:
+    """Why a repeat's numbers should be left out: drift within it, or a loaded machine."""
+    flags = []
+    d = stats.drift(doc["wall_ns"])
+    if d is not None:
+        flags.append(f"drift: last third {100 * d['change']:+.0f} % against the first (p={d['p']:.1g})")
+    machine = doc.get("machine_state") or {}
+    cores = machine.get("cpu_count") or (doc.get("metadata") or {}).get("cpu_count")
+    before, after = machine.get("load_before"), machine.get("load_after")
+    # Before the worker started, the load is everyone else's: above the core count, the cores
+    # were busy. After its steps it includes the worker's own threads (XLA uses every core),
+    # so only a load beyond one more than the cores says that others ran beside it.
+    if cores and isinstance(before, (int, float)) and before > cores:
+        flags.append(f"load average {before:.1f} above the {cores} cores before the repeat started")
+    elif cores and isinstance(after, (int, float)) and after > cores + 1:
+        flags.append(f"load average {after:.1f} after the repeat, above the {cores} cores and the worker's own")
+    return flags
+
+
+def used_repeats(ok: list[dict]) -> tuple[list[dict], dict[int, list[str]]]:
+    """The ok repeats a cell's times rest on, and every repeat's flags: flagged repeats are
+    left out where at least `stats.MIN_PROCESSES` unflagged ones remain (a run measures a
+    replacement for a flagged repeat: `replacements`); otherwise every repeat is kept,
+    flagged, since fewer processes would give no interval at all. Collections are counted
+    over every ok repeat whatever this says (a schedule is exact)."""
+    flags = {d["repeat"]: repeat_flags(d) for d in ok}
+    clean = [d for d in ok if not flags[d["repeat"]]]
+    return (clean if len(clean) >= min(stats.MIN_PROCESSES, len(ok)) else ok), flags
+
+
+MAX_REPLACEMENTS = 1  # replacement repeats a run measures per cell that had a repeat flagged
+
+
+def replacements(cells: list, docs: list[dict], planned: int) -> list:
+    """One more repeat (a `cell.Cell`, numbered after the cell's last) of every cell of
+    `cells` that had an ok repeat flagged, so that it keeps the unflagged repeats it was
+    planned with (`planned` a cell): at most MAX_REPLACEMENTS a cell, counting those that
+    `cells` already holds (repeats numbered from `planned` on). Only where a replacement can
+    matter: a plan of at least `stats.MIN_PROCESSES` repeats of at least MIN_STEPS steps
+    (shorter or fewer give no interval to protect)."""
+    import dataclasses as dc
+
+    if planned < stats.MIN_PROCESSES or not cells or min(c.steps for c in cells) < MIN_STEPS:
+        return []
+
+    by_cell: dict[tuple, list] = {}
+    for c in cells:
+        by_cell.setdefault((c.backend, c.workload, c.policy, c.env), []).append(c)
+    done = {d["cell"]: d for d in docs}
+    out = []
+    for group in by_cell.values():
+        ok = [done[c.id] for c in group if c.id in done and done[c.id]["status"] == "ok"]
+        clean = sum(1 for d in ok if not repeat_flags(d))
+        extra = sum(1 for c in group if c.repeat >= planned)
+        if clean < len(ok) and clean < planned and extra < MAX_REPLACEMENTS:
+            last = max(group, key=lambda c: c.repeat)
+            out.append(dc.replace(last, repeat=last.repeat + 1))
+    return out
+
+
+@dataclasses.dataclass
+class CellSummary:
+    key: tuple[str, str, str, str, str]  # summary.cell_key
+    docs: list[dict]  # every repeat's document, whatever its status
+    stats: dict | None  # None when no repeat ran ok
+
+    @property
+    def label(self) -> str:
+        return cell_label(self.key)
+
+    @property
+    def ok(self) -> bool:
+        return self.stats is not None
+
+
+def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, key: tuple | None = None) -> CellSummary:
+    """Combine the repeats (documents) of one cell (`key`, as `cells` made it)."""
+    key = key or cell_key(docs[0])
+    ok = [d for d in docs if d["status"] == "ok"]
+    if not ok:
+        return CellSummary(key, docs, None)
+    used, flags = used_repeats(ok)
+    walls = [np.asarray(d["wall_ns"], np.float64) for d in used]
+    gcs = [np.asarray(d["gc_ns"], np.float64) for d in used]
+    colls = [collections(d) for d in used]
+    between = [between_steps(d) for d in used]
+    # A flag says a repeat's level moved, not that its collector did: full collections are a
+    # schedule (exact), so every ok repeat counts there, flagged or not.
+    all_walls = [np.asarray(d["wall_ns"], np.float64) for d in ok]
+    fulls = [full_collections(d) for d in ok]
+    steps = sum(len(w) for w in walls)
+    median = stats.geometric([float(np.median(w)) for w in walls])
+    mean = stats.geometric([float(w.mean()) for w in walls])
+    share = stats.arithmetic([gc_share(g, w, b) for g, w, b in zip(gcs, walls, between)], bounds=(0.0, 1.0))
+    per_gen = np.sum([c.sum(axis=0) for c in colls], axis=0)
+    spike_idx = [stats.spikes(w, spike_factor) for w in walls]
+    s = {
+        "repeats": len(ok),
+        "used": [d["repeat"] for d in used],
+        "flagged": {r: f for r, f in flags.items() if f},
+        "all_flagged": len(used) == len(ok) and any(flags.values()),  # flagged, but kept
+        "steps": steps,
+        "steps_per_repeat": [len(w) for w in walls],
+        "median_ms": median["value"] / 1e6,
+        "median_ci_ms": None if median["ci"] is None else tuple(x / 1e6 for x in median["ci"]),
+        "repeat_medians_ms": [m / 1e6 for m in median["per_repeat"]],
+        "mean_ms": mean["value"] / 1e6,
+        "mean_ci_ms": None if mean["ci"] is None else tuple(x / 1e6 for x in mean["ci"]),
+        "repeat_means_ms": [m / 1e6 for m in mean["per_repeat"]],
+        "p90_ms": float(np.median([np.percentile(w, 90) for w in walls])) / 1e6,
+        "p99_ms": float(np.median([np.percentile(w, 99) for w in walls])) / 1e6,
+        "max_ms": float(max(w.max() for w in walls)) / 1e6,
+        "max_over_median": float(np.median([w.max() / np.median(w) for w in walls])),
+        "gc_share": share["value"],
+        "gc_share_ci": share["ci"],
+        "repeat_gc_shares": share["per_repeat"],
+        "gc_ms_per_step": float(sum(g.sum() for g in gcs) / steps) / 1e6,
+        "collections": per_gen.tolist(),
+        "between": {"collections": np.sum([b["collections"] for b in between], axis=0).tolist(),
+                    "gc_ms": sum(b["gc_ns"] for b in between) / 1e6},
+        "full": stats.event_summary(all_walls, fulls),
+        "spike_factor": spike_factor,
+        "spikes": int(sum(len(i) for i in spike_idx)),
+        "spikes_at_full": int(sum(int((full_collections(d)[i] > 0).sum()) for d, i in zip(used, spike_idx))),
+        "language": "julia" if "gc_full" in used[0] else "python",
+        "warmup": warmup_summary(used),
+        "memory": memory_summary(used),
+    }
+    if all("alloc_bytes" in d for d in used):
+        s["alloc_bytes_per_step"] = float(np.mean([np.mean(d["alloc_bytes"]) for d in used]))
+    if all("gc_pressure" in d for d in used):
+        s["pressure_per_step"] = float(np.median([np.median(d["gc_pressure"]) for d in used]))
+    if all("host_ns" in d for d in used):  # the share of the step spent before waiting for the results
+        host = stats.arithmetic([float(np.sum(d["host_ns"]) / w.sum()) for d, w in zip(used, walls)], bounds=(0.0, 1.0))
+        s["host_share"], s["host_share_ci"] = host["value"], host["ci"]
+    s["warnings"] = warnings(s)
+    return CellSummary(key, docs, s)
+
+
+def between_steps(doc: dict) -> dict:
+    """The collections of a result that fell outside every step (zero where none is recorded)."""
+    b = doc.get("between_steps") or {}
+    n = len(doc["gc_collections"][0]) if doc.get("gc_collections") else 3
+    colls = list(b.get("collections") or [0] * n)[:n]
+    return {"gc_ns": int(b.get("gc_ns", 0)), "collections": colls + [0] * (n - len(colls))}
+
+
+def gc_share(gc_ns: np.ndarray, wall_ns: np.ndarray, between: dict) -> float:
+    """Time in GC pauses over the run's time: the steps' pauses and those between steps,
+    over the steps' wall time and the pauses between them."""
+    total = float(wall_ns.sum()) + between["gc_ns"]
+    return (float(gc_ns.sum()) + between["gc_ns"]) / total if total > 0 else 0.0
+
+
+def warmup_summary(docs: list[dict]) -> dict | None:
+    """The warm-up (compilation) of each repeat: steps, GC pause time, collections per
+    generation and objects collected, per repeat (None where no repeat recorded one)."""
+    rows = []
+    for d in docs:
+        w = d.get("warmup") or {}
+        wall = w.get("wall_ns") or []
+        if not wall or "gc_ns" not in w:
+            continue
+        colls = np.asarray(w.get("gc_collections") or [[0]], np.int64).reshape(len(wall), -1).sum(axis=0)
+        rows.append({"steps": len(wall), "wall_ms": float(np.sum(wall)) / 1e6, "gc_ms": float(np.sum(w["gc_ns"])) / 1e6,
+                     "collections": colls.tolist(), "collected": int(np.sum(w.get("gc_collected") or [0]))})
+    if not rows:
+        return None
+    mean = lambda k: float(np.mean([r[k] for r in rows]))
+    return {"repeats": len(rows), "steps": rows[0]["steps"], "wall_ms": mean("wall_ms"), "gc_ms": mean("gc_ms"),
+            "full_per_repeat": [r["collections"][-1] for r in rows],
+            "collections": np.mean([r["collections"] for r in rows], axis=0).tolist(),
+            "collected": mean("collected"), "per_repeat": rows}
+
+
+def memory_summary(docs: list[dict]) -> dict | None:
+    """Memory beside time, where the repeats recorded it: the peak resident set size over
+    the timed steps (geometric mean over repeats, with its interval), its growth per 1,000
+    steps (least squares over the samples of each repeat; mean with its interval), and the
+    growth of the objects the collector tracks per 1,000 steps."""
+    peaks, slopes, tracked = [], [], []
+    for d in docs:
+        m = d.get("memory") or {}
+        rss, at = m.get("rss_bytes") or [], m.get("rss_step") or []
+        if len(rss) >= 1 and max(rss) > 0:
+            peaks.append(max(rss) / 2**20)
+        if len(rss) >= 3 and len(set(at)) >= 2:
+            slopes.append(float(np.polyfit(np.asarray(at, np.float64), np.asarray(rss, np.float64) / 2**20, 1)[0]) * 1000)
+        if m.get("tracked_start") is not None and m.get("tracked_end") is not None and d["wall_ns"]:
+            tracked.append((m["tracked_end"] - m["tracked_start"]) * 1000 / len(d["wall_ns"]))
+    if not peaks and not tracked:
+        return None
+    out = {}
+    if len(peaks) == len(docs):
+        peak = stats.geometric(peaks)
+        out.update(peak_rss_mb=peak["value"], peak_rss_ci_mb=peak["ci"], repeat_peak_rss_mb=peak["per_repeat"])
+    if len(slopes) == len(docs):
+        g = stats.arithmetic(slopes)
+        out.update(rss_growth_mb_per_1000=g["value"], rss_growth_ci=g["ci"], repeat_rss_growth=g["per_repeat"])
+    if len(tracked) == len(docs):
+        t = stats.arithmetic(tracked)
+        out.update(tracked_growth_per_1000=t["value"], tracked_growth_ci=t["ci"], repeat_tracked_growth=t["per_repeat"])
+    return out or None
+
+
+def describe_user_loop(row: dict) -> str:
+    """A user's loop (its `record`) in one line: what `print(m)` shows."""
+    if row.get("median_ms") is None:
+        return f"{row['status']}"
+    parts = [f"{row['steps']:,} timed steps", f"median step {stats.fmt(row['median_ms'])} ms",
+             f"mean {stats.fmt(row['mean_ms'])} ms", f"GC {100 * row['gc_share']:.2f} %",
+             f"full collections {row['full_collections']}"]
+    if row.get("between_steps_collections") and any(row["between_steps_collections"]):
+        parts.append(f"{sum(row['between_steps_collections'])} collections between steps")
+    if row.get("peak_rss_mb") is not None:
+        parts.append(f"peak RSS {row['peak_rss_mb']:,.0f} MiB")
+    if row.get("warmup_gc_ms") is not None:
+        parts.append(f"warm-up GC {stats.fmt(row['warmup_gc_ms'])} ms")
+    return ", ".join(parts)
+
+
+def warnings(s: dict) -> list[str]:
+    """Why a cell's numbers should be read with care (empty when they look solid)."""
+    out = []
+    short = min(s["steps_per_repeat"])
+    if short < MIN_STEPS:
+        out.append(f"only {short} timed steps per repeat (< {MIN_STEPS})")
+    used = len(s["used"])
+    if used < 2:
+        out.append("one repeat: no interval (one process says nothing about a second one's luck)")
+    elif used < stats.MIN_PROCESSES:
+        out.append(f"{used} repeats: no interval or test from fewer than {stats.MIN_PROCESSES} processes (their values "
+                   f"are shown instead); run {stats.MIN_PROCESSES} or more")
+    ci = s["median_ci_ms"]
+    if ci is not None and used > 2 and s["median_ms"] > 0 and (ci[1] - ci[0]) / s["median_ms"] > MAX_CI_WIDTH:
+        out.append(f"wide 95 % interval of the median ({stats.fmt(ci[0])}-{stats.fmt(ci[1])} ms)")
+    between = s.get("between") or {}
+    if any(between.get("collections") or []):
+        n = sum(between["collections"])
+        out.append(f"{n} collection{'s' * (n != 1)} ({stats.fmt(between['gc_ms'])} ms) fell between steps, in the "
+                   "loop's own code outside `m.step()`: counted in the GC share, not in any step")
+    for repeat, flags in s["flagged"].items():
+        if not s["all_flagged"]:  # left out of the times; its collections are still counted
+            flags = flags + ["its full collections are counted with the others'"]
+        kept = " (kept: too few unflagged repeats to leave it out)" if s["all_flagged"] else " (left out)"
+        out.append(f"repeat {repeat}: {'; '.join(flags)}{kept}")
+    return out
+
+
+POLICY_ORDER = ("default", "freeze", "disable")
+
+
+def sort_key(key: tuple, envs: list[str], nodes: list[str]) -> tuple:
+    """Cells in reading order: workload, backend (registry order), environment, node type,
+    policy."""
+    from ..measuring.backends import BACKENDS
+    from ..measuring.workloads import WORKLOADS
+
+    backend, workload, policy, env, node = key
+    order = lambda names, x: names.index(x) if x in names else len(names)
+    return (order(list(WORKLOADS), workload), workload, order(list(BACKENDS), backend), backend,
+            order(envs, env), order(nodes, node), order(list(POLICY_ORDER), policy.partition(":")[0]), policy)
+
+
+def summarize_all(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR) -> list[CellSummary]:
+    """Every cell of `docs`, summarized, in reading order (workload, backend, environment, policy)."""
+    groups = cells(docs)
+    envs = list(dict.fromkeys(k[3] for k in groups))
+    nodes = list(dict.fromkeys(k[4] for k in groups))
+    return [summarize(groups[k], spike_factor, key=k) for k in sorted(groups, key=lambda k: sort_key(k, envs, nodes))]
+
+
+def record(cs: CellSummary) -> dict:
+    """A cell as one flat record, with the names that `m.summary()`, `--json` (`cells`),
+    `export --per cell` (CSV and JSON) and `to_dataframe(per="cell")` all use (README,
+    "Result fields", says what each one means). Times are in ms, shares are fractions from
+    0 to 1, intervals are 95 % over the repeats (None with one repeat); a cell that did not
+    run has its names, status and reasons only."""
+    row = {"cell": cs.label, "backend": cs.key[0], "workload": cs.key[1], "gc_policy": cs.key[2],
+           "environment": cs.key[3] or None, "node_type": cs.key[4] or None, "status": "/".join(sorted({d["status"] for d in cs.docs})),
+           "reasons": sorted({d["reason"].splitlines()[0] for d in cs.docs if d["reason"]})}
+    s = cs.stats
+    if s is None:
+        return row
+    f = s["full"]
+    lo_hi = (lambda ci: (ci[0], ci[1]) if ci else (None, None))
+    mci, sci, fci = lo_hi(s["median_ci_ms"]), lo_hi(s["gc_share_ci"]), lo_hi(f["rate"]["ci"])
+    meci = lo_hi(s.get("mean_ci_ms"))
+    mem, warm = s.get("memory") or {}, s.get("warmup") or {}
+    row.update(repeats=s["repeats"], repeats_used=len(s["used"]), steps=s["steps"],
+               median_ms=s["median_ms"], median_ci_low_ms=mci[0], median_ci_high_ms=mci[1],
+               mean_ms=s["mean_ms"], mean_ci_low_ms=meci[0], mean_ci_high_ms=meci[1], p99_ms=s["p99_ms"],
+               max_over_median=s["max_over_median"], gc_share=s["gc_share"],
+               gc_share_ci_low=sci[0], gc_share_ci_high=sci[1], host_share=s.get("host_share"),
+               full_collections=f["count"], full_per_1000=f["rate"]["value"],
+               full_per_1000_ci_low=fci[0], full_per_1000_ci_high=fci[1],
+               full_per_repeat=list(f["schedule"]["counts"]), full_schedule_fixed=f["schedule"]["constant"],
+               full_extra_ms=None if f.get("extra_ns") is None else f["extra_ns"] / 1e6,
+               full_cost_share=f.get("cost_share"),
+               between_steps_collections=(s.get("between") or {}).get("collections"),
+               peak_rss_mb=mem.get("peak_rss_mb"), rss_growth_mb_per_1000=mem.get("rss_growth_mb_per_1000"),
+               tracked_growth_per_1000=mem.get("tracked_growth_per_1000"),
+               warmup_gc_ms=warm.get("gc_ms"), warmup_full_collections=sum(warm.get("full_per_repeat") or []) if warm else None,
+               flags=list(s["warnings"]))
+    return row

@@ -1,0 +1,138 @@
+"""Bisections, end to end, on top of the pipeline.
+
+`releases`: one cell in an environment per released version of a package (one plan), and
+the table of a metric per version. `commits`: the first-parent commits between a good and
+a bad one, each built from its files into an environment, one pipeline run per step of a
+binary search, until the first bad commit; the search's state (gitbisect.json) is saved
+before every step, so that a killed bisect resumes where it stopped. The decisions (tables,
+tests, the next candidate) are `analysing.bisect` and `analysing.gitbisect`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import pathlib
+import sys
+from typing import Callable
+
+from . import pipeline
+from ..analysing import bisect, gitbisect
+from ..core import files
+from ..core.errors import UsageError
+from ..measuring import envspec, results
+from ..publishing import archive
+from ..running import config
+
+
+def releases(args, cell: tuple[str, str, str], metric, versions: list[str] | None, suite: config.Suite | None,
+             out_fn: Callable[..., None]) -> tuple[dict | None, pathlib.Path, int]:
+    """A release bisect: `suite` (the cell in one environment per version) run into its
+    results folder, or, without a suite, the results already in `args.results` (read only);
+    then the table of `metric` per version, kept beside results it ran as bisect.json.
+    Returns (table, folder, exit code); the table is None when the run was interrupted."""
+    if suite is None:
+        folder = pathlib.Path(args.results)
+        with archive.opened(folder) as opened:
+            docs = results.load_dir(opened)
+    else:
+        docs, folder, code = pipeline.run_suite(suite, args, args.out or config.default_out(suite.name), out_fn)
+        if docs is None:
+            return None, folder, code
+    tab = bisect.table(docs, args.package, cell, metric, args.factor, versions)
+    if not tab["rows"]:
+        raise UsageError(f"{args.results or folder}: no results of {args.cell} with a known {args.package} version")
+    if suite is not None:  # a bisect that ran keeps its table beside its results; --results only reads
+        files.write_json(folder / "bisect.json", tab)
+    return tab, folder, 0
+
+
+def check_folder(out: pathlib.Path, resume: bool) -> None:
+    """A commit bisect writes into a new or empty folder, or continues its own (--resume):
+    another run's folder would have its results mixed in."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a folder")
+    if out.is_dir() and any(p.name != files.LOCK_NAME for p in out.iterdir()):
+        if not (out / gitbisect.FILE).is_file():
+            raise UsageError(f"{out} holds files that are not a commit bisect's; give --out a new or empty folder")
+        if not resume:
+            raise UsageError(f"{out} holds a commit bisect already; --resume continues it, or use another --out")
+
+
+def commits(args, template: config.Suite, base: envspec.EnvSpec, metric) -> tuple[dict, dict | None, pathlib.Path]:
+    """The commit bisect of `args.git` from `args.good` to `args.bad` on `args.cell`: every
+    step runs `template` (the cell, with the command line's settings) in the environment of
+    one commit into the bisect's folder. Returns (table, culprit or None, folder)."""
+    repo = gitbisect.local_repo(args.git)
+    good, bad = gitbisect.commit(repo, args.good), gitbisect.commit(repo, args.bad)
+    between = gitbisect.commits_between(repo, good, bad)
+    package = gitbisect.package_name(repo, good.sha)
+    if args.package and envspec.normalize(args.package) != package:
+        raise UsageError(f"--package {args.package}, but the repository builds {package}")
+    if base.pin_for(package):
+        raise UsageError(f"--env pins {package}, the package whose commits are bisected")
+    out = pathlib.Path(args.out or config.default_out(f"bisect-{package}-git"))
+    if not args.out:  # a given --out was checked before the repository was read
+        check_folder(out, args.resume)
+    plan = gitbisect.load(out / gitbisect.FILE) if args.resume else None
+    if plan is not None and (plan["good"]["sha"], plan["commits"][-1]["sha"], plan["cell"], plan["metric"]) != \
+            (good.sha, bad.sha, args.cell, metric.name):
+        raise UsageError(f"{out} holds a bisect of other endpoints, cell or metric; use another --out")
+    plan = plan or {"format": gitbisect.FORMAT, "schema_version": gitbisect.SCHEMA_VERSION, "package": package,
+                    "repo": str(repo), "cell": args.cell, "metric": metric.name, "good": good.to_json(),
+                    "commits": [c.to_json() for c in between], "tested": {}, "base": base.text}
+    order = [good] + between
+    print(f"gcbench: bisecting {len(between)} commits of {package} ({good.short}..{bad.short}) on {args.cell}, "
+          f"by {metric.title}; at most {gitbisect.max_builds(len(between))} builds",
+          file=sys.stderr)
+
+    def words(*parts) -> None:  # a step's words go to standard error, as with --json
+        print(*parts, file=sys.stderr, flush=True)
+
+    def measure(index: int, env_text: str) -> list[dict]:
+        """Run the cell in one environment into `out` (resuming what is there); its results."""
+        sha = order[index].sha
+        plan["tested"][sha] = env_text
+        suite = copy.deepcopy(template)
+        suite.name, suite.envs = f"bisect-{package}-git", [env_text]
+        suite.validate()
+        files.make_folder(out)
+        gitbisect.save(out, plan)  # first: a folder holding results of this bisect always says so
+        # every step resumes the folder: what this bisect measured before is not measured again
+        run_args = argparse.Namespace(**{**vars(args), "resume": True, "force": False})
+        print(f"gcbench: {order[index].short} {order[index].subject[:70]}", file=sys.stderr)
+        docs, _, _ = pipeline.run_suite(suite, run_args, str(out), words)
+        gitbisect.save(out, plan)
+        if docs is None:
+            raise KeyboardInterrupt
+        return [d for d in docs if (d.get("environment") or {}).get("spec") == env_text]
+
+    def env_for(index: int, pins: tuple[str, ...]) -> str:
+        """The environment of commit `index`: the package from its files, beside `pins`."""
+        source = gitbisect.source_pin(package, repo, order[index].sha)
+        return envspec.EnvSpec(base.python, tuple(sorted((*pins, source), key=envspec.requirement_name))).text
+
+    # the good endpoint with the base pins only; every other commit gets the versions it resolved
+    good_ok = [d for d in measure(0, env_for(0, base.pins)) if d["status"] == "ok"]
+    pinned = tuple(sorted({*gitbisect.pinned_like(good_ok[0].get("environment") or {}, package), *base.pins},
+                          key=envspec.requirement_name)) if good_ok else base.pins
+
+    measure(len(order) - 1, env_for(len(order) - 1, pinned))
+    while True:
+        docs = results.load_dir(out)
+        tab = gitbisect.table(plan, gitbisect.docs_by_env(docs))
+        if not tab.get("endpoints_differ") or tab["first_bad"]:
+            break
+        shas = [c.sha for c in order]
+        lo, hi = (shas.index(sha) for sha in tab["range"])
+        candidate = gitbisect.next_candidate(len(order), lo, hi, {shas.index(sha) for sha in plan["tested"]})
+        if candidate is None:
+            break
+        measure(candidate, env_for(candidate, pinned))
+    culprit = None
+    if tab["first_bad"]:
+        message, changed = gitbisect.message_and_files(repo, tab["first_bad"])
+        culprit = {"message": message, "files": changed}
+        plan["culprit"] = culprit
+        gitbisect.save(out, plan)
+    return tab, culprit, out

@@ -1,0 +1,307 @@
+"""A plan, run end to end: what happens when you type `gcbench run`.
+
+    suite -> plan (cells) -> environments -> local workers or a scheduler's job arrays
+          -> result documents in a folder of the run's own -> verdict and summary table
+          -> report
+
+`run_suite` is that flow for a suite; `run_plan` takes the plan ready made
+(`reproduction` builds its own; `bisection` runs a suite per version or commit).
+`prepare_folder` and `write_plan` are the results folder's contract (a run owns its
+folder; suite.json records every run into it), `format_verdict` and `format_summary` what
+a run prints when it ends, and `write_report` the report of a folder. The commands parse
+their arguments and call these; the options a run reads (`resume`, `force`, `executor`,
+`detach`, `no_progress`, `rebuild_envs`, `data`, `argv`, the `--slurm-*` values) come on
+the command's namespace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import pathlib
+import shlex
+import sys
+import time
+from typing import Callable
+
+from ..analysing import compare, stats, summary, verdict
+from ..core import files, terminal
+from ..core.errors import UsageError
+from ..measuring import data as datamod, results
+from ..measuring.backends import BACKENDS
+from ..measuring.cell import Cell
+from ..publishing import archive
+from ..running import cluster_options, config, footprint
+
+
+SUITE_FORMAT = "gcbench-suite"
+
+
+def check_data(path: str | None) -> tuple[str, str, int]:
+    """Validate the data the workers will read, in the manager, so errors come once and
+    early: (kind, note for people, number of samples)."""
+    folder = datamod.locate(path)
+    if folder is None:
+        return "synthetic", "synthetic (no MNIST found; see `gcbench data info`)", datamod.SYNTHETIC_SAMPLES
+    ds = datamod.load_mnist(folder)
+    return "real", f"real MNIST from {folder}", len(ds)
+
+
+def language_of(cell: Cell) -> str:
+    return BACKENDS[cell.backend].language
+
+
+def prepare_folder(out: str, resume: bool, force: bool) -> pathlib.Path:
+    """The results folder of a run: refused when it already holds results, unless the run
+    resumes it or is forced to replace them."""
+    out_dir = files.make_folder(out, "results folder")
+    if (out_dir / archive.NAME).exists():
+        raise UsageError(f"{out_dir} holds {archive.NAME}: it is a report's folder (or a copy of its data), and "
+                         "results written beside the archive would not be read; use another --out")
+    held = [p for p in out_dir.glob("*.json") if not p.name.startswith(".")]
+    if held and not (resume or force):
+        plan = out_dir / "suite.json"
+        by = ""
+        if plan.is_file():
+            try:
+                by = " from `" + " ".join(files.read_json(plan).get("command") or []) + "`"
+            except (UsageError, AttributeError):
+                by = ""
+        raise UsageError(f"{out_dir} already holds {len(held)} files{by}; use --resume to run only what is "
+                         "missing there, --force to replace them, or another --out")
+    return out_dir
+
+
+def write_plan(out_dir: pathlib.Path, suite: config.Suite, cells: list, command: list[str], mode: str,
+               previous: dict, state: str) -> dict:
+    """suite.json: the plan of the latest run and the history of every run into the folder."""
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    runs = list(previous.get("runs") or ([{"command": previous["command"], "started": previous.get("started")}]
+                                         if previous.get("command") else []))
+    plan = {"format": SUITE_FORMAT, "schema_version": 2, "suite": suite.name, "command": command,
+            "cells": [c.id for c in cells], "labels": [c.label for c in cells], "envs": suite.envs, "repeats": suite.repeats, "started": now,
+            "state": state, "runs": runs + [{"command": command, "started": now, "mode": mode, "cells": len(cells)}]}
+    files.write_json(out_dir / "suite.json", plan)
+    return plan
+
+
+def _run_on_scheduler(cells, suite, args, out_dir, command, environments, resume, kind, out_fn,
+                      samples) -> list[dict] | None:
+    """The plan as job arrays (`--executor slurm`); its results, or None with --detach."""
+    from ..running import cluster, runner
+
+    kept = {}
+    if resume:  # what an earlier submission (or run) measured with these settings is not submitted again
+        kept = {c.id: doc for c in cells if runner.reusable(doc := runner.existing(out_dir / f"{c.id}.json"), c, kind)}
+        if kept:
+            out_fn(f"gcbench: {len(kept)} runs kept (ok results with the same settings are there)")
+    todo = [c for c in cells if c.id not in kept]
+    docs = {}
+    if todo:
+        at_once = None
+        if args.executor == "submitit-local":  # its jobs all start at once: as many as cores and memory hold
+            at_once = cluster.local_jobs_at_once(todo, footprint.largest(todo, samples, language_of)[1].total,
+                                                 available=footprint.available_bytes())
+            out_fn(f"gcbench: submitit-local runs {at_once} job{'s' * (at_once > 1)} at once (one per core, as many "
+                   "as the memory available holds)")
+        submission = cluster.submit(todo, out_dir, command, suite.timeout, environments, resume, kind, args.executor,
+                                    suite.slurm_options().override(args), suite.name, out_fn, local_at_once=at_once)
+        if args.detach:
+            out_fn(f"gcbench: detached; the jobs run on. `gcbench status {shlex.quote(str(out_dir))}` says what is "
+                   "done; report or compare the folder once they have ended")
+            return None
+        show_bars = sys.stderr.isatty() and not getattr(args, "no_progress", False)
+        docs = {c.id: d for c, d in zip(todo, cluster.wait(submission, todo, out_dir, out_fn, show_bars))}
+    return [kept.get(c.id) or docs[c.id] for c in cells]
+
+
+def run_suite(suite: config.Suite, args, out: str, out_fn: Callable[..., None]) -> tuple[list[dict] | None, pathlib.Path, int]:
+    """Build the suite's environments, run its cells into `out`, print the summary.
+
+    Returns (documents or None when interrupted, the folder, exit code).
+    """
+    kind, data_note, samples = check_data(args.data)
+    cells = suite.cells(args.data)
+    return run_plan(cells, suite, args, out, out_fn, kind, data_note, samples)
+
+
+def run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Callable[..., None], kind: str, data_note: str,
+             samples: int) -> tuple[list[dict] | None, pathlib.Path, int]:
+    """Run `cells` (the plan; `suite` names it and holds its environments and timeout) into
+    the results folder `out`, which belongs to this run (see `prepare_folder`)."""
+    footprint.check(cells, samples, language_of)
+    if suite.envs:  # a bad GCBENCH_INSTALLER is refused before the folder is touched
+        from ..running import installers
+
+        installers.choose()
+    executor = getattr(args, "executor", "local")
+    if getattr(args, "detach", False) and executor == "local":
+        raise UsageError("--detach needs a scheduler (--executor slurm or submitit-local): a local run is this process")
+    if executor != "local":
+        from ..running import cluster
+
+        cluster.check_executor(executor)
+        suite.slurm_options().override(args)  # refuse bad --slurm-* values before anything is written
+        cluster_options.check_folder(pathlib.Path(out).absolute())
+    made = not pathlib.Path(out).exists()
+    try:
+        return _run_plan(cells, suite, args, out, out_fn, kind, data_note, samples)
+    except BaseException:
+        if made:  # a run refused or stopped before it wrote anything leaves no empty folder behind
+            with contextlib.suppress(OSError):
+                pathlib.Path(out).rmdir()
+        raise
+
+
+def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Callable[..., None], kind: str,
+              data_note: str, samples: int) -> tuple[list[dict] | None, pathlib.Path, int]:
+    from ..core.files import FolderLock
+    from ..measuring import envspec
+    from ..running import cluster, envs, runner
+
+    resume, force = getattr(args, "resume", False), getattr(args, "force", False)
+    out_dir = prepare_folder(out, resume, force)
+    cluster.check_no_live_jobs(out_dir)  # submitted to a scheduler before: none of its jobs may still run
+    if resume:
+        runner.check_resumable(cells, out_dir)
+    if force:  # --force replaces the plan's results; results of other cells would stay and be mixed in
+        others = sorted(p.name for p in archive.documents(out_dir) if p.stem not in {c.id for c in cells})
+        if others:
+            raise UsageError(f"{out_dir} holds {len(others)} results of cells that are not in this plan "
+                             f"({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}); --force replaces "
+                             "only this plan's and its report would mix the others in: move them away, or use another --out")
+    command = ["gcbench"] + args.argv
+    repeats = max(c.repeat for c in cells) + 1 if cells else 0
+    with FolderLock(out_dir, f"{out_dir} is in use by another gcbench run; wait for it or use another --out"):
+        previous = results.read_plan(out_dir) if (resume or force) else {}
+        plan = write_plan(out_dir, suite, cells, command, "resume" if resume else "force" if force else "new",
+                          previous, "running")
+        out_fn(f"gcbench: {len(cells)} runs ({len(cells) // max(repeats, 1)} cells x {repeats} repeats, "
+               f"interleaved) -> {out_dir}; data: {data_note}")
+        t0 = time.monotonic()
+        progress = False if args.no_progress else None
+        try:
+            with runner.interruptible():
+                environments = None
+                if suite.envs:
+                    needed = sorted({m for b in suite.all_backends() for m in BACKENDS[b].requires})
+                    out_fn(f"gcbench: {len(suite.envs)} environments (in {envs.envs_root()}) with {', '.join(needed)}")
+                    environments = envs.build_all([envspec.parse(e) for e in suite.envs], needed, args.rebuild_envs,
+                                                  log=out_fn, progress=progress)
+                if getattr(args, "executor", "local") == "local":
+                    docs = runner.run_cells(cells, out_dir, command, suite.timeout, log=out_fn, progress=progress,
+                                            environments=environments, resume=resume, data_kind=kind)
+                    extra = summary.replacements(cells, docs, suite.repeats)
+                    if extra:  # a flagged repeat is left out of the times: measure one more in its place
+                        out_fn(f"gcbench: {len(extra)} cell{'s' * (len(extra) > 1)} had a repeat flagged (drift or "
+                               f"load): one replacement repeat each ({', '.join(c.label for c in extra[:4])}"
+                               f"{', ...' if len(extra) > 4 else ''})")
+                        cells = cells + extra
+                        plan.update(cells=[c.id for c in cells], labels=[c.label for c in cells])
+                        files.write_json(out_dir / "suite.json", plan)
+                        docs += runner.run_cells(extra, out_dir, command, suite.timeout, log=out_fn, progress=progress,
+                                                 environments=environments, resume=resume, data_kind=kind)
+                else:
+                    try:
+                        docs = _run_on_scheduler(cells, suite, args, out_dir, command, environments, resume, kind,
+                                                 out_fn, samples)
+                    except UsageError:  # nothing was submitted: the folder is as it was before this command
+                        if previous:
+                            files.write_json(out_dir / "suite.json", previous)
+                        else:
+                            (out_dir / "suite.json").unlink(missing_ok=True)
+                        raise
+                    if docs is None:  # --detach: the jobs run on; `gcbench status` follows them
+                        results.finish_plan(out_dir, plan, "submitted")
+                        return None, out_dir, 0
+        except (runner.Interrupted, KeyboardInterrupt) as e:
+            code = e.exit_code if isinstance(e, runner.Interrupted) else 130
+            results.finish_plan(out_dir, plan, "interrupted")
+            kept = sum(1 for c in cells if (out_dir / f"{c.id}.json").is_file())
+            print(f"\ngcbench: interrupted; {kept} finished runs kept in {out_dir}", file=sys.stderr)
+            return None, out_dir, code
+        except BaseException:  # refused or broken midway: the plan says so, never "running" for ever
+            with contextlib.suppress(UsageError):  # unless the plan was put back (nothing was submitted)
+                if (out_dir / "suite.json").is_file() and results.read_plan(out_dir).get("started") == plan["started"]:
+                    results.finish_plan(out_dir, plan, "failed")
+            raise
+        results.finish_plan(out_dir, plan, "finished")
+    superseded = [d for d in docs if d.get(runner.SUPERSEDED)]
+    for d in superseded:  # an earlier result kept in place of this run's failure: said, and counted as failed
+        d.pop(runner.SUPERSEDED)
+    failed = sum(d["status"] == "failed" for d in docs) + len(superseded)
+    measured = sum(d["status"] == "ok" for d in docs) - len(superseded)
+    out_fn()
+    cells_summarized = summary.summarize_all(docs)
+    answer = verdict.sentences(cells_summarized)
+    if answer:  # the answer first, the table after it
+        out_fn(format_verdict(answer))
+        out_fn()
+    out_fn(format_summary(docs, cells_summarized))
+    if any(cs.stats and cs.stats["flagged"] for cs in cells_summarized):
+        out_fn(terminal.wrap(FLAG_LEGEND))
+    ok_cells = [compare.repeat_values(ds) for ds in summary.cells(docs).values() if any(d["status"] == "ok" for d in ds)]
+    out_fn(terminal.wrap(compare.format_detectable(compare.detectable(ok_cells, compare.ALPHA))))
+    out_fn(f"\n{len(docs)} runs in {time.monotonic() - t0:.0f} s: {measured} ok, {failed} failed, "
+           f"{len(docs) - measured - failed} unavailable; results in {out_dir}")
+    if superseded:
+        out_fn(f"gcbench: {len(superseded)} runs failed this time and their earlier ok results were kept (the table "
+               "above shows those earlier results): " + ", ".join(d["cell"] for d in superseded[:5]))
+    if not measured:
+        out_fn("gcbench: nothing was measured")
+    return docs, out_dir, 1 if failed or not measured else 0
+
+
+FLAG_LEGEND = ("flags: \"N flagged\" counts a cell's repeats whose step times drifted within the repeat or whose "
+               "machine was loaded meanwhile; they are left out of its times where 3 unflagged repeats remain (a run "
+               "measures one replacement repeat per such cell), and their collections always count (the report's "
+               "\"Unstable measurements\" says which and why)")
+
+
+def format_verdict(sentences: list[str]) -> str:
+    """The verdict for a terminal: one paragraph per sentence, wrapped to the width."""
+    return "\n".join(["verdict:"] + [terminal.wrap(x, "  ", "    ") for x in sentences])
+
+
+def format_summary(docs: list[dict], cells: list[summary.CellSummary] | None = None) -> str:
+    """One line per cell, its repeats combined: median with interval, mean step, GC share, full
+    collections, flags; cells that did not run point to their reason, written once below
+    the table however many cells share it. `cells`: `summary.summarize_all(docs)`, when the
+    caller has it already."""
+    rows, reasons = [], {}
+    for cs in summary.summarize_all(docs) if cells is None else cells:
+        s = cs.stats
+        if s is None:
+            d = cs.docs[0]
+            reason = d["reason"].splitlines()[0] if d["reason"] else ""
+            note = f"[{reasons.setdefault(reason, len(reasons) + 1)}]" if reason else ""
+            rows.append([cs.label, d["status"], "", "", "", "", "", "", note])
+            continue
+        full = s["full"]
+        fr = stats.short_schedule(full["schedule"]) if full["count"] else "none"
+        flags = f"{len(s['flagged'])} flagged" if s["flagged"] else ""
+        host = f"{100 * s['host_share']:.1f}" if "host_share" in s else "-"
+        rows.append([cs.label, f"ok x{s['repeats']}", stats.fmt_paren(s["median_ms"], s["median_ci_ms"], values=s["repeat_medians_ms"]),
+                     stats.fmt(s["mean_ms"]), stats.fmt(s["p99_ms"]), f"{100 * s['gc_share']:.2f}", host, fr, flags])
+    head = ["cell", "status", "median ms (95 % CI)", "mean ms", "p99 ms", "GC %", "host %", "full collections", "flags"]
+    notes = [terminal.wrap(f"[{n}] {reason}", "", "    ") for reason, n in reasons.items()]
+    # wider than the terminal: p99 and host share go first, then the cell moves above its row
+    return "\n".join(terminal.table(head, rows, left={0, 1, 7, 8}, drop=(4, 6)) + notes)
+
+
+def write_report(source: pathlib.Path, out: str | None, spike_factor: float, out_fn=print, **extra) -> dict:
+    try:
+        from ..publishing.report import build_report, default_out
+    except ImportError as e:
+        raise UsageError(f"the report needs matplotlib and markdown-it-py ({e.name} missing): "
+                         "pip install 'gcbench[report]'") from None
+    if not spike_factor > 1:
+        raise UsageError(f"--spike-factor must be greater than 1, got {spike_factor:g}")
+    out_dir = pathlib.Path(out) if out else default_out(source)
+    paths = build_report(source, out_dir, spike_factor, **extra)
+    plots = [p for p in paths.values() if isinstance(p, pathlib.Path) and p.suffix == ".png"]
+    out_fn(f"report: {paths['markdown']} and {paths['html']} ({len(plots)} plots; raw results in "
+           f"{paths['archive'].name})")
+    for warning in paths.get("warnings", []):
+        out_fn(f"gcbench: warning: {warning}")
+    return paths

@@ -1,0 +1,98 @@
+"""The backend registry: which frameworks gcbench can train, and whether they are here.
+
+A backend is described by a `BackendInfo` (cheap: nothing heavy is imported to list
+it) and implemented by a module with `build(workload, params, data) -> Trainer`, where
+`params` are the canonical initial weights of each network (`workloads.init_params`).
+A `Trainer` has:
+
+- `step(idx)`: one step of the step contract (DESIGN.md): take the batch `idx`, update
+  every network once, return when every result is ready;
+- `loss()`: the mean loss over the networks at the last step (called only at sampled
+  steps, outside the timing);
+- `network_losses()`: each network's loss at the last step as Python floats (called
+  inside the timed step when the loop keeps metrics, `--bookkeeping metrics`);
+- `trace_counts()`: how many times each jitted function was traced, for the
+  no-recompilation checks;
+- `param_count()`: parameters of one network, counted the framework's own way;
+- `metadata()`: facts for the result's metadata (devices, thread counts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+
+from ...core.errors import UsageError, did_you_mean
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendInfo:
+    name: str
+    language: str  # "python" or "julia"
+    description: str
+    module: str  # implementation, relative to this package
+    requires: tuple[str, ...]  # importable modules it needs
+    workloads: tuple[str, ...]
+    policies: tuple[str, ...] = ("default", "freeze", "disable", "manual")
+    options: tuple[tuple[str, str], ...] = ()  # keyword arguments of the module's build()
+
+    def availability(self) -> tuple[bool, str]:
+        """(True, "") when the backend can run here, else (False, one-line reason)."""
+        if self.language == "julia":
+            from .julia_bridge import status
+
+            return status()
+        missing = [m for m in self.requires if importlib.util.find_spec(m) is None]
+        if missing:
+            return False, f"not installed: {', '.join(missing)} (pip install 'gcbench[jax]')"
+        return True, ""
+
+    def supports(self, workload: str) -> bool:
+        return workload in self.workloads
+
+    def load(self):
+        return importlib.import_module(f"{__name__}.{self.module}")
+
+    def build(self, workload, params, data):
+        """A trainer of `len(params)` networks of `workload` (see the module docstring)."""
+        return self.load().build(workload, params, data, **dict(self.options))
+
+
+_JAX = ("jax", "optax")
+_EQX = (*_JAX, "equinox")
+_NNX = (*_JAX, "flax")
+_ALL = ("mlp", "lenet5", "vit")
+
+BACKENDS: dict[str, BackendInfo] = {
+    b.name: b
+    for b in [
+        BackendInfo("jax", "python", "plain pytrees, jax.jit + jax.value_and_grad + optax",
+                    "jax_loop", _JAX, _ALL),
+        BackendInfo("jax-vmap", "python", "all networks stacked, one jitted vmapped step (the floor)",
+                    "jax_vmap", _JAX, ("mlp", "lenet5")),
+        BackendInfo("equinox-filter", "python", "eqx.Module, eqx.filter_jit + eqx.filter_value_and_grad",
+                    "equinox_filter", _EQX, _ALL),
+        BackendInfo("equinox-partition", "python", "eqx.partition once, jax.jit over arrays, static closed over",
+                    "equinox_partition", _EQX, _ALL),
+        BackendInfo("nnx", "python", "Flax NNX, nnx.jit + nnx.Optimizer",
+                    "nnx_jit", _NNX, _ALL),
+        BackendInfo("nnx-split", "python", "Flax NNX, nnx.split once, jax.jit over (graphdef, state)",
+                    "nnx_split", _NNX, _ALL),
+        *(BackendInfo(name, "julia", desc, "julia_bridge", ("juliacall",), ("mlp", "lenet5"),
+                      policies=("default", "disable", "manual"), options=(("framework", name),))
+          for name, desc in [
+              ("flux", "Flux: Flux.withgradient + Flux.update!, Optimisers.Adam, per network"),
+              ("lux", "Lux: Training.TrainState + single_train_step! on Zygote, per network"),
+              ("simplechains", "SimpleChains: static chains, valgrad! + in-place ADAM, per network"),
+          ]),
+    ]
+}
+
+
+def get_backend(name: str) -> BackendInfo:
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise UsageError(f"unknown backend {name!r}{did_you_mean(name, BACKENDS)}; valid backends: "
+                         f"{', '.join(BACKENDS)}") from None

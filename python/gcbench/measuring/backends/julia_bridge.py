@@ -1,0 +1,227 @@
+"""The Julia bridge: the only module that imports juliacall.
+
+Flux, Lux and SimpleChains run in Julia (julia/GCBench.jl) with the timed loop inside
+Julia; this module finds Julia, starts it once per worker process, loads the one
+framework the cell needs, hands over the data, the weights and the schedule, and
+converts what comes back (see `julia_layout`).
+
+gcbench never downloads during a run: runs set `PYTHON_JULIAPKG_OFFLINE=yes`, and the
+backends are `unavailable` (one line, the reason) until `gcbench julia-setup` (online,
+once) has let juliacall install Julia and the packages; `PYTHON_JULIAPKG_EXE` points
+it at an existing Julia.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import pathlib
+import shutil
+import sys
+import time
+
+import numpy as np
+
+from . import julia_layout
+from ..workloads import LEARNING_RATE
+
+FRAMEWORKS = ("flux", "lux", "simplechains")
+
+
+def julia_dir() -> pathlib.Path:
+    """Where GCBench.jl lives: $GCBENCH_JULIA_DIR, else julia/ of this source checkout."""
+    env = os.environ.get("GCBENCH_JULIA_DIR")
+    return pathlib.Path(env) if env else pathlib.Path(__file__).resolve().parents[4] / "julia"
+
+
+def juliapkg_meta() -> pathlib.Path | None:
+    """juliapkg's record of a finished install (`<project>/pyjuliapkg/meta.json`), where
+    juliapkg keeps it for this interpreter; None when juliapkg is not installed."""
+    try:
+        from juliapkg.state import STATE  # juliacall's own dependency, not juliacall
+    except ImportError:
+        return None
+    return pathlib.Path(STATE["meta"])
+
+
+def _juliapkg_julia() -> list[str]:
+    """The Julia that juliapkg installed or chose for this interpreter: the `executable` its
+    meta.json records, and its install folder's bin/julia (`STATE["install"]`: under the
+    virtual environment's julia_env, or ~/.julia/environments/pyjuliapkg for a system
+    Python; pyjuliapkg's state.py and deps.py)."""
+    try:
+        from juliapkg.state import STATE
+    except ImportError:
+        return []
+    out = []
+    try:
+        with open(STATE["meta"]) as f:
+            exe = json.load(f).get("executable")
+        if isinstance(exe, str):
+            out.append(exe)
+    except (OSError, ValueError, AttributeError):
+        pass
+    name = "julia.exe" if os.name == "nt" else "julia"
+    return out + [os.path.join(STATE["install"], "bin", name)]
+
+
+def find_julia() -> str | None:
+    """A Julia executable juliacall would use without downloading one, or None."""
+    candidates = [os.environ.get("PYTHON_JULIAPKG_EXE"), shutil.which("julia"),
+                  os.path.expanduser("~/.juliaup/bin/julia"), *_juliapkg_julia(),
+                  os.path.join(sys.prefix, "julia_env", "pyjuliapkg", "install", "bin", "julia")]
+    return next((c for c in candidates if c and os.path.isfile(c) and os.access(c, os.X_OK)), None)
+
+
+@functools.lru_cache(maxsize=1)
+def status() -> tuple[bool, str]:
+    """(True, "") when the Julia backends can start here, else (False, one-line reason). Fast."""
+    if importlib.util.find_spec("juliacall") is None:
+        return False, "juliacall is not installed (pip install 'gcbench[julia]')"
+    if not (julia_dir() / "GCBench.jl").is_file():
+        return False, f"the Julia sources are not at {julia_dir()} (use a source checkout, or set GCBENCH_JULIA_DIR)"
+    if find_julia() is None:
+        return False, ("no Julia installed, and gcbench does not download one during a run "
+                       "(run `gcbench julia-setup` online, or set PYTHON_JULIAPKG_EXE to a julia executable)")
+    meta = juliapkg_meta()
+    if meta is not None and not meta.is_file():
+        return False, f"the Julia packages are not installed yet ({meta} is missing): run `gcbench julia-setup` (online, once)"
+    return True, ""
+
+
+def configure(threads: int = 1, offline: bool = True) -> None:
+    """juliacall's settings; they must be in the environment before juliacall is imported.
+
+    Julia keeps its own defaults otherwise (optimization level 2, as `julia` itself and
+    the seed's runs): a user's PYTHON_JULIACALL_OPTIMIZE is honoured and recorded."""
+    os.environ["PYTHON_JULIACALL_THREADS"] = str(threads)
+    # Julia's GC uses signals at safepoints: with several threads Julia must handle them
+    # (PythonCall's documented setting), else the process segfaults.
+    os.environ["PYTHON_JULIACALL_HANDLE_SIGNALS"] = "yes"
+    # A run never resolves or installs anything (julia-setup did that); julia-setup must.
+    if offline:
+        os.environ["PYTHON_JULIAPKG_OFFLINE"] = "yes"
+    else:
+        os.environ.pop("PYTHON_JULIAPKG_OFFLINE", None)
+    # pyjuliapkg reads that variable once, when juliapkg.state is first imported, which
+    # `status()` may already have done: tell its state directly too, either way
+    # (`juliapkg.offline(value)` sets STATE["offline"]; juliapkg/deps.py).
+    try:
+        import juliapkg
+    except ImportError:
+        return
+    juliapkg.offline(offline)
+
+
+@functools.lru_cache(maxsize=1)
+def gcbench_module():
+    """Start Julia (once per process) and load julia/GCBench.jl; returns the module."""
+    configure(int(os.environ.get("GCBENCH_JULIA_THREADS", "1")), os.environ.get("GCBENCH_JULIA_SETUP") != "1")
+    import juliacall  # noqa: PLC0415 - the one import of juliacall in gcbench
+
+    main = juliacall.Main
+    main.include(str(julia_dir() / "GCBench.jl"))
+    return main.GCBench
+
+
+def start(threads: int = 1) -> tuple[bool, str]:
+    """Start Julia with `threads` threads and load GCBench.jl: (True, "") or (False, reason)."""
+    os.environ["GCBENCH_JULIA_THREADS"] = str(threads)
+    try:
+        gcbench_module()
+    except Exception as e:  # juliacall reports install, resolve and load failures as exceptions
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return False, f"Julia could not start: {first}"
+    return True, ""
+
+
+def setup() -> tuple[bool, str]:
+    """`gcbench julia-setup`: start Julia online, so that juliacall installs what is missing,
+    then load every framework once (which precompiles them)."""
+    os.environ["GCBENCH_JULIA_SETUP"] = "1"
+    configure(offline=False)  # the environment variable and juliapkg's own state, both online
+    ok, reason = start()
+    if not ok:
+        return ok, reason
+    try:
+        for name in FRAMEWORKS:
+            call("load_framework", name)
+    except Exception as e:
+        return False, f"a framework failed to load: {str(e).strip().splitlines()[0]}"
+    status.cache_clear()
+    return True, ""
+
+
+def call(name: str, *args):
+    """Call `GCBench.<name>` with exactly the arity `julia_layout.JULIA_API` declares."""
+    expected = julia_layout.JULIA_API[name]
+    if len(args) != expected:
+        raise TypeError(f"GCBench.{name} takes {expected} arguments, got {len(args)}")
+    return getattr(gcbench_module(), name.replace("!", "_b"))(*args)
+
+
+class JuliaTrainer:
+    """A Julia trainer: the whole measurement runs in Julia (`measure`)."""
+
+    measures_itself = True
+
+    def __init__(self, framework: str, workload, params, data):
+        self.framework = framework
+        self.workload = workload
+        self.params = params
+        self.data = data
+        self._trainer = None
+        self.julia_facts: dict = {}
+
+    def prepare(self, schedule: np.ndarray) -> int:
+        """Load the framework, hand over the data and build the trainer; return the build's ns."""
+        call("load_framework", self.framework)
+        jdata = call("setup_data", julia_layout.images_whcn(self.data.images),
+                     self.data.labels.astype(np.int64), julia_layout.schedule_columns(schedule))
+        t0 = time.perf_counter_ns()
+        self._trainer = call("build", self.framework, julia_layout.layer_table(self.workload),
+                             julia_layout.stacked_weights(self.workload, self.params, self.framework), jdata,
+                             LEARNING_RATE)
+        return time.perf_counter_ns() - t0
+
+    def measure(self, schedule: np.ndarray, cell, policy) -> dict:
+        """The cell's warm-up and timed steps, run in Julia; `{"refused": reason}` when the
+        policy would keep more garbage than the machine has free memory."""
+        build_ns = self.prepare(schedule)
+        raw = call("run!", self._trainer, cell.warmup, cell.steps, policy.kind, max(policy.every, 1),
+                   cell.loss_every, cell.bookkeeping)
+        if "refused" in raw:
+            return {"refused": str(raw["refused"])}
+        fields = julia_layout.result_fields(raw)
+        fields["warmup"]["traces"] = {}
+        fields["warmup"]["build_ns"] = build_ns
+        self.julia_facts = {"julia": str(raw["julia_version"]), "julia_threads": int(raw["julia_threads"]),
+                            "julia_optimize": int(raw["julia_optimize"]),
+                            "julia_packages": {str(k): str(v) for k, v in raw["julia_packages"].items()},
+                            "julia_extensions": [str(x) for x in raw["julia_extensions"]]}
+        return fields
+
+    def explain_allocs(self, first_step: int, steps: int, sample_rate: float, bookkeeping: str = "none") -> dict:
+        """Sampled allocations of `steps` steps by type, package and site (Profile.Allocs)."""
+        raw = call("explain_allocs", self._trainer, first_step, steps, sample_rate, bookkeeping)
+        table = lambda d: {str(k): [int(v[0]), int(v[1])] for k, v in d.items()}
+        return {"samples": int(raw["samples"]), "sample_rate": float(raw["sample_rate"]), "steps": int(raw["steps"]),
+                "by_type": table(raw["by_type"]), "by_package": table(raw["by_package"]),
+                "by_site": table(raw["by_site"])}
+
+    def param_count(self) -> int:
+        return int(call("param_count", self._trainer))
+
+    def trace_counts(self) -> dict[str, int]:
+        return {}
+
+    def metadata(self) -> dict:
+        return {"julia_framework": self.framework, **self.julia_facts}
+
+
+def build(workload, params, data, framework: str) -> JuliaTrainer:
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"unknown Julia framework {framework!r}")
+    return JuliaTrainer(framework, workload, params, data)

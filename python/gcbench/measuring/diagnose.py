@@ -1,0 +1,375 @@
+"""The collector watched closely while a loop runs: what it collects, what it promotes to
+the oldest generation and from where, and what a full collection has to scan.
+
+This is the measuring half of `gcbench explain`; it slows the loop down a lot (every
+collection lists generations; tracemalloc records every allocation), so its timings
+are not measurements of the loop, and the output says so.
+
+CPython (3.8-3.13, and 3.14.5 on) collects in three generations. A young collection
+(generation 0 or 1) moves what survives one generation up; what survives a collection
+of generation 1 is *promoted* into the oldest generation. A full collection (of
+generation 2) runs once more than `threshold[2]` collections of generation 1 have
+happened since the last one *and* the objects promoted since then exceed a quarter of
+the oldest generation; it scans every object there. So its cost is (objects promoted
+per step) x (size of the oldest generation), and two questions decide it: what is
+promoted, and from where; and what the oldest generation holds.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import gc
+import os
+import pathlib
+import sys
+import time
+import tracemalloc
+
+NAMED = ("jax", "jaxlib", "equinox", "flax", "optax", "numpy", "gcbench")
+_GCBENCH_DIR = str(pathlib.Path(__file__).resolve().parents[1])  # the package, all of it
+# The files of a user's own loop (`gcbench.measure(..., explain=True)` adds the caller's):
+# their allocation sites are the package `user`.
+USER_FILES: set[str] = set()
+# gcbench's own training loop (what a user's loop does around the step): "loop"; the rest of
+# gcbench (the backends' step code) is "gcbench".
+_LOOP_FILES = tuple(str(pathlib.Path(_GCBENCH_DIR, name)) for name in ("measuring/worker.py", "user_loop.py"))
+TOP = 12  # entries kept per table
+UNTRACED = "untraced"  # made before sites were traced
+FRAMES = 12  # frames tracemalloc keeps per allocation: enough to leave jax's and equinox's internals
+
+
+def collector_model() -> dict:
+    """Which collector this interpreter has, and what the analysis means on it."""
+    v = sys.version_info
+    if (v.major, v.minor) == (3, 14) and v.micro < 5:
+        return {"model": "incremental", "generations": 2,
+                "note": "Python 3.14.0-3.14.4 collect incrementally in two generations (young and old, the old "
+                        "one scanned in increments); the 'full collection' figures count collections of the old "
+                        "generation, and promotion means surviving a young collection."}
+    return {"model": "generational", "generations": 3,
+            "note": "three generations; a full collection scans the whole oldest generation and runs once "
+                    "threshold[2] collections of generation 1 have passed and the promotions since the last "
+                    "full collection exceed a quarter of the oldest generation"}
+
+
+def _module_of(tp: type) -> str:
+    module = type.__dict__["__module__"].__get__(tp) if isinstance(tp, type) else None
+    return module if isinstance(module, str) else "builtins"
+
+
+def type_name(tp: type) -> str:
+    """`dict`, `jaxlib._jax.ArrayImpl`: the name of a type, whatever its class does with
+    attribute access (a metaclass may make `__module__` anything)."""
+    name = type.__dict__["__qualname__"].__get__(tp) if isinstance(tp, type) else repr(tp)
+    module = _module_of(tp)
+    return name if module == "builtins" else f"{module}.{name}"
+
+
+def type_package(tp: type) -> str:
+    """The package that defines a type: one of NAMED, `builtins`, or `other`."""
+    root = _module_of(tp).split(".")[0]
+    if root in NAMED:
+        return root
+    return "builtins" if root in ("builtins", "") else "other"
+
+
+def file_package(filename: str) -> str | None:
+    """The named package a source file belongs to (`loop` for gcbench's own training loop),
+    or None."""
+    filename = _real(filename)
+    if filename in USER_FILES:
+        return "user"
+    if filename in _LOOP_FILES:
+        return "loop"
+    if filename.startswith(_GCBENCH_DIR):
+        return "gcbench"
+    parts = filename.replace("\\", "/").split("/")
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts:
+            i = parts.index(marker)
+            if i + 1 < len(parts):
+                root = parts[i + 1].removesuffix(".py")
+                return root if root in NAMED else None
+    return None
+
+
+_STDLIB = str(pathlib.Path(tracemalloc.__file__).resolve().parent)
+_HARNESS = tuple(str(pathlib.Path(_GCBENCH_DIR, name)) for name in (
+    "measuring/diagnose.py", "measuring/diagnostic_run.py", "measuring/probe.py", "analysing/explain.py"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _real(filename: str) -> str:
+    """A source file's real path: in an environment gcbench is imported through a link."""
+    return os.path.realpath(filename) if filename and not filename.startswith("<") else filename
+
+
+def _frame_kind(filename: str) -> str | None:
+    """None for frames that do not decide a site (the standard library, this harness)."""
+    filename = _real(filename)
+    if filename.startswith(_HARNESS):
+        return None
+    if filename.startswith(_STDLIB) and "-packages" not in filename or filename.startswith("<"):
+        return None
+    return file_package(filename) or "other"
+
+
+def site_path(filename: str) -> str:
+    """A source file as a reader finds it: inside its installed package (`equinox/_jit.py`,
+    under site-packages), inside gcbench (`gcbench/measuring/worker.py`), else its full path with the
+    home folder as `~`."""
+    real = _real(filename)
+    parts = real.replace("\\", "/").split("/")
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts[:-1]:
+            return "/".join(parts[parts.index(marker) + 1:])
+    gcbench_root = os.path.dirname(_GCBENCH_DIR)
+    if real.startswith(_GCBENCH_DIR + os.sep):
+        return os.path.relpath(real, gcbench_root).replace(os.sep, "/")
+    home = os.path.expanduser("~")
+    return "~" + real[len(home):] if home not in ("", "/") and real.startswith(home + os.sep) else real
+
+
+def allocation_site(obj) -> tuple[str, str]:
+    """(package, "path:line") of the frame that allocated `obj` (tracemalloc must be tracing;
+    the path as `site_path` gives it):
+    the innermost frame outside the standard library; its package is one of NAMED, `loop`
+    (gcbench's own training loop) or `other` (the user's code, any other package).
+    ("untraced", ...) for objects allocated before tracing started."""
+    tb = tracemalloc.get_object_traceback(obj)
+    if tb is None:
+        return UNTRACED, ""
+    frames = list(tb)
+    for frame in reversed(frames):  # most recent first
+        kind = _frame_kind(frame.filename)
+        if kind is not None:
+            return kind, f"{site_path(frame.filename)}:{frame.lineno}"
+    last = frames[-1]
+    return "other", f"{site_path(last.filename)}:{last.lineno}"
+
+
+def user_site(obj) -> str | None:
+    """"path:line" of the innermost frame in the user's own files (`USER_FILES`) among
+    those that allocated `obj`: the line of the user's loop that led to the allocation,
+    however deep inside a library it happened; None when no user file is in its traceback."""
+    tb = tracemalloc.get_object_traceback(obj) if USER_FILES else None
+    if tb is None:
+        return None
+    for frame in reversed(list(tb)):
+        if _real(frame.filename) in USER_FILES:
+            return f"{site_path(frame.filename)}:{frame.lineno}"
+    return None
+
+
+class _Counts:
+    """Counters of objects by type, package and site, kept small."""
+
+    def __init__(self):
+        self.by_type: collections.Counter = collections.Counter()
+        self.by_package: collections.Counter = collections.Counter()
+        self.by_site: collections.Counter = collections.Counter()
+        self.by_user_site: collections.Counter = collections.Counter()  # a user's loop: the line of theirs
+        self.by_site_type: collections.Counter = collections.Counter()  # "site (type)", where sites are traced
+        self.total = 0
+
+    def add_many(self, objs: list, sites: bool) -> None:
+        types = collections.Counter(map(type, objs))
+        for tp, n in types.items():
+            self.by_type[type_name(tp)] += n
+            self.by_package[type_package(tp)] += n
+        if sites:
+            for obj in objs:
+                package, site = allocation_site(obj)
+                self.by_site[f"{package} {site}".strip()] += 1
+                if package != UNTRACED:
+                    self.by_site_type[f"{site} ({type_name(type(obj))})"] += 1
+                mine = user_site(obj)
+                if mine is not None:
+                    self.by_user_site[mine] += 1
+        elif objs:
+            self.by_site[UNTRACED] += len(objs)
+        self.total += len(objs)
+
+    def to_json(self) -> dict:
+        out = {"total": self.total, "by_type": dict(self.by_type.most_common(TOP)),
+               "by_package": dict(self.by_package.most_common()), "by_site": dict(self.by_site.most_common(TOP))}
+        if self.by_user_site:
+            out["by_user_site"] = dict(self.by_user_site.most_common(TOP))
+        if self.by_site_type:
+            out["by_site_type"] = dict(self.by_site_type.most_common(TOP))
+        return out
+
+
+class Diagnosis:
+    """Installs itself in gc.callbacks and records, for every collection: its generation,
+    pause, the objects in each generation at its start, objects collected and uncollectable;
+    at each collection of generation 1 the objects it promoted; at each full collection
+    what it scanned; and (with DEBUG_SAVEALL) the cyclic garbage, by type."""
+
+    def __init__(self, steps: int, sites: bool = True, save_garbage: bool = True, site_steps: int | None = None):
+        self.steps = steps
+        self.sites = sites
+        # tracemalloc slows allocation-heavy steps tens of times: sites are traced over the
+        # last `site_steps` steps only (all of them when None)
+        self.site_from = 0 if site_steps is None else max(0, steps - site_steps)
+        self.save_garbage = save_garbage
+        # Records kept while the steps run hold numbers only (dicts of ints, flat lists of
+        # ints), which CPython does not track: the diagnosis adds nothing that a collection
+        # would promote or count (a GC budget counts the step's own objects).
+        self.collections: list[dict] = []
+        self.promoted = _Counts()
+        self.promoted_per_step = [0] * steps
+        self.promoted_before = 0  # promoted during the run, but made before it
+        self.scanned = _Counts()
+        self.scanned_origin = collections.Counter()
+        self.scans = 0
+        self.garbage = _Counts()
+        # [step, objects in the oldest generation]: at the start (step -1), after each collection
+        # of generation 1 or 2, and at the end (step = steps)
+        self.oldest: list[int] = []  # step, size, step, size, ... (pairs in to_json)
+        self.step = -1
+        self._baseline: set[int] = set()
+        self._young: set[int] = set()
+        self._old_len = 0
+        self._saved: set[int] = set()
+        self._garbage_seen = 0
+        self._t0 = 0
+        self._start0 = self._start1 = self._start2 = -1
+        self.started = False
+        self._was_tracing = False
+        self._debug = 0
+        self._garbage_before = 0
+
+    # -- the hooks ------------------------------------------------------------------------
+    def _on(self, phase: str, info: dict) -> None:
+        gen = info["generation"]
+        if phase == "start":
+            self._start0, self._start1, self._start2 = len(gc.get_objects(0)), len(gc.get_objects(1)), -1
+            if gen == 1:
+                self._young = set(map(id, gc.get_objects(0))) | set(map(id, gc.get_objects(1)))
+                self._old_len = len(gc.get_objects(2))
+            elif gen >= 2:
+                oldest = gc.get_objects(2)
+                self._start2 = len(oldest)
+                self.scans += 1
+                self.scanned.add_many(oldest, sites=False)
+                before = len(self._baseline.intersection(map(id, oldest)))
+                self.scanned_origin["before the timed steps"] += before
+                self.scanned_origin["made during the timed steps"] += len(oldest) - before
+                del oldest
+            self._t0 = time.perf_counter_ns()
+            return
+        pause = time.perf_counter_ns() - self._t0
+        if gen == 1:
+            young, self._young = self._young, set()
+            oldest = gc.get_objects(2)
+            # A collection of generation 1 appends its survivors to the end of the oldest
+            # generation's list: look there (a little earlier too, in case an old object died).
+            tail = oldest[max(0, self._old_len - 64):] if len(oldest) >= self._old_len else oldest
+            promoted = [o for o in tail if id(o) in young and id(o) not in self._saved]
+            # Objects that existed before the diagnostic steps and happen to be promoted now
+            # are a one-off of the start, not what a step costs: counted apart.
+            before = [o for o in promoted if id(o) in self._baseline]
+            self.promoted_before += len(before)
+            if before:
+                promoted = [o for o in promoted if id(o) not in self._baseline]
+            self.promoted.add_many(promoted, self._tracing())
+            if 0 <= self.step < self.steps:
+                self.promoted_per_step[self.step] += len(promoted)
+            self.oldest += (self.step, len(oldest))
+            del oldest, tail, promoted, before
+        elif gen >= 2:
+            self.oldest += (self.step, len(gc.get_objects(2)))
+        if self.save_garbage and len(gc.garbage) > self._garbage_seen:
+            new = gc.garbage[self._garbage_seen:]
+            self.garbage.add_many(new, self._tracing())
+            self._saved.update(map(id, new))
+            self._garbage_seen = len(gc.garbage)
+        self.collections.append({"step": self.step, "generation": gen, "pause_ns": pause, "at_start_0": self._start0,
+                                 "at_start_1": self._start1, "at_start_2": self._start2, "collected": info["collected"],
+                                 "uncollectable": info["uncollectable"]})
+
+    def _tracing(self) -> bool:
+        return self.sites and tracemalloc.is_tracing()
+
+    # -- running ----------------------------------------------------------------------------
+    def start(self) -> None:
+        """Begin watching: the steps that follow set `self.step` to their number (-1
+        between steps) and `stop` ends it (for a loop someone else drives: `measure`)."""
+        self._baseline = {id(o) for o in gc.get_objects()}
+        self._was_tracing = tracemalloc.is_tracing()
+        self._debug = gc.get_debug()
+        self._garbage_before = self._garbage_seen = len(gc.garbage)
+        if self.save_garbage:
+            gc.set_debug(self._debug | gc.DEBUG_SAVEALL)
+        gc.callbacks.append(self._on)
+        self.started = True
+        self.oldest += (-1, len(gc.get_objects(2)))
+        if self.site_from == 0:
+            self._trace()
+
+    def _trace(self) -> None:
+        if self.sites and not self._was_tracing:
+            tracemalloc.start(FRAMES)
+
+    def stop(self, steps: int | None = None) -> None:
+        """Stop watching, after `steps` steps (all that were planned when None)."""
+        if not self.started:
+            return
+        self.started = False
+        if steps is not None:
+            self.steps = steps
+            del self.promoted_per_step[steps:]
+        self.step = self.steps
+        try:
+            self.oldest += (self.steps, len(gc.get_objects(2)))
+        finally:
+            gc.callbacks.remove(self._on)
+            gc.set_debug(self._debug)
+            if self.sites and not self._was_tracing and tracemalloc.is_tracing():
+                tracemalloc.stop()
+            if self.save_garbage:
+                del gc.garbage[self._garbage_before:]
+
+    def run(self, step, first: int = 0) -> None:
+        """Call `step(first + i)` for i in range(steps) under the diagnostics."""
+        self.start()
+        try:
+            for i in range(self.steps):
+                self.step = i
+                if i == self.site_from and i:
+                    self._trace()
+                step(first + i)
+        finally:
+            self.stop()
+
+    def to_json(self) -> dict:
+        full = [c["step"] for c in self.collections if c["generation"] >= 2 and 0 <= c["step"] < self.steps]
+        gen1 = sum(1 for c in self.collections if c["generation"] == 1 and 0 <= c["step"] < self.steps)
+        return {
+            "steps": self.steps,
+            "collections": [{**{k: v for k, v in c.items() if not k.startswith("at_start_")},
+                             "objects_at_start": [c["at_start_0"], c["at_start_1"], c["at_start_2"]]}
+                            for c in self.collections],
+            "promoted": {**self.promoted.to_json(), "made_before_the_steps": self.promoted_before},
+            "promoted_per_step": self.promoted_per_step,
+            "scanned": {**self.scanned.to_json(), "collections": self.scans, "origin": dict(self.scanned_origin),
+                        "frozen": gc.get_freeze_count()},
+            "garbage": self.garbage.to_json(),
+            "oldest": [list(pair) for pair in zip(self.oldest[::2], self.oldest[1::2])],
+            "full_steps": full,
+            "gen1_collections": gen1,
+            "thresholds": list(gc.get_threshold()),
+            "collector": collector_model(),
+            "sites_traced": self.sites,
+            "sites_from_step": self.site_from if self.sites else None,
+        }
+
+
+def diagnose(step, steps: int, first: int = 0, sites: bool = True, save_garbage: bool = True,
+             site_steps: int | None = None) -> dict:
+    """Run `step(first + i)` `steps` times under a `Diagnosis`; return what it recorded."""
+    d = Diagnosis(steps, sites, save_garbage, site_steps)
+    d.run(step, first)
+    return d.to_json()

@@ -1,0 +1,73 @@
+"""The diagnostic run of a cell, in the worker: what `gcbench explain` starts instead of a
+measurement. The collector's work is recorded step by step (`diagnose` for the Python
+backends; Julia's `Profile.Allocs` for the Julia ones) into a raw document, which
+`analysing.explain` turns into an explanation. Its timings are disturbed and are never
+reported as measurements.
+"""
+
+from __future__ import annotations
+
+from . import diagnose
+from ..core import files
+from ..core.errors import UsageError
+
+RAW_FORMAT = "gcbench-explain-raw"
+DEFAULT_STEPS = 200
+SITE_STEPS = 25  # allocation sites are traced over the last this many steps (tracemalloc is slow)
+JULIA_SAMPLE_RATE = 0.01
+DISTURBED = ("diagnostic run: timings are disturbed (every collection lists the generations, tracemalloc "
+             "records every allocation) and are not measurements of the loop")
+
+
+def diagnose_cell(cell, options: dict, command=None, environment=None) -> dict:
+    """The diagnostic run of `cell` in this process (called by the worker)."""
+    from . import gcpolicy, worker
+    from ..core import metadata
+
+    try:
+        trainer, schedule, dataset, meta, _ = worker.prepare(cell)
+    except worker.Unavailable as e:
+        raise UsageError(f"{cell.label} cannot run here: {e}") from None
+    meta["command"] = command or []
+    raw = {"format": RAW_FORMAT, "cell": cell.to_json(), "label": cell.label, "metadata": meta,
+           "environment": environment, "data": dataset.describe()}
+    if getattr(trainer, "measures_itself", False):  # Julia: sampled allocations by type and frame
+        trainer.prepare(schedule)
+        trainer.explain_allocs(1, cell.warmup, 0.0, cell.bookkeeping)  # warm-up: compilation, nothing sampled
+        # the loop that `run` measures, its bookkeeping included, as Python's explanation does
+        raw["julia"] = trainer.explain_allocs(cell.warmup + 1, cell.steps,
+                                              options.get("sample_rate", JULIA_SAMPLE_RATE), cell.bookkeeping)
+        raw["metadata"].update(trainer.metadata())
+        return raw
+    for i in range(cell.warmup):
+        trainer.step(schedule[i])
+        worker.progress("warmup", i + 1, cell.warmup)
+    history: list[dict] = []
+    keep = cell.bookkeeping == "metrics"
+
+    def step(i):
+        trainer.step(schedule[i])
+        if keep:  # the same bookkeeping the measured loop does
+            worker.keep_metrics_of(history, trainer, i)
+        worker.progress("timed", i - cell.warmup + 1, cell.steps)
+
+    policy = gcpolicy.parse(cell.policy)
+    policy.before_timed()
+    try:
+        raw["python"] = diagnose.diagnose(step, cell.steps, first=cell.warmup, sites=options.get("sites", True),
+                                          site_steps=options.get("site_steps", SITE_STEPS))
+    finally:
+        policy.after_timed()
+    raw["python"]["interpreter"] = metadata.collect()["python"]
+    return raw
+
+
+def write_raw(doc: dict, path) -> None:
+    files.write_json(path, doc, indent=None)
+
+
+def load_raw(path) -> dict:
+    doc = files.read_json(path, "diagnostic run")
+    if not isinstance(doc, dict) or doc.get("format") != RAW_FORMAT or not ("python" in doc or "julia" in doc):
+        raise UsageError(f"{path}: not a gcbench diagnostic run")
+    return doc

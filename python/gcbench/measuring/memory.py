@@ -1,0 +1,417 @@
+"""`gcbench memory`: what compiled programs need, analysed before they run.
+
+Programs are lowered and compiled on abstract shapes (`jax.ShapeDtypeStruct`), so sizes
+far beyond this machine's memory are fine: XLA's `memory_analysis()` of the compiled
+executable gives argument, output, temporary and aliased bytes. Two kinds of case:
+
+- gather: the seed report's `x[tuple(split(idx))]` summed, differentiated w.r.t. `x`
+  (x: (n, n, n) float32; idx: (m, 3) integers), and other formulations of the same
+  gradient; each has a floor, the bytes no gradient can avoid (its arguments and its
+  output), and its ratio to that floor;
+- step: the training step of a gcbench workload: forward, value-and-grad, and each
+  backend's full optimizer step, so the memory table sits beside the timing report.
+
+The gather cases are compiled for the CPU wherever gcbench runs: the seed report read
+XLA's CPU memory report, and the CPU compiler is the one that copies the index array.
+Where a GPU (or another accelerator) is JAX's default device, the same programs are also
+compiled for it, each size and index dtype in a child process, all of them within one
+time budget (`ACCELERATOR_BUDGET_S`): XLA's GPU compiler can spend minutes on the seed's
+sizes. Their figures are a column of their own; a case the budget did not reach says so. Training-step programs are compiled
+for the device the cells train on.
+
+Small gather cases can also be run once for real (`--measure`): each in a fresh process,
+on the CPU, recording the process's peak-RSS increase.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import pathlib
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from ..core import files
+from ..core.errors import UsageError
+
+FORMAT = "gcbench-memory"
+SCHEMA_VERSION = 1
+# small: tests and exact checks; medium: big enough that a real run's peak memory stands
+# out of the process's baseline; seed: the seed report's sizes (analysed, never run here).
+SIZES = {"small": (16, 4096), "medium": (64, 2**22), "seed": (128, 2048**3)}
+MEASURE_LIMIT = 2 * 2**30  # run a case for real only when its compiled total is at most this
+ACCELERATOR_BUDGET_S = 60.0  # seconds for all the gather cases on an accelerator's compiler together
+INDEX_DTYPES = ("int8", "int16", "int32", "int64")
+GIB = 2**30
+
+
+def parse_size(text: str) -> tuple[str, int, int]:
+    """`small`, `seed`, or `N,M` (x is N^3 float32, idx has M rows) -> (label, N, M)."""
+    if text in SIZES:
+        return (text, *SIZES[text])
+    parts = text.split(",")
+    if len(parts) == 2 and all(p.strip().isascii() and p.strip().isdigit() and len(p.strip()) <= 12 and int(p) > 0
+                               for p in parts):
+        n, m = (int(p) for p in parts)
+        if n**3 > 2**31 - 1:
+            raise UsageError(f"bad size {text!r}: x would hold N^3 = {n**3:,} elements, more than JAX's 32-bit "
+                             f"indices reach (N at most {int((2**31 - 1) ** (1 / 3))})")
+        return f"{n},{m}", n, m
+    raise UsageError(f"bad size {text!r}: use small, seed, or N,M with positive integers (x is N^3, idx has M rows)")
+
+
+def check_index_dtype(name: str, n: int) -> str:
+    if name not in INDEX_DTYPES:
+        raise UsageError(f"bad index dtype {name!r}; valid: {', '.join(INDEX_DTYPES)}")
+    if np.iinfo(name).max < n:  # the programs compare and clip indices against N itself
+        raise UsageError(f"index dtype {name} cannot hold N = {n} (the programs compare indices with it); "
+                         f"use a wider one")
+    return name
+
+
+def check_cases(sizes: list[str], index_dtypes: list[str]) -> None:
+    """Every size and dtype checked before anything is compiled (or any folder made)."""
+    for size in sizes:
+        _, n, _ = parse_size(size)
+        for dtype in index_dtypes:
+            check_index_dtype(dtype, n)
+
+
+# -- the gather formulations ----------------------------------------------------------------
+
+def _formulations():
+    import jax
+    import jax.numpy as jnp
+
+    def seed(x, idx):  # the seed report's function
+        return jnp.sum(x[tuple(jnp.split(idx, 3, axis=-1))][..., 0] * 2.5)
+
+    def columns(x, idx):  # one index array per axis
+        return jnp.sum(x[idx[:, 0], idx[:, 1], idx[:, 2]] * 2.5)
+
+    def flat(x, idx):  # one gather along a single flattened axis
+        i = idx.astype(jnp.int32)
+        return jnp.sum(x.reshape(-1)[(i[:, 0] * x.shape[1] + i[:, 1]) * x.shape[2] + i[:, 2]] * 2.5)
+
+    def chunks_of(idx):
+        count = next(c for c in (64, 32, 16, 8, 4, 2, 1) if idx.shape[0] % c == 0)
+        return idx.reshape(count, -1, 3)
+
+    def chunked(x, idx):  # lax.scan over chunks of the index array
+        def body(acc, c):
+            return acc + jnp.sum(x[c[:, 0], c[:, 1], c[:, 2]] * 2.5), None
+        return jax.lax.scan(body, jnp.zeros((), x.dtype), chunks_of(idx))[0]
+
+    def manual_chunked_grad(x, idx):  # the gradient written by hand: chunked scatter-adds
+        def body(g, c):
+            return g.at[c[:, 0], c[:, 1], c[:, 2]].add(jnp.asarray(2.5, x.dtype)), None
+        return jax.lax.scan(body, jnp.zeros_like(x), chunks_of(idx))[0]
+
+    grad = lambda f: jax.grad(f, argnums=0)
+    # name -> (forward, gradient program)
+    return {
+        "seed": (seed, grad(seed)),
+        "columns": (columns, grad(columns)),
+        "flat": (flat, grad(flat)),
+        "chunked": (chunked, grad(chunked)),
+        "manual-chunked": (chunked, manual_chunked_grad),
+    }
+
+
+def _analysis(fn, *args) -> dict:
+    """Memory of `fn` compiled for the device its abstract arguments are placed on."""
+    import jax
+
+    ma = jax.jit(fn, keep_unused=True).lower(*args).compile().memory_analysis()
+    return _stats(ma)
+
+
+def _device(platform: str):
+    import jax
+
+    return jax.devices(platform)[0]
+
+
+def _abstract(shape, dtype, device):
+    """An abstract array placed on `device`: what is compiled for it is that device's program."""
+    import jax
+
+    return jax.ShapeDtypeStruct(shape, dtype, sharding=jax.sharding.SingleDeviceSharding(device))
+
+
+def compiler_of(doc: dict, row: dict) -> str:
+    """Which XLA compiler a gather row's figures come from: recorded in the row; a document
+    that does not record it compiled for the default device it names."""
+    return row.get("compiler") or ("cpu" if "cpu" in str(doc.get("device", "cpu")).lower() else "gpu")
+
+
+def accelerator() -> str | None:
+    """JAX's default platform when it is not the CPU ('gpu', 'tpu'), else None."""
+    import jax
+
+    platform = jax.default_backend()
+    return None if platform == "cpu" else platform
+
+
+def _stats(ma) -> dict:
+    out = {
+        "argument_bytes": int(ma.argument_size_in_bytes),
+        "output_bytes": int(ma.output_size_in_bytes),
+        "temp_bytes": int(ma.temp_size_in_bytes),
+        "alias_bytes": int(ma.alias_size_in_bytes),
+    }
+    out["total_bytes"] = out["argument_bytes"] + out["output_bytes"] + out["temp_bytes"] - out["alias_bytes"]
+    return out
+
+
+def _gather_programs(n: int, m: int, dtype: str, platform: str) -> dict[str, dict]:
+    """Forward and gradient memory of every formulation, compiled for `platform`."""
+    import jax.numpy as jnp
+
+    device = _device(platform)
+    x = _abstract((n, n, n), jnp.float32, device)
+    idx = _abstract((m, 3), jnp.dtype(dtype), device)
+    return {name: {"forward": _analysis(forward, x, idx), "gradient": _analysis(gradient, x, idx)}
+            for name, (forward, gradient) in _formulations().items()}
+
+
+def gather_cases(size: str, index_dtypes: list[str], accelerator_platform: str | None = None,
+                 deadline: float | None = None) -> list[dict]:
+    """One row per index dtype and formulation, compiled for the CPU; with
+    `accelerator_platform`, each row also holds that compiler's figures, or why not (the
+    compiles stop at `deadline`, a `time.monotonic()` value: by default one budget from now)."""
+    if deadline is None:
+        deadline = time.monotonic() + ACCELERATOR_BUDGET_S
+    import jax.numpy as jnp
+
+    label, n, m = parse_size(size)
+    rows = []
+    for dtype in index_dtypes:
+        check_index_dtype(dtype, n)
+        arg_bytes = n**3 * 4 + m * 3 * jnp.dtype(dtype).itemsize
+        floor = arg_bytes + n**3 * 4  # the gradient's arguments and its output
+        on_accelerator = compile_in_child(n, m, dtype, accelerator_platform, deadline) if accelerator_platform else None
+        for name, programs in _gather_programs(n, m, dtype, "cpu").items():
+            fwd, grd = programs["forward"], programs["gradient"]
+            row = {
+                "kind": "gather", "size": label, "n": n, "m": m, "index_dtype": dtype, "formulation": name,
+                "compiler": "cpu", "forward": fwd, "gradient": grd, "floor_bytes": floor,
+                "gradient_over_forward": grd["total_bytes"] / fwd["total_bytes"],
+                "gradient_over_floor": grd["total_bytes"] / floor,
+            }
+            if on_accelerator is not None:
+                row["accelerator"] = {"platform": accelerator_platform, **(
+                    on_accelerator[name] if "error" not in on_accelerator else on_accelerator)}
+            rows.append(row)
+    return rows
+
+
+def compile_in_child(n: int, m: int, dtype: str, platform: str, deadline: float) -> dict:
+    """The gather programs compiled for `platform` in a child process that is killed at
+    `deadline` (`time.monotonic()`): {formulation: {forward, gradient}}, or {"error": why}."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return {"error": f"not compiled: the {ACCELERATOR_BUDGET_S:g} s for the {platform} compiler were spent"}
+    spec = json.dumps({"mode": "compile", "n": n, "m": m, "dtype": dtype, "platform": platform})
+    try:
+        proc = subprocess.run([sys.executable, "-m", "gcbench.measuring.memory", spec], capture_output=True, text=True,
+                              timeout=left)
+    except subprocess.TimeoutExpired:
+        return {"error": f"{platform} compiler took longer than the {ACCELERATOR_BUDGET_S:g} s it had"}
+    if proc.returncode != 0:
+        return {"error": f"{platform} compiler failed: " + (proc.stderr.strip().splitlines() or ["no message"])[-1][:300]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# -- training steps of the workloads --------------------------------------------------------
+
+def step_cases(backends: list[str], workloads: list[str]) -> list[dict]:
+    """Forward, value-and-grad and each backend's optimizer step, one network's program
+    (jax-vmap: all N networks in one program)."""
+    import jax
+
+    from . import data as datamod
+    from .backends import _jaxnn, get_backend
+    from .workloads import BATCH_SIZE, get_workload, init_params
+
+    dataset = datamod.synthetic(2 * BATCH_SIZE)
+    x = jax.ShapeDtypeStruct((BATCH_SIZE, 28, 28, 1), np.float32)
+    y = jax.ShapeDtypeStruct((BATCH_SIZE,), np.int32)
+    rows = []
+    for wname in workloads:
+        workload = get_workload(wname)
+        p = {k: jax.ShapeDtypeStruct(v, np.float32) for k, v in workload.param_shapes().items()}
+        loss = lambda p, x, y, w=workload: _jaxnn.cross_entropy(_jaxnn.forward(w, p, x), y)
+        base = {"kind": "step", "workload": wname, "params_per_network": workload.params_per_network}
+        rows.append({**base, "backend": "(functional)", "program": "forward",
+                     **_analysis(lambda p, x, w=workload: _jaxnn.forward(w, p, x), p, x)})
+        rows.append({**base, "backend": "(functional)", "program": "value_and_grad",
+                     **_analysis(jax.value_and_grad(loss), p, x, y)})
+        for bname in backends:
+            info = get_backend(bname)
+            if info.language != "python" or not info.supports(wname):
+                continue
+            networks = workload.default_networks if bname == "jax-vmap" else 1
+            row = {**base, "backend": bname, "program": "step", "networks": networks}
+            ok, why = info.availability()
+            if not ok:
+                rows.append({**row, "unavailable": why})
+                continue
+            trainer = info.build(workload, init_params(workload, 0, networks), dataset)
+            lowered = getattr(trainer, "lower_step", None)
+            if lowered is None:
+                rows.append({**row, "unavailable": f"{bname}'s jitted step exposes no lower()"})
+                continue
+            compiled = lowered().compile()
+            compiled = getattr(compiled, "compiled", compiled)  # Equinox wraps jax's Compiled
+            rows.append({**row, **_stats(compiled.memory_analysis())})
+    return rows
+
+
+# -- measured runs ---------------------------------------------------------------------------
+
+def measure_gather(n: int, m: int, dtype: str, formulation: str) -> dict:
+    """Run one small gather gradient for real in a fresh process; peak memory increase."""
+    spec = json.dumps({"n": n, "m": m, "dtype": dtype, "formulation": formulation})
+    proc = subprocess.run([sys.executable, "-m", "gcbench.measuring.memory", spec], capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _status_bytes(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(field)
+
+
+def _measure_in_this_process(n: int, m: int, dtype: str, formulation: str) -> dict:
+    """Peak resident memory added by one run of the compiled gradient (Linux).
+
+    Compiling leaves freed heap behind that a run would reuse unseen, so the freed heap
+    is returned to the system first (`malloc_trim`) and the peak counter reset
+    (`/proc/self/clear_refs`); the increase is then peak minus resident before the run.
+    """
+    import ctypes
+
+    import jax
+
+    rng = np.random.default_rng(0)
+    cpu = _device("cpu")  # the figures beside it are the CPU compiler's
+    x = jax.device_put(rng.random((n, n, n), dtype=np.float32), cpu)
+    idx = jax.device_put(rng.integers(0, n, (m, 3)).astype(dtype), cpu)
+    compiled = jax.jit(_formulations()[formulation][1]).lower(x, idx).compile()
+    jax.block_until_ready((x, idx))
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        before = _status_bytes("VmRSS")
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError as e:
+        return {"error": f"peak memory needs Linux /proc and glibc ({e.strerror or e})"}
+    jax.block_until_ready(compiled(x, idx))
+    return {"peak_rss_increase_bytes": _status_bytes("VmHWM") - before}
+
+
+# -- the command ------------------------------------------------------------------------------
+
+def run(sizes: list[str], index_dtypes: list[str], backends: list[str], workloads: list[str],
+        measure: bool, out_dir: pathlib.Path, command: list[str]) -> dict:
+    check_cases(sizes, index_dtypes)
+    import jax
+
+    rows = []
+    other = accelerator()
+    deadline = time.monotonic() + ACCELERATOR_BUDGET_S  # one budget for every case on the accelerator
+    for s in sizes:
+        rows += gather_cases(s, index_dtypes, other, deadline)
+    if measure:
+        for row in rows:
+            if row["gradient"]["total_bytes"] <= MEASURE_LIMIT:
+                row["measured"] = measure_gather(row["n"], row["m"], row["index_dtype"], row["formulation"])
+    rows += step_cases(backends, workloads)
+    doc = {"format": FORMAT, "schema_version": SCHEMA_VERSION, "command": command,
+           "jax": jax.__version__, "device": str(jax.devices()[0]), "gather_compilers": ["cpu"] + ([other] if other else []),
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "cases": rows}
+    files.write_json(out_dir / "memory.json", doc)
+    return doc
+
+
+def load(path: pathlib.Path) -> dict | None:
+    """The memory document in a results folder, or None; refuses a newer schema."""
+    path = pathlib.Path(path) / "memory.json" if pathlib.Path(path).is_dir() else pathlib.Path(path)
+    if not path.is_file():
+        return None
+    doc = files.read_json(path, "gcbench memory document")
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise UsageError(f"{path}: not a gcbench memory document")
+    version = doc.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise UsageError(f"{path}: memory document without an integer schema_version")
+    if version > SCHEMA_VERSION:
+        raise UsageError(f"{path}: memory schema_version {version} is newer than this gcbench reads")
+    cases = doc.get("cases")
+    if not isinstance(cases, list) or not all(isinstance(c, dict) and c.get("kind") in ("gather", "step")
+                                              for c in cases):
+        raise UsageError(f"{path}: memory document whose 'cases' are not a list of gather and step cases")
+    return doc
+
+
+def fmt_bytes(b: float) -> str:
+    """Bytes with a binary unit: 224.02 GiB, 48.00 MiB, 16.0 KiB."""
+    for unit, size in (("GiB", GIB), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(b) >= size:
+            return f"{b / size:,.2f} {unit}"
+    return f"{b:.0f} B"
+
+
+def format_tables(doc: dict) -> str:
+    lines = []
+    gathers = [r for r in doc["cases"] if r["kind"] == "gather"]
+    if gathers:
+        other = next((r["accelerator"]["platform"] for r in gathers if "accelerator" in r), None)
+        head = (f"{'size':<8} {'idx':<6} {'formulation':<15} {'forward':>11} {'grad args':>11} {'grad out':>11} "
+                f"{'grad temp':>11} {'gradient':>11} {'grad/fwd':>8} {'/floor':>7}"
+                + (f" {other + ' fwd':>11} {other + ' grad':>11}" if other else "") + "  measured (gradient run)")
+        lines += ["gather: total bytes of the forward and the gradient programs, XLA's CPU compiler"
+                  + (f" (and the {other} compiler's)" if other else ""), head, "-" * len(head)]
+        for r in gathers:
+            g = r["gradient"]
+            meas = r.get("measured", {})
+            m = "+" + fmt_bytes(meas["peak_rss_increase_bytes"]) + " peak RSS" if "peak_rss_increase_bytes" in meas \
+                else meas.get("error", "-")
+            acc = ""
+            if other:
+                a = r.get("accelerator", {})
+                acc = (f" {fmt_bytes(a['forward']['total_bytes']):>11} {fmt_bytes(a['gradient']['total_bytes']):>11}"
+                       if "gradient" in a else f" {a.get('error', '-')[:23]:>23}")
+            lines.append(f"{r['size']:<8} {r['index_dtype']:<6} {r['formulation']:<15} {fmt_bytes(r['forward']['total_bytes']):>11} "
+                         f"{fmt_bytes(g['argument_bytes']):>11} {fmt_bytes(g['output_bytes']):>11} {fmt_bytes(g['temp_bytes']):>11} "
+                         f"{fmt_bytes(g['total_bytes']):>11} {r['gradient_over_forward']:>8.2f} {r['gradient_over_floor']:>7.2f}{acc}  {m}")
+        lines.append("floor: the gradient's arguments plus its output; /floor is the gradient's total over it")
+        errors = sorted({r["accelerator"]["error"] for r in gathers if "error" in r.get("accelerator", {})})
+        lines += [f"{other}: {e}" for e in errors]
+    steps = [r for r in doc["cases"] if r["kind"] == "step"]
+    if steps:
+        head = f"{'workload':<8} {'backend':<18} {'program':<15} {'args':>12} {'out':>12} {'temp':>12} {'total':>12}"
+        lines += ["", "training step programs (one network; jax-vmap: all networks)", head, "-" * len(head)]
+        for r in steps:
+            if "unavailable" in r:
+                lines.append(f"{r['workload']:<8} {r['backend']:<18} {r['program']:<15} {r['unavailable']}")
+                continue
+            lines.append(f"{r['workload']:<8} {r['backend']:<18} {r['program']:<15} {fmt_bytes(r['argument_bytes']):>12} "
+                         f"{fmt_bytes(r['output_bytes']):>12} {fmt_bytes(r['temp_bytes']):>12} {fmt_bytes(r['total_bytes']):>12}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # the child processes of `measure_gather` and `compile_in_child`
+    spec = json.loads(sys.argv[1])
+    if spec.get("mode") == "compile":
+        print(json.dumps(_gather_programs(spec["n"], spec["m"], spec["dtype"], spec["platform"])))
+    else:
+        print(json.dumps(_measure_in_this_process(spec["n"], spec["m"], spec["dtype"], spec["formulation"])))

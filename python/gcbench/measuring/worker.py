@@ -1,0 +1,185 @@
+"""The worker: runs one repeat of one cell in a fresh process and writes its result.
+
+Run by the runner through `python -m gcbench.child OUT_FILE` (`gcbench/child.py`, which
+also runs `gcbench explain`'s diagnostic runs), with the cell (and the manager's command
+line) as one JSON line on standard input. It prints progress lines
+`gcbench-progress PHASE DONE TOTAL` on standard output; everything else it has to say
+goes to standard error, whose tail the runner keeps when the worker fails.
+
+A worker never outlives its manager: on Linux the kernel sends it SIGKILL when the
+manager dies (PR_SET_PDEATHSIG); elsewhere a thread watches standard input, which the
+manager holds open, and ends the process at end-of-file.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import os
+import signal
+import sys
+import threading
+import time
+
+from . import data as datamod, gcpolicy, results
+from ..core import metadata
+from .backends import get_backend
+from .cell import Cell
+from .probe import StepProbe
+from .workloads import get_workload, init_params
+
+PROGRESS_EVERY_NS = 200_000_000
+PARENT_ENV = "GCBENCH_MANAGER_PID"
+
+
+def progress(phase: str, done: int, total: int) -> None:
+    print(f"gcbench-progress {phase} {done} {total}", flush=True)
+
+
+def die_with_parent(expected_parent: int | None, stdin=None) -> None:
+    """Make sure this process ends when the process that started it does."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            _watch_stdin(stdin)
+    else:  # pragma: no cover - not Linux
+        _watch_stdin(stdin)
+    if expected_parent and os.getppid() != expected_parent:  # it died before the line above
+        os._exit(1)
+
+
+def _watch_stdin(stdin) -> None:
+    if stdin is None:
+        return
+
+    def watch():
+        stdin.read()  # returns at end-of-file: the manager is gone (or done with us)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="gcbench-parent-watch", daemon=True).start()
+
+
+class Unavailable(Exception):
+    """The cell cannot run in this process; `str()` is the reason."""
+
+
+def prepare(cell: Cell, progress=progress):
+    """What a cell needs before its first step, in this process: the backend started, the
+    metadata, the data, the batch schedule and the built trainer. Raises `Unavailable`."""
+    info = get_backend(cell.backend)
+    ok, reason = info.availability()
+    if ok and info.language == "julia":
+        from .backends import julia_bridge
+
+        ok, reason = julia_bridge.start(cell.julia_threads)
+    meta = metadata.collect()  # after the bridge set juliacall's variables, so they are recorded
+    meta["seed"] = cell.seed
+    if not ok:
+        raise Unavailable(reason)
+    workload = get_workload(cell.workload)
+    dataset = datamod.load(cell.data_path, seed=cell.seed)
+    schedule = datamod.batch_schedule(len(dataset), cell.warmup + cell.steps, cell.seed, cell.batch_size)
+    params = init_params(workload, cell.seed, cell.networks)
+    progress("build", 0, cell.warmup)
+    t0 = time.perf_counter_ns()
+    trainer = info.build(workload, params, dataset)
+    return trainer, schedule, dataset, meta, time.perf_counter_ns() - t0
+
+
+def run_cell(cell: Cell, command: list[str] | None = None, progress=progress,
+             environment: dict | None = None, machine_state: dict | None = None) -> dict:
+    """Measure `cell` in this process and return its result document. `environment` is
+    the description of the virtual environment this process runs in, if any;
+    `machine_state` what the manager saw before starting this process."""
+    extra = {"environment": environment} if environment else {}
+    try:
+        trainer, schedule, dataset, meta, build_ns = prepare(cell, progress)
+    except Unavailable as e:
+        meta = metadata.collect()
+        meta.update(command=command or [], seed=cell.seed)
+        return results.new(cell, "unavailable", str(e), metadata=meta, **extra)
+    meta["command"] = command or []
+    policy = gcpolicy.parse(cell.policy)
+    state = dict(machine_state or {}, cpu_count=os.cpu_count(), cpu_mhz_before=metadata.cpu_mhz())
+    if getattr(trainer, "measures_itself", False):  # the Julia backends: the loop runs in Julia
+        measured = trainer.measure(schedule, cell, policy)
+        if measured.get("refused"):
+            return results.new(cell, "unavailable", measured["refused"], metadata=meta, **extra)
+    else:
+        measured = measure_python(trainer, schedule, cell, policy, progress)
+    state.update(load_after=metadata.load_average(), cpu_mhz_after=metadata.cpu_mhz())
+    measured["warmup"].setdefault("build_ns", build_ns)
+    meta.update(trainer.metadata())
+    return results.new(cell, "ok", data=dataset.describe(), metadata=meta, machine_state=state,
+                       params_counted=trainer.param_count(), traces=trainer.trace_counts(), **measured, **extra)
+
+
+def keep_metrics_of(history: list, trainer, i: int) -> None:
+    """The loop's bookkeeping, `--bookkeeping metrics`: one record per network per step,
+    `{"step", "network", "metrics": {"loss"}}`, kept in `history` for the whole run."""
+    for k, loss in enumerate(trainer.network_losses()):
+        history.append({"step": i, "network": k, "metrics": {"loss": loss}})
+
+
+def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, progress=progress) -> dict:
+    """Warm-up, then the timed steps under `policy`, measured by the `StepProbe`.
+
+    With `cell.bookkeeping == "metrics"` the loop does what many training loops do: after
+    each step it appends, per network, a record (`keep_metrics_of`, the loss a Python
+    float) to a history kept for the whole run; that is part of the timed step. The
+    nested dict matters: CPython does not track a dict that holds only numbers and
+    strings, so a flat record costs the collector nothing, while a record holding a dict
+    (or a list) is tracked, survives, and is promoted.
+    """
+    warm = StepProbe(cell.warmup)
+    with warm:
+        for i in range(cell.warmup):
+            warm.begin()
+            trainer.step(schedule[i])
+            warm.end(i)
+            progress("warmup", i + 1, cell.warmup)
+    warmup = {**warm.arrays(), "loss": trainer.loss(), "traces": trainer.trace_counts()}
+
+    probe = StepProbe(cell.steps, alloc_blocks=cell.alloc_blocks)
+    keep_metrics = cell.bookkeeping == "metrics"
+    history: list[dict] = []
+    loss_steps, loss_values = [], []
+    policy.before_timed()
+    gc_state = {"frozen_objects": gc.get_freeze_count(), "gc_enabled": gc.isenabled(),
+                "gc_thresholds": list(gc.get_threshold())}
+    try:
+        probe.install()
+        next_report = 0
+        for i in range(cell.steps):
+            probe.begin()
+            trainer.dispatch(schedule[cell.warmup + i])
+            probe.dispatched()
+            trainer.wait()
+            if keep_metrics:
+                keep_metrics_of(history, trainer, i)
+            if policy.collects_after(i):
+                gc.collect()
+            probe.end(i)
+            if i % cell.loss_every == 0 or i == cell.steps - 1:
+                loss_steps.append(i)
+                loss_values.append(trainer.loss())
+            if time.perf_counter_ns() >= next_report:
+                progress("timed", i + 1, cell.steps)
+                next_report = time.perf_counter_ns() + PROGRESS_EVERY_NS
+        bracket_ok = probe.bracket_ok()
+    finally:
+        probe.uninstall()
+        policy.after_timed()
+    progress("timed", cell.steps, cell.steps)
+    return {
+        "warmup": warmup,
+        **probe.arrays(),
+        "gc_events": probe.event_log(),
+        "loss": {"step": loss_steps, "value": loss_values},
+        "probe": {"bracket_ok": bracket_ok,
+                  "gc_outside_steps_ns": probe.total_gc_ns - int(probe.gc_ns[: probe.steps].sum()),
+                  "bookkeeping_entries": len(history)},
+        "gc_state": gc_state,
+    }

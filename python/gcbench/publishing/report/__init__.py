@@ -1,0 +1,589 @@
+"""`gcbench report`: a results folder -> index.md, self-contained index.html, PNG plots and
+the raw results (`results.tar.gz`), in a folder of the report's own.
+
+The report's folder belongs to gcbench: it is written only when it is empty or was made
+by gcbench before (a `.gcbench-report.json` marker lists the files it wrote with their
+sizes and SHA-256), and only a listed file whose content still matches is ever replaced
+or removed; a listed name that is not a plain file name gcbench writes is refused. A report folder holding `results.tar.gz` can
+be given back to `gcbench report`, which rebuilds the report from its own data.
+
+Works on any mix of results, failed and unavailable cells included; cells of the plan
+that never ran (an interrupted run) are listed as such.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shlex
+import shutil
+import tempfile
+
+from . import environments, findings, plots, reproduction, why as why_section
+from .. import archive
+from ...analysing import gitbisect, stats, summary, verdict
+from ...core import files, metadata
+from ...core.errors import UsageError
+from ...measuring import memory, results
+from .document import Bullets, Heading, Image, Para, Table, code, escape, natural_key, prose, to_html, to_markdown
+
+MARKER = ".gcbench-report.json"
+MARKER_FORMAT = "gcbench-report-folder"
+MARKER_VERSION = 2  # 1: names only (trusted nothing now); 2: names with sizes and SHA-256
+STAGING = ".gcbench-staging-"  # + PID + "-": where a report is built before its files move in
+# The names a report writes, and only those: a marker listing anything else (thesis.md) is refused
+_OWN_NAME = re.compile(r"^(index\.md|index\.html|results\.tar\.gz|bisect\.png|gitbisect\.png|why\.png|"
+                       r"(summary|gc_split|cumulative_gc|pauses|ecdf|trace|env_matrix)_[A-Za-z0-9][A-Za-z0-9_.-]*\.png)$")
+_TEMP_OF = re.compile(r"^\.(.+)\.[A-Za-z0-9_]+\.tmp$")  # files.write_bytes's temporary of a file
+_STAGING_NAME = re.compile(rf"^{re.escape(STAGING)}(\d+)-[A-Za-z0-9_]+$")
+
+
+def _stale_staging(path: pathlib.Path) -> bool:
+    """Whether `path` is a staging folder a killed report left: named as gcbench names them,
+    its process gone, and holding nothing but files a report writes. Anything else with a
+    similar name is someone else's, never removed."""
+    m = _STAGING_NAME.match(path.name)
+    if not m or not path.is_dir() or path.is_symlink() or files.process_alive(int(m.group(1))):
+        return False
+    try:
+        return all(p.is_file() and not p.is_symlink() and _OWN_NAME.match(_TEMP_OF.sub(r"\1", p.name))
+                   for p in path.iterdir())
+    except OSError:
+        return False
+
+
+def _digest(path: pathlib.Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _still_ours(path: pathlib.Path, record) -> bool:
+    """Whether `path` is a plain file whose size and content are what gcbench recorded."""
+    try:
+        return (isinstance(record, dict) and path.is_file() and not path.is_symlink()
+                and path.stat().st_size == record.get("size") and _digest(path) == record.get("sha256"))
+    except OSError:
+        return False
+
+
+def default_out(source: pathlib.Path) -> pathlib.Path:
+    """Where a report goes by default: a report folder (or its archive) is rebuilt in place;
+    a results folder `X` gets `reports/X`."""
+    source = pathlib.Path(source)
+    folder = source if source.is_dir() else source.parent
+    if (folder / MARKER).is_file() and (folder / archive.NAME).is_file():
+        return folder
+    return pathlib.Path("reports") / (source.resolve().name.removesuffix(".tar.gz") if source.is_file()
+                                      else source.resolve().name)
+
+
+def _marker(out_dir: pathlib.Path) -> dict:
+    """What gcbench wrote into `out_dir` before (`files`, `title`); `{}` for a new or empty
+    folder; a `UsageError` when the folder holds anything of someone else's."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"report folder {out_dir} exists and is not a folder")
+    if not out_dir.exists():
+        return {}
+    marker = out_dir / MARKER
+    if marker.is_file():
+        doc = files.read_json(marker, "report folder marker")
+        if not (isinstance(doc, dict) and doc.get("format") == MARKER_FORMAT
+                and isinstance(doc.get("files"), (list, dict))):
+            raise UsageError(f"{marker}: not a gcbench report marker")
+        listed = doc["files"]
+        bad = [f for f in listed if not (isinstance(f, str) and _OWN_NAME.match(f))]
+        if bad:
+            raise UsageError(f"{marker}: lists {str(bad[0])[:80]!r}, not a file gcbench writes into a report folder")
+        # A file is ours to replace or remove only while its content is what we wrote (an older
+        # marker, names only, proves nothing: its files count as someone else's).
+        owned = {f for f, rec in listed.items() if _still_ours(out_dir / f, rec)} if isinstance(listed, dict) else set()
+        return {"files": owned, "title": doc.get("title") if isinstance(doc.get("title"), str) else None,
+                "legacy": isinstance(listed, list)}
+    if any(p.name != files.LOCK_NAME and not _stale_staging(p) for p in out_dir.iterdir()):
+        raise UsageError(f"report folder {out_dir} holds files gcbench did not write; give --out an empty "
+                         "or new folder")
+    return {}
+
+
+def _header(docs: list[dict], plan: dict) -> list:
+    ok = [d for d in docs if d["status"] == "ok"]
+    meta = (ok or docs)[0]["metadata"] if docs else {}
+    kinds = sorted({d["data"].get("kind", "?") for d in ok})
+    pkgs = meta.get("packages", {})
+    versions = ", ".join(f"{k} {v}" for k, v in pkgs.items() if v)
+    devices = sorted({dev for d in ok for dev in (d.get("metadata") or {}).get("devices") or []})
+    own = [d for d in ok if d["backend"] != "user"]  # a loop measured by gcbench.measure has no batch gcbench set
+    batches = sorted({results.batch_size(d) for d in own})
+    books = sorted({d.get("bookkeeping", "none") for d in own})
+    repeats = sorted({cs.stats["repeats"] for cs in summary.summarize_all(ok)}) if ok else []
+    commands = [r.get("command") for r in plan.get("runs", []) if r.get("command")] or \
+        sorted({tuple((d.get("metadata") or {}).get("command") or []) for d in docs} - {()})
+    commands = list({tuple(c): list(c) for c in commands}.values())  # a command that wrote several times, once
+    items = [
+        f"Data: {' and '.join(kinds) or 'none'}" + (
+            " (a deterministic MNIST-shaped stand-in: no real MNIST was present)" if kinds == ["synthetic"] else ""),
+        _machines(ok, meta, devices),
+        f"Python {escape(meta.get('python', '?'))}; {escape(versions)}" if not any(d.get("environment") for d in docs)
+        else f"Environments: {len(environments.environments(docs))}, with the interpreters and versions listed below",
+        (f"Batch size: {', '.join(map(str, batches))}; bookkeeping in the loop: {', '.join(books)}; " if own else
+         "Loops measured by `gcbench.measure` (their batch and bookkeeping are the user's own); ") +
+        f"repeats per cell (fresh processes, the unit of inference): {', '.join(map(str, repeats)) or '-'}",
+        "Command" + ("s" if len(commands) > 1 else "") + ": " +
+        "; ".join(code(shlex.join(c)) for c in commands) if commands else "Command: ?",
+        f"Runs: {len(docs)} ({len(ok)} ok, {sum(d['status'] == 'failed' for d in docs)} failed, "
+        f"{sum(d['status'] == 'unavailable' for d in docs)} unavailable); measured {escape(meta.get('date', '?'))}",
+        _provenance(ok),
+    ]
+    jobs = _jobs(docs)
+    if jobs:
+        items.insert(2, jobs)
+    return [Heading("What was run"), Bullets(items)]
+
+
+def _provenance(ok: list[dict]) -> str:
+    """Which gcbench measured the ok results (a cell that did not run records no metadata,
+    and says nothing of the others): one version, or a mix with its counts."""
+    counts: dict[str, int] = {}
+    for d in ok:
+        who = metadata.describe_gcbench((d.get("metadata") or {}).get("gcbench"))
+        counts[who] = counts.get(who, 0) + 1
+    if not counts:
+        return "Measured with: no run ran ok"
+    if len(counts) == 1:
+        return "Measured with " + escape(next(iter(counts)))
+    return "Measured with a mix of versions: " + escape("; ".join(f"{who} ({n} runs)" for who, n in
+                                                                   sorted(counts.items(), key=lambda x: -x[1])))
+
+
+def _machines(ok: list[dict], meta: dict, devices: list[str]) -> str:
+    """The machine, or the kinds of machine side by side (whose repeats are never pooled)."""
+    by_kind: dict[str, list[dict]] = {}
+    for d in ok:
+        by_kind.setdefault(summary.node_type(d), []).append(d)
+    kinds = [k for k in by_kind if k]
+    if len(kinds) <= 1:
+        return (f"Machine: {escape(meta.get('cpu', '?'))}, {meta.get('cpu_count', '?')} CPUs, "
+                f"{escape(meta.get('platform', '?'))}; device: "
+                f"{escape(', '.join(devices) or 'CPU (no JAX device recorded)')}")
+    each = []
+    for kind in kinds:
+        mine = by_kind[kind]
+        hosts = sorted({(d.get("metadata") or {}).get("hostname") or "?" for d in mine})
+        each.append(f"{escape(kind)} ({len(mine)} runs on {len(hosts)} node{'s' if len(hosts) > 1 else ''}: "
+                    f"{escape(', '.join(hosts[:4]))}{', ...' if len(hosts) > 4 else ''})")
+    return (f"Machines: {len(kinds)} kinds, whose repeats are never pooled: each cell appears once per kind of "
+            f"machine, named after \"on\" in its label: " + "; ".join(each))
+
+
+def _jobs(docs: list[dict]) -> str | None:
+    """Which scheduler ran the repeats, in how many jobs on how many nodes."""
+    scheds = [(d.get("machine_state") or {}).get("scheduler") for d in docs]
+    scheds = [s for s in scheds if s]
+    if not scheds:
+        return None
+    executors = sorted({s["executor"] for s in scheds})
+    jobs = {s.get("job_id") for s in scheds}
+    nodes = sorted({s.get("node") or "?" for s in scheds})
+    parts = sorted({s.get("partition") for s in scheds if s.get("partition")})
+    return (f"Scheduler: {escape(', '.join(executors))}; {len(scheds)} of {len(docs)} runs in {len(jobs)} jobs on "
+            f"{len(nodes)} node{'s' if len(nodes) > 1 else ''} ({escape(', '.join(nodes[:6]))}"
+            f"{', ...' if len(nodes) > 6 else ''})" + (f", partition {escape(', '.join(parts))}" if parts else ""))
+
+
+def _full_cell(s: dict) -> str:
+    return stats.short_schedule(s["full"]["schedule"])
+
+
+def _full_cost(s: dict) -> str:
+    f = s["full"]
+    if not f["count"] or f.get("extra_ns") is None:
+        return "-"
+    ci = f.get("extra_ci_ns")
+    text = stats.fmt_signed(f["extra_ns"] / 1e6)
+    text += f" ({stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)})" if ci else ""
+    return text + f", {f['ratio']:.1f} x"
+
+
+def _share_cell(s: dict) -> str:
+    ci = s["gc_share_ci"]
+    return f"{100 * s['gc_share']:.2f}" + (f" ({100 * ci[0]:.2f}-{100 * ci[1]:.2f})" if ci else
+                                          f" ({stats.fmt_values(s['repeat_gc_shares'], 100)})")
+
+
+def summary_table(cells: list[summary.CellSummary]) -> Table:
+    header = ["cell", "repeats", "steps", "median ms (95 % CI)", "mean ms (95 % CI)", "GC % (95 % CI)",
+              "full collections per repeat", "full-GC step: extra ms (95 % CI), x median", "flags"]
+    rows = []
+    for cs in cells:
+        s = cs.stats
+        used = len(s["used"])
+        rows.append([escape(cs.label), f"{used}" + (f" of {s['repeats']}" if used != s["repeats"] else ""),
+                     f"{s['steps']:,}", stats.fmt_paren(s["median_ms"], s["median_ci_ms"], values=s["repeat_medians_ms"]),
+                     stats.fmt_paren(s["mean_ms"], s.get("mean_ci_ms"), values=s.get("repeat_means_ms")),
+                     _share_cell(s), _full_cell(s), _full_cost(s),
+                     f"{len(s['flagged'])} flagged" if s["flagged"] else ""])
+    return Table(header, rows, align_right=(1, 2, 3, 4, 5, 7))  # the schedule's words wrap
+
+
+def _with_ci(value: float, ci, fmt=stats.fmt, values=None) -> str:
+    return fmt(value) + (f" ({fmt(ci[0])} to {fmt(ci[1])})" if ci else
+                         f" ({stats.fmt_values(values)})" if values is not None else "")
+
+
+def memory_table_section(cells: list[summary.CellSummary]) -> list:
+    """Memory beside time, for the cells that sampled it (a user's loop under
+    `gcbench.measure`): peak resident set size over the timed steps, its growth, and the
+    growth of the objects the collector tracks."""
+    rows = []
+    for cs in cells:
+        m = cs.stats.get("memory") or {}
+        if not m:
+            continue
+        rows.append([escape(cs.label),
+                     _with_ci(m["peak_rss_mb"], m.get("peak_rss_ci_mb"), values=m.get("repeat_peak_rss_mb"))
+                     if "peak_rss_mb" in m else "-",
+                     _with_ci(m["rss_growth_mb_per_1000"], m.get("rss_growth_ci"), stats.fmt_signed, m.get("repeat_rss_growth"))
+                     if "rss_growth_mb_per_1000" in m else "-",
+                     _with_ci(m["tracked_growth_per_1000"], m.get("tracked_growth_ci"), stats.fmt_signed,
+                              m.get("repeat_tracked_growth")) if "tracked_growth_per_1000" in m else "-"])
+    if not rows:
+        return []
+    return [Heading("Memory"),
+            Para("Beside time, what the loop holds: the resident set size, sampled every few steps after the step's "
+                 "clock stopped (its peak over the timed steps, and its growth from a least-squares line through the "
+                 "samples of each repeat), and the objects the collector tracks, counted when the timed steps began "
+                 "and ended. Each with Student's t interval over the repeats. A fix that trades time for memory shows "
+                 "here: compare both."),
+            Table(["cell", "peak RSS MiB (95 % CI)", "RSS growth MiB per 1,000 steps (95 % CI)",
+                   "tracked objects per 1,000 steps (95 % CI)"], rows, align_right=(1, 2, 3))]
+
+
+def _counts_per_repeat(counts: list[int]) -> str:
+    if not any(counts):
+        return "none"
+    if len(set(counts)) == 1:
+        return f"{counts[0]:,} in every repeat" if len(counts) > 1 else f"{counts[0]:,} (one repeat)"
+    return f"{', '.join(f'{c:,}' for c in counts)} per repeat"
+
+
+def warmup_section(cells: list[summary.CellSummary]) -> list:
+    """The warm-up steps (compilation) of each cell, which the summary leaves out: their
+    time, GC pauses, collections and objects collected (means over the repeats); and the
+    collections that fell between steps, which the GC share counts."""
+    rows = []
+    for cs in cells:
+        w = cs.stats.get("warmup")
+        between = cs.stats.get("between") or {}
+        outside = sum(between.get("collections") or [])
+        if not w and not outside:
+            continue
+        colls = " / ".join(f"{c:,.0f}" for c in w["collections"]) if w else "-"
+        rows.append([escape(cs.label), f"{w['steps']}" if w else "-", stats.fmt(w["wall_ms"]) if w else "-",
+                     stats.fmt(w["gc_ms"]) if w else "-", colls,
+                     _counts_per_repeat(w["full_per_repeat"]) if w else "-",
+                     f"{w['collected']:,.0f}" if w else "-",
+                     f"{outside:,} ({stats.fmt(between['gc_ms'])} ms)" if outside else "none"])
+    if not rows:
+        return []
+    return [Heading("Warm-up and between steps"),
+            Para("The warm-up steps (where compilation happens) are kept out of the summary and shown here, per "
+                 "repeat on average: their time, GC pauses, collections by generation (young / middle / full) and "
+                 "objects collected. The last column counts the collections that ran outside every step (a loop's "
+                 "own code between steps), summed over the repeats; the GC share above counts their pauses."),
+            Table(["cell", "warm-up steps", "warm-up ms", "GC ms", "collections (0 / 1 / 2)", "full collections",
+                   "objects collected", "collections between steps"], rows, align_right=(1, 2, 3, 4, 5, 6, 7))]
+
+
+def host_section(cells: list[summary.CellSummary]) -> list:
+    """How much of a step is host time (Python and dispatch, until the step function
+    returned) and how much waits for the results; only for cells that recorded it."""
+    timed = [cs for cs in cells if "host_share" in cs.stats]
+    if not timed:
+        return []
+    rows = []
+    for cs in timed:
+        s = cs.stats
+        ci = s["host_share_ci"]
+        host = f"{100 * s['host_share']:.1f}" + (f" ({100 * ci[0]:.1f}-{100 * ci[1]:.1f})" if ci else
+                                                 f" ({'one process' if s['repeats'] == 1 else 'too few processes for an interval'})")
+        of_host = f"{100 * s['gc_share'] / s['host_share']:.1f}" if s["host_share"] > 0 else "-"
+        rows.append([escape(cs.label), stats.fmt(s["median_ms"]), host, f"{100 - 100 * s['host_share']:.1f}",
+                     f"{100 * s['gc_share']:.2f}", of_host])
+    return [Heading("Host and device"),
+            Para("JAX dispatches asynchronously: a step's host time runs until its step function has returned (the "
+                 "Python of the loop and the framework, and the dispatch), the rest waits for the results. On a GPU "
+                 "the wait is the device computing; a collector's pause is host time, so the device idles through it "
+                 "and a step whose host share is high pays for every pause in full. Shares are means of the "
+                 "per-repeat shares with Student's t interval over the repeats."),
+            Table(["cell", "median ms", "host % of step (95 % CI)", "waiting %", "GC % of step", "GC % of host time"],
+                  rows, align_right=(1, 2, 3, 4, 5))]
+
+
+def not_run_section(docs: list[dict], plan: dict) -> list:
+    """Cells that did not run, grouped by reason; cells of the plan with no result at all."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for d in docs:
+        if d["status"] != "ok":
+            reason = (d["reason"] or "").strip().splitlines()[0] if d["reason"] else ""
+            groups.setdefault((d["status"], reason), []).append(results.label(d))
+    have = {d["cell"] for d in docs}
+    names = dict(zip(plan.get("cells", []), plan.get("labels") or plan.get("cells", [])))
+    missing = [names.get(c, c) for c in plan.get("cells", []) if c not in have]  # a plan short of labels: ids
+    if missing:
+        state = plan.get("state")
+        why = "never ran: the run was interrupted first" if state == "interrupted" else \
+            "never ran: the run is still going or stopped without a word" if state == "running" else "no result"
+        groups.setdefault(("not run", why), []).extend(missing)
+    if not groups:
+        return []
+    rows = [[escape(status), prose(reason), f"{len(cells)}", escape(", ".join(cells[:12]) +
+                                                                     (f" and {len(cells) - 12} more" if len(cells) > 12 else ""))]
+            for (status, reason), cells in groups.items()]
+    return [Heading("Not run"), Table(["status", "reason", "runs", "which"], rows, align_right=(2,))]
+
+
+def memory_section(doc: dict, where: pathlib.Path) -> list:
+    fb = memory.fmt_bytes
+    try:
+        blocks = [Heading("Memory of compiled programs"),
+                  Para(f"From {code(' '.join(doc.get('command', [])))}, jax {escape(doc.get('jax', '?'))} on "
+                       f"{escape(doc.get('device', '?'))}. Compiled on abstract shapes: XLA's memory analysis, nothing "
+                       "allocated. The compiler column says whose figures they are: the seed read XLA's CPU compiler, "
+                       "which gcbench uses for the gather programs wherever it runs (a document that does not record "
+                       "the compiler compiled for the default device it names). The floor of a gather gradient is its arguments plus its output; the measured "
+                       "column is the peak resident memory a real run of the gradient added (small sizes only).")]
+        gathers = [r for r in doc["cases"] if r["kind"] == "gather"]
+        if gathers:
+            other = next((r["accelerator"]["platform"] for r in gathers if "accelerator" in r), None)
+            rows = []
+            for r in gathers:
+                meas = r.get("measured", {})
+                m = fb(meas["peak_rss_increase_bytes"]) if "peak_rss_increase_bytes" in meas else \
+                    escape(meas.get("error", "-"))
+                acc = r.get("accelerator", {})
+                extra = [] if other is None else [
+                    f"{fb(acc['forward']['total_bytes'])} / {fb(acc['gradient']['total_bytes'])}" if "gradient" in acc
+                    else escape(acc.get("error", "-"))]
+                rows.append([escape(r["size"]), escape(r["index_dtype"]), escape(r["formulation"]),
+                             memory.compiler_of(doc, r).upper(), fb(r["forward"]["total_bytes"]),
+                             fb(r["gradient"]["temp_bytes"]), fb(r["gradient"]["total_bytes"]),
+                             f"{r['gradient_over_forward']:.2f}", f"{r['gradient_over_floor']:.2f}", *extra, m])
+            blocks.append(Table(["size", "index", "formulation", "compiler", "forward", "gradient temp",
+                                 "gradient total", "gradient/forward", "gradient/floor"]
+                                + ([f"{escape(other.upper())} compiler: forward / gradient"] if other else [])
+                                + ["measured"], rows, align_right=tuple(range(4, 10 + (other is not None)))))
+        steps = [r for r in doc["cases"] if r["kind"] == "step"]
+        if steps:
+            rows = [[escape(r["workload"]), escape(r["backend"]), escape(r["program"])] + (
+                [escape(r["unavailable"]), "", "", ""] if "unavailable" in r else
+                [fb(r["argument_bytes"]), fb(r["output_bytes"]), fb(r["temp_bytes"]), fb(r["total_bytes"])])
+                for r in steps]
+            blocks += [Heading("Training steps", 3),
+                       Table(["workload", "backend", "program", "arguments", "output", "temporaries", "total"], rows,
+                             align_right=(3, 4, 5, 6))]
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise UsageError(f"{where}: a memory document with a malformed case ({type(e).__name__}: {e})") from None
+    return blocks
+
+
+def build_report(source, out_dir, spike_factor: float = summary.DEFAULT_SPIKE_FACTOR, title: str | None = None,
+                 bisect_table: dict | None = None) -> dict:
+    """Write the report of `source` (results folder, archive, or report folder) into
+    `out_dir`; return the paths written, by name, and `warnings`.
+
+    Everything is built in a staging folder first; only then are the files moved into
+    `out_dir`, none of them over a file gcbench did not write there.
+    """
+    source, out_dir = pathlib.Path(source), pathlib.Path(out_dir)
+    before = _marker(out_dir)
+    in_place = source.resolve() in (out_dir.resolve(), (out_dir / archive.NAME).resolve())
+    title = title or (before.get("title") if in_place else None)  # a rebuild keeps the title it was published with
+    with archive.opened(source) as folder:
+        made = not out_dir.exists()
+        files.make_folder(out_dir, "report folder")
+        try:
+            with files.FolderLock(out_dir, f"report folder {out_dir} is in use by another gcbench report"):
+                for stale in out_dir.glob(STAGING + "*"):  # left by a report that was killed
+                    if _stale_staging(stale):
+                        shutil.rmtree(stale, ignore_errors=True)
+                return _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect_table)
+        except BaseException:
+            if made:  # a failed first build leaves no folder behind
+                (out_dir / files.LOCK_NAME).unlink(missing_ok=True)
+                if not any(out_dir.iterdir()):
+                    out_dir.rmdir()
+            raise
+
+
+def _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect_table) -> dict:
+    owned = before.get("files", set())
+    with tempfile.TemporaryDirectory(dir=out_dir, prefix=f"{STAGING}{os.getpid()}-") as tmp:
+        staged = _build(folder, source, pathlib.Path(tmp), spike_factor, title, bisect_table)
+        names = {p.name for p in staged["written"]}
+        clash = sorted(n for n in names if (out_dir / n).exists() and n not in owned)
+        if clash:
+            if before.get("legacy"):
+                raise UsageError(f"report folder {out_dir} was made by an older gcbench, whose marker cannot show "
+                                 f"that {clash[0]} is still what it wrote; rebuild into a new folder "
+                                 f"(gcbench report {out_dir} --out NEW)")
+            raise UsageError(f"report folder {out_dir} holds {clash[0]}, which gcbench did not write (or changed "
+                             "since); give --out an empty or new folder")
+        try:
+            for path in staged["written"]:
+                os.replace(path, out_dir / path.name)
+            for stale in owned - names:  # our own files from an earlier build that this one did not write
+                (out_dir / stale).unlink(missing_ok=True)
+        except OSError as e:
+            raise UsageError(f"cannot write the report into {out_dir}: {files.describe_os_error(e)}") from None
+        files.write_json(out_dir / MARKER, {"format": MARKER_FORMAT, "version": MARKER_VERSION, "title": staged["title"],
+                                            "built_by": metadata.gcbench_identity(),
+                                            "files": {n: {"size": (out_dir / n).stat().st_size,
+                                                          "sha256": _digest(out_dir / n)} for n in sorted(names)}})
+    out = {"markdown": out_dir / "index.md", "html": out_dir / "index.html", "archive": out_dir / archive.NAME,
+           "warnings": staged["warnings"]}
+    out.update({p.stem: out_dir / p.name for p in staged["written"] if p.suffix == ".png"})
+    return out
+
+
+def _in_order(docs: list[dict], plan: dict) -> list[dict]:
+    """The documents in the suite's order of backends, workloads and policies (the plan's,
+    which interleaves repeats in a shuffled order), and within one of those by environment,
+    in natural order (versions ascending), then by repeat."""
+    order = {cell: i for i, cell in enumerate(plan.get("cells", []))}
+    docs = sorted(docs, key=lambda d: (order.get(d["cell"], len(order)), d["cell"]))
+    first: dict[tuple, int] = {}
+    for d in docs:
+        first.setdefault((d["backend"], d["workload"], d["gc_policy"]), len(first))
+    return sorted(docs, key=lambda d: (first[d["backend"], d["workload"], d["gc_policy"]],
+                                       natural_key(results.env_name(d) or ""), d["repeat"]))
+
+
+def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
+    from ...analysing import bisect as bisect_mod, explain as explain_mod, reproduce as reproduce_mod
+
+    memdoc = memory.load(folder)
+    # A table given by the caller (`bisect --results DIR --report`, which only reads DIR) goes into
+    # the report's archive, so that a rebuild from the archive shows the same table.
+    carried = {} if bisect_table is None else {"bisect.json": files.json_bytes(bisect_table)}
+    if bisect_table is None and (folder / "bisect.json").is_file():
+        bisect_table = bisect_mod.load_table(folder / "bisect.json")
+    why = explain_mod.load(folder)
+    repro = reproduce_mod.load(folder)
+    git_plan = gitbisect.load(folder / gitbisect.FILE)
+    plan = results.read_plan(folder)
+    docs = results.load_dir(folder, allow_empty=any(x is not None for x in (memdoc, repro, why)))
+    docs = _in_order(docs, plan)
+    if bisect_table is not None:
+        bisect_table = bisect_mod.rebuild(bisect_table, docs)
+    written: list[pathlib.Path] = [archive.pack(folder, out_dir / archive.NAME, carried)]
+    warnings = [w for w in [archive.check_size(written[0])] if w]
+
+    cells = summary.summarize_all(docs, spike_factor)
+    ok = [cs for cs in cells if cs.ok]
+    workloads = list(dict.fromkeys(cs.key[1] for cs in ok))
+    name = source.resolve().name if source.is_dir() else source.name
+    title = title or f"gcbench report: {name}"
+
+    blocks: list = [Heading(escape(title), 1)]
+    answer = verdict.sentences(cells)
+    if answer:  # the answer first; the evidence after it
+        blocks += [Heading("Verdict"), Para(" ".join(prose(x) for x in answer))]
+    if repro is not None:
+        blocks += reproduction.section(reproduce_mod.rebuild(repro, docs, memdoc))
+    if docs:
+        blocks += _header(docs, plan)
+    if bisect_table is not None:
+        blocks += environments.bisect_section(bisect_table, out_dir)
+        written.append(out_dir / "bisect.png")
+    if git_plan is not None:
+        tab = gitbisect.table(git_plan, gitbisect.docs_by_env(docs))
+        blocks += environments.gitbisect_section(tab, git_plan.get("culprit"), out_dir)
+        written.append(out_dir / "gitbisect.png")
+    if ok:
+        blocks += [Heading("Summary"),
+                   Para("Each cell ran in several fresh processes (repeats); times are per timed step, warm-up "
+                        "excluded. The median is the typical step, the mean the time a run takes per step (what GC "
+                        "spikes cost): each the geometric mean of the per-repeat values; the GC share the "
+                        "mean of the per-repeat shares, each with Student's t interval over the repeats (one "
+                        "value per process). Full collections (Julia: full sweeps) are a schedule: their count in "
+                        "each repeat (\"in every repeat\" when it is the same in all of them, which makes a "
+                        "difference exact), and each step that holds one is compared with the steps around it, "
+                        "per repeat. Repeats that drifted or ran on a "
+                        "loaded machine are flagged and left out (see Unstable measurements)."),
+                   summary_table(ok)]
+        blocks += host_section(ok)
+        blocks += memory_table_section(ok)
+        blocks += warmup_section(ok)
+        blocks += environments.section(docs)
+        blocks += [Heading("Findings"),
+                   Para("Per workload, first the cells at a glance (GC share of step time; full collections per "
+                        "repeat; mean step, the time a run takes per step), then the evidence: each claim with the "
+                        "test and interval it was read off.")]
+        for w in workloads:
+            mine = [cs for cs in cells if cs.key[1] == w]
+            glance = findings.table(mine)
+            blocks += [Heading(escape(w), 3)] + ([glance] if glance else []) + [Bullets(findings.findings(mine))]
+    if why is not None:
+        blocks += why_section.section(why, docs, out_dir, written)
+    if ok:
+        blocks += [Heading("Plots")]
+        differ = environments.differing(environments.environments(docs))
+        shown = [p for p in environments.KEY_PACKAGES if p in differ]  # the env matrix's columns
+        for w in workloads:
+            mine = [cs for cs in ok if cs.key[1] == w]
+            matrix = plots.env_matrix_figure(mine, w, out_dir / f"env_matrix_{w}.png", shown)
+            figs = [(matrix, f"{w}: GC share by interpreter and package versions",
+                     "One panel per backend and policy: Python versions down, the versions of the packages that "
+                     "differ between the environments across, both ascending; each square gives the cell's GC "
+                     "share (darker: more) and its full collections per repeat.")] if matrix else []
+            figs += [(plots.summary_figure(mine, w, out_dir / f"summary_{w}.png"),
+                     f"{w}: median step, GC share and full collections with 95 % intervals",
+                     "One row per backend (and environment), one row of panels per GC policy. Dots are the "
+                     "estimates, bars their 95 % intervals over the repeats; a fixed schedule of full "
+                     "collections has no bar. The median axis is logarithmic.")]
+            figs += [(path, f"{w}: every timed step of one repeat",
+                      "Each panel is one repeat of one cell (named in its title: r1 is the first). The line is the "
+                      "step time on a log axis, every panel on the same range; on a step with a full collection "
+                      "the black segment at its top is that collection's pause, and a triangle marks it (young "
+                      "collections are left unmarked).")
+                     for path in plots.trace_figures(mine, w, out_dir)]
+            figs += [(plots.gc_split_figure(mine, w, out_dir / f"gc_split_{w}.png"),
+                      f"{w}: mean step split into GC and the rest",
+                      "Bars are the mean step (all used repeats), black the part spent in GC pauses, the whisker "
+                      "the mean step's 95 % interval over the repeats; the label gives the GC share.")]
+            figs += [(plots.cumulative_gc_figure(mine, w, out_dir / f"cumulative_gc_{w}.png"),
+                      f"{w}: cumulative GC time",
+                      "GC pause time summed over the steps of each cell's first used repeat; each jump is a "
+                      "long collection. Where cells ran in several environments, each backend has its own row "
+                      "and each environment its own colour.")]
+            figs += [(plots.pauses_figure(mine, w, out_dir / f"pauses_{w}.png"),
+                      f"{w}: GC pause lengths by generation",
+                      "Every collection of the used repeats, by generation (hollow circle: 0, hollow square: 1, "
+                      "filled triangle: 2, the full collections), on a log axis.")]
+            figs += [(plots.ecdf_figure(mine, w, out_dir / f"ecdf_{w}.png"), f"{w}: distribution of step times",
+                      "For each step time, the share of steps at most that long, pooled over the used repeats; "
+                      "a long flat stretch before 1 is a tail of slow steps.")]
+            blocks += [Heading(escape(w), 3)]
+            for path, alt, caption in figs:
+                if path is not None:
+                    blocks.append(Image(path, alt, caption))
+                    written.append(path)
+    unstable = [f"{escape(cs.label)}: {escape('; '.join(cs.stats['warnings']))}" for cs in ok if cs.stats["warnings"]]
+    if unstable:
+        blocks += [Heading("Unstable measurements"), Bullets(unstable)]
+    blocks += not_run_section(docs, plan)
+    if memdoc is not None:
+        blocks += memory_section(memdoc, folder / "memory.json")
+
+    markdown = to_markdown(blocks)
+    md = files.write_text(out_dir / "index.md", markdown)
+    page = files.write_text(out_dir / "index.html", to_html(markdown, title, out_dir))
+    written += [md, page]
+    return {"markdown": md, "html": page, "archive": written[0], "written": written, "warnings": warnings,
+            "title": title}

@@ -1,0 +1,118 @@
+"""The report's sections for results from several environments (`run --env`) and for a
+`gcbench bisect`: what differs between the environments."""
+
+from __future__ import annotations
+
+import pathlib
+
+from . import plots
+from .document import Bullets, Heading, Image, Para, Table, code, escape
+
+KEY_PACKAGES = ("jax", "jaxlib", "equinox", "flax", "optax", "numpy")
+
+
+def environments(docs: list[dict]) -> dict[str, dict]:
+    """Environment name -> {"python", "packages"} in the order the results ran; `{}` when
+    every result ran under gcbench's own interpreter."""
+    out: dict[str, dict] = {}
+    for d in docs:
+        env = d.get("environment")
+        if not env or not (env.get("python") or (d.get("metadata") or {}).get("python")):
+            continue  # none, or an environment that was never built: "Not run" says why
+        info = out.setdefault(env["name"], {"python": None, "packages": {}})
+        meta = d.get("metadata") or {}
+        info["python"] = info["python"] or env.get("python") or meta.get("python")
+        info["packages"] = info["packages"] or env.get("packages") or \
+            {k: v for k, v in (meta.get("packages") or {}).items() if v}
+    return out
+
+
+def differing(envs: dict[str, dict]) -> list[str]:
+    """Packages whose version is not the same in every environment (missing counts as a version)."""
+    names = sorted({p for info in envs.values() for p in info["packages"]})
+    return [p for p in names if len({info["packages"].get(p) for info in envs.values()}) > 1]
+
+
+def section(docs: list[dict]) -> list:
+    """The environments the results ran in: interpreter and the versions that differ."""
+    envs = environments(docs)
+    if not envs:
+        return []
+    diff = differing(envs)
+    key = [p for p in KEY_PACKAGES if p in diff]
+    others = [p for p in diff if p not in key and p not in ("pip", "setuptools", "wheel")]
+    same = sorted({p for p in KEY_PACKAGES if p not in diff and any(p in i["packages"] for i in envs.values())})
+    versions = next(iter(envs.values()))["packages"]
+    pythons = {info["python"] for info in envs.values()}
+    blocks = [Heading("Environments"),
+              Para("Each environment is a virtual environment gcbench built from an interpreter and pinned "
+                   "packages; its cells carry its name in brackets. Columns show the interpreter and the "
+                   "packages whose versions differ between the environments."),
+              Table(["environment", "Python"] + key,
+                    [[escape(name), escape(info["python"] or "?")] +
+                     [escape(info["packages"].get(p, "-")) for p in key] for name, info in envs.items()])]
+    notes = []
+    if same:
+        notes.append("The same in every environment: " + ", ".join(f"{p} {escape(versions[p])}" for p in same) +
+                     (f"; Python {escape(next(iter(pythons)))}" if len(pythons) == 1 else "") + ".")
+    if others:
+        notes.append(f"{len(others)} other packages differ too: {escape(', '.join(others))}.")
+    if notes:
+        blocks.append(Bullets(notes))
+    return blocks
+
+
+def bisect_section(tab: dict, out_dir: pathlib.Path) -> list:
+    from ...analysing.bisect import table_rows
+
+    header, rows = table_rows(tab, " (first change)")
+    first = tab["first_change"]
+    verdict = (f"The first version whose {tab['metric_title'].lower()} differs from the previous version's by "
+               f"more than {tab['factor']:g} x, where the repeats show it (exactly when both versions' full "
+               f"collections follow a fixed schedule, else by a test corrected by Benjamini-Hochberg): "
+               f"{code(tab['package'] + ' ' + first)}." if first else
+               f"No version's {tab['metric_title'].lower()} differs from the previous version's by more than "
+               f"{tab['factor']:g} x where the repeats show it.")
+    if tab["floor"]:
+        verdict += f" Values below {tab['floor']:g} ({tab['unit']}) count as {tab['floor']:g} when compared."
+    return [Heading(f"Bisect: {escape(tab['package'])} on {code(tab['cell'])}"), Para(verdict),
+            Table([escape(tab["package"])] + header[1:], [[escape(c) for c in row] for row in rows],
+                  align_right=tuple(range(4, len(header) - 1))),
+            Image(plots.bisect_figure(tab, out_dir / "bisect.png"),
+                  f"{tab['metric_title']} per {tab['package']} version",
+                  "Each dot is one repeat (a fresh process), the line their median; the lower panel is the "
+                  "median step. The dashed line marks the first version with a tested change.")]
+
+
+def gitbisect_section(tab: dict, culprit: dict | None, out_dir: pathlib.Path) -> list:
+    """A commit bisect: the rule, the tested commits in history order, and the first bad one."""
+    unit = f" ({tab['unit']})" if tab["unit"] else ""
+    rows = [[code(r["sha"][:9]), escape(r["date"]), escape(r["subject"][:80]),
+             "-" if r["value"] is None else f"{r['value']:.3g}",
+             escape(", ".join(f"{v:.3g}" for v in r["per_repeat"]) or (r["why_not"] or "")[:120]),
+             escape(r["decision"]) + (" (first bad)" if r["sha"] == tab["first_bad"] else "")]
+            for r in tab["rows"]]
+    found = (f"The first bad commit: {code(tab['first_bad'][:9])}, after {tab['builds']} builds for "
+             f"{tab['commits_between']} commits (at most {tab['max_builds']})." if tab["first_bad"] else
+             escape(tab.get("unresolved") or "No first bad commit: " + (tab["endpoints"] or "")))
+    blocks = [Heading(f"Commit bisect: {escape(tab['package'])} on {code(tab['cell'])}"),
+              Para(f"{escape(tab['rule'])} Endpoints: {escape(tab['endpoints'] or '-')}. Every environment "
+                   "but the good endpoint's pins each other package to the version the good endpoint's resolved, "
+                   "so only the package changes. A commit is built from its source into an environment that also "
+                   "holds what its build and gcbench's harness install (jsonschema, referencing, rpds-py, attrs), "
+                   "whose objects enlarge the oldest generation: counts are exact within this bisect, and may differ "
+                   "by a collection or two from a release bisect of the same code's wheel (compare directions across "
+                   "the two). " + found),
+              Table(["commit", "date", "subject", f"{escape(tab['metric_title'])}{escape(unit)}", "per repeat",
+                     "decision"], rows, align_right=(3,)),
+              Image(plots.gitbisect_figure(tab, out_dir / "gitbisect.png"),
+                    f"{tab['metric_title']} per tested {tab['package']} commit",
+                    "Commits in history order, oldest first; only the tested ones carry a value (dots: repeats; "
+                    "line: the cell's value). Blue behaves like the good endpoint, orange like the bad one; the "
+                    "dashed line falls before the first bad commit.")]
+    if culprit and tab["first_bad"]:  # a culprit recorded without a first bad commit has nothing to name
+        blocks += [Heading(f"The first bad commit, {escape(tab['first_bad'][:9])}", 3),
+                   Para(escape(culprit["message"].splitlines()[0] if culprit["message"] else "")),
+                   Bullets([f"{escape(line)}" for line in culprit["message"].splitlines()[1:] if line.strip()][:12]
+                           + ["files changed: " + ", ".join(code(f) for f in culprit["files"][:30])])]
+    return blocks

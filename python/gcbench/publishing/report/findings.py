@@ -1,0 +1,230 @@
+"""Findings for one workload, written from intervals and tests, never from point values alone.
+
+- GC is credited only where collections happened, and full collections are given as
+  the schedule they follow ("4 in every repeat of 300 steps, at steps 82, 145, ...").
+- A policy "removes", "reduces" or "brings more" full collections by `compare`'s rule:
+  exactly when both schedules are fixed, by the per-repeat counts when they vary. A
+  change of the median step or GC share is claimed only when the repeat-level test says
+  so and the change is at least the minimum effect; otherwise the finding says that the
+  data cannot tell, with the interval.
+- The slower end of the backends is compared with the faster end only as far as the
+  test between them supports. All tests of a workload are corrected together
+  (Benjamini-Hochberg), and every interval beside a verdict is the one it was read off.
+"""
+
+from __future__ import annotations
+
+from ...analysing import compare, stats, summary
+from .document import Table, code, escape
+
+NEGLIGIBLE_SHARE = 0.001  # below 0.1 % of step time the collector is not worth ranking
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.2f} %"
+
+
+def _ms(ns: float) -> str:
+    return f"{stats.fmt(ns / 1e6)} ms"
+
+
+def _name(cs: summary.CellSummary) -> str:
+    backend, policy, env = cs.key[0], cs.key[2], summary.context(cs.key)
+    return f"{code(backend)}" + (f" [{env}]" if env else "") + f" under {code(policy)}"
+
+
+def full_gc_sentence(cs: summary.CellSummary) -> str:
+    """What the steps with a full collection cost in one cell."""
+    s = cs.stats
+    f = s["full"]
+    what = "full sweeps" if s["language"] == "julia" else "full collections"
+    text = f"{_name(cs)}: {stats.format_schedule(f['schedule'], what)}"
+    if f.get("extra_ns") is not None:
+        ci = f.get("extra_ci_ns")
+        per = "" if f["repeats_with_events"] < 2 else ", over the repeats' medians"
+        if ci is None:
+            text += (f"; such a step took {stats.fmt_signed(f['extra_ns'] / 1e6)} ms against the steps around it, "
+                     f"{f['ratio']:.1f} x (no interval from fewer than {stats.MIN_PROCESSES} repeats with events)")
+        elif ci[0] <= 0 <= ci[1]:
+            text += (f"; the repeats cannot show that such a step took longer than the steps around it "
+                     f"({stats.fmt_signed(f['extra_ns'] / 1e6)} ms, 95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms)")
+        else:
+            rci = f["ratio_ci"]
+            text += (f"; each such step took {_ms(f['extra_ns'])} longer than the steps around it "
+                     f"(95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms{per}), {f['ratio']:.1f} x"
+                     + (f" (95 % {rci[0]:.1f}-{rci[1]:.1f})" if rci else ""))
+        text += f", one every {stats.fmt(f['every'])} steps; together {_pct(f['cost_share'])} of step time"
+    ci = s["gc_share_ci"]
+    return text + f". GC share {_pct(s['gc_share'])} ({_share_ci(ci, s['repeat_gc_shares'])})."
+
+
+def _share_ci(ci, values=None) -> str:
+    return stats.fmt_ci(None, 100, "%", values=values) if ci is None else f"95 % {100 * ci[0]:.2f}-{_pct(ci[1])}"
+
+
+def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_EFFECT,
+             alpha: float = compare.ALPHA) -> list[str]:
+    """Sentences about one workload's cells (any status)."""
+    ok = [cs for cs in cells if cs.ok]
+    if not ok:
+        return ["No cell of this workload ran."]
+    out: list[str] = []
+    steps = sum(cs.stats["steps"] for cs in ok)
+    collected = [cs for cs in ok if sum(cs.stats["collections"]) > 0]
+    with_full = sorted((cs for cs in ok if cs.stats["full"]["count"] > 0),
+                       key=lambda cs: -cs.stats["full"]["rate"]["value"])
+    if not collected:
+        out.append(f"No collection ran during the timed steps of any cell ({steps:,} steps over "
+                   f"{sum(cs.stats['repeats'] for cs in ok)} repeats): on this workload the collector costs "
+                   "nothing here (a finding, not a failure).")
+    elif max(cs.stats["gc_share"] for cs in ok) < NEGLIGIBLE_SHARE:
+        colls = sum(sum(cs.stats["collections"]) for cs in ok)
+        full = sum(cs.stats["full"]["count"] for cs in ok)
+        worst = max(ok, key=lambda cs: cs.stats["gc_share"])
+        out.append(f"The collector is negligible here: {colls:,} collections ({full} of them full) in "
+                   f"{steps:,} timed steps, at most {_pct(worst.stats['gc_share'])} of step time "
+                   f"({_name(worst)}).")
+    out += [full_gc_sentence(cs) for cs in with_full]
+    young_only = [cs for cs in collected if cs.stats["full"]["count"] == 0 and cs.stats["gc_share"] >= NEGLIGIBLE_SHARE]
+    if young_only:
+        out.append("Young collections only, no full one: " + "; ".join(
+            f"{_name(cs)} {_pct(cs.stats['gc_share'])} of step time" for cs in young_only) + ".")
+
+    claims: list[tuple[str, compare.Test, object]] = []
+    values = {cs.key: compare.repeat_values(cs.docs) for cs in ok}
+    for base in ok:
+        if base.key[2] != "default":
+            continue
+        vb = values[base.key]
+        for other in ok:
+            b, w, p, e = *other.key[:3], summary.context(other.key)
+            if (b, w, e) != (base.key[0], base.key[1], summary.context(base.key)) or p == "default":
+                continue
+            vo = values[other.key]
+            if vb["full"] > 0 or vo["full"] > 0:
+                claims.append(("policy_full", compare.test_full(vb, vo, min_effect, alpha), (base, other, vb, vo)))
+            if sum(base.stats["collections"]) > 0:  # GC time is credited only where collections ran
+                claims.append(("policy_share", compare.test_gc_share(vb, vo, min_effect, alpha), (base, other, vb, vo)))
+            claims.append(("policy_median", compare.test_median(vb, vo, min_effect, alpha), (base, other, vb, vo)))
+            claims.append(("policy_mean", compare.test_mean(vb, vo, min_effect, alpha), (base, other, vb, vo)))
+    for env in dict.fromkeys(summary.context(cs.key) for cs in ok):
+        base = [cs for cs in ok if cs.key[2] == "default" and summary.context(cs.key) == env] or \
+            [cs for cs in ok if summary.context(cs.key) == env]
+        policy = base[0].key[2]
+        base = [cs for cs in base if cs.key[2] == policy]
+        if len(base) > 1:
+            fastest = min(base, key=lambda cs: cs.stats["median_ms"])
+            slowest = max(base, key=lambda cs: cs.stats["median_ms"])
+            t = compare.test_median(values[fastest.key], values[slowest.key], min_effect, alpha)
+            claims.append(("ranking", t, (fastest, slowest, len(base))))
+    compare.conclude([t for _, t, _ in claims], alpha)
+    out += [_claim(kind, t, ctx) for kind, t, ctx in claims]
+    return out
+
+
+def _level(t: compare.Test) -> str:
+    return f"{100 * t.level:.3g} %"
+
+
+def _ratio(t: compare.Test) -> str:
+    if t.ci is None:
+        return f"{t.effect:.2f} x"
+    return f"{t.effect:.2f} x ({_level(t)} {t.ci[0]:.2f}-{t.ci[1]:.2f})"
+
+
+def _cell_median(s: dict) -> str:
+    ci = s["median_ci_ms"]
+    return f"{stats.fmt(s['median_ms'])} ms ({stats.fmt_ci(ci, values=s['repeat_medians_ms'])})"
+
+
+def _why_not(t: compare.Test) -> str:
+    """Why an inconclusive test says nothing: its note, or its interval."""
+    if t.note and t.ci is None:
+        return t.note
+    return f"p = {t.p:.2g}, {t.p_adj:.2g} after correcting for this workload's tests" if t.p_adj is not None else t.note
+
+
+def _claim(kind: str, t: compare.Test, ctx) -> str:
+    if kind == "ranking":
+        fastest, slowest, ranked = ctx
+        policy = fastest.key[2]
+        env = summary.context(fastest.key)
+        head = (f"Median step under {code(policy)}" + (f" [{env}]" if env else "") +
+                f": {code(fastest.key[0])} {_cell_median(fastest.stats)}, {code(slowest.key[0])} {_cell_median(slowest.stats)}")
+        if t.verdict == "slower":
+            # the test is of the two ends only: it says nothing of the backends between them
+            between = (f" (the fastest and the slowest median of {ranked} backends; those between are not ranked)"
+                       if ranked > 2 else "")
+            return f"{head}: {code(slowest.key[0])} takes {_ratio(t)} the time of {code(fastest.key[0])}{between}."
+        if t.verdict == "same":
+            return f"{head}: within {100 * t.margin:.0f} % of each other ({_ratio(t)}); no backend is faster here."
+        return f"{head}: no ranking is claimed: the repeats cannot tell ({_ratio(t)}; {_why_not(t)})."
+    base, other, vb, vo = ctx
+    b, p, env = other.key[0], other.key[2], summary.context(other.key)
+    who = code(b) + (f" [{env}]" if env else "")
+    if kind == "policy_full":
+        sb, so = vb["schedule"], vo["schedule"]
+        counts = (f"{stats.format_schedule(so)} under {code(p)}, against {stats.format_schedule(sb)} under "
+                  f"{code('default')}")
+        how = "both schedules fixed: an exact difference" if t.exact else \
+            (f"the counts vary between repeats; p = {t.p_adj:.2g}" if t.p_adj is not None else t.note)
+        if t.verdict.startswith("fewer"):
+            verb = "removes" if vo["full"] == 0 else "reduces"
+            return f"{code(p)} {verb} the full collections of {who}: {counts} ({how})."
+        if t.verdict.startswith("more"):
+            return f"{code(p)} brings more full collections to {who}: {counts} ({how})."
+        if t.verdict == "same":
+            where = ", at the same steps" if sb["same_steps"] and so["same_steps"] and sb["at"] == so["at"] else ""
+            return f"{code(p)} leaves the full collections of {who} as they were{where}: {counts}."
+        return f"{code(p)} and the full collections of {who}: the repeats cannot tell ({counts}; {how})."
+    if kind == "policy_share":
+        shares = (f"GC share {_pct(t.a)} under {code('default')}, {_pct(t.b)} under {code(p)}"
+                  + (f", difference {100 * t.effect:+.2f} points ({_level(t)} {100 * t.ci[0]:+.2f} to {100 * t.ci[1]:+.2f})"
+                     if t.ci else ""))
+        if t.verdict in ("less GC", "more GC"):
+            return f"{code(p)} gives {who} {t.verdict.replace(' GC', '')} GC time: {shares} (p = {t.p_adj:.2g} corrected)."
+        if t.verdict == "same":
+            return f"{code(p)} leaves the GC time of {who} the same: {shares}."
+        return f"{code(p)} and the GC time of {who}: the repeats cannot tell ({shares}; {_why_not(t)})."
+    if kind == "policy_mean":
+        lead = f"{who} under {code(p)} against {code('default')}"
+        if t.verdict in ("faster run", "slower run"):
+            return (f"{lead}: the time a run takes (mean step) {'shorter' if t.verdict == 'faster run' else 'longer'}, "
+                    f"{_ratio(t)} (p = {t.p_adj:.2g} corrected).")
+        if t.verdict == "same":
+            return f"{lead}: the time a run takes (mean step) the same within {100 * t.margin:.0f} % ({_ratio(t)})."
+        return f"{lead}: the repeats cannot tell whether the time a run takes changed ({_ratio(t)}; {_why_not(t)})."
+    # policy_median
+    if vb["full"] == 0 and sum(base.stats["collections"]) == 0:
+        lead = f"{who} collected nothing under {code('default')}, so {code(p)} has nothing to remove"
+    else:
+        lead = f"{who} under {code(p)} against {code('default')}"
+    if t.verdict in ("faster", "slower"):
+        return f"{lead}: the typical step (median) {t.verdict}, {_ratio(t)}."
+    if t.verdict == "same":
+        return f"{lead}: the typical step (median) the same within {100 * t.margin:.0f} % ({_ratio(t)})."
+    return f"{lead}: the repeats cannot tell whether the typical step (median) changed ({_ratio(t)}; {_why_not(t)})."
+
+
+def table(cells: list[summary.CellSummary]) -> Table | None:
+    """The findings at a glance: one row per backend (and environment), one column per
+    policy, each cell its GC share, its full collections per repeat and its mean step (the
+    time a run takes per step); the sentences below it hold the tests and intervals."""
+    ok = [cs for cs in cells if cs.ok]
+    if not ok:
+        return None
+    policies = list(dict.fromkeys(cs.key[2] for cs in ok))
+    rows: dict[tuple, dict[str, summary.CellSummary]] = {}
+    for cs in ok:
+        rows.setdefault((cs.key[0], summary.context(cs.key)), {})[cs.key[2]] = cs
+
+    def entry(cs: summary.CellSummary | None) -> str:
+        if cs is None:
+            return "-"
+        s = cs.stats
+        full = stats.short_schedule(s["full"]["schedule"]) if s["full"]["count"] else "no full"
+        return f"GC {100 * s['gc_share']:.1f} %; {escape(full)}; mean {stats.fmt(s['mean_ms'])} ms"
+
+    return Table(["backend"] + [code(p) for p in policies],
+                 [[code(b) + (f" [{escape(env)}]" if env else "")] + [entry(by.get(p)) for p in policies]
+                  for (b, env), by in rows.items()])

@@ -1,0 +1,659 @@
+"""The report's figures (matplotlib, Agg). Every function takes cell summaries and writes
+one PNG, 10 inches wide at 150 dpi (1,500 px: shown at about 0.9 x in a 1,400 px window,
+and linked at full size from the page); every axis says what it shows and in which unit.
+
+Conventions that hold in every figure:
+- one colour per backend, the same everywhere (`backend_color`), none of them black;
+  where cells ran in several environments, one colour per environment (`env_colors`),
+  named in the legend, and one panel (or row label) per backend;
+- GC marks (pauses, full collections, the GC part of a bar or of a step) are black or grey;
+- many series become small multiples, one row per series, horizontal, so labels never
+  overlap; legends sit outside the data; panels of one metric share their axis;
+- text is 11 pt or more (legible with the figure at half size, in an 800 px window); every
+  log axis has at least three labelled ticks in view and says "log scale" in its label
+  (`save` sees to both); bars never sit on a log axis.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker as mticker  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ...core import files
+from ...analysing import stats, summary  # noqa: E402
+from ...core.errors import UsageError  # noqa: E402
+from ...analysing.explain import qualifiers as explain_qualifiers  # noqa: E402
+from ...measuring.backends import BACKENDS  # noqa: E402
+from .document import natural_key  # noqa: E402
+
+DPI = 150
+WIDTH = 10.0  # every figure is as wide, so that text has one size on the page
+# the smallest text in a figure (ticks, legends, annotations): at 800 px a 1,500 px figure is
+# shown at about half size, where 11 pt at 150 dpi is still 11-12 px
+TEXT_PT = 11
+STYLE = {"font.size": 12, "axes.titlesize": 12, "axes.labelsize": 12, "xtick.labelsize": TEXT_PT,
+         "ytick.labelsize": TEXT_PT, "legend.fontsize": TEXT_PT, "legend.title_fontsize": TEXT_PT,
+         "figure.titlesize": 13}
+matplotlib.rcParams.update(STYLE)
+GC_COLOR = "#111111"
+FULL_COLOR = "#000000"
+BACKEND_COLORS = {  # Okabe-Ito and friends: tell-apart-able, and none is the black of GC marks
+    "jax": "#0072B2", "jax-vmap": "#56B4E9", "equinox-filter": "#D55E00", "equinox-partition": "#E69F00",
+    "nnx": "#009E73", "nnx-split": "#7CAE7A", "flux": "#CC79A7", "lux": "#8C564B", "simplechains": "#9A7D0A",
+}
+_EXTRA = ["#4477AA", "#AA3377", "#228833", "#CCBB44", "#66CCEE", "#EE6677", "#BBBBBB"]
+ENV_COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#8C564B", "#9A7D0A",
+              "#AA3377", "#4477AA", "#228833", "#EE6677", "#66CCEE", "#777777"]
+# marker, size (points^2), filled, label: three shapes that differ at a glance
+GEN_MARKERS = {0: ("o", 16, False, "gen 0 (Julia: incremental)"), 1: ("s", 20, False, "gen 1"),
+               2: ("^", 42, True, "gen 2: full")}
+ROW_IN = 0.3  # inches per series row in the horizontal figures
+MAX_TRACE_ROWS = 8
+
+
+def backend_color(name: str) -> str:
+    if name in BACKEND_COLORS:
+        return BACKEND_COLORS[name]
+    return _EXTRA[sum(map(ord, name)) % len(_EXTRA)]
+
+
+def env_colors(envs: list[str]) -> dict[str, str]:
+    """One colour per environment, in the order given (they repeat after 14)."""
+    return {env: ENV_COLORS[i % len(ENV_COLORS)] for i, env in enumerate(envs)}
+
+
+def series_of(cs: summary.CellSummary) -> tuple[str, str]:
+    return cs.key[0], summary.context(cs.key)
+
+
+def series_label(series: tuple[str, str]) -> str:
+    backend, env = series
+    return f"{backend} [{env}]" if env else backend
+
+
+def ordered_series(cells: list[summary.CellSummary]) -> list[tuple[str, str]]:
+    order = {name: i for i, name in enumerate(BACKENDS)}
+    envs = envs_of(cells)
+    found = {series_of(cs) for cs in cells}
+    return sorted(found, key=lambda s: (order.get(s[0], len(order)), s[0], envs.index(s[1])))
+
+
+def policies_of(cells: list[summary.CellSummary]) -> list[str]:
+    return list(dict.fromkeys(cs.key[2] for cs in cells))
+
+
+def envs_of(cells: list[summary.CellSummary]) -> list[str]:
+    """The environments (and node types, where several are in play) of `cells`, in order."""
+    return list(dict.fromkeys(summary.context(cs.key) for cs in cells))
+
+
+def log_axis(ax, axis: str = "x") -> None:
+    """A log axis; `save` gives it its ticks and its "(log scale)" label once the data are in."""
+    (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+
+
+# room a tick label of 9 pt text ("0.45", "200") takes along an axis, with a gap: its width
+# along an x axis, its height along a y axis
+TICK_LABEL_IN = {"x": 0.5, "y": 0.27}
+
+
+def _finish_log_axes(fig) -> None:
+    """Every linear axis with as many ticks as its labels fit side by side (labels at most
+    4 significant digits), and every log axis with at least three labelled ticks in view, as few as that
+    allows (decades; else 1-3, 1-2-5 or every integer multiple per decade; evenly spaced
+    values when the data span less than a factor of two, or when the multiples would not
+    fit the axis's length side by side), plain numbers (0.1, 20, 500), and "(log scale)"
+    in its label."""
+    for ax in fig.axes:
+        box = ax.get_position()
+        for name, axis, scale, limits, inches in (
+                ("x", ax.xaxis, ax.get_xscale(), ax.get_xlim(), box.width * fig.get_figwidth()),
+                ("y", ax.yaxis, ax.get_yscale(), ax.get_ylim(), box.height * fig.get_figheight())):
+            lo, hi = sorted(limits)
+            room = max(3, int(inches / TICK_LABEL_IN[name]))  # labels that fit side by side
+            if scale != "log":  # linear: as many ticks as fit, short labels ("0.005", not "0.0050")
+                if scale == "linear" and type(axis.get_major_formatter()) is mticker.ScalarFormatter:
+                    axis.set_major_locator(mticker.MaxNLocator(nbins=max(2, min(room - 1, 6))))
+                    axis.set_major_formatter(mticker.FuncFormatter(lambda x, _: f"{x:,.4g}"))
+                continue
+            for locator in (mticker.LogLocator(base=10, subs=(1.0,)), mticker.LogLocator(base=10, subs=(1.0, 3.0)),
+                            mticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)),
+                            mticker.LogLocator(base=10, subs=np.arange(1, 10) * 1.0),
+                            mticker.MaxNLocator(nbins=max(2, min(room - 1, 5)), min_n_ticks=3)):
+                if 3 <= sum(lo <= t <= hi for t in locator.tick_values(lo, hi)) <= room:
+                    break
+            axis.set_major_locator(locator)
+            axis.set_major_formatter(mticker.FuncFormatter(lambda x, _: f"{x:.3g}"))
+            axis.set_minor_locator(mticker.LogLocator(base=10, subs=np.arange(2, 10) * 1.0))
+            axis.set_minor_formatter(mticker.NullFormatter())
+            label = axis.get_label_text()
+            if label and "log scale" not in label:
+                axis.set_label_text(f"{label} (log scale)")
+
+
+def _fit_suptitle(fig) -> None:
+    """The figure's title from the left edge, wrapped to the width the legend (at the upper
+    right, outside the axes) leaves it, so that the two never overlap."""
+    import textwrap
+
+    text = fig.get_suptitle()
+    if not text:
+        return
+    room = fig.get_figwidth()
+    if fig.legends:
+        fig.draw_without_rendering()
+        renderer = fig.canvas.get_renderer()
+        room -= max(lg.get_window_extent(renderer).width for lg in fig.legends) / fig.dpi + 0.3
+    size = matplotlib.rcParams["figure.titlesize"]
+    chars = max(30, int(room * 72 / (0.56 * size)))  # an average character is about 0.56 em wide
+    fig.suptitle("\n".join(textwrap.fill(line, chars, break_on_hyphens=False) for line in text.split("\n")),
+                 x=0.01, ha="left")
+
+
+def save(fig, path: pathlib.Path) -> pathlib.Path:
+    """Write the figure atomically (a temporary file, then a rename)."""
+    _finish_log_axes(fig)
+    _fit_suptitle(fig)
+    tmp = path.with_name(f".{path.name}.part")
+    try:
+        fig.savefig(tmp, dpi=DPI, format="png")
+        files.write_bytes(path, tmp.read_bytes())
+    except OSError as e:  # a full disk, a folder made read-only meanwhile
+        raise UsageError(f"cannot write {path.name}: {files.describe_os_error(e)}") from None
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def _legend_outside(fig, handles, title=None) -> None:
+    if handles:
+        fig.legend(handles=handles, loc="outside right upper", title=title, frameon=False)
+
+
+def _backend_handles(series) -> list:
+    names = list(dict.fromkeys(b for b, _ in series))
+    return [plt.Line2D([], [], color=backend_color(b), marker="o", lw=0, ms=6, label=b) for b in names]
+
+
+def _env_handles(colors: dict[str, str]) -> list:
+    return [plt.Line2D([], [], color=c, lw=2, label=env or "(this machine's Python)") for env, c in colors.items()]
+
+
+def _no_data(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="#555555")
+
+
+# -- the summary: median, GC share and full collections, with intervals ----------------------------
+
+def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path) -> pathlib.Path:
+    """Per policy (rows of panels) and series (rows inside a panel): median step with its
+    95 % interval, GC share with its interval, full collections per 1,000 steps with the
+    interval of the repeats (none for a fixed schedule). Panels of one metric share their
+    axis; a panel where no cell had a full collection says so instead of a row of zeros."""
+    ok = [cs for cs in cells if cs.ok]
+    series = ordered_series(ok)
+    policies = policies_of(ok)
+    metrics = [("median step", "ms", _median), ("GC share", "% of step time", _share),
+               ("full collections", "per 1,000 steps", _full)]
+    height = max(1.3, ROW_IN * len(series) + 0.8) * len(policies) + 1.0
+    fig, axes = plt.subplots(len(policies), len(metrics), figsize=(WIDTH, height), squeeze=False,
+                             sharey=True, sharex="col", layout="constrained")
+    ys = {s: len(series) - 1 - i for i, s in enumerate(series)}
+    for r, policy in enumerate(policies):
+        mine = [cs for cs in ok if cs.key[2] == policy]
+        for c, (title, unit, get) in enumerate(metrics):
+            ax = axes[r][c]
+            if c == 2 and all(cs.stats["full"]["rate"]["value"] == 0 for cs in mine):
+                _no_data(ax, "none in\nany repeat")
+            else:
+                for cs in mine:
+                    value, lo, hi = get(cs.stats)
+                    y = ys[series_of(cs)]
+                    color = backend_color(cs.key[0])
+                    ax.plot([lo, hi], [y, y], color=color, lw=2.2, solid_capstyle="butt")
+                    ax.plot(value, y, "o", color=color, ms=6, mec="white", mew=0.6)
+            ax.grid(axis="x", alpha=0.3, which="major")
+            if r == 0:
+                ax.set_title(title, loc="left")
+            if r == len(policies) - 1:
+                ax.set_xlabel(unit)
+            if c == 0:
+                ax.set_ylabel(f"policy: {policy}")
+        axes[r][0].set_yticks(range(len(series)), [series_label(s) for s in reversed(series)])
+        axes[r][0].set_ylim(-0.6, len(series) - 0.4)
+    log_axis(axes[0][0], "x")
+    for c in (1, 2):
+        axes[0][c].set_xlim(left=0)
+    fig.suptitle(f"{workload}: median step, GC share and full collections (dot: estimate; bar: 95 % interval)")
+    _legend_outside(fig, _backend_handles(series), "backend")
+    return save(fig, path)
+
+
+def _median(s):
+    return (s["median_ms"], *stats.bounds(s["median_ms"], s["median_ci_ms"]))
+
+
+def _share(s):
+    lo, hi = stats.bounds(s["gc_share"], s["gc_share_ci"])
+    return 100 * s["gc_share"], 100 * lo, 100 * hi
+
+
+def _full(s):
+    r = s["full"]["rate"]
+    return (r["value"], *stats.bounds(r["value"], r["ci"]))
+
+
+# -- traces: every step of one repeat -------------------------------------------------------------
+
+def trace_repeat(cs: summary.CellSummary) -> str:
+    """Which repeat a trace shows, in words."""
+    return f"r{_first_used(cs)['repeat'] + 1}"
+
+
+def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathlib.Path) -> list[pathlib.Path]:
+    """Every timed step of each cell's first used repeat (log scale); on the steps with a
+    full collection, the GC pause drawn in black as the top part of the step (a pause of
+    1 ms in a 10 ms step covers its last millisecond) and a mark above it (young
+    collections are left unmarked: they would blacken the line); one row of panels per
+    series, one column per policy, every panel on one y range so that they compare; each
+    panel names its repeat in a title wrapped to its width; several files when there are
+    many series."""
+    ok = [cs for cs in cells if cs.ok]
+    series = ordered_series(ok)
+    policies = policies_of(ok)
+    out = []
+    for part, start in enumerate(range(0, len(series), MAX_TRACE_ROWS)):
+        rows = series[start: start + MAX_TRACE_ROWS]
+        name = f"trace_{workload}.png" if part == 0 else f"trace_{workload}_{part + 1}.png"
+        fig, axes = plt.subplots(len(rows), len(policies), figsize=(WIDTH, 1.7 * len(rows) + 1.1),
+                                 squeeze=False, sharex=True, sharey=True, layout="constrained")
+        for r, s in enumerate(rows):
+            for c, policy in enumerate(policies):
+                ax = axes[r][c]
+                cs = next((x for x in ok if series_of(x) == s and x.key[2] == policy), None)
+                if cs is None:
+                    ax.set_axis_off()
+                    continue
+                doc = _first_used(cs)
+                wall = np.asarray(doc["wall_ns"]) / 1e6
+                gc_ms = np.minimum(np.asarray(doc["gc_ns"]) / 1e6, wall)
+                steps = np.arange(len(wall))
+                ax.plot(steps, wall, lw=0.8, color=backend_color(s[0]))
+                full = summary.full_collections(doc) > 0
+                has = full & (gc_ms > 0)
+                ax.vlines(steps[has], np.maximum(wall[has] - gc_ms[has], wall[has] * 1e-3), wall[has],
+                          color=GC_COLOR, lw=1.2, zorder=3)
+                ax.scatter(steps[full], wall[full] * 1.25, marker="v", s=26, color=FULL_COLOR, zorder=4, lw=0)
+                log_axis(ax, "y")
+                ax.set_title(_wrapped(f"{series_label(s)} / {policy}, {trace_repeat(cs)}", WIDTH / len(policies)),
+                             loc="left")
+                if c == 0:
+                    ax.set_ylabel("step, ms")
+                if r == len(rows) - 1:
+                    ax.set_xlabel("timed step")
+        handles = [plt.Line2D([], [], color="#777777", lw=1, label="step time (backend colour)"),
+                   plt.Line2D([], [], color=GC_COLOR, lw=1.5, label="full collection's pause: the top of its step"),
+                   plt.Line2D([], [], color=FULL_COLOR, marker="v", lw=0, ms=6, label="step with a full collection")]
+        fig.suptitle(f"{workload}: every timed step of one repeat" +
+                     (f" (part {part + 1})" if len(series) > MAX_TRACE_ROWS else ""))
+        _legend_outside(fig, handles)
+        out.append(save(fig, folder / name))
+    return out
+
+
+def _wrapped(text: str, inches: float) -> str:
+    """A panel title wrapped to the panel's width (12 pt text: about 11 characters an inch)."""
+    import textwrap
+
+    return textwrap.fill(text, max(12, int(inches * 11)), break_on_hyphens=False)
+
+
+def _first_used(cs: summary.CellSummary) -> dict:
+    used = cs.stats["used"]
+    return next(d for d in cs.docs if d["status"] == "ok" and d["repeat"] == used[0])
+
+
+def _used_docs(cs: summary.CellSummary) -> list[dict]:
+    used = set(cs.stats["used"])
+    return [d for d in cs.docs if d["status"] == "ok" and d["repeat"] in used]
+
+
+# -- distributions ------------------------------------------------------------------------------
+
+def _line_panels(ok: list[summary.CellSummary], row_in: float, title: str, draw, xlabel: str, ylabel: str,
+                 path: pathlib.Path) -> pathlib.Path:
+    """Panels of lines, one column per policy: one line per backend in its colour; when the
+    cells ran in several environments, one row of panels per backend and one line (colour)
+    per environment, the environments named in the legend. `draw(ax, cs, color)` draws a
+    cell's line."""
+    policies = policies_of(ok)
+    envs = envs_of(ok)
+    by_env = len(envs) > 1
+    rows = list(dict.fromkeys(b for b, _ in ordered_series(ok))) if by_env else [None]
+    colors = env_colors(envs)
+    fig, axes = plt.subplots(len(rows), len(policies), figsize=(WIDTH, row_in * len(rows) + 1.0),
+                             squeeze=False, sharex=True, sharey=True, layout="constrained")
+    for r, backend in enumerate(rows):
+        for c, policy in enumerate(policies):
+            ax = axes[r][c]
+            for cs in ok:
+                if cs.key[2] == policy and (not by_env or cs.key[0] == backend):
+                    draw(ax, cs, colors[summary.context(cs.key)] if by_env else backend_color(cs.key[0]))
+            ax.grid(alpha=0.3)
+            ax.set_title(policy + (f" / {backend}" if by_env else ""), loc="left")
+            if r == len(rows) - 1:
+                ax.set_xlabel(xlabel)
+            if c == 0:
+                ax.set_ylabel(ylabel)
+    fig.suptitle(title)
+    if by_env:
+        _legend_outside(fig, _env_handles(colors), "environment")
+    else:
+        _legend_outside(fig, _backend_handles(ordered_series(ok)), "backend")
+    return save(fig, path)
+
+
+def ecdf_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path) -> pathlib.Path:
+    """ECDF of step times (every used repeat's steps pooled), one panel per policy (see
+    `_line_panels` for environments)."""
+    def draw(ax, cs, color):
+        wall = np.sort(np.concatenate([np.asarray(d["wall_ns"]) for d in _used_docs(cs)])) / 1e6
+        ax.step(wall, np.arange(1, len(wall) + 1) / len(wall), where="post", lw=1.2, color=color)
+        log_axis(ax, "x")
+
+    return _line_panels([cs for cs in cells if cs.ok], 2.6, f"{workload}: distribution of step times", draw,
+                        "step time, ms", "share of steps\nat most this long", path)
+
+
+# -- where the time goes: GC against the rest ---------------------------------------------------------
+
+def gc_split_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path) -> pathlib.Path:
+    """Per series and policy: the mean step split into GC pause (black) and the rest
+    (backend colour), in ms on a linear axis starting at zero, each bar labelled with its
+    GC share (a pause too short to see as a bar is still read as a number)."""
+    ok = [cs for cs in cells if cs.ok]
+    series = ordered_series(ok)
+    policies = policies_of(ok)
+    fig, axes = plt.subplots(1, len(policies), figsize=(WIDTH, ROW_IN * len(series) + 1.6),
+                             squeeze=False, sharey=True, sharex=True, layout="constrained")
+    ys = {s: len(series) - 1 - i for i, s in enumerate(series)}
+    longest = max(max(cs.stats["mean_ms"], (cs.stats.get("mean_ci_ms") or (0, 0))[1]) for cs in ok)
+    for c, policy in enumerate(policies):
+        ax = axes[0][c]
+        for cs in ok:
+            if cs.key[2] != policy:
+                continue
+            y = ys[series_of(cs)]
+            mean = cs.stats["mean_ms"]
+            gc_ms = cs.stats["gc_ms_per_step"]
+            ax.barh(y, mean - gc_ms, 0.7, color=backend_color(cs.key[0]))
+            ax.barh(y, gc_ms, 0.7, left=mean - gc_ms, color=GC_COLOR)
+            ci = cs.stats.get("mean_ci_ms")
+            if ci is not None:  # the mean step's 95 % interval over the repeats, as a whisker
+                ax.errorbar(mean, y, xerr=[[mean - ci[0]], [ci[1] - mean]], fmt="none", ecolor="#555555",
+                            elinewidth=1.0, capsize=3)
+            share = 100 * gc_ms / mean if mean > 0 else 0.0
+            ax.annotate(f"GC {share:.0f} %" if share >= 0.5 else "GC < 1 %" if gc_ms > 0 else "no GC",
+                        (max(mean, ci[1]) if ci is not None else mean, y), xytext=(3, 0),
+                        textcoords="offset points", va="center", fontsize=TEXT_PT, color="#333333")
+        ax.set_xlim(0, longest * 1.3)  # room for the labels
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_title(policy, loc="left")
+        ax.set_xlabel("mean step, ms (whisker: 95 % interval)")
+    axes[0][0].set_yticks(range(len(series)), [series_label(s) for s in reversed(series)])
+    fig.suptitle(f"{workload}: where a step's time goes (mean step = the rest + GC pause)")
+    _legend_outside(fig, _backend_handles(series) +
+                    [matplotlib.patches.Patch(color=GC_COLOR, label="GC pause")], "the rest, by backend")
+    return save(fig, path)
+
+
+def cumulative_gc_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path) -> pathlib.Path | None:
+    """Cumulative GC pause time over the steps of each cell's first used repeat, one panel
+    per policy under which any collection ran (see `_line_panels` for environments). None
+    when no cell of the workload collected."""
+    ok = [cs for cs in cells if cs.ok and cs.stats["gc_ms_per_step"] > 0]
+    if not ok:
+        return None
+
+    def draw(ax, cs, color):
+        cum = np.cumsum(np.asarray(_first_used(cs)["gc_ns"])) / 1e6
+        ax.plot(np.arange(len(cum)), cum, lw=1.3, color=color)
+        # from 0, and high enough for every line drawn so far (a limit set once would cut off later ones)
+        # (panels share their y axis: the highest line of any panel sets it)
+        ax.set_ylim(0, max(ax.get_ylim()[1], float(cum.max()) * 1.05 if len(cum) else 0))
+
+    return _line_panels(ok, 2.5, f"{workload}: cumulative GC time over the first used repeat of each cell", draw,
+                        "timed step", "GC pause so far, ms", path)
+
+
+def pauses(cs: summary.CellSummary) -> dict[int, np.ndarray]:
+    """Pause lengths in ms by generation over the used repeats: from the collection log
+    where there is one (Python), else from the steps with exactly one collection (Julia:
+    incremental counts as generation 0, full as 2)."""
+    out: dict[int, list] = {}
+    for doc in _used_docs(cs):
+        events = doc.get("gc_events")
+        if events:
+            for gen, pause in zip(events["generation"], events["pause_ns"]):
+                if pause > 0:
+                    out.setdefault(int(gen), []).append(pause / 1e6)
+            continue
+        colls = summary.collections(doc)
+        full_gen = 2 if colls.shape[1] == 2 else colls.shape[1] - 1
+        for row, ns in zip(colls, doc["gc_ns"]):
+            if row.sum() == 1 and ns > 0:
+                gen = int(np.argmax(row))
+                out.setdefault(full_gen if gen == colls.shape[1] - 1 else gen, []).append(ns / 1e6)
+    return {g: np.asarray(v) for g, v in sorted(out.items())}
+
+
+def pauses_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path) -> pathlib.Path | None:
+    """Every collection's pause, by generation (its own sub-row and shape: hollow circle,
+    hollow square, filled triangle) and series (row), on a log axis; one panel per policy.
+    None when no pause was recorded."""
+    ok = [cs for cs in cells if cs.ok]
+    data = {cs.key: pauses(cs) for cs in ok}
+    ok = [cs for cs in ok if data[cs.key]]
+    if not ok:
+        return None
+    series = ordered_series(ok)
+    policies = policies_of(ok)
+    fig, axes = plt.subplots(1, len(policies), figsize=(WIDTH, ROW_IN * 1.6 * len(series) + 1.6),
+                             squeeze=False, sharey=True, sharex=True, layout="constrained")
+    ys = {s: len(series) - 1 - i for i, s in enumerate(series)}
+    rng = np.random.default_rng(0)
+    for c, policy in enumerate(policies):
+        ax = axes[0][c]
+        for cs in ok:
+            if cs.key[2] != policy:
+                continue
+            color = backend_color(cs.key[0])
+            for gen, values in data[cs.key].items():
+                marker, size, filled, _ = GEN_MARKERS.get(gen, ("D", 20, True, f"gen {gen}"))
+                offset = {0: 0.27, 1: 0.0, 2: -0.27}.get(gen, 0)
+                y = ys[series_of(cs)] + offset + rng.uniform(-0.06, 0.06, len(values))
+                ax.scatter(values, y, s=size, marker=marker, facecolors=color if filled else "none",
+                           edgecolors=color, linewidths=0.8, alpha=0.8)
+        log_axis(ax, "x")
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_title(policy, loc="left")
+        ax.set_xlabel("pause, ms")
+    axes[0][0].set_yticks(range(len(series)), [series_label(s) for s in reversed(series)])
+    axes[0][0].set_ylim(-0.6, len(series) - 0.4)
+    handles = [plt.Line2D([], [], color="#555555", marker=m, markerfacecolor="#555555" if filled else "none",
+                          lw=0, ms=7, label=label) for m, _, filled, label in GEN_MARKERS.values()]
+    fig.suptitle(f"{workload}: length of every GC pause, by generation")
+    _legend_outside(fig, handles + _backend_handles(series))
+    return save(fig, path)
+
+
+# -- bisect -------------------------------------------------------------------------------------
+
+LIKE_GOOD, LIKE_BAD, UNTESTED = "#0072B2", "#D55E00", "#777777"
+
+
+def bisect_figure(tab: dict, path: pathlib.Path) -> pathlib.Path:
+    """The bisected metric per version (every repeat a dot, the median a line) above the
+    median step; the first version with a tested change is marked."""
+    rows = [r for r in tab["rows"] if r["status"] == "ok"]
+    versions = [r["version"] for r in tab["rows"]]
+    fig, axes = plt.subplots(2, 1, figsize=(WIDTH, 5.6), sharex=True, height_ratios=[3, 2], layout="constrained")
+    unit = "" if tab["unit"] in ("x", "/1000") else f", {tab['unit']}"  # x and /1000 are in the title
+    x = {v: i for i, v in enumerate(versions)}
+    for r in rows:
+        i = x[r["version"]]
+        color = LIKE_BAD if r.get("first_change") else LIKE_GOOD
+        axes[0].hlines(r["value"], i - 0.3, i + 0.3, color=color, lw=2.5)
+        axes[0].scatter([i] * len(r["values"]), r["values"], color=color, s=18, zorder=3)
+        axes[1].hlines(r["median_ms"], i - 0.3, i + 0.3, color="#555555", lw=2.5)
+    for r in tab["rows"]:
+        if r["status"] != "ok":
+            axes[0].annotate(r["status"], (x[r["version"]], 0), xytext=(0, 4), textcoords="offset points",
+                             ha="center", color=UNTESTED)
+    if tab["first_change"] is not None:
+        i = x[tab["first_change"]]
+        axes[0].axvline(i - 0.5, color=LIKE_BAD, ls="--", lw=1)
+        axes[0].annotate(f"first change > {tab['factor']:g} x", (i - 0.5, 1.0),
+                         xycoords=("data", "axes fraction"), xytext=(4, -4), textcoords="offset points",
+                         ha="left", va="top", color=LIKE_BAD)
+    axes[0].set_ylabel(f"{tab['metric_title']}{unit}")
+    axes[0].set_ylim(bottom=0)
+    axes[0].grid(axis="y", alpha=0.3)
+    axes[1].set_ylabel("median step, ms")
+    axes[1].set_ylim(bottom=0)
+    axes[1].grid(axis="y", alpha=0.3)
+    axes[1].set_xticks(range(len(versions)), versions)
+    axes[1].set_xlim(-0.5, len(versions) - 0.5)
+    axes[1].set_xlabel(f"{tab['package']} version")
+    fig.suptitle(f"{tab['cell']}: {tab['metric_title']} per {tab['package']} version\n"
+                 "(dots: repeats; line: their median)")
+    return save(fig, path)
+
+
+def gitbisect_figure(tab: dict, path: pathlib.Path) -> pathlib.Path:
+    """The bisected metric of every tested commit, in history order (every repeat a dot, the
+    cell's value a line); untested commits are ticks without a value, the first bad one is marked."""
+    rows = {r["index"]: r for r in tab["rows"]}
+    n = tab["commits_between"] + 1
+    fig, ax = plt.subplots(figsize=(WIDTH, 4.4), layout="constrained")
+    for i, r in rows.items():
+        color = LIKE_BAD if r["decision"].startswith("bad") else \
+            LIKE_GOOD if r["decision"].startswith("good") else UNTESTED
+        if r["value"] is None:
+            ax.annotate("skip", (i, 0), xytext=(0, 4), textcoords="offset points", ha="center", color=color)
+            continue
+        ax.hlines(r["value"], i - 0.35, i + 0.35, color=color, lw=2.5)
+        ax.scatter([i] * len(r["per_repeat"]), r["per_repeat"], color=color, s=18, zorder=3)
+    if tab["first_bad"]:
+        i = next(r["index"] for r in tab["rows"] if r["sha"] == tab["first_bad"])
+        ax.axvline(i - 0.5, color=LIKE_BAD, ls="--", lw=1)
+        ax.annotate(f"first bad: {tab['first_bad'][:9]}", (i - 0.5, 1.0), xycoords=("data", "axes fraction"),
+                    xytext=(4, -4), textcoords="offset points", ha="left", va="top", color=LIKE_BAD)
+    labels = [""] * n
+    for i, r in rows.items():
+        labels[i] = r["sha"][:7]
+    ax.set_xticks(range(n), labels, rotation=90)
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.set_ylim(bottom=0)
+    ax.grid(axis="y", alpha=0.3)
+    unit = f", {tab['unit']}" if tab["unit"] else ""
+    ax.set_ylabel(f"{tab['metric_title']}{unit}")
+    ax.set_xlabel(f"{tab['package']} first-parent commits, oldest (the good endpoint) to newest; labelled where tested")
+    _legend_outside(fig, [plt.Line2D([], [], color=c, marker="o", lw=2, label=t) for c, t in
+                          ((LIKE_GOOD, "like the good\nendpoint"), (LIKE_BAD, "like the bad\nendpoint"))])
+    ax.set_title(f"{tab['cell']}: {tab['metric_title']} per tested commit\n(dots: repeats; line: the cell's value)")
+    return save(fig, path)
+
+
+# -- why: what the collector had to do ---------------------------------------------------------------
+
+def why_figure(explanations: list[dict], path: pathlib.Path) -> pathlib.Path | None:
+    """Per explained cell, a row of its own under the cell's name: objects promoted to the
+    oldest generation per step (left) and the size of the oldest generation over the
+    diagnostic run (right), full collections marked."""
+    rows = [e for e in explanations if "python" in e]
+    if not rows:
+        return None
+    fig = plt.figure(figsize=(WIDTH, 2.5 * len(rows) + 0.8), layout="constrained")
+    for sub, e in zip(np.atleast_1d(fig.subfigures(len(rows), 1)), rows):
+        py = e["python"]
+        color = backend_color(e["cell"]["backend"])
+        sub.suptitle(e["label"] + explain_qualifiers(e), x=0.01, ha="left", fontsize=12, fontweight="bold")
+        left, right = sub.subplots(1, 2)
+        promoted = np.asarray(py["promoted_per_step"])
+        left.bar(np.arange(len(promoted)), promoted, width=1.0, color=color)
+        left.set_ylabel("objects promoted\nper step")
+        oldest = np.asarray(py["oldest"], dtype=float).reshape(-1, 2)
+        right.step(oldest[:, 0], oldest[:, 1], where="post", color=color, lw=1.3)
+        for s in py["full_steps"]:
+            right.axvline(s, color=FULL_COLOR, ls=":", lw=0.9)
+        right.set_ylabel("oldest generation,\nobjects (not from 0)")  # its growth is the point
+        for ax in (left, right):
+            ax.yaxis.set_major_formatter(mticker.StrMethodFormatter("{x:,.0f}"))
+            ax.grid(axis="y", alpha=0.3)
+            ax.set_xlabel("diagnostic step")
+    fig.suptitle("why: what the collector had to do (diagnostic runs: their timings are disturbed)")
+    return save(fig, path)
+
+
+# -- many environments: a Python x package-versions grid ------------------------------------------
+
+def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path,
+                      packages: list[str]) -> pathlib.Path | None:
+    """The GC share of each cell that ran in an environment, as a grid: Python versions down
+    (ascending), the versions of `packages` across (ascending, natural order), one panel per
+    backend and policy; each square names its share and its full collections per repeat.
+    None unless the cells ran in at least two environments."""
+    ok = [cs for cs in cells if cs.ok and (cs.docs[0].get("environment") or {}).get("python")]
+    if len({cs.key[3] for cs in ok}) < 2:
+        return None
+
+    def coords(cs):
+        env = next(d for d in cs.docs if d["status"] == "ok")["environment"]
+        py = ".".join(str(env["python"]).split(".")[:2])
+        versions = "\n".join(str(env.get("packages", {}).get(p, "-")) for p in shown) or "-"
+        return py, versions
+
+    ok_envs = [next(d for d in cs.docs if d["status"] == "ok")["environment"] for cs in ok]
+    # jaxlib goes with jax: shown only where some environment pairs them differently
+    shown = [p for p in packages if not (p == "jaxlib" and "jax" in packages and all(
+        (e.get("packages") or {}).get("jax") == (e.get("packages") or {}).get("jaxlib") for e in ok_envs))]
+
+    panels = list(dict.fromkeys((cs.key[0], cs.key[2]) for cs in ok))
+    where = {cs.key: coords(cs) for cs in ok}
+    pys = sorted({py for py, _ in where.values()}, key=natural_key)
+    cols = sorted({v for _, v in where.values()}, key=natural_key)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(WIDTH, (0.45 * len(pys) + 1.2) * len(panels) + 0.6),
+                             squeeze=False, layout="constrained")
+    top = max(100 * cs.stats["gc_share"] for cs in ok) or 1.0
+    for ax, (backend, policy) in zip(axes[:, 0], panels):
+        grid = np.full((len(pys), len(cols)), np.nan)
+        for cs in ok:
+            if (cs.key[0], cs.key[2]) != (backend, policy):
+                continue
+            py, v = where[cs.key]
+            i, j = pys.index(py), cols.index(v)
+            grid[i, j] = 100 * cs.stats["gc_share"]
+            full = cs.stats["full"]["schedule"]
+            counts = full["counts"]
+            label = f"{grid[i, j]:.1f} %\n" + (f"{counts[0]} full" if len(set(counts)) == 1 else
+                                                f"{min(counts)}-{max(counts)} full")
+            ax.text(j, i, label, ha="center", va="center", fontsize=TEXT_PT,
+                    color="white" if grid[i, j] > 0.55 * top else "black")
+        ax.imshow(np.ma.masked_invalid(grid), cmap="Greys", vmin=0, vmax=top * 1.15, aspect="auto")
+        ax.set_yticks(range(len(pys)), [f"Python {p}" for p in pys])
+        ax.set_xticks(range(len(cols)), cols)
+        ax.set_xlabel("versions of " + ", ".join(shown) + " (top to bottom)" if shown else "")
+        ax.set_title(f"{backend} / {policy}: GC share of step time, full collections per repeat", loc="left")
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+        ax.tick_params(length=0)
+    fig.suptitle(f"{workload}: GC share by interpreter and package versions (blank: not measured)")
+    return save(fig, path)

@@ -1,0 +1,195 @@
+"""Who installs packages into gcbench's environments: uv where it is installed, else pip.
+
+uv (`uv venv`, `uv pip install`) builds an environment in a fraction of pip's time and,
+with one shared cache (`~/.cache/gcbench/uv`), links the files of packages it has seen
+before instead of copying them again. pip stays the fallback, and
+`GCBENCH_INSTALLER=pip` (or `uv`) chooses explicitly.
+
+uv does not read pip's configuration, so the index settings a user has for pip (pip.conf
+files and `PIP_*` variables, as `pip config list` reports them: index-url,
+extra-index-url, find-links, constraint, no-index, cert, default-timeout) are passed to
+uv as its own options, with pip's way of choosing among several indexes (the best
+version from any of them: `--index-strategy unsafe-best-match`). A local index or link
+folder that does not exist is left out, as pip leaves it out with a warning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import urllib.parse
+import urllib.request
+
+from ..core.errors import UsageError
+from ..core.paths import user_cache
+
+CHOICE_VAR = "GCBENCH_INSTALLER"
+
+
+@dataclasses.dataclass(frozen=True)
+class Installer:
+    name: str  # "uv" or "pip"
+    uv: str | None = None  # the uv executable
+    pip_settings: dict = dataclasses.field(default_factory=dict, compare=False)  # pip_config(), read once, for uv
+
+    def venv(self, interpreter: str, folder: pathlib.Path) -> list[str]:
+        """The command that makes a virtual environment (with pip in it: gcbench asks pip
+        for the jaxlib releases of a pinned jax)."""
+        if self.uv:
+            return [self.uv, "venv", "--seed", "--python", interpreter, str(folder)]
+        return [interpreter, "-m", "venv", str(folder)]
+
+    def install(self, python: str, requirements: list[str]) -> list[str]:
+        if self.uv:
+            return [self.uv, "pip", "install", "--python", python, *uv_options(self.pip_settings), *requirements]
+        return [python, "-m", "pip", "install", "--no-input", "--progress-bar", "off", *requirements]
+
+    def environ(self, base: dict) -> dict:
+        """The variables the commands run with."""
+        env = dict(base, PIP_DISABLE_PIP_VERSION_CHECK="1")
+        if self.uv:
+            env["UV_CACHE_DIR"] = str(user_cache("uv"))
+            env.update(uv_environ(self.pip_settings))
+        return env
+
+    def reason(self, output: str) -> str:
+        return uv_reason(output) if self.uv else pip_reason(output)
+
+
+def choose() -> Installer:
+    """uv where it is installed (on PATH, or the `uv` package's own binary), unless
+    GCBENCH_INSTALLER says pip; a one-line error when it says uv and there is none."""
+    choice = os.environ.get(CHOICE_VAR, "").strip().lower()
+    if choice not in ("", "uv", "pip"):
+        raise UsageError(f"{CHOICE_VAR} must be uv or pip, got {choice!r}")
+    if choice == "pip":
+        return Installer("pip")
+    found = shutil.which("uv")
+    if found is None:
+        try:
+            import uv  # the uv wheel ships its binary
+
+            found = uv.find_uv_bin()
+        except (ImportError, FileNotFoundError):
+            found = None
+    if found is None:
+        if choice == "uv":
+            raise UsageError(f"{CHOICE_VAR}=uv, but uv is not installed (pip install uv)")
+        return Installer("pip")
+    return Installer("uv", found, pip_config())
+
+
+# -- pip's configuration, for uv --------------------------------------------------------------
+
+_LIST_KEYS = ("extra-index-url", "find-links", "constraint")
+
+
+def pip_config() -> dict[str, list[str]]:
+    """pip's effective settings that say where packages come from: {key: values}. Later
+    scopes win for single values (site < user < environment), lists are merged."""
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
+                              timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    out: dict[str, list[str]] = {}
+    for line in proc.stdout.splitlines():
+        m = re.match(r"^[^.]*\.([a-z-]+)='(.*)'$", line.strip())
+        if not m:
+            continue
+        key, value = m.group(1), m.group(2)
+        values = value.split()
+        if key in _LIST_KEYS:
+            out[key] = list(dict.fromkeys(out.get(key, []) + values))
+        elif key in ("index-url", "no-index", "cert", "default-timeout"):
+            out[key] = values[:1] or [""]
+    return out
+
+
+def _present(location: str) -> bool:
+    """False for a local folder or file:// index that does not exist (pip skips those)."""
+    if "://" not in location:
+        return os.path.exists(location)
+    parsed = urllib.parse.urlparse(location)
+    return parsed.scheme != "file" or os.path.exists(urllib.request.url2pathname(parsed.path))
+
+
+def uv_options(config: dict[str, list[str]]) -> list[str]:
+    """pip's index settings as `uv pip install` options."""
+    opts: list[str] = []
+    if config.get("no-index", [""])[0].lower() in ("1", "true", "yes", "on"):
+        opts.append("--no-index")
+    for url in config.get("index-url", []):
+        if url and _present(url):
+            opts += ["--index-url", url]
+    for url in config.get("extra-index-url", []):
+        if _present(url):
+            opts += ["--extra-index-url", url]
+    for link in config.get("find-links", []):
+        if _present(link):
+            opts += ["--find-links", link]
+    for path in config.get("constraint", []):
+        if _present(path):
+            opts += ["--constraint", path]
+    if any(o == "--extra-index-url" for o in opts):
+        # pip takes the best version from all its indexes; uv by default only looks at the
+        # first index that has a package at all
+        opts += ["--index-strategy", "unsafe-best-match"]
+    return opts
+
+
+def uv_environ(config: dict[str, list[str]]) -> dict[str, str]:
+    """pip's certificate and timeout as uv's variables."""
+    env = {}
+    cert = config.get("cert", [""])[0]
+    if cert:
+        env["SSL_CERT_FILE"] = cert
+    timeout = config.get("default-timeout", [""])[0]
+    if timeout:
+        env["UV_HTTP_TIMEOUT"] = timeout
+    return env
+
+
+# -- one-line reasons ---------------------------------------------------------------------------
+
+def pip_reason(output: str) -> str:
+    """pip's one-line reason for a failed install."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    errors = [line.removeprefix("ERROR: ").strip() for line in lines if line.startswith("ERROR:")]
+    offline = any(s in output for s in ("NewConnectionError", "Network is unreachable", "Temporary failure in name",
+                                        "Failed to establish a new connection", "ProxyError"))
+    reason = None
+    for wanted in ("No matching distribution found for", "Cannot install", "Could not find a version",
+                   "ResolutionImpossible", "Failed to build", "Could not build wheels", "Invalid requirement"):
+        reason = next((e for e in errors if e.startswith(wanted)), None)
+        if reason:
+            break
+    if reason is None and errors:
+        reason = errors[0]
+    if reason is None:
+        reason = lines[-1] if lines else "pip failed without a message"
+    if reason.startswith("Cannot install") and "because these package versions have conflicting" in reason:
+        reason = reason.split(" because ")[0] + ": conflicting dependencies"
+    if offline and "network" not in reason.lower():
+        reason += " (no network: the package index could not be reached)"
+    return reason
+
+
+def uv_reason(output: str) -> str:
+    """uv's one-line reason: its `error:` or `×` line with the explanation under it."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for i, line in enumerate(lines):
+        if line.startswith(("×", "error:")):
+            head = line.lstrip("×").removeprefix("error:").strip()
+            detail = next((x.lstrip("╰─▶│ ").removeprefix("cause:").strip() for x in lines[i + 1:i + 4]
+                           if x.startswith(("╰─▶", "│", "Caused by", "cause:"))), "")
+            missing = re.search(r"there is no version of (\S+?)(?: and |,|$)", detail)
+            if missing:
+                return f"{head}: no version of {missing.group(1)} is available"
+            return f"{head}: {detail}" if detail and detail not in head else head
+    return lines[-1] if lines else "uv failed without a message"

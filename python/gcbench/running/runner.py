@@ -1,0 +1,445 @@
+"""The runner: one fresh worker process per repeat of a cell, with a timeout.
+
+Nothing is lost and nothing is half-written:
+
+- a worker writes its result beside the target (`.<cell>.partial.json`); only a
+  complete, valid result replaces the file of the cell, so a rerun that fails, times
+  out or is interrupted leaves an earlier good result in place;
+- a cell whose worker crashes or times out becomes a `failed` result holding the tail
+  of the worker's standard error, and the other cells go on; a result that cannot be
+  written (a full disk) is reported and the run goes on;
+- SIGINT and SIGTERM stop the current worker and keep every finished cell
+  (`Interrupted`, exit code 128 + the signal); workers die with their manager.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+from tqdm import tqdm
+
+from ..core import files, metadata
+from ..core.errors import UsageError
+from ..measuring import results
+from ..measuring.backends import get_backend
+from ..measuring.cell import Cell
+from ..measuring.worker import PARENT_ENV
+from .envs import isolated_environ
+
+STDERR_TAIL_LINES = 25
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM reached the manager; `signum` says which."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+@contextlib.contextmanager
+def interruptible():
+    """SIGINT and SIGTERM raise `Interrupted` while the block runs."""
+    def handler(signum, frame):
+        raise Interrupted(signum)
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def unsupported_reason(cell: Cell) -> str | None:
+    info = get_backend(cell.backend)
+    if not info.supports(cell.workload):
+        return f"{cell.backend} does not implement workload {cell.workload}"
+    kind = cell.policy.partition(":")[0]
+    if kind not in info.policies:
+        return f"GC policy {kind} has no meaning for {cell.backend} ({info.language})"
+    return None
+
+
+def _worker_env(isolated: bool = False) -> dict:
+    """The worker's environment variables. A worker in one of gcbench's virtual environments
+    (`isolated`) sees nothing of the manager's packages: gcbench comes from the environment's
+    own link to it, and PYTHONPATH and the user site are kept out."""
+    if isolated:
+        env = isolated_environ()
+    else:  # workers import this very copy of gcbench, installed or not
+        env = dict(os.environ)
+        package_root = str(pathlib.Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    env[PARENT_ENV] = str(os.getpid())
+    return env
+
+
+def _tail(path: pathlib.Path, lines: int = STDERR_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+class CellFailed(Exception):
+    pass
+
+
+def partial_path(out_file: pathlib.Path) -> pathlib.Path:
+    return out_file.with_name(f".{out_file.stem}.partial.json")
+
+
+def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: float,
+               bar: Progress | None, python: str = sys.executable, environment: dict | None = None,
+               machine_state: dict | None = None, explain: dict | None = None, load=results.load,
+               extra_env: dict | None = None) -> dict:
+    """Run `cell` in a worker process and return its result document, which is then at
+    `out_file`; raise `CellFailed(reason)` if the worker does not finish with one. With
+    `environment` (an `envs.Environment.describe()`), `python` is that environment's. With
+    `explain` (its options), the worker makes the diagnostic run of `gcbench explain`, and
+    `load` reads what it wrote."""
+    spec = json.dumps({"cell": cell.to_json(), "command": command, "environment": environment,
+                       "machine_state": machine_state, "explain": explain})
+    partial = partial_path(out_file)
+    partial.unlink(missing_ok=True)
+    fd, err_name = tempfile.mkstemp(prefix=files.owned_temp_prefix("stderr"), suffix=".txt")
+    err_path = pathlib.Path(err_name)
+    proc = None
+    try:
+        with os.fdopen(fd, "w") as err_file:
+            proc = subprocess.Popen(
+                [python, "-m", "gcbench.child", str(partial)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_file,
+                text=True, env={**_worker_env(isolated=environment is not None), **(extra_env or {})},
+                start_new_session=True,
+            )
+        lines: queue.Queue = queue.Queue()
+        reader = threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True)
+        reader.start()
+        try:  # the spec as one line; stdin stays open: the worker treats its end as our death
+            proc.stdin.write(spec + "\n")
+            proc.stdin.flush()
+        except BrokenPipeError:  # the worker died before reading its cell: its exit code says why
+            pass
+        deadline = time.monotonic() + timeout
+        while proc.poll() is None or not lines.empty() or reader.is_alive():
+            if time.monotonic() > deadline:
+                _kill(proc)
+                raise CellFailed(f"timed out after {timeout:g} s\n{_tail(err_path)}".rstrip())
+            try:
+                line = lines.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if bar is not None and line.startswith("gcbench-progress "):
+                bar.line(line)
+        if proc.returncode != 0:
+            tail = _tail(err_path)
+            said = [line for line in tail.splitlines() if line.startswith("gcbench: ")]
+            if proc.returncode == 2 and said:  # the worker's own one-line reason
+                raise CellFailed(f"worker: {said[-1].removeprefix('gcbench: ')}\n{tail}".rstrip())
+            how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit code {proc.returncode}"
+            raise CellFailed(f"worker {how}\n{tail}".rstrip())
+        if not partial.is_file():
+            raise CellFailed(f"worker wrote no result\n{_tail(err_path)}".rstrip())
+        try:
+            doc = load(partial)
+        except UsageError as e:
+            raise CellFailed(f"worker wrote an invalid result: {e}") from None
+        os.replace(partial, out_file)
+        return doc
+    finally:
+        if proc is not None:
+            _kill(proc)
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+        err_path.unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
+
+
+class Progress:
+    """Two bars on standard error: every cell's steps together (`overall`: warm-up and timed
+    steps of every cell to run, with the ETA of the whole run) and the current cell's
+    phase (`cell`: its warm-up and its timed steps counted apart, so that each has its own
+    rate and ETA). Lines said meanwhile go above the bars (`tqdm.write`), never glued to them."""
+
+    def __init__(self, cells: list[Cell], stream):
+        self.stream = stream
+        self.overall = tqdm(total=sum(c.warmup + c.steps for c in cells), desc="all cells", unit="step",
+                            dynamic_ncols=True, position=0, leave=False, file=sys.stderr)
+        self.cell = None
+        self._phase = None
+        self._done = 0  # steps of the current cell already counted in `overall`
+        self._warmup = 0
+
+    def say(self, *parts) -> None:
+        tqdm.write(" ".join(map(str, parts)), file=self.stream)
+        self.stream.flush()
+
+    def start(self, cell: Cell, desc: str) -> None:
+        self.cell = tqdm(total=0, desc=desc, unit="step", dynamic_ncols=True, position=1, leave=False,
+                         file=sys.stderr)
+        self._phase, self._done, self._warmup = None, 0, cell.warmup
+
+    def line(self, line: str) -> None:
+        """A worker's `gcbench-progress PHASE DONE TOTAL`."""
+        parts = line.split()
+        if self.cell is None or len(parts) != 4 or not (parts[2].isdigit() and parts[3].isdigit()):
+            return
+        _, phase, done, total = parts[0], parts[1], int(parts[2]), int(parts[3])
+        if phase != self._phase:  # a new phase: a bar of its own (its rate is not the warm-up's)
+            self._phase = phase
+            self.cell.reset(total=total)
+            self.cell.set_postfix_str({"build": "building", "warmup": "warm-up (compiling)"}.get(phase, phase),
+                                      refresh=False)
+        self.cell.n = done
+        self.cell.refresh()
+        if phase in ("warmup", "timed"):
+            counted = done if phase == "warmup" else self._warmup + done
+            self.overall.update(max(0, counted - self._done))
+            self._done = max(self._done, counted)
+
+    def finish(self, cell: Cell) -> None:
+        """The cell is done (or skipped): all its steps count, whatever the worker said."""
+        self.overall.update(max(0, cell.warmup + cell.steps - self._done))
+        if self.cell is not None:
+            self.cell.close()
+        self.cell, self._done = None, 0
+
+    def close(self) -> None:
+        self.overall.close()
+
+
+def _pump(stream, lines: queue.Queue) -> None:
+    with contextlib.suppress(ValueError, OSError):
+        for line in stream:
+            lines.put(line)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
+    proc.wait()
+
+
+def reusable(doc: dict | None, cell: Cell, data_kind: str | None) -> bool:
+    """Whether an existing result answers the same question as `cell` (for --resume)."""
+    if doc is None or doc["status"] != "ok":
+        return False
+    spec = dict(doc.get("cell_spec") or {})
+    spec.pop("data_path", None)
+    return spec == cell.settings() and (data_kind is None or doc["data"].get("kind") == data_kind)
+
+
+def existing(out_file: pathlib.Path) -> dict | None:
+    """The result already at `out_file`, or None (none, or unreadable)."""
+    if not out_file.is_file():
+        return None
+    try:
+        return results.load(out_file)
+    except UsageError:
+        return None
+
+
+def check_resumable(cells: list[Cell], out_dir: pathlib.Path) -> None:
+    """Refuse, before anything runs, to resume into a folder holding a result of the plan
+    that cannot be read (a newer schema, no permission, corrupt): resuming would replace
+    it, and only --force may replace results."""
+    for cell in cells:
+        out_file = out_dir / f"{cell.id}.json"
+        if out_file.exists() or out_file.is_symlink():
+            try:
+                results.load(out_file)
+            except UsageError as e:
+                raise UsageError(f"--resume would replace a result it cannot read: {str(e).splitlines()[0]}; "
+                                 "move it away, or use --force to replace it") from None
+
+
+def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], timeout: float,
+              log=print, progress: bool | None = None, environments: dict | None = None,
+              resume: bool = False, data_kind: str | None = None, run_id: str | None = None,
+              scheduler: dict | None = None) -> list[dict]:
+    """Run every cell, writing `out_dir/<cell>.json`; return the documents in plan order.
+
+    `environments` maps each cell's `env` to its `envs.Environment`, or to the
+    `envs.EnvUnavailable` that kept it from being built: that environment's cells are
+    recorded as unavailable with the reason. With `resume`, a cell whose ok result with
+    the same settings is already there is not run again. A new result that is not ok
+    never replaces an ok one. `progress=None` shows bars only on a terminal.
+    `Interrupted` and KeyboardInterrupt propagate after the current worker is stopped;
+    every finished cell is on disk by then. `run_id` names the invocation (its repeats with
+    one repeat number form a round; a new one by default); `scheduler` is the job this
+    runs in (`cluster.job_facts`), recorded in each result's `machine_state`.
+    """
+    if resume:
+        check_resumable(cells, out_dir)
+    show_bars = sys.stderr.isatty() if progress is None else progress
+    for kind in ("jax-cache", "stderr"):  # what runs killed with SIGKILL left behind
+        files.sweep_stale_temps(kind)
+    with tempfile.TemporaryDirectory(prefix=files.owned_temp_prefix("jax-cache")) as cache:
+        return _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, resume, data_kind,
+                          compile_cache_env(cache), run_id or new_run_id(), scheduler)
+
+
+def new_run_id() -> str:
+    """A name for one invocation: its repeats with one repeat number form a round."""
+    return uuid.uuid4().hex
+
+
+def compile_cache_env(folder: str) -> dict:
+    """JAX's persistent compilation cache in `folder`, for every program however quick to
+    compile: the repeats of a cell (and its other policies) load what the first compiled.
+    Only the warm-up, which is recorded apart, gets shorter; the programs are the same."""
+    return {"JAX_COMPILATION_CACHE_DIR": folder, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+
+
+def cache_safe(environment: dict | None) -> bool:
+    """Whether the persistent compilation cache may be used: jaxlib before 0.5 aborts
+    ("corrupted double-linked list", seen with 0.4.38 on CPU) when it loads a cached
+    program, so environments with an older jaxlib compile every time."""
+    if environment is None:
+        return True
+    from .envs import version_key
+
+    jaxlib = (environment.get("packages") or {}).get("jaxlib")
+    return jaxlib is None or version_key(jaxlib) >= version_key("0.5")
+
+
+def _unavailable_backends(cells, log) -> dict[str, str]:
+    """Why each backend that cannot run in this interpreter cannot, said before any cell runs,
+    in one line per reason: the three Julia backends share theirs."""
+    why_not: dict[str, str] = {}
+    for backend in dict.fromkeys(c.backend for c in cells if c.env is None and unsupported_reason(c) is None):
+        ok, why = get_backend(backend).availability()
+        if not ok:
+            why_not[backend] = why
+    by_reason: dict[str, list[str]] = {}
+    for backend, why in why_not.items():
+        by_reason.setdefault(why, []).append(backend)
+    for why, backends in by_reason.items():
+        count = sum(c.env is None and c.backend in backends and unsupported_reason(c) is None for c in cells)
+        log(f"{', '.join(backends)}: unavailable: {why} ({count} cells recorded as unavailable)")
+    return why_not
+
+
+def _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, resume, data_kind,
+               cache_env, run_id, scheduler) -> list[dict]:
+    progress = Progress(cells, getattr(log, "stream", sys.stdout)) if show_bars else None
+    say = progress.say if progress is not None else log
+    try:
+        return _run_each(cells, out_dir, command, timeout, say, progress, environments, resume, data_kind, cache_env,
+                         run_id, scheduler)
+    finally:
+        if progress is not None:
+            progress.close()
+
+
+def _run_each(cells, out_dir, command, timeout, log, progress, environments, resume, data_kind,
+              cache_env, run_id, scheduler) -> list[dict]:
+    docs = []  # repeats of one run_id with one repeat number share a round
+    announced: set[str] = set()
+    why_not = _unavailable_backends(cells, log)
+    announced.update(why_not)  # their other cells (a policy they do not support) need no line of their own
+    # numbered among the cells that will run: those of a backend that cannot run here are said once above
+    runnable = [c for c in cells if c.backend not in why_not and unsupported_reason(c) is None]
+    repeats: dict[tuple, int] = {}  # each cell's repeats in this plan: its runs are named r1/3, r2/3, ...
+    for c in cells:
+        key = (c.backend, c.workload, c.policy, c.env)
+        repeats[key] = max(repeats.get(key, 0), c.repeat + 1)
+    number = {c.id: f"{i}/{len(runnable)}" for i, c in enumerate(runnable, 1)}
+    if progress is not None:  # the bar and its ETA count only the steps that will run
+        progress.overall.total = sum(c.warmup + c.steps for c in runnable)
+        progress.overall.refresh()
+    for cell in cells:
+        of = repeats[cell.backend, cell.workload, cell.policy, cell.env]
+        desc = f"[{number.get(cell.id, '-')}] {cell.label_of(of)}"
+        docs.append(_run_one(desc, cell, cells, out_dir, command, timeout, log, progress,
+                             environments, resume, data_kind, cache_env, run_id, scheduler, announced, why_not))
+        if progress is not None and cell.id in number:
+            progress.finish(cell)
+    return docs
+
+
+def _run_one(desc, cell, cells, out_dir, command, timeout, log, progress, environments, resume, data_kind,
+             cache_env, run_id, scheduler, announced, why_not) -> dict:
+    out_file = out_dir / f"{cell.id}.json"
+    old = existing(out_file)
+    if resume and reusable(old, cell, data_kind):
+        log(f"{desc}: kept (an ok result with the same settings is there)")
+        return old
+    env = None if cell.env is None else environments[cell.env]
+    reason = unsupported_reason(cell)
+    in_env = {}  # run_worker's arguments for a cell in a built environment
+    if env is not None and reason is None:
+        if isinstance(env, Exception):
+            reason = f"environment {cell.env_spec.name}: {env}"
+            if cell.env not in announced:
+                announced.add(cell.env)
+                count = sum(c.env == cell.env for c in cells)
+                log(f"environment {cell.env_spec.name}: unavailable ({count} cells recorded as unavailable)")
+        else:
+            in_env = {"python": env.python, "environment": env.describe()}
+    elif reason is None:  # this interpreter: asked once, above; an environment's worker asks there
+        reason = why_not.get(cell.backend)
+    elif cell.backend not in announced and reason not in announced:  # once per reason, not once per repeat
+        announced.add(reason)
+        alike = [c for c in cells if c.backend not in why_not and unsupported_reason(c) == reason]
+        labels = list(dict.fromkeys(f"{c.backend}/{c.workload}/{c.policy}" for c in alike))
+        log(f"{', '.join(labels[:4])}{' and more' if len(labels) > 4 else ''}: not run: {reason} "
+            f"({len(alike)} runs recorded as unavailable)")
+    if reason is not None:
+        return keep(results.new(cell, "unavailable", reason), old, out_file, desc, log)
+    if progress is not None:
+        progress.start(cell, desc)
+    t0 = time.monotonic()
+    state = {"load_before": metadata.load_average(), "run_id": run_id,
+             **({"scheduler": scheduler} if scheduler else {})}
+    try:
+        doc = run_worker(cell, out_file, command, timeout, progress, machine_state=state,
+                         extra_env=cache_env if cache_safe(in_env.get("environment")) else None, **in_env)
+        status = f"ok in {time.monotonic() - t0:.1f} s" if doc["status"] == "ok" else \
+            f"{doc['status']}: {doc['reason'].splitlines()[0] if doc['reason'] else ''}"
+        log(f"{desc}: {status}")
+    except CellFailed as e:
+        log(f"{desc}: FAILED: {str(e).splitlines()[0]}")
+        doc = keep(results.new(cell, "failed", str(e), **({"environment": in_env["environment"]} if in_env else {})),
+                    old, out_file, desc, log)
+    return doc
+
+
+SUPERSEDED = "_failed_this_run"  # marks an earlier ok result kept in place of this run's failure
+
+
+def keep(doc: dict, old: dict | None, out_file: pathlib.Path, desc: str, log) -> dict:
+    """Write a result that is not ok, unless it would replace an ok one: then keep that
+    (marked SUPERSEDED when this run's attempt failed, so that the run counts the failure)."""
+    if old is not None and old["status"] == "ok":
+        log(f"{desc}: kept the earlier ok result instead of this {doc['status']} one")
+        return dict(old, **{SUPERSEDED: True}) if doc["status"] == "failed" else old
+    try:
+        results.write(doc, out_file)
+    except UsageError as e:
+        log(f"{desc}: {e}")
+        doc = dict(doc, reason=f"{doc['reason']}\n(not saved: {e})".strip())
+    return doc
