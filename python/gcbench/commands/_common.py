@@ -102,5 +102,3 @@ def report_json(paths: dict) -> dict:
             "archive": str(paths["archive"]), "plots": sorted(str(p) for p in paths.values()
                                                               if isinstance(p, pathlib.Path) and p.suffix == ".png"),
             "warnings": list(paths.get("warnings", []))}
-
-

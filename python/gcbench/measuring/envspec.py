@@ -19,7 +19,9 @@ NAMED_PINS = 6  # an environment with more pins is named by its source pins and 
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
 # name@git+URL@REF or name@file:///.../NAME-SHA: a package built from a commit (PEP 508 direct references)
 _SOURCE = re.compile(rf"^({_NAME})@((?:git\+|file://)\S+)$")
+# python=3.12 or 3.12.4: a version to look up (anything else after python= is a command or a path)
 VERSION_REQUEST = re.compile(r"^\d+\.\d+(\.\d+)?$")
+
 
 def normalize(name: str) -> str:
     """A distribution name as PyPI compares them (PEP 503): `Flax_NNX` -> `flax-nnx`."""
