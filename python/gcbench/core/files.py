@@ -17,6 +17,7 @@ never lets two processes hold the folder at once.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import pathlib
@@ -37,17 +38,28 @@ def describe_os_error(e: OSError) -> str:
     return e.strerror or str(e)
 
 
-def write_bytes(path: str | os.PathLike, data: bytes) -> pathlib.Path:
-    """Write `data` to `path` atomically, mode 0644; a `UsageError` when it cannot be written."""
-    path = pathlib.Path(path)
-    tmp = None
+def _finished_temp(path: pathlib.Path, data: bytes) -> str:
+    """A temporary file beside `path` holding all of `data`, on disk, mode 0644."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, FILE_MODE)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> pathlib.Path:
+    """Write `data` to `path` atomically, mode 0644; a `UsageError` when it cannot be written."""
+    path = pathlib.Path(path)
+    tmp = None
+    try:
+        tmp = _finished_temp(path, data)
         os.replace(tmp, path)
     except OSError as e:
         raise UsageError(f"cannot write {path}: {describe_os_error(e)}") from None
@@ -64,12 +76,7 @@ def write_new(path: str | os.PathLike, data: bytes) -> bool:
     path = pathlib.Path(path)
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, FILE_MODE)
+        tmp = _finished_temp(path, data)
         try:
             os.link(tmp, path)
         except FileExistsError:
@@ -86,6 +93,15 @@ def write_text(path: str | os.PathLike, text: str) -> pathlib.Path:
     # text from the command line may hold undecodable bytes (surrogates): shown escaped, never a crash
     data = text.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="backslashreplace")
     return write_bytes(path, data.encode("utf-8", errors="backslashreplace"))
+
+
+def sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 of a file's bytes, hex, read a MiB at a time."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def json_bytes(doc, indent: int | None = 1) -> bytes:

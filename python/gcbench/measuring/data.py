@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
-import hashlib
 import math
 import os
 import pathlib
@@ -218,12 +217,12 @@ def batch_schedule(samples: int, steps: int, seed: int, batch: int = BATCH_SIZE)
 
 def download(folder: pathlib.Path | None = None, quiet: bool = False) -> pathlib.Path:
     """Download the MNIST training files into `folder` (the cache by default), checking SHA-256."""
-    from ..core.files import make_folder
+    from ..core.files import make_folder, sha256
 
     folder = make_folder(pathlib.Path(folder) if folder is not None else cache_dir(), "MNIST folder")
     for name, digest in CHECKSUMS.items():
         target = folder / name
-        if target.is_file() and _sha256(target) == digest:
+        if target.is_file() and sha256(target) == digest:
             continue
         errors = []
         for mirror in MIRRORS:
@@ -237,16 +236,10 @@ def download(folder: pathlib.Path | None = None, quiet: bool = False) -> pathlib
     return folder
 
 
-def _sha256(path: pathlib.Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _fetch(url: str, target: pathlib.Path, digest: str, quiet: bool) -> None:
     from tqdm import tqdm
+
+    from ..core.files import sha256
 
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=target.name, suffix=".part")
     try:
@@ -256,7 +249,7 @@ def _fetch(url: str, target: pathlib.Path, digest: str, quiet: bool) -> None:
                 while chunk := response.read(1 << 16):
                     out.write(chunk)
                     bar.update(len(chunk))
-        if _sha256(pathlib.Path(tmp)) != digest:
+        if sha256(pathlib.Path(tmp)) != digest:
             raise ValueError("checksum mismatch")
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)

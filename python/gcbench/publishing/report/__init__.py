@@ -53,21 +53,11 @@ def _stale_staging(path: pathlib.Path) -> bool:
         return False
 
 
-def _digest(path: pathlib.Path) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _still_ours(path: pathlib.Path, record) -> bool:
     """Whether `path` is a plain file whose size and content are what gcbench recorded."""
     try:
         return (isinstance(record, dict) and path.is_file() and not path.is_symlink()
-                and path.stat().st_size == record.get("size") and _digest(path) == record.get("sha256"))
+                and path.stat().st_size == record.get("size") and files.sha256(path) == record.get("sha256"))
     except OSError:
         return False
 
@@ -444,7 +434,7 @@ def _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect
         files.write_json(out_dir / MARKER, {"format": MARKER_FORMAT, "version": MARKER_VERSION, "title": staged["title"],
                                             "built_by": metadata.gcbench_identity(),
                                             "files": {n: {"size": (out_dir / n).stat().st_size,
-                                                          "sha256": _digest(out_dir / n)} for n in sorted(names)}})
+                                                          "sha256": files.sha256(out_dir / n)} for n in sorted(names)}})
     out = {"markdown": out_dir / "index.md", "html": out_dir / "index.html", "archive": out_dir / archive.NAME,
            "warnings": staged["warnings"]}
     out.update({p.stem: out_dir / p.name for p in staged["written"] if p.suffix == ".png"})
