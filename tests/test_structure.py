@@ -3,6 +3,7 @@ the layers below it, and no import cycle anywhere (imports inside functions coun
 that each module can be read and tested from the bottom up. DESIGN.md says why."""
 
 import ast
+import functools
 import pathlib
 import re
 import subprocess
@@ -24,9 +25,11 @@ def modules() -> dict[str, pathlib.Path]:
     return mods
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
     """gcbench's modules and the gcbench modules each imports (anywhere in the file, relative
-    or absolute); a package's own `__init__` counts only where it is imported by name."""
+    or absolute); a package's own `__init__` counts only where it is imported by name.
+    Read once per test process (callers do not change it)."""
     mods = modules()
     edges = {m: set() for m in mods}
     for m, p in mods.items():
@@ -126,14 +129,19 @@ def test_commands_hold_only_the_cli_and_the_flow_has_a_module_of_its_own():
         assert not functions(path) & (flow | {"calibrate", "commits", "releases", "_explain"}), path.name
 
 
+def loaded_by(statement: str, names: tuple[str, ...]) -> set[str]:
+    """The gcbench modules, and those of `names`, that a fresh interpreter holds after `statement`."""
+    probe = (f"import sys; {statement}; print(' '.join(sorted(m for m in sys.modules "
+             f"if m.startswith('gcbench') or m in {names!r})))")
+    return set(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                              cwd=ROOT.parent).stdout.split())
+
+
 def test_a_worker_imports_what_it_imported_before_the_layers():
     """The worker's heap is part of what a run measures (DESIGN.md, "The worker's heap"): a
     worker process loads the explanation and the suites' module (and scipy.stats with
     them) as it did before the package was split, and nothing of publishing or the flows."""
-    probe = ("import sys, gcbench.child; print(' '.join(sorted(m for m in sys.modules if m.startswith('gcbench') "
-             "or m in ('scipy.stats', 'matplotlib', 'juliacall', 'tomllib', 'tomli'))))")
-    loaded = set(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
-                                cwd=ROOT.parent).stdout.split())
+    loaded = loaded_by("import gcbench.child", ("scipy.stats", "matplotlib", "juliacall", "tomllib", "tomli"))
     assert {"gcbench.analysing.explain", "gcbench.analysing.stats", "gcbench.running.config", "scipy.stats",
             "gcbench.measuring.worker"} <= loaded
     assert "tomllib" in loaded or "tomli" in loaded  # the suites' module reads TOML
@@ -144,10 +152,7 @@ def test_a_worker_imports_what_it_imported_before_the_layers():
 def test_gcbench_measure_loads_what_it_loaded_before_the_layers():
     """What `gcbench.measure` imports stays in the user's heap: the same modules as before
     the split (the suites' module among them), and nothing of analysis until the loop ends."""
-    probe = ("import sys, gcbench; gcbench.measure; print(' '.join(sorted(m for m in sys.modules "
-             "if m.startswith('gcbench') or m in ('scipy', 'tomllib', 'tomli'))))")
-    loaded = set(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
-                                cwd=ROOT.parent).stdout.split())
+    loaded = loaded_by("import gcbench; gcbench.measure", ("scipy", "tomllib", "tomli"))
     assert {"gcbench.user_loop", "gcbench.running.config", "gcbench.measuring.probe"} <= loaded
     assert "tomllib" in loaded or "tomli" in loaded
     assert not {m for m in loaded if m.startswith(("gcbench.analysing", "gcbench.publishing"))} and "scipy" not in loaded
