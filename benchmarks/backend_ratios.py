@@ -3,7 +3,7 @@
 Every cell runs in --repeats worker processes through gcbench's runner (default N per
 workload unless --networks), GC policy `default`; the table shows the median step (the
 median of the per-repeat medians), its ratio to jax-vmap on the same workload with the
-95 % interval of the ratio (repeats as the unit, see `gcbench.compare`), and the GC share.
+95 % interval of the ratio (repeats as the unit, see `gcbench.analysing.compare`), and the GC share.
 
     python benchmarks/backend_ratios.py [--steps 100] [--repeats 3] [--workloads mlp,lenet5] [--out DIR]
 """

@@ -1,6 +1,6 @@
 """What the commands share: the arguments that shape a suite and its cells, how a command
 speaks (standard output, or standard error when `--json` takes standard output), and its
-JSON. The flow they run is `gcbench.pipeline`."""
+JSON. The flow they run is `gcbench.flows.pipeline`."""
 
 from __future__ import annotations
 
