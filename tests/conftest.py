@@ -22,6 +22,11 @@ import pytest
 
 from gcbench.measuring import data as datamod
 
+# The budget cases are a project's own test suite, which tests/test_gc_budget.py runs in fresh
+# pytest processes (as a project runs them, and under other versions of equinox); collected
+# here as well, they ran a second time inside this suite's own workers.
+collect_ignore = ["budget_cases"]
+
 
 @pytest.fixture(autouse=True)
 def isolated_data(tmp_path_factory, monkeypatch):
