@@ -239,7 +239,7 @@ def download(folder: pathlib.Path | None = None, quiet: bool = False) -> pathlib
 def _fetch(url: str, target: pathlib.Path, digest: str, quiet: bool) -> None:
     from tqdm import tqdm
 
-    from ..core.files import sha256
+    from ..core.files import FILE_MODE, sha256
 
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=target.name, suffix=".part")
     try:
@@ -249,9 +249,9 @@ def _fetch(url: str, target: pathlib.Path, digest: str, quiet: bool) -> None:
                 while chunk := response.read(1 << 16):
                     out.write(chunk)
                     bar.update(len(chunk))
-        if sha256(pathlib.Path(tmp)) != digest:
+        if sha256(tmp) != digest:
             raise ValueError("checksum mismatch")
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):
