@@ -43,9 +43,13 @@ def test_a_loop_that_keeps_records_is_named_with_its_line():
     assert site == f"other {diagnose.site_path(__file__)}:{line}"  # a path the reader can open
     assert diagnose.site_path(__file__).endswith("tests/test_explain.py")
     assert next(iter(promoted["by_type"])) == "dict"
-    # 20 records a step come from that line (the young collections catch most of them before
-    # the end); whatever else the test process does adds to the total, never to the line
-    assert 15 <= from_line / 100 <= 22
+    # 20 records a step come from that line, 2,000 in all: every one of them is promoted but
+    # those still in the young generations when the loop ends, which hold at most
+    # (threshold0 + 1) x (threshold1 + 1) = 804 tracked objects at the thresholds _explain
+    # sets (a young collection runs once a count exceeds its threshold; how many are left
+    # depends on where the loop ends between two collections of generation 1); whatever
+    # else the test process does adds to the total, never to the line
+    assert 2000 - (200 + 1) * (3 + 1) <= from_line <= 2000
     assert expl["full_interval"]["promoted_per_step"] >= from_line / 100
 
 
