@@ -1,3 +1,3 @@
 """What runs inside the measured process: the workloads and data, the backends' training
-loops, the GC policies, the step probe, the worker (and the child process that hosts it),
-the diagnostic run, and the result document they write. Imports only `core`."""
+loops, the GC policies, the step probe, the worker (which `gcbench.child` hosts), the
+diagnostic run, and the result document they write. Imports only `core`."""
