@@ -40,7 +40,7 @@ def timed(owner, name, key):
     setattr(owner, name, wrapper)
 timed(diagnose.Diagnosis, "_on", "hooks")
 timed(diagnose, "sites_of", "sites")
-sys.argv = [sys.argv[1], *sys.argv[2:]]
+sys.argv = sys.argv[1:]  # the example and its arguments
 runpy.run_path(sys.argv[0], run_name="__main__")
 print(json.dumps(spent))
 """

@@ -174,9 +174,9 @@ class _Counts:
             self.by_type[type_name(tp)] += n
             self.by_package[type_package(tp)] += n
         if sites:
-            # objects by (traceback, type) first: a step's objects come from a few hundred
-            # tracebacks, and each is walked once instead of once per object (an Equinox
-            # loop's explanation took twice as long that way)
+            # objects by (traceback, type) first: a step's objects come from few tracebacks
+            # (59 in an Equinox loop), and each pair is walked once instead of once per
+            # object (that loop's explanation took 76 s that way, 33 s this way)
             for (frames, tp), n in collections.Counter((_frames_of(obj), type(obj)) for obj in objs).items():
                 if not frames:  # made before tracing started
                     self.by_site[UNTRACED] += n
