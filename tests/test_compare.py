@@ -28,13 +28,15 @@ def test_gc_and_full_collection_changes_are_tested_on_repeats():
     a = docs(rng, 3, 30.0, full_every=20, pause_ms=50)
     b = docs(rng, 3, 30.0)
     c = compare.compare_docs(a, b)
-    median, share, full, mean = c["rows"][0]["tests"]
+    median, share, full, mean, colls = c["rows"][0]["tests"]
     assert full.verdict == "fewer full GCs" and full.exact and full.b == 0 and full.a == pytest.approx(50)
+    assert colls.verdict == "fewer collections" and colls.exact and colls.a == pytest.approx(50)
     assert share.verdict == "less GC" and share.effect < -0.03
     assert median.verdict in ("same", "inconclusive")  # one step in 20 costs more: the median does not move
     # ... but the time a run takes does: 50 ms every 20 steps of 30 ms is 2.5 ms a step, 8 %
     assert mean.effect < 1  # (8 % by construction; three noisy repeats a side estimate it loosely)
-    assert c["rows"][0]["summary"].startswith("less GC")
+    assert c["rows"][0]["summary"].startswith("fewer full GCs (-50 per 1,000 steps), fewer collections")  # counts first
+    assert "less GC" in c["rows"][0]["summary"]
     assert c["tests"] == 3  # the fixed schedules are compared exactly; the other three are tested together
     rejected = sum(t.p_adj <= 0.05 for t in (median, share, mean))
     assert share.level == pytest.approx(1 - rejected * 0.05 / 3)  # the false-coverage-rate level
@@ -45,7 +47,7 @@ def test_the_mean_step_answers_what_the_median_cannot():
     time a run takes falls by a quarter without them, and the mean step's test says so."""
     rng = np.random.default_rng(16)
     c = compare.compare_docs(docs(rng, 5, 30.0, full_every=10, pause_ms=100), docs(rng, 5, 30.0))
-    median, share, full, mean = c["rows"][0]["tests"]
+    median, share, full, mean, _ = c["rows"][0]["tests"]
     assert median.verdict in ("same", "inconclusive")
     assert mean.verdict == "faster run" and mean.effect == pytest.approx(30 / 40, rel=0.05)
     assert mean.ci[0] < mean.effect < mean.ci[1] < 1
@@ -79,7 +81,74 @@ def test_pairs_that_differ_in_settings_are_refused_unless_forced():
     other_machine = docs(rng, 3, 10.0)
     for d in other_machine:
         d["metadata"]["cpu"] = "another cpu"
-    assert "machine" in compare.compare_docs(a, other_machine)["refused"][0]
+    assert not compare.compare_docs(a, other_machine)["refused"]  # compared on counts (below)
+
+
+def _on(documents, cpu=None, others=None, cpu_time=False):
+    """The documents as measured on another CPU model, and/or beside processes that used
+    `others` cores of 2; `cpu_time`: with per-step CPU times (the wall time less a third)."""
+    for d in documents:
+        if cpu:
+            d["metadata"]["cpu"] = cpu
+        if others is not None:
+            d["machine_state"].update(cpu_count=2, others_cores=others, steal=0.0, load_seconds=3.0)
+        if cpu_time:
+            d["cpu_ns"] = [int(w * 2 / 3) for w in d["wall_ns"]]
+            d["gc_cpu_ns"] = list(d["gc_ns"])
+    return documents
+
+
+def test_two_kinds_of_machine_compare_on_counts_and_say_times_are_not_compared(tmp_path):
+    """Issue 40: the README's CI recipe across CPU models. Counts are the same on any machine
+    with the same interpreter and packages, so they are judged; the times (3 x slower here)
+    are not, and one line says so. Exit 0 or 1 on the counts, never 2."""
+    rng = np.random.default_rng(40)
+    a = docs(rng, 3, 10.0, full_every=50, pause_ms=5)
+    same_counts = _on(docs(rng, 3, 30.0, full_every=50, pause_ms=15), cpu="another cpu")
+    c = compare.compare_docs(a, same_counts)
+    (row,) = c["rows"]
+    by = {t.metric: t for t in row["tests"]}
+    assert {by[m].verdict for m in ("median", "mean", "gc_share")} == {"not judged"}
+    assert "other machine: A ran on sim x2, B on another cpu x2" in by["median"].not_judged
+    assert by["full_rate"].verdict == "same" and by["full_rate"].exact and by["collections"].verdict == "same"
+    folder_a, folder_b = _folder(tmp_path / "a", a), _folder(tmp_path / "b", same_counts)
+    gate = ("--fail-on", "slower,slower-run,more-gc,more-full-gc")
+    proc = run_cli("compare", str(folder_a), str(folder_b), *gate)
+    assert proc.returncode == 0, proc.stderr
+    first = " ".join(proc.stdout.split("repeats are the unit")[0].split())
+    assert first.startswith("times are not compared across kinds of machine (A ran on sim x2, B on another cpu x2)")
+    assert "not judged" in proc.stderr and "the counts still gate" in proc.stderr
+    more = _folder(tmp_path / "more", _on(docs(rng, 3, 30.0, full_every=25, pause_ms=15), cpu="another cpu"))
+    proc = run_cli("compare", str(folder_a), str(more), *gate)
+    assert proc.returncode == 1 and proc.stderr.strip().endswith("jax/mlp/default more full GCs"), proc.stderr
+
+
+def test_times_from_a_loaded_machine_are_not_judged_and_no_fail_on_fires_on_them(tmp_path):
+    """Issue 40: an A/A whose first run was loaded (its steps 60 % longer): every timed test
+    reads 'not judged' with the load, the counts are judged, and the GC share is judged in
+    CPU time where both sides recorded it."""
+    rng = np.random.default_rng(41)
+    quiet = _on(docs(rng, 3, 10.0, full_every=50, pause_ms=5), others=0.02, cpu_time=True)
+    loaded = _on(docs(rng, 3, 16.0, full_every=50, pause_ms=5), others=1.3, cpu_time=True)
+    for d in loaded:  # the load stretches wall time, not the thread's CPU time
+        d["cpu_ns"] = [int(c / 1.6) for c in d["cpu_ns"]]
+    c = compare.compare_docs(loaded, quiet)
+    by = {t.metric: t for t in c["rows"][0]["tests"]}
+    assert by["median"].verdict == by["mean"].verdict == "not judged"
+    assert "loaded machine: A 3 of 3 repeats loaded, other processes used 1.3 of 2 cores" in by["median"].not_judged
+    assert by["gc_share"].note.startswith("in CPU time") and by["gc_share"].verdict in ("same", "inconclusive")
+    assert by["full_rate"].verdict == "same" and by["full_rate"].exact
+    assert compare.overall(c["rows"][0]["tests"]).endswith("times not judged")
+    a, b = _folder(tmp_path / "a", loaded), _folder(tmp_path / "b", quiet)
+    proc = run_cli("compare", str(a), str(b), "--fail-on", "slower,slower-run,more-gc,more-full-gc")
+    assert proc.returncode == 0, proc.stderr
+    assert " ".join(proc.stdout.split()).startswith("times not judged in 1 of 1 cells (loaded machine: A 3 of 3 repeats")
+    # without CPU times the GC share is a wall-time share: not judged either
+    for d in loaded + quiet:
+        del d["cpu_ns"], d["gc_cpu_ns"]
+    assert compare.compare_docs(loaded, quiet)["rows"][0]["tests"][1].verdict == "not judged"
+    # a quiet machine's readings leave every test judged
+    assert compare.compare_docs(quiet, quiet)["rows"][0]["tests"][0].verdict in ("same", "inconclusive")
 
 
 def test_environments_are_part_of_the_key():
@@ -179,7 +248,8 @@ def test_fail_on_slower_fails_a_ci_job_on_a_real_slowdown_and_not_on_an_aa_pair(
     none = run_cli("compare", str(a), str(other), "--json")
     assert none.returncode == 2 and "share no cell" in none.stderr and none.stderr.count("\n") == 1
     bad = run_cli("compare", str(a), str(b), "--fail-on", "slower,faster")
-    assert bad.returncode == 2 and "--fail-on takes slower, slower-run, more-gc, more-full-gc, more-memory" in bad.stderr
+    assert bad.returncode == 2 and ("--fail-on takes slower, slower-run, more-gc, more-full-gc, more-collections, "
+                                    "more-memory") in bad.stderr
 
 
 def test_an_interleaved_ab_in_one_folder_is_compared_paired_and_without_the_run_allowance(tmp_path):
@@ -220,7 +290,8 @@ def test_compare_fits_a_100_column_terminal_and_names_its_tests(tmp_path):
         proc = run_cli("compare", str(a), str(b), env=dict(os.environ, COLUMNS=str(columns)))
         assert proc.returncode == 0, proc.stderr
         assert max(len(line) for line in proc.stdout.splitlines()) <= columns, proc.stdout
-        assert "tests of the median step, GC share, full collections, mean step" in " ".join(proc.stdout.split())
+        assert ("tests of the full collections, collections, GC share, median step, mean step"
+                in " ".join(proc.stdout.split()))
         assert "equinox-partition/mlp/default" in proc.stdout and "slower (+" in proc.stdout
     wide = run_cli("compare", str(a), str(b), env=dict(os.environ, COLUMNS="200"))
     assert "median ms A->B" in wide.stdout  # room: every column stays

@@ -164,7 +164,8 @@ def test_compare_gives_a_verdict_on_fixed_schedules_of_a_users_loop(tmp_path):
     assert "2 full collections in every repeat of 40 steps, at steps 10, 30" in full["note"]
     same = json.loads(run_cli("compare", str(tmp_path / "one"), str(tmp_path / "one-again"), "--json").stdout)
     assert same["rows"][0]["tests"][2]["verdict"] == "same"
-    assert same["rows"][0]["verdict"] in ("same", "inconclusive")
+    # a time: not judged where the machine was loaded meanwhile (another test beside this one)
+    assert same["rows"][0]["verdict"] in ("same", "inconclusive", "not judged")
 
 
 def _strict(text: str) -> dict:

@@ -138,7 +138,7 @@ def test_metadata_is_what_the_user_said_and_print_says_what_was_measured(tmp_pat
     assert results.batch_size(doc) == 32
     assert doc["metadata"]["command"] == sys.orig_argv  # the interpreter, the script and its arguments
     text = repr(m)
-    assert text.startswith("gcbench.measure('meta'): 10 timed steps, median step ") and "GC " in text
+    assert text.startswith("gcbench.measure('meta'): 10 timed steps, full collections 0, median step ") and "GC " in text
     assert "full collections 0" in text and "mean " in text
     with gcbench.measure("meta2") as bare:
         with bare.step():

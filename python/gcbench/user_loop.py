@@ -42,7 +42,7 @@ import sys
 
 # In the order, and with the suites' module, that `gcbench.measure` always loaded: what it
 # imports stays in the user's heap (DESIGN.md, "The worker's heap").
-from .core import files, metadata
+from .core import files, machineload, metadata
 from .measuring import gcpolicy, results
 from .running import config  # noqa: F401
 from .measuring.cell import NAME, Cell
@@ -115,12 +115,16 @@ class Measurement:
         self._thresholds: tuple = ()
         self._tracked_start = -1  # objects the collector tracked when the timed steps began, and at the end
         self._tracked_end = -1
+        # the machine's CPU counters at the first timed step, at the end, and on entering (the
+        # load is read over the timed steps, or over the whole block where those are too short)
+        self._load = [None, None, None]
         self._diagnosis = None
         self._user_file = _caller_file()
 
     # -- the context managers ---------------------------------------------------------
     def __enter__(self) -> Measurement:
         self._active = True
+        self._load[2] = machineload.snapshot()
         if self.explain:
             from .measuring import diagnose
 
@@ -136,6 +140,7 @@ class Measurement:
         self._probe.uninstall()
         if self._probe is self._timed and self._timed.steps:
             self._tracked_end = len(gc.get_objects())
+            self._load[1] = machineload.snapshot()
         if self._diagnosis is not None and self._diagnosis.started:
             self._diagnosis.stop(self._timed.steps)
         self._active = False
@@ -157,6 +162,7 @@ class Measurement:
         (the only place the probe allocates; a collection it starts is the warm-up's)."""
         self._gc_enabled, self._frozen, self._thresholds = gc.isenabled(), gc.get_freeze_count(), gc.get_threshold()
         self._tracked_start = len(gc.get_objects())
+        self._load[0] = machineload.snapshot()
         if self._diagnosis is not None:
             self._diagnosis.start()
 
@@ -233,7 +239,9 @@ class Measurement:
                           memory=memory, loss={"step": [], "value": []},
                           gc_state={"gc_enabled": self._gc_enabled, "frozen_objects": self._frozen,
                                     "gc_thresholds": list(self._thresholds)},
-                          machine_state={"cpu_count": os.cpu_count(), "load_after": metadata.load_average()},
+                          machine_state={"cpu_count": os.cpu_count(), "load_after": metadata.load_average(),
+                                         **(machineload.between(self._load[0], self._load[1], os.cpu_count())
+                                            or machineload.between(self._load[2], self._load[1], os.cpu_count()))},
                           probe={"steps_raised": self.raised}, **extra)  # steps that raised are not timed steps
         doc.pop("cell_spec", None)
         if not self.batch_size:  # results.new writes the cell's default: a user's loop has none unless given

@@ -1,5 +1,14 @@
 """`gcbench compare A B`: per cell, whether B differs from A, and by how much.
 
+Counts first, times only where the machine allows. Collection counts do not depend on
+load or on the machine: for one interpreter and package set they are the same anywhere,
+so they are judged always (exactly where the schedules are fixed). Times hold only on an
+unloaded machine of one kind: where either side's repeats ran on a loaded machine
+(`core.machineload`), or the two sides ran on different kinds of machine, the timed tests
+read "not judged" with the reason, and no `--fail-on` fires on them. Under load the GC
+share is judged in CPU time (the collector's pauses over the steps' CPU time, which a
+loaded machine does not stretch; `benchmarks/load_signals.py`) where both sides recorded it.
+
 Repeats (fresh processes) are the unit: each cell's repeats give per-repeat medians,
 GC shares and full-collection schedules, and those are what is tested:
 
@@ -16,7 +25,8 @@ GC shares and full-collection schedules, and those are what is tested:
   given program). When each cell has the same count per step in every repeat, the
   counts are compared exactly: different counts are "more"/"fewer", equal ones "same",
   however few. Only when the counts vary between repeats are the per-repeat counts per
-  1,000 steps tested (the same t test).
+  1,000 steps tested (the same t test);
+- collections of every generation (those between steps too), per 1,000 steps: the same.
 
 All tests of one comparison are corrected together by Benjamini and Hochberg's
 procedure (false discovery rate ALPHA), and every interval is printed at the level that
@@ -25,8 +35,9 @@ for R rejections among m tests, 1 - alpha / m when there are none), so that an i
 excludes "no change" exactly when its test rejects. A verdict is read off that interval:
 `faster`/`slower` (less/more GC, fewer/more full GCs) when it excludes no change and the
 estimate is at least `min_effect`; `same` when the interval lies within +-min_effect;
-`inconclusive` ("cannot tell") otherwise. Pairs whose settings differ (networks, steps,
-batch, data, machine) are refused unless forced.
+`inconclusive` ("cannot tell") otherwise; `not judged` where the machine does not allow
+it (above). Pairs whose settings differ (networks, steps, batch, data) are refused unless
+forced.
 """
 
 from __future__ import annotations
@@ -53,13 +64,17 @@ PAIRED_MIN_ROUNDS = 5
 RUN_SD = 0.05
 POWER_TARGET = 0.20  # the change of a median a suite should find with 80 % power
 GC_SHARE_FLOOR = 0.001  # 0.1 percentage point: GC shares closer than this are the same
-SETTINGS = summary.SETTINGS + (("machine", lambda d: metadata.machine_identity(d.get("metadata") or {})),)
+SETTINGS = summary.SETTINGS
 VERDICTS = {"median": ("faster", "slower"), "gc_share": ("less GC", "more GC"),
             "full_rate": ("fewer full GCs", "more full GCs"), "mean": ("faster run", "slower run"),
-            "peak_rss": ("less memory", "more memory")}
+            "peak_rss": ("less memory", "more memory"), "collections": ("fewer collections", "more collections")}
+NOT_JUDGED = "not judged"
 RATIO_METRICS = ("median", "mean", "peak_rss")
+TIMED = ("median", "mean", "gc_share")  # what a loaded machine or another kind of machine changes
 NAMES = {"median": "median step", "gc_share": "GC share", "full_rate": "full collections", "mean": "mean step",
-         "peak_rss": "peak memory"}
+         "peak_rss": "peak memory", "collections": "collections"}
+# the order in which a pair's verdicts are said: counts first
+SAID_ORDER = ("full_rate", "collections", "gc_share", "median", "mean", "peak_rss")
 
 
 @dataclasses.dataclass
@@ -77,6 +92,7 @@ class Test:
     level: float = 1 - ALPHA
     p_adj: float | None = None
     verdict: str = "inconclusive"
+    not_judged: str = ""  # why the machine does not allow this test (a loaded machine, another kind)
     estimate: float | None = None  # the t test's difference, on its own scale (log for the median)
     se: float | None = None
     df: int | None = None
@@ -172,12 +188,30 @@ def _sides(va: dict, vb: dict, key: str, paired: bool, f=np.asarray) -> tuple[np
     return a, b
 
 
+def untimed(va: dict, vb: dict) -> tuple[str, str] | None:
+    """Why times of A and B cannot be compared: ("load", words) where either side's repeats
+    ran on a loaded machine, ("machine", words) where the sides ran on different kinds of
+    machine; None where they can."""
+    if va.get("machine") and vb.get("machine") and va["machine"] != vb["machine"]:
+        return "machine", f"other machine: A ran on {va['node']}, B on {vb['node']}"
+    loaded = [f"{side} {v['load']}" for side, v in (("A", va), ("B", vb)) if v.get("loaded")]
+    return ("load", "loaded machine: " + "; ".join(loaded)) if loaded else None
+
+
+def _not_judged(metric: str, a, b, effect, margin: float, why: str) -> Test:
+    return Test(metric, a, b, effect, None, None, margin, why, not_judged=why, verdict=NOT_JUDGED)
+
+
 def _test_ratio(metric: str, key: str, va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
     """B's per-repeat `key` against A's, as a ratio of geometric means: the t test of
     their logarithms (paired by round where both ran in the same rounds); two runs apart,
-    widened by the level of each run (RUN_SD) where time is compared."""
+    widened by the level of each run (RUN_SD) where time is compared; not judged where
+    the machine does not allow a time to be compared (`untimed`)."""
     a, b = np.log(va[key]), np.log(vb[key])
     ga, gb = float(np.exp(a.mean())), float(np.exp(b.mean()))
+    why_not = untimed(va, vb) if metric in TIMED else None
+    if why_not:
+        return _not_judged(metric, ga, gb, gb / ga, min_effect, why_not[1])
     paired = paired_rounds(va, vb)
     why = _too_few(va, vb, paired)
     if why:
@@ -207,43 +241,71 @@ def test_memory(va: dict, vb: dict, min_effect: float, alpha: float) -> Test | N
 
 
 def test_gc_share(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
-    a, b = np.asarray(va["shares"]), np.asarray(vb["shares"])
+    """The collector's share of the run's time. Where a side ran on a loaded machine, the
+    share in CPU time (pauses' CPU time over the steps'), which load does not stretch,
+    where both sides recorded it; otherwise, and across kinds of machine, not judged."""
+    why_not = untimed(va, vb)
+    key, note = "shares", ""
+    if why_not and why_not[0] == "load" and va.get("cpu_shares") and vb.get("cpu_shares"):
+        key, note, why_not = "cpu_shares", f"in CPU time ({why_not[1]})", None
+    a, b = np.asarray(va[key]), np.asarray(vb[key])
     ma, mb = float(a.mean()), float(b.mean())
     margin = max(min_effect * max(ma, mb), GC_SHARE_FLOOR)
+    if why_not:
+        return _not_judged("gc_share", ma, mb, mb - ma, margin, why_not[1])
     if not a.any() and not b.any():
         return Test("gc_share", 0.0, 0.0, 0.0, (0.0, 0.0), None, margin, "no GC time on either side", True)
     paired = paired_rounds(va, vb)
     why = _too_few(va, vb, paired)
     if why:
-        return Test("gc_share", ma, mb, mb - ma, None, None, margin, why)
-    xa, xb = _sides(va, vb, "shares", paired)
-    return _tested("gc_share", ma, mb, mb - ma, xa, xb, paired, margin, alpha)
+        return Test("gc_share", ma, mb, mb - ma, None, None, margin, f"{note}; {why}" if note else why)
+    xa, xb = _sides(va, vb, key, paired)
+    return _tested("gc_share", ma, mb, mb - ma, xa, xb, paired, margin, alpha, note)
 
 
-def test_full(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
-    """Full collections, A against B: exact when each side's schedule has the same count
-    per step in every repeat; otherwise a t test of the per-repeat counts per 1,000 steps."""
-    sa, sb = va["schedule"], vb["schedule"]
-    ra, rb = np.asarray(va["full_per_1000"]), np.asarray(vb["full_per_1000"])
+def _test_count(metric: str, sa: dict, sb: dict, va: dict, vb: dict, key: str, note: str, min_effect: float,
+                alpha: float) -> Test:
+    """A count, A against B: exact when each side's schedule (`sa`, `sb`) has the same count
+    per step in every repeat; otherwise a t test of the per-repeat counts per 1,000 steps
+    (`key` of the repeat values). Counts do not depend on load or machine: always judged."""
+    ra, rb = np.asarray(va[key]), np.asarray(vb[key])
     ma, mb = float(ra.mean()), float(rb.mean())
-    note = f"{stats.format_schedule(sa)}, against {stats.format_schedule(sb)}"
     margin = min_effect * max(ma, mb)
     if sa["constant"] and sb["constant"]:
-        return Test("full_rate", ma, mb, mb - ma, (mb - ma, mb - ma), None, margin, note, True)
+        return Test(metric, ma, mb, mb - ma, (mb - ma, mb - ma), None, margin, note, True)
     paired = paired_rounds(va, vb)
     why = _too_few(va, vb, paired)
     if why:
-        return Test("full_rate", ma, mb, mb - ma, None, None, margin, f"{note}; {why}")
-    xa, xb = _sides(va, vb, "full_per_1000", paired)
-    return _tested("full_rate", ma, mb, mb - ma, xa, xb, paired, margin, alpha, note)
+        return Test(metric, ma, mb, mb - ma, None, None, margin, f"{note}; {why}")
+    xa, xb = _sides(va, vb, key, paired)
+    return _tested(metric, ma, mb, mb - ma, xa, xb, paired, margin, alpha, note)
+
+
+def test_full(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
+    """Full collections per 1,000 steps (`_test_count`)."""
+    sa, sb = va["schedule"], vb["schedule"]
+    note = f"{stats.format_schedule(sa)}, against {stats.format_schedule(sb)}"
+    return _test_count("full_rate", sa, sb, va, vb, "full_per_1000", note, min_effect, alpha)
+
+
+def test_collections(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
+    """Collections of every generation, those between steps too, per 1,000 steps
+    (`_test_count`)."""
+    sa, sb = va["all_collections"], vb["all_collections"]
+    note = (f"{stats.format_schedule(sa, 'collections')} ({'/'.join(map(str, va['per_generation']))} by generation), "
+            f"against {stats.format_schedule(sb, 'collections')} "
+            f"({'/'.join(map(str, vb['per_generation']))})")
+    return _test_count("collections", sa, sb, va, vb, "collections_per_1000", note, min_effect, alpha)
 
 
 def cell_tests(va: dict, vb: dict, min_effect: float, alpha: float) -> list[Test]:
     """The repeat-level tests of cell A against cell B (their `repeat_values`): median step,
-    GC share, full collections and mean step, in that order, then peak memory where both
-    sides recorded it."""
+    GC share, full collections and mean step, in that order, then collections of every
+    generation, then peak memory where both sides recorded it. (`SAID_ORDER` is the
+    order they are said in: counts first.)"""
     tests = [test_median(va, vb, min_effect, alpha), test_gc_share(va, vb, min_effect, alpha),
-             test_full(va, vb, min_effect, alpha), test_mean(va, vb, min_effect, alpha)]
+             test_full(va, vb, min_effect, alpha), test_mean(va, vb, min_effect, alpha),
+             test_collections(va, vb, min_effect, alpha)]
     memory = test_memory(va, vb, min_effect, alpha)
     return tests + ([memory] if memory is not None else [])
 
@@ -295,10 +357,12 @@ def _within(t: Test, ci) -> bool:
 
 
 def decide(t: Test, alpha: float) -> str:
+    if t.not_judged:
+        return NOT_JUDGED
     lower, higher = VERDICTS[t.metric]
     up = t.effect is not None and (t.effect > 1 if t.ratio_metric else t.effect > 0)
     if t.exact:
-        if t.metric == "full_rate":
+        if t.metric in ("full_rate", "collections"):
             return "same" if t.effect == 0 else (higher if up else lower)
         return "same"
     if t.p is None:
@@ -316,7 +380,10 @@ def repeat_values(docs: list[dict]) -> dict:
     used, flags = summary.used_repeats(ok)
     walls = [np.asarray(d["wall_ns"], np.float64) for d in used]
     sched = stats.schedule([summary.full_collections(d) for d in ok])  # flagged repeats too: a schedule is exact
+    colls = stats.count_schedule([sum(summary.collections_by_generation(d)) for d in ok], [len(d["wall_ns"]) for d in ok])
     memory = summary.memory_summary(used) or {}
+    meta = (ok[0].get("metadata") or {}) if ok else {}
+    cpu = [summary.cpu_gc_share(d) for d in used]
     return {"medians": [float(np.median(w)) / 1e6 for w in walls],
             "means": [float(w.mean()) / 1e6 for w in walls],
             "peak_rss": memory.get("repeat_peak_rss_mb"),
@@ -324,6 +391,12 @@ def repeat_values(docs: list[dict]) -> dict:
                        for d, w in zip(used, walls)],
             "schedule": sched, "full_per_1000": stats.per_1000(sched)["per_repeat"],
             "full": sched["total"], "steps": sched["total_steps"],
+            "all_collections": colls, "collections_per_1000": stats.per_1000(colls)["per_repeat"],
+            "per_generation": np.sum([summary.collections_by_generation(d) for d in ok], axis=0).tolist(),
+            "cpu_shares": cpu if None not in cpu else None,
+            "loaded": any(summary.repeat_load(d) for d in used), "load": summary.describe_load(used),
+            "machine": json_key(metadata.machine_identity(meta)) if meta.get("cpu") else None,
+            "node": metadata.node_type(meta),
             "rounds": [(results.run_id(d), d["repeat"]) if results.run_id(d) else None for d in used],
             "repeats": len(used), "flagged": sum(1 for f in flags.values() if f)}
 
@@ -524,14 +597,19 @@ def _short_change(t: Test) -> str:
 
 
 def overall(tests: list[Test]) -> str:
-    """Every verdict of a pair that is not 'same', with its effect, in one phrase: 'slower
-    run (+8 %), more GC (+12.0 points), less memory (-49 %)'; a change that trades time for
-    memory (or memory for time) says so, so that a memory fix is never read as only a
-    regression."""
-    said = [f"{t.verdict} ({_short_change(t)})" for t in tests
-            if t.verdict not in ("same", "inconclusive") and t.effect is not None]
+    """Every verdict of a pair that is not 'same', with its effect, in one phrase, counts
+    first: 'fewer full GCs (-20 per 1,000 steps), slower run (+8 %), less memory (-49 %)';
+    a change that trades time for memory (or memory for time) says so, so that a memory fix
+    is never read as only a regression; times the machine did not allow end it as
+    'times not judged'."""
+    ordered = sorted(tests, key=lambda t: SAID_ORDER.index(t.metric))
+    said = [f"{t.verdict} ({_short_change(t)})" for t in ordered
+            if t.verdict not in ("same", "inconclusive", NOT_JUDGED) and t.effect is not None]
+    unjudged = any(t.verdict == NOT_JUDGED for t in tests)
     if not said:
-        return "same" if all(t.verdict == "same" for t in tests) else "no change shown"
+        if all(t.verdict in ("same", NOT_JUDGED) for t in tests):
+            return "same counts; times not judged" if unjudged else "same"
+        return "no change shown" + ("; times not judged" if unjudged else "")
     time_worse = any(t.verdict in ("slower", "slower run") for t in tests)
     time_better = any(t.verdict in ("faster", "faster run") for t in tests)
     memory = next((t.verdict for t in tests if t.metric == "peak_rss"), None)
@@ -540,38 +618,67 @@ def overall(tests: list[Test]) -> str:
         text += ": a trade, time for memory"
     elif time_better and memory == "more memory":
         text += ": a trade, memory for time"
-    return text
+    return text + ("; times not judged" if unjudged else "")
+
+
+def _counts(f: Test, colls: Test) -> tuple[str, str]:
+    return f"{stats.fmt(f.a)}->{stats.fmt(f.b)}", f"{stats.fmt(colls.a)}->{stats.fmt(colls.b)}"
+
+
+def machine_lines(c: dict) -> list[str]:
+    """One line per reason the machine kept times from being judged (a loaded machine,
+    another kind of machine), with what still is judged."""
+    reasons = {r["cell"]: t.not_judged for r in c["rows"] for t in r["tests"] if t.not_judged}
+    if not reasons:
+        return []
+    other = [w for w in reasons.values() if w.startswith("other machine")]
+    loaded = [w for w in reasons.values() if w.startswith("loaded machine")]
+    lines = []
+    if other:
+        lines.append(f"times are not compared across kinds of machine ({other[0].split(': ', 1)[1]}): collection "
+                     "counts are, which are the same on any machine with the same interpreter and packages")
+    if loaded:
+        lines.append(f"times not judged in {len(loaded)} of {len(c['rows'])} cells ({loaded[0]}"
+                     + (", and alike in the others" if len(loaded) > 1 else "")
+                     + "): counts are judged, and the GC share in CPU time where both sides recorded it")
+    return lines
 
 
 def format_comparison(c: dict) -> str:
-    """The comparison as a table: per cell, the typical step (median) and the time a run
-    takes (mean step) with their changes and intervals, GC share and full collections,
-    then the cell's verdicts in words; then the smallest detectable change and what was
-    refused or left out."""
-    head = ["cell", "median ms A->B", "median change (CI)", "mean ms A->B", "mean change (CI)", "GC % A->B",
-            "full/1000 A->B"]
+    """The comparison as a table, counts first: per cell, full collections and collections
+    per 1,000 steps, the GC share, then the typical step (median) and the time a run takes
+    (mean step) with their changes and intervals, then the cell's verdicts in words; then
+    the smallest detectable change and what was refused or left out. Where the machine
+    did not allow times to be judged, one line says so first."""
+    head = ["cell", "full/1000 A->B", "colls/1000 A->B", "GC % A->B", "median ms A->B", "median change (CI)",
+            "mean ms A->B", "mean change (CI)"]
     body, verdicts = [], []
     for r in c["rows"]:
-        m, g, f, mean = r["tests"][:4]
-        memory = r["tests"][4] if len(r["tests"]) > 4 else None
+        m, g, f, mean, colls = r["tests"][:5]
+        memory = r["tests"][5] if len(r["tests"]) > 5 else None
+        cpu = " cpu" if g.note.startswith("in CPU time") else ""
         body.append([r["cell"] + (" (forced)" if r["forced"] else "") + (" (paired by round)" if m.paired else ""),
-                     f"{stats.fmt(m.a)}->{stats.fmt(m.b)}", _change(m), f"{stats.fmt(mean.a)}->{stats.fmt(mean.b)}",
-                     _change(mean), f"{100 * g.a:.2f}->{100 * g.b:.2f}", f"{stats.fmt(f.a)}->{stats.fmt(f.b)}"])
+                     *_counts(f, colls), f"{100 * g.a:.2f}->{100 * g.b:.2f}{cpu}",
+                     f"{stats.fmt(m.a)}->{stats.fmt(m.b)}", _change(m) if not m.not_judged else NOT_JUDGED,
+                     f"{stats.fmt(mean.a)}->{stats.fmt(mean.b)}", _change(mean) if not mean.not_judged else NOT_JUDGED])
         words = r.get("summary") or overall(r["tests"])
         why = next((t.note for t in r["tests"][:1] if t.note and t.verdict == "inconclusive" and t.p is None), "")
         extra = f"; peak memory {stats.fmt(memory.a)}->{stats.fmt(memory.b)} MiB {_change(memory)}" if memory else ""
         verdicts.append(f"  {words}" + (f" ({why})" if why else "") +
                         (" (full collections exact: fixed schedules)" if f.exact and (f.a or f.b) else "") + extra)
-    named = ", ".join(dict.fromkeys(NAMES[t.metric] for r in c["rows"] for t in r["tests"])) or "none"
-    lines = [terminal.wrap(f"repeats are the unit; tests of the {named}: {c['tests']} corrected together "
-                           f"(Benjamini-Hochberg, false discovery rate {c['alpha']:g}); intervals at {levels(c)} "
-                           f"(false coverage rate {c['alpha']:g}); minimum effect {100 * c['min_effect']:g} %")]
+    named = ", ".join(NAMES[m] for m in SAID_ORDER if any(t.metric == m for r in c["rows"] for t in r["tests"]))
+    tested = (f"tests of the {named}: {c['tests']} with a p-value, corrected together (Benjamini-Hochberg, false "
+              f"discovery rate {c['alpha']:g}); intervals at {levels(c)} (false coverage rate {c['alpha']:g})") \
+        if named else "nothing tested"
+    lines = [terminal.wrap(x) for x in machine_lines(c)]
+    lines.append(terminal.wrap(f"repeats are the unit; counts first (exact where schedules are fixed); {tested}; "
+                               f"minimum effect {100 * c['min_effect']:g} %"))
     # too wide for the terminal: the A->B values go before the changes and their intervals
-    lines += terminal.table(head, body, drop=(3, 1, 6),
+    lines += terminal.table(head, body, drop=(6, 4, 2, 3),
                             extra={i: [terminal.wrap(w.strip(), "  ", "    ")] for i, w in enumerate(verdicts)})
     if not body:
         lines.append("(no cell ran ok in both folders)")
-    else:
+    elif any(t.metric == "median" and not t.not_judged for r in c["rows"] for t in r["tests"]):
         lines.append(terminal.wrap(format_detectable(c.get("detectable"))))
     if c["refused"]:
         lines.append("refused (settings differ; --force compares them anyway):")

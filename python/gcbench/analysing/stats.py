@@ -93,6 +93,16 @@ def schedule(events: list[np.ndarray]) -> dict:
             "same_steps": same, "at": at[0] if same else None, "total": sum(counts), "total_steps": sum(steps)}
 
 
+def count_schedule(counts: list[int], steps: list[int]) -> dict:
+    """Counts per repeat (collections of every generation, say) in the shape of a `schedule`
+    whose steps are not known (`same_steps` None): constant when every repeat (two or
+    more) has the same count per step."""
+    per_step = {c / n for c, n in zip(counts, steps) if n}
+    return {"counts": list(counts), "steps": list(steps), "repeats": len(counts),
+            "constant": len(counts) >= 2 and len(per_step) == 1, "same_steps": None, "at": None,
+            "total": int(sum(counts)), "total_steps": int(sum(steps))}
+
+
 def per_1000(sched: dict) -> dict:
     """Events per 1,000 steps: the mean of the per-repeat rates, with the t interval of
     the repeats (a constant schedule has no spread: its interval is the value itself)."""
@@ -112,6 +122,8 @@ def format_schedule(sched: dict, what: str = "full collections") -> str:
     if not sched["constant"]:
         return f"{', '.join(f'{c:,}' for c in counts)} {what} in the repeats of {of} ({sched['total']:,} in {sched['total_steps']:,})"
     head = f"{counts[0]:,} {what[:-1] if counts[0] == 1 and what.endswith('s') else what} in every repeat of {of}"
+    if sched["same_steps"] is None:  # counts whose steps are not known
+        return head
     if not sched["same_steps"]:
         return head + " (at different steps)"
     shown = ", ".join(str(s) for s in sched["at"][:SCHEDULE_SHOWN])

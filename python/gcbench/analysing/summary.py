@@ -29,7 +29,7 @@ import dataclasses
 import numpy as np
 
 from . import stats
-from ..core import metadata
+from ..core import machineload, metadata
 from ..core.errors import UsageError
 from ..measuring import results
 
@@ -50,6 +50,59 @@ def full_collections(doc: dict) -> np.ndarray:
 def collections(doc: dict) -> np.ndarray:
     """(steps, generations) collections per step; Julia: (steps, 2) incremental and full."""
     return np.asarray(doc["gc_collections"], dtype=np.int64).reshape(len(doc["wall_ns"]), -1)
+
+
+def collections_by_generation(doc: dict) -> list[int]:
+    """A repeat's collections of each generation: those in its steps and those between them."""
+    return (collections(doc).sum(axis=0) + np.asarray(between_steps(doc)["collections"], np.int64)).tolist()
+
+
+def cpu_gc_share(doc: dict) -> float | None:
+    """The collector's share of the steps' CPU time (its pauses' CPU time over the steps'
+    CPU time, in the thread that ran them), where recorded: a loaded machine does not stretch
+    it as it stretches wall time."""
+    if "cpu_ns" not in doc or "gc_cpu_ns" not in doc:
+        return None
+    cpu = float(np.sum(doc["cpu_ns"]))
+    return float(np.sum(doc["gc_cpu_ns"])) / cpu if cpu > 0 else 0.0
+
+
+def repeat_load(doc: dict) -> str | None:
+    """Why a repeat ran on a loaded machine, in words, or None. Results that read the
+    machine's CPU accounting over their timed steps (`core.machineload`) are judged by it
+    (one too short to read, under half a second, counts as unloaded); results written before
+    gcbench read it, by the load average before and after the repeat."""
+    machine = doc.get("machine_state") or {}
+    cores = machine.get("cpu_count") or (doc.get("metadata") or {}).get("cpu_count")
+    if "others_cores" in machine:
+        return machineload.load_reason(machine, cores)
+    if "cpu_ns" in doc:  # read by this gcbench, but too short to read (core.machineload.MIN_SECONDS): unknown
+        return None
+    before, after = machine.get("load_before"), machine.get("load_after")
+    # Before the worker started, the load is everyone else's: above the core count, the cores
+    # were busy. After its steps it includes the worker's own threads (XLA uses every core),
+    # so only a load beyond one more than the cores says that others ran beside it.
+    if cores and isinstance(before, (int, float)) and before > cores:
+        return f"load average {before:.1f} above the {cores} cores before the repeat started"
+    if cores and isinstance(after, (int, float)) and after > cores + 1:
+        return f"load average {after:.1f} after the repeat, above the {cores} cores and the worker's own"
+    return None
+
+
+def describe_load(docs: list[dict]) -> str:
+    """`3 of 3 repeats loaded, other processes used 1.0-1.1 of 2 cores` (or the first
+    reason, for results that read only the load average): the loaded repeats among `docs`."""
+    loaded = [d for d in docs if repeat_load(d)]
+    if not loaded:
+        return f"0 of {len(docs)} repeats loaded"
+    others = [d["machine_state"]["others_cores"] for d in loaded if "others_cores" in (d.get("machine_state") or {})]
+    cores = (loaded[0].get("machine_state") or {}).get("cpu_count") or (loaded[0].get("metadata") or {}).get("cpu_count")
+    if others and cores:
+        lo, hi = min(others), max(others)
+        what = f"other processes used {lo:.1f}{f'-{hi:.1f}' if f'{hi:.1f}' != f'{lo:.1f}' else ''} of {cores} cores"
+    else:
+        what = repeat_load(loaded[0])
+    return f"{len(loaded)} of {len(docs)} repeats loaded, {what}"
 
 
 def node_type(doc: dict) -> str:
@@ -130,16 +183,9 @@ def repeat_flags(doc: dict) -> list[str]:
     d = stats.drift(doc["wall_ns"])
     if d is not None:
         flags.append(f"drift: last third {100 * d['change']:+.0f} % against the first (p={d['p']:.1g})")
-    machine = doc.get("machine_state") or {}
-    cores = machine.get("cpu_count") or (doc.get("metadata") or {}).get("cpu_count")
-    before, after = machine.get("load_before"), machine.get("load_after")
-    # Before the worker started, the load is everyone else's: above the core count, the cores
-    # were busy. After its steps it includes the worker's own threads (XLA uses every core),
-    # so only a load beyond one more than the cores says that others ran beside it.
-    if cores and isinstance(before, (int, float)) and before > cores:
-        flags.append(f"load average {before:.1f} above the {cores} cores before the repeat started")
-    elif cores and isinstance(after, (int, float)) and after > cores + 1:
-        flags.append(f"load average {after:.1f} after the repeat, above the {cores} cores and the worker's own")
+    load = repeat_load(doc)
+    if load:
+        flags.append(load)
     return flags
 
 
@@ -256,6 +302,13 @@ def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, key:
         s["alloc_bytes_per_step"] = float(np.mean([np.mean(d["alloc_bytes"]) for d in used]))
     if all("gc_pressure" in d for d in used):
         s["pressure_per_step"] = float(np.median([np.median(d["gc_pressure"]) for d in used]))
+    loads = [repeat_load(d) for d in used]
+    s["loaded"] = sum(1 for x in loads if x)  # repeats its times rest on that ran on a loaded machine
+    s["load"] = describe_load(used) if s["loaded"] else None
+    cpu_shares = [cpu_gc_share(d) for d in used]
+    if None not in cpu_shares:  # the collector's share of CPU time, which load does not stretch
+        cpu = stats.arithmetic(cpu_shares, bounds=(0.0, 1.0))
+        s["gc_share_cpu"], s["gc_share_cpu_ci"], s["repeat_gc_shares_cpu"] = cpu["value"], cpu["ci"], cpu["per_repeat"]
     if all("host_ns" in d for d in used):  # the share of the step spent before waiting for the results
         host = stats.arithmetic([float(np.sum(d["host_ns"]) / w.sum()) for d, w in zip(used, walls)], bounds=(0.0, 1.0))
         s["host_share"], s["host_share_ci"] = host["value"], host["ci"]
@@ -333,13 +386,15 @@ def describe_user_loop(row: dict) -> str:
     """A user's loop (its `record`) in one line: what `print(m)` shows."""
     if row.get("median_ms") is None:
         return f"{row['status']}"
-    parts = [f"{row['steps']:,} timed steps", f"median step {stats.fmt(row['median_ms'])} ms",
-             f"mean {stats.fmt(row['mean_ms'])} ms", f"GC {100 * row['gc_share']:.2f} %",
-             f"full collections {row['full_collections']}"]
+    parts = [f"{row['steps']:,} timed steps", f"full collections {row['full_collections']}"]  # counts first
     if row.get("between_steps_collections") and any(row["between_steps_collections"]):
         parts.append(f"{sum(row['between_steps_collections'])} collections between steps")
+    parts += [f"median step {stats.fmt(row['median_ms'])} ms", f"mean {stats.fmt(row['mean_ms'])} ms",
+              f"GC {100 * row['gc_share']:.2f} %"]
     if row.get("peak_rss_mb") is not None:
         parts.append(f"peak RSS {row['peak_rss_mb']:,.0f} MiB")
+    if row.get("loaded_repeats"):
+        parts.append("the machine was loaded: times not comparable, counts are")
     if row.get("warmup_gc_ms") is not None:
         parts.append(f"warm-up GC {stats.fmt(row['warmup_gc_ms'])} ms")
     return ", ".join(parts)
@@ -427,5 +482,6 @@ def record(cs: CellSummary) -> dict:
                peak_rss_mb=mem.get("peak_rss_mb"), rss_growth_mb_per_1000=mem.get("rss_growth_mb_per_1000"),
                tracked_growth_per_1000=mem.get("tracked_growth_per_1000"),
                warmup_gc_ms=warm.get("gc_ms"), warmup_full_collections=sum(warm.get("full_per_repeat") or []) if warm else None,
+               gc_share_cpu=s.get("gc_share_cpu"), loaded_repeats=s["loaded"],
                flags=list(s["warnings"]))
     return row

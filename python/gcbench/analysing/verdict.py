@@ -1,14 +1,21 @@
 """The answer first: three to five sentences, from the data, that `run` prints before its
-table and every report puts on top.
+table and every report puts on top. Counts first, then times:
 
-1. Who pays the collector most, and how much of its step time (with the interval over
-   the repeats, or the values where fewer than 3 processes give none).
-2. That cell's full collections: the schedule, and what a step with one costs.
+1. The cell that pays the collector most (by its GC share: of CPU time on a loaded
+   machine), said by its counts first: its full-collection schedule and its collections
+   of every generation per repeat.
+2. The time that cell spends in the collector (with the interval over the repeats, or
+   the values where fewer than 3 processes give none), and what a step with a full
+   collection costs.
 3. What removes it, measured: the same backend and workload under another policy
-   (`disable`, `freeze`, ...), tested on the time a run takes (the mean step), with the
-   interval of that very test; failing that, the backend of the same workload that pays
-   least, named with its share (no test claimed).
+   (`disable`, `freeze`, ...): its full collections there, then the time a run takes
+   (the mean step), tested, with the interval of that very test; failing that, the
+   backend of the same workload that pays least, named with its share (no test claimed).
 4. Where the collector is negligible everywhere, one sentence says so instead.
+
+Counts first, times only where the machine allows: where repeats ran on a loaded machine
+(`core.machineload`), the first sentence says so and by how much, shares are the
+collector's share of CPU time where recorded, and no timed test is given (the counts are).
 
 Each verdict here is one test on its own (not corrected with others): the Findings of a
 report test every pair of a workload together.
@@ -21,27 +28,61 @@ from . import compare, stats, summary
 NEGLIGIBLE_SHARE = 0.001  # below 0.1 % of step time the collector is not worth naming
 
 
+def _cpu(s: dict) -> bool:
+    """Whether a cell's share is said in CPU time: its repeats ran loaded and recorded it."""
+    return bool(s.get("loaded")) and s.get("gc_share_cpu") is not None
+
+
+def share(s: dict) -> float:
+    """The GC share a verdict goes by: of CPU time where the machine was loaded, else of wall time."""
+    return s["gc_share_cpu"] if _cpu(s) else s["gc_share"]
+
+
 def _share(s: dict) -> str:
-    ci = s.get("gc_share_ci")
+    key = "gc_share_cpu" if _cpu(s) else "gc_share"
+    ci = s.get(f"{key}_ci")
     if ci is None:
-        return f"{100 * s['gc_share']:.1f} % ({stats.fmt_values(s.get('repeat_gc_shares'), 100)} %)"
-    return f"{100 * s['gc_share']:.1f} % (95 % {100 * ci[0]:.1f}-{100 * ci[1]:.1f} %)"
+        per = s.get("repeat_gc_shares_cpu" if _cpu(s) else "repeat_gc_shares")
+        return f"{100 * s[key]:.1f} % ({stats.fmt_values(per, 100)} %)"
+    return f"{100 * s[key]:.1f} % (95 % {100 * ci[0]:.1f}-{100 * ci[1]:.1f} %)"
 
 
-def _full(cs: summary.CellSummary) -> str | None:
-    f = cs.stats["full"]
-    if not f["count"]:
+def _of_time(s: dict) -> str:
+    return "of its CPU time" if _cpu(s) else "of its step time"
+
+
+def load_sentence(ok: list[summary.CellSummary]) -> str | None:
+    """The machine was loaded: said first, with how much, and what that leaves judged."""
+    loaded = [cs for cs in ok if cs.stats.get("loaded")]
+    if not loaded:
         return None
-    text = f"It makes {stats.format_schedule(f['schedule'])}"
-    if f.get("extra_ns") is not None:
-        ci = f.get("extra_ci_ns")
-        if ci is not None and ci[0] > 0:
-            text += (f"; a step with one takes {stats.fmt(f['extra_ns'] / 1e6)} ms longer than the steps around it "
-                     f"(95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms), {f['ratio']:.1f} x the median step")
-        elif ci is None:
-            text += (f"; a step with one takes {stats.fmt_signed(f['extra_ns'] / 1e6)} ms against the steps around "
-                     f"it ({f['ratio']:.1f} x; too few repeats with one for an interval)")
-    return text + "."
+    repeats = sum(cs.stats["loaded"] for cs in loaded)
+    total = sum(len(cs.stats["used"]) for cs in ok)
+    others = [d["machine_state"]["others_cores"] for cs in loaded for d in cs.docs
+              if d["status"] == "ok" and "others_cores" in (d.get("machine_state") or {}) and summary.repeat_load(d)]
+    cores = next((d.get("machine_state", {}).get("cpu_count") for cs in loaded for d in cs.docs
+                  if (d.get("machine_state") or {}).get("cpu_count")), None)
+    lo, hi = (f"{min(others):.1f}", f"{max(others):.1f}") if others else ("", "")
+    how = (f"other processes used {lo if lo == hi else f'{lo}-{hi}'} of {cores} cores" if others and cores
+           else loaded[0].stats["load"])
+    return (f"The machine was loaded: {repeats} of {total} repeats ran while {how}. Times are not judged; the "
+            "collection counts are exact whatever the load, and GC shares below are of CPU time where recorded.")
+
+
+def _full_cost(cs: summary.CellSummary) -> str:
+    """What a step with a full collection costs, as a clause (empty without one, or on a
+    loaded machine, whose times are not judged)."""
+    f = cs.stats["full"]
+    if not f["count"] or f.get("extra_ns") is None or cs.stats.get("loaded"):
+        return ""
+    ci = f.get("extra_ci_ns")
+    if ci is not None and ci[0] > 0:
+        return (f"; a step with a full collection takes {stats.fmt(f['extra_ns'] / 1e6)} ms longer than the steps "
+                f"around it (95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms), {f['ratio']:.1f} x the median step")
+    if ci is None:
+        return (f"; a step with a full collection takes {stats.fmt_signed(f['extra_ns'] / 1e6)} ms against the steps "
+                f"around it ({f['ratio']:.1f} x; too few repeats with one for an interval)")
+    return ""
 
 
 def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary]) -> str | None:
@@ -51,6 +92,8 @@ def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary]) -> str |
     if not others:
         return None
     va = compare.repeat_values(cs.docs)
+    if cs.stats.get("loaded") or any(o.stats.get("loaded") for o in others):  # counts, not times
+        return _mitigation_counts(cs, others)
     best = None
     for o in others:
         t = compare.test_mean(va, compare.repeat_values(o.docs), compare.MIN_EFFECT, compare.ALPHA)
@@ -60,9 +103,11 @@ def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary]) -> str |
     o, t = best
     policy = o.key[2]
     change = f"mean step {stats.fmt(t.a)} -> {stats.fmt(t.b)} ms"
+    counts = (f"Under `{policy}` it makes {o.stats['full']['count']:,} full collections in all its repeats against "
+              f"{cs.stats['full']['count']:,}. ")
     if t.ci is None:
-        return (f"Under `{policy}` its mean step (the time a run takes) is {stats.fmt(t.b)} ms against "
-                f"{stats.fmt(t.a)} ms; {t.note or 'too few processes to test it'}.")
+        return counts + (f"Its mean step (the time a run takes) is {stats.fmt(t.b)} ms there against "
+                         f"{stats.fmt(t.a)} ms; {t.note or 'too few processes to test it'}.")
     level = f"{100 * t.level:.3g} %"
     lo, hi = t.ci
     if hi < 1:
@@ -72,12 +117,22 @@ def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary]) -> str |
     else:
         interval = f"{100 * (t.effect - 1):+.0f} % time ({level} {100 * (lo - 1):+.0f} to {100 * (hi - 1):+.0f} %)"
     if t.verdict == "faster run":
-        return f"`{policy}` shortens its runs: they take {interval}, {change}."
+        return counts + f"`{policy}` shortens its runs: they take {interval}, {change}."
     if t.verdict == "slower run":
-        return f"`{policy}` does not help it: its runs take {interval}, {change}."
+        return counts + f"`{policy}` does not help it: its runs take {interval}, {change}."
     if t.verdict == "same":
-        return f"`{policy}` leaves the time its runs take the same within {100 * t.margin:.0f} %: {interval}, {change}."
-    return f"Whether `{policy}` shortens its runs the repeats cannot tell: {interval}, {change}."
+        return counts + f"`{policy}` leaves the time its runs take the same within {100 * t.margin:.0f} %: {interval}, {change}."
+    return counts + f"Whether `{policy}` shortens its runs the repeats cannot tell: {interval}, {change}."
+
+
+def _mitigation_counts(cs: summary.CellSummary, others: list[summary.CellSummary]) -> str:
+    """What another policy did to a loaded cell, in counts (and the CPU-time share)."""
+    parts = []
+    for o in others:
+        f, fo = cs.stats["full"]["count"], o.stats["full"]["count"]
+        parts.append(f"under `{o.key[2]}` it makes {fo:,} full collections against {f:,} and spends "
+                     f"{_share(o.stats)} {_of_time(o.stats)} in the collector")
+    return "; ".join(parts).capitalize() + " (its time is not judged: the machine was loaded)."
 
 
 def _cheapest_backend(cs: summary.CellSummary, ok: list[summary.CellSummary]) -> str | None:
@@ -85,27 +140,41 @@ def _cheapest_backend(cs: summary.CellSummary, ok: list[summary.CellSummary]) ->
     peers = [o for o in ok if o.key[1:] == (w, p, env, node) and o.key[0] != b]
     if not peers:
         return None
-    low = min(peers, key=lambda o: o.stats["gc_share"])
+    low = min(peers, key=lambda o: share(o.stats))
     where = "workload, policy and environment" if env else "workload and policy"
-    return f"On the same {where} `{low.key[0]}` spends {_share(low.stats)} of its step time in the collector."
+    return f"On the same {where} `{low.key[0]}` spends {_share(low.stats)} {_of_time(low.stats)} in the collector."
+
+
+def _counts(cs: summary.CellSummary) -> str:
+    """A cell's collections, counted: full ones as a schedule, then every generation's per repeat."""
+    st = cs.stats
+    used = max(len(st["used"]), 1)
+    per_gen = [(a + b) / used for a, b in zip(st["collections"], (st.get("between") or {}).get("collections") or
+                                              [0] * len(st["collections"]))]
+    by_gen = "/".join(stats.fmt(x) for x in per_gen)
+    return (f"{stats.format_schedule(st['full']['schedule'])}; {stats.fmt(sum(per_gen))} collections of every "
+            f"generation per repeat ({by_gen} by generation)")
 
 
 def sentences(cells: list[summary.CellSummary]) -> list[str]:
     """The verdict on a set of results (`summary.summarize_all` of them, as the table beside
-    it shows them), in sentences; empty when nothing ran ok."""
+    it shows them), in sentences, counts first; empty when nothing ran ok."""
     ok = [cs for cs in cells if cs.ok]
     if not ok:
         return []
-    worst = max(ok, key=lambda cs: (cs.stats["gc_share"], cs.stats["full"]["count"]))
+    load = load_sentence(ok)
+    out = [load] if load else []
+    # who pays most: by its GC share (of CPU time where loaded; a count alone would name a cell whose many
+    # full collections are cheap, as `freeze` makes them), said by its counts first
+    worst = max(ok, key=lambda cs: (share(cs.stats), cs.stats["full"]["count"]))
     s = worst.stats
-    if s["gc_share"] < NEGLIGIBLE_SHARE and not s["full"]["count"]:
-        return [f"The collector costs next to nothing in all {len(ok)} cells: at most {_share(s)} of step time "
-                f"({worst.label}), and no full collection inside a timed step."]
-    out = [f"{worst.label} pays the collector most: {_share(s)} of its step time, mean step "
-           f"{stats.fmt(s['mean_ms'])} ms against a median of {stats.fmt(s['median_ms'])} ms."]
-    full = _full(worst)
-    if full:
-        out.append(full)
+    if share(s) < NEGLIGIBLE_SHARE and not s["full"]["count"]:
+        return out + [f"The collector costs next to nothing in all {len(ok)} cells: no full collection inside a timed "
+                      f"step, and at most {_share(s)} of {'CPU' if _cpu(s) else 'step'} time ({worst.label})."]
+    out.append(f"{worst.label} pays the collector most. It makes {_counts(worst)}.")
+    times = ("" if s.get("loaded") else
+             f"; its mean step is {stats.fmt(s['mean_ms'])} ms against a median of {stats.fmt(s['median_ms'])} ms")
+    out.append(f"It spends {_share(s)} {_of_time(s)} in the collector{times}{_full_cost(worst)}.")
     fix = _mitigation(worst, ok) or _cheapest_backend(worst, ok)
     if fix:
         out.append(fix)

@@ -33,7 +33,8 @@ def register(sub) -> None:
 
 # --fail-on names -> (the metric of a test, the verdict that fails)
 FAIL_ON = {"slower": ("median", "slower"), "slower-run": ("mean", "slower run"), "more-gc": ("gc_share", "more GC"),
-           "more-full-gc": ("full_rate", "more full GCs"), "more-memory": ("peak_rss", "more memory")}
+           "more-full-gc": ("full_rate", "more full GCs"), "more-collections": ("collections", "more collections"),
+           "more-memory": ("peak_rss", "more memory")}
 
 
 def _fail_on(text: str) -> tuple[str, ...]:
@@ -48,6 +49,12 @@ def failures(c: dict, fail_on: tuple[str, ...]) -> list[str]:
     """`cell verdict` for every test whose verdict `fail_on` names."""
     wanted = {FAIL_ON[n] for n in fail_on}
     return [f"{r['cell']} {t.verdict}" for r in c["rows"] for t in r["tests"] if (t.metric, t.verdict) in wanted]
+
+
+def not_judged(c: dict, fail_on: tuple[str, ...]) -> list[str]:
+    """Why, for every test `fail_on` asks about that the machine kept from being judged."""
+    metrics = {FAIL_ON[n][0] for n in fail_on}
+    return [t.not_judged for r in c["rows"] for t in r["tests"] if t.metric in metrics and t.not_judged]
 
 
 def main(args) -> int:
@@ -76,6 +83,10 @@ def main(args) -> int:
     if not c["rows"]:
         raise UsageError(f"{c['a']} and {c['b']} share no cell that ran in both: nothing was compared")
     failed = failures(c, args.fail_on)
+    unjudged = not_judged(c, args.fail_on)
+    if unjudged:
+        print(f"gcbench: --fail-on {','.join(args.fail_on)}: {len(unjudged)} timed test{'s' * (len(unjudged) > 1)} not "
+              f"judged ({unjudged[0]}), so they cannot fail; the counts still gate", file=sys.stderr)
     if failed:
         print(f"gcbench: --fail-on {','.join(args.fail_on)}: {len(failed)} verdict{'s' * (len(failed) > 1)}: "
               + "; ".join(failed[:10])

@@ -61,6 +61,9 @@ RESULT = {"type": "object", "required": ["cell", "backend", "workload", "gc_poli
               "machine_state": {"type": "object", "properties": {
                   "load_before": _opt(_num), "load_after": _opt(_num), "cpu_count": _opt(_count),
                   "cpu_mhz_before": _opt(_num), "cpu_mhz_after": _opt(_num), "run_id": _str,
+                  # the machine over the timed steps (core.machineload.between)
+                  "others_cores": _num, "steal": _num, "cpu_pressure": _num, "process_cpu_s": _num,
+                  "load_seconds": _num,
                   # the job that ran it, when a scheduler did (`--executor slurm`): cluster.job_facts
                   "scheduler": {"type": "object", "required": ["executor"], "properties": {
                       "executor": {"enum": list(EXECUTORS)}, "job_id": _opt(_str), "array_job_id": _opt(_str),

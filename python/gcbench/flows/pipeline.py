@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import os
 import pathlib
 import shlex
 import sys
@@ -25,7 +26,7 @@ import time
 from typing import Callable
 
 from ..analysing import compare, stats, summary, verdict
-from ..core import files, terminal
+from ..core import files, machineload, terminal
 from ..core.errors import UsageError
 from ..measuring import data as datamod, results
 from ..measuring.backends import BACKENDS
@@ -192,6 +193,13 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Callable
                     docs = runner.run_cells(cells, out_dir, command, suite.timeout, log=out_fn, progress=progress,
                                             environments=environments, resume=resume, data_kind=kind)
                     extra = summary.replacements(cells, docs, suite.repeats)
+                    busy = machineload.load_reason(machineload.now(os.cpu_count()), os.cpu_count()) if extra else None
+                    if busy:  # a replacement would be loaded too: the load has not gone
+                        out_fn(terminal.wrap(
+                            f"gcbench: {len(extra)} cell{'s' * (len(extra) > 1)} had a repeat flagged, but the machine "
+                            f"is still loaded ({busy} over the last second): no replacement repeats measured; times "
+                            "of loaded repeats are not judged, their counts are"))
+                        extra = []
                     if extra:  # a flagged repeat is left out of the times: measure one more in its place
                         out_fn(f"gcbench: {len(extra)} cell{'s' * (len(extra) > 1)} had a repeat flagged (drift or "
                                f"load): one replacement repeat each ({', '.join(c.label for c in extra[:4])}"
@@ -241,7 +249,11 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Callable
     if any(cs.stats and cs.stats["flagged"] for cs in cells_summarized):
         out_fn(terminal.wrap(FLAG_LEGEND))
     ok_cells = [compare.repeat_values(ds) for ds in summary.cells(docs).values() if any(d["status"] == "ok" for d in ds)]
-    out_fn(terminal.wrap(compare.format_detectable(compare.detectable(ok_cells, compare.ALPHA))))
+    if any(v["loaded"] for v in ok_cells):  # a loaded machine's spread says nothing of a quiet one's power
+        out_fn(terminal.wrap("smallest detectable change: none given, the repeats ran on a loaded machine (their "
+                             "times are not judged); measure on a quiet machine for one"))
+    else:
+        out_fn(terminal.wrap(compare.format_detectable(compare.detectable(ok_cells, compare.ALPHA))))
     out_fn(f"\n{len(docs)} runs in {time.monotonic() - t0:.0f} s: {measured} ok, {failed} failed, "
            f"{len(docs) - measured - failed} unavailable; results in {out_dir}")
     if superseded:
@@ -254,8 +266,9 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Callable
 
 FLAG_LEGEND = ("flags: \"N flagged\" counts a cell's repeats whose step times drifted within the repeat or whose "
                "machine was loaded meanwhile; they are left out of its times where 3 unflagged repeats remain (a run "
-               "measures one replacement repeat per such cell), and their collections always count (the report's "
-               "\"Unstable measurements\" says which and why)")
+               "measures one replacement repeat per such cell, none while the machine stays loaded), and their "
+               "collections always count (the report's \"Unstable measurements\" says which and why); \"loaded\": "
+               "the cell's times rest on loaded repeats, so they are not judged and its GC % is of CPU time")
 
 
 def format_verdict(sentences: list[str]) -> str:
@@ -281,8 +294,12 @@ def format_summary(docs: list[dict], cells: list[summary.CellSummary] | None = N
         fr = stats.short_schedule(full["schedule"]) if full["count"] else "none"
         flags = f"{len(s['flagged'])} flagged" if s["flagged"] else ""
         host = f"{100 * s['host_share']:.1f}" if "host_share" in s else "-"
+        share = (f"{100 * s['gc_share_cpu']:.2f} cpu" if s.get("loaded") and s.get("gc_share_cpu") is not None
+                 else f"{100 * s['gc_share']:.2f}")
+        if s.get("loaded"):
+            flags = f"{flags}, loaded" if flags else "loaded"
         rows.append([cs.label, f"ok x{s['repeats']}", stats.fmt_paren(s["median_ms"], s["median_ci_ms"], values=s["repeat_medians_ms"]),
-                     stats.fmt(s["mean_ms"]), stats.fmt(s["p99_ms"]), f"{100 * s['gc_share']:.2f}", host, fr, flags])
+                     stats.fmt(s["mean_ms"]), stats.fmt(s["p99_ms"]), share, host, fr, flags])
     head = ["cell", "status", "median ms (95 % CI)", "mean ms", "p99 ms", "GC %", "host %", "full collections", "flags"]
     notes = [terminal.wrap(f"[{n}] {reason}", "", "    ") for reason, n in reasons.items()]
     # wider than the terminal: p99 and host share go first, then the cell moves above its row

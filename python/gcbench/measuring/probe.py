@@ -5,6 +5,10 @@ list and our stop hook at the *end*, so callbacks registered by others (jaxlib h
 run inside the measured pause. Per step the probe records:
 
 - wall ns, GC pause ns, the collections of each generation and the objects collected;
+- the same step and its pauses in the CPU time of the thread that ran them
+  (`time.thread_time_ns`): `cpu_ns` and `gc_cpu_ns`. A loaded machine stretches the
+  wall time by the time the thread waited for a core; its CPU time does not wait, so the
+  collector's share of it stays comparable under load (README, "On a busy machine");
 - the GC *pressure*: the net number of new tracked (container) objects the step made,
   the quantity that drives collections. It is the difference of `gc.get_count()[0]`
   over the step, plus the count each collection found when it started (a collection
@@ -63,6 +67,8 @@ class StepProbe:
         self.alloc_blocks_enabled = alloc_blocks
         self.wall_ns = np.zeros(capacity, np.int64)
         self.gc_ns = np.zeros(capacity, np.int64)
+        self.cpu_ns = np.zeros(capacity, np.int64)
+        self.gc_cpu_ns = np.zeros(capacity, np.int64)
         self.gc_collections = np.zeros((capacity, GENERATIONS), np.int64)
         self.gc_collected = np.zeros(capacity, np.int64)
         self.gc_pressure = np.zeros(capacity, np.int64)
@@ -91,15 +97,19 @@ class StepProbe:
         self._next_rss = 0
         # Running totals updated by the callbacks; steps take differences of them.
         self._pause_total = 0
+        self._pause_cpu_total = 0
         self._collected_total = 0
         self._reset_total = 0  # gen-0 counts found by collections when they started
         self._gen_totals = [0] * GENERATIONS
         self._pause_start = 0
+        self._pause_cpu_start = 0
         self._depth = 0
         # Snapshot at begin(); plain attributes so begin()/end() allocate nothing lasting.
         self._t0 = 0
+        self._c0 = 0
         self._t_host = 0
         self._pause0 = 0
+        self._pause_cpu0 = 0
         self._collected0 = 0
         self._reset0 = 0
         self._count0 = 0
@@ -119,6 +129,7 @@ class StepProbe:
             if self._depth == 0:
                 self._reset_total += gc.get_count()[0]
                 self._pause_start = time.perf_counter_ns()
+                self._pause_cpu_start = time.thread_time_ns()
             self._depth += 1
 
     def _on_stop(self, phase: str, info: dict) -> None:
@@ -126,6 +137,7 @@ class StepProbe:
             self._depth -= 1
             pause = 0
             if self._depth == 0:
+                self._pause_cpu_total += time.thread_time_ns() - self._pause_cpu_start
                 pause = time.perf_counter_ns() - self._pause_start
                 self._pause_total += pause
             gen = info["generation"]
@@ -191,12 +203,14 @@ class StepProbe:
         g = self._gen_totals
         self._gen0[0], self._gen0[1], self._gen0[2] = g[0], g[1], g[2]
         self._pause0 = self._pause_total
+        self._pause_cpu0 = self._pause_cpu_total
         self._collected0 = self._collected_total
         self._events0 = self.events
         if self.alloc_blocks_enabled:
             self._blocks0 = sys.getallocatedblocks()
         self._t_host = 0
         self._t0 = time.perf_counter_ns()
+        self._c0 = time.thread_time_ns()
         self._count0 = gc.get_count()[0]
         if not self.first_t0:
             self.first_t0 = self._t0
@@ -207,6 +221,7 @@ class StepProbe:
 
     def end(self, i: int) -> None:
         count = gc.get_count()[0]  # before the clock stops: a collection started here is the step's
+        c1 = time.thread_time_ns()
         t1 = time.perf_counter_ns()
         if self._t_host:
             self.host_ns[i] = self._t_host - self._t0
@@ -214,6 +229,8 @@ class StepProbe:
         self.gc_pressure[i] = count - self._count0 + self._reset_total - self._reset0
         self.wall_ns[i] = t1 - self._t0
         self.gc_ns[i] = self._pause_total - self._pause0
+        self.cpu_ns[i] = c1 - self._c0
+        self.gc_cpu_ns[i] = self._pause_cpu_total - self._pause_cpu0
         g, g0, row = self._gen_totals, self._gen0, self.gc_collections[i]
         row[0], row[1], row[2] = g[0] - g0[0], g[1] - g0[1], g[2] - g0[2]
         self.gc_collected[i] = self._collected_total - self._collected0
@@ -255,6 +272,8 @@ class StepProbe:
         out = {
             "wall_ns": self.wall_ns[:n].tolist(),
             "gc_ns": self.gc_ns[:n].tolist(),
+            "cpu_ns": self.cpu_ns[:n].tolist(),
+            "gc_cpu_ns": self.gc_cpu_ns[:n].tolist(),
             "gc_collections": self.gc_collections[:n].tolist(),
             "gc_collected": self.gc_collected[:n].tolist(),
             "gc_pressure": self.gc_pressure[:n].tolist(),

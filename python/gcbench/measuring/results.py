@@ -13,7 +13,10 @@ Schema version history:
   Version-1 documents are still read: their batch size is 128 and their bookkeeping none.
   Optional, added later in version 2: per step `host_ns`, the time until the step function
   returned (Python and dispatch) before the wait for its results; JAX backends and
-  `gcbench.measure` loops that call `m.dispatched()` record it.
+  `gcbench.measure` loops that call `m.dispatched()` record it. Per step `cpu_ns` and
+  `gc_cpu_ns` (the step and its collector pauses in the thread's CPU time), and in
+  `machine_state` the machine's load over the timed steps (`others_cores`, `steal`,
+  `cpu_pressure`, `process_cpu_s`, `load_seconds`: core.machineload).
 
 A loader refuses a document whose `schema_version` is newer than `SCHEMA_VERSION`.
 """
@@ -52,9 +55,11 @@ REQUIRED = {
 }
 # Per-step arrays of an `ok` document; `gc_collections` is a list of per-generation lists.
 STEP_ARRAYS = ("wall_ns", "gc_ns", "gc_collections")
-OPTIONAL_STEP_ARRAYS = ("gc_collected", "alloc_blocks", "alloc_bytes", "gc_full", "gc_pressure", "host_ns")
+OPTIONAL_STEP_ARRAYS = ("gc_collected", "alloc_blocks", "alloc_bytes", "gc_full", "gc_pressure", "host_ns", "cpu_ns",
+                        "gc_cpu_ns")
 # Arrays whose values cannot be negative (gc_pressure and alloc_blocks are net changes and can).
-NON_NEGATIVE = ("wall_ns", "gc_ns", "gc_collections", "gc_collected", "alloc_bytes", "gc_full", "host_ns")
+NON_NEGATIVE = ("wall_ns", "gc_ns", "gc_collections", "gc_collected", "alloc_bytes", "gc_full", "host_ns", "cpu_ns",
+                "gc_cpu_ns")
 # Other documents a results folder may hold.
 NOT_CELLS = ("suite.json", "memory.json", "bisect.json", "explain.json", "reproduce.json", "gitbisect.json")
 

@@ -22,7 +22,7 @@ import threading
 import time
 
 from . import data as datamod, gcpolicy, results
-from ..core import metadata
+from ..core import machineload, metadata
 from .backends import get_backend
 from .cell import Cell
 from .probe import StepProbe
@@ -94,6 +94,7 @@ def run_cell(cell: Cell, command: list[str] | None = None, progress=progress,
     the description of the virtual environment this process runs in, if any;
     `machine_state` what the manager saw before starting this process."""
     extra = {"environment": environment} if environment else {}
+    life = machineload.snapshot()  # the load over the worker's life, where its timed steps are too short to read
     try:
         trainer, schedule, dataset, meta, build_ns = prepare(cell, progress)
     except Unavailable as e:
@@ -104,12 +105,15 @@ def run_cell(cell: Cell, command: list[str] | None = None, progress=progress,
     policy = gcpolicy.parse(cell.policy)
     state = dict(machine_state or {}, cpu_count=os.cpu_count(), cpu_mhz_before=metadata.cpu_mhz())
     if getattr(trainer, "measures_itself", False):  # the Julia backends: the loop runs in Julia
+        machine = machineload.snapshot()  # the warm-up included: Julia runs it in the same call
         measured = trainer.measure(schedule, cell, policy)
+        measured["load"] = machineload.between(machine, machineload.snapshot(), os.cpu_count())
         if measured.get("refused"):
             return results.new(cell, "unavailable", measured["refused"], metadata=meta, **extra)
     else:
         measured = measure_python(trainer, schedule, cell, policy, progress)
-    state.update(load_after=metadata.load_average(), cpu_mhz_after=metadata.cpu_mhz())
+    state.update(measured.pop("load", None) or machineload.between(life, machineload.snapshot(), os.cpu_count()),
+                 load_after=metadata.load_average(), cpu_mhz_after=metadata.cpu_mhz())
     measured["warmup"].setdefault("build_ns", build_ns)
     meta.update(trainer.metadata())
     return results.new(cell, "ok", data=dataset.describe(), metadata=meta, machine_state=state,
@@ -151,6 +155,7 @@ def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, pro
                 "gc_thresholds": list(gc.get_threshold())}
     try:
         probe.install()
+        machine = machineload.snapshot()
         next_report = 0
         for i in range(cell.steps):
             probe.begin()
@@ -169,6 +174,7 @@ def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, pro
                 progress("timed", i + 1, cell.steps)
                 next_report = time.perf_counter_ns() + PROGRESS_EVERY_NS
         bracket_ok = probe.bracket_ok()
+        load = machineload.between(machine, machineload.snapshot(), os.cpu_count())
     finally:
         probe.uninstall()
         policy.after_timed()
@@ -182,4 +188,5 @@ def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, pro
                   "gc_outside_steps_ns": probe.total_gc_ns - int(probe.gc_ns[: probe.steps].sum()),
                   "bookkeeping_entries": len(history)},
         "gc_state": gc_state,
+        "load": load,
     }

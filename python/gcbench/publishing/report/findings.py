@@ -151,6 +151,8 @@ def _claim(kind: str, t: compare.Test, ctx) -> str:
         env = summary.context(fastest.key)
         head = (f"Median step under {code(policy)}" + (f" [{env}]" if env else "") +
                 f": {code(fastest.key[0])} {_cell_median(fastest.stats)}, {code(slowest.key[0])} {_cell_median(slowest.stats)}")
+        if t.verdict == compare.NOT_JUDGED:
+            return f"{head}: no ranking is claimed ({t.not_judged})."
         if t.verdict == "slower":
             # the test is of the two ends only: it says nothing of the backends between them
             between = (f" (the fastest and the slowest median of {ranked} backends; those between are not ranked)"
@@ -162,6 +164,8 @@ def _claim(kind: str, t: compare.Test, ctx) -> str:
     base, other, vb, vo = ctx
     b, p, env = other.key[0], other.key[2], summary.context(other.key)
     who = code(b) + (f" [{env}]" if env else "")
+    if t.verdict == compare.NOT_JUDGED:
+        return f"{code(p)} and the {compare.NAMES[t.metric]} of {who}: not judged ({t.not_judged})."
     if kind == "policy_full":
         sb, so = vb["schedule"], vo["schedule"]
         counts = (f"{stats.format_schedule(so)} under {code(p)}, against {stats.format_schedule(sb)} under "

@@ -1,0 +1,117 @@
+"""How busy the machine was while a repeat ran: the CPU that other processes used.
+
+A wall time holds only on an unloaded machine: under a 2-process load on 2 cores every
+timed verdict of an A/A comparison moved by 43-66 %, while the collection counts did not
+move at all. The load average cannot say this for a repeat of a few seconds (it is a
+one-minute moving average, and after the steps it includes the worker's own threads), so
+a repeat reads the kernel's CPU accounting at its first timed step and after its last:
+
+- `others_cores`: the CPU time every process but this one used over the repeat (from
+  `/proc/stat`, in ticks of 10 ms, less this process's own CPU time, threads included),
+  divided by the repeat's wall time: 0 on an idle machine, 2 where two other processes spun
+  throughout;
+- `steal`: the share of the machine's CPU time the hypervisor gave to other guests;
+- `cpu_pressure`: the share of the repeat during which some runnable task waited for a
+  CPU (Linux's pressure stall information, `/proc/pressure/cpu`), where the kernel has it.
+
+The kernel counts CPU time in ticks of 10 ms, so a window shorter than MIN_SECONDS gives
+no reading (a tick over a millisecond would read as ten cores); a worker then reads the
+load over its whole life instead of its timed steps.
+
+A repeat is *loaded* when the others' CPU and the steal together exceed LOADED_SHARE of
+the machine's cores (`benchmarks/load_signals.py` measured what a quiet and a busy
+machine read). Where `/proc` is absent (macOS, Windows) nothing is recorded, and the
+load-average rule of older results applies.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+# Loaded: other processes (and the hypervisor's steal) took more than this share of the
+# machine's CPU during the repeat. On the project's 2-core machine a quiet repeat read 0.01-0.06
+# cores of others and one beside two busy processes 1.2-1.5 (benchmarks/load_signals.py).
+LOADED_SHARE = 0.15
+MIN_SECONDS = 0.5  # shortest window read: a tick either way is then 0.02 cores per CPU
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") and "SC_CLK_TCK" in os.sysconf_names else 100
+
+
+def _proc_stat() -> tuple[int, int] | None:
+    """(busy, steal) jiffies of all CPUs since boot; None where /proc/stat is absent."""
+    try:
+        with open("/proc/stat", "rb") as f:
+            line = f.readline().split()
+    except OSError:
+        return None
+    if not line or line[0] != b"cpu" or len(line) < 8:
+        return None
+    v = [int(x) for x in line[1:]]
+    # user nice system idle iowait irq softirq steal [guest guest_nice]: guest is inside user
+    busy = v[0] + v[1] + v[2] + v[5] + v[6]
+    return busy, (v[7] if len(v) > 7 else 0)
+
+
+def _pressure_us() -> int | None:
+    """Microseconds during which some runnable task waited for a CPU, since boot."""
+    try:
+        with open("/proc/pressure/cpu", "rb") as f:
+            first = f.readline().split()
+    except OSError:
+        return None
+    for part in first:
+        if part.startswith(b"total="):
+            return int(part[6:])
+    return None
+
+
+def snapshot() -> tuple | None:
+    """The counters as of now (None where the kernel does not give them)."""
+    stat = _proc_stat()
+    if stat is None:
+        return None
+    return (time.monotonic_ns(), stat[0], stat[1], time.process_time_ns() / 1e9, _pressure_us())
+
+
+def between(start: tuple | None, end: tuple | None, cores: int | None) -> dict:
+    """What the machine did between two snapshots of this process: `others_cores`, `steal`
+    (a share of the machine), `cpu_pressure` (a share of the time, where recorded) and
+    `process_cpu_s` (this process's own CPU seconds). Empty where either is missing or
+    the window is shorter than MIN_SECONDS."""
+    if start is None or end is None or not cores:
+        return {}
+    seconds = (end[0] - start[0]) / 1e9
+    if seconds < MIN_SECONDS:
+        return {}
+    own = end[3] - start[3]
+    busy = (end[1] - start[1]) / _TICK
+    out = {"load_seconds": round(seconds, 3),
+           "others_cores": round(max(0.0, busy - own) / seconds, 3),
+           "steal": round(min(1.0, (end[2] - start[2]) / _TICK / seconds / cores), 4),
+           "process_cpu_s": round(own, 3)}
+    if start[4] is not None and end[4] is not None:
+        out["cpu_pressure"] = round(min(1.0, (end[4] - start[4]) / 1e6 / seconds), 4)
+    return out
+
+
+def load_reason(state: dict, cores: int | None) -> str | None:
+    """Why a repeat ran on a loaded machine, in words ("other processes used 1.4 of 2
+    cores"), or None when it did not or recorded no reading."""
+    others, steal = state.get("others_cores"), state.get("steal")
+    if not cores or not isinstance(others, (int, float)):
+        return None
+    used = others + (steal or 0) * cores
+    if used <= LOADED_SHARE * cores:
+        return None
+    text = f"other processes used {others:.1f} of {cores} cores"
+    if steal and steal * cores >= 0.05:
+        text += f" and the hypervisor stole {100 * steal:.0f} %"
+    return text
+
+
+def now(cores: int | None, seconds: float = 1.0) -> dict:
+    """The others' CPU over the next `seconds` (this process idle meanwhile): is the
+    machine loaded right now?"""
+    start = snapshot()
+    time.sleep(seconds)
+    return between(start, snapshot(), cores)
