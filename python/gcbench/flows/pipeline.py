@@ -182,7 +182,7 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Callable
         t0 = time.monotonic()
         progress = False if args.no_progress else None
         try:
-            with runner.interruptible():
+            with runner.interruptible(), contextlib.ExitStack() as stack:
                 environments = None
                 if suite.envs:
                     needed = sorted({m for b in suite.all_backends() for m in BACKENDS[b].requires})
@@ -190,8 +190,11 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Callable
                     environments = envs.build_all([envspec.parse(e) for e in suite.envs], needed, args.rebuild_envs,
                                                   log=out_fn, progress=progress)
                 if getattr(args, "executor", "local") == "local":
+                    # one invocation: its replacement repeats share its run id (their rounds) and its compiled programs
+                    run_id, cache = runner.new_run_id(), stack.enter_context(runner.compile_cache())
                     docs = runner.run_cells(cells, out_dir, command, suite.timeout, log=out_fn, progress=progress,
-                                            environments=environments, resume=resume, data_kind=kind)
+                                            environments=environments, resume=resume, data_kind=kind, run_id=run_id,
+                                            cache=cache)
                     extra = summary.replacements(cells, docs, suite.repeats)
                     busy = machineload.load_reason(machineload.now(os.cpu_count()), os.cpu_count()) if extra else None
                     if busy:  # a replacement would be loaded too: the load has not gone
@@ -208,7 +211,8 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Callable
                         plan.update(cells=[c.id for c in cells], labels=[c.label for c in cells])
                         files.write_json(out_dir / "suite.json", plan)
                         docs += runner.run_cells(extra, out_dir, command, suite.timeout, log=out_fn, progress=progress,
-                                                 environments=environments, resume=resume, data_kind=kind)
+                                                 environments=environments, resume=resume, data_kind=kind,
+                                                 run_id=run_id, cache=cache)
                 else:
                     try:
                         docs = _run_on_scheduler(cells, suite, args, out_dir, command, environments, resume, kind,

@@ -278,7 +278,7 @@ def check_resumable(cells: list[Cell], out_dir: pathlib.Path) -> None:
 def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], timeout: float,
               log=print, progress: bool | None = None, environments: dict | None = None,
               resume: bool = False, data_kind: str | None = None, run_id: str | None = None,
-              scheduler: dict | None = None) -> list[dict]:
+              scheduler: dict | None = None, cache: str | None = None) -> list[dict]:
     """Run every cell, writing `out_dir/<cell>.json`; return the documents in plan order.
 
     `environments` maps each cell's `env` to its `envs.Environment`, or to the
@@ -289,16 +289,25 @@ def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], time
     `Interrupted` and KeyboardInterrupt propagate after the current worker is stopped;
     every finished cell is on disk by then. `run_id` names the invocation (its repeats with
     one repeat number form a round; a new one by default); `scheduler` is the job this
-    runs in (`cluster.job_facts`), recorded in each result's `machine_state`.
+    runs in (`cluster.job_facts`), recorded in each result's `machine_state`. `cache`: the
+    compilation cache folder (`compile_cache`) of an invocation that runs cells in several
+    calls (replacement repeats), so that its later cells load what its first compiled.
     """
     if resume:
         check_resumable(cells, out_dir)
     show_bars = sys.stderr.isatty() if progress is None else progress
+    with contextlib.nullcontext(cache) if cache else compile_cache() as folder:
+        return _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, resume, data_kind,
+                          compile_cache_env(folder), run_id or new_run_id(), scheduler)
+
+
+@contextlib.contextmanager
+def compile_cache():
+    """A temporary folder for JAX's persistent compilation cache, for one invocation."""
     for kind in ("jax-cache", "stderr"):  # what runs killed with SIGKILL left behind
         files.sweep_stale_temps(kind)
-    with tempfile.TemporaryDirectory(prefix=files.owned_temp_prefix("jax-cache")) as cache:
-        return _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, resume, data_kind,
-                          compile_cache_env(cache), run_id or new_run_id(), scheduler)
+    with tempfile.TemporaryDirectory(prefix=files.owned_temp_prefix("jax-cache")) as folder:
+        yield folder
 
 
 def new_run_id() -> str:
