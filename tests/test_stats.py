@@ -58,6 +58,7 @@ def test_a_fixed_schedule_is_recognised_and_written_out():
     assert stats.format_schedule(other).endswith("(at different steps)")
     varies = stats.schedule([ev, np.r_[ev[:150], np.zeros(150, int)]])
     assert not varies["constant"] and varies["counts"] == [4, 2]
+
     assert stats.format_schedule(varies) == "4, 2 full collections in the repeats of 300 steps (6 in 600)"
     one = stats.schedule([ev])
     assert not one["constant"] and stats.format_schedule(one).endswith("(one repeat)")
@@ -120,3 +121,13 @@ def test_spikes_are_steps_over_a_factor_of_the_median():
     wall = np.r_[np.full(99, 10.0), 40.0]
     assert stats.spikes(wall, 3.0).tolist() == [99]
     assert stats.spikes(wall, 5.0).tolist() == []
+
+
+def test_a_schedule_counts_collections_not_steps_that_hold_one():
+    """Issue 40/41: a loop that calls gc.collect() twice in a step makes two full
+    collections there; one call against two is then fewer, not the same."""
+    twice, once = np.zeros(40, int), np.zeros(40, int)
+    twice[::2], once[::2] = 2, 1
+    a, b = stats.schedule([twice, twice.copy()]), stats.schedule([once, once.copy()])
+    assert a["counts"] == [40, 40] and b["counts"] == [20, 20] and a["at"] == b["at"]
+    assert stats.format_schedule(a).startswith("40 full collections in every repeat of 40 steps, at steps 0, 2, 4")

@@ -162,8 +162,7 @@ class Budget:
         return {"steps": steps, "max_promotions_per_step": float(np.mean(expl["python"]["promoted_per_step"])),
                 "max_full_per_1000": per_gen[-1], "max_collections_per_1000": per_gen,
                 "max_tracked_growth_per_1000": tracked,
-                "max_gc_share": summary.gc_share(np.asarray(doc["gc_ns"], np.float64),
-                                                 np.asarray(doc["wall_ns"], np.float64), summary.between_steps(doc)),
+                "max_gc_share": summary.gc_share(doc),
                 "full_steps": [int(s) for s in np.flatnonzero(colls[:, -1])],
                 "sites": list((promoted.get("by_site_type") or {}).items())[:3],
                 "promoted": int(promoted["total"]), "doc": doc, "explanation": expl}

@@ -285,6 +285,10 @@ def test_full(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
     """Full collections per 1,000 steps (`_test_count`)."""
     sa, sb = va["schedule"], vb["schedule"]
     note = f"{stats.format_schedule(sa)}, against {stats.format_schedule(sb)}"
+    ea, eb = va.get("explicit"), vb.get("explicit")
+    if ea or eb:  # gc.collect() calls, told apart from the collector's own
+        full = lambda e: stats.fmt(e["per_repeat"][-1]) if e else "0"
+        note += f"; explicit (gc.collect()) full collections per repeat {full(ea)} against {full(eb)}"
     return _test_count("full_rate", sa, sb, va, vb, "full_per_1000", note, min_effect, alpha)
 
 
@@ -385,13 +389,12 @@ def repeat_values(docs: list[dict]) -> dict:
     meta = (ok[0].get("metadata") or {}) if ok else {}
     cpu = [summary.cpu_gc_share(d) for d in used]
     return {"medians": [float(np.median(w)) / 1e6 for w in walls],
-            "means": [float(w.mean()) / 1e6 for w in walls],
+            "means": [float(summary.iterations(d).mean()) / 1e6 for d in used],
             "peak_rss": memory.get("repeat_peak_rss_mb"),
-            "shares": [summary.gc_share(np.asarray(d["gc_ns"], np.float64), w, summary.between_steps(d))
-                       for d, w in zip(used, walls)],
+            "shares": [summary.gc_share(d) for d in used],
             "schedule": sched, "full_per_1000": stats.per_1000(sched)["per_repeat"],
             "full": sched["total"], "steps": sched["total_steps"],
-            "all_collections": colls, "collections_per_1000": stats.per_1000(colls)["per_repeat"],
+            "all_collections": colls, "explicit": summary.explicit_summary(ok), "collections_per_1000": stats.per_1000(colls)["per_repeat"],
             "per_generation": np.sum([summary.collections_by_generation(d) for d in ok], axis=0).tolist(),
             "cpu_shares": cpu if None not in cpu else None,
             "loaded": any(summary.repeat_load(d) for d in used), "load": summary.describe_load(used),
@@ -559,7 +562,7 @@ def _change(t: Test) -> str:
     if t.metric == "gc_share":
         text = f"{100 * t.effect:+.2f} pp"
         return text + (f" ({100 * t.ci[0]:+.2f}..{100 * t.ci[1]:+.2f})" if t.ci and not t.exact else "")
-    if t.metric == "full_rate":
+    if t.metric in ("full_rate", "collections"):
         return f"{stats.fmt_signed(t.effect)}" + ("" if t.exact or not t.ci else
                                                     f" ({stats.fmt_signed(t.ci[0])}..{stats.fmt_signed(t.ci[1])})")
     text = f"{100 * (t.effect - 1):+.1f} %"
@@ -591,7 +594,7 @@ def format_detectable(d: dict | None) -> str:
 def _short_change(t: Test) -> str:
     if t.metric == "gc_share":
         return f"{100 * t.effect:+.1f} points"
-    if t.metric == "full_rate":
+    if t.metric in ("full_rate", "collections"):
         return f"{stats.fmt_signed(t.effect)} per 1,000 steps"
     return f"{100 * (t.effect - 1):+.0f} %"
 

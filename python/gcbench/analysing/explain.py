@@ -10,7 +10,8 @@ not reported as measurements. From what it records, `summarize` answers:
 - what a full collection scans: the oldest generation by type and package, and how much
   of it existed before the timed steps (imports, the model, compiled functions) against
   what training made, plus what is frozen;
-- whether any garbage is cyclic (DEBUG_SAVEALL), and of which types;
+- whether any garbage is cyclic, and of which types (told by ids and types at each
+  collection, never by keeping the garbage: `measuring.diagnose.Diagnosis`);
 - the full-collection interval the collector's own rule predicts, against the observed;
 - recommendations that follow from the data (freeze; the partition or split idiom; the
   loop's own records; the cycle's types), each with its measured effect where the

@@ -79,13 +79,14 @@ def arithmetic(values, level: float = LEVEL, bounds: tuple[float, float] = (-mat
 def schedule(events: list[np.ndarray]) -> dict:
     """Where the events (full collections, per step) fell in each repeat.
 
-    `counts` per repeat; `constant` when every repeat (two or more) has the same count
-    per step; `same_steps` when they also fall at the same step indices, and then `at`
-    lists them. A schedule that is the same in every repeat is a property of the program,
+    `counts` per repeat: events, not steps holding one (a step that called `gc.collect()`
+    twice holds two); `constant` when every repeat (two or more) has the same count per
+    step; `same_steps` when they also fall at the same step indices, and then `at` lists
+    the steps. A schedule that is the same in every repeat is a property of the program,
     not a sample: it is compared exactly."""
     steps = [len(e) for e in events]
     at = [np.flatnonzero(np.asarray(e) > 0).tolist() for e in events]
-    counts = [len(a) for a in at]
+    counts = [int(np.sum(np.clip(np.asarray(e, np.int64), 0, None))) for e in events]
     per_step = {c / n for c, n in zip(counts, steps) if n}
     constant = len(events) >= 2 and len(per_step) == 1
     same = constant and all(a == at[0] for a in at)
@@ -116,7 +117,7 @@ def format_schedule(sched: dict, what: str = "full collections") -> str:
     counts, steps = sched["counts"], sched["steps"]
     of = f"{steps[0]:,} steps" if len(set(steps)) == 1 else f"{'/'.join(f'{n:,}' for n in steps)} steps"
     if sched["repeats"] == 1:
-        return f"{counts[0]:,} {what} in {of} (one repeat)"
+        return f"{counts[0]:,} {what[:-1] if counts[0] == 1 and what.endswith('s') else what} in {of} (one repeat)"
     if not sched["total"]:
         return f"no {what} in any repeat of {of}"
     if not sched["constant"]:
@@ -128,7 +129,7 @@ def format_schedule(sched: dict, what: str = "full collections") -> str:
         return head + " (at different steps)"
     shown = ", ".join(str(s) for s in sched["at"][:SCHEDULE_SHOWN])
     more = len(sched["at"]) - SCHEDULE_SHOWN
-    return head + f", at step{'s' if counts[0] > 1 else ''} {shown}" + (f" and {more} more" if more > 0 else "")
+    return head + f", at step{'s' if len(sched['at']) > 1 else ''} {shown}" + (f" and {more} more" if more > 0 else "")
 
 
 def short_schedule(sched: dict) -> str:

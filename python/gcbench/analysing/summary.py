@@ -39,11 +39,15 @@ MAX_CI_WIDTH = 0.50  # a median whose 95 % interval is wider than this fraction 
 
 
 def full_collections(doc: dict) -> np.ndarray:
-    """Per step: full (oldest-generation) collections. Python results count the last
-    generation's collections; Julia results carry `gc_full` (full sweeps)."""
+    """Per step: full (oldest-generation) collections, those in the gap before the step (the
+    loop's own code since the previous step) included: every full collection the loop
+    pays for. Python results count the last generation's collections; Julia results carry
+    `gc_full` (full sweeps)."""
     if "gc_full" in doc:
         return np.asarray(doc["gc_full"], dtype=np.int64)
     colls = np.asarray(doc["gc_collections"], dtype=np.int64).reshape(len(doc["wall_ns"]), -1)
+    if "gap_collections" in doc:
+        return colls[:, -1] + np.asarray(doc["gap_collections"], np.int64).reshape(len(doc["wall_ns"]), -1)[:, -1]
     return colls[:, -1]
 
 
@@ -55,6 +59,46 @@ def collections(doc: dict) -> np.ndarray:
 def collections_by_generation(doc: dict) -> list[int]:
     """A repeat's collections of each generation: those in its steps and those between them."""
     return (collections(doc).sum(axis=0) + np.asarray(between_steps(doc)["collections"], np.int64)).tolist()
+
+
+def explicit_by_generation(doc: dict) -> list[int]:
+    """A repeat's explicit collections (`gc.collect()` calls) of each generation, in its
+    steps and between them (zeros where none were told apart)."""
+    n = len(doc["gc_collections"][0]) if doc.get("gc_collections") else 3
+    inside = np.asarray(doc.get("gc_explicit") or [[0] * n], np.int64).reshape(-1, n).sum(axis=0)
+    between = list((doc.get("between_steps") or {}).get("explicit") or [0] * n)[:n]
+    return (inside + np.asarray(between + [0] * (n - len(between)), np.int64)).tolist()
+
+
+def explicit_summary(docs: list[dict]) -> dict | None:
+    """Explicit collections over `docs`: per generation, per repeat on average, and the
+    lines that called them (calls per repeat, most first); None where there were none."""
+    if not docs:
+        return None
+    per_gen = np.sum([explicit_by_generation(d) for d in docs], axis=0)
+    if not per_gen.sum():
+        return None
+    sites: dict[str, int] = {}
+    for d in docs:
+        for site, k in ((d.get("between_steps") or {}).get("explicit_sites") or {}).items():
+            sites[site] = sites.get(site, 0) + k
+    ordered = dict(sorted(sites.items(), key=lambda kv: -kv[1]))
+    return {"collections": per_gen.tolist(), "per_repeat": (per_gen / len(docs)).tolist(),
+            "sites": {k: v / len(docs) for k, v in ordered.items()}}
+
+
+def describe_explicit(e: dict, shown: int = 3) -> str:
+    """`40 explicit (gc.collect()) collections per repeat, 40 of them full, at train.py:88 (20),
+    train.py:89 (20)`."""
+    import os
+
+    per = e["per_repeat"]
+    where = ", ".join(f"{os.path.basename(site.rsplit(':', 1)[0])}:{site.rsplit(':', 1)[1]} ({stats.fmt(k)})"
+                      for site, k in list(e["sites"].items())[:shown])
+    more = len(e["sites"]) - shown
+    return (f"{stats.fmt(sum(per))} explicit (`gc.collect()`) collection{'s' * (sum(per) != 1)} per repeat, "
+            f"{stats.fmt(per[-1])} of them full" + (f", called at {where}" if where else "")
+            + (f" and {more} more lines" if more > 0 else ""))
 
 
 def cpu_gc_share(doc: dict) -> float | None:
@@ -257,13 +301,15 @@ def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, key:
     colls = [collections(d) for d in used]
     between = [between_steps(d) for d in used]
     # A flag says a repeat's level moved, not that its collector did: full collections are a
-    # schedule (exact), so every ok repeat counts there, flagged or not.
-    all_walls = [np.asarray(d["wall_ns"], np.float64) for d in ok]
+    # schedule (exact), so every ok repeat counts there, flagged or not. Their cost shows in
+    # the iterations (a full collection before a step, in the loop's own code, is that
+    # iteration's).
+    all_walls = [iterations(d) for d in ok]
     fulls = [full_collections(d) for d in ok]
     steps = sum(len(w) for w in walls)
     median = stats.geometric([float(np.median(w)) for w in walls])
-    mean = stats.geometric([float(w.mean()) for w in walls])
-    share = stats.arithmetic([gc_share(g, w, b) for g, w, b in zip(gcs, walls, between)], bounds=(0.0, 1.0))
+    mean = stats.geometric([float(iterations(d).mean()) for d in used])  # the time a run takes, per step
+    share = stats.arithmetic([gc_share(d) for d in used], bounds=(0.0, 1.0))
     per_gen = np.sum([c.sum(axis=0) for c in colls], axis=0)
     spike_idx = [stats.spikes(w, spike_factor) for w in walls]
     s = {
@@ -302,6 +348,7 @@ def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, key:
         s["alloc_bytes_per_step"] = float(np.mean([np.mean(d["alloc_bytes"]) for d in used]))
     if all("gc_pressure" in d for d in used):
         s["pressure_per_step"] = float(np.median([np.median(d["gc_pressure"]) for d in used]))
+    s["explicit"] = explicit_summary(ok)  # counts: every ok repeat, as the schedule
     loads = [repeat_load(d) for d in used]
     s["loaded"] = sum(1 for x in loads if x)  # repeats its times rest on that ran on a loaded machine
     s["load"] = describe_load(used) if s["loaded"] else None
@@ -324,11 +371,28 @@ def between_steps(doc: dict) -> dict:
     return {"gc_ns": int(b.get("gc_ns", 0)), "collections": colls + [0] * (n - len(colls))}
 
 
-def gc_share(gc_ns: np.ndarray, wall_ns: np.ndarray, between: dict) -> float:
+def iterations(doc: dict) -> np.ndarray:
+    """Per step, the iteration of the loop it ends, in ns: the step and the gap before it.
+    A user's loop (`gcbench.measure`) counts the whole gap (its own code between steps: a
+    data loader, and the collections there); gcbench's own cells count only the gap's
+    collections (the rest of their gap is gcbench's bookkeeping, not the loop's). Results
+    that recorded no gaps: the steps alone."""
+    wall = np.asarray(doc["wall_ns"], np.float64)
+    if doc.get("backend") == "user" and "gap_ns" in doc:
+        return wall + np.asarray(doc["gap_ns"], np.float64)
+    if "gap_gc_ns" in doc:
+        return wall + np.asarray(doc["gap_gc_ns"], np.float64)
+    return wall
+
+
+def gc_share(doc: dict) -> float:
     """Time in GC pauses over the run's time: the steps' pauses and those between steps,
-    over the steps' wall time and the pauses between them."""
-    total = float(wall_ns.sum()) + between["gc_ns"]
-    return (float(gc_ns.sum()) + between["gc_ns"]) / total if total > 0 else 0.0
+    over the loop's iterations (`iterations`) and the pauses between steps that no
+    iteration holds (after the last step; in results without gaps, all of them)."""
+    between = between_steps(doc)["gc_ns"]
+    in_gaps = float(np.sum(doc["gap_gc_ns"])) if "gap_gc_ns" in doc else 0.0
+    total = float(iterations(doc).sum()) + between - in_gaps
+    return (float(np.sum(doc["gc_ns"])) + between) / total if total > 0 else 0.0
 
 
 def warmup_summary(docs: list[dict]) -> dict | None:
@@ -389,6 +453,10 @@ def describe_user_loop(row: dict) -> str:
     parts = [f"{row['steps']:,} timed steps", f"full collections {row['full_collections']}"]  # counts first
     if row.get("between_steps_collections") and any(row["between_steps_collections"]):
         parts.append(f"{sum(row['between_steps_collections'])} collections between steps")
+    if row.get("explicit_collections"):
+        sites = ", ".join(f"{site.rsplit('/', 1)[-1]}" for site in list(row.get("explicit_sites") or {})[:2])
+        parts.append(f"{sum(row['explicit_collections'])} explicit ({row['explicit_collections'][-1]} full"
+                     + (f", at {sites}" if sites else "") + ")")
     parts += [f"median step {stats.fmt(row['median_ms'])} ms", f"mean {stats.fmt(row['mean_ms'])} ms",
               f"GC {100 * row['gc_share']:.2f} %"]
     if row.get("peak_rss_mb") is not None:
@@ -483,5 +551,7 @@ def record(cs: CellSummary) -> dict:
                tracked_growth_per_1000=mem.get("tracked_growth_per_1000"),
                warmup_gc_ms=warm.get("gc_ms"), warmup_full_collections=sum(warm.get("full_per_repeat") or []) if warm else None,
                gc_share_cpu=s.get("gc_share_cpu"), loaded_repeats=s["loaded"],
+               explicit_collections=(s.get("explicit") or {}).get("collections"),
+               explicit_sites=(s.get("explicit") or {}).get("sites"),
                flags=list(s["warnings"]))
     return row

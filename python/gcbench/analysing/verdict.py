@@ -43,7 +43,8 @@ def _share(s: dict) -> str:
     ci = s.get(f"{key}_ci")
     if ci is None:
         per = s.get("repeat_gc_shares_cpu" if _cpu(s) else "repeat_gc_shares")
-        return f"{100 * s[key]:.1f} % ({stats.fmt_values(per, 100)} %)"
+        values = stats.fmt_values(per, 100)
+        return f"{100 * s[key]:.1f} % ({values}{'' if values == 'one process' else ' %'})"
     return f"{100 * s[key]:.1f} % (95 % {100 * ci[0]:.1f}-{100 * ci[1]:.1f} %)"
 
 
@@ -152,8 +153,15 @@ def _counts(cs: summary.CellSummary) -> str:
     per_gen = [(a + b) / used for a, b in zip(st["collections"], (st.get("between") or {}).get("collections") or
                                               [0] * len(st["collections"]))]
     by_gen = "/".join(stats.fmt(x) for x in per_gen)
-    return (f"{stats.format_schedule(st['full']['schedule'])}; {stats.fmt(sum(per_gen))} collections of every "
+    text = (f"{stats.format_schedule(st['full']['schedule'])}; {stats.fmt(sum(per_gen))} collections of every "
             f"generation per repeat ({by_gen} by generation)")
+    if st.get("explicit"):
+        text += f"; {summary.describe_explicit(st['explicit'])}"
+    b = [x / used for x in (st.get("between") or {}).get("collections") or []]
+    if any(b):  # paid for by the loop all the same: counted, and said where they fell
+        text += (f", {stats.fmt(sum(b))} of them ({stats.fmt(b[-1])} full) between steps, in the loop's own code "
+                 "outside `m.step()`")
+    return text
 
 
 def sentences(cells: list[summary.CellSummary]) -> list[str]:
@@ -168,7 +176,8 @@ def sentences(cells: list[summary.CellSummary]) -> list[str]:
     # full collections are cheap, as `freeze` makes them), said by its counts first
     worst = max(ok, key=lambda cs: (share(cs.stats), cs.stats["full"]["count"]))
     s = worst.stats
-    if share(s) < NEGLIGIBLE_SHARE and not s["full"]["count"]:
+    between = sum(sum((cs.stats.get("between") or {}).get("collections") or []) for cs in ok)
+    if share(s) < NEGLIGIBLE_SHARE and not s["full"]["count"] and not between:
         return out + [f"The collector costs next to nothing in all {len(ok)} cells: no full collection inside a timed "
                       f"step, and at most {_share(s)} of {'CPU' if _cpu(s) else 'step'} time ({worst.label})."]
     out.append(f"{worst.label} pays the collector most. It makes {_counts(worst)}.")

@@ -169,26 +169,32 @@ class _Counts:
         self.total = 0
 
     def add_many(self, objs: list, sites: bool) -> None:
-        types = collections.Counter(map(type, objs))
+        """Objects still alive, by type and, with `sites`, by allocation site."""
+        # objects by (traceback, type) first: a step's objects come from few tracebacks
+        # (59 in an Equinox loop), and each pair is walked once instead of once per
+        # object (that loop's explanation took 76 s that way, 33 s this way)
+        self.add_types(collections.Counter(map(type, objs)),
+                       collections.Counter((_frames_of(obj), type(obj)) for obj in objs) if sites else None)
+
+    def add_types(self, types: collections.Counter, frames: collections.Counter | None) -> None:
+        """Objects by type and, where traced, by (allocation frames, type) (None: untraced);
+        they need not be alive (the garbage a collection freed is counted so)."""
         for tp, n in types.items():
             self.by_type[type_name(tp)] += n
             self.by_package[type_package(tp)] += n
-        if sites:
-            # objects by (traceback, type) first: a step's objects come from few tracebacks
-            # (59 in an Equinox loop), and each pair is walked once instead of once per
-            # object (that loop's explanation took 76 s that way, 33 s this way)
-            for (frames, tp), n in collections.Counter((_frames_of(obj), type(obj)) for obj in objs).items():
-                if not frames:  # made before tracing started
-                    self.by_site[UNTRACED] += n
-                    continue
-                (package, site), mine = sites_of(frames)
-                self.by_site[f"{package} {site}"] += n
-                self.by_site_type[f"{site} ({type_name(tp)})"] += n
-                if mine is not None:
-                    self.by_user_site[mine] += n
-        elif objs:
-            self.by_site[UNTRACED] += len(objs)
-        self.total += len(objs)
+        for (fr, tp), n in (frames or {}).items():
+            if not fr:  # made before tracing started
+                self.by_site[UNTRACED] += n
+                continue
+            (package, site), mine = sites_of(fr)
+            self.by_site[f"{package} {site}"] += n
+            self.by_site_type[f"{site} ({type_name(tp)})"] += n
+            if mine is not None:
+                self.by_user_site[mine] += n
+        total = sum(types.values())
+        if frames is None and total:
+            self.by_site[UNTRACED] += total
+        self.total += total
 
     def to_json(self) -> dict:
         out = {"total": self.total, "by_type": dict(self.by_type.most_common(TOP)),
@@ -204,15 +210,24 @@ class Diagnosis:
     """Installs itself in gc.callbacks and records, for every collection: its generation,
     pause, the objects in each generation at its start, objects collected and uncollectable;
     at each collection of generation 1 the objects it promoted; at each full collection
-    what it scanned; and (with DEBUG_SAVEALL) the cyclic garbage, by type."""
+    what it scanned; and the cyclic garbage, by type (and allocation site, for young
+    collections where sites are traced).
 
-    def __init__(self, steps: int, sites: bool = True, save_garbage: bool = True, site_steps: int | None = None):
+    Explaining must not change what it explains: the garbage is told by the objects'
+    ids and types taken when a collection starts, against the ids still in the collector's
+    lists when it stops, never by keeping the objects (DEBUG_SAVEALL kept every cycle alive
+    until the end: a loop of self-referencing 64 KiB objects grew to gigabytes and made full
+    collections its unexplained run never made). The count is the collector's own
+    (`collected`); where more objects left the lists than it collected (tuples and dicts
+    it untracked), the excess is taken from tuples and dicts first."""
+
+    def __init__(self, steps: int, sites: bool = True, count_garbage: bool = True, site_steps: int | None = None):
         self.steps = steps
         self.sites = sites
         # tracemalloc slows allocation-heavy steps tens of times: sites are traced over the
         # last `site_steps` steps only (all of them when None)
         self.site_from = 0 if site_steps is None else max(0, steps - site_steps)
-        self.save_garbage = save_garbage
+        self.count_garbage = count_garbage
         # Records kept while the steps run hold numbers only (dicts of ints, flat lists of
         # ints), which CPython does not track: the diagnosis adds nothing that a collection
         # would promote or count (a GC budget counts the step's own objects).
@@ -229,24 +244,38 @@ class Diagnosis:
         self.oldest: list[int] = []  # step, size, step, size, ... (pairs in to_json)
         self.step = -1
         self._baseline: set[int] = set()
-        self._young: set[int] = set()
+        # ids as keys of dicts of numbers, which CPython does not track: what the hooks keep
+        # through a collection is then nothing the collector counts as a survivor (a set, or a
+        # dict holding types, would be promoted with the loop's objects and move its schedule)
+        self._young: dict[int, None] = {}
         self._old_len = 0
-        self._saved: set[int] = set()
-        self._garbage_seen = 0
+        self._before: dict[int, int] = {}  # id -> type number of the collected generations' objects, at a start
+        self._before_frames: dict[int, tuple] = {}  # young collections, sites traced: id -> allocation frames
+        self._types: list[type] = []  # type number -> type
+        self._type_no: dict[type, int] = {}
         self._t0 = 0
         self._start0 = self._start1 = self._start2 = -1
         self.started = False
         self._was_tracing = False
-        self._debug = 0
-        self._garbage_before = 0
 
     # -- the hooks ------------------------------------------------------------------------
     def _on(self, phase: str, info: dict) -> None:
         gen = info["generation"]
         if phase == "start":
             self._start0, self._start1, self._start2 = len(gc.get_objects(0)), len(gc.get_objects(1)), -1
+            if self.count_garbage:  # who is there now: whoever is gone at the stop was collected
+                objs = gc.get_objects() if gen >= 2 else [o for g in range(gen + 1) for o in gc.get_objects(g)]
+                no = self._type_no
+                for tp in set(map(type, objs)) - no.keys():
+                    no[tp] = len(self._types)
+                    self._types.append(tp)
+                self._before = {id(o): no[type(o)] for o in objs}
+                # sites at young collections only: what survives one of generation 0 stays young
+                self._before_frames = {id(o): _frames_of(o) for o in objs} if gen == 0 and self._tracing() else {}
+                del objs
             if gen == 1:
-                self._young = set(map(id, gc.get_objects(0))) | set(map(id, gc.get_objects(1)))
+                self._young = dict.fromkeys(map(id, gc.get_objects(0)))
+                self._young.update(dict.fromkeys(map(id, gc.get_objects(1))))
                 self._old_len = len(gc.get_objects(2))
             elif gen >= 2:
                 oldest = gc.get_objects(2)
@@ -261,12 +290,12 @@ class Diagnosis:
             return
         pause = time.perf_counter_ns() - self._t0
         if gen == 1:
-            young, self._young = self._young, set()
+            young, self._young = self._young, {}
             oldest = gc.get_objects(2)
             # A collection of generation 1 appends its survivors to the end of the oldest
             # generation's list: look there (a little earlier too, in case an old object died).
             tail = oldest[max(0, self._old_len - 64):] if len(oldest) >= self._old_len else oldest
-            promoted = [o for o in tail if id(o) in young and id(o) not in self._saved]
+            promoted = [o for o in tail if id(o) in young]
             # Objects that existed before the diagnostic steps and happen to be promoted now
             # are a one-off of the start, not what a step costs: counted apart.
             before = [o for o in promoted if id(o) in self._baseline]
@@ -280,14 +309,40 @@ class Diagnosis:
             del oldest, tail, promoted, before
         elif gen >= 2:
             self.oldest += (self.step, len(gc.get_objects(2)))
-        if self.save_garbage and len(gc.garbage) > self._garbage_seen:
-            new = gc.garbage[self._garbage_seen:]
-            self.garbage.add_many(new, self._tracing())
-            self._saved.update(map(id, new))
-            self._garbage_seen = len(gc.garbage)
+        if self._before:
+            self._count_garbage(gen, info["collected"])
         self.collections.append({"step": self.step, "generation": gen, "pause_ns": pause, "at_start_0": self._start0,
                                  "at_start_1": self._start1, "at_start_2": self._start2, "collected": info["collected"],
                                  "uncollectable": info["uncollectable"]})
+
+    def _count_garbage(self, gen: int, collected: int) -> None:
+        """The objects of the collected generations that are gone from every list, by type:
+        the cyclic garbage this collection freed."""
+        before, frames = self._before, self._before_frames
+        self._before, self._before_frames = {}, {}
+        if not collected:
+            return
+        alive = set(map(id, gc.get_objects())) if gen >= 1 else \
+            set(map(id, gc.get_objects(0))) | set(map(id, gc.get_objects(1)))
+        gone = [i for i in before if i not in alive]
+        types = collections.Counter(self._types[before[i]] for i in gone)
+        excess = sum(types.values()) - collected
+        for tp in (tuple, dict):  # untracked, not freed: the collector untracks those that hold no container
+            take = min(max(excess, 0), types.get(tp, 0))
+            if take:
+                types[tp] -= take
+                excess -= take
+        types = +types
+        by_frames = None
+        if frames:
+            by_frames = collections.Counter()
+            kept = dict(types)
+            for i in gone:
+                tp = self._types[before[i]]
+                if kept.get(tp, 0) > 0:
+                    kept[tp] -= 1
+                    by_frames[(frames.get(i), tp)] += 1
+        self.garbage.add_types(types, by_frames)
 
     def _tracing(self) -> bool:
         return self.sites and tracemalloc.is_tracing()
@@ -298,10 +353,6 @@ class Diagnosis:
         between steps) and `stop` ends it (for a loop someone else drives: `measure`)."""
         self._baseline = {id(o) for o in gc.get_objects()}
         self._was_tracing = tracemalloc.is_tracing()
-        self._debug = gc.get_debug()
-        self._garbage_before = self._garbage_seen = len(gc.garbage)
-        if self.save_garbage:
-            gc.set_debug(self._debug | gc.DEBUG_SAVEALL)
         gc.callbacks.append(self._on)
         self.started = True
         self.oldest += (-1, len(gc.get_objects(2)))
@@ -325,11 +376,9 @@ class Diagnosis:
             self.oldest += (self.steps, len(gc.get_objects(2)))
         finally:
             gc.callbacks.remove(self._on)
-            gc.set_debug(self._debug)
+            self._before, self._before_frames = {}, {}
             if self.sites and not self._was_tracing and tracemalloc.is_tracing():
                 tracemalloc.stop()
-            if self.save_garbage:
-                del gc.garbage[self._garbage_before:]
 
     def run(self, step, first: int = 0) -> None:
         """Call `step(first + i)` for i in range(steps) under the diagnostics."""
@@ -366,9 +415,9 @@ class Diagnosis:
         }
 
 
-def diagnose(step, steps: int, first: int = 0, sites: bool = True, save_garbage: bool = True,
+def diagnose(step, steps: int, first: int = 0, sites: bool = True, count_garbage: bool = True,
              site_steps: int | None = None) -> dict:
     """Run `step(first + i)` `steps` times under a `Diagnosis`; return what it recorded."""
-    d = Diagnosis(steps, sites, save_garbage, site_steps)
+    d = Diagnosis(steps, sites, count_garbage, site_steps)
     d.run(step, first)
     return d.to_json()

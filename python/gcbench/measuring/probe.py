@@ -9,6 +9,9 @@ run inside the measured pause. Per step the probe records:
   (`time.thread_time_ns`): `cpu_ns` and `gc_cpu_ns`. A loaded machine stretches the
   wall time by the time the thread waited for a core; its CPU time does not wait, so the
   collector's share of it stays comparable under load (README, "On a busy machine");
+- explicit collections (`gc.collect()` calls, told from the collector's own by the young
+  count, which an automatic collection starts above its threshold), per step and
+  generation (`gc_explicit`), and the lines that called them (`between_steps.explicit_sites`);
 - the GC *pressure*: the net number of new tracked (container) objects the step made,
   the quantity that drives collections. It is the difference of `gc.get_count()[0]`
   over the step, plus the count each collection found when it started (a collection
@@ -23,7 +26,11 @@ run inside the measured pause. Per step the probe records:
 
 Every collection is also logged (step, generation, pause, objects collected) for the
 pause-length views of the report; collections that fall between steps are totalled
-apart (`between_steps`), so that none is lost from the GC share.
+apart (`between_steps`), so that none is lost from the GC share, and charged to the
+iteration of the step that follows them: per step, `gap_ns` (from the previous step's
+end to this one's start: the loop's own code, a data loader), `gap_gc_ns` and
+`gap_collections` (the collections in that gap). A step and the gap before it are one
+iteration of the loop, and the time a run takes is the sum of its iterations.
 
 Memory beside time: with `rss_every=N` the resident set size is read every N steps
 (from `/proc/self/statm`, with a file descriptor opened once: a few microseconds, after
@@ -74,6 +81,9 @@ class StepProbe:
         self.gc_pressure = np.zeros(capacity, np.int64)
         self.alloc_blocks = np.zeros(capacity if alloc_blocks else 0, np.int64)
         self.host_ns = np.zeros(capacity, np.int64)
+        self.gap_ns = np.zeros(capacity, np.int64)  # before each step: since the previous one ended
+        self.gap_gc_ns = np.zeros(capacity, np.int64)
+        self.gap_collections = np.zeros((capacity, GENERATIONS), np.int64)
         self.host_marked = 0  # steps whose host time was marked (all of them, or none)
         ecap = event_capacity if event_capacity is not None else 2 * capacity + 256
         self.ev_step = np.zeros(ecap, np.int64)
@@ -86,6 +96,15 @@ class StepProbe:
         self.between_ns = 0
         self.between_gen = [0] * GENERATIONS
         self.between_collected = 0
+        self.between_explicit = [0] * GENERATIONS
+        # explicit collections (gc.collect() calls): per step, in all, and by the calling line
+        self.gc_explicit = np.zeros((capacity, GENERATIONS), np.int64)
+        self.explicit_sites: dict[str, int] = {}
+        self._explicit_totals = [0] * GENERATIONS
+        self._explicit0 = [0] * GENERATIONS
+        self._explicit_now = False
+        self._between_ns_end = 0  # the between totals when the last step ended
+        self._between_gen_end = [0] * GENERATIONS
         self.first_t0 = 0  # the first step's start and the last step's end: the loop's span
         self.last_t1 = 0
         # resident set size, every `rss_every` steps (0: never; or where /proc is absent)
@@ -127,7 +146,17 @@ class StepProbe:
     def _on_start(self, phase: str, info: dict) -> None:
         if phase == "start":
             if self._depth == 0:
-                self._reset_total += gc.get_count()[0]
+                count = gc.get_count()[0]
+                self._reset_total += count
+                # The collector starts on its own only once the young count exceeds its
+                # threshold (and never while disabled): anything else is a gc.collect() call,
+                # named by the line that called it. (What this allocates, the collection
+                # that follows wipes from the young count.)
+                self._explicit_now = not gc.isenabled() or count <= gc.get_threshold()[0]
+                if self._explicit_now:
+                    caller = sys._getframe(1)
+                    site = f"{caller.f_code.co_filename}:{caller.f_lineno}"
+                    self.explicit_sites[site] = self.explicit_sites.get(site, 0) + 1
                 self._pause_start = time.perf_counter_ns()
                 self._pause_cpu_start = time.thread_time_ns()
             self._depth += 1
@@ -144,10 +173,15 @@ class StepProbe:
             gen = gen if gen < GENERATIONS else GENERATIONS - 1
             self._gen_totals[gen] += 1
             self._collected_total += info["collected"]
+            explicit = self._explicit_now and self._depth == 0
+            if explicit:
+                self._explicit_totals[gen] += 1
             if self._current < 0:
                 self.between_ns += pause
                 self.between_gen[gen] += 1
                 self.between_collected += info["collected"]
+                if explicit:
+                    self.between_explicit[gen] += 1
             k = self.events
             if k < len(self.ev_step):
                 self.ev_step[k] = self._current
@@ -204,16 +238,25 @@ class StepProbe:
         self._gen0[0], self._gen0[1], self._gen0[2] = g[0], g[1], g[2]
         self._pause0 = self._pause_total
         self._pause_cpu0 = self._pause_cpu_total
+        x = self._explicit_totals
+        self._explicit0[0], self._explicit0[1], self._explicit0[2] = x[0], x[1], x[2]
         self._collected0 = self._collected_total
         self._events0 = self.events
         if self.alloc_blocks_enabled:
             self._blocks0 = sys.getallocatedblocks()
         self._t_host = 0
+        i = self.steps
+        if i < self.capacity:  # the gap before this step: its collections, read before the clock starts
+            b, e, row = self.between_gen, self._between_gen_end, self.gap_collections[i]
+            row[0], row[1], row[2] = b[0] - e[0], b[1] - e[1], b[2] - e[2]
+            self.gap_gc_ns[i] = self.between_ns - self._between_ns_end
         self._t0 = time.perf_counter_ns()
         self._c0 = time.thread_time_ns()
         self._count0 = gc.get_count()[0]
         if not self.first_t0:
             self.first_t0 = self._t0
+        elif i < self.capacity:
+            self.gap_ns[i] = self._t0 - self.last_t1
 
     def dispatched(self) -> None:
         """The step function has returned; what follows until `end` waits for its results."""
@@ -231,6 +274,8 @@ class StepProbe:
         self.gc_ns[i] = self._pause_total - self._pause0
         self.cpu_ns[i] = c1 - self._c0
         self.gc_cpu_ns[i] = self._pause_cpu_total - self._pause_cpu0
+        x, x0, row = self._explicit_totals, self._explicit0, self.gc_explicit[i]
+        row[0], row[1], row[2] = x[0] - x0[0], x[1] - x0[1], x[2] - x0[2]
         g, g0, row = self._gen_totals, self._gen0, self.gc_collections[i]
         row[0], row[1], row[2] = g[0] - g0[0], g[1] - g0[1], g[2] - g0[2]
         self.gc_collected[i] = self._collected_total - self._collected0
@@ -239,6 +284,9 @@ class StepProbe:
         self.steps = i + 1
         self.last_t1 = t1
         self._current = -1
+        self._between_ns_end = self.between_ns
+        e, b = self._between_gen_end, self.between_gen
+        e[0], e[1], e[2] = b[0], b[1], b[2]
         if self.rss_every and i >= self._next_rss:
             self.sample_rss(i)
             self._next_rss = i + self.rss_every
@@ -260,6 +308,8 @@ class StepProbe:
         for gen in range(GENERATIONS):
             self.between_gen[gen] += self._gen_totals[gen] - self._gen0[gen]
         self.between_collected += self._collected_total - self._collected0
+        for gen in range(GENERATIONS):
+            self.between_explicit[gen] += self._explicit_totals[gen] - self._explicit0[gen]
         self._current = -1
 
     @property
@@ -282,13 +332,17 @@ class StepProbe:
             out["alloc_blocks"] = self.alloc_blocks[:n].tolist()
         if n and self.host_marked == n:
             out["host_ns"] = self.host_ns[:n].tolist()
+        if n:
+            out.update(gap_ns=self.gap_ns[:n].tolist(), gap_gc_ns=self.gap_gc_ns[:n].tolist(),
+                       gap_collections=self.gap_collections[:n].tolist(), gc_explicit=self.gc_explicit[:n].tolist())
         return out
 
     def between_steps(self) -> dict:
         """The collections that fell outside every step (the loop's own code between
         steps), and the loop's span: from the first step's start to the last one's end."""
         return {"gc_ns": int(self.between_ns), "collections": list(self.between_gen),
-                "collected": int(self.between_collected),
+                "collected": int(self.between_collected), "explicit": list(self.between_explicit),
+                "explicit_sites": dict(self.explicit_sites),
                 "span_ns": int(self.last_t1 - self.first_t0) if self.steps else 0}
 
     def memory(self) -> dict | None:

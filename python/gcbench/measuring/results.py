@@ -16,7 +16,11 @@ Schema version history:
   `gcbench.measure` loops that call `m.dispatched()` record it. Per step `cpu_ns` and
   `gc_cpu_ns` (the step and its collector pauses in the thread's CPU time), and in
   `machine_state` the machine's load over the timed steps (`others_cores`, `steal`,
-  `cpu_pressure`, `process_cpu_s`, `load_seconds`: core.machineload).
+  `cpu_pressure`, `process_cpu_s`, `load_seconds`: core.machineload). Per step `gap_ns`,
+  `gap_gc_ns` and `gap_collections`: the gap before the step (the loop's own code since
+  the previous step ended) and the collections in it (probe.StepProbe); per step
+  `gc_explicit` (gc.collect() calls), and in `between_steps` `explicit` and
+  `explicit_sites` (explicit collections between steps, and every call's line).
 
 A loader refuses a document whose `schema_version` is newer than `SCHEMA_VERSION`.
 """
@@ -56,10 +60,11 @@ REQUIRED = {
 # Per-step arrays of an `ok` document; `gc_collections` is a list of per-generation lists.
 STEP_ARRAYS = ("wall_ns", "gc_ns", "gc_collections")
 OPTIONAL_STEP_ARRAYS = ("gc_collected", "alloc_blocks", "alloc_bytes", "gc_full", "gc_pressure", "host_ns", "cpu_ns",
-                        "gc_cpu_ns")
+                        "gc_cpu_ns", "gap_ns", "gap_gc_ns", "gap_collections", "gc_explicit")
+ROWS = ("gc_collections", "gap_collections", "gc_explicit")  # per step, one count per generation
 # Arrays whose values cannot be negative (gc_pressure and alloc_blocks are net changes and can).
 NON_NEGATIVE = ("wall_ns", "gc_ns", "gc_collections", "gc_collected", "alloc_bytes", "gc_full", "host_ns", "cpu_ns",
-                "gc_cpu_ns")
+                "gc_cpu_ns", "gap_ns", "gap_gc_ns", "gap_collections", "gc_explicit")
 # Other documents a results folder may hold.
 NOT_CELLS = ("suite.json", "memory.json", "bisect.json", "explain.json", "reproduce.json", "gitbisect.json")
 
@@ -137,16 +142,16 @@ def _check_array(where: str, key: str, arr, n: int | None) -> int:
         values = np.asarray(arr)
     except ValueError:
         raise UsageError(f"{where}: per-step array {key!r} is ragged") from None
-    if values.size and (values.dtype.kind not in "iu" or (key == "gc_collections" and values.ndim != 2)
-                        or (key != "gc_collections" and values.ndim != 1)):
-        what = "rows of integers" if key == "gc_collections" else "integers"
+    if values.size and (values.dtype.kind not in "iu" or (key in ROWS and values.ndim != 2)
+                        or (key not in ROWS and values.ndim != 1)):
+        what = "rows of integers" if key in ROWS else "integers"
         raise UsageError(f"{where}: per-step array {key!r} must hold {what}")
     if key in NON_NEGATIVE and values.size and values.min() < 0:
         raise UsageError(f"{where}: per-step array {key!r} holds negative values")
     if key == "wall_ns" and values.size and values.min() <= 0:
         raise UsageError(f"{where}: per-step array 'wall_ns' holds a step that took no time")
-    if key == "gc_collections" and len(arr) and values.shape[-1] == 0:
-        raise UsageError(f"{where}: per-step array 'gc_collections' has empty rows (no generation counted)")
+    if key in ROWS and len(arr) and values.shape[-1] == 0:
+        raise UsageError(f"{where}: per-step array {key!r} has empty rows (no generation counted)")
     return len(arr)
 
 

@@ -183,6 +183,7 @@ def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, pro
         "warmup": warmup,
         **probe.arrays(),
         "gc_events": probe.event_log(),
+        "between_steps": probe.between_steps(),
         "loss": {"step": loss_steps, "value": loss_values},
         "probe": {"bracket_ok": bracket_ok,
                   "gc_outside_steps_ns": probe.total_gc_ns - int(probe.gc_ns[: probe.steps].sum()),

@@ -40,7 +40,11 @@ def step_records(docs: list[dict]) -> list[dict]:
         colls = summary.collections(d)
         julia = "gc_full" in d
         names = ["gc_incremental", "gc_full"] if julia else [f"gc_gen{g}" for g in range(colls.shape[1])]
-        extra = {k: d[k] for k in ("gc_collected", "gc_pressure", "alloc_bytes", "alloc_blocks", "host_ns") if k in d}
+        extra = {k: d[k] for k in ("gc_collected", "gc_pressure", "alloc_bytes", "alloc_blocks", "host_ns", "cpu_ns",
+                                   "gc_cpu_ns", "gap_ns", "gap_gc_ns") if k in d}
+        if "gap_collections" in d:  # the collections in the gap before each step, per generation
+            gaps = np.asarray(d["gap_collections"], np.int64).reshape(len(d["wall_ns"]), -1)
+            extra.update({f"gap_gc{g}": gaps[:, g].tolist() for g in range(gaps.shape[1])})
         for i, (wall, gc_ns) in enumerate(zip(d["wall_ns"], d["gc_ns"])):
             row = dict(base, step=i, wall_ns=wall, gc_ns=gc_ns)
             row.update({n: int(c) for n, c in zip(names, colls[i])})

@@ -62,6 +62,16 @@ def _share_ci(ci, values=None) -> str:
     return stats.fmt_ci(None, 100, "%", values=values) if ci is None else f"95 % {100 * ci[0]:.2f}-{_pct(ci[1])}"
 
 
+def between_sentence(cs: summary.CellSummary) -> str:
+    """The collections a cell's loop paid for between its steps (its own code outside
+    `m.step()`): how many, how many full, and their time."""
+    b = cs.stats["between"]
+    n, full = sum(b["collections"]), b["collections"][-1]
+    return (f"{_name(cs)}: {n:,} collection{'s' * (n != 1)} ({full:,} full) ran between steps, in the loop's own "
+            f"code outside `m.step()`, {stats.fmt(b['gc_ms'])} ms in all; they count in its GC share "
+            f"({_pct(cs.stats['gc_share'])} of the loop's time).")
+
+
 def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_EFFECT,
              alpha: float = compare.ALPHA) -> list[str]:
     """Sentences about one workload's cells (any status)."""
@@ -73,10 +83,13 @@ def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_E
     collected = [cs for cs in ok if sum(cs.stats["collections"]) > 0]
     with_full = sorted((cs for cs in ok if cs.stats["full"]["count"] > 0),
                        key=lambda cs: -cs.stats["full"]["rate"]["value"])
-    if not collected:
+    between = [cs for cs in ok if any((cs.stats.get("between") or {}).get("collections") or [])]
+    if between:  # collections the loop paid for outside its steps: never "costs nothing"
+        out += [between_sentence(cs) for cs in between]
+    if not collected and not between:
         out.append(f"No collection ran during the timed steps of any cell ({steps:,} steps over "
-                   f"{sum(cs.stats['repeats'] for cs in ok)} repeats): on this workload the collector costs "
-                   "nothing here (a finding, not a failure).")
+                   f"{sum(cs.stats['repeats'] for cs in ok)} repeats), nor between them: on this workload the "
+                   "collector costs nothing here (a finding, not a failure).")
     elif max(cs.stats["gc_share"] for cs in ok) < NEGLIGIBLE_SHARE:
         colls = sum(sum(cs.stats["collections"]) for cs in ok)
         full = sum(cs.stats["full"]["count"] for cs in ok)
