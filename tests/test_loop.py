@@ -160,3 +160,61 @@ def test_explaining_keeps_no_garbage_alive_and_moves_no_full_collection():
     assert explained["peak_mib"] <= plain["peak_mib"] + EXPLAIN_MEMORY_MIB, (plain, explained)
     assert explained["garbage"] >= 19_000  # every Node was cyclic garbage (the last few wait for a collection)
     assert abs(explained["tracked_per_1000"] - plain["tracked_per_1000"]) <= 10, (plain, explained)
+
+
+BUILD = """
+import gc, os, sys
+import gcbench
+
+class Field:  # a schema's field, as a validation library builds them: small dicts and lists
+    def __init__(self, name):
+        self.name, self.meta = name, {"name": name, "tags": [name]}
+
+class Model:
+    def __init__(self, i):
+        self.fields = [Field(f"f{i}_{k}") for k in range(20)]
+        self.parent = self
+
+policy, folder = sys.argv[1], sys.argv[2]
+registry = []  # the build keeps every model it makes
+with gcbench.measure("build", warmup=5, policy=policy) as m:
+    for i in range(2000):
+        if i == 5 and policy == "freeze":
+            gc.collect()
+            gc.freeze()
+        with m.step():
+            registry.append(Model(i))
+m.save(folder)
+"""
+
+
+def test_a_build_that_keeps_what_it_builds_is_said_as_growing_memory_and_advised_from_measurements(tmp_path):
+    """Issue 41, parts 5 and 6: a build loop (a validation library's models, kept): its memory
+    grows and the verdict says so; explaining it, `gc.freeze()` is a hypothesis until the
+    folder holds the loop measured with it, and then comes with its measured effect."""
+    import os
+    import subprocess
+    import sys
+
+    from gcbench.analysing import explain
+
+    folder = tmp_path / "build"
+    run = lambda policy, **env: subprocess.run([sys.executable, "-c", BUILD, policy, str(folder)], check=True,
+                                               timeout=120, env=dict(os.environ, **env))
+    for _ in range(3):
+        run("default")
+    run("default", GCBENCH_EXPLAIN="1")
+    docs = gcbench.load_dir(folder)
+    text = " ".join(verdict.sentences(summary.summarize_all(docs)))
+    assert "Its memory grows across the loop:" in text and "more objects every 1,000 steps" in text, text
+    (expl,) = explain.load(folder)["explanations"]
+    alone = explain.derive(expl, docs)["recommendations"]
+    remedies = [r for r in alone if r["kind"] not in explain.FINDINGS]
+    assert remedies and all(r["text"].endswith(explain.HYPOTHESIS) and not r["measured"] for r in remedies)
+    for _ in range(3):
+        run("freeze")
+    docs = gcbench.load_dir(folder)
+    measured = {r["kind"]: r for r in explain.derive(expl, docs)["recommendations"]}
+    freeze = measured["scanning"]
+    assert freeze["measured"] and freeze["effect"].startswith("measured, user/build/default → user/build/freeze")
+    assert "full collections" in freeze["effect"] and not freeze["text"].endswith(explain.HYPOTHESIS)

@@ -207,11 +207,15 @@ def test_a_memory_fix_is_reported_as_a_trade_not_a_regression(tmp_path):
     tests = {t["metric"]: t for t in row["tests"]}
     assert tests["full_rate"]["verdict"] == "more full GCs" and tests["full_rate"]["exact"]
     assert tests["peak_rss"]["verdict"] == "less memory" and tests["peak_rss"]["effect"] < 0.9
-    assert tests["mean"]["verdict"] == "slower run"
-    assert row["summary"].endswith("a trade, time for memory") and "less memory (-" in row["summary"]
     assert run_cli("compare", str(a), str(b), "--fail-on", "more-memory").returncode == 0
     failed = run_cli("compare", str(a), str(b), "--fail-on", "slower-run,more-memory")
-    assert failed.returncode == 1 and "slower run" in failed.stderr and "more memory" not in failed.stderr
+    if tests["mean"]["verdict"] == "not judged":  # a loaded machine (issue 40): the time is no verdict, memory is
+        assert "loaded machine" in tests["mean"]["note"] and "less memory (-" in row["summary"]
+        assert failed.returncode == 0 and "not judged" in failed.stderr
+    else:
+        assert tests["mean"]["verdict"] == "slower run"
+        assert row["summary"].endswith("a trade, time for memory") and "less memory (-" in row["summary"]
+        assert failed.returncode == 1 and "slower run" in failed.stderr and "more memory" not in failed.stderr
     summary = gcbench.to_dataframe(a, per="cell").iloc[0]
     assert summary["rss_growth_mb_per_1000"] > 1 and summary["full_collections"] == 0
 
@@ -246,7 +250,9 @@ def test_a_loop_against_its_freeze_and_its_fix_each_in_its_own_folder(tmp_path):
     assert reverse.returncode == 1 and "more full GCs" in reverse.stderr
     c = json.loads(run_cli("compare", str(lists), str(arrays), "--json").stdout)
     verdicts = {t["metric"]: t["verdict"] for t in c["rows"][0]["tests"]}
-    assert verdicts["mean"] == "faster run" and verdicts["gc_share"] == "less GC"
+    # the time a run takes: faster, or not judged where the machine was loaded (issue 40); the GC
+    # share is judged either way (of CPU time on a loaded machine), and the fix removes all of it
+    assert verdicts["mean"] in ("faster run", "not judged") and verdicts["gc_share"] == "less GC"
     assert c["rows"][0]["cell"] == "user/list-dataloader/default vs [arrays]"
     gated = run_cli("compare", str(arrays), str(lists), "--fail-on", "more-gc")
     assert gated.returncode == 1 and "more GC" in gated.stderr

@@ -57,6 +57,7 @@ def test_a_loaded_run_says_so_first_and_gives_counts_not_times():
     assert text[1].startswith("nnx/vit/default pays the collector most. It makes 8 full collections in every repeat")
     assert "of its CPU time in the collector" in text[2] and "mean step" not in text[2] and "longer" not in text[2]
     assert text[3].startswith("Under `disable` it makes 0 full collections against 24") and "not judged" in text[3]
+    assert "of its CPU time in the collector (its time is not judged" in text[3]
 
 
 def test_too_few_processes_give_values_not_intervals():

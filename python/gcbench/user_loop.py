@@ -279,8 +279,12 @@ class Measurement:
             return f"<{head}: no timed step yet>"
         from .analysing.summary import describe_user_loop
 
-        return f"{head}: {describe_user_loop(self.summary())}" + \
-            (" [explain: timings disturbed]" if self._diagnosis is not None else "")
+        text = f"{head}: {describe_user_loop(self.summary())}"
+        if self._diagnosis is None:
+            return text
+        from .analysing import explain  # explaining: what it found, under the (disturbed) figures
+
+        return f"{text} [explain: timings disturbed]\n{explain.format_text(self.explanation())}"
 
     def save(self, folder: str | os.PathLike) -> pathlib.Path:
         """Write the result into `folder` as the next repeat of this loop; return its path.

@@ -185,7 +185,7 @@ def table(docs: list[dict], package: str, cell: tuple[str, str, str], metric: Me
         row["mean_ms"] = _center(METRICS["mean"], [metric_value("mean", d) for d in used])
         row["gc_share_pct"] = _center(METRICS["gc_share"], [metric_value("gc_share", d) for d in used])
         row["full_per_1000"] = _center(METRICS["full_gc"], [metric_value("full_gc", d) for d in used])
-        row["full_per_repeat"] = [int(np.count_nonzero(summary.full_collections(d))) for d in used]
+        row["full_per_repeat"] = [int(summary.full_collections(d).sum()) for d in used]  # collections, not steps
         if previous is not None:
             a, b = max(previous["value"], metric.floor), max(row["value"], metric.floor)
             row["change"] = (b / a) if a > 0 and b > 0 else (1.0 if a == b else float("inf"))
@@ -200,6 +200,8 @@ def table(docs: list[dict], package: str, cell: tuple[str, str, str], metric: Me
     for row, t in tests:
         row["p_adj"] = t.p_adj
         row["exact"] = t.exact
+        if t.not_judged:  # a time from a loaded machine, or from two kinds of machine: never marked
+            row["not_judged"] = t.not_judged
     marked = None
     for row in rows:
         change = row.get("change")
@@ -245,6 +247,7 @@ def table_rows(tab: dict, mark: str) -> tuple[list[str], list[list[str]]]:
         if "change" in r:
             change += f" (p={r['p_adj']:.2g})" if r.get("p_adj") is not None else \
                 " (exact: fixed schedules)" if r.get("exact") else \
+                f" (not judged: {r['not_judged']})" if r.get("not_judged") else \
                 (f" (untested: fewer than {stats.MIN_PROCESSES} repeats)" if not r.get("tested") else "")
         rows.append(first + [_fmt(r["median_ms"]), _fmt(r["mean_ms"]) if r.get("mean_ms") is not None else "-",
                              f"{r['gc_share_pct']:.2f}", f"{r['full_per_1000']:.1f}"] +

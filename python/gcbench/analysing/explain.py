@@ -110,9 +110,23 @@ def _effect(docs: list[dict] | None, base: tuple, other: tuple, env: str | None 
             f"{mean_effect}{tested(mean)}; the typical step (median) {median_effect}{tested(median)}")
 
 
+HYPOTHESIS = " (a hypothesis: its effect is not measured on this loop)."
+FINDINGS = ("none", "own-code")  # what the diagnosis shows, not a remedy to measure
+
+
 def recommendations(expl: dict, docs: list[dict] | None = None, tests: bool = True) -> list[dict]:
     """What to do about it, derived from the diagnosis, with measured effects where `docs`
-    (the results folder's cells) hold the cells to show them."""
+    (the results folder's cells) hold the cells to show them. A remedy whose effect the
+    folder does not hold is said as a hypothesis (`measured` False), never as advice."""
+    out = _remedies(expl, docs, tests)
+    for r in out:
+        r["measured"] = bool(r.get("effect"))
+        if not r["measured"] and r["kind"] not in FINDINGS:
+            r["text"] = r["text"].rstrip(".") + HYPOTHESIS
+    return out
+
+
+def _remedies(expl: dict, docs: list[dict] | None, tests: bool) -> list[dict]:
     out = []
     backend, workload, policy = expl["cell"]["backend"], expl["cell"]["workload"], expl["cell"]["policy"]
     env = expl.get("environment")

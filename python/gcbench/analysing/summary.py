@@ -446,6 +446,25 @@ def memory_summary(docs: list[dict]) -> dict | None:
     return out or None
 
 
+GROWTH_MIB = 1.0  # resident memory growing faster than this per 1,000 steps is a finding
+
+
+def memory_growth(s: dict) -> str | None:
+    """That a cell's memory grows across its loop, in words, or None: its resident set
+    grows by more than GROWTH_MIB per 1,000 steps (and, with an interval, surely above 0),
+    said with the objects the collector tracks."""
+    m = s.get("memory") or {}
+    g, ci = m.get("rss_growth_mb_per_1000"), m.get("rss_growth_ci")
+    if g is None or g <= GROWTH_MIB or (ci is not None and ci[0] <= 0):
+        return None
+    interval = f" (95 % {stats.fmt_range(ci[0], ci[1])})" if ci else ""
+    tracked = m.get("tracked_growth_per_1000")
+    objects = (f", and the collector tracks {abs(tracked):,.0f} {'more' if tracked >= 0 else 'fewer'} objects every "
+               "1,000 steps" if tracked is not None else "")
+    peak = f" to a peak of {m['peak_rss_mb']:,.0f} MiB" if m.get("peak_rss_mb") is not None else ""
+    return f"its memory grows across the loop: {stats.fmt(g)} MiB per 1,000 steps{interval}{peak}{objects}"
+
+
 def describe_user_loop(row: dict) -> str:
     """A user's loop (its `record`) in one line: what `print(m)` shows."""
     if row.get("median_ms") is None:
@@ -460,7 +479,9 @@ def describe_user_loop(row: dict) -> str:
     parts += [f"median step {stats.fmt(row['median_ms'])} ms", f"mean {stats.fmt(row['mean_ms'])} ms",
               f"GC {100 * row['gc_share']:.2f} %"]
     if row.get("peak_rss_mb") is not None:
-        parts.append(f"peak RSS {row['peak_rss_mb']:,.0f} MiB")
+        growth = row.get("rss_growth_mb_per_1000")
+        parts.append(f"peak RSS {row['peak_rss_mb']:,.0f} MiB" +
+                     (f" (growing {stats.fmt(growth)} MiB per 1,000 steps)" if growth and growth > GROWTH_MIB else ""))
     if row.get("loaded_repeats"):
         parts.append("the machine was loaded: times not comparable, counts are")
     if row.get("warmup_gc_ms") is not None:

@@ -133,7 +133,8 @@ def _mitigation_counts(cs: summary.CellSummary, others: list[summary.CellSummary
         f, fo = cs.stats["full"]["count"], o.stats["full"]["count"]
         parts.append(f"under `{o.key[2]}` it makes {fo:,} full collections against {f:,} and spends "
                      f"{_share(o.stats)} {_of_time(o.stats)} in the collector")
-    return "; ".join(parts).capitalize() + " (its time is not judged: the machine was loaded)."
+    text = "; ".join(parts)
+    return text[0].upper() + text[1:] + " (its time is not judged: the machine was loaded)."
 
 
 def _cheapest_backend(cs: summary.CellSummary, ok: list[summary.CellSummary]) -> str | None:
@@ -177,13 +178,20 @@ def sentences(cells: list[summary.CellSummary]) -> list[str]:
     worst = max(ok, key=lambda cs: (share(cs.stats), cs.stats["full"]["count"]))
     s = worst.stats
     between = sum(sum((cs.stats.get("between") or {}).get("collections") or []) for cs in ok)
+    growing = [(cs, summary.memory_growth(cs.stats)) for cs in ok if summary.memory_growth(cs.stats)]
     if share(s) < NEGLIGIBLE_SHARE and not s["full"]["count"] and not between:
-        return out + [f"The collector costs next to nothing in all {len(ok)} cells: no full collection inside a timed "
-                      f"step, and at most {_share(s)} of {'CPU' if _cpu(s) else 'step'} time ({worst.label})."]
+        # the collector is not the largest effect here: a memory that grows is, when one does
+        lead = [f"{cs.label}: {why[0].upper()}{why[1:]}." for cs, why in growing[:2]]
+        return out + lead + [f"The collector costs next to nothing in all {len(ok)} cells: no full collection inside "
+                             f"a timed step, and at most {_share(s)} of {'CPU' if _cpu(s) else 'step'} time "
+                             f"({worst.label})."]
     out.append(f"{worst.label} pays the collector most. It makes {_counts(worst)}.")
     times = ("" if s.get("loaded") else
              f"; its mean step is {stats.fmt(s['mean_ms'])} ms against a median of {stats.fmt(s['median_ms'])} ms")
     out.append(f"It spends {_share(s)} {_of_time(s)} in the collector{times}{_full_cost(worst)}.")
+    grows = summary.memory_growth(s)
+    if grows:
+        out.append(f"{grows[0].upper()}{grows[1:]}.")
     fix = _mitigation(worst, ok) or _cheapest_backend(worst, ok)
     if fix:
         out.append(fix)

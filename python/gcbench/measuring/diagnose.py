@@ -264,7 +264,11 @@ class Diagnosis:
         if phase == "start":
             self._start0, self._start1, self._start2 = len(gc.get_objects(0)), len(gc.get_objects(1)), -1
             if self.count_garbage:  # who is there now: whoever is gone at the stop was collected
-                objs = gc.get_objects() if gen >= 2 else [o for g in range(gen + 1) for o in gc.get_objects(g)]
+                # one list from get_objects, never one built around its calls: a list being built
+                # is itself in generation 0, would hold itself, and be cyclic garbage of ours
+                objs = gc.get_objects() if gen >= 2 else gc.get_objects(0)
+                if gen == 1:
+                    objs += gc.get_objects(1)
                 no = self._type_no
                 for tp in set(map(type, objs)) - no.keys():
                     no[tp] = len(self._types)

@@ -83,6 +83,7 @@ def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_E
     collected = [cs for cs in ok if sum(cs.stats["collections"]) > 0]
     with_full = sorted((cs for cs in ok if cs.stats["full"]["count"] > 0),
                        key=lambda cs: -cs.stats["full"]["rate"]["value"])
+    out += [f"{_name(cs)}: {summary.memory_growth(cs.stats)}." for cs in ok if summary.memory_growth(cs.stats)]
     between = [cs for cs in ok if any((cs.stats.get("between") or {}).get("collections") or [])]
     if between:  # collections the loop paid for outside its steps: never "costs nothing"
         out += [between_sentence(cs) for cs in between]
