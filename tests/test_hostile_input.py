@@ -9,6 +9,7 @@ import copy
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -120,17 +121,21 @@ def test_a_signal_during_a_report_from_an_archive_is_one_line_and_leaves_nothing
                      + docs(np.random.default_rng(6), 3, 12.0, steps=1500, backend="nnx"))
     assert run_cli("report", str(folder), "--out", str(tmp_path / "first")).returncode == 0
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-m", "gcbench", "report", str(tmp_path / "first"), "--out",
-                             str(tmp_path / "again")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     tmp = pathlib.Path(tempfile.gettempdir())
-    prefix = f"gcbench-results-{proc.pid}-"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not any(p.name.startswith(prefix) for p in tmp.iterdir()):
-        time.sleep(0.02)  # signal once the archive is unpacked and the report is being drawn
-    assert proc.poll() is None, "the report ended before it could be interrupted"
-    time.sleep(0.3)
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
+    for attempt in range(3):  # on a busy machine this test may see the folder only as the report ends: again
+        proc = subprocess.Popen([sys.executable, "-m", "gcbench", "report", str(tmp_path / "first"), "--out",
+                                 str(tmp_path / "again")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=env)
+        prefix = f"gcbench-results-{proc.pid}-"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None and \
+                not any(p.name.startswith(prefix) for p in tmp.iterdir()):
+            time.sleep(0.02)  # signal once the archive is being unpacked and the report drawn
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        if proc.returncode != 0:
+            break
+        shutil.rmtree(tmp_path / "again")  # it finished before the signal: a whole report, not this test's case
     assert proc.returncode == code, err
     assert "Traceback" not in err and err.strip().splitlines() == [f"gcbench: {said}"], err
     assert not any(p.name.startswith(prefix) for p in tmp.iterdir())

@@ -161,10 +161,10 @@ class Measurement:
         """Before the first timed step: the collector's state and the tracked objects, once
         (the only place the probe allocates; a collection it starts is the warm-up's)."""
         self._gc_enabled, self._frozen, self._thresholds = gc.isenabled(), gc.get_freeze_count(), gc.get_threshold()
+        if self._diagnosis is not None:  # its own objects before the count: the growth is the loop's
+            self._diagnosis.start()
         self._tracked_start = len(gc.get_objects())
         self._load[0] = machineload.snapshot()
-        if self._diagnosis is not None:
-            self._diagnosis.start()
 
     def _begin(self) -> None:
         if not self._active:
