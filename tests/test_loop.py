@@ -218,3 +218,26 @@ def test_a_build_that_keeps_what_it_builds_is_said_as_growing_memory_and_advised
     freeze = measured["scanning"]
     assert freeze["measured"] and freeze["effect"].startswith("measured, user/build/default → user/build/freeze")
     assert "full collections" in freeze["effect"] and not freeze["text"].endswith(explain.HYPOTHESIS)
+
+
+def test_an_explicit_call_inside_a_library_is_named_by_the_users_line_and_explained_as_explicit(tmp_path,
+                                                                                                 monkeypatch):
+    """Issue 41, part 3: a gc.collect() that a library makes is named by the line of the
+    user's loop that called the library; explain tells explicit collections apart too."""
+    (tmp_path / "cleanup_library.py").write_text("import gc\n\ndef cleanup():\n    gc.collect()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import cleanup_library
+
+    def loop(explain: bool):
+        with gcbench.measure("trainer", explain=explain) as m:
+            for _ in range(10):
+                with m.step():
+                    cleanup_library.cleanup()  # LIBRARY-CALL
+        return m
+
+    m = loop(False)
+    lines = open(__file__).read().splitlines()
+    user_line = next(n for n, text in enumerate(lines, 1) if text.strip().startswith("cleanup_library.cleanup()"))
+    assert m.result()["between_steps"]["explicit_sites"] == {f"{__file__}:{user_line}": 10}
+    text = str(loop(True))
+    assert "10 full (10 of them explicit gc.collect() calls, 10 full)" in text, text

@@ -120,6 +120,7 @@ class Measurement:
         self._load = [None, None, None]
         self._diagnosis = None
         self._user_file = _caller_file()
+        self._timed.user_files = frozenset({self._user_file})  # a gc.collect() inside a library: named by the user's line
 
     # -- the context managers ---------------------------------------------------------
     def __enter__(self) -> Measurement:

@@ -261,6 +261,7 @@ def derive(expl: dict, docs: list[dict] | None = None, tests: bool = True) -> di
     expl = dict(expl, full_interval=full_interval(py))
     in_steps = [c for c in py["collections"] if 0 <= c["step"] < py["steps"]]
     expl["counts"] = [sum(1 for c in in_steps if c["generation"] == g) for g in range(3)]
+    expl["explicit"] = [sum(1 for c in in_steps if c["generation"] == g and c.get("explicit")) for g in range(3)]
     expl["collected"] = sum(c["collected"] for c in in_steps)
     expl["uncollectable"] = sum(c["uncollectable"] for c in in_steps)
     expl["recommendations"] = recommendations(expl, docs, tests)
@@ -360,8 +361,10 @@ def format_text(expl: dict) -> str:
     lines.append(f"collector: {model['model']} (Python {expl['python_version']}), thresholds "
                  f"{'/'.join(map(str, py['thresholds']))}; {model['note']}")
     c = expl["counts"]
+    x = expl.get("explicit") or [0, 0, 0]
     lines.append(f"collections in {py['steps']} steps: {c[0]:,} of generation 0, {c[1]:,} of generation 1, "
-                 f"{c[2]:,} full; objects collected: {expl['collected']:,}"
+                 f"{c[2]:,} full" + (f" ({sum(x):,} of them explicit gc.collect() calls, {x[2]:,} full)" if any(x) else "")
+                 + f"; objects collected: {expl['collected']:,}"
                  + (" (no cyclic garbage)" if not expl["collected"] else "")
                  + (f"; uncollectable: {expl['uncollectable']}" if expl["uncollectable"] else ""))
     pr = py["promoted"]

@@ -254,6 +254,7 @@ class Diagnosis:
         self._types: list[type] = []  # type number -> type
         self._type_no: dict[type, int] = {}
         self._t0 = 0
+        self._explicit = 0
         self._start0 = self._start1 = self._start2 = -1
         self.started = False
         self._was_tracing = False
@@ -262,6 +263,8 @@ class Diagnosis:
     def _on(self, phase: str, info: dict) -> None:
         gen = info["generation"]
         if phase == "start":
+            # explicit (gc.collect()) or the collector's own, told as the probe tells them
+            self._explicit = int(not gc.isenabled() or gc.get_count()[0] <= gc.get_threshold()[0])
             self._start0, self._start1, self._start2 = len(gc.get_objects(0)), len(gc.get_objects(1)), -1
             if self.count_garbage:  # who is there now: whoever is gone at the stop was collected
                 # one list from get_objects, never one built around its calls: a list being built
@@ -315,7 +318,8 @@ class Diagnosis:
             self.oldest += (self.step, len(gc.get_objects(2)))
         if self._before:
             self._count_garbage(gen, info["collected"])
-        self.collections.append({"step": self.step, "generation": gen, "pause_ns": pause, "at_start_0": self._start0,
+        self.collections.append({"step": self.step, "generation": gen, "explicit": self._explicit,
+                                 "pause_ns": pause, "at_start_0": self._start0,
                                  "at_start_1": self._start1, "at_start_2": self._start2, "collected": info["collected"],
                                  "uncollectable": info["uncollectable"]})
 

@@ -100,6 +100,7 @@ class StepProbe:
         # explicit collections (gc.collect() calls): per step, in all, and by the calling line
         self.gc_explicit = np.zeros((capacity, GENERATIONS), np.int64)
         self.explicit_sites: dict[str, int] = {}
+        self.user_files: frozenset[str] = frozenset()  # a user's loop: its files, where explicit calls are named
         self._explicit_totals = [0] * GENERATIONS
         self._explicit0 = [0] * GENERATIONS
         self._explicit_now = False
@@ -153,8 +154,11 @@ class StepProbe:
                 # named by the line that called it. (What this allocates, the collection
                 # that follows wipes from the young count.)
                 self._explicit_now = not gc.isenabled() or count <= gc.get_threshold()[0]
-                if self._explicit_now:
-                    caller = sys._getframe(1)
+                if self._explicit_now:  # the line that called it: in the user's own files where known
+                    caller = frame = sys._getframe(1)
+                    while self.user_files and frame is not None and frame.f_code.co_filename not in self.user_files:
+                        frame = frame.f_back
+                    caller = frame or caller
                     site = f"{caller.f_code.co_filename}:{caller.f_lineno}"
                     self.explicit_sites[site] = self.explicit_sites.get(site, 0) + 1
                 self._pause_start = time.perf_counter_ns()
