@@ -59,6 +59,19 @@ def test_collections_between_steps_are_counted_and_charged_to_their_iteration(tm
     assert row["full_collections"] == int(full.sum()) and row["mean_ms"] > row["median_ms"]
     text = " ".join(verdict.sentences([summary.summarize([doc])]))
     assert "costs next to nothing" not in text and "between steps, in the loop's own code outside `m.step()`" in text
+    # explained, the same loop says where its collections ran
+    import os
+    import subprocess
+    import sys
+
+    from gcbench.analysing import explain
+
+    subprocess.run([sys.executable, "-c", LOADER, "lists", str(tmp_path / "lists")], check=True, timeout=120,
+                   env=dict(os.environ, GCBENCH_EXPLAIN="1"))
+    (expl,) = explain.load(tmp_path / "lists")["explanations"]
+    found = {r["kind"]: r for r in explain.derive(expl, [doc])["recommendations"]}
+    assert "ran between steps, in your loop's own code outside `m.step()`" in found["between"]["text"]
+    assert not found["between"]["text"].endswith(explain.HYPOTHESIS)  # a finding, not a remedy
 
 
 def test_a_loader_fix_is_judged_on_the_loops_time_and_its_counts(tmp_path):

@@ -111,7 +111,7 @@ def _effect(docs: list[dict] | None, base: tuple, other: tuple, env: str | None 
 
 
 HYPOTHESIS = " (a hypothesis: its effect is not measured on this loop)."
-FINDINGS = ("none", "own-code")  # what the diagnosis shows, not a remedy to measure
+FINDINGS = ("none", "own-code", "between")  # what the diagnosis shows, not a remedy to measure
 
 
 def recommendations(expl: dict, docs: list[dict] | None = None, tests: bool = True) -> list[dict]:
@@ -187,6 +187,13 @@ def _user_loop_advice(expl: dict, py: dict, interval: dict, before: float, docs,
     `gc.freeze()` after warm-up as the remedy (its effect measured where the folder holds
     the loop measured with policy freeze)."""
     out = []
+    between = [c for c in py["collections"] if c["step"] == -1]  # before, between and after the steps
+    if between:
+        full = sum(1 for c in between if c["generation"] >= 2)
+        out.append({"kind": "between", "text": f"{len(between):,} collection{'s' * (len(between) != 1)} ({full:,} "
+                    "full) ran between steps, in your loop's own code outside `m.step()` (a data loader, say): "
+                    "they are the loop's all the same and count in the time a run takes; what allocates there is "
+                    "what to change, or to move into the step to see it in the step's own time."})
     sites = traced_sites(py["promoted"])
     traced = max(sum(sites.values()), 1)
     own = {k: v for k, v in sites.items() if k.split(" ")[0] == "user"}
