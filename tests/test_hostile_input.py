@@ -123,9 +123,11 @@ def test_a_signal_during_a_report_from_an_archive_is_one_line_and_leaves_nothing
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     tmp = pathlib.Path(tempfile.gettempdir())
     for attempt in range(3):  # on a busy machine this test may see the folder only as the report ends: again
+        # SIGINT as a terminal delivers it: a process that inherits it ignored (pytest-xdist's workers may
+        # run so) never sees Ctrl-C, and Python then installs no KeyboardInterrupt for it
         proc = subprocess.Popen([sys.executable, "-m", "gcbench", "report", str(tmp_path / "first"), "--out",
                                  str(tmp_path / "again")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=env)
+                                env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         prefix = f"gcbench-results-{proc.pid}-"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and proc.poll() is None and \

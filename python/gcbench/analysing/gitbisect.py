@@ -54,7 +54,7 @@ class Metric:
     def per_repeat(self, docs: list[dict]) -> list[float]:
         ok = [d for d in docs if d["status"] == "ok"]
         if self.name == "full-collections":
-            return [float(np.count_nonzero(summary.full_collections(d))) for d in ok]
+            return [float(summary.full_collections(d).sum()) for d in ok]  # collections, not steps holding one
         release_metric = bisect.METRICS["gc_share" if self.name == "gc-share" else "median"]  # one formula each
         return [release_metric.of(d) for d in ok]
 
