@@ -90,11 +90,8 @@ def explicit_summary(docs: list[dict]) -> dict | None:
 def describe_explicit(e: dict, shown: int = 3) -> str:
     """`40 explicit (gc.collect()) collections per repeat, 40 of them full, at train.py:88 (20),
     train.py:89 (20)`."""
-    import os
-
     per = e["per_repeat"]
-    where = ", ".join(f"{os.path.basename(site.rsplit(':', 1)[0])}:{site.rsplit(':', 1)[1]} ({stats.fmt(k)})"
-                      for site, k in list(e["sites"].items())[:shown])
+    where = ", ".join(f"{site_name(site)} ({stats.fmt(k)})" for site, k in list(e["sites"].items())[:shown])
     more = len(e["sites"]) - shown
     return (f"{stats.fmt(sum(per))} explicit (`gc.collect()`) collection{'s' * (sum(per) != 1)} per repeat, "
             f"{stats.fmt(per[-1])} of them full" + (f", called at {where}" if where else "")
@@ -133,20 +130,30 @@ def repeat_load(doc: dict) -> str | None:
     return None
 
 
-def describe_load(docs: list[dict]) -> str:
-    """`3 of 3 repeats loaded, other processes used 1.0-1.1 of 2 cores` (or the first
-    reason, for results that read only the load average): the loaded repeats among `docs`."""
+def how_loaded(docs: list[dict]) -> tuple[int, str]:
+    """How many of `docs` ran loaded, and how, in words: `other processes used 1.0-1.1 of 2
+    cores`, or the first reason for results that read only the load average."""
     loaded = [d for d in docs if repeat_load(d)]
     if not loaded:
-        return f"0 of {len(docs)} repeats loaded"
+        return 0, ""
     others = [d["machine_state"]["others_cores"] for d in loaded if "others_cores" in (d.get("machine_state") or {})]
     cores = (loaded[0].get("machine_state") or {}).get("cpu_count") or (loaded[0].get("metadata") or {}).get("cpu_count")
-    if others and cores:
-        lo, hi = min(others), max(others)
-        what = f"other processes used {lo:.1f}{f'-{hi:.1f}' if f'{hi:.1f}' != f'{lo:.1f}' else ''} of {cores} cores"
-    else:
-        what = repeat_load(loaded[0])
-    return f"{len(loaded)} of {len(docs)} repeats loaded, {what}"
+    if not (others and cores):
+        return len(loaded), repeat_load(loaded[0])
+    lo, hi = f"{min(others):.1f}", f"{max(others):.1f}"
+    return len(loaded), f"other processes used {lo if lo == hi else f'{lo}-{hi}'} of {cores} cores"
+
+
+def describe_load(docs: list[dict]) -> str:
+    """`3 of 3 repeats loaded, other processes used 1.0-1.1 of 2 cores`."""
+    n, how = how_loaded(docs)
+    return f"{n} of {len(docs)} repeats loaded" + (f", {how}" if n else "")
+
+
+def site_name(site: str) -> str:
+    """`train.py:88`: a `path:line` site as a reader names it, its file's name and line."""
+    path, _, line = site.rpartition(":")
+    return f"{path.replace(chr(92), '/').rsplit('/', 1)[-1]}:{line}"
 
 
 def node_type(doc: dict) -> str:
@@ -473,7 +480,7 @@ def describe_user_loop(row: dict) -> str:
     if row.get("between_steps_collections") and any(row["between_steps_collections"]):
         parts.append(f"{sum(row['between_steps_collections'])} collections between steps")
     if row.get("explicit_collections"):
-        sites = ", ".join(f"{site.rsplit('/', 1)[-1]}" for site in list(row.get("explicit_sites") or {})[:2])
+        sites = ", ".join(site_name(site) for site in list(row.get("explicit_sites") or {})[:2])
         parts.append(f"{sum(row['explicit_collections'])} explicit ({row['explicit_collections'][-1]} full"
                      + (f", at {sites}" if sites else "") + ")")
     parts += [f"median step {stats.fmt(row['median_ms'])} ms", f"mean {stats.fmt(row['mean_ms'])} ms",

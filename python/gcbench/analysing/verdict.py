@@ -54,18 +54,11 @@ def _of_time(s: dict) -> str:
 
 def load_sentence(ok: list[summary.CellSummary]) -> str | None:
     """The machine was loaded: said first, with how much, and what that leaves judged."""
-    loaded = [cs for cs in ok if cs.stats.get("loaded")]
-    if not loaded:
+    used = [d for cs in ok for d in cs.docs if d["status"] == "ok" and d["repeat"] in cs.stats["used"]]
+    repeats, how = summary.how_loaded(used)
+    if not repeats:
         return None
-    repeats = sum(cs.stats["loaded"] for cs in loaded)
-    total = sum(len(cs.stats["used"]) for cs in ok)
-    others = [d["machine_state"]["others_cores"] for cs in loaded for d in cs.docs
-              if d["status"] == "ok" and "others_cores" in (d.get("machine_state") or {}) and summary.repeat_load(d)]
-    cores = next((d.get("machine_state", {}).get("cpu_count") for cs in loaded for d in cs.docs
-                  if (d.get("machine_state") or {}).get("cpu_count")), None)
-    lo, hi = (f"{min(others):.1f}", f"{max(others):.1f}") if others else ("", "")
-    how = (f"other processes used {lo if lo == hi else f'{lo}-{hi}'} of {cores} cores" if others and cores
-           else loaded[0].stats["load"])
+    total = len(used)
     return (f"The machine was loaded: {repeats} of {total} repeats ran while {how}. Times are not judged; the "
             "collection counts are exact whatever the load, and GC shares below are of CPU time where recorded.")
 
@@ -178,7 +171,7 @@ def sentences(cells: list[summary.CellSummary]) -> list[str]:
     worst = max(ok, key=lambda cs: (share(cs.stats), cs.stats["full"]["count"]))
     s = worst.stats
     between = sum(sum((cs.stats.get("between") or {}).get("collections") or []) for cs in ok)
-    growing = [(cs, summary.memory_growth(cs.stats)) for cs in ok if summary.memory_growth(cs.stats)]
+    growing = [(cs, why) for cs in ok if (why := summary.memory_growth(cs.stats))]
     if share(s) < NEGLIGIBLE_SHARE and not s["full"]["count"] and not between:
         # the collector is not the largest effect here: a memory that grows is, when one does
         lead = [f"{cs.label}: {why[0].upper()}{why[1:]}." for cs, why in growing[:2]]

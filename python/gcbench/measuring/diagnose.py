@@ -26,6 +26,8 @@ import sys
 import time
 import tracemalloc
 
+from . import probe
+
 NAMED = ("jax", "jaxlib", "equinox", "flax", "optax", "numpy", "gcbench")
 _GCBENCH_DIR = str(pathlib.Path(__file__).resolve().parents[1])  # the package, all of it
 # The files of a user's own loop (`gcbench.measure(..., explain=True)` adds the caller's):
@@ -264,7 +266,7 @@ class Diagnosis:
         gen = info["generation"]
         if phase == "start":
             # explicit (gc.collect()) or the collector's own, told as the probe tells them
-            self._explicit = int(not gc.isenabled() or gc.get_count()[0] <= gc.get_threshold()[0])
+            self._explicit = int(probe.explicit(gc.get_count()[0]))
             self._start0, self._start1, self._start2 = len(gc.get_objects(0)), len(gc.get_objects(1)), -1
             if self.count_garbage:  # who is there now: whoever is gone at the stop was collected
                 # one list from get_objects, never one built around its calls: a list being built

@@ -153,7 +153,7 @@ class StepProbe:
                 # threshold (and never while disabled): anything else is a gc.collect() call,
                 # named by the line that called it. (What this allocates, the collection
                 # that follows wipes from the young count.)
-                self._explicit_now = not gc.isenabled() or count <= gc.get_threshold()[0]
+                self._explicit_now = explicit(count)
                 if self._explicit_now:  # the line that called it: in the user's own files where known
                     caller = frame = sys._getframe(1)
                     while self.user_files and frame is not None and frame.f_code.co_filename not in self.user_files:
@@ -366,6 +366,12 @@ class StepProbe:
         return {"step": self.ev_step[:k].tolist(), "generation": self.ev_generation[:k].tolist(),
                 "pause_ns": self.ev_pause[:k].tolist(), "collected": self.ev_collected[:k].tolist(),
                 "dropped": self.events_dropped}
+
+
+def explicit(count: int) -> bool:
+    """Whether a collection starting at young count `count` is a gc.collect() call: the
+    collector starts on its own only above its young threshold, and never while disabled."""
+    return not gc.isenabled() or count <= gc.get_threshold()[0]
 
 
 _STATM = [0, None]  # [the process that opened it, its fd (None: there is no /proc/self/statm)]
