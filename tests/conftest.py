@@ -26,6 +26,7 @@ from gcbench.measuring import data as datamod
 # pytest processes (as a project runs them, and under other versions of equinox); collected
 # here as well, they ran a second time inside this suite's own workers.
 collect_ignore = ["budget_cases"]
+pytest_plugins = ["pytester"]  # the GC budget plugin's tests run pytest sessions of their own
 
 
 @pytest.fixture(autouse=True)

@@ -17,49 +17,58 @@ same program, on any machine (no timing, so no flakiness):
   (the mean over the steps: promotions happen at the collections of generation 1, a few
   hundred at a time). This is what makes full collections, and what they scan;
 - `max_full_per_1000`, `max_collections_per_1000` (one figure for all generations, or a
-  tuple per generation): collections per 1,000 timed steps;
+  list per generation): collections per 1,000 timed steps, between steps too;
 - `max_tracked_growth_per_1000`: objects the collector tracks that are still alive at the
   end, per 1,000 steps;
 - `max_gc_share` (a fraction): time in GC pauses. Timing is noisy, and the budget's own
   diagnostics run inside the pauses, so this one is an upper bound; prefer the counts.
 
-Allocation sites are traced with tracemalloc, which slows a step's allocations several
-times; `sites=False` leaves them out (a failure then names no site).
+The same count however the test is selected: each test that uses `gc_budget` runs in a
+fresh interpreter of its own (`budget_isolation`: what earlier tests warmed or filled moved
+an Equinox step's promotions by 7 %), with PYTHONHASHSEED fixed; `--gc-budget-in-process`
+measures in the session's process instead. Inside, the budget starts, and its timed steps
+start again after the warm-up, from a collected heap with what existed before frozen
+(`gc.collect()`, then `gc.freeze()`: out of the collector's sight; undone after, unless the
+test run froze objects itself, whose freeze then stays) and with CPython's default
+thresholds (700, 10, 10), whatever other code set.
 
-To make the counts the step's own, the budget starts from a collected heap with what
-existed before it frozen (`gc.collect()`, then `gc.freeze()`, undone after: what the
-session imported or ran earlier is out of the collector's sight) and with CPython's
-default thresholds (700, 10, 10), whatever other code set; it records the interpreter,
-PYTHONHASHSEED and the objects it froze. Within budget the test passes silently; over
-budget it fails with one message: each measured figure beside its budget, where the full
-collections fell, and the top promotion sites (file:line and type, from tracemalloc, the
-machinery of `gcbench explain`). The budget's bookkeeping creates no object inside a step
-(it is `gcbench.measure`'s probe).
+Honest checks: a budget refuses to start with the collector disabled, refuses to nest in
+another, and warns (`GCBudgetWarning`; an error under `--gc-budget-strict`) when it asserts
+nothing. Within budget the test passes silently; over budget it fails with one message:
+each measured figure beside its budget, where the full collections fell, and what to look
+at: the top promotion sites, the types and lines of what the loop kept, or of the cyclic
+garbage it made (file:line and type, from tracemalloc, the machinery of `gcbench explain`;
+`sites=False` leaves allocation sites out and the steps as fast as without). The budget's
+bookkeeping creates no object inside a step (it is `gcbench.measure`'s probe).
 
 Budgets can come from a baseline: `pytest --gc-budget-update` writes each budget's measured
-counts, with a margin (BASELINE_MARGIN), into `gc_budgets.toml` beside the test file, which
-later runs read for every budget the test does not name itself; a failure names the file
-and line to change. `--gc-budget-report DIR` saves each budget's measurement as a gcbench
-result (and its explanation), so `gcbench report DIR` and `gcbench compare` work on them.
+counts, with a margin, into `gc_budgets.toml` beside the test file (`budget_file`: locked,
+atomic, comments kept), which later runs read for every budget the test does not name
+itself; a failure names the file and line to change. `--gc-budget-report DIR` saves each
+budget's measurement as a gcbench result named by its test (and its explanation), so
+`gcbench report DIR` and `gcbench compare` work on them.
 """
 
 from __future__ import annotations
 
 import gc
-import math
+import hashlib
 import os
 import pathlib
 import re
 import sys
+import warnings
 
 import pytest
 
-BASELINE = "gc_budgets.toml"
-BASELINE_MARGIN = 1.25  # budgets written by --gc-budget-update: measured x this, plus SLACK
-SLACK = {"max_promotions_per_step": 1, "max_tracked_growth_per_1000": 10}
+from . import budget_file, budget_isolation
+
+BASELINE = budget_file.NAME
 DEFAULT_THRESHOLDS = (700, 10, 10)
-COUNTED = ("max_promotions_per_step", "max_full_per_1000", "max_collections_per_1000", "max_tracked_growth_per_1000")
+COUNTED = budget_file.COUNTS
 CAPACITY = 100_000
+_ACTIVE: list = []  # the budget measuring now: budgets do not nest
+GCBudgetWarning = budget_file.GCBudgetWarning
 
 
 def pytest_addoption(parser):
@@ -67,8 +76,63 @@ def pytest_addoption(parser):
     group.addoption("--gc-budget-report", metavar="DIR", default=None,
                     help="save every GC budget's measurement as a gcbench result in DIR (gcbench report DIR)")
     group.addoption("--gc-budget-update", action="store_true", default=False,
-                    help=f"write the measured counts (x{BASELINE_MARGIN:g}) into {BASELINE} beside each test file "
+                    help=f"write the measured counts (x{budget_file.MARGIN:g}) into {BASELINE} beside each test file "
                          "as the budgets later runs check, instead of checking them")
+    group.addoption("--gc-budget-strict", action="store_true", default=False,
+                    help="a GC budget that asserts nothing (no budget given or stored) fails its test")
+    group.addoption("--gc-budget-in-process", action="store_true", default=False,
+                    help="measure budgeted tests in this process, not each in a fresh interpreter (faster; the "
+                         "counts then depend on what ran before them)")
+
+
+def pytest_configure(config):
+    folder = config.getoption("--gc-budget-report")
+    if folder:
+        from .core import files
+        from .core.errors import UsageError
+
+        try:
+            files.make_folder(folder, "--gc-budget-report folder")
+        except UsageError as e:
+            raise pytest.UsageError(str(e)) from None
+    if budget_isolation.in_child():
+        recorder = budget_isolation.ChildRecorder(os.environ[budget_isolation.CHILD_ENV])
+        recorder.config = config
+        config.pluginmanager.register(recorder, "gcbench-budget-child")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session):
+    if budget_isolation.in_child():  # the parent reports this test: the child's own terminal stays quiet
+        reporter = session.config.pluginmanager.getplugin("terminalreporter")
+        if reporter is not None:
+            session.config.pluginmanager.unregister(reporter)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Budget files beside the budgeted tests, checked once, before any test runs: a bad one
+    is one usage error (exit 4), not a traceback in every test."""
+    if hasattr(config, "workerinput") or budget_isolation.in_child():
+        return  # an xdist worker, or a budget's child: each budgeted test says it, in one line
+    seen = set()
+    for item in items:
+        if "gc_budget" in getattr(item, "fixturenames", ()):
+            path = pathlib.Path(str(item.path)).parent / BASELINE
+            if path not in seen:
+                seen.add(path)
+                try:
+                    budget_file.read(path)
+                except budget_file.BudgetFileError as e:
+                    raise pytest.UsageError(str(e)) from None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    if ("gc_budget" in getattr(item, "fixturenames", ()) and not budget_isolation.in_child()
+            and not item.config.getoption("--gc-budget-in-process")):
+        budget_isolation.run(item)
+        return True
+    return None
 
 
 @pytest.fixture
@@ -92,45 +156,86 @@ def gc_budget(request):
     return factory
 
 
-def _test_name(request, index: int) -> str:
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", request.node.name).strip("-._") or "test"
-    return (name[:76] + (f"-{index}" if index else ""))[:80]
+def result_name(key: str) -> str:
+    """A result's name for the budget `key` (`test_loop.py::test_loop[a]#1`): letters, digits,
+    '.', '_' and '-' only, at most 80 characters, distinct for distinct keys."""
+    plain = key.replace(".py::", "--")
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", plain).strip("-._") or "test"
+    if len(name) > 80 or name != plain:  # shortened, or characters replaced: distinct by a digest
+        digest = hashlib.sha1(key.encode("utf-8", "surrogateescape")).hexdigest()[:6]
+        name = f"{name[:73].rstrip('-._')}-{digest}"
+    return name
+
+
+def _settle() -> None:
+    """A collected heap, with what is in it out of the collector's sight, and every
+    generation's count at zero: done as the budget begins and again as its timed steps
+    begin, so that what the warm-up made (a compilation, or a cached one read back: 2 of
+    1,335 promotions apart) moves no count."""
+    gc.collect()
+    gc.freeze()
+
+
+def _fail(message: str):
+    pytest.fail(message, pytrace=False)
 
 
 class Budget:
     """One budgeted loop of a test (made by the `gc_budget` fixture)."""
 
     def __init__(self, request, warmup: int, given: dict, name: str | None, index: int, sites: bool = True):
+        from .core.errors import UsageError
         from .user_loop import Measurement
 
         self.request = request
-        self.key = request.node.nodeid + (f"#{index}" if index else "")
-        self.baseline = pathlib.Path(str(request.node.path)).parent / BASELINE
+        test_file = pathlib.Path(str(request.node.path))
+        self.key = budget_file.key_of(test_file, request.node.nodeid, index)
+        self.baseline = test_file.parent / BASELINE
         self.given = {k: v for k, v in given.items() if v is not None}
         for k, v in self.given.items():
-            _check_budget(k, v)
-        self.measurement = Measurement(name or _test_name(request, index), warmup, CAPACITY, explain=True)
+            try:
+                budget_file.check_value(k, v, "gc_budget")
+            except UsageError as e:
+                _fail(str(e))
+        try:
+            self.measurement = Measurement(name or result_name(self.key), warmup, CAPACITY, explain=True)
+        except UsageError as e:
+            _fail(f"gc_budget: {e}")
         self.measurement.sites = sites  # False: no allocation sites in a failure, and steps as fast as without
+        self.measurement.before_timed = _settle
         self.figures: dict = {}
         self._thresholds = None
-        self._frozen = 0
+        self._frozen_before = 0
+        self._kept: dict | None = None
 
     # -- the context managers -----------------------------------------------------------------
     def __enter__(self) -> Budget:
+        if _ACTIVE:
+            _fail(f"gc_budget: budgets do not nest ({self.key} began inside {_ACTIVE[-1].key}): end one before "
+                  "the next begins")
+        if not gc.isenabled():
+            _fail(f"gc_budget: the collector is disabled (gc.disable()) as {self.key}'s budget begins, so every count "
+                  "would be zero whatever the loop does: call gc.enable() before the budget")
         self._thresholds = gc.get_threshold()
-        gc.collect()
-        gc.freeze()  # what the session made before the budget: out of the collector's sight
-        self._frozen = gc.get_freeze_count()
+        self._frozen_before = gc.get_freeze_count()
+        _settle()
         gc.set_threshold(*DEFAULT_THRESHOLDS)
+        _ACTIVE.append(self)
         self.measurement.__enter__()
         return self
 
     def __exit__(self, exc_type, *exc) -> None:
         try:
+            diagnosis = self.measurement._diagnosis
+            if exc_type is None and diagnosis is not None and self.measurement._tracked_start >= 0 \
+                    and len(gc.get_objects()) > self.measurement._tracked_start:
+                self._kept = diagnosis.survivors()  # what the loop kept, while its sites are still traced
             self.measurement.__exit__(exc_type, *exc)
         finally:
+            _ACTIVE.remove(self)
             gc.set_threshold(*self._thresholds)
-            gc.unfreeze()
+            if not self._frozen_before:  # else the run's own freeze stays (CPython unfreezes all or nothing)
+                gc.unfreeze()
         if exc_type is None:
             self._conclude()
 
@@ -141,8 +246,8 @@ class Budget:
     # -- what was measured, against the budgets ------------------------------------------------------
     def measure(self) -> dict:
         """The budget's figures: steps, promotions per step, collections per 1,000 steps (per
-        generation, and full), tracked growth per 1,000 steps, GC share, and where the full
-        collections fell."""
+        generation, and full), tracked growth per 1,000 steps, GC share, where the full
+        collections fell, and what to look at (promotion sites, kept objects, garbage)."""
         import numpy as np
 
         from .analysing import summary
@@ -158,36 +263,62 @@ class Budget:
         tracked = None
         if memory.get("tracked_start") is not None and memory.get("tracked_end") is not None:
             tracked = (memory["tracked_end"] - memory["tracked_start"]) * 1000 / steps
-        promoted = expl["python"]["promoted"]
-        return {"steps": steps, "max_promotions_per_step": float(np.mean(expl["python"]["promoted_per_step"])),
+        python = expl["python"]
+        promoted = python["promoted"]
+        return {"steps": steps, "max_promotions_per_step": float(np.mean(python["promoted_per_step"])),
                 "max_full_per_1000": per_gen[-1], "max_collections_per_1000": per_gen,
                 "max_tracked_growth_per_1000": tracked,
                 "max_gc_share": summary.gc_share(doc),
                 "full_steps": [int(s) for s in np.flatnonzero(colls[:, -1])],
-                "sites": list((promoted.get("by_site_type") or {}).items())[:3],
-                "promoted": int(promoted["total"]), "doc": doc, "explanation": expl}
+                "sites": _top(promoted), "promoted": int(promoted["total"]),
+                "kept": _top(self._kept or {}), "kept_total": int((self._kept or {}).get("total", 0)),
+                "garbage": _top(python.get("garbage") or {}), "garbage_total": int((python.get("garbage") or {})
+                                                                                    .get("total", 0)),
+                "doc": doc, "explanation": expl}
 
     def _conclude(self) -> None:
+        from .core.errors import UsageError
+
         config = self.request.config
-        self.figures = self.measure()
+        try:
+            self.figures = self.measure()
+        except UsageError as e:
+            _fail(f"gc_budget: {self.key}: {e}")
         folder = config.getoption("--gc-budget-report")
         if folder:
             from .analysing import explain
 
             self.measurement.save_result(folder)
             explain.save(pathlib.Path(folder), self.figures["explanation"])
-        if config.getoption("--gc-budget-update"):
-            write_baseline(self.baseline, self.key, self.figures)
+        try:
+            if config.getoption("--gc-budget-update"):
+                budget_file.update(self.baseline, self.key, {
+                    k: budget_file.budget_of(k, self.figures[k], self.figures["steps"])
+                    for k in COUNTED if self.figures.get(k) is not None})
+                return
+            tables = budget_file.read(self.baseline)
+        except UsageError as e:
+            _fail(str(e))
+        stored_key, stored = budget_file.table_for(tables, self.key)
+        lines = {}
+        if stored:
+            text = self.baseline.read_text(encoding="utf-8")
+            lines = {k: budget_file.line_of(text, stored_key, k) for k in stored}
+        budgets = {**stored, **self.given}
+        if not budgets:
+            message = (f"{self.key}: its GC budget asserts nothing (no budget given, none in {self.baseline}): "
+                       "pytest --gc-budget-update writes its measured counts there as budgets")
+            if config.getoption("--gc-budget-strict"):
+                _fail(f"gc_budget: {message} (--gc-budget-strict)")
+            warnings.warn(GCBudgetWarning(message), stacklevel=3)
             return
-        stored, lines = read_baseline(self.baseline, self.key)
-        budgets = {**{k: v for k, v in stored.items() if k in COUNTED}, **self.given}
         over = [line for line in (self._over(k, v, lines) for k, v in budgets.items()) if line]
         if over:
-            pytest.fail(self._message(over), pytrace=False)
+            _fail(self._message(over, [k for k in budgets if self._over(k, budgets[k], lines)]))
 
     def _over(self, key: str, budget, lines: dict) -> str | None:
         measured = self.figures[key]
-        where = f" ({self.baseline.name}:{lines[key]})" if key in lines and key not in self.given else ""
+        where = f" ({self.baseline.name}:{lines[key]})" if lines.get(key) and key not in self.given else ""
         if key == "max_collections_per_1000":
             budgets = list(budget) if isinstance(budget, (list, tuple)) else [budget] * len(measured)
             bad = [f"generation {g}: {_fmt(m)} > {_fmt(b)}" for g, (m, b) in enumerate(zip(measured, budgets))
@@ -201,20 +332,48 @@ class Budget:
                  "max_gc_share": "GC share of step time (timing: noisy, and disturbed by the diagnostics)"}[key]
         return f"{label}: {_fmt(measured)} > budget {_fmt(budget)}{where}"
 
-    def _message(self, over: list[str]) -> str:
+    def _where(self, rows: list, total: int, none: str) -> str:
+        if rows:
+            text = "; ".join(f"{site} {100 * n / max(total, 1):.0f} %" for site, n in rows)
+            if self.measurement.sites and not any(site.endswith(")") for site, _ in rows):
+                text += (" (types only: tracemalloc holds no allocation site for these objects, as for objects "
+                         "reused from a free list or, before Python 3.12, instances with a __dict__)")
+            return text
+        return none if self.measurement.sites else "not traced (gc_budget(..., sites=False))"
+
+    def _message(self, over: list[str], keys: list[str]) -> str:
         f = self.figures
         full = f["full_steps"]
         schedule = ("full collections at steps " + ", ".join(map(str, full[:8])) +
                     (f" and {len(full) - 8} more" if len(full) > 8 else "")) if full else "no full collection"
-        sites = "; ".join(f"{site} {100 * n / max(f['promoted'], 1):.0f} %" for site, n in f["sites"]) or \
-            ("none traced (no object allocated in the budget's steps reached the oldest generation)"
-             if self.measurement.sites else "not traced (gc_budget(..., sites=False))")
         lines = [f"GC budget exceeded: {self.key} ({f['steps']:,} steps after {self.measurement.warmup} warm-up)"]
         lines += [f"  {line}" for line in over]
-        lines += [f"  {schedule}", f"  top promotion sites: {sites}",
-                  f"  counted with {recorded()}; budgets from the test"
-                  + (f" and {self.baseline} (pytest --gc-budget-update rewrites it)" if self.baseline.is_file() else "")]
+        lines.append(f"  {schedule}")
+        lines.append("  top promotion sites: " + self._where(
+            f["sites"], f["promoted"], "none traced (no object allocated in the budget's steps reached the oldest "
+                                       "generation)"))
+        if "max_tracked_growth_per_1000" in keys or f["kept_total"]:
+            lines.append(f"  kept alive at the end ({f['kept_total']:,} objects made in the steps): " + self._where(
+                f["kept"], f["kept_total"], "none"))
+        if f["garbage_total"] and ({"max_collections_per_1000", "max_full_per_1000"} & set(keys)):
+            lines.append(f"  cyclic garbage the collections freed ({f['garbage_total']:,} objects): " + self._where(
+                f["garbage"], f["garbage_total"], "none"))
+        in_process = self.request.config.getoption("--gc-budget-in-process") and not budget_isolation.in_child()
+        lines.append(f"  counted with {recorded()}" + (" in the session's own process (--gc-budget-in-process: "
+                                                        "counts depend on the tests before)" if in_process else
+                                                        " in a fresh interpreter")
+                     + "; budgets from the test"
+                     + (f" and {self.baseline} (pytest --gc-budget-update rewrites it)" if self.baseline.is_file()
+                        else ""))
         return "\n".join(lines)
+
+
+def _top(counts: dict, n: int = 3) -> list:
+    """The top `n` (site or type, count) of a diagnosis' counter: by site and type where
+    sites were traced, else by type."""
+    rows = counts.get("by_site_type") or counts.get("by_type") or {}
+    total = max(counts.get("total", 0), 1)
+    return [(k, v) for k, v in list(rows.items())[:n] if v * 100 >= total]  # under 1 %: noise
 
 
 def recorded() -> str:
@@ -224,76 +383,4 @@ def recorded() -> str:
 
 
 def _fmt(x) -> str:
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
-
-
-def _check_budget(key: str, value) -> None:
-    values = value if isinstance(value, (list, tuple)) and key == "max_collections_per_1000" else [value]
-    for v in values:
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or not math.isfinite(v)):
-            raise pytest.UsageError(f"gc_budget: {key} must be a number of at least 0 (or left out), got {value!r}")
-    if key == "max_gc_share" and not 0 <= value <= 1:
-        raise pytest.UsageError(f"gc_budget: max_gc_share is a fraction from 0 to 1, got {value!r}")
-
-
-# -- the baseline file ---------------------------------------------------------------------------------
-
-def _load_toml(path: pathlib.Path) -> dict:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
-    try:
-        return tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as e:
-        raise pytest.UsageError(f"{path}: not a GC budget file ({e}); fix or delete it, or rerun with "
-                                "--gc-budget-update") from None
-
-
-def read_baseline(path: pathlib.Path, key: str) -> tuple[dict, dict]:
-    """The budgets `path` stores for `key` (a test's node id), and the line of each."""
-    table = _load_toml(path).get(key) or {}
-    lines: dict[str, int] = {}
-    if table:
-        text = path.read_text().splitlines()
-        header = next((i for i, line in enumerate(text) if line.strip() == f"[{_quote(key)}]"), None)
-        if header is not None:
-            for i in range(header + 1, len(text)):
-                if text[i].startswith("["):
-                    break
-                name = text[i].split("=")[0].strip()
-                if name in table:
-                    lines[name] = i + 1
-    return table, lines
-
-
-def _quote(key: str) -> str:
-    return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _budget_of(key: str, measured):
-    if isinstance(measured, list):
-        return [_budget_of(key, m) for m in measured]
-    return math.ceil(measured * BASELINE_MARGIN + SLACK.get(key, 0))
-
-
-def write_baseline(path: pathlib.Path, key: str, figures: dict) -> None:
-    """Store `figures`' counts, with the margin, as `key`'s budgets in `path` (the other
-    tests' tables are kept), atomically."""
-    from .core import files
-
-    tables = _load_toml(path)
-    tables[key] = {k: _budget_of(k, figures[k]) for k in COUNTED if figures.get(k) is not None}
-    out = [f"# GC budgets of the tests beside this file, written by `pytest --gc-budget-update`: each the",
-           f"# count measured then x {BASELINE_MARGIN:g} (promotions + {SLACK['max_promotions_per_step']}, tracked growth "
-           f"+ {SLACK['max_tracked_growth_per_1000']}),",
-           "# rounded up. Counted with the heap before the budget frozen and CPython's default thresholds;",
-           f"# measured with {recorded()}.", ""]
-    for name in sorted(tables):
-        out.append(f"[{_quote(name)}]")
-        for k, v in tables[name].items():
-            out.append(f"{k} = {v!r}".replace("'", '"'))
-        out.append("")
-    files.write_text(path, "\n".join(out))
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.4g}"

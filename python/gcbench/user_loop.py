@@ -93,6 +93,7 @@ class Measurement:
         self.networks = _positive_or_none("networks", networks)
         self.explain = bool(os.environ.get(EXPLAIN_ENV, "") not in ("", "0")) if explain is None else bool(explain)
         self.sites = True  # explain: trace allocation sites (tracemalloc; slows allocations several times)
+        self.before_timed = None  # called as the timed steps begin (a GC budget collects and freezes there)
         self._warm = StepProbe(max(warmup, 1), alloc_blocks=alloc_blocks)
         try:
             self._timed = StepProbe(capacity, alloc_blocks=alloc_blocks, rss_every=rss_every)
@@ -161,6 +162,8 @@ class Measurement:
     def _start_timed(self) -> None:
         """Before the first timed step: the collector's state and the tracked objects, once
         (the only place the probe allocates; a collection it starts is the warm-up's)."""
+        if self.before_timed is not None:  # a GC budget: the heap settled, whatever the warm-up made
+            self.before_timed()
         self._gc_enabled, self._frozen, self._thresholds = gc.isenabled(), gc.get_freeze_count(), gc.get_threshold()
         if self._diagnosis is not None:  # its own objects before the count: the growth is the loop's
             self._diagnosis.start()

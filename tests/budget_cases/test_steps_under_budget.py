@@ -31,8 +31,10 @@ def test_equinox_step(gc_budget):
         updates, state = opt.update(grads, state, eqx.filter(model, eqx.is_array))
         return eqx.apply_updates(model, updates), state, loss
 
+    history = []
     with gc_budget(warmup=3) as b:
-        for _ in range(STEPS):
+        for i in range(5 * STEPS):  # enough for collections of generation 1, which promote
             with b.step():
                 model, state, loss = step(model, state)
                 loss.block_until_ready()
+                history.append({"step": i, "metrics": {"loss": [loss]}})  # a loop's records: what makes collections

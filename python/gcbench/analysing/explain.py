@@ -328,9 +328,10 @@ def save(folder, expl: dict) -> None:
     """Add (or replace) the explanation of its cell in `folder`'s explain.json."""
     import pathlib
 
-    doc = load(folder) or {"format": FORMAT, "schema_version": SCHEMA_VERSION, "explanations": []}
-    doc["explanations"] = [e for e in doc["explanations"] if _key(e) != _key(expl)] + [expl]
-    files.write_json(pathlib.Path(folder) / FILE, doc)
+    with files.updating(pathlib.Path(folder) / FILE):  # concurrent savers each keep theirs
+        doc = load(folder) or {"format": FORMAT, "schema_version": SCHEMA_VERSION, "explanations": []}
+        doc["explanations"] = [e for e in doc["explanations"] if _key(e) != _key(expl)] + [expl]
+        files.write_json(pathlib.Path(folder) / FILE, doc)
 
 
 # -- for people ---------------------------------------------------------------------------------------

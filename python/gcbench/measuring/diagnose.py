@@ -159,6 +159,13 @@ def sites_of(frames: tuple) -> tuple[tuple[str, str], str | None]:
     return site, mine
 
 
+# Counting from a generator asks the ABCs whether it is a Mapping: the first time, each ABC
+# caches a weak reference to the generator type (12 objects and their 12 callbacks, which a
+# GC budget counted as objects its loop kept). Asked once here, before any measurement.
+collections.Counter(x for x in ())
+collections.Counter(map(type, ()))
+
+
 class _Counts:
     """Counters of objects by type, package and site, kept small."""
 
@@ -253,8 +260,10 @@ class Diagnosis:
         self._old_len = 0
         self._before: dict[int, int] = {}  # id -> type number of the collected generations' objects, at a start
         self._before_frames: dict[int, tuple] = {}  # young collections, sites traced: id -> allocation frames
-        self._types: list[type] = []  # type number -> type
-        self._type_no: dict[type, int] = {}
+        # type number -> type, and back; the dict holds a type from the start, so it is tracked
+        # before the steps (tracked later, it would count as an object the loop kept)
+        self._types: list[type] = [_Counts]
+        self._type_no: dict[type, int] = {_Counts: 0}  # a class of ours: a static type would not make it tracked
         self._t0 = 0
         self._explicit = 0
         self._start0 = self._start1 = self._start2 = -1
@@ -368,6 +377,19 @@ class Diagnosis:
         self.oldest += (-1, len(gc.get_objects(2)))
         if self.site_from == 0:
             self._trace()
+
+    def survivors(self) -> dict:
+        """The objects the collector tracks that were made since `start` and are alive now,
+        by type and, where traced, by allocation site: what a loop keeps (call it before `stop`)."""
+        counts = _Counts()
+        if self.started:
+            objs = gc.get_objects()
+            base = self._baseline
+            kept = [o for o in objs if id(o) not in base and o is not base]
+            del objs
+            counts.add_many(kept, self._tracing())
+            del kept
+        return counts.to_json()
 
     def _trace(self) -> None:
         if self.sites and not self._was_tracing:
