@@ -1,9 +1,8 @@
 """Two runs apart: how far the level of a run moves, and what compare calls across runs.
 
-1. From the committed raw results: every cell measured with the same settings in two
-   separate runs (different invocations, in different report folders). Per cell, the log
-   ratio of the runs' geometric-mean medians, less what the repeats' own spread explains,
-   gives the variance of a run's level; printed with the shift shared by all the cells.
+1. The run term measured in 6 separate runs of the same cells (benchmarks/run_term.py,
+   stats.run_term), with its interval; beside it, what the committed reports' pairs of
+   runs show (two runs of a pair cannot resolve it).
 2. By simulation, at the spread between repeats measured here and a run-level shift of
    the estimated size: the share of identical cells compare calls faster or slower when
    they come from two runs, with and without the run-level term in the interval
@@ -23,11 +22,12 @@ import sys
 import numpy as np
 
 from gcbench.publishing import archive
-from gcbench.analysing import compare, summary
+from gcbench.analysing import compare, stats, summary
 from gcbench.measuring import results
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def runs_of_the_same_cells() -> dict:
@@ -80,12 +80,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=2000)
     args = ap.parse_args()
+    import run_term
+
+    levels, _ = run_term.levels()
+    t = stats.run_term(list(levels.values()))
+    print(f"the run term from {t['runs']} separate runs of {t['cells']} cells (benchmarks/run_term/): "
+          f"{100 * t['run_sd']:.1f} % (95 % {100 * t['low']:.1f}-{100 * t['high']:.1f} %), beside "
+          f"{100 * t['within_sd']:.1f} % between repeats; compare.RUN_SD = {100 * compare.RUN_SD:.1f} %")
     groups = runs_of_the_same_cells()
     e = estimate(groups)
-    print(f"{e['cells']} cells measured in two separate runs (committed raw results)")
-    print(f"shared shift between the runs: {100 * (math.exp(e['shift']) - 1):+.1f} %; per-cell difference of the runs: "
-          f"sd {100 * e['diff_sd']:.1f} % (the repeats' own spread explains {100 * e['sampling_sd']:.1f} %)")
-    print(f"a run's own level: sd {100 * e['run_sd']:.1f} % (compare.RUN_SD = {100 * compare.RUN_SD:.0f} %)")
+    print(f"for comparison, {e['cells']} cells the committed reports hold from two runs each: per-cell difference "
+          f"sd {100 * e['diff_sd']:.1f} % (the repeats' own spread explains {100 * e['sampling_sd']:.1f} %); two runs "
+          "of a pair cannot resolve the term")
     rng = np.random.default_rng(5)
     for run_sd in (0.0, compare.RUN_SD, 0.07):
         plain = false_calls(rng, args.pairs, run_sd, False)

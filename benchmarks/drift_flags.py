@@ -6,9 +6,12 @@ collection left out), whether `stats.drift` flags it, and by how much its last t
 differs from its first. Prints the flag rate per report and over all, the median Hurst
 exponent, and the flagged repeats with their change and p-value; with --null, the false
 flag rate of `stats.drift` on simulated long-memory series (fractional Gaussian noise at
-the measured Hurst exponent and spread), beside the rate on AR(1) series.
+the measured Hurst exponent and spread), beside the rate on AR(1) series; with --inject,
+its real power: drifts injected into the committed repeats it does not flag (a level step
+of 20 % and 40 % at the middle of the repeat, and a ramp to 20 % and 40 % by its end), the
+share of them flagged, over all and by the repeat's length.
 
-    python benchmarks/drift_flags.py [--null 4000]
+    python benchmarks/drift_flags.py [--null 4000] [--inject]
 """
 
 from __future__ import annotations
@@ -50,9 +53,39 @@ def committed_repeats():
                     yield rep.name, d
 
 
+DRIFTS = {"level step +20 %": ("step", 0.20), "level step +40 %": ("step", 0.40),
+          "ramp to +20 %": ("ramp", 0.20), "ramp to +40 %": ("ramp", 0.40)}
+
+
+def injected(wall: np.ndarray, kind: str, size: float) -> np.ndarray:
+    """The repeat with a drift added: its second half `size` slower (a step), or slower
+    steadily from nothing to `size` at its end (a ramp)."""
+    n = len(wall)
+    factor = np.where(np.arange(n) >= n // 2, 1 + size, 1.0) if kind == "step" else 1 + size * np.arange(n) / (n - 1)
+    return wall * factor
+
+
+def inject(repeats: list) -> dict:
+    """The drift flag's detection of each drift in DRIFTS, injected into the committed
+    repeats it does not flag as they are; printed over all and by length, and returned."""
+    steady = [np.asarray(d["wall_ns"], np.float64) for _, d in repeats if stats.drift(d["wall_ns"]) is None]
+    out = {}
+    print(f"\ndrifts injected into the {len(steady)} committed repeats the flag leaves alone:")
+    for label, (kind, size) in DRIFTS.items():
+        hits = np.array([stats.drift(injected(w, kind, size)) is not None for w in steady])
+        lengths = np.array([len(w) for w in steady])
+        short, long = hits[lengths <= 150], hits[lengths > 150]
+        out[label] = {"all": float(hits.mean()), "150 steps or fewer": float(short.mean()) if len(short) else None,
+                      "more than 150 steps": float(long.mean()) if len(long) else None, "repeats": len(hits)}
+        print(f"  {label:18} flagged {100 * hits.mean():5.1f} % (repeats of 150 steps or fewer "
+              f"{100 * short.mean():.1f} % of {len(short)}, longer {100 * long.mean():.1f} % of {len(long)})")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--null", type=int, default=0, help="simulated series per null model (0: none)")
+    ap.add_argument("--inject", action="store_true", help="inject drifts into the committed repeats: the flag's power")
     args = ap.parse_args()
     per_report: dict[str, list[int]] = {}
     hs, spreads, flagged = [], [], []
@@ -80,6 +113,8 @@ def main() -> None:
           f"quartiles {np.percentile(hs, 25):.2f}-{np.percentile(hs, 75):.2f}; log spread median {np.median(spreads):.3f}")
     for name, label, repeat, change, p in sorted(flagged, key=lambda r: r[4])[:40]:
         print(f"  {name}: {label} r{repeat}: {100 * change:+.0f} % (p = {p:.1g})")
+    if args.inject:
+        inject(list(committed_repeats()))
     if args.null:
         from simulate import ar1, fgn
 

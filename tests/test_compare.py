@@ -295,3 +295,30 @@ def test_compare_fits_a_100_column_terminal_and_names_its_tests(tmp_path):
         assert "equinox-partition/mlp/default" in proc.stdout and "slower (+" in proc.stdout
     wide = run_cli("compare", str(a), str(b), env=dict(os.environ, COLUMNS="200"))
     assert "median ms A->B" in wide.stdout  # room: every column stays
+
+
+def test_a_side_compared_with_itself_is_refused(tmp_path):
+    from conftest import assert_one_line_error, run_cli
+
+    proc = run_cli("compare", str(tmp_path), "--base", "py3.11", "--head", "py3.11")
+    assert_one_line_error(proc, "--base and --head are both 'py3.11'")
+
+
+def test_the_detectable_change_two_runs_apart_carries_the_run_term():
+    """Issue 43: compare of two runs prints the smallest detectable change with each run's
+    own level in it (what its test carries), and says that no number of repeats passes the
+    floor; within one run it has none."""
+    from gcbench.analysing import stats
+
+    rng = np.random.default_rng(43)
+    a, b = docs(rng, 3, 10.0, run_id="run-a"), docs(rng, 3, 10.0, run_id="run-b")
+    apart = compare.compare_docs(a, b)["detectable"]
+    d = apart
+    assert d["run_sd"] == compare.RUN_SD
+    assert d["single"] == pytest.approx(stats.detectable_change(d["spread"], 3, 3, compare.ALPHA,
+                                                                run_sd=compare.RUN_SD))
+    assert d["single"] > stats.detectable_change(d["spread"], 3, 3, compare.ALPHA)
+    text = compare.format_detectable(d)
+    assert "two runs apart" in text and "the floor is" in text
+    same = compare.compare_docs(a, docs(rng, 3, 10.0, run_id="run-a"))["detectable"]
+    assert same["run_sd"] == 0.0 and "two runs apart" not in compare.format_detectable(same)

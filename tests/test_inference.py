@@ -200,7 +200,7 @@ def test_the_drift_flag_ignores_the_spikes_of_collections():
 
 def test_identical_cells_two_runs_apart_are_rarely_called_different():
     """Two runs apart share a shift of their own (run level sd compare.RUN_SD, as measured):
-    compare's run-level term keeps false calls at most 5 %; without it they are about 11 %."""
+    compare's run-level term keeps false calls at the nominal 5 %; without it they are about 10 %."""
     rng = np.random.default_rng(61)
     pairs = 1500
     wrong = {True: 0, False: 0}
@@ -212,7 +212,7 @@ def test_identical_cells_two_runs_apart_are_rarely_called_different():
                                     compare.MIN_EFFECT, compare.ALPHA)
             compare.conclude([t], compare.ALPHA)
             wrong[apart] += t.verdict in ("faster", "slower")
-    assert wrong[True] / pairs <= 0.05, wrong
+    assert wrong[True] / pairs <= mc_bound(0.05, pairs), wrong  # at the nominal level (tests/test_coverage.py)
     assert wrong[False] / pairs > mc_bound(0.05, pairs), wrong  # the model without it is wrong here
 
 

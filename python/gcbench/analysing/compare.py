@@ -58,10 +58,12 @@ MIN_EFFECT = 0.05
 PAIRED_MIN_ROUNDS = 5
 # The level of one run (an invocation) against another on the same machine, as the standard
 # deviation of its log step time: separate runs share a shift that repeats inside one run do
-# not see (measured: 8 of 10 vit cells 6 % lower, 23 min later). Estimated from the committed
-# cells measured in two runs (`benchmarks/cross_run.py`), it widens every time comparison
-# of two runs apart; an interleaved A/B in one run (`gcbench ab`) needs none.
-RUN_SD = 0.05
+# not see. Measured in 6 separate runs of the same cells on this 2-core machine, as other
+# work came (benchmarks/run_term.py, its raw results in benchmarks/run_term/): 5.1 %, 95 %
+# 0.0-19.2 %. It widens every time comparison of two runs apart (and their detectable
+# changes); an interleaved A/B in one run (--env BASE --env HEAD, compare --base/--head)
+# needs none. tests/test_readme_claims.py checks it against those runs.
+RUN_SD = 0.051
 POWER_TARGET = 0.20  # the change of a median a suite should find with 80 % power
 GC_SHARE_FLOOR = 0.001  # 0.1 percentage point: GC shares closer than this are the same
 SETTINGS = summary.SETTINGS
@@ -95,7 +97,7 @@ class Test:
     not_judged: str = ""  # why the machine does not allow this test (a loaded machine, another kind)
     estimate: float | None = None  # the t test's difference, on its own scale (log for the median)
     se: float | None = None
-    df: int | None = None
+    df: float | None = None  # Satterthwaite's, fractional, two runs apart
 
     @property
     def ratio_metric(self) -> bool:
@@ -137,7 +139,11 @@ def _tested(metric, a, b, effect, xa, xb, paired, margin, alpha, note: str = "",
     repeats inside one run cannot see (README, "Two runs apart")."""
     p, diff, se, df = _t_test(xa, xb, paired)
     if run_sd > 0:
-        se = math.sqrt(se * se + 2 * run_sd * run_sd)
+        # the runs' own levels are a known variance beside the estimated one: Satterthwaite's
+        # degrees of freedom (the estimated part's alone made the interval cover 98.7 %, not 95)
+        sampled = se * se
+        se = math.sqrt(sampled + 2 * run_sd * run_sd)
+        df = df * (se ** 4) / sampled ** 2 if sampled > 0 else 10 ** 6
         p = float(2 * sst.t.sf(abs(diff / se), df))
         note = (note + "; " if note else "") + f"two runs apart: widened by their own level ({100 * run_sd:.0f} % per run)"
     t = Test(metric, a, b, effect, None, p, margin, note, paired=paired, estimate=diff, se=se, df=df)
@@ -404,12 +410,14 @@ def repeat_values(docs: list[dict]) -> dict:
             "repeats": len(used), "flagged": sum(1 for f in flags.values() if f)}
 
 
-def detectable(cells_values: list[dict], alpha: float, tests: int = 1) -> dict | None:
+def detectable(cells_values: list[dict], alpha: float, tests: int = 1, run_sd: float = 0.0) -> dict | None:
     """The smallest change of a median step that a comparison of these cells (their
     `repeat_values`) with as many repeats on the other side detects with 80 % power: from
     the spread between repeats pooled over every cell (log medians), at their typical
     number of repeats; for one test at `alpha`, and at the level of the first step of the
-    correction over `tests` tests (alpha / tests), which a change alone must pass."""
+    correction over `tests` tests (alpha / tests), which a change alone must pass. With
+    `run_sd` (two runs apart), each side also carries its run's own level, as the test
+    does: more repeats then approach a floor that no number of them passes."""
     ss, df, sizes = 0.0, 0, []
     for v in cells_values:
         x = np.log(v["medians"])
@@ -421,11 +429,13 @@ def detectable(cells_values: list[dict], alpha: float, tests: int = 1) -> dict |
         return None
     sd = math.sqrt(ss / df)
     n = int(np.median(sizes))
-    single = stats.detectable_change(sd, n, n, alpha)
+    single = stats.detectable_change(sd, n, n, alpha, run_sd=run_sd)
     needed = None if single is not None and single <= POWER_TARGET else \
-        next((r for r in range(n + 1, 100) if (stats.detectable_change(sd, r, r, alpha) or 1e9) <= POWER_TARGET), None)
-    return {"spread": sd, "repeats": n, "single": single, "needed": needed,
-            "corrected": stats.detectable_change(sd, n, n, alpha / max(tests, 1)), "tests": tests}
+        next((r for r in range(n + 1, 100)
+              if (stats.detectable_change(sd, r, r, alpha, run_sd=run_sd) or 1e9) <= POWER_TARGET), None)
+    return {"spread": sd, "repeats": n, "single": single, "needed": needed, "run_sd": run_sd,
+            "floor": stats.detectable_change(sd, 1000, 1000, alpha, run_sd=run_sd) if run_sd else None,
+            "corrected": stats.detectable_change(sd, n, n, alpha / max(tests, 1), run_sd=run_sd), "tests": tests}
 
 
 def settings_differ(docs_a: list[dict], docs_b: list[dict]) -> list[str]:
@@ -528,7 +538,8 @@ def compare_docs(docs_a: list[dict], docs_b: list[dict], min_effect: float = MIN
         r["summary"] = overall(r["tests"])
     m = sum(t.p is not None for t in tests)
     return {"alpha": alpha, "min_effect": min_effect, "tests": m, "rows": rows, "refused": refused, "notes": notes,
-            "detectable": detectable([v for r in rows for v in r.pop("_values")], alpha, m)}
+            "detectable": detectable([v for r in rows for v in r.pop("_values")], alpha, m,
+                                     run_sd=RUN_SD if any(r["runs_apart"] for r in rows) else 0.0)}
 
 
 def split_sides(docs: list[dict], base: str, head: str) -> tuple[list[dict], list[dict]]:
@@ -581,10 +592,16 @@ def format_detectable(d: dict | None) -> str:
     if d is None:
         return "smallest detectable change: needs 2 or more repeats per cell"
     one = f"{100 * d['single']:.0f} %" if d["single"] is not None else "none below 100x"
+    apart = (f" and each run's own level ({100 * d['run_sd']:.1f} %: the two sides are two runs apart)"
+             if d.get("run_sd") else "")
     text = (f"smallest change of a median detected with 80 % power at {d['repeats']} repeats per cell and the "
-            f"spread measured here ({100 * d['spread']:.1f} % between repeats): {one} for one test")
+            f"spread measured here ({100 * d['spread']:.1f} % between repeats){apart}: {one} for one test")
     if d.get("needed"):
         text += f"; {d['needed']} repeats per cell would detect {100 * POWER_TARGET:.0f} %"
+    elif d.get("run_sd") and (d["single"] is None or d["single"] > POWER_TARGET):
+        floor = f"{100 * d['floor']:.0f} %" if d.get("floor") is not None else "none"
+        text += (f"; no number of repeats detects {100 * POWER_TARGET:.0f} % across two runs (the floor is {floor}): "
+                 "measure both sides in one run (--env BASE --env HEAD, then compare --base/--head)")
     if d["tests"] > 1:
         many = f"{100 * d['corrected']:.0f} %" if d["corrected"] is not None else "none below 100x"
         text += f", {many} for one change among {d['tests']} tests"

@@ -286,14 +286,21 @@ def lag1(x) -> float:
 
 # -- power ------------------------------------------------------------------------------------------
 
-def t_power(delta: float, sd: float, n_a: int, n_b: int, alpha: float, paired: bool = False) -> float:
+def t_power(delta: float, sd: float, n_a: int, n_b: int, alpha: float, paired: bool = False,
+            run_sd: float = 0.0) -> float:
     """Power of the two-sided t test of a shift `delta` (on the log scale: log of a ratio)
     with per-repeat spread `sd`: pooled on n_a and n_b repeats, or paired on n_a rounds
-    (then `sd` is the spread of the per-round differences)."""
+    (then `sd` is the spread of the per-round differences); with `run_sd`, the sides come
+    from two runs, each with its own level (the standard error carries 2 run_sd², as
+    compare's test of two runs apart does)."""
     if paired:
         df, se = n_a - 1, sd / math.sqrt(n_a)
     else:
         df, se = n_a + n_b - 2, sd * math.sqrt(1 / n_a + 1 / n_b)
+    if run_sd > 0 and se > 0:  # compare's test two runs apart: Satterthwaite's degrees of freedom
+        sampled = se * se
+        se = math.sqrt(sampled + 2 * run_sd * run_sd)
+        df = df * se ** 4 / sampled ** 2
     if df < 1 or se <= 0:
         return math.nan
     q = sst.t.ppf(1 - alpha / 2, df)
@@ -303,15 +310,53 @@ def t_power(delta: float, sd: float, n_a: int, n_b: int, alpha: float, paired: b
 
 
 def detectable_change(sd: float, n_a: int, n_b: int, alpha: float, power: float = POWER,
-                      paired: bool = False) -> float | None:
+                      paired: bool = False, run_sd: float = 0.0) -> float | None:
     """The smallest ratio change of a median (0.2 for 20 %) that the test finds with
-    `power`, at per-repeat log spread `sd`; None when no change below 100x would be."""
+    `power`, at per-repeat log spread `sd` (and each side's run level `run_sd`, for two
+    runs apart); None when no change below 100x would be."""
     if not (sd > 0) or min(n_a, n_b) < 2:
         return None
-    f = lambda d: t_power(d, sd, n_a, n_b, alpha, paired) - power
+    f = lambda d: t_power(d, sd, n_a, n_b, alpha, paired, run_sd) - power
     if f(math.log(100)) < 0:
         return None
     return math.expm1(brentq(f, 1e-9, math.log(100)))
+
+
+def run_term(cells: list[list[list[float]]], level: float = 0.95) -> dict:
+    """The run-to-run term from separate runs of the same cells: `cells[c][r]` holds the log
+    medians of cell c's repeats in run r. One-way random effects per cell, pooled over the
+    cells: the between-run mean square (MSB) less the within-run one (MSW), over the repeats
+    per run, estimates the variance of a run's level. Its interval takes MSB's chi-square
+    interval on runs - 1 degrees of freedom only (the cells of one run share its shift, so
+    they are not independent evidence about it: conservative) less MSW, which has many
+    more; Satterthwaite's degrees of freedom for the difference gave an upper end of 680 %
+    from 6 runs. Returns sds on the log scale (0.05: 5 %): run_sd with low-high, within_sd,
+    runs, repeats."""
+    ssb = ssw = 0.0
+    dfw = 0
+    ns, runs = [], []
+    for per_run in cells:
+        per_run = [np.asarray(x, float) for x in per_run if len(x)]
+        if len(per_run) < 2:
+            continue
+        means = np.array([x.mean() for x in per_run])
+        sizes = np.array([len(x) for x in per_run])
+        grand = float((means * sizes).sum() / sizes.sum())
+        ssb += float((sizes * (means - grand) ** 2).sum()) / (len(per_run) - 1)
+        ssw += float(sum(((x - x.mean()) ** 2).sum() for x in per_run))
+        dfw += int((sizes - 1).sum())
+        ns.append(float(np.mean(sizes)))
+        runs.append(len(per_run))
+    if not runs or dfw == 0:
+        raise ValueError("the run term needs a cell measured in 2 or more runs with 2 or more repeats")
+    msb, msw = ssb / len(runs), ssw / dfw
+    n, dfb = float(np.mean(ns)), min(runs) - 1
+    var = (msb - msw) / n
+    tail = (1 - level) / 2
+    low = max((msb * dfb / sst.chi2.ppf(1 - tail, dfb) - msw) / n, 0.0)
+    high = max((msb * dfb / sst.chi2.ppf(tail, dfb) - msw) / n, 0.0)
+    return {"cells": len(runs), "runs": min(runs), "repeats": int(round(n)), "within_sd": math.sqrt(msw),
+            "run_sd": math.sqrt(max(var, 0.0)), "low": math.sqrt(low), "high": math.sqrt(high)}
 
 
 # -- formatting ------------------------------------------------------------------------------------

@@ -1,0 +1,108 @@
+"""What README and docs/ say about the committed reports and benchmarks, recomputed from
+their raw data: each claim is the sentence the documentation holds, built here from the
+numbers, so none can go stale without a failure naming it."""
+
+from __future__ import annotations
+
+import collections
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+from gcbench.analysing import compare, stats, summary
+from gcbench.measuring import results
+from gcbench.publishing import archive
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from conftest import documentation_text  # noqa: E402
+
+FLAT = " ".join(documentation_text().split())  # README and docs/; sentences wrap: compared with single spaces
+
+
+def cells(report: str) -> dict[tuple, list[dict]]:
+    with archive.opened(ROOT / "reports" / report) as folder:
+        docs = results.load_dir(folder, allow_empty=True)
+    out = collections.defaultdict(list)
+    for d in docs:
+        if d["status"] == "ok":
+            out[summary.cell_key(d)[:3]].append(d)
+    return out
+
+
+def said(sentence: str) -> None:
+    assert " ".join(sentence.split()) in FLAT, f"neither README nor docs/ says: {sentence}"
+
+
+def test_the_first_looks_counts_are_the_committed_reports():
+    quick = cells("cpu-quick")
+    nnx = quick[("nnx", "vit", "default")]
+    full = [np.flatnonzero(summary.full_collections(d)).tolist() for d in nnx]
+    assert all(f == full[0] for f in full)  # "at the same steps"
+    every = {sum(summary.collections_by_generation(d)) for d in nnx}
+    assert len(every) == 1
+    said(f"`nnx` makes {len(full[0])} full collections in every repeat of {len(nnx[0]['wall_ns'])} steps, at the "
+         f"same steps, and {every.pop()} collections of every generation per repeat")
+    eqx = {int(summary.full_collections(d).sum()) for d in quick[("equinox-filter", "vit", "default")]}
+    part = {int(summary.full_collections(d).sum()) for d in quick[("equinox-partition", "vit", "default")]}
+    assert len(eqx) == 1 and part == {0}
+    said(f"`equinox-filter` makes {eqx.pop()} full collection in every repeat, `equinox-partition` none.")
+
+
+def test_the_default_suites_small_workloads_are_the_committed_report():
+    default = cells("cpu-2core-default")
+    parts = []
+    for workload in ("mlp", "lenet5"):
+        docs = [d for (b, w, _), ds in default.items() if w == workload for d in ds]
+        steps = sum(len(d["wall_ns"]) for d in docs)
+        colls = sum(sum(summary.collections_by_generation(d)) for d in docs)
+        assert sum(int(summary.full_collections(d).sum()) for d in docs) == 0
+        parts.append((colls, steps))
+    (c1, s1), (c2, s2) = parts
+    said(f"{c1} collections in {s1:,} timed steps on `mlp`, {c2} in {s2:,} on `lenet5`, none full")
+
+
+def test_the_power_figures_are_computed_at_the_stated_spreads():
+    lo, hi = (stats.detectable_change(s, 3, 3, compare.ALPHA) for s in (0.09, 0.13))
+    said(f"the spread between processes is 9-13 %: at 3 repeats a single comparison detects "
+         f"{100 * lo:.0f}-{100 * hi:.0f} %")
+
+
+def test_the_drift_flags_power_is_what_the_benchmark_measures():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import drift_flags
+
+    got = drift_flags.inject(list(drift_flags.committed_repeats()))
+    step20, step40 = got["level step +20 %"]["all"], got["level step +40 %"]["all"]
+    ramp40 = got["ramp to +40 %"]["all"]
+    said(f"a level step of 20 % injected into the committed repeats it leaves alone is flagged in "
+         f"{100 * step20:.0f} % of them, one of 40 % in {100 * step40:.0f} %, a ramp to 40 % in {100 * ramp40:.0f} %")
+
+
+def test_the_run_term_is_the_one_measured_in_separate_runs():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import run_term
+
+    levels, _ = run_term.levels()
+    est = stats.run_term(list(levels.values()))
+    assert est["runs"] >= 5
+    assert compare.RUN_SD == pytest.approx(round(est["run_sd"], 3))
+    said(f"{100 * est['run_sd']:.1f} % (95 % {100 * est['low']:.1f}-{100 * est['high']:.1f} %) from {est['runs']} "
+         "separate runs")
+    three, six, floor = (stats.detectable_change(est["within_sd"], n, n, compare.ALPHA, run_sd=compare.RUN_SD)
+                         for n in (3, 6, 1000))
+    said(f"at 3 repeats a side {100 * three:.0f} %, at 6 {100 * six:.0f} %, and no number of repeats gets below "
+         f"{100 * floor:.0f} %")
+
+
+def test_the_first_looks_policy_effect_is_the_reports_corrected_test():
+    """README quotes the time `disable` saves as the committed report's verdict gives it:
+    the report's own corrected test, so README, verdict and Findings say one thing."""
+    import re
+
+    page = (ROOT / "reports" / "cpu-quick" / "index.md").read_text()
+    m = re.search(r"they take (\d+) % less time \(([\d.]+) % (\d+)-(\d+) % less\)", page)
+    assert m, "the committed first look's verdict names no policy effect"
+    said(f"its runs take {m.group(1)} % less time ({m.group(2)} % {m.group(3)}-{m.group(4)} %")
