@@ -290,14 +290,15 @@ def _ok_results(tmp, name="res", steps=30, repeats=2):
     return write_docs(tmp / name, docs(np.random.default_rng(8), repeats, 10.0, steps=steps))
 
 
-def _git_repo(tmp, name="toy"):
+def _git_repo(tmp, name="toy", commits=1):
     repo = tmp / "repo"
     repo.mkdir()
     run = lambda *a: subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True)  # noqa: E731
     run("init", "-q")
-    (repo / "pyproject.toml").write_text(f'[project]\nname = "{name}"\n')
-    run("add", "-A")
-    run("-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "one")
+    for i in range(commits):
+        (repo / "pyproject.toml").write_text(f'[project]\nname = "{name}"\nversion = "0.{i}"\n')
+        run("add", "-A")
+        run("-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", f"commit {i}")
     return repo
 
 
@@ -436,8 +437,8 @@ THIRD = {
     "a newline in --out for a scheduler": lambda t: ["run", *TINY, "--executor", "submitit-local", "--out",
                                                      str(t / "a\ntouch outside/INJECTED")],
     "%j in --out for a scheduler": lambda t: ["run", *TINY, "--executor", "submitit-local", "--out", str(t / "x-%j")],
-    "a package named as a path": lambda t: (
-        ["bisect", "--git", str(_git_repo(t, str(t / "outside" / "evil"))), "--good", "HEAD", "--bad", "HEAD",
+    "a package named as a path": lambda t: (  # two commits: the name is read (HEAD..HEAD was refused before it)
+        ["bisect", "--git", str(_git_repo(t, "../../outside/evil", commits=2)), "--good", "HEAD~1", "--bad", "HEAD",
          "--cell", "jax/mlp/default", "--out", str(t / "o")], {"XDG_CACHE_HOME": str(t / "cache")}),
     "markup in an executor's name": _executor_markup,
     "a sparse 3 GiB document": _sparse,
@@ -468,6 +469,38 @@ THIRD = {
 }
 
 
+def _relative_live_job(tmp):
+    """A detached submitit-local run recorded with a relative --out (D1/.gcbench-jobs), its
+    controller still running; then a second run with --force into the same folder."""
+    res = _ok_results(tmp, "D1")
+    jobs = res / ".gcbench-jobs"
+    jobs.mkdir()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "-m", "submitit.local._local",
+                             str(jobs.absolute())])
+    (jobs / "submission.json").write_text(json.dumps(
+        {"executor": "submitit-local", "run_id": "r", "folder": "D1/.gcbench-jobs",
+         "submitted": "2026-11-25T00:00:00+00:00", "arrays": [{"round": 1, "jobs": [str(live.pid)], "cells": [[]]}]}))
+    return ["run", *TINY, "--force", "--out", "D1"]
+
+
+def _own_replacement(tmp):
+    """--force of a plan whose folder holds an earlier run's replacement repeat (r2 of 2)."""
+    res = _ok_results(tmp, "res", repeats=3)
+    return ["run", *TINY, "--repeats", "2", "--force", "--out", str(res)], None, ["res/"]
+
+
+FOURTH = {
+    "a detached job of a relative --out": _relative_live_job,
+    "--force over the plan's own replacement repeat": _own_replacement,
+    "compare a side with itself": lambda t: ["compare", str(_ok_results(t)), "--base", "x", "--head", "x"],
+}
+
+
+def fourth_pass_cases():
+    for name, setup in FOURTH.items():
+        yield f"fourth pass: {name}", setup
+
+
 def third_pass_cases():
     for name, setup in THIRD.items():
         yield f"third pass: {name}", setup
@@ -479,10 +512,11 @@ def run_case(case) -> tuple[str, str, str]:
         tmp = pathlib.Path(d)
         (tmp / "outside").mkdir()
         args = setup(tmp)
-        env = None
-        if isinstance(args, tuple):  # (arguments, environment)
-            args, env = args
-        before = snapshot(tmp)
+        env, replaces = None, ()
+        if isinstance(args, tuple):  # (arguments, environment[, folders that --force is asked to replace])
+            args, env, *rest = args
+            replaces = tuple(rest[0]) if rest else ()
+        before = {k: v for k, v in snapshot(tmp).items() if not k.startswith(replaces) or not replaces}
         try:
             proc = gcbench(*args, cwd=tmp, env=env)
         except subprocess.TimeoutExpired:
@@ -499,7 +533,7 @@ def main() -> int:
     ap.add_argument("--only", default="", help="only the kinds of case whose name holds this text")
     args = ap.parse_args()
     cases = [*malformed_document_cases(args.docs), *bad_argument_cases(), *archive_cases(), *data_loss_cases(),
-             *idx_cases(), *other_document_cases(), *third_pass_cases()]
+             *idx_cases(), *other_document_cases(), *third_pass_cases(), *fourth_pass_cases()]
     cases = [c for c in cases if args.only in c[0]]
     table: dict[str, dict[str, int]] = {}
     bad = []

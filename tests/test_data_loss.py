@@ -304,3 +304,79 @@ def test_a_non_utf8_title_and_folder_are_shown_not_a_crash(tmp_path):
     proc = run_cli("report", str(res), "--out", os.fsdecode(out), "--title", os.fsdecode(b"caf\xe9"))
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert b"caf\\xe9" in (pathlib.Path(os.fsdecode(out)) / "index.md").read_bytes()
+
+
+def _save_explanation(folder, start, name):
+    start.wait()
+    with gcbench.measure(name, explain=True) as m:
+        for _ in range(20):
+            with m.step():
+                [[] for _ in range(5)]
+    m.save(folder)
+
+
+def test_concurrent_explanations_are_all_kept(tmp_path):
+    """Five loops explained at once into one folder keep five explanations (explain.json is
+    read, changed and written under its lock; without it, 3 or 4 of 5 survived)."""
+    ctx = multiprocessing.get_context("fork")
+    start = ctx.Event()
+    procs = [ctx.Process(target=_save_explanation, args=(tmp_path, start, f"loop{i}")) for i in range(5)]
+    for p in procs:
+        p.start()
+    start.set()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    kept = json.loads((tmp_path / "explain.json").read_text())["explanations"]
+    assert sorted(e["cell"]["workload"] for e in kept) == [f"loop{i}" for i in range(5)]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no lock file left behind
+
+
+def test_a_detached_local_job_of_a_relative_out_is_seen_running(tmp_path, monkeypatch):
+    """A submission stored with a relative folder (D1/.gcbench-jobs) is found in its job
+    controller's command line, which holds the absolute path: `status` counts it and a
+    second `run --force` into the folder is refused while it runs (it was let in, and the
+    detached jobs then rewrote its results)."""
+    from gcbench.running import cluster
+
+    monkeypatch.chdir(tmp_path)
+    jobs = pathlib.Path("D1") / ".gcbench-jobs"
+    jobs.mkdir(parents=True)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "-m", "submitit.local._local",
+                             str(jobs.absolute())])
+    try:
+        sub = {"executor": "submitit-local", "folder": str(jobs), "arrays": [{"round": 1, "jobs": [str(live.pid)],
+                                                                             "cells": [[]]}]}
+        assert cluster.live_jobs(sub) == 1
+        assert cluster.live_jobs(dict(sub, folder=str(jobs.absolute()))) == 1
+        assert cluster.live_jobs(dict(sub, folder="D2/.gcbench-jobs")) == 0  # another folder's controller
+    finally:
+        live.kill()
+        live.wait()
+
+
+def test_force_replaces_the_plans_own_replacement_repeats(tmp_path):
+    """`run --force` of the same plan is not refused because an earlier run of it measured a
+    replacement repeat (r2 of a 2-repeat plan); the stale replacement goes, the others'
+    results would still be refused."""
+    from gcbench.flows import pipeline
+    from gcbench.measuring.cell import Cell
+
+    cells = [Cell("jax", "mlp", "default", r, 1, 0, 5, 1, 0, 10) for r in range(2)]
+    assert pipeline.replacement_of("jax__mlp__default__r2", cells)
+    assert pipeline.replacement_of("jax__mlp__default__r3", cells)
+    assert not pipeline.replacement_of("jax__mlp__default__r1", cells)  # planned, not a replacement
+    assert not pipeline.replacement_of("nnx__mlp__default__r2", cells)  # another cell's
+    assert not pipeline.replacement_of("jax__mlp__disable__r2", cells)
+    out = tmp_path / "res"
+    first = run_cli("run", "--backends", "jax", "--workloads", "mlp", "--networks", "1", "--steps", "5",
+                    "--gc", "default", "--repeats", "2", "--out", str(out), "--no-progress")
+    assert first.returncode == 0, first.stderr
+    stale = json.loads((out / "jax__mlp__default__r1.json").read_text())
+    stale.update(repeat=2, cell="jax__mlp__default__r2")
+    (out / "jax__mlp__default__r2.json").write_text(json.dumps(stale))
+    again = run_cli("run", "--backends", "jax", "--workloads", "mlp", "--networks", "1", "--steps", "5",
+                    "--gc", "default", "--repeats", "2", "--out", str(out), "--force", "--no-progress")
+    assert again.returncode == 0, again.stderr
+    assert not (out / "jax__mlp__default__r2.json").exists()
+    assert sorted(d["repeat"] for d in results.load_dir(out) if d["gc_policy"] == "default") == [0, 1]

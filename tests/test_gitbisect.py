@@ -170,3 +170,22 @@ def test_the_package_name_is_read_from_the_checkout(toy_repo):
         gitbisect.commits_between(repo, gitbisect.commit(repo, shas[0]), gitbisect.commit(repo, shas[0]))
     between = gitbisect.commits_between(repo, gitbisect.commit(repo, shas[0]), gitbisect.commit(repo, shas[-1]))
     assert [c.sha for c in between] == shas[1:] and between[3].subject == "tune the collector"
+
+
+def test_a_package_named_as_a_path_is_refused_for_what_it_is(tmp_path):
+    """A project that calls itself `../../outside/evil` is refused as an invalid name, not
+    reported as having no name; a failed clone gives git's own reason."""
+    from gcbench.analysing import gitbisect
+    from gcbench.core.errors import UsageError
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = lambda *a: subprocess.run(["git", "-C", str(repo), *a], check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    (repo / "pyproject.toml").write_text('[project]\nname = "../../outside/evil"\n')
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "one")
+    with pytest.raises(UsageError, match=r"calls itself '\.\./\.\./outside/evil', not a valid distribution name"):
+        gitbisect.package_name(repo, "HEAD")
+    with pytest.raises(UsageError, match="does not exist"):
+        gitbisect.git(tmp_path, "clone", "--quiet", "--bare", str(tmp_path / "nowhere.git"), str(tmp_path / "c"))

@@ -52,3 +52,44 @@ def test_v1_reads_the_memory_controllers_group_or_its_root(tmp_path):
 def test_no_cgroup_no_limit(tmp_path):
     assert footprint.cgroup_room(str(tmp_path / "none"), str(tmp_path / "missing")) is None
     assert footprint.available_bytes() is None or footprint.available_bytes() > 0
+
+
+def _v2(tmp_path, max_text: bytes, group: str = "job"):
+    root = tmp_path / "cgroup"
+    _write(root / "cgroup.controllers", "memory\n")
+    (root / "job").mkdir(parents=True, exist_ok=True)
+    (root / "job" / "memory.max").write_bytes(max_text)
+    _write(root / "job" / "memory.current", "100\n")
+    proc = tmp_path / "self"
+    proc.write_bytes(b"0::/" + group.encode("utf-8", "surrogateescape") + b"\n")
+    return str(root), str(proc)
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("text", ["\u0661\u0662\u0663".encode(), b"9" * 5000, b"\xff\xfe max", b"12\x0034"])
+def test_a_limit_file_that_is_not_a_plain_number_is_no_limit(tmp_path, text):
+    """A non-ASCII digit, 5,000 digits or bytes that are not UTF-8: no limit read, no error."""
+    root, proc = _v2(tmp_path, text)
+    assert footprint.cgroup_room(root, proc) is None
+
+
+def test_the_group_path_is_read_within_bounds(tmp_path):
+    """A NUL or non-UTF-8 bytes in /proc/self/cgroup, a FIFO as a limit file, or a group
+    20,000 levels deep: an answer (None where nothing can be read), at once."""
+    import os
+
+    root, proc = _v2(tmp_path, b"1000\n")
+    pathlib_proc = tmp_path / "self"
+    pathlib_proc.write_bytes(b"0::/jo\x00b\n")
+    assert footprint.cgroup_room(root, proc) is None
+    pathlib_proc.write_bytes(b"0::/job\xff\n")
+    assert footprint.cgroup_room(root, proc) is None
+    pathlib_proc.write_bytes(b"0::/job\n")
+    assert footprint.cgroup_room(root, proc) == 900
+    (tmp_path / "cgroup" / "job" / "memory.max").unlink()
+    os.mkfifo(tmp_path / "cgroup" / "job" / "memory.max")  # read, it would block for ever
+    assert footprint.cgroup_room(root, proc) is None
+    pathlib_proc.write_bytes(b"0::/" + b"a/" * 20_000 + b"\n")
+    assert footprint.cgroup_room(root, proc) is None  # not followed (it took 6.7 s, quadratic)

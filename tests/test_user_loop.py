@@ -194,13 +194,13 @@ def test_a_memory_fix_is_reported_as_a_trade_not_a_regression(tmp_path):
     run and memory grows; the reporter's fix, gc.collect() every 500 steps, costs time and
     halves the growth. compare says both, and each --fail-on picks its own side."""
     a, b = tmp_path / "as-reported", tmp_path / "collect-every-500"
-    # 16 KiB records over 20,000 steps: the growth stands well above the interpreter's own
-    # ~100 MiB whatever the phase of the collector's counters when the loop starts (which
-    # decides how many windows of records reach the oldest generation by a given step)
-    size = ["--steps", "20000", "--buffer", "16384"]
+    # the example as README runs it (16 KiB records over 20,000 steps: the growth stands well
+    # above the interpreter's own ~100 MiB whatever the phase of the collector's counters
+    # when the loop starts, which decides how many windows of records reach the oldest
+    # generation by a given step)
     for _ in range(3):
-        _run("cycles_in_gen2.py", "--out", str(a), *size)
-        _run("cycles_in_gen2.py", "--out", str(b), *size, "--collect-every", "500")
+        _run("cycles_in_gen2.py", "--out", str(a))
+        _run("cycles_in_gen2.py", "--out", str(b), "--collect-every", "500")
     proc = run_cli("compare", str(a), str(b), "--json")
     assert proc.returncode == 0, proc.stderr
     row = json.loads(proc.stdout)["rows"][0]
@@ -282,3 +282,57 @@ def test_the_equinox_case_explained_with_a_site_in_the_users_file(tmp_path):
     page = (tmp_path / "report" / "index.md").read_text()
     why = page[page.index("## Why"):]
     assert f"equinox\\_flatten.py:{step_line}" in why and "the cost is scanning long-lived objects" in why
+
+
+@pytest.mark.parametrize("value, on", [("", False), ("0", False), ("false", False), ("No", False), ("OFF", False),
+                                       (" 0", False), ("1", True), ("true", True), ("Yes", True), (" on ", True)])
+def test_gcbench_explain_reads_the_usual_switch_words(monkeypatch, value, on):
+    monkeypatch.setenv("GCBENCH_EXPLAIN", value)
+    assert gcbench.measure("x").explain is on
+
+
+def test_gcbench_explain_refuses_anything_else_in_one_line(monkeypatch):
+    from gcbench.core.errors import UsageError
+
+    monkeypatch.setenv("GCBENCH_EXPLAIN", "maybe")
+    with pytest.raises(UsageError, match=r"GCBENCH_EXPLAIN='maybe' is not a switch"):
+        gcbench.measure("x")
+
+
+def test_summary_and_save_work_on_the_probes_arrays(tmp_path):
+    """summary() and save() take the probe's numpy arrays as they are: the same record as
+    from the written document, and a document that reads back step for step."""
+    from gcbench.analysing.summary import record, summarize
+
+    m = gcbench.measure("arrays", capacity=5000)
+    keep = []
+    with m:
+        for i in range(3000):
+            with m.step():
+                keep.append([[] for _ in range(i % 5)])
+    path = m.save_result(tmp_path)
+    doc = results.load_dir(tmp_path)[0]
+    assert doc["wall_ns"] == m.result()["wall_ns"] and doc["gc_collections"] == m.result()["gc_collections"]
+    assert record(summarize([doc])) == m.summary()
+    assert path.stat().st_size < 80 * 3000  # about 50 bytes a step
+
+
+def test_steps_from_another_thread_are_named_as_such():
+    import threading
+
+    from gcbench.core.errors import UsageError
+
+    errors = []
+    m = gcbench.measure("threads")
+    with m:
+        with m.step():
+            def other():
+                try:
+                    with m.step():
+                        pass
+                except UsageError as e:
+                    errors.append(str(e))
+            t = threading.Thread(target=other)
+            t.start()
+            t.join()
+    assert errors and "steps from another thread" in errors[0]

@@ -56,6 +56,22 @@ EXPLAIN_ENV = "GCBENCH_EXPLAIN"  # "1": every measure() in the process explains 
 SOURCE = "the user's own loop"
 
 
+TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+
+def explain_from_env() -> bool:
+    """GCBENCH_EXPLAIN as a switch: 1/true/yes/on, or 0/false/no/off/unset (any case, spaces
+    around ignored); anything else is a one-line error, never a guess."""
+    raw = os.environ.get(EXPLAIN_ENV, "")
+    word = raw.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise UsageError(f"{EXPLAIN_ENV}={raw!r} is not a switch: use 1 (or true, yes, on) to explain, 0 (or false, no, "
+                     "off) or leave it unset to time")
+
+
 def _positive_or_none(name: str, value) -> int | None:
     if value is None:
         return None
@@ -91,7 +107,7 @@ class Measurement:
         self.policy = policy
         self.batch_size = _positive_or_none("batch_size", batch_size)
         self.networks = _positive_or_none("networks", networks)
-        self.explain = bool(os.environ.get(EXPLAIN_ENV, "") not in ("", "0")) if explain is None else bool(explain)
+        self.explain = explain_from_env() if explain is None else bool(explain)
         self.sites = True  # explain: trace allocation sites (tracemalloc; slows allocations several times)
         self.before_timed = None  # called as the timed steps begin (a GC budget collects and freezes there)
         self._warm = StepProbe(max(warmup, 1), alloc_blocks=alloc_blocks)
@@ -125,6 +141,9 @@ class Measurement:
 
     # -- the context managers ---------------------------------------------------------
     def __enter__(self) -> Measurement:
+        import threading
+
+        self._thread = threading.get_ident()  # steps come from this thread (said where they do not)
         self._active = True
         self._load[2] = machineload.snapshot()
         if self.explain:
@@ -174,6 +193,11 @@ class Measurement:
         if not self._active:
             raise UsageError("a step outside `with gcbench.measure(...)`")
         if self._in_step:
+            import threading
+
+            if threading.get_ident() != self._thread:
+                raise UsageError("steps from another thread: a measurement's steps must come from the thread that "
+                                 "entered `with gcbench.measure(...)` (measure each thread's loop on its own)")
             raise UsageError("a step inside a step: `m.step()` brackets one step and does not nest")
         if self._n == self.warmup and self._probe is self._warm and self.warmup:
             self._start_timed()  # while the warm-up's probe still counts what it may start
@@ -221,8 +245,10 @@ class Measurement:
             raise UsageError("no timed step was measured" + (f" (the first {self.warmup} steps are warm-up)"
                                                              if self.warmup else ""))
 
-    def result(self) -> dict:
-        """A result document in the schema of a cell (backend `user`, workload = name)."""
+    def result(self, lists: bool = True) -> dict:
+        """A result document in the schema of a cell (backend `user`, workload = name); with
+        `lists=False` its per-step arrays stay numpy arrays (what summary and save use: a
+        list costs about 36 bytes a step per array)."""
         self._check_measured()
         cell = self._cell()
         meta = metadata.collect()
@@ -238,7 +264,7 @@ class Measurement:
         if self.variant:
             extra["variant"] = self.variant
         doc = results.new(cell, "ok", data={"kind": "user", "source": SOURCE}, metadata=meta,
-                          warmup={**warm, "loss": None}, **self._timed.arrays(),
+                          warmup={**warm, "loss": None}, **self._timed.arrays(lists),
                           gc_events=self._timed.event_log(), between_steps=self._timed.between_steps(),
                           memory=memory, loss={"step": [], "value": []},
                           gc_state={"gc_enabled": self._gc_enabled, "frozen_objects": self._frozen,
@@ -264,7 +290,7 @@ class Measurement:
         cell`; README, "Result fields")."""
         from .analysing.summary import record, summarize
 
-        return record(summarize([self.result()]))
+        return record(summarize([self.result(lists=False)]))
 
     def explanation(self) -> dict:
         """With `explain=True`: what the collector did and why (what `gcbench explain`
@@ -305,7 +331,7 @@ class Measurement:
     def save_result(self, folder: str | os.PathLike) -> pathlib.Path:
         """Write the result document into `folder` as the next repeat of this loop (whatever
         `explain` says: a GC budget keeps its counts, whose timings its diagnostics disturb)."""
-        doc = self.result()
+        doc = self.result(lists=False)
         folder = files.make_folder(folder, "results folder")
         repeat = 0
         while True:  # the next free repeat number, claimed exclusively: concurrent saves never share one

@@ -92,9 +92,9 @@ def git(repo: pathlib.Path, *args: str) -> str:
                               timeout=600)
     except FileNotFoundError:
         raise UsageError("git is not installed; a commit bisect needs it") from None
-    if proc.returncode != 0:
-        raise UsageError(f"git {' '.join(args[:2])} in {repo}: "
-                         f"{(proc.stderr.strip().splitlines() or ['failed'])[-1]}")
+    if proc.returncode != 0:  # git's own words, all of them (a failed clone says why over several lines)
+        said = [line.strip() for line in proc.stderr.strip().splitlines() if line.strip()][-4:] or ["failed"]
+        raise UsageError(f"git {' '.join(args[:2])} in {repo}: {' / '.join(said)}")
     return proc.stdout
 
 
@@ -169,20 +169,24 @@ def package_name(repo: pathlib.Path, sha: str) -> str:
     """The distribution the checkout builds: [project] name of pyproject.toml, else setup.cfg's."""
     from ..running.config import tomllib
 
-    try:
-        project = tomllib.loads(git(repo, "show", f"{sha}:pyproject.toml")).get("project", {})
-        if isinstance(project.get("name"), str):
+    try:  # a file git cannot show is not there: the other is tried; a name read is checked, and its refusal stands
+        text = git(repo, "show", f"{sha}:pyproject.toml")
+    except UsageError:
+        text = None
+    if text is not None:
+        try:
+            project = tomllib.loads(text).get("project", {})
+        except tomllib.TOMLDecodeError as e:
+            raise UsageError(f"pyproject.toml at {sha[:9]} is not valid TOML: {e}") from None
+        if isinstance(project, dict) and isinstance(project.get("name"), str):
             return _distribution(project["name"], sha)
-    except UsageError:
-        pass
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"pyproject.toml at {sha[:9]} is not valid TOML: {e}") from None
     try:
-        m = re.search(r"^\s*name\s*=\s*([A-Za-z0-9._-]+)", git(repo, "show", f"{sha}:setup.cfg"), re.M)
-        if m:
-            return _distribution(m.group(1), sha)
+        cfg = git(repo, "show", f"{sha}:setup.cfg")
     except UsageError:
-        pass
+        cfg = ""
+    m = re.search(r"^\s*name\s*=\s*(\S+)", cfg, re.M)
+    if m:
+        return _distribution(m.group(1), sha)
     raise UsageError(f"cannot tell the package's name at {sha[:9]}: no [project] name in pyproject.toml or setup.cfg")
 
 

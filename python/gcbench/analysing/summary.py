@@ -38,6 +38,13 @@ MIN_STEPS = 100  # fewer timed steps per repeat than this: the cell is flagged
 MAX_CI_WIDTH = 0.50  # a median whose 95 % interval is wider than this fraction of it: flagged
 
 
+def _has(doc: dict, key: str) -> bool:
+    """Whether `doc` holds the per-step array `key` with steps in it (a list, or a
+    measurement's own numpy array: never asked for its truth)."""
+    value = doc.get(key)
+    return value is not None and len(value) > 0
+
+
 def full_collections(doc: dict) -> np.ndarray:
     """Per step: full (oldest-generation) collections, those in the gap before the step (the
     loop's own code since the previous step) included: every full collection the loop
@@ -64,8 +71,8 @@ def collections_by_generation(doc: dict) -> list[int]:
 def explicit_by_generation(doc: dict) -> list[int]:
     """A repeat's explicit collections (`gc.collect()` calls) of each generation, in its
     steps and between them (zeros where none were told apart)."""
-    n = len(doc["gc_collections"][0]) if doc.get("gc_collections") else 3
-    inside = np.asarray(doc.get("gc_explicit") or [[0] * n], np.int64).reshape(-1, n).sum(axis=0)
+    n = len(doc["gc_collections"][0]) if _has(doc, "gc_collections") else 3
+    inside = np.asarray(doc["gc_explicit"] if _has(doc, "gc_explicit") else [[0] * n], np.int64).reshape(-1, n).sum(axis=0)
     between = list((doc.get("between_steps") or {}).get("explicit") or [0] * n)[:n]
     return (inside + np.asarray(between + [0] * (n - len(between)), np.int64)).tolist()
 
@@ -373,7 +380,7 @@ def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, key:
 def between_steps(doc: dict) -> dict:
     """The collections of a result that fell outside every step (zero where none is recorded)."""
     b = doc.get("between_steps") or {}
-    n = len(doc["gc_collections"][0]) if doc.get("gc_collections") else 3
+    n = len(doc["gc_collections"][0]) if _has(doc, "gc_collections") else 3
     colls = list(b.get("collections") or [0] * n)[:n]
     return {"gc_ns": int(b.get("gc_ns", 0)), "collections": colls + [0] * (n - len(colls))}
 
@@ -436,7 +443,7 @@ def memory_summary(docs: list[dict]) -> dict | None:
             peaks.append(max(rss) / 2**20)
         if len(rss) >= 3 and len(set(at)) >= 2:
             slopes.append(float(np.polyfit(np.asarray(at, np.float64), np.asarray(rss, np.float64) / 2**20, 1)[0]) * 1000)
-        if m.get("tracked_start") is not None and m.get("tracked_end") is not None and d["wall_ns"]:
+        if m.get("tracked_start") is not None and m.get("tracked_end") is not None and len(d["wall_ns"]):
             tracked.append((m["tracked_end"] - m["tracked_start"]) * 1000 / len(d["wall_ns"]))
     if not peaks and not tracked:
         return None

@@ -64,10 +64,15 @@ def main(args) -> int:
         if not (args.base and args.head):
             raise UsageError(f"compare needs two results folders (`gcbench compare {args.a} B`), or one folder with "
                              "--base ENV --head ENV: the two environments of one interleaved run to compare")
+        if args.base == args.head:
+            raise UsageError(f"--base and --head are both {args.base!r}: a side compared with itself says nothing; "
+                             "name the two environments (or variants) to compare")
         with archive.opened(pathlib.Path(args.a)) as a:
             docs_a, docs_b = compare.split_sides(results.load_dir(a), args.base, args.head)
         c = compare.compare_docs(docs_a, docs_b, args.min_effect, args.alpha, args.force)
         c.update(a=f"{args.a} [{args.base}]", b=f"{args.a} [{args.head}]")
+        c["notes"] = [n.replace("is in both folders: cells paired across", "is on both sides: cells paired across")
+                      for n in c.get("notes", [])]
     else:
         if args.base or args.head:
             raise UsageError("--base and --head pick the two sides inside one folder: give one folder with them, not two")

@@ -105,9 +105,41 @@ def sha256(path: str | os.PathLike) -> str:
 
 
 def json_bytes(doc, indent: int | None = 1) -> bytes:
-    """`doc` as gcbench writes JSON (strict: no NaN or infinity)."""
+    """`doc` as gcbench writes JSON (strict: no NaN or infinity). Integer numpy arrays among
+    a document's top-level values (a measurement's per-step arrays) are written a block of
+    steps at a time, never as one list of Python integers: about the file's size in memory,
+    where the list took 20 times that (3.3 GiB for 10 million steps)."""
     separators = (",", ":") if indent is None else None
-    return json.dumps(doc, indent=indent, separators=separators, allow_nan=False).encode("utf-8")
+    arrays = {k: v for k, v in doc.items() if _is_int_array(v)} if isinstance(doc, dict) else {}
+    if not arrays:
+        return json.dumps(doc, indent=indent, separators=separators, allow_nan=False).encode("utf-8")
+    marks = {k: f"@@gcbench-array-{k}@@" for k in arrays}
+    text = json.dumps({k: marks.get(k, v) for k, v in doc.items()}, indent=indent, separators=separators,
+                      allow_nan=False)
+    out, at = [], 0
+    for k, mark in marks.items():
+        i = text.index(json.dumps(mark), at)
+        out.append(text[at:i].encode("utf-8"))
+        out.append(_array_json(arrays[k]))
+        at = i + len(json.dumps(mark))
+    out.append(text[at:].encode("utf-8"))
+    return b"".join(out)
+
+
+def _is_int_array(value) -> bool:
+    import numpy as np
+
+    return isinstance(value, np.ndarray) and value.dtype.kind in "iu" and value.ndim in (1, 2)
+
+
+def _array_json(arr, block: int = 65_536) -> bytes:
+    """A 1-D or 2-D integer array as compact JSON, `block` rows at a time."""
+    parts = [b"["]
+    for start in range(0, len(arr), block):
+        text = json.dumps(arr[start:start + block].tolist(), separators=(",", ":"))[1:-1]  # the C encoder
+        parts.append((("," if start else "") + text).encode("ascii"))
+    parts.append(b"]")
+    return b"".join(parts)
 
 
 def write_json(path: str | os.PathLike, doc, indent: int | None = 1) -> pathlib.Path:

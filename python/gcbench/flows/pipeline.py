@@ -154,6 +154,20 @@ def run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Callable[
         raise
 
 
+def replacement_of(stem: str, cells: list) -> bool:
+    """Whether the result named `stem` is a replacement repeat of one of `cells` (the same
+    cell, a repeat number past the plan's): what an earlier run of this plan measured in
+    place of a flagged repeat."""
+    import re
+
+    m = re.match(r"^(.*)__r(\d+)(__.*)?$", stem)
+    if not m:
+        return False
+    planned = {(c.id.replace(f"__r{c.repeat}", "__r#", 1)) for c in cells}
+    repeats = max((c.repeat for c in cells), default=-1)
+    return int(m.group(2)) > repeats and f"{m.group(1)}__r#{m.group(3) or ''}" in planned
+
+
 def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Callable[..., None], kind: str,
               data_note: str, samples: int) -> tuple[list[dict] | None, pathlib.Path, int]:
     from ..core.files import FolderLock
@@ -165,8 +179,11 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Callable
     cluster.check_no_live_jobs(out_dir)  # submitted to a scheduler before: none of its jobs may still run
     if resume:
         runner.check_resumable(cells, out_dir)
+    stale = []  # an earlier run's replacement repeats of this plan's cells: --force replaces them too
     if force:  # --force replaces the plan's results; results of other cells would stay and be mixed in
-        others = sorted(p.name for p in archive.documents(out_dir) if p.stem not in {c.id for c in cells})
+        held = [p for p in archive.documents(out_dir) if p.stem not in {c.id for c in cells}]
+        stale = [p for p in held if replacement_of(p.stem, cells)]
+        others = sorted(p.name for p in held if p not in stale)
         if others:
             raise UsageError(f"{out_dir} holds {len(others)} results of cells that are not in this plan "
                              f"({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}); --force replaces "
@@ -237,6 +254,9 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Callable
                 if (out_dir / "suite.json").is_file() and results.read_plan(out_dir).get("started") == plan["started"]:
                     results.finish_plan(out_dir, plan, "failed")
             raise
+        for path in stale:  # this run's own replacements have the same names and were written anew
+            if path.stem not in {c.id for c in cells}:
+                path.unlink(missing_ok=True)
         results.finish_plan(out_dir, plan, "finished")
     superseded = [d for d in docs if d.get(runner.SUPERSEDED)]
     for d in superseded:  # an earlier result kept in place of this run's failure: said, and counted as failed

@@ -321,25 +321,22 @@ class StepProbe:
         """GC pause time since install, inside steps or not."""
         return self._pause_total
 
-    def arrays(self) -> dict[str, list]:
+    def arrays(self, lists: bool = True) -> dict:
+        """The per-step arrays of the steps taken: as lists (a document's JSON values), or
+        with `lists=False` as numpy arrays, which summaries and files.json_bytes take as they
+        are (a list of Python integers costs about 36 bytes a step per array)."""
         n = self.steps
-        out = {
-            "wall_ns": self.wall_ns[:n].tolist(),
-            "gc_ns": self.gc_ns[:n].tolist(),
-            "cpu_ns": self.cpu_ns[:n].tolist(),
-            "gc_cpu_ns": self.gc_cpu_ns[:n].tolist(),
-            "gc_collections": self.gc_collections[:n].tolist(),
-            "gc_collected": self.gc_collected[:n].tolist(),
-            "gc_pressure": self.gc_pressure[:n].tolist(),
-        }
+        out = {"wall_ns": self.wall_ns[:n], "gc_ns": self.gc_ns[:n], "cpu_ns": self.cpu_ns[:n],
+               "gc_cpu_ns": self.gc_cpu_ns[:n], "gc_collections": self.gc_collections[:n],
+               "gc_collected": self.gc_collected[:n], "gc_pressure": self.gc_pressure[:n]}
         if self.alloc_blocks_enabled:
-            out["alloc_blocks"] = self.alloc_blocks[:n].tolist()
+            out["alloc_blocks"] = self.alloc_blocks[:n]
         if n and self.host_marked == n:
-            out["host_ns"] = self.host_ns[:n].tolist()
+            out["host_ns"] = self.host_ns[:n]
         if n:
-            out.update(gap_ns=self.gap_ns[:n].tolist(), gap_gc_ns=self.gap_gc_ns[:n].tolist(),
-                       gap_collections=self.gap_collections[:n].tolist(), gc_explicit=self.gc_explicit[:n].tolist())
-        return out
+            out.update(gap_ns=self.gap_ns[:n], gap_gc_ns=self.gap_gc_ns[:n], gap_collections=self.gap_collections[:n],
+                       gc_explicit=self.gc_explicit[:n])
+        return {k: v.tolist() for k, v in out.items()} if lists else out
 
     def between_steps(self) -> dict:
         """The collections that fell outside every step (the loop's own code between

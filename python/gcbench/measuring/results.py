@@ -134,7 +134,7 @@ def write(doc: dict, path: str | os.PathLike) -> pathlib.Path:
 
 
 def _check_array(where: str, key: str, arr, n: int | None) -> int:
-    if not isinstance(arr, list):
+    if not isinstance(arr, (list, np.ndarray)):  # numpy: a measurement's own, before it is written
         raise UsageError(f"{where}: ok result without per-step array {key!r}")
     if n is not None and len(arr) != n:
         raise UsageError(f"{where}: per-step array {key!r} has {len(arr)} steps, expected {n}")

@@ -171,7 +171,8 @@ def submit(cells: list, out_dir: pathlib.Path, command: list[str], timeout: floa
     """Submit one job array per round; write and return the submission record. On the local
     executor (whose jobs all start at once) the rounds form one array of `local_at_once`
     jobs, each running its share of the rounds in order."""
-    folder = out_dir / JOBS_DIR
+    folder = (out_dir / JOBS_DIR).absolute()  # as the job controllers' command lines hold it (a relative --out
+    # stored as given was never found there: `status` said 0 jobs and a --force run was let in)
     made = not folder.exists()
     if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
         raise UsageError(f"{folder} is not a folder; gcbench keeps its jobs' files there: move it away")
@@ -422,7 +423,12 @@ def _local_job_alive(job_id: str, folder: str) -> bool:
         cmdline = pathlib.Path(f"/proc/{job_id}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return not pathlib.Path("/proc/self").exists()  # no /proc: the process is all we know
-    return b"submitit.local._local" in cmdline and os.fsencode(folder) in cmdline
+    if b"submitit.local._local" not in cmdline:
+        return False
+    target = os.fsencode(os.path.abspath(folder))
+    # records written before folders were stored absolute hold the path as given (D1/.gcbench-jobs)
+    tail = b"/" + os.fsencode(os.path.normpath(folder)).lstrip(b"/")
+    return any(arg == target or arg.endswith(tail) for arg in cmdline)
 
 
 def _submitted_arrays(sub: dict) -> set[str]:

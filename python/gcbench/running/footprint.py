@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 
 from ..core.errors import UsageError
 
@@ -47,14 +48,33 @@ def estimate(cell, samples: int | None = None, language: str = "python") -> Esti
     return Estimate(sum(parts.values()), parts)
 
 
-def _read_int(path: str) -> int | None:
-    """An integer file of a control group ("max": None, no limit)."""
+MAX_DEPTH = 64  # control groups nested deeper than this are not followed (the kernel's own nest a few levels)
+FILE_LIMIT = 64 * 1024  # bytes read of /proc/self/cgroup; a number file holds at most 20 digits
+
+
+def _read_bytes(path: str, limit: int) -> bytes | None:
+    """At most `limit` bytes of a regular file, without waiting on it (a FIFO is refused at
+    once); None where it cannot be read, is not a regular file or is longer."""
     try:
-        with open(path) as f:
-            text = f.read().strip()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):  # ValueError: a NUL in the path
+        return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            data = f.read(limit + 1)
     except OSError:
         return None
-    return int(text) if text.isdigit() else None
+    return data if len(data) <= limit else None
+
+
+def _read_int(path: str) -> int | None:
+    """An integer file of a control group ("max", or anything but up to 20 ASCII digits:
+    None, no limit read)."""
+    data = _read_bytes(path, 64)
+    text = (data or b"").strip()
+    return int(text) if text.isdigit() and len(text) <= 20 else None  # bytes.isdigit: ASCII digits only
 
 
 def cgroup_room(root: str = "/sys/fs/cgroup", proc: str = "/proc/self/cgroup") -> int | None:
@@ -68,11 +88,11 @@ def cgroup_room(root: str = "/sys/fs/cgroup", proc: str = "/proc/self/cgroup") -
     - cgroup v1 (the `memory` controller's line): `memory.limit_in_bytes` less
       `memory.usage_in_bytes` in that group's folder (or the controller's root, where the
       group is not visible, as in a container)."""
-    try:
-        with open(proc) as f:
-            lines = [line.rstrip("\n").split(":", 2) for line in f if line.count(":") >= 2]
-    except OSError:
+    data = _read_bytes(proc, FILE_LIMIT)
+    if data is None:
         return None
+    text = data.decode("utf-8", errors="replace")
+    lines = [line.split(":", 2) for line in text.splitlines() if line.count(":") >= 2 and "\0" not in line]
     v1 = next((path for _, controllers, path in lines if "memory" in controllers.split(",")), None)
     v2 = next((path for hid, controllers, path in lines if hid == "0" and controllers == ""), None)
     rooms = []
@@ -86,6 +106,8 @@ def cgroup_room(root: str = "/sys/fs/cgroup", proc: str = "/proc/self/cgroup") -
                 if limit < 2**60:  # v1 writes "no limit" as a huge number
                     rooms.append(max(limit - usage, 0))
                 break
+    if v2 is not None and v2.count("/") > MAX_DEPTH:
+        v2 = None  # deeper than any real hierarchy: not followed (each level is a few reads)
     if v2 is not None and os.path.isfile(os.path.join(root, "cgroup.controllers")):
         folder = os.path.normpath(os.path.join(root, v2.lstrip("/")))
         while True:
