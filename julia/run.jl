@@ -107,7 +107,8 @@ function package_versions()
     return out
 end
 
-"""The loaded package extensions, by parent and name, e.g. "LuxLib/LuxLibLoopVectorizationExt"."""
+"""The loaded package extensions, by parent and name, e.g. "LuxLib/LoopVectorizationExt" (LuxLib 1.15's name;
+LuxLib 1.7 and earlier called it LuxLibLoopVectorizationExt)."""
 loaded_extensions() = sort!(collect(values(extension_modules())))
 
 const PROGRESS_EVERY_NS = 200_000_000

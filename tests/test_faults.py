@@ -263,3 +263,32 @@ def test_every_file_gcbench_writes_has_mode_0644(tmp_path):
                    cwd=tmp_path).returncode == 0
     written = [p for p in out.iterdir() if p.name != ".gcbench.lock"] + list((tmp_path / "reports" / "out").iterdir())
     assert written and {oct(p.stat().st_mode & 0o777) for p in written} == {"0o644"}
+
+
+def _crashing_python(tmp_path, write_first: bool) -> str:
+    """A `python` for the runner that runs the real worker in its own process (or not) and
+    then dies of SIGSEGV, as a Julia worker's exit hook can (PythonCall issue #764)."""
+    script = tmp_path / "python-then-segv"
+    body = ("import runpy, sys\nsys.argv = sys.argv[2:]\ntry:\n    runpy.run_module('gcbench.child', "
+            "run_name='__main__', alter_sys=True)\nexcept SystemExit:\n    pass\n") if write_first else ""
+    script.write_text(f"#!{sys.executable}\nimport os, signal\n{body}os.kill(os.getpid(), signal.SIGSEGV)\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.mark.parametrize("write_first", [True, False])
+def test_a_worker_that_crashes_after_its_result_keeps_the_result(tmp_path, write_first):
+    from gcbench.running import runner
+
+    cell = Cell("jax", "mlp", "default", 0, 1, 0, 5, 1, 0, 10)
+    out = tmp_path / f"{cell.id}.json"
+    python = _crashing_python(tmp_path, write_first)
+    if not write_first:  # nothing written before the crash: the cell fails, as ever
+        with pytest.raises(runner.CellFailed, match="killed by signal 11"):
+            runner.run_worker(cell, out, ["gcbench"], 300, None, python=python)
+        assert not out.exists()
+        return
+    doc = runner.run_worker(cell, out, ["gcbench"], 300, None, python=python)
+    assert doc["status"] == "ok" and len(doc["wall_ns"]) == 5
+    assert "killed by signal 11 after writing this complete result" in doc["reason"]
+    assert results.load(out)["reason"] == doc["reason"]  # kept on disk, the crash noted

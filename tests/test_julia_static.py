@@ -273,3 +273,25 @@ def test_julia_runs_of_disable_or_manual_take_two_warmup_steps():
         warmup = int(re.search(r'"--warmup", "(\d+)"', call).group(1))
         assert warmup >= 2, call
     assert "measure.jl" in text and 'doc["status"] == "ok"' in text
+
+
+def test_the_allocation_test_counts_by_package_not_by_type():
+    """Julia 1.10 records objects allocated by compiled code without a type (UnknownType):
+    julia/test/runtests.jl must not count allocations by a type's name (it required Dict
+    samples, which 1.10 does not report), and counts GCBench's own allocations instead."""
+    text = (JULIA_DIR / "test" / "runtests.jl").read_text()
+    assert not re.search(r'by_type"\]\s+if\s+startswith\(k,\s*"Dict"\)', text)
+    assert not re.search(r'\["by_type"\].*"Dict', text)
+    assert 'get(out["by_package"], "GCBench", [0, 0])' in text and "jl_gc_unknown_type_tag" in text
+
+
+def test_the_worker_skips_python_exit_hooks_once_juliacall_is_loaded():
+    """juliacall's exit hook (`jl_atexit_hook(0)`) can segfault with several Julia threads
+    (PythonCall issue #764): the worker leaves with os._exit once its result is written."""
+    import gcbench.child as child
+
+    import pathlib
+
+    src = pathlib.Path(child.__file__).read_text()
+    assert 'if "juliacall" in sys.modules:' in src and "os._exit(code)" in src
+    assert "leave(main())" in src

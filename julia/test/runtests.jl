@@ -109,8 +109,14 @@ GCBench.load_framework("simplechains")
         out = Base.invokelatest(GCBench.explain_allocs, t, 2, 3, 1.0, "none")
         @test out["samples"] > 0
         kept = Base.invokelatest(GCBench.explain_allocs, t, 2, 3, 1.0, "metrics")  # the loop that run! measures
-        dicts = sum((v[1] for (k, v) in kept["by_type"] if startswith(k, "Dict")); init=0)
-        @test dicts >= 3 * META["mlp"]["networks"]   # one record per network per step
+        # Counted by package, not by type: on Julia 1.10, objects that compiled code allocates
+        # (the Dict of keep_metrics!, run.jl) are recorded without a type: 1.10's
+        # src/llvm-final-gc-lowering.cpp calls the pool allocator untyped and jl_gc_pool_alloc
+        # records jl_gc_unknown_type_tag (Profile's Allocs.jl: "Since Julia 1.11, all
+        # allocations should have a type reported"). The same steps with and without the
+        # loop's records: GCBench's own allocations grow by at least one per network per step.
+        own(out) = get(out["by_package"], "GCBench", [0, 0])[1]
+        @test own(kept) - own(out) >= 3 * META["mlp"]["networks"]
         @test any(k -> k in ("Flux", "Zygote", "NNlib", "Optimisers"), keys(out["by_package"]))
     end
 end

@@ -52,5 +52,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def leave(code: int) -> None:
+    """Exit with `code`. Where juliacall was imported, without Python's exit hooks: its hook
+    calls `jl_atexit_hook(0)`, which with several Julia threads sometimes segfaults
+    (PythonCall issue #764, fix pending in PR #763) after the result is on disk; the
+    result file was written whole and synced before this (files.write_bytes)."""
+    if "juliacall" in sys.modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    leave(main())

@@ -150,6 +150,10 @@ def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: 
                 continue
             if bar is not None and line.startswith("gcbench-progress "):
                 bar.line(line)
+        if proc.returncode != 0 and explain is None and \
+                (kept := _complete_before_crash(partial, proc.returncode, load)) is not None:
+            results.write(kept, out_file)  # the crash, noted in the result it did not spoil
+            return kept
         if proc.returncode != 0:
             tail = _tail(err_path)
             said = [line for line in tail.splitlines() if line.startswith("gcbench: ")]
@@ -174,6 +178,68 @@ def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: 
         partial.unlink(missing_ok=True)
 
 
+def _complete_before_crash(partial: pathlib.Path, returncode: int, load=results.load) -> dict | None:
+    """The result a worker wrote whole before it crashed (a Julia worker's exit hook can
+    segfault after the result is on disk: PythonCall issue #764), with the crash noted in
+    its reason; None where there is no complete, valid, ok result to keep."""
+    if returncode == 2 or not partial.is_file():  # 2: the worker's own refusal, never a crash after the fact
+        return None
+    try:
+        doc = load(partial)
+    except UsageError:
+        return None
+    if doc.get("status") != "ok":
+        return None
+    how = f"killed by signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
+    doc["reason"] = (f"kept: the worker ended with {how} after writing this complete result (a Julia exit hook "
+                     "with several threads: PythonCall issue #764)")
+    return doc
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+class KindETA:
+    """The time left in a run, from what each kind of cell (backend, workload, steps) took
+    so far: a ViT cell and an MLP cell differ tenfold, so one rate of steps over every
+    cell swung the estimate by half as the kinds came and went (56, 28, 34 minutes in one
+    25-minute run). Kinds not run yet take the mean time per step of those that have;
+    None until a cell has finished."""
+
+    def __init__(self, cells: list[Cell], clock=time.monotonic):
+        self.left = {id(c): c for c in cells}
+        self.clock = clock
+        self.took: dict[tuple, list[float]] = {}
+        self._started: dict[int, float] = {}
+
+    @staticmethod
+    def kind(cell: Cell) -> tuple:
+        return cell.backend, cell.workload, cell.steps, cell.warmup
+
+    def start(self, cell: Cell) -> None:
+        self._started[id(cell)] = self.clock()
+
+    def finish(self, cell: Cell) -> None:
+        began = self._started.pop(id(cell), None)
+        if self.left.pop(id(cell), None) is not None and began is not None:
+            self.took.setdefault(self.kind(cell), []).append(self.clock() - began)
+
+    def seconds(self) -> float | None:
+        if not self.took:
+            return None
+        per_step = sum(sum(v) for v in self.took.values()) / sum(
+            len(v) * (k[2] + k[3]) for k, v in self.took.items())
+        total = 0.0
+        for id_, cell in self.left.items():
+            known = self.took.get(self.kind(cell))
+            guess = sum(known) / len(known) if known else per_step * (cell.steps + cell.warmup)
+            if id_ in self._started:  # running: what is left of it
+                guess = max(guess - (self.clock() - self._started[id_]), 0.0)
+            total += guess
+        return total
+
+
 class Progress:
     """Two bars on standard error: every cell's steps together (`overall`: warm-up and timed
     steps of every cell to run, with the ETA of the whole run) and the current cell's
@@ -183,17 +249,25 @@ class Progress:
     def __init__(self, cells: list[Cell], stream):
         self.stream = stream
         self.overall = tqdm(total=sum(c.warmup + c.steps for c in cells), desc="all cells", unit="step",
-                            dynamic_ncols=True, position=0, leave=False, file=sys.stderr)
+                            dynamic_ncols=True, position=0, leave=False, file=sys.stderr,
+                            bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
         self.cell = None
         self._phase = None
         self._done = 0  # steps of the current cell already counted in `overall`
         self._warmup = 0
+        self.eta = KindETA(cells)
+
+    def eta_text(self) -> str:
+        left = self.eta.seconds()
+        return "" if left is None else f"left ~{_duration(left)} (by cell kind)"
 
     def say(self, *parts) -> None:
         tqdm.write(" ".join(map(str, parts)), file=self.stream)
         self.stream.flush()
 
     def start(self, cell: Cell, desc: str) -> None:
+        self.eta.start(cell)
+        self.overall.set_postfix_str(self.eta_text(), refresh=True)
         self.cell = tqdm(total=0, desc=desc, unit="step", dynamic_ncols=True, position=1, leave=False,
                          file=sys.stderr)
         self._phase, self._done, self._warmup = None, 0, cell.warmup
@@ -218,6 +292,8 @@ class Progress:
 
     def finish(self, cell: Cell) -> None:
         """The cell is done (or skipped): all its steps count, whatever the worker said."""
+        self.eta.finish(cell)
+        self.overall.set_postfix_str(self.eta_text(), refresh=False)
         self.overall.update(max(0, cell.warmup + cell.steps - self._done))
         if self.cell is not None:
             self.cell.close()
