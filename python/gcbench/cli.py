@@ -15,6 +15,25 @@ from .core.errors import UsageError, did_you_mean, printable
 
 COMMANDS = ("list", "run", "status", "report", "compare", "export", "explain", "reproduce", "memory", "bisect", "envs",
             "julia_setup", "data")
+# Each command's one line in `gcbench --help`, so that the top-level help and --version load
+# no command module (they import numpy and scipy: 0.65 s quiet, 6.6 s under load).
+# tests/test_cli.py checks that each is the command's own help.
+HELP = {
+    "list": "backends (and whether they are available), workloads, GC policies",
+    "run": "run a suite: one worker process per repeat of each cell",
+    "status": "what a results folder holds against its plan (and its SLURM jobs)",
+    "report": "statistics, plots and a publishable report of a results folder",
+    "compare": "per cell: is B faster, slower, the same as A, or is it inconclusive",
+    "export": "results as CSV or JSON: one row per step (or per cell, --per cell)",
+    "explain": "where the collector's work comes from: promotions, scans, cycles",
+    "reproduce": "the seed reports' cases (equinox-spikes, flux-many-small, gather-memory) next to their published "
+                 "figures",
+    "memory": "memory of compiled programs: gather gradients and training steps",
+    "bisect": "one cell across versions of a package, each in its own environment",
+    "envs": "the virtual environments gcbench built for --env (list, or clear them)",
+    "julia-setup": "let juliacall install Julia and the Julia packages (online, once)",
+    "data": "where MNIST is found; download it",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,13 +58,24 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None, lazy: bool = False) -> argparse.ArgumentParser:
+    """The command line's parser: every command's (`lazy=False`), or with `lazy=True` only
+    the command `only` loaded and the others named by their line of help."""
     p = _Parser(prog="gcbench", description="How much of a training step goes to the garbage collector.")
     p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in COMMANDS:
-        importlib.import_module(f".commands.{name}", __package__).register(sub)
+        command = name.replace("_", "-")
+        if lazy and command != only:
+            sub.add_parser(command, help=HELP[command], add_help=False)  # never chosen: `only` is the one given
+        else:
+            importlib.import_module(f".commands.{name}", __package__).register(sub)
     return p
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The command the arguments name: the first that is not an option."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 class Terminated(BaseException):
@@ -65,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         else None
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
-        args = build_parser().parse_args(argv)
+        args = build_parser(_command_of(argv), lazy=True).parse_args(argv)
         if getattr(args, "out", None) is not None and not args.out.strip():  # not the default, which is left out
             raise UsageError("--out '' names no folder: give one, or leave --out out for the default")
         args.argv = argv
