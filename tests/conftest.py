@@ -107,3 +107,12 @@ def small_disk(tmp_path):
         pytest.skip("mounting a small tmpfs needs root (CAP_SYS_ADMIN); not available here")
     yield mnt
     subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def documentation_text() -> str:
+    """README and every page of docs/, as one text: what the project tells its readers
+    (a claim may live on any of them)."""
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    return "\n".join(p.read_text() for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))])

@@ -57,8 +57,9 @@ def test_slurm_table_of_a_suite_becomes_submitit_parameters(tmp_path):
 
 
 def test_the_readme_suite_for_a_gpu_partition_is_read_as_it_says(tmp_path):
-    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
-    example = re.search(r"```toml\n(# gpu-suite.toml.*?)```", readme, re.S).group(1)
+    from conftest import documentation_text
+
+    example = re.search(r"```toml\n(# gpu-suite.toml.*?)```", documentation_text(), re.S).group(1)
     (tmp_path / "gpu-suite.toml").write_text(example)
     p = load_suite(str(tmp_path / "gpu-suite.toml")).slurm_options().parameters("x")
     assert (p["slurm_partition"], p["slurm_gres"], p["slurm_array_parallelism"]) == ("gpu", "gpu:1", 8)

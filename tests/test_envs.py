@@ -85,7 +85,7 @@ def test_requirements_pins_replace_gcbench_bounds_and_only_needed_packages_come(
     assert any(r.startswith("tomli") and "python_version" in r for r in reqs)  # the marker goes to pip as is
     assert envs.requirements(envspec.parse("python=3.12"), []) == [r for r in reqs if envspec.requirement_name(r) in
                                                                  ("numpy", "scipy", "tqdm", "jsonschema", "packaging",
-                                                                  "filelock", "tomli")]
+                                                                  "filelock", "tomli", "tomlkit")]
 
 
 def test_matching_jaxlib():

@@ -202,7 +202,9 @@ def test_an_executor_name_with_markup_is_refused(tmp_path):
 
 
 def test_readme_says_a_commit_bisect_runs_build_code():
-    readme = (ROOT / "README.md").read_text()
+    from conftest import documentation_text
+
+    readme = " ".join(documentation_text().split())
     assert "Building a commit runs its build code" in readme and "as you, with your permissions" in readme
 
 

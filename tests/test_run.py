@@ -143,6 +143,29 @@ def test_run_with_report_writes_the_report(tmp_path):
     assert (report / "index.html").is_file() and (report / "trace_mlp.png").is_file()
     assert (report / "results.tar.gz").is_file()
     md = (report / "index.md").read_text()
-    assert "| jax/mlp/default | 2 | 24 |" in md
+    row = [c.strip() for c in next(line for line in md.splitlines() if line.startswith("| jax/mlp/default")).split("|")]
+    assert row[2] == "2" and row[-2] == "24", row  # repeats, then counts first, the steps last
     assert "| unavailable | GC policy freeze has no meaning for flux (julia) | 2 |" in md
     assert "only 12 timed steps per repeat (&lt; 100)" in md  # short cells are flagged
+
+
+def test_the_eta_holds_once_each_kind_of_cell_has_run():
+    """Issue 45: cells of two kinds (a slow vit, a fast mlp), interleaved: once one of each
+    has finished, the estimate of what is left is the truth, and it does not swing."""
+    from gcbench.measuring.cell import Cell
+    from gcbench.running.runner import KindETA
+
+    now = [0.0]
+    took = {"vit": 30.0, "mlp": 3.0}
+    cells = [Cell("nnx", w, "default", r, 1, 0, 150, 3, 0, 10) for r in range(3) for w in ("vit", "mlp")]
+    eta = KindETA(cells, clock=lambda: now[0])
+    seen = []
+    for i, c in enumerate(cells):
+        eta.start(c)
+        now[0] += took[c.workload]
+        eta.finish(c)
+        truth = sum(took[x.workload] for x in cells[i + 1:])
+        if i >= 1:  # one of each kind has run
+            seen.append(eta.seconds())
+            assert eta.seconds() == pytest.approx(truth)
+    assert seen[-1] == 0

@@ -17,13 +17,14 @@ Counts first, times only where the machine allows: where repeats ran on a loaded
 (`core.machineload`), the first sentence says so and by how much, shares are the
 collector's share of CPU time where recorded, and no timed test is given (the counts are).
 
-Each verdict here is one test on its own (not corrected with others): the Findings of a
-report test every pair of a workload together.
+A policy's effect is the Findings' own test (analysing.claims: every test of the workload
+corrected together), so the verdict and the Findings below it never disagree; only where
+the paying cell is not under `default` (no such test in the Findings) is it one test alone.
 """
 
 from __future__ import annotations
 
-from . import compare, stats, summary
+from . import claims, compare, stats, summary
 
 NEGLIGIBLE_SHARE = 0.001  # below 0.1 % of step time the collector is not worth naming
 
@@ -88,13 +89,18 @@ def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary]) -> str |
     va = compare.repeat_values(cs.docs)
     if cs.stats.get("loaded") or any(o.stats.get("loaded") for o in others):  # counts, not times
         return _mitigation_counts(cs, others)
+    family = claims.workload_claims([c for c in ok if c.key[1] == w]) if p == "default" else []
     best = None
     for o in others:
-        t = compare.test_mean(va, compare.repeat_values(o.docs), compare.MIN_EFFECT, compare.ALPHA)
-        compare.conclude([t], compare.ALPHA)
+        t = claims.policy_test(family, "policy_mean", cs, o)
+        if t is None:  # not a test of the Findings (the paying cell is not under default): one test alone
+            t = compare.test_mean(va, compare.repeat_values(o.docs), compare.MIN_EFFECT, compare.ALPHA)
+            compare.conclude([t], compare.ALPHA)
         if best is None or (t.effect or 9) < (best[1].effect or 9):
             best = (o, t)
     o, t = best
+    corrected = (f" (p = {t.p_adj:.2g} after correcting for this workload's {sum(x.p is not None for _, x, _ in family)} "
+                 "tests, as in the Findings)") if family and t.p_adj is not None else ""
     policy = o.key[2]
     change = f"mean step {stats.fmt(t.a)} -> {stats.fmt(t.b)} ms"
     counts = (f"Under `{policy}` it makes {o.stats['full']['count']:,} full collections in all its repeats against "
@@ -111,12 +117,13 @@ def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary]) -> str |
     else:
         interval = f"{100 * (t.effect - 1):+.0f} % time ({level} {100 * (lo - 1):+.0f} to {100 * (hi - 1):+.0f} %)"
     if t.verdict == "faster run":
-        return counts + f"`{policy}` shortens its runs: they take {interval}, {change}."
+        return counts + f"`{policy}` shortens its runs: they take {interval}, {change}{corrected}."
     if t.verdict == "slower run":
-        return counts + f"`{policy}` does not help it: its runs take {interval}, {change}."
+        return counts + f"`{policy}` does not help it: its runs take {interval}, {change}{corrected}."
     if t.verdict == "same":
-        return counts + f"`{policy}` leaves the time its runs take the same within {100 * t.margin:.0f} %: {interval}, {change}."
-    return counts + f"Whether `{policy}` shortens its runs the repeats cannot tell: {interval}, {change}."
+        return counts + (f"`{policy}` leaves the time its runs take the same within {100 * t.margin:.0f} %: {interval}, "
+                         f"{change}{corrected}.")
+    return counts + f"Whether `{policy}` shortens its runs the repeats cannot tell: {interval}, {change}{corrected}."
 
 
 def _mitigation_counts(cs: summary.CellSummary, others: list[summary.CellSummary]) -> str:

@@ -207,18 +207,20 @@ def _share_cell(s: dict) -> str:
 
 
 def summary_table(cells: list[summary.CellSummary]) -> Table:
-    header = ["cell", "repeats", "steps", "median ms (95 % CI)", "mean ms (95 % CI)", "GC % (95 % CI)",
-              "full collections per repeat", "full-GC step: extra ms (95 % CI), x median", "flags"]
+    # counts first (exact on any machine), then the times; flags beside the cell they qualify
+    header = ["cell", "repeats", "full collections per repeat", "GC % (95 % CI)", "median ms (95 % CI)",
+              "mean ms (95 % CI)", "full-GC step: extra ms (95 % CI), x median", "steps"]
     rows = []
     for cs in cells:
         s = cs.stats
         used = len(s["used"])
-        rows.append([escape(cs.label), f"{used}" + (f" of {s['repeats']}" if used != s["repeats"] else ""),
-                     f"{s['steps']:,}", stats.fmt_paren(s["median_ms"], s["median_ci_ms"], values=s["repeat_medians_ms"]),
+        rows.append([escape(cs.label) + (f" ({len(s['flagged'])} flagged)" if s["flagged"] else ""),
+                     f"{used}" + (f" of {s['repeats']}" if used != s["repeats"] else ""),
+                     _full_cell(s), _share_cell(s),
+                     stats.fmt_paren(s["median_ms"], s["median_ci_ms"], values=s["repeat_medians_ms"]),
                      stats.fmt_paren(s["mean_ms"], s.get("mean_ci_ms"), values=s.get("repeat_means_ms")),
-                     _share_cell(s), _full_cell(s), _full_cost(s),
-                     f"{len(s['flagged'])} flagged" if s["flagged"] else ""])
-    return Table(header, rows, align_right=(1, 2, 3, 4, 5, 7))  # the schedule's words wrap
+                     _full_cost(s), f"{s['steps']:,}"])
+    return Table(header, rows, align_right=(1, 3, 4, 5, 6, 7))  # the schedule's words wrap
 
 
 def _with_ci(value: float, ci, fmt=stats.fmt, values=None) -> str:
@@ -481,9 +483,19 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
     title = title or f"gcbench report: {name}"
 
     blocks: list = [Heading(escape(title), 1)]
+    # the answer to the question the command asked, first: a bisect's culprit, a reproduction's
+    # rows; then what the cells say (the suite's verdict); the evidence after it
+    question = None
+    if git_plan is not None:
+        question = environments.gitbisect_answer(gitbisect.table(git_plan, gitbisect.docs_by_env(docs)))
+    elif bisect_table is not None:
+        question = environments.bisect_answer(bisect_table)
+    elif repro is not None:
+        question = reproduction.answer(reproduce_mod.rebuild(repro, docs, memdoc))
     answer = verdict.sentences(cells)
-    if answer:  # the answer first; the evidence after it
-        blocks += [Heading("Verdict"), Para(" ".join(prose(x) for x in answer))]
+    if question or answer:
+        blocks += [Heading("Verdict")] + ([Para(question)] if question else []) + \
+            ([Para(" ".join(prose(x) for x in answer))] if answer else [])
     if repro is not None:
         blocks += reproduction.section(reproduce_mod.rebuild(repro, docs, memdoc))
     if docs:
@@ -512,13 +524,15 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
         blocks += warmup_section(ok)
         blocks += environments.section(docs)
         blocks += [Heading("Findings"),
-                   Para("Per workload, first the cells at a glance (GC share of step time; full collections per "
-                        "repeat; mean step, the time a run takes per step), then the evidence: each claim with the "
-                        "test and interval it was read off.")]
+                   Para("Per workload: the cells at a glance (GC share of step time; full collections per repeat; "
+                        "mean step, the time a run takes per step); the cells that made full collections, with what "
+                        "a step holding one cost; each policy against `default`, every test of the workload "
+                        "corrected together (Benjamini-Hochberg) and its interval at the level that goes with that "
+                        "correction; then what the tables do not say.")]
         for w in workloads:
             mine = [cs for cs in cells if cs.key[1] == w]
-            glance = findings.table(mine)
-            blocks += [Heading(escape(w), 3)] + ([glance] if glance else []) + [Bullets(findings.findings(mine))]
+            tables = [t for t in (findings.table(mine), findings.full_table(mine), findings.tests_table(mine)) if t]
+            blocks += [Heading(escape(w), 3), *tables, Bullets(findings.findings(mine))]
     if why is not None:
         blocks += why_section.section(why, docs, out_dir, written)
     if ok:

@@ -116,3 +116,29 @@ def gitbisect_section(tab: dict, culprit: dict | None, out_dir: pathlib.Path) ->
                    Bullets([f"{escape(line)}" for line in culprit["message"].splitlines()[1:] if line.strip()][:12]
                            + ["files changed: " + ", ".join(code(f) for f in culprit["files"][:30])])]
     return blocks
+
+
+def gitbisect_answer(tab: dict) -> str:
+    """A commit bisect's answer, for the top of its report: the first bad commit, what it
+    changed in the bisected figure, and what it took to find."""
+    if not tab.get("first_bad"):
+        return escape(tab.get("unresolved") or "No first bad commit: " + (tab.get("endpoints") or ""))
+    rows = [r for r in tab["rows"] if r["value"] is not None]
+    bad = next(r for r in tab["rows"] if r["sha"] == tab["first_bad"])
+    before = [r for r in rows[:rows.index(bad)] if r["decision"].startswith("good")] if bad in rows else []
+    unit = f" {tab['unit']}" if tab.get("unit") else ""
+    change = (f": {tab['metric_title'].lower()} {before[-1]['value']:.3g} at {code(before[-1]['sha'][:9])} (the last "
+              f"good one tested), {bad['value']:.3g}{unit} at it" if before and bad["value"] is not None else "")
+    return (f"The first bad commit of {escape(tab['package'])} for {code(tab['cell'])} is {code(tab['first_bad'][:9])} "
+            f"({escape(bad['date'])}, \"{escape(bad['subject'][:80])}\"){change}; found after {tab['builds']} builds "
+            f"for {tab['commits_between']} commits.")
+
+
+def bisect_answer(tab: dict) -> str:
+    """A version bisect's answer: the first version whose figure changed."""
+    first = tab.get("first_change")
+    if not first:
+        return (f"No version of {escape(tab['package'])} changes {tab['metric_title'].lower()} of {code(tab['cell'])} "
+                f"by more than {tab['factor']:g} x where the repeats show it.")
+    return (f"The first version of {escape(tab['package'])} that changes {tab['metric_title'].lower()} of "
+            f"{code(tab['cell'])} by more than {tab['factor']:g} x is {code(first)}.")

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from ...analysing import compare, stats, summary
+from ...analysing import claims, compare, stats, summary
 from .document import Table, code, escape
 
 NEGLIGIBLE_SHARE = 0.001  # below 0.1 % of step time the collector is not worth ranking
@@ -24,38 +24,10 @@ def _pct(x: float) -> str:
     return f"{100 * x:.2f} %"
 
 
-def _ms(ns: float) -> str:
-    return f"{stats.fmt(ns / 1e6)} ms"
-
 
 def _name(cs: summary.CellSummary) -> str:
     backend, policy, env = cs.key[0], cs.key[2], summary.context(cs.key)
     return f"{code(backend)}" + (f" [{env}]" if env else "") + f" under {code(policy)}"
-
-
-def full_gc_sentence(cs: summary.CellSummary) -> str:
-    """What the steps with a full collection cost in one cell."""
-    s = cs.stats
-    f = s["full"]
-    what = "full sweeps" if s["language"] == "julia" else "full collections"
-    text = f"{_name(cs)}: {stats.format_schedule(f['schedule'], what)}"
-    if f.get("extra_ns") is not None:
-        ci = f.get("extra_ci_ns")
-        per = "" if f["repeats_with_events"] < 2 else ", over the repeats' medians"
-        if ci is None:
-            text += (f"; such a step took {stats.fmt_signed(f['extra_ns'] / 1e6)} ms against the steps around it, "
-                     f"{f['ratio']:.1f} x (no interval from fewer than {stats.MIN_PROCESSES} repeats with events)")
-        elif ci[0] <= 0 <= ci[1]:
-            text += (f"; the repeats cannot show that such a step took longer than the steps around it "
-                     f"({stats.fmt_signed(f['extra_ns'] / 1e6)} ms, 95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms)")
-        else:
-            rci = f["ratio_ci"]
-            text += (f"; each such step took {_ms(f['extra_ns'])} longer than the steps around it "
-                     f"(95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms{per}), {f['ratio']:.1f} x"
-                     + (f" (95 % {rci[0]:.1f}-{rci[1]:.1f})" if rci else ""))
-        text += f", one every {stats.fmt(f['every'])} steps; together {_pct(f['cost_share'])} of step time"
-    ci = s["gc_share_ci"]
-    return text + f". GC share {_pct(s['gc_share'])} ({_share_ci(ci, s['repeat_gc_shares'])})."
 
 
 def _share_ci(ci, values=None) -> str:
@@ -74,15 +46,15 @@ def between_sentence(cs: summary.CellSummary) -> str:
 
 def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_EFFECT,
              alpha: float = compare.ALPHA) -> list[str]:
-    """Sentences about one workload's cells (any status)."""
+    """Sentences about one workload's cells (any status): what the tables do not say, a few
+    at most (memory growth, collections between steps, a collector that never ran or costs
+    nothing, and the ranking of the backends)."""
     ok = [cs for cs in cells if cs.ok]
     if not ok:
         return ["No cell of this workload ran."]
     out: list[str] = []
     steps = sum(cs.stats["steps"] for cs in ok)
     collected = [cs for cs in ok if sum(cs.stats["collections"]) > 0]
-    with_full = sorted((cs for cs in ok if cs.stats["full"]["count"] > 0),
-                       key=lambda cs: -cs.stats["full"]["rate"]["value"])
     out += [f"{_name(cs)}: {summary.memory_growth(cs.stats)}." for cs in ok if summary.memory_growth(cs.stats)]
     between = [cs for cs in ok if any((cs.stats.get("between") or {}).get("collections") or [])]
     if between:  # collections the loop paid for outside its steps: never "costs nothing"
@@ -98,42 +70,67 @@ def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_E
         out.append(f"The collector is negligible here: {colls:,} collections ({full} of them full) in "
                    f"{steps:,} timed steps, at most {_pct(worst.stats['gc_share'])} of step time "
                    f"({_name(worst)}).")
-    out += [full_gc_sentence(cs) for cs in with_full]
-    young_only = [cs for cs in collected if cs.stats["full"]["count"] == 0 and cs.stats["gc_share"] >= NEGLIGIBLE_SHARE]
-    if young_only:
-        out.append("Young collections only, no full one: " + "; ".join(
-            f"{_name(cs)} {_pct(cs.stats['gc_share'])} of step time" for cs in young_only) + ".")
-
-    claims: list[tuple[str, compare.Test, object]] = []
-    values = {cs.key: compare.repeat_values(cs.docs) for cs in ok}
-    for base in ok:
-        if base.key[2] != "default":
-            continue
-        vb = values[base.key]
-        for other in ok:
-            b, w, p, e = *other.key[:3], summary.context(other.key)
-            if (b, w, e) != (base.key[0], base.key[1], summary.context(base.key)) or p == "default":
-                continue
-            vo = values[other.key]
-            if vb["full"] > 0 or vo["full"] > 0:
-                claims.append(("policy_full", compare.test_full(vb, vo, min_effect, alpha), (base, other, vb, vo)))
-            if sum(base.stats["collections"]) > 0:  # GC time is credited only where collections ran
-                claims.append(("policy_share", compare.test_gc_share(vb, vo, min_effect, alpha), (base, other, vb, vo)))
-            claims.append(("policy_median", compare.test_median(vb, vo, min_effect, alpha), (base, other, vb, vo)))
-            claims.append(("policy_mean", compare.test_mean(vb, vo, min_effect, alpha), (base, other, vb, vo)))
-    for env in dict.fromkeys(summary.context(cs.key) for cs in ok):
-        base = [cs for cs in ok if cs.key[2] == "default" and summary.context(cs.key) == env] or \
-            [cs for cs in ok if summary.context(cs.key) == env]
-        policy = base[0].key[2]
-        base = [cs for cs in base if cs.key[2] == policy]
-        if len(base) > 1:
-            fastest = min(base, key=lambda cs: cs.stats["median_ms"])
-            slowest = max(base, key=lambda cs: cs.stats["median_ms"])
-            t = compare.test_median(values[fastest.key], values[slowest.key], min_effect, alpha)
-            claims.append(("ranking", t, (fastest, slowest, len(base))))
-    compare.conclude([t for _, t, _ in claims], alpha)
-    out += [_claim(kind, t, ctx) for kind, t, ctx in claims]
+    out += [_claim(kind, t, ctx) for kind, t, ctx in claims.workload_claims(cells, min_effect, alpha)
+            if kind == "ranking"]
     return out
+
+
+def full_table(cells: list[summary.CellSummary]) -> Table | None:
+    """The cells that made full collections: their schedule, what a step holding one cost,
+    and their GC share, one row each (most full collections per step first)."""
+    with_full = sorted((cs for cs in cells if cs.ok and cs.stats["full"]["count"] > 0),
+                       key=lambda cs: -cs.stats["full"]["rate"]["value"])
+    if not with_full:
+        return None
+    rows = []
+    for cs in with_full:
+        s, f = cs.stats, cs.stats["full"]
+        what = "full sweeps" if s["language"] == "julia" else "full collections"
+        cost = "-"
+        if f.get("extra_ns") is not None:
+            ci = f.get("extra_ci_ns")
+            cost = f"{stats.fmt_signed(f['extra_ns'] / 1e6)} ms, {f['ratio']:.1f} x" + (
+                f" (95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms)" if ci else " (no interval)")
+        rows.append([_name(cs), escape(stats.format_schedule(f["schedule"], what)), cost,
+                     f"{_pct(s['gc_share'])} ({_share_ci(s['gc_share_ci'], s['repeat_gc_shares'])})"])
+    return Table(["cell", "full collections", "a step holding one, against its neighbours", "GC share"], rows)
+
+
+def _cell_text(t: compare.Test | None) -> str:
+    """One test in a table cell: its verdict, the change and its interval, the corrected p."""
+    if t is None:
+        return "-"
+    if t.verdict == compare.NOT_JUDGED:
+        return f"not judged ({escape(t.not_judged.split(':')[0])})"
+    if t.metric == "full_rate":
+        change = f"{stats.fmt_signed(t.effect)} per 1,000 steps" + (" (exact)" if t.exact else "")
+    elif t.metric == "gc_share":
+        change = f"{100 * t.effect:+.2f} points" + (
+            f" ({_level(t)} {100 * t.ci[0]:+.2f} to {100 * t.ci[1]:+.2f})" if t.ci else "")
+    else:
+        change = _ratio(t)
+    p = f"; p = {t.p_adj:.2g} corrected" if t.p_adj is not None and not t.exact else ""
+    verdict = "cannot tell" if t.verdict == "inconclusive" else t.verdict
+    return f"{verdict}: {change}{p}"
+
+
+def tests_table(cells: list[summary.CellSummary], min_effect: float = compare.MIN_EFFECT,
+                alpha: float = compare.ALPHA) -> Table | None:
+    """Each policy against `default` for the same backend: full collections, GC share,
+    median step and mean step, each the workload's corrected test (analysing.claims)."""
+    family = claims.workload_claims(cells, min_effect, alpha)
+    pairs = list({(id(ctx[0]), id(ctx[1])): (ctx[0], ctx[1]) for kind, _, ctx in family if kind != "ranking"}.values())
+    if not pairs:
+        return None
+    rows = []
+    for base, other in pairs:
+        env = summary.context(other.key)
+        label = f"{code(other.key[0])}" + (f" [{escape(env)}]" if env else "") + f": {code(other.key[2])} vs " \
+            f"{code(base.key[2])}"
+        rows.append([label] + [_cell_text(claims.policy_test(family, k, base, other))
+                               for k in ("policy_full", "policy_share", "policy_median", "policy_mean")])
+    return Table(["policy against default", "full collections", "GC share", "median step", "mean step (a run)"],
+                 rows)
 
 
 def _level(t: compare.Test) -> str:

@@ -16,6 +16,22 @@ def setting(value) -> str:
     return str(value)
 
 
+def answer(doc: dict) -> str:
+    """A reproduction's answer, for the top of its report: which seed rows reproduced."""
+    rows = [(case["seed"].split(":")[0], r) for case in doc["cases"] for r in case["rows"]]
+    by = {}
+    for seed, r in rows:
+        by.setdefault(r["verdict"].split(" (")[0], []).append(f"{seed}: {r['claim']}")
+    judged = [r for _, r in rows if not r["verdict"].startswith(("setting", "not run"))]
+    parts = [f"{len(by.get('reproduced', []))} of {len(judged)} seed claims reproduced"]
+    if by.get("reproduced"):
+        parts.append("reproduced: " + "; ".join(by["reproduced"]))
+    for kind in ("partly", "not", "not run"):
+        if by.get(kind):
+            parts.append(f"{kind}: " + "; ".join(by[kind]))
+    return escape(". ".join(parts) + ".")
+
+
 def section(doc: dict) -> list:
     rows = []
     for case in doc["cases"]:

@@ -1,0 +1,53 @@
+"""The tests a report's Findings and its verdict read, made once per workload and corrected
+together (Benjamini-Hochberg over every test of the workload): each policy against
+`default` for the same backend and environment (full collections, GC share, median and
+mean step), and the fastest backend against the slowest under one policy. The verdict
+quotes the same corrected test as the Findings, so the two can never disagree."""
+
+from __future__ import annotations
+
+from . import compare, summary
+
+KINDS = ("policy_full", "policy_share", "policy_median", "policy_mean", "ranking")
+
+
+def workload_claims(cells: list[summary.CellSummary], min_effect: float = compare.MIN_EFFECT,
+                    alpha: float = compare.ALPHA) -> list[tuple[str, compare.Test, tuple]]:
+    """(kind, concluded test, context) for one workload's ok cells: context is (base, other,
+    their repeat values) for a policy test, (fastest, slowest, backends ranked) for a ranking."""
+    ok = [cs for cs in cells if cs.ok]
+    out: list[tuple[str, compare.Test, tuple]] = []
+    values = {cs.key: compare.repeat_values(cs.docs) for cs in ok}
+    for base in ok:
+        if base.key[2] != "default":
+            continue
+        vb = values[base.key]
+        for other in ok:
+            b, w, p, e = *other.key[:3], summary.context(other.key)
+            if (b, w, e) != (base.key[0], base.key[1], summary.context(base.key)) or p == "default":
+                continue
+            vo = values[other.key]
+            ctx = (base, other, vb, vo)
+            if vb["full"] > 0 or vo["full"] > 0:
+                out.append(("policy_full", compare.test_full(vb, vo, min_effect, alpha), ctx))
+            if sum(base.stats["collections"]) > 0:  # GC time is credited only where collections ran
+                out.append(("policy_share", compare.test_gc_share(vb, vo, min_effect, alpha), ctx))
+            out.append(("policy_median", compare.test_median(vb, vo, min_effect, alpha), ctx))
+            out.append(("policy_mean", compare.test_mean(vb, vo, min_effect, alpha), ctx))
+    for env in dict.fromkeys(summary.context(cs.key) for cs in ok):
+        base = [cs for cs in ok if cs.key[2] == "default" and summary.context(cs.key) == env] or \
+            [cs for cs in ok if summary.context(cs.key) == env]
+        policy = base[0].key[2]
+        base = [cs for cs in base if cs.key[2] == policy]
+        if len(base) > 1:
+            fastest = min(base, key=lambda cs: cs.stats["median_ms"])
+            slowest = max(base, key=lambda cs: cs.stats["median_ms"])
+            t = compare.test_median(values[fastest.key], values[slowest.key], min_effect, alpha)
+            out.append(("ranking", t, (fastest, slowest, len(base))))
+    compare.conclude([t for _, t, _ in out], alpha)
+    return out
+
+
+def policy_test(claims: list, kind: str, base: summary.CellSummary, other: summary.CellSummary) -> compare.Test | None:
+    """The corrected test of `kind` between `base` and `other` among a workload's claims."""
+    return next((t for k, t, ctx in claims if k == kind and ctx[0] is base and ctx[1] is other), None)
