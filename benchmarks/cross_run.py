@@ -62,7 +62,6 @@ def estimate(groups: dict) -> dict:
 
 
 def false_calls(rng, pairs: int, run_sd: float, widen: bool, repeats: int = 3) -> float:
-    from simulate import SHIFT_SD
     from test_inference import repeat_log_medians
 
     wrong = 0

@@ -109,8 +109,10 @@ def main() -> None:
     for name, (k, n) in per_report.items():
         print(f"{name:<34} {k:>3} / {n:<4} ({100 * k / n:.1f} %)")
     print(f"{'all':<34} {n_flag:>3} / {total:<4} ({100 * n_flag / total:.1f} %)")
-    print(f"Hurst exponent of the step series (steps without a collection): median {np.median(hs):.2f}, "
-          f"quartiles {np.percentile(hs, 25):.2f}-{np.percentile(hs, 75):.2f}; log spread median {np.median(spreads):.3f}")
+    print(
+        f"Hurst exponent of the step series (steps without a collection): median {np.median(hs):.2f}, "
+        f"quartiles {np.percentile(hs, 25):.2f}-{np.percentile(hs, 75):.2f}; log spread median {np.median(spreads):.3f}"
+    )
     for name, label, repeat, change, p in sorted(flagged, key=lambda r: r[4])[:40]:
         print(f"  {name}: {label} r{repeat}: {100 * change:+.0f} % (p = {p:.1g})")
     if args.inject:

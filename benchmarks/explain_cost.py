@@ -70,7 +70,8 @@ def main() -> None:
                 walls.append(wall)
                 hooks.append(spent.get("hooks"))
                 sites.append(spent.get("sites"))
-            show = lambda values: ", ".join("-" if v is None else f"{v:.1f}" for v in values)
+            def show(values):
+                return ", ".join("-" if v is None else f"{v:.1f}" for v in values)
             print(f"{name:<10} {show(walls):>16}  {show(hooks) if extra else '-':>14}  "
                   f"{show(sites) if extra else '-':>14}")
 

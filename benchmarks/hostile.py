@@ -103,20 +103,49 @@ def malformed_document_cases(n: int):
 
 
 BAD_ARGS = [
-    ["run", "--backends", ""], ["run", "--gc", ""], ["run", "--workloads", "nope"], ["run", "--steps", "0"],
-    ["run", "--steps", "-3"], ["run", "--repeats", "1e9"], ["run", "--timeout", "nan"], ["run", "--timeout", "-1"],
-    ["run", "--gc", "manual:²"], ["run", "--gc", "manual:" + "9" * 5000], ["run", "--networks", "0"],
-    ["run", "--batch-size", "-1"], ["run", "--suite", "../../etc/passwd"], ["run", "--seed", "x"],
-    ["reproduce", "--only", ""], ["reproduce", "--steps", "0"], ["reproduce", "--repeats", "0"],
-    ["reproduce", "--batch-size", "0"], ["reproduce", "--only", "nope"],
-    ["bisect", "--package", "equinox", "--versions", "0.13.2", "--cell", "equinox-filter/vit/default", "--factor", "inf"],
+    ["run", "--backends", ""],
+    ["run", "--gc", ""],
+    ["run", "--workloads", "nope"],
+    ["run", "--steps", "0"],
+    ["run", "--steps", "-3"],
+    ["run", "--repeats", "1e9"],
+    ["run", "--timeout", "nan"],
+    ["run", "--timeout", "-1"],
+    ["run", "--gc", "manual:²"],
+    ["run", "--gc", "manual:" + "9" * 5000],
+    ["run", "--networks", "0"],
+    ["run", "--batch-size", "-1"],
+    ["run", "--suite", "../../etc/passwd"],
+    ["run", "--seed", "x"],
+    ["reproduce", "--only", ""],
+    ["reproduce", "--steps", "0"],
+    ["reproduce", "--repeats", "0"],
+    ["reproduce", "--batch-size", "0"],
+    ["reproduce", "--only", "nope"],
+    [
+        "bisect",
+        "--package",
+        "equinox",
+        "--versions",
+        "0.13.2",
+        "--cell",
+        "equinox-filter/vit/default",
+        "--factor",
+        "inf",
+    ],
     ["bisect", "--package", "", "--versions", "1", "--cell", "jax/mlp/default"],
     ["bisect", "--package", "equinox", "--versions", "", "--cell", "jax/mlp/default"],
     ["memory", "--index-dtype", "int8", "--size", "seed", "--no-measure"],
-    ["memory", "--size", "3000,1", "--index-dtype", "int16", "--no-measure"], ["memory", "--size", "-1,2"],
-    ["explain", "nope/vit/default"], ["explain", "jax/mlp/default", "--sample-rate", "2"],
-    ["compare", "/nonexistent", "/nonexistent"], ["report", "/nonexistent"], ["export", "/nonexistent", "--csv"],
-    ["run", "--env", "python=0.1"], ["run", "--env", "python=3.11 jax===="], ["data", "info", "--data", "/dev/null/x"],
+    ["memory", "--size", "3000,1", "--index-dtype", "int16", "--no-measure"],
+    ["memory", "--size", "-1,2"],
+    ["explain", "nope/vit/default"],
+    ["explain", "jax/mlp/default", "--sample-rate", "2"],
+    ["compare", "/nonexistent", "/nonexistent"],
+    ["report", "/nonexistent"],
+    ["export", "/nonexistent", "--csv"],
+    ["run", "--env", "python=0.1"],
+    ["run", "--env", "python=3.11 jax===="],
+    ["data", "info", "--data", "/dev/null/x"],
 ]
 
 
@@ -161,7 +190,7 @@ ARCHIVES = {
 
 
 def archive_cases():
-    for name, add in ARCHIVES.items():
+    for _name, add in ARCHIVES.items():
         def setup(tmp, add=add):
             folder = _archive(tmp, add)
             return ["report", str(folder), "--out", str(tmp / "out")]
@@ -522,7 +551,11 @@ def run_case(case) -> tuple[str, str, str]:
         except subprocess.TimeoutExpired:
             return kind, "hang", " ".join(a[:40] for a in args[:3]) + " :: no answer"
         outcome = classify(proc, before, snapshot(tmp))
-        return kind, outcome, " ".join(a[:40] for a in args[:3]) + " :: " + (proc.stderr.strip().splitlines() or [""])[-1][:200]
+        return (
+            kind,
+            outcome,
+            " ".join(a[:40] for a in args[:3]) + " :: " + (proc.stderr.strip().splitlines() or [""])[-1][:200],
+        )
 
 
 def main() -> int:

@@ -31,7 +31,7 @@ def log_medians(rng, cells, repeats, shift=0.0):
 def calls(rng, effect, pairs, repeats):
     a, b = log_medians(rng, pairs, repeats), log_medians(rng, pairs, repeats, math.log(effect))
     out = {}
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         t = compare.test_median({"medians": np.exp(x)}, {"medians": np.exp(y)}, compare.MIN_EFFECT, compare.ALPHA)
         compare.conclude([t], compare.ALPHA)
         out[t.verdict] = out.get(t.verdict, 0) + 1
@@ -46,7 +46,9 @@ def main() -> None:
     print(f"noise: lag-1 {PHI}, step-to-step {100 * STEP_SD:g} %, between processes {100 * SHIFT_SD:g} %, "
           f"{STEPS} steps per repeat; {n} simulated cells or pairs per figure")
     for r in (2, 3, 5):
-        cov = np.mean([lo <= 1 <= hi for lo, hi in (stats.geometric(np.exp(row))["ci"] for row in log_medians(rng, n, r))])
+        cov = np.mean(
+            [lo <= 1 <= hi for lo, hi in (stats.geometric(np.exp(row))["ci"] for row in log_medians(rng, n, r))]
+        )
         print(f"R = {r}: the 95 % interval of the median covers {100 * cov:.1f} %")
     spread = float(np.std(log_medians(rng, n, 2), ddof=1))
     for r in (3, 5, 8):
@@ -54,9 +56,12 @@ def main() -> None:
         wrong = aa.get("faster", 0) + aa.get("slower", 0)
         p20, p10 = (calls(rng, e, n, r).get("slower", 0) / n for e in (1.2, 1.1))
         mde = stats.detectable_change(spread, r, r, compare.ALPHA)
-        print(f"R = {r}: identical pairs called different {100 * wrong / n:.1f} %, 'same' {100 * aa.get('same', 0) / n:.1f} %; "
-              f"a 20 % slowdown found {100 * p20:.0f} %, 10 % {100 * p10:.0f} %; detectable with 80 % power: "
-              f"{100 * mde:.0f} %")
+        print(
+            f"R = {r}: identical pairs called different {100 * wrong / n:.1f} %, "
+            f"'same' {100 * aa.get('same', 0) / n:.1f} %; "
+            f"a 20 % slowdown found {100 * p20:.0f} %, 10 % {100 * p10:.0f} %; detectable with 80 % power: "
+            f"{100 * mde:.0f} %"
+        )
     for phi, sd in ((0.65, 0.10), (0.85, 0.10), (0.85, 0.14)):
         flags = np.mean([stats.drift(np.exp(s)) is not None for s in ar1(rng, STEPS, phi, sd, size=n)])
         print(f"drift flag on drift-free series (lag-1 {phi}, spread {100 * sd:g} %): {100 * flags:.2f} % flagged")

@@ -105,7 +105,8 @@ def main() -> None:
         for condition, r in pooled.items():
             print(f"{spec} {condition}: " + " | ".join(f"{n} {fmt(r[n])}" for n in names))
         q, lo = pooled["quiet"], pooled["loaded"]
-        ratio = lambda n: np.median(lo[n]) / np.median(q[n]) if np.median(q[n]) else float("nan")
+        def ratio(n, lo=lo, q=q):
+            return np.median(lo[n]) / np.median(q[n]) if np.median(q[n]) else float("nan")
         print(f"{spec} loaded/quiet: wall {ratio('wall_ms'):.2f}x, CPU {ratio('cpu_ms'):.2f}x, "
               f"GC share wall {ratio('gc_wall'):.2f}x, CPU {ratio('gc_cpu'):.2f}x; full collections "
               f"{sorted(set(q['full']))} quiet, {sorted(set(lo['full']))} loaded")

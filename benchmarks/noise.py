@@ -36,7 +36,7 @@ def measure(folder: pathlib.Path) -> dict:
         if len(x) >= 2:
             ss += float(((x - x.mean()) ** 2).sum())
             df += len(x) - 1
-            logs[key] = {d["repeat"]: v for d, v in zip(group, x)}
+            logs[key] = {d["repeat"]: v for d, v in zip(group, x, strict=False)}
         sched = stats.schedule([summary.full_collections(d) for d in group])
         if sched["total"] and sched["repeats"] >= 2:
             fixed += sched["constant"]
@@ -57,14 +57,22 @@ def measure(folder: pathlib.Path) -> dict:
 
 
 def main(argv: list[str]) -> None:
-    reports = [pathlib.Path(p) for p in argv] or sorted(p.parent for p in pathlib.Path("reports").glob("*/results.tar.gz"))
-    print(f"{'report':<26} {'cells':>5} {'spread':>7} {'lag-1':>6} {'diff paired':>11} {'unpaired':>8}  full collections per repeat")
+    reports = [pathlib.Path(p) for p in argv] or sorted(
+        p.parent for p in pathlib.Path("reports").glob("*/results.tar.gz")
+    )
+    print(
+        f"{'report':<26} {'cells':>5} {'spread':>7} {'lag-1':>6} {'diff paired':>11} {'unpaired':>8}  "
+        "full collections per repeat"
+    )
     for report in reports:
         with archive.opened(report) as folder:
             m = measure(folder)
-        print(f"{report.name:<26} {m['cells']:>5} {100 * m['spread']:>6.1f}% {m['lag1']:>6.2f} {100 * m['paired']:>10.1f}% "
-              f"{100 * m['unpaired']:>7.1f}%  fixed in {m['fixed']} cells (same steps in {m['same_steps']}), "
-              f"varying in {m['varies']}")
+        print(
+            f"{report.name:<26} {m['cells']:>5} {100 * m['spread']:>6.1f}% {m['lag1']:>6.2f} "
+            f"{100 * m['paired']:>10.1f}% "
+            f"{100 * m['unpaired']:>7.1f}%  fixed in {m['fixed']} cells (same steps in {m['same_steps']}), "
+            f"varying in {m['varies']}"
+        )
 
 if __name__ == "__main__":
     main(sys.argv[1:])

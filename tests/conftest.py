@@ -17,10 +17,10 @@ atexit.register(shutil.rmtree, _JAX_CACHE, True)
 os.environ.update({"JAX_COMPILATION_CACHE_DIR": _JAX_CACHE, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
                    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"})
 
-import numpy as np
-import pytest
+import numpy as np  # noqa: E402 - after the cache's environment, which JAX reads on import
+import pytest  # noqa: E402
 
-from gcbench.measuring import data as datamod
+from gcbench.measuring import data as datamod  # noqa: E402
 
 # The budget cases are a project's own test suite, which tests/test_gc_budget.py runs in fresh
 # pytest processes (as a project runs them, and under other versions of equinox); collected

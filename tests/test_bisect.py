@@ -127,7 +127,10 @@ def test_version_order():
 def test_plan_envs_keeps_the_base_and_replaces_the_package():
     base = envspec.parse("python=3.12 jax==0.6.2 equinox==0.10.0")
     specs = bisect.plan_envs("Equinox", ["0.12.0", "0.13.2"], base)
-    assert [s.text for s in specs] == ["python=3.12 equinox==0.12.0 jax==0.6.2", "python=3.12 equinox==0.13.2 jax==0.6.2"]
+    assert [s.text for s in specs] == [
+        "python=3.12 equinox==0.12.0 jax==0.6.2",
+        "python=3.12 equinox==0.13.2 jax==0.6.2",
+    ]
     assert bisect.plan_envs("equinox", ["1.0"], envspec.EnvSpec(None, ()))[0].text == "equinox==1.0"
     with pytest.raises(UsageError, match="twice"):
         bisect.plan_envs("equinox", ["1.0", "1.0"], base)
@@ -160,17 +163,24 @@ def test_bisect_cli_on_written_results(bisect_dir, tmp_path):
     rebuilt = run_cli("report", str(tmp_path / "reports" / "res"), cwd=tmp_path)
     assert rebuilt.returncode == 0, rebuilt.stderr
     again = (tmp_path / "reports" / "res" / "index.md").read_text()
-    section = lambda text: text[text.index("## Bisect"):text.index("## Summary")]
+    def section(text):
+        return text[text.index("## Bisect"):text.index("## Summary")]
     assert section(again) == section(md) and "`equinox 0.12.2`" in again
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--cell", "equinox-filter/vit/default"], "--versions is needed"),
-    (["--cell", "equinox-filter/vit/default", "--versions", "1.0", "--metric", "speed"], "unknown metric"),
-    (["--cell", "equinox-filter/vit/default", "--versions", "1.0", "--factor", "1"], "--factor must be a finite number greater than 1"),
-    (["--cell", "vit", "--versions", "1.0"], "BACKEND/WORKLOAD/POLICY"),
-    (["--cell", "equinox-filter/vit/default", "--versions", "1.0", "--env", "python=3.12 jax"], "pins no version"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--cell", "equinox-filter/vit/default"], "--versions is needed"),
+        (["--cell", "equinox-filter/vit/default", "--versions", "1.0", "--metric", "speed"], "unknown metric"),
+        (
+            ["--cell", "equinox-filter/vit/default", "--versions", "1.0", "--factor", "1"],
+            "--factor must be a finite number greater than 1",
+        ),
+        (["--cell", "vit", "--versions", "1.0"], "BACKEND/WORKLOAD/POLICY"),
+        (["--cell", "equinox-filter/vit/default", "--versions", "1.0", "--env", "python=3.12 jax"], "pins no version"),
+    ],
+)
 def test_bisect_cli_usage_errors(args, message):
     out = run_cli("bisect", "--package", "equinox", *args)
     assert out.returncode == 2

@@ -152,7 +152,11 @@ def test_list_json():
     doc = json.loads(run_cli("list", "--json").stdout)
     names = {b["name"]: b for b in doc["backends"]}
     assert names["jax"]["available"] and (names["flux"]["available"] or names["flux"]["reason"])
-    assert {w["name"]: w["params_per_network"] for w in doc["workloads"]} == {"mlp": 4992, "lenet5": 44426, "vit": 27978}
+    assert {w["name"]: w["params_per_network"] for w in doc["workloads"]} == {
+        "mlp": 4992,
+        "lenet5": 44426,
+        "vit": 27978,
+    }
     assert [p["name"] for p in doc["gc_policies"]] == ["default", "freeze", "disable", "manual:K"]
 
 

@@ -125,7 +125,12 @@ def test_a_submitted_plan_records_its_jobs_and_reports_like_a_local_one(submitte
     assert len({d["machine_state"]["run_id"] for d in docs}) == 1  # one submission: its rounds pair in compare
     sub = json.loads((out / cluster.JOBS_DIR / cluster.JOBS_FILE).read_text())
     assert len(sub["arrays"]) == 1 and sum(len(c) for c in sub["arrays"][0]["cells"]) == 4
-    assert [c.split("__")[-1] for c in sum(sub["arrays"][0]["cells"], [])] == ["r0", "r0", "r1", "r1"]  # rounds in order
+    assert [c.split("__")[-1] for c in sum(sub["arrays"][0]["cells"], [])] == [
+        "r0",
+        "r0",
+        "r1",
+        "r1",
+    ]  # rounds in order
     assert sorted(j for a in sub["arrays"] for j in a["jobs"]) == sorted({s["job_id"] for s in scheds})
     assert f"submitted {n} job{'s' * (n > 1)} in 1 array" in proc.stderr
     cells = {c["cell"]: c for c in json.loads(proc.stdout)["cells"]}
@@ -305,8 +310,19 @@ def one_node_slurm(tmp_path):
         f"NodeName={host} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} State=UNKNOWN",
         f"PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP", ""]))
     env = dict(os.environ, SLURM_CONF=str(conf))
-    subprocess.run([_find("munged"), f"--key-file={key}", f"--socket={base}/munge.sock", f"--pid-file={base}/munged.pid",
-                    f"--log-file={base}/munged.log", f"--seed-file={base}/munged.seed", "--force"], check=True, env=env)
+    subprocess.run(
+        [
+            _find("munged"),
+            f"--key-file={key}",
+            f"--socket={base}/munge.sock",
+            f"--pid-file={base}/munged.pid",
+            f"--log-file={base}/munged.log",
+            f"--seed-file={base}/munged.seed",
+            "--force",
+        ],
+        check=True,
+        env=env,
+    )
     procs = [subprocess.Popen([_find("slurmctld"), "-D", "-i"], env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)]
     try:

@@ -142,7 +142,9 @@ def test_times_from_a_loaded_machine_are_not_judged_and_no_fail_on_fires_on_them
     a, b = _folder(tmp_path / "a", loaded), _folder(tmp_path / "b", quiet)
     proc = run_cli("compare", str(a), str(b), "--fail-on", "slower,slower-run,more-gc,more-full-gc")
     assert proc.returncode == 0, proc.stderr
-    assert " ".join(proc.stdout.split()).startswith("times not judged in 1 of 1 cells (loaded machine: A 3 of 3 repeats")
+    assert " ".join(proc.stdout.split()).startswith(
+        "times not judged in 1 of 1 cells (loaded machine: A 3 of 3 repeats"
+    )
     # without CPU times the GC share is a wall-time share: not judged either
     for d in loaded + quiet:
         del d["cpu_ns"], d["gc_cpu_ns"]
@@ -184,7 +186,7 @@ def test_compare_cli_text_and_json(tmp_path):
     proc = run_cli("compare", str(a), str(b))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    at = next(i for i, l in enumerate(lines) if l.startswith("jax/mlp/default"))
+    at = next(i for i, line in enumerate(lines) if line.startswith("jax/mlp/default"))
     change = float(re.search(r"([+-][\d.]+) % \(", lines[at]).group(1))  # the median's change, its first
     assert lines[at + 1].lstrip().startswith("slower (+") and 70 < change < 130  # 2 x, and its verdict below
     assert "smallest change of a median detected with 80 % power at 3 repeats per cell" in proc.stdout

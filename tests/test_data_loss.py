@@ -140,7 +140,9 @@ def test_resume_never_replaces_a_result_it_cannot_read(tmp_path):
 def test_explain_refuses_a_folder_that_another_gcbench_holds(tmp_path):
     """Item 4: explain merges into explain.json; not beside a run, nor beside another explain."""
     with files.FolderLock(tmp_path, "busy"):
-        assert_one_line_error(run_cli("explain", "jax/mlp/default", "--out", str(tmp_path)), "in use by another gcbench")
+        assert_one_line_error(
+            run_cli("explain", "jax/mlp/default", "--out", str(tmp_path)), "in use by another gcbench"
+        )
 
 
 def test_explain_validates_before_it_makes_its_folder(tmp_path):
@@ -155,10 +157,14 @@ def test_export_never_overwrites_its_input(tmp_path):
     res, rep = _report(tmp_path)
     result = next(res.glob("*.json"))
     before = result.read_bytes()
-    assert_one_line_error(run_cli("export", str(result.parent), "--csv", "--out", str(result)), "inside the input folder")
+    assert_one_line_error(
+        run_cli("export", str(result.parent), "--csv", "--out", str(result)), "inside the input folder"
+    )
     assert_one_line_error(run_cli("export", str(rep / "results.tar.gz"), "--csv", "--out", str(rep / "results.tar.gz")),
               "is the input")
-    assert_one_line_error(run_cli("export", str(res), "--csv", "--out", str(rep / "results.tar.gz")), "existing archive")
+    assert_one_line_error(
+        run_cli("export", str(res), "--csv", "--out", str(rep / "results.tar.gz")), "existing archive"
+    )
     assert result.read_bytes() == before
     ok = run_cli("export", str(rep), "--csv", "--out", str(tmp_path / "steps.csv"))
     assert ok.returncode == 0 and (tmp_path / "steps.csv").read_text().count("\n") == 121
@@ -220,7 +226,9 @@ def test_a_folder_with_an_archive_and_results_of_its_own_is_refused(tmp_path):
 def test_force_with_another_plan_refuses_to_mix_old_cells_in(tmp_path):
     """Item 8: --force replaces the plan's results; others would be mixed into its report."""
     out = write_documents(tmp_path / "out", docs(np.random.default_rng(2), 1, 10.0, steps=60, backend="nnx"))
-    assert_one_line_error(run_cli("run", *RUN, "--out", str(out), "--force"), "not in this plan", "nnx__mlp__default__r0.json")
+    assert_one_line_error(
+        run_cli("run", *RUN, "--out", str(out), "--force"), "not in this plan", "nnx__mlp__default__r0.json"
+    )
     assert (out / "nnx__mlp__default__r0.json").exists()
 
 

@@ -406,8 +406,13 @@ def test_versions_and_pins_are_read_as_pep_440_and_508_say():
     assert spec.pins == ("flax-nnx[all]>=1.0,<2", "jax==0.8.0") and envs.exact_pin(spec, "jax") == "0.8.0"
     assert envs.pinned_version("jax==0.8.*") is None and envs.pinned_version("jax>=0.8") is None
     assert envspec.requirement_name("tomli>=2.0; python_version < '3.11'") == "tomli"
-    for bad, message in [("jax==0.8;python_version<'3'", "has a marker"), ("jax", "pins no version"),
-                         ("jax@https://example.org/jax.whl", "gcbench does not build from"), ("jax=>1.0", "neither"), ("jax====", "is not a version")]:
+    for bad, message in [
+        ("jax==0.8;python_version<'3'", "has a marker"),
+        ("jax", "pins no version"),
+        ("jax@https://example.org/jax.whl", "gcbench does not build from"),
+        ("jax=>1.0", "neither"),
+        ("jax====", "is not a version"),
+    ]:
         with pytest.raises(UsageError, match=message):
             envspec.parse(bad)
 

@@ -209,7 +209,11 @@ def test_idx_dimensions_whose_product_overflows(tmp_path):
     raw = bytearray(path.read_bytes())
     raw[4:16] = (2**31).to_bytes(4, "big") * 3  # 2^93 elements: int64 overflows to 0
     path.write_bytes(bytes(raw))
-    assert_one_line_error(run_cli("run", "--data", str(tmp_path), "--out", str(tmp_path / "o")), "IDX header promises", "over the 1,073,741,824 gcbench reads")
+    assert_one_line_error(
+        run_cli("run", "--data", str(tmp_path), "--out", str(tmp_path / "o")),
+        "IDX header promises",
+        "over the 1,073,741,824 gcbench reads",
+    )
 
 
 def test_float_labels_are_refused(tmp_path):

@@ -148,6 +148,6 @@ def test_malformed_documents_through_the_command_line_are_one_line(tmp_path):
             outcome.setdefault(code, (args, err))
             tried += 1
     assert tried > 50 and set(outcome) == {0, 2}, outcome
-    for args, err in outcome.values():
+    for args, _err in outcome.values():
         proc = run_cli(*args)
         assert (proc.returncode, proc.stderr) == _cli(*args) and "Traceback" not in proc.stderr

@@ -125,7 +125,10 @@ def test_the_rule_and_the_endpoints():
     # on a log scale the midpoint of 10 and 20 ms is 14.14 ms, not 15
     assert gitbisect.decide(median, 14.0, good=10.0, bad=20.0) == "good"
     assert gitbisect.decide(median, 14.2, good=10.0, bad=20.0) == "bad"
-    assert gitbisect.endpoints_differ(full, [15, 15, 15], [5, 5, 5]) == (True, "exact: the counts are the same in every repeat")
+    assert gitbisect.endpoints_differ(full, [15, 15, 15], [5, 5, 5]) == (
+        True,
+        "exact: the counts are the same in every repeat",
+    )
     assert not gitbisect.endpoints_differ(full, [5, 6, 5], [6, 7, 6])[0]
     share = gitbisect.get_metric("gc-share")
     assert gitbisect.endpoints_differ(share, [12.0, 12.5, 12.2], [4.0, 4.2, 4.1])[0]

@@ -73,7 +73,9 @@ def test_a_malformed_explain_entry_is_one_line(tmp_path):
                                           ("gc_policy", "<script>")])
 def test_names_that_would_inject_are_refused_where_they_are_read(tmp_path, field, value):
     folder = _damaged(tmp_path, "res", lambda d: d.__setitem__(field, value))
-    assert_one_line_error(run_cli("report", str(folder), "--out", str(tmp_path / "rep")), f"field {field}", "does not match")
+    assert_one_line_error(
+        run_cli("report", str(folder), "--out", str(tmp_path / "rep")), f"field {field}", "does not match"
+    )
     assert not (tmp_path / "rep").exists()
 
 
@@ -96,7 +98,9 @@ def test_text_that_reaches_a_report_is_escaped_where_it_is_written(tmp_path):
 # -- item 11: a full disk and signals while a report is written -------------------------------------
 
 def test_a_full_disk_while_a_report_is_written_is_one_line_and_leaves_nothing(tmp_path, small_disk):
-    folder = write_documents(tmp_path / "res", docs(np.random.default_rng(4), 3, 10.0, steps=200, full_every=20, pause_ms=5))
+    folder = write_documents(
+        tmp_path / "res", docs(np.random.default_rng(4), 3, 10.0, steps=200, full_every=20, pause_ms=5)
+    )
     assert_one_line_error(run_cli("report", str(folder), "--out", str(small_disk / "rep")), "No space left on device")
     assert not (small_disk / "rep").exists()
 
@@ -121,12 +125,15 @@ RESTORE_SIGINT = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signa
 def test_a_signal_during_a_report_from_an_archive_is_one_line_and_leaves_nothing(tmp_path, sig, code, said):
     """Item 11 and 13: Ctrl-C or SIGTERM while a report is drawn; the archive was unpacked into
     a temporary folder, which goes too, and so does the half-built report."""
-    folder = write_documents(tmp_path / "res", docs(np.random.default_rng(5), 3, 10.0, steps=1500, full_every=30, pause_ms=5)
-                     + docs(np.random.default_rng(6), 3, 12.0, steps=1500, backend="nnx"))
+    folder = write_documents(
+        tmp_path / "res",
+        docs(np.random.default_rng(5), 3, 10.0, steps=1500, full_every=30, pause_ms=5)
+        + docs(np.random.default_rng(6), 3, 12.0, steps=1500, backend="nnx"),
+    )
     assert run_cli("report", str(folder), "--out", str(tmp_path / "first")).returncode == 0
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     tmp = pathlib.Path(tempfile.gettempdir())
-    for attempt in range(3):  # on a busy machine this test may see the folder only as the report ends: again
+    for _attempt in range(3):  # on a busy machine this test may see the folder only as the report ends: again
         # Ctrl-C as a terminal delivers it: a process started in the background by a non-interactive
         # shell (a CI script's `cmd &`) inherits SIGINT ignored, and Python then installs no
         # KeyboardInterrupt; the child puts it back before gcbench runs (no preexec_fn: JAX is loaded here)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import shutil
 import signal
 import stat
 import subprocess
@@ -315,7 +314,10 @@ def test_a_plan_with_fewer_labels_than_cells_reports(tmp_path):
     (folder / "suite.json").write_text(json.dumps(plan))
     proc = run_cli("report", str(folder), "--out", str(tmp_path / "rep"))
     assert proc.returncode == 0, proc.stderr
-    assert "never ran: the run was interrupted first | 1 | jax\\_\\_mlp\\_\\_default\\_\\_r2" in (tmp_path / "rep" / "index.md").read_text()
+    assert (
+        "never ran: the run was interrupted first | 1 | jax\\_\\_mlp\\_\\_default\\_\\_r2"
+        in (tmp_path / "rep" / "index.md").read_text()
+    )
 
 
 def test_repeats_counting_different_generations_are_one_line(tmp_path):
@@ -379,8 +381,10 @@ def test_envs_clear_empties_a_linked_envs_folder_and_keeps_the_link(tmp_path):
 
 
 def test_the_package_imports_light_and_measure_is_the_function():
-    code = ("import sys, gcbench, gcbench.cli; heavy = [m for m in ('scipy', 'numpy', 'jsonschema') if m in sys.modules];"
-            "import gcbench.user_loop; print(heavy, callable(gcbench.measure), gcbench.summarize.__name__)")
+    code = (
+        "import sys, gcbench, gcbench.cli; heavy = [m for m in ('scipy', 'numpy', 'jsonschema') if m in sys.modules];"
+        "import gcbench.user_loop; print(heavy, callable(gcbench.measure), gcbench.summarize.__name__)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[] True summarize"
 
@@ -463,7 +467,9 @@ def test_a_users_folder_named_like_staging_is_never_removed(tmp_path):
     (rep / ".gcbench-staging-1-abc").mkdir()  # a process 1 that is alive: not a killed report's
     res = _folder_of_ok_results(tmp_path / "res")
     assert_one_line_error(run_cli("report", str(res), "--out", str(rep)), "holds files gcbench did not write")
-    assert (rep / ".gcbench-staging-x" / "draft.txt").read_text() == "mine" and (rep / ".gcbench-staging-1-abc").is_dir()
+    assert (rep / ".gcbench-staging-x" / "draft.txt").read_text() == "mine" and (
+        rep / ".gcbench-staging-1-abc"
+    ).is_dir()
 
 
 def test_a_killed_reports_staging_folder_is_swept(tmp_path):

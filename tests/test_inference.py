@@ -31,7 +31,7 @@ def verdicts(rng, effect: float, pairs: int, repeats: int = REPEATS) -> dict[str
     a = repeat_log_medians(rng, pairs, repeats)
     b = repeat_log_medians(rng, pairs, repeats, math.log(effect))
     out: dict[str, int] = {}
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         t = compare.test_median(values(x), values(y), compare.MIN_EFFECT, compare.ALPHA)
         compare.conclude([t], compare.ALPHA)
         out[t.verdict] = out.get(t.verdict, 0) + 1
@@ -88,7 +88,9 @@ def test_the_gc_share_interval_covers_the_truth():
         walls = 10e6 * np.exp(ar1(rng, STEPS, PHI, STEP_SD, size=cells * REPEATS)
                               + rng.normal(0, SHIFT_SD, (cells * REPEATS, 1)))
         gc = np.zeros_like(walls)
-        gc[:, 20::37] = 30e6 * np.exp(rng.normal(0, 0.2, (cells * REPEATS, 1)) + rng.normal(0, 0.3, gc[:, 20::37].shape))
+        gc[:, 20::37] = 30e6 * np.exp(
+            rng.normal(0, 0.2, (cells * REPEATS, 1)) + rng.normal(0, 0.3, gc[:, 20::37].shape)
+        )
         return ((gc.sum(axis=1)) / (walls + gc).sum(axis=1)).reshape(cells, REPEATS)
 
     truth = float(shares(20000).mean())
@@ -143,8 +145,12 @@ def test_pairing_by_round_cancels_a_drift_between_rounds():
     assert found[True] >= 27 and found[False] <= 15, found
     # cells of different invocations, or of too few rounds, are not paired
     a = docs(rng, 6, 10.0, steps=60, run_id="r1")
-    assert not compare.paired_rounds(compare.repeat_values(a), compare.repeat_values(docs(rng, 6, 10.0, steps=60, run_id="r2")))
-    assert not compare.paired_rounds(compare.repeat_values(a[:3]), compare.repeat_values(docs(rng, 3, 10.0, steps=60, run_id="r1")))
+    assert not compare.paired_rounds(
+        compare.repeat_values(a), compare.repeat_values(docs(rng, 6, 10.0, steps=60, run_id="r2"))
+    )
+    assert not compare.paired_rounds(
+        compare.repeat_values(a[:3]), compare.repeat_values(docs(rng, 3, 10.0, steps=60, run_id="r1"))
+    )
 
 
 @pytest.mark.parametrize("model,param,sd", [("fgn", 0.81, 0.126), ("fgn", 0.90, 0.126), ("fgn", 0.86, 0.20),
@@ -171,9 +177,13 @@ def test_the_drift_flag_finds_a_level_shift(shift):
 
 
 # committed repeats that drift by 20-25 % (p < 1e-8 under the earlier AR(1) test): still caught
-DRIFTED = [("cpu-2core-default", "nnx-split__vit__disable__r0"), ("cpu-2core-default", "equinox-partition__vit__default__r0"),
-           ("reproductions", "jax__vit__default__r2"), ("reproductions", "equinox-partition__lenet5__default__r0"),
-           ("reproductions", "nnx-split__vit__default__r0")]
+DRIFTED = [
+    ("cpu-2core-default", "nnx-split__vit__disable__r0"),
+    ("cpu-2core-default", "equinox-partition__vit__default__r0"),
+    ("reproductions", "jax__vit__default__r2"),
+    ("reproductions", "equinox-partition__lenet5__default__r0"),
+    ("reproductions", "nnx-split__vit__default__r0"),
+]
 
 
 def test_the_drift_flag_still_catches_the_committed_repeats_that_drifted():

@@ -18,7 +18,7 @@ REPO = pathlib.Path(__file__).resolve().parent.parent
 
 
 def _loop(m, steps=120, keep=None):
-    for i in range(steps):
+    for _i in range(steps):
         with m.step():
             if keep is not None:
                 keep.append([[] for _ in range(30)])  # 31 tracked objects kept per step
@@ -33,7 +33,9 @@ def test_measure_records_a_users_loop_in_the_schema_of_a_cell(tmp_path):
     results.validate(doc)
     assert doc["backend"] == "user" and doc["workload"] == "my-loop" and doc["gc_policy"] == "default"
     assert len(doc["wall_ns"]) == 120 and len(doc["warmup"]["wall_ns"]) == 5
-    assert 29 <= sorted(doc["gc_pressure"])[60] <= 33  # what the loop keeps, per step (31), give or take the test process
+    assert (
+        29 <= sorted(doc["gc_pressure"])[60] <= 33
+    )  # what the loop keeps, per step (31), give or take the test process
     assert sum(row[0] for row in doc["gc_collections"]) >= 3  # the young generation filled up
     s = m.summary()
     assert s["median_ms"] > 0 and s["steps"] == 120

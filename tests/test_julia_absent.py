@@ -82,7 +82,7 @@ def test_run_records_julia_cells_unavailable_and_goes_on(no_julia, tmp_path):
     assert all("GC policy freeze has no meaning for" in d["reason"] for d in freeze)
     assert {d["reason"] for d in docs if d["gc_policy"] != "freeze"} == {why}
     # One line for every backend unavailable for the same reason, before any cell, not one per cell.
-    said = [l for l in lines if why in l]
+    said = [line for line in lines if why in line]
     assert said == [f"flux, lux: unavailable: {why} (4 cells recorded as unavailable)"] and lines[0] == said[0]
 
 
@@ -109,7 +109,10 @@ def test_a_julia_that_cannot_start_makes_the_cell_unavailable(monkeypatch):
     cell = Suite(backends=["lux"], workloads=["mlp"], steps=2, repeats=1).validate().cells()[0]
     doc = worker.run_cell(cell)
     assert doc["status"] == "unavailable"
-    assert doc["reason"] == "Julia could not start: Pkg resolve failed: Unsatisfiable requirements detected for package Lux"
+    assert (
+        doc["reason"]
+        == "Julia could not start: Pkg resolve failed: Unsatisfiable requirements detected for package Lux"
+    )
 
 
 def test_runs_are_offline_and_setup_is_not(monkeypatch):
@@ -125,7 +128,7 @@ def test_runs_are_offline_and_setup_is_not(monkeypatch):
 
 
 def test_a_julia_without_installed_packages_asks_for_julia_setup(no_julia, tmp_path, monkeypatch):
-    exe = fake_julia(tmp_path, monkeypatch)
+    fake_julia(tmp_path, monkeypatch)
     monkeypatch.setattr(julia_bridge, "juliapkg_meta", lambda: tmp_path / "julia_env" / "pyjuliapkg" / "meta.json")
     ok, reason = julia_bridge.status()
     assert not ok and "run `gcbench julia-setup`" in reason and "\n" not in reason

@@ -48,7 +48,9 @@ def flux_reference_forward(workload, flat: np.ndarray, x_whcn: np.ndarray) -> np
             out = np.zeros((wd - k + 1, ht - k + 1, c, n))
             for p in range(k):
                 for q in range(k):  # true convolution: the kernel is flipped
-                    out += np.einsum("whin,io->whon", h[p : p + wd - k + 1, q : q + ht - k + 1], w[k - 1 - p, k - 1 - q])
+                    out += np.einsum(
+                        "whin,io->whon", h[p : p + wd - k + 1, q : q + ht - k + 1], w[k - 1 - p, k - 1 - q]
+                    )
             out = np.maximum(out + bias[None, None, :, None], 0)
             h = out.reshape(out.shape[0] // 2, 2, out.shape[1] // 2, 2, c, n).max(axis=(1, 3))
         else:
@@ -125,7 +127,11 @@ def test_a_wrong_kernel_orientation_would_be_caught():
 
 
 def test_layer_tables():
-    assert julia_layout.layer_table(WORKLOADS["mlp"]).tolist() == [[2, 784, 6, 0, 1], [2, 6, 16, 0, 1], [2, 16, 10, 0, 0]]
+    assert julia_layout.layer_table(WORKLOADS["mlp"]).tolist() == [
+        [2, 784, 6, 0, 1],
+        [2, 6, 16, 0, 1],
+        [2, 16, 10, 0, 0],
+    ]
     assert julia_layout.layer_table(WORKLOADS["lenet5"]).tolist() == [
         [1, 5, 1, 6, 1], [1, 5, 6, 16, 1], [2, 256, 120, 0, 1], [2, 120, 84, 0, 1], [2, 84, 10, 0, 0]]
     with pytest.raises(ValueError, match="not vit"):
@@ -214,14 +220,22 @@ def test_measure_marshals_arguments_as_julia_expects(monkeypatch):
     np.testing.assert_array_equal(weights[:, 1], julia_layout.simplechains_weights(workload, params[1]))
     assert calls[3][1][1:] == (2, 5, "manual", 10, 4, "metrics")
     assert fields["wall_ns"][2] == 150_000_000 and fields["warmup"]["build_ns"] >= 0
-    assert trainer.metadata() == {"julia_framework": "simplechains", "julia": "1.11.2", "julia_threads": 1,
-                                  "julia_optimize": 2, "julia_packages": {"Flux": "0.16.5", "Lux": "1.21.0"}, "julia_extensions": []}
+    assert trainer.metadata() == {
+        "julia_framework": "simplechains",
+        "julia": "1.11.2",
+        "julia_threads": 1,
+        "julia_optimize": 2,
+        "julia_packages": {"Flux": "0.16.5", "Lux": "1.21.0"},
+        "julia_extensions": [],
+    }
 
 
 def test_a_refused_policy_becomes_an_unavailable_cell(monkeypatch):
     monkeypatch.setattr(julia_bridge, "status", lambda: (True, ""))
     monkeypatch.setattr(julia_bridge, "start", lambda threads=1: (True, ""))
-    reason = "GC policy disable would keep about 40.0 GiB of garbage (1300 KiB per step, 30000 steps) with 20.0 GiB free"
+    reason = (
+        "GC policy disable would keep about 40.0 GiB of garbage (1300 KiB per step, 30000 steps) with 20.0 GiB free"
+    )
     monkeypatch.setattr(julia_bridge, "call", lambda name, *a: {"refused": reason} if name == "run!" else f"<{name}>")
     from gcbench.measuring import worker
 

@@ -52,7 +52,9 @@ def test_every_julia_file_parses():
 def test_the_core_is_included_once_and_frameworks_on_demand():
     module = (JULIA_DIR / "GCBench.jl").read_text()
     included = re.findall(r'^include\("([^"]+)"\)', module, re.M)
-    core = sorted(p.name for p in JULIA_DIR.glob("*.jl") if p.name != "GCBench.jl" and p.name not in FRAMEWORK_FILES.values())
+    core = sorted(
+        p.name for p in JULIA_DIR.glob("*.jl") if p.name != "GCBench.jl" and p.name not in FRAMEWORK_FILES.values()
+    )
     assert sorted(included) == core and len(set(included)) == len(included)
     # no framework is loaded by the core: the core's files use nothing but the standard library
     for name in ["GCBench.jl"] + core:
@@ -90,7 +92,7 @@ def test_simplechains_takes_the_canonical_weights_and_its_own_memory():
     (never `init_params`, which may return a StaticStrideArray the trainer cannot hold), and
     `valgrad!` gets each network's own working memory (never the task-local default)."""
     code = (JULIA_DIR / "simplechains.jl").read_text()
-    body = "\n".join(l for l in code.splitlines() if not l.lstrip().startswith("#"))
+    body = "\n".join(line for line in code.splitlines() if not line.lstrip().startswith("#"))
     assert "init_params" not in body
     assert "params::Vector{Vector{Float32}}" in body and "Vector{Float32}(weights[:, k])" in body
     assert re.search(r"valgrad!\(SimpleChains\.align\(pointer\(buf\)\)", body)
@@ -214,7 +216,9 @@ end
 def test_every_framework_defines_its_logits_and_the_fixture_holds_them():
     """Issue 24, item 3: the fixture's logits, per framework, per step losses."""
     for file in FRAMEWORK_FILES.values():
-        assert re.search(r"^(function )?network_logits\(t::\w+Trainer, k::Int, x\)", (JULIA_DIR / file).read_text(), re.M)
+        assert re.search(
+            r"^(function )?network_logits\(t::\w+Trainer, k::Int, x\)", (JULIA_DIR / file).read_text(), re.M
+        )
     fixture = JULIA_DIR / "test" / "fixture"
     meta = tomllib.loads((fixture / "fixture.toml").read_text())
     for workload in ("mlp", "lenet5"):
@@ -233,7 +237,8 @@ def test_lux_is_tested_alone_and_every_framework_is_tested():
     cases are run somewhere, each through invokelatest."""
     runtests = (JULIA_DIR / "test" / "runtests.jl").read_text()
     lux = (JULIA_DIR / "test" / "lux_cases.jl").read_text()
-    loaded = lambda text: re.findall(r'^GCBench\.load_framework\("(\w+)"\)', text, re.M)
+    def loaded(text):
+        return re.findall(r'^GCBench\.load_framework\("(\w+)"\)', text, re.M)
     assert sorted(loaded(runtests)) == ["flux", "simplechains"] and loaded(lux) == ["lux"]
     assert "lux_cases.jl" in runtests and "success(pipeline(cmd" in runtests
     assert 'Base.invokelatest(test_framework, "lux", workload)' in lux
@@ -251,8 +256,11 @@ def test_free_memory_is_read_once_and_the_limit_follows_the_process_group():
     controller's path), as footprint.cgroup_room does on the Python side."""
     measure = (JULIA_DIR / "measure.jl").read_text()
     assert re.search(r"^function available_memory\(free::Integer=Int\(Sys\.free_memory\(\)\)\)", measure, re.M)
-    assert re.search(r'^function cgroup_room\(root::AbstractString="/sys/fs/cgroup", proc::AbstractString="/proc/self/cgroup"\)',
-                     measure, re.M)
+    assert re.search(
+        r'^function cgroup_room\(root::AbstractString="/sys/fs/cgroup", proc::AbstractString="/proc/self/cgroup"\)',
+        measure,
+        re.M,
+    )
     for needed in ('"memory.max"', '"memory.high"', '"memory.current"', '"memory.limit_in_bytes"',
                    '"memory.usage_in_bytes"', "dirname(dir)"):
         assert needed in measure, needed

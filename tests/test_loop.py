@@ -212,8 +212,9 @@ def test_a_build_that_keeps_what_it_builds_is_said_as_growing_memory_and_advised
     from gcbench.analysing import explain
 
     folder = tmp_path / "build"
-    run = lambda policy, **env: subprocess.run([sys.executable, "-c", BUILD, policy, str(folder)], check=True,
-                                               timeout=120, env=dict(os.environ, **env))
+    def run(policy, **env):
+        return subprocess.run([sys.executable, "-c", BUILD, policy, str(folder)], check=True,
+                                                   timeout=120, env=dict(os.environ, **env))
     for _ in range(3):
         run("default")
     run("default", GCBENCH_EXPLAIN="1")

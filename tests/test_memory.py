@@ -42,7 +42,10 @@ def test_gather_gradient_needs_more_temporaries_than_its_forward(small):
 def test_the_manual_gradient_is_near_the_floor(small):
     for dtype in ("int32", "int16"):
         assert small[(dtype, "manual-chunked")]["gradient_over_floor"] < 1.1
-        assert small[(dtype, "manual-chunked")]["gradient"]["total_bytes"] < small[(dtype, "seed")]["gradient"]["total_bytes"]
+        assert (
+            small[(dtype, "manual-chunked")]["gradient"]["total_bytes"]
+            < small[(dtype, "seed")]["gradient"]["total_bytes"]
+        )
 
 
 @pytest.mark.parametrize("dtype", ["int32", "int16"])
@@ -140,7 +143,10 @@ def test_the_reproduction_rows_say_which_compiler_each_figure_comes_from():
     on_gpu = {"compiler": "cpu", "accelerator": {"platform": "gpu", "forward": {"total_bytes": int(96.01 * memory.GIB)},
                                                  "gradient": {"total_bytes": int(96.02 * memory.GIB)}}}
     gpu = reproduce.gather_rows({"device": "cuda:0", "cases": [case(on_gpu, 128.01, 224.02)]})[2]
-    assert gpu.verdict == "not" and "96.02 GiB against its forward's 96.01 GiB: 1.00 x (no copy of the index)" in gpu.measured
+    assert (
+        gpu.verdict == "not"
+        and "96.02 GiB against its forward's 96.01 GiB: 1.00 x (no copy of the index)" in gpu.measured
+    )
     # a document of an older gcbench, compiled for the GPU it ran on (../shared/gpu-h100/memory-seed-int32.json)
     old = reproduce.gather_rows({"device": "cuda:0", "cases": [case({}, 96.01, 96.02)]})
     assert len(old) == 1 and old[0].verdict == "not" and "GPU compiler" in old[0].claim

@@ -30,7 +30,7 @@ def test_forced_collection_is_counted_with_its_pause_and_logged():
     log = probe.event_log()
     full = [i for i, g in enumerate(log["generation"]) if g == 2 and log["step"][i] == 1]
     assert full and log["collected"][full[-1]] >= 20_000 and log["pause_ns"][full[-1]] > 0
-    assert {s for s, g in zip(log["step"], log["generation"]) if g == 0} >= {2}
+    assert {s for s, g in zip(log["step"], log["generation"], strict=False) if g == 0} >= {2}
     assert sum(log["pause_ns"]) == probe.total_gc_ns
 
 
@@ -119,7 +119,7 @@ def test_host_time_ends_where_the_loop_says_the_step_was_dispatched():
             probe.end(i)
     out = probe.arrays()
     host, wall = out["host_ns"], out["wall_ns"]
-    assert len(host) == 4 and all(3.5e6 <= h <= w - 11e6 for h, w in zip(host, wall))
+    assert len(host) == 4 and all(3.5e6 <= h <= w - 11e6 for h, w in zip(host, wall, strict=False))
     # a loop that never marks its steps records no host time at all (not zeros)
     plain = StepProbe(2)
     with plain:

@@ -27,7 +27,8 @@ def make_results(folder, slow=1.0, seed=0):
         docs(rng, 3, 10.0 * slow, policy="disable") + docs(rng, 3, 25.0 * slow, backend="nnx")
     for d in written:
         results.write(d, folder / f"{d['cell']}.json")
-    cell = lambda backend, repeat=0: Cell(backend, "mlp", "default", repeat, 2, 4992, 300, 2, 0, 10)
+    def cell(backend, repeat=0):
+        return Cell(backend, "mlp", "default", repeat, 2, 4992, 300, 2, 0, 10)
     results.write(results.new(cell("equinox-filter"), "failed", "worker exit code 1\nTraceback ..."), folder / "f.json")
     for r in range(2):
         results.write(results.new(cell("flux", r), "unavailable", "Julia is not installed <b>!</b>"),
@@ -49,9 +50,11 @@ def test_report_files_plots_and_content(tmp_path):
     assert row.startswith("| jax/mlp/default | 3 | 15 in every repeat, same steps |") and row.endswith("| 900 |")
     # Findings rest on intervals and schedules: the cells with full collections in a table, with
     # what a step holding one cost; each policy against default, the corrected tests in another.
-    assert re.search(r"\| `jax` under `default` \| 15 full collections in every repeat of 300 steps, at steps 0, 20, "
-                     r"40, 60, 80, 100, 120, 140 and 7 more \| \+(29\.\d|30\.\d) ms, 3\.\d x \(95 % [\d.]+-[\d.]+ ms\) \|",
-                     md)
+    assert re.search(
+        r"\| `jax` under `default` \| 15 full collections in every repeat of 300 steps, at steps 0, 20, "
+        r"40, 60, 80, 100, 120, 140 and 7 more \| \+(29\.\d|30\.\d) ms, 3\.\d x \(95 % [\d.]+-[\d.]+ ms\) \|",
+        md,
+    )
     policy_row = next(line for line in md.splitlines() if line.startswith("| `jax`: `disable` vs `default` |"))
     assert "| fewer full GCs: -50 per 1,000 steps (exact) |" in policy_row  # both schedules fixed: exact
     assert "`nnx` collected nothing under" not in md  # no nnx policy to compare with
@@ -60,7 +63,10 @@ def test_report_files_plots_and_content(tmp_path):
     assert re.search(r"`nnx` takes [12]\.\d\d x \([\d.]+ % [12]\.\d\d-\d\.\d\d\) the time of `jax`\.", md)
     assert "fastest" not in md
     # Not run: grouped by reason, text from results escaped.
-    assert "| unavailable | Julia is not installed &lt;b&gt;!&lt;/b&gt; | 2 | flux/mlp/default r1, flux/mlp/default r2 |" in md
+    assert (
+        "| unavailable | Julia is not installed &lt;b&gt;!&lt;/b&gt; | 2 | flux/mlp/default r1, flux/mlp/default r2 |"
+        in md
+    )
     assert "| failed | worker exit code 1 | 1 | equinox-filter/mlp/default r1 |" in md
     assert "(trace_mlp.png)" in md and "<b>" not in md
 

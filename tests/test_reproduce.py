@@ -39,10 +39,14 @@ def test_equinox_rows_give_figures_with_intervals_and_verdicts():
     rows = _rows(doc, "equinox-spikes")
     assert rows["median step"]["verdict"] == "setting" and "at batch 2 on this CPU" in rows["median step"]["measured"]
     spike = rows["a step"]
-    assert spike["verdict"] == "reproduced"  # a 60 ms pause on 10 ms steps: 7 x, the seed's 6.2 x within 2x of its interval
+    assert (
+        spike["verdict"] == "reproduced"
+    )  # a 60 ms pause on 10 ms steps: 7 x, the seed's 6.2 x within 2x of its interval
     assert "(95 % " in spike["measured"] and "15 full collections in every repeat of 300 steps" in spike["measured"]
     part = rows["eqx.partition +"]
-    assert part["verdict"] == "reproduced" and "exact: fixed schedules" in part["measured"]  # 3 against 15 in every repeat
+    assert (
+        part["verdict"] == "reproduced" and "exact: fixed schedules" in part["measured"]
+    )  # 3 against 15 in every repeat
     assert "3 full collections in every repeat" in part["measured"] and part["ratio"] == "0.20"
     assert rows["Flax NNX:"]["verdict"] == "not" and "no compensating dip" in rows["Flax NNX:"]["reason"]
     off = rows["disabling the"]
@@ -87,11 +91,27 @@ def test_a_case_that_could_not_run_says_why_and_the_rest_still_has_rows():
     jax_lenet = simulate.docs(rng, backend="jax", workload="lenet5", repeats=2, steps=50)
     for d in jax_lenet:
         d["networks"], d["params_counted"] = 5, 44_426
-    memory_doc = {"cases": [
-        {"kind": "gather", "size": "seed", "formulation": "seed", "index_dtype": "int32",
-         "forward": {"total_bytes": int(128.01 * GIB)}, "gradient": {"total_bytes": int(224.02 * GIB)}},
-        {"kind": "gather", "size": "seed", "formulation": "seed", "index_dtype": "int16", "m": 8 * GIB,
-         "forward": {"total_bytes": int(80.01 * GIB)}, "gradient": {"total_bytes": int(176.02 * GIB), "temp_bytes": 128 * GIB}}]}
+    memory_doc = {
+        "cases": [
+            {
+                "kind": "gather",
+                "size": "seed",
+                "formulation": "seed",
+                "index_dtype": "int32",
+                "forward": {"total_bytes": int(128.01 * GIB)},
+                "gradient": {"total_bytes": int(224.02 * GIB)},
+            },
+            {
+                "kind": "gather",
+                "size": "seed",
+                "formulation": "seed",
+                "index_dtype": "int16",
+                "m": 8 * GIB,
+                "forward": {"total_bytes": int(80.01 * GIB)},
+                "gradient": {"total_bytes": int(176.02 * GIB), "temp_bytes": 128 * GIB},
+            },
+        ]
+    }
     doc = reproduce.build(list(reproduce.CASES), [failed] + jax_lenet, {"chosen": 8}, memory_doc,
                           "no Julia installed", {})
     eqx = _rows(doc, "equinox-spikes")
@@ -104,7 +124,9 @@ def test_a_case_that_could_not_run_says_why_and_the_rest_still_has_rows():
     assert gather["compiled memory"]["verdict"] == "reproduced"  # the forward's, then the gradient's
     assert [r["measured"] for c in doc["cases"] if c["name"] == "gather-memory" for r in c["rows"]][:2] == \
         ["128.01 GiB", "224.02 GiB"]
-    assert gather["an int16"]["verdict"] == "reproduced" and "for a 48 GiB int16 index" in gather["an int16"]["measured"]
+    assert (
+        gather["an int16"]["verdict"] == "reproduced" and "for a 48 GiB int16 index" in gather["an int16"]["measured"]
+    )
     fourfold = gather["with an"]  # the seed's "fourfold": 2.2 x here, the direction only
     assert fourfold["verdict"] == "partly" and "2.20 x" in fourfold["measured"]
 

@@ -43,7 +43,9 @@ def test_short_jax_run_writes_valid_results(tmp_path, mnist_dir):
         assert doc["metadata"]["command"][:3] == ["gcbench", "run", "--backends"]
         assert doc["probe"]["bracket_ok"] and doc["probe"]["bookkeeping_entries"] == 90
         # host time (until the step function returned) is part of every step, and shorter than it
-        assert len(doc["host_ns"]) == 30 and all(0 < h < w for h, w in zip(doc["host_ns"], doc["wall_ns"]))
+        assert len(doc["host_ns"]) == 30 and all(
+            0 < h < w for h, w in zip(doc["host_ns"], doc["wall_ns"], strict=False)
+        )
         # the bookkeeping keeps 3 dicts per step alive: the pressure says so
         assert np.median(doc["gc_pressure"]) >= 3
         assert doc["machine_state"]["cpu_count"] >= 1 and "load_before" in doc["machine_state"]

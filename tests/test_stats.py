@@ -66,7 +66,9 @@ def test_a_fixed_schedule_is_recognised_and_written_out():
     assert none["constant"] and stats.format_schedule(none) == "no full collections in any repeat of 50 steps"
     long = np.zeros(300, int)
     long[::20] = 1
-    assert stats.format_schedule(stats.schedule([long, long])).endswith("at steps 0, 20, 40, 60, 80, 100, 120, 140 and 7 more")
+    assert stats.format_schedule(stats.schedule([long, long])).endswith(
+        "at steps 0, 20, 40, 60, 80, 100, 120, 140 and 7 more"
+    )
 
 
 def test_event_steps_against_their_neighbours_per_repeat():

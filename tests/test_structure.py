@@ -155,4 +155,6 @@ def test_gcbench_measure_loads_what_it_loaded_before_the_layers():
     loaded = loaded_by("import gcbench; gcbench.measure", ("scipy", "tomllib", "tomli"))
     assert {"gcbench.user_loop", "gcbench.running.config", "gcbench.measuring.probe"} <= loaded
     assert "tomllib" in loaded or "tomli" in loaded
-    assert not {m for m in loaded if m.startswith(("gcbench.analysing", "gcbench.publishing"))} and "scipy" not in loaded
+    assert (
+        not {m for m in loaded if m.startswith(("gcbench.analysing", "gcbench.publishing"))} and "scipy" not in loaded
+    )

@@ -128,7 +128,7 @@ def test_few_steps_and_one_repeat_are_warned_about():
 def test_the_host_share_is_the_mean_of_the_repeats_shares_with_its_interval():
     rng = np.random.default_rng(12)
     repeats = docs(rng, 3, 10.0, steps=100)
-    for d, share in zip(repeats, (0.2, 0.3, 0.4)):
+    for d, share in zip(repeats, (0.2, 0.3, 0.4), strict=False):
         d["host_ns"] = [int(w * share) for w in d["wall_ns"]]
     s = summary.summarize(repeats).stats
     assert s["host_share"] == pytest.approx(0.3, abs=1e-3)

@@ -138,7 +138,9 @@ def test_metadata_is_what_the_user_said_and_print_says_what_was_measured(tmp_pat
     assert results.batch_size(doc) == 32
     assert doc["metadata"]["command"] == sys.orig_argv  # the interpreter, the script and its arguments
     text = repr(m)
-    assert text.startswith("gcbench.measure('meta'): 10 timed steps, full collections 0, median step ") and "GC " in text
+    assert (
+        text.startswith("gcbench.measure('meta'): 10 timed steps, full collections 0, median step ") and "GC " in text
+    )
     assert "full collections 0" in text and "mean " in text
     with gcbench.measure("meta2") as bare:
         with bare.step():
@@ -267,7 +269,8 @@ def test_the_equinox_case_explained_with_a_site_in_the_users_file(tmp_path):
     folder = tmp_path / "eqx"
     twice = _run("equinox_flatten.py", "--out", str(folder / "twice"), "--variant", "twice", "--steps", "150")
     once = _run("equinox_flatten.py", "--out", str(folder / "once"), "--variant", "once", "--steps", "150")
-    full = lambda text: int(text.split("full collections ")[1].split(",")[0])
+    def full(text):
+        return int(text.split("full collections ")[1].split(",")[0])
     assert full(twice) > full(once)  # counts: exact, one process each is enough to say so
     _run("equinox_flatten.py", "--out", str(folder / "twice"), "--variant", "twice", "--steps", "50", "--explain")
     expl = json.loads((folder / "twice" / "explain.json").read_text())["explanations"][0]

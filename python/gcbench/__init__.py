@@ -18,11 +18,24 @@ from .core.version import __version__
 # `import gcbench` and the command line start at once, and Ctrl-C in their first second finds
 # gcbench's own handler. (`measure` lives in `user_loop`: a submodule named `measure` would
 # take the function's place in the package once imported; hence `measuring`, not `measure`.)
-_LAZY = {"measure": "user_loop", "Measurement": "user_loop", "Cell": "measuring.cell", "Suite": "running.config",
-         "load_suite": "running.config", "records": "publishing.export", "to_dataframe": "publishing.export",
-         "StepProbe": "measuring.probe", "SCHEMA_VERSION": "measuring.results", "load": "measuring.results",
-         "load_dir": "measuring.results", "summarize": "analysing.summary", "summarize_all": "analysing.summary",
-         "WORKLOADS": "measuring.workloads", "get_workload": "measuring.workloads", "init_params": "measuring.workloads"}
+_LAZY = {
+    "measure": "user_loop",
+    "Measurement": "user_loop",
+    "Cell": "measuring.cell",
+    "Suite": "running.config",
+    "load_suite": "running.config",
+    "records": "publishing.export",
+    "to_dataframe": "publishing.export",
+    "StepProbe": "measuring.probe",
+    "SCHEMA_VERSION": "measuring.results",
+    "load": "measuring.results",
+    "load_dir": "measuring.results",
+    "summarize": "analysing.summary",
+    "summarize_all": "analysing.summary",
+    "WORKLOADS": "measuring.workloads",
+    "get_workload": "measuring.workloads",
+    "init_params": "measuring.workloads",
+}
 
 
 def __getattr__(name: str):

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import warnings
+from typing import Literal
 
 CHILD_ENV = "GCBENCH_BUDGET_CHILD"
 HASH_SEED = "0"  # the children's PYTHONHASHSEED where the session has none
@@ -123,7 +124,7 @@ def _reports(item, data: dict | None, proc: subprocess.CompletedProcess) -> list
         head = "gc_budget: the fresh interpreter that measures this test did not find it (" + \
                f"{data.get('collected', 0)} tests collected)"
     text = "\n".join([head, *why, *(["its output, last lines:", tail] if tail.strip() else [])])
-    keywords = {k: 1 for k in item.keywords}
+    keywords: dict[str, Literal[1]] = dict.fromkeys(item.keywords, 1)
     done = {r.when for r in got}
     out = list(got)
     if "setup" not in done:
@@ -152,8 +153,9 @@ def _warn(message: dict) -> None:
 class ChildRecorder:
     """Collects the child's reports and warnings; writes them for the parent at the end."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, config=None):
         self.path = path
+        self.config = config
         self.reports: list = []
         self.warnings: list = []
         self.errors: list = []

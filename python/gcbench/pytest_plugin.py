@@ -96,8 +96,7 @@ def pytest_configure(config):
         except UsageError as e:
             raise pytest.UsageError(str(e)) from None
     if budget_isolation.in_child():
-        recorder = budget_isolation.ChildRecorder(os.environ[budget_isolation.CHILD_ENV])
-        recorder.config = config
+        recorder = budget_isolation.ChildRecorder(os.environ[budget_isolation.CHILD_ENV], config)
         config.pluginmanager.register(recorder, "gcbench-budget-child")
 
 
@@ -204,7 +203,7 @@ class Budget:
         self.measurement.sites = sites  # False: no allocation sites in a failure, and steps as fast as without
         self.measurement.before_timed = _settle
         self.figures: dict = {}
-        self._thresholds = None
+        self._thresholds: tuple[int, int, int] = DEFAULT_THRESHOLDS
         self._frozen_before = 0
         self._kept: dict | None = None
 
@@ -300,8 +299,8 @@ class Budget:
         except UsageError as e:
             _fail(str(e))
         stored_key, stored = budget_file.table_for(tables, self.key)
-        lines = {}
-        if stored:
+        lines: dict = {}
+        if stored and stored_key is not None:
             text = self.baseline.read_text(encoding="utf-8")
             lines = {k: budget_file.line_of(text, stored_key, k) for k in stored}
         budgets = {**stored, **self.given}
@@ -321,8 +320,11 @@ class Budget:
         where = f" ({self.baseline.name}:{lines[key]})" if lines.get(key) and key not in self.given else ""
         if key == "max_collections_per_1000":
             budgets = list(budget) if isinstance(budget, (list, tuple)) else [budget] * len(measured)
-            bad = [f"generation {g}: {_fmt(m)} > {_fmt(b)}" for g, (m, b) in enumerate(zip(measured, budgets))
-                   if b is not None and m > b]
+            bad = [
+                f"generation {g}: {_fmt(m)} > {_fmt(b)}"
+                for g, (m, b) in enumerate(zip(measured, budgets, strict=False))
+                if b is not None and m > b
+            ]
             return f"collections per 1,000 steps: {'; '.join(bad)}{where}" if bad else None
         if measured is None or measured <= budget:
             return None

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import gc
 import os
+from collections.abc import Callable
 import pathlib
 import sys
 
@@ -93,7 +94,9 @@ class Measurement:
             raise UsageError(f"variant must be letters, digits, '.', '_' or '-', got {variant!r}")
         if policy is not None:
             if not isinstance(policy, str):
-                raise UsageError(f"policy must be a GC policy name (default, freeze, disable, manual:K), got {policy!r}")
+                raise UsageError(
+                    f"policy must be a GC policy name (default, freeze, disable, manual:K), got {policy!r}"
+                )
             gcpolicy.parse(policy)
         if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
             raise UsageError(f"warmup must be a non-negative integer, got {warmup!r}")
@@ -109,7 +112,8 @@ class Measurement:
         self.networks = _positive_or_none("networks", networks)
         self.explain = explain_from_env() if explain is None else bool(explain)
         self.sites = True  # explain: trace allocation sites (tracemalloc; slows allocations several times)
-        self.before_timed = None  # called as the timed steps begin (a GC budget collects and freezes there)
+        # called as the timed steps begin (a GC budget collects and freezes there)
+        self.before_timed: Callable[[], None] | None = None
         self._warm = StepProbe(max(warmup, 1), alloc_blocks=alloc_blocks)
         try:
             self._timed = StepProbe(capacity, alloc_blocks=alloc_blocks, rss_every=rss_every)
@@ -137,7 +141,9 @@ class Measurement:
         self._load = [None, None, None]
         self._diagnosis = None
         self._user_file = _caller_file()
-        self._timed.user_files = frozenset({self._user_file})  # a gc.collect() inside a library: named by the user's line
+        self._timed.user_files = frozenset(
+            {self._user_file}
+        )  # a gc.collect() inside a library: named by the user's line
 
     # -- the context managers ---------------------------------------------------------
     def __enter__(self) -> Measurement:

@@ -114,7 +114,9 @@ def plan_envs(package: str, versions: list[str], base: envspec.EnvSpec) -> list[
 def _version_of(doc: dict, package: str) -> str | None:
     """The version of `package` a result ran with: as installed, else as pinned."""
     env = doc.get("environment") or {}
-    installed = (env.get("packages") or {}).get(package) or ((doc.get("metadata") or {}).get("packages") or {}).get(package)
+    installed = (env.get("packages") or {}).get(package) or ((doc.get("metadata") or {}).get("packages") or {}).get(
+        package
+    )
     if installed or not env.get("spec"):
         return installed or None
     return envs.exact_pin(envspec.parse(env["spec"]), package)
@@ -272,14 +274,16 @@ def format_table(tab: dict) -> str:
 
     def fmt(cells):
         return "  ".join(c.ljust(w) if i < 4 or i == len(header) - 1 else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=False))).rstrip()
 
     out = [f"{tab['package']} bisect of {tab['cell']}: {tab['metric_title']}", fmt(header)]
     out += [fmt(row) if row[4] != "-" else fmt(row[:4]) + "  " + row[-1] for row in rows]  # a reason takes the rest
     if tab["first_change"] is None:
-        out.append(f"no version changes {tab['metric']} by more than {tab['factor']:g}x over the one before "
-                   f"that the repeats show (exactly for fixed schedules, else by a test corrected by Benjamini-Hochberg "
-                   f"at {tab.get('alpha', 0.05):g})")
+        out.append(
+            f"no version changes {tab['metric']} by more than {tab['factor']:g}x over the one before "
+            f"that the repeats show (exactly for fixed schedules, else by a test corrected by Benjamini-Hochberg "
+            f"at {tab.get('alpha', 0.05):g})"
+        )
     if tab["missing"]:
         out.append(f"no results for {', '.join(tab['missing'])}")
     return "\n".join(out)

@@ -145,7 +145,9 @@ def _tested(metric, a, b, effect, xa, xb, paired, margin, alpha, note: str = "",
         se = math.sqrt(sampled + 2 * run_sd * run_sd)
         df = df * (se ** 4) / sampled ** 2 if sampled > 0 else 10 ** 6
         p = float(2 * sst.t.sf(abs(diff / se), df))
-        note = (note + "; " if note else "") + f"two runs apart: widened by their own level ({100 * run_sd:.0f} % per run)"
+        note = (
+            note + "; " if note else ""
+        ) + f"two runs apart: widened by their own level ({100 * run_sd:.0f} % per run)"
     t = Test(metric, a, b, effect, None, p, margin, note, paired=paired, estimate=diff, se=se, df=df)
     t.ci = t.interval(1 - alpha)
     return t
@@ -189,7 +191,7 @@ def _sides(va: dict, vb: dict, key: str, paired: bool, f=np.asarray) -> tuple[np
     """A's and B's per-repeat `key`, on the common rounds when paired."""
     a, b = f(va[key]), f(vb[key])
     if paired:
-        ia, ib = zip(*common_rounds(va, vb))
+        ia, ib = zip(*common_rounds(va, vb), strict=False)
         return a[list(ia)], b[list(ib)]
     return a, b
 
@@ -221,7 +223,8 @@ def _test_ratio(metric: str, key: str, va: dict, vb: dict, min_effect: float, al
     paired = paired_rounds(va, vb)
     why = _too_few(va, vb, paired)
     if why:
-        values = lambda v: ", ".join(stats.fmt(x) for x in v[key])
+        def values(v):
+            return ", ".join(stats.fmt(x) for x in v[key])
         return Test(metric, ga, gb, gb / ga, None, None, min_effect, f"{why}: A {values(va)}, B {values(vb)}")
     xa, xb = _sides(va, vb, key, paired, lambda v: np.log(v))
     apart = va.get("apart") or vb.get("apart")
@@ -293,7 +296,8 @@ def test_full(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
     note = f"{stats.format_schedule(sa)}, against {stats.format_schedule(sb)}"
     ea, eb = va.get("explicit"), vb.get("explicit")
     if ea or eb:  # gc.collect() calls, told apart from the collector's own
-        full = lambda e: stats.fmt(e["per_repeat"][-1]) if e else "0"
+        def full(e):
+            return stats.fmt(e["per_repeat"][-1]) if e else "0"
         note += f"; explicit (gc.collect()) full collections per repeat {full(ea)} against {full(eb)}"
     return _test_count("full_rate", sa, sb, va, vb, "full_per_1000", note, min_effect, alpha)
 
@@ -340,7 +344,7 @@ def conclude(tests: list[Test], alpha: float) -> None:
     every test its verdict, read off that interval."""
     testable = [t for t in tests if t.p is not None]
     adjusted = benjamini_hochberg([t.p for t in testable])
-    for t, p in zip(testable, adjusted):
+    for t, p in zip(testable, adjusted, strict=False):
         t.p_adj = p
     m = len(testable)
     rejected = sum(p <= alpha for p in adjusted)
@@ -390,24 +394,34 @@ def repeat_values(docs: list[dict]) -> dict:
     used, flags = summary.used_repeats(ok)
     walls = [np.asarray(d["wall_ns"], np.float64) for d in used]
     sched = stats.schedule([summary.full_collections(d) for d in ok])  # flagged repeats too: a schedule is exact
-    colls = stats.count_schedule([sum(summary.collections_by_generation(d)) for d in ok], [len(d["wall_ns"]) for d in ok])
+    colls = stats.count_schedule(
+        [sum(summary.collections_by_generation(d)) for d in ok], [len(d["wall_ns"]) for d in ok]
+    )
     memory = summary.memory_summary(used) or {}
     meta = (ok[0].get("metadata") or {}) if ok else {}
     cpu = [summary.cpu_gc_share(d) for d in used]
-    return {"medians": [float(np.median(w)) / 1e6 for w in walls],
-            "means": [float(summary.iterations(d).mean()) / 1e6 for d in used],
-            "peak_rss": memory.get("repeat_peak_rss_mb"),
-            "shares": [summary.gc_share(d) for d in used],
-            "schedule": sched, "full_per_1000": stats.per_1000(sched)["per_repeat"],
-            "full": sched["total"], "steps": sched["total_steps"],
-            "all_collections": colls, "explicit": summary.explicit_summary(ok), "collections_per_1000": stats.per_1000(colls)["per_repeat"],
-            "per_generation": np.sum([summary.collections_by_generation(d) for d in ok], axis=0).tolist(),
-            "cpu_shares": cpu if None not in cpu else None,
-            "loaded": any(summary.repeat_load(d) for d in used), "load": summary.describe_load(used),
-            "machine": json_key(metadata.machine_identity(meta)) if meta.get("cpu") else None,
-            "node": metadata.node_type(meta),
-            "rounds": [(results.run_id(d), d["repeat"]) if results.run_id(d) else None for d in used],
-            "repeats": len(used), "flagged": sum(1 for f in flags.values() if f)}
+    return {
+        "medians": [float(np.median(w)) / 1e6 for w in walls],
+        "means": [float(summary.iterations(d).mean()) / 1e6 for d in used],
+        "peak_rss": memory.get("repeat_peak_rss_mb"),
+        "shares": [summary.gc_share(d) for d in used],
+        "schedule": sched,
+        "full_per_1000": stats.per_1000(sched)["per_repeat"],
+        "full": sched["total"],
+        "steps": sched["total_steps"],
+        "all_collections": colls,
+        "explicit": summary.explicit_summary(ok),
+        "collections_per_1000": stats.per_1000(colls)["per_repeat"],
+        "per_generation": np.sum([summary.collections_by_generation(d) for d in ok], axis=0).tolist(),
+        "cpu_shares": cpu if None not in cpu else None,
+        "loaded": any(summary.repeat_load(d) for d in used),
+        "load": summary.describe_load(used),
+        "machine": json_key(metadata.machine_identity(meta)) if meta.get("cpu") else None,
+        "node": metadata.node_type(meta),
+        "rounds": [(results.run_id(d), d["repeat"]) if results.run_id(d) else None for d in used],
+        "repeats": len(used),
+        "flagged": sum(1 for f in flags.values() if f),
+    }
 
 
 def detectable(cells_values: list[dict], alpha: float, tests: int = 1, run_sd: float = 0.0) -> dict | None:
@@ -467,7 +481,8 @@ def pair_cells(a: dict, b: dict) -> tuple[list[tuple[tuple, tuple]], list[str]]:
     pairs = [(k, k) for k in a if k in b]
     notes = []
     if not pairs:
-        strip = lambda keys: {k[:3]: k for k in keys}
+        def strip(keys):
+            return {k[:3]: k for k in keys}
         sa, sb = strip(a), strip(b)
         if len(sa) == len(a) and len(sb) == len(b) and set(sa) & set(sb):
             pairs = [(sa[k], sb[k]) for k in sa if k in sb]
@@ -478,7 +493,8 @@ def pair_cells(a: dict, b: dict) -> tuple[list[tuple[tuple, tuple]], list[str]]:
                          f"({', '.join(envs_a)} in A against {', '.join(envs_b)} in B)")
     if not pairs:
         # one policy (or variant) of each loop per folder: a loop against its own mitigation
-        loop = lambda keys: {(k[0], k[1], k[4]): k for k in keys}
+        def loop(keys):
+            return {(k[0], k[1], k[4]): k for k in keys}
         la, lb = loop(a), loop(b)
         if len(la) == len(a) and len(lb) == len(b) and set(la) & set(lb):
             pairs = [(la[k], lb[k]) for k in la if k in lb]
@@ -545,10 +561,11 @@ def compare_docs(docs_a: list[dict], docs_b: list[dict], min_effect: float = MIN
 def split_sides(docs: list[dict], base: str, head: str) -> tuple[list[dict], list[dict]]:
     """The two sides of an interleaved A/B in one folder: the documents of environment (or
     a user loop's variant) `base` and those of `head`, each named as the folder names it."""
-    name = lambda d: results.env_name(d) or results.variant(d) or ""
+    def name(d):
+        return results.env_name(d) or results.variant(d) or ""
     names = sorted({name(d) for d in docs} - {""})
     sides = [[d for d in docs if name(d) == which] for which in (base, head)]
-    for which, side in zip((base, head), sides):
+    for which, side in zip((base, head), sides, strict=False):
         if not side:
             raise UsageError(f"no result of environment {which!r} in the folder; it holds "
                              + (", ".join(repr(n) for n in names) if names else "no environment")

@@ -56,7 +56,7 @@ def full_interval(py: dict) -> dict:
     by_count = (thr2 + 1) / gen1_per_step if gen1_per_step else None
     by_promotion = (oldest / 4) / promoted if promoted else None
     full = py["full_steps"]
-    observed = statistics.median(b - a for a, b in zip(full, full[1:])) if len(full) > 1 else None
+    observed = statistics.median(b - a for a, b in zip(full, full[1:], strict=False)) if len(full) > 1 else None
     # None: the rule never fires at this rate (no collection of generation 1, or nothing promoted)
     predicted = None if by_count is None or by_promotion is None else max(by_count, by_promotion)
     return {"promoted_per_step": promoted, "gen1_per_step": gen1_per_step, "oldest_objects": oldest,
@@ -81,7 +81,8 @@ def _effect(docs: list[dict] | None, base: tuple, other: tuple, env: str | None 
         return None
     va, vb = compare.repeat_values(a), compare.repeat_values(b)
     if not tests:
-        gm = lambda v, k: float(np.exp(np.mean(np.log(v[k]))))
+        def gm(v, k):
+            return float(np.exp(np.mean(np.log(v[k]))))
         return (f"measured, {'/'.join(base)} → {'/'.join(other)}: GC share {100 * np.mean(va['shares']):.2f} % → "
                 f"{100 * np.mean(vb['shares']):.2f} %; full collections (repeats of {va['schedule']['steps'][0]:,} "
                 f"steps): {stats.short_schedule(va['schedule'])} → {stats.short_schedule(vb['schedule'])}; median "
@@ -96,7 +97,8 @@ def _effect(docs: list[dict] | None, base: tuple, other: tuple, env: str | None 
         return ("cannot tell" if t.verdict == "inconclusive" else t.verdict) + \
             (f", p = {t.p_adj:.2g} corrected" if t.p_adj is not None else "")
 
-    level = lambda t: f"{100 * t.level:.3g} %"
+    def level(t):
+        return f"{100 * t.level:.3g} %"
     share_ci = (f", difference {100 * share.effect:+.2f} points ({level(share)} {100 * share.ci[0]:+.2f} to "
                 f"{100 * share.ci[1]:+.2f})" if share.ci and not share.exact else "")
     median_ci = f" ({level(median)} {median.ci[0]:.2f}-{median.ci[1]:.2f})" if median.ci else ""
@@ -137,7 +139,8 @@ def _remedies(expl: dict, docs: list[dict] | None, tests: bool) -> list[dict]:
     promoted = py["promoted"]
     sites = traced_sites(promoted)
     total_sites = max(sum(sites.values()), 1)
-    site_share = lambda pkg: sum(v for k, v in sites.items() if k.split(" ")[0] == pkg) / total_sites
+    def site_share(pkg):
+        return sum(v for k, v in sites.items() if k.split(" ")[0] == pkg) / total_sites
     scanned = py["scanned"]
     origin = scanned["origin"]
     before = origin.get("before the timed steps", 0) / max(sum(origin.values()), 1)
@@ -160,11 +163,18 @@ def _remedies(expl: dict, docs: list[dict] | None, tests: bool) -> list[dict]:
                     "keeps. A record holding a dict or a list is tracked and promoted; keep metrics as numbers in "
                     "preallocated arrays, or in flat dicts of numbers, which CPython does not track."})
     if backend == "equinox-filter" and site_share("equinox") + site_share("jax") >= 0.3:
-        out.append({"kind": "partition", "text": "Flatten the model once: "
-                    f"{100 * (site_share('equinox') + site_share('jax')):.0f} % of what is promoted is allocated in "
-                    "equinox and jax while eqx.filter_jit flattens the module on every call. eqx.partition once, "
-                    "then plain jax.jit over the arrays (the equinox-partition backend).",
-                    "effect": _effect(docs, (backend, workload, policy), ("equinox-partition", workload, policy), env, tests)})
+        out.append(
+            {
+                "kind": "partition",
+                "text": "Flatten the model once: "
+                f"{100 * (site_share('equinox') + site_share('jax')):.0f} % of what is promoted is allocated in "
+                "equinox and jax while eqx.filter_jit flattens the module on every call. eqx.partition once, "
+                "then plain jax.jit over the arrays (the equinox-partition backend).",
+                "effect": _effect(
+                    docs, (backend, workload, policy), ("equinox-partition", workload, policy), env, tests
+                ),
+            }
+        )
     if backend == "nnx" and site_share("flax") >= 0.3:
         out.append({"kind": "split", "text": "Split the model once: "
                     f"{100 * site_share('flax'):.0f} % of what is promoted is allocated in flax while nnx.jit walks "
@@ -214,12 +224,17 @@ def _user_loop_advice(expl: dict, py: dict, interval: dict, before: float, docs,
         scanned = statistics.fmean(c["objects_at_start"][2] for c in fulls if c["objects_at_start"][2] >= 0) \
             if any(c["objects_at_start"][2] >= 0 for c in fulls) else 0
         if freed <= max(0.01 * scanned, 100):
-            out.append({"kind": "scanning", "text": f"The {len(fulls)} full collection{'s' * (len(fulls) > 1)} freed "
-                        f"{freed:,} objects in all while scanning about {scanned:,.0f} each: the cost is scanning "
-                        "long-lived objects, not garbage. gc.collect() then gc.freeze() after the warm-up moves them out "
-                        "of every later scan; measure it with policy='freeze' into a folder of its own and "
-                        "`gcbench compare` the two.",
-                        "effect": _effect(docs, base, (base[0], base[1], "freeze"), env, tests)})
+            out.append(
+                {
+                    "kind": "scanning",
+                    "text": f"The {len(fulls)} full collection{'s' * (len(fulls) > 1)} freed "
+                    f"{freed:,} objects in all while scanning about {scanned:,.0f} each: the cost is scanning "
+                    "long-lived objects, not garbage. gc.collect() then gc.freeze() after the warm-up moves them out "
+                    "of every later scan; measure it with policy='freeze' into a folder of its own and "
+                    "`gcbench compare` the two.",
+                    "effect": _effect(docs, base, (base[0], base[1], "freeze"), env, tests),
+                }
+            )
     elif py["garbage"]["total"] and interval["full_collections"] == 0 and interval["gen1_per_step"]:
         out.append({"kind": "no-full", "text": "No full collection ran, yet the loop makes cyclic garbage that "
                     "survives young collections: it waits in the oldest generation, whose collection the "
@@ -370,11 +385,14 @@ def format_text(expl: dict) -> str:
                  f"{'/'.join(map(str, py['thresholds']))}; {model['note']}")
     c = expl["counts"]
     x = expl.get("explicit") or [0, 0, 0]
-    lines.append(f"collections in {py['steps']} steps: {c[0]:,} of generation 0, {c[1]:,} of generation 1, "
-                 f"{c[2]:,} full" + (f" ({sum(x):,} of them explicit gc.collect() calls, {x[2]:,} full)" if any(x) else "")
-                 + f"; objects collected: {expl['collected']:,}"
-                 + (" (no cyclic garbage)" if not expl["collected"] else "")
-                 + (f"; uncollectable: {expl['uncollectable']}" if expl["uncollectable"] else ""))
+    lines.append(
+        f"collections in {py['steps']} steps: {c[0]:,} of generation 0, {c[1]:,} of generation 1, "
+        f"{c[2]:,} full"
+        + (f" ({sum(x):,} of them explicit gc.collect() calls, {x[2]:,} full)" if any(x) else "")
+        + f"; objects collected: {expl['collected']:,}"
+        + (" (no cyclic garbage)" if not expl["collected"] else "")
+        + (f"; uncollectable: {expl['uncollectable']}" if expl["uncollectable"] else "")
+    )
     pr = py["promoted"]
     lines.append(f"promoted to the oldest generation: {stats.fmt(fi['promoted_per_step'])} objects per step "
                  f"({pr['total']:,} made during the steps; {pr.get('made_before_the_steps', 0):,} more made "
@@ -403,9 +421,11 @@ def format_text(expl: dict) -> str:
     predicted = "never" if fi["predicted"] is None else f"every {fi['predicted']:,.0f} steps"
     observed = f"every {fi['observed']:,.0f} steps" if fi["observed"] else \
         f"{fi['full_collections']} in {py['steps']} steps"
-    lines.append(f"full collections: the collector's rule predicts {predicted} (a quarter of the oldest generation, "
-                 f"{fi['oldest_objects'] / 4:,.0f} objects, over {stats.fmt(fi['promoted_per_step'])} promoted per step; "
-                 f"and at least {fi['threshold2'] + 1} collections of generation 1); observed {observed}")
+    lines.append(
+        f"full collections: the collector's rule predicts {predicted} (a quarter of the oldest generation, "
+        f"{fi['oldest_objects'] / 4:,.0f} objects, over {stats.fmt(fi['promoted_per_step'])} promoted per step; "
+        f"and at least {fi['threshold2'] + 1} collections of generation 1); observed {observed}"
+    )
     if py["garbage"]["total"]:
         lines += _table("cyclic garbage by type", py["garbage"]["by_type"], py["garbage"]["total"])
     for r in expl["recommendations"]:

@@ -269,9 +269,15 @@ def gather_rows(doc: dict | None, reason: str | None = None) -> list[Row]:
     r = seed.get("int32")
     if r:
         fwd, grad = r["forward"]["total_bytes"] / GIB, r["gradient"]["total_bytes"] / GIB
-        rows.append(Row("compiled memory of the forward program (int32 index; XLA's CPU compiler, as the seed's report)",
-                        "129.01 GiB", f"{fwd:.2f} GiB", f"{fwd / 129.01:.3f}",
-                        verdict(True, 129.01, fwd, tolerance=SAME_PROGRAM)))
+        rows.append(
+            Row(
+                "compiled memory of the forward program (int32 index; XLA's CPU compiler, as the seed's report)",
+                "129.01 GiB",
+                f"{fwd:.2f} GiB",
+                f"{fwd / 129.01:.3f}",
+                verdict(True, 129.01, fwd, tolerance=SAME_PROGRAM),
+            )
+        )
         rows.append(Row("compiled memory of its gradient: the index array copied (XLA's CPU compiler)", "224.01 GiB",
                         f"{grad:.2f} GiB", f"{grad / 224.01:.3f}",
                         verdict(grad > fwd, 224.01, grad, tolerance=SAME_PROGRAM)))
@@ -286,9 +292,15 @@ def gather_rows(doc: dict | None, reason: str | None = None) -> list[Row]:
                         "" if temp >= 2 * index else "the temporaries are smaller than the index at int32 width"))
         fwd, grad = r16["forward"]["total_bytes"] / GIB, r16["gradient"]["total_bytes"] / GIB
         if fwd > 0:
-            rows.append(Row("with an int16 index, the gradient takes four times the forward's memory",
-                            "\"a fourfold increase\" (4 x)", f"{grad:.2f} GiB against {fwd:.2f} GiB: {grad / fwd:.2f} x",
-                            f"{grad / fwd / 4:.2f}", verdict(grad > fwd, 4.0, grad / fwd, tolerance=SAME_PROGRAM)))
+            rows.append(
+                Row(
+                    "with an int16 index, the gradient takes four times the forward's memory",
+                    '"a fourfold increase" (4 x)',
+                    f"{grad:.2f} GiB against {fwd:.2f} GiB: {grad / fwd:.2f} x",
+                    f"{grad / fwd / 4:.2f}",
+                    verdict(grad > fwd, 4.0, grad / fwd, tolerance=SAME_PROGRAM),
+                )
+            )
     return rows
 
 
@@ -310,11 +322,15 @@ def _accelerator_row(doc: dict, gathers: list[dict]) -> Row:
         return Row(claim, "224.01 GiB on the CPU compiler", reason="no GPU where `gcbench memory` ran")
     fwd, grad = figures["forward"]["total_bytes"] / GIB, figures["gradient"]["total_bytes"] / GIB
     copied = grad > fwd * SAME_PROGRAM
-    return Row(claim, "224.01 GiB on the CPU compiler",
-               f"{grad:.2f} GiB against its forward's {fwd:.2f} GiB: {grad / fwd:.2f} x"
-               + ("" if copied else " (no copy of the index)"), f"{grad / 224.01:.3f}",
-               verdict(copied, 224.01, grad, tolerance=SAME_PROGRAM),
-               "" if copied else "the GPU compiler does not copy the index array: the seed's figure is the CPU compiler's")
+    return Row(
+        claim,
+        "224.01 GiB on the CPU compiler",
+        f"{grad:.2f} GiB against its forward's {fwd:.2f} GiB: {grad / fwd:.2f} x"
+        + ("" if copied else " (no copy of the index)"),
+        f"{grad / 224.01:.3f}",
+        verdict(copied, 224.01, grad, tolerance=SAME_PROGRAM),
+        "" if copied else "the GPU compiler does not copy the index array: the seed's figure is the CPU compiler's",
+    )
 
 
 def build(only: list[str], cells_docs: list[dict], calibration: dict, memory_doc: dict | None,
@@ -375,6 +391,9 @@ def format_text(doc: dict) -> str:
     for case in doc["cases"]:
         lines.append(f"{case['name']} (seed {case['seed']})")
         for r in case["rows"]:
-            lines.append(f"  {r['verdict']:<11} {r['claim']}: seed {r['seed_value']}; here {r['measured']}"
-                         + (f"; ratio {r['ratio']}" if r["ratio"] != "-" else "") + (f" ({r['reason']})" if r["reason"] else ""))
+            lines.append(
+                f"  {r['verdict']:<11} {r['claim']}: seed {r['seed_value']}; here {r['measured']}"
+                + (f"; ratio {r['ratio']}" if r["ratio"] != "-" else "")
+                + (f" ({r['reason']})" if r["reason"] else "")
+            )
     return "\n".join(lines)

@@ -87,7 +87,7 @@ def schedule(events: list[np.ndarray]) -> dict:
     steps = [len(e) for e in events]
     at = [np.flatnonzero(np.asarray(e) > 0).tolist() for e in events]
     counts = [int(np.sum(np.clip(np.asarray(e, np.int64), 0, None))) for e in events]
-    per_step = {c / n for c, n in zip(counts, steps) if n}
+    per_step = {c / n for c, n in zip(counts, steps, strict=False) if n}
     constant = len(events) >= 2 and len(per_step) == 1
     same = constant and all(a == at[0] for a in at)
     return {"counts": counts, "steps": steps, "repeats": len(events), "constant": constant,
@@ -98,7 +98,7 @@ def count_schedule(counts: list[int], steps: list[int]) -> dict:
     """Counts per repeat (collections of every generation, say) in the shape of a `schedule`
     whose steps are not known (`same_steps` None): constant when every repeat (two or
     more) has the same count per step."""
-    per_step = {c / n for c, n in zip(counts, steps) if n}
+    per_step = {c / n for c, n in zip(counts, steps, strict=False) if n}
     return {"counts": list(counts), "steps": list(steps), "repeats": len(counts),
             "constant": len(counts) >= 2 and len(per_step) == 1, "same_steps": None, "at": None,
             "total": int(sum(counts)), "total_steps": int(sum(steps))}
@@ -107,7 +107,7 @@ def count_schedule(counts: list[int], steps: list[int]) -> dict:
 def per_1000(sched: dict) -> dict:
     """Events per 1,000 steps: the mean of the per-repeat rates, with the t interval of
     the repeats (a constant schedule has no spread: its interval is the value itself)."""
-    rates = [1000 * c / n for c, n in zip(sched["counts"], sched["steps"]) if n]
+    rates = [1000 * c / n for c, n in zip(sched["counts"], sched["steps"], strict=False) if n]
     return arithmetic(rates, bounds=(0.0, math.inf)) if rates else {"value": math.nan, "ci": None, "per_repeat": []}
 
 
@@ -121,7 +121,8 @@ def format_schedule(sched: dict, what: str = "full collections") -> str:
     if not sched["total"]:
         return f"no {what} in any repeat of {of}"
     if not sched["constant"]:
-        return f"{', '.join(f'{c:,}' for c in counts)} {what} in the repeats of {of} ({sched['total']:,} in {sched['total_steps']:,})"
+        each = ", ".join(f"{c:,}" for c in counts)
+        return f"{each} {what} in the repeats of {of} ({sched['total']:,} in {sched['total_steps']:,})"
     head = f"{counts[0]:,} {what[:-1] if counts[0] == 1 and what.endswith('s') else what} in every repeat of {of}"
     if sched["same_steps"] is None:  # counts whose steps are not known
         return head
@@ -189,7 +190,7 @@ def event_summary(walls: list[np.ndarray], events: list[np.ndarray]) -> dict:
     extras, ratios, afters = [], [], []
     total_wall = 0.0
     cost = 0.0
-    for wall, ev in zip(walls, events):
+    for wall, ev in zip(walls, events, strict=False):
         ev = np.asarray(ev) > 0
         total_wall += float(np.sum(wall))
         if not ev.any():
@@ -316,7 +317,8 @@ def detectable_change(sd: float, n_a: int, n_b: int, alpha: float, power: float 
     runs apart); None when no change below 100x would be."""
     if not (sd > 0) or min(n_a, n_b) < 2:
         return None
-    f = lambda d: t_power(d, sd, n_a, n_b, alpha, paired, run_sd) - power
+    def f(d):
+        return t_power(d, sd, n_a, n_b, alpha, paired, run_sd) - power
     if f(math.log(100)) < 0:
         return None
     return math.expm1(brentq(f, 1e-9, math.log(100)))
@@ -407,6 +409,9 @@ def bounds(value: float, ci) -> tuple[float, float]:
 def fmt_ci(ci, scale: float = 1.0, unit: str = "", level: float = LEVEL, values=None) -> str:
     """`95 % 10.1-10.8 ms`; without an interval, the per-process values it would rest on."""
     if ci is None:
-        return f"no interval from fewer than {MIN_PROCESSES} processes" + \
-            (f" ({fmt_values(values, scale)}{(' ' + unit) if unit else ''})" if values is not None and len(values) > 1 else "")
+        return f"no interval from fewer than {MIN_PROCESSES} processes" + (
+            f" ({fmt_values(values, scale)}{(' ' + unit) if unit else ''})"
+            if values is not None and len(values) > 1
+            else ""
+        )
     return f"{100 * level:g} % {fmt_range(ci[0] * scale, ci[1] * scale)}{(' ' + unit) if unit else ''}"

@@ -72,7 +72,9 @@ def explicit_by_generation(doc: dict) -> list[int]:
     """A repeat's explicit collections (`gc.collect()` calls) of each generation, in its
     steps and between them (zeros where none were told apart)."""
     n = len(doc["gc_collections"][0]) if _has(doc, "gc_collections") else 3
-    inside = np.asarray(doc["gc_explicit"] if _has(doc, "gc_explicit") else [[0] * n], np.int64).reshape(-1, n).sum(axis=0)
+    inside = (
+        np.asarray(doc["gc_explicit"] if _has(doc, "gc_explicit") else [[0] * n], np.int64).reshape(-1, n).sum(axis=0)
+    )
     between = list((doc.get("between_steps") or {}).get("explicit") or [0] * n)[:n]
     return (inside + np.asarray(between + [0] * (n - len(between)), np.int64)).tolist()
 
@@ -144,7 +146,9 @@ def how_loaded(docs: list[dict]) -> tuple[int, str]:
     if not loaded:
         return 0, ""
     others = [d["machine_state"]["others_cores"] for d in loaded if "others_cores" in (d.get("machine_state") or {})]
-    cores = (loaded[0].get("machine_state") or {}).get("cpu_count") or (loaded[0].get("metadata") or {}).get("cpu_count")
+    cores = (loaded[0].get("machine_state") or {}).get("cpu_count") or (loaded[0].get("metadata") or {}).get(
+        "cpu_count"
+    )
     if not (others and cores):
         return len(loaded), repeat_load(loaded[0])
     lo, hi = f"{min(others):.1f}", f"{max(others):.1f}"
@@ -348,12 +352,16 @@ def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, key:
         "repeat_gc_shares": share["per_repeat"],
         "gc_ms_per_step": float(sum(g.sum() for g in gcs) / steps) / 1e6,
         "collections": per_gen.tolist(),
-        "between": {"collections": np.sum([b["collections"] for b in between], axis=0).tolist(),
-                    "gc_ms": sum(b["gc_ns"] for b in between) / 1e6},
+        "between": {
+            "collections": np.sum([b["collections"] for b in between], axis=0).tolist(),
+            "gc_ms": sum(b["gc_ns"] for b in between) / 1e6,
+        },
         "full": stats.event_summary(all_walls, fulls),
         "spike_factor": spike_factor,
         "spikes": int(sum(len(i) for i in spike_idx)),
-        "spikes_at_full": int(sum(int((full_collections(d)[i] > 0).sum()) for d, i in zip(used, spike_idx))),
+        "spikes_at_full": int(
+            sum(int((full_collections(d)[i] > 0).sum()) for d, i in zip(used, spike_idx, strict=False))
+        ),
         "language": "julia" if "gc_full" in used[0] else "python",
         "warmup": warmup_summary(used),
         "memory": memory_summary(used),
@@ -371,7 +379,9 @@ def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, key:
         cpu = stats.arithmetic(cpu_shares, bounds=(0.0, 1.0))
         s["gc_share_cpu"], s["gc_share_cpu_ci"], s["repeat_gc_shares_cpu"] = cpu["value"], cpu["ci"], cpu["per_repeat"]
     if all("host_ns" in d for d in used):  # the share of the step spent before waiting for the results
-        host = stats.arithmetic([float(np.sum(d["host_ns"]) / w.sum()) for d, w in zip(used, walls)], bounds=(0.0, 1.0))
+        host = stats.arithmetic(
+            [float(np.sum(d["host_ns"]) / w.sum()) for d, w in zip(used, walls, strict=False)], bounds=(0.0, 1.0)
+        )
         s["host_share"], s["host_share_ci"] = host["value"], host["ci"]
     s["warnings"] = warnings(s)
     return CellSummary(key, docs, s)
@@ -423,7 +433,8 @@ def warmup_summary(docs: list[dict]) -> dict | None:
                      "collections": colls.tolist(), "collected": int(np.sum(w.get("gc_collected") or [0]))})
     if not rows:
         return None
-    mean = lambda k: float(np.mean([r[k] for r in rows]))
+    def mean(k):
+        return float(np.mean([r[k] for r in rows]))
     return {"repeats": len(rows), "steps": rows[0]["steps"], "wall_ms": mean("wall_ms"), "gc_ms": mean("gc_ms"),
             "full_per_repeat": [r["collections"][-1] for r in rows],
             "collections": np.mean([r["collections"] for r in rows], axis=0).tolist(),
@@ -442,7 +453,9 @@ def memory_summary(docs: list[dict]) -> dict | None:
         if len(rss) >= 1 and max(rss) > 0:
             peaks.append(max(rss) / 2**20)
         if len(rss) >= 3 and len(set(at)) >= 2:
-            slopes.append(float(np.polyfit(np.asarray(at, np.float64), np.asarray(rss, np.float64) / 2**20, 1)[0]) * 1000)
+            slopes.append(
+                float(np.polyfit(np.asarray(at, np.float64), np.asarray(rss, np.float64) / 2**20, 1)[0]) * 1000
+            )
         if m.get("tracked_start") is not None and m.get("tracked_end") is not None and len(d["wall_ns"]):
             tracked.append((m["tracked_end"] - m["tracked_start"]) * 1000 / len(d["wall_ns"]))
     if not peaks and not tracked:
@@ -541,7 +554,8 @@ def sort_key(key: tuple, envs: list[str], nodes: list[str]) -> tuple:
     from ..measuring.workloads import WORKLOADS
 
     backend, workload, policy, env, node = key
-    order = lambda names, x: names.index(x) if x in names else len(names)
+    def order(names, x):
+        return names.index(x) if x in names else len(names)
     return (order(list(WORKLOADS), workload), workload, order(list(BACKENDS), backend), backend,
             order(envs, env), order(nodes, node), order(list(POLICY_ORDER), policy.partition(":")[0]), policy)
 
@@ -560,33 +574,59 @@ def record(cs: CellSummary) -> dict:
     "Result fields", says what each one means). Times are in ms, shares are fractions from
     0 to 1, intervals are 95 % over the repeats (None with one repeat); a cell that did not
     run has its names, status and reasons only."""
-    row = {"cell": cs.label, "backend": cs.key[0], "workload": cs.key[1], "gc_policy": cs.key[2],
-           "environment": cs.key[3] or None, "node_type": cs.key[4] or None, "status": "/".join(sorted({d["status"] for d in cs.docs})),
-           "reasons": sorted({d["reason"].splitlines()[0] for d in cs.docs if d["reason"]})}
+    row = {
+        "cell": cs.label,
+        "backend": cs.key[0],
+        "workload": cs.key[1],
+        "gc_policy": cs.key[2],
+        "environment": cs.key[3] or None,
+        "node_type": cs.key[4] or None,
+        "status": "/".join(sorted({d["status"] for d in cs.docs})),
+        "reasons": sorted({d["reason"].splitlines()[0] for d in cs.docs if d["reason"]}),
+    }
     s = cs.stats
     if s is None:
         return row
     f = s["full"]
-    lo_hi = (lambda ci: (ci[0], ci[1]) if ci else (None, None))
+    def lo_hi(ci):
+        return ((ci[0], ci[1]) if ci else (None, None))
     mci, sci, fci = lo_hi(s["median_ci_ms"]), lo_hi(s["gc_share_ci"]), lo_hi(f["rate"]["ci"])
     meci = lo_hi(s.get("mean_ci_ms"))
     mem, warm = s.get("memory") or {}, s.get("warmup") or {}
-    row.update(repeats=s["repeats"], repeats_used=len(s["used"]), steps=s["steps"],
-               median_ms=s["median_ms"], median_ci_low_ms=mci[0], median_ci_high_ms=mci[1],
-               mean_ms=s["mean_ms"], mean_ci_low_ms=meci[0], mean_ci_high_ms=meci[1], p99_ms=s["p99_ms"],
-               max_over_median=s["max_over_median"], gc_share=s["gc_share"],
-               gc_share_ci_low=sci[0], gc_share_ci_high=sci[1], host_share=s.get("host_share"),
-               full_collections=f["count"], full_per_1000=f["rate"]["value"],
-               full_per_1000_ci_low=fci[0], full_per_1000_ci_high=fci[1],
-               full_per_repeat=list(f["schedule"]["counts"]), full_schedule_fixed=f["schedule"]["constant"],
-               full_extra_ms=None if f.get("extra_ns") is None else f["extra_ns"] / 1e6,
-               full_cost_share=f.get("cost_share"),
-               between_steps_collections=(s.get("between") or {}).get("collections"),
-               peak_rss_mb=mem.get("peak_rss_mb"), rss_growth_mb_per_1000=mem.get("rss_growth_mb_per_1000"),
-               tracked_growth_per_1000=mem.get("tracked_growth_per_1000"),
-               warmup_gc_ms=warm.get("gc_ms"), warmup_full_collections=sum(warm.get("full_per_repeat") or []) if warm else None,
-               gc_share_cpu=s.get("gc_share_cpu"), loaded_repeats=s["loaded"],
-               explicit_collections=(s.get("explicit") or {}).get("collections"),
-               explicit_sites=(s.get("explicit") or {}).get("sites"),
-               flags=list(s["warnings"]))
+    row.update(
+        repeats=s["repeats"],
+        repeats_used=len(s["used"]),
+        steps=s["steps"],
+        median_ms=s["median_ms"],
+        median_ci_low_ms=mci[0],
+        median_ci_high_ms=mci[1],
+        mean_ms=s["mean_ms"],
+        mean_ci_low_ms=meci[0],
+        mean_ci_high_ms=meci[1],
+        p99_ms=s["p99_ms"],
+        max_over_median=s["max_over_median"],
+        gc_share=s["gc_share"],
+        gc_share_ci_low=sci[0],
+        gc_share_ci_high=sci[1],
+        host_share=s.get("host_share"),
+        full_collections=f["count"],
+        full_per_1000=f["rate"]["value"],
+        full_per_1000_ci_low=fci[0],
+        full_per_1000_ci_high=fci[1],
+        full_per_repeat=list(f["schedule"]["counts"]),
+        full_schedule_fixed=f["schedule"]["constant"],
+        full_extra_ms=None if f.get("extra_ns") is None else f["extra_ns"] / 1e6,
+        full_cost_share=f.get("cost_share"),
+        between_steps_collections=(s.get("between") or {}).get("collections"),
+        peak_rss_mb=mem.get("peak_rss_mb"),
+        rss_growth_mb_per_1000=mem.get("rss_growth_mb_per_1000"),
+        tracked_growth_per_1000=mem.get("tracked_growth_per_1000"),
+        warmup_gc_ms=warm.get("gc_ms"),
+        warmup_full_collections=sum(warm.get("full_per_repeat") or []) if warm else None,
+        gc_share_cpu=s.get("gc_share_cpu"),
+        loaded_repeats=s["loaded"],
+        explicit_collections=(s.get("explicit") or {}).get("collections"),
+        explicit_sites=(s.get("explicit") or {}).get("sites"),
+        flags=list(s["warnings"]),
+    )
     return row

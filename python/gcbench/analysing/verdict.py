@@ -99,8 +99,14 @@ def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary]) -> str |
         if best is None or (t.effect or 9) < (best[1].effect or 9):
             best = (o, t)
     o, t = best
-    corrected = (f" (p = {t.p_adj:.2g} after correcting for this workload's {sum(x.p is not None for _, x, _ in family)} "
-                 "tests, as in the Findings)") if family and t.p_adj is not None else ""
+    corrected = (
+        (
+            f" (p = {t.p_adj:.2g} after correcting for this workload's {sum(x.p is not None for _, x, _ in family)} "
+            "tests, as in the Findings)"
+        )
+        if family and t.p_adj is not None
+        else ""
+    )
     policy = o.key[2]
     change = f"mean step {stats.fmt(t.a)} -> {stats.fmt(t.b)} ms"
     counts = (f"Under `{policy}` it makes {o.stats['full']['count']:,} full collections in all its repeats against "
@@ -121,8 +127,10 @@ def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary]) -> str |
     if t.verdict == "slower run":
         return counts + f"`{policy}` does not help it: its runs take {interval}, {change}{corrected}."
     if t.verdict == "same":
-        return counts + (f"`{policy}` leaves the time its runs take the same within {100 * t.margin:.0f} %: {interval}, "
-                         f"{change}{corrected}.")
+        return counts + (
+            f"`{policy}` leaves the time its runs take the same within {100 * t.margin:.0f} %: {interval}, "
+            f"{change}{corrected}."
+        )
     return counts + f"Whether `{policy}` shortens its runs the repeats cannot tell: {interval}, {change}{corrected}."
 
 
@@ -152,7 +160,7 @@ def _counts(cs: summary.CellSummary) -> str:
     st = cs.stats
     used = max(len(st["used"]), 1)
     per_gen = [(a + b) / used for a, b in zip(st["collections"], (st.get("between") or {}).get("collections") or
-                                              [0] * len(st["collections"]))]
+                                              [0] * len(st["collections"]), strict=False)]
     by_gen = "/".join(stats.fmt(x) for x in per_gen)
     text = (f"{stats.format_schedule(st['full']['schedule'])}; {stats.fmt(sum(per_gen))} collections of every "
             f"generation per repeat ({by_gen} by generation)")

@@ -61,7 +61,9 @@ def main(args) -> int:
     else:
         if not versions:
             raise UsageError("--versions is needed to run a bisect (or --results to read one)")
-        specs = bisect.plan_envs(args.package, versions, envspec.parse(args.env) if args.env else envspec.EnvSpec(None, ()))
+        specs = bisect.plan_envs(
+            args.package, versions, envspec.parse(args.env) if args.env else envspec.EnvSpec(None, ())
+        )
         backend, workload, policy = cell
         suite = config.Suite(name=f"bisect-{envspec.normalize(args.package)}", backends=[backend], workloads=[workload],
                              gc=[policy], envs=[s.text for s in specs])

@@ -75,7 +75,9 @@ def main(args) -> int:
                       for n in c.get("notes", [])]
     else:
         if args.base or args.head:
-            raise UsageError("--base and --head pick the two sides inside one folder: give one folder with them, not two")
+            raise UsageError(
+                "--base and --head pick the two sides inside one folder: give one folder with them, not two"
+            )
         with archive.opened(pathlib.Path(args.a)) as a, archive.opened(pathlib.Path(args.b)) as b:
             c = compare.compare_docs(results.load_dir(a), results.load_dir(b), args.min_effect, args.alpha, args.force)
         c.update(a=args.a, b=args.b)
@@ -84,7 +86,9 @@ def main(args) -> int:
     else:
         print(compare.format_comparison(c))
     if c["refused"] and not args.force:
-        raise UsageError(f"{len(c['refused'])} cells refused: their settings differ (listed above; --force compares them)")
+        raise UsageError(
+            f"{len(c['refused'])} cells refused: their settings differ (listed above; --force compares them)"
+        )
     if not c["rows"]:
         raise UsageError(f"{c['a']} and {c['b']} share no cell that ran in both: nothing was compared")
     failed = failures(c, args.fail_on)

@@ -20,7 +20,11 @@ def main(args) -> int:
         print(f"no environments in {envs.envs_root()}")
         return 0
     for r in rows:
-        what = f"{r['spec']}  (Python {r['python']}, built {r['built']})" if r["spec"] else "unfinished: rebuilt when next used"
+        what = (
+            f"{r['spec']}  (Python {r['python']}, built {r['built']})"
+            if r["spec"]
+            else "unfinished: rebuilt when next used"
+        )
         print(f"{r['folder'].name:<28} {r['bytes'] / 2**20:>7.0f} MiB  {what}")
     print(f"{len(rows)} environments, {sum(r['bytes'] for r in rows) / 2**30:.1f} GiB in {envs.envs_root()}")
     return 0

@@ -167,7 +167,9 @@ def read_text(path: str | os.PathLike, what: str = "file", limit: int = DOCUMENT
     except OSError as e:
         raise UsageError(f"cannot read {what} {path}: {describe_os_error(e)}") from None
     except UnicodeDecodeError as e:
-        raise UsageError(f"{path}: not a UTF-8 text {what} (byte {e.start} is {e.object[e.start:e.start + 1]!r})") from None
+        raise UsageError(
+            f"{path}: not a UTF-8 text {what} (byte {e.start} is {e.object[e.start : e.start + 1]!r})"
+        ) from None
 
 
 def read_json(path: str | os.PathLike, what: str = "JSON file"):
@@ -249,7 +251,7 @@ class FolderLock:
     def __init__(self, folder: str | os.PathLike, busy_message: str):
         self.path = pathlib.Path(folder) / LOCK_NAME
         self.busy_message = busy_message
-        self._lock = None
+        self._lock: filelock.BaseFileLock | None = None
 
     def __enter__(self) -> FolderLock:
         lock = filelock.FileLock(self.path, timeout=0)

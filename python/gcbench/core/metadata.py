@@ -31,7 +31,7 @@ def cpu_model() -> str:
 
 
 def package_versions() -> dict[str, str | None]:
-    out = {}
+    out: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             out[name] = importlib.metadata.version(name)

@@ -98,25 +98,65 @@ SUBMISSION = {"type": "object", "required": ["executor", "run_id", "folder", "su
 _counter = {"type": "object", "additionalProperties": _num}
 _census = {"type": "object", "required": ["total", "by_type", "by_package", "by_site"],
            "properties": {"total": _count, "by_type": _counter, "by_package": _counter, "by_site": _counter}}
-EXPLANATION = {"type": "object", "required": ["label", "cell"], "properties": {
-    "label": _str,
-    "cell": {"type": "object", "required": ["backend", "workload", "policy"],
-             "properties": {"backend": {"type": "string", "pattern": NAME}, "workload": {"type": "string", "pattern": NAME},
-                            "policy": {"type": "string", "pattern": POLICY}, "bookkeeping": _opt(_str)}},
-    "environment": _opt(_str), "packages": _versions,
-    "python": {"type": "object", "required": ["steps", "promoted", "promoted_per_step", "scanned", "garbage", "oldest",
-                                              "full_steps", "gen1_collections", "thresholds"],
-               "properties": {"steps": _count, "promoted": _census, "promoted_per_step": {"type": "array", "items": _num},
-                              "scanned": {"allOf": [_census, {"required": ["origin", "collections"], "properties": {
-                                  "origin": _counter, "collections": _count}}]},
-                              "garbage": _census, "oldest": {"type": "array", "items": {"type": "array",
-                                                                                       "minItems": 2, "maxItems": 2}},
-                              "full_steps": _ints, "gen1_collections": _count, "thresholds": _ints}},
-    "julia": {"type": "object"},
-    "full_interval": {"type": "object"},
-    "recommendations": {"type": "array", "items": {"type": "object", "required": ["kind", "text"],
-                                                   "properties": {"kind": _str, "text": _str}}}},
-    "anyOf": [{"required": ["python", "full_interval"]}, {"required": ["julia"]}]}
+EXPLANATION = {
+    "type": "object",
+    "required": ["label", "cell"],
+    "properties": {
+        "label": _str,
+        "cell": {
+            "type": "object",
+            "required": ["backend", "workload", "policy"],
+            "properties": {
+                "backend": {"type": "string", "pattern": NAME},
+                "workload": {"type": "string", "pattern": NAME},
+                "policy": {"type": "string", "pattern": POLICY},
+                "bookkeeping": _opt(_str),
+            },
+        },
+        "environment": _opt(_str),
+        "packages": _versions,
+        "python": {
+            "type": "object",
+            "required": [
+                "steps",
+                "promoted",
+                "promoted_per_step",
+                "scanned",
+                "garbage",
+                "oldest",
+                "full_steps",
+                "gen1_collections",
+                "thresholds",
+            ],
+            "properties": {
+                "steps": _count,
+                "promoted": _census,
+                "promoted_per_step": {"type": "array", "items": _num},
+                "scanned": {
+                    "allOf": [
+                        _census,
+                        {
+                            "required": ["origin", "collections"],
+                            "properties": {"origin": _counter, "collections": _count},
+                        },
+                    ]
+                },
+                "garbage": _census,
+                "oldest": {"type": "array", "items": {"type": "array", "minItems": 2, "maxItems": 2}},
+                "full_steps": _ints,
+                "gen1_collections": _count,
+                "thresholds": _ints,
+            },
+        },
+        "julia": {"type": "object"},
+        "full_interval": {"type": "object"},
+        "recommendations": {
+            "type": "array",
+            "items": {"type": "object", "required": ["kind", "text"], "properties": {"kind": _str, "text": _str}},
+        },
+    },
+    "anyOf": [{"required": ["python", "full_interval"]}, {"required": ["julia"]}],
+}
 EXPLAIN = {"type": "object", "required": ["explanations"],
            "properties": {"explanations": {"type": "array", "items": EXPLANATION}}}
 

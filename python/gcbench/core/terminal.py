@@ -23,7 +23,8 @@ def wrap(text: str, indent: str = "", subsequent: str | None = None, columns: in
                      else indent + line for line in text.split("\n"))
 
 
-def table(head: list[str], rows: list[list[str]], left: set[int] = frozenset({0}), drop: tuple[int, ...] = (),
+def table(head: list[str], rows: list[list[str]], left: frozenset[int] | set[int] = frozenset({0}),
+          drop: tuple[int, ...] = (),
           columns: int | None = None, extra: dict[int, list[str]] | None = None) -> list[str]:
     """Lines of a table that fit `columns`: the columns in `drop` go first, in that order,
     while it is too wide; then the first column moves to a line of its own above each row.
@@ -34,8 +35,9 @@ def table(head: list[str], rows: list[list[str]], left: set[int] = frozenset({0}
     def render(cols: list[int], own_line: bool) -> list[str]:
         shown = [c for c in cols if not (own_line and c == 0)]
         widths = {c: max([len(head[c])] + [len(r[c]) for r in rows]) for c in shown}
-        line = lambda cells: "  ".join((cells[c].ljust(widths[c]) if c in left else cells[c].rjust(widths[c]))
-                                       for c in shown).rstrip()
+        def line(cells):
+            return "  ".join((cells[c].ljust(widths[c]) if c in left else cells[c].rjust(widths[c]))
+                                               for c in shown).rstrip()
         out = [line(head), "-" * (sum(widths.values()) + 2 * (len(shown) - 1))]
         for i, r in enumerate(rows):
             if own_line:

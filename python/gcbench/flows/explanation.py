@@ -29,7 +29,9 @@ def run(args, suite: config.Suite, cell: Cell) -> tuple[dict | None, pathlib.Pat
         env_args = {}
         if cell.env is not None:
             needed = sorted(set(runner.get_backend(cell.backend).requires))
-            built = envs.build_all([envspec.parse(cell.env)], needed, args.rebuild_envs, log=lambda m: print(m, file=sys.stderr))
+            built = envs.build_all(
+                [envspec.parse(cell.env)], needed, args.rebuild_envs, log=lambda m: print(m, file=sys.stderr)
+            )
             env = built[cell.env]
             if isinstance(env, Exception):
                 raise UsageError(f"environment {cell.env_spec.name}: {env}")
@@ -43,8 +45,16 @@ def run(args, suite: config.Suite, cell: Cell) -> tuple[dict | None, pathlib.Pat
                 with runner.interruptible():
                     if bars is not None:
                         bars.start(cell, f"diagnostic run of {cell.label}")
-                    raw = runner.run_worker(cell, pathlib.Path(tmp) / "raw.json", ["gcbench"] + args.argv,
-                                            suite.timeout, bars, explain=options, load=diagnostic_run.load_raw, **env_args)
+                    raw = runner.run_worker(
+                        cell,
+                        pathlib.Path(tmp) / "raw.json",
+                        ["gcbench"] + args.argv,
+                        suite.timeout,
+                        bars,
+                        explain=options,
+                        load=diagnostic_run.load_raw,
+                        **env_args,
+                    )
             except runner.CellFailed as e:
                 raise UsageError(f"the diagnostic run failed: {str(e).splitlines()[0]}") from None
             except runner.Interrupted as e:

@@ -79,9 +79,19 @@ def write_plan(out_dir: pathlib.Path, suite: config.Suite, cells: list, command:
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     runs = list(previous.get("runs") or ([{"command": previous["command"], "started": previous.get("started")}]
                                          if previous.get("command") else []))
-    plan = {"format": SUITE_FORMAT, "schema_version": 2, "suite": suite.name, "command": command,
-            "cells": [c.id for c in cells], "labels": [c.label for c in cells], "envs": suite.envs, "repeats": suite.repeats, "started": now,
-            "state": state, "runs": runs + [{"command": command, "started": now, "mode": mode, "cells": len(cells)}]}
+    plan = {
+        "format": SUITE_FORMAT,
+        "schema_version": 2,
+        "suite": suite.name,
+        "command": command,
+        "cells": [c.id for c in cells],
+        "labels": [c.label for c in cells],
+        "envs": suite.envs,
+        "repeats": suite.repeats,
+        "started": now,
+        "state": state,
+        "runs": runs + [{"command": command, "started": now, "mode": mode, "cells": len(cells)}],
+    }
     files.write_json(out_dir / "suite.json", plan)
     return plan
 
@@ -112,11 +122,13 @@ def _run_on_scheduler(cells, suite, args, out_dir, command, environments, resume
                    "done; report or compare the folder once they have ended")
             return None
         show_bars = sys.stderr.isatty() and not getattr(args, "no_progress", False)
-        docs = {c.id: d for c, d in zip(todo, cluster.wait(submission, todo, out_dir, out_fn, show_bars))}
+        docs = {c.id: d for c, d in zip(todo, cluster.wait(submission, todo, out_dir, out_fn, show_bars), strict=False)}
     return [kept.get(c.id) or docs[c.id] for c in cells]
 
 
-def run_suite(suite: config.Suite, args, out: str, out_fn: Callable[..., None]) -> tuple[list[dict] | None, pathlib.Path, int]:
+def run_suite(
+    suite: config.Suite, args, out: str, out_fn: Callable[..., None]
+) -> tuple[list[dict] | None, pathlib.Path, int]:
     """Build the suite's environments, run its cells into `out`, print the summary.
 
     Returns (documents or None when interrupted, the folder, exit code).
@@ -185,9 +197,11 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Callable
         stale = [p for p in held if replacement_of(p.stem, cells)]
         others = sorted(p.name for p in held if p not in stale)
         if others:
-            raise UsageError(f"{out_dir} holds {len(others)} results of cells that are not in this plan "
-                             f"({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}); --force replaces "
-                             "only this plan's and its report would mix the others in: move them away, or use another --out")
+            raise UsageError(
+                f"{out_dir} holds {len(others)} results of cells that are not in this plan "
+                f"({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}); --force replaces "
+                "only this plan's and its report would mix the others in: move them away, or use another --out"
+            )
     command = ["gcbench"] + args.argv
     repeats = max(c.repeat for c in cells) + 1 if cells else 0
     with FolderLock(out_dir, f"{out_dir} is in use by another gcbench run; wait for it or use another --out"):
@@ -272,7 +286,9 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Callable
     out_fn(format_summary(docs, cells_summarized))
     if any(cs.stats and cs.stats["flagged"] for cs in cells_summarized):
         out_fn(terminal.wrap(FLAG_LEGEND))
-    ok_cells = [compare.repeat_values(ds) for ds in summary.cells(docs).values() if any(d["status"] == "ok" for d in ds)]
+    ok_cells = [
+        compare.repeat_values(ds) for ds in summary.cells(docs).values() if any(d["status"] == "ok" for d in ds)
+    ]
     if any(v["loaded"] for v in ok_cells):  # a loaded machine's spread says nothing of a quiet one's power
         out_fn(terminal.wrap("smallest detectable change: none given, the repeats ran on a loaded machine (their "
                              "times are not judged); measure on a quiet machine for one"))
@@ -322,8 +338,19 @@ def format_summary(docs: list[dict], cells: list[summary.CellSummary] | None = N
                  else f"{100 * s['gc_share']:.2f}")
         if s.get("loaded"):
             flags = f"{flags}, loaded" if flags else "loaded"
-        rows.append([cs.label, f"ok x{s['repeats']}", stats.fmt_paren(s["median_ms"], s["median_ci_ms"], values=s["repeat_medians_ms"]),
-                     stats.fmt(s["mean_ms"]), stats.fmt(s["p99_ms"]), share, host, fr, flags])
+        rows.append(
+            [
+                cs.label,
+                f"ok x{s['repeats']}",
+                stats.fmt_paren(s["median_ms"], s["median_ci_ms"], values=s["repeat_medians_ms"]),
+                stats.fmt(s["mean_ms"]),
+                stats.fmt(s["p99_ms"]),
+                share,
+                host,
+                fr,
+                flags,
+            ]
+        )
     head = ["cell", "status", "median ms (95 % CI)", "mean ms", "p99 ms", "GC %", "host %", "full collections", "flags"]
     notes = [terminal.wrap(f"[{n}] {reason}", "", "    ") for reason, n in reasons.items()]
     # wider than the terminal: p99 and host share go first, then the cell moves above its row

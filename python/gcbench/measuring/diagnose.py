@@ -437,7 +437,7 @@ class Diagnosis:
             "scanned": {**self.scanned.to_json(), "collections": self.scans, "origin": dict(self.scanned_origin),
                         "frozen": gc.get_freeze_count()},
             "garbage": self.garbage.to_json(),
-            "oldest": [list(pair) for pair in zip(self.oldest[::2], self.oldest[1::2])],
+            "oldest": [list(pair) for pair in zip(self.oldest[::2], self.oldest[1::2], strict=False)],
             "full_steps": full,
             "gen1_collections": gen1,
             "thresholds": list(gc.get_threshold()),

@@ -116,7 +116,9 @@ def _parse_pin(token: str, text: str) -> tuple[str, str]:
         raise UsageError(f"environment {text!r}: {token!r} pins no version; write it as {name}==VERSION")
     for spec in req.specifier:  # PEP 440's === takes any text; a version it must still be
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.*+!_-]*", spec.version):
-            raise UsageError(f"environment {text!r}: {token!r}: {spec.version!r} after {spec.operator} is not a version")
+            raise UsageError(
+                f"environment {text!r}: {token!r}: {spec.version!r} after {spec.operator} is not a version"
+            )
     extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
     written = re.match(rf"^{_NAME}\s*(?:\[[^\]]*\])?\s*(.*)$", token).group(1)  # the operators as given
     return name, f"{name}{extras}{written}"
@@ -147,7 +149,7 @@ def parse(text: str) -> EnvSpec:
 def parse_all(texts: list[str]) -> list[EnvSpec]:
     specs = [parse(t) for t in texts]
     seen: dict[str, str] = {}
-    for spec, text in zip(specs, texts):
+    for spec, text in zip(specs, texts, strict=False):
         if spec.text in seen:
             raise UsageError(f"environments {seen[spec.text]!r} and {text!r} are the same")
         seen[spec.text] = text

@@ -63,5 +63,8 @@ def parse(text: str) -> GCPolicy:
         k = text.partition(":")[2]
         if k.isascii() and k.isdigit() and len(k) <= 9 and int(k) > 0:
             return GCPolicy("manual", int(k))
-        raise UsageError(f"bad GC policy {text[:40]!r}{'...' if len(text) > 40 else ''}: manual:K needs a positive integer K, e.g. manual:100")
+        raise UsageError(
+            f"bad GC policy {text[:40]!r}{'...' if len(text) > 40 else ''}: manual:K needs a positive integer K, "
+            "e.g. manual:100"
+        )
     raise UsageError(f"unknown GC policy {text!r}{did_you_mean(text, NAMES[:-1])}; valid policies: {', '.join(NAMES)}")

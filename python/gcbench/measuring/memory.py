@@ -16,8 +16,8 @@ XLA's CPU memory report, and the CPU compiler is the one that copies the index a
 Where a GPU (or another accelerator) is JAX's default device, the same programs are also
 compiled for it, each size and index dtype in a child process, all of them within one
 time budget (`ACCELERATOR_BUDGET_S`): XLA's GPU compiler can spend minutes on the seed's
-sizes. Their figures are a column of their own; a case the budget did not reach says so. Training-step programs are compiled
-for the device the cells train on.
+sizes. Their figures are a column of their own; a case the budget did not reach says so.
+Training-step programs are compiled for the device the cells train on.
 
 Small gather cases can also be run once for real (`--measure`): each in a fresh process,
 on the CPU, recording the process's peak-RSS increase.
@@ -110,7 +110,8 @@ def _formulations():
             return g.at[c[:, 0], c[:, 1], c[:, 2]].add(jnp.asarray(2.5, x.dtype)), None
         return jax.lax.scan(body, jnp.zeros_like(x), chunks_of(idx))[0]
 
-    grad = lambda f: jax.grad(f, argnums=0)
+    def grad(f):
+        return jax.grad(f, argnums=0)
     # name -> (forward, gradient program)
     return {
         "seed": (seed, grad(seed)),
@@ -222,7 +223,9 @@ def compile_in_child(n: int, m: int, dtype: str, platform: str, deadline: float)
     except subprocess.TimeoutExpired:
         return {"error": f"{platform} compiler took longer than the {ACCELERATOR_BUDGET_S:g} s it had"}
     if proc.returncode != 0:
-        return {"error": f"{platform} compiler failed: " + (proc.stderr.strip().splitlines() or ["no message"])[-1][:300]}
+        return {
+            "error": f"{platform} compiler failed: " + (proc.stderr.strip().splitlines() or ["no message"])[-1][:300]
+        }
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -244,7 +247,8 @@ def step_cases(backends: list[str], workloads: list[str]) -> list[dict]:
     for wname in workloads:
         workload = get_workload(wname)
         p = {k: jax.ShapeDtypeStruct(v, np.float32) for k, v in workload.param_shapes().items()}
-        loss = lambda p, x, y, w=workload: _jaxnn.cross_entropy(_jaxnn.forward(w, p, x), y)
+        def loss(p, x, y, w=workload):
+            return _jaxnn.cross_entropy(_jaxnn.forward(w, p, x), y)
         base = {"kind": "step", "workload": wname, "params_per_network": workload.params_per_network}
         rows.append({**base, "backend": "(functional)", "program": "forward",
                      **_analysis(lambda p, x, w=workload: _jaxnn.forward(w, p, x), p, x)})
@@ -276,7 +280,9 @@ def step_cases(backends: list[str], workloads: list[str]) -> list[dict]:
 def measure_gather(n: int, m: int, dtype: str, formulation: str) -> dict:
     """Run one small gather gradient for real in a fresh process; peak memory increase."""
     spec = json.dumps({"n": n, "m": m, "dtype": dtype, "formulation": formulation})
-    proc = subprocess.run([sys.executable, "-m", "gcbench.measuring.memory", spec], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gcbench.measuring.memory", spec], capture_output=True, text=True, timeout=600
+    )
     if proc.returncode != 0:
         return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -335,9 +341,16 @@ def run(sizes: list[str], index_dtypes: list[str], backends: list[str], workload
             if row["gradient"]["total_bytes"] <= MEASURE_LIMIT:
                 row["measured"] = measure_gather(row["n"], row["m"], row["index_dtype"], row["formulation"])
     rows += step_cases(backends, workloads)
-    doc = {"format": FORMAT, "schema_version": SCHEMA_VERSION, "command": command,
-           "jax": jax.__version__, "device": str(jax.devices()[0]), "gather_compilers": ["cpu"] + ([other] if other else []),
-           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "cases": rows}
+    doc = {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "command": command,
+        "jax": jax.__version__,
+        "device": str(jax.devices()[0]),
+        "gather_compilers": ["cpu"] + ([other] if other else []),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "cases": rows,
+    }
     files.write_json(out_dir / "memory.json", doc)
     return doc
 
@@ -390,9 +403,13 @@ def format_tables(doc: dict) -> str:
                 a = r.get("accelerator", {})
                 acc = (f" {fmt_bytes(a['forward']['total_bytes']):>11} {fmt_bytes(a['gradient']['total_bytes']):>11}"
                        if "gradient" in a else f" {a.get('error', '-')[:23]:>23}")
-            lines.append(f"{r['size']:<8} {r['index_dtype']:<6} {r['formulation']:<15} {fmt_bytes(r['forward']['total_bytes']):>11} "
-                         f"{fmt_bytes(g['argument_bytes']):>11} {fmt_bytes(g['output_bytes']):>11} {fmt_bytes(g['temp_bytes']):>11} "
-                         f"{fmt_bytes(g['total_bytes']):>11} {r['gradient_over_forward']:>8.2f} {r['gradient_over_floor']:>7.2f}{acc}  {m}")
+            lines.append(
+                f"{r['size']:<8} {r['index_dtype']:<6} {r['formulation']:<15} "
+                f"{fmt_bytes(r['forward']['total_bytes']):>11} "
+                f"{fmt_bytes(g['argument_bytes']):>11} {fmt_bytes(g['output_bytes']):>11} "
+                f"{fmt_bytes(g['temp_bytes']):>11} {fmt_bytes(g['total_bytes']):>11} "
+                f"{r['gradient_over_forward']:>8.2f} {r['gradient_over_floor']:>7.2f}{acc}  {m}"
+            )
         lines.append("floor: the gradient's arguments plus its output; /floor is the gradient's total over it")
         errors = sorted({r["accelerator"]["error"] for r in gathers if "error" in r.get("accelerator", {})})
         lines += [f"{other}: {e}" for e in errors]
@@ -404,8 +421,10 @@ def format_tables(doc: dict) -> str:
             if "unavailable" in r:
                 lines.append(f"{r['workload']:<8} {r['backend']:<18} {r['program']:<15} {r['unavailable']}")
                 continue
-            lines.append(f"{r['workload']:<8} {r['backend']:<18} {r['program']:<15} {fmt_bytes(r['argument_bytes']):>12} "
-                         f"{fmt_bytes(r['output_bytes']):>12} {fmt_bytes(r['temp_bytes']):>12} {fmt_bytes(r['total_bytes']):>12}")
+            lines.append(
+                f"{r['workload']:<8} {r['backend']:<18} {r['program']:<15} {fmt_bytes(r['argument_bytes']):>12} "
+                f"{fmt_bytes(r['output_bytes']):>12} {fmt_bytes(r['temp_bytes']):>12} {fmt_bytes(r['total_bytes']):>12}"
+            )
     return "\n".join(lines)
 
 

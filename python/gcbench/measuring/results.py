@@ -231,7 +231,8 @@ def finish_plan(out_dir: pathlib.Path, plan: dict, state: str) -> None:
 
 
 def read_plan(out_dir: pathlib.Path) -> dict:
-    """A results folder's suite.json (the plan `gcbench run` writes), or {} when there is none; a one-line error when malformed."""
+    """A results folder's suite.json (the plan `gcbench run` writes), or {} when there is none;
+    a one-line error when malformed."""
     path = out_dir / "suite.json"
     if not path.is_file():
         return {}

@@ -89,9 +89,11 @@ def opened(source: pathlib.Path):
                     seen.add(member.name)
                     total += member.size
                     if member.size > MEMBER_LIMIT or total > TOTAL_LIMIT:
-                        raise UsageError(f"{path}: member {member.name!r} is {member.size / 2**20:,.0f} MiB "
-                                         f"({total / 2**20:,.0f} MiB so far), over the {MEMBER_LIMIT / 2**20:.0f} "
-                                         f"MiB per document and {TOTAL_LIMIT / 2**30:.0f} GiB in all that gcbench reads")
+                        raise UsageError(
+                            f"{path}: member {member.name!r} is {member.size / 2**20:,.0f} MiB "
+                            f"({total / 2**20:,.0f} MiB so far), over the {MEMBER_LIMIT / 2**20:.0f} "
+                            f"MiB per document and {TOTAL_LIMIT / 2**30:.0f} GiB in all that gcbench reads"
+                        )
                     if hasattr(tarfile, "data_filter"):  # 3.10.12, 3.11.4 and later
                         tar.extract(member, tmp, filter="data")  # streamed to disk, a plain file, no odd modes
                     else:

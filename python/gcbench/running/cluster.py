@@ -97,7 +97,8 @@ def job_facts(executor: str) -> dict:
     import submitit
 
     env = submitit.JobEnvironment()
-    text = (lambda v: None if v is None else str(v))
+    def text(v):
+        return (None if v is None else str(v))
     return {"executor": executor, "job_id": text(env.job_id), "array_job_id": text(env.array_job_id),
             "array_task_id": text(env.array_task_id), "node": env.hostname,
             "partition": os.environ.get("SLURM_JOB_PARTITION")}
@@ -119,7 +120,7 @@ def run_job(spec: dict, cells: list) -> dict:
                             progress=False, environments=spec["environments"], resume=spec["resume"],
                             data_kind=spec["data_kind"], run_id=spec["run_id"], scheduler=job_facts(spec["executor"]))
     # an attempt that failed where an earlier ok result was kept is a failure of this run
-    return {c.id: "failed" if d.get(runner.SUPERSEDED) else d["status"] for c, d in zip(todo, docs)}
+    return {c.id: "failed" if d.get(runner.SUPERSEDED) else d["status"] for c, d in zip(todo, docs, strict=False)}
 
 
 def _executor(kind: str, folder: pathlib.Path):
@@ -485,8 +486,10 @@ def _mark_ended(out_dir: pathlib.Path, plan: dict) -> str:
 
 def describe_status(st: dict) -> str:
     r = st["results"]
-    lines = [f"{printable(st['folder'])}: {_n(st['planned'], 'run')} planned (plan {st['state'] or 'without a state'}): "
-             f"{r['ok']} ok, {r['failed']} failed, {r['unavailable']} unavailable, {r['missing']} without a result"]
+    lines = [
+        f"{printable(st['folder'])}: {_n(st['planned'], 'run')} planned (plan {st['state'] or 'without a state'}): "
+        f"{r['ok']} ok, {r['failed']} failed, {r['unavailable']} unavailable, {r['missing']} without a result"
+    ]
     sub = st.get("submission")
     if sub:
         line = (f"submitted {sub['submitted']} through {sub['executor']}: {_n(sub['jobs'], 'job')}; "

@@ -56,7 +56,9 @@ class SlurmOptions:
     def validate(self) -> SlurmOptions:
         for key in ("partition", "account"):
             value = getattr(self, key)
-            if value is not None and (not isinstance(value, str) or not re.fullmatch(r"[\w.,-]{1,200}", value, re.ASCII)):
+            if value is not None and (
+                not isinstance(value, str) or not re.fullmatch(r"[\w.,-]{1,200}", value, re.ASCII)
+            ):
                 raise UsageError(f"slurm {key} must be a name (letters, digits, '_', '.', ',' or '-'), got {value!r}")
         for key, low, high in (("time", 1, 525_600), ("gpus", 0, 64), ("parallelism", 1, 100_000)):
             value = getattr(self, key)

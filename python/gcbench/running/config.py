@@ -239,7 +239,9 @@ def load_suite(name_or_path: str) -> Suite:
                          "python/gcbench/suites/default.toml)")
     unknown = set(raw) - SUITE_KEYS
     if unknown:
-        raise UsageError(f"{where}: unknown keys {', '.join(sorted(unknown))}; valid keys: {', '.join(sorted(SUITE_KEYS))}")
+        raise UsageError(
+            f"{where}: unknown keys {', '.join(sorted(unknown))}; valid keys: {', '.join(sorted(SUITE_KEYS))}"
+        )
     try:
         return Suite(**raw).validate()
     except UsageError as e:

@@ -346,7 +346,9 @@ def _build(spec: EnvSpec, interpreter: Interpreter, reqs: list[str], folder: pat
             if code != 0:
                 raise EnvUnavailable(f"{installer.reason(out)} ({installer.name}'s log: {log_path})")
             status("checking the environment")
-            code, out = _run([python, "-c", "import json, sysconfig; print(json.dumps(sysconfig.get_paths()['purelib']))"], log)
+            code, out = _run(
+                [python, "-c", "import json, sysconfig; print(json.dumps(sysconfig.get_paths()['purelib']))"], log
+            )
             site_packages = json.loads(out.strip().splitlines()[-1])
             _link_gcbench(folder, site_packages)
             code, out = _run([python, "-c", _INVENTORY], log)

@@ -83,13 +83,13 @@ def build(workload: Workload, params: dict[str, np.ndarray], key) -> eqx.Module:
 
 def _linear(w, b, key) -> eqx.nn.Linear:
     lin = eqx.nn.Linear(w.shape[0], w.shape[1], key=key)
-    return eqx.tree_at(lambda l: (l.weight, l.bias), lin, (jnp.asarray(w.T), jnp.asarray(b)))
+    return eqx.tree_at(lambda layer: (layer.weight, layer.bias), lin, (jnp.asarray(w.T), jnp.asarray(b)))
 
 
 def _build_net(workload, params, key):
     keys = jax.random.split(key, len(workload.layers))
     layers, spatial = [], (28, 28, 1)
-    for i, (spec, k) in enumerate(zip(workload.layers, keys)):
+    for i, (spec, k) in enumerate(zip(workload.layers, keys, strict=False)):
         w, b = params[f"layer{i}/w"], params[f"layer{i}/b"]
         if isinstance(spec, Conv):
             conv = eqx.nn.Conv2d(spec.cin, spec.cout, spec.kernel, key=k)
@@ -111,8 +111,9 @@ def _build_vit(workload, params, key):
     cfg = workload.vit
     keys = iter(jax.random.split(key, 4 * cfg.depth + 2))
     p = {k: jnp.asarray(v) for k, v in params.items()}
-    ln = lambda name: eqx.tree_at(lambda l: (l.weight, l.bias), eqx.nn.LayerNorm(cfg.dim, eps=1e-5),
-                                  (p[name + "/scale"], p[name + "/bias"]))
+    def ln(name):
+        return eqx.tree_at(lambda layer: (layer.weight, layer.bias), eqx.nn.LayerNorm(cfg.dim, eps=1e-5),
+                                      (p[name + "/scale"], p[name + "/bias"]))
     blocks = []
     for i in range(cfg.depth):
         b = f"block{i}/"

@@ -86,7 +86,8 @@ def patchify(x: jax.Array, patch: int) -> jax.Array:
 def attention(q: jax.Array, k: jax.Array, v: jax.Array, heads: int) -> jax.Array:
     """Multi-head self-attention on (T, D) or (N, T, D) inputs already projected."""
     *lead, t, d = q.shape
-    split = lambda a: a.reshape(*lead, t, heads, d // heads).swapaxes(-2, -3)
+    def split(a):
+        return a.reshape(*lead, t, heads, d // heads).swapaxes(-2, -3)
     q, k, v = split(q), split(k), split(v)
     weights = jax.nn.softmax(q @ k.swapaxes(-1, -2) / jnp.sqrt(d // heads).astype(q.dtype), axis=-1)
     return (weights @ v).swapaxes(-2, -3).reshape(*lead, t, d)
@@ -194,11 +195,11 @@ class LoopTrainer(JaxTrainer):
         jax.block_until_ready(self.losses)
 
     def loss(self) -> float:
-        return float(np.mean([np.asarray(l) for l in self.losses]))
+        return float(np.mean([np.asarray(loss) for loss in self.losses]))
 
     def network_losses(self) -> list[float]:
         """Each network's loss at the last step, as Python floats (what a logging loop keeps)."""
-        return [float(l) for l in self.losses]
+        return [float(loss) for loss in self.losses]
 
     def param_count(self) -> int:
         """Parameters of one network, counted the framework's own way."""

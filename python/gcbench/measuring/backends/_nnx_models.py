@@ -28,7 +28,7 @@ class Net(nnx.Module):
         for conv in self.convs:
             x = nnx.max_pool(nnx.relu(conv(x)), (2, 2), strides=(2, 2))
         x = x.reshape(x.shape[0], -1)
-        for dense, relu in zip(self.denses, self.relu):
+        for dense, relu in zip(self.denses, self.relu, strict=False):
             x = dense(x)
             x = nnx.relu(x) if relu else x
         return x
@@ -76,13 +76,14 @@ def build(workload: Workload, params: dict[str, np.ndarray], seed: int) -> nnx.M
         model = Net(workload, rngs)
         convs = [i for i, s in enumerate(workload.layers) if isinstance(s, Conv)]
         denses = [i for i, s in enumerate(workload.layers) if not isinstance(s, Conv)]
-        for layer, i in [*zip(model.convs, convs), *zip(model.denses, denses)]:
+        for layer, i in [*zip(model.convs, convs, strict=False), *zip(model.denses, denses, strict=False)]:
             _set(layer.kernel, params[f"layer{i}/w"])
             _set(layer.bias, params[f"layer{i}/b"])
         return model
     model = ViT(workload, rngs)
     cfg = workload.vit
-    heads = lambda a: a.reshape(*a.shape[:-1], cfg.heads, cfg.dim // cfg.heads)
+    def heads(a):
+        return a.reshape(*a.shape[:-1], cfg.heads, cfg.dim // cfg.heads)
     _set_linear(model.patch_embed, params, "patch")
     _set(model.cls, params["cls"])
     _set(model.pos, params["pos"])

@@ -87,7 +87,10 @@ def status() -> tuple[bool, str]:
                        "(run `gcbench julia-setup` online, or set PYTHON_JULIAPKG_EXE to a julia executable)")
     meta = juliapkg_meta()
     if meta is not None and not meta.is_file():
-        return False, f"the Julia packages are not installed yet ({meta} is missing): run `gcbench julia-setup` (online, once)"
+        return (
+            False,
+            f"the Julia packages are not installed yet ({meta} is missing): run `gcbench julia-setup` (online, once)",
+        )
     return True, ""
 
 
@@ -206,7 +209,8 @@ class JuliaTrainer:
     def explain_allocs(self, first_step: int, steps: int, sample_rate: float, bookkeeping: str = "none") -> dict:
         """Sampled allocations of `steps` steps by type, package and site (Profile.Allocs)."""
         raw = call("explain_allocs", self._trainer, first_step, steps, sample_rate, bookkeeping)
-        table = lambda d: {str(k): [int(v[0]), int(v[1])] for k, v in d.items()}
+        def table(d):
+            return {str(k): [int(v[0]), int(v[1])] for k, v in d.items()}
         return {"samples": int(raw["samples"]), "sample_rate": float(raw["sample_rate"]), "steps": int(raw["steps"]),
                 "by_type": table(raw["by_type"]), "by_package": table(raw["by_package"]),
                 "by_site": table(raw["by_site"])}

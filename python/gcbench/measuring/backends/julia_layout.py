@@ -30,8 +30,8 @@ def layer_table(workload: Workload) -> np.ndarray:
     """(layers, 5) int64: [1, kernel, cin, cout, 1] or [2, fan_in, fan_out, 0, relu]."""
     if workload.vit is not None:
         raise ValueError("the Julia backends implement mlp and lenet5, not vit")
-    rows = [[CONV, l.kernel, l.cin, l.cout, 1] if isinstance(l, Conv) else [DENSE, l.fan_in, l.fan_out, 0, int(l.relu)]
-            for l in workload.layers]
+    rows = [[CONV, layer.kernel, layer.cin, layer.cout, 1] if isinstance(layer, Conv)
+            else [DENSE, layer.fan_in, layer.fan_out, 0, int(layer.relu)] for layer in workload.layers]
     return np.asarray(rows, dtype=np.int64)
 
 

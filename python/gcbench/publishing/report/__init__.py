@@ -4,8 +4,9 @@ the raw results (`results.tar.gz`), in a folder of the report's own.
 The report's folder belongs to gcbench: it is written only when it is empty or was made
 by gcbench before (a `.gcbench-report.json` marker lists the files it wrote with their
 sizes and SHA-256), and only a listed file whose content still matches is ever replaced
-or removed; a listed name that is not a plain file name gcbench writes is refused. A report folder holding `results.tar.gz` can
-be given back to `gcbench report`, which rebuilds the report from its own data.
+or removed; a listed name that is not a plain file name gcbench writes is refused. A report
+folder holding `results.tar.gz` can be given back to `gcbench report`, which rebuilds the
+report from its own data.
 
 Works on any mix of results, failed and unavailable cells included; cells of the plan
 that never ran (an interrupted run) are listed as such.
@@ -237,13 +238,27 @@ def memory_table_section(cells: list[summary.CellSummary]) -> list:
         m = cs.stats.get("memory") or {}
         if not m:
             continue
-        rows.append([escape(cs.label),
-                     _with_ci(m["peak_rss_mb"], m.get("peak_rss_ci_mb"), values=m.get("repeat_peak_rss_mb"))
-                     if "peak_rss_mb" in m else "-",
-                     _with_ci(m["rss_growth_mb_per_1000"], m.get("rss_growth_ci"), stats.fmt_signed, m.get("repeat_rss_growth"))
-                     if "rss_growth_mb_per_1000" in m else "-",
-                     _with_ci(m["tracked_growth_per_1000"], m.get("tracked_growth_ci"), stats.fmt_signed,
-                              m.get("repeat_tracked_growth")) if "tracked_growth_per_1000" in m else "-"])
+        rows.append(
+            [
+                escape(cs.label),
+                _with_ci(m["peak_rss_mb"], m.get("peak_rss_ci_mb"), values=m.get("repeat_peak_rss_mb"))
+                if "peak_rss_mb" in m
+                else "-",
+                _with_ci(
+                    m["rss_growth_mb_per_1000"], m.get("rss_growth_ci"), stats.fmt_signed, m.get("repeat_rss_growth")
+                )
+                if "rss_growth_mb_per_1000" in m
+                else "-",
+                _with_ci(
+                    m["tracked_growth_per_1000"],
+                    m.get("tracked_growth_ci"),
+                    stats.fmt_signed,
+                    m.get("repeat_tracked_growth"),
+                )
+                if "tracked_growth_per_1000" in m
+                else "-",
+            ]
+        )
     if not rows:
         return []
     return [Heading("Memory"),
@@ -302,8 +317,11 @@ def host_section(cells: list[summary.CellSummary]) -> list:
     for cs in timed:
         s = cs.stats
         ci = s["host_share_ci"]
-        host = f"{100 * s['host_share']:.1f}" + (f" ({100 * ci[0]:.1f}-{100 * ci[1]:.1f})" if ci else
-                                                 f" ({'one process' if s['repeats'] == 1 else 'too few processes for an interval'})")
+        host = f"{100 * s['host_share']:.1f}" + (
+            f" ({100 * ci[0]:.1f}-{100 * ci[1]:.1f})"
+            if ci
+            else f" ({'one process' if s['repeats'] == 1 else 'too few processes for an interval'})"
+        )
         of_host = f"{100 * s['gc_share'] / s['host_share']:.1f}" if s["host_share"] > 0 else "-"
         rows.append([escape(cs.label), stats.fmt(s["median_ms"]), host, f"{100 - 100 * s['host_share']:.1f}",
                      f"{100 * s['gc_share']:.2f}", of_host])
@@ -325,7 +343,7 @@ def not_run_section(docs: list[dict], plan: dict) -> list:
             reason = (d["reason"] or "").strip().splitlines()[0] if d["reason"] else ""
             groups.setdefault((d["status"], reason), []).append(results.label(d))
     have = {d["cell"] for d in docs}
-    names = dict(zip(plan.get("cells", []), plan.get("labels") or plan.get("cells", [])))
+    names = dict(zip(plan.get("cells", []), plan.get("labels") or plan.get("cells", []), strict=False))
     missing = [names.get(c, c) for c in plan.get("cells", []) if c not in have]  # a plan short of labels: ids
     if missing:
         state = plan.get("state")
@@ -334,22 +352,33 @@ def not_run_section(docs: list[dict], plan: dict) -> list:
         groups.setdefault(("not run", why), []).extend(missing)
     if not groups:
         return []
-    rows = [[escape(status), prose(reason), f"{len(cells)}", escape(", ".join(cells[:12]) +
-                                                                     (f" and {len(cells) - 12} more" if len(cells) > 12 else ""))]
-            for (status, reason), cells in groups.items()]
+    rows = [
+        [
+            escape(status),
+            prose(reason),
+            f"{len(cells)}",
+            escape(", ".join(cells[:12]) + (f" and {len(cells) - 12} more" if len(cells) > 12 else "")),
+        ]
+        for (status, reason), cells in groups.items()
+    ]
     return [Heading("Not run"), Table(["status", "reason", "runs", "which"], rows, align_right=(2,))]
 
 
 def memory_section(doc: dict, where: pathlib.Path) -> list:
     fb = memory.fmt_bytes
     try:
-        blocks = [Heading("Memory of compiled programs"),
-                  Para(f"From {code(' '.join(doc.get('command', [])))}, jax {escape(doc.get('jax', '?'))} on "
-                       f"{escape(doc.get('device', '?'))}. Compiled on abstract shapes: XLA's memory analysis, nothing "
-                       "allocated. The compiler column says whose figures they are: the seed read XLA's CPU compiler, "
-                       "which gcbench uses for the gather programs wherever it runs (a document that does not record "
-                       "the compiler compiled for the default device it names). The floor of a gather gradient is its arguments plus its output; the measured "
-                       "column is the peak resident memory a real run of the gradient added (small sizes only).")]
+        blocks = [
+            Heading("Memory of compiled programs"),
+            Para(
+                f"From {code(' '.join(doc.get('command', [])))}, jax {escape(doc.get('jax', '?'))} on "
+                f"{escape(doc.get('device', '?'))}. Compiled on abstract shapes: XLA's memory analysis, nothing "
+                "allocated. The compiler column says whose figures they are: the seed read XLA's CPU compiler, "
+                "which gcbench uses for the gather programs wherever it runs (a document that does not record "
+                "the compiler compiled for the default device it names). The floor of a gather gradient is its "
+                "arguments plus its output; the measured "
+                "column is the peak resident memory a real run of the gradient added (small sizes only)."
+            ),
+        ]
         gathers = [r for r in doc["cases"] if r["kind"] == "gather"]
         if gathers:
             other = next((r["accelerator"]["platform"] for r in gathers if "accelerator" in r), None)
@@ -433,10 +462,19 @@ def _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect
                 (out_dir / stale).unlink(missing_ok=True)
         except OSError as e:
             raise UsageError(f"cannot write the report into {out_dir}: {files.describe_os_error(e)}") from None
-        files.write_json(out_dir / MARKER, {"format": MARKER_FORMAT, "version": MARKER_VERSION, "title": staged["title"],
-                                            "built_by": metadata.gcbench_identity(),
-                                            "files": {n: {"size": (out_dir / n).stat().st_size,
-                                                          "sha256": files.sha256(out_dir / n)} for n in sorted(names)}})
+        files.write_json(
+            out_dir / MARKER,
+            {
+                "format": MARKER_FORMAT,
+                "version": MARKER_VERSION,
+                "title": staged["title"],
+                "built_by": metadata.gcbench_identity(),
+                "files": {
+                    n: {"size": (out_dir / n).stat().st_size, "sha256": files.sha256(out_dir / n)}
+                    for n in sorted(names)
+                },
+            },
+        )
     out = {"markdown": out_dir / "index.md", "html": out_dir / "index.html", "archive": out_dir / archive.NAME,
            "warnings": staged["warnings"]}
     out.update({p.stem: out_dir / p.name for p in staged["written"] if p.suffix == ".png"})

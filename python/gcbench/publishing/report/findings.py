@@ -160,8 +160,12 @@ def _claim(kind: str, t: compare.Test, ctx) -> str:
         fastest, slowest, ranked = ctx
         policy = fastest.key[2]
         env = summary.context(fastest.key)
-        head = (f"Median step under {code(policy)}" + (f" [{env}]" if env else "") +
-                f": {code(fastest.key[0])} {_cell_median(fastest.stats)}, {code(slowest.key[0])} {_cell_median(slowest.stats)}")
+        head = (
+            f"Median step under {code(policy)}"
+            + (f" [{env}]" if env else "")
+            + f": {code(fastest.key[0])} {_cell_median(fastest.stats)}, "
+            f"{code(slowest.key[0])} {_cell_median(slowest.stats)}"
+        )
         if t.verdict == compare.NOT_JUDGED:
             return f"{head}: no ranking is claimed ({t.not_judged})."
         if t.verdict == "slower":
@@ -193,11 +197,15 @@ def _claim(kind: str, t: compare.Test, ctx) -> str:
             return f"{code(p)} leaves the full collections of {who} as they were{where}: {counts}."
         return f"{code(p)} and the full collections of {who}: the repeats cannot tell ({counts}; {how})."
     if kind == "policy_share":
-        shares = (f"GC share {_pct(t.a)} under {code('default')}, {_pct(t.b)} under {code(p)}"
-                  + (f", difference {100 * t.effect:+.2f} points ({_level(t)} {100 * t.ci[0]:+.2f} to {100 * t.ci[1]:+.2f})"
-                     if t.ci else ""))
+        shares = f"GC share {_pct(t.a)} under {code('default')}, {_pct(t.b)} under {code(p)}" + (
+            f", difference {100 * t.effect:+.2f} points ({_level(t)} {100 * t.ci[0]:+.2f} to {100 * t.ci[1]:+.2f})"
+            if t.ci
+            else ""
+        )
         if t.verdict in ("less GC", "more GC"):
-            return f"{code(p)} gives {who} {t.verdict.replace(' GC', '')} GC time: {shares} (p = {t.p_adj:.2g} corrected)."
+            return (
+                f"{code(p)} gives {who} {t.verdict.replace(' GC', '')} GC time: {shares} (p = {t.p_adj:.2g} corrected)."
+            )
         if t.verdict == "same":
             return f"{code(p)} leaves the GC time of {who} the same: {shares}."
         return f"{code(p)} and the GC time of {who}: the repeats cannot tell ({shares}; {_why_not(t)})."

@@ -441,13 +441,13 @@ def pauses(cs: summary.CellSummary) -> dict[int, np.ndarray]:
     for doc in _used_docs(cs):
         events = doc.get("gc_events")
         if events:
-            for gen, pause in zip(events["generation"], events["pause_ns"]):
+            for gen, pause in zip(events["generation"], events["pause_ns"], strict=False):
                 if pause > 0:
                     out.setdefault(int(gen), []).append(pause / 1e6)
             continue
         colls = summary.collections(doc)
         full_gen = 2 if colls.shape[1] == 2 else colls.shape[1] - 1
-        for row, ns in zip(colls, doc["gc_ns"]):
+        for row, ns in zip(colls, doc["gc_ns"], strict=False):
             if row.sum() == 1 and ns > 0:
                 gen = int(np.argmax(row))
                 out.setdefault(full_gen if gen == colls.shape[1] - 1 else gen, []).append(ns / 1e6)
@@ -582,7 +582,7 @@ def why_figure(explanations: list[dict], path: pathlib.Path) -> pathlib.Path | N
     if not rows:
         return None
     fig = plt.figure(figsize=(WIDTH, 2.5 * len(rows) + 0.8), layout="constrained")
-    for sub, e in zip(np.atleast_1d(fig.subfigures(len(rows), 1)), rows):
+    for sub, e in zip(np.atleast_1d(fig.subfigures(len(rows), 1)), rows, strict=False):
         py = e["python"]
         color = backend_color(e["cell"]["backend"])
         sub.suptitle(e["label"] + explain_qualifiers(e), x=0.01, ha="left", fontsize=12, fontweight="bold")
@@ -633,7 +633,7 @@ def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pat
     fig, axes = plt.subplots(len(panels), 1, figsize=(WIDTH, (0.45 * len(pys) + 1.2) * len(panels) + 0.6),
                              squeeze=False, layout="constrained")
     top = max(100 * cs.stats["gc_share"] for cs in ok) or 1.0
-    for ax, (backend, policy) in zip(axes[:, 0], panels):
+    for ax, (backend, policy) in zip(axes[:, 0], panels, strict=False):
         grid = np.full((len(pys), len(cols)), np.nan)
         for cs in ok:
             if (cs.key[0], cs.key[2]) != (backend, policy):

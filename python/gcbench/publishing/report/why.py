@@ -31,8 +31,9 @@ def section(doc: dict, docs: list[dict], out_dir: pathlib.Path, written: list) -
         if "julia" in e:
             jl = e["julia"]
             total = max(sum(v[0] for v in jl["by_package"].values()), 1)
-            by = lambda t: "; ".join(f"{escape(k)} {100 * v[0] / total:.0f} %"
-                                     for k, v in sorted(t.items(), key=lambda kv: -kv[1][0])[:4])
+            def by(t, total=total):
+                return "; ".join(f"{escape(k)} {100 * v[0] / total:.0f} %"
+                                                 for k, v in sorted(t.items(), key=lambda kv: -kv[1][0])[:4])
             rows.append([name, f"{jl['samples']:,} sampled allocations", by(jl["by_type"]), by(jl["by_package"]),
                          by(jl["by_site"]), "-", "-"])
             continue

@@ -1,0 +1,27 @@
+"""Lint and types, as CI sees them: ruff with the rule set in pyproject.toml (pycodestyle,
+pyflakes, bugbear; 120 columns) over the package, the tests and the benchmarks, and mypy
+over the modules pyproject.toml lists."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def test_ruff_finds_nothing():
+    pytest.importorskip("ruff")
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "python", "tests", "benchmarks"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1000:]
+
+
+def test_mypy_finds_nothing():
+    pytest.importorskip("mypy")
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1000:]
