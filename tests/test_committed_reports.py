@@ -1,0 +1,52 @@
+"""The committed reports answer their own question first, their verdict and Findings agree,
+and their Findings are tables with a few sentences (read from the committed pages)."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+REPORTS = sorted(p.parent for p in (ROOT / "reports").glob("*/index.md"))
+
+
+def verdict(name: str) -> str:
+    page = (ROOT / "reports" / name / "index.md").read_text()
+    return page.split("## Verdict", 1)[1].split("\n## ", 1)[0].strip()
+
+
+def test_the_commit_bisect_opens_with_its_commit():
+    first = verdict("cpu-vit-bisect-equinox-commits").split("\n\n")[0]
+    assert first.startswith("The first bad commit of equinox") and "`0277a3015`" in first
+    assert "perf: code generation" in first
+
+
+def test_the_reproductions_open_with_what_reproduced():
+    first = verdict("reproductions").split("\n\n")[0]
+    assert re.match(r"\d+ of \d+ seed claims reproduced\. reproduced: 000:", first)
+    assert "not: 000: Flax NNX" in first
+
+
+def test_cpu_vits_verdict_and_findings_agree():
+    """The verdict quotes the Findings' own corrected test of `disable` on nnx's runs."""
+    page = (ROOT / "reports" / "cpu-vit" / "index.md").read_text()
+    top = verdict("cpu-vit")
+    row = next(line for line in page.splitlines() if line.startswith("| `nnx`: `disable` vs `default` |"))
+    mean = [c.strip() for c in row.split("|")][5]  # the mean step's test
+    p = re.search(r"p = ([\d.e-]+) corrected", mean).group(1)
+    assert f"p = {p} after correcting" in top
+    if mean.startswith("cannot tell"):
+        assert "Whether `disable` shortens its runs the repeats cannot tell" in top
+    else:
+        assert "`disable` shortens its runs:" in top or "`disable` does not help it" in top
+
+
+@pytest.mark.parametrize("report", REPORTS, ids=lambda p: p.name)
+def test_findings_are_tables_and_a_few_sentences(report):
+    page = (report / "index.md").read_text()
+    if "## Findings" not in page:
+        return
+    findings = page.split("## Findings", 1)[1].split("\n## ", 1)[0]
+    assert sum(line.startswith("- ") for line in findings.splitlines()) <= 15
