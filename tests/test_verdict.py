@@ -86,3 +86,19 @@ def test_the_quick_suite_is_the_equinox_case_on_the_vit():
         {("nnx", "vit", "disable")}
     assert {c.batch_size for c in suite.cells()} == {8} and {c.steps for c in suite.cells()} == {100}
     assert len(suite.cells()) == 3 * 4
+
+
+def test_a_partly_loaded_run_names_the_loaded_cells_and_judges_the_others():
+    """Only some cells ran loaded: the first sentence names them, says their times are not
+    judged, and the times of the quiet cells are (the policy test of two quiet cells stands)."""
+    rng = np.random.default_rng(7)
+    paying = _with_gc(docs(rng, 3, 20.0, steps=200, backend="nnx", workload="vit"), 0.05, full_every=25)
+    off = docs(rng, 3, 8.0, steps=200, backend="nnx", workload="vit", policy="disable")
+    other = docs(rng, 3, 10.0, steps=200, backend="jax", workload="vit")
+    for d in other:
+        d["machine_state"].update(cpu_count=2, others_cores=1.2, steal=0.0, load_seconds=4.0)
+    text = verdict.sentences(summary.summarize_all(paying + off + other))
+    assert text[0].startswith("The machine was loaded: 3 of 9 repeats ran while other processes used 1.2 of 2 cores, "
+                              "in 1 of 3 cells (jax/vit/default). Their times are not judged")
+    assert "the other cells' times are" in text[0]
+    assert any("`disable` shortens its runs" in t or "`disable`" in t and "time" in t for t in text[1:])

@@ -60,8 +60,16 @@ def load_sentence(ok: list[summary.CellSummary]) -> str | None:
     if not repeats:
         return None
     total = len(used)
-    return (f"The machine was loaded: {repeats} of {total} repeats ran while {how}. Times are not judged; the "
-            "collection counts are exact whatever the load, and GC shares below are of CPU time where recorded.")
+    loaded = [cs for cs in ok if summary.how_loaded([d for d in cs.docs if d["status"] == "ok"
+                                                     and d["repeat"] in cs.stats["used"]])[0]]
+    if len(loaded) == len(ok):
+        return (f"The machine was loaded: {repeats} of {total} repeats ran while {how}. Times are not judged; the "
+                "collection counts are exact whatever the load, and GC shares below are of CPU time where recorded.")
+    names = ", ".join(cs.label for cs in loaded[:3]) + (", ..." if len(loaded) > 3 else "")
+    return (f"The machine was loaded: {repeats} of {total} repeats ran while {how}, in {len(loaded)} of {len(ok)} "
+            f"cells ({names}). Their times are not judged, nor any comparison of times with them, and their GC "
+            "shares are of CPU time where recorded; the other cells' times are, and every collection count is exact "
+            "whatever the load.")
 
 
 def _full_cost(cs: summary.CellSummary) -> str:
