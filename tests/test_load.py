@@ -67,7 +67,9 @@ def test_a_step_and_its_pauses_in_cpu_time():
     a = probe.arrays()
     assert all(0 < c <= w + 50_000 for c, w in zip(a["cpu_ns"], a["wall_ns"], strict=False))
     assert all(0 < gcpu <= g + 50_000 for gcpu, g in zip(a["gc_cpu_ns"], a["gc_ns"], strict=False))
-    assert sum(a["gc_cpu_ns"]) > 0.5 * sum(a["gc_ns"])  # unloaded, the pause is the thread's CPU
+    # every step holds a gc.collect(), which costs this thread CPU time however loaded the machine
+    # (how much of the wall time it is depends on the load: not asserted)
+    assert all(gcpu > 0 for gcpu in a["gc_cpu_ns"])
 
 
 def _spin():
