@@ -25,12 +25,12 @@ from conftest import assert_one_line_error, run_cli, write_documents
 from simulate import docs
 
 
-def _save(folder, start):
+def _save(folder, start, name="race", explain=False):
     start.wait()
-    with gcbench.measure("race") as m:
-        for _ in range(5):
+    with gcbench.measure(name, explain=explain) as m:
+        for _ in range(20):
             with m.step():
-                pass
+                [[] for _ in range(5)]
     m.save(folder)
 
 
@@ -314,21 +314,12 @@ def test_a_non_utf8_title_and_folder_are_shown_not_a_crash(tmp_path):
     assert b"caf\\xe9" in (pathlib.Path(os.fsdecode(out)) / "index.md").read_bytes()
 
 
-def _save_explanation(folder, start, name):
-    start.wait()
-    with gcbench.measure(name, explain=True) as m:
-        for _ in range(20):
-            with m.step():
-                [[] for _ in range(5)]
-    m.save(folder)
-
-
 def test_concurrent_explanations_are_all_kept(tmp_path):
     """Five loops explained at once into one folder keep five explanations (explain.json is
     read, changed and written under its lock; without it, 3 or 4 of 5 survived)."""
     ctx = multiprocessing.get_context("fork")
     start = ctx.Event()
-    procs = [ctx.Process(target=_save_explanation, args=(tmp_path, start, f"loop{i}")) for i in range(5)]
+    procs = [ctx.Process(target=_save, args=(tmp_path, start, f"loop{i}", True)) for i in range(5)]
     for p in procs:
         p.start()
     start.set()

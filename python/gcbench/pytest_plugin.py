@@ -311,9 +311,9 @@ class Budget:
                 _fail(f"gc_budget: {message} (--gc-budget-strict)")
             warnings.warn(GCBudgetWarning(message), stacklevel=3)
             return
-        over = [line for line in (self._over(k, v, lines) for k, v in budgets.items()) if line]
+        over = {k: line for k, v in budgets.items() if (line := self._over(k, v, lines))}
         if over:
-            _fail(self._message(over, [k for k in budgets if self._over(k, budgets[k], lines)]))
+            _fail(self._message(list(over.values()), list(over)))
 
     def _over(self, key: str, budget, lines: dict) -> str | None:
         measured = self.figures[key]
