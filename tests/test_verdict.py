@@ -52,8 +52,9 @@ def test_a_loaded_run_says_so_first_and_gives_counts_not_times():
         d["gc_cpu_ns"] = [g // 2 for g in d["gc_ns"]]
     text = verdict.sentences(summary.summarize_all(paying + off))
     assert text[0] == ("The machine was loaded: 6 of 6 repeats ran while other processes used 1.2 of 2 cores. "
-                       "Times are not judged; the collection counts are exact whatever the load, and GC shares below "
-                       "are of CPU time where recorded.")
+                       "Times are not judged; the collection counts are judged: load does not stretch them, though a "
+                       "JAX step's can move by a collection where its runtime's threads free objects at other "
+                       "moments; GC shares below are of CPU time where recorded.")
     assert text[1].startswith("nnx/vit/default pays the collector most. It makes 8 full collections in every repeat")
     assert "of its CPU time in the collector" in text[2] and "mean step" not in text[2] and "longer" not in text[2]
     assert text[3].startswith("Under `disable` it makes 0 full collections against 24") and "not judged" in text[3]
