@@ -34,17 +34,23 @@ def _save(folder, start, name="race", explain=False):
     m.save(folder)
 
 
-def test_concurrent_saves_of_a_measured_loop_lose_no_repeat(tmp_path):
-    """Item 1: six processes save into one folder at once; all six repeats are there."""
+def _race(calls: list[tuple], timeout: float = 60) -> None:
+    """Forked processes that each `_save(folder, start, *rest)` for one of `calls`, all
+    released at once; each must end well."""
     ctx = multiprocessing.get_context("fork")
     start = ctx.Event()
-    procs = [ctx.Process(target=_save, args=(tmp_path, start)) for _ in range(6)]
+    procs = [ctx.Process(target=_save, args=(folder, start, *rest)) for folder, *rest in calls]
     for p in procs:
         p.start()
     start.set()
     for p in procs:
-        p.join(30)
+        p.join(timeout)
         assert p.exitcode == 0
+
+
+def test_concurrent_saves_of_a_measured_loop_lose_no_repeat(tmp_path):
+    """Item 1: six processes save into one folder at once; all six repeats are there."""
+    _race([(tmp_path,)] * 6)
     assert sorted(d["repeat"] for d in results.load_dir(tmp_path)) == list(range(6))
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left behind
 
@@ -317,15 +323,7 @@ def test_a_non_utf8_title_and_folder_are_shown_not_a_crash(tmp_path):
 def test_concurrent_explanations_are_all_kept(tmp_path):
     """Five loops explained at once into one folder keep five explanations (explain.json is
     read, changed and written under its lock; without it, 3 or 4 of 5 survived)."""
-    ctx = multiprocessing.get_context("fork")
-    start = ctx.Event()
-    procs = [ctx.Process(target=_save, args=(tmp_path, start, f"loop{i}", True)) for i in range(5)]
-    for p in procs:
-        p.start()
-    start.set()
-    for p in procs:
-        p.join(60)
-        assert p.exitcode == 0
+    _race([(tmp_path, f"loop{i}", True) for i in range(5)])
     kept = json.loads((tmp_path / "explain.json").read_text())["explanations"]
     assert sorted(e["cell"]["workload"] for e in kept) == [f"loop{i}" for i in range(5)]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no lock file left behind

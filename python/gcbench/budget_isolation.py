@@ -37,8 +37,7 @@ def in_child() -> bool:
 
 
 def hash_seed() -> str:
-    seed = os.environ.get("PYTHONHASHSEED", "")
-    return seed if seed not in ("",) else HASH_SEED
+    return os.environ.get("PYTHONHASHSEED") or HASH_SEED
 
 
 def _invocation_plugins(config) -> list[str]:

@@ -23,7 +23,7 @@ import tempfile
 
 from . import environments, findings, plots, reproduction, why as why_section
 from .. import archive
-from ...analysing import gitbisect, stats, summary, verdict
+from ...analysing import claims, gitbisect, stats, summary, verdict
 from ...core import files, metadata
 from ...core.errors import UsageError
 from ...measuring import memory, results
@@ -569,8 +569,10 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
                         "correction; then what the tables do not say.")]
         for w in workloads:
             mine = [cs for cs in cells if cs.key[1] == w]
-            tables = [t for t in (findings.table(mine), findings.full_table(mine), findings.tests_table(mine)) if t]
-            blocks += [Heading(escape(w), 3), *tables, Bullets(findings.findings(mine))]
+            family = claims.workload_claims(mine)  # the workload's tests, made and corrected once
+            tables = [t for t in (findings.table(mine), findings.full_table(mine),
+                                  findings.tests_table(mine, family=family)) if t]
+            blocks += [Heading(escape(w), 3), *tables, Bullets(findings.findings(mine, family=family))]
     if why is not None:
         blocks += why_section.section(why, docs, out_dir, written)
     if ok:

@@ -45,7 +45,7 @@ def between_sentence(cs: summary.CellSummary) -> str:
 
 
 def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_EFFECT,
-             alpha: float = compare.ALPHA) -> list[str]:
+             alpha: float = compare.ALPHA, family: list | None = None) -> list[str]:
     """Sentences about one workload's cells (any status): what the tables do not say, a few
     at most (memory growth, collections between steps, a collector that never ran or costs
     nothing, and the ranking of the backends)."""
@@ -70,8 +70,8 @@ def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_E
         out.append(f"The collector is negligible here: {colls:,} collections ({full} of them full) in "
                    f"{steps:,} timed steps, at most {_pct(worst.stats['gc_share'])} of step time "
                    f"({_name(worst)}).")
-    out += [_claim(kind, t, ctx) for kind, t, ctx in claims.workload_claims(cells, min_effect, alpha)
-            if kind == "ranking"]
+    family = claims.workload_claims(cells, min_effect, alpha) if family is None else family
+    out += [_claim(kind, t, ctx) for kind, t, ctx in family if kind == "ranking"]
     return out
 
 
@@ -115,10 +115,10 @@ def _cell_text(t: compare.Test | None) -> str:
 
 
 def tests_table(cells: list[summary.CellSummary], min_effect: float = compare.MIN_EFFECT,
-                alpha: float = compare.ALPHA) -> Table | None:
+                alpha: float = compare.ALPHA, family: list | None = None) -> Table | None:
     """Each policy against `default` for the same backend: full collections, GC share,
     median step and mean step, each the workload's corrected test (analysing.claims)."""
-    family = claims.workload_claims(cells, min_effect, alpha)
+    family = claims.workload_claims(cells, min_effect, alpha) if family is None else family
     pairs = list({(id(ctx[0]), id(ctx[1])): (ctx[0], ctx[1]) for kind, _, ctx in family if kind != "ranking"}.values())
     if not pairs:
         return None
