@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 _JAX_CACHE = tempfile.mkdtemp(prefix="gcbench-test-jax-cache-")
 atexit.register(shutil.rmtree, _JAX_CACHE, True)
@@ -60,6 +61,23 @@ def run_cli(*args, timeout=600, **kw):
     """`gcbench ARGS` in a subprocess, as a user runs it."""
     return subprocess.run([sys.executable, "-m", "gcbench", *args], capture_output=True, text=True,
                           timeout=timeout, **kw)
+
+
+def fake_job_controller(folder, seconds: int = 120) -> subprocess.Popen:
+    """A stand-in for submitit's local job controller of `folder`, as /proc shows one. It
+    returns once the child has exec'd: until then /proc shows the forking parent's command
+    line (a check made at once found no controller, under load)."""
+    proc = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})", "-m",
+                             "submitit.local._local", str(folder)])
+    cmdline = f"/proc/{proc.pid}/cmdline"
+    for _ in range(1000):
+        if not os.path.exists(cmdline):
+            break  # no /proc here: the caller sees the process id alone
+        with open(cmdline, "rb") as f:
+            if b"submitit.local._local" in f.read():
+                break
+        time.sleep(0.01)
+    return proc
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ import gcbench
 from gcbench.core import files
 from gcbench.measuring import results
 from gcbench.publishing.report import MARKER, build_report
-from conftest import assert_one_line_error, run_cli, write_documents
+from conftest import assert_one_line_error, fake_job_controller, run_cli, write_documents
 from simulate import docs
 
 
@@ -339,8 +339,7 @@ def test_a_detached_local_job_of_a_relative_out_is_seen_running(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     jobs = pathlib.Path("D1") / ".gcbench-jobs"
     jobs.mkdir(parents=True)
-    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "-m", "submitit.local._local",
-                             str(jobs.absolute())])
+    live = fake_job_controller(jobs.absolute())
     try:
         sub = {"executor": "submitit-local", "folder": str(jobs), "arrays": [{"round": 1, "jobs": [str(live.pid)],
                                                                              "cells": [[]]}]}

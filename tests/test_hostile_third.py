@@ -23,7 +23,7 @@ from gcbench.analysing import gitbisect
 from gcbench.measuring import results
 from gcbench.core.errors import UsageError
 from gcbench.publishing.report import document
-from conftest import assert_one_line_error, run_cli, write_documents
+from conftest import assert_one_line_error, fake_job_controller, run_cli, write_documents
 from simulate import docs
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -68,17 +68,11 @@ def test_forced_scheduler_run_that_fails_everywhere_says_so_and_exits_1(tmp_path
 
 # -- 2 and 18. detached local jobs are seen; a plan whose jobs ended says so ---------------------
 
-def _controller(folder: pathlib.Path) -> subprocess.Popen:
-    """A stand-in for submitit's local job controller of `folder` (what /proc shows of one)."""
-    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "-m", "submitit.local._local",
-                             str(folder)])
-
-
 def test_a_detached_local_job_that_still_runs_keeps_others_out_and_status_sees_it_end(tmp_path):
     out = _folder_of_ok_results(tmp_path / "d1")
     jobs_dir = out / cluster.JOBS_DIR
     jobs_dir.mkdir()
-    live = _controller(jobs_dir)
+    live = fake_job_controller(jobs_dir)
     try:
         record = {"executor": "submitit-local", "run_id": "r", "folder": str(jobs_dir), "command": ["gcbench"],
                   "cells": [], "submitted": "2026-11-25T10:00:00+00:00",
