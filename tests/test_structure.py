@@ -129,6 +129,20 @@ def test_commands_hold_only_the_cli_and_the_flow_has_a_module_of_its_own():
         assert not functions(path) & (flow | {"calibrate", "commits", "releases", "_explain"}), path.name
 
 
+def test_no_flow_reads_a_command_line():
+    """The flows take typed options (`flows/options.py`), never an argparse namespace: no
+    module under flows/ imports argparse, names a parameter `args` or reads `getattr(args`."""
+    for path in (ROOT / "flows").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                    for a in n.names} | {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert "argparse" not in imported, path.name
+        params = {a.arg for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) for a in n.args.args}
+        assert "args" not in params, path.name
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        assert "args" not in names, path.name
+
+
 def loaded_by(statement: str, names: tuple[str, ...]) -> set[str]:
     """The gcbench modules, and those of `names`, that a fresh interpreter holds after `statement`."""
     probe = (f"import sys; {statement}; print(' '.join(sorted(m for m in sys.modules "

@@ -25,7 +25,7 @@ same program, on any machine (no timing, so no flakiness):
 
 The same count however the test is selected: each test that uses `gc_budget` runs in a
 fresh interpreter of its own (`budget_isolation`: what earlier tests warmed or filled moved
-an Equinox step's promotions by 7 %), with PYTHONHASHSEED fixed; `--gc-budget-in-process`
+an Equinox step's promotions), with PYTHONHASHSEED fixed; `--gc-budget-in-process`
 measures in the session's process instead. Inside, the budget starts, and its timed steps
 start again after the warm-up, from a collected heap with what existed before frozen
 (`gc.collect()`, then `gc.freeze()`: out of the collector's sight; undone after, unless the

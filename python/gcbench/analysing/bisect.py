@@ -11,6 +11,7 @@ called a change.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, Callable
 import math
 import re
 
@@ -33,7 +34,7 @@ class Metric:
     title: str
     unit: str
     floor: float  # values below count as this when comparing
-    value: object  # one repeat's document -> float
+    value: Callable[[dict], float]  # one repeat's document -> float
     test: str  # how two versions are told apart: "log" (t test on logs), "linear" (t test), "schedule" (compare's rule)
 
     def of(self, doc: dict) -> float:
@@ -170,11 +171,13 @@ def table(docs: list[dict], package: str, cell: tuple[str, str, str], metric: Me
             by_version.setdefault(version, []).append(doc)
     order = [v for v in versions or [] if v in by_version]
     order += sorted((v for v in by_version if v not in order), key=envs.version_key)
-    rows, previous, tests = [], None, []
+    rows: list[dict[str, Any]] = []
+    previous: dict[str, Any] | None = None
+    tests = []
     for version in order:
         group = by_version[version]
         ok = [d for d in group if d["status"] == "ok"]
-        row = {"version": version, "runs": len(group), "ok": len(ok)}
+        row: dict[str, Any] = {"version": version, "runs": len(group), "ok": len(ok)}
         sample = (ok or group)[0]
         meta = sample.get("metadata") or {}
         env = sample.get("environment") or {}

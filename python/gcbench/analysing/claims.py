@@ -30,20 +30,19 @@ def workload_claims(cells: list[summary.CellSummary], min_effect: float = compar
             ctx = (base, other, vb, vo)
             if vb["full"] > 0 or vo["full"] > 0:
                 out.append(("policy_full", compare.test_full(vb, vo, min_effect, alpha), ctx))
-            if sum(base.stats["collections"]) > 0:  # GC time is credited only where collections ran
+            if sum(base.measured["collections"]) > 0:  # GC time is credited only where collections ran
                 out.append(("policy_share", compare.test_gc_share(vb, vo, min_effect, alpha), ctx))
             out.append(("policy_median", compare.test_median(vb, vo, min_effect, alpha), ctx))
             out.append(("policy_mean", compare.test_mean(vb, vo, min_effect, alpha), ctx))
     for env in dict.fromkeys(summary.context(cs.key) for cs in ok):
-        base = [cs for cs in ok if cs.key[2] == "default" and summary.context(cs.key) == env] or \
+        here = [cs for cs in ok if cs.key[2] == "default" and summary.context(cs.key) == env] or \
             [cs for cs in ok if summary.context(cs.key) == env]
-        policy = base[0].key[2]
-        base = [cs for cs in base if cs.key[2] == policy]
-        if len(base) > 1:
-            fastest = min(base, key=lambda cs: cs.stats["median_ms"])
-            slowest = max(base, key=lambda cs: cs.stats["median_ms"])
+        ranked = [cs for cs in here if cs.key[2] == here[0].key[2]]
+        if len(ranked) > 1:
+            fastest = min(ranked, key=lambda cs: cs.measured["median_ms"])
+            slowest = max(ranked, key=lambda cs: cs.measured["median_ms"])
             t = compare.test_median(values[fastest.key], values[slowest.key], min_effect, alpha)
-            out.append(("ranking", t, (fastest, slowest, len(base))))
+            out.append(("ranking", t, (fastest, slowest, len(ranked))))
     compare.conclude([t for _, t, _ in out], alpha)
     return out
 

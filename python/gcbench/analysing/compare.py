@@ -17,8 +17,7 @@ GC shares and full-collection schedules, and those are what is tested:
   invocation, in the same rounds, and have at least PAIRED_MIN_ROUNDS of them, the test
   is paired by round (the per-round log ratios), which cancels a drift of the machine
   between rounds; with fewer rounds the pooled test keeps more degrees of freedom, which
-  is worth more (on this machine pairing removed 10-18 % of the spread of a difference,
-  while 2 degrees of freedom instead of 4 cost 55 % of the t quantile);
+  is worth more (DESIGN.md, "Figures measured for the code's choices");
 - GC share: the same t test on the per-repeat shares; the effect is the difference in
   percentage points;
 - full collections: a schedule, not a rate (Python's collector is deterministic for a
@@ -115,7 +114,7 @@ class Test:
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("estimate", "se", "df")}
 
 
-def _t_test(a: np.ndarray, b: np.ndarray, paired: bool) -> tuple[float, float, float, int]:
+def _t_test(a: np.ndarray, b: np.ndarray, paired: bool) -> tuple[float, float, float, float]:
     """p, difference mean(b) - mean(a), its standard error and degrees of freedom: Student's
     pooled test (the spread between processes is the machine's, the same on both sides;
     a pooled estimate keeps its degrees of freedom when a flagged repeat leaves one side
@@ -343,7 +342,7 @@ def conclude(tests: list[Test], alpha: float) -> None:
     interval to the false-coverage-rate level that goes with the rejections, and give
     every test its verdict, read off that interval."""
     testable = [t for t in tests if t.p is not None]
-    adjusted = benjamini_hochberg([t.p for t in testable])
+    adjusted = benjamini_hochberg([p for t in testable if (p := t.p) is not None])
     for t, p in zip(testable, adjusted, strict=False):
         t.p_adj = p
     m = len(testable)
@@ -381,7 +380,7 @@ def decide(t: Test, alpha: float) -> str:
         return "same"
     if t.p is None:
         return "inconclusive"
-    if t.p_adj is not None and t.p_adj <= alpha and _beyond(t, t.effect):
+    if t.p_adj is not None and t.p_adj <= alpha and t.effect is not None and _beyond(t, t.effect):
         return higher if up else lower
     if _within(t, t.ci):
         return "same"
@@ -626,6 +625,8 @@ def format_detectable(d: dict | None) -> str:
 
 
 def _short_change(t: Test) -> str:
+    if t.effect is None:
+        return "no change measured"
     if t.metric == "gc_share":
         return f"{100 * t.effect:+.1f} points"
     if t.metric in ("full_rate", "collections"):

@@ -24,6 +24,7 @@ a "Why" section from it.
 from __future__ import annotations
 
 import statistics
+from typing import Any
 
 import numpy as np
 
@@ -99,6 +100,8 @@ def _effect(docs: list[dict] | None, base: tuple, other: tuple, env: str | None 
 
     def level(t):
         return f"{100 * t.level:.3g} %"
+    if share.a is None or share.b is None or share.effect is None:
+        raise ValueError("a GC share test without the shares it compares")
     share_ci = (f", difference {100 * share.effect:+.2f} points ({level(share)} {100 * share.ci[0]:+.2f} to "
                 f"{100 * share.ci[1]:+.2f})" if share.ci and not share.exact else "")
     median_ci = f" ({level(median)} {median.ci[0]:.2f}-{median.ci[1]:.2f})" if median.ci else ""
@@ -129,7 +132,7 @@ def recommendations(expl: dict, docs: list[dict] | None = None, tests: bool = Tr
 
 
 def _remedies(expl: dict, docs: list[dict] | None, tests: bool) -> list[dict]:
-    out = []
+    out: list[dict[str, Any]] = []
     backend, workload, policy = expl["cell"]["backend"], expl["cell"]["workload"], expl["cell"]["policy"]
     env = expl.get("environment")
     py = expl.get("python")
@@ -196,7 +199,7 @@ def _user_loop_advice(expl: dict, py: dict, interval: dict, before: float, docs,
     collections free almost nothing, that their cost is scanning long-lived objects, with
     `gc.freeze()` after warm-up as the remedy (its effect measured where the folder holds
     the loop measured with policy freeze)."""
-    out = []
+    out: list[dict[str, Any]] = []
     between = [c for c in py["collections"] if c["step"] == -1]  # before, between and after the steps
     if between:
         full = sum(1 for c in between if c["generation"] >= 2)

@@ -23,6 +23,7 @@ import math
 import pathlib
 import re
 import subprocess
+from typing import Any
 
 import numpy as np
 
@@ -293,7 +294,7 @@ def table(plan: dict, docs_by_env: dict[str, list[dict]]) -> dict:
     commits = [Commit(**c) for c in plan["commits"]]
     good = Commit(**plan["good"])
     order = [good] + commits  # index 0: the good endpoint
-    rows = {}
+    rows: dict[str, dict[str, Any]] = {}
     for sha, env in plan["tested"].items():
         ds = docs_by_env.get(env, [])
         per = metric.per_repeat(ds)
@@ -326,7 +327,7 @@ def table(plan: dict, docs_by_env: dict[str, list[dict]]) -> dict:
             decision = "bad (endpoint)"
         elif not r["ran"]:
             decision = "skip"
-        elif out.get("endpoints_differ"):
+        elif out.get("endpoints_differ") and g and b:
             decision = decide(metric, r["value"], g["value"], b["value"])
             if decision == "good":
                 lo = max(lo, i)

@@ -61,9 +61,10 @@ class Row:
         return dataclasses.asdict(self)
 
 
-def suites(only: list[str], args, batch: int) -> dict[str, config.Suite]:
-    """The suite each case runs (the equinox case at the calibrated `batch`)."""
-    steps, repeats = getattr(args, "steps", None), getattr(args, "repeats", None)
+def suites(only: list[str], batch: int, steps: int | None = None, repeats: int | None = None
+           ) -> dict[str, config.Suite]:
+    """The suite each case runs (the equinox case at the calibrated `batch`; `steps` and
+    `repeats` where the command line gives them)."""
     out = {}
     if "equinox-spikes" in only:
         out["equinox-spikes"] = config.Suite(name="reproduce", backends=list(EQX_BACKENDS), workloads=["vit"],
@@ -108,7 +109,12 @@ def verdict(direction: bool, seed: float | None = None, value: float | None = No
         return "not"
     if seed is None:
         return "reproduced" if established else "partly"
-    lo, hi = ci if ci is not None else (value, value)
+    if ci is not None:
+        lo, hi = ci
+    elif value is not None:
+        lo = hi = value
+    else:
+        return "partly"  # a figure to meet, and nothing measured against it
     return "reproduced" if lo / tolerance <= seed <= hi * tolerance else "partly"
 
 
@@ -176,8 +182,9 @@ def equinox_rows(cells: dict, calibration: dict) -> list[Row]:
                         "\"much fewer and farther between\"",
                         f"equinox-partition: {stats.format_schedule(vb['schedule'])}; equinox-filter: "
                         f"{stats.format_schedule(va['schedule'])} ({how})",
-                        "-" if not t.a else f"{t.b / t.a:.2f}",
-                        verdict(t.b < t.a, established=t.verdict.startswith("fewer"))))
+                        "-" if not t.a or t.b is None else f"{t.b / t.a:.2f}",
+                        verdict(t.a is not None and t.b is not None and t.b < t.a,
+                                established=t.verdict.startswith("fewer"))))
     if nnx is not None and nnx.ok:
         nf = nnx.stats["full"]
         claim = ("Flax NNX: small spikes, each followed by a spike down that compensates; not the Equinox "

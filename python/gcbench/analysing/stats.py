@@ -205,14 +205,14 @@ def event_summary(walls: list[np.ndarray], events: list[np.ndarray]) -> dict:
             afters.append(float(np.median(after)))
     extra = arithmetic(extras) if extras else None
     ratio = geometric(ratios) if ratios and min(ratios) > 0 else None
-    after = geometric(afters) if afters and min(afters) > 0 else None
+    after_ratio = geometric(afters) if afters and min(afters) > 0 else None
     out.update({
         "extra_ns": extra["value"] if extra else None,
         "extra_ci_ns": extra["ci"] if extra else None,
         "ratio": ratio["value"] if ratio else None,
         "ratio_ci": ratio["ci"] if ratio else None,
-        "after_ratio": after["value"] if after else None,
-        "after_ratio_ci": after["ci"] if after else None,
+        "after_ratio": after_ratio["value"] if after_ratio else None,
+        "after_ratio_ci": after_ratio["ci"] if after_ratio else None,
         "repeats_with_events": len(extras),
         "every": every(sched),
         "cost_share": cost / total_wall if total_wall else 0.0,
@@ -227,15 +227,11 @@ def drift(wall) -> dict | None:
     medians differ by more than DRIFT_MIN_EFFECT, and a test of their mean log step times
     rejects equality at DRIFT_P.
 
-    Real step series have long memory: their correlations decay slowly (Hurst exponent
-    0.81 over the committed repeats, quartiles 0.75-0.86; `benchmarks/drift_flags.py`),
-    so two thirds of a steady series differ by more than short-range (AR(1)) noise allows:
-    a test on that model flagged 12.5 % of the committed repeats and 2.4 % of simulated
-    steady long-memory series at a nominal 1 %. The test's variance is therefore that of
-    fractional Gaussian noise at Hurst exponent DRIFT_HURST (above the measured upper
-    quartile: 0.9 % false flags at Hurst 0.90, 0.1 % at the measured 0.81; it flags 2.6 %
-    of the committed repeats, every one that drifted by 20 % or more with p < 1e-8 under
-    the earlier test among them). Steps beyond 4 robust spreads (a collection's pause) are
+    Real step series have long memory: their correlations decay slowly, so two thirds of a
+    steady series differ by more than short-range (AR(1)) noise allows. The test's variance
+    is therefore that of fractional Gaussian noise at Hurst exponent DRIFT_HURST, above the
+    measured upper quartile (DESIGN.md, "Figures measured for the code's choices";
+    `benchmarks/drift_flags.py`). Steps beyond 4 robust spreads (a collection's pause) are
     clipped first: a level, not its spikes. The marginal variance is estimated from the thirds less their own means
     (so that a level change does not pass for noise) and corrected for what long memory
     hides inside a third; the p-value is the normal one. `tests/test_inference.py` checks
@@ -295,9 +291,9 @@ def t_power(delta: float, sd: float, n_a: int, n_b: int, alpha: float, paired: b
     from two runs, each with its own level (the standard error carries 2 run_sd², as
     compare's test of two runs apart does)."""
     if paired:
-        df, se = n_a - 1, sd / math.sqrt(n_a)
+        df, se = float(n_a - 1), sd / math.sqrt(n_a)
     else:
-        df, se = n_a + n_b - 2, sd * math.sqrt(1 / n_a + 1 / n_b)
+        df, se = float(n_a + n_b - 2), sd * math.sqrt(1 / n_a + 1 / n_b)
     if run_sd > 0 and se > 0:  # compare's test two runs apart: Satterthwaite's degrees of freedom
         sampled = se * se
         se = math.sqrt(sampled + 2 * run_sd * run_sd)
@@ -331,14 +327,14 @@ def run_term(cells: list[list[list[float]]], level: float = 0.95) -> dict:
     per run, estimates the variance of a run's level. Its interval takes MSB's chi-square
     interval on runs - 1 degrees of freedom only (the cells of one run share its shift, so
     they are not independent evidence about it: conservative) less MSW, which has many
-    more; Satterthwaite's degrees of freedom for the difference gave an upper end of 680 %
-    from 6 runs. Returns sds on the log scale (0.05: 5 %): run_sd with low-high, within_sd,
+    more (Satterthwaite's degrees of freedom for the difference gave an interval wider than
+    the data: DESIGN.md). Returns sds on the log scale (0.05: 5 %): run_sd with low-high, within_sd,
     runs, repeats."""
     ssb = ssw = 0.0
     dfw = 0
     ns, runs = [], []
-    for per_run in cells:
-        per_run = [np.asarray(x, float) for x in per_run if len(x)]
+    for given in cells:
+        per_run = [np.asarray(x, float) for x in given if len(x)]
         if len(per_run) < 2:
             continue
         means = np.array([x.mean() for x in per_run])

@@ -25,6 +25,7 @@ groups the documents; `summarize(repeats)` combines the repeats of one cell:
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -150,7 +151,7 @@ def how_loaded(docs: list[dict]) -> tuple[int, str]:
         "cpu_count"
     )
     if not (others and cores):
-        return len(loaded), repeat_load(loaded[0])
+        return len(loaded), repeat_load(loaded[0]) or ""
     lo, hi = f"{min(others):.1f}", f"{max(others):.1f}"
     return len(loaded), f"other processes used {lo if lo == hi else f'{lo}-{hi}'} of {cores} cores"
 
@@ -292,11 +293,78 @@ def replacements(cells: list, docs: list[dict], planned: int) -> list:
     return out
 
 
+Interval = tuple[float, float] | None  # a 95 % interval, or None where the repeats give none
+
+
+class Between(TypedDict):
+    collections: list[int]  # per generation, summed over the repeats used
+    gc_ms: float
+
+
+class _Measured(TypedDict):
+    """What every ok cell's statistics hold (`CellStats` adds what some results record)."""
+
+    repeats: int  # ok repeats
+    used: list[int]  # the repeat numbers whose times are combined
+    flagged: dict[int, list[str]]  # repeat number: why its times were left out
+    all_flagged: bool  # flagged, but kept (fewer than 3 would remain)
+    steps: int
+    steps_per_repeat: list[int]
+    median_ms: float
+    median_ci_ms: Interval
+    repeat_medians_ms: list[float]
+    mean_ms: float
+    mean_ci_ms: Interval
+    repeat_means_ms: list[float]
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+    max_over_median: float
+    gc_share: float
+    gc_share_ci: Interval
+    repeat_gc_shares: list[float]
+    gc_ms_per_step: float
+    collections: list[int]  # in the steps, per generation
+    between: Between  # outside every step
+    full: dict[str, Any]  # stats.event_summary of the full collections
+    spike_factor: float
+    spikes: int
+    spikes_at_full: int
+    language: str  # python or julia
+    warmup: dict[str, Any] | None
+    memory: dict[str, Any] | None
+    explicit: dict[str, Any] | None
+    loaded: int  # repeats used that ran on a loaded machine
+    load: str | None
+    warnings: list[str]
+
+
+class CellStats(_Measured, total=False):
+    """A cell's repeats combined (`summarize`); README, "Result fields", names each for users.
+    Times are over the repeats used (flagged ones left out where 3 remain); counts over every
+    ok repeat."""
+
+    alloc_bytes_per_step: float
+    pressure_per_step: float
+    gc_share_cpu: float
+    gc_share_cpu_ci: Interval
+    repeat_gc_shares_cpu: list[float]
+    host_share: float
+    host_share_ci: Interval
+
+
 @dataclasses.dataclass
 class CellSummary:
     key: tuple[str, str, str, str, str]  # summary.cell_key
     docs: list[dict]  # every repeat's document, whatever its status
-    stats: dict | None  # None when no repeat ran ok
+    stats: CellStats | None  # None when no repeat ran ok
+
+    @property
+    def measured(self) -> CellStats:
+        """The statistics of a cell that ran ok (a cell with none is a caller's mistake)."""
+        if self.stats is None:
+            raise ValueError(f"{self.label}: no repeat ran ok")
+        return self.stats
 
     @property
     def label(self) -> str:
@@ -330,7 +398,8 @@ def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, key:
     share = stats.arithmetic([gc_share(d) for d in used], bounds=(0.0, 1.0))
     per_gen = np.sum([c.sum(axis=0) for c in colls], axis=0)
     spike_idx = [stats.spikes(w, spike_factor) for w in walls]
-    s = {
+    loaded = sum(1 for d in used if repeat_load(d))
+    s: CellStats = {
         "repeats": len(ok),
         "used": [d["repeat"] for d in used],
         "flagged": {r: f for r, f in flags.items() if f},
@@ -365,15 +434,15 @@ def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, key:
         "language": "julia" if "gc_full" in used[0] else "python",
         "warmup": warmup_summary(used),
         "memory": memory_summary(used),
+        "explicit": explicit_summary(ok),  # counts: every ok repeat, as the schedule
+        "loaded": loaded,  # repeats its times rest on that ran on a loaded machine
+        "load": describe_load(used) if loaded else None,
+        "warnings": [],
     }
     if all("alloc_bytes" in d for d in used):
         s["alloc_bytes_per_step"] = float(np.mean([np.mean(d["alloc_bytes"]) for d in used]))
     if all("gc_pressure" in d for d in used):
         s["pressure_per_step"] = float(np.median([np.median(d["gc_pressure"]) for d in used]))
-    s["explicit"] = explicit_summary(ok)  # counts: every ok repeat, as the schedule
-    loads = [repeat_load(d) for d in used]
-    s["loaded"] = sum(1 for x in loads if x)  # repeats its times rest on that ran on a loaded machine
-    s["load"] = describe_load(used) if s["loaded"] else None
     cpu_shares = [cpu_gc_share(d) for d in used]
     if None not in cpu_shares:  # the collector's share of CPU time, which load does not stretch
         cpu = stats.arithmetic(cpu_shares, bounds=(0.0, 1.0))
@@ -460,7 +529,7 @@ def memory_summary(docs: list[dict]) -> dict | None:
             tracked.append((m["tracked_end"] - m["tracked_start"]) * 1000 / len(d["wall_ns"]))
     if not peaks and not tracked:
         return None
-    out = {}
+    out: dict[str, Any] = {}
     if len(peaks) == len(docs):
         peak = stats.geometric(peaks)
         out.update(peak_rss_mb=peak["value"], peak_rss_ci_mb=peak["ci"], repeat_peak_rss_mb=peak["per_repeat"])
@@ -476,7 +545,7 @@ def memory_summary(docs: list[dict]) -> dict | None:
 GROWTH_MIB = 1.0  # resident memory growing faster than this per 1,000 steps is a finding
 
 
-def memory_growth(s: dict) -> str | None:
+def memory_growth(s: CellStats) -> str | None:
     """That a cell's memory grows across its loop, in words, or None: its resident set
     grows by more than GROWTH_MIB per 1,000 steps (and, with an interval, surely above 0),
     said with the objects the collector tracks."""
@@ -516,7 +585,7 @@ def describe_user_loop(row: dict) -> str:
     return ", ".join(parts)
 
 
-def warnings(s: dict) -> list[str]:
+def warnings(s: CellStats) -> list[str]:
     """Why a cell's numbers should be read with care (empty when they look solid)."""
     out = []
     short = min(s["steps_per_repeat"])
@@ -574,7 +643,7 @@ def record(cs: CellSummary) -> dict:
     "Result fields", says what each one means). Times are in ms, shares are fractions from
     0 to 1, intervals are 95 % over the repeats (None with one repeat); a cell that did not
     run has its names, status and reasons only."""
-    row = {
+    row: dict[str, Any] = {
         "cell": cs.label,
         "backend": cs.key[0],
         "workload": cs.key[1],

@@ -29,39 +29,40 @@ from . import claims, compare, stats, summary
 NEGLIGIBLE_SHARE = 0.001  # below 0.1 % of step time the collector is not worth naming
 
 
-def _cpu(s: dict) -> bool:
+def _cpu(s: summary.CellStats) -> bool:
     """Whether a cell's share is said in CPU time: its repeats ran loaded and recorded it."""
     return bool(s.get("loaded")) and s.get("gc_share_cpu") is not None
 
 
-def share(s: dict) -> float:
+def share(s: summary.CellStats) -> float:
     """The GC share a verdict goes by: of CPU time where the machine was loaded, else of wall time."""
     return s["gc_share_cpu"] if _cpu(s) else s["gc_share"]
 
 
-def _share(s: dict) -> str:
-    key = "gc_share_cpu" if _cpu(s) else "gc_share"
-    ci = s.get(f"{key}_ci")
+def _share(s: summary.CellStats) -> str:
+    if _cpu(s):
+        value, ci, per = s["gc_share_cpu"], s.get("gc_share_cpu_ci"), s.get("repeat_gc_shares_cpu", [])
+    else:
+        value, ci, per = s["gc_share"], s["gc_share_ci"], s["repeat_gc_shares"]
     if ci is None:
-        per = s.get("repeat_gc_shares_cpu" if _cpu(s) else "repeat_gc_shares")
         values = stats.fmt_values(per, 100)
-        return f"{100 * s[key]:.1f} % ({values}{'' if values == 'one process' else ' %'})"
-    return f"{100 * s[key]:.1f} % (95 % {100 * ci[0]:.1f}-{100 * ci[1]:.1f} %)"
+        return f"{100 * value:.1f} % ({values}{'' if values == 'one process' else ' %'})"
+    return f"{100 * value:.1f} % (95 % {100 * ci[0]:.1f}-{100 * ci[1]:.1f} %)"
 
 
-def _of_time(s: dict) -> str:
+def _of_time(s: summary.CellStats) -> str:
     return "of its CPU time" if _cpu(s) else "of its step time"
 
 
 def load_sentence(ok: list[summary.CellSummary]) -> str | None:
     """The machine was loaded: said first, with how much, and what that leaves judged."""
-    used = [d for cs in ok for d in cs.docs if d["status"] == "ok" and d["repeat"] in cs.stats["used"]]
+    used = [d for cs in ok for d in cs.docs if d["status"] == "ok" and d["repeat"] in cs.measured["used"]]
     repeats, how = summary.how_loaded(used)
     if not repeats:
         return None
     total = len(used)
     loaded = [cs for cs in ok if summary.how_loaded([d for d in cs.docs if d["status"] == "ok"
-                                                     and d["repeat"] in cs.stats["used"]])[0]]
+                                                     and d["repeat"] in cs.measured["used"]])[0]]
     # Load does not stretch a count, but a JAX step's can move by a collection: its runtime's
     # threads free objects at other moments (the first look loaded: equinox-filter made 2, 2
     # and 1 full collections against 1 in every repeat quiet; nnx's 7 moved by a step or two).
@@ -79,8 +80,8 @@ def load_sentence(ok: list[summary.CellSummary]) -> str | None:
 def _full_cost(cs: summary.CellSummary) -> str:
     """What a step with a full collection costs, as a clause (empty without one, or on a
     loaded machine, whose times are not judged)."""
-    f = cs.stats["full"]
-    if not f["count"] or f.get("extra_ns") is None or cs.stats.get("loaded"):
+    f = cs.measured["full"]
+    if not f["count"] or f.get("extra_ns") is None or cs.measured.get("loaded"):
         return ""
     ci = f.get("extra_ci_ns")
     if ci is not None and ci[0] > 0:
@@ -99,7 +100,7 @@ def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary]) -> str |
     if not others:
         return None
     va = compare.repeat_values(cs.docs)
-    if cs.stats.get("loaded") or any(o.stats.get("loaded") for o in others):  # counts, not times
+    if cs.measured.get("loaded") or any(o.measured.get("loaded") for o in others):  # counts, not times
         return _mitigation_counts(cs, others)
     family = claims.workload_claims([c for c in ok if c.key[1] == w]) if p == "default" else []
     best = None
@@ -110,6 +111,8 @@ def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary]) -> str |
             compare.conclude([t], compare.ALPHA)
         if best is None or (t.effect or 9) < (best[1].effect or 9):
             best = (o, t)
+    if best is None:
+        return None
     o, t = best
     corrected = (
         (
@@ -121,9 +124,9 @@ def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary]) -> str |
     )
     policy = o.key[2]
     change = f"mean step {stats.fmt(t.a)} -> {stats.fmt(t.b)} ms"
-    counts = (f"Under `{policy}` it makes {o.stats['full']['count']:,} full collections in all its repeats against "
-              f"{cs.stats['full']['count']:,}. ")
-    if t.ci is None:
+    counts = (f"Under `{policy}` it makes {o.measured['full']['count']:,} full collections in all its repeats against "
+              f"{cs.measured['full']['count']:,}. ")
+    if t.ci is None or t.effect is None:
         return counts + (f"Its mean step (the time a run takes) is {stats.fmt(t.b)} ms there against "
                          f"{stats.fmt(t.a)} ms; {t.note or 'too few processes to test it'}.")
     level = f"{100 * t.level:.3g} %"
@@ -150,9 +153,9 @@ def _mitigation_counts(cs: summary.CellSummary, others: list[summary.CellSummary
     """What another policy did to a loaded cell, in counts (and the CPU-time share)."""
     parts = []
     for o in others:
-        f, fo = cs.stats["full"]["count"], o.stats["full"]["count"]
+        f, fo = cs.measured["full"]["count"], o.measured["full"]["count"]
         parts.append(f"under `{o.key[2]}` it makes {fo:,} full collections against {f:,} and spends "
-                     f"{_share(o.stats)} {_of_time(o.stats)} in the collector")
+                     f"{_share(o.measured)} {_of_time(o.measured)} in the collector")
     text = "; ".join(parts)
     return text[0].upper() + text[1:] + " (its time is not judged: the machine was loaded)."
 
@@ -162,23 +165,24 @@ def _cheapest_backend(cs: summary.CellSummary, ok: list[summary.CellSummary]) ->
     peers = [o for o in ok if o.key[1:] == (w, p, env, node) and o.key[0] != b]
     if not peers:
         return None
-    low = min(peers, key=lambda o: share(o.stats))
+    low = min(peers, key=lambda o: share(o.measured))
     where = "workload, policy and environment" if env else "workload and policy"
-    return f"On the same {where} `{low.key[0]}` spends {_share(low.stats)} {_of_time(low.stats)} in the collector."
+    s = low.measured
+    return f"On the same {where} `{low.key[0]}` spends {_share(s)} {_of_time(s)} in the collector."
 
 
 def _counts(cs: summary.CellSummary) -> str:
     """A cell's collections, counted: full ones as a schedule, then every generation's per repeat."""
-    st = cs.stats
+    st = cs.measured
     used = max(len(st["used"]), 1)
     per_gen = [(a + b) / used for a, b in zip(st["collections"], (st.get("between") or {}).get("collections") or
                                               [0] * len(st["collections"]), strict=False)]
     by_gen = "/".join(stats.fmt(x) for x in per_gen)
     text = (f"{stats.format_schedule(st['full']['schedule'])}; {stats.fmt(sum(per_gen))} collections of every "
             f"generation per repeat ({by_gen} by generation)")
-    if st.get("explicit"):
-        text += f"; {summary.describe_explicit(st['explicit'])}"
-    b = [x / used for x in (st.get("between") or {}).get("collections") or []]
+    if explicit := st.get("explicit"):
+        text += f"; {summary.describe_explicit(explicit)}"
+    b = [x / used for x in st["between"]["collections"]]
     if any(b):  # paid for by the loop all the same: counted, and said where they fell
         text += (f", {stats.fmt(sum(b))} of them ({stats.fmt(b[-1])} full) between steps, in the loop's own code "
                  "outside `m.step()`")
@@ -195,10 +199,10 @@ def sentences(cells: list[summary.CellSummary]) -> list[str]:
     out = [load] if load else []
     # who pays most: by its GC share (of CPU time where loaded; a count alone would name a cell whose many
     # full collections are cheap, as `freeze` makes them), said by its counts first
-    worst = max(ok, key=lambda cs: (share(cs.stats), cs.stats["full"]["count"]))
-    s = worst.stats
-    between = sum(sum((cs.stats.get("between") or {}).get("collections") or []) for cs in ok)
-    growing = [(cs, why) for cs in ok if (why := summary.memory_growth(cs.stats))]
+    worst = max(ok, key=lambda cs: (share(cs.measured), cs.measured["full"]["count"]))
+    s = worst.measured
+    between = sum(sum(cs.measured["between"]["collections"]) for cs in ok)
+    growing = [(cs, why) for cs in ok if (why := summary.memory_growth(cs.measured))]
     if share(s) < NEGLIGIBLE_SHARE and not s["full"]["count"] and not between:
         # the collector is not the largest effect here: a memory that grows is, when one does
         lead = [f"{cs.label}: {why[0].upper()}{why[1:]}." for cs, why in growing[:2]]
@@ -215,7 +219,7 @@ def sentences(cells: list[summary.CellSummary]) -> list[str]:
     fix = _mitigation(worst, ok) or _cheapest_backend(worst, ok)
     if fix:
         out.append(fix)
-    with_full = [cs for cs in ok if cs.stats["full"]["count"]]
+    with_full = [cs for cs in ok if cs.measured["full"]["count"]]
     if len(ok) > 1:
         out.append(f"{len(with_full)} of {len(ok)} cells had full collections inside timed steps"
                    + (f" ({', '.join(cs.label for cs in with_full[:4])}{', ...' if len(with_full) > 4 else ''})."

@@ -12,6 +12,7 @@ import sys
 
 from ..analysing import summary
 from ..core import metadata
+from ..flows.options import RunOptions
 from ..running import config
 
 
@@ -48,6 +49,17 @@ def apply_overrides(suite: config.Suite, args) -> None:
         suite.networks = {w: args.networks for w in suite.all_workloads()}
     if getattr(args, "alloc_blocks", False):
         suite.alloc_blocks = True
+
+
+def run_options(args: argparse.Namespace) -> RunOptions:
+    """How the run goes, as the command line says (options a command lacks keep their defaults)."""
+    from ..running import cluster_options
+
+    return RunOptions(argv=tuple(args.argv), out=getattr(args, "out", None), data=getattr(args, "data", None),
+                      resume=getattr(args, "resume", False), force=getattr(args, "force", False),
+                      executor=getattr(args, "executor", "local"), detach=getattr(args, "detach", False),
+                      progress=not getattr(args, "no_progress", False),
+                      rebuild_envs=getattr(args, "rebuild_envs", False), slurm=cluster_options.given_on(args))
 
 
 class Output:

@@ -8,6 +8,7 @@ import pathlib
 from . import _common
 from ..core.errors import UsageError
 from ..flows import pipeline
+from ..flows.options import CommitBisectOptions, ReleaseBisectOptions
 from ..running import cluster_options, config
 
 
@@ -69,7 +70,9 @@ def main(args) -> int:
                              gc=[policy], envs=[s.text for s in specs])
         _common.apply_overrides(suite, args)
         suite.validate()
-    tab, folder, code = bisection.releases(args, cell, metric, versions, suite, _common.Output(args.json))
+    opts = ReleaseBisectOptions(_common.run_options(args), package=args.package, cell=args.cell, factor=args.factor,
+                                results=args.results)
+    tab, folder, code = bisection.releases(opts, cell, metric, versions, suite, _common.Output(args.json))
     if tab is None:
         return code
     out = _common.Output(args.json)
@@ -108,7 +111,9 @@ def main_git(args) -> int:
     base = envspec.parse(args.env) if args.env else envspec.EnvSpec(None, ())
     template = config.Suite(name="bisect-git", backends=[backend], workloads=[workload], gc=[policy])
     _common.apply_overrides(template, args)  # each step's suite: this, in the environment of one commit
-    tab, culprit, out = bisection.commits(args, template, base, metric)
+    opts = CommitBisectOptions(_common.run_options(args), repo=args.git, good=args.good, bad=args.bad, cell=args.cell,
+                               package=args.package)
+    tab, culprit, out = bisection.commits(opts, template, base, metric)
     words = _common.Output(args.json)
     words()
     words(gitbisect.format_table(tab, culprit))

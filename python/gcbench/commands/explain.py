@@ -6,6 +6,7 @@ from . import _common
 from ..analysing import explain
 from ..core.errors import UsageError
 from ..flows import pipeline
+from ..flows.options import ExplainOptions
 from ..measuring import diagnostic_run
 from ..running import config
 
@@ -53,7 +54,9 @@ def main(args) -> int:
     reason = runner.unsupported_reason(cell)
     if reason:
         raise UsageError(reason)
-    expl, out_dir, code = explanation.run(args, suite, cell)
+    opts = ExplainOptions(_common.run_options(args), sites=not args.no_sites, site_steps=args.site_steps,
+                          sample_rate=args.sample_rate)
+    expl, out_dir, code = explanation.run(opts, suite, cell)
     if expl is None:
         return code
     if args.json:

@@ -8,6 +8,7 @@ from . import _common
 from ..analysing import reproduce
 from ..core.errors import UsageError
 from ..flows import pipeline
+from ..flows.options import ReproduceOptions
 from ..running import cluster_options, config
 
 
@@ -47,7 +48,9 @@ def main(args) -> int:
     if args.resume and args.force:
         raise UsageError("--resume and --force exclude each other: keep what is there, or replace it")
     out_fn = _common.Output(args.json)
-    doc, out_dir, code = reproduction.run(args, only, out_fn)
+    opts = ReproduceOptions(_common.run_options(args), steps=args.steps, repeats=args.repeats,
+                            batch_size=args.batch_size, timeout=args.timeout)
+    doc, out_dir, code = reproduction.run(opts, only, out_fn)
     if doc is None:
         return code
     out_fn()

@@ -56,7 +56,7 @@ def main(args) -> int:
         raise UsageError("--resume and --force exclude each other: keep what is there, or replace it")
     suite = suite_from_args(args)
     out = _common.Output(args.json)
-    docs, out_dir, code = pipeline.run_suite(suite, args, args.out or config.default_out(suite.name), out)
+    docs, out_dir, code = pipeline.run_suite(suite, _common.run_options(args), out)
     paths = pipeline.write_report(out_dir, None, 3.0, out_fn=out) if docs is not None and args.report else None
     if docs is not None and any(d["status"] == "ok" for d in docs):
         folder = shlex.quote(str(out_dir))

@@ -108,7 +108,7 @@ def json_bytes(doc, indent: int | None = 1) -> bytes:
     """`doc` as gcbench writes JSON (strict: no NaN or infinity). Integer numpy arrays among
     a document's top-level values (a measurement's per-step arrays) are written a block of
     steps at a time, never as one list of Python integers: about the file's size in memory,
-    where the list took 20 times that (3.3 GiB for 10 million steps)."""
+    where the list took 20 times that (DESIGN.md)."""
     separators = (",", ":") if indent is None else None
     arrays = {k: v for k, v in doc.items() if _is_int_array(v)} if isinstance(doc, dict) else {}
     if not arrays:

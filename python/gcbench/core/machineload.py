@@ -1,10 +1,10 @@
 """How busy the machine was while a repeat ran: the CPU that other processes used.
 
-A wall time holds only on an unloaded machine: under a 2-process load on 2 cores every
-timed verdict of an A/A comparison moved by 43-66 %, while the collection counts did not
-move at all. The load average cannot say this for a repeat of a few seconds (it is a
-one-minute moving average, and after the steps it includes the worker's own threads), so
-a repeat reads the kernel's CPU accounting at its first timed step and after its last:
+A wall time holds only on an unloaded machine: load stretches every timed verdict of an
+A/A comparison, while the collection counts do not move (DESIGN.md). The load average
+cannot say this for a repeat of a few seconds (it is a one-minute moving average, and
+after the steps it includes the worker's own threads), so a repeat reads the kernel's CPU
+accounting at its first timed step and after its last:
 
 - `others_cores`: the CPU time every process but this one used over the repeat (from
   `/proc/stat`, in ticks of 10 ms, less this process's own CPU time, threads included),

@@ -10,7 +10,6 @@ tests, the next candidate) are `analysing.bisect` and `analysing.gitbisect`.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import pathlib
 import sys
@@ -23,25 +22,29 @@ from ..core.errors import UsageError
 from ..measuring import envspec, results
 from ..publishing import archive
 from ..running import config
+from .options import CommitBisectOptions, ReleaseBisectOptions
 
 
-def releases(args, cell: tuple[str, str, str], metric, versions: list[str] | None, suite: config.Suite | None,
-             out_fn: Callable[..., None]) -> tuple[dict | None, pathlib.Path, int]:
+def releases(opts: ReleaseBisectOptions, cell: tuple[str, str, str], metric, versions: list[str] | None,
+             suite: config.Suite | None, out_fn: Callable[..., None]) -> tuple[dict | None, pathlib.Path, int]:
     """A release bisect: `suite` (the cell in one environment per version) run into its
-    results folder, or, without a suite, the results already in `args.results` (read only);
+    results folder, or, without a suite, the results already in `opts.results` (read only);
     then the table of `metric` per version, kept beside results it ran as bisect.json.
     Returns (table, folder, exit code); the table is None when the run was interrupted."""
     if suite is None:
-        folder = pathlib.Path(args.results)
+        if opts.results is None:
+            raise ValueError("a release bisect without a suite reads opts.results")
+        folder = pathlib.Path(opts.results)
         with archive.opened(folder) as opened:
             docs = results.load_dir(opened)
     else:
-        docs, folder, code = pipeline.run_suite(suite, args, args.out or config.default_out(suite.name), out_fn)
-        if docs is None:
+        ran, folder, code = pipeline.run_suite(suite, opts.run, out_fn)
+        if ran is None:
             return None, folder, code
-    tab = bisect.table(docs, args.package, cell, metric, args.factor, versions)
+        docs = ran
+    tab = bisect.table(docs, opts.package, cell, metric, opts.factor, versions)
     if not tab["rows"]:
-        raise UsageError(f"{args.results or folder}: no results of {args.cell} with a known {args.package} version")
+        raise UsageError(f"{opts.results or folder}: no results of {opts.cell} with a known {opts.package} version")
     if suite is not None:  # a bisect that ran keeps its table beside its results; --results only reads
         files.write_json(folder / "bisect.json", tab)
     return tab, folder, 0
@@ -59,30 +62,31 @@ def check_folder(out: pathlib.Path, resume: bool) -> None:
             raise UsageError(f"{out} holds a commit bisect already; --resume continues it, or use another --out")
 
 
-def commits(args, template: config.Suite, base: envspec.EnvSpec, metric) -> tuple[dict, dict | None, pathlib.Path]:
-    """The commit bisect of `args.git` from `args.good` to `args.bad` on `args.cell`: every
+def commits(opts: CommitBisectOptions, template: config.Suite, base: envspec.EnvSpec, metric
+            ) -> tuple[dict, dict | None, pathlib.Path]:
+    """The commit bisect of `opts.repo` from `opts.good` to `opts.bad` on `opts.cell`: every
     step runs `template` (the cell, with the command line's settings) in the environment of
     one commit into the bisect's folder. Returns (table, culprit or None, folder)."""
-    repo = gitbisect.local_repo(args.git)
-    good, bad = gitbisect.commit(repo, args.good), gitbisect.commit(repo, args.bad)
+    repo = gitbisect.local_repo(opts.repo)
+    good, bad = gitbisect.commit(repo, opts.good), gitbisect.commit(repo, opts.bad)
     between = gitbisect.commits_between(repo, good, bad)
     package = gitbisect.package_name(repo, good.sha)
-    if args.package and envspec.normalize(args.package) != package:
-        raise UsageError(f"--package {args.package}, but the repository builds {package}")
+    if opts.package and envspec.normalize(opts.package) != package:
+        raise UsageError(f"--package {opts.package}, but the repository builds {package}")
     if base.pin_for(package):
         raise UsageError(f"--env pins {package}, the package whose commits are bisected")
-    out = pathlib.Path(args.out or config.default_out(f"bisect-{package}-git"))
-    if not args.out:  # a given --out was checked before the repository was read
-        check_folder(out, args.resume)
-    plan = gitbisect.load(out / gitbisect.FILE) if args.resume else None
+    out = pathlib.Path(opts.run.out or config.default_out(f"bisect-{package}-git"))
+    if not opts.run.out:  # a given --out was checked before the repository was read
+        check_folder(out, opts.run.resume)
+    plan = gitbisect.load(out / gitbisect.FILE) if opts.run.resume else None
     if plan is not None and (plan["good"]["sha"], plan["commits"][-1]["sha"], plan["cell"], plan["metric"]) != \
-            (good.sha, bad.sha, args.cell, metric.name):
+            (good.sha, bad.sha, opts.cell, metric.name):
         raise UsageError(f"{out} holds a bisect of other endpoints, cell or metric; use another --out")
     plan = plan or {"format": gitbisect.FORMAT, "schema_version": gitbisect.SCHEMA_VERSION, "package": package,
-                    "repo": str(repo), "cell": args.cell, "metric": metric.name, "good": good.to_json(),
+                    "repo": str(repo), "cell": opts.cell, "metric": metric.name, "good": good.to_json(),
                     "commits": [c.to_json() for c in between], "tested": {}, "base": base.text}
     order = [good] + between
-    print(f"gcbench: bisecting {len(between)} commits of {package} ({good.short}..{bad.short}) on {args.cell}, "
+    print(f"gcbench: bisecting {len(between)} commits of {package} ({good.short}..{bad.short}) on {opts.cell}, "
           f"by {metric.title}; at most {gitbisect.max_builds(len(between))} builds",
           file=sys.stderr)
 
@@ -99,9 +103,9 @@ def commits(args, template: config.Suite, base: envspec.EnvSpec, metric) -> tupl
         files.make_folder(out)
         gitbisect.save(out, plan)  # first: a folder holding results of this bisect always says so
         # every step resumes the folder: what this bisect measured before is not measured again
-        run_args = argparse.Namespace(**{**vars(args), "resume": True, "force": False})
+        step = opts.run.replace(out=str(out), resume=True, force=False)
         print(f"gcbench: {order[index].short} {order[index].subject[:70]}", file=sys.stderr)
-        docs, _, _ = pipeline.run_suite(suite, run_args, str(out), words)
+        docs, _, _ = pipeline.run_suite(suite, step, words)
         gitbisect.save(out, plan)
         if docs is None:
             raise KeyboardInterrupt

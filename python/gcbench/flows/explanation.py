@@ -9,6 +9,7 @@ from __future__ import annotations
 import pathlib
 import sys
 import tempfile
+from typing import Any
 
 from ..analysing import explain
 from ..core import files
@@ -16,21 +17,22 @@ from ..core.errors import UsageError
 from ..measuring import diagnostic_run, envspec, results
 from ..measuring.cell import Cell
 from ..running import config, envs, runner
+from .options import ExplainOptions
 
 
-def run(args, suite: config.Suite, cell: Cell) -> tuple[dict | None, pathlib.Path, int]:
-    """Diagnose `cell` (of `suite`) into the results folder `args.out` (or a new one): (the
+def run(opts: ExplainOptions, suite: config.Suite, cell: Cell) -> tuple[dict | None, pathlib.Path, int]:
+    """Diagnose `cell` (of `suite`) into the results folder `opts.run.out` (or a new one): (the
     explanation, the folder, exit code); the explanation is None when it was interrupted."""
-    out_dir = files.make_folder(args.out or config.default_out("explain"), "results folder")
+    out_dir = files.make_folder(opts.run.out or config.default_out("explain"), "results folder")
     # explain.json is read, merged and written: one gcbench at a time in a folder, and never
     # beside a run that is writing into it
     with files.FolderLock(out_dir, f"{out_dir} is in use by another gcbench (a run or an explain); wait for it "
                                    "or use another --out"):
-        env_args = {}
+        env_args: dict[str, Any] = {}
         if cell.env is not None:
             needed = sorted(set(runner.get_backend(cell.backend).requires))
             built = envs.build_all(
-                [envspec.parse(cell.env)], needed, args.rebuild_envs, log=lambda m: print(m, file=sys.stderr)
+                [envspec.parse(cell.env)], needed, opts.run.rebuild_envs, log=lambda m: print(m, file=sys.stderr)
             )
             env = built[cell.env]
             if isinstance(env, Exception):
@@ -38,8 +40,8 @@ def run(args, suite: config.Suite, cell: Cell) -> tuple[dict | None, pathlib.Pat
             env_args = {"python": env.python, "environment": env.describe()}
         print(f"gcbench: diagnostic run of {cell.label}, {cell.steps} steps after {cell.warmup} warm-up; "
               f"{diagnostic_run.DISTURBED}", file=sys.stderr, flush=True)
-        options = {"sites": not args.no_sites, "sample_rate": args.sample_rate, "site_steps": args.site_steps}
-        bars = runner.Progress([cell], sys.stderr) if not args.no_progress and sys.stderr.isatty() else None
+        options = {"sites": opts.sites, "sample_rate": opts.sample_rate, "site_steps": opts.site_steps}
+        bars = runner.Progress([cell], sys.stderr) if opts.run.progress and sys.stderr.isatty() else None
         with tempfile.TemporaryDirectory(prefix="gcbench-explain-") as tmp:
             try:
                 with runner.interruptible():
@@ -48,7 +50,7 @@ def run(args, suite: config.Suite, cell: Cell) -> tuple[dict | None, pathlib.Pat
                     raw = runner.run_worker(
                         cell,
                         pathlib.Path(tmp) / "raw.json",
-                        ["gcbench"] + args.argv,
+                        opts.run.command,
                         suite.timeout,
                         bars,
                         explain=options,

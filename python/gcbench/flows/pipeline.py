@@ -9,14 +9,14 @@
 `prepare_folder` and `write_plan` are the results folder's contract (a run owns its
 folder; suite.json records every run into it), `format_verdict` and `format_summary` what
 a run prints when it ends, and `write_report` the report of a folder. The commands parse
-their arguments and call these; the options a run reads (`resume`, `force`, `executor`,
-`detach`, `no_progress`, `rebuild_envs`, `data`, `argv`, the `--slurm-*` values) come on
-the command's namespace.
+their arguments and call these; the options a run reads come as a `RunOptions`
+(`flows/options.py`), which a command builds from its command line.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import os
 import pathlib
@@ -33,6 +33,7 @@ from ..measuring.backends import BACKENDS
 from ..measuring.cell import Cell
 from ..publishing import archive
 from ..running import cluster_options, config, footprint
+from .options import RunOptions
 
 
 SUITE_FORMAT = "gcbench-suite"
@@ -96,69 +97,124 @@ def write_plan(out_dir: pathlib.Path, suite: config.Suite, cells: list, command:
     return plan
 
 
-def _run_on_scheduler(cells, suite, args, out_dir, command, environments, resume, kind, out_fn,
-                      samples) -> list[dict] | None:
-    """The plan as job arrays (`--executor slurm`); its results, or None with --detach."""
+@dataclasses.dataclass
+class _Run:
+    """One run of a plan into its folder: what its parts share."""
+
+    cells: list[Cell]
+    suite: config.Suite
+    opts: RunOptions
+    out_dir: pathlib.Path
+    out_fn: Callable[..., None]
+    data_kind: str
+    samples: int
+    command: list[str]
+    environments: dict | None = None
+
+
+def _run_on_scheduler(run: _Run) -> list[dict] | None:
+    """The plan as job arrays (`--executor slurm` or `submitit-local`); its results, or None
+    with --detach."""
     from ..running import cluster, runner
 
     kept = {}
-    if resume:  # what an earlier submission (or run) measured with these settings is not submitted again
-        kept = {c.id: doc for c in cells if runner.reusable(doc := runner.existing(out_dir / f"{c.id}.json"), c, kind)}
+    if run.opts.resume:  # what an earlier submission (or run) measured with these settings is not submitted again
+        kept = {c.id: doc for c in run.cells
+                if runner.reusable(doc := runner.existing(run.out_dir / f"{c.id}.json"), c, run.data_kind)}
         if kept:
-            out_fn(f"gcbench: {len(kept)} runs kept (ok results with the same settings are there)")
-    todo = [c for c in cells if c.id not in kept]
+            run.out_fn(f"gcbench: {len(kept)} runs kept (ok results with the same settings are there)")
+    todo = [c for c in run.cells if c.id not in kept]
     docs = {}
     if todo:
         at_once = None
-        if args.executor == "submitit-local":  # its jobs all start at once: as many as cores and memory hold
-            at_once = cluster.local_jobs_at_once(todo, footprint.largest(todo, samples, language_of)[1].total,
+        if run.opts.executor == "submitit-local":  # its jobs all start at once: as many as cores and memory hold
+            at_once = cluster.local_jobs_at_once(todo, footprint.largest(todo, run.samples, language_of)[1].total,
                                                  available=footprint.available_bytes())
-            out_fn(f"gcbench: submitit-local runs {at_once} job{'s' * (at_once > 1)} at once (one per core, as many "
-                   "as the memory available holds)")
-        submission = cluster.submit(todo, out_dir, command, suite.timeout, environments, resume, kind, args.executor,
-                                    suite.slurm_options().override(args), suite.name, out_fn, local_at_once=at_once)
-        if args.detach:
-            out_fn(f"gcbench: detached; the jobs run on. `gcbench status {shlex.quote(str(out_dir))}` says what is "
-                   "done; report or compare the folder once they have ended")
+            run.out_fn(f"gcbench: submitit-local runs {at_once} job{'s' * (at_once > 1)} at once (one per core, as "
+                       "many as the memory available holds)")
+        spec = cluster.JobSpec(run.out_dir, run.command, run.suite.timeout, run.environments, run.opts.resume,
+                               run.data_kind, run.opts.executor)
+        submission = cluster.submit(todo, spec, run.suite.slurm_options().override(run.opts.slurm), run.suite.name,
+                                    run.out_fn, local_at_once=at_once)
+        if run.opts.detach:
+            run.out_fn(f"gcbench: detached; the jobs run on. `gcbench status {shlex.quote(str(run.out_dir))}` says "
+                       "what is done; report or compare the folder once they have ended")
             return None
-        show_bars = sys.stderr.isatty() and not getattr(args, "no_progress", False)
-        docs = {c.id: d for c, d in zip(todo, cluster.wait(submission, todo, out_dir, out_fn, show_bars), strict=False)}
-    return [kept.get(c.id) or docs[c.id] for c in cells]
+        show_bars = sys.stderr.isatty() and run.opts.progress
+        waited = cluster.wait(submission, todo, run.out_dir, run.out_fn, show_bars)
+        docs = {c.id: d for c, d in zip(todo, waited, strict=False)}
+    return [kept.get(c.id) or docs[c.id] for c in run.cells]
 
 
-def run_suite(
-    suite: config.Suite, args, out: str, out_fn: Callable[..., None]
-) -> tuple[list[dict] | None, pathlib.Path, int]:
-    """Build the suite's environments, run its cells into `out`, print the summary.
+def _run_locally(run: _Run, plan: dict) -> list[dict]:
+    """The plan in worker processes here, then one replacement repeat for each cell with a
+    flagged repeat (unless the machine is still loaded); `plan` (suite.json) lists them."""
+    from ..running import runner
+
+    progress = None if run.opts.progress else False
+    with contextlib.ExitStack() as stack:
+        # one invocation: its replacement repeats share its run id (their rounds) and its compiled programs
+        run_id, cache = runner.new_run_id(), stack.enter_context(runner.compile_cache())
+        settings = {"log": run.out_fn, "progress": progress, "environments": run.environments,
+                    "resume": run.opts.resume, "data_kind": run.data_kind, "run_id": run_id, "cache": cache}
+        docs = runner.run_cells(run.cells, run.out_dir, run.command, run.suite.timeout, **settings)
+        extra = summary.replacements(run.cells, docs, run.suite.repeats)
+        busy = machineload.load_reason(machineload.now(os.cpu_count()), os.cpu_count()) if extra else None
+        if busy:  # a replacement would be loaded too: the load has not gone
+            run.out_fn(terminal.wrap(
+                f"gcbench: {len(extra)} cell{'s' * (len(extra) > 1)} had a repeat flagged, but the machine is still "
+                f"loaded ({busy} over the last second): no replacement repeats measured; times of loaded repeats "
+                "are not judged, their counts are"))
+            extra = []
+        if extra:  # a flagged repeat is left out of the times: measure one more in its place
+            run.out_fn(f"gcbench: {len(extra)} cell{'s' * (len(extra) > 1)} had a repeat flagged (drift or load): "
+                       f"one replacement repeat each ({', '.join(c.label for c in extra[:4])}"
+                       f"{', ...' if len(extra) > 4 else ''})")
+            run.cells = run.cells + extra
+            plan.update(cells=[c.id for c in run.cells], labels=[c.label for c in run.cells])
+            files.write_json(run.out_dir / "suite.json", plan)
+            docs += runner.run_cells(extra, run.out_dir, run.command, run.suite.timeout, **settings)
+    return docs
+
+
+def run_suite(suite: config.Suite, opts: RunOptions, out_fn: Callable[..., None]
+              ) -> tuple[list[dict] | None, pathlib.Path, int]:
+    """Build the suite's environments, run its cells into `opts.out` (or a new folder named
+    after the suite), print the summary.
 
     Returns (documents or None when interrupted, the folder, exit code).
     """
-    kind, data_note, samples = check_data(args.data)
-    cells = suite.cells(args.data)
-    return run_plan(cells, suite, args, out, out_fn, kind, data_note, samples)
+    kind, data_note, samples = check_data(opts.data)
+    cells = suite.cells(opts.data)
+    return run_plan(cells, suite, opts.replace(out=opts.out or config.default_out(suite.name)), out_fn, kind,
+                    data_note, samples)
 
 
-def run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Callable[..., None], kind: str, data_note: str,
-             samples: int) -> tuple[list[dict] | None, pathlib.Path, int]:
+def run_plan(cells: list, suite: config.Suite, opts: RunOptions, out_fn: Callable[..., None], kind: str,
+             data_note: str, samples: int) -> tuple[list[dict] | None, pathlib.Path, int]:
     """Run `cells` (the plan; `suite` names it and holds its environments and timeout) into
-    the results folder `out`, which belongs to this run (see `prepare_folder`)."""
+    the results folder `opts.out`, which belongs to this run (see `prepare_folder`)."""
+    if not opts.out:
+        raise ValueError("run_plan needs the results folder (opts.out)")
+    out = opts.out
     footprint.check(cells, samples, language_of)
     if suite.envs:  # a bad GCBENCH_INSTALLER is refused before the folder is touched
         from ..running import installers
 
         installers.choose()
-    executor = getattr(args, "executor", "local")
-    if getattr(args, "detach", False) and executor == "local":
+    if opts.detach and opts.executor == "local":
         raise UsageError("--detach needs a scheduler (--executor slurm or submitit-local): a local run is this process")
-    if executor != "local":
+    if opts.executor != "local":
         from ..running import cluster
 
-        cluster.check_executor(executor)
-        suite.slurm_options().override(args)  # refuse bad --slurm-* values before anything is written
+        cluster.check_executor(opts.executor)
+        suite.slurm_options().override(opts.slurm)  # refuse bad --slurm-* values before anything is written
         cluster_options.check_folder(pathlib.Path(out).absolute())
     made = not pathlib.Path(out).exists()
     try:
-        return _run_plan(cells, suite, args, out, out_fn, kind, data_note, samples)
+        out_dir, stale = _open_folder(cells, opts, out)
+        run = _Run(cells, suite, opts, out_dir, out_fn, kind, samples, opts.command)
+        return _run_plan(run, data_note, stale)
     except BaseException:
         if made:  # a run refused or stopped before it wrote anything leaves no empty folder behind
             with contextlib.suppress(OSError):
@@ -180,19 +236,17 @@ def replacement_of(stem: str, cells: list) -> bool:
     return int(m.group(2)) > repeats and f"{m.group(1)}__r#{m.group(3) or ''}" in planned
 
 
-def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Callable[..., None], kind: str,
-              data_note: str, samples: int) -> tuple[list[dict] | None, pathlib.Path, int]:
-    from ..core.files import FolderLock
-    from ..measuring import envspec
-    from ..running import cluster, envs, runner
+def _open_folder(cells: list, opts: RunOptions, out: str) -> tuple[pathlib.Path, list[pathlib.Path]]:
+    """The results folder, checked for this run: (the folder, an earlier run's replacement
+    repeats of this plan's cells, which --force replaces too)."""
+    from ..running import cluster, runner
 
-    resume, force = getattr(args, "resume", False), getattr(args, "force", False)
-    out_dir = prepare_folder(out, resume, force)
+    out_dir = prepare_folder(out, opts.resume, opts.force)
     cluster.check_no_live_jobs(out_dir)  # submitted to a scheduler before: none of its jobs may still run
-    if resume:
+    if opts.resume:
         runner.check_resumable(cells, out_dir)
-    stale = []  # an earlier run's replacement repeats of this plan's cells: --force replaces them too
-    if force:  # --force replaces the plan's results; results of other cells would stay and be mixed in
+    stale = []
+    if opts.force:  # --force replaces the plan's results; results of other cells would stay and be mixed in
         held = [p for p in archive.documents(out_dir) if p.stem not in {c.id for c in cells}]
         stale = [p for p in held if replacement_of(p.stem, cells)]
         others = sorted(p.name for p in held if p not in stale)
@@ -202,65 +256,58 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Callable
                 f"({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}); --force replaces "
                 "only this plan's and its report would mix the others in: move them away, or use another --out"
             )
-    command = ["gcbench"] + args.argv
-    repeats = max(c.repeat for c in cells) + 1 if cells else 0
+    return out_dir, stale
+
+
+def _build_environments(run: _Run) -> dict | None:
+    from ..measuring import envspec
+    from ..running import envs
+
+    if not run.suite.envs:
+        return None
+    needed = sorted({m for b in run.suite.all_backends() for m in BACKENDS[b].requires})
+    run.out_fn(f"gcbench: {len(run.suite.envs)} environments (in {envs.envs_root()}) with {', '.join(needed)}")
+    return envs.build_all([envspec.parse(e) for e in run.suite.envs], needed, run.opts.rebuild_envs, log=run.out_fn,
+                          progress=None if run.opts.progress else False)
+
+
+def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> tuple[list[dict] | None, pathlib.Path, int]:
+    """The bookkeeping of a run: the folder locked, the plan written, the cells run here or
+    on a scheduler, the plan's state kept true whatever happens; then the printing."""
+    from ..core.files import FolderLock
+    from ..running import runner
+
+    opts, out_dir = run.opts, run.out_dir
+    repeats = max(c.repeat for c in run.cells) + 1 if run.cells else 0
     with FolderLock(out_dir, f"{out_dir} is in use by another gcbench run; wait for it or use another --out"):
-        previous = results.read_plan(out_dir) if (resume or force) else {}
-        plan = write_plan(out_dir, suite, cells, command, "resume" if resume else "force" if force else "new",
-                          previous, "running")
-        out_fn(f"gcbench: {len(cells)} runs ({len(cells) // max(repeats, 1)} cells x {repeats} repeats, "
-               f"interleaved) -> {out_dir}; data: {data_note}")
+        previous = results.read_plan(out_dir) if (opts.resume or opts.force) else {}
+        plan = write_plan(out_dir, run.suite, run.cells, run.command,
+                          "resume" if opts.resume else "force" if opts.force else "new", previous, "running")
+        run.out_fn(f"gcbench: {len(run.cells)} runs ({len(run.cells) // max(repeats, 1)} cells x {repeats} repeats, "
+                   f"interleaved) -> {out_dir}; data: {data_note}")
         t0 = time.monotonic()
-        progress = False if args.no_progress else None
         try:
-            with runner.interruptible(), contextlib.ExitStack() as stack:
-                environments = None
-                if suite.envs:
-                    needed = sorted({m for b in suite.all_backends() for m in BACKENDS[b].requires})
-                    out_fn(f"gcbench: {len(suite.envs)} environments (in {envs.envs_root()}) with {', '.join(needed)}")
-                    environments = envs.build_all([envspec.parse(e) for e in suite.envs], needed, args.rebuild_envs,
-                                                  log=out_fn, progress=progress)
-                if getattr(args, "executor", "local") == "local":
-                    # one invocation: its replacement repeats share its run id (their rounds) and its compiled programs
-                    run_id, cache = runner.new_run_id(), stack.enter_context(runner.compile_cache())
-                    docs = runner.run_cells(cells, out_dir, command, suite.timeout, log=out_fn, progress=progress,
-                                            environments=environments, resume=resume, data_kind=kind, run_id=run_id,
-                                            cache=cache)
-                    extra = summary.replacements(cells, docs, suite.repeats)
-                    busy = machineload.load_reason(machineload.now(os.cpu_count()), os.cpu_count()) if extra else None
-                    if busy:  # a replacement would be loaded too: the load has not gone
-                        out_fn(terminal.wrap(
-                            f"gcbench: {len(extra)} cell{'s' * (len(extra) > 1)} had a repeat flagged, but the machine "
-                            f"is still loaded ({busy} over the last second): no replacement repeats measured; times "
-                            "of loaded repeats are not judged, their counts are"))
-                        extra = []
-                    if extra:  # a flagged repeat is left out of the times: measure one more in its place
-                        out_fn(f"gcbench: {len(extra)} cell{'s' * (len(extra) > 1)} had a repeat flagged (drift or "
-                               f"load): one replacement repeat each ({', '.join(c.label for c in extra[:4])}"
-                               f"{', ...' if len(extra) > 4 else ''})")
-                        cells = cells + extra
-                        plan.update(cells=[c.id for c in cells], labels=[c.label for c in cells])
-                        files.write_json(out_dir / "suite.json", plan)
-                        docs += runner.run_cells(extra, out_dir, command, suite.timeout, log=out_fn, progress=progress,
-                                                 environments=environments, resume=resume, data_kind=kind,
-                                                 run_id=run_id, cache=cache)
+            with runner.interruptible():
+                run.environments = _build_environments(run)
+                if opts.executor == "local":
+                    docs = _run_locally(run, plan)
                 else:
                     try:
-                        docs = _run_on_scheduler(cells, suite, args, out_dir, command, environments, resume, kind,
-                                                 out_fn, samples)
+                        scheduled = _run_on_scheduler(run)
                     except UsageError:  # nothing was submitted: the folder is as it was before this command
                         if previous:
                             files.write_json(out_dir / "suite.json", previous)
                         else:
                             (out_dir / "suite.json").unlink(missing_ok=True)
                         raise
-                    if docs is None:  # --detach: the jobs run on; `gcbench status` follows them
+                    if scheduled is None:  # --detach: the jobs run on; `gcbench status` follows them
                         results.finish_plan(out_dir, plan, "submitted")
                         return None, out_dir, 0
+                    docs = scheduled
         except (runner.Interrupted, KeyboardInterrupt) as e:
             code = e.exit_code if isinstance(e, runner.Interrupted) else 130
             results.finish_plan(out_dir, plan, "interrupted")
-            kept = sum(1 for c in cells if (out_dir / f"{c.id}.json").is_file())
+            kept = sum(1 for c in run.cells if (out_dir / f"{c.id}.json").is_file())
             print(f"\ngcbench: interrupted; {kept} finished runs kept in {out_dir}", file=sys.stderr)
             return None, out_dir, code
         except BaseException:  # refused or broken midway: the plan says so, never "running" for ever
@@ -269,9 +316,17 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Callable
                     results.finish_plan(out_dir, plan, "failed")
             raise
         for path in stale:  # this run's own replacements have the same names and were written anew
-            if path.stem not in {c.id for c in cells}:
+            if path.stem not in {c.id for c in run.cells}:
                 path.unlink(missing_ok=True)
         results.finish_plan(out_dir, plan, "finished")
+    return docs, out_dir, _print_outcome(docs, out_dir, time.monotonic() - t0, run.out_fn)
+
+
+def _print_outcome(docs: list[dict], out_dir: pathlib.Path, seconds: float, out_fn: Callable[..., None]) -> int:
+    """What a run prints when it ends (verdict, table, legend, smallest detectable change,
+    counts of runs); its exit code."""
+    from ..running import runner
+
     superseded = [d for d in docs if d.get(runner.SUPERSEDED)]
     for d in superseded:  # an earlier result kept in place of this run's failure: said, and counted as failed
         d.pop(runner.SUPERSEDED)
@@ -294,14 +349,14 @@ def _run_plan(cells: list, suite: config.Suite, args, out: str, out_fn: Callable
                              "times are not judged); measure on a quiet machine for one"))
     else:
         out_fn(terminal.wrap(compare.format_detectable(compare.detectable(ok_cells, compare.ALPHA))))
-    out_fn(f"\n{len(docs)} runs in {time.monotonic() - t0:.0f} s: {measured} ok, {failed} failed, "
+    out_fn(f"\n{len(docs)} runs in {seconds:.0f} s: {measured} ok, {failed} failed, "
            f"{len(docs) - measured - failed} unavailable; results in {out_dir}")
     if superseded:
         out_fn(f"gcbench: {len(superseded)} runs failed this time and their earlier ok results were kept (the table "
                "above shows those earlier results): " + ", ".join(d["cell"] for d in superseded[:5]))
     if not measured:
         out_fn("gcbench: nothing was measured")
-    return docs, out_dir, 1 if failed or not measured else 0
+    return 1 if failed or not measured else 0
 
 
 FLAG_LEGEND = ("flags: \"N flagged\" counts a cell's repeats whose step times drifted within the repeat or whose "
@@ -321,7 +376,8 @@ def format_summary(docs: list[dict], cells: list[summary.CellSummary] | None = N
     collections, flags; cells that did not run point to their reason, written once below
     the table however many cells share it. `cells`: `summary.summarize_all(docs)`, when the
     caller has it already."""
-    rows, reasons = [], {}
+    rows: list[list[str]] = []
+    reasons: dict[str, int] = {}
     for cs in summary.summarize_all(docs) if cells is None else cells:
         s = cs.stats
         if s is None:

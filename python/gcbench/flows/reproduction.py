@@ -10,7 +10,7 @@ import dataclasses
 import os
 import pathlib
 import tempfile
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -19,9 +19,10 @@ from ..analysing import reproduce
 from ..core import files
 from ..core.errors import UsageError
 from ..running import config
+from .options import ReproduceOptions, RunOptions
 
 
-def calibrate(args, out_fn) -> dict:
+def calibrate(data: str | None, out_fn) -> dict:
     """The ViT's median step (equinox-filter, collector off) at decreasing batch sizes, until
     one is at most 8 ms; then `reproduce.calibration_choice`."""
     from ..running import runner
@@ -31,7 +32,7 @@ def calibrate(args, out_fn) -> dict:
         for batch in reproduce.CALIBRATION_BATCHES:
             suite = config.Suite(name="calibrate", backends=["equinox-filter"], workloads=["vit"], gc=["disable"],
                                  steps=40, warmup=3, repeats=1, batch_size=batch).validate()
-            cell = suite.cells(args.data)[0]
+            cell = suite.cells(data)[0]
             try:
                 doc = runner.run_worker(cell, pathlib.Path(tmp) / f"{batch}.json", ["gcbench", "reproduce"], 900, None)
             except runner.CellFailed as e:
@@ -48,59 +49,64 @@ def calibrate(args, out_fn) -> dict:
     return {"medians_ms": {str(b): m for b, m in medians.items()}, "chosen": chosen}
 
 
-def run(args, only: list[str], out_fn: Callable[..., None]) -> tuple[dict | None, pathlib.Path, int]:
-    """The cases in `only` into the results folder (`args.out`, or a new one): (the
+def run(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None]
+        ) -> tuple[dict | None, pathlib.Path, int]:
+    """The cases in `only` into the results folder (`opts.run.out`, or a new one): (the
     reproductions' document, the folder, exit code); the document is None when the run was
     interrupted."""
     from ..measuring import memory
     from ..measuring.backends import julia_bridge
 
-    kind, data_note, samples = pipeline.check_data(args.data)
+    run: RunOptions = opts.run
+    kind, data_note, samples = pipeline.check_data(run.data)
     calibration: dict = {}
-    earlier = reproduce.load(args.out) if args.resume and args.out and pathlib.Path(args.out).is_dir() else None
+    earlier = reproduce.load(run.out) if run.resume and run.out and pathlib.Path(run.out).is_dir() else None
     if "equinox-spikes" in only:
-        if args.batch_size:
-            calibration = {"chosen": args.batch_size, "medians_ms": {}, "given": True}
+        if opts.batch_size:
+            calibration = {"chosen": opts.batch_size, "medians_ms": {}, "given": True}
         elif earlier and (earlier.get("calibration") or {}).get("chosen"):  # a resumed run keeps its batch
             calibration = earlier["calibration"]
             out_fn(f"calibration: batch {calibration['chosen']}, as the run being resumed chose")
-        elif args.executor == "slurm":
-            raise UsageError(f"reproduce --executor {args.executor} needs --batch-size for equinox-spikes: the "
+        elif run.executor == "slurm":
+            raise UsageError(f"reproduce --executor {run.executor} needs --batch-size for equinox-spikes: the "
                              "calibration would time this machine, not the nodes (calibrate on a node with "
                              "`gcbench reproduce --only equinox-spikes` there, or give the batch)")
         else:
-            calibration = calibrate(args, out_fn)
-    suites = reproduce.suites(only, args, calibration.get("chosen") or 8)
-    if args.timeout is not None:
+            calibration = calibrate(run.data, out_fn)
+    suites = reproduce.suites(only, calibration.get("chosen") or 8, opts.steps, opts.repeats)
+    if opts.timeout is not None:
         for s in suites.values():
-            s.timeout = args.timeout
-    cells = [c for s in suites.values() for c in s.cells(args.data)]
-    settings = {name: {"backends": s.backends, "workloads": s.workloads, "gc": s.gc, "steps": s.steps,
-                       "repeats": s.repeats, "batch_size": s.batch_size,
-                       "networks": {w: next(c.networks for c in cells if c.workload == w) for w in s.workloads}}
-                for name, s in suites.items()}
+            s.timeout = opts.timeout
+    cells = [c for s in suites.values() for c in s.cells(run.data)]
+    settings: dict[str, dict[str, Any]] = {
+        name: {"backends": s.backends, "workloads": s.workloads, "gc": s.gc, "steps": s.steps, "repeats": s.repeats,
+               "batch_size": s.batch_size,
+               "networks": {w: next(c.networks for c in cells if c.workload == w) for w in s.workloads}}
+        for name, s in suites.items()}
     settings.setdefault("equinox-spikes", {})["why"] = (
         "the deep module tree of a 12-block ViT makes the collections; the pause stands out only when the step is "
         "short, so the batch is the one whose median step comes nearest the seed's 8 ms on this machine")
     settings.setdefault("flux-many-small", {})["why"] = (
         "the seed's sizes: 200 networks of 4,992 parameters, and the model zoo's 5 LeNet-5s (Julia threads: "
         "the machine's cores, as the MWE's --threads); the JAX family trains the same networks beside them")
-    out = args.out or config.default_out("reproduce")
-    docs, out_dir = [], pathlib.Path(out)
-    code = 0
+    out = run.out or config.default_out("reproduce")
+    docs: list[dict] = []
+    out_dir, code = pathlib.Path(out), 0
     if cells:
         # the seed's MWE trains its 5 LeNet-5s on Julia threads, one per core
         cells = [dataclasses.replace(c, julia_threads=os.cpu_count() or 1)
                  if c.backend in reproduce.JULIA and c.workload == "lenet5" else c for c in cells]
         plan_suite = config.Suite(name="reproduce", backends=sorted({c.backend for c in cells}), repeats=1,
                                   timeout=max(s.timeout for s in suites.values()))
-        docs, out_dir, code = pipeline.run_plan(cells, plan_suite, args, out, out_fn, kind, data_note, samples)
-        if docs is None:
+        ran, out_dir, code = pipeline.run_plan(cells, plan_suite, run.replace(out=out), out_fn, kind, data_note,
+                                               samples)
+        if ran is None:
             return None, out_dir, code
+        docs = ran
     memory_doc = None
     if "gather-memory" in only:
         files.make_folder(out_dir, "results folder")
-        memory_doc = memory.run(["seed"], ["int32", "int16"], [], [], False, out_dir, ["gcbench"] + args.argv)
+        memory_doc = memory.run(["seed"], ["int32", "int16"], [], [], False, out_dir, run.command)
         settings["gather-memory"] = {"sizes": "the seed's: x 128^3 float32, idx 2048^3 x 3", "index": "int32, int16",
                                      "why": "compiled on abstract shapes: XLA's memory analysis, nothing allocated"}
     ok, why = julia_bridge.status()

@@ -40,7 +40,7 @@ MIRRORS = (
 )
 SYNTHETIC_SAMPLES = 12_000
 
-_IDX_DTYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+_IDX_DTYPES: dict[int, str] = {0x08: "u1", 0x09: "i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,8 +161,11 @@ def locate(path: str | os.PathLike | None = None) -> pathlib.Path | None:
 
 
 def load_mnist(folder: pathlib.Path) -> Dataset:
-    images = read_idx(_find(folder, IMAGES), expect_ndim=3)
-    labels = read_idx(_find(folder, LABELS), expect_ndim=1)
+    found = _find(folder, IMAGES), _find(folder, LABELS)
+    if found[0] is None or found[1] is None:
+        raise UsageError(f"{folder}: expected {IMAGES}[.gz] and {LABELS}[.gz] there")
+    images = read_idx(found[0], expect_ndim=3)
+    labels = read_idx(found[1], expect_ndim=1)
     if images.shape[1:] != IMAGE_SHAPE[:2]:
         raise UsageError(f"{folder}: images are {images.shape[1:]}, expected {IMAGE_SHAPE[:2]}")
     if len(images) != len(labels):
@@ -180,8 +183,7 @@ def load_mnist(folder: pathlib.Path) -> Dataset:
 def synthetic(samples: int = SYNTHETIC_SAMPLES, seed: int = 0) -> Dataset:
     """A deterministic, learnable MNIST-shaped set: ten blurred class prototypes plus noise."""
     rng = np.random.default_rng([seed, 0x6D6E6973])
-    protos = rng.random((NUM_CLASSES, 28, 28)) < 0.25
-    protos = protos.astype(np.float32)
+    protos = (rng.random((NUM_CLASSES, 28, 28)) < 0.25).astype(np.float32)
     for axis in (1, 2):  # a little smoothing so the classes are shapes, not salt
         protos = (protos + np.roll(protos, 1, axis) + np.roll(protos, -1, axis)) / 3.0
     labels = rng.integers(0, NUM_CLASSES, samples).astype(np.int32)

@@ -25,6 +25,7 @@ import pathlib
 import sys
 import time
 import tracemalloc
+from collections.abc import Sequence
 
 from . import probe
 
@@ -136,7 +137,7 @@ def site_path(filename: str) -> str:
 try:  # an object's allocation frames as tracemalloc keeps them, newest first, without Frame objects
     from _tracemalloc import _get_object_traceback as _frames_of
 except ImportError:  # pragma: no cover - an interpreter without the private half of tracemalloc
-    def _frames_of(obj):
+    def _frames_of(obj: object, /) -> Sequence[tuple[str, int]] | None:
         tb = tracemalloc.get_object_traceback(obj)
         return None if tb is None else tuple((f.filename, f.lineno) for f in reversed(tb))
 
@@ -162,7 +163,7 @@ def sites_of(frames: tuple) -> tuple[tuple[str, str], str | None]:
 # Counting from a generator asks the ABCs whether it is a Mapping: the first time, each ABC
 # caches a weak reference to the generator type (12 objects and their 12 callbacks, which a
 # GC budget counted as objects its loop kept). Asked once here, before any measurement.
-collections.Counter(x for x in ())
+collections.Counter(x for x in ())  # type: ignore[var-annotated]
 collections.Counter(map(type, ()))
 
 
@@ -245,7 +246,7 @@ class Diagnosis:
         self.promoted_per_step = [0] * steps
         self.promoted_before = 0  # promoted during the run, but made before it
         self.scanned = _Counts()
-        self.scanned_origin = collections.Counter()
+        self.scanned_origin: collections.Counter[str] = collections.Counter()
         self.scans = 0
         self.garbage = _Counts()
         # [step, objects in the oldest generation]: at the start (step -1), after each collection
@@ -259,7 +260,8 @@ class Diagnosis:
         self._young: dict[int, None] = {}
         self._old_len = 0
         self._before: dict[int, int] = {}  # id -> type number of the collected generations' objects, at a start
-        self._before_frames: dict[int, tuple] = {}  # young collections, sites traced: id -> allocation frames
+        # young collections, sites traced: id -> allocation frames
+        self._before_frames: dict[int, Sequence[tuple[str, int]] | None] = {}
         # type number -> type, and back; the dict holds a type from the start, so it is tracked
         # before the steps (tracked later, it would count as an object the loop kept)
         self._types: list[type] = [_Counts]
@@ -300,9 +302,9 @@ class Diagnosis:
                 self._start2 = len(oldest)
                 self.scans += 1
                 self.scanned.add_many(oldest, sites=False)
-                before = len(self._baseline.intersection(map(id, oldest)))
-                self.scanned_origin["before the timed steps"] += before
-                self.scanned_origin["made during the timed steps"] += len(oldest) - before
+                earlier = len(self._baseline.intersection(map(id, oldest)))
+                self.scanned_origin["before the timed steps"] += earlier
+                self.scanned_origin["made during the timed steps"] += len(oldest) - earlier
                 del oldest
             self._t0 = time.perf_counter_ns()
             return
@@ -344,15 +346,16 @@ class Diagnosis:
         alive = set(map(id, gc.get_objects())) if gen >= 1 else \
             set(map(id, gc.get_objects(0))) | set(map(id, gc.get_objects(1)))
         gone = [i for i in before if i not in alive]
-        types = collections.Counter(self._types[before[i]] for i in gone)
+        types: collections.Counter[type] = collections.Counter(self._types[before[i]] for i in gone)
         excess = sum(types.values()) - collected
-        for tp in (tuple, dict):  # untracked, not freed: the collector untracks those that hold no container
+        untracked: tuple[type, ...] = (tuple, dict)
+        for tp in untracked:  # untracked, not freed: the collector untracks those that hold no container
             take = min(max(excess, 0), types.get(tp, 0))
             if take:
                 types[tp] -= take
                 excess -= take
         types = +types
-        by_frames = None
+        by_frames: collections.Counter | None = None
         if frames:
             by_frames = collections.Counter()
             kept = dict(types)

@@ -120,7 +120,8 @@ def _parse_pin(token: str, text: str) -> tuple[str, str]:
                 f"environment {text!r}: {token!r}: {spec.version!r} after {spec.operator} is not a version"
             )
     extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
-    written = re.match(rf"^{_NAME}\s*(?:\[[^\]]*\])?\s*(.*)$", token).group(1)  # the operators as given
+    as_given = re.match(rf"^{_NAME}\s*(?:\[[^\]]*\])?\s*(.*)$", token)
+    written = as_given.group(1) if as_given else str(req.specifier)  # the operators as given
     return name, f"{name}{extras}{written}"
 
 

@@ -39,8 +39,7 @@ the step's clock has stopped), where the platform has it.
 Measuring must not change what is measured. Arrays are preallocated; `begin` and `end`
 do integer arithmetic and store into them, and create no object the collector tracks:
 an allocation of the probe's own would cross the collector's threshold in place of the
-loop's and move collections out of the steps (measured: a loop that made one tracked
-object per step ran 3x the collections, all of them between steps). `gc.get_count()`
+loop's and move collections out of the steps (DESIGN.md has the figure). `gc.get_count()`
 returns a tuple of the interpreter's free list, which is not counted; the step's clock
 starts before it and stops after it, so a collection started there is still the step's.
 """
@@ -51,6 +50,8 @@ import gc
 import os
 import sys
 import time
+import types
+from typing import Callable
 
 import numpy as np
 
@@ -140,8 +141,8 @@ class StepProbe:
         self.installed = False
         # the hooks, bound by `prepare` (or `install`) and dropped by `uninstall` (they refer
         # to the probe: kept, they would make it a cycle that only the collector frees)
-        self._start_hook = None
-        self._stop_hook = None
+        self._start_hook: Callable[[str, dict], None] | None = None
+        self._stop_hook: Callable[[str, dict], None] | None = None
 
     # -- gc.callbacks ---------------------------------------------------------------
     def _on_start(self, phase: str, info: dict) -> None:
@@ -155,7 +156,8 @@ class StepProbe:
                 # that follows wipes from the young count.)
                 self._explicit_now = explicit(count)
                 if self._explicit_now:  # the line that called it: in the user's own files where known
-                    caller = frame = sys._getframe(1)
+                    caller = sys._getframe(1)
+                    frame: types.FrameType | None = caller
                     while self.user_files and frame is not None and frame.f_code.co_filename not in self.user_files:
                         frame = frame.f_back
                     caller = frame or caller
@@ -206,6 +208,8 @@ class StepProbe:
         """Put the hooks in place: start first in `gc.callbacks`, stop last."""
         if not self.installed:
             self.prepare()
+            if self._start_hook is None or self._stop_hook is None:  # prepare bound them
+                raise RuntimeError("the probe's hooks are not bound")
             gc.callbacks.insert(0, self._start_hook)
             gc.callbacks.append(self._stop_hook)
             self.installed = True

@@ -42,7 +42,7 @@ STATUSES = ("ok", "failed", "unavailable")
 DEFAULT_BATCH_SIZE = 128  # what version-1 documents ran with
 
 # Fields every document has, whatever its status, and their JSON types.
-REQUIRED = {
+REQUIRED: dict[str, type | tuple[type, ...]] = {
     "format": str,
     "schema_version": int,
     "cell": str,
@@ -205,7 +205,8 @@ def load_dir(folder: str | os.PathLike, allow_empty: bool = False) -> list[dict]
     folder = pathlib.Path(folder)
     if not folder.is_dir():
         raise UsageError(f"{folder}: no such results folder")
-    docs, seen = [], {}
+    docs: list[dict] = []
+    seen: dict[tuple, str] = {}
     for path in sorted(folder.glob("*.json")):
         if path.name in NOT_CELLS or path.name.startswith("."):  # dot files: partial results, temporaries
             continue

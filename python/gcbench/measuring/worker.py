@@ -20,6 +20,7 @@ import signal
 import sys
 import threading
 import time
+from typing import Any
 
 from . import data as datamod, gcpolicy, results
 from ..core import machineload, metadata
@@ -93,7 +94,7 @@ def run_cell(cell: Cell, command: list[str] | None = None, progress=progress,
     """Measure `cell` in this process and return its result document. `environment` is
     the description of the virtual environment this process runs in, if any;
     `machine_state` what the manager saw before starting this process."""
-    extra = {"environment": environment} if environment else {}
+    extra: dict[str, Any] = {"environment": environment} if environment else {}
     life = machineload.snapshot()  # the load over the worker's life, where its timed steps are too short to read
     try:
         trainer, schedule, dataset, meta, build_ns = prepare(cell, progress)
@@ -106,7 +107,7 @@ def run_cell(cell: Cell, command: list[str] | None = None, progress=progress,
     state = dict(machine_state or {}, cpu_count=os.cpu_count(), cpu_mhz_before=metadata.cpu_mhz())
     if getattr(trainer, "measures_itself", False):  # the Julia backends: the loop runs in Julia
         machine = machineload.snapshot()  # the warm-up included: Julia runs it in the same call
-        measured = trainer.measure(schedule, cell, policy)
+        measured: dict[str, Any] = trainer.measure(schedule, cell, policy)
         measured["load"] = machineload.between(machine, machineload.snapshot(), os.cpu_count())
         if measured.get("refused"):
             return results.new(cell, "unavailable", measured["refused"], metadata=meta, **extra)

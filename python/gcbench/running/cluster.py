@@ -34,6 +34,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+from typing import Any
 import time
 
 from . import runner
@@ -109,16 +110,30 @@ def measured_by(doc: dict | None, run_id: str) -> bool:
     return doc is not None and doc["status"] == "ok" and results.run_id(doc) == run_id
 
 
-def run_job(spec: dict, cells: list) -> dict:
+@dataclasses.dataclass(frozen=True)
+class JobSpec:
+    """What every job of a submission runs with: the run's settings (pickled into each job)."""
+
+    out_dir: pathlib.Path
+    command: list[str]
+    timeout: float
+    environments: dict | None
+    resume: bool
+    data_kind: str | None
+    executor: str  # slurm or submitit-local
+    run_id: str = dataclasses.field(default_factory=runner.new_run_id)
+
+
+def run_job(spec: JobSpec, cells: list) -> dict:
     """One job of an array, on its node: its cells one after another, each repeat in a
     fresh worker process, exactly as `gcbench run` does. Returns {cell id: status}."""
-    out_dir = pathlib.Path(spec["out_dir"])
-    todo = [c for c in cells if not measured_by(runner.existing(out_dir / f"{c.id}.json"), spec["run_id"])]
+    out_dir = pathlib.Path(spec.out_dir)
+    todo = [c for c in cells if not measured_by(runner.existing(out_dir / f"{c.id}.json"), spec.run_id)]
     print(f"gcbench job: {len(todo)} of {len(cells)} cells to run (the others were measured by this submission)",
           flush=True)
-    docs = runner.run_cells(todo, out_dir, spec["command"], spec["timeout"], log=functools.partial(print, flush=True),
-                            progress=False, environments=spec["environments"], resume=spec["resume"],
-                            data_kind=spec["data_kind"], run_id=spec["run_id"], scheduler=job_facts(spec["executor"]))
+    docs = runner.run_cells(todo, out_dir, spec.command, spec.timeout, log=functools.partial(print, flush=True),
+                            progress=False, environments=spec.environments, resume=spec.resume,
+                            data_kind=spec.data_kind, run_id=spec.run_id, scheduler=job_facts(spec.executor))
     # an attempt that failed where an earlier ok result was kept is a failure of this run
     return {c.id: "failed" if d.get(runner.SUPERSEDED) else d["status"] for c, d in zip(todo, docs, strict=False)}
 
@@ -166,14 +181,15 @@ def local_jobs_at_once(cells: list, per_worker: int | None, cores: int | None = 
     return n
 
 
-def submit(cells: list, out_dir: pathlib.Path, command: list[str], timeout: float, environments, resume: bool,
-           data_kind: str | None, kind: str, options: SlurmOptions, name: str, log,
-           local_at_once: int | None = None) -> dict:
-    """Submit one job array per round; write and return the submission record. On the local
-    executor (whose jobs all start at once) the rounds form one array of `local_at_once`
-    jobs, each running its share of the rounds in order."""
-    folder = (out_dir / JOBS_DIR).absolute()  # as the job controllers' command lines hold it (a relative --out
-    # stored as given was never found there: `status` said 0 jobs and a --force run was let in)
+def submit(cells: list, spec: JobSpec, options: SlurmOptions, name: str, log, local_at_once: int | None = None) -> dict:
+    """Submit one job array per round of `cells`, each job running its share with `spec`;
+    write and return the submission record. On the local executor (whose jobs all start at
+    once) the rounds form one array of `local_at_once` jobs, each running its share of the
+    rounds in order. `name` names the jobs (the suite's)."""
+    kind = spec.executor
+    # absolute, as the job controllers' command lines hold it (a relative --out stored as given
+    # was never found there: `status` said 0 jobs and a --force run was let in)
+    folder = (pathlib.Path(spec.out_dir) / JOBS_DIR).absolute()
     made = not folder.exists()
     if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
         raise UsageError(f"{folder} is not a folder; gcbench keeps its jobs' files there: move it away")
@@ -181,9 +197,6 @@ def submit(cells: list, out_dir: pathlib.Path, command: list[str], timeout: floa
         folder.mkdir(exist_ok=True)
     except OSError as e:
         raise UsageError(f"cannot create {folder}: {files.describe_os_error(e)}") from None
-    run_id = runner.new_run_id()
-    spec = {"out_dir": str(out_dir), "command": command, "timeout": timeout, "environments": environments,
-            "resume": resume, "data_kind": data_kind, "run_id": run_id, "executor": kind}
     executor = _executor(kind, folder)
     jobs, arrays = [], []
     local = kind == "submitit-local"
@@ -205,7 +218,7 @@ def submit(cells: list, out_dir: pathlib.Path, command: list[str], timeout: floa
             raise
         raise UsageError(f"submitting to {kind} failed: {str(e).strip().splitlines()[-1] if str(e).strip() else e!r}") \
             from None
-    record = {"executor": kind, "run_id": run_id, "folder": str(folder), "command": command, "options":
+    record = {"executor": kind, "run_id": spec.run_id, "folder": str(folder), "command": spec.command, "options":
               dataclasses.asdict(options), "cells": [c.id for c in cells], "arrays": arrays,
               "submitted": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
     files.write_json(folder / JOBS_FILE, record)
@@ -441,7 +454,7 @@ def check_no_live_jobs(out_dir: pathlib.Path) -> None:
     would write the same cells."""
     sub = read_submission(out_dir)
     n = live_jobs(sub) if sub else None
-    if n:
+    if sub and n:
         ids = " ".join(sorted(_submitted_arrays(sub)))
         how = f"scancel {ids}" if sub["executor"] == "slurm" else f"kill {ids}"
         raise UsageError(f"{printable(out_dir)}: {n} jobs of its submission of {sub['submitted']} are still queued or "
@@ -461,13 +474,13 @@ def status(out_dir: pathlib.Path) -> dict:
         counts["missing" if doc is None else doc["status"]] += 1
         if sub and doc is not None and results.run_id(doc) == sub["run_id"]:
             this_submission += 1
-    out = {"folder": str(out_dir), "state": plan.get("state"), "planned": len(planned), "results": counts}
+    out: dict[str, Any] = {"folder": str(out_dir), "state": plan.get("state"), "planned": len(planned),
+                           "results": counts}
     if sub:
+        alive = live_jobs(sub)
         out["submission"] = {"executor": sub["executor"], "submitted": sub["submitted"],
                              "jobs": sum(len(a["jobs"]) for a in sub["arrays"]),
-                             "measured_by_it": this_submission, "log_folder": sub["folder"]}
-        alive = live_jobs(sub)
-        out["submission"]["queued_or_running"] = alive
+                             "measured_by_it": this_submission, "log_folder": sub["folder"], "queued_or_running": alive}
         if plan.get("state") == "submitted" and alive == 0:  # a detached plan whose jobs have all ended
             out["state"] = _mark_ended(out_dir, plan)
     return out

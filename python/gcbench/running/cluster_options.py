@@ -48,9 +48,12 @@ class SlurmOptions:
             raise UsageError(f"[slurm]: unknown keys {', '.join(sorted(unknown))}; valid keys: {', '.join(cls.KEYS)}")
         return cls(**table).validate()
 
-    def override(self, args) -> SlurmOptions:
-        """These options with the command line's `--slurm-*` values on top."""
-        given = {k: getattr(args, f"slurm_{k}", None) for k in self.KEYS}
+    def override(self, given: dict) -> SlurmOptions:
+        """These options with the command line's values on top (`given`: key to value, as
+        `given_on` reads them; a None value is not given)."""
+        unknown = set(given) - set(self.KEYS)
+        if unknown:
+            raise ValueError(f"not slurm options: {', '.join(sorted(unknown))}")
         return dataclasses.replace(self, **{k: v for k, v in given.items() if v is not None}).validate()
 
     def validate(self) -> SlurmOptions:
@@ -109,6 +112,11 @@ class SlurmOptions:
             parts.append(f"account {self.account}")
         parts.append(f"at most {self.parallelism} jobs of an array at once")
         return ", ".join(parts + self.sbatch)
+
+
+def given_on(args) -> dict:
+    """The `--slurm-*` values a parsed command line gives (those not given left out)."""
+    return {k: v for k in SlurmOptions.KEYS if (v := getattr(args, f"slurm_{k}", None)) is not None}
 
 
 def add_arguments(p) -> None:

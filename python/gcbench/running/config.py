@@ -184,7 +184,8 @@ class Suite:
         rounds = []
         for repeat in range(self.repeats):
             one = []
-            for env in self.envs or [None]:
+            envs: list[str | None] = [*self.envs] or [None]
+            for env in envs:
                 for backend, name, policy in self.combinations():
                     workload = get_workload(name)
                     one.append(Cell(

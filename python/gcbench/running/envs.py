@@ -271,7 +271,7 @@ def _run(cmd: list[str], log_file, on_line=None, timeout: float = PIP_TIMEOUT_S,
     out: list[str] = []
 
     def read() -> None:
-        for line in proc.stdout:
+        for line in proc.stdout or ():
             out.append(line)
             log_file.write(line)
             if on_line is not None:

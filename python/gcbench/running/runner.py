@@ -15,6 +15,7 @@ Nothing is lost and nothing is half-written:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import pathlib
@@ -26,6 +27,7 @@ import tempfile
 import threading
 import time
 import uuid
+from typing import Callable
 
 from tqdm import tqdm
 
@@ -135,6 +137,8 @@ def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: 
         reader = threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True)
         reader.start()
         try:  # the spec as one line; stdin stays open: the worker treats its end as our death
+            if proc.stdin is None:
+                raise RuntimeError("the worker was started without a pipe to its standard input")
             proc.stdin.write(spec + "\n")
             proc.stdin.flush()
         except BrokenPipeError:  # the worker died before reading its cell: its exit code says why
@@ -173,7 +177,8 @@ def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: 
         if proc is not None:
             _kill(proc)
             with contextlib.suppress(OSError):
-                proc.stdin.close()
+                if proc.stdin is not None:
+                    proc.stdin.close()
         err_path.unlink(missing_ok=True)
         partial.unlink(missing_ok=True)
 
@@ -373,8 +378,36 @@ def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], time
         check_resumable(cells, out_dir)
     show_bars = sys.stderr.isatty() if progress is None else progress
     with contextlib.nullcontext(cache) if cache else compile_cache() as folder:
-        return _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, resume, data_kind,
-                          compile_cache_env(folder), run_id or new_run_id(), scheduler)
+        batch = _Batch(cells, out_dir, command, timeout, log, environments or {}, resume, data_kind,
+                       compile_cache_env(folder), run_id or new_run_id(), scheduler)
+        bars = Progress(cells, getattr(log, "stream", sys.stdout)) if show_bars else None
+        if bars is not None:
+            batch.log, batch.progress = bars.say, bars
+        try:
+            return _run_each(batch)
+        finally:
+            if bars is not None:
+                bars.close()
+
+
+@dataclasses.dataclass
+class _Batch:
+    """One `run_cells` call: what running each of its cells needs, and what it has said."""
+
+    cells: list[Cell]
+    out_dir: pathlib.Path
+    command: list[str]
+    timeout: float
+    log: Callable[..., None]
+    environments: dict
+    resume: bool
+    data_kind: str | None
+    cache_env: dict
+    run_id: str
+    scheduler: dict | None
+    progress: Progress | None = None
+    why_not: dict[str, str] = dataclasses.field(default_factory=dict)  # backends this interpreter cannot run
+    announced: set[str] = dataclasses.field(default_factory=set)  # reasons said once already
 
 
 @contextlib.contextmanager
@@ -428,88 +461,77 @@ def _unavailable_backends(cells, log) -> dict[str, str]:
     return why_not
 
 
-def _run_cells(cells, out_dir, command, timeout, log, show_bars, environments, resume, data_kind,
-               cache_env, run_id, scheduler) -> list[dict]:
-    progress = Progress(cells, getattr(log, "stream", sys.stdout)) if show_bars else None
-    say = progress.say if progress is not None else log
-    try:
-        return _run_each(cells, out_dir, command, timeout, say, progress, environments, resume, data_kind, cache_env,
-                         run_id, scheduler)
-    finally:
-        if progress is not None:
-            progress.close()
-
-
-def _run_each(cells, out_dir, command, timeout, log, progress, environments, resume, data_kind,
-              cache_env, run_id, scheduler) -> list[dict]:
+def _run_each(batch: _Batch) -> list[dict]:
+    cells = batch.cells
     docs = []  # repeats of one run_id with one repeat number share a round
-    announced: set[str] = set()
-    why_not = _unavailable_backends(cells, log)
-    announced.update(why_not)  # their other cells (a policy they do not support) need no line of their own
+    batch.why_not = _unavailable_backends(cells, batch.log)
+    batch.announced.update(batch.why_not)  # their other cells (a policy they do not support) need no line of their own
     # numbered among the cells that will run: those of a backend that cannot run here are said once above
-    runnable = [c for c in cells if c.backend not in why_not and unsupported_reason(c) is None]
+    runnable = [c for c in cells if c.backend not in batch.why_not and unsupported_reason(c) is None]
     repeats: dict[tuple, int] = {}  # each cell's repeats in this plan: its runs are named r1/3, r2/3, ...
     for c in cells:
         key = (c.backend, c.workload, c.policy, c.env)
         repeats[key] = max(repeats.get(key, 0), c.repeat + 1)
     number = {c.id: f"{i}/{len(runnable)}" for i, c in enumerate(runnable, 1)}
-    if progress is not None:  # the bar and its ETA count only the steps that will run
-        progress.overall.total = sum(c.warmup + c.steps for c in runnable)
-        progress.overall.refresh()
+    if batch.progress is not None:  # the bar and its ETA count only the steps that will run
+        batch.progress.overall.total = sum(c.warmup + c.steps for c in runnable)
+        batch.progress.overall.refresh()
     for cell in cells:
         of = repeats[cell.backend, cell.workload, cell.policy, cell.env]
-        desc = f"[{number.get(cell.id, '-')}] {cell.label_of(of)}"
-        docs.append(_run_one(desc, cell, cells, out_dir, command, timeout, log, progress,
-                             environments, resume, data_kind, cache_env, run_id, scheduler, announced, why_not))
-        if progress is not None and cell.id in number:
-            progress.finish(cell)
+        docs.append(_run_one(f"[{number.get(cell.id, '-')}] {cell.label_of(of)}", cell, batch))
+        if batch.progress is not None and cell.id in number:
+            batch.progress.finish(cell)
     return docs
 
 
-def _run_one(desc, cell, cells, out_dir, command, timeout, log, progress, environments, resume, data_kind,
-             cache_env, run_id, scheduler, announced, why_not) -> dict:
-    out_file = out_dir / f"{cell.id}.json"
-    old = existing(out_file)
-    if resume and reusable(old, cell, data_kind):
-        log(f"{desc}: kept (an ok result with the same settings is there)")
-        return old
-    env = None if cell.env is None else environments[cell.env]
+def _not_runnable(cell: Cell, batch: _Batch) -> tuple[str | None, dict]:
+    """Why `cell` cannot run (said once per reason), or None and `run_worker`'s arguments for
+    its environment."""
+    env = None if cell.env is None else batch.environments[cell.env]
     reason = unsupported_reason(cell)
-    in_env = {}  # run_worker's arguments for a cell in a built environment
     if env is not None and reason is None:
         if isinstance(env, Exception):
-            reason = f"environment {cell.env_spec.name}: {env}"
-            if cell.env not in announced:
-                announced.add(cell.env)
-                count = sum(c.env == cell.env for c in cells)
-                log(f"environment {cell.env_spec.name}: unavailable ({count} cells recorded as unavailable)")
-        else:
-            in_env = {"python": env.python, "environment": env.describe()}
-    elif reason is None:  # this interpreter: asked once, above; an environment's worker asks there
-        reason = why_not.get(cell.backend)
-    elif cell.backend not in announced and reason not in announced:  # once per reason, not once per repeat
-        announced.add(reason)
-        alike = [c for c in cells if c.backend not in why_not and unsupported_reason(c) == reason]
+            if cell.env is not None and cell.env not in batch.announced:
+                batch.announced.add(cell.env)
+                count = sum(c.env == cell.env for c in batch.cells)
+                batch.log(f"environment {cell.env_spec.name}: unavailable ({count} cells recorded as unavailable)")
+            return f"environment {cell.env_spec.name}: {env}", {}
+        return None, {"python": env.python, "environment": env.describe()}
+    if reason is None:  # this interpreter: asked once, above; an environment's worker asks there
+        return batch.why_not.get(cell.backend), {}
+    if cell.backend not in batch.announced and reason not in batch.announced:  # once per reason, not per repeat
+        batch.announced.add(reason)
+        alike = [c for c in batch.cells if c.backend not in batch.why_not and unsupported_reason(c) == reason]
         labels = list(dict.fromkeys(f"{c.backend}/{c.workload}/{c.policy}" for c in alike))
-        log(f"{', '.join(labels[:4])}{' and more' if len(labels) > 4 else ''}: not run: {reason} "
-            f"({len(alike)} runs recorded as unavailable)")
+        batch.log(f"{', '.join(labels[:4])}{' and more' if len(labels) > 4 else ''}: not run: {reason} "
+                  f"({len(alike)} runs recorded as unavailable)")
+    return reason, {}
+
+
+def _run_one(desc: str, cell: Cell, batch: _Batch) -> dict:
+    out_file = batch.out_dir / f"{cell.id}.json"
+    old = existing(out_file)
+    if batch.resume and old is not None and reusable(old, cell, batch.data_kind):
+        batch.log(f"{desc}: kept (an ok result with the same settings is there)")
+        return old
+    reason, in_env = _not_runnable(cell, batch)
     if reason is not None:
-        return keep(results.new(cell, "unavailable", reason), old, out_file, desc, log)
-    if progress is not None:
-        progress.start(cell, desc)
+        return keep(results.new(cell, "unavailable", reason), old, out_file, desc, batch.log)
+    if batch.progress is not None:
+        batch.progress.start(cell, desc)
     t0 = time.monotonic()
-    state = {"load_before": metadata.load_average(), "run_id": run_id,
-             **({"scheduler": scheduler} if scheduler else {})}
+    state = {"load_before": metadata.load_average(), "run_id": batch.run_id,
+             **({"scheduler": batch.scheduler} if batch.scheduler else {})}
     try:
-        doc = run_worker(cell, out_file, command, timeout, progress, machine_state=state,
-                         extra_env=cache_env if cache_safe(in_env.get("environment")) else None, **in_env)
+        doc = run_worker(cell, out_file, batch.command, batch.timeout, batch.progress, machine_state=state,
+                         extra_env=batch.cache_env if cache_safe(in_env.get("environment")) else None, **in_env)
         status = f"ok in {time.monotonic() - t0:.1f} s" if doc["status"] == "ok" else \
             f"{doc['status']}: {doc['reason'].splitlines()[0] if doc['reason'] else ''}"
-        log(f"{desc}: {status}")
+        batch.log(f"{desc}: {status}")
     except CellFailed as e:
-        log(f"{desc}: FAILED: {str(e).splitlines()[0]}")
+        batch.log(f"{desc}: FAILED: {str(e).splitlines()[0]}")
         doc = keep(results.new(cell, "failed", str(e), **({"environment": in_env["environment"]} if in_env else {})),
-                    old, out_file, desc, log)
+                   old, out_file, desc, batch.log)
     return doc
 
 

@@ -95,6 +95,8 @@ def attention(q: jax.Array, k: jax.Array, v: jax.Array, heads: int) -> jax.Array
 
 def _vit_forward(workload: Workload, p, x):
     cfg = workload.vit
+    if cfg is None:
+        raise ValueError(f"{workload.name} is not a ViT")
     h = patchify(x, cfg.patch) @ p["patch/w"] + p["patch/b"]
     cls = jnp.broadcast_to(p["cls"], (h.shape[0], 1, cfg.dim))
     h = jnp.concatenate([cls, h], axis=1) + p["pos"]

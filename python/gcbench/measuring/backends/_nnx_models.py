@@ -50,7 +50,10 @@ class Block(nnx.Module):
 
 class ViT(nnx.Module):
     def __init__(self, workload: Workload, rngs: nnx.Rngs):
-        cfg = self.cfg = workload.vit
+        cfg = workload.vit
+        if cfg is None:
+            raise ValueError(f"{workload.name} is not a ViT")
+        self.cfg = cfg
         self.patch_embed = nnx.Linear(cfg.patch * cfg.patch, cfg.dim, rngs=rngs)
         self.cls = nnx.Param(jnp.zeros((1, cfg.dim)))
         self.pos = nnx.Param(jnp.zeros((cfg.num_patches + 1, cfg.dim)))
@@ -72,16 +75,15 @@ class ViT(nnx.Module):
 def build(workload: Workload, params: dict[str, np.ndarray], seed: int) -> nnx.Module:
     """A model of `workload` holding exactly the canonical weights `params`."""
     rngs = nnx.Rngs(seed)
-    if workload.vit is None:
-        model = Net(workload, rngs)
+    cfg = workload.vit
+    if cfg is None:
+        net = Net(workload, rngs)
         convs = [i for i, s in enumerate(workload.layers) if isinstance(s, Conv)]
         denses = [i for i, s in enumerate(workload.layers) if not isinstance(s, Conv)]
-        for layer, i in [*zip(model.convs, convs, strict=False), *zip(model.denses, denses, strict=False)]:
-            _set(layer.kernel, params[f"layer{i}/w"])
-            _set(layer.bias, params[f"layer{i}/b"])
-        return model
+        for layer, i in [*zip(net.convs, convs, strict=False), *zip(net.denses, denses, strict=False)]:
+            _set_linear(layer, params, f"layer{i}")
+        return net
     model = ViT(workload, rngs)
-    cfg = workload.vit
     def heads(a):
         return a.reshape(*a.shape[:-1], cfg.heads, cfg.dim // cfg.heads)
     _set_linear(model.patch_embed, params, "patch")
@@ -105,7 +107,9 @@ def build(workload: Workload, params: dict[str, np.ndarray], seed: int) -> nnx.M
     return model
 
 
-def _set(variable: nnx.Variable, value: np.ndarray) -> None:
+def _set(variable: nnx.Variable | None, value: np.ndarray) -> None:
+    if variable is None:
+        raise ValueError("the layer has no such weight (built without a bias?)")
     if variable[...].shape != value.shape:
         raise ValueError(f"shape {value.shape} does not fit {variable[...].shape}")
     variable[...] = jnp.asarray(value)

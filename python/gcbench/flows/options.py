@@ -1,0 +1,82 @@
+"""What a flow is asked to do, as typed records: the commands build these from their command
+lines (`commands/_common.py`), and a library caller or a test builds them directly. No flow
+reads an argparse namespace.
+
+`RunOptions` is how any run goes (its folder, data, executor, resuming); the others add what
+one command alone asks for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..measuring import diagnostic_run
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How a run goes, whichever command asked for it."""
+
+    argv: tuple[str, ...] = ()  # the command line after `gcbench`, recorded in suite.json and in each result
+    out: str | None = None  # the results folder (None: a new one under results/)
+    data: str | None = None  # the MNIST folder (None: $GCBENCH_MNIST, then the cache, else synthetic)
+    resume: bool = False  # keep the ok results with the same settings, run the rest
+    force: bool = False  # replace the results already there
+    executor: str = "local"  # local, slurm or submitit-local
+    detach: bool = False  # with a scheduler: return once the jobs are submitted
+    progress: bool = True  # progress bars (on a terminal)
+    rebuild_envs: bool = False  # rebuild the environments instead of reusing them
+    slurm: dict[str, Any] = dataclasses.field(default_factory=dict)  # the --slurm-* values given
+
+    @property
+    def command(self) -> list[str]:
+        """The command as a user typed it."""
+        return ["gcbench", *self.argv]
+
+    def replace(self, **changes) -> RunOptions:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExplainOptions:
+    """`gcbench explain`: the diagnostic run's tracing."""
+
+    run: RunOptions
+    sites: bool = True  # trace allocation sites (tracemalloc)
+    site_steps: int = diagnostic_run.SITE_STEPS  # over the last this many steps
+    sample_rate: float = diagnostic_run.JULIA_SAMPLE_RATE  # Julia: the share of allocations Profile.Allocs samples
+
+
+@dataclasses.dataclass(frozen=True)
+class ReproduceOptions:
+    """`gcbench reproduce`: the cases' sizes where the command line gives them."""
+
+    run: RunOptions
+    steps: int | None = None
+    repeats: int | None = None
+    batch_size: int | None = None  # the equinox-spikes ViT's batch (None: calibrated)
+    timeout: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseBisectOptions:
+    """`gcbench bisect --package P --versions ...` (or `--results FOLDER`, read only)."""
+
+    run: RunOptions
+    package: str
+    cell: str  # BACKEND/WORKLOAD/POLICY as given
+    factor: float = 1.5
+    results: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class CommitBisectOptions:
+    """`gcbench bisect --git REPO --good REF --bad REF`."""
+
+    run: RunOptions
+    repo: str
+    good: str
+    bad: str
+    cell: str  # BACKEND/WORKLOAD/POLICY as given
+    package: str | None = None  # the package the repository must build, where given
