@@ -57,10 +57,36 @@ def mnist_dir(tmp_path):
     return folder
 
 
+# Commands that start no process and leave no process state behind: run in the test's own
+# process (a subprocess costs an interpreter and the imports, about 1.5 s each, 110 calls).
+IN_PROCESS = {"report", "compare", "status", "export", "list"}
+
+
 def run_cli(*args, timeout=600, **kw):
-    """`gcbench ARGS` in a subprocess, as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "gcbench", *args], capture_output=True, text=True,
-                          timeout=timeout, **kw)
+    """`gcbench ARGS` as a user runs it, with what it printed and its exit status: in this
+    process for the commands of IN_PROCESS (`cli.main`, output captured, a traceback as a
+    subprocess would show one), in a subprocess for the others and wherever the caller gives
+    the subprocess settings of its own (env, cwd, input)."""
+    command = next((a for a in args if not a.startswith("-")), None)
+    if command not in IN_PROCESS or kw:
+        return subprocess.run([sys.executable, "-m", "gcbench", *args], capture_output=True, text=True,
+                              timeout=timeout, **kw)
+    import contextlib
+    import io
+    import traceback
+
+    from gcbench import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(list(args))
+        except SystemExit as e:  # argparse's usage errors and --help
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except Exception:  # noqa: BLE001 - what the user would see: a traceback and status 1
+            traceback.print_exc()
+            code = 1
+    return subprocess.CompletedProcess(["gcbench", *args], code, out.getvalue(), err.getvalue())
 
 
 def fake_job_controller(folder, seconds: int = 120) -> subprocess.Popen:
@@ -103,6 +129,17 @@ def assert_one_line_error(proc, *fragments):
     assert len(lines) == 1 and lines[0].startswith("gcbench: error: "), proc.stderr
     for f in fragments:
         assert f in lines[0], lines[0]
+
+
+TINY_RUN = ["--backends", "jax", "--workloads", "mlp", "--gc", "default", "--networks", "2", "--steps", "5",
+            "--warmup", "1", "--no-progress"]  # the smallest run of a real cell
+
+
+def ok_results_folder(path, repeats: int = 2, steps: int = 30):
+    """A results folder of simulated ok results (3 cells at 10 ms steps)."""
+    from simulate import docs
+
+    return write_documents(path, docs(np.random.default_rng(7), repeats, 10.0, steps=steps))
 
 
 def write_documents(path, documents):

@@ -54,7 +54,9 @@ def reference(dataset):
     return get
 
 
-CASES = [(b.name, w) for b in PYTHON_BACKENDS for w in ("mlp", "lenet5", "vit") if b.supports(w)]
+# the ViT's equivalence runs in the end-to-end tier (each compiles a 12-block model twice)
+CASES = [pytest.param(b.name, w, marks=[pytest.mark.e2e] if w == "vit" else [])
+         for b in PYTHON_BACKENDS for w in ("mlp", "lenet5", "vit") if b.supports(w)]
 
 
 @pytest.mark.slow

@@ -19,16 +19,28 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import time
 
+import numpy as np
 import pytest
 
-from gcbench.running import cluster
-from gcbench.measuring import results
+from conftest import (
+    TINY_RUN,
+    assert_one_line_error,
+    documentation_text,
+    fake_job_controller,
+    ok_results_folder,
+    run_cli,
+    write_documents,
+)
 from gcbench.analysing import summary
-from gcbench.running.config import Suite, load_suite
+from gcbench.core import files
 from gcbench.core.errors import UsageError
-from conftest import run_cli
+from gcbench.measuring import results
+from gcbench.running import cluster
+from gcbench.running.config import Suite, load_suite
+from simulate import docs
 
 pytest.importorskip("submitit")
 
@@ -50,14 +62,17 @@ def test_slurm_table_of_a_suite_becomes_submitit_parameters(tmp_path):
     assert p["slurm_additional_parameters"] == {"constraint": "h100", "qos": "high", "requeue": True}
     assert p["nodes"] == 1 and p["tasks_per_node"] == 1
 
-    class Args:  # the command line wins over the suite file
-        slurm_partition, slurm_time, slurm_gpus, slurm_account, slurm_parallelism = "a100", None, 2, None, None
-    merged = options.override(Args)
+    import argparse
+
+    from gcbench.running import cluster_options
+
+    args = argparse.Namespace(slurm_partition="a100", slurm_time=None, slurm_gpus=2, slurm_account=None)
+    assert cluster_options.given_on(args) == {"partition": "a100", "gpus": 2}
+    merged = options.override(cluster_options.given_on(args))  # the command line wins over the suite file
     assert (merged.partition, merged.time, merged.gpus, merged.account) == ("a100", 90, 2, "ml-lab")
 
 
 def test_the_readme_suite_for_a_gpu_partition_is_read_as_it_says(tmp_path):
-    from conftest import documentation_text
 
     example = re.search(r"```toml\n(# gpu-suite.toml.*?)```", documentation_text(), re.S).group(1)
     (tmp_path / "gpu-suite.toml").write_text(example)
@@ -111,6 +126,7 @@ def submitted(tmp_path_factory):
     return out, proc
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_a_submitted_plan_records_its_jobs_and_reports_like_a_local_one(submitted, tmp_path):
     out, proc = submitted
@@ -148,12 +164,12 @@ def test_a_submitted_plan_records_its_jobs_and_reports_like_a_local_one(submitte
 
 
 def _tar_names(path):
-    import tarfile
 
     with tarfile.open(path) as tar:
         return tar.getnames()
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_resume_submits_only_what_is_missing(submitted, tmp_path):
     out, proc = submitted
@@ -204,6 +220,7 @@ class _DeadJob:
         return True
 
 
+@pytest.mark.e2e
 def test_a_job_that_died_leaves_its_cells_failed_and_keeps_an_earlier_ok_result(submitted, tmp_path):
     out, _ = submitted
     folder = tmp_path / "r"
@@ -232,6 +249,7 @@ def _on(doc: dict, cpu: str, host: str) -> dict:
     return doc
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_repeats_of_different_kinds_of_node_are_never_pooled(submitted, tmp_path):
     out, _ = submitted
@@ -356,6 +374,7 @@ def one_node_slurm(tmp_path):
             os.kill(int(pid.read_text().strip()), signal.SIGTERM)
 
 
+@pytest.mark.e2e
 @pytest.mark.slurm
 @pytest.mark.slow
 def test_slurm_one_node(one_node_slurm, tmp_path):
@@ -408,3 +427,128 @@ def test_slurm_one_node(one_node_slurm, tmp_path):
         assert time.monotonic() < deadline, st.stdout + st.stderr
         time.sleep(2)
     assert "2 ok" in st.stdout, st.stdout
+
+
+@pytest.mark.slow
+def test_forced_scheduler_run_that_fails_everywhere_says_so_and_exits_1(tmp_path):
+    pytest.importorskip("submitit")
+    out = ok_results_folder(tmp_path / "copy")
+    before = {p.name: p.read_bytes() for p in out.glob("*.json")}
+    proc = run_cli("run", *TINY_RUN, "--repeats", "2", "--force", "--timeout", "0.5", "--executor", "submitit-local",
+                   "--out", str(out), timeout=300)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 1, text
+    assert "2 runs in" in text and "0 ok, 2 failed" in text, text
+    assert "2 runs failed this time and their earlier ok results were kept" in text
+    assert {p.name: p.read_bytes() for p in out.glob("jax__*.json")} == \
+        {k: v for k, v in before.items() if k.startswith("jax__")}  # the earlier ok results stay
+
+
+def test_a_detached_local_job_that_still_runs_keeps_others_out_and_status_sees_it_end(tmp_path):
+    out = ok_results_folder(tmp_path / "d1")
+    jobs_dir = out / cluster.JOBS_DIR
+    jobs_dir.mkdir()
+    live = fake_job_controller(jobs_dir)
+    try:
+        record = {"executor": "submitit-local", "run_id": "r", "folder": str(jobs_dir), "command": ["gcbench"],
+                  "cells": [], "submitted": "2026-11-25T10:00:00+00:00",
+                  "arrays": [{"round": 1, "jobs": [str(live.pid)], "cells": [[]]}]}
+        files.write_json(jobs_dir / cluster.JOBS_FILE, record)
+        files.write_json(out / "suite.json", {"format": "gcbench-suite", "schema_version": 2, "cells": [],
+                                              "state": "submitted", "started": "x", "runs": [{"started": "x"}]})
+        assert_one_line_error(run_cli("run", *TINY_RUN, "--force", "--out", str(out)),
+                              "1 jobs of its submission", "still queued or running", f"kill {live.pid}")
+        st = json.loads(run_cli("status", str(out), "--json").stdout)
+        assert st["submission"]["queued_or_running"] == 1 and st["state"] == "submitted"
+    finally:
+        live.kill()
+        live.wait()
+    proc = run_cli("status", str(out))
+    assert proc.returncode == 0 and "0 jobs running" in proc.stdout, proc.stdout + proc.stderr
+    assert json.loads((out / "suite.json").read_text())["state"] == "finished"  # not "submitted" for ever
+
+
+def test_a_reused_process_id_is_not_taken_for_a_live_job(tmp_path):
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert not cluster._local_job_alive(str(other.pid), str(tmp_path))
+        assert not cluster._local_job_alive("not-a-pid", str(tmp_path))
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_status_shows_a_folder_name_with_escapes_escaped(tmp_path):
+    out = ok_results_folder(tmp_path / "x\x1b[31mred")
+    proc = run_cli("status", str(out))
+    assert proc.returncode == 2 and "\x1b" not in proc.stderr and "\\x1b[31mred" in proc.stderr  # no plan: refused
+    (out / "suite.json").write_text(json.dumps({"format": "gcbench-suite", "schema_version": 2, "state": "finished",
+                                                "cells": ["jax__mlp__default__r0"]}))
+    proc = run_cli("status", str(out))
+    assert proc.returncode == 0 and "\x1b" not in proc.stdout and "\\x1b[31mred" in proc.stdout
+
+
+@pytest.mark.parametrize("name", ["a\ntouch INJECTED", "logs-%j", "tab\there"])
+def test_a_folder_a_batch_script_cannot_name_is_refused(tmp_path, name):
+    pytest.importorskip("submitit")
+    out = tmp_path / name
+    proc = run_cli("run", *TINY_RUN, "--executor", "submitit-local", "--out", str(out), cwd=tmp_path)
+    assert_one_line_error(proc, "cannot hold", "batch scripts")
+    assert not out.exists() and not (tmp_path / "INJECTED").exists()
+
+
+def test_an_executor_name_with_markup_is_refused(tmp_path):
+    ds = docs(np.random.default_rng(3), 2, 10.0, steps=30)
+    for d in ds:
+        d.setdefault("machine_state", {})["scheduler"] = {"executor": "local\n\n# Injected"}
+    folder = write_documents(tmp_path / "res", ds)
+    assert_one_line_error(run_cli("report", str(folder), "--out", str(tmp_path / "rep")),
+                          "machine_state.scheduler.executor")
+
+
+def test_local_jobs_at_once_are_capped_by_cores_and_memory():
+    cells = list(range(12))
+    assert cluster.local_jobs_at_once(cells, 2**30, cores=2, available=16 * 2**30) == 2
+    assert cluster.local_jobs_at_once(cells, 2**30, cores=16, available=5 * 2**30) == 5
+    assert cluster.local_jobs_at_once(cells, 2**30, cores=16, available=2**29) == 1  # one always runs
+    assert cluster.local_jobs_at_once(cells[:3], 2**30, cores=16, available=None) == 3
+
+
+def test_a_jobs_folder_that_is_a_file_is_one_line_and_leaves_no_running_plan(tmp_path):
+    pytest.importorskip("submitit")
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / cluster.JOBS_DIR).write_text("mine")
+    proc = run_cli("run", *TINY_RUN, "--executor", "submitit-local", "--out", str(out))
+    assert_one_line_error(proc, cluster.JOBS_DIR, "is not a folder")
+    assert not (out / "suite.json").exists() and (out / cluster.JOBS_DIR).read_text() == "mine"
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_local_jobs_is_quiet_and_runs_as_many_jobs_as_cores(tmp_path):
+    pytest.importorskip("submitit")
+    out = tmp_path / "o"
+    argv = [a if a != "5" else "100000" for a in TINY_RUN]
+    proc = subprocess.Popen([sys.executable, "-m", "gcbench", "run", *argv, "--gc", "default,disable", "--repeats",
+                             "2", "--out", str(out), "--executor", "submitit-local"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    record = out / cluster.JOBS_DIR / cluster.JOBS_FILE
+    deadline = time.monotonic() + 60
+    while not record.exists():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.2)
+    time.sleep(3)
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal does: to the whole process group
+    text, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in text, text
+    jobs = [j for a in json.loads(record.read_text())["arrays"] for j in a["jobs"]]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert len(jobs) == min(cores, 4), jobs
+    assert f"runs {len(jobs)} job" in text and "cancelled" in text
+
+
+def test_full_width_letters_in_a_partition_are_refused():
+    from gcbench.running.config import Suite
+
+    with pytest.raises(UsageError, match="partition must be a name"):
+        Suite(backends=["jax"], workloads=["mlp"], slurm={"partition": "ｇｐｕ"}).validate()

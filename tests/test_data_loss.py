@@ -351,6 +351,7 @@ def test_a_detached_local_job_of_a_relative_out_is_seen_running(tmp_path, monkey
         live.wait()
 
 
+@pytest.mark.e2e
 def test_force_replaces_the_plans_own_replacement_repeats(tmp_path):
     """`run --force` of the same plan is not refused because an earlier run of it measured a
     replacement repeat (r2 of a 2-repeat plan); the stale replacement goes, the others'

@@ -12,12 +12,11 @@ import sys
 
 import pytest
 
-from gcbench.running import envs, installers, runner
-from gcbench.measuring import results
-from gcbench.measuring.cell import Cell
+from conftest import TINY_RUN, assert_one_line_error, run_cli
 from gcbench.core.errors import UsageError
-from gcbench.measuring import envspec
-from conftest import run_cli
+from gcbench.measuring import envspec, results
+from gcbench.measuring.cell import Cell
+from gcbench.running import envs, installers, runner
 
 # The user's pip cache, read before the tests point XDG_CACHE_HOME at empty folders.
 PIP_CACHE = os.environ.get("PIP_CACHE_DIR") or os.path.join(
@@ -232,6 +231,7 @@ def test_worker_runs_under_the_environments_interpreter(small_env, cache, tmp_pa
     assert results.label(doc) == "jax/mlp/default r1 [this-python six==1.16.0]"
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_run_cli_in_an_environment_records_it(cache, tmp_path):
     """`gcbench run --env`: a real cell trained in a built environment, and an environment that
@@ -251,6 +251,7 @@ def test_run_cli_in_an_environment_records_it(cache, tmp_path):
     assert missing["status"] == "unavailable" and "no Python 3.2" in missing["reason"]
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_bisect_runs_one_environment_per_version(cache, tmp_path):
     out_dir = tmp_path / "bis"
@@ -375,6 +376,7 @@ def test_the_installer_is_uv_where_it_is_installed_and_pip_on_request(monkeypatc
     assert chosen.name == ("uv" if importlib.util.find_spec("uv") or shutil.which("uv") else "pip")
 
 
+@pytest.mark.e2e
 def test_a_pip_build_still_works_where_uv_is_not_wanted(cache, monkeypatch):
     """The fallback: venv + pip, the same environment (the same key: who installed is
     recorded, not part of what was asked for)."""
@@ -424,3 +426,57 @@ def test_an_installer_that_prints_nothing_still_times_out(tmp_path):
     start = __import__("time").monotonic()
     code, out = envs._run([sys.executable, "-c", "import time; time.sleep(30)"], log, timeout=1.0)
     assert __import__("time").monotonic() - start < 10 and code != 0 and "gave up after 1 s" in out
+
+
+def _fake_uv(tmp_path, body: bytes) -> dict:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    uv = bin_dir / "uv"
+    uv.write_bytes(body)
+    uv.chmod(0o755)
+    return dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", GCBENCH_INSTALLER="uv",
+                XDG_CACHE_HOME=str(tmp_path / "cache"))
+
+
+@pytest.mark.parametrize("body, expect", [
+    (b"\x7fELF\x02\x01\x01" + b"\0" * 64, "Exec format error"),  # built for another machine
+    (b"#!/bin/sh\nprintf 'bad \\377\\376 bytes\\n'\nexit 3\n", None),  # output that is not UTF-8
+])
+def test_an_installer_that_breaks_leaves_no_running_plan(tmp_path, body, expect):
+    env = _fake_uv(tmp_path, body)
+    out = tmp_path / "o"
+    proc = run_cli("run", *TINY_RUN, "--env", "python=3.11", "--out", str(out), env=env, timeout=300)
+    assert "Traceback" not in proc.stdout + proc.stderr
+    if expect:
+        assert_one_line_error(proc, expect)
+    else:
+        assert proc.returncode == 1 and "unavailable" in proc.stdout + proc.stderr
+    plan = json.loads((out / "suite.json").read_text()) if (out / "suite.json").exists() else {}
+    assert plan.get("state") != "running"
+
+
+def test_a_bad_installer_choice_is_refused_before_anything_is_written(tmp_path):
+    out = tmp_path / "o"
+    proc = run_cli("run", *TINY_RUN, "--env", "python=3.11", "--out", str(out),
+                   env=dict(os.environ, GCBENCH_INSTALLER="bogus"))
+    assert_one_line_error(proc, "GCBENCH_INSTALLER must be uv or pip")
+    assert not out.exists()
+
+
+def test_envs_clear_empties_a_linked_envs_folder_and_keeps_the_link(tmp_path):
+    real = tmp_path / "big-disk"
+    (real / "abc123" / "bin").mkdir(parents=True)
+    (real / "abc123" / "bin" / "python").write_text("x")
+    cache = tmp_path / "cache" / "gcbench"
+    cache.mkdir(parents=True)
+    (cache / "envs").symlink_to(real)
+    proc = run_cli("envs", "clear", env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache")))
+    assert proc.returncode == 0 and "removed 1 environments" in proc.stdout, proc.stderr
+    assert (cache / "envs").is_symlink() and real.is_dir() and not any(real.iterdir())
+
+
+def test_a_file_url_pin_is_shown_whole():
+    from gcbench.measuring.envspec import short_pin
+
+    assert short_pin("jax@file:///etc") == "jax@file:///etc"
+    assert short_pin("equinox@file:///c/src/equinox-" + "0277a30" + "e" * 33) == "equinox@0277a30ee"

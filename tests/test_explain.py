@@ -53,6 +53,7 @@ def test_a_loop_that_keeps_records_is_named_with_its_line():
     assert expl["full_interval"]["promoted_per_step"] >= from_line / 100
 
 
+@pytest.mark.e2e
 def test_a_loop_that_makes_cycles_shows_cyclic_garbage_and_its_types():
     class Node:
         def __init__(self):
@@ -96,6 +97,7 @@ def test_the_collector_model_is_detected():
     assert model["model"] == "generational" and model["generations"] == 3  # 3.10-3.13 here
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_explain_cli_names_the_bookkeeping_of_a_jax_loop(tmp_path):
     proc = run_cli("explain", "jax/mlp/default", "--bookkeeping", "metrics", "--networks", "50", "--steps", "100",

@@ -62,6 +62,7 @@ def _gone(pid, timeout=10) -> bool:
 
 # -- workers and signals ---------------------------------------------------------------------
 
+@pytest.mark.e2e
 def test_a_killed_worker_fails_its_cell_and_the_run_goes_on(tmp_path):
     out = tmp_path / "out"
     proc = _start(out, steps="30000")
@@ -124,6 +125,7 @@ def test_a_second_run_into_a_busy_folder_is_refused(tmp_path):
         first.communicate(timeout=30)
 
 
+@pytest.mark.e2e
 def test_a_rerun_never_loses_a_good_result(tmp_path):
     out = tmp_path / "out"
     base = ["run", *FAST, "--steps", "20", "--repeats", "1", "--out", str(out)]
@@ -182,6 +184,7 @@ def test_a_full_disk_is_one_line_and_loses_nothing(small_disk):
     assert_one_line_error(proc, "No space left on device")
 
 
+@pytest.mark.e2e
 def test_results_that_do_not_fit_are_reported_and_the_run_goes_on(small_disk):
     _fill(small_disk, 24 * 1024)  # room for suite.json and small documents, not for results of 1,200 steps
     out = small_disk / "out"
@@ -261,6 +264,7 @@ def test_bisect_versions_cannot_smuggle_pins_and_results_are_read_only(tmp_path)
     assert sorted(p.name for p in res.iterdir()) == before  # nothing written into the folder it read
 
 
+@pytest.mark.e2e
 def test_every_file_gcbench_writes_has_mode_0644(tmp_path):
     out = tmp_path / "out"
     assert run_cli("run", *FAST, "--steps", "5", "--repeats", "1", "--out", str(out), "--report",

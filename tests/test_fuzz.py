@@ -117,7 +117,7 @@ def test_generated_malformed_documents_are_refused_or_read(seed):
 def _cli(*args: str) -> tuple[int, str]:
     """`gcbench ARGS` through the command line's own entry point, in this process: its exit
     code and standard error (an exception escaping it is what a user would see as a
-    traceback, and fails the test with it). A process per command took 90 s for this sample."""
+    traceback, and fails the test with it)."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = cli.main(list(args))

@@ -67,6 +67,7 @@ LEAVES_STATE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_counts_are_identical_however_the_test_is_selected(tmp_path):
     """Issue 42, item 1: a pure-Python loop and an Equinox step give identical counts alone,
@@ -143,6 +144,7 @@ where = { team = "ml", room = 2 }
 """
 
 
+@pytest.mark.e2e
 def test_a_parallel_update_keeps_every_table_twice_and_the_users_lines(pytester):
     """Issue 42, done-when 2: `pytest -n 2 --gc-budget-update` on 48 budgeted tests in 4 files
     keeps 48 tables, twice in a row (once in fresh interpreters, once in process), and a file
@@ -274,6 +276,7 @@ HONEST = textwrap.dedent("""
 """)
 
 
+@pytest.mark.e2e
 def test_honest_checks_are_one_line_each(pytester):
     """Issue 42, item 3: a disabled collector, nesting, zero steps and a bad value are one-line
     failures; the run's own freeze stays; a budget that asserts nothing warns (and fails under
@@ -294,6 +297,7 @@ def test_honest_checks_are_one_line_each(pytester):
     strict.stdout.fnmatch_lines(["*asserts nothing*(--gc-budget-strict)*"])
 
 
+@pytest.mark.e2e
 def test_keys_do_not_depend_on_where_pytest_runs(pytester):
     """A budget written from the project's root is applied under `cd tests && pytest`."""
     tests = pytester.mkdir("tests")
@@ -319,6 +323,7 @@ def test_keys_do_not_depend_on_where_pytest_runs(pytester):
     assert "(gc_budgets.toml:" in proc.stdout
 
 
+@pytest.mark.e2e
 def test_over_budget_fails_with_figures_sites_and_the_baseline_line(pytester):
     """Issue 33, items 1 and 3: over budget, one message with the figure beside its budget,
     the full collections' schedule and the top sites (file:line and type); --gc-budget-update
@@ -421,6 +426,7 @@ def test_the_plugin_is_registered_as_gcbench():
     assert pytest_plugin.BASELINE == "gc_budgets.toml"
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_each_jax_backends_step_keeps_its_promotion_budget(tmp_path):
     """Issue 33, item 4: gcbench's own JAX-family steps (vit) under budgets of promotions per
@@ -457,6 +463,7 @@ def _equinox_env(root: pathlib.Path, version: str) -> pathlib.Path:
     return python
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_the_budget_would_have_caught_the_equinox_regression(tmp_path):
     """Issue 33, item 4: the same budget (1,450 promotions a step on equinox-filter's vit step)

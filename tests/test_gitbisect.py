@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import json
 import math
+import pathlib
 import subprocess
+import tarfile
 
 import pytest
 
+from conftest import assert_one_line_error, documentation_text, ok_results_folder, run_cli
 from gcbench.analysing import gitbisect
-from gcbench.measuring import results
 from gcbench.core.errors import UsageError
-from conftest import assert_one_line_error, run_cli
+from gcbench.measuring import results
 
 # A package whose `sitecustomize` module runs at every interpreter start in its environment:
 # from the "bad" commit on it makes the young generation collect after every 5 new
@@ -32,6 +34,8 @@ version = "0.1.0"
 [tool.setuptools]
 py-modules = ["sitecustomize"]
 """
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _commit(repo, message, **files):
@@ -70,6 +74,7 @@ def cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_a_toy_packages_history_is_bisected_to_the_commit_that_changed_the_cell(toy_repo, cache, tmp_path):
     """Eight commits, the fifth bad: found in 5 builds (at most ceil(log2(7)) + 2), going
@@ -135,6 +140,7 @@ def test_the_rule_and_the_endpoints():
     assert not gitbisect.endpoints_differ(share, [12.0, 4.5, 8.2], [4.0, 12.2, 9.1])[0]
 
 
+@pytest.mark.e2e
 def test_usage_errors_are_one_line(toy_repo, tmp_path):
     repo, shas = toy_repo
     base = ["bisect", "--cell", "jax/mlp/default", "--out", str(tmp_path / "o")]
@@ -192,3 +198,71 @@ def test_a_package_named_as_a_path_is_refused_for_what_it_is(tmp_path):
         gitbisect.package_name(repo, "HEAD")
     with pytest.raises(UsageError, match="does not exist"):
         gitbisect.git(tmp_path, "clone", "--quiet", "--bare", str(tmp_path / "nowhere.git"), str(tmp_path / "c"))
+
+
+def _git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+
+def _repo(tmp_path, pyproject: str) -> pathlib.Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "pyproject.toml").write_text(pyproject)
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "one")
+    return repo
+
+
+def test_a_commit_bisect_refuses_another_runs_folder(tmp_path):
+    run_folder = ok_results_folder(tmp_path / "run")
+    before = sorted(p.name for p in run_folder.iterdir())
+    base = ["bisect", "--git", str(tmp_path / "nowhere"), "--good", "v1", "--bad", "v2", "--cell", "jax/mlp/default"]
+    assert_one_line_error(run_cli(*base, "--out", str(run_folder)), "not a commit bisect's", "new or empty folder")
+    assert_one_line_error(run_cli(*base, "--out", str(run_folder), "--resume"), "not a commit bisect's")
+    assert sorted(p.name for p in run_folder.iterdir()) == before
+
+
+@pytest.mark.parametrize("option", ["--bad=--output=OUT", "--good=-n"])
+def test_a_ref_that_is_an_option_is_refused_before_git_sees_it(tmp_path, option):
+    repo = _repo(tmp_path, '[project]\nname = "toy"\n')
+    option = option.replace("OUT", str(tmp_path / "x"))
+    args = {"--good": "HEAD", "--bad": "HEAD"}
+    name, value = option.split("=", 1)
+    args[name] = value
+    proc = run_cli("bisect", "--git", str(repo), "--good", "HEAD", "--bad", "HEAD", option, "--cell", "jax/mlp/default",
+                   "--out", str(tmp_path / "o"))
+    assert_one_line_error(proc, "is not a git ref")
+    assert not list(tmp_path.glob("x*"))
+    with pytest.raises(UsageError, match="is not a git ref"):
+        gitbisect.commit(repo, "--output=" + str(tmp_path / "y"))
+    assert not list(tmp_path.glob("y*"))
+    assert gitbisect.commit(repo, "HEAD").sha == _git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_readme_says_a_commit_bisect_runs_build_code():
+
+    readme = " ".join(documentation_text().split())
+    assert "Building a commit runs its build code" in readme and "as you, with your permissions" in readme
+
+
+def test_a_commit_bisect_with_a_culprit_but_no_first_bad_commit_reports(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    with tarfile.open(ROOT / "reports/cpu-vit-bisect-equinox-commits/results.tar.gz") as tar:
+        tar.extractall(src, filter="data") if hasattr(tarfile, "data_filter") else tar.extractall(src)
+    plan = json.loads((src / "gitbisect.json").read_text())
+    assert plan.get("culprit")
+    bad_sha = plan["commits"][-1]["sha"]
+    for p in src.glob(f"*equinox-{bad_sha[:9]}-*.json"):  # the bad endpoint's results gone: no first bad commit
+        p.unlink()
+    proc = run_cli("report", str(src), "--out", str(tmp_path / "rep"), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "The first bad commit," not in (tmp_path / "rep" / "index.md").read_text()
+
+
+@pytest.mark.parametrize("name", ["/abs/path/evil", "../../escape", "a b", ""])
+def test_a_hostile_package_name_is_refused(tmp_path, name):
+    repo = _repo(tmp_path, f'[project]\nname = "{name}"\n')
+    with pytest.raises(UsageError, match="not a valid distribution name|cannot tell the package"):
+        gitbisect.package_name(repo, _git(repo, "rev-parse", "HEAD").strip())

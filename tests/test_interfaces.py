@@ -2,17 +2,17 @@
 export to CSV and DataFrames, and the public API."""
 
 import csv
-import json
 import gc
 import io
+import json
 import pathlib
 
 import pytest
 
 import gcbench
-from gcbench.measuring import results
-from gcbench.core.errors import UsageError
 from conftest import run_cli
+from gcbench.core.errors import UsageError
+from gcbench.measuring import results
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
@@ -180,6 +180,7 @@ def _strict(text: str) -> dict:
     return doc
 
 
+@pytest.mark.e2e
 def test_every_json_output_is_strict_json_and_names_the_gcbench_that_wrote_it(tmp_path):
     """`python -c "import json,sys; json.load(sys.stdin)"` reads every --json output (here:
     a strict parser that refuses Infinity and NaN); words go to standard error."""
@@ -208,3 +209,14 @@ def test_every_json_output_is_strict_json_and_names_the_gcbench_that_wrote_it(tm
     assert status["planned"] == 1 and status["results"]["ok"] == 1 and "submission" not in status
     assert _strict(run_cli(*runs["report"]).stdout)["report"]["plots"]
     assert _strict(run_cli(*runs["bisect"]).stdout)["bisect"]["first_change"] == "0.13.3"
+
+
+def test_a_measurement_with_a_manual_policy_saves(tmp_path):
+    import gcbench
+
+    with gcbench.measure("loop", policy="manual:5", warmup=1) as m:
+        for _ in range(4):
+            with m.step():
+                [object() for _ in range(50)]
+    path = m.save(tmp_path / "res")
+    assert path.name == "user__loop__manual-5__r0.json" and results.load(path)["gc_policy"] == "manual:5"

@@ -90,6 +90,7 @@ def busy(n: int):
             p.join()
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_an_aa_beside_two_busy_processes_gives_no_timed_verdict(tmp_path):
     """The issue's A/A: the same tiny cells run twice, the first beside two busy processes,

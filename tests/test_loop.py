@@ -9,6 +9,7 @@ import gc
 import json
 
 import numpy as np
+import pytest
 
 import gcbench
 from gcbench.analysing import compare, summary, verdict
@@ -93,6 +94,7 @@ def test_a_loader_fix_is_judged_on_the_loops_time_and_its_counts(tmp_path):
     assert back.returncode == 1 and "more full GCs" in back.stderr
 
 
+@pytest.mark.e2e
 def test_two_explicit_collections_a_step_count_twice():
     """An RL trainer's two `gc.collect()` calls a step: two full collections a step, and
     one call against two is fewer, not the same."""
@@ -156,6 +158,7 @@ print(json.dumps({"collections": [b - a for a, b in zip(first, last)], "garbage"
 EXPLAIN_MEMORY_MIB = 64
 
 
+@pytest.mark.e2e
 def test_explaining_keeps_no_garbage_alive_and_moves_no_full_collection():
     """Issue 41, part 4: a loop of self-referencing 16 KiB objects, 20,000 steps, with a
     gc.collect() every 1,000: explained, it makes the full collections it makes unexplained
@@ -206,6 +209,7 @@ m.save(folder)
 """
 
 
+@pytest.mark.e2e
 def test_a_build_that_keeps_what_it_builds_is_said_as_growing_memory_and_advised_from_measurements(tmp_path):
     """Issue 41, parts 5 and 6: a build loop (a validation library's models, kept): its memory
     grows and the verdict says so; explaining it, `gc.freeze()` is a hypothesis until the
@@ -239,6 +243,7 @@ def test_a_build_that_keeps_what_it_builds_is_said_as_growing_memory_and_advised
     assert "full collections" in freeze["effect"] and not freeze["text"].endswith(explain.HYPOTHESIS)
 
 
+@pytest.mark.e2e
 def test_an_explicit_call_inside_a_library_is_named_by_the_users_line_and_explained_as_explicit(tmp_path,
                                                                                                  monkeypatch):
     """Issue 41, part 3: a gc.collect() that a library makes is named by the line of the

@@ -80,6 +80,7 @@ def test_sizes_and_dtypes_are_checked():
         memory.check_index_dtype("int8", 256)
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_memory_cli_table_json_and_report(tmp_path):
     out = tmp_path / "mem"

@@ -1,18 +1,22 @@
 import base64
 import json
+import os
 import pathlib
 import re
 import shutil
+import subprocess
+import sys
 import tarfile
 
 import numpy as np
 import pytest
 
 import gcbench
+from conftest import assert_one_line_error, ok_results_folder, run_cli, write_documents
+from gcbench.core.errors import UsageError
 from gcbench.measuring import results
 from gcbench.measuring.cell import Cell
-from gcbench.publishing.report import build_report
-from conftest import run_cli
+from gcbench.publishing.report import build_report, document
 from simulate import docs
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -186,7 +190,6 @@ def test_malformed_documents_in_a_results_folder_are_one_line(tmp_path, name, co
 
 
 def test_report_on_a_read_only_folder_is_one_line(tmp_path):
-    import os
 
     if os.geteuid() == 0:
         pytest.skip("root writes into read-only folders")
@@ -328,8 +331,8 @@ def test_every_cumulative_gc_line_of_every_committed_report_stays_inside_its_axe
     """Issue 32: a y-limit frozen after the first line cut off the backend that paid most."""
     import matplotlib.figure
 
-    from gcbench.publishing import archive
     from gcbench.analysing import summary
+    from gcbench.publishing import archive
     from gcbench.publishing.report import plots
 
     drawn = []
@@ -362,8 +365,8 @@ def test_the_env_matrix_is_a_python_by_versions_grid_in_version_order(tmp_path, 
     """Issue 32: 20 rows sorted as strings became one grid per backend and policy."""
     import matplotlib.figure
 
-    from gcbench.publishing import archive
     from gcbench.analysing import summary
+    from gcbench.publishing import archive
     from gcbench.publishing.report import environments, plots
 
     seen = []
@@ -374,7 +377,6 @@ def test_the_env_matrix_is_a_python_by_versions_grid_in_version_order(tmp_path, 
         docs = gcbench.load_dir(folder)
     keys = [p for p in environments.KEY_PACKAGES if p in environments.differing(environments.environments(docs))]
     assert keys[:2] == ["jax", "jaxlib"]
-    from gcbench.core.errors import UsageError
 
     with pytest.raises(UsageError):  # savefig wrote nothing: the capture is all there is
         plots.env_matrix_figure(summary.summarize_all(docs), "vit", tmp_path / "m.png", keys)
@@ -384,3 +386,101 @@ def test_the_env_matrix_is_a_python_by_versions_grid_in_version_order(tmp_path, 
     assert jax[0] == "0.4.38" and jax[-1] == "0.12.0.1" and jax.index("0.8.0") < jax.index("0.10.2")
     one_env = [d for d in docs if d["environment"]["name"] == docs[0]["environment"]["name"]]
     assert plots.env_matrix_figure(summary.summarize_all(one_env), "vit", tmp_path / "n.png", keys) is None
+
+
+def test_repeats_with_different_settings_are_refused_not_pooled(tmp_path):
+    long = docs(np.random.default_rng(1), 2, 10.0, steps=400)
+    short = docs(np.random.default_rng(2), 2, 10.0, steps=5)
+    folder = write_documents(tmp_path / "mix", [long[0], short[1]])
+    for args in (["report", str(folder), "--out", str(tmp_path / "rep")], ["compare", str(folder), str(folder)]):
+        assert_one_line_error(run_cli(*args), "jax/mlp/default", "differ in steps", "400 in repeat 0",
+                              "5 in repeat 1")
+    assert not (tmp_path / "rep").exists()
+
+
+@pytest.mark.parametrize("text", ["# Injected", "## also", "- item", "+ item", "1. first", "3) third", "---",
+                                  "===", "~~~ fence", "  # indented"])
+def test_text_that_would_start_a_block_stays_text(tmp_path, text):
+    md = document.to_markdown([document.Para(document.escape(text)),
+                               document.Bullets([document.escape(text), "files changed: x"])])
+    html = document.to_html(md, "t", tmp_path)
+    for tag in ("<h1", "<h2", "<ol", "<hr", "<pre", "<h3"):
+        assert tag not in html.split("<body>")[-1], (text, md)
+    assert html.count("<li>") == 2  # the two bullets, no list inside them
+
+
+def test_a_plan_with_fewer_labels_than_cells_reports(tmp_path):
+    folder = ok_results_folder(tmp_path / "res")
+    plan = {"format": "gcbench-suite", "schema_version": 2, "state": "interrupted",
+            "cells": ["jax__mlp__default__r0", "jax__mlp__default__r1", "jax__mlp__default__r2"],
+            "labels": ["jax/mlp/default r0"]}
+    (folder / "suite.json").write_text(json.dumps(plan))
+    proc = run_cli("report", str(folder), "--out", str(tmp_path / "rep"))
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "never ran: the run was interrupted first | 1 | jax\\_\\_mlp\\_\\_default\\_\\_r2"
+        in (tmp_path / "rep" / "index.md").read_text()
+    )
+
+
+def test_repeats_counting_different_generations_are_one_line(tmp_path):
+    ds = docs(np.random.default_rng(1), 3, 10.0, steps=40)
+    ds[1]["gc_collections"] = [row[:2] for row in ds[1]["gc_collections"]]
+    folder = write_documents(tmp_path / "res", ds)
+    for args in (["report", str(folder), "--out", str(tmp_path / "rep")], ["compare", str(folder), str(folder)]):
+        assert_one_line_error(run_cli(*args), "differ in collector generations")
+
+
+def test_a_bad_archive_member_is_named_in_the_archive(tmp_path):
+    folder = tmp_path / "rep"
+    folder.mkdir()
+    with tarfile.open(folder / "results.tar.gz", "w:gz") as tar:
+        path = tmp_path / "jax__mlp__default__r0.json"
+        path.write_text('{"format": "gcbench-result", "schema_version": 99}')
+        tar.add(path, arcname=path.name)
+    proc = run_cli("report", str(folder), "--out", str(tmp_path / "o"))
+    assert_one_line_error(proc, f"{folder / 'results.tar.gz'}, member jax__mlp__default__r0.json")
+    assert "gcbench-results-" not in proc.stderr
+
+
+def _marker_listing(folder: pathlib.Path, name: str) -> None:
+    digest = __import__("hashlib").sha256((folder / name).read_bytes()).hexdigest()
+    (folder / ".gcbench-report.json").write_text(json.dumps(
+        {"format": "gcbench-report-folder", "version": 2,
+         "files": {name: {"size": (folder / name).stat().st_size, "sha256": digest}}}))
+
+
+@pytest.mark.parametrize("name", ["thesis.md", "photo.png", "backup.tar.gz", "notes.html"])
+def test_a_marker_listing_a_users_file_is_refused_and_the_file_stays(tmp_path, name):
+    rep = tmp_path / "rep"
+    rep.mkdir()
+    (rep / name).write_text("the user's own")
+    _marker_listing(rep, name)
+    res = ok_results_folder(tmp_path / "res")
+    assert_one_line_error(run_cli("report", str(res), "--out", str(rep)), "not a file gcbench writes")
+    assert (rep / name).read_text() == "the user's own"
+
+
+def test_a_users_folder_named_like_staging_is_never_removed(tmp_path):
+    rep = tmp_path / "rep"
+    (rep / ".gcbench-staging-x").mkdir(parents=True)
+    (rep / ".gcbench-staging-x" / "draft.txt").write_text("mine")
+    (rep / ".gcbench-staging-1-abc").mkdir()  # a process 1 that is alive: not a killed report's
+    res = ok_results_folder(tmp_path / "res")
+    assert_one_line_error(run_cli("report", str(res), "--out", str(rep)), "holds files gcbench did not write")
+    assert (rep / ".gcbench-staging-x" / "draft.txt").read_text() == "mine" and (
+        rep / ".gcbench-staging-1-abc"
+    ).is_dir()
+
+
+def test_a_killed_reports_staging_folder_is_swept(tmp_path):
+    rep = tmp_path / "rep"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = rep / f".gcbench-staging-{dead.pid}-k1ll3d"
+    stale.mkdir(parents=True)
+    (stale / "index.md").write_text("half a report")
+    res = ok_results_folder(tmp_path / "res")
+    proc = run_cli("report", str(res), "--out", str(rep))
+    assert proc.returncode == 0, proc.stderr
+    assert not stale.exists() and (rep / "index.md").is_file()

@@ -9,6 +9,7 @@ import jax
 import numpy as np
 import pytest
 
+from gcbench.core.errors import UsageError
 from gcbench.measuring import results
 from gcbench.flows.pipeline import format_summary
 from gcbench.running.config import Suite
@@ -58,6 +59,7 @@ def test_short_jax_run_writes_valid_results(tmp_path, mnist_dir):
     assert (out / "suite.json").stat().st_mode & 0o777 == 0o644
 
 
+@pytest.mark.e2e
 def test_run_json_summary(tmp_path):
     proc = run_cli("run", "--backends", "jax,flux", "--workloads", "mlp", "--networks", "2", "--steps", "10",
                    "--warmup", "1", "--repeats", "1", "--out", str(tmp_path / "o"), "--no-progress", "--json")
@@ -90,6 +92,30 @@ def test_run_exits_1_when_nothing_was_measured(tmp_path):
     proc = run_cli("run", "--backends", "jax-vmap", "--workloads", "vit", "--repeats", "1", "--steps", "5",
                    "--out", str(tmp_path / "o"), "--no-progress")
     assert proc.returncode == 1 and "nothing was measured" in proc.stdout
+
+
+def test_a_flow_is_called_from_the_library_with_typed_options(tmp_path):
+    """`pipeline.run_suite` takes a suite and a `RunOptions`, as the command builds them: the
+    same run as `gcbench run`, with no command line (jax-vmap does not run the ViT, so no
+    worker starts and nothing is measured)."""
+    from gcbench.flows import pipeline
+    from gcbench.flows.options import RunOptions
+
+    said = []
+
+    def out_fn(*parts):
+        said.append(" ".join(map(str, parts)))
+
+    suite = Suite(name="lib", backends=["jax-vmap"], workloads=["vit"], gc=["default"], repeats=1, steps=5).validate()
+    opts = RunOptions(argv=("run", "--from-a-test"), out=str(tmp_path / "o"), progress=False)
+    docs, out_dir, code = pipeline.run_suite(suite, opts, out_fn)
+    assert code == 1 and out_dir == tmp_path / "o" and [d["status"] for d in docs] == ["unavailable"]
+    plan = json.loads((out_dir / "suite.json").read_text())
+    assert plan["command"] == ["gcbench", "run", "--from-a-test"] and plan["state"] == "finished"
+    assert "gcbench: nothing was measured" in said
+    with pytest.raises(UsageError, match="--detach needs a scheduler"):
+        pipeline.run_suite(suite, opts.replace(out=str(tmp_path / "p"), detach=True), out_fn)
+    assert not (tmp_path / "p").exists()  # refused before anything was written
 
 
 def _fake_python(tmp_path, crash_on: str, how: str) -> str:
@@ -136,6 +162,7 @@ def test_crashing_worker_does_not_lose_other_cells(tmp_path, monkeypatch, how, e
     assert not list(tmp_path.glob(".*"))  # no partial result left behind
 
 
+@pytest.mark.e2e
 def test_run_with_report_writes_the_report(tmp_path):
     proc = run_cli("run", "--backends", "jax,flux", "--workloads", "mlp", "--networks", "2", "--steps", "12",
                    "--warmup", "1", "--repeats", "2", "--gc", "default,freeze", "--out",

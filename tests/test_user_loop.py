@@ -190,6 +190,7 @@ def _run(script: str, *args: str, timeout: int = 300) -> str:
     return proc.stdout
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_a_memory_fix_is_reported_as_a_trade_not_a_regression(tmp_path):
     """examples/cycles_in_gen2.py (python/cpython#83242): as reported, full collections never
@@ -222,6 +223,7 @@ def test_a_memory_fix_is_reported_as_a_trade_not_a_regression(tmp_path):
     assert summary["rss_growth_mb_per_1000"] > 1 and summary["full_collections"] == 0
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_a_loop_against_its_freeze_and_its_fix_each_in_its_own_folder(tmp_path):
     """examples/list_dataloader.py (karpathy/nanochat#477): the same loop under default and
@@ -260,6 +262,7 @@ def test_a_loop_against_its_freeze_and_its_fix_each_in_its_own_folder(tmp_path):
     assert gated.returncode == 1 and "more GC" in gated.stderr
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_the_equinox_case_explained_with_a_site_in_the_users_file(tmp_path):
     """examples/equinox_flatten.py (seed 000): flattening the module twice per step makes

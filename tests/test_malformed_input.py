@@ -1,7 +1,8 @@
-"""The second hostile pass, the items not about losing data (issue 20, items 9 and 11-14):
-malformed documents refused by their schema with one line naming the file and the field,
-names that would inject Markdown or HTML into a report, a full disk and signals during a
-report, and what killed or refused commands used to leave behind."""
+"""What a user or a broken run can hand gcbench, and what it must survive: malformed
+documents refused with one line naming the file and the field, files that are not regular
+or not bounded (a FIFO, a sparse giant), names that would inject Markdown or HTML into a
+report, a full disk and signals during a report, and what killed or refused commands used
+to leave behind."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import os
 import pathlib
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -19,10 +21,10 @@ import time
 import numpy as np
 import pytest
 
+from conftest import TINY_RUN, assert_one_line_error, ok_results_folder, run_cli, write_documents
 from gcbench.core import files
 from gcbench.measuring import results
 from gcbench.measuring.cell import Cell
-from conftest import assert_one_line_error, run_cli, write_documents
 from simulate import docs
 
 INJECTED = "lenet5\n<img src=x>\n\n# Injected heading\n\n[injected link](http:evil.example)"
@@ -188,3 +190,28 @@ def test_the_lock_file_goes_with_the_lock_and_a_second_taker_is_refused(tmp_path
     assert not (tmp_path / files.LOCK_NAME).exists()
     with files.FolderLock(tmp_path, "busy"):  # and it can be taken again
         pass
+
+
+def test_a_sparse_huge_document_is_refused_before_it_is_read(tmp_path):
+    folder = ok_results_folder(tmp_path / "res")
+    with open(folder / "jax__mlp__default__r9.json", "wb") as f:
+        f.truncate(3 * 2**30)  # 3 GiB, sparse: nothing on disk
+    proc = run_cli("report", str(folder), "--out", str(tmp_path / "rep"), timeout=60)
+    assert_one_line_error(proc, "jax__mlp__default__r9.json", "over the 256 MiB")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are a POSIX thing")
+def test_a_fifo_named_like_a_document_never_hangs(tmp_path):
+    folder = ok_results_folder(tmp_path / "res")
+    os.mkfifo(folder / "jax__mlp__default__r2.json")
+    for args in (["report", str(folder), "--out", str(tmp_path / "rep")], ["compare", str(folder), str(folder)],
+                 ["run", *TINY_RUN, "--repeats", "3", "--resume", "--out", str(folder)]):
+        assert_one_line_error(run_cli(*args, timeout=60), "jax__mlp__default__r2.json", "not a regular file")
+    assert stat.S_ISFIFO(os.stat(folder / "jax__mlp__default__r2.json").st_mode)
+
+
+def test_a_cell_id_too_long_for_a_file_name_is_one_line(tmp_path):
+    folder = ok_results_folder(tmp_path / "res")
+    plan = {"format": "gcbench-suite", "schema_version": 2, "cells": ["jax__" + "m" * 260], "state": "finished"}
+    (folder / "suite.json").write_text(json.dumps(plan))
+    assert_one_line_error(run_cli("status", str(folder)), "suite.json", "cells")
