@@ -251,7 +251,7 @@ class Measurement:
             raise UsageError("no timed step was measured" + (f" (the first {self.warmup} steps are warm-up)"
                                                              if self.warmup else ""))
 
-    def result(self, lists: bool = True) -> dict:
+    def result(self, lists: bool = True) -> results.ResultDoc:
         """A result document in the schema of a cell (backend `user`, workload = name); with
         `lists=False` its per-step arrays stay numpy arrays (what summary and save use: a
         list costs about 36 bytes a step per array)."""

@@ -23,6 +23,7 @@ from ..measuring import envspec
 from ..measuring.backends import get_backend
 from ..measuring.workloads import get_workload
 from ..running import envs
+from ..measuring.results import ResultDoc
 
 
 _VERSION = re.compile(r"^[0-9][0-9A-Za-z.+!_-]*$")
@@ -34,10 +35,10 @@ class Metric:
     title: str
     unit: str
     floor: float  # values below count as this when comparing
-    value: Callable[[dict], float]  # one repeat's document -> float
+    value: Callable[[ResultDoc], float]  # one repeat's document -> float
     test: str  # how two versions are told apart: "log" (t test on logs), "linear" (t test), "schedule" (compare's rule)
 
-    def of(self, doc: dict) -> float:
+    def of(self, doc: ResultDoc) -> float:
         return float(self.value(doc))
 
 
@@ -48,7 +49,7 @@ def _wall(doc):
 # The table always shows the median step, the GC share and full collections; other metrics get a column.
 SHOWN_ANYWAY = ("median", "gc_share", "full_gc")
 
-def _gc_share_pct(doc: dict) -> float:
+def _gc_share_pct(doc: ResultDoc) -> float:
     """The collector's share in %: of the thread's CPU time where the result recorded it (what a
     loaded machine does not stretch: a version measured beside other work is compared on it),
     else of wall time (results written before CPU times were recorded)."""
@@ -112,7 +113,7 @@ def plan_envs(package: str, versions: list[str], base: envspec.EnvSpec) -> list[
     return [envspec.parse(f"{text} {name}=={v}".strip()) for v in versions]
 
 
-def _version_of(doc: dict, package: str) -> str | None:
+def _version_of(doc: ResultDoc, package: str) -> str | None:
     """The version of `package` a result ran with: as installed, else as pinned."""
     env = doc.get("environment") or {}
     installed = (env.get("packages") or {}).get(package) or ((doc.get("metadata") or {}).get("packages") or {}).get(
@@ -123,7 +124,7 @@ def _version_of(doc: dict, package: str) -> str | None:
     return envs.exact_pin(envspec.parse(env["spec"]), package)
 
 
-def _test(metric: Metric, prev: list[dict], cur: list[dict]) -> compare.Test | None:
+def _test(metric: Metric, prev: list[ResultDoc], cur: list[ResultDoc]) -> compare.Test | None:
     """The test of `cur` against `prev` (two versions' used repeats), by compare's rules
     (full collections: exact when both schedules are fixed); None when it needs more
     repeats than there are."""
@@ -149,7 +150,7 @@ def _center(metric: Metric, values: list[float]) -> float:
     return float(np.mean(values))
 
 
-def table(docs: list[dict], package: str, cell: tuple[str, str, str], metric: Metric, factor: float,
+def table(docs: list[ResultDoc], package: str, cell: tuple[str, str, str], metric: Metric, factor: float,
           versions: list[str] | None = None) -> dict:
     """The bisect table of `docs` (results of `cell` in environments that differ in `package`).
 
@@ -164,7 +165,7 @@ def table(docs: list[dict], package: str, cell: tuple[str, str, str], metric: Me
     check_factor(factor)
     package = envspec.normalize(package)
     mine = [d for d in docs if (d["backend"], d["workload"], d["gc_policy"]) == cell]
-    by_version: dict[str, list[dict]] = {}
+    by_version: dict[str, list[ResultDoc]] = {}
     for doc in mine:
         version = _version_of(doc, package)
         if version is not None:
@@ -233,7 +234,7 @@ def table(docs: list[dict], package: str, cell: tuple[str, str, str], metric: Me
             "missing": missing, "alpha": compare.ALPHA}
 
 
-def metric_value(name: str, doc: dict) -> float:
+def metric_value(name: str, doc: ResultDoc) -> float:
     return METRICS[name].of(doc)
 
 
@@ -292,7 +293,7 @@ def format_table(tab: dict) -> str:
     return "\n".join(out)
 
 
-def rebuild(tab: dict, docs: list[dict]) -> dict:
+def rebuild(tab: dict, docs: list[ResultDoc]) -> dict:
     """The table made anew from the results it rests on (rows follow the code that reads
     them); a table whose cell has no results among `docs` is returned as it is."""
     cell = tuple(tab["cell"].split("/"))

@@ -51,6 +51,7 @@ from . import stats, summary
 from ..core import metadata, terminal
 from ..core.errors import UsageError, did_you_mean
 from ..measuring import results
+from ..measuring.results import ResultDoc
 
 ALPHA = 0.05
 MIN_EFFECT = 0.05
@@ -387,7 +388,7 @@ def decide(t: Test, alpha: float) -> str:
     return "inconclusive"
 
 
-def repeat_values(docs: list[dict]) -> dict:
+def repeat_values(docs: list[ResultDoc]) -> dict:
     """What compare tests, from the ok repeats of one cell (flagged repeats left out)."""
     ok = [d for d in docs if d["status"] == "ok"]
     used, flags = summary.used_repeats(ok)
@@ -451,7 +452,7 @@ def detectable(cells_values: list[dict], alpha: float, tests: int = 1, run_sd: f
             "corrected": stats.detectable_change(sd, n, n, alpha / max(tests, 1), run_sd=run_sd), "tests": tests}
 
 
-def settings_differ(docs_a: list[dict], docs_b: list[dict]) -> list[str]:
+def settings_differ(docs_a: list[ResultDoc], docs_b: list[ResultDoc]) -> list[str]:
     """The settings two cells differ in, as 'networks 200 in A, 50 in B'."""
     out = []
     for name, get in SETTINGS:
@@ -506,7 +507,7 @@ def pair_cells(a: dict, b: dict) -> tuple[list[tuple[tuple, tuple]], list[str]]:
     return pairs, notes
 
 
-def compare_docs(docs_a: list[dict], docs_b: list[dict], min_effect: float = MIN_EFFECT, alpha: float = ALPHA,
+def compare_docs(docs_a: list[ResultDoc], docs_b: list[ResultDoc], min_effect: float = MIN_EFFECT, alpha: float = ALPHA,
                  force: bool = False) -> dict:
     """The comparison of two sets of result documents (see the module docstring)."""
     if not 0 < alpha < 0.5:
@@ -557,7 +558,7 @@ def compare_docs(docs_a: list[dict], docs_b: list[dict], min_effect: float = MIN
                                      run_sd=RUN_SD if any(r["runs_apart"] for r in rows) else 0.0)}
 
 
-def split_sides(docs: list[dict], base: str, head: str) -> tuple[list[dict], list[dict]]:
+def split_sides(docs: list[ResultDoc], base: str, head: str) -> tuple[list[ResultDoc], list[ResultDoc]]:
     """The two sides of an interleaved A/B in one folder: the documents of environment (or
     a user loop's variant) `base` and those of `head`, each named as the folder names it."""
     def name(d):

@@ -33,6 +33,7 @@ from ..core import files, schemas
 from ..core.errors import UsageError
 from ..measuring import diagnose
 from ..measuring.diagnostic_run import DISTURBED, RAW_FORMAT
+from ..measuring.results import ResultDoc
 
 FILE = "explain.json"
 FORMAT = "gcbench-explain"
@@ -65,7 +66,7 @@ def full_interval(py: dict) -> dict:
             "predicted": predicted, "observed": observed, "full_collections": len(full)}
 
 
-def _effect(docs: list[dict] | None, base: tuple, other: tuple, env: str | None = None,
+def _effect(docs: list[ResultDoc] | None, base: tuple, other: tuple, env: str | None = None,
             tests: bool = True) -> str | None:
     """The measured change from cell `base` to cell `other` (backend, workload, policy) in
     environment `env` of `docs`, with its tests (corrected together) and intervals; None
@@ -119,7 +120,7 @@ HYPOTHESIS = " (a hypothesis: its effect is not measured on this loop)."
 FINDINGS = ("none", "own-code", "between")  # what the diagnosis shows, not a remedy to measure
 
 
-def recommendations(expl: dict, docs: list[dict] | None = None, tests: bool = True) -> list[dict]:
+def recommendations(expl: dict, docs: list[ResultDoc] | None = None, tests: bool = True) -> list[dict]:
     """What to do about it, derived from the diagnosis, with measured effects where `docs`
     (the results folder's cells) hold the cells to show them. A remedy whose effect the
     folder does not hold is said as a hypothesis (`measured` False), never as advice."""
@@ -131,7 +132,7 @@ def recommendations(expl: dict, docs: list[dict] | None = None, tests: bool = Tr
     return out
 
 
-def _remedies(expl: dict, docs: list[dict] | None, tests: bool) -> list[dict]:
+def _remedies(expl: dict, docs: list[ResultDoc] | None, tests: bool) -> list[dict]:
     out: list[dict[str, Any]] = []
     backend, workload, policy = expl["cell"]["backend"], expl["cell"]["workload"], expl["cell"]["policy"]
     env = expl.get("environment")
@@ -261,7 +262,7 @@ def of_user_loop(diagnosis: dict, cell, variant: str | None, user_file: str) -> 
     return expl
 
 
-def summarize(raw: dict, docs: list[dict] | None = None) -> dict:
+def summarize(raw: dict, docs: list[ResultDoc] | None = None) -> dict:
     """The explanation of one diagnostic run (see the module docstring)."""
     cell = raw["cell"]
     expl = {"label": f"{cell['backend']}/{cell['workload']}/{cell['policy']}", "cell": cell,
@@ -276,7 +277,7 @@ def summarize(raw: dict, docs: list[dict] | None = None) -> dict:
     return derive(expl, docs)
 
 
-def derive(expl: dict, docs: list[dict] | None = None, tests: bool = True) -> dict:
+def derive(expl: dict, docs: list[ResultDoc] | None = None, tests: bool = True) -> dict:
     """The figures an explanation derives from its diagnosis (counts, the predicted interval,
     recommendations with the effects measured in `docs`), computed anew: a report refreshes
     a stored explanation with them, so that it follows the code and the folder's results."""

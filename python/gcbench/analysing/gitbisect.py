@@ -32,6 +32,7 @@ from ..core import files
 from ..core.errors import UsageError
 from ..core.paths import user_cache
 from ..measuring import envspec
+from ..measuring.results import ResultDoc
 
 FILE = "gitbisect.json"
 FORMAT = "gcbench-gitbisect"
@@ -52,7 +53,7 @@ class Metric:
     unit: str
     log: bool  # compared on a log scale
 
-    def per_repeat(self, docs: list[dict]) -> list[float]:
+    def per_repeat(self, docs: list[ResultDoc]) -> list[float]:
         ok = [d for d in docs if d["status"] == "ok"]
         if self.name == "full-collections":
             return [float(summary.full_collections(d).sum()) for d in ok]  # collections, not steps holding one
@@ -287,7 +288,7 @@ def next_candidate(n: int, lo: int, hi: int, tried: set[int]) -> int | None:
 
 # -- the table ------------------------------------------------------------------------------------
 
-def table(plan: dict, docs_by_env: dict[str, list[dict]]) -> dict:
+def table(plan: dict, docs_by_env: dict[str, list[ResultDoc]]) -> dict:
     """The bisect's table from its plan (commits, endpoints, what was tested, in order) and the
     results of each tested environment: values, decisions and the first bad commit, recomputed."""
     metric = get_metric(plan["metric"])
@@ -369,8 +370,8 @@ def load(path: pathlib.Path) -> dict | None:
     return plan
 
 
-def docs_by_env(docs: list[dict]) -> dict[str, list[dict]]:
-    out: dict[str, list[dict]] = {}
+def docs_by_env(docs: list[ResultDoc]) -> dict[str, list[ResultDoc]]:
+    out: dict[str, list[ResultDoc]] = {}
     for d in docs:
         env = (d.get("environment") or {}).get("spec")
         if env:

@@ -30,6 +30,7 @@ from . import compare, stats, summary
 from ..core import files
 from ..core.errors import UsageError
 from ..measuring import memory
+from ..measuring.results import ResultDoc
 from ..running import config
 
 FILE = "reproduce.json"
@@ -340,7 +341,7 @@ def _accelerator_row(doc: dict, gathers: list[dict]) -> Row:
     )
 
 
-def build(only: list[str], cells_docs: list[dict], calibration: dict, memory_doc: dict | None,
+def build(only: list[str], cells_docs: list[ResultDoc], calibration: dict, memory_doc: dict | None,
           julia_reason: str | None, settings: dict) -> dict:
     """The reproduction document (reproduce.json) from the runs' results."""
     cells = {cs.key: cs for cs in summary.summarize_all(cells_docs)} if cells_docs else {}
@@ -363,7 +364,7 @@ def build(only: list[str], cells_docs: list[dict], calibration: dict, memory_doc
             "calibration": calibration, "julia_reason": julia_reason, "settings": settings}
 
 
-def rebuild(doc: dict, docs: list[dict], memory_doc: dict | None) -> dict:
+def rebuild(doc: dict, docs: list[ResultDoc], memory_doc: dict | None) -> dict:
     """The reproduction document made anew from the results it rests on (the rows follow
     the code that reads them); a document without its inputs is returned as it is."""
     if "only" not in doc:

@@ -33,20 +33,21 @@ from . import stats
 from ..core import machineload, metadata
 from ..core.errors import UsageError
 from ..measuring import results
+from ..measuring.results import ResultDoc
 
 DEFAULT_SPIKE_FACTOR = 3.0
 MIN_STEPS = 100  # fewer timed steps per repeat than this: the cell is flagged
 MAX_CI_WIDTH = 0.50  # a median whose 95 % interval is wider than this fraction of it: flagged
 
 
-def _has(doc: dict, key: str) -> bool:
+def _has(doc: ResultDoc, key: str) -> bool:
     """Whether `doc` holds the per-step array `key` with steps in it (a list, or a
     measurement's own numpy array: never asked for its truth)."""
-    value = doc.get(key)
+    value: Any = doc.get(key)
     return value is not None and len(value) > 0
 
 
-def full_collections(doc: dict) -> np.ndarray:
+def full_collections(doc: ResultDoc) -> np.ndarray:
     """Per step: full (oldest-generation) collections, those in the gap before the step (the
     loop's own code since the previous step) included: every full collection the loop
     pays for. Python results count the last generation's collections; Julia results carry
@@ -59,17 +60,17 @@ def full_collections(doc: dict) -> np.ndarray:
     return colls[:, -1]
 
 
-def collections(doc: dict) -> np.ndarray:
+def collections(doc: ResultDoc) -> np.ndarray:
     """(steps, generations) collections per step; Julia: (steps, 2) incremental and full."""
     return np.asarray(doc["gc_collections"], dtype=np.int64).reshape(len(doc["wall_ns"]), -1)
 
 
-def collections_by_generation(doc: dict) -> list[int]:
+def collections_by_generation(doc: ResultDoc) -> list[int]:
     """A repeat's collections of each generation: those in its steps and those between them."""
     return (collections(doc).sum(axis=0) + np.asarray(between_steps(doc)["collections"], np.int64)).tolist()
 
 
-def explicit_by_generation(doc: dict) -> list[int]:
+def explicit_by_generation(doc: ResultDoc) -> list[int]:
     """A repeat's explicit collections (`gc.collect()` calls) of each generation, in its
     steps and between them (zeros where none were told apart)."""
     n = len(doc["gc_collections"][0]) if _has(doc, "gc_collections") else 3
@@ -80,7 +81,7 @@ def explicit_by_generation(doc: dict) -> list[int]:
     return (inside + np.asarray(between + [0] * (n - len(between)), np.int64)).tolist()
 
 
-def explicit_summary(docs: list[dict]) -> dict | None:
+def explicit_summary(docs: list[ResultDoc]) -> dict | None:
     """Explicit collections over `docs`: per generation, per repeat on average, and the
     lines that called them (calls per repeat, most first); None where there were none."""
     if not docs:
@@ -108,7 +109,7 @@ def describe_explicit(e: dict, shown: int = 3) -> str:
             + (f" and {more} more lines" if more > 0 else ""))
 
 
-def cpu_gc_share(doc: dict) -> float | None:
+def cpu_gc_share(doc: ResultDoc) -> float | None:
     """The collector's share of the steps' CPU time (its pauses' CPU time over the steps'
     CPU time, in the thread that ran them), where recorded: a loaded machine does not stretch
     it as it stretches wall time."""
@@ -118,7 +119,7 @@ def cpu_gc_share(doc: dict) -> float | None:
     return float(np.sum(doc["gc_cpu_ns"])) / cpu if cpu > 0 else 0.0
 
 
-def repeat_load(doc: dict) -> str | None:
+def repeat_load(doc: ResultDoc) -> str | None:
     """Why a repeat ran on a loaded machine, in words, or None. Results that read the
     machine's CPU accounting over their timed steps (`core.machineload`) are judged by it
     (one too short to read, under half a second, counts as unloaded); results written before
@@ -140,7 +141,7 @@ def repeat_load(doc: dict) -> str | None:
     return None
 
 
-def how_loaded(docs: list[dict]) -> tuple[int, str]:
+def how_loaded(docs: list[ResultDoc]) -> tuple[int, str]:
     """How many of `docs` ran loaded, and how, in words: `other processes used 1.0-1.1 of 2
     cores`, or the first reason for results that read only the load average."""
     loaded = [d for d in docs if repeat_load(d)]
@@ -156,7 +157,7 @@ def how_loaded(docs: list[dict]) -> tuple[int, str]:
     return len(loaded), f"other processes used {lo if lo == hi else f'{lo}-{hi}'} of {cores} cores"
 
 
-def describe_load(docs: list[dict]) -> str:
+def describe_load(docs: list[ResultDoc]) -> str:
     """`3 of 3 repeats loaded, other processes used 1.0-1.1 of 2 cores`."""
     n, how = how_loaded(docs)
     return f"{n} of {len(docs)} repeats loaded" + (f", {how}" if n else "")
@@ -168,17 +169,17 @@ def site_name(site: str) -> str:
     return f"{path.replace(chr(92), '/').rsplit('/', 1)[-1]}:{line}"
 
 
-def node_type(doc: dict) -> str:
+def node_type(doc: ResultDoc) -> str:
     """The kind of machine a result ran on (`metadata.node_type`), "" where none is recorded."""
     return metadata.node_type(doc.get("metadata") or {}) or ""
 
 
-def node_types(docs: list[dict]) -> list[str]:
+def node_types(docs: list[ResultDoc]) -> list[str]:
     """The kinds of machine among `docs`, in the order they first appear."""
     return [n for n in dict.fromkeys(node_type(d) for d in docs) if n]
 
 
-def cell_key(doc: dict, by_node: bool = False) -> tuple[str, str, str, str, str]:
+def cell_key(doc: ResultDoc, by_node: bool = False) -> tuple[str, str, str, str, str]:
     """(backend, workload, policy, environment, node type); the node type is "" unless
     results of several kinds of machine are grouped (`by_node`). A user's loop measured as
     a named variant (`measure(..., variant=)`) has the variant where an environment goes:
@@ -207,7 +208,7 @@ SETTINGS = (("networks", lambda d: d["networks"]),
              d["gc_collections"] else None))
 
 
-def cells(docs: list[dict], by_node: bool | None = None) -> dict[tuple, list[dict]]:
+def cells(docs: list[ResultDoc], by_node: bool | None = None) -> dict[tuple, list[ResultDoc]]:
     """Documents grouped by cell, in the order their cells first appear, repeats sorted.
     Repeats from different kinds of machine are never pooled: where `docs` hold several
     (or `by_node` says so), the node type is part of each cell's key. Repeats of one cell
@@ -215,7 +216,7 @@ def cells(docs: list[dict], by_node: bool | None = None) -> dict[tuple, list[dic
     one line: pooled, their numbers would describe neither."""
     if by_node is None:
         by_node = len(node_types(docs)) > 1
-    out: dict[tuple, list[dict]] = {}
+    out: dict[tuple, list[ResultDoc]] = {}
     for d in docs:
         out.setdefault(cell_key(d, by_node), []).append(d)
     for key, group in out.items():
@@ -224,7 +225,7 @@ def cells(docs: list[dict], by_node: bool | None = None) -> dict[tuple, list[dic
     return out
 
 
-def check_poolable(key: tuple, group: list[dict]) -> None:
+def check_poolable(key: tuple, group: list[ResultDoc]) -> None:
     """Refuse (`UsageError`) a cell whose ok repeats differ in a setting."""
     ok = [d for d in group if d["status"] == "ok"]
     for name, get in SETTINGS:
@@ -240,7 +241,7 @@ def check_poolable(key: tuple, group: list[dict]) -> None:
                              "keep one setting's results in a folder (rerun with --force, or move the others away)")
 
 
-def repeat_flags(doc: dict) -> list[str]:
+def repeat_flags(doc: ResultDoc) -> list[str]:
     """Why a repeat's numbers should be left out: drift within it, or a loaded machine."""
     flags = []
     d = stats.drift(doc["wall_ns"])
@@ -252,7 +253,7 @@ def repeat_flags(doc: dict) -> list[str]:
     return flags
 
 
-def used_repeats(ok: list[dict]) -> tuple[list[dict], dict[int, list[str]]]:
+def used_repeats(ok: list[ResultDoc]) -> tuple[list[ResultDoc], dict[int, list[str]]]:
     """The ok repeats a cell's times rest on, and every repeat's flags: flagged repeats are
     left out where at least `stats.MIN_PROCESSES` unflagged ones remain (a run measures a
     replacement for a flagged repeat: `replacements`); otherwise every repeat is kept,
@@ -266,7 +267,7 @@ def used_repeats(ok: list[dict]) -> tuple[list[dict], dict[int, list[str]]]:
 MAX_REPLACEMENTS = 1  # replacement repeats a run measures per cell that had a repeat flagged
 
 
-def replacements(cells: list, docs: list[dict], planned: int) -> list:
+def replacements(cells: list, docs: list[ResultDoc], planned: int) -> list:
     """One more repeat (a `cell.Cell`, numbered after the cell's last) of every cell of
     `cells` that had an ok repeat flagged, so that it keeps the unflagged repeats it was
     planned with (`planned` a cell): at most MAX_REPLACEMENTS a cell, counting those that
@@ -356,7 +357,7 @@ class CellStats(_Measured, total=False):
 @dataclasses.dataclass
 class CellSummary:
     key: tuple[str, str, str, str, str]  # summary.cell_key
-    docs: list[dict]  # every repeat's document, whatever its status
+    docs: list[ResultDoc]  # every repeat's document, whatever its status
     stats: CellStats | None  # None when no repeat ran ok
 
     @property
@@ -375,7 +376,8 @@ class CellSummary:
         return self.stats is not None
 
 
-def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, key: tuple | None = None) -> CellSummary:
+def summarize(docs: list[ResultDoc], spike_factor: float = DEFAULT_SPIKE_FACTOR,
+              key: tuple | None = None) -> CellSummary:
     """Combine the repeats (documents) of one cell (`key`, as `cells` made it)."""
     key = key or cell_key(docs[0])
     ok = [d for d in docs if d["status"] == "ok"]
@@ -456,7 +458,7 @@ def summarize(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR, key:
     return CellSummary(key, docs, s)
 
 
-def between_steps(doc: dict) -> dict:
+def between_steps(doc: ResultDoc) -> dict:
     """The collections of a result that fell outside every step (zero where none is recorded)."""
     b = doc.get("between_steps") or {}
     n = len(doc["gc_collections"][0]) if _has(doc, "gc_collections") else 3
@@ -464,7 +466,7 @@ def between_steps(doc: dict) -> dict:
     return {"gc_ns": int(b.get("gc_ns", 0)), "collections": colls + [0] * (n - len(colls))}
 
 
-def iterations(doc: dict) -> np.ndarray:
+def iterations(doc: ResultDoc) -> np.ndarray:
     """Per step, the iteration of the loop it ends, in ns: the step and the gap before it.
     A user's loop (`gcbench.measure`) counts the whole gap (its own code between steps: a
     data loader, and the collections there); gcbench's own cells count only the gap's
@@ -478,7 +480,7 @@ def iterations(doc: dict) -> np.ndarray:
     return wall
 
 
-def gc_share(doc: dict) -> float:
+def gc_share(doc: ResultDoc) -> float:
     """Time in GC pauses over the run's time: the steps' pauses and those between steps,
     over the loop's iterations (`iterations`) and the pauses between steps that no
     iteration holds (after the last step; in results without gaps, all of them)."""
@@ -488,7 +490,7 @@ def gc_share(doc: dict) -> float:
     return (float(np.sum(doc["gc_ns"])) + between) / total if total > 0 else 0.0
 
 
-def warmup_summary(docs: list[dict]) -> dict | None:
+def warmup_summary(docs: list[ResultDoc]) -> dict | None:
     """The warm-up (compilation) of each repeat: steps, GC pause time, collections per
     generation and objects collected, per repeat (None where no repeat recorded one)."""
     rows = []
@@ -510,7 +512,7 @@ def warmup_summary(docs: list[dict]) -> dict | None:
             "collected": mean("collected"), "per_repeat": rows}
 
 
-def memory_summary(docs: list[dict]) -> dict | None:
+def memory_summary(docs: list[ResultDoc]) -> dict | None:
     """Memory beside time, where the repeats recorded it: the peak resident set size over
     the timed steps (geometric mean over repeats, with its interval), its growth per 1,000
     steps (least squares over the samples of each repeat; mean with its interval), and the
@@ -629,7 +631,7 @@ def sort_key(key: tuple, envs: list[str], nodes: list[str]) -> tuple:
             order(envs, env), order(nodes, node), order(list(POLICY_ORDER), policy.partition(":")[0]), policy)
 
 
-def summarize_all(docs: list[dict], spike_factor: float = DEFAULT_SPIKE_FACTOR) -> list[CellSummary]:
+def summarize_all(docs: list[ResultDoc], spike_factor: float = DEFAULT_SPIKE_FACTOR) -> list[CellSummary]:
     """Every cell of `docs`, summarized, in reading order (workload, backend, environment, policy)."""
     groups = cells(docs)
     envs = list(dict.fromkeys(k[3] for k in groups))

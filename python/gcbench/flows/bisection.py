@@ -93,7 +93,7 @@ def commits(opts: CommitBisectOptions, template: config.Suite, base: envspec.Env
     def words(*parts) -> None:  # a step's words go to standard error, as with --json
         print(*parts, file=sys.stderr, flush=True)
 
-    def measure(index: int, env_text: str) -> list[dict]:
+    def measure(index: int, env_text: str) -> list[results.ResultDoc]:
         """Run the cell in one environment into `out` (resuming what is there); its results."""
         sha = order[index].sha
         plan["tested"][sha] = env_text

@@ -33,6 +33,7 @@ from ..measuring.backends import BACKENDS
 from ..measuring.cell import Cell
 from ..publishing import archive
 from ..running import cluster_options, config, footprint
+from ..measuring.results import ResultDoc
 from .options import RunOptions
 
 
@@ -112,7 +113,7 @@ class _Run:
     environments: dict | None = None
 
 
-def _run_on_scheduler(run: _Run) -> list[dict] | None:
+def _run_on_scheduler(run: _Run) -> list[ResultDoc] | None:
     """The plan as job arrays (`--executor slurm` or `submitit-local`); its results, or None
     with --detach."""
     from ..running import cluster, runner
@@ -146,7 +147,7 @@ def _run_on_scheduler(run: _Run) -> list[dict] | None:
     return [kept.get(c.id) or docs[c.id] for c in run.cells]
 
 
-def _run_locally(run: _Run, plan: dict) -> list[dict]:
+def _run_locally(run: _Run, plan: dict) -> list[ResultDoc]:
     """The plan in worker processes here, then one replacement repeat for each cell with a
     flagged repeat (unless the machine is still loaded); `plan` (suite.json) lists them."""
     from ..running import runner
@@ -178,7 +179,7 @@ def _run_locally(run: _Run, plan: dict) -> list[dict]:
 
 
 def run_suite(suite: config.Suite, opts: RunOptions, out_fn: Callable[..., None]
-              ) -> tuple[list[dict] | None, pathlib.Path, int]:
+              ) -> tuple[list[ResultDoc] | None, pathlib.Path, int]:
     """Build the suite's environments, run its cells into `opts.out` (or a new folder named
     after the suite), print the summary.
 
@@ -191,7 +192,7 @@ def run_suite(suite: config.Suite, opts: RunOptions, out_fn: Callable[..., None]
 
 
 def run_plan(cells: list, suite: config.Suite, opts: RunOptions, out_fn: Callable[..., None], kind: str,
-             data_note: str, samples: int) -> tuple[list[dict] | None, pathlib.Path, int]:
+             data_note: str, samples: int) -> tuple[list[ResultDoc] | None, pathlib.Path, int]:
     """Run `cells` (the plan; `suite` names it and holds its environments and timeout) into
     the results folder `opts.out`, which belongs to this run (see `prepare_folder`)."""
     if not opts.out:
@@ -271,7 +272,7 @@ def _build_environments(run: _Run) -> dict | None:
                           progress=None if run.opts.progress else False)
 
 
-def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> tuple[list[dict] | None, pathlib.Path, int]:
+def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> tuple[list[ResultDoc] | None, pathlib.Path, int]:
     """The bookkeeping of a run: the folder locked, the plan written, the cells run here or
     on a scheduler, the plan's state kept true whatever happens; then the printing."""
     from ..core.files import FolderLock
@@ -322,7 +323,7 @@ def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> tuple[lis
     return docs, out_dir, _print_outcome(docs, out_dir, time.monotonic() - t0, run.out_fn)
 
 
-def _print_outcome(docs: list[dict], out_dir: pathlib.Path, seconds: float, out_fn: Callable[..., None]) -> int:
+def _print_outcome(docs: list[ResultDoc], out_dir: pathlib.Path, seconds: float, out_fn: Callable[..., None]) -> int:
     """What a run prints when it ends (verdict, table, legend, smallest detectable change,
     counts of runs); its exit code."""
     from ..running import runner
@@ -371,7 +372,7 @@ def format_verdict(sentences: list[str]) -> str:
     return "\n".join(["verdict:"] + [terminal.wrap(x, "  ", "    ") for x in sentences])
 
 
-def format_summary(docs: list[dict], cells: list[summary.CellSummary] | None = None) -> str:
+def format_summary(docs: list[ResultDoc], cells: list[summary.CellSummary] | None = None) -> str:
     """One line per cell, its repeats combined: median with interval, mean step, GC share, full
     collections, flags; cells that did not run point to their reason, written once below
     the table however many cells share it. `cells`: `summary.summarize_all(docs)`, when the

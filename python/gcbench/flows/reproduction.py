@@ -18,6 +18,7 @@ from . import pipeline
 from ..analysing import reproduce
 from ..core import files
 from ..core.errors import UsageError
+from ..measuring.results import ResultDoc
 from ..running import config
 from .options import ReproduceOptions, RunOptions
 
@@ -90,7 +91,7 @@ def run(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None]
         "the seed's sizes: 200 networks of 4,992 parameters, and the model zoo's 5 LeNet-5s (Julia threads: "
         "the machine's cores, as the MWE's --threads); the JAX family trains the same networks beside them")
     out = run.out or config.default_out("reproduce")
-    docs: list[dict] = []
+    docs: list[ResultDoc] = []
     out_dir, code = pathlib.Path(out), 0
     if cells:
         # the seed's MWE trains its 5 LeNet-5s on Julia threads, one per core

@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime
 import os
 import pathlib
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
@@ -42,6 +43,63 @@ STATUSES = ("ok", "failed", "unavailable")
 DEFAULT_BATCH_SIZE = 128  # what version-1 documents ran with
 
 # Fields every document has, whatever its status, and their JSON types.
+
+class _Recorded(TypedDict):
+    """What every result document holds, whatever its status (REQUIRED checks it on read)."""
+
+    format: str
+    schema_version: int
+    cell: str
+    backend: str
+    workload: str
+    gc_policy: str
+    repeat: int
+    status: str  # ok, failed or unavailable
+    reason: str
+    networks: int | None  # None: a user's loop that did not say
+    params_per_network: int
+    data: dict[str, Any]
+    metadata: dict[str, Any]
+
+
+class ResultDoc(_Recorded, total=False):
+    """One repeat of one cell, as a worker (or `gcbench.measure`) writes it: the per-step
+    arrays of an ok result (numpy arrays in memory, lists on disk) and what describes the
+    run. schemas.RESULT checks every field on read; README, "Result fields", explains them."""
+
+    batch_size: int
+    bookkeeping: str
+    cell_spec: dict[str, Any]
+    variant: str
+    environment: dict[str, Any]
+    machine_state: dict[str, Any]
+    params_counted: int
+    gc_state: dict[str, Any]  # a user's loop: the collector's state when it was measured
+    probe: dict[str, Any]  # a user's loop: steps that raised (not timed)
+    traces: dict[str, Any]
+    loss: Any
+    warmup: dict[str, Any]
+    between_steps: dict[str, Any]
+    memory: dict[str, Any]
+    gc_events: Any
+    wall_ns: Any
+    gc_ns: Any
+    gc_collections: Any
+    gc_collected: Any
+    alloc_blocks: Any
+    alloc_bytes: Any
+    gc_full: Any
+    gc_pressure: Any
+    host_ns: Any
+    cpu_ns: Any
+    gc_cpu_ns: Any
+    gap_ns: Any
+    gap_gc_ns: Any
+    gap_collections: Any
+    gc_explicit: Any
+    # in memory only, never written: an earlier ok result kept in place of this run's failure
+    _failed_this_run: bool
+
 REQUIRED: dict[str, type | tuple[type, ...]] = {
     "format": str,
     "schema_version": int,
@@ -69,7 +127,7 @@ NON_NEGATIVE = ("wall_ns", "gc_ns", "gc_collections", "gc_collected", "alloc_byt
 NOT_CELLS = ("suite.json", "memory.json", "bisect.json", "explain.json", "reproduce.json", "gitbisect.json")
 
 
-def new(cell, status: str, reason: str = "", **fields) -> dict:
+def new(cell, status: str, reason: str = "", **fields) -> ResultDoc:
     """A result document for `cell` (a `cell.Cell`) with the common fields filled in."""
     doc = {
         "format": FORMAT,
@@ -93,40 +151,40 @@ def new(cell, status: str, reason: str = "", **fields) -> dict:
         spec = cell.env_spec
         doc["environment"] = {"spec": spec.text, "name": spec.name}
     doc.update(fields)
-    return doc
+    return cast(ResultDoc, doc)
 
 
-def run_id(doc: dict) -> str | None:
+def run_id(doc: ResultDoc) -> str | None:
     """The invocation a repeat ran in (None for results that do not record it): repeats of
     one invocation with the same repeat number ran in the same round."""
     return (doc.get("machine_state") or {}).get("run_id")
 
 
-def label(doc: dict) -> str:
+def label(doc: ResultDoc) -> str:
     """The repeat's name for people, e.g. `jax/mlp/default #1`."""
     from .cell import cell_label
 
     return cell_label(doc["backend"], doc["workload"], doc["gc_policy"], doc["repeat"], env_name(doc))
 
 
-def env_name(doc: dict) -> str | None:
+def env_name(doc: ResultDoc) -> str | None:
     """The name of the environment the cell ran in; None for gcbench's own interpreter."""
     env = doc.get("environment")
     return env.get("name") if env else None
 
 
-def batch_size(doc: dict) -> int | None:
+def batch_size(doc: ResultDoc) -> int | None:
     """The batch a result trained with; None for a user's loop that did not say (version-1
     documents of gcbench's own cells ran with DEFAULT_BATCH_SIZE)."""
     return doc.get("batch_size", None if doc.get("backend") == "user" else DEFAULT_BATCH_SIZE)
 
 
-def variant(doc: dict) -> str | None:
+def variant(doc: ResultDoc) -> str | None:
     """The variant of a user's loop (`measure(..., variant=)`), None otherwise."""
     return doc.get("variant")
 
 
-def write(doc: dict, path: str | os.PathLike) -> pathlib.Path:
+def write(doc: ResultDoc, path: str | os.PathLike) -> pathlib.Path:
     """Write `doc` to `path` atomically: a reader sees the old file or the whole new one."""
     validate(doc, str(path))
     files.make_folder(pathlib.Path(path).parent, "results folder")
@@ -155,7 +213,7 @@ def _check_array(where: str, key: str, arr, n: int | None) -> int:
     return len(arr)
 
 
-def validate(doc, where: str = "result") -> dict:
+def validate(doc, where: str = "result") -> ResultDoc:
     """Check that `doc` is a gcbench result this version understands; return it."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise UsageError(f"{where}: not a gcbench result (no \"format\": \"{FORMAT}\")")
@@ -189,23 +247,23 @@ def validate(doc, where: str = "result") -> dict:
             raise UsageError(f"{where}: ok result with no timed steps")
         if not isinstance(doc.get("loss"), dict):
             raise UsageError(f"{where}: ok result without sampled 'loss'")
-    return doc
+    return cast(ResultDoc, doc)  # every field checked above
 
 
-def load(path: str | os.PathLike) -> dict:
+def load(path: str | os.PathLike) -> ResultDoc:
     """Read and validate one result file."""
     path = pathlib.Path(path)
     doc = files.read_json(path, "gcbench result")
     return validate(doc, str(path))
 
 
-def load_dir(folder: str | os.PathLike, allow_empty: bool = False) -> list[dict]:
+def load_dir(folder: str | os.PathLike, allow_empty: bool = False) -> list[ResultDoc]:
     """Every result in `folder` (not recursive), sorted by file name; other JSON is an
     error, and so are two files holding the same repeat of the same cell."""
     folder = pathlib.Path(folder)
     if not folder.is_dir():
         raise UsageError(f"{folder}: no such results folder")
-    docs: list[dict] = []
+    docs: list[ResultDoc] = []
     seen: dict[tuple, str] = {}
     for path in sorted(folder.glob("*.json")):
         if path.name in NOT_CELLS or path.name.startswith("."):  # dot files: partial results, temporaries

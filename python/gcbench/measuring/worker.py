@@ -90,7 +90,7 @@ def prepare(cell: Cell, progress=progress):
 
 
 def run_cell(cell: Cell, command: list[str] | None = None, progress=progress,
-             environment: dict | None = None, machine_state: dict | None = None) -> dict:
+             environment: dict | None = None, machine_state: dict | None = None) -> results.ResultDoc:
     """Measure `cell` in this process and return its result document. `environment` is
     the description of the virtual environment this process runs in, if any;
     `machine_state` what the manager saw before starting this process."""

@@ -41,6 +41,7 @@ from . import runner
 from ..core import files, schemas
 from ..core.errors import UsageError, printable
 from ..measuring import results
+from ..measuring.results import ResultDoc
 from .cluster_options import SlurmOptions
 
 JOBS_DIR = ".gcbench-jobs"  # inside the results folder: submitit's pickles and logs, and JOBS_FILE
@@ -105,7 +106,7 @@ def job_facts(executor: str) -> dict:
             "partition": os.environ.get("SLURM_JOB_PARTITION")}
 
 
-def measured_by(doc: dict | None, run_id: str) -> bool:
+def measured_by(doc: ResultDoc | None, run_id: str) -> bool:
     """Whether `doc` is an ok result of the submission `run_id` (a requeued job skips it)."""
     return doc is not None and doc["status"] == "ok" and results.run_id(doc) == run_id
 
@@ -259,7 +260,7 @@ def queued() -> dict[str, str] | None:
     return dict(line.split(None, 1) for line in out.stdout.splitlines() if len(line.split()) == 2)
 
 
-def wait(submission: dict, cells: list, out_dir: pathlib.Path, log, show_bars: bool) -> list[dict]:
+def wait(submission: dict, cells: list, out_dir: pathlib.Path, log, show_bars: bool) -> list[ResultDoc]:
     """Wait for the jobs, showing progress across the whole submission; then the results in
     plan order. A job that ended without measuring its cells leaves them failed (with
     where its log is), never an earlier ok result replaced. Ctrl-C cancels the jobs."""
@@ -364,7 +365,7 @@ def _all_gone(jobs, alive: dict | None) -> bool:
     return not _count_alive(alive, _arrays(j.job_id for j in jobs))
 
 
-def _collect(cells, out_dir, run_id, jobs, record, log) -> list[dict]:
+def _collect(cells, out_dir, run_id, jobs, record, log) -> list[ResultDoc]:
     handled: dict[str, str] = {}  # cells a job that ended normally measured, kept (--resume) or recorded: status
     for j in jobs:
         outcome, err = _job_outcome(j)
@@ -372,14 +373,15 @@ def _collect(cells, out_dir, run_id, jobs, record, log) -> list[dict]:
             log(f"gcbench: job {j.job_id} failed: {err}")
         handled.update(outcome or {})
     job_of = {cid: r["jobs"][k] for r in record["arrays"] for k, share in enumerate(r["cells"]) for cid in share}
-    docs, missing = [], 0
+    docs: list[ResultDoc] = []
+    missing = 0
     for c in cells:
         out_file = out_dir / f"{c.id}.json"
         old = runner.existing(out_file)
         if old is not None and handled.get(c.id) == "failed" and old["status"] == "ok" \
                 and not measured_by(old, run_id):  # this run's attempt failed; the earlier ok result stayed
             log(f"{c.label}: kept the earlier ok result instead of this failed one")
-            docs.append(dict(old, **{runner.SUPERSEDED: True}))
+            docs.append({**old, runner.SUPERSEDED: True})
             continue
         if old is not None and (c.id in handled or measured_by(old, run_id)):
             docs.append(old)

@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 import uuid
-from typing import Callable
+from typing import Any, Callable, Final
 
 from tqdm import tqdm
 
@@ -37,6 +37,7 @@ from ..measuring import results
 from ..measuring.backends import get_backend
 from ..measuring.cell import Cell
 from ..measuring.worker import PARENT_ENV
+from ..measuring.results import ResultDoc
 from .envs import isolated_environ
 
 STDERR_TAIL_LINES = 25
@@ -112,12 +113,13 @@ def partial_path(out_file: pathlib.Path) -> pathlib.Path:
 def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: float,
                bar: Progress | None, python: str = sys.executable, environment: dict | None = None,
                machine_state: dict | None = None, explain: dict | None = None, load=results.load,
-               extra_env: dict | None = None) -> dict:
+               extra_env: dict | None = None) -> Any:
     """Run `cell` in a worker process and return its result document, which is then at
     `out_file`; raise `CellFailed(reason)` if the worker does not finish with one. With
     `environment` (an `envs.Environment.describe()`), `python` is that environment's. With
     `explain` (its options), the worker makes the diagnostic run of `gcbench explain`, and
-    `load` reads what it wrote."""
+    `load` reads what it wrote: what `load` returns is returned (a `ResultDoc` with the
+    default `results.load`)."""
     spec = json.dumps({"cell": cell.to_json(), "command": command, "environment": environment,
                        "machine_state": machine_state, "explain": explain})
     partial = partial_path(out_file)
@@ -183,7 +185,7 @@ def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: 
         partial.unlink(missing_ok=True)
 
 
-def _complete_before_crash(partial: pathlib.Path, returncode: int, load=results.load) -> dict | None:
+def _complete_before_crash(partial: pathlib.Path, returncode: int, load=results.load) -> ResultDoc | None:
     """The result a worker wrote whole before it crashed (a Julia worker's exit hook can
     segfault after the result is on disk: PythonCall issue #764), with the crash noted in
     its reason; None where there is no complete, valid, ok result to keep."""
@@ -323,7 +325,7 @@ def _kill(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def reusable(doc: dict | None, cell: Cell, data_kind: str | None) -> bool:
+def reusable(doc: ResultDoc | None, cell: Cell, data_kind: str | None) -> bool:
     """Whether an existing result answers the same question as `cell` (for --resume)."""
     if doc is None or doc["status"] != "ok":
         return False
@@ -332,7 +334,7 @@ def reusable(doc: dict | None, cell: Cell, data_kind: str | None) -> bool:
     return spec == cell.settings() and (data_kind is None or doc["data"].get("kind") == data_kind)
 
 
-def existing(out_file: pathlib.Path) -> dict | None:
+def existing(out_file: pathlib.Path) -> ResultDoc | None:
     """The result already at `out_file`, or None (none, or unreadable)."""
     if not out_file.is_file():
         return None
@@ -359,7 +361,7 @@ def check_resumable(cells: list[Cell], out_dir: pathlib.Path) -> None:
 def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], timeout: float,
               log=print, progress: bool | None = None, environments: dict | None = None,
               resume: bool = False, data_kind: str | None = None, run_id: str | None = None,
-              scheduler: dict | None = None, cache: str | None = None) -> list[dict]:
+              scheduler: dict | None = None, cache: str | None = None) -> list[ResultDoc]:
     """Run every cell, writing `out_dir/<cell>.json`; return the documents in plan order.
 
     `environments` maps each cell's `env` to its `envs.Environment`, or to the
@@ -461,7 +463,7 @@ def _unavailable_backends(cells, log) -> dict[str, str]:
     return why_not
 
 
-def _run_each(batch: _Batch) -> list[dict]:
+def _run_each(batch: _Batch) -> list[ResultDoc]:
     cells = batch.cells
     docs = []  # repeats of one run_id with one repeat number share a round
     batch.why_not = _unavailable_backends(cells, batch.log)
@@ -508,7 +510,7 @@ def _not_runnable(cell: Cell, batch: _Batch) -> tuple[str | None, dict]:
     return reason, {}
 
 
-def _run_one(desc: str, cell: Cell, batch: _Batch) -> dict:
+def _run_one(desc: str, cell: Cell, batch: _Batch) -> ResultDoc:
     out_file = batch.out_dir / f"{cell.id}.json"
     old = existing(out_file)
     if batch.resume and old is not None and reusable(old, cell, batch.data_kind):
@@ -535,18 +537,18 @@ def _run_one(desc: str, cell: Cell, batch: _Batch) -> dict:
     return doc
 
 
-SUPERSEDED = "_failed_this_run"  # marks an earlier ok result kept in place of this run's failure
+SUPERSEDED: Final = "_failed_this_run"  # marks an earlier ok result kept in place of this run's failure
 
 
-def keep(doc: dict, old: dict | None, out_file: pathlib.Path, desc: str, log) -> dict:
+def keep(doc: ResultDoc, old: ResultDoc | None, out_file: pathlib.Path, desc: str, log) -> ResultDoc:
     """Write a result that is not ok, unless it would replace an ok one: then keep that
     (marked SUPERSEDED when this run's attempt failed, so that the run counts the failure)."""
     if old is not None and old["status"] == "ok":
         log(f"{desc}: kept the earlier ok result instead of this {doc['status']} one")
-        return dict(old, **{SUPERSEDED: True}) if doc["status"] == "failed" else old
+        return {**old, SUPERSEDED: True} if doc["status"] == "failed" else old
     try:
         results.write(doc, out_file)
     except UsageError as e:
         log(f"{desc}: {e}")
-        doc = dict(doc, reason=f"{doc['reason']}\n(not saved: {e})".strip())
+        doc = {**doc, "reason": f"{doc['reason']}\n(not saved: {e})".strip()}
     return doc
