@@ -373,8 +373,9 @@ def format_verdict(sentences: list[str]) -> str:
 
 
 def format_summary(docs: list[ResultDoc], cells: list[summary.CellSummary] | None = None) -> str:
-    """One line per cell, its repeats combined: median with interval, mean step, GC share, full
-    collections, flags; cells that did not run point to their reason, written once below
+    """One line per cell, its repeats combined, counts first: full collections, GC share, then
+    median with interval, mean step, p99, host share and flags; cells that did not run point
+    to their reason, written once below
     the table however many cells share it. `cells`: `summary.summarize_all(docs)`, when the
     caller has it already."""
     rows: list[list[str]] = []
@@ -385,7 +386,7 @@ def format_summary(docs: list[ResultDoc], cells: list[summary.CellSummary] | Non
             d = cs.docs[0]
             reason = d["reason"].splitlines()[0] if d["reason"] else ""
             note = f"[{reasons.setdefault(reason, len(reasons) + 1)}]" if reason else ""
-            rows.append([cs.label, d["status"], "", "", "", "", "", "", note])
+            rows.append([cs.label, d["status"], "", "", "", "", "", "", note])  # the columns below
             continue
         full = s["full"]
         fr = stats.short_schedule(full["schedule"]) if full["count"] else "none"
@@ -399,19 +400,20 @@ def format_summary(docs: list[ResultDoc], cells: list[summary.CellSummary] | Non
             [
                 cs.label,
                 f"ok x{s['repeats']}",
+                fr,
+                share,
                 stats.fmt_paren(s["median_ms"], s["median_ci_ms"], values=s["repeat_medians_ms"]),
                 stats.fmt(s["mean_ms"]),
                 stats.fmt(s["p99_ms"]),
-                share,
                 host,
-                fr,
                 flags,
             ]
         )
-    head = ["cell", "status", "median ms (95 % CI)", "mean ms", "p99 ms", "GC %", "host %", "full collections", "flags"]
+    # counts first (exact, and judged under load), then the shares and times
+    head = ["cell", "status", "full collections", "GC %", "median ms (95 % CI)", "mean ms", "p99 ms", "host %", "flags"]
     notes = [terminal.wrap(f"[{n}] {reason}", "", "    ") for reason, n in reasons.items()]
     # wider than the terminal: p99 and host share go first, then the cell moves above its row
-    return "\n".join(terminal.table(head, rows, left={0, 1, 7, 8}, drop=(4, 6)) + notes)
+    return "\n".join(terminal.table(head, rows, left={0, 1, 2, 8}, drop=(6, 7)) + notes)
 
 
 def write_report(source: pathlib.Path, out: str | None, spike_factor: float, out_fn=print, **extra) -> dict:
