@@ -40,8 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     cell = Cell(**spec["cell"])
     try:
         if spec.get("explain") is not None:  # `gcbench explain`: the diagnostic run, not a measurement
-            doc = diagnostic_run.diagnose_cell(cell, spec["explain"], spec.get("command"), spec.get("environment"))
-            diagnostic_run.write_raw(doc, argv[0])
+            raw = diagnostic_run.diagnose_cell(cell, spec["explain"], spec.get("command"), spec.get("environment"))
+            diagnostic_run.write_raw(raw, argv[0])
         else:
             doc = run_cell(cell, spec.get("command"), environment=spec.get("environment"),
                            machine_state=spec.get("machine_state"))

@@ -40,6 +40,7 @@ import os
 from collections.abc import Callable
 import pathlib
 import sys
+from typing import TYPE_CHECKING, Any
 
 # In the order, and with the suites' module, that `gcbench.measure` always loaded: what it
 # imports stays in the user's heap (DESIGN.md, "The worker's heap").
@@ -49,6 +50,11 @@ from .running import config  # noqa: F401
 from .measuring.cell import NAME, Cell
 from .core.errors import UsageError
 from .measuring.probe import StepProbe
+
+if TYPE_CHECKING:  # names for the annotations only: nothing more is imported into the user's process
+    from types import FrameType
+
+    from .measuring import diagnose
 
 DEFAULT_CAPACITY = 100_000
 MAX_CAPACITY = 10_000_000  # as many timed steps as a run may have
@@ -138,8 +144,8 @@ class Measurement:
         self._tracked_end = -1
         # the machine's CPU counters at the first timed step, at the end, and on entering (the
         # load is read over the timed steps, or over the whole block where those are too short)
-        self._load = [None, None, None]
-        self._diagnosis = None
+        self._load: list[tuple | None] = [None, None, None]  # machineload snapshots: start, end, entry
+        self._diagnosis: diagnose.Diagnosis | None = None
         self._user_file = _caller_file()
         self._timed.user_files = frozenset(
             {self._user_file}
@@ -266,7 +272,7 @@ class Measurement:
         memory = self._timed.memory() or {}
         memory["tracked_start"] = self._tracked_start if self._tracked_start >= 0 else None
         memory["tracked_end"] = self._tracked_end if self._tracked_end >= 0 else None
-        extra = {"batch_size": self.batch_size} if self.batch_size else {}
+        extra: dict[str, Any] = {"batch_size": self.batch_size} if self.batch_size else {}
         if self.variant:
             extra["variant"] = self.variant
         doc = results.new(cell, "ok", data={"kind": "user", "source": SOURCE}, metadata=meta,
@@ -353,7 +359,7 @@ class Measurement:
 
 def _caller_file() -> str:
     """The file of the code that called `measure()`: the user's own, for explain's sites."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     here = os.path.abspath(__file__)
     while frame is not None and os.path.abspath(frame.f_code.co_filename) == here:
         frame = frame.f_back

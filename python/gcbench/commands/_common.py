@@ -14,6 +14,7 @@ from ..analysing import summary
 from ..core import metadata
 from ..flows.options import RunOptions
 from ..running import config
+from ..measuring.results import ResultDoc
 
 
 def add_env_arguments(p: argparse.ArgumentParser, repeatable: bool = True) -> None:
@@ -74,7 +75,7 @@ class Output:
         print(*parts, file=self.stream, flush=True)
 
 
-def summary_json(docs: list[dict]) -> list[dict]:
+def summary_json(docs: list[ResultDoc]) -> list[dict]:
     """The per-cell summary in machine-readable form (for --json): `summary.record` per cell."""
     return [summary.record(cs) for cs in summary.summarize_all(docs)]
 

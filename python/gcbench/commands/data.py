@@ -19,11 +19,11 @@ def main(args) -> int:
         folder = datamod.download(pathlib.Path(args.data) if args.data else None)
         print(f"MNIST training files in {folder}")
         return 0
-    folder = datamod.locate(args.data)
-    if folder is None:
+    found = datamod.locate(args.data)
+    if found is None:
         print(f"no MNIST found (looked in ${datamod.ENV_VAR} and {datamod.cache_dir()}); "
               "runs use synthetic data. `gcbench data download` fetches it.")
     else:
-        ds = datamod.load_mnist(folder)
-        print(f"real MNIST: {len(ds)} samples in {folder}")
+        ds = datamod.load_mnist(found)
+        print(f"real MNIST: {len(ds)} samples in {found}")
     return 0

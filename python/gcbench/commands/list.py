@@ -21,7 +21,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    backends = []
+    backends: list[dict] = []
     for b in BACKENDS.values():
         ok, reason = b.availability()
         backends.append({"name": b.name, "language": b.language, "description": b.description,
@@ -34,11 +34,11 @@ def main(args) -> int:
                             "gc_policies": [{"name": n, "description": d} for n, d in POLICIES]})
         return 0
     print("Backends:")
-    for b in backends:
-        state = "available" if b["available"] else f"unavailable: {b['reason']}"
-        print(f"  {b['name']:<18} {b['language']:<7} {state}")
-        print(f"  {'':<18} {b['description']}")
-        print(f"  {'':<18} workloads: {', '.join(b['workloads'])}; policies: {', '.join(b['policies'])}")
+    for row in backends:
+        state = "available" if row["available"] else f"unavailable: {row['reason']}"
+        print(f"  {row['name']:<18} {row['language']:<7} {state}")
+        print(f"  {'':<18} {row['description']}")
+        print(f"  {'':<18} workloads: {', '.join(row['workloads'])}; policies: {', '.join(row['policies'])}")
     print("Workloads:")
     for w in workloads:
         print(f"  {w['name']:<8} {w['params_per_network']:>8,} params/network  x{w['networks']:<4} {w['description']}")

@@ -40,12 +40,14 @@ def pack(folder: pathlib.Path, target: pathlib.Path, replace: dict[str, bytes] |
     `replace` holds documents, by name, that the archive carries instead of (or besides) the
     folder's: what a report was built from when that is not what the folder holds."""
     replace = replace or {}
-    contents = {path.name: path for path in members(folder)} | replace
+    contents: dict[str, pathlib.Path | bytes] = {path.name: path for path in members(folder)}
+    contents |= replace
     raw = io.BytesIO()
     with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=9) as gz:
         with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
             for name in sorted(contents):
-                data = replace[name] if name in replace else contents[name].read_bytes()
+                held = contents[name]
+                data = held if isinstance(held, bytes) else held.read_bytes()
                 info = tarfile.TarInfo(name)
                 info.size, info.mtime, info.mode = len(data), 0, 0o644
                 info.uid = info.gid = 0
@@ -97,7 +99,10 @@ def opened(source: pathlib.Path):
                     if hasattr(tarfile, "data_filter"):  # 3.10.12, 3.11.4 and later
                         tar.extract(member, tmp, filter="data")  # streamed to disk, a plain file, no odd modes
                     else:
-                        with tar.extractfile(member) as src, open(pathlib.Path(tmp) / member.name, "wb") as dst:
+                        src = tar.extractfile(member)
+                        if src is None:  # not a regular file: refused above, said here for the types
+                            raise tarfile.TarError(f"{member.name} is not a regular file")
+                        with src, open(pathlib.Path(tmp) / member.name, "wb") as dst:
                             shutil.copyfileobj(src, dst)
         except (tarfile.TarError, OSError, EOFError) as e:
             raise UsageError(f"{path}: not a readable results archive ({e})") from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import pathlib
+from typing import Any
 
 import numpy as np
 
@@ -16,16 +17,17 @@ from . import archive
 from ..analysing import summary
 from ..core.errors import UsageError
 from ..measuring import results
+from ..measuring.results import ResultDoc
 
 PER = ("step", "cell")
 
 
-def _load(source) -> list[dict]:
+def _load(source) -> list[ResultDoc]:
     with archive.opened(pathlib.Path(source)) as folder:
         return results.load_dir(folder)
 
 
-def step_records(docs: list[dict]) -> list[dict]:
+def step_records(docs: list[ResultDoc]) -> list[dict]:
     """One row per timed step of every ok repeat: who it was, and what the step measured.
     Python cells have collections of generations 0, 1 and 2; Julia cells incremental and
     full collections (columns `gc_incremental`, `gc_full`) and bytes allocated."""
@@ -40,8 +42,9 @@ def step_records(docs: list[dict]) -> list[dict]:
         colls = summary.collections(d)
         julia = "gc_full" in d
         names = ["gc_incremental", "gc_full"] if julia else [f"gc_gen{g}" for g in range(colls.shape[1])]
-        extra = {k: d[k] for k in ("gc_collected", "gc_pressure", "alloc_bytes", "alloc_blocks", "host_ns", "cpu_ns",
-                                   "gc_cpu_ns", "gap_ns", "gap_gc_ns") if k in d}
+        extra: dict[str, Any] = {k: v for k in ("gc_collected", "gc_pressure", "alloc_bytes", "alloc_blocks", "host_ns",
+                                                "cpu_ns", "gc_cpu_ns", "gap_ns", "gap_gc_ns")
+                                 if (v := d.get(k)) is not None}
         if "gap_collections" in d:  # the collections in the gap before each step, per generation
             gaps = np.asarray(d["gap_collections"], np.int64).reshape(len(d["wall_ns"]), -1)
             extra.update({f"gap_gc{g}": gaps[:, g].tolist() for g in range(gaps.shape[1])})
@@ -53,7 +56,7 @@ def step_records(docs: list[dict]) -> list[dict]:
     return rows
 
 
-def cell_records(docs: list[dict]) -> list[dict]:
+def cell_records(docs: list[ResultDoc]) -> list[dict]:
     """One row per cell, its repeats combined (`summary.record`), not-run cells included."""
     return [summary.record(cs) for cs in summary.summarize_all(docs)]
 

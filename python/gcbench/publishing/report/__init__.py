@@ -28,6 +28,7 @@ from ...core import files, metadata
 from ...core.errors import UsageError
 from ...measuring import memory, results
 from .document import Bullets, Heading, Image, Para, Table, code, escape, natural_key, prose, to_html, to_markdown
+from ...measuring.results import ResultDoc
 
 MARKER = ".gcbench-report.json"
 MARKER_FORMAT = "gcbench-report-folder"
@@ -102,7 +103,7 @@ def _marker(out_dir: pathlib.Path) -> dict:
     return {}
 
 
-def _header(docs: list[dict], plan: dict) -> list:
+def _header(docs: list[ResultDoc], plan: dict) -> list:
     ok = [d for d in docs if d["status"] == "ok"]
     meta = (ok or docs)[0]["metadata"] if docs else {}
     kinds = sorted({d["data"].get("kind", "?") for d in ok})
@@ -110,9 +111,9 @@ def _header(docs: list[dict], plan: dict) -> list:
     versions = ", ".join(f"{k} {v}" for k, v in pkgs.items() if v)
     devices = sorted({dev for d in ok for dev in (d.get("metadata") or {}).get("devices") or []})
     own = [d for d in ok if d["backend"] != "user"]  # a loop measured by gcbench.measure has no batch gcbench set
-    batches = sorted({results.batch_size(d) for d in own})
+    batches = sorted({results.batch_size(d) for d in own}, key=lambda b: (b is None, b or 0))  # old results: None
     books = sorted({d.get("bookkeeping", "none") for d in own})
-    repeats = sorted({cs.stats["repeats"] for cs in summary.summarize_all(ok)}) if ok else []
+    repeats = sorted({cs.measured["repeats"] for cs in summary.summarize_all(ok)}) if ok else []
     commands = [r.get("command") for r in plan.get("runs", []) if r.get("command")] or \
         sorted({tuple((d.get("metadata") or {}).get("command") or []) for d in docs} - {()})
     commands = list({tuple(c): list(c) for c in commands}.values())  # a command that wrote several times, once
@@ -137,7 +138,7 @@ def _header(docs: list[dict], plan: dict) -> list:
     return [Heading("What was run"), Bullets(items)]
 
 
-def _provenance(ok: list[dict]) -> str:
+def _provenance(ok: list[ResultDoc]) -> str:
     """Which gcbench measured the ok results (a cell that did not run records no metadata,
     and says nothing of the others): one version, or a mix with its counts."""
     counts: dict[str, int] = {}
@@ -152,9 +153,9 @@ def _provenance(ok: list[dict]) -> str:
                                                                    sorted(counts.items(), key=lambda x: -x[1])))
 
 
-def _machines(ok: list[dict], meta: dict, devices: list[str]) -> str:
+def _machines(ok: list[ResultDoc], meta: dict, devices: list[str]) -> str:
     """The machine, or the kinds of machine side by side (whose repeats are never pooled)."""
-    by_kind: dict[str, list[dict]] = {}
+    by_kind: dict[str, list[ResultDoc]] = {}
     for d in ok:
         by_kind.setdefault(summary.node_type(d), []).append(d)
     kinds = [k for k in by_kind if k]
@@ -172,10 +173,9 @@ def _machines(ok: list[dict], meta: dict, devices: list[str]) -> str:
             f"machine, named after \"on\" in its label: " + "; ".join(each))
 
 
-def _jobs(docs: list[dict]) -> str | None:
+def _jobs(docs: list[ResultDoc]) -> str | None:
     """Which scheduler ran the repeats, in how many jobs on how many nodes."""
-    scheds = [(d.get("machine_state") or {}).get("scheduler") for d in docs]
-    scheds = [s for s in scheds if s]
+    scheds = [s for d in docs if (s := (d.get("machine_state") or {}).get("scheduler"))]
     if not scheds:
         return None
     executors = sorted({s["executor"] for s in scheds})
@@ -187,11 +187,11 @@ def _jobs(docs: list[dict]) -> str | None:
             f"{', ...' if len(nodes) > 6 else ''})" + (f", partition {escape(', '.join(parts))}" if parts else ""))
 
 
-def _full_cell(s: dict) -> str:
+def _full_cell(s: summary.CellStats) -> str:
     return stats.short_schedule(s["full"]["schedule"])
 
 
-def _full_cost(s: dict) -> str:
+def _full_cost(s: summary.CellStats) -> str:
     f = s["full"]
     if not f["count"] or f.get("extra_ns") is None:
         return "-"
@@ -201,7 +201,7 @@ def _full_cost(s: dict) -> str:
     return text + f", {f['ratio']:.1f} x"
 
 
-def _share_cell(s: dict) -> str:
+def _share_cell(s: summary.CellStats) -> str:
     ci = s["gc_share_ci"]
     return f"{100 * s['gc_share']:.2f}" + (f" ({100 * ci[0]:.2f}-{100 * ci[1]:.2f})" if ci else
                                           f" ({stats.fmt_values(s['repeat_gc_shares'], 100)})")
@@ -213,7 +213,7 @@ def summary_table(cells: list[summary.CellSummary]) -> Table:
               "mean ms (95 % CI)", "full-GC step: extra ms (95 % CI), x median", "steps"]
     rows = []
     for cs in cells:
-        s = cs.stats
+        s = cs.measured
         used = len(s["used"])
         rows.append([escape(cs.label) + (f" ({len(s['flagged'])} flagged)" if s["flagged"] else ""),
                      f"{used}" + (f" of {s['repeats']}" if used != s["repeats"] else ""),
@@ -235,7 +235,7 @@ def memory_table_section(cells: list[summary.CellSummary]) -> list:
     growth of the objects the collector tracks."""
     rows = []
     for cs in cells:
-        m = cs.stats.get("memory") or {}
+        m = cs.measured.get("memory") or {}
         if not m:
             continue
         rows.append(
@@ -285,8 +285,8 @@ def warmup_section(cells: list[summary.CellSummary]) -> list:
     collections that fell between steps, which the GC share counts."""
     rows = []
     for cs in cells:
-        w = cs.stats.get("warmup")
-        between = cs.stats.get("between") or {}
+        w = cs.measured.get("warmup")
+        between = cs.measured.get("between") or {}
         outside = sum(between.get("collections") or [])
         if not w and not outside:
             continue
@@ -310,12 +310,12 @@ def warmup_section(cells: list[summary.CellSummary]) -> list:
 def host_section(cells: list[summary.CellSummary]) -> list:
     """How much of a step is host time (Python and dispatch, until the step function
     returned) and how much waits for the results; only for cells that recorded it."""
-    timed = [cs for cs in cells if "host_share" in cs.stats]
+    timed = [cs for cs in cells if "host_share" in cs.measured]
     if not timed:
         return []
     rows = []
     for cs in timed:
-        s = cs.stats
+        s = cs.measured
         ci = s["host_share_ci"]
         host = f"{100 * s['host_share']:.1f}" + (
             f" ({100 * ci[0]:.1f}-{100 * ci[1]:.1f})"
@@ -335,7 +335,7 @@ def host_section(cells: list[summary.CellSummary]) -> list:
                   rows, align_right=(1, 2, 3, 4, 5))]
 
 
-def not_run_section(docs: list[dict], plan: dict) -> list:
+def not_run_section(docs: list[ResultDoc], plan: dict) -> list:
     """Cells that did not run, grouped by reason; cells of the plan with no result at all."""
     groups: dict[tuple[str, str], list[str]] = {}
     for d in docs:
@@ -481,7 +481,7 @@ def _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect
     return out
 
 
-def _in_order(docs: list[dict], plan: dict) -> list[dict]:
+def _in_order(docs: list[ResultDoc], plan: dict) -> list[ResultDoc]:
     """The documents in the suite's order of backends, workloads and policies (the plan's,
     which interleaves repeats in a shuffled order), and within one of those by environment,
     in natural order (versions ascending), then by repeat."""
@@ -582,10 +582,12 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
         for w in workloads:
             mine = [cs for cs in ok if cs.key[1] == w]
             matrix = plots.env_matrix_figure(mine, w, out_dir / f"env_matrix_{w}.png", shown)
-            figs = [(matrix, f"{w}: GC share by interpreter and package versions",
-                     "One panel per backend and policy: Python versions down, the versions of the packages that "
-                     "differ between the environments across, both ascending; each square gives the cell's GC "
-                     "share (darker: more) and its full collections per repeat.")] if matrix else []
+            figs: list[tuple[pathlib.Path | None, str, str]] = []  # (figure, alt text, caption)
+            if matrix:
+                figs += [(matrix, f"{w}: GC share by interpreter and package versions",
+                          "One panel per backend and policy: Python versions down, the versions of the packages "
+                          "that differ between the environments across, both ascending; each square gives the "
+                          "cell's GC share (darker: more) and its full collections per repeat.")]
             figs += [(plots.summary_figure(mine, w, out_dir / f"summary_{w}.png"),
                      f"{w}: median step, GC share and full collections with 95 % intervals",
                      "One row per backend (and environment), one row of panels per GC policy. Dots are the "
@@ -618,7 +620,8 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
                 if path is not None:
                     blocks.append(Image(path, alt, caption))
                     written.append(path)
-    unstable = [f"{escape(cs.label)}: {escape('; '.join(cs.stats['warnings']))}" for cs in ok if cs.stats["warnings"]]
+    unstable = [f"{escape(cs.label)}: {escape('; '.join(cs.measured['warnings']))}"
+                for cs in ok if cs.measured["warnings"]]
     if unstable:
         blocks += [Heading("Unstable measurements"), Bullets(unstable)]
     blocks += not_run_section(docs, plan)

@@ -7,11 +7,12 @@ import pathlib
 
 from . import plots
 from .document import Bullets, Heading, Image, Para, Table, code, escape
+from ...measuring.results import ResultDoc
 
 KEY_PACKAGES = ("jax", "jaxlib", "equinox", "flax", "optax", "numpy")
 
 
-def environments(docs: list[dict]) -> dict[str, dict]:
+def environments(docs: list[ResultDoc]) -> dict[str, dict]:
     """Environment name -> {"python", "packages"} in the order the results ran; `{}` when
     every result ran under gcbench's own interpreter."""
     out: dict[str, dict] = {}
@@ -33,7 +34,7 @@ def differing(envs: dict[str, dict]) -> list[str]:
     return [p for p in names if len({info["packages"].get(p) for info in envs.values()}) > 1]
 
 
-def section(docs: list[dict]) -> list:
+def section(docs: list[ResultDoc]) -> list:
     """The environments the results ran in: interpreter and the versions that differ."""
     envs = environments(docs)
     if not envs:

@@ -37,11 +37,11 @@ def _share_ci(ci, values=None) -> str:
 def between_sentence(cs: summary.CellSummary) -> str:
     """The collections a cell's loop paid for between its steps (its own code outside
     `m.step()`): how many, how many full, and their time."""
-    b = cs.stats["between"]
+    b = cs.measured["between"]
     n, full = sum(b["collections"]), b["collections"][-1]
     return (f"{_name(cs)}: {n:,} collection{'s' * (n != 1)} ({full:,} full) ran between steps, in the loop's own "
             f"code outside `m.step()`, {stats.fmt(b['gc_ms'])} ms in all; they count in its GC share "
-            f"({_pct(cs.stats['gc_share'])} of the loop's time).")
+            f"({_pct(cs.measured['gc_share'])} of the loop's time).")
 
 
 def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_EFFECT,
@@ -53,22 +53,22 @@ def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_E
     if not ok:
         return ["No cell of this workload ran."]
     out: list[str] = []
-    steps = sum(cs.stats["steps"] for cs in ok)
-    collected = [cs for cs in ok if sum(cs.stats["collections"]) > 0]
-    out += [f"{_name(cs)}: {summary.memory_growth(cs.stats)}." for cs in ok if summary.memory_growth(cs.stats)]
-    between = [cs for cs in ok if any((cs.stats.get("between") or {}).get("collections") or [])]
+    steps = sum(cs.measured["steps"] for cs in ok)
+    collected = [cs for cs in ok if sum(cs.measured["collections"]) > 0]
+    out += [f"{_name(cs)}: {summary.memory_growth(cs.measured)}." for cs in ok if summary.memory_growth(cs.measured)]
+    between = [cs for cs in ok if any((cs.measured.get("between") or {}).get("collections") or [])]
     if between:  # collections the loop paid for outside its steps: never "costs nothing"
         out += [between_sentence(cs) for cs in between]
     if not collected and not between:
         out.append(f"No collection ran during the timed steps of any cell ({steps:,} steps over "
-                   f"{sum(cs.stats['repeats'] for cs in ok)} repeats), nor between them: on this workload the "
+                   f"{sum(cs.measured['repeats'] for cs in ok)} repeats), nor between them: on this workload the "
                    "collector costs nothing here (a finding, not a failure).")
-    elif max(cs.stats["gc_share"] for cs in ok) < NEGLIGIBLE_SHARE:
-        colls = sum(sum(cs.stats["collections"]) for cs in ok)
-        full = sum(cs.stats["full"]["count"] for cs in ok)
-        worst = max(ok, key=lambda cs: cs.stats["gc_share"])
+    elif max(cs.measured["gc_share"] for cs in ok) < NEGLIGIBLE_SHARE:
+        colls = sum(sum(cs.measured["collections"]) for cs in ok)
+        full = sum(cs.measured["full"]["count"] for cs in ok)
+        worst = max(ok, key=lambda cs: cs.measured["gc_share"])
         out.append(f"The collector is negligible here: {colls:,} collections ({full} of them full) in "
-                   f"{steps:,} timed steps, at most {_pct(worst.stats['gc_share'])} of step time "
+                   f"{steps:,} timed steps, at most {_pct(worst.measured['gc_share'])} of step time "
                    f"({_name(worst)}).")
     family = claims.workload_claims(cells, min_effect, alpha) if family is None else family
     out += [_claim(kind, t, ctx) for kind, t, ctx in family if kind == "ranking"]
@@ -78,13 +78,13 @@ def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_E
 def full_table(cells: list[summary.CellSummary]) -> Table | None:
     """The cells that made full collections: their schedule, what a step holding one cost,
     and their GC share, one row each (most full collections per step first)."""
-    with_full = sorted((cs for cs in cells if cs.ok and cs.stats["full"]["count"] > 0),
-                       key=lambda cs: -cs.stats["full"]["rate"]["value"])
+    with_full = sorted((cs for cs in cells if cs.ok and cs.measured["full"]["count"] > 0),
+                       key=lambda cs: -cs.measured["full"]["rate"]["value"])
     if not with_full:
         return None
     rows = []
     for cs in with_full:
-        s, f = cs.stats, cs.stats["full"]
+        s, f = cs.measured, cs.measured["full"]
         what = "full sweeps" if s["language"] == "julia" else "full collections"
         cost = "-"
         if f.get("extra_ns") is not None:
@@ -102,7 +102,9 @@ def _cell_text(t: compare.Test | None) -> str:
         return "-"
     if t.verdict == compare.NOT_JUDGED:
         return f"not judged ({escape(t.not_judged.split(':')[0])})"
-    if t.metric == "full_rate":
+    if t.effect is None:
+        change = "no change measured"
+    elif t.metric == "full_rate":
         change = f"{stats.fmt_signed(t.effect)} per 1,000 steps" + (" (exact)" if t.exact else "")
     elif t.metric == "gc_share":
         change = f"{100 * t.effect:+.2f} points" + (
@@ -163,8 +165,8 @@ def _claim(kind: str, t: compare.Test, ctx) -> str:
         head = (
             f"Median step under {code(policy)}"
             + (f" [{env}]" if env else "")
-            + f": {code(fastest.key[0])} {_cell_median(fastest.stats)}, "
-            f"{code(slowest.key[0])} {_cell_median(slowest.stats)}"
+            + f": {code(fastest.key[0])} {_cell_median(fastest.measured)}, "
+            f"{code(slowest.key[0])} {_cell_median(slowest.measured)}"
         )
         if t.verdict == compare.NOT_JUDGED:
             return f"{head}: no ranking is claimed ({t.not_judged})."
@@ -197,6 +199,8 @@ def _claim(kind: str, t: compare.Test, ctx) -> str:
             return f"{code(p)} leaves the full collections of {who} as they were{where}: {counts}."
         return f"{code(p)} and the full collections of {who}: the repeats cannot tell ({counts}; {how})."
     if kind == "policy_share":
+        if t.a is None or t.b is None or t.effect is None:
+            raise ValueError("a GC share test without the shares it compares")
         shares = f"GC share {_pct(t.a)} under {code('default')}, {_pct(t.b)} under {code(p)}" + (
             f", difference {100 * t.effect:+.2f} points ({_level(t)} {100 * t.ci[0]:+.2f} to {100 * t.ci[1]:+.2f})"
             if t.ci
@@ -218,7 +222,7 @@ def _claim(kind: str, t: compare.Test, ctx) -> str:
             return f"{lead}: the time a run takes (mean step) the same within {100 * t.margin:.0f} % ({_ratio(t)})."
         return f"{lead}: the repeats cannot tell whether the time a run takes changed ({_ratio(t)}; {_why_not(t)})."
     # policy_median
-    if vb["full"] == 0 and sum(base.stats["collections"]) == 0:
+    if vb["full"] == 0 and sum(base.measured["collections"]) == 0:
         lead = f"{who} collected nothing under {code('default')}, so {code(p)} has nothing to remove"
     else:
         lead = f"{who} under {code(p)} against {code('default')}"
@@ -244,7 +248,7 @@ def table(cells: list[summary.CellSummary]) -> Table | None:
     def entry(cs: summary.CellSummary | None) -> str:
         if cs is None:
             return "-"
-        s = cs.stats
+        s = cs.measured
         full = stats.short_schedule(s["full"]["schedule"]) if s["full"]["count"] else "no full"
         return f"GC {100 * s['gc_share']:.1f} %; {escape(full)}; mean {stats.fmt(s['mean_ms'])} ms"
 

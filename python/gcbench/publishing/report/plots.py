@@ -17,6 +17,7 @@ Conventions that hold in every figure:
 from __future__ import annotations
 
 import pathlib
+from typing import Any
 
 import matplotlib
 
@@ -30,6 +31,7 @@ from ...analysing import stats, summary  # noqa: E402
 from ...core.errors import UsageError  # noqa: E402
 from ...analysing.explain import qualifiers as explain_qualifiers  # noqa: E402
 from ...measuring.backends import BACKENDS  # noqa: E402
+from ...measuring.results import ResultDoc  # noqa: E402
 from .document import natural_key  # noqa: E402
 
 DPI = 150
@@ -37,10 +39,10 @@ WIDTH = 10.0  # every figure is as wide, so that text has one size on the page
 # the smallest text in a figure (ticks, legends, annotations): at 800 px a 1,500 px figure is
 # shown at about half size, where 11 pt at 150 dpi is still 11-12 px
 TEXT_PT = 11
-STYLE = {"font.size": 12, "axes.titlesize": 12, "axes.labelsize": 12, "xtick.labelsize": TEXT_PT,
+STYLE: dict[str, Any] = {"font.size": 12, "axes.titlesize": 12, "axes.labelsize": 12, "xtick.labelsize": TEXT_PT,
          "ytick.labelsize": TEXT_PT, "legend.fontsize": TEXT_PT, "legend.title_fontsize": TEXT_PT,
          "figure.titlesize": 13}
-matplotlib.rcParams.update(STYLE)
+matplotlib.rcParams.update(STYLE)  # type: ignore[arg-type]  # the stubs spell every key as a literal
 GC_COLOR = "#111111"
 FULL_COLOR = "#000000"
 BACKEND_COLORS = {  # Okabe-Ito and friends: tell-apart-able, and none is the black of GC marks
@@ -124,13 +126,13 @@ def _finish_log_axes(fig) -> None:
                 continue
             for locator in (mticker.LogLocator(base=10, subs=(1.0,)), mticker.LogLocator(base=10, subs=(1.0, 3.0)),
                             mticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)),
-                            mticker.LogLocator(base=10, subs=np.arange(1, 10) * 1.0),
+                            mticker.LogLocator(base=10, subs=tuple(float(k) for k in range(1, 10))),
                             mticker.MaxNLocator(nbins=max(2, min(room - 1, 5)), min_n_ticks=3)):
                 if 3 <= sum(lo <= t <= hi for t in locator.tick_values(lo, hi)) <= room:
                     break
             axis.set_major_locator(locator)
             axis.set_major_formatter(mticker.FuncFormatter(lambda x, _: f"{x:.3g}"))
-            axis.set_minor_locator(mticker.LogLocator(base=10, subs=np.arange(2, 10) * 1.0))
+            axis.set_minor_locator(mticker.LogLocator(base=10, subs=tuple(float(k) for k in range(2, 10))))
             axis.set_minor_formatter(mticker.NullFormatter())
             label = axis.get_label_text()
             if label and "log scale" not in label:
@@ -210,11 +212,11 @@ def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathli
         mine = [cs for cs in ok if cs.key[2] == policy]
         for c, (title, unit, get) in enumerate(metrics):
             ax = axes[r][c]
-            if c == 2 and all(cs.stats["full"]["rate"]["value"] == 0 for cs in mine):
+            if c == 2 and all(cs.measured["full"]["rate"]["value"] == 0 for cs in mine):
                 _no_data(ax, "none in\nany repeat")
             else:
                 for cs in mine:
-                    value, lo, hi = get(cs.stats)
+                    value, lo, hi = get(cs.measured)
                     y = ys[series_of(cs)]
                     color = backend_color(cs.key[0])
                     ax.plot([lo, hi], [y, y], color=color, lw=2.2, solid_capstyle="butt")
@@ -315,13 +317,13 @@ def _wrapped(text: str, inches: float) -> str:
     return textwrap.fill(text, max(12, int(inches * 11)), break_on_hyphens=False)
 
 
-def _first_used(cs: summary.CellSummary) -> dict:
-    used = cs.stats["used"]
+def _first_used(cs: summary.CellSummary) -> ResultDoc:
+    used = cs.measured["used"]
     return next(d for d in cs.docs if d["status"] == "ok" and d["repeat"] == used[0])
 
 
-def _used_docs(cs: summary.CellSummary) -> list[dict]:
-    used = set(cs.stats["used"])
+def _used_docs(cs: summary.CellSummary) -> list[ResultDoc]:
+    used = set(cs.measured["used"])
     return [d for d in cs.docs if d["status"] == "ok" and d["repeat"] in used]
 
 
@@ -384,18 +386,18 @@ def gc_split_figure(cells: list[summary.CellSummary], workload: str, path: pathl
     fig, axes = plt.subplots(1, len(policies), figsize=(WIDTH, ROW_IN * len(series) + 1.6),
                              squeeze=False, sharey=True, sharex=True, layout="constrained")
     ys = {s: len(series) - 1 - i for i, s in enumerate(series)}
-    longest = max(max(cs.stats["mean_ms"], (cs.stats.get("mean_ci_ms") or (0, 0))[1]) for cs in ok)
+    longest = max(max(cs.measured["mean_ms"], (cs.measured.get("mean_ci_ms") or (0, 0))[1]) for cs in ok)
     for c, policy in enumerate(policies):
         ax = axes[0][c]
         for cs in ok:
             if cs.key[2] != policy:
                 continue
             y = ys[series_of(cs)]
-            mean = cs.stats["mean_ms"]
-            gc_ms = cs.stats["gc_ms_per_step"]
+            mean = cs.measured["mean_ms"]
+            gc_ms = cs.measured["gc_ms_per_step"]
             ax.barh(y, mean - gc_ms, 0.7, color=backend_color(cs.key[0]))
             ax.barh(y, gc_ms, 0.7, left=mean - gc_ms, color=GC_COLOR)
-            ci = cs.stats.get("mean_ci_ms")
+            ci = cs.measured.get("mean_ci_ms")
             if ci is not None:  # the mean step's 95 % interval over the repeats, as a whisker
                 ax.errorbar(mean, y, xerr=[[mean - ci[0]], [ci[1] - mean]], fmt="none", ecolor="#555555",
                             elinewidth=1.0, capsize=3)
@@ -418,7 +420,7 @@ def cumulative_gc_figure(cells: list[summary.CellSummary], workload: str, path: 
     """Cumulative GC pause time over the steps of each cell's first used repeat, one panel
     per policy under which any collection ran (see `_line_panels` for environments). None
     when no cell of the workload collected."""
-    ok = [cs for cs in cells if cs.ok and cs.stats["gc_ms_per_step"] > 0]
+    ok = [cs for cs in cells if cs.ok and cs.measured["gc_ms_per_step"] > 0]
     if not ok:
         return None
 
@@ -582,7 +584,8 @@ def why_figure(explanations: list[dict], path: pathlib.Path) -> pathlib.Path | N
     if not rows:
         return None
     fig = plt.figure(figsize=(WIDTH, 2.5 * len(rows) + 0.8), layout="constrained")
-    for sub, e in zip(np.atleast_1d(fig.subfigures(len(rows), 1)), rows, strict=False):
+    subfigures: Any = fig.subfigures(len(rows), 1)  # one row: a SubFigure, not an array of them
+    for sub, e in zip(np.atleast_1d(subfigures), rows, strict=False):
         py = e["python"]
         color = backend_color(e["cell"]["backend"])
         sub.suptitle(e["label"] + explain_qualifiers(e), x=0.01, ha="left", fontsize=12, fontweight="bold")
@@ -632,7 +635,7 @@ def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pat
     cols = sorted({v for _, v in where.values()}, key=natural_key)
     fig, axes = plt.subplots(len(panels), 1, figsize=(WIDTH, (0.45 * len(pys) + 1.2) * len(panels) + 0.6),
                              squeeze=False, layout="constrained")
-    top = max(100 * cs.stats["gc_share"] for cs in ok) or 1.0
+    top = max(100 * cs.measured["gc_share"] for cs in ok) or 1.0
     for ax, (backend, policy) in zip(axes[:, 0], panels, strict=False):
         grid = np.full((len(pys), len(cols)), np.nan)
         for cs in ok:
@@ -640,8 +643,8 @@ def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pat
                 continue
             py, v = where[cs.key]
             i, j = pys.index(py), cols.index(v)
-            grid[i, j] = 100 * cs.stats["gc_share"]
-            full = cs.stats["full"]["schedule"]
+            grid[i, j] = 100 * cs.measured["gc_share"]
+            full = cs.measured["full"]["schedule"]
             counts = full["counts"]
             label = f"{grid[i, j]:.1f} %\n" + (f"{counts[0]} full" if len(set(counts)) == 1 else
                                                 f"{min(counts)}-{max(counts)} full")

@@ -19,7 +19,7 @@ def setting(value) -> str:
 def answer(doc: dict) -> str:
     """A reproduction's answer, for the top of its report: which seed rows reproduced."""
     rows = [(case["seed"].split(":")[0], r) for case in doc["cases"] for r in case["rows"]]
-    by = {}
+    by: dict[str, list[str]] = {}
     for seed, r in rows:
         by.setdefault(r["verdict"].split(" (")[0], []).append(f"{seed}: {r['claim']}")
     judged = [r for _, r in rows if not r["verdict"].startswith(("setting", "not run"))]

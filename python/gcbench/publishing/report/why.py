@@ -9,13 +9,14 @@ import pathlib
 from . import plots
 from ...analysing import explain, stats
 from .document import Bullets, Heading, Image, Para, Table, code, escape
+from ...measuring.results import ResultDoc
 
 
 def _top(counter: dict, total: int, n: int = 4) -> str:
     return "; ".join(f"{escape(k)} {100 * v / total:.0f} %" for k, v in list(counter.items())[:n]) if total else "-"
 
 
-def section(doc: dict, docs: list[dict], out_dir: pathlib.Path, written: list) -> list:
+def section(doc: dict, docs: list[ResultDoc], out_dir: pathlib.Path, written: list) -> list:
     # the effects' tests are the Findings' (one corrected p-value per comparison in a report)
     explanations = [explain.derive(e, docs, tests=False) for e in doc["explanations"]]
     blocks = [Heading("Why"),
