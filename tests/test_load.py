@@ -53,6 +53,28 @@ def test_this_machine_reads_a_busy_process_beside_it():
     assert 0.6 <= r["others_cores"] <= 4.0, r
 
 
+def test_a_loop_too_short_to_read_is_read_right_after_it():
+    """A loop of a few hundred steps ends before the kernel's accounting can say anything
+    (under half a second): gcbench.measure reads the machine over the half second after it,
+    so that beside a busy process the loop is known to be loaded and its times are not
+    judged (a loader's A/A under load was judged, and came out "inconclusive")."""
+    import gcbench
+    from gcbench.analysing import summary
+
+    if machineload.snapshot() is None:
+        pytest.skip("no /proc/stat here")
+    with busy(1):
+        time.sleep(0.2)
+        with gcbench.measure("short") as m:
+            for _ in range(200):
+                with m.step():
+                    sum(range(50))
+    state = m.result()["machine_state"]
+    assert state["load_window"] == "after" and state["load_seconds"] >= machineload.MIN_SECONDS, state
+    assert state["others_cores"] >= 0.6, state
+    assert summary.repeat_load(m.result()), state
+
+
 def test_a_step_and_its_pauses_in_cpu_time():
     """cpu_ns and gc_cpu_ns: the thread's CPU time of each step and of its collections; a
     pause's CPU time never exceeds its wall time (by more than the clocks' resolution)."""

@@ -65,6 +65,8 @@ RESULT = {"type": "object", "required": ["cell", "backend", "workload", "gc_poli
                   # the machine over the timed steps (core.machineload.between)
                   "others_cores": _num, "steal": _num, "cpu_pressure": _num, "process_cpu_s": _num,
                   "load_seconds": _num,
+                  # "after": a loop shorter than MIN_SECONDS, read over the half second after it
+                  "load_window": {"enum": ["after"]},
                   # the job that ran it, when a scheduler did (`--executor slurm`): cluster.job_facts
                   "scheduler": {"type": "object", "required": ["executor"], "properties": {
                       "executor": {"enum": list(EXECUTORS)}, "job_id": _opt(_str), "array_job_id": _opt(_str),
