@@ -145,7 +145,7 @@ class Measurement:
         # the machine's CPU counters at the first timed step, at the end, and on entering (the
         # load is read over the timed steps, or over the whole block where those are too short)
         self._load: list[tuple | None] = [None, None, None]  # machineload snapshots: start, end, entry
-        self._load_after: dict = {}  # a loop too short to read: the machine over the half second after it
+        self._load_read: dict = {}  # the machine while the loop ran (machineload.between), read at its end
         self._diagnosis: diagnose.Diagnosis | None = None
         self._user_file = _caller_file()
         self._timed.user_files = frozenset(
@@ -175,11 +175,14 @@ class Measurement:
         if self._probe is self._timed and self._timed.steps:
             self._tracked_end = len(gc.get_objects())
             self._load[1] = machineload.snapshot()
-            if self._load[1] is not None and not machineload.between(self._load[2], self._load[1], os.cpu_count()):
+            cores = os.cpu_count()
+            self._load_read = (machineload.between(self._load[0], self._load[1], cores)
+                               or machineload.between(self._load[2], self._load[1], cores))
+            if not self._load_read and self._load[1] is not None:
                 # shorter than the kernel's CPU accounting reads: the machine right after it, so that a loop
                 # of a few hundred ms on a busy machine is known to be loaded (its times are then not judged)
-                after = machineload.now(os.cpu_count(), machineload.MIN_SECONDS)
-                self._load_after = dict(after, load_window="after") if after else {}
+                after = machineload.now(cores, machineload.MIN_SECONDS)
+                self._load_read = dict(after, load_window="after") if after else {}
         if self._diagnosis is not None and self._diagnosis.started:
             self._diagnosis.stop(self._timed.steps)
         self._active = False
@@ -288,9 +291,7 @@ class Measurement:
                           gc_state={"gc_enabled": self._gc_enabled, "frozen_objects": self._frozen,
                                     "gc_thresholds": list(self._thresholds)},
                           machine_state={"cpu_count": os.cpu_count(), "load_after": metadata.load_average(),
-                                         **(machineload.between(self._load[0], self._load[1], os.cpu_count())
-                                            or machineload.between(self._load[2], self._load[1], os.cpu_count())
-                                            or self._load_after)},
+                                         **self._load_read},
                           probe={"steps_raised": self.raised}, **extra)  # steps that raised are not timed steps
         doc.pop("cell_spec", None)
         if not self.batch_size:  # results.new writes the cell's default: a user's loop has none unless given
