@@ -58,7 +58,7 @@ def test_missing_julia_is_detected_fast_without_download(no_julia):
         pytest.skip("juliacall not installed: the earlier check answers")
     t0 = time.monotonic()
     ok, reason = julia_bridge.status()
-    assert time.monotonic() - t0 < 1.0
+    assert time.monotonic() - t0 < 20.0  # a download of Julia takes minutes; a loaded machine, not 20 s
     assert not ok and "no Julia installed" in reason and "PYTHON_JULIAPKG_EXE" in reason
     assert "\n" not in reason
 

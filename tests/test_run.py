@@ -35,9 +35,9 @@ def test_short_jax_run_writes_valid_results(tmp_path, mnist_dir):
         assert doc["data"]["kind"] == "real" and doc["data"]["samples"] == 512
         assert doc["networks"] == 3 and doc["params_per_network"] == 4992
         assert len(doc["wall_ns"]) == 30 and len(doc["warmup"]["wall_ns"]) == 2
-        # Compilation happens in warm-up: the first warm-up step is the slowest of all.
-        assert doc["warmup"]["wall_ns"][0] > max(doc["wall_ns"])
-        assert doc["traces"] == {"update": 1}
+        # Compilation happens in warm-up: its one trace is there when the warm-up ends, and the timed steps
+        # add none (counts: a loaded machine can make a timed step slower than a compile read from the cache)
+        assert doc["warmup"]["traces"] == doc["traces"] == {"update": 1}
         assert doc["loss"]["value"][-1] < doc["loss"]["value"][0]
         # the worker runs on JAX's default platform: the CPU here, the GPU on a GPU machine
         assert doc["metadata"]["packages"]["jax"] and doc["metadata"]["jax_backend"] == jax.default_backend()
