@@ -216,6 +216,53 @@ def test_ctrl_c_while_the_command_line_loads_is_one_line():
         assert started.returncode != -signal.SIGINT or err.strip() in ("", "gcbench: interrupted"), (delay, err)
 
 
+def test_a_ctrl_c_that_cpython_swallows_in_a_callback_still_ends_as_an_interrupt(monkeypatch, capsys):
+    """Ctrl-C in a callback CPython runs for itself (an import lock's weakref callback, under
+    load) is printed by CPython as an ignored exception with a traceback, and the command goes
+    on: gcbench keeps it from the screen and ends with its own line and status 130."""
+    import weakref
+
+    from gcbench import cli
+    from gcbench.commands import list as list_command
+
+    def interrupted_in_a_callback(args):
+        class Held:
+            pass
+
+        def callback(ref):
+            raise KeyboardInterrupt
+
+        held = Held()
+        ref = weakref.ref(held, callback)
+        del held  # CPython calls the callback here, and cannot raise what it raises
+        assert ref() is None
+        return 0
+
+    monkeypatch.setattr(list_command, "main", interrupted_in_a_callback)
+    assert cli.main(["list"]) == 130
+    err = capsys.readouterr().err
+    assert err.strip() == "gcbench: interrupted" and "Traceback" not in err and "ignored" not in err
+
+
+def test_an_interrupt_turned_into_another_error_is_still_an_interrupt():
+    """numpy's and scipy's imports turn a Ctrl-C into the RuntimeError or ImportError it
+    caused: those end as an interrupt; an error with no interrupt behind it stays an error."""
+    from gcbench import cli
+
+    def raised(outer, inner=None):
+        try:
+            try:
+                raise inner or ValueError("no")
+            except BaseException as e:
+                raise outer from e
+        except BaseException as e:
+            return e
+
+    assert cli._from_an_interrupt(raised(RuntimeError("set_name"), KeyboardInterrupt()))
+    assert cli._from_an_interrupt(raised(ImportError("initialization failed"), KeyboardInterrupt()))
+    assert not cli._from_an_interrupt(raised(RuntimeError("a real error")))
+
+
 def test_an_empty_out_is_refused(tmp_path):
     for command in (["run", *TINY_RUN], ["report", str(ok_results_folder(tmp_path / "r"))]):
         assert_one_line_error(run_cli(*command, "--out", "", cwd=tmp_path), "--out '' names no folder")

@@ -88,6 +88,32 @@ def _terminate(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: the command's exit status. A Ctrl-C that lands in a callback CPython
+    runs for itself (an import lock's weakref callback while a command module loads, seen on a
+    loaded machine) is not raised there: CPython prints it as an ignored exception and goes
+    on. It is kept from the screen and said once, as gcbench's own line, when the command
+    ends, with the exit status of an interrupt."""
+    swallowed: list[str] = []
+    previous = sys.unraisablehook
+
+    def unraisable(info) -> None:
+        if isinstance(info.exc_value, KeyboardInterrupt):
+            swallowed.append(getattr(info.object, "__qualname__", "") or "a callback")
+        else:
+            previous(info)
+
+    sys.unraisablehook = unraisable
+    try:
+        code = _main(argv)
+    finally:
+        sys.unraisablehook = previous
+    if swallowed and code not in (130, 143):
+        print("\ngcbench: interrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a path or title that is not UTF-8 is shown, not a crash
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
@@ -111,9 +137,28 @@ def main(argv: list[str] | None = None) -> int:
     except Terminated:
         print("\ngcbench: terminated", file=sys.stderr)
         return 143
+    except Exception as e:
+        if not _from_an_interrupt(e):
+            raise
+        print("\ngcbench: interrupted", file=sys.stderr)
+        return 130
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _from_an_interrupt(e: BaseException) -> bool:
+    """Whether `e` was caused by a Ctrl-C: an interrupt that lands while an extension module
+    initializes, or in a class body's `__set_name__`, comes out as the ImportError or
+    RuntimeError it caused (numpy's and scipy's, seen on a loaded machine)."""
+    seen: set[int] = set()
+    cause: BaseException | None = e
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 if __name__ == "__main__":
