@@ -435,10 +435,8 @@ def build_report(source, out_dir, spike_factor: float = summary.DEFAULT_SPIKE_FA
                         shutil.rmtree(stale, ignore_errors=True)
                 return _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect_table)
         except BaseException:
-            if made:  # a failed first build leaves no folder behind
-                (out_dir / files.LOCK_NAME).unlink(missing_ok=True)
-                if not any(out_dir.iterdir()):
-                    out_dir.rmdir()
+            if made:  # a failed first build leaves no folder behind, even with part of its files moved in
+                shutil.rmtree(out_dir, ignore_errors=True)
             raise
 
 
