@@ -160,6 +160,24 @@ def test_a_signal_during_a_report_from_an_archive_is_one_line_and_leaves_nothing
 
 # -- item 13: what killed runs left behind is swept -------------------------------------------------
 
+def test_an_interrupted_command_removes_its_own_temporary_files_and_no_others():
+    """An interrupt can land between a temporary folder's creation and the registration of
+    its cleanup (seen under load: the unpacked archive stayed after status 130); a command that
+    ends interrupted removes what carries its own process id, of every kind, and nothing else."""
+    tmp = pathlib.Path(tempfile.gettempdir())
+    mine = [tmp / f"gcbench-results-{os.getpid()}-t1", tmp / f"gcbench-jax-cache-{os.getpid()}-t2"]
+    theirs = [tmp / f"gcbench-results-{os.getpid() + 1}-t3", tmp / f"gcbench-chromium-{os.getpid()}x"]
+    for path in mine + theirs:
+        path.mkdir()
+    (mine[0] / "a.json").write_text("{}")
+    try:
+        assert files.remove_own_temps() >= 2
+        assert not any(p.exists() for p in mine) and all(p.exists() for p in theirs)
+    finally:
+        for path in mine + theirs:
+            shutil.rmtree(path, ignore_errors=True)
+
+
 def test_temporary_files_of_killed_processes_are_swept_and_living_ones_kept(tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

@@ -109,7 +109,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.unraisablehook = previous
     if swallowed and code not in (130, 143):
         print("\ngcbench: interrupted", file=sys.stderr)
-        return 130
+        code = 130
+    if code in (130, 143):  # an interrupt can land between a temporary folder's creation and its cleanup's
+        from .core import files
+
+        files.remove_own_temps()
     return code
 
 

@@ -214,6 +214,27 @@ def owned_temp_prefix(kind: str) -> str:
     return f"gcbench-{kind}-{os.getpid()}-"
 
 
+def remove_own_temps() -> int:
+    """Remove this process's own temporary files and folders (`owned_temp_prefix`, of every
+    kind): what an interrupt left that landed between one's creation and the registration of
+    its cleanup. For a process that is ending; return how many entries went."""
+    import re
+    import shutil
+
+    pattern = re.compile(rf"^gcbench-[a-z][a-z-]*-{os.getpid()}-")
+    gone = 0
+    with contextlib.suppress(OSError):
+        for entry in pathlib.Path(tempfile.gettempdir()).iterdir():
+            if pattern.match(entry.name):
+                with contextlib.suppress(OSError):
+                    if entry.is_dir() and not entry.is_symlink():
+                        shutil.rmtree(entry)
+                    else:
+                        entry.unlink()
+                    gone += 1
+    return gone
+
+
 def sweep_stale_temps(kind: str) -> int:
     """Remove what killed gcbench processes left in the temporary directory under
     `owned_temp_prefix(kind)`; return how many entries went."""
