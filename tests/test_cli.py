@@ -206,6 +206,8 @@ def test_ctrl_c_while_the_command_line_loads_is_one_line():
         time.sleep(delay)
         started.send_signal(signal.SIGINT)
         out, err = started.communicate(timeout=60)
+        if started.returncode == 1 and err.startswith("Could not import runpy module"):
+            continue  # CPython's own start of `python -m`, before any of gcbench runs (seen under load)
         assert "Traceback" not in out + err, (delay, err)
         # before the interpreter has set up its own handler, SIGINT simply ends it (-2, nothing printed);
         # under `python -m`, CPython also ends with -2 after gcbench's own line when the interrupt arrived
