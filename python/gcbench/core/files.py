@@ -23,6 +23,7 @@ import os
 import pathlib
 import stat
 import tempfile
+from collections.abc import Callable
 
 import filelock
 
@@ -219,38 +220,38 @@ def remove_own_temps() -> int:
     kind): what an interrupt left that landed between one's creation and the registration of
     its cleanup. For a process that is ending; return how many entries went."""
     import re
-    import shutil
 
     pattern = re.compile(rf"^gcbench-[a-z][a-z-]*-{os.getpid()}-")
-    gone = 0
-    with contextlib.suppress(OSError):
-        for entry in pathlib.Path(tempfile.gettempdir()).iterdir():
-            if pattern.match(entry.name):
-                with contextlib.suppress(OSError):
-                    if entry.is_dir() and not entry.is_symlink():
-                        shutil.rmtree(entry)
-                    else:
-                        entry.unlink()
-                    gone += 1
-    return gone
+    return _remove_temps(lambda name: pattern.match(name) is not None)
 
 
 def sweep_stale_temps(kind: str) -> int:
     """Remove what killed gcbench processes left in the temporary directory under
     `owned_temp_prefix(kind)`; return how many entries went."""
     import re
-    import shutil
 
     pattern = re.compile(rf"^gcbench-{re.escape(kind)}-(\d+)-")
-    gone = 0
-    root = pathlib.Path(tempfile.gettempdir())
+
+    def stale(name: str) -> bool:
+        m = pattern.match(name)
+        return m is not None and not process_alive(int(m.group(1)))
+
+    return _remove_temps(stale)
+
+
+def _remove_temps(chosen: Callable[[str], bool]) -> int:
+    """Remove the entries of the temporary directory whose names `chosen` picks (a folder
+    whole, a link or file itself); return how many went. What cannot be read or removed is
+    left."""
+    import shutil
+
     try:
-        entries = list(root.iterdir())
+        entries = list(pathlib.Path(tempfile.gettempdir()).iterdir())
     except OSError:
         return 0
+    gone = 0
     for entry in entries:
-        m = pattern.match(entry.name)
-        if not m or process_alive(int(m.group(1))):
+        if not chosen(entry.name):
             continue
         with contextlib.suppress(OSError):
             if entry.is_dir() and not entry.is_symlink():
