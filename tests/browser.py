@@ -54,6 +54,11 @@ window.addEventListener('load', () => {
 </script>"""
 
 
+# the smallest share of its own width a figure may be shown at: its 11 pt text, 23 px at
+# 150 dpi, stays about 15 px
+LEGIBLE = 0.65
+
+
 def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -80,7 +85,8 @@ def measure(page: pathlib.Path, width: int = 1400) -> dict:
 def problems(page: pathlib.Path, width: int) -> list[str]:
     """What a reader of `page` at `width` px would not see whole: at 1400 px every table fits
     its column; narrower, a table may scroll when its first column stays in view; at every
-    width no cell cuts its text, every image loads and the page itself does not scroll."""
+    width no cell cuts its text, every image loads and is shown at a size its text can be
+    read at (it may scroll inside its box) and the page itself does not scroll."""
     got = measure(page, width)
     found = []
     if got["overflow"] > 0:
@@ -90,6 +96,9 @@ def problems(page: pathlib.Path, width: int) -> list[str]:
             found.append(f"image {img['alt']!r} does not load")
         elif img["shown"] < img["natural"] and not img["linked"]:
             found.append(f"image {img['alt']!r} is shrunk to {img['shown']} px with no link to its full size")
+        elif img["shown"] < LEGIBLE * img["natural"]:  # 11 pt text at 150 dpi: under about 15 px
+            found.append(f"image {img['alt']!r} is shown at {img['shown']} of its {img['natural']} px: "
+                         "its text is too small to read")
     for t in got["tables"]:
         name = f"table {t['index']} ({t['header']!r})"
         if t["scrolls"] and width >= 1400:

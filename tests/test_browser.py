@@ -56,3 +56,17 @@ def test_the_check_sees_a_first_column_that_scrolls_away(tmp_path):
 def test_the_check_sees_cut_text(tmp_path):
     page = _page(tmp_path, _table(2, "x" * 300), style=STYLE + "td{overflow:hidden;max-width:5rem;white-space:nowrap}")
     assert any("cuts the text of 2 cells" in p for p in browser.problems(page, 1400))
+
+
+def test_a_figure_keeps_its_text_legible_at_800_px(tmp_path):
+    """Issue 45: at 800 px a 1,500 px figure shrank to half, its text to about 11 px; it now
+    keeps 1,000 px and scrolls inside its box, the page itself does not."""
+    import base64
+
+    png = pathlib.Path(__file__).resolve().parent.parent / "reports" / "cpu-quick" / "summary_vit.png"
+    data = base64.b64encode(png.read_bytes()).decode()
+    body = f'<p><a href="x.png"><span class="figure"><img alt="fig" src="data:image/png;base64,{data}"></span></a></p>'
+    shrunk = browser.problems(_page(tmp_path, body, style=STYLE.replace(".figure img{max-width:none", ".x{")), 800)
+    assert len(shrunk) == 1 and "too small to read" in shrunk[0]
+    assert browser.problems(_page(tmp_path, body), 800) == []
+    assert browser.problems(_page(tmp_path, body), 1400) == []

@@ -50,3 +50,13 @@ def test_findings_are_tables_and_a_few_sentences(report):
         return
     findings = page.split("## Findings", 1)[1].split("\n## ", 1)[0]
     assert sum(line.startswith("- ") for line in findings.splitlines()) <= 15
+
+
+def test_the_commit_bisect_lists_its_commits_in_history_order():
+    """Issue 45: environments named by commit were sorted by hash; the summary table and the
+    figures now follow the bisect table's history (oldest first)."""
+    page = (ROOT / "reports" / "cpu-vit-bisect-equinox-commits" / "index.md").read_text()
+    history = re.findall(r"^\| `([0-9a-f]{9})` \| \d{4}-\d\d-\d\d \|", page, re.M)
+    summary = list(dict.fromkeys(re.findall(r"^\| equinox-filter/vit/default \\\[py3\.11 equinox@([0-9a-f]{9})",
+                                            page, re.M)))
+    assert len(history) >= 5 and summary == history

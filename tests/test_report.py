@@ -361,8 +361,9 @@ def test_every_cumulative_gc_line_of_every_committed_report_stays_inside_its_axe
     assert not outside, outside[:5]
 
 
-def test_the_env_matrix_is_a_python_by_versions_grid_in_version_order(tmp_path, monkeypatch):
-    """Issue 32: 20 rows sorted as strings became one grid per backend and policy."""
+def test_the_env_matrix_names_each_measured_environment_in_version_order(tmp_path, monkeypatch):
+    """Issue 45: a grid of 32 slots, 10 filled, with unnamed stacked versions became one row per
+    measured environment, named, Python then versions ascending, each with its interval."""
     import matplotlib.figure
 
     from gcbench.analysing import summary
@@ -370,20 +371,27 @@ def test_the_env_matrix_is_a_python_by_versions_grid_in_version_order(tmp_path, 
     from gcbench.publishing.report import environments, plots
 
     seen = []
-    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **kw: seen.append(
-        [([t.get_text() for t in ax.get_yticklabels()], [t.get_text() for t in ax.get_xticklabels()])
-         for ax in fig.axes]))
+
+    def capture(fig, *a, **kw):
+        seen.append([([t.get_text() for t in ax.get_yticklabels()], [len(line.get_xdata()) for line in ax.lines])
+                     for ax in fig.axes])
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", capture)
     with archive.opened(ROOT / "reports/cpu-vit-env-matrix/results.tar.gz") as folder:
         docs = gcbench.load_dir(folder)
     keys = [p for p in environments.KEY_PACKAGES if p in environments.differing(environments.environments(docs))]
     assert keys[:2] == ["jax", "jaxlib"]
+    envs = {d["environment"]["name"] for d in docs if d["status"] == "ok"}
 
     with pytest.raises(UsageError):  # savefig wrote nothing: the capture is all there is
         plots.env_matrix_figure(summary.summarize_all(docs), "vit", tmp_path / "m.png", keys)
-    (rows, cols), second = seen[0][0], seen[0][1]
-    assert rows == ["Python 3.10", "Python 3.11", "Python 3.12", "Python 3.13"] and second[0] == rows
-    jax = [c.split("\n")[0] for c in cols]  # the first package's versions, ascending
-    assert jax[0] == "0.4.38" and jax[-1] == "0.12.0.1" and jax.index("0.8.0") < jax.index("0.10.2")
+    (rows, lines), (second, _) = seen[0][0], seen[0][1]
+    rows = rows[::-1]  # drawn top to bottom
+    assert len(rows) == len(envs) and second[::-1] == rows  # every measured environment, none empty
+    assert [r.split("  ")[0] for r in rows] == sorted(r.split("  ")[0] for r in rows)  # Python ascending
+    jax = [r.split("  ")[1] for r in rows if r.startswith("Python 3.11")]
+    assert jax[0] == "jax 0.4.38" and jax.index("jax 0.8.0") < jax.index("jax 0.10.2")
+    assert lines.count(2) == len(rows)  # an interval (a two-point line) on every row
     one_env = [d for d in docs if d["environment"]["name"] == docs[0]["environment"]["name"]]
     assert plots.env_matrix_figure(summary.summarize_all(one_env), "vit", tmp_path / "n.png", keys) is None
 
@@ -484,3 +492,78 @@ def test_a_killed_reports_staging_folder_is_swept(tmp_path):
     proc = run_cli("report", str(res), "--out", str(rep))
     assert proc.returncode == 0, proc.stderr
     assert not stale.exists() and (rep / "index.md").is_file()
+
+
+def test_the_trace_draws_only_cells_with_full_collections_and_their_pauses(tmp_path, monkeypatch):
+    """Issue 45: no panel without an event; each pause a dot at its own length (not a segment
+    that reads as a dip); the median step drawn and labelled; the cells left out named."""
+    import matplotlib.figure
+
+    from gcbench.analysing import summary
+    from gcbench.publishing.report import plots
+
+    seen = []
+
+    def capture(fig, *a, **kw):
+        seen.append({"title": fig.get_suptitle(), "panels": [
+            {"title": ax.get_title(loc="left"), "dots": [c.get_offsets().data.copy() for c in ax.collections],
+             "texts": [t.get_text() for t in ax.texts], "wall": ax.lines[0].get_ydata()}
+            for ax in fig.axes if ax.axison]})
+        pathlib.Path(a[0]).write_bytes(b"png")
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", capture)
+    cells = summary.summarize_all(gcbench.load_dir(make_results(tmp_path / "res")))
+    paths = plots.trace_figures([cs for cs in cells if cs.key[1] == "mlp"], "mlp", tmp_path)
+    assert [p.name for p in paths] == ["trace_mlp.png"]
+    (fig,) = seen
+    assert [p["title"] for p in fig["panels"]] == ["jax / default, r1: 15 full"]
+    title = " ".join(fig["title"].split())  # wrapped to the room the legend leaves
+    assert "not drawn: jax / disable (median" in title and "nnx / default (median" in title
+    panel = fig["panels"][0]
+    (dots,) = panel["dots"]
+    assert len(dots) == 15 and all(dots[:, 1] < panel["wall"][dots[:, 0].astype(int)] + 1e-9)  # under its step
+    assert abs(float(np.median(dots[:, 1])) - 30) < 5  # the simulated 30 ms pauses, at their own length
+    assert any(t.startswith("median ") and t.endswith(" ms") for t in panel["texts"])
+    quiet = [cs for cs in cells if cs.key[1] == "mlp" and cs.key[0] == "nnx"]
+    assert plots.trace_figures(quiet, "mlp", tmp_path) == []
+
+
+def test_the_why_figure_draws_the_tables_promotions_on_one_scale(monkeypatch):
+    """Issue 45: bars of 2,000-4,000 beside a table that said 922: promotions come in bursts,
+    so the figure draws the table's own figure (the mean over the steps) as a labelled line,
+    every row on one scale."""
+    import matplotlib.figure
+
+    from gcbench.analysing import explain, stats
+    from gcbench.publishing import archive
+    from gcbench.publishing.report import plots
+
+    seen = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **kw: seen.append(
+        [(ax.get_ylabel(), [line.get_ydata()[0] for line in ax.lines], [t.get_text() for t in ax.texts],
+          ax.get_ylim()) for ax in fig.axes]))
+    with archive.opened(ROOT / "reports/cpu-vit-bisect-equinox-commits/results.tar.gz") as folder:
+        docs = gcbench.load_dir(folder)
+        expl = [explain.derive(e, docs, tests=False) for e in explain.load(folder)["explanations"]]
+    with pytest.raises(UsageError):  # savefig wrote nothing
+        plots.why_figure(expl, pathlib.Path("/nonexistent-gcbench/why.png"))
+    left = [ax for ax in seen[0] if ax[0].startswith("objects promoted")]
+    assert len(left) == len(expl) >= 2
+    for (_, lines, texts, _), e in zip(left, expl, strict=True):
+        mean = e["full_interval"]["promoted_per_step"]
+        assert lines == [pytest.approx(mean)]
+        assert texts == [f"mean {stats.fmt(mean)} a step (the table's figure)"]
+    assert len({ylim for *_, ylim in left}) == 1
+
+
+def test_series_labels_leave_out_what_every_series_shares():
+    from gcbench.publishing.report.plots import series_label
+
+    among = [("equinox-filter", "py3.11 equinox@9b609e4bf +18-pinned-83874b"),
+             ("equinox-filter", "py3.11 equinox@d2f35f8df jax==0.8.0")]
+    assert series_label(among[1], among) == "equinox@d2f35f8df jax==0.8.0"
+    assert series_label(among[0], among) == "equinox@9b609e4bf\n+18-pinned-83874b"  # wrapped at 34
+    two = among + [("nnx", "py3.11 flax@1")]
+    assert series_label(two[2], two) == "nnx [flax@1]"
+    assert series_label(("jax", ""), [("jax", ""), ("nnx", "")]) == "jax"
+    assert series_label(among[0]) == "equinox-filter [py3.11 equinox@9b609e4bf +18-pinned-83874b]"

@@ -479,17 +479,27 @@ def _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect
     return out
 
 
-def _in_order(docs: list[ResultDoc], plan: dict) -> list[ResultDoc]:
+def _in_order(docs: list[ResultDoc], plan: dict, git_plan: dict | None = None) -> list[ResultDoc]:
     """The documents in the suite's order of backends, workloads and policies (the plan's,
-    which interleaves repeats in a shuffled order), and within one of those by environment,
-    in natural order (versions ascending), then by repeat."""
+    which interleaves repeats in a shuffled order), and within one of those by environment:
+    a commit bisect's in the order of its history (oldest first), others in natural order
+    (versions ascending); then by repeat."""
+    history: dict[str, int] = {}
+    if git_plan is not None:
+        shas = [git_plan["good"]["sha"]] + [c["sha"] for c in git_plan["commits"]]
+        rank = {sha: i for i, sha in enumerate(shas)}
+        history = {env: rank.get(sha, len(rank)) for sha, env in git_plan["tested"].items()}
+
+    def env_key(d: ResultDoc) -> tuple:
+        spec = str((d.get("environment") or {}).get("spec") or "")
+        return (history.get(spec, len(history)) if history else 0, natural_key(results.env_name(d) or ""))
+
     order = {cell: i for i, cell in enumerate(plan.get("cells", []))}
     docs = sorted(docs, key=lambda d: (order.get(d["cell"], len(order)), d["cell"]))
     first: dict[tuple, int] = {}
     for d in docs:
         first.setdefault((d["backend"], d["workload"], d["gc_policy"]), len(first))
-    return sorted(docs, key=lambda d: (first[d["backend"], d["workload"], d["gc_policy"]],
-                                       natural_key(results.env_name(d) or ""), d["repeat"]))
+    return sorted(docs, key=lambda d: (first[d["backend"], d["workload"], d["gc_policy"]], env_key(d), d["repeat"]))
 
 
 def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
@@ -506,7 +516,7 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
     git_plan = gitbisect.load(folder / gitbisect.FILE)
     plan = results.read_plan(folder)
     docs = results.load_dir(folder, allow_empty=any(x is not None for x in (memdoc, repro, why)))
-    docs = _in_order(docs, plan)
+    docs = _in_order(docs, plan, git_plan)
     if bisect_table is not None:
         bisect_table = bisect_mod.rebuild(bisect_table, docs)
     written: list[pathlib.Path] = [archive.pack(folder, out_dir / archive.NAME, carried)]
@@ -586,17 +596,19 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
                           "One panel per backend and policy: Python versions down, the versions of the packages "
                           "that differ between the environments across, both ascending; each square gives the "
                           "cell's GC share (darker: more) and its full collections per repeat.")]
+            traces = plots.trace_figures(mine, w, out_dir)
             figs += [(plots.summary_figure(mine, w, out_dir / f"summary_{w}.png"),
                      f"{w}: median step, GC share and full collections with 95 % intervals",
                      "One row per backend (and environment), one row of panels per GC policy. Dots are the "
                      "estimates, bars their 95 % intervals over the repeats; a fixed schedule of full "
                      "collections has no bar. The median axis is logarithmic.")]
             figs += [(path, f"{w}: every timed step of one repeat",
-                      "Each panel is one repeat of one cell (named in its title: r1 is the first). The line is the "
-                      "step time on a log axis, every panel on the same range; on a step with a full collection "
-                      "the black segment at its top is that collection's pause, and a triangle marks it (young "
-                      "collections are left unmarked).")
-                     for path in plots.trace_figures(mine, w, out_dir)]
+                      "One panel per cell that made a full collection, showing one repeat (named in its title: r1 "
+                      "is the first, with its count of full collections). The line is the step time on a log axis, "
+                      "every panel on the same range, the dashed line its median; a black dot is the pause of a "
+                      "full collection, drawn at its own length on the step that held it (young collections are "
+                      "left unmarked). Cells without a full collection are named above the panels.")
+                     for path in traces]
             figs += [(plots.gc_split_figure(mine, w, out_dir / f"gc_split_{w}.png"),
                       f"{w}: mean step split into GC and the rest",
                       "Bars are the mean step (all used repeats), black the part spent in GC pauses, the whisker "
@@ -614,6 +626,9 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
                       "For each step time, the share of steps at most that long, pooled over the used repeats; "
                       "a long flat stretch before 1 is a tail of slow steps.")]
             blocks += [Heading(escape(w), 3)]
+            if not traces:
+                blocks.append(Para("No cell made a full collection in any repeat: no trace is drawn (the steps' "
+                                   "times are in the distributions below)."))
             for path, alt, caption in figs:
                 if path is not None:
                     blocks.append(Image(path, alt, caption))

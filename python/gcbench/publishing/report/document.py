@@ -157,9 +157,11 @@ td[style*="right"]{white-space:nowrap;font-variant-numeric:tabular-nums}
 th:first-child,td:first-child{position:sticky;left:0;z-index:1;border-right:1px solid #ccc;max-width:16rem}
 th:first-child{background:#f2f2f2;z-index:2}
 img{max-width:100%;height:auto;border:1px solid #eee;display:block}
+.figure{display:block;overflow-x:auto;max-width:100%}
 p.caption{margin:.2rem 0 1.6rem;font-size:.9rem;color:#444;max-width:60rem}
 code{background:#f4f4f4;padding:0 .2rem;overflow-wrap:anywhere}
 @media (max-width:900px){table{font-size:.8rem}th:first-child,td:first-child{max-width:11rem}}
+@media (max-width:1060px){.figure img{max-width:none;width:1000px}}
 """
 
 
@@ -174,7 +176,7 @@ def _renderer(folder: pathlib.Path) -> MarkdownIt:
         if "/" in src or not src.endswith(".png") or not path.is_file():
             return f'<span class="missing-image">[{alt}]</span>'
         data = base64.b64encode(path.read_bytes()).decode()
-        return f'<img alt="{alt}" src="data:image/png;base64,{data}">'
+        return f'<span class="figure"><img alt="{alt}" src="data:image/png;base64,{data}"></span>'
 
     def anchors_and_captions(state):
         """Headings get GitHub's anchors (the contents list links to them); a paragraph that

@@ -74,9 +74,25 @@ def series_of(cs: summary.CellSummary) -> tuple[str, str]:
     return cs.key[0], summary.context(cs.key)
 
 
-def series_label(series: tuple[str, str]) -> str:
+def series_label(series: tuple[str, str], among: list[tuple[str, str]] | None = None) -> str:
+    """`backend [environment]`; beside the other series `among`, without what all of them
+    share (the backend when there is one, words of the environment every series has, such
+    as `py3.11`), wrapped to two lines when long, so that labels leave the panels room."""
+    import textwrap
+
     backend, env = series
-    return f"{backend} [{env}]" if env else backend
+    if not among:
+        return f"{backend} [{env}]" if env else backend
+    common = set.intersection(*(set(e.split()) for _, e in among)) if all(e for _, e in among) else set()
+    env = " ".join(w for w in env.split() if w not in common)
+    one_backend = len({b for b, _ in among}) == 1
+    label = env if (one_backend and env) else (f"{backend} [{env}]" if env else backend)
+    return textwrap.fill(label, 34, break_on_hyphens=False)
+
+
+def _row_in(series: list[tuple[str, str]]) -> float:
+    """Inches a series row takes: more where a label wraps to two lines."""
+    return ROW_IN * (1.6 if any("\n" in series_label(s, series) for s in series) else 1.0)
 
 
 def ordered_series(cells: list[summary.CellSummary]) -> list[tuple[str, str]]:
@@ -204,7 +220,7 @@ def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathli
     policies = policies_of(ok)
     metrics = [("median step", "ms", _median), ("GC share", "% of step time", _share),
                ("full collections", "per 1,000 steps", _full)]
-    height = max(1.3, ROW_IN * len(series) + 0.8) * len(policies) + 1.0
+    height = max(1.3, _row_in(series) * len(series) + 0.8) * len(policies) + 1.0
     fig, axes = plt.subplots(len(policies), len(metrics), figsize=(WIDTH, height), squeeze=False,
                              sharey=True, sharex="col", layout="constrained")
     ys = {s: len(series) - 1 - i for i, s in enumerate(series)}
@@ -228,11 +244,11 @@ def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathli
                 ax.set_xlabel(unit)
             if c == 0:
                 ax.set_ylabel(f"policy: {policy}")
-        axes[r][0].set_yticks(range(len(series)), [series_label(s) for s in reversed(series)])
+        axes[r][0].set_yticks(range(len(series)), [series_label(s, series) for s in reversed(series)])
         axes[r][0].set_ylim(-0.6, len(series) - 0.4)
     log_axis(axes[0][0], "x")
     for c in (1, 2):
-        axes[0][c].set_xlim(left=0)
+        axes[0][c].set_xlim(0, axes[0][c].get_xlim()[1] * 1.06)  # a dot at the top stays whole
     fig.suptitle(f"{workload}: median step, GC share and full collections (dot: estimate; bar: 95 % interval)")
     _legend_outside(fig, _backend_handles(series), "backend")
     return save(fig, path)
@@ -254,57 +270,84 @@ def _full(s):
 
 # -- traces: every step of one repeat -------------------------------------------------------------
 
+def trace_doc(cs: summary.CellSummary) -> ResultDoc:
+    """The repeat a trace shows: the first used one that made a full collection, else the first used."""
+    return next((d for d in _used_docs(cs) if summary.full_collections(d).any()), _first_used(cs))
+
+
 def trace_repeat(cs: summary.CellSummary) -> str:
     """Which repeat a trace shows, in words."""
-    return f"r{_first_used(cs)['repeat'] + 1}"
+    return f"r{trace_doc(cs)['repeat'] + 1}"
+
+
+def trace_cells(cells: list[summary.CellSummary]) -> tuple[list[summary.CellSummary], list[summary.CellSummary]]:
+    """The cells that made a full collection in a used repeat (drawn in the trace), and the
+    others (named above it, with their median step: a flat line says nothing a number does not)."""
+    ok = [cs for cs in cells if cs.ok]
+    order = {s: i for i, s in enumerate(ordered_series(ok))}
+    policies = policies_of(ok)
+    ok.sort(key=lambda cs: (order[series_of(cs)], policies.index(cs.key[2])))
+    events = [cs for cs in ok if summary.full_collections(trace_doc(cs)).any()]
+    return events, [cs for cs in ok if cs not in events]
 
 
 def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathlib.Path) -> list[pathlib.Path]:
-    """Every timed step of each cell's first used repeat (log scale); on the steps with a
-    full collection, the GC pause drawn in black as the top part of the step (a pause of
-    1 ms in a 10 ms step covers its last millisecond) and a mark above it (young
-    collections are left unmarked: they would blacken the line); one row of panels per
-    series, one column per policy, every panel on one y range so that they compare; each
-    panel names its repeat in a title wrapped to its width; several files when there are
-    many series."""
-    ok = [cs for cs in cells if cs.ok]
-    series = ordered_series(ok)
-    policies = policies_of(ok)
+    """Every timed step of one repeat (the first used one with a full collection) of each cell
+    that made one, two panels a row on one log y range: the step time as a line in the backend's
+    colour, the pause of each full collection as a black dot on its step (at its own length:
+    a 150 ms pause in a 160 ms step sits just under the step's peak), and a dashed line at
+    the repeat's median step, labelled, so the typical step has its number. Cells without a
+    full collection get no panel: the title names them with their median step.
+    Several files when there are many cells; none when no cell made a full collection."""
+    events, quiet = trace_cells(cells)
+    if not events:
+        return []
+    among = ordered_series(events + quiet)
+    per_file = 2 * MAX_TRACE_ROWS
     out = []
-    for part, start in enumerate(range(0, len(series), MAX_TRACE_ROWS)):
-        rows = series[start: start + MAX_TRACE_ROWS]
+    for part, start in enumerate(range(0, len(events), per_file)):
+        shown = events[start: start + per_file]
+        rows = (len(shown) + 1) // 2
         name = f"trace_{workload}.png" if part == 0 else f"trace_{workload}_{part + 1}.png"
-        fig, axes = plt.subplots(len(rows), len(policies), figsize=(WIDTH, 1.7 * len(rows) + 1.1),
+        last = start + per_file >= len(events)
+        fig, axes = plt.subplots(rows, 2, figsize=(WIDTH, 2.0 * rows + 1.3),
                                  squeeze=False, sharex=True, sharey=True, layout="constrained")
-        for r, s in enumerate(rows):
-            for c, policy in enumerate(policies):
-                ax = axes[r][c]
-                cs = next((x for x in ok if series_of(x) == s and x.key[2] == policy), None)
-                if cs is None:
-                    ax.set_axis_off()
-                    continue
-                doc = _first_used(cs)
-                wall = np.asarray(doc["wall_ns"]) / 1e6
-                gc_ms = np.minimum(np.asarray(doc["gc_ns"]) / 1e6, wall)
-                steps = np.arange(len(wall))
-                ax.plot(steps, wall, lw=0.8, color=backend_color(s[0]))
-                full = summary.full_collections(doc) > 0
-                has = full & (gc_ms > 0)
-                ax.vlines(steps[has], np.maximum(wall[has] - gc_ms[has], wall[has] * 1e-3), wall[has],
-                          color=GC_COLOR, lw=1.2, zorder=3)
-                ax.scatter(steps[full], wall[full] * 1.25, marker="v", s=26, color=FULL_COLOR, zorder=4, lw=0)
-                log_axis(ax, "y")
-                ax.set_title(_wrapped(f"{series_label(s)} / {policy}, {trace_repeat(cs)}", WIDTH / len(policies)),
-                             loc="left")
-                if c == 0:
-                    ax.set_ylabel("step, ms")
-                if r == len(rows) - 1:
-                    ax.set_xlabel("timed step")
+        for k, ax in enumerate(axes.flat):
+            if k >= len(shown):
+                ax.set_axis_off()
+                continue
+            cs = shown[k]
+            doc = trace_doc(cs)
+            wall = np.asarray(doc["wall_ns"]) / 1e6
+            gc_ms = np.minimum(np.asarray(doc["gc_ns"]) / 1e6, wall)
+            steps = np.arange(len(wall))
+            full = (summary.full_collections(doc) > 0) & (gc_ms > 0)
+            ax.plot(steps, wall, lw=0.9, color=backend_color(cs.key[0]))
+            ax.scatter(steps[full], gc_ms[full], marker="o", s=22, color=FULL_COLOR, zorder=4, lw=0)
+            typical = float(np.median(wall))
+            ax.axhline(typical, color="#555555", ls="--", lw=0.8, zorder=1)
+            ax.annotate(f"median {typical:.3g} ms", (1.0, typical), xycoords=("axes fraction", "data"),
+                        xytext=(-3, 3), textcoords="offset points", ha="right", va="bottom", fontsize=TEXT_PT,
+                        color="#333333", zorder=5,
+                        bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85})
+            log_axis(ax, "y")
+            n = int(summary.full_collections(doc).sum())
+            ax.set_title(_wrapped(f"{series_label(series_of(cs), among)} / {cs.key[2]}, {trace_repeat(cs)}: "
+                                  f"{n} full", WIDTH / 2), loc="left")
+            if k % 2 == 0:
+                ax.set_ylabel("ms")
+            if k >= len(shown) - 2:
+                ax.set_xlabel("timed step")
+                ax.xaxis.set_tick_params(labelbottom=True)
         handles = [plt.Line2D([], [], color="#777777", lw=1, label="step time (backend colour)"),
-                   plt.Line2D([], [], color=GC_COLOR, lw=1.5, label="full collection's pause: the top of its step"),
-                   plt.Line2D([], [], color=FULL_COLOR, marker="v", lw=0, ms=6, label="step with a full collection")]
-        fig.suptitle(f"{workload}: every timed step of one repeat" +
-                     (f" (part {part + 1})" if len(series) > MAX_TRACE_ROWS else ""))
+                   plt.Line2D([], [], color=FULL_COLOR, marker="o", lw=0, ms=5,
+                              label="pause of a full collection,\non its step"),
+                   plt.Line2D([], [], color="#555555", ls="--", lw=0.8, label="median step")]
+        note = ("\nno full collection, not drawn: " + "; ".join(
+            f"{series_label(series_of(cs), among)} / {cs.key[2]} (median {cs.measured['median_ms']:.3g} ms)"
+            for cs in quiet)) if last and quiet else ""
+        fig.suptitle(f"{workload}: every timed step of one repeat, cells that made a full collection" +
+                     (f" (part {part + 1})" if len(events) > per_file else "") + note)
         _legend_outside(fig, handles)
         out.append(save(fig, folder / name))
     return out
@@ -383,7 +426,7 @@ def gc_split_figure(cells: list[summary.CellSummary], workload: str, path: pathl
     ok = [cs for cs in cells if cs.ok]
     series = ordered_series(ok)
     policies = policies_of(ok)
-    fig, axes = plt.subplots(1, len(policies), figsize=(WIDTH, ROW_IN * len(series) + 1.6),
+    fig, axes = plt.subplots(1, len(policies), figsize=(WIDTH, _row_in(series) * len(series) + 1.6),
                              squeeze=False, sharey=True, sharex=True, layout="constrained")
     ys = {s: len(series) - 1 - i for i, s in enumerate(series)}
     longest = max(max(cs.measured["mean_ms"], (cs.measured.get("mean_ci_ms") or (0, 0))[1]) for cs in ok)
@@ -409,7 +452,7 @@ def gc_split_figure(cells: list[summary.CellSummary], workload: str, path: pathl
         ax.grid(axis="x", alpha=0.3)
         ax.set_title(policy, loc="left")
         ax.set_xlabel("mean step, ms (whisker: 95 % interval)")
-    axes[0][0].set_yticks(range(len(series)), [series_label(s) for s in reversed(series)])
+    axes[0][0].set_yticks(range(len(series)), [series_label(s, series) for s in reversed(series)])
     fig.suptitle(f"{workload}: where a step's time goes (mean step = the rest + GC pause)")
     _legend_outside(fig, _backend_handles(series) +
                     [matplotlib.patches.Patch(color=GC_COLOR, label="GC pause")], "the rest, by backend")
@@ -467,7 +510,7 @@ def pauses_figure(cells: list[summary.CellSummary], workload: str, path: pathlib
         return None
     series = ordered_series(ok)
     policies = policies_of(ok)
-    fig, axes = plt.subplots(1, len(policies), figsize=(WIDTH, ROW_IN * 1.6 * len(series) + 1.6),
+    fig, axes = plt.subplots(1, len(policies), figsize=(WIDTH, max(ROW_IN * 1.6, _row_in(series)) * len(series) + 1.6),
                              squeeze=False, sharey=True, sharex=True, layout="constrained")
     ys = {s: len(series) - 1 - i for i, s in enumerate(series)}
     rng = np.random.default_rng(0)
@@ -487,7 +530,7 @@ def pauses_figure(cells: list[summary.CellSummary], workload: str, path: pathlib
         ax.grid(axis="x", alpha=0.3)
         ax.set_title(policy, loc="left")
         ax.set_xlabel("pause, ms")
-    axes[0][0].set_yticks(range(len(series)), [series_label(s) for s in reversed(series)])
+    axes[0][0].set_yticks(range(len(series)), [series_label(s, series) for s in reversed(series)])
     axes[0][0].set_ylim(-0.6, len(series) - 0.4)
     handles = [plt.Line2D([], [], color="#555555", marker=m, markerfacecolor="#555555" if filled else "none",
                           lw=0, ms=7, label=label) for m, _, filled, label in GEN_MARKERS.values()]
@@ -583,6 +626,7 @@ def why_figure(explanations: list[dict], path: pathlib.Path) -> pathlib.Path | N
     rows = [e for e in explanations if "python" in e]
     if not rows:
         return None
+    top = max(max(e["python"]["promoted_per_step"] or [0]) for e in rows) * 1.05 or 1.0  # one scale: rows compare
     fig = plt.figure(figsize=(WIDTH, 2.5 * len(rows) + 0.8), layout="constrained")
     subfigures: Any = fig.subfigures(len(rows), 1)  # one row: a SubFigure, not an array of them
     for sub, e in zip(np.atleast_1d(subfigures), rows, strict=False):
@@ -591,7 +635,16 @@ def why_figure(explanations: list[dict], path: pathlib.Path) -> pathlib.Path | N
         sub.suptitle(e["label"] + explain_qualifiers(e), x=0.01, ha="left", fontsize=12, fontweight="bold")
         left, right = sub.subplots(1, 2)
         promoted = np.asarray(py["promoted_per_step"])
-        left.bar(np.arange(len(promoted)), promoted, width=1.0, color=color)
+        left.bar(np.arange(len(promoted)), promoted, width=1.0, color=color, alpha=0.55, lw=0)
+        # the table's figure is the mean over the steps: promotions come in bursts (at the
+        # collections of generation 1), so most bars stand above it and others are zero
+        mean = e["full_interval"]["promoted_per_step"]
+        left.axhline(mean, color="#111111", lw=1.6)
+        left.annotate(f"mean {stats.fmt(mean)} a step (the table's figure)", (0.01, mean),
+                      xycoords=("axes fraction", "data"), xytext=(2, 3), textcoords="offset points", ha="left",
+                      va="bottom", fontsize=TEXT_PT,
+                      color="#111111", bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
+        left.set_ylim(0, top)
         left.set_ylabel("objects promoted\nper step")
         oldest = np.asarray(py["oldest"], dtype=float).reshape(-1, 2)
         right.step(oldest[:, 0], oldest[:, 1], where="post", color=color, lw=1.3)
@@ -610,53 +663,52 @@ def why_figure(explanations: list[dict], path: pathlib.Path) -> pathlib.Path | N
 
 def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path,
                       packages: list[str]) -> pathlib.Path | None:
-    """The GC share of each cell that ran in an environment, as a grid: Python versions down
-    (ascending), the versions of `packages` across (ascending, natural order), one panel per
-    backend and policy; each square names its share and its full collections per repeat.
-    None unless the cells ran in at least two environments."""
+    """The GC share of each cell that ran in an environment, one row per environment that was
+    measured (named by its Python and the versions of `packages`, Python then versions
+    ascending in natural order), one panel per backend and policy on one axis: the estimate as
+    a dot, its 95 % interval over the repeats as a bar, and the full collections per repeat
+    written at the right of the row. None unless the cells ran in at least two environments."""
     ok = [cs for cs in cells if cs.ok and (cs.docs[0].get("environment") or {}).get("python")]
     if len({cs.key[3] for cs in ok}) < 2:
         return None
-
-    def coords(cs):
-        env = next(d for d in cs.docs if d["status"] == "ok")["environment"]
-        py = ".".join(str(env["python"]).split(".")[:2])
-        versions = "\n".join(str(env.get("packages", {}).get(p, "-")) for p in shown) or "-"
-        return py, versions
-
     ok_envs = [next(d for d in cs.docs if d["status"] == "ok")["environment"] for cs in ok]
     # jaxlib goes with jax: shown only where some environment pairs them differently
     shown = [p for p in packages if not (p == "jaxlib" and "jax" in packages and all(
         (e.get("packages") or {}).get("jax") == (e.get("packages") or {}).get("jaxlib") for e in ok_envs))]
 
+    def row_of(env: dict) -> tuple:
+        py = ".".join(str(env["python"]).split(".")[:2])
+        versions = tuple(str((env.get("packages") or {}).get(p, "-")) for p in shown)
+        return (py, *versions)
+
+    where = {cs.key: row_of(env) for cs, env in zip(ok, ok_envs, strict=True)}
+    rows = sorted(set(where.values()), key=lambda r: tuple(natural_key(x) for x in r))
+    labels = ["  ".join([f"Python {r[0]}", *(f"{p} {v}" for p, v in zip(shown, r[1:], strict=True))]) for r in rows]
     panels = list(dict.fromkeys((cs.key[0], cs.key[2]) for cs in ok))
-    where = {cs.key: coords(cs) for cs in ok}
-    pys = sorted({py for py, _ in where.values()}, key=natural_key)
-    cols = sorted({v for _, v in where.values()}, key=natural_key)
-    fig, axes = plt.subplots(len(panels), 1, figsize=(WIDTH, (0.45 * len(pys) + 1.2) * len(panels) + 0.6),
-                             squeeze=False, layout="constrained")
-    top = max(100 * cs.measured["gc_share"] for cs in ok) or 1.0
-    for ax, (backend, policy) in zip(axes[:, 0], panels, strict=False):
-        grid = np.full((len(pys), len(cols)), np.nan)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(WIDTH, (ROW_IN + 0.04) * len(rows) * len(panels)
+                                                     + 0.9 * len(panels) + 0.7),
+                             squeeze=False, sharex=True, layout="constrained")
+    ys = {r: len(rows) - 1 - i for i, r in enumerate(rows)}
+    for ax, (backend, policy) in zip(axes[:, 0], panels, strict=True):
+        color = backend_color(backend)
         for cs in ok:
             if (cs.key[0], cs.key[2]) != (backend, policy):
                 continue
-            py, v = where[cs.key]
-            i, j = pys.index(py), cols.index(v)
-            grid[i, j] = 100 * cs.measured["gc_share"]
-            full = cs.measured["full"]["schedule"]
-            counts = full["counts"]
-            label = f"{grid[i, j]:.1f} %\n" + (f"{counts[0]} full" if len(set(counts)) == 1 else
-                                                f"{min(counts)}-{max(counts)} full")
-            ax.text(j, i, label, ha="center", va="center", fontsize=TEXT_PT,
-                    color="white" if grid[i, j] > 0.55 * top else "black")
-        ax.imshow(np.ma.masked_invalid(grid), cmap="Greys", vmin=0, vmax=top * 1.15, aspect="auto")
-        ax.set_yticks(range(len(pys)), [f"Python {p}" for p in pys])
-        ax.set_xticks(range(len(cols)), cols)
-        ax.set_xlabel("versions of " + ", ".join(shown) + " (top to bottom)" if shown else "")
-        ax.set_title(f"{backend} / {policy}: GC share of step time, full collections per repeat", loc="left")
-        for spine in ax.spines.values():
-            spine.set_visible(False)
-        ax.tick_params(length=0)
-    fig.suptitle(f"{workload}: GC share by interpreter and package versions (blank: not measured)")
+            value, lo, hi = _share(cs.measured)
+            y = ys[where[cs.key]]
+            ax.plot([lo, hi], [y, y], color=color, lw=2.2, solid_capstyle="butt")
+            ax.plot(value, y, "o", color=color, ms=6, mec="white", mew=0.6)
+            counts = cs.measured["full"]["schedule"]["counts"]
+            full = f"{counts[0]} full" if len(set(counts)) == 1 else f"{min(counts)}-{max(counts)} full"
+            ax.annotate(full, (1.0, y), xycoords=("axes fraction", "data"), xytext=(6, 0),
+                        textcoords="offset points", va="center", ha="left", fontsize=TEXT_PT)
+        ax.set_yticks(range(len(rows)), list(reversed(labels)))
+        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_title(f"{backend} / {policy}", loc="left")
+        ax.xaxis.set_tick_params(labelbottom=True)
+    axes[0][0].set_xlim(left=0)
+    axes[-1][0].set_xlabel("GC share, % of step time")
+    fig.suptitle(f"{workload}: GC share by interpreter and package versions (dot: estimate; bar: 95 % "
+                 "interval; right: full collections per repeat; environments not measured are left out)")
     return save(fig, path)

@@ -74,7 +74,9 @@ def section(doc: dict, docs: list[ResultDoc], out_dir: pathlib.Path, written: li
     if figure is not None:
         blocks.append(Image(figure, "promotions per step and the oldest generation over the diagnostic runs",
                             "One row per explained cell. Left: objects that reached the oldest generation at each "
-                            "step; right: the oldest generation's size, with a dotted line at each full collection "
+                            "step (they come in bursts, at the collections of generation 1), on one scale for every "
+                            "row, the line their mean, the table's figure; right: the oldest generation's size, with "
+                            "a dotted line at each full collection "
                             "(the collector runs one when the objects promoted since the last one reach a quarter "
                             "of those it holds)."))
         written.append(figure)
