@@ -567,3 +567,39 @@ def test_series_labels_leave_out_what_every_series_shares():
     assert series_label(two[2], two) == "nnx [flax@1]"
     assert series_label(("jax", ""), [("jax", ""), ("nnx", "")]) == "jax"
     assert series_label(among[0]) == "equinox-filter [py3.11 equinox@9b609e4bf +18-pinned-83874b]"
+
+
+@pytest.mark.parametrize("where", ["after mkdir", "as the unpacked archive goes"])
+def test_an_interrupt_at_either_end_of_a_first_build_leaves_no_folder(tmp_path, monkeypatch, where):
+    """Seen beside two busy processes: a Ctrl-C that lands just after the report folder is made,
+    or while the unpacked archive is removed once the report is done, left the folder."""
+    import contextlib
+
+    from gcbench.core import files
+    from gcbench.publishing import archive
+
+    source = make_results(tmp_path / "res")
+    if where == "after mkdir":
+        real = files.make_folder
+
+        def make_then_interrupt(path, what="output folder"):
+            real(path, what)
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(files, "make_folder", make_then_interrupt)
+    else:
+        real_opened = archive.opened
+
+        @contextlib.contextmanager
+        def opened_then_interrupt(src):
+            with real_opened(src) as folder:
+                yield folder
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(archive, "opened", opened_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        build_report(source, tmp_path / "rep")
+    assert not (tmp_path / "rep").exists()
+    monkeypatch.undo()
+    build_report(source, tmp_path / "rep")  # a complete build afterwards, into the same place
+    assert (tmp_path / "rep" / "index.html").is_file()

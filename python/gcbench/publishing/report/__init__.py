@@ -425,19 +425,22 @@ def build_report(source, out_dir, spike_factor: float = summary.DEFAULT_SPIKE_FA
     before = _marker(out_dir)
     in_place = source.resolve() in (out_dir.resolve(), (out_dir / archive.NAME).resolve())
     title = title or (before.get("title") if in_place else None)  # a rebuild keeps the title it was published with
-    with archive.opened(source) as folder:
-        made = not out_dir.exists()
-        files.make_folder(out_dir, "report folder")
-        try:
+    made = not out_dir.exists()
+    # Everything from the folder's creation to the archive's cleanup is inside the try: a Ctrl-C
+    # that lands just after mkdir, or while the unpacked archive is removed at the end, still
+    # leaves no folder of a first build behind (seen under load).
+    try:
+        with archive.opened(source) as folder:
+            files.make_folder(out_dir, "report folder")
             with files.FolderLock(out_dir, f"report folder {out_dir} is in use by another gcbench report"):
                 for stale in out_dir.glob(STAGING + "*"):  # left by a report that was killed
                     if _stale_staging(stale):
                         shutil.rmtree(stale, ignore_errors=True)
                 return _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect_table)
-        except BaseException:
-            if made:  # a failed first build leaves no folder behind, even with part of its files moved in
-                shutil.rmtree(out_dir, ignore_errors=True)
-            raise
+    except BaseException:
+        if made:  # a failed first build leaves no folder behind, even with part of its files moved in
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise
 
 
 def _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect_table) -> dict:
