@@ -77,8 +77,11 @@ def test_the_drift_flags_power_is_what_the_benchmark_measures():
     got = drift_flags.inject(list(drift_flags.committed_repeats()))
     step20, step40 = got["level step +20 %"]["all"], got["level step +40 %"]["all"]
     ramp40 = got["ramp to +40 %"]["all"]
-    said(f"a level step of 20 % injected into the committed repeats it leaves alone is flagged in "
-         f"{100 * step20:.0f} % of them, one of 40 % in {100 * step40:.0f} %, a ramp to 40 % in {100 * ramp40:.0f} %")
+    sentence = (f"a level step of 20 % injected into the committed repeats it leaves alone is flagged in "
+                f"{100 * step20:.0f} % of them, one of 40 % in {100 * step40:.0f} %, a ramp to 40 % in "
+                f"{100 * ramp40:.0f} %")
+    said(sentence)
+    assert sentence in " ".join((ROOT / "README.md").read_text().split()), "README states the drift flag's power"
 
 
 def test_the_run_term_is_the_one_measured_in_separate_runs():
