@@ -607,10 +607,10 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
                      "collections has no bar. The median axis is logarithmic.")]
             figs += [(path, f"{w}: every timed step of one repeat",
                       "One panel per cell that made a full collection, showing one repeat (named in its title: r1 "
-                      "is the first, with its count of full collections). The line is the step time on a log axis, "
-                      "every panel on the same range, the dashed line its median; a black dot is the pause of a "
-                      "full collection, drawn at its own length on the step that held it (young collections are "
-                      "left unmarked). Cells without a full collection are named above the panels.")
+                      "is the first, with its count of full collections and its median step). The line is the step "
+                      "time on a log axis, every panel on the same range, the dashed line its median; a black dot is "
+                      "the pause of a full collection, drawn at its own length on the step that held it (young "
+                      "collections are left unmarked). Cells without a full collection are named above the panels.")
                      for path in traces]
             figs += [(plots.gc_split_figure(mine, w, out_dir / f"gc_split_{w}.png"),
                       f"{w}: mean step split into GC and the rest",

@@ -156,18 +156,20 @@ def _finish_log_axes(fig) -> None:
 
 
 def _fit_suptitle(fig) -> None:
-    """The figure's title from the left edge, wrapped to the width the legend (at the upper
-    right, outside the axes) leaves it, so that the two never overlap."""
+    """The figure's title from the left edge, wrapped to the width a legend at the upper right,
+    outside the axes, leaves it (a legend below the panels takes none), so that the two
+    never overlap."""
     import textwrap
 
     text = fig.get_suptitle()
     if not text:
         return
     room = fig.get_figwidth()
-    if fig.legends:
+    beside = [lg for lg in fig.legends if getattr(lg, "_outside_loc", "right") in ("right", None)]  # not below
+    if beside:
         fig.draw_without_rendering()
         renderer = fig.canvas.get_renderer()
-        room -= max(lg.get_window_extent(renderer).width for lg in fig.legends) / fig.dpi + 0.3
+        room -= max(lg.get_window_extent(renderer).width for lg in beside) / fig.dpi + 0.3
     size = matplotlib.rcParams["figure.titlesize"]
     chars = max(30, int(room * 72 / (0.56 * size)))  # an average character is about 0.56 em wide
     fig.suptitle("\n".join(textwrap.fill(line, chars, break_on_hyphens=False) for line in text.split("\n")),
@@ -296,7 +298,7 @@ def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathl
     that made one, two panels a row on one log y range: the step time as a line in the backend's
     colour, the pause of each full collection as a black dot on its step (at its own length:
     a 150 ms pause in a 160 ms step sits just under the step's peak), and a dashed line at
-    the repeat's median step, labelled, so the typical step has its number. Cells without a
+    the repeat's median step, whose number the panel's title gives. Cells without a
     full collection get no panel: the title names them with their median step.
     Several files when there are many cells; none when no cell made a full collection."""
     events, quiet = trace_cells(cells)
@@ -326,14 +328,10 @@ def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathl
             ax.scatter(steps[full], gc_ms[full], marker="o", s=22, color=FULL_COLOR, zorder=4, lw=0)
             typical = float(np.median(wall))
             ax.axhline(typical, color="#555555", ls="--", lw=0.8, zorder=1)
-            ax.annotate(f"median {typical:.3g} ms", (1.0, typical), xycoords=("axes fraction", "data"),
-                        xytext=(-3, 3), textcoords="offset points", ha="right", va="bottom", fontsize=TEXT_PT,
-                        color="#333333", zorder=5,
-                        bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85})
             log_axis(ax, "y")
             n = int(summary.full_collections(doc).sum())
             ax.set_title(_wrapped(f"{series_label(series_of(cs), among)} / {cs.key[2]}, {trace_repeat(cs)}: "
-                                  f"{n} full", WIDTH / 2), loc="left")
+                                  f"{n} full, median {typical:.3g} ms", (WIDTH - 1.0) / 2), loc="left")
             if k % 2 == 0:
                 ax.set_ylabel("ms")
             if k >= len(shown) - 2:
@@ -341,23 +339,24 @@ def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathl
                 ax.xaxis.set_tick_params(labelbottom=True)
         handles = [plt.Line2D([], [], color="#777777", lw=1, label="step time (backend colour)"),
                    plt.Line2D([], [], color=FULL_COLOR, marker="o", lw=0, ms=5,
-                              label="pause of a full collection,\non its step"),
+                              label="pause of a full collection, on its step"),
                    plt.Line2D([], [], color="#555555", ls="--", lw=0.8, label="median step")]
         note = ("\nno full collection, not drawn: " + "; ".join(
             f"{series_label(series_of(cs), among)} / {cs.key[2]} (median {cs.measured['median_ms']:.3g} ms)"
             for cs in quiet)) if last and quiet else ""
         fig.suptitle(f"{workload}: every timed step of one repeat, cells that made a full collection" +
                      (f" (part {part + 1})" if len(events) > per_file else "") + note)
-        _legend_outside(fig, handles)
+        # below the panels, in one row: at the right it would take a third of their width
+        fig.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False)
         out.append(save(fig, folder / name))
     return out
 
 
 def _wrapped(text: str, inches: float) -> str:
-    """A panel title wrapped to the panel's width (12 pt text: about 11 characters an inch)."""
+    """A panel title wrapped to the panel's width (12 pt text: about 12 characters an inch)."""
     import textwrap
 
-    return textwrap.fill(text, max(12, int(inches * 11)), break_on_hyphens=False)
+    return textwrap.fill(text, max(12, int(inches * 12)), break_on_hyphens=False)
 
 
 def _first_used(cs: summary.CellSummary) -> ResultDoc:
