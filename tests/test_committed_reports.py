@@ -60,3 +60,23 @@ def test_the_commit_bisect_lists_its_commits_in_history_order():
     summary = list(dict.fromkeys(re.findall(r"^\| equinox-filter/vit/default \\\[py3\.11 equinox@([0-9a-f]{9})",
                                             page, re.M)))
     assert len(history) >= 5 and summary == history
+
+
+def test_the_policy_comparison_opens_with_what_each_policy_did():
+    """cpu-vit ran `--gc default,freeze,disable`: its first paragraph says what each policy did,
+    counts first, with the Findings' own corrected test of the time a run takes."""
+    page = (ROOT / "reports" / "cpu-vit" / "index.md").read_text()
+    first = verdict("cpu-vit").split("\n\n")[0]
+    assert first.startswith("What each policy did, against `default`")
+    assert "`disable` on vit: full collections per repeat against `default` `equinox-filter` 4 -> 0" in first
+    row = next(line for line in page.splitlines() if line.startswith("| `nnx`: `disable` vs `default` |"))
+    mean = [c.strip() for c in row.split("|")][5]  # the Findings' mean-step test: "cannot tell: 0.73 x (...)"
+    assert mean.split("; p =")[0].split(": ", 1)[1] in first
+
+
+def test_the_environment_matrix_opens_with_which_versions_move_the_count():
+    first = verdict("cpu-vit-env-matrix").split("\n\n")[0]
+    assert first.startswith("Which versions move the full collections")
+    filt = first.split("`equinox-filter/vit/default`", 1)[1].split("`equinox-partition", 1)[0]
+    assert "it moves with equinox (0.12.2 -&gt; 0.13.8: 16 -&gt; 6)" in filt  # the largest change first
+    assert "not with" in filt and "jax (0.10.2 -&gt; 0.12.0.1: 5 -&gt; 5" in filt.split("not with", 1)[1]

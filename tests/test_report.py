@@ -604,3 +604,18 @@ def test_an_interrupt_at_either_end_of_a_first_build_leaves_no_folder(tmp_path, 
     monkeypatch.undo()
     build_report(source, tmp_path / "rep")  # a complete build afterwards, into the same place
     assert (tmp_path / "rep" / "index.html").is_file()
+
+
+def test_a_memory_report_answers_the_gather_question_first():
+    from gcbench.publishing import archive
+    from gcbench.publishing.report import memory_answer
+    from gcbench.measuring import memory
+
+    with archive.opened(ROOT / "reports/reproductions/results.tar.gz") as folder:
+        doc = memory.load(folder)
+    answer = memory_answer(doc)
+    gathers = [r for r in doc["cases"] if r["kind"] == "gather"]
+    lo, hi = min(r["gradient_over_forward"] for r in gathers), max(r["gradient_over_forward"] for r in gathers)
+    assert answer.startswith(f"The gradient of a gather takes {lo:.2f}-{hi:.2f} x the memory of its forward program "
+                             f"over {len(gathers)} cases")
+    assert memory_answer({"cases": [{"kind": "gather"}]}) is None  # malformed: the section says why

@@ -364,6 +364,33 @@ def not_run_section(docs: list[ResultDoc], plan: dict) -> list:
     return [Heading("Not run"), Table(["status", "reason", "runs", "which"], rows, align_right=(2,))]
 
 
+def memory_answer(doc: dict) -> str | None:
+    """The answer of `gcbench memory`: how much more the gradient of a gather takes than its
+    forward program (the seed's question), at the largest size measured; and the largest
+    training step's program."""
+    fb = memory.fmt_bytes
+    try:
+        gathers = [r for r in doc["cases"] if r["kind"] == "gather"]
+        steps = [r for r in doc["cases"] if r["kind"] == "step" and "unavailable" not in r]
+        said = []
+        if gathers:
+            ratios = [r["gradient_over_forward"] for r in gathers]
+            big = max(gathers, key=lambda r: r["forward"]["total_bytes"])
+            said.append(f"The gradient of a gather takes {min(ratios):.2f}-{max(ratios):.2f} x the memory of its "
+                        f"forward program over {len(gathers)} cases; at the largest, {escape(big['size'])} with an "
+                        f"{escape(big['index_dtype'])} index ({escape(big['formulation'])}, "
+                        f"{memory.compiler_of(doc, big).upper()} compiler), {fb(big['forward']['total_bytes'])} "
+                        f"forward against {fb(big['gradient']['total_bytes'])} for the gradient "
+                        f"({big['gradient_over_forward']:.2f} x; {big['gradient_over_floor']:.2f} x its floor).")
+        if steps:
+            big = max(steps, key=lambda r: r["total_bytes"])
+            said.append(f"The largest training step's program is {code(big['backend'])} on {escape(big['workload'])}: "
+                        f"{fb(big['total_bytes'])} ({fb(big['temp_bytes'])} of temporaries).")
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None  # the section below says what is malformed
+    return " ".join(said) or None
+
+
 def memory_section(doc: dict, where: pathlib.Path) -> list:
     fb = memory.fmt_bytes
     try:
@@ -482,6 +509,18 @@ def _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect
     return out
 
 
+def _compared_policies(docs: list[ResultDoc]) -> bool:
+    """Whether a command of the run asked for several GC policies (`--gc A,B`): a policy
+    comparison, whose report answers what each policy did."""
+    for d in docs:
+        argv = [str(a) for a in (d.get("metadata") or {}).get("command") or []]
+        for i, a in enumerate(argv):
+            value = argv[i + 1] if a == "--gc" and i + 1 < len(argv) else a[5:] if a.startswith("--gc=") else None
+            if value is not None and "," in value:
+                return True
+    return False
+
+
 def _in_order(docs: list[ResultDoc], plan: dict, git_plan: dict | None = None) -> list[ResultDoc]:
     """The documents in the suite's order of backends, workloads and policies (the plan's,
     which interleaves repeats in a shuffled order), and within one of those by environment:
@@ -541,6 +580,14 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
         question = environments.bisect_answer(bisect_table)
     elif repro is not None:
         question = reproduction.answer(reproduce_mod.rebuild(repro, docs, memdoc))
+    else:
+        question = environments.env_matrix_answer(cells, docs)
+    # a workload's tests, made and corrected once: the Findings show them and the verdict quotes them
+    families = {w: claims.workload_claims([cs for cs in cells if cs.key[1] == w]) for w in workloads}
+    if question is None and _compared_policies(docs):
+        question = findings.policy_answer(families)
+    if question is None and memdoc is not None:
+        question = memory_answer(memdoc)
     answer = verdict.sentences(cells)
     if question or answer:
         blocks += [Heading("Verdict")] + ([Para(question)] if question else []) + \
@@ -580,7 +627,7 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
                         "correction; then what the tables do not say.")]
         for w in workloads:
             mine = [cs for cs in cells if cs.key[1] == w]
-            family = claims.workload_claims(mine)  # the workload's tests, made and corrected once
+            family = families[w]
             tables = [t for t in (findings.table(mine), findings.full_table(mine),
                                   findings.tests_table(mine, family=family)) if t]
             blocks += [Heading(escape(w), 3), *tables, Bullets(findings.findings(mine, family=family))]

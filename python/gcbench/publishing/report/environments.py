@@ -6,7 +6,7 @@ from __future__ import annotations
 import pathlib
 
 from . import plots
-from .document import Bullets, Heading, Image, Para, Table, code, escape
+from .document import Bullets, Heading, Image, Para, Table, code, escape, natural_key
 from ...measuring.results import ResultDoc
 
 KEY_PACKAGES = ("jax", "jaxlib", "equinox", "flax", "optax", "numpy")
@@ -143,3 +143,90 @@ def bisect_answer(tab: dict) -> str:
                 f"by more than {tab['factor']:g} x where the repeats show it.")
     return (f"The first version of {escape(tab['package'])} that changes {tab['metric_title'].lower()} of "
             f"{code(tab['cell'])} by more than {tab['factor']:g} x is {code(first)}.")
+
+
+def _full_counts(cs) -> str:
+    counts = cs.measured["full"]["schedule"]["counts"]
+    return str(counts[0]) if len(set(counts)) == 1 else f"{min(counts)}-{max(counts)}"
+
+
+def _counts_differ(a, b) -> bool | None:
+    """True when two cells' full collections per repeat do not overlap, False when every
+    repeat of both made the same count, None when their ranges overlap (cannot tell)."""
+    ca, cb = a.measured["full"]["schedule"]["counts"], b.measured["full"]["schedule"]["counts"]
+    if max(ca) < min(cb) or max(cb) < min(ca):
+        return True
+    return False if len(set(ca) | set(cb)) == 1 else None
+
+
+def env_matrix_answer(cells, docs: list[ResultDoc]) -> str | None:
+    """The answer of a run over several environments (`run --env ... --env ...`): per backend
+    and policy, how far the full collections per repeat move across the environments, then
+    what changing one thing at a time did, from the pairs of environments that differ in
+    one package (jaxlib with jax) or in Python alone: counts, which are exact where every
+    repeat made the same number. None when the cells ran in fewer than two environments."""
+    envs = environments(docs)
+    if len(envs) < 2:
+        return None
+    ok = [cs for cs in cells if cs.ok and cs.key[3] in envs]
+    diff = differing(envs)
+    if "jaxlib" in diff and "jax" in diff and all(i["packages"].get("jax") == i["packages"].get("jaxlib")
+                                                  for i in envs.values()):
+        diff.remove("jaxlib")  # goes with jax
+    # judged on the interpreter and the key packages; the rest is whatever their resolver chose
+    factors = ["Python"] + [p for p in KEY_PACKAGES if p in diff]
+
+    def setting(env: str) -> dict[str, str]:
+        info = envs[env]
+        py = ".".join(str(info["python"] or "?").split(".")[:2])
+        return {"Python": py, **{p: str(info["packages"].get(p, "-")) for p in factors[1:]}}
+
+    parts = []
+    panels = list(dict.fromkeys((cs.key[0], cs.key[1], cs.key[2]) for cs in ok))
+    for panel in panels:
+        mine = [cs for cs in ok if cs.key[:3] == panel]
+        if len(mine) < 2:
+            continue
+        lo = min(mine, key=lambda cs: min(cs.measured["full"]["schedule"]["counts"]))
+        hi = max(mine, key=lambda cs: max(cs.measured["full"]["schedule"]["counts"]))
+        head = (f"Over {len(mine)} environments {code('/'.join(panel))} makes {_full_counts(lo)} [{escape(lo.key[3])}] "
+                f"to {_full_counts(hi)} [{escape(hi.key[3])}] full collections per repeat")
+        if _counts_differ(lo, hi) is False:
+            parts.append(f"{code('/'.join(panel))} makes {_full_counts(lo)} full collections per repeat in every one "
+                         f"of its {len(mine)} environments.")
+            continue
+        found: dict[bool, dict[str, list[str]]] = {True: {}, False: {}}  # moves/stays -> factor -> changes
+        for i, a in enumerate(mine):
+            for b in mine[i + 1:]:
+                sa, sb = setting(a.key[3]), setting(b.key[3])
+                changed = [f for f in factors if sa[f] != sb[f]]
+                if len(changed) != 1 and set(changed) != {"Python", "numpy"}:
+                    continue  # a pair that changes more than one thing says nothing of either
+                (x, sx), (y, sy) = sorted(((a, sa), (b, sb)), key=lambda p: tuple(natural_key(p[1][f])
+                                                                                    for f in changed))
+                verdict = _counts_differ(x, y)
+                if verdict is None:  # overlapping ranges: cannot tell, not said
+                    continue
+                change = f"{sx[changed[0]]} -> {sy[changed[0]]}: {_full_counts(x)} -> {_full_counts(y)}"
+                seen = found[verdict].setdefault(changed[0], [])
+                if change not in seen:
+                    seen.append(change)
+
+        def told(verdict: bool, found=found) -> str:
+            by_size = sorted(found[verdict].items(), key=lambda kv: -max(
+                abs(float(c.split(": ")[1].split(" -> ")[1].split("-")[0]) -
+                    float(c.split(": ")[1].split(" -> ")[0].split("-")[0])) for c in kv[1]))
+            return ", ".join(f"{escape(f)} ({escape('; '.join(ch))})" for f, ch in by_size)
+        said = []
+        if found[True]:
+            said.append("it moves with " + told(True))
+        if found[False]:
+            said.append("not with " + told(False))
+        parts.append(head + (": " + "; ".join(said) if said else
+                             " (no two environments differ in one of them only: which moves it cannot be told "
+                             "apart)") + ".")
+    if not parts:
+        return None
+    return (f"Which versions move the full collections (a count: the same on any machine), from the pairs of "
+            f"environments that differ in one of {', '.join(factors)} only (Python counts as one with the numpy that "
+            f"comes with it; other packages as their resolver chose), largest change first. " + " ".join(parts))

@@ -255,3 +255,54 @@ def table(cells: list[summary.CellSummary]) -> Table | None:
     return Table(["backend"] + [code(p) for p in policies],
                  [[code(b) + (f" [{escape(env)}]" if env else "")] + [entry(by.get(p)) for p in policies]
                   for (b, env), by in rows.items()])
+
+
+def _per_repeat(cs: summary.CellSummary) -> str:
+    counts = cs.measured["full"]["schedule"]["counts"]
+    return str(counts[0]) if len(set(counts)) == 1 else f"{min(counts)}-{max(counts)}"
+
+
+def policy_answer(families: dict[str, list]) -> str | None:
+    """The answer of a run that compared GC policies (`--gc A,B,...`): per workload and policy,
+    what it did against `default` on each backend, counts first (full collections per repeat),
+    then the GC share and the time a run takes (mean step), each the corrected test the
+    Findings show (`families`: workload -> analysing.claims.workload_claims)."""
+    parts = []
+    for workload, family in families.items():
+        pairs = list({(id(ctx[0]), id(ctx[1])): (ctx[0], ctx[1]) for kind, _, ctx in family
+                      if kind != "ranking"}.values())
+        for policy in dict.fromkeys(other.key[2] for _, other in pairs):
+            mine = [(b, o) for b, o in pairs if o.key[2] == policy]
+
+            def who(base, other):
+                env = summary.context(other.key)
+                return code(other.key[0]) + (f" [{escape(env)}]" if env else "")
+
+            counts = ", ".join(f"{who(b, o)} {_per_repeat(b)} -> {_per_repeat(o)}" for b, o in mine
+                               if b.measured["full"]["rate"]["value"] or o.measured["full"]["rate"]["value"])
+            none = [who(b, o) for b, o in mine
+                    if not (b.measured["full"]["rate"]["value"] or o.measured["full"]["rate"]["value"])]
+            def grouped(kind: str, words: dict[str, str], effect, mine=mine, family=family) -> str:
+                groups: dict[str, list[str]] = {}
+                for b, o in mine:
+                    t = claims.policy_test(family, kind, b, o)
+                    if t is None:
+                        continue
+                    key = "not judged (loaded machine)" if t.verdict == compare.NOT_JUDGED else \
+                        words.get(t.verdict, "cannot tell" if t.verdict == "inconclusive" else t.verdict)
+                    groups.setdefault(key, []).append(f"{who(b, o)} {effect(t)}")
+                return "; ".join(f"{k}: {', '.join(v)}" for k, v in groups.items())
+
+            share = grouped("policy_share", {}, lambda t: f"{100 * t.effect:+.1f} points" if t.effect is not None
+                            else "")
+            runs = grouped("policy_mean", {"faster": "shorter", "slower": "longer", "same": "about the same"}, _ratio)
+            parts.append(f"`{escape(policy)}` on {escape(workload)}: full collections per repeat against `default` "
+                         + (counts if counts else "none either way")
+                         + (f" ({', '.join(none)} made none either way)" if counts and none else "")
+                         + (f"; the GC share of step time: {share}" if share else "")
+                         + (f"; the time a run takes (mean step, {policy} over default): {runs}" if runs else "")
+                         + ".")
+    if not parts:
+        return None
+    return "What each policy did, against `default` on the same backend, as the Findings' corrected tests say. " + \
+        " ".join(parts)
