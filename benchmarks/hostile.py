@@ -1,12 +1,14 @@
-"""A hostile user's session, counted: every case runs the `gcbench` command line on input
-a careless or hostile user could give, and is classed by what came back.
+"""A hostile user's session, counted: every case runs the `gcbench` command line (or, for
+the library's cases, a user's program calling it) on input a careless or hostile user
+could give, and is classed by what came back.
 
 - ok: exit 0 (the input was read, or the command did what it should);
 - one-line error: exit 2 (130/143 for a signal) with exactly one line on standard error;
 - exit 1: a run whose every cell was recorded as failed or unavailable, with the reason
   (README: an environment that cannot be built makes its cells unavailable);
 - traceback: "Traceback" anywhere in the output, or an exit code that is neither;
-- data lost: a file that was there before the command changed or went;
+- data lost: a file that was there before the command changed or went, or something a
+  user's program saved that is not there (it prints "DATA LOST");
 - written outside: anything appeared in the case's `outside/` folder, where hostile input
   aims (`--bad=--output=outside/x`, a package named `outside/evil`);
 - hang: no answer in 120 s (a FIFO read as a document, say).
@@ -55,12 +57,18 @@ def snapshot(folder: pathlib.Path) -> dict[str, str]:
 
 
 def gcbench(*args: str, cwd: pathlib.Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gcbench", *args], capture_output=True, text=True, cwd=cwd,
+    """The command line with `args`; or, for `python:` and a script's text, that script (a
+    user's program calling the library)."""
+    argv = [sys.executable, "-m", "gcbench", *args]
+    if args[0] == "python:":  # a file, as a user's program is (multiprocessing's spawn imports it again)
+        (cwd / "user_program.py").write_text(args[1])
+        argv = [sys.executable, "user_program.py"]
+    return subprocess.run(argv, capture_output=True, text=True, cwd=cwd,
                           timeout=CASE_TIMEOUT_S, env=dict(os.environ, PYTHONUNBUFFERED="1", **(env or {})))
 
 
 def classify(proc: subprocess.CompletedProcess, before: dict, after: dict) -> str:
-    if any(after.get(k) != v for k, v in before.items()):
+    if any(after.get(k) != v for k, v in before.items()) or "DATA LOST" in proc.stdout:
         return "data lost"
     if any(k.startswith("outside/") for k in after):
         return "written outside"
@@ -70,7 +78,7 @@ def classify(proc: subprocess.CompletedProcess, before: dict, after: dict) -> st
         return "ok"
     if proc.returncode in (2, 130, 143) and len(proc.stderr.strip().splitlines()) == 1:
         return "one-line error"
-    if proc.returncode == 1 and proc.args[3] in ("run", "status"):
+    if proc.returncode == 1 and proc.args[1] == "-m" and proc.args[3] in ("run", "status"):
         return "exit 1"
     return "traceback"
 
@@ -518,10 +526,80 @@ def _own_replacement(tmp):
     return ["run", *TINY, "--repeats", "2", "--force", "--out", str(res)], None, ["res/"]
 
 
+# Cases of the library rather than the command line: a script run as a user's program would
+# run it, which catches gcbench.UsageError and prints it as one line (exit 2), and says
+# "DATA LOST" when something it saved is not there.
+_LOOP = """
+import gc, sys, gcbench
+def loop(name, folder, explain=None):
+    m = gcbench.measure(name, **({} if explain is None else {"explain": explain}))
+    keep = []
+    with m:
+        for i in range(60):
+            with m.step():
+                keep.append([{"i": i}] * 10)
+                if i % 20 == 0:
+                    gc.collect()
+    m.save(folder)
+try:
+"""
+
+
+def _script(body: str) -> tuple:
+    return ["python:", _LOOP + body + "\nexcept gcbench.UsageError as e:\n    print(e, file=sys.stderr)\n"
+            "    sys.exit(2)\n"]
+
+
+def _explain_off(tmp):
+    """GCBENCH_EXPLAIN=off: the timings are saved, and no explanation (it turned explain on)."""
+    return _script("""    loop("off", "res")
+    import pathlib
+    got = sorted(p.name for p in pathlib.Path("res").iterdir())
+    if not any(n.endswith(".json") and n != "explain.json" for n in got) or "explain.json" in got:
+        print("DATA LOST: saved", got)"""), {"GCBENCH_EXPLAIN": "off"}
+
+
+def _concurrent_explanations(tmp):
+    """Five loops explained at once into one folder: five explanations kept."""
+    return _script("""    import json, multiprocessing, pathlib
+    if __name__ == "__main__":
+        ctx = multiprocessing.get_context("spawn")
+        procs = [ctx.Process(target=loop, args=(f"loop{i}", "res", True)) for i in range(5)]
+        [p.start() for p in procs]
+        [p.join() for p in procs]
+        kept = json.loads(pathlib.Path("res/explain.json").read_text())["explanations"]
+        if len(kept) != 5:
+            print("DATA LOST: explanations kept", len(kept), "of 5")"""), None
+
+
+def _cgroup_limits(tmp):
+    """The cgroup reader on limit files a container could hold: non-ASCII digits, 5,000 digits,
+    bytes that are not UTF-8, a NUL, a FIFO, a group 20,000 levels deep: an answer at once."""
+    return _script(r"""    import os, pathlib
+    from gcbench.running import footprint
+    root = pathlib.Path("cg")
+    for k, text in enumerate(["\u0661\u0662".encode(), b"9" * 5000, b"\xff max", b"12\x0034", None]):
+        group = root / f"g{k}"
+        group.mkdir(parents=True)
+        (group / "memory.current").write_bytes(b"100")
+        if text is None:
+            os.mkfifo(group / "memory.max")
+        else:
+            (group / "memory.max").write_bytes(text)
+        pathlib.Path("self").write_bytes(f"0::/g{k}\n".encode())
+        footprint.cgroup_room(str(root), "self")
+    pathlib.Path("self").write_bytes(b"0::/" + b"a/" * 20000 + b"\n")
+    footprint.cgroup_room(str(root), "self")"""), None
+
+
 FOURTH = {
     "a detached job of a relative --out": _relative_live_job,
     "--force over the plan's own replacement repeat": _own_replacement,
     "compare a side with itself": lambda t: ["compare", str(_ok_results(t)), "--base", "x", "--head", "x"],
+    "GCBENCH_EXPLAIN=off (library)": _explain_off,
+    "GCBENCH_EXPLAIN=maybe (library)": lambda t: (_script('    loop("maybe", "res")'), {"GCBENCH_EXPLAIN": "maybe"}),
+    "five concurrent explanation saves (library)": _concurrent_explanations,
+    "odd cgroup limit files (library)": _cgroup_limits,
 }
 
 
@@ -549,13 +627,13 @@ def run_case(case) -> tuple[str, str, str]:
         try:
             proc = gcbench(*args, cwd=tmp, env=env)
         except subprocess.TimeoutExpired:
-            return kind, "hang", " ".join(a[:40] for a in args[:3]) + " :: no answer"
+            return kind, "hang", ("a user's program" if args[0] == "python:" else " ".join(a[:40] for a in args[:3])) \
+                + " :: no answer"
         outcome = classify(proc, before, snapshot(tmp))
-        return (
-            kind,
-            outcome,
-            " ".join(a[:40] for a in args[:3]) + " :: " + (proc.stderr.strip().splitlines() or [""])[-1][:200],
-        )
+        said = (proc.stdout.strip().splitlines() if outcome == "data lost" else []) or \
+            proc.stderr.strip().splitlines() or [""]
+        shown = ["a user's program"] if args[0] == "python:" else args[:3]
+        return kind, outcome, " ".join(a[:40] for a in shown) + " :: " + said[-1][:200]
 
 
 def main() -> int:
