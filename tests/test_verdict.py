@@ -103,3 +103,12 @@ def test_a_partly_loaded_run_names_the_loaded_cells_and_judges_the_others():
                               "in 1 of 3 cells (jax/vit/default). Their times are not judged")
     assert "the other cells' times are" in text[0]
     assert any("`disable` shortens its runs" in t or "`disable`" in t and "time" in t for t in text[1:])
+
+
+def test_one_cell_is_not_said_to_pay_the_most():
+    """A user's loop alone: its counts are the answer, not a ranking of one."""
+    rng = np.random.default_rng(5)
+    one = _with_gc(docs(rng, 3, 20.0, steps=200, backend="nnx", workload="vit"), 0.05, full_every=25)
+    text = verdict.sentences(summary.summarize_all(one))
+    assert text[0].startswith("nnx/vit/default makes 8 full collections in every repeat of 200 steps")
+    assert not any("most" in t for t in text)

@@ -209,7 +209,9 @@ def sentences(cells: list[summary.CellSummary]) -> list[str]:
         return out + lead + [f"The collector costs next to nothing in all {len(ok)} cells: no full collection inside "
                              f"a timed step, and at most {_share(s)} of {'CPU' if _cpu(s) else 'step'} time "
                              f"({worst.label})."]
-    out.append(f"{worst.label} pays the collector most. It makes {_counts(worst)}.")
+    # one cell (a user's loop, a single cell run) pays nothing "most": its counts are the answer
+    out.append(f"{worst.label} pays the collector most. It makes {_counts(worst)}." if len(ok) > 1 else
+               f"{worst.label} makes {_counts(worst)}.")
     times = ("" if s.get("loaded") else
              f"; its mean step is {stats.fmt(s['mean_ms'])} ms against a median of {stats.fmt(s['median_ms'])} ms")
     out.append(f"It spends {_share(s)} {_of_time(s)} in the collector{times}{_full_cost(worst)}.")
