@@ -66,11 +66,16 @@ def test_a_loop_too_short_to_read_is_read_right_after_it():
     with busy(1):
         time.sleep(0.2)
         with gcbench.measure("short") as m:
+            start = time.monotonic()
             for _ in range(200):
                 with m.step():
                     sum(range(50))
+            took = time.monotonic() - start
     state = m.result()["machine_state"]
-    assert state["load_window"] == "after" and state["load_seconds"] >= machineload.MIN_SECONDS, state
+    # read after the loop; unless load made the 200 steps themselves last long enough to be
+    # read over (seen beside two busy processes): either way the loop is known to be loaded
+    assert state.get("load_window") == "after" or took >= 0.9 * machineload.MIN_SECONDS, (took, state)
+    assert state["load_seconds"] >= machineload.MIN_SECONDS, state
     assert state["others_cores"] >= 0.6, state
     assert summary.repeat_load(m.result()), state
 
