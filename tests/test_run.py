@@ -169,9 +169,11 @@ def test_run_with_report_writes_the_report(tmp_path):
                    str(tmp_path / "results" / "demo"), "--no-progress", "--report", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     report = tmp_path / "reports" / "demo"
-    assert (report / "index.html").is_file() and (report / "trace_mlp.png").is_file()
+    assert (report / "index.html").is_file() and (report / "summary_mlp.png").is_file()
     assert (report / "results.tar.gz").is_file()
     md = (report / "index.md").read_text()
+    # a trace only of cells that made a full collection; where none did, the page says so
+    assert (report / "trace_mlp.png").is_file() == ("No cell made a full collection in any repeat" not in md)
     row = [c.strip() for c in next(line for line in md.splitlines() if line.startswith("| jax/mlp/default")).split("|")]
     assert row[2] == "2" and row[-2] == "24", row  # repeats, then counts first, the steps last
     assert "| unavailable | GC policy freeze has no meaning for flux (julia) | 2 |" in md
