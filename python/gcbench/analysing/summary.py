@@ -194,6 +194,13 @@ def context(key: tuple) -> str:
     return " on ".join(x for x in key[3:5] if x)
 
 
+def full_per_repeat(cs: "CellSummary") -> str:
+    """A cell's full collections per repeat in a few characters: `6`, or `5-7` where the
+    repeats differ."""
+    counts = cs.measured["full"]["schedule"]["counts"]
+    return str(counts[0]) if len(set(counts)) == 1 else f"{min(counts)}-{max(counts)}"
+
+
 def cell_label(key: tuple) -> str:
     backend, workload, policy, env, node = key
     return f"{backend}/{workload}/{policy}" + (f" [{env}]" if env else "") + (f" on {node}" if node else "")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pathlib
 
 from . import plots
+from ...analysing import summary
 from .document import Bullets, Heading, Image, Para, Table, code, escape, natural_key
 from ...measuring.results import ResultDoc
 
@@ -145,11 +146,6 @@ def bisect_answer(tab: dict) -> str:
             f"{code(tab['cell'])} by more than {tab['factor']:g} x is {code(first)}.")
 
 
-def _full_counts(cs) -> str:
-    counts = cs.measured["full"]["schedule"]["counts"]
-    return str(counts[0]) if len(set(counts)) == 1 else f"{min(counts)}-{max(counts)}"
-
-
 def _counts_differ(a, b) -> bool | None:
     """True when two cells' full collections per repeat do not overlap, False when every
     repeat of both made the same count, None when their ranges overlap (cannot tell)."""
@@ -189,13 +185,14 @@ def env_matrix_answer(cells, docs: list[ResultDoc]) -> str | None:
             continue
         lo = min(mine, key=lambda cs: min(cs.measured["full"]["schedule"]["counts"]))
         hi = max(mine, key=lambda cs: max(cs.measured["full"]["schedule"]["counts"]))
-        head = (f"Over {len(mine)} environments {code('/'.join(panel))} makes {_full_counts(lo)} [{escape(lo.key[3])}] "
-                f"to {_full_counts(hi)} [{escape(hi.key[3])}] full collections per repeat")
+        head = (f"Over {len(mine)} environments {code('/'.join(panel))} makes {summary.full_per_repeat(lo)} "
+                f"[{escape(lo.key[3])}] to {summary.full_per_repeat(hi)} [{escape(hi.key[3])}] full collections "
+                "per repeat")
         if _counts_differ(lo, hi) is False:
-            parts.append(f"{code('/'.join(panel))} makes {_full_counts(lo)} full collections per repeat in every one "
-                         f"of its {len(mine)} environments.")
+            parts.append(f"{code('/'.join(panel))} makes {summary.full_per_repeat(lo)} full collections per repeat in "
+                         f"every one of its {len(mine)} environments.")
             continue
-        found: dict[bool, dict[str, list[str]]] = {True: {}, False: {}}  # moves/stays -> factor -> changes
+        found: dict[bool, dict[str, dict[str, int]]] = {True: {}, False: {}}  # moves/stays -> factor -> change: size
         for i, a in enumerate(mine):
             for b in mine[i + 1:]:
                 sa, sb = setting(a.key[3]), setting(b.key[3])
@@ -207,15 +204,14 @@ def env_matrix_answer(cells, docs: list[ResultDoc]) -> str | None:
                 verdict = _counts_differ(x, y)
                 if verdict is None:  # overlapping ranges: cannot tell, not said
                     continue
-                change = f"{sx[changed[0]]} -> {sy[changed[0]]}: {_full_counts(x)} -> {_full_counts(y)}"
-                seen = found[verdict].setdefault(changed[0], [])
-                if change not in seen:
-                    seen.append(change)
+                change = (f"{sx[changed[0]]} -> {sy[changed[0]]}: {summary.full_per_repeat(x)} -> "
+                          f"{summary.full_per_repeat(y)}")
+                size = abs(min(y.measured["full"]["schedule"]["counts"]) -
+                           min(x.measured["full"]["schedule"]["counts"]))
+                found[verdict].setdefault(changed[0], {})[change] = size
 
         def told(verdict: bool, found=found) -> str:
-            by_size = sorted(found[verdict].items(), key=lambda kv: -max(
-                abs(float(c.split(": ")[1].split(" -> ")[1].split("-")[0]) -
-                    float(c.split(": ")[1].split(" -> ")[0].split("-")[0])) for c in kv[1]))
+            by_size = sorted(found[verdict].items(), key=lambda kv: -max(kv[1].values()))
             return ", ".join(f"{escape(f)} ({escape('; '.join(ch))})" for f, ch in by_size)
         said = []
         if found[True]:

@@ -257,11 +257,6 @@ def table(cells: list[summary.CellSummary]) -> Table | None:
                   for (b, env), by in rows.items()])
 
 
-def _per_repeat(cs: summary.CellSummary) -> str:
-    counts = cs.measured["full"]["schedule"]["counts"]
-    return str(counts[0]) if len(set(counts)) == 1 else f"{min(counts)}-{max(counts)}"
-
-
 def policy_answer(families: dict[str, list]) -> str | None:
     """The answer of a run that compared GC policies (`--gc A,B,...`): per workload and policy,
     what it did against `default` on each backend, counts first (full collections per repeat),
@@ -274,14 +269,16 @@ def policy_answer(families: dict[str, list]) -> str | None:
         for policy in dict.fromkeys(other.key[2] for _, other in pairs):
             mine = [(b, o) for b, o in pairs if o.key[2] == policy]
 
-            def who(base, other):
-                env = summary.context(other.key)
-                return code(other.key[0]) + (f" [{escape(env)}]" if env else "")
+            def who(cs):
+                env = summary.context(cs.key)
+                return code(cs.key[0]) + (f" [{escape(env)}]" if env else "")
 
-            counts = ", ".join(f"{who(b, o)} {_per_repeat(b)} -> {_per_repeat(o)}" for b, o in mine
+            counts = ", ".join(f"{who(o)} {summary.full_per_repeat(b)} -> {summary.full_per_repeat(o)}"
+                               for b, o in mine
                                if b.measured["full"]["rate"]["value"] or o.measured["full"]["rate"]["value"])
-            none = [who(b, o) for b, o in mine
+            none = [who(o) for b, o in mine
                     if not (b.measured["full"]["rate"]["value"] or o.measured["full"]["rate"]["value"])]
+
             def grouped(kind: str, words: dict[str, str], effect, mine=mine, family=family) -> str:
                 groups: dict[str, list[str]] = {}
                 for b, o in mine:
@@ -290,7 +287,7 @@ def policy_answer(families: dict[str, list]) -> str | None:
                         continue
                     key = "not judged (loaded machine)" if t.verdict == compare.NOT_JUDGED else \
                         words.get(t.verdict, "cannot tell" if t.verdict == "inconclusive" else t.verdict)
-                    groups.setdefault(key, []).append(f"{who(b, o)} {effect(t)}")
+                    groups.setdefault(key, []).append(f"{who(o)} {effect(t)}")
                 return "; ".join(f"{k}: {', '.join(v)}" for k, v in groups.items())
 
             share = grouped("policy_share", {}, lambda t: f"{100 * t.effect:+.1f} points" if t.effect is not None

@@ -697,10 +697,8 @@ def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pat
             y = ys[where[cs.key]]
             ax.plot([lo, hi], [y, y], color=color, lw=2.2, solid_capstyle="butt")
             ax.plot(value, y, "o", color=color, ms=6, mec="white", mew=0.6)
-            counts = cs.measured["full"]["schedule"]["counts"]
-            full = f"{counts[0]} full" if len(set(counts)) == 1 else f"{min(counts)}-{max(counts)} full"
-            ax.annotate(full, (1.0, y), xycoords=("axes fraction", "data"), xytext=(6, 0),
-                        textcoords="offset points", va="center", ha="left", fontsize=TEXT_PT)
+            ax.annotate(f"{summary.full_per_repeat(cs)} full", (1.0, y), xycoords=("axes fraction", "data"),
+                        xytext=(6, 0), textcoords="offset points", va="center", ha="left", fontsize=TEXT_PT)
         ax.set_yticks(range(len(rows)), list(reversed(labels)))
         ax.set_ylim(-0.6, len(rows) - 0.4)
         ax.grid(axis="x", alpha=0.3)
