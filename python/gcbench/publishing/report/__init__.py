@@ -643,9 +643,10 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
             figs: list[tuple[pathlib.Path | None, str, str]] = []  # (figure, alt text, caption)
             if matrix:
                 figs += [(matrix, f"{w}: GC share by interpreter and package versions",
-                          "One panel per backend and policy: Python versions down, the versions of the packages "
-                          "that differ between the environments across, both ascending; each square gives the "
-                          "cell's GC share (darker: more) and its full collections per repeat.")]
+                          "One panel per backend and policy, one row per environment that was measured, named by "
+                          "its Python and the versions of the packages that differ, ascending: the GC share of "
+                          "step time as a dot with its 95 % interval over the repeats, and the full collections "
+                          "per repeat at the right.")]
             traces = plots.trace_figures(mine, w, out_dir)
             figs += [(plots.summary_figure(mine, w, out_dir / f"summary_{w}.png"),
                      f"{w}: median step, GC share and full collections with 95 % intervals",
