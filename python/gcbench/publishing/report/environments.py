@@ -165,10 +165,7 @@ def env_matrix_answer(cells, docs: list[ResultDoc]) -> str | None:
     if len(envs) < 2:
         return None
     ok = [cs for cs in cells if cs.ok and cs.key[3] in envs]
-    diff = differing(envs)
-    if "jaxlib" in diff and "jax" in diff and all(i["packages"].get("jax") == i["packages"].get("jaxlib")
-                                                  for i in envs.values()):
-        diff.remove("jaxlib")  # goes with jax
+    diff = plots.without_paired_jaxlib(differing(envs), [i["packages"] for i in envs.values()])
     # judged on the interpreter and the key packages; the rest is whatever their resolver chose
     factors = ["Python"] + [p for p in KEY_PACKAGES if p in diff]
 

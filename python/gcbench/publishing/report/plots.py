@@ -289,8 +289,11 @@ def trace_cells(cells: list[summary.CellSummary]) -> tuple[list[summary.CellSumm
     order = {s: i for i, s in enumerate(ordered_series(ok))}
     policies = policies_of(ok)
     ok.sort(key=lambda cs: (order[series_of(cs)], policies.index(cs.key[2])))
-    events = [cs for cs in ok if summary.full_collections(trace_doc(cs)).any()]
-    return events, [cs for cs in ok if cs not in events]
+    events: list[summary.CellSummary] = []
+    quiet: list[summary.CellSummary] = []
+    for cs in ok:
+        (events if summary.full_collections(trace_doc(cs)).any() else quiet).append(cs)
+    return events, quiet
 
 
 def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathlib.Path) -> list[pathlib.Path]:
@@ -323,13 +326,14 @@ def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathl
             wall = np.asarray(doc["wall_ns"]) / 1e6
             gc_ms = np.minimum(np.asarray(doc["gc_ns"]) / 1e6, wall)
             steps = np.arange(len(wall))
-            full = (summary.full_collections(doc) > 0) & (gc_ms > 0)
+            fc = summary.full_collections(doc)
+            full = (fc > 0) & (gc_ms > 0)
             ax.plot(steps, wall, lw=0.9, color=backend_color(cs.key[0]))
             ax.scatter(steps[full], gc_ms[full], marker="o", s=22, color=FULL_COLOR, zorder=4, lw=0)
             typical = float(np.median(wall))
             ax.axhline(typical, color="#555555", ls="--", lw=0.8, zorder=1)
             log_axis(ax, "y")
-            n = int(summary.full_collections(doc).sum())
+            n = int(fc.sum())
             ax.set_title(_wrapped(f"{series_label(series_of(cs), among)} / {cs.key[2]}, {trace_repeat(cs)}: "
                                   f"{n} full, median {typical:.3g} ms", (WIDTH - 1.0) / 2), loc="left")
             if k % 2 == 0:
@@ -660,6 +664,13 @@ def why_figure(explanations: list[dict], path: pathlib.Path) -> pathlib.Path | N
 
 # -- many environments: a Python x package-versions grid ------------------------------------------
 
+def without_paired_jaxlib(packages: list[str], versions: list[dict]) -> list[str]:
+    """`packages` less jaxlib where it goes with jax: the same version in every environment
+    (`versions`: each environment's package versions), so it would only repeat jax."""
+    paired = "jax" in packages and all(v.get("jax") == v.get("jaxlib") for v in versions)
+    return [p for p in packages if not (p == "jaxlib" and paired)]
+
+
 def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path,
                       packages: list[str]) -> pathlib.Path | None:
     """The GC share of each cell that ran in an environment, one row per environment that was
@@ -671,9 +682,7 @@ def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pat
     if len({cs.key[3] for cs in ok}) < 2:
         return None
     ok_envs = [next(d for d in cs.docs if d["status"] == "ok")["environment"] for cs in ok]
-    # jaxlib goes with jax: shown only where some environment pairs them differently
-    shown = [p for p in packages if not (p == "jaxlib" and "jax" in packages and all(
-        (e.get("packages") or {}).get("jax") == (e.get("packages") or {}).get("jaxlib") for e in ok_envs))]
+    shown = without_paired_jaxlib(packages, [e.get("packages") or {} for e in ok_envs])
 
     def row_of(env: dict) -> tuple:
         py = ".".join(str(env["python"]).split(".")[:2])
