@@ -27,15 +27,14 @@ from gcbench.measuring import results
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+import committed  # noqa: E402
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def runs_of_the_same_cells() -> dict:
     """cell settings -> {(report, run id): [per-repeat median ms]}, for cells in 2+ runs."""
     groups: dict = collections.defaultdict(lambda: collections.defaultdict(list))
-    for rep in sorted((ROOT / "reports").iterdir()):
-        if not (rep / archive.NAME).is_file():
-            continue
+    for rep in committed.reports(archive.NAME):  # the published ones, never a user's own
         with archive.opened(rep) as folder:
             for d in results.load_dir(folder, allow_empty=True):
                 if d["status"] != "ok":

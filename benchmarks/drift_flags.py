@@ -28,6 +28,7 @@ from gcbench.analysing import stats, summary
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+import committed  # noqa: E402
 
 
 def hurst(log_steps: np.ndarray) -> float | None:
@@ -44,9 +45,7 @@ def hurst(log_steps: np.ndarray) -> float | None:
 
 
 def committed_repeats():
-    for rep in sorted((ROOT / "reports").iterdir()):
-        if not (rep / archive.NAME).is_file():
-            continue
+    for rep in committed.reports(archive.NAME):  # the published ones, never a user's own
         with archive.opened(rep) as folder:
             for d in results.load_dir(folder, allow_empty=True):
                 if d["status"] == "ok" and len(d["wall_ns"]) >= 60:

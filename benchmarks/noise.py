@@ -22,6 +22,9 @@ from gcbench.publishing import archive
 from gcbench.measuring import results
 from gcbench.analysing import stats, summary
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+import committed  # noqa: E402
+
 
 def measure(folder: pathlib.Path) -> dict:
     docs = [d for d in results.load_dir(folder) if d["status"] == "ok"]
@@ -57,9 +60,7 @@ def measure(folder: pathlib.Path) -> dict:
 
 
 def main(argv: list[str]) -> None:
-    reports = [pathlib.Path(p) for p in argv] or sorted(
-        p.parent for p in pathlib.Path("reports").glob("*/results.tar.gz")
-    )
+    reports = [pathlib.Path(p) for p in argv] or committed.reports("results.tar.gz")
     print(
         f"{'report':<26} {'cells':>5} {'spread':>7} {'lag-1':>6} {'diff paired':>11} {'unpaired':>8}  "
         "full collections per repeat"

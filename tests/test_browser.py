@@ -10,9 +10,10 @@ import pathlib
 import pytest
 
 import browser
+import committed
 from gcbench.publishing.report.document import STYLE
 
-REPORTS = sorted(pathlib.Path(__file__).resolve().parent.parent.glob("reports/*/index.html"))
+REPORTS = [p / "index.html" for p in committed.reports("index.html")]
 pytestmark = pytest.mark.skipif(browser.chromium() is None, reason="no chromium on this machine")
 
 

@@ -8,8 +8,10 @@ import re
 
 import pytest
 
+import committed
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-REPORTS = sorted(p.parent for p in (ROOT / "reports").glob("*/index.md"))
+REPORTS = committed.reports()
 
 
 def verdict(name: str) -> str:
@@ -80,3 +82,17 @@ def test_the_environment_matrix_opens_with_which_versions_move_the_count():
     filt = first.split("`equinox-filter/vit/default`", 1)[1].split("`equinox-partition", 1)[0]
     assert "it moves with equinox (0.12.2 -&gt; 0.13.8: 16 -&gt; 6)" in filt  # the largest change first
     assert "not with" in filt and "jax (0.10.2 -&gt; 0.12.0.1: 5 -&gt; 5" in filt.split("not with", 1)[1]
+
+
+def test_the_published_reports_are_what_git_tracks_and_a_users_own_are_not_read(tmp_path):
+    """Tests and benchmarks read the published reports by name: a report a user made beside
+    them (README's first look writes reports/quick-<date>) is never one of them."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    tracked = subprocess.run(["git", "ls-files", "reports"], cwd=ROOT, capture_output=True, text=True, check=True)
+    names = {line.split("/")[1] for line in tracked.stdout.splitlines() if line.count("/") >= 2}
+    assert names == set(committed.PUBLISHED)
+    assert {p.name for p in REPORTS} == set(committed.PUBLISHED)

@@ -71,17 +71,24 @@ def test_the_power_figures_are_computed_at_the_stated_spreads():
 
 
 def test_the_drift_flags_power_is_what_the_benchmark_measures():
+    """README's figures are shares of the committed repeats, each a p-value against a bound:
+    another CPU can round a repeat that sits on the bound the other way, so each figure is
+    held to the benchmark's within one such repeat (and its rounding), never as a string."""
+    import re
+
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import drift_flags
 
     got = drift_flags.inject(list(drift_flags.committed_repeats()))
-    step20, step40 = got["level step +20 %"]["all"], got["level step +40 %"]["all"]
-    ramp40 = got["ramp to +40 %"]["all"]
-    sentence = (f"a level step of 20 % injected into the committed repeats it leaves alone is flagged in "
-                f"{100 * step20:.0f} % of them, one of 40 % in {100 * step40:.0f} %, a ramp to 40 % in "
-                f"{100 * ramp40:.0f} %")
-    said(sentence)
-    assert sentence in " ".join((ROOT / "README.md").read_text().split()), "README states the drift flag's power"
+    pattern = (r"a level step of 20 % injected into the committed repeats it leaves alone is flagged in (\d+) % of "
+               r"them, one of 40 % in (\d+) %, a ramp to 40 % in (\d+) %")
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    m = re.search(pattern, readme)
+    assert m, "README states the drift flag's power"
+    assert re.search(pattern, FLAT)
+    for stated, name in zip(m.groups(), ("level step +20 %", "level step +40 %", "ramp to +40 %"), strict=True):
+        share, n = got[name]["all"], got[name]["repeats"]
+        assert abs(int(stated) - 100 * share) <= 0.5 + 200 / n, (name, stated, share, n)  # two repeats
 
 
 def test_the_run_term_is_the_one_measured_in_separate_runs():

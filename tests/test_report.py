@@ -13,6 +13,7 @@ import pytest
 
 import gcbench
 from conftest import assert_one_line_error, ok_results_folder, run_cli, write_documents
+import committed
 from gcbench.core.errors import UsageError
 from gcbench.measuring import results
 from gcbench.measuring.cell import Cell
@@ -218,7 +219,7 @@ def test_a_committed_report_rebuilds_from_its_raw_results(tmp_path):
 
 
 def test_every_committed_report_carries_its_raw_results_under_5_mb():
-    folders = [p for p in (REPO / "reports").iterdir() if (p / "index.md").is_file()]
+    folders = committed.reports()
     for folder in folders:
         archive = folder / "results.tar.gz"
         assert archive.is_file(), f"{folder.name} has no raw results"
@@ -348,7 +349,7 @@ def test_every_cumulative_gc_line_of_every_committed_report_stays_inside_its_axe
         return real_savefig(fig, *a, **kw)
 
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", keep)
-    reports = sorted(p.parent for p in (ROOT / "reports").glob("*/results.tar.gz"))
+    reports = committed.reports("results.tar.gz")
     assert len(reports) >= 7
     for rep in reports:
         with archive.opened(rep / "results.tar.gz") as folder:
