@@ -163,3 +163,48 @@ def test_an_explanation_without_traced_sites_says_why():
     assert "from step 150" in explain.why_no_sites(py) and "--site-steps" in explain.why_no_sites(py)
     assert explain.why_no_sites(dict(py, sites_from_step=None)) == "not traced (--no-sites)"
     assert explain.why_no_sites({"promoted": {"by_site": {"other x.py:3": 2}}, "sites_from_step": 0}) is None
+
+
+SELF_REFERENCING = '''
+import collections, gc, sys
+import gcbench
+
+gc.set_threshold(100, 3, 3)
+
+
+class Blob:
+    def __init__(self):
+        self.me = self  # a cycle: only the collector frees it
+        self.payload = bytearray(64 * 1024)
+
+
+kept = collections.deque(maxlen=200)  # each one kept for 200 steps: promoted, then garbage
+with gcbench.measure("selfref", explain=sys.argv[1] == "1") as m:
+    for i in range(2000):
+        with m.step():
+            kept.append(Blob())
+import json
+from gcbench.analysing import summary
+doc = m.result(lists=False)
+print(json.dumps({"generations": summary.collections_by_generation(doc),
+                  "full": int(summary.full_collections(doc).sum())}))
+'''
+
+
+def test_explaining_leaves_the_collections_of_every_generation_where_they_were(tmp_path):
+    """Issue 52: a loop of one self-referencing 64 KiB object a step (thresholds 100/3/3,
+    2,000 steps) makes the same collections of every generation explained and not: the
+    diagnosis is made and started either way, and its hooks leave the young count as they
+    found it (`diagnose.Diagnosis._settle`)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "selfref.py"
+    script.write_text(SELF_REFERENCING)
+    got = []
+    for explaining in ("0", "1"):
+        proc = subprocess.run([sys.executable, str(script), explaining], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        got.append(json.loads(proc.stdout.splitlines()[-1]))
+    assert got[0] == got[1]
+    assert got[0]["full"] >= 1 and got[0]["generations"][0] > 10  # it collects, fully too

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 # In the order, and with the suites' module, that `gcbench.measure` always loaded: what it
 # imports stays in the user's heap (DESIGN.md, "The worker's heap").
 from .core import files, machineload, metadata
-from .measuring import gcpolicy, results
+from .measuring import diagnose, gcpolicy, results
 from .running import config  # noqa: F401
 from .measuring.cell import NAME, Cell
 from .core.errors import UsageError
@@ -53,8 +53,6 @@ from .measuring.probe import StepProbe
 
 if TYPE_CHECKING:  # names for the annotations only: nothing more is imported into the user's process
     from types import FrameType
-
-    from .measuring import diagnose
 
 DEFAULT_CAPACITY = 100_000
 MAX_CAPACITY = 10_000_000  # as many timed steps as a run may have
@@ -146,7 +144,10 @@ class Measurement:
         # load is read over the timed steps, or over the whole block where those are too short)
         self._load: list[tuple | None] = [None, None, None]  # machineload snapshots: start, end, entry
         self._load_read: dict = {}  # the machine while the loop ran (machineload.between), read at its end
-        self._diagnosis: diagnose.Diagnosis | None = None
+        # Explained or not, a loop starts from the same heap: the diagnosis is made in both
+        # cases, and started in both (watching only when explaining), so that explaining does
+        # not move the schedule it explains (its objects are there either way)
+        self._diagnosis = diagnose.Diagnosis(capacity if self.explain else 0, sites=self.sites, site_steps=None)
         self._user_file = _caller_file()
         self._timed.user_files = frozenset(
             {self._user_file}
@@ -159,11 +160,8 @@ class Measurement:
         self._thread = threading.get_ident()  # steps come from this thread (said where they do not)
         self._active = True
         self._load[2] = machineload.snapshot()
-        if self.explain:
-            from .measuring import diagnose
-
-            diagnose.USER_FILES.add(self._user_file)
-            self._diagnosis = diagnose.Diagnosis(self._timed.capacity, sites=self.sites, site_steps=None)
+        diagnose.USER_FILES.add(self._user_file)
+        self._diagnosis.sites = self.sites  # as set between construction and entry (a GC budget sets it)
         if not self.warmup:
             self._start_timed()
         self._timed.prepare()  # its hooks, bound before the steps: installing them between two allocates nothing
@@ -172,6 +170,7 @@ class Measurement:
 
     def __exit__(self, *exc) -> None:
         self._probe.uninstall()
+        self._timed.close_rss()  # the loop's last sample, before anything of gcbench's runs
         if self._probe is self._timed and self._timed.steps:
             self._tracked_end = len(gc.get_objects())
             self._load[1] = machineload.snapshot()
@@ -183,7 +182,7 @@ class Measurement:
                 # of a few hundred ms on a busy machine is known to be loaded (its times are then not judged)
                 after = machineload.now(cores, machineload.MIN_SECONDS)
                 self._load_read = dict(after, load_window="after") if after else {}
-        if self._diagnosis is not None and self._diagnosis.started:
+        if self._diagnosis.started:
             self._diagnosis.stop(self._timed.steps)
         self._active = False
 
@@ -205,9 +204,9 @@ class Measurement:
         if self.before_timed is not None:  # a GC budget: the heap settled, whatever the warm-up made
             self.before_timed()
         self._gc_enabled, self._frozen, self._thresholds = gc.isenabled(), gc.get_freeze_count(), gc.get_threshold()
-        if self._diagnosis is not None:  # its own objects before the count: the growth is the loop's
-            self._diagnosis.start()
-        self._tracked_start = len(gc.get_objects())
+        # its own objects before the count: the growth is the loop's
+        self._diagnosis.start(watch=self.explain)
+        self._tracked_start = self._diagnosis.tracked_at_start
         self._load[0] = machineload.snapshot()
 
     def _begin(self) -> None:
@@ -227,7 +226,7 @@ class Measurement:
             self._timed.install()
         if self._probe is self._timed and self._timed.steps >= self._timed.capacity:
             raise UsageError(f"more than {self._timed.capacity:,} timed steps: pass a larger capacity=")
-        if self._diagnosis is not None and self._probe is self._timed:
+        if self._probe is self._timed:  # explained or not: the same steps
             self._diagnosis.step = self._timed.steps
         self._in_step = True
         self._probe.begin()
@@ -238,7 +237,7 @@ class Measurement:
             probe.end(probe.steps)
             self._in_step = False
             self._n += 1
-            if self._diagnosis is not None and probe is self._timed:
+            if probe is self._timed:
                 self._diagnosis.step = -1
         elif self._in_step:  # the step raised: it is not a timed step (the exception goes on)
             self._probe.abort()
@@ -317,7 +316,7 @@ class Measurement:
         records for gcbench's own cells)."""
         from .analysing import explain
 
-        if self._diagnosis is None:
+        if not self.explain:
             raise UsageError("no explanation: measure with explain=True (or GCBENCH_EXPLAIN=1)")
         self._check_measured()
         return explain.of_user_loop(self._diagnosis.to_json(), self._cell(), self.variant, self._user_file)
@@ -330,7 +329,7 @@ class Measurement:
         from .analysing.summary import describe_user_loop
 
         text = f"{head}: {describe_user_loop(self.summary())}"
-        if self._diagnosis is None:
+        if not self.explain:
             return text
         from .analysing import explain  # explaining: what it found, under the (disturbed) figures
 
@@ -339,7 +338,7 @@ class Measurement:
     def save(self, folder: str | os.PathLike) -> pathlib.Path:
         """Write the result into `folder` as the next repeat of this loop; return its path.
         With `explain=True`, write the explanation into the folder's explain.json instead."""
-        if self._diagnosis is not None:
+        if self.explain:
             from .analysing import explain
 
             expl = self.explanation()

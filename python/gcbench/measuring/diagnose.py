@@ -38,6 +38,12 @@ USER_FILES: set[str] = set()
 # gcbench (the backends' step code) is "gcbench".
 _LOOP_FILES = tuple(str(pathlib.Path(_GCBENCH_DIR, name)) for name in ("measuring/worker.py", "user_loop.py"))
 TOP = 12  # entries kept per table
+# tuples that the hooks free (or make) to leave the young count where they found it (`_settle`):
+# 21 items, one more than the largest tuple a free list keeps (20)
+RESERVE, RESERVE_ITEM = 256, range(21)
+# what the log keeps of each collection, in this order
+LOG_FIELDS = ("step", "generation", "explicit", "pause_ns", "at_start_0", "at_start_1", "at_start_2", "collected",
+              "uncollectable")
 UNTRACED = "untraced"  # made before sites were traced
 FRAMES = 12  # frames tracemalloc keeps per allocation: enough to leave jax's and equinox's internals
 
@@ -142,7 +148,7 @@ except ImportError:  # pragma: no cover - an interpreter without the private hal
         return None if tb is None else tuple((f.filename, f.lineno) for f in reversed(tb))
 
 
-def sites_of(frames: tuple) -> tuple[tuple[str, str], str | None]:
+def sites_of(frames: Sequence[tuple[str, int]]) -> tuple[tuple[str, str], str | None]:
     """Where an object was allocated, from its tracemalloc frames (newest first):
 
     - (package, "path:line") of the innermost frame outside the standard library and this
@@ -167,6 +173,40 @@ collections.Counter(x for x in ())  # type: ignore[var-annotated]
 collections.Counter(map(type, ()))
 
 
+class _Table:
+    """Allocation frames and types by number, made while a loop runs: a key is a plain
+    number (frames number x TYPES + type number), and a frames tuple that is already
+    numbered is freed at once."""
+
+    TYPES = 1 << 24
+
+    def __init__(self):
+        self.frames_no: dict[Sequence[tuple[str, int]] | None, int] = {None: 0}
+        self.frames: list[Sequence[tuple[str, int]] | None] = [None]
+        # the dict holds a type from the start, so it is tracked before the steps (tracked
+        # later, it would count as an object the loop kept)
+        self.types: list[type] = [_Table]
+        self.type_no: dict[type, int] = {_Table: 0}  # a class of ours: a static type would not make it tracked
+
+    def type_number(self, tp: type) -> int:
+        k = self.type_no.get(tp)
+        if k is None:
+            k = self.type_no[tp] = len(self.types)
+            self.types.append(tp)
+        return k
+
+    def key(self, obj: object) -> int:
+        fr = _frames_of(obj)
+        k = self.frames_no.get(fr)
+        if k is None:
+            k = self.frames_no[fr] = len(self.frames)
+            self.frames.append(fr)
+        return k * self.TYPES + self.type_number(type(obj))
+
+    def decode(self, key: int) -> tuple[Sequence[tuple[str, int]] | None, type]:
+        return self.frames[key // self.TYPES], self.types[key % self.TYPES]
+
+
 class _Counts:
     """Counters of objects by type, package and site, kept small."""
 
@@ -178,21 +218,28 @@ class _Counts:
         self.by_site_type: collections.Counter = collections.Counter()  # "site (type)", where sites are traced
         self.total = 0
 
-    def add_many(self, objs: list, sites: bool) -> None:
-        """Objects still alive, by type and, with `sites`, by allocation site."""
+    def add_many(self, objs: list, sites: bool, table: _Table | None = None) -> None:
+        """Objects still alive, by type and, with `sites`, by allocation site (numbered in
+        `table`, the diagnosis's own, while a loop runs)."""
         # objects by (traceback, type) first: a step's objects come from few tracebacks
         # (59 in an Equinox loop), and each pair is walked once instead of once per
-        # object (that loop's explanation took 76 s that way, 33 s this way)
+        # object (that loop's explanation took 76 s that way, 33 s this way); by number:
+        # a Counter keyed by tuples would leave its keys in the interpreter's free lists,
+        # which hand them to the loop's next tuples without counting them
+        table = table or _Table()
         self.add_types(collections.Counter(map(type, objs)),
-                       collections.Counter((_frames_of(obj), type(obj)) for obj in objs) if sites else None)
+                       collections.Counter(map(table.key, objs)) if sites else None, table)
 
-    def add_types(self, types: collections.Counter, frames: collections.Counter | None) -> None:
-        """Objects by type and, where traced, by (allocation frames, type) (None: untraced);
-        they need not be alive (the garbage a collection freed is counted so)."""
+    def add_types(self, types: collections.Counter, frames: collections.Counter | None,
+                  table: _Table | None = None) -> None:
+        """Objects by type and, where traced, by `table.key` (allocation frames and type;
+        frames None: untraced); they need not be alive (the garbage a collection freed is
+        counted so)."""
         for tp, n in types.items():
             self.by_type[type_name(tp)] += n
             self.by_package[type_package(tp)] += n
-        for (fr, tp), n in (frames or {}).items():
+        decoded = ((table.decode(k), n) for k, n in (frames or {}).items()) if table is not None else ()
+        for (fr, tp), n in decoded:
             if not fr:  # made before tracing started
                 self.by_site[UNTRACED] += n
                 continue
@@ -238,15 +285,19 @@ class Diagnosis:
         # last `site_steps` steps only (all of them when None)
         self.site_from = 0 if site_steps is None else max(0, steps - site_steps)
         self.count_garbage = count_garbage
-        # Records kept while the steps run hold numbers only (dicts of ints, flat lists of
-        # ints), which CPython does not track: the diagnosis adds nothing that a collection
-        # would promote or count (a GC budget counts the step's own objects).
-        self.collections: list[dict] = []
+        # Explaining must not move the schedule it explains. Everything the diagnosis keeps is
+        # made here, before the loop: while the steps run, the hooks only grow these lists and
+        # counters (numbers, strings) and clear these dicts, and every other object they make
+        # they free before they return. A container made in a hook and kept (a record of a
+        # collection as a dict, a fresh dict for the next one) would be one more object in the
+        # young count after each collection, and move every collection after it.
+        self._log: list[int] = []  # per collection, LOG_FIELDS numbers in a row
         self.promoted = _Counts()
         self.promoted_per_step = [0] * steps
         self.promoted_before = 0  # promoted during the run, but made before it
         self.scanned = _Counts()
-        self.scanned_origin: collections.Counter[str] = collections.Counter()
+        self.scanned_origin: collections.Counter[str] = collections.Counter(
+            {"before the timed steps": 0, "made during the timed steps": 0})
         self.scans = 0
         self.garbage = _Counts()
         # [step, objects in the oldest generation]: at the start (step -1), after each collection
@@ -260,17 +311,24 @@ class Diagnosis:
         self._young: dict[int, None] = {}
         self._old_len = 0
         self._before: dict[int, int] = {}  # id -> type number of the collected generations' objects, at a start
-        # young collections, sites traced: id -> allocation frames
-        self._before_frames: dict[int, Sequence[tuple[str, int]] | None] = {}
-        # type number -> type, and back; the dict holds a type from the start, so it is tracked
-        # before the steps (tracked later, it would count as an object the loop kept)
-        self._types: list[type] = [_Counts]
-        self._type_no: dict[type, int] = {_Counts: 0}  # a class of ours: a static type would not make it tracked
+        # young collections, sites traced: id -> allocation frames and type (`_Table.key`)
+        self._before_frames: dict[int, int] = {}
+        self._table = _Table()  # frames and types by number
         self._t0 = 0
         self._explicit = 0
         self._start0 = self._start1 = self._start2 = -1
         self.started = False
         self._was_tracing = False
+        self.tracked_at_start = -1
+        self._hook = self._on  # bound once: a bound method made when it is installed would be kept
+        self._reserve: list[tuple] = [tuple(RESERVE_ITEM) for _ in range(RESERVE)]
+        self.unsettled = 0  # objects the hooks left on the young count when the reserve ran out
+
+    @property
+    def collections(self) -> list[dict]:
+        """Every collection seen, as records (made from the log when asked, after the loop)."""
+        log, n = self._log, len(LOG_FIELDS)
+        return [dict(zip(LOG_FIELDS, log[i:i + n], strict=True)) for i in range(0, len(log), n)]
 
     # -- the hooks ------------------------------------------------------------------------
     def _on(self, phase: str, info: dict) -> None:
@@ -285,16 +343,17 @@ class Diagnosis:
                 objs = gc.get_objects() if gen >= 2 else gc.get_objects(0)
                 if gen == 1:
                     objs += gc.get_objects(1)
-                no = self._type_no
-                for tp in set(map(type, objs)) - no.keys():
-                    no[tp] = len(self._types)
-                    self._types.append(tp)
-                self._before = {id(o): no[type(o)] for o in objs}
+                number = self._table.type_number
+                self._before.clear()
+                self._before.update((id(o), number(type(o))) for o in objs)
                 # sites at young collections only: what survives one of generation 0 stays young
-                self._before_frames = {id(o): _frames_of(o) for o in objs} if gen == 0 and self._tracing() else {}
+                self._before_frames.clear()
+                if gen == 0 and self._tracing():
+                    self._before_frames.update((id(o), self._table.key(o)) for o in objs)
                 del objs
             if gen == 1:
-                self._young = dict.fromkeys(map(id, gc.get_objects(0)))
+                self._young.clear()
+                self._young.update(dict.fromkeys(map(id, gc.get_objects(0))))
                 self._young.update(dict.fromkeys(map(id, gc.get_objects(1))))
                 self._old_len = len(gc.get_objects(2))
             elif gen >= 2:
@@ -309,8 +368,33 @@ class Diagnosis:
             self._t0 = time.perf_counter_ns()
             return
         pause = time.perf_counter_ns() - self._t0
+        count = gc.get_count()[0]
+        try:
+            self._after(gen, info, pause)
+        finally:
+            self._settle(count)
+
+    def _settle(self, count: int) -> None:
+        """Leave the young count as the hook found it: what the hook made and freed into a
+        free list, or kept, counts as new objects, and would move every collection after it.
+        One object of the reserve freed takes one off the count; one made puts one on. The
+        reserve's objects are tuples of 21 numbers: no free list keeps them (freed, they
+        leave the count), and the collector untracks them at their first collection, so
+        they are never in the oldest generation a full collection waits for."""
+        reserve = self._reserve
+        surplus = gc.get_count()[0] - count
+        while surplus > 0 and reserve:
+            reserve.pop()
+            surplus -= 1
+        while surplus < 0:
+            reserve.append(tuple(RESERVE_ITEM))
+            surplus += 1
+        self.unsettled += max(surplus, 0)
+
+    def _after(self, gen: int, info: dict, pause: int) -> None:
+        """The stop of a collection: what it promoted, scanned and freed, and its record."""
         if gen == 1:
-            young, self._young = self._young, {}
+            young = self._young
             oldest = gc.get_objects(2)
             # A collection of generation 1 appends its survivors to the end of the oldest
             # generation's list: look there (a little earlier too, in case an old object died).
@@ -322,31 +406,36 @@ class Diagnosis:
             self.promoted_before += len(before)
             if before:
                 promoted = [o for o in promoted if id(o) not in self._baseline]
-            self.promoted.add_many(promoted, self._tracing())
+            self.promoted.add_many(promoted, self._tracing(), self._table)
             if 0 <= self.step < self.steps:
                 self.promoted_per_step[self.step] += len(promoted)
             self.oldest += (self.step, len(oldest))
             del oldest, tail, promoted, before
+            young.clear()
         elif gen >= 2:
             self.oldest += (self.step, len(gc.get_objects(2)))
         if self._before:
             self._count_garbage(gen, info["collected"])
-        self.collections.append({"step": self.step, "generation": gen, "explicit": self._explicit,
-                                 "pause_ns": pause, "at_start_0": self._start0,
-                                 "at_start_1": self._start1, "at_start_2": self._start2, "collected": info["collected"],
-                                 "uncollectable": info["uncollectable"]})
+        self._log += (self.step, gen, self._explicit, pause, self._start0, self._start1, self._start2,
+                      info["collected"], info["uncollectable"])
 
     def _count_garbage(self, gen: int, collected: int) -> None:
         """The objects of the collected generations that are gone from every list, by type:
         the cyclic garbage this collection freed."""
         before, frames = self._before, self._before_frames
-        self._before, self._before_frames = {}, {}
-        if not collected:
-            return
+        try:
+            if collected:
+                self._count_gone(gen, collected, before, frames)
+        finally:
+            before.clear()
+            frames.clear()
+
+    def _count_gone(self, gen: int, collected: int, before: dict, frames: dict) -> None:
         alive = set(map(id, gc.get_objects())) if gen >= 1 else \
             set(map(id, gc.get_objects(0))) | set(map(id, gc.get_objects(1)))
         gone = [i for i in before if i not in alive]
-        types: collections.Counter[type] = collections.Counter(self._types[before[i]] for i in gone)
+        table = self._table
+        types: collections.Counter[type] = collections.Counter(table.types[before[i]] for i in gone)
         excess = sum(types.values()) - collected
         untracked: tuple[type, ...] = (tuple, dict)
         for tp in untracked:  # untracked, not freed: the collector untracks those that hold no container
@@ -360,26 +449,41 @@ class Diagnosis:
             by_frames = collections.Counter()
             kept = dict(types)
             for i in gone:
-                tp = self._types[before[i]]
+                tp = table.types[before[i]]
                 if kept.get(tp, 0) > 0:
                     kept[tp] -= 1
-                    by_frames[(frames.get(i), tp)] += 1
-        self.garbage.add_types(types, by_frames)
+                    by_frames[frames.get(i, table.type_number(tp))] += 1  # untraced: frames number 0
+        self.garbage.add_types(types, by_frames, table)
 
     def _tracing(self) -> bool:
         return self.sites and tracemalloc.is_tracing()
 
     # -- running ----------------------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, watch: bool = True) -> None:
         """Begin watching: the steps that follow set `self.step` to their number (-1
-        between steps) and `stop` ends it (for a loop someone else drives: `measure`)."""
-        self._baseline = {id(o) for o in gc.get_objects()}
-        self._was_tracing = tracemalloc.is_tracing()
-        gc.callbacks.append(self._on)
-        self.started = True
-        self.oldest += (-1, len(gc.get_objects(2)))
-        if self.site_from == 0:
-            self._trace()
+        between steps) and `stop` ends it (for a loop someone else drives: `measure`).
+
+        With `watch=False` nothing is installed: only the objects that starting makes and
+        frees are made and freed, so that a loop measured without explaining starts from
+        the heap, free lists and young count of one that is explained. `tracked_at_start`
+        is the number of objects the collector tracked, in both."""
+        objs = gc.get_objects()
+        self.tracked_at_start = len(objs)
+        if watch:
+            baseline = self._baseline
+            baseline.clear()
+            for o in objs:  # a loop, not a map or a generator: no object of ours the collector counts
+                baseline.add(id(o))
+        del objs
+        pair = (-1, len(gc.get_objects(2)))  # made in both cases: a tuple kept or freed alike
+        if watch:
+            self._was_tracing = tracemalloc.is_tracing()
+            gc.callbacks.append(self._hook)
+            self.started = True
+            self.oldest += pair
+            if self.site_from == 0:
+                self._trace()
+        del pair
 
     def survivors(self) -> dict:
         """The objects the collector tracks that were made since `start` and are alive now,
@@ -393,6 +497,13 @@ class Diagnosis:
             counts.add_many(kept, self._tracing())
             del kept
         return counts.to_json()
+
+    def begin_step(self, i: int) -> None:
+        """Step `i` of a loop someone else drives begins (allocation sites traced from
+        `site_from` on); nothing is allocated."""
+        self.step = i
+        if self.started and i == self.site_from and i:
+            self._trace()
 
     def _trace(self) -> None:
         if self.sites and not self._was_tracing:
@@ -410,8 +521,10 @@ class Diagnosis:
         try:
             self.oldest += (self.steps, len(gc.get_objects(2)))
         finally:
-            gc.callbacks.remove(self._on)
-            self._before, self._before_frames = {}, {}
+            while self._hook in gc.callbacks:
+                gc.callbacks.remove(self._hook)
+            self._before.clear()
+            self._before_frames.clear()
             if self.sites and not self._was_tracing and tracemalloc.is_tracing():
                 tracemalloc.stop()
 
@@ -420,9 +533,7 @@ class Diagnosis:
         self.start()
         try:
             for i in range(self.steps):
-                self.step = i
-                if i == self.site_from and i:
-                    self._trace()
+                self.begin_step(i)
                 step(first + i)
         finally:
             self.stop()

@@ -7,7 +7,6 @@ reported as measurements.
 
 from __future__ import annotations
 
-from . import diagnose
 from ..core import files
 from ..core.errors import UsageError
 
@@ -21,8 +20,26 @@ DISTURBED = ("diagnostic run: timings are disturbed (every collection lists the 
 
 def diagnose_cell(cell, options: dict, command=None, environment=None) -> dict:
     """The diagnostic run of `cell` in this process (called by the worker)."""
-    from . import gcpolicy, worker
+    from . import worker
     from ..core import metadata
+
+    if worker.get_backend(cell.backend).language == "julia":
+        return _diagnose_julia(cell, options, command, environment)
+    # the loop a measurement runs, warm-up, probe and bookkeeping included, watched: the same
+    # heap, so the same collections, as the measured loop (worker.measure_python)
+    explain = {"sites": options.get("sites", True), "site_steps": options.get("site_steps", SITE_STEPS)}
+    doc, diagnosis = worker.run_cell_explained(cell, command, environment=environment, explain=explain)
+    if diagnosis is None:
+        raise UsageError(f"{cell.label} cannot run here: {doc.get('reason') or 'it did not run'}")
+    raw = {"format": RAW_FORMAT, "cell": cell.to_json(), "label": cell.label, "metadata": doc["metadata"],
+           "environment": environment, "data": doc["data"], "python": diagnosis.to_json()}
+    raw["python"]["interpreter"] = metadata.collect()["python"]
+    return raw
+
+
+def _diagnose_julia(cell, options: dict, command, environment) -> dict:
+    """Julia: sampled allocations by type and frame (`Profile.Allocs`)."""
+    from . import worker
 
     try:
         trainer, schedule, dataset, meta, _ = worker.prepare(cell)
@@ -31,34 +48,12 @@ def diagnose_cell(cell, options: dict, command=None, environment=None) -> dict:
     meta["command"] = command or []
     raw = {"format": RAW_FORMAT, "cell": cell.to_json(), "label": cell.label, "metadata": meta,
            "environment": environment, "data": dataset.describe()}
-    if getattr(trainer, "measures_itself", False):  # Julia: sampled allocations by type and frame
-        trainer.prepare(schedule)
-        trainer.explain_allocs(1, cell.warmup, 0.0, cell.bookkeeping)  # warm-up: compilation, nothing sampled
-        # the loop that `run` measures, its bookkeeping included, as Python's explanation does
-        raw["julia"] = trainer.explain_allocs(cell.warmup + 1, cell.steps,
-                                              options.get("sample_rate", JULIA_SAMPLE_RATE), cell.bookkeeping)
-        raw["metadata"].update(trainer.metadata())
-        return raw
-    for i in range(cell.warmup):
-        trainer.step(schedule[i])
-        worker.progress("warmup", i + 1, cell.warmup)
-    history: list[dict] = []
-    keep = cell.bookkeeping == "metrics"
-
-    def step(i):
-        trainer.step(schedule[i])
-        if keep:  # the same bookkeeping the measured loop does
-            worker.keep_metrics_of(history, trainer, i)
-        worker.progress("timed", i - cell.warmup + 1, cell.steps)
-
-    policy = gcpolicy.parse(cell.policy)
-    policy.before_timed()
-    try:
-        raw["python"] = diagnose.diagnose(step, cell.steps, first=cell.warmup, sites=options.get("sites", True),
-                                          site_steps=options.get("site_steps", SITE_STEPS))
-    finally:
-        policy.after_timed()
-    raw["python"]["interpreter"] = metadata.collect()["python"]
+    trainer.prepare(schedule)
+    trainer.explain_allocs(1, cell.warmup, 0.0, cell.bookkeeping)  # warm-up: compilation, nothing sampled
+    # the loop that `run` measures, its bookkeeping included, as Python's explanation does
+    raw["julia"] = trainer.explain_allocs(cell.warmup + 1, cell.steps, options.get("sample_rate", JULIA_SAMPLE_RATE),
+                                          cell.bookkeeping)
+    raw["metadata"].update(trainer.metadata())
     return raw
 
 

@@ -350,12 +350,19 @@ class StepProbe:
                 "explicit_sites": dict(self.explicit_sites),
                 "span_ns": int(self.last_t1 - self.first_t0) if self.steps else 0}
 
+    def close_rss(self) -> None:
+        """Sample the resident set size once more as of the last step, if its sample is not
+        there yet: call it when the loop ends, before anything else runs (a sample taken
+        later would count what runs then, such as the imports of a summary, as the loop's)."""
+        if self.rss_every and self.steps and (not self.rss_samples or
+                                              self.rss_step[self.rss_samples - 1] != self.steps - 1):
+            self.sample_rss(self.steps - 1)
+
     def memory(self) -> dict | None:
-        """The sampled resident set size (None when it was not sampled)."""
+        """The sampled resident set size (None when it was not sampled): the samples taken
+        every `rss_every` steps and by `close_rss`, nothing taken later."""
         if not self.rss_every:
             return None
-        if self.steps and (not self.rss_samples or self.rss_step[self.rss_samples - 1] != self.steps - 1):
-            self.sample_rss(self.steps - 1)  # and once at the end
         k = self.rss_samples
         return {"every": self.rss_every, "rss_step": self.rss_step[:k].tolist(),
                 "rss_bytes": self.rss_bytes[:k].tolist()}

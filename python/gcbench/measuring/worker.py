@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Any
 
-from . import data as datamod, gcpolicy, results
+from . import data as datamod, diagnose, gcpolicy, results
 from ..core import machineload, metadata
 from .backends import get_backend
 from .cell import Cell
@@ -94,6 +94,15 @@ def run_cell(cell: Cell, command: list[str] | None = None, progress=progress,
     """Measure `cell` in this process and return its result document. `environment` is
     the description of the virtual environment this process runs in, if any;
     `machine_state` what the manager saw before starting this process."""
+    return run_cell_explained(cell, command, progress, environment, machine_state)[0]
+
+
+def run_cell_explained(cell: Cell, command: list[str] | None = None, progress=progress,
+                       environment: dict | None = None, machine_state: dict | None = None,
+                       explain: dict | None = None) -> tuple[results.ResultDoc, diagnose.Diagnosis | None]:
+    """`run_cell`, and with `explain` (the diagnostic options of `gcbench explain`: `sites`,
+    `site_steps`) the same loop watched by a `diagnose.Diagnosis`, which is returned beside
+    the document (None when not explaining, or for a backend that measures itself)."""
     extra: dict[str, Any] = {"environment": environment} if environment else {}
     life = machineload.snapshot()  # the load over the worker's life, where its timed steps are too short to read
     try:
@@ -101,7 +110,7 @@ def run_cell(cell: Cell, command: list[str] | None = None, progress=progress,
     except Unavailable as e:
         meta = metadata.collect()
         meta.update(command=command or [], seed=cell.seed)
-        return results.new(cell, "unavailable", str(e), metadata=meta, **extra)
+        return results.new(cell, "unavailable", str(e), metadata=meta, **extra), None
     meta["command"] = command or []
     policy = gcpolicy.parse(cell.policy)
     state = dict(machine_state or {}, cpu_count=os.cpu_count(), cpu_mhz_before=metadata.cpu_mhz())
@@ -110,15 +119,17 @@ def run_cell(cell: Cell, command: list[str] | None = None, progress=progress,
         measured: dict[str, Any] = trainer.measure(schedule, cell, policy)
         measured["load"] = machineload.between(machine, machineload.snapshot(), os.cpu_count())
         if measured.get("refused"):
-            return results.new(cell, "unavailable", measured["refused"], metadata=meta, **extra)
+            return results.new(cell, "unavailable", measured["refused"], metadata=meta, **extra), None
     else:
-        measured = measure_python(trainer, schedule, cell, policy, progress)
+        measured = measure_python(trainer, schedule, cell, policy, progress, explain)
+    diagnosis = measured.pop("diagnosis", None)
     state.update(measured.pop("load", None) or machineload.between(life, machineload.snapshot(), os.cpu_count()),
                  load_after=metadata.load_average(), cpu_mhz_after=metadata.cpu_mhz())
     measured["warmup"].setdefault("build_ns", build_ns)
     meta.update(trainer.metadata())
     return results.new(cell, "ok", data=dataset.describe(), metadata=meta, machine_state=state,
-                       params_counted=trainer.param_count(), traces=trainer.trace_counts(), **measured, **extra)
+                       params_counted=trainer.param_count(), traces=trainer.trace_counts(), **measured,
+                       **extra), diagnosis
 
 
 def keep_metrics_of(history: list, trainer, i: int) -> None:
@@ -128,8 +139,14 @@ def keep_metrics_of(history: list, trainer, i: int) -> None:
         history.append({"step": i, "network": k, "metrics": {"loss": loss}})
 
 
-def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, progress=progress) -> dict:
-    """Warm-up, then the timed steps under `policy`, measured by the `StepProbe`.
+def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, progress=progress,
+                   explain: dict | None = None) -> dict:
+    """Warm-up, then the timed steps under `policy`, measured by the `StepProbe`; with
+    `explain` (`gcbench explain`'s options), watched by a `diagnose.Diagnosis` too, returned
+    as `diagnosis`. Explained or not, the loop is the same and starts from the same heap:
+    the diagnosis is made and started in both cases, watching only when explaining
+    (`diagnose.Diagnosis.start`), so that explaining does not move the collector's schedule
+    it explains.
 
     With `cell.bookkeeping == "metrics"` the loop does what many training loops do: after
     each step it appends, per network, a record (`keep_metrics_of`, the loss a Python
@@ -138,6 +155,8 @@ def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, pro
     strings, so a flat record costs the collector nothing, while a record holding a dict
     (or a list) is tracked, survives, and is promoted.
     """
+    diag = diagnose.Diagnosis(cell.steps if explain is not None else 0, sites=(explain or {}).get("sites", True),
+                              site_steps=(explain or {}).get("site_steps"))
     warm = StepProbe(cell.warmup)
     with warm:
         for i in range(cell.warmup):
@@ -157,8 +176,10 @@ def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, pro
     try:
         probe.install()
         machine = machineload.snapshot()
+        diag.start(watch=explain is not None)
         next_report = 0
         for i in range(cell.steps):
+            diag.begin_step(i)
             probe.begin()
             trainer.dispatch(schedule[cell.warmup + i])
             probe.dispatched()
@@ -168,6 +189,7 @@ def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, pro
             if policy.collects_after(i):
                 gc.collect()
             probe.end(i)
+            diag.step = -1
             if i % cell.loss_every == 0 or i == cell.steps - 1:
                 loss_steps.append(i)
                 loss_values.append(trainer.loss())
@@ -177,6 +199,7 @@ def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, pro
         bracket_ok = probe.bracket_ok()
         load = machineload.between(machine, machineload.snapshot(), os.cpu_count())
     finally:
+        diag.stop()
         probe.uninstall()
         policy.after_timed()
     progress("timed", cell.steps, cell.steps)
@@ -191,4 +214,5 @@ def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, pro
                   "bookkeeping_entries": len(history)},
         "gc_state": gc_state,
         "load": load,
+        **({"diagnosis": diag} if explain is not None else {}),
     }
