@@ -241,12 +241,17 @@ def test_fixed_schedules_are_compared_exactly_however_few_the_events():
     # counts that vary between repeats: the per-repeat counts are tested, not pooled events
     vary = docs(rng, 3, 30.0, full_every=75, pause_ms=40)
     extra = np.asarray(vary[0]["gc_collections"]).reshape(-1, 3)
-    extra[10, 2] = 1  # one more in the first repeat: 5, 4, 4
+    extra[10, 2] = extra[11, 2] = 1  # two more in the first repeat: 6, 4, 4, more than one phase makes
     vary[0]["gc_collections"] = extra.tolist()
     t = compare.test_full(compare.repeat_values(vary), compare.repeat_values(two), 0.05, 0.05)
     assert not t.exact and t.p is not None and t.df == 4
-    assert t.a == pytest.approx(1000 * 13 / 900) and t.b == pytest.approx(1000 * 12 / 900)
-    assert "5, 4, 4 full collections in the repeats of 300 steps" in t.note
+    assert t.a == pytest.approx(1000 * 14 / 900) and t.b == pytest.approx(1000 * 12 / 900)
+    assert "6, 4, 4 full collections in the repeats of 300 steps" in t.note
+    # one more in one repeat is what a schedule's phase makes: the same (phase), not a test
+    extra[11, 2] = 0
+    vary[0]["gc_collections"] = extra.tolist()
+    t = compare.test_full(compare.repeat_values(vary), compare.repeat_values(two), 0.05, 0.05)
+    assert t.phase and compare.decide(t, 0.05) == compare.SAME_PHASE
 
 
 def test_a_verdict_and_its_interval_never_disagree():

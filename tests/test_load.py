@@ -148,3 +148,54 @@ def test_an_aa_beside_two_busy_processes_gives_no_timed_verdict(tmp_path):
         assert {t["verdict"] for t in timed} <= {"not judged", "same", "inconclusive"}, timed
         assert {t["verdict"] for t in tests if t["metric"] in ("median", "mean")} == {"not judged"}
         assert "not judged" in proc.stderr and "the counts still gate" in proc.stderr
+
+
+WORK_LOOP = '''
+import sys
+work, out = int(sys.argv[1]), sys.argv[2]
+import gcbench
+
+
+def step():
+    s = 0
+    for i in range(work):
+        s += i * i
+    return s
+
+
+with gcbench.measure("work", warmup=3) as m:
+    for _ in range(303):
+        with m.step():
+            step()
+m.save(out)
+'''
+
+
+@pytest.mark.alone
+def test_a_threefold_slowdown_beside_two_busy_processes_fails_the_gate_and_an_aa_does_not(tmp_path):
+    """Issue 52: on a loaded machine a change larger than load makes is still a verdict. A
+    pure Python loop and the same loop doing three times the work, each in 3 fresh
+    processes, all beside two busy processes: `--fail-on slower` fires on the slowdown
+    ("beyond the x... that load alone moves") and not on an A/A of the loop. (It runs in a
+    session of its own, `pytest -m alone`: beside other tests the machine is busier than
+    the two processes it names.)"""
+    import subprocess
+    import sys
+
+    script = tmp_path / "loop.py"
+    script.write_text(WORK_LOOP)
+    with busy(2):
+        time.sleep(0.5)
+        for _ in range(3):
+            for work, out in ((30_000, "a"), (30_000, "aa"), (90_000, "b")):
+                proc = subprocess.run([sys.executable, str(script), str(work), str(tmp_path / out)],
+                                      capture_output=True, text=True, timeout=300)
+                assert proc.returncode == 0, proc.stderr
+    loaded = [d for f in ("a", "aa", "b") for d in results.load_dir(tmp_path / f)]
+    assert all(d["machine_state"].get("load_window") or d["machine_state"]["others_cores"] > 0.3 for d in loaded)
+    slower = run_cli("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--fail-on", "slower")
+    assert slower.returncode == 1, slower.stdout + slower.stderr
+    flat = " ".join(slower.stdout.split())
+    assert "slower (" in flat and "that load alone moves" in flat, flat
+    aa = run_cli("compare", str(tmp_path / "a"), str(tmp_path / "aa"), "--fail-on", "slower")
+    assert aa.returncode == 0, aa.stdout + aa.stderr

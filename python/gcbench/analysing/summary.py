@@ -60,6 +60,24 @@ def full_collections(doc: ResultDoc) -> np.ndarray:
     return colls[:, -1]
 
 
+def pressure_per_step(doc: ResultDoc) -> tuple[float | None, str | None]:
+    """The allocation pressure of a repeat's steps and its unit: Python, the net new tracked
+    objects a step (what drives its collections); Julia, the bytes allocated a step. The
+    mean over the timed steps after the first, leaving out steps that hold a full
+    collection: the first step carries the heap the loop started from, and a step with a
+    full collection what that collection freed, and both move with the schedule's phase
+    (benchmarks/starting_heaps.py: what is left is the same from every starting heap).
+    (None, None) where it was not recorded or there are fewer than two steps."""
+    key, unit = ("alloc_bytes", "bytes") if _has(doc, "alloc_bytes") else ("gc_pressure", "tracked objects")
+    if not _has(doc, key) or len(doc[key]) < 2:  # type: ignore[literal-required]
+        return None, None
+    values = np.asarray(doc[key], np.float64)[1:]  # type: ignore[literal-required]
+    keep = full_collections(doc)[1:] == 0
+    if not keep.any():
+        return None, None
+    return float(values[keep].mean()), unit
+
+
 def collections(doc: ResultDoc) -> np.ndarray:
     """(steps, generations) collections per step; Julia: (steps, 2) incremental and full."""
     return np.asarray(doc["gc_collections"], dtype=np.int64).reshape(len(doc["wall_ns"]), -1)
@@ -155,6 +173,16 @@ def how_loaded(docs: list[ResultDoc]) -> tuple[int, str]:
         return len(loaded), repeat_load(loaded[0]) or ""
     lo, hi = f"{min(others):.1f}", f"{max(others):.1f}"
     return len(loaded), f"other processes used {lo if lo == hi else f'{lo}-{hi}'} of {cores} cores"
+
+
+def load_level(doc: ResultDoc) -> tuple[float | None, float | None]:
+    """How loaded a repeat was, as its CPU pressure (the share of its time some task waited
+    for a CPU) and the others' share of the cores, each None where not recorded."""
+    machine = doc.get("machine_state") or {}
+    cores = machine.get("cpu_count") or (doc.get("metadata") or {}).get("cpu_count")
+    pressure, others = machine.get("cpu_pressure"), machine.get("others_cores")
+    share = others / cores if isinstance(others, (int, float)) and cores else None
+    return (float(pressure) if isinstance(pressure, (int, float)) else None), share
 
 
 def describe_load(docs: list[ResultDoc]) -> str:

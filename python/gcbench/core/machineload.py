@@ -19,7 +19,7 @@ no reading (a tick over a millisecond would read as ten cores); a worker then re
 load over its whole life instead of its timed steps.
 
 A repeat is *loaded* when the others' CPU and the steal together exceed LOADED_SHARE of
-the machine's cores (`benchmarks/load_signals.py` measured what a quiet and a busy
+the machine's cores (`benchmarks/load_margins.py` measured what a quiet and a busy
 machine read). Where `/proc` is absent (macOS, Windows) nothing is recorded, and the
 load-average rule of older results applies.
 """
@@ -31,7 +31,7 @@ import time
 
 # Loaded: other processes (and the hypervisor's steal) took more than this share of the
 # machine's CPU during the repeat. On the project's 2-core machine a quiet repeat read 0.01-0.06
-# cores of others and one beside two busy processes 1.2-1.5 (benchmarks/load_signals.py).
+# cores of others and one beside two busy processes 1.2-1.5 (benchmarks/load_margins.py).
 LOADED_SHARE = 0.15
 MIN_SECONDS = 0.5  # shortest window read: a tick either way is then 0.02 cores per CPU
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") and "SC_CLK_TCK" in os.sysconf_names else 100

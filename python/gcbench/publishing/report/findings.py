@@ -104,6 +104,9 @@ def _cell_text(t: compare.Test | None) -> str:
         return f"not judged ({escape(t.not_judged.split(':')[0])})"
     if t.effect is None:
         change = "no change measured"
+    elif t.metric == "full_rate" and t.phase and t.per_repeat is not None:
+        change = (f"{stats.fmt(t.per_repeat[0])} -> {stats.fmt(t.per_repeat[1])} a repeat, what the schedule's phase "
+                  "makes")
     elif t.metric == "full_rate":
         change = f"{stats.fmt_signed(t.effect)} per 1,000 steps" + (" (exact)" if t.exact else "")
     elif t.metric == "gc_share":
@@ -197,6 +200,9 @@ def _claim(kind: str, t: compare.Test, ctx) -> str:
         if t.verdict == "same":
             where = ", at the same steps" if sb["same_steps"] and so["same_steps"] and sb["at"] == so["at"] else ""
             return f"{code(p)} leaves the full collections of {who} as they were{where}: {counts}."
+        if t.verdict == compare.SAME_PHASE:
+            return (f"{code(p)} moves the full collections of {who} no more than the phase of their schedule does "
+                    f"(a different starting heap moves a count by one): {counts}.")
         return f"{code(p)} and the full collections of {who}: the repeats cannot tell ({counts}; {how})."
     if kind == "policy_share":
         if t.a is None or t.b is None or t.effect is None:
