@@ -151,12 +151,12 @@ def test_bisect_cli_on_written_results(bisect_dir, tmp_path):
     out = run_cli("bisect", "--package", "equinox", "--cell", "equinox-filter/vit/default", "--results",
                   str(bisect_dir), "--factor", "2", "--report", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert "equinox bisect of equinox-filter/vit/default: GC share of step time" in out.stdout
+    assert "equinox bisect of equinox-filter/vit/default: GC share of CPU time" in out.stdout
     marked = [line for line in out.stdout.splitlines() if "first change" in line]
     assert len(marked) == 1 and marked[0].startswith("0.12.2")
     assert not (bisect_dir / "bisect.json").exists()  # --results reads; it writes nothing there
     md = (tmp_path / "reports" / "res" / "index.md").read_text()
-    assert "The first version whose gc share of step time differs" in md and "`equinox 0.12.2`" in md
+    assert "The first version whose gc share of cpu time" in md and "`equinox 0.12.2`" in md
     assert (tmp_path / "reports" / "res" / "bisect.png").read_bytes()[:4] == b"\x89PNG"
     assert "| py3.11 equinox==0.12.2 | 3.11.7 | 0.12.2 |" in md  # the environments, with what differs
     # the report carries the table it showed: rebuilt from its own archive, it shows it again

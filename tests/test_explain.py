@@ -178,11 +178,19 @@ class Blob:
         self.payload = bytearray(64 * 1024)
 
 
-kept = collections.deque(maxlen=200)  # each one kept for 200 steps: promoted, then garbage
+class Node:
+    __slots__ = ("step",)
+
+    def __init__(self, step):
+        self.step = step
+
+
+kept = collections.deque(maxlen=100)  # 20 nodes a step, each kept 100 steps: promoted, then freed
 with gcbench.measure("selfref", explain=sys.argv[1] == "1") as m:
     for i in range(2000):
         with m.step():
-            kept.append(Blob())
+            Blob()
+            kept.append(tuple(Node(i) for _ in range(20)))
 import json
 from gcbench.analysing import summary
 doc = m.result(lists=False)
@@ -193,9 +201,10 @@ print(json.dumps({"generations": summary.collections_by_generation(doc),
 
 def test_explaining_leaves_the_collections_of_every_generation_where_they_were(tmp_path):
     """Issue 52: a loop of one self-referencing 64 KiB object a step (thresholds 100/3/3,
-    2,000 steps) makes the same collections of every generation explained and not: the
-    diagnosis is made and started either way, and its hooks leave the young count as they
-    found it (`diagnose.Diagnosis._settle`)."""
+    2,000 steps), which also keeps objects long enough to be promoted (so that it collects
+    fully whatever heap gcbench's own imports give it), makes the same collections of every
+    generation explained and not: the diagnosis is made and started either way, and its
+    hooks leave the young count as they found it (`diagnose.Diagnosis._settle`)."""
     import subprocess
     import sys
 

@@ -34,7 +34,7 @@ def test_the_verdict_names_who_pays_the_schedule_and_the_tested_fix():
     assert text[0] == ("nnx/vit/default pays the collector most. It makes 8 full collections in every repeat of 200 "
                        "steps, at steps 24, 49, 74, 99, 124, 149, 174, 199; 216 collections of every generation per "
                        "repeat (200/8/8 by generation).")
-    assert text[1].startswith("It spends") and "of its step time in the collector" in text[1] and "95 %" in text[1]
+    assert text[1].startswith("It spends") and "of its wall time in the collector" in text[1] and "95 %" in text[1]
     assert text[2].startswith("Under `disable` it makes 0 full collections in all its repeats against 24. `disable` "
                               "shortens its runs: they take") and "% less time (95 %" in text[2]
     assert text[3].startswith("1 of 3 cells had full collections")
@@ -54,7 +54,7 @@ def test_a_loaded_run_says_so_first_and_gives_counts_not_times():
     assert text[0] == ("The machine was loaded: 6 of 6 repeats ran while other processes used 1.2 of 2 cores. "
                        "Times are not judged; the collection counts are judged: load does not stretch them, though a "
                        "JAX step's can move by a collection where its runtime's threads free objects at other "
-                       "moments; GC shares below are of CPU time where recorded.")
+                       "moments; every GC share below is of CPU time, which load stretches less than wall time.")
     assert text[1].startswith("nnx/vit/default pays the collector most. It makes 8 full collections in every repeat")
     assert "of its CPU time in the collector" in text[2] and "mean step" not in text[2] and "longer" not in text[2]
     assert text[3].startswith("Under `disable` it makes 0 full collections against 24") and "not judged" in text[3]
@@ -72,7 +72,7 @@ def test_a_collector_that_costs_nothing_is_one_sentence():
     rng = np.random.default_rng(7)
     assert verdict.sentences(summary.summarize_all(docs(rng, 3, 10.0, steps=100))) == [
         "The collector costs next to nothing in all 1 cells: no full collection inside a timed step, and at most "
-        "0.0 % (95 % 0.0-0.0 %) of step time (jax/mlp/default)."]
+        "0.0 % (95 % 0.0-0.0 %) of its wall time (jax/mlp/default)."]
     assert verdict.sentences([]) == []
 
 

@@ -58,7 +58,8 @@ def _gc_share_pct(doc: ResultDoc) -> float:
 
 
 METRICS = {m.name: m for m in [
-    Metric("gc_share", "GC share of step time", "%", 0.1, _gc_share_pct, "linear"),  # of CPU time where recorded
+    Metric("gc_share", "GC share of CPU time (of wall time where a result did not record CPU time)", "%", 0.1,
+           _gc_share_pct, "linear"),
     Metric("p99", "p99 step time", "ms", 0.0, lambda d: np.percentile(_wall(d), 99) / 1e6, "log"),
     Metric("max/median", "slowest step / median step", "x", 1.0, lambda d: _wall(d).max() / np.median(_wall(d)), "log"),
     Metric("median", "median step time", "ms", 0.0, lambda d: np.median(_wall(d)) / 1e6, "log"),

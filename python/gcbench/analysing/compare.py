@@ -44,6 +44,7 @@ PAIRED_MIN_ROUNDS = 5
 # changes); an interleaved A/B in one run (--env BASE --env HEAD, compare --base/--head)
 # needs none. tests/test_readme_claims.py checks it against those runs.
 RUN_SD = 0.051
+RUN_DF = 5  # the degrees of freedom of RUN_SD's own estimate (runs - 1), carried into every interval two runs apart
 POWER_TARGET = 0.20  # the change of a median a suite should find with 80 % power
 GC_SHARE_FLOOR = 0.001  # 0.1 percentage point: GC shares closer than this are the same
 SETTINGS = summary.SETTINGS
@@ -140,17 +141,21 @@ def _t_test(a: np.ndarray, b: np.ndarray, paired: bool) -> tuple[float, float, f
     return float(2 * sst.t.sf(abs(diff / se), df)), diff, se, df
 
 
-def _tested(metric, a, b, effect, xa, xb, paired, margin, alpha, note: str = "", run_sd: float = 0.0) -> Test:
+def _tested(metric, a, b, effect, xa, xb, paired, margin, alpha, note: str = "", run_sd: float = 0.0,
+            run_df: float = math.inf) -> Test:
     """The t test of B against A; with `run_sd` (two runs apart), the difference's standard
     error also carries each run's own level: a shift shared by every cell of a run, which
-    repeats inside one run cannot see (README, "Two runs apart")."""
+    repeats inside one run cannot see (README, "Two runs apart"). `run_df`: the degrees of
+    freedom of `run_sd`'s own estimate, which the interval carries too."""
     p, diff, se, df = _t_test(xa, xb, paired)
     if run_sd > 0:
-        # the runs' own levels are a known variance beside the estimated one: Satterthwaite's
-        # degrees of freedom (the estimated part's alone made the interval cover 98.7 %, not 95)
-        sampled = se * se
-        se = math.sqrt(sampled + 2 * run_sd * run_sd)
-        df = df * (se ** 4) / sampled ** 2 if sampled > 0 else 10 ** 6
+        # two variances, each estimated: Satterthwaite's degrees of freedom for their sum (the
+        # repeats' part alone made the interval cover 98.7 %, not 95; the run term's own few
+        # runs make it wider again)
+        sampled, runs = se * se, 2 * run_sd * run_sd
+        se = math.sqrt(sampled + runs)
+        parts = (sampled ** 2 / df if sampled > 0 else 0.0) + (runs ** 2 / run_df if math.isfinite(run_df) else 0.0)
+        df = se ** 4 / parts if parts > 0 else 10 ** 6
         p = float(2 * sst.t.sf(abs(diff / se), df))
         note = (
             note + "; " if note else ""
@@ -260,7 +265,8 @@ def _under_load(metric: str, why_not: tuple[str, str] | None, va: dict,
     return None, margin
 
 
-def _test_ratio(metric: str, key: str, va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
+def _test_ratio(metric: str, key: str, va: dict, vb: dict, min_effect: float, alpha: float,
+                run_term: tuple[float, float] | None = None) -> Test:
     """B's per-repeat `key` against A's, as a ratio of geometric means: the t test of
     their logarithms (paired by round where both ran in the same rounds); two runs apart,
     widened by the level of each run (RUN_SD) where time is compared; not judged where
@@ -282,16 +288,20 @@ def _test_ratio(metric: str, key: str, va: dict, vb: dict, min_effect: float, al
         return Test(metric, ga, gb, gb / ga, None, None, min_effect, f"{why}: A {values(va)}, B {values(vb)}")
     xa, xb = _sides(va, vb, key, paired, lambda v: np.log(v))
     apart = va.get("apart") or vb.get("apart")
+    run_sd, run_df = run_term or (RUN_SD, RUN_DF)
+    timed_apart = apart and metric in ("median", "mean")
     t = _tested(metric, ga, gb, gb / ga, xa, xb, paired, min_effect, alpha,
-                run_sd=RUN_SD if apart and metric in ("median", "mean") else 0.0)
+                run_sd=run_sd if timed_apart else 0.0, run_df=run_df)
     if load_margin:
         t.load_margin, t.load_note = load_margin, untimed_why[1]  # type: ignore[index]
     return t
 
 
-def test_median(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
-    """The typical step: per-repeat medians."""
-    return _test_ratio("median", "medians", va, vb, min_effect, alpha)
+def test_median(va: dict, vb: dict, min_effect: float, alpha: float,
+                run_term: tuple[float, float] | None = None) -> Test:
+    """The typical step: per-repeat medians. `run_term`: the run term's sd and degrees of
+    freedom two runs apart (default RUN_SD, RUN_DF)."""
+    return _test_ratio("median", "medians", va, vb, min_effect, alpha, run_term)
 
 
 def test_mean(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:

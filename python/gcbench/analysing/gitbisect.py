@@ -68,7 +68,7 @@ class Metric:
 
 METRICS = {m.name: m for m in [
     Metric("full-collections", "full collections per repeat", "", False),
-    Metric("gc-share", "GC share of step time", "%", False),
+    Metric("gc-share", bisect.METRICS["gc_share"].title, "%", False),  # one formula, one name
     Metric("median", "median step time", "ms", True),
 ]}
 

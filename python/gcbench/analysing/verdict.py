@@ -29,18 +29,20 @@ from . import claims, compare, stats, summary
 NEGLIGIBLE_SHARE = 0.001  # below 0.1 % of step time the collector is not worth naming
 
 
-def _cpu(s: summary.CellStats) -> bool:
-    """Whether a cell's share is said in CPU time: its repeats ran loaded and recorded it."""
-    return bool(s.get("loaded")) and s.get("gc_share_cpu") is not None
+def in_cpu_time(measured: list[summary.CellStats]) -> bool:
+    """Which GC share a view of these cells gives, one for all of them: of CPU time where any
+    ran loaded and every one recorded it (load stretches the wall time its pauses are a
+    share of), else of the loop's wall time."""
+    return any(s.get("loaded") for s in measured) and all(s.get("gc_share_cpu") is not None for s in measured)
 
 
-def share(s: summary.CellStats) -> float:
-    """The GC share a verdict goes by: of CPU time where the machine was loaded, else of wall time."""
-    return s["gc_share_cpu"] if _cpu(s) else s["gc_share"]
+def share(s: summary.CellStats, cpu: bool) -> float:
+    """The GC share a verdict goes by: of CPU time (`cpu`) or of the loop's wall time."""
+    return s["gc_share_cpu"] if cpu else s["gc_share"]
 
 
-def _share(s: summary.CellStats) -> str:
-    if _cpu(s):
+def _share(s: summary.CellStats, cpu: bool) -> str:
+    if cpu:
         value, ci, per = s["gc_share_cpu"], s.get("gc_share_cpu_ci"), s.get("repeat_gc_shares_cpu", [])
     else:
         value, ci, per = s["gc_share"], s["gc_share_ci"], s["repeat_gc_shares"]
@@ -50,8 +52,8 @@ def _share(s: summary.CellStats) -> str:
     return f"{100 * value:.1f} % (95 % {100 * ci[0]:.1f}-{100 * ci[1]:.1f} %)"
 
 
-def _of_time(s: summary.CellStats) -> str:
-    return "of its CPU time" if _cpu(s) else "of its step time"
+def _of_time(cpu: bool) -> str:
+    return "of its CPU time" if cpu else "of its wall time"
 
 
 def load_sentence(ok: list[summary.CellSummary]) -> str | None:
@@ -70,11 +72,17 @@ def load_sentence(ok: list[summary.CellSummary]) -> str | None:
               "collection where its runtime's threads free objects at other moments")
     if len(loaded) == len(ok):
         return (f"The machine was loaded: {repeats} of {total} repeats ran while {how}. Times are not judged; the "
-                f"{counts}; GC shares below are of CPU time where recorded.")
+                f"{counts}; {_basis_words(ok)}.")
     names = ", ".join(cs.label for cs in loaded[:3]) + (", ..." if len(loaded) > 3 else "")
     return (f"The machine was loaded: {repeats} of {total} repeats ran while {how}, in {len(loaded)} of {len(ok)} "
-            f"cells ({names}). Their times are not judged, nor any comparison of times with them, and their GC "
-            f"shares are of CPU time where recorded; the other cells' times are, and the {counts}.")
+            f"cells ({names}). Their times are not judged, nor any comparison of times with them; the other cells' "
+            f"times are, and the {counts}; {_basis_words(ok)}.")
+
+
+def _basis_words(ok: list[summary.CellSummary]) -> str:
+    if in_cpu_time([cs.measured for cs in ok]):
+        return "every GC share below is of CPU time, which load stretches less than wall time"
+    return "GC shares below are of wall time (a cell did not record its CPU time)"
 
 
 def _full_cost(cs: summary.CellSummary) -> str:
@@ -93,7 +101,7 @@ def _full_cost(cs: summary.CellSummary) -> str:
     return ""
 
 
-def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary]) -> str | None:
+def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary], cpu: bool) -> str | None:
     """The other policies of the same backend, workload and environment, tested on the mean step."""
     b, w, p, env, node = cs.key
     others = [o for o in ok if o.key[:2] == (b, w) and o.key[3:] == (env, node) and o.key[2] != p]
@@ -101,7 +109,7 @@ def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary]) -> str |
         return None
     va = compare.repeat_values(cs.docs)
     if cs.measured.get("loaded") or any(o.measured.get("loaded") for o in others):  # counts, not times
-        return _mitigation_counts(cs, others)
+        return _mitigation_counts(cs, others, cpu)
     family = claims.workload_claims([c for c in ok if c.key[1] == w]) if p == "default" else []
     best = None
     for o in others:
@@ -149,26 +157,26 @@ def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary]) -> str |
     return counts + f"Whether `{policy}` shortens its runs the repeats cannot tell: {interval}, {change}{corrected}."
 
 
-def _mitigation_counts(cs: summary.CellSummary, others: list[summary.CellSummary]) -> str:
-    """What another policy did to a loaded cell, in counts (and the CPU-time share)."""
+def _mitigation_counts(cs: summary.CellSummary, others: list[summary.CellSummary], cpu: bool) -> str:
+    """What another policy did to a loaded cell, in counts (and the view's GC share)."""
     parts = []
     for o in others:
         f, fo = cs.measured["full"]["count"], o.measured["full"]["count"]
         parts.append(f"under `{o.key[2]}` it makes {fo:,} full collections against {f:,} and spends "
-                     f"{_share(o.measured)} {_of_time(o.measured)} in the collector")
+                     f"{_share(o.measured, cpu)} {_of_time(cpu)} in the collector")
     text = "; ".join(parts)
     return text[0].upper() + text[1:] + " (its time is not judged: the machine was loaded)."
 
 
-def _cheapest_backend(cs: summary.CellSummary, ok: list[summary.CellSummary]) -> str | None:
+def _cheapest_backend(cs: summary.CellSummary, ok: list[summary.CellSummary], cpu: bool) -> str | None:
     b, w, p, env, node = cs.key
     peers = [o for o in ok if o.key[1:] == (w, p, env, node) and o.key[0] != b]
     if not peers:
         return None
-    low = min(peers, key=lambda o: share(o.measured))
+    low = min(peers, key=lambda o: share(o.measured, cpu))
     where = "workload, policy and environment" if env else "workload and policy"
     s = low.measured
-    return f"On the same {where} `{low.key[0]}` spends {_share(s)} {_of_time(s)} in the collector."
+    return f"On the same {where} `{low.key[0]}` spends {_share(s, cpu)} {_of_time(cpu)} in the collector."
 
 
 def _counts(cs: summary.CellSummary) -> str:
@@ -197,28 +205,29 @@ def sentences(cells: list[summary.CellSummary]) -> list[str]:
         return []
     load = load_sentence(ok)
     out = [load] if load else []
-    # who pays most: by its GC share (of CPU time where loaded; a count alone would name a cell whose many
-    # full collections are cheap, as `freeze` makes them), said by its counts first
-    worst = max(ok, key=lambda cs: (share(cs.measured), cs.measured["full"]["count"]))
+    cpu = in_cpu_time([cs.measured for cs in ok])  # one share for the whole verdict
+    # who pays most: by its GC share (a count alone would name a cell whose many full
+    # collections are cheap, as `freeze` makes them), said by its counts first
+    worst = max(ok, key=lambda cs: (share(cs.measured, cpu), cs.measured["full"]["count"]))
     s = worst.measured
     between = sum(sum(cs.measured["between"]["collections"]) for cs in ok)
     growing = [(cs, why) for cs in ok if (why := summary.memory_growth(cs.measured))]
-    if share(s) < NEGLIGIBLE_SHARE and not s["full"]["count"] and not between:
+    if share(s, cpu) < NEGLIGIBLE_SHARE and not s["full"]["count"] and not between:
         # the collector is not the largest effect here: a memory that grows is, when one does
         lead = [f"{cs.label}: {why[0].upper()}{why[1:]}." for cs, why in growing[:2]]
         return out + lead + [f"The collector costs next to nothing in all {len(ok)} cells: no full collection inside "
-                             f"a timed step, and at most {_share(s)} of {'CPU' if _cpu(s) else 'step'} time "
+                             f"a timed step, and at most {_share(s, cpu)} {_of_time(cpu)} "
                              f"({worst.label})."]
     # one cell (a user's loop, a single cell run) pays nothing "most": its counts are the answer
     out.append(f"{worst.label} pays the collector most. It makes {_counts(worst)}." if len(ok) > 1 else
                f"{worst.label} makes {_counts(worst)}.")
     times = ("" if s.get("loaded") else
              f"; its mean step is {stats.fmt(s['mean_ms'])} ms against a median of {stats.fmt(s['median_ms'])} ms")
-    out.append(f"It spends {_share(s)} {_of_time(s)} in the collector{times}{_full_cost(worst)}.")
+    out.append(f"It spends {_share(s, cpu)} {_of_time(cpu)} in the collector{times}{_full_cost(worst)}.")
     grows = summary.memory_growth(s)
     if grows:
         out.append(f"{grows[0].upper()}{grows[1:]}.")
-    fix = _mitigation(worst, ok) or _cheapest_backend(worst, ok)
+    fix = _mitigation(worst, ok, cpu) or _cheapest_backend(worst, ok, cpu)
     if fix:
         out.append(fix)
     with_full = [cs for cs in ok if cs.measured["full"]["count"]]

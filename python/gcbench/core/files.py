@@ -173,11 +173,18 @@ def read_text(path: str | os.PathLike, what: str = "file", limit: int = DOCUMENT
         ) from None
 
 
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a number gcbench writes")
+
+
 def read_json(path: str | os.PathLike, what: str = "JSON file"):
+    """A JSON document as gcbench writes it: strict (NaN and infinity are refused, one line)."""
     text = read_text(path, what)
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except ValueError as e:
+        if not isinstance(e, json.JSONDecodeError):
+            raise UsageError(f"{path}: not a valid {what} ({e})") from None
         raise UsageError(f"{path}: not a valid {what} (invalid JSON: {e.msg} at line {e.lineno})") from None
     except RecursionError:
         raise UsageError(f"{path}: not a valid {what} (nested too deeply)") from None

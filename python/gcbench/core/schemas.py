@@ -22,6 +22,8 @@ CELL_ID = r"^[A-Za-z0-9][A-Za-z0-9._+=-]{0,199}$"  # a file name with room for i
 
 _str, _int, _num, _bool = {"type": "string"}, {"type": "integer"}, {"type": "number"}, {"type": "boolean"}
 _count = {"type": "integer", "minimum": 0}
+_share = {"type": "number", "minimum": 0}  # (NaN and infinity never get this far: files.read_json refuses them)
+_fraction = {"type": "number", "minimum": 0, "maximum": 1}
 _opt = lambda schema: {"anyOf": [schema, {"type": "null"}]}  # noqa: E731
 _strings = {"type": "array", "items": _str}
 _ints = {"type": "array", "items": _int}
@@ -60,11 +62,12 @@ RESULT = {"type": "object", "required": ["cell", "backend", "workload", "gc_poli
                                                                             "source": _str, "samples": _count}},
               "metadata": METADATA,
               "machine_state": {"type": "object", "properties": {
-                  "load_before": _opt(_num), "load_after": _opt(_num), "cpu_count": _opt(_count),
+                  "load_before": _opt(_share), "load_after": _opt(_share),
+                  "cpu_count": _opt({"type": "integer", "minimum": 1}),
                   "cpu_mhz_before": _opt(_num), "cpu_mhz_after": _opt(_num), "run_id": _str,
                   # the machine over the timed steps (core.machineload.between)
-                  "others_cores": _num, "steal": _num, "cpu_pressure": _num, "process_cpu_s": _num,
-                  "load_seconds": _num,
+                  "others_cores": _share, "steal": _fraction, "cpu_pressure": _fraction, "process_cpu_s": _share,
+                  "gcbench_cpu_s": _share, "load_seconds": _share, "load_doubt": _str,
                   # "after": a loop shorter than MIN_SECONDS, read over the half second after it
                   "load_window": {"enum": ["after"]},
                   # the job that ran it, when a scheduler did (`--executor slurm`): cluster.job_facts

@@ -380,7 +380,9 @@ def format_summary(docs: list[ResultDoc], cells: list[summary.CellSummary] | Non
     caller has it already."""
     rows: list[list[str]] = []
     reasons: dict[str, int] = {}
-    for cs in summary.summarize_all(docs) if cells is None else cells:
+    cells = summary.summarize_all(docs) if cells is None else cells
+    cpu = verdict.in_cpu_time([cs.measured for cs in cells if cs.ok])  # one GC share for the table, said in its head
+    for cs in cells:
         s = cs.stats
         if s is None:
             d = cs.docs[0]
@@ -392,8 +394,7 @@ def format_summary(docs: list[ResultDoc], cells: list[summary.CellSummary] | Non
         fr = stats.short_schedule(full["schedule"]) if full["count"] else "none"
         flags = f"{len(s['flagged'])} flagged" if s["flagged"] else ""
         host = f"{100 * s['host_share']:.1f}" if "host_share" in s else "-"
-        share = (f"{100 * s['gc_share_cpu']:.2f} cpu" if s.get("loaded") and s.get("gc_share_cpu") is not None
-                 else f"{100 * s['gc_share']:.2f}")
+        share = f"{100 * verdict.share(s, cpu):.2f}"
         if s.get("loaded"):
             flags = f"{flags}, loaded" if flags else "loaded"
         rows.append(
@@ -410,7 +411,8 @@ def format_summary(docs: list[ResultDoc], cells: list[summary.CellSummary] | Non
             ]
         )
     # counts first (exact, and judged under load), then the shares and times
-    head = ["cell", "status", "full collections", "GC %", "median ms (95 % CI)", "mean ms", "p99 ms", "host %", "flags"]
+    head = ["cell", "status", "full collections", "GC % of CPU" if cpu else "GC % of wall", "median ms (95 % CI)",
+            "mean ms", "p99 ms", "host %", "flags"]
     notes = [terminal.wrap(f"[{n}] {reason}", "", "    ") for reason, n in reasons.items()]
     # wider than the terminal: p99 and host share go first, then the cell moves above its row
     return "\n".join(terminal.table(head, rows, left={0, 1, 2, 8}, drop=(6, 7)) + notes)

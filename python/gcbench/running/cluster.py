@@ -38,6 +38,7 @@ from typing import Any
 import time
 
 from . import runner
+from ..core import machineload
 from ..core import files, schemas
 from ..core.errors import UsageError, printable
 from ..measuring import results
@@ -201,6 +202,8 @@ def submit(cells: list, spec: JobSpec, options: SlurmOptions, name: str, log, lo
     executor = _executor(kind, folder)
     jobs, arrays = [], []
     local = kind == "submitit-local"
+    if local:  # its jobs are this process's children: their workers leave them out of their load readings
+        os.environ.setdefault(machineload.ROOT_ENV, str(os.getpid()))
     groups = [[c for r in rounds(cells) for c in r]] if local else rounds(cells)
     try:
         for n, round_cells in enumerate(groups, 1):

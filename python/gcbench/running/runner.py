@@ -31,7 +31,7 @@ from typing import Any, Callable, Final
 
 from tqdm import tqdm
 
-from ..core import files, metadata
+from ..core import files, machineload, metadata
 from ..core.errors import UsageError
 from ..measuring import results
 from ..measuring.backends import get_backend
@@ -91,6 +91,8 @@ def _worker_env(isolated: bool = False) -> dict:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     env[PARENT_ENV] = str(os.getpid())
+    # the run's first gcbench process: a worker's load reading leaves out it and all it started
+    env[machineload.ROOT_ENV] = os.environ.get(machineload.ROOT_ENV) or str(os.getpid())
     return env
 
 

@@ -201,15 +201,19 @@ def _full_cost(s: summary.CellStats) -> str:
     return text + f", {f['ratio']:.1f} x"
 
 
-def _share_cell(s: summary.CellStats) -> str:
-    ci = s["gc_share_ci"]
-    return f"{100 * s['gc_share']:.2f}" + (f" ({100 * ci[0]:.2f}-{100 * ci[1]:.2f})" if ci else
-                                          f" ({stats.fmt_values(s['repeat_gc_shares'], 100)})")
+def _share_cell(s: summary.CellStats, cpu: bool) -> str:
+    value, ci, per = ((s["gc_share_cpu"], s.get("gc_share_cpu_ci"), s.get("repeat_gc_shares_cpu", [])) if cpu else
+                      (s["gc_share"], s["gc_share_ci"], s["repeat_gc_shares"]))
+    return f"{100 * value:.2f}" + (f" ({100 * ci[0]:.2f}-{100 * ci[1]:.2f})" if ci else
+                                   f" ({stats.fmt_values(per, 100)})")
 
 
 def summary_table(cells: list[summary.CellSummary]) -> Table:
-    # counts first (exact on any machine), then the times; flags beside the cell they qualify
-    header = ["cell", "repeats", "full collections per repeat", "GC % (95 % CI)", "median ms (95 % CI)",
+    # counts first (they do not depend on load), then the times; flags beside the cell they qualify;
+    # one GC share for every row, its kind in the head (verdict.in_cpu_time)
+    cpu = verdict.in_cpu_time([cs.measured for cs in cells])
+    header = ["cell", "repeats", "full collections per repeat",
+              f"GC % of {'CPU' if cpu else 'wall'} time (95 % CI)", "median ms (95 % CI)",
               "mean ms (95 % CI)", "full-GC step: extra ms (95 % CI), x median", "steps"]
     rows = []
     for cs in cells:
@@ -217,7 +221,7 @@ def summary_table(cells: list[summary.CellSummary]) -> Table:
         used = len(s["used"])
         rows.append([escape(cs.label) + (f" ({len(s['flagged'])} flagged)" if s["flagged"] else ""),
                      f"{used}" + (f" of {s['repeats']}" if used != s["repeats"] else ""),
-                     _full_cell(s), _share_cell(s),
+                     _full_cell(s), _share_cell(s, cpu),
                      stats.fmt_paren(s["median_ms"], s["median_ci_ms"], values=s["repeat_medians_ms"]),
                      stats.fmt_paren(s["mean_ms"], s.get("mean_ci_ms"), values=s.get("repeat_means_ms")),
                      _full_cost(s), f"{s['steps']:,}"])
@@ -620,7 +624,8 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
         blocks += warmup_section(ok)
         blocks += environments.section(docs)
         blocks += [Heading("Findings"),
-                   Para("Per workload: the cells at a glance (GC share of step time; full collections per repeat; "
+                   Para("Per workload: the cells at a glance (GC share, of the time its table's head says; full "
+                        "collections per repeat; "
                         "mean step, the time a run takes per step); the cells that made full collections, with what "
                         "a step holding one cost; each policy against `default`, every test of the workload "
                         "corrected together (Benjamini-Hochberg) and its interval at the level that goes with that "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pathlib
 
 from . import plots
-from ...analysing import summary
+from ...analysing import compare, summary
 from .document import Bullets, Heading, Image, Para, Table, code, escape, natural_key
 from ...measuring.results import ResultDoc
 
@@ -146,13 +146,17 @@ def bisect_answer(tab: dict) -> str:
             f"{code(tab['cell'])} by more than {tab['factor']:g} x is {code(first)}.")
 
 
+INSTALLERS = {"pip", "setuptools", "wheel"}  # what the installer puts into every environment itself
+
+
 def _counts_differ(a, b) -> bool | None:
-    """True when two cells' full collections per repeat do not overlap, False when every
-    repeat of both made the same count, None when their ranges overlap (cannot tell)."""
-    ca, cb = a.measured["full"]["schedule"]["counts"], b.measured["full"]["schedule"]["counts"]
-    if max(ca) < min(cb) or max(cb) < min(ca):
-        return True
-    return False if len(set(ca) | set(cb)) == 1 else None
+    """True when two cells' full collections per repeat differ by more than the phase of
+    their schedules moves them (no one rate gives both sides' counts: compare.within_phase),
+    False when they are within it, None when a side's own repeats are beyond it (cannot tell)."""
+    sa, sb = a.measured["full"]["schedule"], b.measured["full"]["schedule"]
+    if not (compare.within_phase(sa, sa) and compare.within_phase(sb, sb)):
+        return None
+    return not compare.within_phase(sa, sb)
 
 
 def env_matrix_answer(cells, docs: list[ResultDoc]) -> str | None:
@@ -185,7 +189,8 @@ def env_matrix_answer(cells, docs: list[ResultDoc]) -> str | None:
         head = (f"Over {len(mine)} environments {code('/'.join(panel))} makes {summary.full_per_repeat(lo)} "
                 f"[{escape(lo.key[3])}] to {summary.full_per_repeat(hi)} [{escape(hi.key[3])}] full collections "
                 "per repeat")
-        if _counts_differ(lo, hi) is False:
+        counts = [cs.measured["full"]["schedule"]["counts"] for cs in (lo, hi)]
+        if _counts_differ(lo, hi) is False and counts[0] == counts[1]:
             parts.append(f"{code('/'.join(panel))} makes {summary.full_per_repeat(lo)} full collections per repeat in "
                          f"every one of its {len(mine)} environments.")
             continue
@@ -199,10 +204,13 @@ def env_matrix_answer(cells, docs: list[ResultDoc]) -> str | None:
                 (x, sx), (y, sy) = sorted(((a, sa), (b, sb)), key=lambda p: tuple(natural_key(p[1][f])
                                                                                     for f in changed))
                 verdict = _counts_differ(x, y)
-                if verdict is None:  # overlapping ranges: cannot tell, not said
+                if verdict is None:  # repeats beyond their own phase: cannot tell, not said
                     continue
+                px, py = envs[x.key[3]]["packages"], envs[y.key[3]]["packages"]
+                also = sorted(p for p in set(px) | set(py) if px.get(p) != py.get(p) and p not in changed
+                              and p not in INSTALLERS and not (changed == ["jax"] and p == "jaxlib"))
                 change = (f"{sx[changed[0]]} -> {sy[changed[0]]}: {summary.full_per_repeat(x)} -> "
-                          f"{summary.full_per_repeat(y)}")
+                          f"{summary.full_per_repeat(y)}" + (f", with {', '.join(also)} changed too" if also else ""))
                 size = abs(min(y.measured["full"]["schedule"]["counts"]) -
                            min(x.measured["full"]["schedule"]["counts"]))
                 found[verdict].setdefault(changed[0], {})[change] = size
@@ -220,6 +228,9 @@ def env_matrix_answer(cells, docs: list[ResultDoc]) -> str | None:
                              "apart)") + ".")
     if not parts:
         return None
-    return (f"Which versions move the full collections (a count: the same on any machine), from the pairs of "
+    return (f"Which versions move the full collections (a count, which load does not move; one a repeat more or "
+            f"less is what the phase of a schedule makes, and does not count as a move), from the pairs of "
             f"environments that differ in one of {', '.join(factors)} only (Python counts as one with the numpy that "
-            f"comes with it; other packages as their resolver chose), largest change first. " + " ".join(parts))
+            f"comes with it; every other package that changed in a pair, installers aside, is named with it), largest "
+            f"change first. "
+            + " ".join(parts))

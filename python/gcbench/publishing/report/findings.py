@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from ...analysing import claims, compare, stats, summary
+from ...analysing import claims, compare, stats, summary, verdict
 from .document import Table, code, escape
 
 NEGLIGIBLE_SHARE = 0.001  # below 0.1 % of step time the collector is not worth ranking
@@ -110,7 +110,7 @@ def _cell_text(t: compare.Test | None) -> str:
     elif t.metric == "full_rate":
         change = f"{stats.fmt_signed(t.effect)} per 1,000 steps" + (" (exact)" if t.exact else "")
     elif t.metric == "gc_share":
-        change = f"{100 * t.effect:+.2f} points" + (
+        change = f"{100 * t.effect:+.2f} points" + (" of CPU time" if t.note.startswith("in CPU time") else "") + (
             f" ({_level(t)} {100 * t.ci[0]:+.2f} to {100 * t.ci[1]:+.2f})" if t.ci else "")
     else:
         change = _ratio(t)
@@ -247,6 +247,7 @@ def table(cells: list[summary.CellSummary]) -> Table | None:
     if not ok:
         return None
     policies = list(dict.fromkeys(cs.key[2] for cs in ok))
+    cpu = verdict.in_cpu_time([cs.measured for cs in ok])  # one GC share for the table, as the verdict's
     rows: dict[tuple, dict[str, summary.CellSummary]] = {}
     for cs in ok:
         rows.setdefault((cs.key[0], summary.context(cs.key)), {})[cs.key[2]] = cs
@@ -256,9 +257,9 @@ def table(cells: list[summary.CellSummary]) -> Table | None:
             return "-"
         s = cs.measured
         full = stats.short_schedule(s["full"]["schedule"]) if s["full"]["count"] else "no full"
-        return f"GC {100 * s['gc_share']:.1f} %; {escape(full)}; mean {stats.fmt(s['mean_ms'])} ms"
+        return f"GC {100 * verdict.share(s, cpu):.1f} %; {escape(full)}; mean {stats.fmt(s['mean_ms'])} ms"
 
-    return Table(["backend"] + [code(p) for p in policies],
+    return Table([f"backend (GC % of {'CPU' if cpu else 'wall'} time)"] + [code(p) for p in policies],
                  [[code(b) + (f" [{escape(env)}]" if env else "")] + [entry(by.get(p)) for p in policies]
                   for (b, env), by in rows.items()])
 
@@ -296,13 +297,16 @@ def policy_answer(families: dict[str, list]) -> str | None:
                     groups.setdefault(key, []).append(f"{who(o)} {effect(t)}")
                 return "; ".join(f"{k}: {', '.join(v)}" for k, v in groups.items())
 
-            share = grouped("policy_share", {}, lambda t: f"{100 * t.effect:+.1f} points" if t.effect is not None
-                            else "")
+            def points(t: compare.Test) -> str:
+                if t.effect is None:
+                    return ""
+                return f"{100 * t.effect:+.1f} points of {'CPU' if t.note.startswith('in CPU time') else 'wall'} time"
+            share = grouped("policy_share", {}, points)
             runs = grouped("policy_mean", {"faster": "shorter", "slower": "longer", "same": "about the same"}, _ratio)
             parts.append(f"`{escape(policy)}` on {escape(workload)}: full collections per repeat against `default` "
                          + (counts if counts else "none either way")
                          + (f" ({', '.join(none)} made none either way)" if counts and none else "")
-                         + (f"; the GC share of step time: {share}" if share else "")
+                         + (f"; the GC share: {share}" if share else "")
                          + (f"; the time a run takes (mean step, {policy} over default): {runs}" if runs else "")
                          + ".")
     if not parts:

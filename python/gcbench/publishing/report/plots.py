@@ -220,7 +220,7 @@ def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathli
     ok = [cs for cs in cells if cs.ok]
     series = ordered_series(ok)
     policies = policies_of(ok)
-    metrics = [("median step", "ms", _median), ("GC share", "% of step time", _share),
+    metrics = [("median step", "ms", _median), ("GC share", "% of wall time", _share),
                ("full collections", "per 1,000 steps", _full)]
     height = max(1.3, _row_in(series) * len(series) + 0.8) * len(policies) + 1.0
     fig, axes = plt.subplots(len(policies), len(metrics), figsize=(WIDTH, height), squeeze=False,
@@ -714,7 +714,7 @@ def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pat
         ax.set_title(f"{backend} / {policy}", loc="left")
         ax.xaxis.set_tick_params(labelbottom=True)
     axes[0][0].set_xlim(left=0)
-    axes[-1][0].set_xlabel("GC share, % of step time")
+    axes[-1][0].set_xlabel("GC share, % of wall time")
     fig.suptitle(f"{workload}: GC share by interpreter and package versions (dot: estimate; bar: 95 % "
                  "interval; right: full collections per repeat; environments not measured are left out)")
     return save(fig, path)

@@ -17,18 +17,32 @@ def setting(value) -> str:
 
 
 def answer(doc: dict) -> str:
-    """A reproduction's answer, for the top of its report: which seed rows reproduced."""
+    """A reproduction's answer, for the top of its report: every claim of the seeds counted,
+    reproduced (those matched only through the widened interval named), partly, not, or not
+    run with why; a setting (a figure matched by construction) is not a claim."""
     rows = [(case["seed"].split(":")[0], r) for case in doc["cases"] for r in case["rows"]]
-    by: dict[str, list[str]] = {}
-    for seed, r in rows:
-        by.setdefault(r["verdict"].split(" (")[0], []).append(f"{seed}: {r['claim']}")
-    judged = [r for _, r in rows if not r["verdict"].startswith(("setting", "not run"))]
-    parts = [f"{len(by.get('reproduced', []))} of {len(judged)} seed claims reproduced"]
-    if by.get("reproduced"):
-        parts.append("reproduced: " + "; ".join(by["reproduced"]))
-    for kind in ("partly", "not", "not run"):
+    claims = [(seed, r) for seed, r in rows if r["verdict"] != "setting"]
+    by: dict[str, list[tuple[str, dict]]] = {}
+    for seed, r in claims:
+        by.setdefault(r["verdict"].split(" (")[0], []).append((seed, r))
+    reproduced = by.get("reproduced", [])
+    widened = [(seed, r) for seed, r in reproduced if r["verdict"] != "reproduced"]
+    counts = [f"{len(by.get(k, []))} {k}" for k in ("partly", "not", "not run") if by.get(k)]
+    parts = [f"Of the seeds' {len(claims)} claims, {len(reproduced)} reproduced"
+             + (f" ({len(widened)} of them only within the interval widened for the hardware)" if widened else "")
+             + (", " + ", ".join(counts) if counts else "")]
+    if reproduced:
+        parts.append("reproduced: " + "; ".join(f"{seed}: {r['claim']}" + (" (only within the widened interval)"
+                                                                            if r["verdict"] != "reproduced" else "")
+                                                for seed, r in reproduced))
+    for kind in ("partly", "not"):
         if by.get(kind):
-            parts.append(f"{kind}: " + "; ".join(by[kind]))
+            parts.append(f"{kind}: " + "; ".join(f"{seed}: {r['claim']}" for seed, r in by[kind]))
+    if by.get("not run"):
+        why: dict[str, list[str]] = {}
+        for seed, r in by["not run"]:
+            why.setdefault(r["reason"] or "no reason recorded", []).append(f"{seed}: {r['claim']}")
+        parts.append("not run: " + "; ".join(f"{', '.join(claims_)} ({reason})" for reason, claims_ in why.items()))
     return escape(". ".join(parts) + ".")
 
 
