@@ -11,6 +11,9 @@ could give, and is classed by what came back.
   user's program saved that is not there (it prints "DATA LOST");
 - written outside: anything appeared in the case's `outside/` folder, where hostile input
   aims (`--bad=--output=outside/x`, a package named `outside/evil`);
+- failure lost: a pytest session with a budgeted test ended otherwise than the same
+  session with the test's twin without a budget (a failure that passed, a crash that
+  did not), or said INTERNALERROR;
 - hang: no answer in 120 s (a FIFO read as a document, say).
 
     python benchmarks/hostile.py [--docs 40] [--jobs 2]
@@ -44,7 +47,7 @@ from test_fuzz import mutate  # noqa: E402
 from gcbench.measuring import data as datamod  # noqa: E402
 
 
-COLUMNS = ["ok", "one-line error", "exit 1", "traceback", "data lost", "written outside", "hang"]
+COLUMNS = ["ok", "one-line error", "exit 1", "traceback", "data lost", "failure lost", "written outside", "hang"]
 CASE_TIMEOUT_S = 120
 
 
@@ -63,13 +66,20 @@ def gcbench(*args: str, cwd: pathlib.Path, env: dict | None = None) -> subproces
     if args[0] == "python:":  # a file, as a user's program is (multiprocessing's spawn imports it again)
         (cwd / "user_program.py").write_text(args[1])
         argv = [sys.executable, "user_program.py"]
+    if args[0] == "pytest:":  # a project's test file, run by pytest with the plugin as installed
+        (cwd / "test_project.py").write_text(args[1])
+        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_project.py", *args[2:]]
     return subprocess.run(argv, capture_output=True, text=True, cwd=cwd,
                           timeout=CASE_TIMEOUT_S, env=dict(os.environ, PYTHONUNBUFFERED="1", **(env or {})))
 
 
-def classify(proc: subprocess.CompletedProcess, before: dict, after: dict) -> str:
+def classify(proc: subprocess.CompletedProcess, before: dict, after: dict, expect: int | None = None) -> str:
     if any(after.get(k) != v for k, v in before.items()) or "DATA LOST" in proc.stdout:
         return "data lost"
+    if expect is not None:  # a pytest session: its exit status is the test's own, or a failure is lost
+        if "INTERNALERROR" in proc.stdout + proc.stderr or proc.returncode != expect:
+            return "failure lost"
+        return "ok"
     if any(k.startswith("outside/") for k in after):
         return "written outside"
     if "Traceback" in proc.stdout + proc.stderr:
@@ -603,6 +613,128 @@ FOURTH = {
 }
 
 
+# -- the fifth pass: the budget plugin inside a project's own test suite, and the rest of its items ----------
+
+def _budgeted(body: str, params: str = "") -> str:
+    """A test file whose budgeted test runs `body` in its steps."""
+    return ("import pytest\n\n\ndef test_budgeted(" + params + "gc_budget):\n    with gc_budget(warmup=1) as b:\n"
+            "        for i in range(5):\n            with b.step():\n"
+            + "".join(f"                {line}\n" for line in body.splitlines()))
+
+
+def _session(body: str, expect: int, *options: str, params: str = "") -> dict:
+    return {"args": ["pytest:", _budgeted(body, params), *options], "expect": expect}
+
+
+_CONFTEST = "def pytest_addoption(parser):\n    parser.addoption('--runslow', action='store_true')\n"
+
+
+def _conftest_option(tmp):
+    (tmp / "conftest.py").write_text(_CONFTEST)
+    return _session("assert request.config.getoption('--runslow')", 0, "--runslow", params="request, ")
+
+
+def _module_in_cwd(tmp):
+    (tmp / "sub").mkdir()
+    (tmp / "sub" / "helper_in_cwd.py").write_text("X = 1\n")
+    return _session("import helper_in_cwd", 1)
+
+
+def _symlinked_budget_file(tmp):
+    """--gc-budget-update through a symlinked gc_budgets.toml: the link stays a link."""
+    (tmp / "shared").mkdir()
+    (tmp / "shared" / "gc_budgets.toml").write_text("# shared budgets\n")
+    (tmp / "gc_budgets.toml").symlink_to("shared/gc_budgets.toml")
+    return {"args": ["pytest:", _budgeted("[[] for _ in range(10)]") + _LINK_CHECK, "--gc-budget-update"],
+            "expect": 0, "changes": ["shared/"]}
+
+
+_LINK_CHECK = """
+
+def test_z_the_link_stays():
+    import pathlib
+    assert pathlib.Path("gc_budgets.toml").is_symlink(), "DATA LOST: the link became a file"
+"""
+
+
+def _relative_report_and_chdir(tmp):
+    """--gc-budget-report res, and a test that changes the working folder: results in ./res."""
+    (tmp / "elsewhere").mkdir()
+    text = ("import os\n\n\ndef test_a_moves():\n    os.chdir('elsewhere')\n\n\n" +
+            _budgeted("[[] for _ in range(10)]").replace("import pytest\n", "") +
+            "\n\ndef test_z_results_where_asked():\n    import pathlib\n    os.chdir(%r)\n"
+            "    assert list(pathlib.Path('res').glob('*.json')), 'DATA LOST: no result in ./res'\n" % str(tmp))
+    return {"args": ["pytest:", text, "--gc-budget-report=res", "-p", "no:randomly"], "expect": 0}
+
+
+def _long_out(command):
+    def setup(tmp):
+        long = "a" * 300
+        if command == "budget":
+            return {"args": ["pytest:", _budgeted("pass"), f"--gc-budget-report={long}"], "expect": 4}
+        if command == "run":
+            return ["run", "--backends", "jax", "--workloads", "mlp", "--steps", "3", "--repeats", "1", "--out", long]
+        if command == "report":
+            return ["report", str(_ok_results(tmp)), "--out", long]
+        return ["memory", "--out", long]
+    return setup
+
+
+def _load_doubt(tmp):
+    """Readings that cannot be right (a counter gone back, NaN, negatives, no cores): loaded."""
+    return _script("""    from gcbench.core import machineload
+    for state, cores in (({"others_cores": float("nan")}, 2), ({"others_cores": -1.0}, 2),
+                         ({"others_cores": 0.1, "steal": -0.5}, 2), ({"others_cores": 0.1}, 0)):
+        if not machineload.load_reason(state, cores):
+            print("DATA LOST: read as quiet:", state, cores)
+    start = (0, 1000, 10, 5.0, None)
+    back = (2_000_000_000, 700, 10, 6.0, None)
+    if not machineload.load_reason(machineload.between(start, back, 2), 2):
+        print("DATA LOST: a counter that went back read as quiet")"""), None
+
+
+def _budget_abort_at_exit(tmp):
+    return _session("import atexit, os\natexit.register(os.abort)", -6)
+
+
+FIFTH = {
+    "a warning as an error in a budget": lambda t: _session("import warnings\nwarnings.warn('old', DeprecationWarning)",
+                                                            1, "-W", "error::DeprecationWarning"),
+    "an abort at exit in a budget": _budget_abort_at_exit,
+    "a module of the working folder in a budget": _module_in_cwd,
+    "a skipped budget with --junitxml and -rA": lambda t: _session("pytest.skip('no')", 0, "--junitxml=r.xml", "-rA"),
+    "a hanging budget under pytest-timeout's signal": lambda t: _session("import time\ntime.sleep(30)", 1,
+                                                                        "--timeout=2", "--timeout-method=signal"),
+    "unhashable classes in a budget": lambda t: _session(
+        "class M(type):\n    def __eq__(c, o):\n        return c is o\nM('C', (), {})", 0),
+    "a conftest option in a budget": _conftest_option,
+    "a budget under -n 2": lambda t: _session("assert worker_id.startswith('gw')", 0, "-n", "2",
+                                              params="worker_id, "),
+    "a symlinked gc_budgets.toml updated": _symlinked_budget_file,
+    "a relative --gc-budget-report and os.chdir": _relative_report_and_chdir,
+    "--gc-budget-report ''": lambda t: {"args": ["pytest:", _budgeted("pass"), "--gc-budget-report="], "expect": 4},
+    "--gc-budget-report into a report": lambda t: {"args": ["pytest:", _budgeted("pass"),
+                                                            f"--gc-budget-report={_report_of(t)}"], "expect": 4},
+    "a 300-character --out (run)": _long_out("run"),
+    "a 300-character --out (report)": _long_out("report"),
+    "a 300-character --out (memory)": _long_out("memory"),
+    "a 300-character --gc-budget-report": _long_out("budget"),
+    "load readings that cannot be right (library)": _load_doubt,
+}
+
+
+def _report_of(tmp) -> str:
+    folder = tmp / "rep"
+    folder.mkdir()
+    (folder / "index.md").write_text("# a report\n")
+    return str(folder)
+
+
+def fifth_pass_cases():
+    for name, setup in FIFTH.items():
+        yield f"fifth pass: {name}", setup
+
+
 def fourth_pass_cases():
     for name, setup in FOURTH.items():
         yield f"fourth pass: {name}", setup
@@ -619,7 +751,9 @@ def run_case(case) -> tuple[str, str, str]:
         tmp = pathlib.Path(d)
         (tmp / "outside").mkdir()
         args = setup(tmp)
-        env, replaces = None, ()
+        env, replaces, expect = None, (), None
+        if isinstance(args, dict):  # a pytest session: its arguments and the exit status its twin has
+            args, expect, replaces = args["args"], args["expect"], tuple(args.get("changes", ()))
         if isinstance(args, tuple):  # (arguments, environment[, folders that --force is asked to replace])
             args, env, *rest = args
             replaces = tuple(rest[0]) if rest else ()
@@ -629,10 +763,11 @@ def run_case(case) -> tuple[str, str, str]:
         except subprocess.TimeoutExpired:
             return kind, "hang", ("a user's program" if args[0] == "python:" else " ".join(a[:40] for a in args[:3])) \
                 + " :: no answer"
-        outcome = classify(proc, before, snapshot(tmp))
-        said = (proc.stdout.strip().splitlines() if outcome == "data lost" else []) or \
+        outcome = classify(proc, before, snapshot(tmp), expect)
+        said = (proc.stdout.strip().splitlines() if outcome in ("data lost", "failure lost") else []) or \
             proc.stderr.strip().splitlines() or [""]
-        shown = ["a user's program"] if args[0] == "python:" else args[:3]
+        shown = ["a user's program"] if args[0] == "python:" else ["a test file", *args[2:4]] \
+            if args[0] == "pytest:" else args[:3]
         return kind, outcome, " ".join(a[:40] for a in shown) + " :: " + said[-1][:200]
 
 
@@ -644,7 +779,7 @@ def main() -> int:
     ap.add_argument("--only", default="", help="only the kinds of case whose name holds this text")
     args = ap.parse_args()
     cases = [*malformed_document_cases(args.docs), *bad_argument_cases(), *archive_cases(), *data_loss_cases(),
-             *idx_cases(), *other_document_cases(), *third_pass_cases(), *fourth_pass_cases()]
+             *idx_cases(), *other_document_cases(), *third_pass_cases(), *fourth_pass_cases(), *fifth_pass_cases()]
     cases = [c for c in cases if args.only in c[0]]
     table: dict[str, dict[str, int]] = {}
     bad = []
@@ -652,7 +787,7 @@ def main() -> int:
         for kind, outcome, detail in pool.map(run_case, cases):
             row = table.setdefault(kind, dict.fromkeys(COLUMNS, 0))
             row[outcome] += 1
-            if outcome in ("traceback", "data lost", "written outside", "hang"):
+            if outcome in ("traceback", "data lost", "failure lost", "written outside", "hang"):
                 bad.append(f"{outcome}: {detail}")
             elif args.verbose and outcome != "one-line error":
                 print(f"{kind}: {outcome}: {detail}", file=sys.stderr)

@@ -70,9 +70,9 @@ LEAVES_STATE = textwrap.dedent("""
 @pytest.mark.e2e
 @pytest.mark.slow
 def test_counts_are_identical_however_the_test_is_selected(tmp_path):
-    """Issue 42, item 1: a pure-Python loop and an Equinox step give identical counts alone,
+    """Issue 42, item 1: a pure-Python loop and an Equinox step give the same counts alone,
     in their file, in the suite (after a test that leaves caches and JAX state behind), and
-    under `-n 2`, that last one beside a busy core."""
+    under `-n 2`, that last one beside a busy core, measured in the test's own process."""
     folder = tmp_path / "suite"
     folder.mkdir()
     shutil.copy(CASES / "test_steps_under_budget.py", folder)
@@ -93,7 +93,14 @@ def test_counts_are_identical_however_the_test_is_selected(tmp_path):
         got[mode] = _counts(tmp_path / mode)
     assert set(got["alone"]) == {"test_steps_under_budget--test_python_records",
                                  "test_steps_under_budget--test_equinox_step"}
-    assert got["alone"] == got["file"] == got["suite"] == got["suite -n 2"]
+    # in the test's own process: the same collections, and promotions per step within 0.1 %
+    # (measured: 1,363.6-1,364.3 of Equinox's, benchmarks/budget_selection.py), far inside
+    # the margin an update writes (x1.25)
+    for mode in ("file", "suite", "suite -n 2"):
+        for name, c in got[mode].items():
+            alone = got["alone"][name]
+            assert c["collections"] == alone["collections"] and c["full_at"] == alone["full_at"], (mode, name)
+            assert np.mean(c["promoted"]) == pytest.approx(np.mean(alone["promoted"]), rel=1e-3, abs=0.05)
     py = got["alone"]["test_steps_under_budget--test_python_records"]
     # 3 tracked objects kept a step, promoted at the collections of generation 1 (those made
     # after the last one are not promoted yet)
@@ -102,10 +109,10 @@ def test_counts_are_identical_however_the_test_is_selected(tmp_path):
     assert sum(got["alone"]["test_steps_under_budget--test_equinox_step"]["collections"]) > 0
 
 
-def test_a_failure_says_where_its_counts_were_taken(pytester):
-    """In the session's own process (--gc-budget-in-process) a failure says that its counts
-    depend on the tests before it (benchmarks/budget_selection.py measures how much); by
-    default, that they come from a fresh interpreter with a fixed hash seed."""
+def test_a_failure_says_how_its_counts_were_taken(pytester):
+    """A failure says what its counts depend on: the interpreter, the thresholds the budget
+    set, the heap frozen before it, the test's own process (`--gc-budget-in-process`, the
+    old name of that, is still accepted)."""
     pytester.makepyfile(test_a=textwrap.dedent("""
         def test_loop(gc_budget):
             keep = []
@@ -114,13 +121,11 @@ def test_a_failure_says_where_its_counts_were_taken(pytester):
                     with b.step():
                         keep.append([])
     """))
-    out = pytester.runpytest("--gc-budget-in-process", "-p", "no:cacheprovider")
-    out.assert_outcomes(failed=1)
-    out.stdout.fnmatch_lines(["*in the session's own process (--gc-budget-in-process: counts depend on the tests "
-                              "before)*"])
-    fresh = pytester.runpytest("-p", "no:cacheprovider")
-    fresh.assert_outcomes(failed=1)
-    fresh.stdout.fnmatch_lines(["*PYTHONHASHSEED=0 in a fresh interpreter*"])
+    for args in ([], ["--gc-budget-in-process"]):
+        out = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+        out.assert_outcomes(failed=1)
+        out.stdout.fnmatch_lines(["*thresholds (700, 10, 10) (set by the budget), the heap before the budget frozen, "
+                                  "in the test's own process*"])
 
 
 def _budgeted_files(pytester, files: int = 4, tests: int = 12) -> None:
@@ -484,3 +489,135 @@ def test_the_budget_would_have_caught_the_equinox_regression(tmp_path):
     assert after.returncode == 0, after.stdout[-2000:]
     promoted = float(after.stdout.split("COUNTS equinox-filter promotions/step ")[1].split()[0])
     assert promoted < 1450
+
+
+# -- every outcome is the test's own (issue 54) ------------------------------------------------------------
+
+TWINS = textwrap.dedent('''
+    import contextlib
+
+    import pytest
+
+
+    @contextlib.contextmanager
+    def plain(warmup=0, **budgets):  # the twin without a budget: the same body, no measurement
+        class B:
+            @staticmethod
+            def step():
+                return contextlib.nullcontext()
+        yield B
+
+
+    def body(b):
+        {body}
+
+
+    def test_budgeted({args}gc_budget):
+        with gc_budget(warmup=1) as b:
+            body(b)
+
+
+    def test_plain({args}):
+        with plain(warmup=1) as b:
+            body(b)
+''')
+
+CASES_OWN = {  # the body (indented as a function's), the test's extra arguments, pytest's options
+    "a warning as an error": ("import warnings\nfor _ in range(5):\n    with b.step():\n"
+                              "        warnings.warn('old', DeprecationWarning)", "",
+                              ["-W", "error::DeprecationWarning"]),
+    "a module from the working folder": ("import helper_in_cwd  # not importable under pytest\n"
+                                         "with b.step():\n    pass", "", []),
+    "a skip": ("pytest.skip('not here')", "", ["-rA", "--junitxml=report.xml"]),
+    "an xfail": ("pytest.xfail('known')", "", ["-rA"]),
+    "a crash in the body": ("with b.step():\n    raise RuntimeError('boom')", "", ["-rA"]),
+    "a conftest option": ("with b.step():\n    assert request.config.getoption('--runslow')", "request, ",
+                          ["--runslow"]),
+    "a hang ended by pytest-timeout's signal": ("import time\nwith b.step():\n    time.sleep(30)", "",
+                                                ["--timeout=2", "--timeout-method=signal", "-rA"]),
+    "unhashable classes": ("class Meta(type):\n    def __eq__(cls, other):\n        return cls is other\n"
+                           "for i in range(300):\n    with b.step():\n        Meta(f'C{i}', (), {})", "", []),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES_OWN), ids=list(CASES_OWN))
+def test_a_budgeted_test_has_the_outcome_its_twin_without_a_budget_has(pytester, case):
+    """Issue 54: the same body with and without `gc_budget` ends the same way (passed,
+    failed, skipped, xfailed, a warning as an error, an import that fails), with no
+    INTERNALERROR and nothing of the budget's left installed; the session's options,
+    conftest and reports are the test's own."""
+    body, args, options = CASES_OWN[case]
+    pytester.makeconftest(textwrap.dedent('''
+        def pytest_addoption(parser):
+            parser.addoption("--runslow", action="store_true")
+    '''))
+    (pytester.path / "sub").mkdir()
+    (pytester.path / "sub" / "helper_in_cwd.py").write_text("X = 1\n")
+    indented = textwrap.indent(body, "    ").lstrip()
+    pytester.makepyfile(test_twins=TWINS.replace("{body}", indented).replace("{args}", args))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *options, "test_twins.py")
+    out = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in out and "Exception ignored" not in out, out[-3000:]
+    outcome = {}
+    for line in out.splitlines():
+        for word in ("PASSED", "FAILED", "SKIPPED", "XFAIL", "ERROR"):
+            for name in ("test_budgeted", "test_plain"):
+                if line.startswith(word) and f"::{name}" in line:
+                    outcome[name] = word
+    outcomes = result.parseoutcomes()
+    assert sum(v for k, v in outcomes.items() if k != "warnings") == 2, outcomes
+    if "-rA" in options:
+        assert outcome.get("test_budgeted") == outcome.get("test_plain"), outcome
+    else:  # passed twice, or failed twice: nothing else happens to these bodies
+        assert outcomes.get("passed", 0) in (0, 2) and outcomes.get("failed", 0) in (0, 2), outcomes
+
+
+def test_the_session_is_the_tests_own_under_xdist_and_its_fixtures_run_once(pytester):
+    """Issue 54: the budgeted test runs in the session: its xdist worker (worker_id), its
+    session fixtures (once for every budgeted test), PYTEST_ADDOPTS and -o options."""
+    pytester.makeconftest(textwrap.dedent('''
+        import os
+        import pytest
+
+        @pytest.fixture(scope="session")
+        def server(tmp_path_factory):
+            marker = tmp_path_factory.getbasetemp().parent / "started"
+            with open(marker, "a") as f:
+                f.write(f"{os.getpid()}\\n")
+            return marker
+    '''))
+    pytester.makepyfile(test_s=textwrap.dedent('''
+        def check_one(gc_budget, server, worker_id):
+            with gc_budget(warmup=1) as b:
+                for _ in range(3):
+                    with b.step():
+                        pass
+            assert worker_id.startswith("gw")
+
+
+        def check_two(gc_budget, server, worker_id):
+            check_one(gc_budget, server, worker_id)
+    '''))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "-o", "python_functions=check_*",
+                                           "-W", "ignore::pytest.PytestUnraisableExceptionWarning")
+    result.assert_outcomes(passed=2)
+    starts = (pytester.path.parent / "started").read_text().split() if (pytester.path.parent / "started").exists() \
+        else []
+    assert len(set(starts)) <= 2  # once per worker process at most: the fixture's own scope
+
+
+def test_a_budget_left_by_an_exception_leaves_nothing_installed():
+    """Issue 54: whatever happens inside the budget's block, its gc callbacks and its
+    allocation tracing go when the block ends."""
+    import gc
+    import tracemalloc
+
+    from gcbench.user_loop import Measurement
+
+    before = list(gc.callbacks)
+    m = Measurement("leak", 0, 100, explain=True)
+    with pytest.raises(RuntimeError):
+        with m:
+            with m.step():
+                raise RuntimeError("boom")
+    assert gc.callbacks == before and not tracemalloc.is_tracing()

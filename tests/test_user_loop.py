@@ -241,17 +241,20 @@ def test_a_loop_against_its_freeze_and_its_fix_each_in_its_own_folder(tmp_path):
     assert "paired by backend and workload" in text
     c = json.loads(run_cli("compare", str(lists), str(freeze), "--json").stdout)
     tests = {t["metric"]: t for t in c["rows"][0]["tests"]}
-    # the freeze's effect on counts is a fact of the program: one full collection in every
-    # repeat against none, the same schedule in each process, so compare says it without a test
-    assert tests["full_rate"]["verdict"] == "fewer full GCs" and tests["full_rate"]["exact"]
+    # one full collection in every repeat against none: what a schedule of period about 1,000
+    # steps gives in a window of 1,200 from two starting heaps, so compare says it without a
+    # test, and calls it the phase (issue 52), never a change a gate fails on
+    assert tests["full_rate"]["verdict"] == "same (phase)" and tests["full_rate"]["exact"]
     assert tests["full_rate"]["a"] > 0 and tests["full_rate"]["b"] == 0
     # its effect on time is a measurement: that one collection is some 15 ms of a 0.35 s
     # repeat (about 6 points of GC share on a quiet machine), which three processes on a
     # loaded machine resolve only some of the time; compare may say "inconclusive" there,
     # never the opposite, and never "the same"
-    assert tests["gc_share"]["verdict"] in ("less GC", "inconclusive") and tests["gc_share"]["effect"] < 0
+    # (or "not judged": beside other work, within what load alone moves a share)
+    assert tests["gc_share"]["verdict"] in ("less GC", "inconclusive", "not judged") and tests["gc_share"]["effect"] < 0
     reverse = run_cli("compare", str(freeze), str(lists), "--fail-on", "more-full-gc")
-    assert reverse.returncode == 1 and "more full GCs" in reverse.stderr
+    assert reverse.returncode == 0 and "same (phase): full collections 0 -> 1 a repeat" in " ".join(
+        reverse.stdout.split())
     c = json.loads(run_cli("compare", str(lists), str(arrays), "--json").stdout)
     verdicts = {t["metric"]: t["verdict"] for t in c["rows"][0]["tests"]}
     # the time a run takes: faster, or not judged where the machine was loaded (issue 40); the GC

@@ -5,12 +5,13 @@ validates its arguments and calls a flow of `gcbench.flows`)."""
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import signal
 import sys
 import threading
 
-from .core import metadata
+from .core import files, metadata
 from .core.errors import UsageError, did_you_mean, printable
 
 COMMANDS = ("list", "run", "status", "report", "compare", "export", "explain", "reproduce", "memory", "bisect", "envs",
@@ -128,6 +129,8 @@ def _main(argv: list[str] | None) -> int:
         args = build_parser(_command_of(argv), lazy=True).parse_args(argv)
         if getattr(args, "out", None) is not None and not args.out.strip():  # not the default, which is left out
             raise UsageError("--out '' names no folder: give one, or leave --out out for the default")
+        if getattr(args, "out", None):
+            files.check_path(args.out, "--out")
         args.argv = argv
         return args.main(args)
     except UsageError as e:
@@ -141,11 +144,20 @@ def _main(argv: list[str] | None) -> int:
     except Terminated:
         print("\ngcbench: terminated", file=sys.stderr)
         return 143
-    except Exception as e:
-        if not _from_an_interrupt(e):
+    except OSError as e:
+        if e.errno != errno.ENAMETOOLONG:
             raise
-        print("\ngcbench: interrupted", file=sys.stderr)
-        return 130
+        print(f"gcbench: error: {e.filename or ''}: a file name longer than the file system takes", file=sys.stderr)
+        return 2
+    except BaseException as e:
+        code = getattr(e, "exit_code", None)  # a flow interrupted by a signal (running.runner.Interrupted)
+        if isinstance(e, Exception) and _from_an_interrupt(e):
+            print("\ngcbench: interrupted", file=sys.stderr)
+            return 130
+        if not isinstance(code, int) or code <= 128:
+            raise
+        print(f"\ngcbench: {'terminated' if code == 143 else 'interrupted'}", file=sys.stderr)
+        return code
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

@@ -23,14 +23,14 @@ same program, on any machine (no timing, so no flakiness):
 - `max_gc_share` (a fraction): time in GC pauses. Timing is noisy, and the budget's own
   diagnostics run inside the pauses, so this one is an upper bound; prefer the counts.
 
-The same count however the test is selected: each test that uses `gc_budget` runs in a
-fresh interpreter of its own (`budget_isolation`: what earlier tests warmed or filled moved
-an Equinox step's promotions), with PYTHONHASHSEED fixed; `--gc-budget-in-process`
-measures in the session's process instead. Inside, the budget starts, and its timed steps
-start again after the warm-up, from a collected heap with what existed before frozen
-(`gc.collect()`, then `gc.freeze()`: out of the collector's sight; undone after, unless the
-test run froze objects itself, whose freeze then stays) and with CPython's default
-thresholds (700, 10, 10), whatever other code set.
+Measured in the test's own process, so that every outcome is the test's own (its
+warnings as errors, its exit status, its fixtures, its options and plugins): the budget
+starts, and its timed steps start again after the warm-up, from a collected heap with
+what existed before frozen (`gc.collect()`, then `gc.freeze()`: out of the collector's
+sight; undone after, unless the test run froze objects itself, whose freeze then stays)
+and with CPython's default thresholds (700, 10, 10), whatever other code set. Counts are
+then the same alone, in the file, in the suite and under `-n 2` within the margin an
+update writes (docs/gc-budgets.md has the measurement).
 
 Honest checks: a budget refuses to start with the collector disabled, refuses to nest in
 another, and warns (`GCBudgetWarning`; an error under `--gc-budget-strict`) when it asserts
@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import os
 import pathlib
 import re
 import sys
@@ -61,7 +60,7 @@ import warnings
 
 import pytest
 
-from . import budget_file, budget_isolation
+from . import budget_file
 
 BASELINE = budget_file.NAME
 DEFAULT_THRESHOLDS = (700, 10, 10)
@@ -81,38 +80,45 @@ def pytest_addoption(parser):
     group.addoption("--gc-budget-strict", action="store_true", default=False,
                     help="a GC budget that asserts nothing (no budget given or stored) fails its test")
     group.addoption("--gc-budget-in-process", action="store_true", default=False,
-                    help="measure budgeted tests in this process, not each in a fresh interpreter (faster; the "
-                         "counts then depend on what ran before them)")
+                    help="(budgets are measured in the session's process: kept so that old command lines run)")
 
 
 def pytest_configure(config):
     folder = config.getoption("--gc-budget-report")
-    if folder:
-        from .core import files
-        from .core.errors import UsageError
-
-        try:
-            files.make_folder(folder, "--gc-budget-report folder")
-        except UsageError as e:
-            raise pytest.UsageError(str(e)) from None
-    if budget_isolation.in_child():
-        recorder = budget_isolation.ChildRecorder(os.environ[budget_isolation.CHILD_ENV], config)
-        config.pluginmanager.register(recorder, "gcbench-budget-child")
+    if folder is not None:
+        config.option.gc_budget_report = str(_report_folder(folder))  # absolute: a test's os.chdir moves nothing
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_sessionstart(session):
-    if budget_isolation.in_child():  # the parent reports this test: the child's own terminal stays quiet
-        reporter = session.config.pluginmanager.getplugin("terminalreporter")
-        if reporter is not None:
-            session.config.pluginmanager.unregister(reporter)
+def _report_folder(folder: str) -> pathlib.Path:
+    """--gc-budget-report's folder, absolute, made; a usage error for an empty name, a
+    report's folder or another run's results."""
+    from .core import files
+    from .core.errors import UsageError
+
+    if not folder.strip():
+        raise pytest.UsageError("--gc-budget-report '' names no folder: give the folder to save the budgets' "
+                                "results in (gcbench report DIR reads it)")
+    try:
+        path = files.check_path(folder, "--gc-budget-report").absolute()
+    except UsageError as e:
+        raise pytest.UsageError(str(e)) from None
+    if (path / ".gcbench-report.json").exists() or (path / "index.md").exists():
+        raise pytest.UsageError(f"--gc-budget-report {folder}: that is a report's folder; name a results folder "
+                                "(gcbench report DIR builds the report from it)")
+    if (path / "suite.json").exists():
+        raise pytest.UsageError(f"--gc-budget-report {folder}: that folder holds a gcbench run's results; name a "
+                                "folder of the budgets' own")
+    try:
+        return files.make_folder(path, "--gc-budget-report folder")
+    except UsageError as e:
+        raise pytest.UsageError(str(e)) from None
 
 
 def pytest_collection_modifyitems(session, config, items):
     """Budget files beside the budgeted tests, checked once, before any test runs: a bad one
     is one usage error (exit 4), not a traceback in every test."""
-    if hasattr(config, "workerinput") or budget_isolation.in_child():
-        return  # an xdist worker, or a budget's child: each budgeted test says it, in one line
+    if hasattr(config, "workerinput"):
+        return  # an xdist worker: the controller checked them
     seen = set()
     for item in items:
         if "gc_budget" in getattr(item, "fixturenames", ()):
@@ -123,15 +129,6 @@ def pytest_collection_modifyitems(session, config, items):
                     budget_file.read(path)
                 except budget_file.BudgetFileError as e:
                     raise pytest.UsageError(str(e)) from None
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item, nextitem):
-    if ("gc_budget" in getattr(item, "fixturenames", ()) and not budget_isolation.in_child()
-            and not item.config.getoption("--gc-budget-in-process")):
-        budget_isolation.run(item)
-        return True
-    return None
 
 
 @pytest.fixture
@@ -200,7 +197,10 @@ class Budget:
             self.measurement = Measurement(name or result_name(self.key), warmup, CAPACITY, explain=True)
         except UsageError as e:
             _fail(f"gc_budget: {e}")
-        self.measurement.sites = sites  # False: no allocation sites in a failure, and steps as fast as without
+        if sites not in (True, False):
+            _fail(f"gc_budget: sites must be True or False, got {sites!r}")
+        # False: no allocation sites in a failure, and steps as fast as without
+        self.measurement.sites = bool(sites)
         self.measurement.before_timed = _settle
         self.figures: dict = {}
         self._thresholds: tuple[int, int, int] = DEFAULT_THRESHOLDS
@@ -225,16 +225,17 @@ class Budget:
 
     def __exit__(self, exc_type, *exc) -> None:
         try:
-            diagnosis = self.measurement._diagnosis
-            if exc_type is None and diagnosis is not None and self.measurement._tracked_start >= 0 \
+            if exc_type is None and self.measurement._tracked_start >= 0 \
                     and len(gc.get_objects()) > self.measurement._tracked_start:
-                self._kept = diagnosis.survivors()  # what the loop kept, while its sites are still traced
-            self.measurement.__exit__(exc_type, *exc)
-        finally:
-            _ACTIVE.remove(self)
-            gc.set_threshold(*self._thresholds)
-            if not self._frozen_before:  # else the run's own freeze stays (CPython unfreezes all or nothing)
-                gc.unfreeze()
+                self._kept = self.measurement.kept()  # what the loop kept, while its sites are still traced
+        finally:  # whatever happened: the measurement's hooks and tracing go, the collector is as it was
+            try:
+                self.measurement.__exit__(exc_type, *exc)
+            finally:
+                _ACTIVE.remove(self)
+                gc.set_threshold(*self._thresholds)
+                if not self._frozen_before:  # else the run's own freeze stays (CPython unfreezes all or nothing)
+                    gc.unfreeze()
         if exc_type is None:
             self._conclude()
 
@@ -360,11 +361,7 @@ class Budget:
         if f["garbage_total"] and ({"max_collections_per_1000", "max_full_per_1000"} & set(keys)):
             lines.append(f"  cyclic garbage the collections freed ({f['garbage_total']:,} objects): " + self._where(
                 f["garbage"], f["garbage_total"], "none"))
-        in_process = self.request.config.getoption("--gc-budget-in-process") and not budget_isolation.in_child()
-        lines.append(f"  counted with {recorded()}" + (" in the session's own process (--gc-budget-in-process: "
-                                                        "counts depend on the tests before)" if in_process else
-                                                        " in a fresh interpreter")
-                     + "; budgets from the test"
+        lines.append(f"  counted with {recorded()}; budgets from the test"
                      + (f" and {self.baseline} (pytest --gc-budget-update rewrites it)" if self.baseline.is_file()
                         else ""))
         return "\n".join(lines)
@@ -381,7 +378,7 @@ def _top(counts: dict, n: int = 3) -> list:
 def recorded() -> str:
     """What the counts depend on, as the budget ran them."""
     return (f"Python {sys.version.split()[0]}, thresholds {DEFAULT_THRESHOLDS} (set by the budget), the heap before "
-            f"the budget frozen, PYTHONHASHSEED={os.environ.get('PYTHONHASHSEED', 'random')}")
+            "the budget frozen, in the test's own process")
 
 
 def _fmt(x) -> str:

@@ -311,6 +311,13 @@ class Measurement:
 
         return record(summarize([self.result(lists=False)]))
 
+    def kept(self) -> dict:
+        """With `explain=True`, inside the measurement: the tracked objects made since the
+        timed steps began and still alive, by type and (where traced) allocation site."""
+        if not self.explain:
+            raise UsageError("what a loop kept is known only when it is explained: measure with explain=True")
+        return self._diagnosis.survivors()
+
     def explanation(self) -> dict:
         """With `explain=True`: what the collector did and why (what `gcbench explain`
         records for gcbench's own cells)."""

@@ -397,6 +397,10 @@ def format_text(expl: dict) -> str:
         + (" (no cyclic garbage)" if not expl["collected"] else "")
         + (f"; uncollectable: {expl['uncollectable']}" if expl["uncollectable"] else "")
     )
+    if py.get("analysed_until_step") is not None:
+        lines.append(f"explain's own time ran past {diagnose.OWN_TIME_S:g} s at step {py['analysed_until_step']:,}: "
+                     "the collections after it are counted, not analysed (what they promoted, scanned and freed is "
+                     "missing from the figures below)")
     pr = py["promoted"]
     lines.append(f"promoted to the oldest generation: {stats.fmt(fi['promoted_per_step'])} objects per step "
                  f"({pr['total']:,} made during the steps; {pr.get('made_before_the_steps', 0):,} more made "

@@ -56,8 +56,11 @@ def _finished_temp(path: pathlib.Path, data: bytes) -> str:
 
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> pathlib.Path:
-    """Write `data` to `path` atomically, mode 0644; a `UsageError` when it cannot be written."""
+    """Write `data` to `path` atomically, mode 0644; a `UsageError` when it cannot be written.
+    A symbolic link is written through: its target is replaced, the link stays a link."""
     path = pathlib.Path(path)
+    if path.is_symlink():
+        path = pathlib.Path(os.path.realpath(path))
     tmp = None
     try:
         tmp = _finished_temp(path, data)
@@ -190,9 +193,25 @@ def read_json(path: str | os.PathLike, what: str = "JSON file"):
         raise UsageError(f"{path}: not a valid {what} (nested too deeply)") from None
 
 
+NAME_MAX, PATH_MAX = 255, 4096  # bytes: the longest name of one file, and of a whole path (Linux)
+
+
+def check_path(path: str | os.PathLike, what: str) -> pathlib.Path:
+    """`path`, where no part of it is longer than a file system takes; a one-line error
+    otherwise (the system's own is a traceback from wherever the path is first used)."""
+    path = pathlib.Path(path)
+    longest = max((len(os.fsencode(part)) for part in path.parts), default=0)
+    if longest > NAME_MAX:
+        raise UsageError(f"{what} {str(path)[:60]}...: a name in it is {longest} bytes long, more than the "
+                         f"{NAME_MAX} a file system takes")
+    if len(os.fsencode(str(path.absolute()))) > PATH_MAX:
+        raise UsageError(f"{what} {str(path)[:60]}...: longer than the {PATH_MAX} bytes a path may be")
+    return path
+
+
 def make_folder(path: str | os.PathLike, what: str = "output folder") -> pathlib.Path:
     """`path` as a folder that exists and can be written; a one-line error otherwise."""
-    path = pathlib.Path(path)
+    path = check_path(path, what)
     if path.exists() and not path.is_dir():
         raise UsageError(f"{what} {path} exists and is not a folder")
     try:

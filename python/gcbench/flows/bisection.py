@@ -21,7 +21,7 @@ from ..core import files
 from ..core.errors import UsageError
 from ..measuring import envspec, results
 from ..publishing import archive
-from ..running import config
+from ..running import config, runner
 from .options import CommitBisectOptions, ReleaseBisectOptions
 
 
@@ -105,10 +105,10 @@ def commits(opts: CommitBisectOptions, template: config.Suite, base: envspec.Env
         # every step resumes the folder: what this bisect measured before is not measured again
         step = opts.run.replace(out=str(out), resume=True, force=False)
         print(f"gcbench: {order[index].short} {order[index].subject[:70]}", file=sys.stderr)
-        docs, _, _ = pipeline.run_suite(suite, step, words)
+        docs, _, code = pipeline.run_suite(suite, step, words)
         gitbisect.save(out, plan)
-        if docs is None:
-            raise KeyboardInterrupt
+        if docs is None:  # interrupted: by SIGTERM (143) or Ctrl-C (130), as the step was
+            raise runner.Interrupted(code - 128 if code > 128 else 2)
         return [d for d in docs if (d.get("environment") or {}).get("spec") == env_text]
 
     def env_for(index: int, pins: tuple[str, ...]) -> str:

@@ -308,7 +308,9 @@ def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> tuple[lis
         except (runner.Interrupted, KeyboardInterrupt) as e:
             code = e.exit_code if isinstance(e, runner.Interrupted) else 130
             results.finish_plan(out_dir, plan, "interrupted")
-            kept = sum(1 for c in run.cells if (out_dir / f"{c.id}.json").is_file())
+            # every finished run in the folder, those of earlier commands into it too (a bisect's steps)
+            kept = sum(1 for p in out_dir.glob("*.json")
+                       if p.name not in results.NOT_CELLS and not p.name.startswith("."))
             print(f"\ngcbench: interrupted; {kept} finished runs kept in {out_dir}", file=sys.stderr)
             return None, out_dir, code
         except BaseException:  # refused or broken midway: the plan says so, never "running" for ever

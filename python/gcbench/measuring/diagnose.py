@@ -38,6 +38,10 @@ USER_FILES: set[str] = set()
 # gcbench (the backends' step code) is "gcbench".
 _LOOP_FILES = tuple(str(pathlib.Path(_GCBENCH_DIR, name)) for name in ("measuring/worker.py", "user_loop.py"))
 TOP = 12  # entries kept per table
+# explain's own time in its hooks, at most: past it, collections are logged and not analysed
+# (a loop calling gc.collect() every step over a 10^6-object heap took 279 s to explain, its
+# own steps 1.9 s; tests/test_explain.py checks the bound)
+OWN_TIME_S = 60.0
 # tuples that the hooks free (or make) to leave the young count where they found it (`_settle`):
 # 21 items, one more than the largest tuple a free list keeps (20)
 RESERVE, RESERVE_ITEM = 256, range(21)
@@ -176,24 +180,26 @@ collections.Counter(map(type, ()))
 class _Table:
     """Allocation frames and types by number, made while a loop runs: a key is a plain
     number (frames number x TYPES + type number), and a frames tuple that is already
-    numbered is freed at once."""
+    numbered is freed at once. Types are numbered by identity, never hashed: a metaclass
+    that defines `__eq__` without `__hash__` makes its classes unhashable."""
 
     TYPES = 1 << 24
 
     def __init__(self):
         self.frames_no: dict[Sequence[tuple[str, int]] | None, int] = {None: 0}
         self.frames: list[Sequence[tuple[str, int]] | None] = [None]
-        # the dict holds a type from the start, so it is tracked before the steps (tracked
-        # later, it would count as an object the loop kept)
         self.types: list[type] = [_Table]
-        self.type_no: dict[type, int] = {_Table: 0}  # a class of ours: a static type would not make it tracked
+        self.type_no: dict[int, int] = {id(_Table): 0}  # id(type) -> number (the list keeps the type alive)
 
     def type_number(self, tp: type) -> int:
-        k = self.type_no.get(tp)
+        k = self.type_no.get(id(tp))
         if k is None:
-            k = self.type_no[tp] = len(self.types)
+            k = self.type_no[id(tp)] = len(self.types)
             self.types.append(tp)
         return k
+
+    def type_of(self, obj: object) -> int:
+        return self.type_number(type(obj))
 
     def key(self, obj: object) -> int:
         fr = _frames_of(obj)
@@ -205,6 +211,18 @@ class _Table:
 
     def decode(self, key: int) -> tuple[Sequence[tuple[str, int]] | None, type]:
         return self.frames[key // self.TYPES], self.types[key % self.TYPES]
+
+
+def _scaled(counts: collections.Counter, total: int) -> collections.Counter:
+    """`counts` scaled down to sum to `total`, each in proportion (largest remainders first)."""
+    have = sum(counts.values())
+    if have <= total:
+        return counts
+    exact = {k: n * total / have for k, n in counts.items()}
+    out = collections.Counter({k: int(x) for k, x in exact.items()})
+    for k in sorted(exact, key=lambda k: exact[k] - int(exact[k]), reverse=True)[:total - sum(out.values())]:
+        out[k] += 1
+    return +out
 
 
 class _Counts:
@@ -227,19 +245,18 @@ class _Counts:
         # a Counter keyed by tuples would leave its keys in the interpreter's free lists,
         # which hand them to the loop's next tuples without counting them
         table = table or _Table()
-        self.add_types(collections.Counter(map(type, objs)),
+        self.add_types(collections.Counter(map(table.type_of, objs)),
                        collections.Counter(map(table.key, objs)) if sites else None, table)
 
-    def add_types(self, types: collections.Counter, frames: collections.Counter | None,
-                  table: _Table | None = None) -> None:
-        """Objects by type and, where traced, by `table.key` (allocation frames and type;
-        frames None: untraced); they need not be alive (the garbage a collection freed is
-        counted so)."""
-        for tp, n in types.items():
+    def add_types(self, types: collections.Counter, frames: collections.Counter | None, table: _Table) -> None:
+        """Objects by type number (`table.type_of`) and, where traced, by `table.key`
+        (allocation frames and type; frames None: untraced); they need not be alive (the
+        garbage a collection freed is counted so)."""
+        for no, n in types.items():
+            tp = table.types[no]
             self.by_type[type_name(tp)] += n
             self.by_package[type_package(tp)] += n
-        decoded = ((table.decode(k), n) for k, n in (frames or {}).items()) if table is not None else ()
-        for (fr, tp), n in decoded:
+        for (fr, tp), n in ((table.decode(k), n) for k, n in (frames or {}).items()):
             if not fr:  # made before tracing started
                 self.by_site[UNTRACED] += n
                 continue
@@ -322,6 +339,11 @@ class Diagnosis:
         self.tracked_at_start = -1
         self._hook = self._on  # bound once: a bound method made when it is installed would be kept
         self._reserve: list[tuple] = [tuple(RESERVE_ITEM) for _ in range(RESERVE)]
+        # explain's own time: past `budget_ns` of it, collections are logged, no longer analysed
+        self.spent_ns = 0
+        self.budget_ns = int(OWN_TIME_S * 1e9)
+        self.deep = True
+        self.shallow_from: int | None = None  # the step from which collections were only logged
         self.unsettled = 0  # objects the hooks left on the young count when the reserve ran out
 
     @property
@@ -334,45 +356,61 @@ class Diagnosis:
     def _on(self, phase: str, info: dict) -> None:
         gen = info["generation"]
         if phase == "start":
-            # explicit (gc.collect()) or the collector's own, told as the probe tells them
-            self._explicit = int(probe.explicit(gc.get_count()[0]))
-            self._start0, self._start1, self._start2 = len(gc.get_objects(0)), len(gc.get_objects(1)), -1
-            if self.count_garbage:  # who is there now: whoever is gone at the stop was collected
-                # one list from get_objects, never one built around its calls: a list being built
-                # is itself in generation 0, would hold itself, and be cyclic garbage of ours
-                objs = gc.get_objects() if gen >= 2 else gc.get_objects(0)
-                if gen == 1:
-                    objs += gc.get_objects(1)
-                number = self._table.type_number
-                self._before.clear()
-                self._before.update((id(o), number(type(o))) for o in objs)
-                # sites at young collections only: what survives one of generation 0 stays young
-                self._before_frames.clear()
-                if gen == 0 and self._tracing():
-                    self._before_frames.update((id(o), self._table.key(o)) for o in objs)
-                del objs
-            if gen == 1:
-                self._young.clear()
-                self._young.update(dict.fromkeys(map(id, gc.get_objects(0))))
-                self._young.update(dict.fromkeys(map(id, gc.get_objects(1))))
-                self._old_len = len(gc.get_objects(2))
-            elif gen >= 2:
-                oldest = gc.get_objects(2)
-                self._start2 = len(oldest)
-                self.scans += 1
-                self.scanned.add_many(oldest, sites=False)
-                earlier = len(self._baseline.intersection(map(id, oldest)))
-                self.scanned_origin["before the timed steps"] += earlier
-                self.scanned_origin["made during the timed steps"] += len(oldest) - earlier
-                del oldest
+            began = time.perf_counter_ns()
+            self._start(gen)
             self._t0 = time.perf_counter_ns()
+            self.spent_ns += self._t0 - began
             return
         pause = time.perf_counter_ns() - self._t0
         count = gc.get_count()[0]
         try:
-            self._after(gen, info, pause)
+            if self.deep:
+                self._after(gen, info, pause)
+            else:  # explain's own time ran out: the collection is logged, not analysed
+                self._log += (self.step, gen, self._explicit, pause, self._start0, self._start1, self._start2,
+                              info["collected"], info["uncollectable"])
         finally:
             self._settle(count)
+            self.spent_ns += time.perf_counter_ns() - self._t0 - pause
+            if self.deep and self.spent_ns > self.budget_ns:
+                self.deep = False
+                self.shallow_from = self.step
+
+    def _start(self, gen: int) -> None:
+        """The start of a collection: who is there, to tell at its stop what it promoted and freed."""
+        # explicit (gc.collect()) or the collector's own, told as the probe tells them
+        self._explicit = int(probe.explicit(gc.get_count()[0]))
+        self._start0, self._start1, self._start2 = len(gc.get_objects(0)), len(gc.get_objects(1)), -1
+        if not self.deep:
+            return
+        if self.count_garbage:  # who is there now: whoever is gone at the stop was collected
+            # one list from get_objects, never one built around its calls: a list being built
+            # is itself in generation 0, would hold itself, and be cyclic garbage of ours
+            objs = gc.get_objects() if gen >= 2 else gc.get_objects(0)
+            if gen == 1:
+                objs += gc.get_objects(1)
+            number = self._table.type_number
+            self._before.clear()
+            self._before.update((id(o), number(type(o))) for o in objs)
+            # sites at young collections only: what survives one of generation 0 stays young
+            self._before_frames.clear()
+            if gen == 0 and self._tracing():
+                self._before_frames.update((id(o), self._table.key(o)) for o in objs)
+            del objs
+        if gen == 1:
+            self._young.clear()
+            self._young.update(dict.fromkeys(map(id, gc.get_objects(0))))
+            self._young.update(dict.fromkeys(map(id, gc.get_objects(1))))
+            self._old_len = len(gc.get_objects(2))
+        elif gen >= 2:
+            oldest = gc.get_objects(2)
+            self._start2 = len(oldest)
+            self.scans += 1
+            self.scanned.add_many(oldest, sites=False, table=self._table)
+            earlier = len(self._baseline.intersection(map(id, oldest)))
+            self.scanned_origin["before the timed steps"] += earlier
+            self.scanned_origin["made during the timed steps"] += len(oldest) - earlier
+            del oldest
 
     def _settle(self, count: int) -> None:
         """Leave the young count as the hook found it: what the hook made and freed into a
@@ -435,24 +473,30 @@ class Diagnosis:
             set(map(id, gc.get_objects(0))) | set(map(id, gc.get_objects(1)))
         gone = [i for i in before if i not in alive]
         table = self._table
-        types: collections.Counter[type] = collections.Counter(table.types[before[i]] for i in gone)
+        types: collections.Counter[int] = collections.Counter(before[i] for i in gone)
         excess = sum(types.values()) - collected
-        untracked: tuple[type, ...] = (tuple, dict)
-        for tp in untracked:  # untracked, not freed: the collector untracks those that hold no container
-            take = min(max(excess, 0), types.get(tp, 0))
+        for tp in (tuple, dict):  # untracked, not freed: the collector untracks those that hold no container
+            no = table.type_number(tp)
+            take = min(max(excess, 0), types.get(no, 0))
             if take:
-                types[tp] -= take
+                types[no] -= take
                 excess -= take
         types = +types
+        if excess > 0:
+            # more left the lists than the collector freed: a finalizer or a weakref callback
+            # freed them by reference count, or another thread did while a finalizer let it
+            # run. Which ones, nothing tells; the garbage reported is scaled to the
+            # collector's own count, by type, so that it never exceeds what it freed
+            types = _scaled(types, collected)
         by_frames: collections.Counter | None = None
         if frames:
             by_frames = collections.Counter()
             kept = dict(types)
             for i in gone:
-                tp = table.types[before[i]]
-                if kept.get(tp, 0) > 0:
-                    kept[tp] -= 1
-                    by_frames[frames.get(i, table.type_number(tp))] += 1  # untraced: frames number 0
+                no = before[i]
+                if kept.get(no, 0) > 0:
+                    kept[no] -= 1
+                    by_frames[frames.get(i, no)] += 1  # untraced: frames number 0
         self.garbage.add_types(types, by_frames, table)
 
     def _tracing(self) -> bool:
@@ -558,6 +602,8 @@ class Diagnosis:
             "collector": collector_model(),
             "sites_traced": self.sites,
             "sites_from_step": self.site_from if self.sites else None,
+            "own_time_s": round(self.spent_ns / 1e9, 3),
+            "analysed_until_step": self.shallow_from,  # None: every collection was analysed
         }
 
 

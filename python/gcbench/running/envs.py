@@ -30,6 +30,7 @@ import os
 import pathlib
 import re
 import shutil
+import tempfile
 import subprocess
 import sys
 import time
@@ -258,10 +259,21 @@ def _run(cmd: list[str], log_file, on_line=None, timeout: float = PIP_TIMEOUT_S,
          installer: installers.Installer | None = None) -> tuple[int, str]:
     """Run `cmd`, teeing its output into `log_file`; return (exit code, output). The
     command is stopped after `timeout` seconds whether or not it prints anything."""
-    import threading
-
     env = isolated_environ()
     env = installer.environ(env) if installer is not None else dict(env, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    # a temporary folder of the command's own, removed after it: what it leaves there (uv's
+    # uv-setuptools-*.lock) never piles up in the user's
+    scratch = tempfile.mkdtemp(prefix="gcbench-install-")
+    env.update(TMPDIR=scratch, TMP=scratch, TEMP=scratch)
+    try:
+        return _run_in(cmd, log_file, env, on_line, timeout)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_in(cmd: list[str], log_file, env: dict, on_line, timeout: float) -> tuple[int, str]:
+    import threading
+
     log_file.write(f"$ {' '.join(cmd)}\n")
     try:  # an installer may print bytes that are not UTF-8 (a path, a locale): shown replaced, never a crash
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
