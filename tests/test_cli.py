@@ -269,3 +269,38 @@ def test_an_empty_out_is_refused(tmp_path):
     for command in (["run", *TINY_RUN], ["report", str(ok_results_folder(tmp_path / "r"))]):
         assert_one_line_error(run_cli(*command, "--out", "", cwd=tmp_path), "--out '' names no folder")
     assert not (tmp_path / "results").exists() and not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize("signum, code, word", [(15, 143, "terminated"), (2, 130, "interrupted")])
+def test_a_flow_ended_by_a_signal_exits_with_its_code(monkeypatch, capsys, signum, code, word):
+    """Issue 54: a bisect stopped by SIGTERM exited 130, as for Ctrl-C: a flow's
+    runner.Interrupted now gives the signal's own exit code, in one line."""
+    from gcbench import cli
+    from gcbench.commands import status
+    from gcbench.running import runner
+
+    def stopped(args):
+        raise runner.Interrupted(signum)
+
+    monkeypatch.setattr(status, "main", stopped)
+    assert cli.main(["status", "."]) == code
+    assert capsys.readouterr().err.strip() == f"gcbench: {word}"
+
+
+def test_an_installer_leaves_nothing_in_the_temporary_folder(tmp_path, monkeypatch):
+    """Issue 54: uv left uv-setuptools-*.lock in the temporary folder; every installer
+    command gets a temporary folder of its own, removed after it."""
+    import io
+    import sys
+
+    from gcbench.running import envs
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    code, out = envs._run([sys.executable, "-c", "import os, tempfile; open(os.path.join(tempfile.gettempdir(), "
+                                              "'uv-setuptools-1.lock'), 'w').close(); print(tempfile.gettempdir())"],
+                          io.StringIO())
+    assert code == 0 and out.strip().startswith(str(tmp_path / "gcbench-install-"))
+    assert list(tmp_path.iterdir()) == []
