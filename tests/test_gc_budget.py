@@ -621,3 +621,76 @@ def test_a_budget_left_by_an_exception_leaves_nothing_installed():
             with m.step():
                 raise RuntimeError("boom")
     assert gc.callbacks == before and not tracemalloc.is_tracing()
+
+
+def test_budgets_count_the_collectors_own_collections_and_the_loops_apart(pytester):
+    """Issue 55: a fix whose own gc.collect() runs every 100 steps failed a budget of 0 full
+    collections ("10 > budget 0", then "no full collection"). Collections budgets count the
+    collector's own; the loop's calls have max_explicit_per_1000, and the message names them
+    with their line; a loop that keeps nothing passes a tracked-growth budget of 0.05 per
+    1,000 steps (gcbench's own objects are not the loop's)."""
+    pytester.makepyfile(test_fix=textwrap.dedent('''
+        import gc
+
+        class Node:
+            def __init__(self):
+                self.me = self
+
+        def test_fix_collects_on_purpose(gc_budget):
+            with gc_budget(warmup=2, max_full_per_1000=0, max_collections_per_1000=0) as b:
+                gc.disable()
+                for i in range(300):
+                    with b.step():
+                        for _ in range(30):
+                            Node()
+                        if i % 100 == 99:
+                            gc.collect()
+                gc.enable()
+
+        def test_its_calls_are_budgeted_apart(gc_budget):
+            with gc_budget(warmup=2, max_explicit_per_1000=1) as b:
+                for i in range(300):
+                    with b.step():
+                        if i % 100 == 99:
+                            gc.collect()  # CALL-LINE
+
+        def test_kept_nothing(gc_budget):
+            with gc_budget(warmup=2, max_tracked_growth_per_1000=0.05) as b:
+                for i in range(300):
+                    with b.step():
+                        [[] for _ in range(5)]
+    '''))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=1)
+    out = result.stdout.str()
+    assert "test_its_calls_are_budgeted_apart" in out and "gc.collect() calls of the loop's per 1,000 steps: 10.07 > " \
+        "budget 1" in out
+    assert "3 of the 3 full collections were gc.collect() calls, called at" in out and "test_fix.py:" in out
+
+
+def test_a_budget_without_the_settling_freeze_sees_what_a_freeze_fix_removes(pytester):
+    """Issue 55: the budget froze the heap before it started, which hid the scan a freeze fix
+    removes: with settle=False it is measured from the heap as the test left it."""
+    pytester.makepyfile(test_settle=textwrap.dedent('''
+        import gc
+
+        HEAP = [[i] for i in range(50_000)]  # long-lived objects every full collection scans
+
+        def loop(gc_budget, settle):
+            with gc_budget(warmup=2, settle=settle) as b:
+                keep = []
+                for i in range(3000):
+                    with b.step():
+                        keep.append([i])
+            return b.figures
+
+        def test_settled(gc_budget):
+            assert loop(gc_budget, True)["max_full_per_1000"] >= 0
+
+        def test_as_left(gc_budget):
+            assert gc.get_freeze_count() == 0
+            loop(gc_budget, False)
+            assert gc.get_freeze_count() == 0  # nothing frozen by the budget, nothing to undo
+    '''))
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "ignore::gcbench.budget_file.GCBudgetWarning"
+                                  ).assert_outcomes(passed=2)

@@ -265,3 +265,53 @@ def test_an_explicit_call_inside_a_library_is_named_by_the_users_line_and_explai
     assert m.result()["between_steps"]["explicit_sites"] == {f"{__file__}:{user_line}": 10}
     text = str(loop(True))
     assert "10 full (10 of them explicit gc.collect() calls, 10 full)" in text, text
+
+
+BETWEEN = """
+import gc, json, sys, time
+import gcbench
+
+heap = [[i] for i in range(300_000)]  # what every full collection scans
+spent = 0
+with gcbench.measure("loader") as m:
+    loop_start = time.thread_time_ns()
+    for i in range(30):
+        t = time.thread_time_ns()
+        gc.collect()  # the loader's own, between steps
+        spent += time.thread_time_ns() - t
+        with m.step():
+            sum(range(20_000))
+    loop_cpu = time.thread_time_ns() - loop_start
+s = m.summary()
+print(json.dumps({"cpu_share": gcbench.analysing.summary.cpu_gc_share(m.result()), "truth": spent / loop_cpu,
+                  "text": str(m)}))
+"""
+
+
+def _between_share(tmp_path) -> dict:
+    import subprocess
+    import sys
+
+    script = tmp_path / "between.py"
+    script.write_text(BETWEEN.replace("gcbench.analysing.summary", "__import__('gcbench.analysing.summary', "
+                                      "fromlist=['x'])"))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_the_cpu_share_counts_the_collections_between_steps(tmp_path):
+    """Issue 55: a loader whose every collection falls between steps read "0.0 % of its CPU
+    time in the collector"; its share now holds them, as the thread's own clock says."""
+    got = _between_share(tmp_path)
+    assert got["truth"] > 0.3, got  # most of the loop's CPU goes to the loader's collections
+    assert got["cpu_share"] == pytest.approx(got["truth"], rel=0.15), got
+
+
+@pytest.mark.alone
+def test_the_cpu_share_of_collections_between_steps_holds_beside_two_busy_processes(tmp_path):
+    from test_load import busy
+
+    with busy(2):
+        got = _between_share(tmp_path)
+    assert got["cpu_share"] == pytest.approx(got["truth"], rel=0.15), got

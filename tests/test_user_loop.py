@@ -379,3 +379,83 @@ def test_memory_growth_comes_from_the_loops_own_samples(tmp_path, keep, low, hig
     got = json.loads(proc.stdout.splitlines()[-1])
     assert low <= got["growth"] <= high, got
     assert ("growing" in got["text"]) is (keep > 0 and got["growth"] > 1.0), got["text"]
+
+
+WORKER_SIDE = '''
+import gc, json, multiprocessing, sys
+import gcbench
+
+
+class Node:
+    def __init__(self):
+        self.me = self  # a cycle: only the collector frees it
+
+
+def batches(n):
+    """A data loader worker's own loop (docs/usage.md, "A worker's side"): each item made in
+    a step, handed on outside it."""
+    m = gcbench.measure("loader-worker", variant=f"worker{multiprocessing.current_process().name[-1]}")
+    with m:
+        for i in range(n):
+            with m.step():
+                item = [Node() for _ in range(20)]
+            yield len(item)
+    m.save(sys.argv[1])
+    print(m)
+
+
+def work():
+    sum(batches(300))
+
+
+if __name__ == "__main__":
+    gc.disable()  # the trainer's choice, which a forked worker inherits
+    ctx = multiprocessing.get_context("fork")
+    p = ctx.Process(target=work, name="worker1")
+    p.start()
+    p.join()
+'''
+
+
+def test_a_disabled_collector_is_named_and_a_workers_side_is_measured(tmp_path):
+    """Issue 55: a trainer that calls gc.disable() forks its data loader's workers, which
+    inherit the collector off and keep every cycle they make. The worker's own loop, measured
+    as docs/usage.md's recipe says, saves a result that says so: the collector off in every
+    step, and what that means for a forked worker."""
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER_SIDE)
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "workers")], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert "policy" not in text or True
+    assert "the collector was off in 300 of 300 steps" in text and "inherit it off" in text, text
+    (doc,) = gcbench.load_dir(tmp_path / "workers")
+    assert doc["gc_policy"] == "disable" and doc["gc_state"]["off_steps"] == 300
+    assert doc["variant"] == "worker1"
+
+
+def test_a_loop_that_turns_the_collector_off_names_the_line(tmp_path):
+    """Issue 55: a loop that calls gc.disable() inside its timed steps was labelled
+    `default` and nothing said the collector was off; the line that turned it off is named,
+    and the verdict says it."""
+    from gcbench.analysing import summary, verdict
+
+    def loop():
+        with gcbench.measure("trainer") as m:
+            for i in range(200):
+                with m.step():
+                    if i == 0:
+                        gc.disable()  # DISABLE-LINE
+                    [[] for _ in range(3)]
+        gc.enable()
+        return m
+
+    m = loop()
+    line = next(n for n, text in enumerate(open(__file__), 1) if "# DISABLE-LINE" in text)
+    state = m.result()["gc_state"]
+    assert state["off_steps"] == 199 and state["calls"]["disable"]["first_at"].endswith(f"test_user_loop.py:{line}")
+    assert m.policy_name == "disable"
+    said = " ".join(verdict.sentences(summary.summarize_all([m.result()])))
+    assert f"the collector was off in 199 of 200 steps; called gc.disable() 1 time, first at test_user_loop.py:{line}" \
+        in said

@@ -17,7 +17,9 @@ same program, on any machine (no timing, so no flakiness):
   (the mean over the steps: promotions happen at the collections of generation 1, a few
   hundred at a time). This is what makes full collections, and what they scan;
 - `max_full_per_1000`, `max_collections_per_1000` (one figure for all generations, or a
-  list per generation): collections per 1,000 timed steps, between steps too;
+  list per generation): the collector's own (automatic) collections per 1,000 timed
+  steps, between steps too; `max_explicit_per_1000`: the loop's own `gc.collect()` calls
+  (a fix that collects on purpose fails no automatic budget);
 - `max_tracked_growth_per_1000`: objects the collector tracks that are still alive at the
   end, per 1,000 steps;
 - `max_gc_share` (a fraction): time in GC pauses. Timing is noisy, and the budget's own
@@ -139,13 +141,15 @@ def gc_budget(request):
 
     def factory(warmup: int = 0, *, max_promotions_per_step: float | None = None,
                 max_full_per_1000: float | None = None, max_collections_per_1000=None,
+                max_explicit_per_1000: float | None = None,
                 max_tracked_growth_per_1000: float | None = None, max_gc_share: float | None = None,
-                name: str | None = None, sites: bool = True) -> Budget:
+                name: str | None = None, sites: bool = True, settle: bool = True) -> Budget:
         budget = Budget(request, warmup, dict(max_promotions_per_step=max_promotions_per_step,
                                               max_full_per_1000=max_full_per_1000,
                                               max_collections_per_1000=max_collections_per_1000,
+                                              max_explicit_per_1000=max_explicit_per_1000,
                                               max_tracked_growth_per_1000=max_tracked_growth_per_1000,
-                                              max_gc_share=max_gc_share), name, len(made), sites)
+                                              max_gc_share=max_gc_share), name, len(made), sites, settle)
         made.append(budget)
         return budget
 
@@ -179,7 +183,8 @@ def _fail(message: str):
 class Budget:
     """One budgeted loop of a test (made by the `gc_budget` fixture)."""
 
-    def __init__(self, request, warmup: int, given: dict, name: str | None, index: int, sites: bool = True):
+    def __init__(self, request, warmup: int, given: dict, name: str | None, index: int, sites: bool = True,
+                 settle: bool = True):
         from .core.errors import UsageError
         from .user_loop import Measurement
 
@@ -201,7 +206,9 @@ class Budget:
             _fail(f"gc_budget: sites must be True or False, got {sites!r}")
         # False: no allocation sites in a failure, and steps as fast as without
         self.measurement.sites = bool(sites)
-        self.measurement.before_timed = _settle
+        # settle=False: measured from the heap as the test left it (what a gc.freeze() fix removes shows)
+        self.settle = settle is not False
+        self.measurement.before_timed = _settle if self.settle else None
         self.figures: dict = {}
         self._thresholds: tuple[int, int, int] = DEFAULT_THRESHOLDS
         self._frozen_before = 0
@@ -217,24 +224,25 @@ class Budget:
                   "would be zero whatever the loop does: call gc.enable() before the budget")
         self._thresholds = gc.get_threshold()
         self._frozen_before = gc.get_freeze_count()
-        _settle()
+        if self.settle:
+            _settle()
         gc.set_threshold(*DEFAULT_THRESHOLDS)
         _ACTIVE.append(self)
         self.measurement.__enter__()
         return self
 
-    def __exit__(self, exc_type, *exc) -> None:
+    def __exit__(self, exc_type, exc, tb) -> None:  # named, not *exc: no tuple of ours alive at the loop's end
         try:
             if exc_type is None and self.measurement._tracked_start >= 0 \
                     and len(gc.get_objects()) > self.measurement._tracked_start:
                 self._kept = self.measurement.kept()  # what the loop kept, while its sites are still traced
         finally:  # whatever happened: the measurement's hooks and tracing go, the collector is as it was
             try:
-                self.measurement.__exit__(exc_type, *exc)
+                self.measurement.__exit__(exc_type, exc, tb)
             finally:
                 _ACTIVE.remove(self)
                 gc.set_threshold(*self._thresholds)
-                if not self._frozen_before:  # else the run's own freeze stays (CPython unfreezes all or nothing)
+                if self.settle and not self._frozen_before:  # else the run's own freeze stays (all or nothing)
                     gc.unfreeze()
         if exc_type is None:
             self._conclude()
@@ -258,7 +266,10 @@ class Budget:
         steps = m.steps
         colls = np.asarray(doc["gc_collections"], np.int64).reshape(steps, -1)
         between = doc["between_steps"]["collections"]
-        per_gen = [(int(colls[:, g].sum()) + between[g]) * 1000 / steps for g in range(colls.shape[1])]
+        asked = summary.explicit_by_generation(doc)  # the loop's own gc.collect() calls, in steps and between
+        every = [int(colls[:, g].sum()) + between[g] for g in range(colls.shape[1])]
+        per_gen = [(every[g] - asked[g]) * 1000 / steps for g in range(colls.shape[1])]  # the collector's own
+        full = summary.full_collections(doc)
         memory = doc.get("memory") or {}
         tracked = None
         if memory.get("tracked_start") is not None and memory.get("tracked_end") is not None:
@@ -267,9 +278,13 @@ class Budget:
         promoted = python["promoted"]
         return {"steps": steps, "max_promotions_per_step": float(np.mean(python["promoted_per_step"])),
                 "max_full_per_1000": per_gen[-1], "max_collections_per_1000": per_gen,
+                "max_explicit_per_1000": sum(asked) * 1000 / steps, "explicit": asked,
+                "explicit_sites": doc["between_steps"].get("explicit_sites") or {},
                 "max_tracked_growth_per_1000": tracked,
                 "max_gc_share": summary.gc_share(doc),
-                "full_steps": [int(s) for s in np.flatnonzero(colls[:, -1])],
+                # every full collection the loop paid for: in its steps, in the gaps before them, after the last
+                "full_steps": [int(i) for i in np.repeat(np.arange(len(full)), full)],
+                "full_all": every[-1], "full_after_last": summary.full_after_last(doc),
                 "sites": _top(promoted), "promoted": int(promoted["total"]),
                 "kept": _top(self._kept or {}), "kept_total": int((self._kept or {}).get("total", 0)),
                 "garbage": _top(python.get("garbage") or {}), "garbage_total": int((python.get("garbage") or {})
@@ -326,11 +341,12 @@ class Budget:
                 for g, (m, b) in enumerate(zip(measured, budgets, strict=False))
                 if b is not None and m > b
             ]
-            return f"collections per 1,000 steps: {'; '.join(bad)}{where}" if bad else None
+            return f"the collector's own collections per 1,000 steps: {'; '.join(bad)}{where}" if bad else None
         if measured is None or measured <= budget:
             return None
         label = {"max_promotions_per_step": "promotions to the oldest generation per step",
-                 "max_full_per_1000": "full collections per 1,000 steps",
+                 "max_full_per_1000": "the collector's own full collections per 1,000 steps",
+                 "max_explicit_per_1000": "gc.collect() calls of the loop's per 1,000 steps",
                  "max_tracked_growth_per_1000": "tracked objects still alive per 1,000 steps",
                  "max_gc_share": "GC share of step time (timing: noisy, and disturbed by the diagnostics)"}[key]
         return f"{label}: {_fmt(measured)} > budget {_fmt(budget)}{where}"
@@ -342,13 +358,22 @@ class Budget:
                 text += (" (types only: tracemalloc holds no allocation site for these objects, as for objects "
                          "reused from a free list or, before Python 3.12, instances with a __dict__)")
             return text
+        if total:  # objects there were, none of a site or type above 1 %: said so, never "none"
+            return f"{total:,} objects of many sites and types, none of them 1 % of the whole"
         return none if self.measurement.sites else "not traced (gc_budget(..., sites=False))"
 
     def _message(self, over: list[str], keys: list[str]) -> str:
         f = self.figures
         full = f["full_steps"]
-        schedule = ("full collections at steps " + ", ".join(map(str, full[:8])) +
-                    (f" and {len(full) - 8} more" if len(full) > 8 else "")) if full else "no full collection"
+        asked = f["explicit"][-1] if f.get("explicit") else 0
+        schedule = ("full collections at (or just before) steps " + ", ".join(map(str, full[:8])) +
+                    (f" and {len(full) - 8} more" if len(full) > 8 else "")) if full else "no full collection in a step"
+        if f.get("full_after_last"):
+            schedule += f", {f['full_after_last']} after the last step"
+        if asked:
+            sites = "; ".join(f"{site} ({k})" for site, k in list(f["explicit_sites"].items())[:3])
+            schedule += f"; {asked} of the {f['full_all']} full collections were gc.collect() calls" + \
+                (f", called at {sites}" if sites else "")
         lines = [f"GC budget exceeded: {self.key} ({f['steps']:,} steps after {self.measurement.warmup} warm-up)"]
         lines += [f"  {line}" for line in over]
         lines.append(f"  {schedule}")

@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # names for the annotations only: nothing more is imported in
 DEFAULT_CAPACITY = 100_000
 MAX_CAPACITY = 10_000_000  # as many timed steps as a run may have
 RSS_EVERY = 50  # steps between samples of the resident set size
+WATCHED_GC = ("disable", "enable", "freeze")  # the calls that change what the collector may do, recorded
 EXPLAIN_ENV = "GCBENCH_EXPLAIN"  # "1": every measure() in the process explains instead of timing
 SOURCE = "the user's own loop"
 
@@ -149,9 +150,48 @@ class Measurement:
         # not move the schedule it explains (its objects are there either way)
         self._diagnosis = diagnose.Diagnosis(capacity if self.explain else 0, sites=self.sites, site_steps=None)
         self._user_file = _caller_file()
+        # gc.disable, gc.enable and gc.freeze while the loop runs: how often, and where first
+        # (made here, before the loop: a call records into these without making an object)
+        self._gc_calls: dict[str, list] = {name: [0, None, -1] for name in WATCHED_GC}
+        self._gc_originals: dict[str, Callable] = {}
+        self._gc_watchers = {name: self._watcher(name) for name in WATCHED_GC}
         self._timed.user_files = frozenset(
             {self._user_file}
         )  # a gc.collect() inside a library: named by the user's line
+
+    def _watcher(self, name: str) -> Callable:
+        calls, user_files = self._gc_calls[name], (self._user_file,)
+
+        def watcher(*args):
+            calls[0] += 1
+            if calls[1] is None:  # the first call: its line, in the user's own file where one is on the stack
+                caller = frame = sys._getframe(1)
+                while frame is not None and frame.f_code.co_filename not in user_files:
+                    frame = frame.f_back
+                frame = frame or caller
+                calls[1], calls[2] = f"{frame.f_code.co_filename}:{frame.f_lineno}", self._timed.steps
+            return self._gc_originals[name](*args)
+
+        watcher.__name__ = watcher.__qualname__ = name
+        return watcher
+
+    def _watch_gc(self, on: bool) -> None:
+        """Put the watchers of gc.disable, gc.enable and gc.freeze in place, or take them away."""
+        for name in WATCHED_GC:
+            mine = getattr(gc, name) is self._gc_watchers[name]
+            if on and not mine:
+                self._gc_originals[name] = getattr(gc, name)
+                setattr(gc, name, self._gc_watchers[name])
+            elif not on and mine:
+                setattr(gc, name, self._gc_originals[name])
+
+    def collector_state(self) -> dict:
+        """The collector while the timed steps ran: how many began with it off, and the calls
+        that turned it off, on or froze the heap (how many, the first one's line and step)."""
+        n = self._timed.steps
+        calls = {name: {"count": c[0], "first_at": c[1], "first_step": c[2]} for name, c in self._gc_calls.items()
+                 if c[0]}
+        return {"off_steps": int(n - int(self._timed.gc_enabled[:n].sum())), "calls": calls}
 
     # -- the context managers ---------------------------------------------------------
     def __enter__(self) -> Measurement:
@@ -161,18 +201,22 @@ class Measurement:
         self._active = True
         self._load[2] = machineload.snapshot()
         diagnose.USER_FILES.add(self._user_file)
+        if self._user_file:  # the user's own modules beside their loop are theirs too
+            diagnose.USER_DIRS.add(os.path.dirname(self._user_file))
         self._diagnosis.sites = self.sites  # as set between construction and entry (a GC budget sets it)
         if not self.warmup:
             self._start_timed()
         self._timed.prepare()  # its hooks, bound before the steps: installing them between two allocates nothing
+        self._watch_gc(True)  # before the probe: what it makes is not counted as the loop's
         self._probe.install()
         return self
 
-    def __exit__(self, *exc) -> None:
-        self._probe.uninstall()
+    def __exit__(self, exc_type, exc, tb) -> None:  # named, not *exc: no tuple of ours alive at the loop's end
+        self._probe.uninstall()  # first: nothing gcbench does from here on is counted as the loop's
+        self._watch_gc(False)
         self._timed.close_rss()  # the loop's last sample, before anything of gcbench's runs
         if self._probe is self._timed and self._timed.steps:
-            self._tracked_end = len(gc.get_objects())
+            self._count_tracked_end()
             self._load[1] = machineload.snapshot()
             cores = os.cpu_count()
             self._load_read = (machineload.between(self._load[0], self._load[1], cores)
@@ -202,12 +246,19 @@ class Measurement:
         """Before the first timed step: the collector's state and the tracked objects, once
         (the only place the probe allocates; a collection it starts is the warm-up's)."""
         if self.before_timed is not None:  # a GC budget: the heap settled, whatever the warm-up made
-            self.before_timed()
+            watched = self._active
+            self._watch_gc(False)  # its own collect and freeze are not the loop's calls
+            try:
+                self.before_timed()
+            finally:
+                if watched:
+                    self._watch_gc(True)
         self._gc_enabled, self._frozen, self._thresholds = gc.isenabled(), gc.get_freeze_count(), gc.get_threshold()
-        # its own objects before the count: the growth is the loop's
+        # gcbench's own objects before the count: the growth is the loop's
+        self._load[0] = machineload.snapshot()
         self._diagnosis.start(watch=self.explain)
         self._tracked_start = self._diagnosis.tracked_at_start
-        self._load[0] = machineload.snapshot()
+        self._timed.start_clock()  # the gap before the first timed step is the loop's too
 
     def _begin(self) -> None:
         if not self._active:
@@ -227,7 +278,7 @@ class Measurement:
         if self._probe is self._timed and self._timed.steps >= self._timed.capacity:
             raise UsageError(f"more than {self._timed.capacity:,} timed steps: pass a larger capacity=")
         if self._probe is self._timed:  # explained or not: the same steps
-            self._diagnosis.step = self._timed.steps
+            self._diagnosis.begin_step(self._timed.steps)
         self._in_step = True
         self._probe.begin()
 
@@ -238,7 +289,7 @@ class Measurement:
             self._in_step = False
             self._n += 1
             if probe is self._timed:
-                self._diagnosis.step = -1
+                self._diagnosis.end_step(probe.steps - 1)
         elif self._in_step:  # the step raised: it is not a timed step (the exception goes on)
             self._probe.abort()
             self._in_step = False
@@ -255,7 +306,9 @@ class Measurement:
         """The policy the user named; else what can be told for sure: the collector was off,
         or it was not. Frozen objects alone do not make a `freeze` loop: libraries freeze too
         (the count is in gc_state)."""
-        return self.policy or ("disable" if not self._gc_enabled else "default")
+        n = self._timed.steps
+        off = n - int(self._timed.gc_enabled[:n].sum()) if n else int(not self._gc_enabled)
+        return self.policy or ("disable" if (off * 2 >= n if n else off) else "default")
 
     def _cell(self) -> Cell:
         return Cell("user", self.name, self.policy_name, 0, self.networks or 1, 0, self._timed.steps, self.warmup, 0, 1)
@@ -288,7 +341,7 @@ class Measurement:
                           gc_events=self._timed.event_log(), between_steps=self._timed.between_steps(),
                           memory=memory, loss={"step": [], "value": []},
                           gc_state={"gc_enabled": self._gc_enabled, "frozen_objects": self._frozen,
-                                    "gc_thresholds": list(self._thresholds)},
+                                    "gc_thresholds": list(self._thresholds), **self.collector_state()},
                           machine_state={"cpu_count": os.cpu_count(), "load_after": metadata.load_average(),
                                          **self._load_read},
                           probe={"steps_raised": self.raised}, **extra)  # steps that raised are not timed steps
@@ -311,11 +364,19 @@ class Measurement:
 
         return record(summarize([self.result(lists=False)]))
 
+    def _count_tracked_end(self) -> None:
+        """The objects the collector tracks as the loop ends, once: before anything gcbench
+        makes after it (what `kept` returns is gcbench's, not the loop's), and without the
+        diagnosis's own."""
+        if self._tracked_end < 0:
+            self._tracked_end = len(gc.get_objects()) - self._diagnosis.own_tracked()
+
     def kept(self) -> dict:
         """With `explain=True`, inside the measurement: the tracked objects made since the
         timed steps began and still alive, by type and (where traced) allocation site."""
         if not self.explain:
             raise UsageError("what a loop kept is known only when it is explained: measure with explain=True")
+        self._count_tracked_end()
         return self._diagnosis.survivors()
 
     def explanation(self) -> dict:
@@ -326,7 +387,8 @@ class Measurement:
         if not self.explain:
             raise UsageError("no explanation: measure with explain=True (or GCBENCH_EXPLAIN=1)")
         self._check_measured()
-        return explain.of_user_loop(self._diagnosis.to_json(), self._cell(), self.variant, self._user_file)
+        return explain.of_user_loop(self._diagnosis.to_json(), self._cell(), self.variant, self._user_file,
+                                    self.collector_state())
 
     def __repr__(self) -> str:
         head = f"gcbench.measure({self.name!r}" + (f", policy={self.policy!r}" if self.policy else "") + \

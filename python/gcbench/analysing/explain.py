@@ -46,18 +46,27 @@ def _share(counter: dict, total: int, top: int = 5) -> list[list]:
     return [[k, v, v / total if total else 0.0] for k, v in list(counter.items())[:top]]
 
 
+def paid_collections(py: dict) -> list[dict]:
+    """Every collection the loop paid for: in its steps, and between them while it ran (a
+    diagnosis watches from the loop's start to its end; results from before the steps
+    between were told apart name them step -1 too)."""
+    return [c for c in py["collections"] if c["step"] < py["steps"]]
+
+
 def full_interval(py: dict) -> dict:
     """The interval between full collections that CPython's rule predicts from what the run
     promoted, against the interval observed in the run."""
     steps = py["steps"]
     promoted = statistics.fmean(py["promoted_per_step"]) if steps else 0.0
-    gen1_per_step = py["gen1_collections"] / steps if steps else 0.0
+    paid = paid_collections(py)
+    gen1_per_step = sum(1 for c in paid if c["generation"] == 1) / steps if steps else 0.0
     sizes = [size for _, size in py["oldest"]] or [py["scanned"]["total"] // max(py["scanned"]["collections"], 1)]
     oldest = statistics.median(sizes) if sizes else 0
     thr2 = py["thresholds"][2] if len(py["thresholds"]) > 2 else 10
     by_count = (thr2 + 1) / gen1_per_step if gen1_per_step else None
     by_promotion = (oldest / 4) / promoted if promoted else None
-    full = py["full_steps"]
+    # every full collection the loop paid for, at its step, or before the step it preceded
+    full = sorted(c["step"] if c["step"] >= 0 else c.get("before_step", 0) for c in paid if c["generation"] >= 2)
     observed = statistics.median(b - a for a, b in zip(full, full[1:], strict=False)) if len(full) > 1 else None
     # None: the rule never fires at this rate (no collection of generation 1, or nothing promoted)
     predicted = None if by_count is None or by_promotion is None else max(by_count, by_promotion)
@@ -79,6 +88,10 @@ def _effect(docs: list[ResultDoc] | None, base: tuple, other: tuple, env: str | 
     cells = summary.cells(docs)  # per kind of machine where there are several: the first that holds both
     node = next((k[4] for k in cells if k[:4] == (*base, env or "") and (*other, env or "", k[4]) in cells), "")
     a, b = cells.get((*base, env or "", node)), cells.get((*other, env or "", node))
+    if b is None and base[0] == "user":  # a user's loop: the remedy measured as a variant of that name
+        b = next((ds for k, ds in cells.items() if k[:2] == base[:2] and k[3] == other[2]), None)
+        if b is not None:
+            other = (*other[:2], f"{base[2]} [{other[2]}]")
     if a is None or b is None or not any(d["status"] == "ok" for d in a) or not any(d["status"] == "ok" for d in b):
         return None
     va, vb = compare.repeat_values(a), compare.repeat_values(b)
@@ -117,7 +130,7 @@ def _effect(docs: list[ResultDoc] | None, base: tuple, other: tuple, env: str | 
 
 
 HYPOTHESIS = " (a hypothesis: its effect is not measured on this loop)."
-FINDINGS = ("none", "own-code", "between")  # what the diagnosis shows, not a remedy to measure
+FINDINGS = ("none", "own-code", "between", "disabled", "few-sites")  # what the diagnosis shows, not a remedy to measure
 
 
 def recommendations(expl: dict, docs: list[ResultDoc] | None = None, tests: bool = True) -> list[dict]:
@@ -201,7 +214,16 @@ def _user_loop_advice(expl: dict, py: dict, interval: dict, before: float, docs,
     `gc.freeze()` after warm-up as the remedy (its effect measured where the folder holds
     the loop measured with policy freeze)."""
     out: list[dict[str, Any]] = []
-    between = [c for c in py["collections"] if c["step"] == -1]  # before, between and after the steps
+    state = py.get("collector_state") or {}
+    if state.get("off_steps"):
+        disable = (state.get("calls") or {}).get("disable") or {}
+        where = f" (gc.disable() at {disable['first_at']})" if disable.get("first_at") else ""
+        out.append({"kind": "disabled", "text": f"The collector was off in {state['off_steps']:,} of {py['steps']:,} "
+                    f"steps{where}: nothing but an explicit gc.collect() frees the reference cycles the loop makes, "
+                    "so what is measured here is what the loop allocates, not what the collector costs it. Processes "
+                    "forked from it (DataLoader workers) inherit the collector off and keep every cycle they make: "
+                    "measure a worker's side too (docs/usage.md, \"A worker's side\")."})
+    between = [c for c in paid_collections(py) if c["step"] < 0]  # between the steps, while the loop ran
     if between:
         full = sum(1 for c in between if c["generation"] >= 2)
         out.append({"kind": "between", "text": f"{len(between):,} collection{'s' * (len(between) != 1)} ({full:,} "
@@ -212,17 +234,23 @@ def _user_loop_advice(expl: dict, py: dict, interval: dict, before: float, docs,
     traced = max(sum(sites.values()), 1)
     own = {k: v for k, v in sites.items() if k.split(" ")[0] == "user"}
     called = py["promoted"].get("by_user_site") or {}
+    total, known = py["promoted"]["total"], py["promoted"].get("traced", traced)
+    if total and known < total / 2:  # too few traced to name lines: said, never guessed
+        out.append({"kind": "few-sites", "text": f"Only {known:,} of the {total:,} objects promoted to the oldest "
+                    "generation carry an allocation site (objects reused from a free list, or made before tracing "
+                    "began, carry none): too few to say which lines allocate them."})
+        own, called = {}, {}
     if own:
         top = ", ".join(k.split(" ", 1)[1] for k in list(own)[:3])
         out.append({"kind": "own-code", "text": f"{100 * sum(own.values()) / traced:.0f} % of what reaches the oldest "
                     f"generation is allocated in your own code, at {top}: objects kept alive there (histories, caches, "
                     "lists of records) are what the collector promotes and later scans."})
     elif called:
-        inner = ", ".join(k for k in list(sites)[:2])
+        inner = ", ".join(k for k in list(sites)[:3] if not k.endswith(diagnose.OWN))
         top = ", ".join(f"{k} ({100 * v / traced:.0f} %)" for k, v in list(called.items())[:3])
         out.append({"kind": "own-code", "text": f"What reaches the oldest generation is allocated inside libraries "
                     f"({inner}), called from your code at {top}: those are the lines of your loop to change."})
-    fulls = [c for c in py["collections"] if c["generation"] >= 2 and 0 <= c["step"] < py["steps"]]
+    fulls = [c for c in paid_collections(py) if c["generation"] >= 2]  # between steps too
     if fulls:
         freed = sum(c["collected"] for c in fulls)
         scanned = statistics.fmean(c["objects_at_start"][2] for c in fulls if c["objects_at_start"][2] >= 0) \
@@ -247,14 +275,17 @@ def _user_loop_advice(expl: dict, py: dict, interval: dict, before: float, docs,
     return out
 
 
-def of_user_loop(diagnosis: dict, cell, variant: str | None, user_file: str) -> dict:
-    """The explanation of a user's loop measured with `measure(..., explain=True)`."""
+def of_user_loop(diagnosis: dict, cell, variant: str | None, user_file: str, collector: dict | None = None) -> dict:
+    """The explanation of a user's loop measured with `measure(..., explain=True)`;
+    `collector`: what the loop did to the collector (Measurement.collector_state)."""
     from ..core import metadata
 
     meta = metadata.collect()
     diagnosis = dict(diagnosis, interpreter=meta["python"])
     raw = {"format": RAW_FORMAT, "cell": {**cell.to_json(), "policy": cell.policy}, "label": cell.label,
            "metadata": meta, "environment": None, "python": diagnosis}
+    if collector and (collector.get("off_steps") or collector.get("calls")):
+        diagnosis["collector_state"] = collector
     expl = summarize(raw)
     expl["label"] = f"user/{cell.workload}/{cell.policy}"
     expl["environment"] = variant  # a variant of a loop stands where an environment does (summary.cell_key)
@@ -285,11 +316,12 @@ def derive(expl: dict, docs: list[ResultDoc] | None = None, tests: bool = True) 
     if py is None:
         return expl
     expl = dict(expl, full_interval=full_interval(py))
-    in_steps = [c for c in py["collections"] if 0 <= c["step"] < py["steps"]]
-    expl["counts"] = [sum(1 for c in in_steps if c["generation"] == g) for g in range(3)]
-    expl["explicit"] = [sum(1 for c in in_steps if c["generation"] == g and c.get("explicit")) for g in range(3)]
-    expl["collected"] = sum(c["collected"] for c in in_steps)
-    expl["uncollectable"] = sum(c["uncollectable"] for c in in_steps)
+    paid = paid_collections(py)
+    expl["counts"] = [sum(1 for c in paid if c["generation"] == g) for g in range(3)]
+    expl["between"] = [sum(1 for c in paid if c["generation"] == g and c["step"] < 0) for g in range(3)]
+    expl["explicit"] = [sum(1 for c in paid if c["generation"] == g and c.get("explicit")) for g in range(3)]
+    expl["collected"] = sum(c["collected"] for c in paid)
+    expl["uncollectable"] = sum(c["uncollectable"] for c in paid)
     expl["recommendations"] = recommendations(expl, docs, tests)
     return expl
 
@@ -389,10 +421,14 @@ def format_text(expl: dict) -> str:
                  f"{'/'.join(map(str, py['thresholds']))}; {model['note']}")
     c = expl["counts"]
     x = expl.get("explicit") or [0, 0, 0]
+    b = expl.get("between") or [0, 0, 0]
     lines.append(
         f"collections in {py['steps']} steps: {c[0]:,} of generation 0, {c[1]:,} of generation 1, "
         f"{c[2]:,} full"
-        + (f" ({sum(x):,} of them explicit gc.collect() calls, {x[2]:,} full)" if any(x) else "")
+        + (" (" + "; ".join(part for part in (
+            f"between steps: {sum(b):,}, {b[2]:,} full" if any(b) else "",
+            f"explicit gc.collect() calls: {sum(x):,}, {x[2]:,} full" if any(x) else "") if part) + ")"
+           if any(b) or any(x) else "")
         + f"; objects collected: {expl['collected']:,}"
         + (" (no cyclic garbage)" if not expl["collected"] else "")
         + (f"; uncollectable: {expl['uncollectable']}" if expl["uncollectable"] else "")
@@ -412,8 +448,13 @@ def format_text(expl: dict) -> str:
         lines.append(f"  by allocation site: {no_sites}")
     else:
         traced = traced_sites(pr)
-        lines += _table(f"by allocation site (of those traced, from step {py.get('sites_from_step') or 0})", traced,
-                        sum(traced.values()))
+        known = pr.get("traced", sum(traced.values()))
+        rows = dict(traced)
+        if pr["total"] > known:  # a row of its own: never spread over the sites that were traced
+            rows["not traced (a free list's object, or made before tracing began)"] = pr["total"] - known
+        rows = dict(sorted(rows.items(), key=lambda kv: -kv[1]))
+        lines += _table(f"by allocation site ({known:,} of {pr['total']:,} promoted objects traced, from step "
+                        f"{py.get('sites_from_step') or 0})", rows, pr["total"], top=6)
     sc = py["scanned"]
     if sc["collections"]:
         per = sc["total"] / sc["collections"]
@@ -429,6 +470,11 @@ def format_text(expl: dict) -> str:
     predicted = "never" if fi["predicted"] is None else f"every {fi['predicted']:,.0f} steps"
     observed = f"every {fi['observed']:,.0f} steps" if fi["observed"] else \
         f"{fi['full_collections']} in {py['steps']} steps"
+    asked = x[2] if len(x) > 2 else 0
+    if asked and asked >= fi["full_collections"]:  # the rule did not make them: the loop called them
+        observed = f"none of the collector's own; the {asked:,} full collections were gc.collect() calls"
+    elif asked:
+        observed += f" ({asked:,} of them gc.collect() calls)"
     lines.append(
         f"full collections: the collector's rule predicts {predicted} (a quarter of the oldest generation, "
         f"{fi['oldest_objects'] / 4:,.0f} objects, over {stats.fmt(fi['promoted_per_step'])} promoted per step; "

@@ -60,6 +60,17 @@ def full_collections(doc: ResultDoc) -> np.ndarray:
     return colls[:, -1]
 
 
+def full_after_last(doc: ResultDoc) -> int:
+    """Full collections after a repeat's last step (in the loop's own code, before it ended):
+    paid for by the loop, in no iteration's gap."""
+    if "gc_full" in doc:
+        return 0
+    total = between_steps(doc)["collections"][-1]
+    gaps = int(np.asarray(doc["gap_collections"]).reshape(len(doc["wall_ns"]), -1)[:, -1].sum()) \
+        if "gap_collections" in doc and len(doc["wall_ns"]) else 0
+    return max(int(total) - gaps, 0)
+
+
 def pressure_per_step(doc: ResultDoc) -> tuple[float | None, str | None]:
     """The allocation pressure of a repeat's steps and its unit: Python, the net new tracked
     objects a step (what drives its collections); Julia, the bytes allocated a step. The
@@ -116,6 +127,46 @@ def explicit_summary(docs: list[ResultDoc]) -> dict | None:
             "sites": {k: v / len(docs) for k, v in ordered.items()}}
 
 
+def collector_summary(docs: list[ResultDoc]) -> dict | None:
+    """Steps that began with the collector off, over `docs`, and the calls that turned it
+    off, on or froze the heap while a user's loop ran (first line and count); None where
+    the collector was on in every step and nothing called them."""
+    steps = off = 0
+    calls: dict[str, dict] = {}
+    for d in docs:
+        if d.get("backend") != "user" and str(d.get("gc_policy", "")).startswith(("disable", "manual")):
+            continue  # gcbench's own cell under a policy that turns it off: what it was asked to do
+        state = d.get("gc_state") or {}
+        n = len(d["wall_ns"])
+        steps += n
+        if _has(d, "gc_enabled"):
+            off += n - int(np.sum(np.asarray(d["gc_enabled"])))  # type: ignore[typeddict-item]
+        elif state.get("gc_enabled") is False:  # results before per-step states: off from the start
+            off += n
+        for name, c in (state.get("calls") or {}).items():
+            seen = calls.setdefault(name, {"count": 0, "first_at": c.get("first_at")})
+            seen["count"] += int(c.get("count", 0))
+    if not off and not calls:
+        return None
+    return {"off_steps": off, "steps": steps, "calls": calls}
+
+
+def describe_collector(c: dict) -> str:
+    """`the collector was off in 150 of 150 steps (gc.disable() at train.py:12); processes
+    forked from it (DataLoader workers) inherit it off`."""
+    words = []
+    if c["off_steps"]:
+        words.append(f"the collector was off in {c['off_steps']:,} of {c['steps']:,} steps")
+    what = [f"gc.{name}() {k['count']:,} time{'s' * (k['count'] != 1)}" + (f", first at {site_name(k['first_at'])}"
+                                                                          if k.get("first_at") else "")
+            for name, k in c["calls"].items()]
+    text = "; ".join(words + (["called " + "; ".join(what)] if what else []))
+    if c["off_steps"]:
+        text += ("; processes forked from it (DataLoader workers) inherit it off, and with it every cycle they "
+                 "make: measure a worker's side (docs/usage.md, \"A worker's side\")")
+    return text
+
+
 def describe_explicit(e: dict, shown: int = 3) -> str:
     """`40 explicit (gc.collect()) collections per repeat, 40 of them full, at train.py:88 (20),
     train.py:89 (20)`."""
@@ -128,13 +179,24 @@ def describe_explicit(e: dict, shown: int = 3) -> str:
 
 
 def cpu_gc_share(doc: ResultDoc) -> float | None:
-    """The collector's share of the steps' CPU time (its pauses' CPU time over the steps'
-    CPU time, in the thread that ran them), where recorded: a loaded machine does not stretch
-    it as it stretches wall time."""
+    """The collector's share of the loop's CPU time, in the thread that ran it, where
+    recorded: a loaded machine does not stretch it as it stretches wall time. As the
+    wall-time share (`gc_share`), every collection the loop paid for counts, those between
+    steps too: its pauses' CPU time over the iterations' CPU time (a user's loop: each
+    step and the gap before it; gcbench's own cells: each step and the collections in the
+    gap), and the pauses after the last step. Results from before gaps were timed in CPU
+    time: the steps alone."""
     if "cpu_ns" not in doc or "gc_cpu_ns" not in doc:
         return None
+    pauses = float(np.sum(doc["gc_cpu_ns"]))
     cpu = float(np.sum(doc["cpu_ns"]))
-    return float(np.sum(doc["gc_cpu_ns"])) / cpu if cpu > 0 else 0.0
+    if "gap_gc_cpu_ns" in doc:
+        in_gaps = float(np.sum(doc["gap_gc_cpu_ns"]))
+        after = max(float((doc.get("between_steps") or {}).get("gc_cpu_ns", 0)) - in_gaps, 0.0)
+        gaps = float(np.sum(doc["gap_cpu_ns"])) if doc.get("backend") == "user" and "gap_cpu_ns" in doc else in_gaps
+        pauses += in_gaps + after
+        cpu += gaps + after
+    return pauses / cpu if cpu > 0 else 0.0
 
 
 def repeat_load(doc: ResultDoc) -> str | None:
@@ -195,7 +257,10 @@ def describe_load(docs: list[ResultDoc]) -> str:
 
 
 def site_name(site: str) -> str:
-    """`train.py:88`: a `path:line` site as a reader names it, its file's name and line."""
+    """`train.py:88`: a `path:line` site as a reader names it, its file's name and line
+    (`train.py:45 via dataloader.py:120` where a library's line made the call)."""
+    if " via " in site:
+        return " via ".join(site_name(part) for part in site.split(" via ", 1))
     path, _, line = site.rpartition(":")
     return f"{path.replace(chr(92), '/').rsplit('/', 1)[-1]}:{line}"
 
@@ -373,6 +438,8 @@ class _Measured(TypedDict):
     warmup: dict[str, Any] | None
     memory: dict[str, Any] | None
     explicit: dict[str, Any] | None
+    collector: dict[str, Any] | None  # collector_summary: steps begun with it off, the calls that changed it
+    full_after_last: int  # full collections after the last step, over every ok repeat
     loaded: int  # repeats used that ran on a loaded machine
     load: str | None
     warnings: list[str]
@@ -466,6 +533,7 @@ def summarize(docs: list[ResultDoc], spike_factor: float = DEFAULT_SPIKE_FACTOR,
             "gc_ms": sum(b["gc_ns"] for b in between) / 1e6,
         },
         "full": stats.event_summary(all_walls, fulls),
+        "full_after_last": sum(full_after_last(d) for d in ok),  # in no iteration: counted apart
         "spike_factor": spike_factor,
         "spikes": int(sum(len(i) for i in spike_idx)),
         "spikes_at_full": int(
@@ -475,6 +543,7 @@ def summarize(docs: list[ResultDoc], spike_factor: float = DEFAULT_SPIKE_FACTOR,
         "warmup": warmup_summary(used),
         "memory": memory_summary(used),
         "explicit": explicit_summary(ok),  # counts: every ok repeat, as the schedule
+        "collector": collector_summary(ok),
         "loaded": loaded,  # repeats its times rest on that ran on a loaded machine
         "load": describe_load(used) if loaded else None,
         "warnings": [],
@@ -605,9 +674,13 @@ def describe_user_loop(row: dict) -> str:
     """A user's loop (its `record`) in one line: what `print(m)` shows."""
     if row.get("median_ms") is None:
         return f"{row['status']}"
-    parts = [f"{row['steps']:,} timed steps", f"full collections {row['full_collections']}"]  # counts first
+    after = row.get("full_collections_after_last") or 0
+    parts = [f"{row['steps']:,} timed steps", f"full collections {row['full_collections']}"  # counts first
+             + (f" (and {after} after the last step)" if after else "")]
     if row.get("between_steps_collections") and any(row["between_steps_collections"]):
         parts.append(f"{sum(row['between_steps_collections'])} collections between steps")
+    if row.get("collector"):
+        parts.append(describe_collector(row["collector"]))
     if row.get("explicit_collections"):
         sites = ", ".join(site_name(site) for site in list(row.get("explicit_sites") or {})[:2])
         parts.append(f"{sum(row['explicit_collections'])} explicit ({row['explicit_collections'][-1]} full"
@@ -734,6 +807,8 @@ def record(cs: CellSummary) -> dict:
         warmup_full_collections=sum(warm.get("full_per_repeat") or []) if warm else None,
         gc_share_cpu=s.get("gc_share_cpu"),
         loaded_repeats=s["loaded"],
+        collector=s.get("collector"),
+        full_collections_after_last=s.get("full_after_last", 0),
         explicit_collections=(s.get("explicit") or {}).get("collections"),
         explicit_sites=(s.get("explicit") or {}).get("sites"),
         flags=list(s["warnings"]),

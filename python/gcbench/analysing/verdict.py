@@ -132,8 +132,8 @@ def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary], cpu: boo
     )
     policy = o.key[2]
     change = f"mean step {stats.fmt(t.a)} -> {stats.fmt(t.b)} ms"
-    counts = (f"Under `{policy}` it makes {o.measured['full']['count']:,} full collections in all its repeats against "
-              f"{cs.measured['full']['count']:,}. ")
+    counts = (f"Under `{policy}` it makes {summary.full_per_repeat(o)} full collections per repeat against "
+              f"{summary.full_per_repeat(cs)}. ")
     if t.ci is None or t.effect is None:
         return counts + (f"Its mean step (the time a run takes) is {stats.fmt(t.b)} ms there against "
                          f"{stats.fmt(t.a)} ms; {t.note or 'too few processes to test it'}.")
@@ -161,8 +161,8 @@ def _mitigation_counts(cs: summary.CellSummary, others: list[summary.CellSummary
     """What another policy did to a loaded cell, in counts (and the view's GC share)."""
     parts = []
     for o in others:
-        f, fo = cs.measured["full"]["count"], o.measured["full"]["count"]
-        parts.append(f"under `{o.key[2]}` it makes {fo:,} full collections against {f:,} and spends "
+        f, fo = summary.full_per_repeat(cs), summary.full_per_repeat(o)
+        parts.append(f"under `{o.key[2]}` it makes {fo} full collections per repeat against {f} and spends "
                      f"{_share(o.measured, cpu)} {_of_time(cpu)} in the collector")
     text = "; ".join(parts)
     return text[0].upper() + text[1:] + " (its time is not judged: the machine was loaded)."
@@ -186,8 +186,10 @@ def _counts(cs: summary.CellSummary) -> str:
     per_gen = [(a + b) / used for a, b in zip(st["collections"], (st.get("between") or {}).get("collections") or
                                               [0] * len(st["collections"]), strict=False)]
     by_gen = "/".join(stats.fmt(x) for x in per_gen)
-    text = (f"{stats.format_schedule(st['full']['schedule'])}; {stats.fmt(sum(per_gen))} collections of every "
-            f"generation per repeat ({by_gen} by generation)")
+    after = st.get("full_after_last") or 0
+    text = (f"{stats.format_schedule(st['full']['schedule'])}"
+            + (f" and {stats.fmt(after / used)} more after its last step" if after else "")
+            + f"; {stats.fmt(sum(per_gen))} collections of every generation per repeat ({by_gen} by generation)")
     if explicit := st.get("explicit"):
         text += f"; {summary.describe_explicit(explicit)}"
     b = [x / used for x in st["between"]["collections"]]
@@ -212,12 +214,15 @@ def sentences(cells: list[summary.CellSummary]) -> list[str]:
     s = worst.measured
     between = sum(sum(cs.measured["between"]["collections"]) for cs in ok)
     growing = [(cs, why) for cs in ok if (why := summary.memory_growth(cs.measured))]
+    # a collector turned off is what the numbers mean: said first, with what it implies
+    off = [f"In {cs.label} {summary.describe_collector(c)}." for cs in ok if (c := cs.measured.get("collector"))][:3]
     if share(s, cpu) < NEGLIGIBLE_SHARE and not s["full"]["count"] and not between:
         # the collector is not the largest effect here: a memory that grows is, when one does
         lead = [f"{cs.label}: {why[0].upper()}{why[1:]}." for cs, why in growing[:2]]
-        return out + lead + [f"The collector costs next to nothing in all {len(ok)} cells: no full collection inside "
-                             f"a timed step, and at most {_share(s, cpu)} {_of_time(cpu)} "
-                             f"({worst.label})."]
+        young = sum(sum(cs.measured["collections"]) for cs in ok)
+        ran = (f"{young:,} young collections and no full one" if young else "no collection at all")
+        return out + off + lead + [f"The collector took at most {_share(s, cpu)} {_of_time(cpu)} in all {len(ok)} "
+                                   f"cells ({worst.label}): {ran} inside the timed steps."]
     # one cell (a user's loop, a single cell run) pays nothing "most": its counts are the answer
     out.append(f"{worst.label} pays the collector most. It makes {_counts(worst)}." if len(ok) > 1 else
                f"{worst.label} makes {_counts(worst)}.")
@@ -227,6 +232,7 @@ def sentences(cells: list[summary.CellSummary]) -> list[str]:
     grows = summary.memory_growth(s)
     if grows:
         out.append(f"{grows[0].upper()}{grows[1:]}.")
+    out += off
     fix = _mitigation(worst, ok, cpu) or _cheapest_backend(worst, ok, cpu)
     if fix:
         out.append(fix)

@@ -49,7 +49,8 @@ RESULT = {"type": "object", "required": ["cell", "backend", "workload", "gc_poli
               "variant": {"type": "string", "pattern": NAME},
               # collections outside every step, and the loop's span (probe.between_steps)
               "between_steps": {"type": "object", "required": ["gc_ns", "collections"], "properties": {
-                  "gc_ns": _count, "collections": {"type": "array", "items": _count}, "collected": _count,
+                  "gc_ns": _count, "gc_cpu_ns": _count, "collections": {"type": "array", "items": _count},
+                  "collected": _count,
                   "span_ns": _count, "explicit": {"type": "array", "items": _count},
                   "explicit_sites": {"type": "object", "additionalProperties": _count}}},
               # sampled resident set size and tracked objects at the start and end (probe.memory)

@@ -31,12 +31,14 @@ from . import probe
 
 NAMED = ("jax", "jaxlib", "equinox", "flax", "optax", "numpy", "gcbench")
 _GCBENCH_DIR = str(pathlib.Path(__file__).resolve().parents[1])  # the package, all of it
-# The files of a user's own loop (`gcbench.measure(..., explain=True)` adds the caller's):
-# their allocation sites are the package `user`.
+# The files of a user's own loop (`gcbench.measure(..., explain=True)` adds the caller's) and
+# the folders of their project (the caller's folder): allocation sites there, outside installed
+# packages, are the package `user` ("your code", not a library's).
 USER_FILES: set[str] = set()
+USER_DIRS: set[str] = set()
 # gcbench's own training loop (what a user's loop does around the step): "loop"; the rest of
 # gcbench (the backends' step code) is "gcbench".
-_LOOP_FILES = tuple(str(pathlib.Path(_GCBENCH_DIR, name)) for name in ("measuring/worker.py", "user_loop.py"))
+_LOOP_FILES = tuple(str(pathlib.Path(_GCBENCH_DIR, name)) for name in ("measuring/worker.py",))
 TOP = 12  # entries kept per table
 # explain's own time in its hooks, at most: past it, collections are logged and not analysed
 # (a loop calling gc.collect() every step over a 10^6-object heap took 279 s to explain, its
@@ -47,7 +49,7 @@ OWN_TIME_S = 60.0
 RESERVE, RESERVE_ITEM = 256, range(21)
 # what the log keeps of each collection, in this order
 LOG_FIELDS = ("step", "generation", "explicit", "pause_ns", "at_start_0", "at_start_1", "at_start_2", "collected",
-              "uncollectable")
+              "uncollectable", "before_step")
 UNTRACED = "untraced"  # made before sites were traced
 FRAMES = 12  # frames tracemalloc keeps per allocation: enough to leave jax's and equinox's internals
 
@@ -87,6 +89,9 @@ def type_package(tp: type) -> str:
     return "builtins" if root in ("builtins", "") else "other"
 
 
+_STDLIB = str(pathlib.Path(tracemalloc.__file__).resolve().parent)
+
+
 def file_package(filename: str) -> str | None:
     """The named package a source file belongs to (`loop` for gcbench's own training loop),
     or None."""
@@ -98,6 +103,10 @@ def file_package(filename: str) -> str | None:
     if filename.startswith(_GCBENCH_DIR):
         return "gcbench"
     parts = filename.replace("\\", "/").split("/")
+    installed = "site-packages" in parts or "dist-packages" in parts
+    if not installed and not filename.startswith(_STDLIB) and \
+            any(filename.startswith(folder + os.sep) for folder in USER_DIRS):
+        return "user"  # the user's own module beside their loop
     for marker in ("site-packages", "dist-packages"):
         if marker in parts:
             i = parts.index(marker)
@@ -107,9 +116,11 @@ def file_package(filename: str) -> str | None:
     return None
 
 
-_STDLIB = str(pathlib.Path(tracemalloc.__file__).resolve().parent)
+# gcbench's own measuring code: never a site (`gcbench.measure`'s own objects are gcbench's, not the loop's)
 _HARNESS = tuple(str(pathlib.Path(_GCBENCH_DIR, name)) for name in (
-    "measuring/diagnose.py", "measuring/diagnostic_run.py", "measuring/probe.py", "analysing/explain.py"))
+    "measuring/diagnose.py", "measuring/diagnostic_run.py", "measuring/probe.py", "analysing/explain.py",
+    "user_loop.py", "pytest_plugin.py", "core/machineload.py"))
+OWN = "gcbench's own objects"  # a site no frame outside the harness and the standard library explains
 
 
 @functools.lru_cache(maxsize=4096)
@@ -152,6 +163,17 @@ except ImportError:  # pragma: no cover - an interpreter without the private hal
         return None if tb is None else tuple((f.filename, f.lineno) for f in reversed(tb))
 
 
+def _made_by_gcbench(obj: object) -> bool:
+    """Whether tracemalloc saw `obj` allocated in gcbench's own measuring code."""
+    for filename, _ in _frames_of(obj) or ():  # the first frame outside the standard library decides
+        real = _real(filename)
+        if real.startswith(_HARNESS):
+            return True
+        if not (real.startswith("<") or real.startswith(_STDLIB)) or "-packages" in real:
+            return False
+    return False
+
+
 def sites_of(frames: Sequence[tuple[str, int]]) -> tuple[tuple[str, str], str | None]:
     """Where an object was allocated, from its tracemalloc frames (newest first):
 
@@ -163,8 +185,9 @@ def sites_of(frames: Sequence[tuple[str, int]]) -> tuple[tuple[str, str], str | 
       happened; None when no user file is among the frames."""
     site = next(((kind, f"{site_path(filename)}:{lineno}") for filename, lineno in frames
                  if (kind := _frame_kind(filename)) is not None), None)
-    if site is None:
-        site = "other", f"{site_path(frames[0][0])}:{frames[0][1]}"
+    if site is None:  # only the harness and the standard library: gcbench's own, never named as the loop's
+        site = ("gcbench", OWN) if any(_real(f).startswith(_HARNESS) for f, _ in frames) else \
+            ("other", f"{site_path(frames[0][0])}:{frames[0][1]}")
     mine = next((f"{site_path(filename)}:{lineno}" for filename, lineno in frames if _real(filename) in USER_FILES),
                 None)
     return site, mine
@@ -235,6 +258,7 @@ class _Counts:
         self.by_user_site: collections.Counter = collections.Counter()  # a user's loop: the line of theirs
         self.by_site_type: collections.Counter = collections.Counter()  # "site (type)", where sites are traced
         self.total = 0
+        self.traced = 0  # of `total`, the objects with an allocation site
 
     def add_many(self, objs: list, sites: bool, table: _Table | None = None) -> None:
         """Objects still alive, by type and, with `sites`, by allocation site (numbered in
@@ -261,6 +285,7 @@ class _Counts:
                 self.by_site[UNTRACED] += n
                 continue
             (package, site), mine = sites_of(fr)
+            self.traced += n
             self.by_site[f"{package} {site}"] += n
             self.by_site_type[f"{site} ({type_name(tp)})"] += n
             if mine is not None:
@@ -271,7 +296,7 @@ class _Counts:
         self.total += total
 
     def to_json(self) -> dict:
-        out = {"total": self.total, "by_type": dict(self.by_type.most_common(TOP)),
+        out = {"total": self.total, "traced": self.traced, "by_type": dict(self.by_type.most_common(TOP)),
                "by_package": dict(self.by_package.most_common()), "by_site": dict(self.by_site.most_common(TOP))}
         if self.by_user_site:
             out["by_user_site"] = dict(self.by_user_site.most_common(TOP))
@@ -321,6 +346,7 @@ class Diagnosis:
         # of generation 1 or 2, and at the end (step = steps)
         self.oldest: list[int] = []  # step, size, step, size, ... (pairs in to_json)
         self.step = -1
+        self.done = 0  # steps finished: a collection between steps comes before step `done`
         self._baseline: set[int] = set()
         # ids as keys of dicts of numbers, which CPython does not track: what the hooks keep
         # through a collection is then nothing the collector counts as a survivor (a set, or a
@@ -368,7 +394,7 @@ class Diagnosis:
                 self._after(gen, info, pause)
             else:  # explain's own time ran out: the collection is logged, not analysed
                 self._log += (self.step, gen, self._explicit, pause, self._start0, self._start1, self._start2,
-                              info["collected"], info["uncollectable"])
+                              info["collected"], info["uncollectable"], self.done)
         finally:
             self._settle(count)
             self.spent_ns += time.perf_counter_ns() - self._t0 - pause
@@ -455,7 +481,7 @@ class Diagnosis:
         if self._before:
             self._count_garbage(gen, info["collected"])
         self._log += (self.step, gen, self._explicit, pause, self._start0, self._start1, self._start2,
-                      info["collected"], info["uncollectable"])
+                      info["collected"], info["uncollectable"], self.done)
 
     def _count_garbage(self, gen: int, collected: int) -> None:
         """The objects of the collected generations that are gone from every list, by type:
@@ -512,7 +538,7 @@ class Diagnosis:
         the heap, free lists and young count of one that is explained. `tracked_at_start`
         is the number of objects the collector tracked, in both."""
         objs = gc.get_objects()
-        self.tracked_at_start = len(objs)
+        self.tracked_at_start = len(objs) - self.own_tracked()  # the diagnosis's own are not the loop's
         if watch:
             baseline = self._baseline
             baseline.clear()
@@ -529,23 +555,52 @@ class Diagnosis:
                 self._trace()
         del pair
 
+    def own_ids(self) -> set[int]:
+        """The ids of the tracked objects the diagnosis itself made while it watched and holds
+        (frames tuples, the reserve's tuples): gcbench's, never a loop's."""
+        own: set[int] = set()
+        for fr in self._table.frames:
+            if fr is not None:
+                own.add(id(fr))
+                own.update(map(id, fr))
+        own.update(map(id, self._reserve))
+        return own
+
     def survivors(self) -> dict:
         """The objects the collector tracks that were made since `start` and are alive now,
-        by type and, where traced, by allocation site: what a loop keeps (call it before `stop`)."""
+        by type and, where traced, by allocation site: what a loop keeps (call it before
+        `stop`). The diagnosis's own objects, and those this call makes, are not among them."""
+        if not self.started:
+            return _Counts().to_json()
+        objs = gc.get_objects()  # first: what is made below is not in it
+        base, own = self._baseline, self.own_ids()
+        kept = []
+        tracing = self._tracing()
+        for o in objs:  # a loop, not a comprehension: no cell of ours among what the loop kept
+            if id(o) not in base and id(o) not in own and o is not base:
+                if tracing and _made_by_gcbench(o):
+                    continue  # allocated by gcbench's own code (its hooks run inside the loop's collections)
+                kept.append(o)
+        del objs
         counts = _Counts()
-        if self.started:
-            objs = gc.get_objects()
-            base = self._baseline
-            kept = [o for o in objs if id(o) not in base and o is not base]
-            del objs
-            counts.add_many(kept, self._tracing())
-            del kept
+        counts.add_many(kept, self._tracing(), self._table)
+        del kept
         return counts.to_json()
+
+    def own_tracked(self) -> int:
+        """How many of the diagnosis's own objects the collector tracks now (a loop's tracked
+        growth leaves them out)."""
+        n = 0
+        for fr in self._table.frames:
+            if fr is not None:
+                n += gc.is_tracked(fr) + sum(map(gc.is_tracked, fr))
+        return n + sum(map(gc.is_tracked, self._reserve))
 
     def begin_step(self, i: int) -> None:
         """Step `i` of a loop someone else drives begins (allocation sites traced from
         `site_from` on); nothing is allocated."""
         self.step = i
+        self.done = i
         if self.started and i == self.site_from and i:
             self._trace()
 
@@ -579,8 +634,14 @@ class Diagnosis:
             for i in range(self.steps):
                 self.begin_step(i)
                 step(first + i)
+                self.end_step(i)
         finally:
             self.stop()
+
+    def end_step(self, i: int) -> None:
+        """Step `i` ended: what collects now is between steps, before step i + 1."""
+        self.step = -1
+        self.done = i + 1
 
     def to_json(self) -> dict:
         full = [c["step"] for c in self.collections if c["generation"] >= 2 and 0 <= c["step"] < self.steps]

@@ -84,7 +84,10 @@ class StepProbe:
         self.host_ns = np.zeros(capacity, np.int64)
         self.gap_ns = np.zeros(capacity, np.int64)  # before each step: since the previous one ended
         self.gap_gc_ns = np.zeros(capacity, np.int64)
+        self.gap_cpu_ns = np.zeros(capacity, np.int64)  # the gap in the thread's CPU time, and its pauses'
+        self.gap_gc_cpu_ns = np.zeros(capacity, np.int64)
         self.gap_collections = np.zeros((capacity, GENERATIONS), np.int64)
+        self.gc_enabled = np.zeros(capacity, np.int8)  # the collector on (1) or off (0) as each step began
         self.host_marked = 0  # steps whose host time was marked (all of them, or none)
         ecap = event_capacity if event_capacity is not None else 2 * capacity + 256
         self.ev_step = np.zeros(ecap, np.int64)
@@ -93,8 +96,9 @@ class StepProbe:
         self.ev_collected = np.zeros(ecap, np.int64)
         self.events = 0
         self.events_dropped = 0
-        # collections outside any step: their pauses, per generation, and objects collected
+        # collections outside any step: their pauses (wall and CPU), per generation, and objects collected
         self.between_ns = 0
+        self.between_cpu_ns = 0
         self.between_gen = [0] * GENERATIONS
         self.between_collected = 0
         self.between_explicit = [0] * GENERATIONS
@@ -106,6 +110,8 @@ class StepProbe:
         self._explicit0 = [0] * GENERATIONS
         self._explicit_now = False
         self._between_ns_end = 0  # the between totals when the last step ended
+        self._between_cpu_end = 0
+        self._c1_last = 0  # the thread's CPU clock when the last step ended
         self._between_gen_end = [0] * GENERATIONS
         self.first_t0 = 0  # the first step's start and the last step's end: the loop's span
         self.last_t1 = 0
@@ -155,13 +161,16 @@ class StepProbe:
                 # named by the line that called it. (What this allocates, the collection
                 # that follows wipes from the young count.)
                 self._explicit_now = explicit(count)
-                if self._explicit_now:  # the line that called it: in the user's own files where known
-                    caller = sys._getframe(1)
-                    frame: types.FrameType | None = caller
+                if self._explicit_now:  # the line that called it: in the user's own files where known, and
+                    # the library's line that called gc.collect() beside it ("train.py:45 via lib.py:88")
+                    inner = sys._getframe(1)
+                    frame: types.FrameType | None = inner
                     while self.user_files and frame is not None and frame.f_code.co_filename not in self.user_files:
                         frame = frame.f_back
-                    caller = frame or caller
+                    caller = frame or inner
                     site = f"{caller.f_code.co_filename}:{caller.f_lineno}"
+                    if caller is not inner:
+                        site += f" via {inner.f_code.co_filename}:{inner.f_lineno}"
                     self.explicit_sites[site] = self.explicit_sites.get(site, 0) + 1
                 self._pause_start = time.perf_counter_ns()
                 self._pause_cpu_start = time.thread_time_ns()
@@ -170,9 +179,10 @@ class StepProbe:
     def _on_stop(self, phase: str, info: dict) -> None:
         if phase == "stop" and self._depth:
             self._depth -= 1
-            pause = 0
+            pause = pause_cpu = 0
             if self._depth == 0:
-                self._pause_cpu_total += time.thread_time_ns() - self._pause_cpu_start
+                pause_cpu = time.thread_time_ns() - self._pause_cpu_start
+                self._pause_cpu_total += pause_cpu
                 pause = time.perf_counter_ns() - self._pause_start
                 self._pause_total += pause
             gen = info["generation"]
@@ -184,6 +194,7 @@ class StepProbe:
                 self._explicit_totals[gen] += 1
             if self._current < 0:
                 self.between_ns += pause
+                self.between_cpu_ns += pause_cpu
                 self.between_gen[gen] += 1
                 self.between_collected += info["collected"]
                 if explicit:
@@ -258,13 +269,22 @@ class StepProbe:
             b, e, row = self.between_gen, self._between_gen_end, self.gap_collections[i]
             row[0], row[1], row[2] = b[0] - e[0], b[1] - e[1], b[2] - e[2]
             self.gap_gc_ns[i] = self.between_ns - self._between_ns_end
+            self.gap_gc_cpu_ns[i] = self.between_cpu_ns - self._between_cpu_end
+            self.gc_enabled[i] = gc.isenabled()
         self._t0 = time.perf_counter_ns()
         self._c0 = time.thread_time_ns()
         self._count0 = gc.get_count()[0]
         if not self.first_t0:
             self.first_t0 = self._t0
-        elif i < self.capacity:
+        if self.last_t1 and i < self.capacity:  # since the last step, or since `start_clock`
             self.gap_ns[i] = self._t0 - self.last_t1
+            self.gap_cpu_ns[i] = self._c0 - self._c1_last
+
+    def start_clock(self) -> None:
+        """The loop's time starts now: the first step's gap runs from here (what the loop does
+        before its first step, a collection included, is its own); allocates nothing."""
+        self.last_t1 = time.perf_counter_ns()
+        self._c1_last = time.thread_time_ns()
 
     def dispatched(self) -> None:
         """The step function has returned; what follows until `end` waits for its results."""
@@ -291,8 +311,10 @@ class StepProbe:
             self.alloc_blocks[i] = sys.getallocatedblocks() - self._blocks0
         self.steps = i + 1
         self.last_t1 = t1
+        self._c1_last = c1
         self._current = -1
         self._between_ns_end = self.between_ns
+        self._between_cpu_end = self.between_cpu_ns
         e, b = self._between_gen_end, self.between_gen
         e[0], e[1], e[2] = b[0], b[1], b[2]
         if self.rss_every and i >= self._next_rss:
@@ -313,6 +335,7 @@ class StepProbe:
         k = min(self.events, len(self.ev_step))
         self.ev_step[min(self._events0, k):k] = -1
         self.between_ns += self._pause_total - self._pause0
+        self.between_cpu_ns += self._pause_cpu_total - self._pause_cpu0
         for gen in range(GENERATIONS):
             self.between_gen[gen] += self._gen_totals[gen] - self._gen0[gen]
         self.between_collected += self._collected_total - self._collected0
@@ -330,7 +353,7 @@ class StepProbe:
         with `lists=False` as numpy arrays, which summaries and files.json_bytes take as they
         are (a list of Python integers costs about 36 bytes a step per array)."""
         n = self.steps
-        out = {"wall_ns": self.wall_ns[:n], "gc_ns": self.gc_ns[:n], "cpu_ns": self.cpu_ns[:n],
+        out: dict[str, np.ndarray] = {"wall_ns": self.wall_ns[:n], "gc_ns": self.gc_ns[:n], "cpu_ns": self.cpu_ns[:n],
                "gc_cpu_ns": self.gc_cpu_ns[:n], "gc_collections": self.gc_collections[:n],
                "gc_collected": self.gc_collected[:n], "gc_pressure": self.gc_pressure[:n]}
         if self.alloc_blocks_enabled:
@@ -339,13 +362,15 @@ class StepProbe:
             out["host_ns"] = self.host_ns[:n]
         if n:
             out.update(gap_ns=self.gap_ns[:n], gap_gc_ns=self.gap_gc_ns[:n], gap_collections=self.gap_collections[:n],
-                       gc_explicit=self.gc_explicit[:n])
+                       gap_cpu_ns=self.gap_cpu_ns[:n], gap_gc_cpu_ns=self.gap_gc_cpu_ns[:n],
+                       gc_explicit=self.gc_explicit[:n], gc_enabled=self.gc_enabled[:n])
         return {k: v.tolist() for k, v in out.items()} if lists else out
 
     def between_steps(self) -> dict:
         """The collections that fell outside every step (the loop's own code between
         steps), and the loop's span: from the first step's start to the last one's end."""
-        return {"gc_ns": int(self.between_ns), "collections": list(self.between_gen),
+        return {"gc_ns": int(self.between_ns), "gc_cpu_ns": int(self.between_cpu_ns),
+                "collections": list(self.between_gen),
                 "collected": int(self.between_collected), "explicit": list(self.between_explicit),
                 "explicit_sites": dict(self.explicit_sites),
                 "span_ns": int(self.last_t1 - self.first_t0) if self.steps else 0}

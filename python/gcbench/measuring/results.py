@@ -17,9 +17,11 @@ Schema version history:
   `gc_cpu_ns` (the step and its collector pauses in the thread's CPU time), and in
   `machine_state` the machine's load over the timed steps (`others_cores`, `steal`,
   `cpu_pressure`, `process_cpu_s`, `load_seconds`: core.machineload). Per step `gap_ns`,
-  `gap_gc_ns` and `gap_collections`: the gap before the step (the loop's own code since
-  the previous step ended) and the collections in it (probe.StepProbe); per step
-  `gc_explicit` (gc.collect() calls), and in `between_steps` `explicit` and
+  `gap_gc_ns`, `gap_cpu_ns`, `gap_gc_cpu_ns` and `gap_collections`: the gap before the
+  step (the loop's own code since the previous step ended) and the collections in it, in
+  wall and CPU time (probe.StepProbe); per step
+  `gc_explicit` (gc.collect() calls) and `gc_enabled` (the collector on, 1, or off, 0, as
+  the step began), and in `between_steps` `explicit` and
   `explicit_sites` (explicit collections between steps, and every call's line).
 
 A loader refuses a document whose `schema_version` is newer than `SCHEMA_VERSION`.
@@ -95,8 +97,11 @@ class ResultDoc(_Recorded, total=False):
     gc_cpu_ns: Any
     gap_ns: Any
     gap_gc_ns: Any
+    gap_cpu_ns: Any
+    gap_gc_cpu_ns: Any
     gap_collections: Any
     gc_explicit: Any
+    gc_enabled: Any
     # in memory only, never written: an earlier ok result kept in place of this run's failure
     _failed_this_run: bool
 
@@ -118,11 +123,13 @@ REQUIRED: dict[str, type | tuple[type, ...]] = {
 # Per-step arrays of an `ok` document; `gc_collections` is a list of per-generation lists.
 STEP_ARRAYS = ("wall_ns", "gc_ns", "gc_collections")
 OPTIONAL_STEP_ARRAYS = ("gc_collected", "alloc_blocks", "alloc_bytes", "gc_full", "gc_pressure", "host_ns", "cpu_ns",
-                        "gc_cpu_ns", "gap_ns", "gap_gc_ns", "gap_collections", "gc_explicit")
+                        "gc_cpu_ns", "gap_ns", "gap_gc_ns", "gap_cpu_ns", "gap_gc_cpu_ns", "gap_collections",
+                        "gc_explicit", "gc_enabled")
 ROWS = ("gc_collections", "gap_collections", "gc_explicit")  # per step, one count per generation
 # Arrays whose values cannot be negative (gc_pressure and alloc_blocks are net changes and can).
 NON_NEGATIVE = ("wall_ns", "gc_ns", "gc_collections", "gc_collected", "alloc_bytes", "gc_full", "host_ns", "cpu_ns",
-                "gc_cpu_ns", "gap_ns", "gap_gc_ns", "gap_collections", "gc_explicit")
+                "gc_cpu_ns", "gap_ns", "gap_gc_ns", "gap_cpu_ns", "gap_gc_cpu_ns", "gap_collections", "gc_explicit",
+                "gc_enabled")
 # Other documents a results folder may hold.
 NOT_CELLS = ("suite.json", "memory.json", "bisect.json", "explain.json", "reproduce.json", "gitbisect.json")
 

@@ -189,7 +189,7 @@ def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, pro
             if policy.collects_after(i):
                 gc.collect()
             probe.end(i)
-            diag.step = -1
+            diag.end_step(i)
             if i % cell.loss_every == 0 or i == cell.steps - 1:
                 loss_steps.append(i)
                 loss_values.append(trainer.loss())
