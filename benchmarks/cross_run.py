@@ -1,6 +1,6 @@
 """Two runs apart: how far the level of a run moves, and what compare calls across runs.
 
-1. The run term measured in 6 separate runs of the same cells (benchmarks/run_term.py,
+1. The run term measured in separate runs of the same cells (benchmarks/run_term.py,
    stats.run_term), with its interval; beside it, what the committed reports' pairs of
    runs show (two runs of a pair cannot resolve it).
 2. By simulation, at the spread between repeats measured here and a run-level shift of
@@ -80,9 +80,8 @@ def main() -> None:
     args = ap.parse_args()
     import run_term
 
-    levels, _ = run_term.levels()
-    t = stats.run_term(list(levels.values()))
-    print(f"the run term from {t['runs']} separate runs of {t['cells']} cells (benchmarks/run_term/): "
+    t, _ = run_term.estimate()
+    print(f"the run term from {t['runs']} separate runs of {t['cells']} cells (benchmarks/run_term.py): "
           f"{100 * t['run_sd']:.1f} % (95 % {100 * t['low']:.1f}-{100 * t['high']:.1f} %), beside "
           f"{100 * t['within_sd']:.1f} % between repeats; compare.RUN_SD = {100 * compare.RUN_SD:.1f} %")
     groups = runs_of_the_same_cells()

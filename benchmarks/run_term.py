@@ -1,23 +1,27 @@
 """The run-to-run term: how far the level of a whole run (one `gcbench run`) moves on this
 machine, beyond what its repeats explain, measured from separate runs of the same cells.
 
-`--runs N` runs the same small cells (jax and equinox-filter on mlp, default policy, 3
-repeats of 300 steps) N times, each a separate invocation, `--every` minutes apart (runs
-back to back share the machine's state of the moment, and understate the term), waiting
-for a quiet machine before each, and keeps each run's raw results as
-`benchmarks/run_term/runK.tar.gz` (the archive a report carries). Without `--runs`, it only
-estimates from the runs kept. Repeats that ran loaded are left out of the estimate; runs
-made within `--apart` minutes of the one before are left out too (the first 6 runs kept
-were made within 11 minutes).
+The runs: every committed report (each was one `gcbench run`, made hours or days apart)
+and the runs this benchmark kept. `--runs N` adds N runs of small cells (jax and
+equinox-filter on mlp, default policy, 3 repeats of 300 steps), each a separate
+invocation, `--every` minutes apart, waiting for a quiet machine before each, kept as
+`benchmarks/run_term/runK.tar.gz` (the archive a report carries). Two runs hold the same
+cell when backend, workload, policy, batch, networks, data, machine kind, Python and
+every package version agree (the step count may differ: the reports ran 100, 150 and
+300 steps, and what that moves lands in the term, conservatively). Only quiet repeats
+count; a run that started within `--apart` minutes of the last one used on its kind of
+machine is left out (back to back, runs share the machine's moment and understate the
+term: the first 6 runs kept here were made within 11 minutes).
 
 The estimate (`stats.run_term`): per cell, the spread of the runs' mean log medians beyond
 what the spread of repeats inside a run explains (one-way random effects, pooled over the
 cells), with a 95 % interval from the chi-square distribution of the between-run mean
-square (Satterthwaite's degrees of freedom for the difference). compare widens every
-time test of two runs apart by it (`compare.RUN_SD`, checked against these runs by
-tests/test_compare.py), and prints detectable changes that include it.
+square on (distinct runs - 1) degrees of freedom. compare widens every time test of two
+runs apart by it (`compare.RUN_SD`, `compare.RUN_DF`: tests/test_readme_claims.py holds
+them to `benchmarks/run_term/estimate.json`, which this writes), and prints detectable
+changes that include it.
 
-    python benchmarks/run_term.py [--runs 6]
+    python benchmarks/run_term.py [--runs 3 --every 60]
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ from gcbench.analysing import compare, stats, summary
 from gcbench.measuring import results
 from gcbench.publishing import archive
 
-HERE = pathlib.Path(__file__).resolve().parent / "run_term"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+HERE = ROOT / "benchmarks" / "run_term"
+APART = 20.0  # minutes between the starts of two runs used: runs back to back share the machine's moment
 CELLS = ["--backends", "jax,equinox-filter", "--workloads", "mlp", "--gc", "default", "--repeats", "3",
          "--steps", "300"]
 
@@ -66,42 +72,88 @@ def started(docs: list) -> float:
     return min(times) if times else 0.0
 
 
-def levels(folder: pathlib.Path = HERE, apart_minutes: float = 0.0) -> tuple[dict, list[str]]:
-    """{(cell, machine kind): [[log median per quiet repeat] per run]} from the kept runs made
-    at least `apart_minutes` after the previous run of that kind used, and a line per run
-    naming its machine, its load and whether it was used. A run's level is its own machine's:
-    runs of two kinds of machine are two groups, whose terms are pooled."""
-    cells: dict = collections.defaultdict(list)
-    notes = []
-    last: dict[str, float] = collections.defaultdict(lambda: -math.inf)
+def kept_runs(folder: pathlib.Path = HERE) -> list[tuple[str, list]]:
+    """(name, ok results) of each run this benchmark kept."""
+    runs = []
     for path in sorted(folder.glob("run*.tar.gz"), key=lambda p: int(p.name[3:].split(".")[0])):
         with archive.opened(path) as f:
-            docs = [d for d in results.load_dir(f) if d["status"] == "ok"]
+            runs.append((path.name, [d for d in results.load_dir(f) if d["status"] == "ok"]))
+    return runs
+
+
+def report_runs(root: pathlib.Path = ROOT) -> list[tuple[str, list]]:
+    """(name, ok CPU results) of each committed report: each was one `gcbench run`, made
+    hours or days apart from the others."""
+    sys.path.insert(0, str(root / "tests"))
+    import committed
+
+    runs = []
+    for folder in committed.reports(archive.NAME):
+        with archive.opened(folder / archive.NAME) as f:
+            docs = [d for d in results.load_dir(f, allow_empty=True) if d["status"] == "ok"
+                    and (d.get("metadata") or {}).get("jax_backend", "cpu") == "cpu"]
+        if docs:
+            runs.append((f"reports/{folder.name}", docs))
+    return runs
+
+
+def same_cell(d: dict) -> tuple:
+    """What makes two runs' repeats the same cell: backend, workload, policy, batch, networks,
+    data kind, machine kind, Python and every package version (not the step count: the
+    committed reports ran 100, 150 and 300 steps, and what that moves lands in the term)."""
+    md = d.get("metadata") or {}
+    packages = tuple(sorted((k, v) for k, v in (md.get("packages") or {}).items() if k != "juliacall"))
+    return (summary.cell_label(summary.cell_key(d)), results.batch_size(d), d["networks"],
+            (d.get("data") or {}).get("kind"), md.get("cpu", "?"), md.get("python"), packages)
+
+
+def levels(runs: list[tuple[str, list]] | None = None, apart_minutes: float = 0.0) -> tuple[dict, list[str]]:
+    """{cell: {run name: [log median per quiet repeat]}} from the runs (default: the kept ones
+    and the committed reports) that started at least `apart_minutes` after the previous run
+    used on that kind of machine, and a line per run naming its machine, its load and
+    whether it was used. Runs of two kinds of machine are separate cells, whose terms are
+    pooled."""
+    runs = kept_runs() + report_runs() if runs is None else runs
+    cells: dict = collections.defaultdict(dict)
+    notes = []
+    last: dict[str, float] = collections.defaultdict(lambda: -math.inf)
+    for name, docs in sorted(runs, key=lambda r: started(r[1])):
         when = started(docs)
         kind = (docs[0].get("metadata") or {}).get("cpu", "?") if docs else "?"
         quiet = [d for d in docs if not summary.repeat_load(d)]
-        used = when - last[kind] >= 60 * apart_minutes and len(quiet) >= 4
         by_cell = collections.defaultdict(list)
         for d in quiet:
-            by_cell[(summary.cell_label(summary.cell_key(d)), kind)].append(
-                math.log(float(np.median(d["wall_ns"])) / 1e6))
-        if used and len(by_cell) == 2 and all(len(x) >= 2 for x in by_cell.values()):
-            for cell, x in by_cell.items():
-                cells[cell].append(x)
+            by_cell[same_cell(d)].append(math.log(float(np.median(d["wall_ns"])) / 1e6))
+        usable = {c: x for c, x in by_cell.items() if len(x) >= 2}
+        used = when - last[kind] >= 60 * apart_minutes and bool(usable)
+        if used:
+            for cell, x in usable.items():
+                cells[cell][name] = x
             last[kind] = when
-        else:
-            used = False
         stamp = time.strftime("%Y-%m-%d %H:%M", time.gmtime(when)) if when else "time unknown"
-        notes.append(f"{path.name} ({kind}, {stamp} UTC): {len(docs)} repeats, {len(quiet)} quiet, "
+        notes.append(f"{name} ({kind}, {stamp} UTC): {len(docs)} repeats, {len(quiet)} quiet, "
                      f"{summary.describe_load(docs) or 'unloaded'}{'' if used else '; not used'}")
-    return dict(cells), notes
+    shared = {c: r for c, r in cells.items() if len(r) >= 2}
+    behind = {name for r in shared.values() for name in r}
+    notes = [n if n.endswith("not used") or n.split(" ")[0] in behind else n + "; no cell in common with another run"
+             for n in notes]
+    return shared, notes
+
+
+def estimate(apart_minutes: float = APART) -> tuple[dict, list[str]]:
+    """stats.run_term over the cells measured in two or more of the runs used, with the
+    number of distinct runs behind them (the cells of one run share its shift)."""
+    cells, notes = levels(apart_minutes=apart_minutes)
+    distinct = sorted({name for runs in cells.values() for name in runs})
+    est = stats.run_term([list(r.values()) for r in cells.values()], runs=len(distinct))
+    return {**est, "from": distinct, "apart_minutes": apart_minutes}, notes
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=0, help="runs to add (each about 2.5 minutes)")
     ap.add_argument("--every", type=float, default=30.0, help="minutes from one added run's start to the next's")
-    ap.add_argument("--apart", type=float, default=20.0,
+    ap.add_argument("--apart", type=float, default=APART,
                     help="minutes a kept run must start after the previous one used, to be used")
     a = ap.parse_args()
     HERE.mkdir(exist_ok=True)
@@ -117,10 +169,9 @@ def main() -> None:
         next_start = time.time() + 60 * a.every
         print(f"run {k + 1} of {have + a.runs} at {time.strftime('%H:%M')} ...", flush=True)
         run_once(HERE / f"run{k}.tar.gz")
-    cells, notes = levels(apart_minutes=a.apart)
+    est, notes = estimate(a.apart)
     print("\n".join(notes))
-    est = stats.run_term(list(cells.values()))
-    print(f"\n{len(cells)} cells in {est['runs']} separate runs, {est['repeats']} repeats each")
+    print(f"\n{est['cells']} cells measured in 2 or more of {est['runs']} separate runs, {est['repeats']} repeats each")
     print(f"spread between repeats inside a run: {100 * est['within_sd']:.1f} %")
     print(f"run-to-run term (a run's own level, per cell): {100 * est['run_sd']:.1f} % "
           f"(95 % {100 * est['low']:.1f}-{100 * est['high']:.1f} %); compare.RUN_SD = {100 * compare.RUN_SD:.1f} %")
@@ -130,6 +181,7 @@ def main() -> None:
               f"{'none below 100x' if d is None else f'{100 * d:.0f} %'}")
     (HERE / "estimate.json").write_text(json.dumps({k: round(v, 5) if isinstance(v, float) else v
                                                     for k, v in est.items()}, indent=1) + "\n")
+    print(f"written to {(HERE / 'estimate.json').relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

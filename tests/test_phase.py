@@ -185,3 +185,30 @@ def test_two_starting_heaps_pass_the_gate_and_ten_percent_more_allocations_fail_
     assert failed.returncode == 1, failed.stdout + failed.stderr
     flat = " ".join(failed.stdout.split())
     assert "more collections" in flat and "more allocations (+" in flat
+
+
+@pytest.mark.parametrize("a, b, verdict", [
+    # the collector off: nnx/vit read 0.152 a step on one machine, 0.616 on another, every
+    # repeat (after a first step of 4 and 14): 1 a step until the count hit its floor, then 0
+    ({1: 15, 0: 84}, {1: 61, 0: 38}, "same"),
+    ({0: 99}, {1: 90, 0: 9}, "same"),  # 0.9 apart
+    ({0: 99}, {1: 99}, "more allocations"),  # one object a step kept more
+    # objects a step more, though few: a change of the loop
+    ({1: 99}, {3: 99}, "more allocations"),
+])
+def test_a_fraction_of_a_tracked_object_a_step_is_below_what_the_count_resolves(a, b, verdict):
+    """The young count does not count below zero: a loop that frees what it makes reads a
+    fraction of an object a step that its starting count sets (PRESSURE_RESOLUTION); one
+    object a step or more apart is judged."""
+    def side(steps: dict[int, int]) -> list[dict]:
+        docs = repeats([[]] * 3)
+        for doc in docs:
+            doc["gc_pressure"] = [14] + [value for value, n in steps.items() for _ in range(n)]
+        return docs
+
+    t = verdicts_of(side(a), side(b))
+    assert t["pressure"].verdict == verdict and t["pressure"].exact
+    from gcbench.commands.compare import failures
+
+    fired = failures(compare.compare_docs(side(a), side(b)), ("more-allocations",))
+    assert bool(fired) is (verdict == "more allocations")

@@ -5,6 +5,7 @@ numbers, so none can go stale without a failure naming it."""
 from __future__ import annotations
 
 import collections
+import json
 import pathlib
 import sys
 
@@ -95,10 +96,12 @@ def test_the_run_term_is_the_one_measured_in_separate_runs():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import run_term
 
-    levels, _ = run_term.levels()
-    est = stats.run_term(list(levels.values()))
-    assert est["runs"] >= 5
-    assert compare.RUN_SD == pytest.approx(round(est["run_sd"], 3))
+    est, _ = run_term.estimate()
+    assert est["runs"] >= 5 and est["cells"] >= 2
+    written = json.loads((ROOT / "benchmarks" / "run_term" / "estimate.json").read_text())
+    assert {k: written[k] for k in ("runs", "cells", "from")} == {k: est[k] for k in ("runs", "cells", "from")}
+    assert written["run_sd"] == pytest.approx(est["run_sd"], abs=1e-5)
+    assert compare.RUN_SD == pytest.approx(round(est["run_sd"], 3)) and compare.RUN_DF == est["runs"] - 1
     said(f"{100 * est['run_sd']:.1f} % (95 % {100 * est['low']:.1f}-{100 * est['high']:.1f} %) from {est['runs']} "
          "separate runs")
     three, six, floor = (stats.detectable_change(est["within_sd"], n, n, compare.ALPHA, run_sd=compare.RUN_SD)

@@ -320,19 +320,20 @@ def detectable_change(sd: float, n_a: int, n_b: int, alpha: float, power: float 
     return math.expm1(brentq(f, 1e-9, math.log(100)))
 
 
-def run_term(cells: list[list[list[float]]], level: float = 0.95) -> dict:
+def run_term(cells: list[list[list[float]]], level: float = 0.95, runs: int | None = None) -> dict:
     """The run-to-run term from separate runs of the same cells: `cells[c][r]` holds the log
     medians of cell c's repeats in run r. One-way random effects per cell, pooled over the
     cells: the between-run mean square (MSB) less the within-run one (MSW), over the repeats
     per run, estimates the variance of a run's level. Its interval takes MSB's chi-square
-    interval on runs - 1 degrees of freedom only (the cells of one run share its shift, so
-    they are not independent evidence about it: conservative) less MSW, which has many
-    more (Satterthwaite's degrees of freedom for the difference gave an interval wider than
+    interval on `runs` - 1 degrees of freedom only, `runs` being the distinct runs behind
+    all the cells (default: the fewest runs any cell has): the cells of one run share its
+    shift, so they are not independent evidence about it (conservative); less MSW, which
+    has many more (Satterthwaite's degrees of freedom for the difference gave an interval wider than
     the data: DESIGN.md). Returns sds on the log scale (0.05: 5 %): run_sd with low-high, within_sd,
     runs, repeats."""
     ssb = ssw = 0.0
     dfw = 0
-    ns, runs = [], []
+    ns, per_cell = [], []
     for given in cells:
         per_run = [np.asarray(x, float) for x in given if len(x)]
         if len(per_run) < 2:
@@ -344,16 +345,18 @@ def run_term(cells: list[list[list[float]]], level: float = 0.95) -> dict:
         ssw += float(sum(((x - x.mean()) ** 2).sum() for x in per_run))
         dfw += int((sizes - 1).sum())
         ns.append(float(np.mean(sizes)))
-        runs.append(len(per_run))
-    if not runs or dfw == 0:
+        per_cell.append(len(per_run))
+    if not per_cell or dfw == 0:
         raise ValueError("the run term needs a cell measured in 2 or more runs with 2 or more repeats")
-    msb, msw = ssb / len(runs), ssw / dfw
-    n, dfb = float(np.mean(ns)), min(runs) - 1
+    if runs is not None and runs < max(per_cell):
+        raise ValueError(f"{runs} distinct runs, but a cell was measured in {max(per_cell)}")
+    msb, msw = ssb / len(per_cell), ssw / dfw
+    n, dfb = float(np.mean(ns)), (runs or min(per_cell)) - 1
     var = (msb - msw) / n
     tail = (1 - level) / 2
     low = max((msb * dfb / sst.chi2.ppf(1 - tail, dfb) - msw) / n, 0.0)
     high = max((msb * dfb / sst.chi2.ppf(tail, dfb) - msw) / n, 0.0)
-    return {"cells": len(runs), "runs": min(runs), "repeats": int(round(n)), "within_sd": math.sqrt(msw),
+    return {"cells": len(per_cell), "runs": runs or min(per_cell), "repeats": int(round(n)), "within_sd": math.sqrt(msw),
             "run_sd": math.sqrt(max(var, 0.0)), "low": math.sqrt(low), "high": math.sqrt(high)}
 
 
