@@ -191,3 +191,19 @@ def test_the_julia_juliapkg_installed_is_found(no_julia, tmp_path, monkeypatch):
     meta.write_text(json.dumps({"executable": str(other)}))
     monkeypatch.setitem(STATE, "meta", str(meta))
     assert julia_bridge.find_julia() == str(other)
+
+
+def test_the_julia_sources_are_the_package_s_own(monkeypatch, tmp_path):
+    """From a checkout (an editable install) the package's gcbench.julia is julia/ here; the
+    wheel test (test_packaging.py) checks the installed copy; GCBENCH_JULIA_DIR overrides both."""
+    monkeypatch.delenv("GCBENCH_JULIA_DIR", raising=False)
+    assert julia_bridge.julia_dir() == pathlib.Path(__file__).resolve().parents[1] / "julia"
+    monkeypatch.setenv("GCBENCH_JULIA_DIR", str(tmp_path))
+    assert julia_bridge.julia_dir() == tmp_path
+    julia_bridge.status.cache_clear()
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())  # as if juliacall were installed
+    try:
+        ok, why = julia_bridge.status()
+    finally:
+        julia_bridge.status.cache_clear()
+    assert not ok and why.startswith(f"the Julia sources are not at {tmp_path} ") and "\n" not in why

@@ -124,7 +124,7 @@ def test_only_the_bridge_imports_juliacall():
 
 
 def _manifests():
-    project = tomllib.loads((ROOT / "Project.toml").read_text())
+    project = tomllib.loads((ROOT / "julia" / "Project.toml").read_text())
     juliapkg = json.loads((PACKAGE / "juliapkg.json").read_text())
     return project, juliapkg
 

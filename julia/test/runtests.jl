@@ -4,7 +4,7 @@
 # initial weights and batches, that the loss falls, that nothing compiles after warm-up,
 # and that SimpleChains allocates close to nothing.
 #
-#     julia --project=. -e 'using Pkg; Pkg.instantiate(); include("julia/test/runtests.jl")'
+#     julia --project=julia -e 'using Pkg; Pkg.instantiate(); include("julia/test/runtests.jl")'
 #
 # (from the repository root; `-t 2` as well runs the multi-threaded checks).
 #

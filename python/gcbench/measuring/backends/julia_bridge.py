@@ -14,6 +14,7 @@ it at an existing Julia.
 from __future__ import annotations
 
 import functools
+import importlib.resources
 import importlib.util
 import json
 import os
@@ -31,9 +32,16 @@ FRAMEWORKS = ("flux", "lux", "simplechains")
 
 
 def julia_dir() -> pathlib.Path:
-    """Where GCBench.jl lives: $GCBENCH_JULIA_DIR, else julia/ of this source checkout."""
+    """Where GCBench.jl lives: $GCBENCH_JULIA_DIR, else the package's `gcbench.julia` (julia/
+    of a checkout, or the copy a wheel installs; setup.py maps the folder)."""
     env = os.environ.get("GCBENCH_JULIA_DIR")
-    return pathlib.Path(env) if env else pathlib.Path(__file__).resolve().parents[4] / "julia"
+    if env:
+        return pathlib.Path(env)
+    try:
+        # a folder on disk in every install setuptools makes (wheels are unzipped)
+        return pathlib.Path(str(importlib.resources.files("gcbench.julia")))
+    except ModuleNotFoundError:  # an install made before the Julia sources were packaged
+        return pathlib.Path(__file__).resolve().parents[4] / "julia"
 
 
 def juliapkg_meta() -> pathlib.Path | None:
@@ -81,7 +89,8 @@ def status() -> tuple[bool, str]:
     if importlib.util.find_spec("juliacall") is None:
         return False, "juliacall is not installed (pip install 'gcbench[julia]')"
     if not (julia_dir() / "GCBench.jl").is_file():
-        return False, f"the Julia sources are not at {julia_dir()} (use a source checkout, or set GCBENCH_JULIA_DIR)"
+        return False, (f"the Julia sources are not at {julia_dir()} "
+                       "(reinstall gcbench, or set GCBENCH_JULIA_DIR to a folder holding GCBench.jl)")
     if find_julia() is None:
         return False, ("no Julia installed, and gcbench does not download one during a run "
                        "(run `gcbench julia-setup` online, or set PYTHON_JULIAPKG_EXE to a julia executable)")
