@@ -37,7 +37,21 @@ HELP = {
 }
 
 
+class _Help(argparse.HelpFormatter):
+    """Help that gives each option's default, where it has one and its line does not say it."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or not action.option_strings or action.default in (None, False, argparse.SUPPRESS, ()):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kwargs)
+
     def error(self, message):  # one line and exit code 2, as for every other usage error
         import re
 

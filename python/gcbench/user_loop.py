@@ -359,7 +359,7 @@ class Measurement:
     def summary(self) -> dict:
         """This loop as one flat record: `median_ms`, `mean_ms`, `gc_share` (a fraction),
         `full_per_1000`, `full_collections`, ... (the names of `--json` and `export --per
-        cell`; README, "Result fields")."""
+        cell`; docs/results.md, "Result fields")."""
         from .analysing.summary import record, summarize
 
         return record(summarize([self.result(lists=False)]))

@@ -446,7 +446,7 @@ class _Measured(TypedDict):
 
 
 class CellStats(_Measured, total=False):
-    """A cell's repeats combined (`summarize`); README, "Result fields", names each for users.
+    """A cell's repeats combined (`summarize`); docs/results.md, "Result fields", names each for users.
     Times are over the repeats used (flagged ones left out where 3 remain); counts over every
     ok repeat."""
 

@@ -25,17 +25,48 @@ def add_env_arguments(p: argparse.ArgumentParser, repeatable: bool = True) -> No
     p.add_argument("--rebuild-envs", action="store_true", help="rebuild the environments instead of reusing them")
 
 
-def add_cell_options(p: argparse.ArgumentParser) -> None:
-    """The options that shape a cell, shared by run, bisect and explain."""
-    p.add_argument("--steps", type=int, help="timed steps per repeat")
-    p.add_argument("--warmup", type=int, help="warm-up (compilation) steps per repeat, kept apart")
-    p.add_argument("--networks", type=int, help="networks per workload (overrides each workload's default)")
-    p.add_argument("--batch-size", type=int, help="examples per step (overrides the suite's, for every workload)")
+def suite_defaults(*suites: config.Suite) -> dict[str, str]:
+    """Per suite key, its default as help says it: the one value, or each suite's."""
+    def show(value) -> str:
+        if isinstance(value, dict):  # per workload, the others at gcbench's own
+            return ", ".join([*(f"{k} {v}" for k, v in value.items()), f"others {config.BATCH_SIZE}"])
+        return f"{value:g}" if isinstance(value, float) else str(value)
+
+    out = {}
+    for key in ("steps", "warmup", "repeats", "batch_size", "bookkeeping", "seed", "timeout", "julia_threads"):
+        values = {suite.name: show(getattr(suite, key)) for suite in suites}
+        if len(set(values.values())) == 1:
+            out[key] = f"(default: {next(iter(values.values()))})"
+        else:
+            out[key] = "(default: the suite's: " + "; ".join(f"{v} in {k}" for k, v in values.items()) + ")"
+    return out
+
+
+def shipped_suite_defaults() -> dict[str, str]:
+    """`suite_defaults` of the suites that ship (run's, where a suite file may say otherwise)."""
+    out = suite_defaults(*(config.load_suite(name) for name in config.shipped_suites()))
+    return {k: v if "the suite's" in v else f"(default: the suite's: {v[len('(default: '):-1]} in every shipped suite)"
+            for k, v in out.items()}
+
+
+def add_cell_options(p: argparse.ArgumentParser, defaults: dict[str, str]) -> None:
+    """The options that shape a cell, shared by run, bisect and explain; `defaults` says, per
+    key, what each is when left out (`suite_defaults`)."""
+    def d(key: str) -> str:
+        return f" {defaults[key]}" if key in defaults else ""
+
+    p.add_argument("--steps", type=int, help="timed steps per repeat" + d("steps"))
+    p.add_argument("--warmup", type=int, help="warm-up (compilation) steps per repeat, kept apart" + d("warmup"))
+    p.add_argument("--networks", type=int,
+                   help="networks per workload (default: each workload's own, as `gcbench list` shows)")
+    p.add_argument("--batch-size", type=int, help="examples per step, for every workload" + d("batch_size"))
     p.add_argument("--bookkeeping", choices=config.BOOKKEEPING,
-                   help="'metrics': the loop keeps a dict of step and loss per network per step, as many loops do")
-    p.add_argument("--seed", type=int, help="seed of the initial weights and the batch schedule")
-    p.add_argument("--timeout", type=float, help="seconds a repeat may take before it is stopped")
-    p.add_argument("--julia-threads", type=int, help="Julia threads for the Julia backends (networks run on them)")
+                   help="'metrics': the loop keeps a dict of step and loss per network per step, as many loops do"
+                        + d("bookkeeping"))
+    p.add_argument("--seed", type=int, help="seed of the initial weights and the batch schedule" + d("seed"))
+    p.add_argument("--timeout", type=float, help="seconds a repeat may take before it is stopped" + d("timeout"))
+    p.add_argument("--julia-threads", type=int,
+                   help="Julia threads for the Julia backends (networks run on them)" + d("julia_threads"))
     p.add_argument("--data", help="folder with the MNIST IDX files (default: $GCBENCH_MNIST, then the cache)")
 
 

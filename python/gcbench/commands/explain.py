@@ -14,7 +14,7 @@ from ..running import config
 def register(sub) -> None:
     p = sub.add_parser("explain", help="where the collector's work comes from: promotions, scans, cycles")
     p.add_argument("cell", help="BACKEND/WORKLOAD/POLICY, e.g. equinox-filter/vit/default")
-    _common.add_cell_options(p)
+    _common.add_cell_options(p, _common.suite_defaults(_suite()))
     p.add_argument("--no-sites", action="store_true",
                    help="do not trace allocation sites (tracemalloc); faster, but the sites are missing")
     p.add_argument("--site-steps", type=int, default=diagnostic_run.SITE_STEPS,
@@ -31,6 +31,11 @@ def register(sub) -> None:
     p.set_defaults(main=main)
 
 
+def _suite(**cells) -> config.Suite:
+    """The one-cell suite explain runs (one repeat, diagnostic_run.DEFAULT_STEPS steps)."""
+    return config.Suite(name="explain", repeats=1, steps=diagnostic_run.DEFAULT_STEPS, **cells)
+
+
 def main(args) -> int:
     from ..analysing import bisect
     from ..flows import explanation
@@ -41,8 +46,7 @@ def main(args) -> int:
                          "GCBENCH_EXPLAIN=1 in the environment (or gcbench.measure(..., explain=True)) and save into "
                          "the same folder; `gcbench report FOLDER` then shows why")
     backend, workload, policy = bisect.parse_cell(args.cell)
-    suite = config.Suite(name="explain", backends=[backend], workloads=[workload], gc=[policy], repeats=1,
-                         steps=diagnostic_run.DEFAULT_STEPS, envs=[args.env] if args.env else [])
+    suite = _suite(backends=[backend], workloads=[workload], gc=[policy], envs=[args.env] if args.env else [])
     _common.apply_overrides(suite, args)
     suite.validate()
     if not 0 <= args.sample_rate <= 1:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.resources
+
 from . import _common
 from ..measuring.backends import BACKENDS
 from ..measuring.workloads import WORKLOADS
+from ..running import config
 
 POLICIES = [
     ("default", "the interpreter's own collector"),
@@ -16,8 +19,22 @@ POLICIES = [
 
 def register(sub) -> None:
     p = sub.add_parser("list", help="backends (and whether they are available), workloads, GC policies")
-    _common.add_json_argument(p, "the backends, workloads and suites")
+    _common.add_json_argument(p, "the backends, workloads, GC policies and suites")
     p.set_defaults(main=main)
+
+
+def suites() -> list[dict]:
+    """The shipped suites: what each runs, and the first sentence of its file's comment."""
+    out = []
+    for name in config.shipped_suites():
+        suite = config.load_suite(name)
+        text = (importlib.resources.files("gcbench") / "suites" / f"{name}.toml").read_text(encoding="utf-8")
+        comment = " ".join(line.lstrip("#").strip() for line in text.splitlines() if line.startswith("#"))
+        cells = [(b, w, gc) for b, w, gc in suite.combinations()  # those its backends support
+                 if w in BACKENDS[b].workloads and gc.split(":")[0] in BACKENDS[b].policies]
+        out.append({"name": name, "cells": len(cells), "repeats": suite.repeats, "steps": suite.steps,
+                    "warmup": suite.warmup, "description": comment.split(". ")[0].rstrip(".") + "."})
+    return out
 
 
 def main(args) -> int:
@@ -31,7 +48,7 @@ def main(args) -> int:
                   "description": w.description} for w in WORKLOADS.values()]
     if args.json:
         _common.print_json({"backends": backends, "workloads": workloads,
-                            "gc_policies": [{"name": n, "description": d} for n, d in POLICIES]})
+                            "gc_policies": [{"name": n, "description": d} for n, d in POLICIES], "suites": suites()})
         return 0
     print("Backends:")
     for row in backends:
@@ -45,4 +62,8 @@ def main(args) -> int:
     print("GC policies:")
     for name, doc in POLICIES:
         print(f"  {name:<9} {doc}")
+    print("Suites (gcbench run --suite NAME):")
+    for row in suites():
+        print(f"  {row['name']:<9} {row['cells']} cells x {row['repeats']} repeats of {row['steps']} steps: "
+              f"{row['description']}")
     return 0

@@ -11,13 +11,18 @@ from ..running import cluster_options, config
 
 def register(sub) -> None:
     r = sub.add_parser("run", help="run a suite: one worker process per repeat of each cell")
-    r.add_argument("--suite", default="default", help="shipped suite name (default, quick) or a TOML file")
+    r.add_argument("--suite", default="default",
+                   help="a shipped suite (default, quick: `gcbench list` describes them) or a TOML file "
+                        "(default: default)")
     r.add_argument("--quick", action="store_true", help="the small 'quick' suite (same as --suite quick)")
-    r.add_argument("--backends", help="comma-separated backends, or 'all'")
-    r.add_argument("--workloads", help="comma-separated workloads")
-    r.add_argument("--gc", help="comma-separated GC policies: default, freeze, disable, manual:K")
-    r.add_argument("--repeats", type=int, help="fresh processes per cell (the unit of inference)")
-    _common.add_cell_options(r)
+    r.add_argument("--backends", help="comma-separated backends, or 'all' (default: the suite's)")
+    r.add_argument("--workloads", help="comma-separated workloads (default: the suite's)")
+    r.add_argument("--gc",
+                   help="comma-separated GC policies: default, freeze, disable, manual:K (default: the suite's)")
+    defaults = _common.shipped_suite_defaults()
+    r.add_argument("--repeats", type=int,
+                   help="fresh processes per cell (the unit of inference) " + defaults["repeats"])
+    _common.add_cell_options(r, defaults)
     r.add_argument("--alloc-blocks", action="store_true",
                    help="also count allocated memory blocks per step (walks the heap: slows Python steps)")
     r.add_argument("--out", help="results folder (default: results/<suite>-<date>-<time>)")
@@ -27,7 +32,7 @@ def register(sub) -> None:
                    help="the folder holds results already: replace them (each once its new result is ready)")
     r.add_argument("--no-progress", action="store_true", help="no progress bars")
     r.add_argument("--report", action="store_true", help="write the report at the end (into reports/<results name>)")
-    _common.add_json_argument(r, "the per-cell summary (`cells`: README, \"Result fields\")")
+    _common.add_json_argument(r, "the per-cell summary (`cells`: docs/results.md, \"Result fields\")")
     _common.add_env_arguments(r)
     cluster_options.add_arguments(r)
     r.set_defaults(main=main)

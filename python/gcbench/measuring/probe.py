@@ -8,7 +8,7 @@ run inside the measured pause. Per step the probe records:
 - the same step and its pauses in the CPU time of the thread that ran them
   (`time.thread_time_ns`): `cpu_ns` and `gc_cpu_ns`. A loaded machine stretches the
   wall time by the time the thread waited for a core; its CPU time does not wait, so the
-  collector's share of it stays comparable under load (README, "On a busy machine");
+  collector's share of it stays comparable under load (docs/statistics.md, "On a busy machine");
 - explicit collections (`gc.collect()` calls, told from the collector's own by the young
   count, which an automatic collection starts above its threshold), per step and
   generation (`gc_explicit`), and the lines that called them (`between_steps.explicit_sites`);

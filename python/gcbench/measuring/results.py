@@ -67,7 +67,7 @@ class _Recorded(TypedDict):
 class ResultDoc(_Recorded, total=False):
     """One repeat of one cell, as a worker (or `gcbench.measure`) writes it: the per-step
     arrays of an ok result (numpy arrays in memory, lists on disk) and what describes the
-    run. schemas.RESULT checks every field on read; README, "Result fields", explains them."""
+    run. schemas.RESULT checks every field on read; docs/results.md, "Result fields", explains them."""
 
     batch_size: int
     bookkeeping: str
