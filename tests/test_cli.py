@@ -161,6 +161,28 @@ def test_list_json():
         "vit": 27978,
     }
     assert [p["name"] for p in doc["gc_policies"]] == ["default", "freeze", "disable", "manual:K"]
+    suites = {s["name"]: s for s in doc["suites"]}
+    assert {"default", "quick"} <= set(suites)
+    from gcbench.running import config
+
+    quick = config.load_suite("quick")
+    assert (suites["quick"]["repeats"], suites["quick"]["steps"]) == (quick.repeats, quick.steps)
+    assert 0 < suites["quick"]["cells"] <= len(list(quick.combinations())) < suites["default"]["cells"]
+    assert all(s["description"].endswith(".") and "\n" not in s["description"] for s in suites.values())
+
+
+def test_help_says_each_default_and_takes_it_from_the_suite():
+    """`run --help` ends each option with its default, and the defaults are the suite's own
+    (what `run` with no options runs), so help and behaviour cannot disagree."""
+    from gcbench.running import config
+
+    out = " ".join(run_cli("run", "--help").stdout.split())
+    default, quick = config.load_suite("default"), config.load_suite("quick")
+    assert f"(default: the suite's: {default.steps} in default; {quick.steps} in quick)" in out
+    assert f"(default: the suite's: {default.warmup} in default; {quick.warmup} in quick)" in out
+    assert "(default: default)" in out  # --suite
+    explain = " ".join(run_cli("explain", "--help").stdout.split())
+    assert "(default:" in explain
 
 
 def test_memory_bad_size_leaves_no_folder(tmp_path):
