@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 from gcbench.publishing import archive
-from gcbench.analysing import compare, stats, summary
+from gcbench.analysing import compare, summary
 from gcbench.measuring import results
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

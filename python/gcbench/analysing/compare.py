@@ -45,7 +45,7 @@ PAIRED_MIN_ROUNDS = 5
 # interleaved A/B in one run (--env BASE --env HEAD, compare --base/--head) needs none.
 # tests/test_readme_claims.py holds both numbers to that estimate.
 RUN_SD = 0.096
-RUN_DF = 4  # the degrees of freedom of RUN_SD's own estimate (distinct runs - 1), carried into every interval two runs apart
+RUN_DF = 4  # RUN_SD's own degrees of freedom (distinct runs - 1), carried into every interval two runs apart
 POWER_TARGET = 0.20  # the change of a median a suite should find with 80 % power
 GC_SHARE_FLOOR = 0.001  # 0.1 percentage point: GC shares closer than this are the same
 # Allocations a step closer than one tracked object are the same: the young count it is read

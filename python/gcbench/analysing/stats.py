@@ -356,8 +356,9 @@ def run_term(cells: list[list[list[float]]], level: float = 0.95, runs: int | No
     tail = (1 - level) / 2
     low = max((msb * dfb / sst.chi2.ppf(1 - tail, dfb) - msw) / n, 0.0)
     high = max((msb * dfb / sst.chi2.ppf(tail, dfb) - msw) / n, 0.0)
-    return {"cells": len(per_cell), "runs": runs or min(per_cell), "repeats": int(round(n)), "within_sd": math.sqrt(msw),
-            "run_sd": math.sqrt(max(var, 0.0)), "low": math.sqrt(low), "high": math.sqrt(high)}
+    return {"cells": len(per_cell), "runs": runs or min(per_cell), "repeats": int(round(n)),
+            "within_sd": math.sqrt(msw), "run_sd": math.sqrt(max(var, 0.0)), "low": math.sqrt(low),
+            "high": math.sqrt(high)}
 
 
 # -- formatting ------------------------------------------------------------------------------------
