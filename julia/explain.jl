@@ -1,10 +1,15 @@
 # Where a Julia trainer's allocations come from: Profile.Allocs, sampled over a few steps.
 
-"""The package a stack frame's file belongs to, or "GCBench" (this code) / "Base" / "other"."""
-function frame_package(file::AbstractString)
-    m = match(r"[/\\]packages[/\\]([A-Za-z0-9_]+)[/\\]", file)
-    m === nothing || return String(m.captures[1])
-    occursin(@__DIR__, file) && return "GCBench"
+"""The package a stack frame's file belongs to, or "GCBench" (this code) / "Base" / "other".
+GCBench's own folder is matched first and as a whole folder (`here` with its separator), so a
+checkout under any `.../packages/X/` stays GCBench's and `/a/julia-old` is not `/a/julia`;
+a depot's package is the last `packages/NAME/SLUG/` in the path, SLUG being Pkg's 4- or
+5-character version slug (a depot can itself sit under a folder named packages)."""
+function frame_package(file::AbstractString; here::AbstractString = @__DIR__)
+    path = normpath(file)
+    startswith(path, joinpath(normpath(here), "")) && return "GCBench"
+    found = collect(eachmatch(r"[/\\]packages[/\\]([A-Za-z0-9_]+)[/\\][A-Za-z0-9]{4,5}[/\\]", path))
+    isempty(found) || return String(last(found).captures[1])
     (startswith(file, "./") || occursin("/share/julia/base/", file) || !occursin('/', file)) && return "Base"
     return "other"
 end

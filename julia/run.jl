@@ -108,7 +108,7 @@ function package_versions()
 end
 
 """The loaded package extensions, by parent and name, e.g. "LuxLib/LoopVectorizationExt" (LuxLib 1.15's name;
-LuxLib 1.7 and earlier called it LuxLibLoopVectorizationExt)."""
+LuxLib up to 1.14 called it "LuxLib/LuxLibLoopVectorizationExt", as in LuxLib 1.12.0's registry entry)."""
 loaded_extensions() = sort!(collect(values(extension_modules())))
 
 const PROGRESS_EVERY_NS = 200_000_000

@@ -298,5 +298,11 @@ def test_a_worker_that_crashes_after_its_result_keeps_the_result(tmp_path, write
         return
     doc = runner.run_worker(cell, out, ["gcbench"], 300, None, python=python)
     assert doc["status"] == "ok" and len(doc["wall_ns"]) == 5
-    assert "killed by signal 11 after writing this complete result" in doc["reason"]
+    assert doc["reason"] == "kept: the worker ended with killed by signal 11 after writing this complete result"
+    assert "Julia" not in doc["reason"]  # a JAX worker: the Julia exit hook is not blamed
+    julia = tmp_path / "flux.json"
+    results.write({**doc, "backend": "flux", "reason": ""}, julia)
+    kept = runner._complete_before_crash(julia, -11)
+    assert kept is not None
+    assert kept["reason"].endswith("(a Julia exit hook with several threads: PythonCall issue #764)")
     assert results.load(out)["reason"] == doc["reason"]  # kept on disk, the crash noted

@@ -207,3 +207,94 @@ def test_the_julia_sources_are_the_package_s_own(monkeypatch, tmp_path):
     finally:
         julia_bridge.status.cache_clear()
     assert not ok and why.startswith(f"the Julia sources are not at {tmp_path} ") and "\n" not in why
+
+
+def _julia_saying(folder: pathlib.Path, version: str) -> pathlib.Path:
+    folder.mkdir(parents=True)
+    exe = folder / "julia"
+    exe.write_text(f"#!/bin/sh\necho 'julia version {version}'\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    return exe
+
+
+def test_juliacall_s_openssl_cap_is_read_from_pyjuliapkg(monkeypatch):
+    """pyjuliapkg bounds Julia to "1 - 1.11" where Python's OpenSSL is older than 3.5 (Julia 1.12
+    needs 3.5); gcbench asks the installed pyjuliapkg rather than restating its rule."""
+    deps = pytest.importorskip("juliapkg.deps")
+    monkeypatch.setattr(deps, "openssl_compat", lambda version=None: ("3 - 3.0", "1 - 1.11"))
+    assert julia_bridge.openssl_cap() == (1, 11)
+    monkeypatch.setattr(deps, "openssl_compat", lambda version=None: ("3 - 3.5", None))
+    assert julia_bridge.openssl_cap() is None
+
+
+def test_a_julia_newer_than_juliacall_admits_is_named_and_an_older_one_chosen(no_julia, tmp_path, monkeypatch):
+    if importlib.util.find_spec("juliacall") is None:
+        pytest.skip("juliacall not installed: the earlier check answers")
+    monkeypatch.setattr(julia_bridge, "juliapkg_meta", lambda: None)
+    new = _julia_saying(tmp_path / "new", "1.13.1")
+    monkeypatch.setenv("PYTHON_JULIAPKG_EXE", str(new))
+    monkeypatch.setattr(julia_bridge, "openssl_cap", lambda: (1, 11))
+    ok, why = julia_bridge.status()
+    assert not ok and "\n" not in why
+    assert why.startswith("juliacall admits Julia up to 1.11 with this Python") and "OpenSSL 3.5" in why
+    julia_bridge.status.cache_clear()
+    old = _julia_saying(tmp_path / "old", "1.11.7")
+    monkeypatch.setenv("PATH", str(old.parent))
+    assert julia_bridge.find_julia() == str(old) and julia_bridge.status() == (True, "")
+    monkeypatch.setattr(julia_bridge, "openssl_cap", lambda: None)  # a Python with OpenSSL 3.5: the first one
+    assert julia_bridge.find_julia() == str(new)
+
+
+def test_a_worker_whose_cell_raises_exits_with_its_own_error_not_a_signal(tmp_path):
+    """A cell that raises (a Julia error from run!) is printed and the worker leaves through
+    child.leave with exit code 1; before, the exception left main and Python's exit hooks
+    ran, juliacall's among them, which with several Julia threads can end in a signal
+    (PythonCall issue #764): here a stand-in juliacall whose exit hook aborts."""
+    spec = {"cell": {"backend": "flux", "workload": "mlp", "policy": "default", "repeat": 0, "networks": 2,
+                     "params_per_network": 4992, "steps": 3, "warmup": 1, "seed": 0, "loss_every": 1}}
+    body = (
+        "import atexit, os, sys, types\n"
+        "sys.modules['juliacall'] = types.ModuleType('juliacall')\n"
+        "atexit.register(os.abort)  # what juliacall's jl_atexit_hook can do with 2 threads\n"
+        "import gcbench.child as child\n"
+        "def run_cell(*a, **k):\n"
+        "    raise RuntimeError('run! failed: MethodError')\n"
+        "child.run_cell = run_cell\n"
+        f"child.leave(child.main([{str(tmp_path / 'out.json')!r}]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", body], input=json.dumps(spec) + "\n", capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
+    assert "RuntimeError: run! failed: MethodError" in proc.stderr
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_the_julia_run_is_made_once_per_session_under_xdist(pytester):
+    """tests/test_julia_run.py's 8 cells are one session fixture through tests/once.py: four
+    tests spread over two xdist workers make it once, and a plain session once too."""
+    pytester.makepyfile(once=(pathlib.Path(__file__).resolve().parent / "once.py").read_text())
+    pytester.makepyfile(test_shared="""
+        import pytest
+        from once import once_per_session, shared_folder
+
+        @pytest.fixture(scope="session")
+        def made(tmp_path_factory):
+            def make(folder):
+                folder.mkdir()
+                with open(str(shared_folder(tmp_path_factory) / "made.log"), "a") as f:
+                    f.write("made\\n")
+                (folder / "result").write_text("42")
+            return once_per_session(tmp_path_factory, "shared-run", make)
+
+        @pytest.mark.parametrize("k", range(4))
+        def test_reads(made, k):
+            import time
+            time.sleep(0.3)
+            assert (made / "result").read_text() == "42"
+    """)
+    for workers in (["-n", "2"], ["-n", "0"]):
+        base = pytester.path / f"base{workers[1]}"
+        result = pytester.runpytest_subprocess(*workers, "-p", "no:cacheprovider", "-o", "addopts=",
+                                               f"--basetemp={base}")
+        result.assert_outcomes(passed=4)
+        assert (base / "made.log").read_text() == "made\n", workers

@@ -11,18 +11,23 @@ from gcbench.measuring import results
 from gcbench.measuring.backends import julia_bridge
 from gcbench.measuring.workloads import WORKLOADS
 from conftest import run_cli
+from once import once_per_session
 
 ok, why = julia_bridge.status()
 pytestmark = [pytest.mark.julia, pytest.mark.skipif(not ok, reason=f"Julia is not available here: {why}")]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def julia_results(tmp_path_factory):
-    out = tmp_path_factory.mktemp("julia")
-    proc = run_cli("run", "--backends", "flux,lux,simplechains,jax", "--workloads", "mlp,lenet5",
-                   "--gc", "default", "--networks", "2", "--steps", "30", "--warmup", "2", "--repeats", "1",
-                   "--batch-size", "64", "--out", str(out), "--no-progress", timeout=3600)
-    assert proc.returncode == 0, proc.stderr
+    """One run of the 8 cells (cold compiles included) for the whole session, also under
+    xdist: they never run twice at once on one machine (tests/once.py)."""
+    def run(out):
+        proc = run_cli("run", "--backends", "flux,lux,simplechains,jax", "--workloads", "mlp,lenet5",
+                       "--gc", "default", "--networks", "2", "--steps", "30", "--warmup", "2", "--repeats", "1",
+                       "--batch-size", "64", "--out", str(out), "--no-progress", timeout=3600)
+        assert proc.returncode == 0, proc.stderr
+
+    out = once_per_session(tmp_path_factory, "gcbench-julia-run", run)
     return {(d["backend"], d["workload"]): d for d in results.load_dir(out)}
 
 

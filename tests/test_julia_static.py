@@ -141,16 +141,65 @@ def test_project_toml_and_juliapkg_json_agree():
     assert set(project["targets"]["test"]) == set(project["extras"])
 
 
-def test_julia_itself_is_bounded_to_the_targeted_releases():
-    """Item 7: `"1.10"` means ^1.10, and juliapkg installs the newest 1.x when no Julia fits.
-    The bound must admit 1.10 and 1.11 and nothing newer, read the way juliapkg reads it."""
+# The newest stable Julia release: 1.13 (JuliaLang/julia's release-1.13 branch; v1.13.0 in
+# September 2026, endoflife.date's "[julia] Add 1.13 cycle", 2026-09-12). Raise it when a newer
+# one is tagged; the compat bound, the workflow's matrix and this test then move together.
+OLDEST_JULIA, NEWEST_JULIA = (1, 10), (1, 13)
+
+
+def test_julia_is_bounded_from_the_lts_through_the_newest_release():
+    """Issue 57: `"1.10"` means ^1.10, read the way juliapkg reads it: 1.10 (the LTS) through
+    every 1.x, the newest release included, and nothing older or 2.0."""
     compat = pytest.importorskip("juliapkg.compat")
     from semver import Version
 
-    _, juliapkg = _manifests()
+    project, juliapkg = _manifests()
+    assert juliapkg["julia"] == project["compat"]["julia"]
     bound = compat.Compat.parse(juliapkg["julia"])
-    assert Version(1, 10, 9) in bound and Version(1, 11, 7) in bound
-    assert Version(1, 12, 0) not in bound and Version(1, 9, 4) not in bound and Version(2, 0, 0) not in bound
+    for minor in range(OLDEST_JULIA[1], NEWEST_JULIA[1] + 1):
+        assert Version(1, minor, 0) in bound and Version(1, minor, 9) in bound, minor
+    assert Version(1, 9, 4) not in bound and Version(2, 0, 0) not in bound
+
+
+def test_the_workflow_runs_the_oldest_and_the_newest_julia_the_bounds_admit():
+    yaml = pytest.importorskip("yaml")
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "julia.yml").read_text())
+    matrix = [tuple(int(x) for x in v.split(".")) for v in flow["jobs"]["julia"]["strategy"]["matrix"]["julia"]]
+    assert min(matrix) == OLDEST_JULIA and max(matrix) == NEWEST_JULIA, matrix
+    project, _ = _manifests()
+    assert project["compat"]["julia"] == "{}.{}".format(*OLDEST_JULIA)
+
+
+def _pytest_workers(args: list[str]) -> int:
+    """How many xdist workers pytest would start with these arguments (pyproject's addopts
+    first, as pytest reads them): the last -n/--numprocesses wins; -p no:xdist means none."""
+    n = 0
+    for i, a in enumerate(args):
+        if a in ("-n", "--numprocesses") and i + 1 < len(args):
+            n = 0 if args[i + 1] == "0" else 2  # "auto" or a number: workers
+        elif a.startswith("--numprocesses="):
+            n = 0 if a.split("=", 1)[1] == "0" else 2
+        elif a == "-p" and i + 1 < len(args) and args[i + 1] == "no:xdist":
+            return 0
+    return n
+
+
+def test_the_workflow_runs_the_julia_tests_in_one_process():
+    """Issue 57, item 2: pytest's default options spread the tests that share the Julia run
+    over two workers, which ran the 8 cells, cold compiles included, twice at once. The
+    workflow's command, after pyproject's addopts, must start no xdist worker."""
+    import shlex
+
+    yaml = pytest.importorskip("yaml")
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "julia.yml").read_text())
+    commands = [line.strip() for s in flow["jobs"]["julia"]["steps"] if "run" in s
+                for line in s["run"].splitlines() if "pytest" in line and "-m julia" in line]
+    assert len(commands) == 1, commands
+    addopts = shlex.split(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+                          ["addopts"])
+    assert _pytest_workers(addopts) > 0  # the default that made them run twice
+    assert _pytest_workers(addopts + shlex.split(commands[0])) == 0, commands[0]
+    assert _pytest_workers(addopts + ["-m", "julia"]) > 0  # what the check would catch
 
 
 def test_uuids_are_the_registered_ones():
@@ -175,9 +224,11 @@ def test_the_julia_workflow_names_real_actions_and_commands():
     flow = yaml.safe_load((ROOT / ".github" / "workflows" / "julia.yml").read_text())
     steps = flow["jobs"]["julia"]["steps"]
     uses = {s["uses"].split("@")[0] for s in steps if "uses" in s}
-    assert uses == {"actions/checkout", "actions/setup-python", "julia-actions/setup-julia", "julia-actions/cache"}
+    assert uses == {"actions/checkout", "astral-sh/setup-uv", "julia-actions/setup-julia", "julia-actions/cache"}
     commands = [line.strip().split()[0] for s in steps if "run" in s for line in s["run"].strip().splitlines()]
-    assert set(commands) == {"python", "echo", "gcbench", "julia"}, commands
+    assert set(commands) == {"uv", "python", "echo", "gcbench", "julia", "if", "else", "fi"}, commands
+    # the admission check asks gcbench's own bridge, which asks pyjuliapkg (test_julia_absent.py)
+    assert "julia_bridge as j; sys.exit(j.find_julia() is None)" in " ".join(s.get("run", "") for s in steps)
     runs = " ".join(s.get("run", "") for s in steps)
     assert "pytest -m julia" in runs and "julia/test/runtests.jl" in runs and "gcbench julia-setup" in runs
     # julia-actions/cache v3 deletes the caches it replaced: the token needs actions: write

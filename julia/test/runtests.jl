@@ -103,6 +103,20 @@ GCBench.load_framework("simplechains")
         end
     end
 
+    @testset "a frame's package, wherever the checkout and the depot are" begin
+        here = "/home/u/packages/X/gcbench/julia"  # a checkout under a folder named packages
+        @test GCBench.frame_package("$here/run.jl"; here) == "GCBench"
+        @test GCBench.frame_package("/home/u/packages/X/gcbench/julia-old/run.jl"; here) == "other"
+        @test GCBench.frame_package("/a/julia-old/run.jl"; here = "/a/julia") == "other"
+        @test GCBench.frame_package("/a/julia/sub/../run.jl"; here = "/a/julia") == "GCBench"
+        depot = "/home/u/packages/proj/.julia/packages"  # a depot under a folder named packages
+        @test GCBench.frame_package("$depot/Flux/Ab3dE/src/train.jl"; here) == "Flux"
+        @test GCBench.frame_package("/root/.julia/packages/LuxLib/x1Y2z/src/api/dense.jl"; here) == "LuxLib"
+        @test GCBench.frame_package("./boot.jl"; here) == "Base"
+        @test GCBench.frame_package("/opt/julia/share/julia/base/array.jl"; here) == "Base"
+        @test GCBench.frame_package(joinpath(@__DIR__, "..", "run.jl")) == "GCBench"  # the default: this checkout
+    end
+
     @testset "allocations by type and package" begin
         t = trainer_for("flux", "mlp", DATA)
         Base.invokelatest(GCBench.step!, t, 1)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import traceback
 
 # The worker's heap as it has always been measured. Before the package was split into
 # layers, this module imported the explanation (for diagnostic runs), and with it
@@ -49,6 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"gcbench: {e}", file=sys.stderr)
         return 2
+    except Exception:  # noqa: BLE001 - the cell's own failure (a Julia error from run!, a JAX error)
+        # printed here and returned, so that the worker still leaves through `leave`: an
+        # exception let out of main would run juliacall's exit hook, which with several Julia
+        # threads can turn "exit 1" into a signal (PythonCall issue #764)
+        traceback.print_exc()
+        return 1
     return 0
 
 
@@ -58,6 +65,9 @@ def leave(code: int) -> None:
     (PythonCall issue #764, fix pending in PR #763) after the result is on disk; the
     result file was written whole and synced before this (files.write_bytes)."""
     if "juliacall" in sys.modules:
+        from .measuring.backends import julia_bridge
+
+        julia_bridge.flush_streams()  # Julia's own buffers: os._exit skips Julia's exit hooks too
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -190,7 +190,8 @@ def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: 
 def _complete_before_crash(partial: pathlib.Path, returncode: int, load=results.load) -> ResultDoc | None:
     """The result a worker wrote whole before it crashed (a Julia worker's exit hook can
     segfault after the result is on disk: PythonCall issue #764), with the crash noted in
-    its reason; None where there is no complete, valid, ok result to keep."""
+    its reason (the Julia exit hook named only for a Julia backend's worker); None where
+    there is no complete, valid, ok result to keep."""
     if returncode == 2 or not partial.is_file():  # 2: the worker's own refusal, never a crash after the fact
         return None
     try:
@@ -200,8 +201,9 @@ def _complete_before_crash(partial: pathlib.Path, returncode: int, load=results.
     if doc.get("status") != "ok":
         return None
     how = f"killed by signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
-    doc["reason"] = (f"kept: the worker ended with {how} after writing this complete result (a Julia exit hook "
-                     "with several threads: PythonCall issue #764)")
+    why = " (a Julia exit hook with several threads: PythonCall issue #764)" \
+        if get_backend(doc["backend"]).language == "julia" else ""
+    doc["reason"] = f"kept: the worker ended with {how} after writing this complete result{why}"
     return doc
 
 

@@ -19,7 +19,9 @@ import importlib.util
 import json
 import os
 import pathlib
+import re
 import shutil
+import subprocess
 import sys
 import time
 
@@ -75,12 +77,45 @@ def _juliapkg_julia() -> list[str]:
     return out + [os.path.join(STATE["install"], "bin", name)]
 
 
+def _candidates() -> list[str]:
+    found = [os.environ.get("PYTHON_JULIAPKG_EXE"), shutil.which("julia"),
+             os.path.expanduser("~/.juliaup/bin/julia"), *_juliapkg_julia(),
+             os.path.join(sys.prefix, "julia_env", "pyjuliapkg", "install", "bin", "julia")]
+    return [c for c in dict.fromkeys(found) if c and os.path.isfile(c) and os.access(c, os.X_OK)]
+
+
 def find_julia() -> str | None:
-    """A Julia executable juliacall would use without downloading one, or None."""
-    candidates = [os.environ.get("PYTHON_JULIAPKG_EXE"), shutil.which("julia"),
-                  os.path.expanduser("~/.juliaup/bin/julia"), *_juliapkg_julia(),
-                  os.path.join(sys.prefix, "julia_env", "pyjuliapkg", "install", "bin", "julia")]
-    return next((c for c in candidates if c and os.path.isfile(c) and os.access(c, os.X_OK)), None)
+    """A Julia executable juliacall would use without downloading one, or None: the first one
+    found that juliacall admits with this Python (see `openssl_cap`)."""
+    candidates = _candidates()
+    cap = openssl_cap()
+    if cap is None:
+        return next(iter(candidates), None)
+    return next((c for c in candidates if (v := julia_version(c)) is None or v[:2] <= cap), None)
+
+
+def openssl_cap() -> tuple[int, int] | None:
+    """The newest Julia (major, minor) juliacall admits with this Python, or None for no cap:
+    Julia 1.12 needs OpenSSL 3.5, so pyjuliapkg bounds Julia ("1 - 1.11") where Python's ssl
+    module links an older OpenSSL. Asked of the installed pyjuliapkg itself (deps.py,
+    `openssl_compat`); a pyjuliapkg without that rule sets no cap."""
+    try:
+        from juliapkg.deps import openssl_compat  # juliacall's own dependency, not juliacall
+    except ImportError:
+        return None
+    bound = openssl_compat()[1]
+    m = re.search(r"- *(\d+)\.(\d+)$", bound or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def julia_version(exe: str) -> tuple[int, ...] | None:
+    """`julia --version` of an executable ("julia version 1.13.1"), or None if it does not say."""
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"version (\d+)\.(\d+)\.(\d+)", out)
+    return tuple(int(x) for x in m.groups()) if m else None
 
 
 @functools.lru_cache(maxsize=1)
@@ -92,6 +127,14 @@ def status() -> tuple[bool, str]:
         return False, (f"the Julia sources are not at {julia_dir()} "
                        "(reinstall gcbench, or set GCBENCH_JULIA_DIR to a folder holding GCBench.jl)")
     if find_julia() is None:
+        if _candidates():  # every Julia here is newer than juliacall admits with this Python
+            import ssl
+
+            newest = ".".join(map(str, openssl_cap() or ()))
+            return False, (f"juliacall admits Julia up to {newest} with this Python ({ssl.OPENSSL_VERSION}; Julia 1.12 "
+                           f"and newer need OpenSSL 3.5), and the Julia here is newer: set PYTHON_JULIAPKG_EXE to "
+                           f"Julia 1.10-{newest}, run `gcbench julia-setup` online to install one, or use a Python "
+                           "built with OpenSSL 3.5")
         return False, ("no Julia installed, and gcbench does not download one during a run "
                        "(run `gcbench julia-setup` online, or set PYTHON_JULIAPKG_EXE to a julia executable)")
     meta = juliapkg_meta()
@@ -136,6 +179,19 @@ def gcbench_module():
     main = juliacall.Main
     main.include(str(julia_dir() / "GCBench.jl"))
     return main.GCBench
+
+
+def flush_streams() -> None:
+    """Flush Julia's own stdout and stderr, where Julia was started in this process: a worker
+    leaves with os._exit (child.leave), which skips Julia's exit hooks and would drop what
+    Julia buffered (its warnings among it)."""
+    juliacall = sys.modules.get("juliacall")  # imported by gcbench_module, if Julia started here
+    if juliacall is None or gcbench_module.cache_info().currsize == 0:
+        return
+    try:
+        juliacall.Main.seval("(flush(stdout); flush(stderr); nothing)")
+    except Exception:  # noqa: BLE001 - leaving anyway; nothing to report it to
+        pass
 
 
 def start(threads: int = 1) -> tuple[bool, str]:
