@@ -4,10 +4,11 @@ process over several runs; the cost is the budgeted session's time less the plai
 
 Loops: a pure-Python loop of 300 steps that keeps a record a step and makes cyclic
 garbage (what a budget looks at), and gcbench's Equinox (`eqx.filter_jit`) step of the
-vit workload at batch 8 (60 steps after 3 warm-up), each with allocation sites traced
-(the default) and without (`sites=False`).
+vit workload at batch 8 (60 steps after 3 warm-up), each budget as it passes: with the
+default `sites="on failure"` (no tracing unless it fails), with sites traced in the measured
+run (`sites=True`) and never (`sites=False`).
 
-    python benchmarks/budget_cost.py [--runs 3] [--jax]
+    python benchmarks/budget_cost.py [--runs 3] [--jax] [--objects 20]
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ TESTS = textwrap.dedent('''
 
     def python_step(i):
         HISTORY.append({"step": i, "metrics": {"loss": [0.5]}})
-        for _ in range(20):
+        for _ in range(OBJECTS):
             Node()
 
 
@@ -44,7 +45,7 @@ TESTS = textwrap.dedent('''
             python_step(i)
 
 
-    @pytest.mark.parametrize("sites", [True, False])
+    @pytest.mark.parametrize("sites", ["on failure", True, False])
     def test_python_budget(gc_budget, sites):
         with gc_budget(warmup=3, sites=sites) as b:
             for i in range(303):
@@ -67,7 +68,7 @@ TESTS = textwrap.dedent('''
             trainer.step(schedule[i])
 
 
-    @pytest.mark.parametrize("sites", [True, False])
+    @pytest.mark.parametrize("sites", ["on failure", True, False])
     def test_jax_budget(gc_budget, sites):
         trainer, schedule = _vit()
         with gc_budget(warmup=3, sites=sites) as b:
@@ -91,14 +92,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--jax", action="store_true", help="the Equinox step too")
+    ap.add_argument("--objects", type=int, default=20, help="cyclic objects the pure-Python step makes")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         project = pathlib.Path(tmp)
-        (project / "test_cost.py").write_text(TESTS)
+        (project / "test_cost.py").write_text(TESTS.replace("OBJECTS", str(a.objects)))
         kinds = ["python"] + (["jax"] if a.jax else [])
         for kind in kinds:
             ids = {"plain": f"test_cost.py::test_{kind}_plain",
-                   "budget, sites traced": f"test_cost.py::test_{kind}_budget[True]",
+                   "budget (sites on failure)": f"test_cost.py::test_{kind}_budget[on failure]",
+                   "budget, sites=True": f"test_cost.py::test_{kind}_budget[True]",
                    "budget, sites=False": f"test_cost.py::test_{kind}_budget[False]"}
             got = {name: [] for name in ids}
             for _ in range(a.runs):  # interleaved: the machine's drift falls on each alike

@@ -72,19 +72,26 @@ LEAVES_STATE = textwrap.dedent("""
 def test_counts_are_identical_however_the_test_is_selected(tmp_path):
     """Issue 42, item 1: a pure-Python loop and an Equinox step give the same counts alone,
     in their file, in the suite (after a test that leaves caches and JAX state behind), and
-    under `-n 2`, that last one beside a busy core, measured in the test's own process."""
+    under `-n 2`, that last one beside a busy core, measured in the test's own process; and
+    with 30 more entries on sys.path (issue 56: a long PYTHONPATH moved the old fresh
+    interpreter's counts)."""
     folder = tmp_path / "suite"
     folder.mkdir()
+    extra = [tmp_path / f"path{i}" for i in range(30)]
+    for p in extra:
+        p.mkdir()
     shutil.copy(CASES / "test_steps_under_budget.py", folder)
     (folder / "test_a_first.py").write_text(LEAVES_STATE)
     modes = {"alone": ["test_steps_under_budget.py::test_equinox_step",
                        "test_steps_under_budget.py::test_python_records"],
-             "file": ["test_steps_under_budget.py"], "suite": [], "suite -n 2": ["-n", "2"]}
+             "file": ["test_steps_under_budget.py"], "suite": [], "suite -n 2": ["-n", "2"],
+             "file, 30 more on sys.path": ["test_steps_under_budget.py"]}
     got = {}
     for mode, args in modes.items():
         burn = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if mode == "suite -n 2" else None
+        env = {"PYTHONPATH": os.pathsep.join(map(str, extra))} if "sys.path" in mode else None
         try:
-            proc = _pytest(folder, *args, f"--gc-budget-report={tmp_path / mode}")
+            proc = _pytest(folder, *args, f"--gc-budget-report={tmp_path / mode}", env=env)
         finally:
             if burn is not None:
                 burn.kill()
@@ -96,7 +103,7 @@ def test_counts_are_identical_however_the_test_is_selected(tmp_path):
     # in the test's own process: the same collections, and promotions per step within 0.1 %
     # (measured: 1,363.6-1,364.3 of Equinox's, benchmarks/budget_selection.py), far inside
     # the margin an update writes (x1.25)
-    for mode in ("file", "suite", "suite -n 2"):
+    for mode in ("file", "suite", "suite -n 2", "file, 30 more on sys.path"):
         for name, c in got[mode].items():
             alone = got["alone"][name]
             assert c["collections"] == alone["collections"] and c["full_at"] == alone["full_at"], (mode, name)
@@ -192,6 +199,23 @@ TEST_T = textwrap.dedent("""
 """)
 
 
+def test_an_update_writes_no_budget_the_call_overrides(pytester):
+    """Issue 56, item 3: `--gc-budget-update` writes only the budgets the test's call does not
+    name (the call's win), says which it skipped, and removes them from an earlier table."""
+    pytester.makepyfile(test_t=TEST_T.replace("gc_budget(warmup=1)",
+                                              "gc_budget(warmup=1, max_promotions_per_step=200, max_full_per_1000=0)"))
+    pytester.path.joinpath(budget_file.NAME).write_text(
+        '["test_t.py::test_t"]\nmax_promotions_per_step = 5\nmax_explicit_per_1000 = 9\n')
+    out = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--gc-budget-update")
+    out.assert_outcomes(passed=1, warnings=1)
+    out.stdout.fnmatch_lines(["*test_t.py::test_t: not written to gc_budgets.toml: max_promotions_per_step, "
+                              "max_full_per_1000 (the test's call gives them*"])
+    stored = budget_file.read(pytester.path / budget_file.NAME)["test_t.py::test_t"]
+    assert "max_promotions_per_step" not in stored and "max_full_per_1000" not in stored
+    assert stored["max_explicit_per_1000"] != 9 and {"max_collections_per_1000",
+                                                     "max_tracked_growth_per_1000"} <= set(stored)
+
+
 @pytest.mark.parametrize("case", list(BAD_FILES))
 def test_a_bad_budget_file_is_one_usage_error_at_the_start(pytester, case):
     text, expected = BAD_FILES[case]
@@ -255,12 +279,13 @@ HONEST = textwrap.dedent("""
                 loop(inner)
 
     def test_freeze_kept(gc_budget):
+        mine = [[]]  # frozen by the test run: still out of the collector's sight after the budget
         gc.freeze()
-        before = gc.get_freeze_count()
         with gc_budget(max_full_per_1000=1000) as b:
             loop(b)
-        assert gc.get_freeze_count() >= before > 0
+        assert gc.get_freeze_count() > 0 and not any(o is mine for o in gc.get_objects())
         gc.unfreeze()
+        assert any(o is mine for o in gc.get_objects())
 
     def test_unfrozen_after(gc_budget):
         assert gc.get_freeze_count() == 0
@@ -360,7 +385,9 @@ def test_over_budget_fails_with_figures_sites_and_the_baseline_line(pytester):
     assert "GC budget exceeded: test_loop.py::test_loop (1,498 steps after 2 warm-up)" in text
     assert "promotions to the oldest generation per step: " in text and f"(gc_budgets.toml:{toml_line})" in text
     assert f"test_loop.py:{line} (list)" in text  # the site, file:line and type
-    assert "kept alive at the end" in text and "full collection" in text and "PYTHONHASHSEED" in text
+    assert "kept alive at the end" in text and "full collection" in text and "in the test's own process" in text
+    # measured without tracemalloc; the sites come from the body run again with it, said so
+    assert "(where: from a second run of the test's body with allocation sites traced" in text
     assert text.count("GC budget exceeded: ") == 2  # the failure, and its line in the short summary
 
 
@@ -383,6 +410,79 @@ def test_a_cycle_a_step_names_the_garbage_type_and_line(pytester):
     line = next(n for n, t in enumerate(test.read_text().splitlines(), 1) if "CYCLE-LINE" in t)
     assert "collections per 1,000 steps: generation 0:" in text
     assert "cyclic garbage the collections freed" in text and f"test_cycle.py:{line} (test_cycle.Node)" in text, text
+
+
+SITES = textwrap.dedent("""
+    import json
+    import os
+    import tracemalloc
+
+    RUNS = {}  # per test: for each run of its body, the steps that ran under tracemalloc
+    KEEP = []
+
+    def body(request, gc_budget, limit, **mode):
+        runs = RUNS.setdefault(request.node.name, [])
+        runs.append(0)
+        if len(runs) == 2 and os.environ.get("RERUN_RAISES"):
+            raise RuntimeError("only once, please")
+        with gc_budget(max_tracked_growth_per_1000=limit, **mode) as b:
+            for i in range(400):
+                with b.step():
+                    runs[-1] += tracemalloc.is_tracing()
+                    KEEP.append([i])  # KEEP-LINE
+
+    def test_on_failure(request, gc_budget):
+        body(request, gc_budget, 1)
+
+    def test_on_failure_passing(request, gc_budget):
+        body(request, gc_budget, 10_000)
+
+    def test_always(request, gc_budget):
+        body(request, gc_budget, 1, sites=True)
+
+    def test_never(request, gc_budget):
+        body(request, gc_budget, 1, sites=False)
+
+    def test_zz_runs():
+        print("RUNS", json.dumps(RUNS))
+""")
+
+
+def test_sites_are_traced_only_in_a_rerun_of_a_failing_test(pytester, monkeypatch):
+    """Issue 56, item 3: by default a budget measures without tracemalloc (an allocating loop
+    runs tens of times slower under it) and a failing test's body runs once more with sites
+    traced, for the failure's file:line; sites=True traces in the measured run, sites=False
+    never. The outcome is the first run's, and a rerun that raises changes nothing but the
+    words."""
+    test = pytester.makepyfile(test_sites=SITES)
+    line = next(n for n, t in enumerate(test.read_text().splitlines(), 1) if "KEEP-LINE" in t)
+    site = f"test_sites.py:{line} (list)"
+    out = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-s")
+    out.assert_outcomes(passed=2, failed=3)
+    text = out.stdout.str()
+    got = {b.split(" ", 1)[0]: b for b in text.split("_ test_")[1:]}
+    # on failure: measured untraced, the body again traced, the sites from it, said so
+    assert site in got["on_failure"] and "(where: from a second run of the test's body" in got["on_failure"]
+    # always: traced in the measured run, no rerun; never: no sites, and it says why
+    assert site in got["always"] and "second run" not in got["always"]
+    assert site not in got["never"] and "not traced (gc_budget(..., sites=False))" in got["never"]
+    runs = json.loads(text.split("RUNS ", 1)[1].splitlines()[0])
+    assert runs == {"test_on_failure": [0, 400], "test_on_failure_passing": [0], "test_always": [400],
+                    "test_never": [0]}
+
+    parallel = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-n", "2",
+                                             "test_sites.py::test_on_failure")
+    parallel.assert_outcomes(failed=1)  # the rerun happens on the worker; its words travel in the report
+    assert site in parallel.stdout.str() and "(where: from a second run" in parallel.stdout.str()
+
+    monkeypatch.setenv("RERUN_RAISES", "1")
+    raising = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly",
+                                            "test_sites.py::test_on_failure")
+    raising.assert_outcomes(failed=1)  # the first run's outcome and counts, with its types
+    text = raising.stdout.str()
+    assert "GC budget exceeded: test_sites.py::test_on_failure" in text and "tracked objects still alive" in text
+    assert "raised RuntimeError: only once, please; the lines above give types only" in text
+    assert "Traceback" not in text and site not in text and "list 100 %" in text
 
 
 def test_reports_are_one_cell_per_test_and_keep_every_explanation(pytester, tmp_path):

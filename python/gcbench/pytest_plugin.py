@@ -39,9 +39,12 @@ another, and warns (`GCBudgetWarning`; an error under `--gc-budget-strict`) when
 nothing. Within budget the test passes silently; over budget it fails with one message:
 each measured figure beside its budget, where the full collections fell, and what to look
 at: the top promotion sites, the types and lines of what the loop kept, or of the cyclic
-garbage it made (file:line and type, from tracemalloc, the machinery of `gcbench explain`;
-`sites=False` leaves allocation sites out and the steps as fast as without). The budget's
-bookkeeping creates no object inside a step (it is `gcbench.measure`'s probe).
+garbage it made (file:line and type, from tracemalloc, the machinery of `gcbench explain`).
+tracemalloc slows an allocating loop tens of times, so by default (`sites="on failure"`) a
+budget measures without it and, only when it fails, the test's body runs once more with
+allocation sites traced to say where (its outcome stays the first run's); `sites=True`
+traces them in the measured run, `sites=False` never. The budget's bookkeeping creates no
+object inside a step (it is `gcbench.measure`'s probe).
 
 Budgets can come from a baseline: `pytest --gc-budget-update` writes each budget's measured
 counts, with a margin, into `gc_budgets.toml` beside the test file (`budget_file`: locked,
@@ -69,6 +72,10 @@ DEFAULT_THRESHOLDS = (700, 10, 10)
 COUNTED = budget_file.COUNTS
 CAPACITY = 100_000
 _ACTIVE: list = []  # the budget measuring now: budgets do not nest
+SITES = (True, False, "on failure")
+_FAILED = pytest.StashKey[dict]()  # a budget's failure in this test: what to say, to say it with sites
+_MADE = pytest.StashKey[list]()  # the budgets a test made, in order (their index is part of their key)
+_RERUN: dict = {}  # while a failing test's body runs again for its sites: {"index": the failing budget's}
 GCBudgetWarning = budget_file.GCBudgetWarning
 
 
@@ -137,13 +144,13 @@ def pytest_collection_modifyitems(session, config, items):
 def gc_budget(request):
     """`with gc_budget(warmup=5, max_promotions_per_step=200) as b: ... with b.step(): ...`:
     see the module docstring for the budgets."""
-    made: list[Budget] = []
+    made: list[Budget] = request.node.stash.setdefault(_MADE, [])
 
     def factory(warmup: int = 0, *, max_promotions_per_step: float | None = None,
                 max_full_per_1000: float | None = None, max_collections_per_1000=None,
                 max_explicit_per_1000: float | None = None,
                 max_tracked_growth_per_1000: float | None = None, max_gc_share: float | None = None,
-                name: str | None = None, sites: bool = True, settle: bool = True) -> Budget:
+                name: str | None = None, sites: bool | str = "on failure", settle: bool = True) -> Budget:
         budget = Budget(request, warmup, dict(max_promotions_per_step=max_promotions_per_step,
                                               max_full_per_1000=max_full_per_1000,
                                               max_collections_per_1000=max_collections_per_1000,
@@ -183,8 +190,8 @@ def _fail(message: str):
 class Budget:
     """One budgeted loop of a test (made by the `gc_budget` fixture)."""
 
-    def __init__(self, request, warmup: int, given: dict, name: str | None, index: int, sites: bool = True,
-                 settle: bool = True):
+    def __init__(self, request, warmup: int, given: dict, name: str | None, index: int,
+                 sites: bool | str = "on failure", settle: bool = True):
         from .core.errors import UsageError
         from .user_loop import Measurement
 
@@ -202,10 +209,13 @@ class Budget:
             self.measurement = Measurement(name or result_name(self.key), warmup, CAPACITY, explain=True)
         except UsageError as e:
             _fail(f"gc_budget: {e}")
-        if sites not in (True, False):
-            _fail(f"gc_budget: sites must be True or False, got {sites!r}")
-        # False: no allocation sites in a failure, and steps as fast as without
-        self.measurement.sites = bool(sites)
+        if not any(sites is mode or (isinstance(mode, str) and sites == mode) for mode in SITES):
+            _fail(f"gc_budget: sites must be True, False or 'on failure', got {sites!r}")
+        self.index = index
+        self.sites_mode = sites
+        # traced in the measured run only for sites=True; in the rerun of a failing test only
+        # for the budget that failed (the ones before it run as fast as they can)
+        self.measurement.sites = sites is True or (bool(_RERUN) and index == _RERUN["index"])
         # settle=False: measured from the heap as the test left it (what a gc.freeze() fix removes shows)
         self.settle = settle is not False
         self.measurement.before_timed = _settle if self.settle else None
@@ -299,6 +309,11 @@ class Budget:
             self.figures = self.measure()
         except UsageError as e:
             _fail(f"gc_budget: {self.key}: {e}")
+        if _RERUN:  # the failing test's body again, for its sites: say where, check and write nothing
+            if self.index == _RERUN["index"]:
+                _RERUN["where"] = self._where_lines(_RERUN["keys"])
+                raise _RerunDone()
+            return
         folder = config.getoption("--gc-budget-report")
         if folder:
             from .analysing import explain
@@ -307,9 +322,16 @@ class Budget:
             explain.save(pathlib.Path(folder), self.figures["explanation"])
         try:
             if config.getoption("--gc-budget-update"):
-                budget_file.update(self.baseline, self.key, {
-                    k: budget_file.budget_of(k, self.figures[k], self.figures["steps"])
-                    for k in COUNTED if self.figures.get(k) is not None})
+                # a budget the test's call names wins over the file: writing it would be a value never read
+                skipped = [k for k in COUNTED if k in self.given]
+                written = {k: budget_file.budget_of(k, self.figures[k], self.figures["steps"])
+                           for k in COUNTED if self.figures.get(k) is not None and k not in skipped}
+                if written:
+                    budget_file.update(self.baseline, self.key, written)
+                if skipped:
+                    warnings.warn(GCBudgetWarning(
+                        f"{self.key}: not written to {self.baseline.name}: {', '.join(skipped)} (the test's call "
+                        "gives them, and a call's budget wins over the file's)"), stacklevel=3)
                 return
             tables = budget_file.read(self.baseline)
         except UsageError as e:
@@ -329,7 +351,13 @@ class Budget:
             return
         over = {k: line for k, v in budgets.items() if (line := self._over(k, v, lines))}
         if over:
-            _fail(self._message(list(over.values()), list(over)))
+            head, tail = self._message(list(over.values()))
+            where = self._where_lines(list(over))
+            failure = pytest.fail.Exception("\n".join([*head, *where, *tail]), pytrace=False)
+            if self.sites_mode == "on failure":  # pytest_runtest_call reruns the body for the sites
+                self.request.node.stash[_FAILED] = {"exception": failure, "index": self.index, "keys": list(over),
+                                                    "head": head, "where": where, "tail": tail}
+            raise failure
 
     def _over(self, key: str, budget, lines: dict) -> str | None:
         measured = self.figures[key]
@@ -360,9 +388,13 @@ class Budget:
             return text
         if total:  # objects there were, none of a site or type above 1 %: said so, never "none"
             return f"{total:,} objects of many sites and types, none of them 1 % of the whole"
-        return none if self.measurement.sites else "not traced (gc_budget(..., sites=False))"
+        if self.measurement.sites:
+            return none
+        return "not traced (gc_budget(..., sites=False))" if self.sites_mode is False else "not traced"
 
-    def _message(self, over: list[str], keys: list[str]) -> str:
+    def _message(self, over: list[str]) -> tuple[list[str], list[str]]:
+        """A failure's first lines (each figure over its budget, where the full collections
+        fell) and its last (how the counts were taken); `_where_lines` go between."""
         f = self.figures
         full = f["full_steps"]
         asked = f["explicit"][-1] if f.get("explicit") else 0
@@ -374,23 +406,77 @@ class Budget:
             sites = "; ".join(f"{site} ({k})" for site, k in list(f["explicit_sites"].items())[:3])
             schedule += f"; {asked} of the {f['full_all']} full collections were gc.collect() calls" + \
                 (f", called at {sites}" if sites else "")
-        lines = [f"GC budget exceeded: {self.key} ({f['steps']:,} steps after {self.measurement.warmup} warm-up)"]
-        lines += [f"  {line}" for line in over]
-        lines.append(f"  {schedule}")
-        lines.append("  top promotion sites: " + self._where(
+        head = [f"GC budget exceeded: {self.key} ({f['steps']:,} steps after {self.measurement.warmup} warm-up)"]
+        head += [f"  {line}" for line in over]
+        head.append(f"  {schedule}")
+        tail = [f"  counted with {recorded()}; budgets from the test"
+                + (f" and {self.baseline} (pytest --gc-budget-update rewrites it)" if self.baseline.is_file() else "")]
+        return head, tail
+
+    def _where_lines(self, keys: list[str]) -> list[str]:
+        """What to look at: the top promotion sites, what the loop kept, the garbage it made."""
+        f = self.figures
+        lines = ["  top promotion sites: " + self._where(
             f["sites"], f["promoted"], "none traced (no object allocated in the budget's steps reached the oldest "
-                                       "generation)"))
+                                       "generation)")]
         if "max_tracked_growth_per_1000" in keys or f["kept_total"]:
             lines.append(f"  kept alive at the end ({f['kept_total']:,} objects made in the steps): " + self._where(
                 f["kept"], f["kept_total"], "none"))
         if f["garbage_total"] and ({"max_collections_per_1000", "max_full_per_1000"} & set(keys)):
             lines.append(f"  cyclic garbage the collections freed ({f['garbage_total']:,} objects): " + self._where(
                 f["garbage"], f["garbage_total"], "none"))
-        lines.append(f"  counted with {recorded()}; budgets from the test"
-                     + (f" and {self.baseline} (pytest --gc-budget-update rewrites it)" if self.baseline.is_file()
-                        else ""))
-        return "\n".join(lines)
+        return lines
 
+
+class _RerunDone(BaseException):
+    """The failing budget of a test's rerun has said where: the rest of the body is not run."""
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """A test whose budget failed without allocation sites (`sites="on failure"`) runs its
+    body once more with them traced, and its failure says where from that rerun. The
+    outcome stays the first run's: the rerun changes only the failure's words (and if the
+    rerun raises, the failure says so and keeps its types)."""
+    outcome = yield
+    failed = item.stash.get(_FAILED, None)
+    if not failed or outcome.excinfo is None or outcome.excinfo[1] is not failed["exception"]:
+        return
+    del item.stash[_FAILED]
+    where, note = _rerun_for_sites(item, failed)
+    message = "\n".join([*failed["head"], *where, f"  {note}", *failed["tail"]])
+    if hasattr(outcome, "force_exception"):  # pluggy 1.1 and later
+        outcome.force_exception(pytest.fail.Exception(message, pytrace=False))
+
+
+def _rerun_for_sites(item, failed: dict) -> tuple[list[str], str]:
+    """The failing budget's where-lines from a rerun of the test's body with allocation
+    sites traced (the fixtures are the first run's), and a line saying so."""
+    import time
+
+    start = time.monotonic()
+    item.stash[_MADE].clear()  # the rerun's budgets get the first run's indices, so their keys
+    _RERUN.update(index=failed["index"], keys=failed["keys"])
+    try:
+        item.runtest()
+    except _RerunDone:
+        pass
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # noqa: B036 (the rerun's own failure changes nothing; said in one line)
+        from .core.errors import printable
+
+        first = (printable(e).strip().splitlines() or [""])[0][:200]
+        return (failed["where"], f"(allocation sites not traced: the test's body, run again to trace them, raised "
+                                 f"{type(e).__name__}: {first}; the lines above give types only)")
+    finally:
+        where = _RERUN.pop("where", None)
+        _RERUN.clear()
+    if where is None:
+        return failed["where"], ("(allocation sites not traced: the test's body, run again to trace them, did not "
+                                 "reach the budget; the lines above give types only)")
+    return where, (f"(where: from a second run of the test's body with allocation sites traced, "
+                   f"{time.monotonic() - start:.1f} s; gc_budget(..., sites=True) traces them in the measured run)")
 
 def _top(counts: dict, n: int = 3) -> list:
     """The top `n` (site or type, count) of a diagnosis' counter: by site and type where
