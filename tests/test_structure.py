@@ -172,3 +172,12 @@ def test_gcbench_measure_loads_what_it_loaded_before_the_layers():
     assert (
         not {m for m in loaded if m.startswith(("gcbench.analysing", "gcbench.publishing"))} and "scipy" not in loaded
     )
+
+
+def test_every_command_s_parser_is_built_without_scipy():
+    """scipy.stats takes most of a second to import: a command that computes no statistic
+    (help, list, status, a refused option) does not pay it. Every command's parser is built
+    here, as `gcbench COMMAND --help` builds it; the statistics import it when first used."""
+    loaded = loaded_by("from gcbench import cli; cli.build_parser()", ("scipy", "scipy.stats"))
+    assert "gcbench.commands.run" in loaded and "gcbench.analysing.stats" in loaded
+    assert not loaded & {"scipy", "scipy.stats"}, sorted(loaded & {"scipy", "scipy.stats"})

@@ -25,7 +25,6 @@ import dataclasses
 import math
 
 import numpy as np
-from scipy import stats as sst
 
 from . import stats, summary
 from ..core import metadata, terminal
@@ -122,7 +121,7 @@ class Test:
         """The effect's interval at `level`, from the same t test as the p-value."""
         if self.se is None or self.estimate is None:
             return self.ci
-        q = 0.0 if self.se == 0 else float(sst.t.ppf(0.5 + level / 2, self.df)) * self.se
+        q = 0.0 if self.se == 0 else float(stats.sst().t.ppf(0.5 + level / 2, self.df)) * self.se
         lo, hi = self.estimate - q, self.estimate + q
         return (math.exp(lo), math.exp(hi)) if self.ratio_metric else (lo, hi)
 
@@ -145,7 +144,7 @@ def _t_test(a: np.ndarray, b: np.ndarray, paired: bool) -> tuple[float, float, f
         se, df = math.sqrt(pooled * (1 / na + 1 / nb)), na + nb - 2
     if se == 0:  # no spread at all: the difference is exact
         return (1.0 if diff == 0 else 0.0), diff, 0.0, df
-    return float(2 * sst.t.sf(abs(diff / se), df)), diff, se, df
+    return float(2 * stats.sst().t.sf(abs(diff / se), df)), diff, se, df
 
 
 def _tested(metric, a, b, effect, xa, xb, paired, margin, alpha, note: str = "", run_sd: float = 0.0,
@@ -163,7 +162,7 @@ def _tested(metric, a, b, effect, xa, xb, paired, margin, alpha, note: str = "",
         se = math.sqrt(sampled + runs)
         parts = (sampled ** 2 / df if sampled > 0 else 0.0) + (runs ** 2 / run_df if math.isfinite(run_df) else 0.0)
         df = se ** 4 / parts if parts > 0 else 10 ** 6
-        p = float(2 * sst.t.sf(abs(diff / se), df))
+        p = float(2 * stats.sst().t.sf(abs(diff / se), df))
         note = (
             note + "; " if note else ""
         ) + f"two runs apart: widened by their own level ({100 * run_sd:.0f} % per run)"

@@ -27,8 +27,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats as sst
-from scipy.optimize import brentq
+
+
+def sst():
+    """scipy.stats, imported when a statistic is first computed: it takes most of a second,
+    which every command that computes none (help, list, status, an error) would pay
+    (child.py imports it up front, where the worker's heap has always held it)."""
+    from scipy import stats
+
+    return stats
 
 LEVEL = 0.95
 POWER = 0.80
@@ -51,7 +58,7 @@ def t_interval(values, level: float = LEVEL) -> tuple[float, float] | None:
     if len(x) < MIN_PROCESSES:
         return None
     mean, se = float(x.mean()), float(x.std(ddof=1) / math.sqrt(len(x)))
-    q = float(sst.t.ppf(0.5 + level / 2, len(x) - 1))
+    q = float(sst().t.ppf(0.5 + level / 2, len(x) - 1))
     return mean - q * se, mean + q * se
 
 
@@ -261,7 +268,7 @@ def drift(wall) -> dict | None:
     cov = 0.5 * (n ** h2 + (n - 2 * third) ** h2 - 2 * (n - third) ** h2)  # of the two thirds' sums
     var = marginal * (2 * third ** h2 - 2 * cov) / third ** 2
     z = float(last.mean() - first.mean()) / math.sqrt(var)
-    p = float(2 * sst.norm.sf(abs(z)))
+    p = float(2 * sst().norm.sf(abs(z)))
     if p >= DRIFT_P:
         return None
     return {"change": change, "p": p, "hurst": DRIFT_HURST}
@@ -300,9 +307,9 @@ def t_power(delta: float, sd: float, n_a: int, n_b: int, alpha: float, paired: b
         df = df * se ** 4 / sampled ** 2
     if df < 1 or se <= 0:
         return math.nan
-    q = sst.t.ppf(1 - alpha / 2, df)
+    q = sst().t.ppf(1 - alpha / 2, df)
     nc = delta / se
-    power = float(sst.nct.sf(q, df, nc) + sst.nct.cdf(-q, df, nc))
+    power = float(sst().nct.sf(q, df, nc) + sst().nct.cdf(-q, df, nc))
     return power if math.isfinite(power) else float(nc > q)  # scipy's series fails far out in the tail
 
 
@@ -317,6 +324,8 @@ def detectable_change(sd: float, n_a: int, n_b: int, alpha: float, power: float 
         return t_power(d, sd, n_a, n_b, alpha, paired, run_sd) - power
     if f(math.log(100)) < 0:
         return None
+    from scipy.optimize import brentq
+
     return math.expm1(brentq(f, 1e-9, math.log(100)))
 
 
@@ -354,8 +363,8 @@ def run_term(cells: list[list[list[float]]], level: float = 0.95, runs: int | No
     n, dfb = float(np.mean(ns)), (runs or min(per_cell)) - 1
     var = (msb - msw) / n
     tail = (1 - level) / 2
-    low = max((msb * dfb / sst.chi2.ppf(1 - tail, dfb) - msw) / n, 0.0)
-    high = max((msb * dfb / sst.chi2.ppf(tail, dfb) - msw) / n, 0.0)
+    low = max((msb * dfb / sst().chi2.ppf(1 - tail, dfb) - msw) / n, 0.0)
+    high = max((msb * dfb / sst().chi2.ppf(tail, dfb) - msw) / n, 0.0)
     return {"cells": len(per_cell), "runs": runs or min(per_cell), "repeats": int(round(n)),
             "within_sd": math.sqrt(msw), "run_sd": math.sqrt(max(var, 0.0)), "low": math.sqrt(low),
             "high": math.sqrt(high)}
