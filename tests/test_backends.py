@@ -54,8 +54,9 @@ def reference(dataset):
     return get
 
 
-# the ViT's equivalence runs in the end-to-end tier (each compiles a 12-block model twice)
-CASES = [pytest.param(b.name, w, marks=[pytest.mark.e2e] if w == "vit" else [])
+# the ViT's and LeNet-5's equivalence run in the end-to-end tier (each compiles its model
+# twice: 4-28 s a case); the quick tier checks every backend on the MLP
+CASES = [pytest.param(b.name, w, marks=[pytest.mark.e2e] if w in ("vit", "lenet5") else [])
          for b in PYTHON_BACKENDS for w in ("mlp", "lenet5", "vit") if b.supports(w)]
 
 

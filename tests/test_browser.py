@@ -14,7 +14,8 @@ import committed
 from gcbench.publishing.report.document import STYLE
 
 REPORTS = [p / "index.html" for p in committed.reports("index.html")]
-pytestmark = pytest.mark.skipif(browser.chromium() is None, reason="no chromium on this machine")
+# the end-to-end tier: a browser per page and width (2 s each)
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(browser.chromium() is None, reason="no chromium on this machine")]
 
 
 @pytest.mark.parametrize("width", [1400, 800])

@@ -123,7 +123,7 @@ def test_a_failure_says_how_its_counts_were_taken(pytester):
     pytester.makepyfile(test_a=textwrap.dedent("""
         def test_loop(gc_budget):
             keep = []
-            with gc_budget(warmup=1, max_promotions_per_step=0) as b:
+            with gc_budget(warmup=1, max_promotions_per_step=0, sites=False) as b:  # no traced rerun: seconds
                 for _ in range(10000):  # a collection of generation 1 or more: promotions
                     with b.step():
                         keep.append([])
@@ -470,6 +470,14 @@ def test_sites_are_traced_only_in_a_rerun_of_a_failing_test(pytester, monkeypatc
     assert runs == {"test_on_failure": [0, 400], "test_on_failure_passing": [0], "test_always": [400],
                     "test_never": [0]}
 
+
+@pytest.mark.e2e
+def test_a_traced_rerun_under_xdist_and_one_that_raises(pytester, monkeypatch):
+    """The rerun of a failing budget happens on the xdist worker and its words travel in the
+    report; a rerun that raises keeps the first run's outcome, counts and types."""
+    test = pytester.makepyfile(test_sites=SITES)
+    line = next(n for n, t in enumerate(test.read_text().splitlines(), 1) if "KEEP-LINE" in t)
+    site = f"test_sites.py:{line} (list)"
     parallel = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-n", "2",
                                              "test_sites.py::test_on_failure")
     parallel.assert_outcomes(failed=1)  # the rerun happens on the worker; its words travel in the report

@@ -146,6 +146,7 @@ def test_the_public_api():
     assert gcbench.__version__.count(".") == 2
 
 
+@pytest.mark.e2e  # six measured loops of full collections in a busy heap, 8 s
 def test_compare_gives_a_verdict_on_fixed_schedules_of_a_users_loop(tmp_path):
     """Two loops measured with gcbench.measure, each run three times: one collects fully at
     steps 10 and 30, the other at step 10 only. The schedules are fixed, so compare says

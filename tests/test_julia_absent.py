@@ -269,9 +269,11 @@ def test_a_worker_whose_cell_raises_exits_with_its_own_error_not_a_signal(tmp_pa
     assert not (tmp_path / "out.json").exists()
 
 
-def test_the_julia_run_is_made_once_per_session_under_xdist(pytester):
+def test_the_julia_run_is_made_once_per_session_under_xdist(pytester, monkeypatch):
     """tests/test_julia_run.py's 8 cells are one session fixture through tests/once.py: four
     tests spread over two xdist workers make it once, and a plain session once too."""
+    for name in [k for k in os.environ if k.startswith("PYTEST_XDIST")]:  # this session's own workers
+        monkeypatch.delenv(name)
     pytester.makepyfile(once=(pathlib.Path(__file__).resolve().parent / "once.py").read_text())
     pytester.makepyfile(test_shared="""
         import pytest

@@ -123,6 +123,7 @@ RESTORE_SIGINT = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signa
                   "sys.argv[0] = 'gcbench'; runpy.run_module('gcbench', run_name='__main__')")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("sig, code, said", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
 def test_a_signal_during_a_report_from_an_archive_is_one_line_and_leaves_nothing(tmp_path, sig, code, said):
     """Item 11 and 13: Ctrl-C or SIGTERM while a report is drawn; the archive was unpacked into

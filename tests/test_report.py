@@ -328,6 +328,7 @@ def test_no_interval_or_p_value_from_fewer_than_three_processes(tmp_path):
     assert "3 or more repeats" in findings  # each claim says why it makes none
 
 
+@pytest.mark.e2e  # every committed report's plots drawn again, 8 s
 def test_every_cumulative_gc_line_of_every_committed_report_stays_inside_its_axes(tmp_path, monkeypatch):
     """Issue 32: a y-limit frozen after the first line cut off the backend that paid most."""
     import matplotlib.figure

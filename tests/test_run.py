@@ -19,6 +19,7 @@ from conftest import run_cli
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.e2e  # a whole run of four cells in worker processes, 12 s
 def test_short_jax_run_writes_valid_results(tmp_path, mnist_dir):
     out = tmp_path / "out"
     proc = run_cli("run", "--backends", "jax", "--workloads", "mlp", "--gc", "default,manual:5",
