@@ -298,6 +298,29 @@ def test_explain_bounds_its_own_time_and_says_where_it_stopped(monkeypatch):
     del heap
 
 
+@pytest.mark.parametrize("traced, total, named", [(2, 44, False), (99, 120, False), (500, 10_000, False),
+                                                   (32_311, 70_187, True), (120, 120, True)])
+def test_lines_are_named_from_a_sample_that_can_name_them(traced, total, named):
+    """A line is named from at least explain.SITES_MIN_TRACED traced objects and that share
+    of the promoted ones (the Equinox seed's step traces 32,311 of 70,187: free lists'
+    objects carry no site, though the same lines make them), and the named line says of how
+    many; 2 of 44, or a sample under a tenth, names none."""
+    py = json.loads(json.dumps(diagnose.diagnose(lambda i: None, 10)))
+    py["promoted"] = {"total": total, "traced": traced, "by_type": {"dict": total}, "by_package": {"builtins": total},
+                      "by_site": {"untraced": total - traced, "user ~/loop.py:12": traced}, "by_site_type": {},
+                      "by_user_site": {"~/loop.py:12": traced}, "made_before_the_steps": 0}
+    py["promoted_per_step"] = [total / 10] * 10
+    expl = explain.summarize({"label": "user/loop/default", "cell": {"backend": "user", "workload": "loop",
+                                                                     "policy": "default", "bookkeeping": "none"},
+                              "metadata": {"python": "3"}, "python": py})
+    kinds = {r["kind"]: r["text"] for r in expl["recommendations"]}
+    assert ("own-code" in kinds) is named and ("few-sites" in kinds) is not named, kinds
+    if named:
+        assert "~/loop.py:12" in kinds["own-code"]
+        assert (f"(of the {traced:,} of {total:,} promoted objects that carry a site)" in kinds["own-code"]) \
+            is (traced < total)
+
+
 def test_sites_are_named_only_where_traced_and_never_gcbench_s_own(tmp_path, monkeypatch):
     """Issue 55: with 2 of 44 promoted objects traced, explain said "by site: loop
     gcbench/user_loop.py:169 100 %" and "those are the lines of your loop to change". The
