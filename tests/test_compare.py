@@ -351,3 +351,28 @@ def test_the_gc_share_under_load_is_judged_beyond_what_load_moves_and_only_as_fa
         assert "CPU pressure 0.90, beyond the 0.80 of the A/As" in share.not_judged
     alike = {t.metric: t for t in compare.compare_docs(quiet, same)["rows"][0]["tests"]}["gc_share"]
     assert alike.verdict == "not judged"
+
+
+def test_user_loops_measured_in_turn_are_one_period_and_in_sequence_two_runs():
+    """Repeats without a run id (a user's loops, each its own process): where the two sides'
+    repeats interleave in time they were measured over one period, and no run term widens
+    their test; one side's repeats all before the other's are two runs apart, as ever, and
+    so are repeats of unknown start."""
+    import datetime
+
+    def dated(ds, minutes):
+        for d, m in zip(ds, minutes, strict=True):
+            d["metadata"]["date"] = (datetime.datetime(2026, 11, 27, 3, 0, tzinfo=datetime.timezone.utc)
+                                     + datetime.timedelta(minutes=m)).isoformat()
+        return ds
+
+    rng = np.random.default_rng(31)
+    a, b = docs(rng, 3, 10.0), docs(rng, 3, 25.0)
+    for minutes_a, minutes_b, apart in (([0, 2, 4], [1, 3, 5], False), ([0, 1, 2], [3, 4, 5], True)):
+        c = compare.compare_docs(dated(a, minutes_a), dated(b, minutes_b))
+        row = c["rows"][0]
+        assert row["runs_apart"] is apart
+        assert ("two runs apart" in row["tests"][0].note) is apart
+    for d in a:
+        del d["metadata"]["date"]
+    assert compare.compare_docs(a, dated(b, [1, 3, 5]))["rows"][0]["runs_apart"] is True

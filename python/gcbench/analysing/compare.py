@@ -22,6 +22,7 @@ docs/statistics.md gives the measurements behind each rule.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import math
 
 import numpy as np
@@ -173,9 +174,17 @@ def _tested(metric, a, b, effect, xa, xb, paired, margin, alpha, note: str = "",
 
 def runs_apart(va: dict, vb: dict) -> bool | None:
     """Whether two cells were measured in different invocations (True), in the same one
-    (False: repeats of both share a run id), or it cannot be told (None: a side records none)."""
+    (False: repeats of both share a run id), or it cannot be told (None: a side records none).
+    Where run ids cannot tell (a user's loops, each repeat its own process), sides whose
+    repeats interleave in time (each side's first repeat started before the other's last)
+    were measured over one period, as rounds of one run are: not apart. The run term is a
+    level shared by a run's repeats over its moment (measured between runs 20 minutes to
+    days apart), which interleaved repeats share too."""
     rounds_a, rounds_b = va.get("rounds") or [], vb.get("rounds") or []
     if not rounds_a or not rounds_b or None in rounds_a or None in rounds_b:
+        sa, sb = va.get("started") or [], vb.get("started") or []
+        if sa and sb and None not in sa and None not in sb and min(sa) < max(sb) and min(sb) < max(sa):
+            return False
         return None
     return not ({r[0] for r in rounds_a} & {r[0] for r in rounds_b})
 
@@ -610,9 +619,19 @@ def repeat_values(docs: list[ResultDoc]) -> dict:
         "machine": json_key(metadata.machine_identity(meta)) if meta.get("cpu") else None,
         "node": metadata.node_type(meta),
         "rounds": [(results.run_id(d), d["repeat"]) if results.run_id(d) else None for d in used],
+        "started": [_started(d) for d in used],
         "repeats": len(used),
         "flagged": sum(1 for f in flags.values() if f),
     }
+
+
+def _started(doc: ResultDoc) -> float | None:
+    """When a repeat started (its metadata's date), in seconds since the epoch; None if unknown."""
+    stamp = (doc.get("metadata") or {}).get("date")
+    try:
+        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else None
+    except (ValueError, AttributeError):
+        return None
 
 
 def _most(values: list) -> float | None:
