@@ -16,9 +16,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
-from simulate import PHI, SHIFT_SD, STEP_SD, ar1  # noqa: E402
+from simulate import PHI, SHIFT_SD, STEP_SD, ar1
 
-from gcbench.analysing import compare, stats  # noqa: E402
+from gcbench.analysing import compare, stats
 
 STEPS = 150
 

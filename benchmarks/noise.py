@@ -23,7 +23,7 @@ from gcbench.measuring import results
 from gcbench.analysing import stats, summary
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
-import committed  # noqa: E402
+import committed
 
 
 def measure(folder: pathlib.Path) -> dict:

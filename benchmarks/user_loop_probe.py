@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
-from test_user_loop import LOOP  # noqa: E402  (the loop the tests run, word for word)
+from test_user_loop import LOOP
 
 
 def run(script: pathlib.Path, mode: str, k: int, steps: int) -> dict:

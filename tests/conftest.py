@@ -83,7 +83,7 @@ def run_cli(*args, timeout=600, **kw):
             code = cli.main(list(args))
         except SystemExit as e:  # argparse's usage errors and --help
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-        except Exception:  # noqa: BLE001 - what the user would see: a traceback and status 1
+        except Exception:  # what the user would see: a traceback and status 1
             traceback.print_exc()
             code = 1
     return subprocess.CompletedProcess(["gcbench", *args], code, out.getvalue(), err.getvalue())

@@ -208,7 +208,7 @@ def test_each_commands_line_of_help_is_its_own():
     from gcbench import cli
 
     full = cli.build_parser()
-    actions = full._subparsers._group_actions[0]._choices_actions  # noqa: SLF001 - argparse keeps them here
+    actions = full._subparsers._group_actions[0]._choices_actions  # argparse keeps them here
     assert {a.dest: a.help for a in actions} == cli.HELP
 
 

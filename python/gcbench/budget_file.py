@@ -142,7 +142,7 @@ def line_of(text: str, key: str, name: str) -> int | None:
 
     try:
         quoted = tomlkit.key(key).as_string()
-    except Exception:  # noqa: BLE001 - a key tomlkit cannot write is on no line we can find
+    except Exception:  # a key tomlkit cannot write is on no line we can find
         return None
     inside = False
     for n, line in enumerate(text.splitlines(), 1):

@@ -24,7 +24,7 @@ import traceback
 # of moving modules. (The imports below keep the order they had; scipy.stats and
 # scipy.optimize came with the explanation's statistics, which now import them when first
 # used, so they are imported here, where the worker has always held them.)
-import scipy.optimize  # noqa: F401
+import scipy.optimize
 import scipy.stats  # noqa: F401
 
 from .analysing import explain  # noqa: F401
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"gcbench: {e}", file=sys.stderr)
         return 2
-    except Exception:  # noqa: BLE001 - the cell's own failure (a Julia error from run!, a JAX error)
+    except Exception:  # the cell's own failure (a Julia error from run!, a JAX error)
         # printed here and returned, so that the worker still leaves through `leave`: an
         # exception let out of main would run juliacall's exit hook, which with several Julia
         # threads can turn "exit 1" into a signal (PythonCall issue #764)

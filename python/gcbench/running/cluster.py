@@ -238,7 +238,7 @@ def cancel(jobs: list, log) -> None:
     for j in live:
         try:
             j.cancel(check=False)
-        except Exception as e:  # noqa: BLE001 - a job we could not cancel is named, not fatal
+        except Exception as e:  # a job we could not cancel is named, not fatal
             log(f"gcbench: could not cancel job {j.job_id}: {e}")
     if live:
         ids = sorted(_arrays(j.job_id for j in live))
@@ -327,7 +327,7 @@ def _newly_measured(cells, out_dir, run_id, seen, done_ids) -> int:
 def _done(job) -> bool:
     try:
         return job.done()
-    except Exception:  # noqa: BLE001 - a job whose state cannot be read has not ended for us
+    except Exception:  # a job whose state cannot be read has not ended for us
         return False
 
 
@@ -404,7 +404,7 @@ def _job_outcome(job) -> tuple[dict | None, str | None]:
         return None, "it ended without reporting back (killed, cancelled, preempted or out of time)"
     try:
         return job.result(), None
-    except Exception as e:  # noqa: BLE001 - submitit raises what the job raised, or that it died
+    except Exception as e:  # submitit raises what the job raised, or that it died
         text = str(e).strip().splitlines()
         return None, text[-1] if text else repr(e)
 

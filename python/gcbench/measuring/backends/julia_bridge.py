@@ -174,7 +174,7 @@ def configure(threads: int = 1, offline: bool = True) -> None:
 def gcbench_module():
     """Start Julia (once per process) and load julia/GCBench.jl; returns the module."""
     configure(int(os.environ.get("GCBENCH_JULIA_THREADS", "1")), os.environ.get("GCBENCH_JULIA_SETUP") != "1")
-    import juliacall  # noqa: PLC0415 - the one import of juliacall in gcbench
+    import juliacall  # the one import of juliacall in gcbench
 
     main = juliacall.Main
     main.include(str(julia_dir() / "GCBench.jl"))
@@ -190,7 +190,7 @@ def flush_streams() -> None:
         return
     try:
         juliacall.Main.seval("(flush(stdout); flush(stderr); nothing)")
-    except Exception:  # noqa: BLE001 - leaving anyway; nothing to report it to
+    except Exception:  # leaving anyway; nothing to report it to
         pass
 
 

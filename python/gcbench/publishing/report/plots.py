@@ -22,17 +22,17 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker as mticker  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import matplotlib.ticker as mticker
+import numpy as np
 
 from ...core import files
-from ...analysing import stats, summary  # noqa: E402
-from ...core.errors import UsageError  # noqa: E402
-from ...analysing.explain import qualifiers as explain_qualifiers  # noqa: E402
-from ...measuring.backends import BACKENDS  # noqa: E402
-from ...measuring.results import ResultDoc  # noqa: E402
-from .document import natural_key  # noqa: E402
+from ...analysing import stats, summary
+from ...core.errors import UsageError
+from ...analysing.explain import qualifiers as explain_qualifiers
+from ...measuring.backends import BACKENDS
+from ...measuring.results import ResultDoc
+from .document import natural_key
 
 DPI = 150
 WIDTH = 10.0  # every figure is as wide, so that text has one size on the page
