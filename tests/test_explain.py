@@ -1,8 +1,10 @@
 """`gcbench explain` on loops whose answer is known: a loop that keeps records, a loop that
 makes reference cycles, and a clean loop."""
 
+import gc
 import json
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -107,7 +109,11 @@ def test_explain_cli_names_the_bookkeeping_of_a_jax_loop(tmp_path):
     assert proc.returncode == 0, proc.stderr
     expl = json.loads(proc.stdout)
     sites = expl["python"]["promoted"]["by_site"]
-    assert any(k.startswith("loop gcbench/measuring/worker.py:") for k in sites)
+    if expl["python"]["promoted"]["total"]:  # Python 3.13's young threshold is 2,000 (700 before):
+        # 100 steps make no collection of generation 1 there, so nothing is promoted to name
+        assert any(k.startswith("loop gcbench/measuring/worker.py:") for k in sites)
+    else:
+        assert sys.version_info >= (3, 13) and gc.get_threshold()[0] >= 2000
     assert "timings are disturbed" in proc.stderr
     saved = json.loads((tmp_path / "explain.json").read_text())
     assert [e["label"] for e in saved["explanations"]] == ["jax/mlp/default"]

@@ -543,7 +543,18 @@ def test_the_plugin_is_registered_as_gcbench():
 @pytest.mark.slow
 def test_each_jax_backends_step_keeps_its_promotion_budget(tmp_path):
     """Issue 33, item 4: gcbench's own JAX-family steps (vit) under budgets of promotions per
-    step, in a fresh pytest process as a project's suite runs them."""
+    step, in a fresh pytest process as a project's suite runs them. The budgets were measured
+    with the package versions the cases name; other versions promote other counts (Python
+    3.10 gets jax 0.6.2 and flax 0.10.7), so there the test says so and skips."""
+    import ast
+    import importlib.metadata
+
+    line = next(t for t in (CASES / "test_backend_steps.py").read_text().splitlines()
+                if t.startswith("MEASURED_WITH = "))
+    measured = ast.literal_eval(line.split("=", 1)[1].split("#")[0].strip())
+    here = {name: importlib.metadata.version(name) for name in measured}
+    if here != measured:
+        pytest.skip(f"the budgets were measured with {measured}, this environment has {here}")
     folder = tmp_path / "suite"
     shutil.copytree(CASES, folder)
     proc = _pytest(folder, "test_backend_steps.py", "-s")

@@ -179,7 +179,9 @@ def test_explaining_keeps_no_garbage_alive_and_moves_no_full_collection():
     assert abs(explained["collections"][0] - plain["collections"][0]) <= 1, (plain, explained)
     assert explained["peak_mib"] <= plain["peak_mib"] + EXPLAIN_MEMORY_MIB, (plain, explained)
     assert explained["garbage"] >= 19_000  # every Node was cyclic garbage (the last few wait for a collection)
-    assert 0 <= explained["tracked_end"] - plain["tracked_end"] <= 1_000, (plain, explained)
+    # explaining keeps nothing alive: at most the diagnostics' own few hundred more at the end
+    # (on Python 3.10, whose first calls allocate frames, the explained loop ended 29 fewer)
+    assert -100 <= explained["tracked_end"] - plain["tracked_end"] <= 1_000, (plain, explained)
     assert abs(explained["tracked_per_1000"] - plain["tracked_per_1000"]) <= 50, (plain, explained)
 
 

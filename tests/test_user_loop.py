@@ -221,7 +221,10 @@ def test_a_memory_fix_is_reported_as_a_trade_not_a_regression(tmp_path):
         assert row["summary"].endswith("a trade, time for memory") and "less memory (-" in row["summary"]
         assert failed.returncode == 1 and "slower run" in failed.stderr and "more memory" not in failed.stderr
     summary = gcbench.to_dataframe(a, per="cell").iloc[0]
-    assert summary["rss_growth_mb_per_1000"] > 1 and summary["full_collections"] == 0
+    fixed = gcbench.to_dataframe(b, per="cell").iloc[0]
+    # as reported, full collections wait (none on 3.11 with gcbench's imports; 3 on 3.10,
+    # whose smaller heap lets the rule's quarter pass sooner): fewer than the fix makes
+    assert summary["rss_growth_mb_per_1000"] > 1 and summary["full_collections"] < fixed["full_collections"]
 
 
 @pytest.mark.e2e

@@ -149,6 +149,8 @@ class Measurement:
         # cases, and started in both (watching only when explaining), so that explaining does
         # not move the schedule it explains (its objects are there either way)
         self._diagnosis = diagnose.Diagnosis(capacity if self.explain else 0, sites=self.sites, site_steps=None)
+        if sys.version_info < (3, 11):
+            _first_calls(self._diagnosis)
         self._user_file = _caller_file()
         # gc.disable, gc.enable and gc.freeze while the loop runs: how often, and where first
         # (made here, before the loop: a call records into these without making an object)
@@ -440,6 +442,22 @@ def _caller_file() -> str:
     while frame is not None and os.path.abspath(frame.f_code.co_filename) == here:
         frame = frame.f_back
     return os.path.realpath(frame.f_code.co_filename) if frame is not None else ""
+
+
+def _first_calls(diagnosis: diagnose.Diagnosis) -> None:
+    """CPython 3.10 allocates a frame object, which the collector tracks, at a function's
+    first call, and reuses it afterwards (3.11 keeps frames off the heap): the functions a
+    step boundary calls are called once here, before the loop, so that the first boundary
+    of the timed steps makes no object a collection could start on. Each leaves what it
+    touched as it was."""
+    diagnosis.begin_step(0)
+    diagnosis.end_step(-1)  # back to step -1, none done
+    probe = StepProbe(1, rss_every=1)  # its end samples the RSS too
+    probe.begin()
+    probe.dispatched()
+    probe.end(0)
+    probe.begin()
+    probe.abort()
 
 
 def measure(name: str = "my-loop", warmup: int = 0, capacity: int = DEFAULT_CAPACITY,
