@@ -261,7 +261,7 @@ def test_garbage_never_exceeds_what_the_collector_freed():
     assert 0 < raw["garbage"]["total"] <= collected, (raw["garbage"]["total"], collected)
 
 
-def test_a_metaclass_that_makes_classes_unhashable_is_explained():
+def test_a_metaclass_that_makes_classes_unhashable_is_explained(classic_thresholds):
     """Issue 54: classes whose metaclass defines __eq__ without __hash__ cannot be hashed:
     explain numbers types by identity, counts them, and leaves nothing installed."""
     import gc

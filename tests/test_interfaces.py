@@ -25,7 +25,7 @@ def _loop(m, steps=120, keep=None):
                 keep.append([[] for _ in range(30)])  # 31 tracked objects kept per step
 
 
-def test_measure_records_a_users_loop_in_the_schema_of_a_cell(tmp_path):
+def test_measure_records_a_users_loop_in_the_schema_of_a_cell(tmp_path, classic_thresholds):
     kept = []
     with gcbench.measure("my-loop", warmup=5) as m:
         _loop(m, 125, kept)
