@@ -59,16 +59,7 @@ def run_once(target: pathlib.Path) -> None:
 
 def started(docs: list) -> float:
     """When a run's first repeat started, in seconds since the epoch (0 where unknown)."""
-    import datetime
-
-    times = []
-    for d in docs:
-        stamp = (d.get("metadata") or {}).get("date")
-        if isinstance(stamp, str):
-            try:
-                times.append(datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp())
-            except ValueError:
-                pass
+    times = [t for t in map(results.started, docs) if t is not None]
     return min(times) if times else 0.0
 
 
@@ -115,28 +106,27 @@ def levels(runs: list[tuple[str, list]] | None = None, apart_minutes: float = 0.
     pooled."""
     runs = kept_runs() + report_runs() if runs is None else runs
     cells: dict = collections.defaultdict(dict)
-    notes = []
+    heads, used = [], set()
     last: dict[str, float] = collections.defaultdict(lambda: -math.inf)
-    for name, docs in sorted(runs, key=lambda r: started(r[1])):
-        when = started(docs)
+    for when, name, docs in sorted((started(docs), name, docs) for name, docs in runs):
         kind = (docs[0].get("metadata") or {}).get("cpu", "?") if docs else "?"
         quiet = [d for d in docs if not summary.repeat_load(d)]
         by_cell = collections.defaultdict(list)
         for d in quiet:
             by_cell[same_cell(d)].append(math.log(float(np.median(d["wall_ns"])) / 1e6))
         usable = {c: x for c, x in by_cell.items() if len(x) >= 2}
-        used = when - last[kind] >= 60 * apart_minutes and bool(usable)
-        if used:
+        if when - last[kind] >= 60 * apart_minutes and usable:
             for cell, x in usable.items():
                 cells[cell][name] = x
             last[kind] = when
+            used.add(name)
         stamp = time.strftime("%Y-%m-%d %H:%M", time.gmtime(when)) if when else "time unknown"
-        notes.append(f"{name} ({kind}, {stamp} UTC): {len(docs)} repeats, {len(quiet)} quiet, "
-                     f"{summary.describe_load(docs) or 'unloaded'}{'' if used else '; not used'}")
+        heads.append((name, f"{name} ({kind}, {stamp} UTC): {len(docs)} repeats, {len(quiet)} quiet, "
+                            f"{summary.describe_load(docs) or 'unloaded'}"))
     shared = {c: r for c, r in cells.items() if len(r) >= 2}
     behind = {name for r in shared.values() for name in r}
-    notes = [n if n.endswith("not used") or n.split(" ")[0] in behind else n + "; no cell in common with another run"
-             for n in notes]
+    notes = [head + ("" if name in behind else "; no cell in common with another run" if name in used
+                     else "; not used") for name, head in heads]
     return shared, notes
 
 

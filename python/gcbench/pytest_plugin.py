@@ -72,7 +72,6 @@ DEFAULT_THRESHOLDS = (700, 10, 10)
 COUNTED = budget_file.COUNTS
 CAPACITY = 100_000
 _ACTIVE: list = []  # the budget measuring now: budgets do not nest
-SITES = (True, False, "on failure")
 _FAILED = pytest.StashKey[dict]()  # a budget's failure in this test: what to say, to say it with sites
 _MADE = pytest.StashKey[list]()  # the budgets a test made, in order (their index is part of their key)
 _RERUN: dict = {}  # while a failing test's body runs again for its sites: {"index": the failing budget's}
@@ -209,7 +208,7 @@ class Budget:
             self.measurement = Measurement(name or result_name(self.key), warmup, CAPACITY, explain=True)
         except UsageError as e:
             _fail(f"gc_budget: {e}")
-        if not any(sites is mode or (isinstance(mode, str) and sites == mode) for mode in SITES):
+        if not (sites is True or sites is False or sites == "on failure"):
             _fail(f"gc_budget: sites must be True, False or 'on failure', got {sites!r}")
         self.index = index
         self.sites_mode = sites

@@ -22,7 +22,6 @@ docs/statistics.md gives the measurements behind each rule.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import math
 
 import numpy as np
@@ -619,19 +618,10 @@ def repeat_values(docs: list[ResultDoc]) -> dict:
         "machine": json_key(metadata.machine_identity(meta)) if meta.get("cpu") else None,
         "node": metadata.node_type(meta),
         "rounds": [(results.run_id(d), d["repeat"]) if results.run_id(d) else None for d in used],
-        "started": [_started(d) for d in used],
+        "started": [results.started(d) for d in used],
         "repeats": len(used),
         "flagged": sum(1 for f in flags.values() if f),
     }
-
-
-def _started(doc: ResultDoc) -> float | None:
-    """When a repeat started (its metadata's date), in seconds since the epoch; None if unknown."""
-    stamp = (doc.get("metadata") or {}).get("date")
-    try:
-        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else None
-    except (ValueError, AttributeError):
-        return None
 
 
 def _most(values: list) -> float | None:

@@ -167,6 +167,15 @@ def run_id(doc: ResultDoc) -> str | None:
     return (doc.get("machine_state") or {}).get("run_id")
 
 
+def started(doc: ResultDoc) -> float | None:
+    """When the repeat started (its metadata's date), in seconds since the epoch; None if unknown."""
+    stamp = (doc.get("metadata") or {}).get("date")
+    try:
+        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else None
+    except (ValueError, AttributeError):
+        return None
+
+
 def label(doc: ResultDoc) -> str:
     """The repeat's name for people, e.g. `jax/mlp/default #1`."""
     from .cell import cell_label

@@ -108,6 +108,7 @@ def openssl_cap() -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+@functools.lru_cache(maxsize=None)  # find_julia asks for every candidate, status() again
 def julia_version(exe: str) -> tuple[int, ...] | None:
     """`julia --version` of an executable ("julia version 1.13.1"), or None if it does not say."""
     try:
