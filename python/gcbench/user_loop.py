@@ -190,10 +190,14 @@ class Measurement:
     def collector_state(self) -> dict:
         """The collector while the timed steps ran: how many began with it off, and the calls
         that turned it off, on or froze the heap (how many, the first one's line and step)."""
-        n = self._timed.steps
         calls = {name: {"count": c[0], "first_at": c[1], "first_step": c[2]} for name, c in self._gc_calls.items()
                  if c[0]}
-        return {"off_steps": int(n - int(self._timed.gc_enabled[:n].sum())), "calls": calls}
+        return {"off_steps": self._off_steps(), "calls": calls}
+
+    def _off_steps(self) -> int:
+        """The timed steps that began with the collector off."""
+        n = self._timed.steps
+        return n - int(self._timed.gc_enabled[:n].sum())
 
     # -- the context managers ---------------------------------------------------------
     def __enter__(self) -> Measurement:
@@ -309,7 +313,7 @@ class Measurement:
         or it was not. Frozen objects alone do not make a `freeze` loop: libraries freeze too
         (the count is in gc_state)."""
         n = self._timed.steps
-        off = n - int(self._timed.gc_enabled[:n].sum()) if n else int(not self._gc_enabled)
+        off = self._off_steps() if n else int(not self._gc_enabled)
         return self.policy or ("disable" if (off * 2 >= n if n else off) else "default")
 
     def _cell(self) -> Cell:
