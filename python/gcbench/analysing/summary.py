@@ -217,10 +217,9 @@ def repeat_load(doc: ResultDoc) -> str | None:
     # median, up to 2.06. Others ran beside it only where the load exceeds those cores + 1
     # by the share that makes a repeat loaded.
     own = (cores or 0) + 1
-    if cores and isinstance(before, (int, float)) and before - own > machineload.LOADED_SHARE * cores:
-        return f"load average {before:.1f} before the repeat, above the {own} runnable threads gcbench's own make"
-    if cores and isinstance(after, (int, float)) and after - own > machineload.LOADED_SHARE * cores:
-        return f"load average {after:.1f} after the repeat, above the {own} runnable threads gcbench's own make"
+    for when, load in (("before", before), ("after", after)):
+        if cores and isinstance(load, (int, float)) and load - own > machineload.LOADED_SHARE * cores:
+            return f"load average {load:.1f} {when} the repeat, above the {own} runnable threads gcbench's own make"
     return None
 
 
