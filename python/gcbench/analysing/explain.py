@@ -130,11 +130,11 @@ def _effect(docs: list[ResultDoc] | None, base: tuple, other: tuple, env: str | 
 
 
 HYPOTHESIS = " (a hypothesis: its effect is not measured on this loop)."
-FINDINGS = ("none", "own-code", "between", "disabled", "few-sites")
+FINDINGS = ("none", "own-code", "between", "disabled", "few-sites")  # what the diagnosis shows, not a remedy to measure
 # Allocation sites name lines only from a sample that can: at least this many promoted objects
 # traced, and this share of them (2 of 44 named a line at 100 %; the Equinox seed's step
 # traces 32,311 of 70,187, 46 %: free lists' objects carry no site, made by the same lines)
-SITES_MIN_TRACED, SITES_MIN_SHARE = 100, 0.10  # what the diagnosis shows, not a remedy to measure
+SITES_MIN_TRACED, SITES_MIN_SHARE = 100, 0.10
 
 
 def recommendations(expl: dict, docs: list[ResultDoc] | None = None, tests: bool = True) -> list[dict]:
@@ -227,7 +227,8 @@ def _user_loop_advice(expl: dict, py: dict, interval: dict, before: float, docs,
                     "so what is measured here is what the loop allocates, not what the collector costs it. Processes "
                     "forked from it (DataLoader workers) inherit the collector off and keep every cycle they make: "
                     "measure a worker's side too (docs/usage.md, \"A worker's side\")."})
-    between = [c for c in paid_collections(py) if c["step"] < 0]  # between the steps, while the loop ran
+    paid = paid_collections(py)
+    between = [c for c in paid if c["step"] < 0]  # between the steps, while the loop ran
     if between:
         full = sum(1 for c in between if c["generation"] >= 2)
         out.append({"kind": "between", "text": f"{len(between):,} collection{'s' * (len(between) != 1)} ({full:,} "
@@ -258,7 +259,7 @@ def _user_loop_advice(expl: dict, py: dict, interval: dict, before: float, docs,
         out.append({"kind": "own-code", "text": f"What reaches the oldest generation{of_traced} is allocated inside "
                     f"libraries ({inner}), called from your code at {top}: those are the lines of your loop to "
                     "change."})
-    fulls = [c for c in paid_collections(py) if c["generation"] >= 2]  # between steps too
+    fulls = [c for c in paid if c["generation"] >= 2]  # between steps too
     if fulls:
         freed = sum(c["collected"] for c in fulls)
         scanned = statistics.fmean(c["objects_at_start"][2] for c in fulls if c["objects_at_start"][2] >= 0) \
