@@ -460,7 +460,10 @@ def test_sites_are_traced_only_in_a_rerun_of_a_failing_test(pytester, monkeypatc
     out = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-s")
     out.assert_outcomes(passed=2, failed=3)
     text = out.stdout.str()
-    got = {b.split(" ", 1)[0]: b for b in text.split("_ test_")[1:]}
+    # each test's own section; pytest's short summary repeats every message in full where
+    # CI is set, so the sections end where it starts
+    sections = text.split("short test summary info", 1)[0]
+    got = {b.split(" ", 1)[0]: b for b in sections.split("_ test_")[1:]}
     # on failure: measured untraced, the body again traced, the sites from it, said so
     assert site in got["on_failure"] and "(where: from a second run of the test's body" in got["on_failure"]
     # always: traced in the measured run, no rerun; never: no sites, and it says why
