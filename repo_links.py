@@ -53,7 +53,7 @@ def rewrite(markdown: str, page_dir: str, target_of) -> str:
         if _EXTERNAL.match(target):
             return m.group(0)
         path, _, anchor = target.partition("#")
-        resolved = os.path.normpath(os.path.join(page_dir, path)).replace(os.sep, "/")
+        resolved = os.path.normpath(pathlib.PurePosixPath(page_dir, path)).replace(os.sep, "/")
         if resolved.startswith("../"):
             return m.group(0)  # outside the repository: not ours to say
         new = target_of(resolved, anchor, is_image)

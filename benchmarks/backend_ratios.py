@@ -33,7 +33,7 @@ def main() -> None:
     workloads = split_list(args.workloads)
     backends = [b.name for b in BACKENDS.values() if b.language == "python"]
     suite = Suite(backends=backends, workloads=workloads, steps=args.steps, warmup=args.warmup, repeats=args.repeats,
-                  networks={w: args.networks for w in workloads} if args.networks else {}).validate()
+                  networks=dict.fromkeys(workloads, args.networks) if args.networks else {}).validate()
     out = pathlib.Path(args.out or tempfile.mkdtemp(prefix="gcbench-ratios-"))
     out.mkdir(parents=True, exist_ok=True)
     docs = run_cells(suite.cells(), out, ["benchmarks/backend_ratios.py"], suite.timeout)

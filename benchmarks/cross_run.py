@@ -21,13 +21,14 @@ import sys
 
 import numpy as np
 
-from gcbench.publishing import archive
 from gcbench.analysing import compare, summary
 from gcbench.measuring import results
+from gcbench.publishing import archive
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 import committed  # noqa: E402
+
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
@@ -39,8 +40,8 @@ def runs_of_the_same_cells() -> dict:
             for d in results.load_dir(folder, allow_empty=True):
                 if d["status"] != "ok":
                     continue
-                key = summary.cell_key(d) + (len(d["wall_ns"]), results.batch_size(d), d["networks"],
-                                             d["data"].get("kind"), summary.node_type(d))
+                key = (*summary.cell_key(d), len(d["wall_ns"]), results.batch_size(d), d["networks"],
+                       d["data"].get("kind"), summary.node_type(d))
                 groups[key][(rep.name, results.run_id(d) or "")].append(float(np.median(d["wall_ns"])) / 1e6)
     return {k: v for k, v in groups.items() if len(v) > 1}
 
@@ -48,7 +49,7 @@ def runs_of_the_same_cells() -> dict:
 def estimate(groups: dict) -> dict:
     diffs, sampling = [], []
     for runs in groups.values():
-        (ka, a), (kb, b) = list(runs.items())[:2]
+        (_ka, a), (_kb, b) = list(runs.items())[:2]
         la, lb = np.log(a), np.log(b)
         diffs.append(float(lb.mean() - la.mean()))
         pooled = (((la - la.mean()) ** 2).sum() + ((lb - lb.mean()) ** 2).sum()) / (len(la) + len(lb) - 2)

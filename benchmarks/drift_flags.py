@@ -22,9 +22,9 @@ import sys
 
 import numpy as np
 
-from gcbench.publishing import archive
-from gcbench.measuring import results
 from gcbench.analysing import stats, summary
+from gcbench.measuring import results
+from gcbench.publishing import archive
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))

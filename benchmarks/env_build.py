@@ -18,9 +18,9 @@ import sys
 import tempfile
 import time
 
-from gcbench.running import envs
-from gcbench.measuring.backends import BACKENDS
 from gcbench.measuring import envspec
+from gcbench.measuring.backends import BACKENDS
+from gcbench.running import envs
 
 
 def du(*paths: pathlib.Path) -> int:

@@ -41,11 +41,9 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+from gcbench.measuring import data as datamod  # noqa: E402
 from simulate import docs  # noqa: E402
 from test_fuzz import mutate  # noqa: E402
-
-from gcbench.measuring import data as datamod  # noqa: E402
-
 
 COLUMNS = ["ok", "one-line error", "exit 1", "traceback", "data lost", "failure lost", "written outside", "hang"]
 CASE_TIMEOUT_S = 120
@@ -198,7 +196,7 @@ def _member(name, kind=tarfile.REGTYPE, data=b"{}", link=""):
 
 
 ARCHIVES = {
-    "../ member": _member("../escaped.json"), "absolute member": _member("/tmp/gcbench-hostile-abs.json"),
+    "../ member": _member("../escaped.json"), "absolute member": _member("/tmp/gcbench-hostile-abs.json"),  # noqa: S108 - an absolute member name, never written,
     "symlink": _member("link.json", tarfile.SYMTYPE, link="/etc/passwd"),
     "hard link": _member("hard.json", tarfile.LNKTYPE, link="/etc/passwd"),
     "device": _member("dev.json", tarfile.CHRTYPE), "fifo": _member("fifo.json", tarfile.FIFOTYPE),
@@ -662,8 +660,8 @@ def _relative_report_and_chdir(tmp):
     (tmp / "elsewhere").mkdir()
     text = ("import os\n\n\ndef test_a_moves():\n    os.chdir('elsewhere')\n\n\n" +
             _budgeted("[[] for _ in range(10)]").replace("import pytest\n", "") +
-            "\n\ndef test_z_results_where_asked():\n    import pathlib\n    os.chdir(%r)\n"
-            "    assert list(pathlib.Path('res').glob('*.json')), 'DATA LOST: no result in ./res'\n" % str(tmp))
+            f"\n\ndef test_z_results_where_asked():\n    import pathlib\n    os.chdir({str(tmp)!r})\n"
+            "    assert list(pathlib.Path('res').glob('*.json')), 'DATA LOST: no result in ./res'\n")
     return {"args": ["pytest:", text, "--gc-budget-report=res", "-p", "no:randomly"], "expect": 0}
 
 

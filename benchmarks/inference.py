@@ -16,9 +16,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
-from simulate import PHI, SHIFT_SD, STEP_SD, ar1
-
 from gcbench.analysing import compare, stats
+from simulate import PHI, SHIFT_SD, STEP_SD, ar1
 
 STEPS = 150
 
@@ -31,7 +30,7 @@ def log_medians(rng, cells, repeats, shift=0.0):
 def calls(rng, effect, pairs, repeats):
     a, b = log_medians(rng, pairs, repeats), log_medians(rng, pairs, repeats, math.log(effect))
     out = {}
-    for x, y in zip(a, b, strict=False):
+    for x, y in zip(a, b, strict=True):
         t = compare.test_median({"medians": np.exp(x)}, {"medians": np.exp(y)}, compare.MIN_EFFECT, compare.ALPHA)
         compare.conclude([t], compare.ALPHA)
         out[t.verdict] = out.get(t.verdict, 0) + 1

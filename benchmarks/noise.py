@@ -18,9 +18,9 @@ import sys
 
 import numpy as np
 
-from gcbench.publishing import archive
-from gcbench.measuring import results
 from gcbench.analysing import stats, summary
+from gcbench.measuring import results
+from gcbench.publishing import archive
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 import committed
@@ -39,7 +39,7 @@ def measure(folder: pathlib.Path) -> dict:
         if len(x) >= 2:
             ss += float(((x - x.mean()) ** 2).sum())
             df += len(x) - 1
-            logs[key] = {d["repeat"]: v for d, v in zip(group, x, strict=False)}
+            logs[key] = {d["repeat"]: v for d, v in zip(group, x, strict=True)}
         sched = stats.schedule([summary.full_collections(d) for d in group])
         if sched["total"] and sched["repeats"] >= 2:
             fixed += sched["constant"]

@@ -148,8 +148,9 @@ def main() -> None:
     a = ap.parse_args()
     HERE.mkdir(exist_ok=True)
     have = len(list(HERE.glob("run*.tar.gz")))
-    from gcbench.core import machineload
     import os
+
+    from gcbench.core import machineload
 
     next_start = time.time()
     for k in range(have, have + a.runs):

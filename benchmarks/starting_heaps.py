@@ -42,9 +42,11 @@ def child(args: argparse.Namespace) -> None:
     """One run, in this fresh process: the starting heap first, then the worker's imports."""
     keep = [[] for _ in range(args.k)]  # noqa: F841 - alive until the process ends: long-lived
     if args.order == "jax-first":
-        import flax.nnx  # noqa: F401
+        # isort: off - the order the measured runs used
         import equinox  # noqa: F401
+        import flax.nnx  # noqa: F401
         import jax  # noqa: F401
+        # isort: on
     import gc
 
     import numpy as np

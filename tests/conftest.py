@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
@@ -97,7 +98,7 @@ def fake_job_controller(folder, seconds: int = 120) -> subprocess.Popen:
                              "submitit.local._local", str(folder)])
     cmdline = f"/proc/{proc.pid}/cmdline"
     for _ in range(1000):
-        if not os.path.exists(cmdline):
+        if not pathlib.Path(cmdline).exists():
             break  # no /proc here: the caller sees the process id alone
         with open(cmdline, "rb") as f:
             if b"submitit.local._local" in f.read():
@@ -124,9 +125,11 @@ def assert_one_line_error(proc, *fragments):
     """A refused command: exit code 2, one line on standard error naming what was wrong,
     and no traceback anywhere."""
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    assert "Traceback" not in proc.stderr
+    assert "Traceback" not in proc.stdout
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("gcbench: error: "), proc.stderr
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("gcbench: error: "), proc.stderr
     for f in fragments:
         assert f in lines[0], lines[0]
 

@@ -10,9 +10,9 @@ import pytest
 
 from gcbench.measuring import data as datamod
 from gcbench.measuring.backends import BACKENDS
+from gcbench.measuring.workloads import WORKLOADS, init_params
 from gcbench.running.config import Suite
 from gcbench.running.runner import run_cells
-from gcbench.measuring.workloads import WORKLOADS, init_params
 
 pytestmark = pytest.mark.usefixtures("exact_float32")  # TF32 on GPUs would move the vit losses by 1e-4
 
@@ -61,7 +61,7 @@ CASES = [pytest.param(b.name, w, marks=[pytest.mark.e2e] if w in ("vit", "lenet5
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend_name,workload_name", CASES)
+@pytest.mark.parametrize(("backend_name", "workload_name"), CASES)
 def test_backend_is_equivalent_to_jax(backend_name, workload_name, dataset, reference):
     backend = BACKENDS[backend_name]
     if not backend.availability()[0]:
@@ -84,7 +84,8 @@ def test_every_python_backend_supports_mlp_and_lenet5():
     assert {b.name for b in PYTHON_BACKENDS} == {
         "jax", "jax-vmap", "equinox-filter", "equinox-partition", "nnx", "nnx-split"}
     for b in PYTHON_BACKENDS:
-        assert b.supports("mlp") and b.supports("lenet5")
+        assert b.supports("mlp")
+        assert b.supports("lenet5")
         assert b.supports("vit") == (b.name != "jax-vmap")
 
 
@@ -92,7 +93,8 @@ def test_missing_package_makes_backend_unavailable_not_a_crash(tmp_path, monkeyp
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "equinox" else real(name, *a))
     ok, reason = BACKENDS["equinox-filter"].availability()
-    assert not ok and "equinox" in reason
+    assert not ok
+    assert "equinox" in reason
     assert BACKENDS["nnx"].availability() == (True, "")
     cells = Suite(backends=["equinox-filter", "jax-vmap"], workloads=["vit"], steps=2, repeats=1).validate().cells()
     docs = run_cells(cells, tmp_path, ["test"], 60, log=lambda *_: None, progress=False)

@@ -3,13 +3,12 @@ import re
 import numpy as np
 import pytest
 
-from gcbench.analysing import bisect
-from gcbench.running import envs
-from gcbench.measuring import results
-from gcbench.measuring.cell import Cell
-from gcbench.core.errors import UsageError
-from gcbench.measuring import envspec
 from conftest import run_cli
+from gcbench.analysing import bisect
+from gcbench.core.errors import UsageError
+from gcbench.measuring import envspec, results
+from gcbench.measuring.cell import Cell
+from gcbench.running import envs
 
 CELL = ("equinox-filter", "vit", "default")
 
@@ -57,16 +56,22 @@ def test_table_marks_the_first_version_that_changed(bisect_dir):
     tab = bisect.table(docs, "equinox", CELL, bisect.get_metric("gc_share"), 2.0)
     assert [r["version"] for r in tab["rows"]] == ["0.11.11", "0.12.0", "0.12.2", "0.13.2", "0.13.8"]
     rows = {r["version"]: r for r in tab["rows"]}
-    assert rows["0.11.11"]["value"] == pytest.approx(0.5, rel=0.05) and rows["0.12.0"]["runs"] == 3
+    assert rows["0.11.11"]["value"] == pytest.approx(0.5, rel=0.05)
+    assert rows["0.12.0"]["runs"] == 3
     assert rows["0.12.2"]["change"] == pytest.approx(2.0 / 0.55, rel=0.05)
-    assert tab["first_change"] == "0.12.2" and rows["0.12.2"]["first_change"]
-    assert rows["0.12.2"]["p_adj"] < 0.05 and rows["0.12.0"]["p_adj"] >= 0.0
+    assert tab["first_change"] == "0.12.2"
+    assert rows["0.12.2"]["first_change"]
+    assert rows["0.12.2"]["p_adj"] < 0.05
+    assert rows["0.12.0"]["p_adj"] >= 0.0
     assert not rows["0.13.2"].get("first_change")
-    assert rows["0.13.8"]["status"] == "unavailable" and "No matching distribution" in rows["0.13.8"]["reason"]
-    assert rows["0.12.2"]["median_ms"] == pytest.approx(100.0, rel=0.01) and rows["0.12.2"]["full_per_1000"] == 10
+    assert rows["0.13.8"]["status"] == "unavailable"
+    assert "No matching distribution" in rows["0.13.8"]["reason"]
+    assert rows["0.12.2"]["median_ms"] == pytest.approx(100.0, rel=0.01)
+    assert rows["0.12.2"]["full_per_1000"] == 10
     text = bisect.format_table(tab)
     line = next(line for line in text.splitlines() if line.startswith("0.12.2"))
-    assert "<- first change > 2x" in line and re.search(r"x3\.[5-8]\d \(p=", line)
+    assert "<- first change > 2x" in line
+    assert re.search(r"x3\.[5-8]\d \(p=", line)
     assert "gc_share" not in text.splitlines()[1]  # the GC % column is the metric: not shown twice
     assert "unavailable: No matching distribution found for jax==9" in text
 
@@ -75,7 +80,8 @@ def test_a_change_with_one_repeat_is_shown_but_never_marked(tmp_path):
     folder = tmp_path / "one"
     write_versions(folder, [("1.0", 0.005), ("1.1", 0.05)], repeats=1)
     tab = bisect.table(results.load_dir(folder), "equinox", CELL, bisect.get_metric("gc_share"), 1.5)
-    assert tab["rows"][1]["change"] == pytest.approx(10, rel=0.1) and tab["first_change"] is None
+    assert tab["rows"][1]["change"] == pytest.approx(10, rel=0.1)
+    assert tab["first_change"] is None
     assert "untested: fewer than 3 repeats" in bisect.format_table(tab)
 
 
@@ -91,11 +97,14 @@ def test_fixed_schedules_of_full_collections_are_compared_exactly(tmp_path):
         return bisect.table(results.load_dir(folder), "equinox", CELL, bisect.get_metric("full_gc"), 2.0)
 
     tab = write(tmp_path / "fixed", 2)  # 2 against 20 in every repeat: a fact, not a sample
-    assert tab["first_change"] == "1.1" and tab["rows"][1]["change"] == pytest.approx(10)
-    assert tab["rows"][1]["exact"] and tab["rows"][1]["full_per_repeat"] == [20, 20]
+    assert tab["first_change"] == "1.1"
+    assert tab["rows"][1]["change"] == pytest.approx(10)
+    assert tab["rows"][1]["exact"]
+    assert tab["rows"][1]["full_per_repeat"] == [20, 20]
     assert "(exact: fixed schedules)" in bisect.format_table(tab)
     one = write(tmp_path / "one", 1)  # one repeat cannot show that a schedule is fixed
-    assert one["first_change"] is None and "untested" in bisect.format_table(one)
+    assert one["first_change"] is None
+    assert "untested" in bisect.format_table(one)
 
 
 def test_factor_and_floor(bisect_dir, tmp_path):
@@ -106,7 +115,8 @@ def test_factor_and_floor(bisect_dir, tmp_path):
     write_versions(quiet, [("1.0", 0.0), ("1.1", 0.0005), ("1.2", 0.003)])
     tab = bisect.table(results.load_dir(quiet), "equinox", CELL, bisect.get_metric("gc_share"), 1.5)
     assert tab["rows"][1]["change"] == pytest.approx(1.0)
-    assert tab["first_change"] == "1.2" and tab["rows"][2]["change"] == pytest.approx(3.0, rel=0.05)
+    assert tab["first_change"] == "1.2"
+    assert tab["rows"][2]["change"] == pytest.approx(3.0, rel=0.05)
 
 
 def test_given_versions_order_the_table_and_missing_ones_are_named(bisect_dir):
@@ -136,7 +146,7 @@ def test_plan_envs_keeps_the_base_and_replaces_the_package():
         bisect.plan_envs("equinox", ["1.0", "1.0"], base)
 
 
-@pytest.mark.parametrize("text, message", [
+@pytest.mark.parametrize(("text", "message"), [
     ("equinox-filter/vit", "BACKEND/WORKLOAD/POLICY"),
     ("nope/vit/default", "unknown backend"),
     ("jax-vmap/vit/default", "does not implement workload vit"),
@@ -153,10 +163,12 @@ def test_bisect_cli_on_written_results(bisect_dir, tmp_path):
     assert out.returncode == 0, out.stderr
     assert "equinox bisect of equinox-filter/vit/default: GC share of CPU time" in out.stdout
     marked = [line for line in out.stdout.splitlines() if "first change" in line]
-    assert len(marked) == 1 and marked[0].startswith("0.12.2")
+    assert len(marked) == 1
+    assert marked[0].startswith("0.12.2")
     assert not (bisect_dir / "bisect.json").exists()  # --results reads; it writes nothing there
     md = (tmp_path / "reports" / "res" / "index.md").read_text()
-    assert "The first version whose gc share of cpu time" in md and "`equinox 0.12.2`" in md
+    assert "The first version whose gc share of cpu time" in md
+    assert "`equinox 0.12.2`" in md
     assert (tmp_path / "reports" / "res" / "bisect.png").read_bytes()[:4] == b"\x89PNG"
     assert "| py3.11 equinox==0.12.2 | 3.11.7 | 0.12.2 |" in md  # the environments, with what differs
     # the report carries the table it showed: rebuilt from its own archive, it shows it again
@@ -165,11 +177,12 @@ def test_bisect_cli_on_written_results(bisect_dir, tmp_path):
     again = (tmp_path / "reports" / "res" / "index.md").read_text()
     def section(text):
         return text[text.index("## Bisect"):text.index("## Summary")]
-    assert section(again) == section(md) and "`equinox 0.12.2`" in again
+    assert section(again) == section(md)
+    assert "`equinox 0.12.2`" in again
 
 
 @pytest.mark.parametrize(
-    "args, message",
+    ("args", "message"),
     [
         (["--cell", "equinox-filter/vit/default"], "--versions is needed"),
         (["--cell", "equinox-filter/vit/default", "--versions", "1.0", "--metric", "speed"], "unknown metric"),
@@ -184,7 +197,8 @@ def test_bisect_cli_on_written_results(bisect_dir, tmp_path):
 def test_bisect_cli_usage_errors(args, message):
     out = run_cli("bisect", "--package", "equinox", *args)
     assert out.returncode == 2
-    assert message in out.stderr and "Traceback" not in out.stderr
+    assert message in out.stderr
+    assert "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
 
 
@@ -198,7 +212,8 @@ def test_a_repeat_under_load_is_left_out_and_the_table_says_so(tmp_path):
         write_version(folder, "1.1", 0.01, repeat=r)
     tab = bisect.table(results.load_dir(folder), "equinox", CELL, bisect.get_metric("gc_share"), 1.5)
     rows = {r["version"]: r for r in tab["rows"]}
-    assert rows["1.1"]["used"] == 3 and rows["1.0"]["used"] == 3
+    assert rows["1.1"]["used"] == 3
+    assert rows["1.0"]["used"] == 3
     assert rows["1.1"]["value"] == pytest.approx(1.0, rel=0.05)  # the loaded repeat's 20 % is not in it
     assert tab["first_change"] is None
     line = next(line for line in bisect.format_table(tab).splitlines() if line.startswith("1.1"))

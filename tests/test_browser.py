@@ -23,7 +23,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.skipif(browser.chromium() is None, re
 def test_committed_report_reads_whole(page, width):
     assert browser.problems(page, width) == []
     got = browser.measure(page, width)
-    assert got["tables"] and len(got["images"]) == page.read_text().count("<img ") > 0
+    assert got["tables"]
+    assert len(got["images"]) == page.read_text().count("<img ") > 0
 
 
 def _page(tmp_path, body: str, style: str = STYLE) -> pathlib.Path:
@@ -46,7 +47,8 @@ def test_the_check_sees_a_broken_image(tmp_path):
 def test_the_check_sees_a_table_wider_than_its_column_at_1400(tmp_path):
     page = _page(tmp_path, _table(40, "wide-column-text-"))
     found = browser.problems(page, 1400)
-    assert len(found) == 1 and found[0].startswith("table 1 ('wide-column-text-0') is ")
+    assert len(found) == 1
+    assert found[0].startswith("table 1 ('wide-column-text-0') is ")
     assert browser.problems(page, 800) == []  # narrower, it may scroll: its first column stays
 
 
@@ -69,6 +71,7 @@ def test_a_figure_keeps_its_text_legible_at_800_px(tmp_path):
     data = base64.b64encode(png.read_bytes()).decode()
     body = f'<p><a href="x.png"><span class="figure"><img alt="fig" src="data:image/png;base64,{data}"></span></a></p>'
     shrunk = browser.problems(_page(tmp_path, body, style=STYLE.replace(".figure img{max-width:none", ".x{")), 800)
-    assert len(shrunk) == 1 and "too small to read" in shrunk[0]
+    assert len(shrunk) == 1
+    assert "too small to read" in shrunk[0]
     assert browser.problems(_page(tmp_path, body), 800) == []
     assert browser.problems(_page(tmp_path, body), 1400) == []

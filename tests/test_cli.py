@@ -16,7 +16,7 @@ from gcbench import __version__
 from gcbench.measuring import data as datamod
 
 
-@pytest.mark.parametrize("args,fragments", [
+@pytest.mark.parametrize(("args", "fragments"), [
     (["--backends", "pytorch"], ["unknown backend 'pytorch'", "valid backends: jax"]),
     (["--workloads", "resnet"], ["unknown workload 'resnet'", "mlp, lenet5, vit"]),
     (["--gc", "sometimes"], ["unknown GC policy 'sometimes'", "manual:K"]),
@@ -75,7 +75,7 @@ def test_version_names_the_commit_of_a_git_checkout():
     assert proc.returncode == 0
 
 
-@pytest.mark.parametrize("content, fragment", [
+@pytest.mark.parametrize(("content", "fragment"), [
     ('backends = ["jax"]\nstepz = 4\n', "unknown keys stepz"),
     ("gc = 5\n", "gc must be a list of names"),
     ("backends = 5\n", "backends must be a list of names"),
@@ -107,7 +107,8 @@ def test_gc_as_one_string_is_a_list_of_one(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text('gc = "default"\nbackends = "jax"\nbatch_size = 32\n[networks]\nmlp = 2\n')
     suite = config.load_suite(str(path))
-    assert suite.gc == ["default"] and suite.backends == ["jax"]
+    assert suite.gc == ["default"]
+    assert suite.backends == ["jax"]
     assert [c.batch_size for c in suite.cells()][:1] == [32]
 
 
@@ -145,8 +146,10 @@ def test_list_shows_backends_workloads_and_policies():
     proc = run_cli("list")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "jax" in out and "available" in out
-    assert "44,426 params/network" in out and "4,992 params/network" in out
+    assert "jax" in out
+    assert "available" in out
+    assert "44,426 params/network" in out
+    assert "4,992 params/network" in out
     for policy in ("default", "freeze", "disable", "manual:K"):
         assert policy in out
 
@@ -154,7 +157,8 @@ def test_list_shows_backends_workloads_and_policies():
 def test_list_json():
     doc = json.loads(run_cli("list", "--json").stdout)
     names = {b["name"]: b for b in doc["backends"]}
-    assert names["jax"]["available"] and (names["flux"]["available"] or names["flux"]["reason"])
+    assert names["jax"]["available"]
+    assert (names["flux"]["available"] or names["flux"]["reason"])
     assert {w["name"]: w["params_per_network"] for w in doc["workloads"]} == {
         "mlp": 4992,
         "lenet5": 44426,
@@ -201,7 +205,8 @@ def test_help_and_version_load_no_command_module():
             "print('LOADED', sorted(m for m in ('numpy', 'scipy', 'jsonschema') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "LOADED []" in proc.stdout, proc.stdout[-500:] + proc.stderr[-500:]
-    assert "julia-setup" in proc.stdout and "gcbench 0." in proc.stdout
+    assert "julia-setup" in proc.stdout
+    assert "gcbench 0." in proc.stdout
 
 
 def test_each_commands_line_of_help_is_its_own():
@@ -267,7 +272,9 @@ def test_a_ctrl_c_that_cpython_swallows_in_a_callback_still_ends_as_an_interrupt
     monkeypatch.setattr(list_command, "main", interrupted_in_a_callback)
     assert cli.main(["list"]) == 130
     err = capsys.readouterr().err
-    assert err.strip() == "gcbench: interrupted" and "Traceback" not in err and "ignored" not in err
+    assert err.strip() == "gcbench: interrupted"
+    assert "Traceback" not in err
+    assert "ignored" not in err
 
 
 def test_an_interrupt_turned_into_another_error_is_still_an_interrupt():
@@ -292,10 +299,11 @@ def test_an_interrupt_turned_into_another_error_is_still_an_interrupt():
 def test_an_empty_out_is_refused(tmp_path):
     for command in (["run", *TINY_RUN], ["report", str(ok_results_folder(tmp_path / "r"))]):
         assert_one_line_error(run_cli(*command, "--out", "", cwd=tmp_path), "--out '' names no folder")
-    assert not (tmp_path / "results").exists() and not (tmp_path / "reports").exists()
+    assert not (tmp_path / "results").exists()
+    assert not (tmp_path / "reports").exists()
 
 
-@pytest.mark.parametrize("signum, code, word", [(15, 143, "terminated"), (2, 130, "interrupted")])
+@pytest.mark.parametrize(("signum", "code", "word"), [(15, 143, "terminated"), (2, 130, "interrupted")])
 def test_a_flow_ended_by_a_signal_exits_with_its_code(monkeypatch, capsys, signum, code, word):
     """Issue 54: a bisect stopped by SIGTERM exited 130, as for Ctrl-C: a flow's
     runner.Interrupted now gives the signal's own exit code, in one line."""
@@ -326,5 +334,6 @@ def test_an_installer_leaves_nothing_in_the_temporary_folder(tmp_path, monkeypat
     code, out = envs._run([sys.executable, "-c", "import os, tempfile; open(os.path.join(tempfile.gettempdir(), "
                                               "'uv-setuptools-1.lock'), 'w').close(); print(tempfile.gettempdir())"],
                           io.StringIO())
-    assert code == 0 and out.strip().startswith(str(tmp_path / "gcbench-install-"))
+    assert code == 0
+    assert out.strip().startswith(str(tmp_path / "gcbench-install-"))
     assert list(tmp_path.iterdir()) == []

@@ -21,7 +21,8 @@ def verdict(name: str) -> str:
 
 def test_the_commit_bisect_opens_with_its_commit():
     first = verdict("cpu-vit-bisect-equinox-commits").split("\n\n")[0]
-    assert first.startswith("The first bad commit of equinox") and "`0277a3015`" in first
+    assert first.startswith("The first bad commit of equinox")
+    assert "`0277a3015`" in first
     assert "perf: code generation" in first
 
 
@@ -33,9 +34,12 @@ def test_the_reproductions_open_with_what_reproduced():
                  r"for the hardware\), (\d+) partly, (\d+) not, (\d+) not run\. reproduced: 000:", first)
     assert m, first
     total, *kinds = map(int, m.groups())
-    assert total == 13 and total == kinds[0] + sum(kinds[2:])
-    assert "not: 000: Flax NNX" in first and "(only within the widened interval)" in first
-    assert "not run: 001: step time" in first and "(Flux: no Julia" in first
+    assert total == 13
+    assert total == kinds[0] + sum(kinds[2:])
+    assert "not: 000: Flax NNX" in first
+    assert "(only within the widened interval)" in first
+    assert "not run: 001: step time" in first
+    assert "(Flux: no Julia" in first
 
 
 def test_cpu_vits_verdict_and_findings_agree():
@@ -68,7 +72,8 @@ def test_the_commit_bisect_lists_its_commits_in_history_order():
     history = re.findall(r"^\| `([0-9a-f]{9})` \| \d{4}-\d\d-\d\d \|", page, re.M)
     summary = list(dict.fromkeys(re.findall(r"^\| equinox-filter/vit/default \\\[py3\.11 equinox@([0-9a-f]{9})",
                                             page, re.M)))
-    assert len(history) >= 5 and summary == history
+    assert len(history) >= 5
+    assert summary == history
 
 
 def test_the_policy_comparison_opens_with_what_each_policy_did():
@@ -88,7 +93,8 @@ def test_the_environment_matrix_opens_with_which_versions_move_the_count():
     assert first.startswith("Which versions move the full collections")
     filt = first.split("`equinox-filter/vit/default`", 1)[1].split("`equinox-partition", 1)[0]
     assert "it moves with equinox (0.12.2 -&gt; 0.13.8: 16 -&gt; 6)" in filt  # the largest change first
-    assert "not with" in filt and "jax (0.10.2 -&gt; 0.12.0.1: 5 -&gt; 5" in filt.split("not with", 1)[1]
+    assert "not with" in filt
+    assert "jax (0.10.2 -&gt; 0.12.0.1: 5 -&gt; 5" in filt.split("not with", 1)[1]
 
 
 def test_the_published_reports_are_what_git_tracks_and_a_users_own_are_not_read(tmp_path):

@@ -7,10 +7,11 @@ import re
 import numpy as np
 import pytest
 
+from conftest import run_cli
 from gcbench.analysing import compare
 from gcbench.measuring import results
-from conftest import run_cli
 from simulate import docs
+
 
 def test_a_folder_against_itself_is_the_same_or_inconclusive():
     rng = np.random.default_rng(5)
@@ -29,9 +30,15 @@ def test_gc_and_full_collection_changes_are_tested_on_repeats():
     b = docs(rng, 3, 30.0)
     c = compare.compare_docs(a, b)
     median, share, full, mean, colls = c["rows"][0]["tests"]
-    assert full.verdict == "fewer full GCs" and full.exact and full.b == 0 and full.a == pytest.approx(50)
-    assert colls.verdict == "fewer collections" and colls.exact and colls.a == pytest.approx(50)
-    assert share.verdict == "less GC" and share.effect < -0.03
+    assert full.verdict == "fewer full GCs"
+    assert full.exact
+    assert full.b == 0
+    assert full.a == pytest.approx(50)
+    assert colls.verdict == "fewer collections"
+    assert colls.exact
+    assert colls.a == pytest.approx(50)
+    assert share.verdict == "less GC"
+    assert share.effect < -0.03
     assert median.verdict in ("same", "inconclusive")  # one step in 20 costs more: the median does not move
     # ... but the time a run takes does: 50 ms every 20 steps of 30 ms is 2.5 ms a step, 8 %
     assert mean.effect < 1  # (8 % by construction; three noisy repeats a side estimate it loosely)
@@ -49,9 +56,10 @@ def test_the_mean_step_answers_what_the_median_cannot():
     rng = np.random.default_rng(16)
     c = compare.compare_docs(docs(rng, 5, 30.0, full_every=10, pause_ms=100, run_id="r1"),
                              docs(rng, 5, 30.0, run_id="r1"))
-    median, share, full, mean, _ = c["rows"][0]["tests"]
+    median, _share, _full, mean, _ = c["rows"][0]["tests"]
     assert median.verdict in ("same", "inconclusive")
-    assert mean.verdict == "faster run" and mean.effect == pytest.approx(30 / 40, rel=0.05)
+    assert mean.verdict == "faster run"
+    assert mean.effect == pytest.approx(30 / 40, rel=0.05)
     assert mean.ci[0] < mean.effect < mean.ci[1] < 1
     assert "faster run (-2" in c["rows"][0]["summary"]
 
@@ -60,7 +68,8 @@ def test_one_repeat_cannot_be_called_faster():
     rng = np.random.default_rng(7)
     c = compare.compare_docs(docs(rng, 1, 10.0), docs(rng, 1, 30.0))
     median = c["rows"][0]["tests"][0]
-    assert median.verdict == "inconclusive" and "3 or more repeats" in median.note
+    assert median.verdict == "inconclusive"
+    assert "3 or more repeats" in median.note
     assert c["detectable"] is None
 
 
@@ -77,9 +86,11 @@ def test_pairs_that_differ_in_settings_are_refused_unless_forced():
     for d in b:
         d["networks"] = 50
     c = compare.compare_docs(a, b)
-    assert not c["rows"] and c["refused"] == ["jax/mlp/default: networks 2 in A, 50 in B; steps 300 in A, 200 in B"]
+    assert not c["rows"]
+    assert c["refused"] == ["jax/mlp/default: networks 2 in A, 50 in B; steps 300 in A, 200 in B"]
     forced = compare.compare_docs(a, b, force=True)
-    assert forced["rows"] and forced["rows"][0]["forced"]
+    assert forced["rows"]
+    assert forced["rows"][0]["forced"]
     other_machine = docs(rng, 3, 10.0)
     for d in other_machine:
         d["metadata"]["cpu"] = "another cpu"
@@ -112,17 +123,21 @@ def test_two_kinds_of_machine_compare_on_counts_and_say_times_are_not_compared(t
     by = {t.metric: t for t in row["tests"]}
     assert {by[m].verdict for m in ("median", "mean", "gc_share")} == {"not judged"}
     assert "other machine: A ran on sim x2, B on another cpu x2" in by["median"].not_judged
-    assert by["full_rate"].verdict == "same" and by["full_rate"].exact and by["collections"].verdict == "same"
+    assert by["full_rate"].verdict == "same"
+    assert by["full_rate"].exact
+    assert by["collections"].verdict == "same"
     folder_a, folder_b = _folder(tmp_path / "a", a), _folder(tmp_path / "b", same_counts)
     gate = ("--fail-on", "slower,slower-run,more-gc,more-full-gc")
     proc = run_cli("compare", str(folder_a), str(folder_b), *gate)
     assert proc.returncode == 0, proc.stderr
     first = " ".join(proc.stdout.split("repeats are the unit")[0].split())
     assert first.startswith("times are not compared across kinds of machine (A ran on sim x2, B on another cpu x2)")
-    assert "not judged" in proc.stderr and "the counts still gate" in proc.stderr
+    assert "not judged" in proc.stderr
+    assert "the counts still gate" in proc.stderr
     more = _folder(tmp_path / "more", _on(docs(rng, 3, 30.0, full_every=25, pause_ms=15), cpu="another cpu"))
     proc = run_cli("compare", str(folder_a), str(more), *gate)
-    assert proc.returncode == 1 and proc.stderr.strip().endswith("jax/mlp/default more full GCs"), proc.stderr
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip().endswith("jax/mlp/default more full GCs"), proc.stderr
 
 
 def test_times_from_a_loaded_machine_are_not_judged_and_no_fail_on_fires_on_them(tmp_path):
@@ -139,9 +154,11 @@ def test_times_from_a_loaded_machine_are_not_judged_and_no_fail_on_fires_on_them
     by = {t.metric: t for t in c["rows"][0]["tests"]}
     assert by["median"].verdict == by["mean"].verdict == "not judged"
     assert "loaded machine: A 3 of 3 repeats loaded, other processes used 1.3 of 2 cores" in by["median"].not_judged
-    assert by["gc_share"].note.startswith("in CPU time") and by["gc_share"].verdict == "not judged"
+    assert by["gc_share"].note.startswith("in CPU time")
+    assert by["gc_share"].verdict == "not judged"
     assert "within what load alone moves it (x1.2)" in by["gc_share"].not_judged
-    assert by["full_rate"].verdict == "same" and by["full_rate"].exact
+    assert by["full_rate"].verdict == "same"
+    assert by["full_rate"].exact
     assert compare.overall(c["rows"][0]["tests"]).endswith("times not judged")
     a, b = _folder(tmp_path / "a", loaded), _folder(tmp_path / "b", quiet)
     proc = run_cli("compare", str(a), str(b), "--fail-on", "slower,slower-run,more-gc,more-full-gc")
@@ -163,7 +180,8 @@ def test_environments_are_part_of_the_key():
     a = [d for e in envs for d in docs(rng, 3, 10.0, env=e)]
     b = [d for e in envs for d in docs(rng, 3, 10.0, env=e)]
     c = compare.compare_docs(a, b)
-    assert len(c["rows"]) == 2 and {r["key_a"][3] for r in c["rows"]} == {"py3.11 jax==0.8.0", "py3.12 jax==0.8.0"}
+    assert len(c["rows"]) == 2
+    assert {r["key_a"][3] for r in c["rows"]} == {"py3.11 jax==0.8.0", "py3.12 jax==0.8.0"}
 
 
 def test_two_folders_that_differ_only_in_environment_pair_across_it():
@@ -192,13 +210,15 @@ def test_compare_cli_text_and_json(tmp_path):
     lines = proc.stdout.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("jax/mlp/default"))
     change = float(re.search(r"([+-][\d.]+) % \(", lines[at]).group(1))  # the median's change, its first
-    assert lines[at + 1].lstrip().startswith("slower (+") and 70 < change < 130  # 2 x, and its verdict below
+    assert lines[at + 1].lstrip().startswith("slower (+")
+    assert 70 < change < 130
     assert "smallest change of a median detected with 80 % power at 3 repeats per cell" in proc.stdout
     assert "Benjamini-Hochberg" in proc.stdout
     proc = run_cli("compare", str(a), str(a), "--json")
     doc = json.loads(proc.stdout)
     assert {r["verdict"] for r in doc["rows"]} <= {"same", "inconclusive"}
-    assert doc["rows"][0]["tests"][0]["metric"] == "median" and doc["min_effect"] == 0.05
+    assert doc["rows"][0]["tests"][0]["metric"] == "median"
+    assert doc["min_effect"] == 0.05
 
 
 def test_compare_cli_refuses_in_one_line_per_cell(tmp_path):
@@ -208,10 +228,12 @@ def test_compare_cli_refuses_in_one_line_per_cell(tmp_path):
     proc = run_cli("compare", str(a), str(b))
     assert proc.returncode == 2
     assert "jax/mlp/default: steps 300 in A, 100 in B" in proc.stdout
-    assert proc.stderr.count("\n") == 1 and "--force" in proc.stderr
+    assert proc.stderr.count("\n") == 1
+    assert "--force" in proc.stderr
     assert run_cli("compare", str(a), str(b), "--force").returncode == 0
     bad = run_cli("compare", str(a), str(b), "--min-effect", "5")
-    assert bad.returncode == 2 and "fraction" in bad.stderr
+    assert bad.returncode == 2
+    assert "fraction" in bad.stderr
 
 
 def test_compare_json_is_strict_json_when_one_side_has_no_full_collection(tmp_path):
@@ -230,7 +252,8 @@ def test_compare_json_is_strict_json_when_one_side_has_no_full_collection(tmp_pa
 
     proc = run_cli("compare", str(a), str(b), "--json")
     assert proc.returncode == 0, proc.stderr
-    assert "Infinity" not in proc.stdout and "NaN" not in proc.stdout
+    assert "Infinity" not in proc.stdout
+    assert "NaN" not in proc.stdout
     doc = json.loads(proc.stdout, parse_constant=refuse)
     full = next(t for t in doc["rows"][0]["tests"] if t["metric"].startswith("full"))
     assert full["verdict"] in ("fewer full GCs", "inconclusive")
@@ -253,9 +276,12 @@ def test_fail_on_slower_fails_a_ci_job_on_a_real_slowdown_and_not_on_an_aa_pair(
     assert run_cli("compare", str(a), str(b)).returncode == 0  # without --fail-on a verdict is only printed
     other = _folder(tmp_path / "other", docs(rng, 3, 10.0, workload="lenet5"))
     none = run_cli("compare", str(a), str(other), "--json")
-    assert none.returncode == 2 and "share no cell" in none.stderr and none.stderr.count("\n") == 1
+    assert none.returncode == 2
+    assert "share no cell" in none.stderr
+    assert none.stderr.count("\n") == 1
     bad = run_cli("compare", str(a), str(b), "--fail-on", "slower,faster")
-    assert bad.returncode == 2 and ("--fail-on takes slower, slower-run, more-gc, more-full-gc, more-collections, "
+    assert bad.returncode == 2
+    assert ("--fail-on takes slower, slower-run, more-gc, more-full-gc, more-collections, "
                                     "more-memory") in bad.stderr
 
 
@@ -272,17 +298,24 @@ def test_an_interleaved_ab_in_one_folder_is_compared_paired_and_without_the_run_
     assert proc.returncode == 0, proc.stderr
     row = json.loads(proc.stdout)["rows"][0]
     median = row["tests"][0]
-    assert median["paired"] and not row["runs_apart"] and median["verdict"] == "slower"
+    assert median["paired"]
+    assert not row["runs_apart"]
+    assert median["verdict"] == "slower"
     assert "two runs apart" not in median["note"]
     gate = run_cli("compare", str(folder), "--base", "py3.11", "--head", "py3.12", "--fail-on", "slower")
-    assert gate.returncode == 1 and "slower" in gate.stderr
+    assert gate.returncode == 1
+    assert "slower" in gate.stderr
     # the same cells from two separate runs: widened, and said
     apart = compare.compare_docs(docs(rng, 3, 10.0, run_id="r1"), docs(rng, 3, 10.0, run_id="r2"))
-    assert apart["rows"][0]["runs_apart"] and "two runs apart" in apart["rows"][0]["tests"][0].note
+    assert apart["rows"][0]["runs_apart"]
+    assert "two runs apart" in apart["rows"][0]["tests"][0].note
     wrong = run_cli("compare", str(folder), "--base", "py3.11", "--head", "py3.21")
-    assert wrong.returncode == 2 and "did you mean 'py3.12'" in wrong.stderr and wrong.stderr.count("\n") == 1
+    assert wrong.returncode == 2
+    assert "did you mean 'py3.12'" in wrong.stderr
+    assert wrong.stderr.count("\n") == 1
     alone = run_cli("compare", str(folder))
-    assert alone.returncode == 2 and "--base ENV --head ENV" in alone.stderr
+    assert alone.returncode == 2
+    assert "--base ENV --head ENV" in alone.stderr
 
 
 def test_compare_fits_a_100_column_terminal_and_names_its_tests(tmp_path):
@@ -299,7 +332,8 @@ def test_compare_fits_a_100_column_terminal_and_names_its_tests(tmp_path):
         assert max(len(line) for line in proc.stdout.splitlines()) <= columns, proc.stdout
         assert ("tests of the full collections, collections, GC share, median step, mean step"
                 in " ".join(proc.stdout.split()))
-        assert "equinox-partition/mlp/default" in proc.stdout and "slower (+" in proc.stdout
+        assert "equinox-partition/mlp/default" in proc.stdout
+        assert "slower (+" in proc.stdout
     wide = run_cli("compare", str(a), str(b), env=dict(os.environ, COLUMNS="200"))
     assert "median ms A->B" in wide.stdout  # room: every column stays
 
@@ -326,12 +360,14 @@ def test_the_detectable_change_two_runs_apart_carries_the_run_term():
                                                                 run_sd=compare.RUN_SD))
     assert d["single"] > stats.detectable_change(d["spread"], 3, 3, compare.ALPHA)
     text = compare.format_detectable(d)
-    assert "two runs apart" in text and "the floor is" in text
+    assert "two runs apart" in text
+    assert "the floor is" in text
     same = compare.compare_docs(a, docs(rng, 3, 10.0, run_id="run-a"))["detectable"]
-    assert same["run_sd"] == 0.0 and "two runs apart" not in compare.format_detectable(same)
+    assert same["run_sd"] == 0.0
+    assert "two runs apart" not in compare.format_detectable(same)
 
 
-@pytest.mark.parametrize("pressure, judged", [(0.3, True), (0.9, False)])
+@pytest.mark.parametrize(("pressure", "judged"), [(0.3, True), (0.9, False)])
 def test_the_gc_share_under_load_is_judged_beyond_what_load_moves_and_only_as_far_as_measured(pressure, judged):
     """Issue 53: the GC share in CPU time moved by at most x1.20 beside up to four busy
     processes (CPU pressure up to 0.76; benchmarks/load_margins.py). A share three times as

@@ -92,7 +92,8 @@ def test_two_runs_apart_the_interval_covers_on_each_side_at_any_run_sd(true_sd):
     k = RUNS - 1
     below, above = two_runs_apart(int(1000 * true_sd), lambda rng: true_sd,
                                   lambda rng, truth: (truth * math.sqrt(rng.chisquare(k) / k), k))
-    assert abs(below - 0.025) <= TOLERANCE and abs(above - 0.025) <= TOLERANCE, (below, above)
+    assert abs(below - 0.025) <= TOLERANCE, (below, above)
+    assert abs(above - 0.025) <= TOLERANCE, (below, above)
 
 
 def measured_run_term() -> dict:
@@ -111,10 +112,12 @@ def test_compares_own_run_term_covers_the_truths_its_measurement_allows():
     measured); a term of 0 misses 6.6 % a side, one three times too wide 0.05 %: both fail."""
     est = measured_run_term()
     k = est["runs"] - 1
-    assert compare.RUN_DF == k and compare.RUN_SD == pytest.approx(est["run_sd"], abs=0.0005)
+    assert compare.RUN_DF == k
+    assert compare.RUN_SD == pytest.approx(est["run_sd"], abs=0.0005)
     below, above = two_runs_apart(3, lambda rng: est["run_sd"] * math.sqrt(k / rng.chisquare(k)),
                                   lambda rng, truth: None)
-    assert 0.015 <= below <= 0.035 and 0.015 <= above <= 0.035, (below, above)
+    assert 0.015 <= below <= 0.035, (below, above)
+    assert 0.015 <= above <= 0.035, (below, above)
 
 
 @pytest.mark.parametrize("repeats", [3, 5])
@@ -142,5 +145,6 @@ def test_the_run_terms_interval_covers_on_each_side():
         below += est["high"] < true
         above += est["low"] > true
     bound = 0.025 + 2.5 * math.sqrt(0.025 * 0.975 / sims)
-    assert below / sims <= bound and above / sims <= bound, (below / sims, above / sims)
+    assert below / sims <= bound, (below / sims, above / sims)
+    assert above / sims <= bound, (below / sims, above / sims)
     assert above / sims >= 0.005, (below / sims, above / sims)  # measured 1.2 %

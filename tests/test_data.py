@@ -3,9 +3,9 @@ import gzip
 import numpy as np
 import pytest
 
-from gcbench.measuring import data as datamod
-from gcbench.core.errors import UsageError
 from conftest import write_mnist
+from gcbench.core.errors import UsageError
+from gcbench.measuring import data as datamod
 
 
 @pytest.mark.parametrize("compress", [False, True])
@@ -13,7 +13,8 @@ def test_idx_roundtrip(tmp_path, compress):
     images, labels = write_mnist(tmp_path, samples=300, compress=compress)
     ds = datamod.load(tmp_path)
     assert ds.kind == "real"
-    assert ds.images.shape == (300, 28, 28, 1) and ds.images.dtype == np.float32
+    assert ds.images.shape == (300, 28, 28, 1)
+    assert ds.images.dtype == np.float32
     np.testing.assert_array_equal(ds.labels, labels)
     np.testing.assert_allclose(ds.images[..., 0], images / 255.0, rtol=1e-6)
 
@@ -30,14 +31,16 @@ def test_truncated_idx_names_file_and_expectation(tmp_path):
     path.write_bytes(path.read_bytes()[:-100])
     with pytest.raises(UsageError) as e:
         datamod.load(tmp_path)
-    assert str(path) in str(e.value) and "truncated" in str(e.value) and "expected" in str(e.value)
+    assert str(path) in str(e.value)
+    assert "truncated" in str(e.value)
+    assert "expected" in str(e.value)
 
 
 def test_wrong_magic_is_rejected(tmp_path):
     write_mnist(tmp_path, samples=200)
     path = tmp_path / datamod.LABELS
     path.write_bytes(b"\x12\x34\x56\x78" + path.read_bytes()[4:])
-    with pytest.raises(UsageError, match="not an IDX file.*expected 0000"):
+    with pytest.raises(UsageError, match=r"not an IDX file.*expected 0000"):
         datamod.load(tmp_path)
 
 
@@ -81,7 +84,9 @@ def test_synthetic_is_deterministic_and_learnable_shaped():
     np.testing.assert_array_equal(a.images, b.images)
     np.testing.assert_array_equal(a.labels, b.labels)
     assert not np.array_equal(a.images, datamod.synthetic(500, seed=4).images)
-    assert a.images.shape == (500, 28, 28, 1) and 0 <= a.images.min() and a.images.max() <= 1
+    assert a.images.shape == (500, 28, 28, 1)
+    assert 0 <= a.images.min()
+    assert a.images.max() <= 1
     # Class means differ far more than the noise within a class: the set is learnable.
     means = np.stack([a.images[a.labels == c].mean(0) for c in range(10)])
     assert np.abs(means[0] - means[1]).mean() > 0.05
@@ -90,13 +95,15 @@ def test_synthetic_is_deterministic_and_learnable_shaped():
 
 def test_batch_schedule_is_seeded_permutation_epochs():
     s = datamod.batch_schedule(1000, 20, seed=7)
-    assert s.shape == (20, 128) and s.dtype == np.int32
+    assert s.shape == (20, 128)
+    assert s.dtype == np.int32
     np.testing.assert_array_equal(s, datamod.batch_schedule(1000, 20, seed=7))
     assert not np.array_equal(s, datamod.batch_schedule(1000, 20, seed=8))
     per_epoch = 1000 // 128
     first_epoch = s[:per_epoch].ravel()
     assert len(set(first_epoch.tolist())) == per_epoch * 128  # no repeats within an epoch
-    assert s.min() >= 0 and s.max() < 1000
+    assert s.min() >= 0
+    assert s.max() < 1000
     # A longer schedule starts with the shorter one, so warm-up + steps splits never shift batches.
     np.testing.assert_array_equal(datamod.batch_schedule(1000, 40, seed=7)[:20], s)
 
@@ -107,5 +114,5 @@ def test_download_verifies_checksums(tmp_path, monkeypatch):
         raise ValueError("checksum mismatch")
 
     monkeypatch.setattr(datamod, "_fetch", fake_fetch)
-    with pytest.raises(UsageError, match="could not download.*checksum mismatch"):
+    with pytest.raises(UsageError, match=r"could not download.*checksum mismatch"):
         datamod.download(tmp_path, quiet=True)

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 import gcbench
+from conftest import assert_one_line_error, fake_job_controller, run_cli, write_documents
 from gcbench.core import files
 from gcbench.measuring import results
 from gcbench.publishing.report import MARKER, build_report
-from conftest import assert_one_line_error, fake_job_controller, run_cli, write_documents
 from simulate import docs
 
 
@@ -71,7 +71,8 @@ def test_a_copied_marker_does_not_make_a_users_files_ours(tmp_path):
     (mine / "results.tar.gz").write_bytes(b"my data")
     shutil.copy(rep / MARKER, mine / MARKER)
     assert_one_line_error(run_cli("report", str(res), "--out", str(mine)), "did not write")
-    assert (mine / "index.md").read_text() == "my notes" and (mine / "results.tar.gz").read_bytes() == b"my data"
+    assert (mine / "index.md").read_text() == "my notes"
+    assert (mine / "results.tar.gz").read_bytes() == b"my data"
 
 
 @pytest.mark.parametrize("listed", [["thesis.txt"], [".bashrc"], [".."], ["../res/jax__mlp__default__r0.json"],
@@ -84,7 +85,8 @@ def test_a_forged_marker_deletes_nothing(tmp_path, listed):
     (rep / MARKER).write_text(json.dumps({"format": "gcbench-report-folder", "files": listed}))
     before = {p.name: p.read_bytes() for p in (tmp_path / "res").iterdir()}
     assert_one_line_error(run_cli("report", str(res), "--out", str(rep)), "not a file gcbench writes")
-    assert (rep / "thesis.txt").read_text() == "years of work" and (rep / ".bashrc").exists()
+    assert (rep / "thesis.txt").read_text() == "years of work"
+    assert (rep / ".bashrc").exists()
     assert (rep / "photos.tar").exists()
     assert {p.name: p.read_bytes() for p in (tmp_path / "res").iterdir()} == before
 
@@ -173,12 +175,13 @@ def test_export_never_overwrites_its_input(tmp_path):
     )
     assert result.read_bytes() == before
     ok = run_cli("export", str(rep), "--csv", "--out", str(tmp_path / "steps.csv"))
-    assert ok.returncode == 0 and (tmp_path / "steps.csv").read_text().count("\n") == 121
+    assert ok.returncode == 0
+    assert (tmp_path / "steps.csv").read_text().count("\n") == 121
 
 
 def test_an_archive_with_a_member_twice_is_refused(tmp_path):
     """Item 6: the last of two members with one name would win silently."""
-    res, rep = _report(tmp_path)
+    res, _rep = _report(tmp_path)
     first = next(res.glob("*.json"))
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
@@ -262,18 +265,20 @@ def test_a_step_that_raised_is_not_a_timed_step_and_steps_do_not_nest():
                         raise ValueError("a bad batch")
             except ValueError:
                 pass
-        with pytest.raises(gcbench.UsageError, match="does not nest"):
+        with pytest.raises(gcbench.UsageError, match="does not nest"):  # noqa: PT012 - the nesting is the case
             with m.step():
                 with m.step():
                     pass
-    assert m.steps == 6 and m.raised == 5  # 0, 3, 6, 9 raised, and the step the nested one broke
+    assert m.steps == 6
+    assert m.raised == 5
     doc = m.result()
-    assert len(doc["wall_ns"]) == 6 and doc["probe"]["steps_raised"] == 5
+    assert len(doc["wall_ns"]) == 6
+    assert doc["probe"]["steps_raised"] == 5
     with pytest.raises(gcbench.UsageError, match="capacity must be an integer from 1 to 10,000,000"):
         gcbench.measure("big", capacity=10**8)
 
 
-@pytest.mark.parametrize("args, fragment", [
+@pytest.mark.parametrize(("args", "fragment"), [
     (["run", "--backends", ""], "--backends is empty"),
     (["run", "--gc", ""], "--gc is empty"),
     (["reproduce", "--only", ""], "--only is empty"),
@@ -316,7 +321,8 @@ def test_a_non_utf8_title_and_folder_are_shown_not_a_crash(tmp_path):
     res = write_documents(tmp_path / "res", docs(np.random.default_rng(4), 2, 10.0, steps=60))
     out = os.fsencode(tmp_path) + b"/rep-\xff"
     proc = run_cli("report", str(res), "--out", os.fsdecode(out), "--title", os.fsdecode(b"caf\xe9"))
-    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
     assert b"caf\\xe9" in (pathlib.Path(os.fsdecode(out)) / "index.md").read_bytes()
 
 

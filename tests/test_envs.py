@@ -19,8 +19,8 @@ from gcbench.measuring.cell import Cell
 from gcbench.running import envs, installers, runner
 
 # The user's pip cache, read before the tests point XDG_CACHE_HOME at empty folders.
-PIP_CACHE = os.environ.get("PIP_CACHE_DIR") or os.path.join(
-    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pip")
+PIP_CACHE = os.environ.get("PIP_CACHE_DIR") or str(pathlib.Path(
+    os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache", "pip"))
 SMALL_PIN = "six==1.16.0"  # small, pure Python, and not one of gcbench's dependencies
 PKG_DIR = pathlib.Path(envs.__file__).resolve().parents[1]  # the package
 
@@ -56,7 +56,7 @@ def test_parse_canonical_form():
     assert envs.exact_pin(envspec.parse("jax>=0.8"), "jax") is None
 
 
-@pytest.mark.parametrize("text, message", [
+@pytest.mark.parametrize(("text", "message"), [
     ("", "got nothing"),
     ("python=3.12 python=3.11", "interpreter twice"),
     ("python=", "needs a version"),
@@ -77,10 +77,13 @@ def test_the_same_environment_twice_is_an_error():
 def test_requirements_pins_replace_gcbench_bounds_and_only_needed_packages_come():
     reqs = envs.requirements(envspec.parse("jax==0.8.0 six==1.16.0"), ["jax", "optax", "equinox"])
     names = [envspec.requirement_name(r) for r in reqs]
-    assert "jax==0.8.0" in reqs and not any(r.startswith("jax>") for r in reqs)
+    assert "jax==0.8.0" in reqs
+    assert not any(r.startswith("jax>") for r in reqs)
     assert {"numpy", "scipy", "tqdm", "optax", "equinox", "six"} <= set(names)
     assert not any("cuda" in r for r in reqs)  # the cuda extra's jax never goes into an environment
-    assert "flax" not in names and "pytest" not in names and "matplotlib" not in names
+    assert "flax" not in names
+    assert "pytest" not in names
+    assert "matplotlib" not in names
     assert any(r.startswith("tomli") and "python_version" in r for r in reqs)  # the marker goes to pip as is
     assert envs.requirements(envspec.parse("python=3.12"), []) == [r for r in reqs if envspec.requirement_name(r) in
                                                                  ("numpy", "scipy", "tqdm", "jsonschema", "packaging",
@@ -146,9 +149,12 @@ def small_env(env_cache):
 def test_build_from_the_running_interpreter_with_one_pin(small_env, cache):
     env = small_env
     assert not env.reused
-    assert pathlib.Path(env.python).is_file() and env.path.parent == envs.envs_root()
+    assert pathlib.Path(env.python).is_file()
+    assert env.path.parent == envs.envs_root()
     assert env.python_version == platform.python_version()
-    assert env.packages["six"] == "1.16.0" and "numpy" in env.packages and "tqdm" in env.packages
+    assert env.packages["six"] == "1.16.0"
+    assert "numpy" in env.packages
+    assert "tqdm" in env.packages
     probe = subprocess.run([env.python, "-c", "import six, gcbench, importlib.util as u; "
                             "print(six.__version__); print(gcbench.__file__); print(u.find_spec('jax'))"],
                            capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
@@ -157,7 +163,8 @@ def test_build_from_the_running_interpreter_with_one_pin(small_env, cache):
     assert version == "1.16.0"
     assert pathlib.Path(gcbench_file).resolve().parent == PKG_DIR  # the running gcbench, through the link
     assert jax_spec == "None"  # nothing of the manager's packages leaks in
-    assert env.describe()["packages"]["six"] == "1.16.0" and env.describe()["pins"] == [SMALL_PIN]
+    assert env.describe()["packages"]["six"] == "1.16.0"
+    assert env.describe()["pins"] == [SMALL_PIN]
 
 
 def test_reuse_from_the_cache_runs_no_pip(small_env, cache, monkeypatch):
@@ -169,7 +176,9 @@ def test_reuse_from_the_cache_runs_no_pip(small_env, cache, monkeypatch):
 
     monkeypatch.setattr(envs, "_run", no_commands)
     again = envs.ensure(envspec.parse(SMALL_PIN), [])
-    assert again.reused and again.path == small_env.path and again.packages == small_env.packages
+    assert again.reused
+    assert again.path == small_env.path
+    assert again.packages == small_env.packages
     assert marker.stat().st_mtime_ns == before
 
 
@@ -180,7 +189,8 @@ def test_bad_pin_is_unavailable_with_pips_reason_and_others_go_on(small_env, cac
     assert isinstance(bad, envs.EnvUnavailable)
     assert str(bad).startswith(("No matching distribution found for six==0.0.0.999",  # pip
                                 "No solution found when resolving dependencies: no version of six==0.0.0.999"))  # uv
-    assert isinstance(good, envs.Environment) and good.reused
+    assert isinstance(good, envs.Environment)
+    assert good.reused
     assert not [p for p in envs.envs_root().iterdir() if p.is_dir() and p != small_env.path]  # nothing half-built
 
 
@@ -204,7 +214,9 @@ def test_folder_without_marker_is_rebuilt(small_env, cache, monkeypatch):
     (small_env.path / envs.MARKER).rename(small_env.path / "saved-marker")
     try:
         rebuilt = envs.ensure(envspec.parse(SMALL_PIN), [])
-        assert not rebuilt.reused and rebuilt.path == small_env.path and (rebuilt.path / envs.MARKER).is_file()
+        assert not rebuilt.reused
+        assert rebuilt.path == small_env.path
+        assert (rebuilt.path / envs.MARKER).is_file()
         assert rebuilt.packages["six"] == "1.16.0"
     finally:
         (small_env.path / "saved-marker").unlink(missing_ok=True)
@@ -213,7 +225,8 @@ def test_folder_without_marker_is_rebuilt(small_env, cache, monkeypatch):
     built = []
     monkeypatch.setattr(envs, "_build", lambda spec, interpreter, reqs, folder, status: built.append(folder) or "new")
     assert envs.ensure(envspec.parse(SMALL_PIN), []).reused  # the marker is back: reused
-    assert envs.ensure(envspec.parse(SMALL_PIN), [], rebuild=True) == "new" and built == [small_env.path]
+    assert envs.ensure(envspec.parse(SMALL_PIN), [], rebuild=True) == "new"
+    assert built == [small_env.path]
 
 
 def test_worker_runs_under_the_environments_interpreter(small_env, cache, tmp_path):
@@ -224,7 +237,8 @@ def test_worker_runs_under_the_environments_interpreter(small_env, cache, tmp_pa
     runner.run_worker(cell, out, ["gcbench", "test"], 120, None, python=small_env.python,
                       environment=small_env.describe())
     doc = results.load(out)
-    assert doc["status"] == "unavailable" and "not installed: jax" in doc["reason"]
+    assert doc["status"] == "unavailable"
+    assert "not installed: jax" in doc["reason"]
     assert doc["metadata"]["python_executable"] == small_env.python
     assert doc["metadata"]["python"] == small_env.python_version
     assert doc["environment"]["packages"]["six"] == "1.16.0"
@@ -244,11 +258,14 @@ def test_run_cli_in_an_environment_records_it(cache, tmp_path):
     assert "py3.2: unavailable: no Python 3.2 on this machine" in out.stdout
     docs = {results.env_name(d): d for d in results.load_dir(out_dir)}
     ran, missing = docs[f"this-python {SMALL_PIN}"], docs["py3.2"]
-    assert ran["status"] == "ok" and len(ran["wall_ns"]) == 5
+    assert ran["status"] == "ok"
+    assert len(ran["wall_ns"]) == 5
     assert ran["metadata"]["python_executable"].startswith(str(envs.envs_root()))
-    assert ran["environment"]["packages"]["six"] == "1.16.0" and "jax" in ran["environment"]["packages"]
+    assert ran["environment"]["packages"]["six"] == "1.16.0"
+    assert "jax" in ran["environment"]["packages"]
     assert ran["metadata"]["packages"]["jax"] == ran["environment"]["packages"]["jax"]
-    assert missing["status"] == "unavailable" and "no Python 3.2" in missing["reason"]
+    assert missing["status"] == "unavailable"
+    assert "no Python 3.2" in missing["reason"]
 
 
 @pytest.mark.e2e
@@ -299,7 +316,8 @@ def test_suite_envs_expand_the_cells(tmp_path):
     suite = load_suite(str(path)).validate()
     assert suite.envs == ["python=3.12 jax==0.8.0", "python=3.11"]
     cells = suite.cells()
-    assert len(cells) == 8 and len({c.id for c in cells}) == 8
+    assert len(cells) == 8
+    assert len({c.id for c in cells}) == 8
     assert sorted(c.env for c in cells[:4]) == ["python=3.11"] * 2 + ["python=3.12 jax==0.8.0"] * 2  # each round: all
     jax312 = next(c for c in cells if c.env == "python=3.12 jax==0.8.0" and c.backend == "jax" and c.repeat == 0)
     assert jax312.id.startswith("jax__mlp__default__r0__py3.12-jax-eq-0.8.0-")
@@ -319,12 +337,14 @@ def test_environment_field_is_validated(tmp_path):
         results.validate(doc)
 
 
-@pytest.mark.parametrize("spec, message", [("python=3.12 jax", "pins no version"),
+@pytest.mark.parametrize(("spec", "message"), [("python=3.12 jax", "pins no version"),
                                            ("python=3.12 python=3.11", "interpreter twice")])
 def test_run_rejects_a_bad_env_in_one_line(spec, message, tmp_path):
     out = run_cli("run", "--backends", "jax", "--env", spec, "--out", str(tmp_path / "r"))
-    assert out.returncode == 2 and message in out.stderr
-    assert len(out.stderr.strip().splitlines()) == 1 and not (tmp_path / "r").exists()
+    assert out.returncode == 2
+    assert message in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
 
 
 def test_the_compilation_cache_is_kept_from_jaxlibs_that_abort_on_it():
@@ -332,7 +352,8 @@ def test_the_compilation_cache_is_kept_from_jaxlibs_that_abort_on_it():
     assert not runner.cache_safe({"packages": {"jax": "0.4.38", "jaxlib": "0.4.38"}})
     assert runner.cache_safe({"packages": {"jax": "0.6.2", "jaxlib": "0.6.2"}})
     env = runner.compile_cache_env("/tmp/x")
-    assert env["JAX_COMPILATION_CACHE_DIR"] == "/tmp/x" and env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "0"
+    assert env["JAX_COMPILATION_CACHE_DIR"] == "/tmp/x"
+    assert env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == "0"
 
 
 def test_uv_takes_pips_index_settings(tmp_path):
@@ -405,8 +426,10 @@ def test_versions_and_pins_are_read_as_pep_440_and_508_say():
     assert order == ["nightly", "0.4.4", "0.4.30rc1", "0.4.30", "0.13.9", "0.13.10"]
     assert envs.matching_jaxlib("0.4.30", ["0.4.29", "0.4.30rc1", "0.4.31"]) == "0.4.30rc1"
     spec = envspec.parse("Flax_NNX[all]>=1.0,<2 jax==0.8.0")
-    assert spec.pins == ("flax-nnx[all]>=1.0,<2", "jax==0.8.0") and envs.exact_pin(spec, "jax") == "0.8.0"
-    assert envs.pinned_version("jax==0.8.*") is None and envs.pinned_version("jax>=0.8") is None
+    assert spec.pins == ("flax-nnx[all]>=1.0,<2", "jax==0.8.0")
+    assert envs.exact_pin(spec, "jax") == "0.8.0"
+    assert envs.pinned_version("jax==0.8.*") is None
+    assert envs.pinned_version("jax>=0.8") is None
     assert envspec.requirement_name("tomli>=2.0; python_version < '3.11'") == "tomli"
     for bad, message in [
         ("jax==0.8;python_version<'3'", "has a marker"),
@@ -425,7 +448,9 @@ def test_an_installer_that_prints_nothing_still_times_out(tmp_path):
     log = io.StringIO()
     start = __import__("time").monotonic()
     code, out = envs._run([sys.executable, "-c", "import time; time.sleep(30)"], log, timeout=1.0)
-    assert __import__("time").monotonic() - start < 10 and code != 0 and "gave up after 1 s" in out
+    assert __import__("time").monotonic() - start < 10
+    assert code != 0
+    assert "gave up after 1 s" in out
 
 
 def _fake_uv(tmp_path, body: bytes) -> dict:
@@ -438,7 +463,7 @@ def _fake_uv(tmp_path, body: bytes) -> dict:
                 XDG_CACHE_HOME=str(tmp_path / "cache"))
 
 
-@pytest.mark.parametrize("body, expect", [
+@pytest.mark.parametrize(("body", "expect"), [
     (b"\x7fELF\x02\x01\x01" + b"\0" * 64, "Exec format error"),  # built for another machine
     (b"#!/bin/sh\nprintf 'bad \\377\\376 bytes\\n'\nexit 3\n", None),  # output that is not UTF-8
 ])
@@ -450,7 +475,8 @@ def test_an_installer_that_breaks_leaves_no_running_plan(tmp_path, body, expect)
     if expect:
         assert_one_line_error(proc, expect)
     else:
-        assert proc.returncode == 1 and "unavailable" in proc.stdout + proc.stderr
+        assert proc.returncode == 1
+        assert "unavailable" in proc.stdout + proc.stderr
     plan = json.loads((out / "suite.json").read_text()) if (out / "suite.json").exists() else {}
     assert plan.get("state") != "running"
 
@@ -471,8 +497,11 @@ def test_envs_clear_empties_a_linked_envs_folder_and_keeps_the_link(tmp_path):
     cache.mkdir(parents=True)
     (cache / "envs").symlink_to(real)
     proc = run_cli("envs", "clear", env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache")))
-    assert proc.returncode == 0 and "removed 1 environments" in proc.stdout, proc.stderr
-    assert (cache / "envs").is_symlink() and real.is_dir() and not any(real.iterdir())
+    assert proc.returncode == 0, proc.stderr
+    assert "removed 1 environments" in proc.stdout, proc.stderr
+    assert (cache / "envs").is_symlink()
+    assert real.is_dir()
+    assert not any(real.iterdir())
 
 
 def test_a_file_url_pin_is_shown_whole():

@@ -3,6 +3,7 @@ makes reference cycles, and a clean loop."""
 
 import gc
 import json
+import pathlib
 import re
 import sys
 
@@ -10,9 +11,9 @@ import numpy as np
 import pytest
 
 import simulate
-from gcbench.measuring import diagnose
-from gcbench.analysing import explain
 from conftest import run_cli
+from gcbench.analysing import explain
+from gcbench.measuring import diagnose
 
 
 def _explain(step, steps=100):
@@ -43,7 +44,8 @@ def test_a_loop_that_keeps_records_is_named_with_its_line():
     line = next(n for n, text in enumerate(open(__file__), 1) if "# RECORD-LINE" in text)
     site, from_line = next(iter(promoted["by_site"].items()))
     # a path the reader can open; "user" where a user's loop of this folder has run in this process
-    assert site.split(" ", 1)[0] in ("other", "user") and site.endswith(f"{diagnose.site_path(__file__)}:{line}")
+    assert site.split(" ", 1)[0] in ("other", "user")
+    assert site.endswith(f"{diagnose.site_path(__file__)}:{line}")
     assert diagnose.site_path(__file__).endswith("tests/test_explain.py")
     assert next(iter(promoted["by_type"])) == "dict"
     # 20 records a step come from that line, 2,000 in all: every one of them is promoted but
@@ -68,7 +70,8 @@ def test_a_loop_that_makes_cycles_shows_cyclic_garbage_and_its_types():
 
     expl = _explain(step)
     garbage = expl["python"]["garbage"]
-    assert garbage["total"] >= 50 * 80 and expl["collected"] >= 50 * 80
+    assert garbage["total"] >= 50 * 80
+    assert expl["collected"] >= 50 * 80
     assert any(k.endswith("Node") for k in garbage["by_type"])
     assert any(r["kind"] == "cycles" for r in expl["recommendations"])
     assert "cyclic garbage by type" in explain.format_text(expl)
@@ -99,7 +102,8 @@ def test_the_diagnosis_leaves_the_collector_as_it_found_it():
 
 def test_the_collector_model_is_detected():
     model = diagnose.collector_model()
-    assert model["model"] == "generational" and model["generations"] == 3  # 3.10-3.13 here
+    assert model["model"] == "generational"
+    assert model["generations"] == 3
 
 
 @pytest.mark.e2e
@@ -115,7 +119,8 @@ def test_explain_cli_names_the_bookkeeping_of_a_jax_loop(tmp_path):
         # 100 steps make no collection of generation 1 there, so nothing is promoted to name
         assert any(k.startswith("loop gcbench/measuring/worker.py:") for k in sites)
     else:
-        assert sys.version_info >= (3, 13) and gc.get_threshold()[0] >= 2000
+        assert sys.version_info >= (3, 13)
+        assert gc.get_threshold()[0] >= 2000
     assert "timings are disturbed" in proc.stderr
     saved = json.loads((tmp_path / "explain.json").read_text())
     assert [e["label"] for e in saved["explanations"]] == ["jax/mlp/default"]
@@ -169,7 +174,8 @@ def test_a_recommendations_effect_is_measured_in_its_own_environment_with_interv
 
 def test_an_explanation_without_traced_sites_says_why():
     py = {"promoted": {"by_site": {diagnose.UNTRACED: 40}}, "sites_from_step": 150}
-    assert "from step 150" in explain.why_no_sites(py) and "--site-steps" in explain.why_no_sites(py)
+    assert "from step 150" in explain.why_no_sites(py)
+    assert "--site-steps" in explain.why_no_sites(py)
     assert explain.why_no_sites(dict(py, sites_from_step=None)) == "not traced (--no-sites)"
     assert explain.why_no_sites({"promoted": {"by_site": {"other x.py:3": 2}}, "sites_from_step": 0}) is None
 
@@ -231,7 +237,8 @@ def test_explaining_leaves_the_collections_of_every_generation_where_they_were(t
         assert proc.returncode == 0, proc.stderr
         got.append(json.loads(proc.stdout.splitlines()[-1]))
     assert got[0] == got[1]
-    assert got[0]["full"] >= 1 and got[0]["generations"][0] > 10  # it collects, fully too
+    assert got[0]["full"] >= 1
+    assert got[0]["generations"][0] > 10
 
 
 def test_garbage_never_exceeds_what_the_collector_freed():
@@ -282,7 +289,8 @@ def test_a_metaclass_that_makes_classes_unhashable_is_explained(classic_threshol
 
     raw = diagnose.diagnose(step, 300)
     assert gc.callbacks == before
-    assert raw["garbage"]["total"] > 0 and any(k.endswith(".Meta") for k in raw["garbage"]["by_type"])
+    assert raw["garbage"]["total"] > 0
+    assert any(k.endswith(".Meta") for k in raw["garbage"]["by_type"])
 
 
 def test_explain_bounds_its_own_time_and_says_where_it_stopped(monkeypatch):
@@ -297,7 +305,8 @@ def test_explain_bounds_its_own_time_and_says_where_it_stopped(monkeypatch):
         gc.collect()
 
     raw = diagnose.diagnose(step, 40)
-    assert raw["analysed_until_step"] is not None and raw["analysed_until_step"] < 39
+    assert raw["analysed_until_step"] is not None
+    assert raw["analysed_until_step"] < 39
     assert len([c for c in raw["collections"] if c["step"] >= 0]) >= 40  # every collection still counted
     expl = explain.summarize({"label": "big", "cell": {"backend": "user", "workload": "big", "policy": "default",
                                                        "bookkeeping": "none"}, "metadata": {"python": "3"},
@@ -306,7 +315,7 @@ def test_explain_bounds_its_own_time_and_says_where_it_stopped(monkeypatch):
     del heap
 
 
-@pytest.mark.parametrize("traced, total, named", [(2, 44, False), (99, 120, False), (500, 10_000, False),
+@pytest.mark.parametrize(("traced", "total", "named"), [(2, 44, False), (99, 120, False), (500, 10_000, False),
                                                    (32_311, 70_187, True), (120, 120, True)])
 def test_lines_are_named_from_a_sample_that_can_name_them(traced, total, named):
     """A line is named from at least explain.SITES_MIN_TRACED traced objects and that share
@@ -322,7 +331,8 @@ def test_lines_are_named_from_a_sample_that_can_name_them(traced, total, named):
                                                                      "policy": "default", "bookkeeping": "none"},
                               "metadata": {"python": "3"}, "python": py})
     kinds = {r["kind"]: r["text"] for r in expl["recommendations"]}
-    assert ("own-code" in kinds) is named and ("few-sites" in kinds) is not named, kinds
+    assert ("own-code" in kinds) is named, kinds
+    assert ("few-sites" in kinds) is not named, kinds
     if named:
         assert "~/loop.py:12" in kinds["own-code"]
         assert (f"(of the {traced:,} of {total:,} promoted objects that carry a site)" in kinds["own-code"]) \
@@ -334,7 +344,6 @@ def test_sites_are_named_only_where_traced_and_never_gcbench_s_own(tmp_path, mon
     gcbench/user_loop.py:169 100 %" and "those are the lines of your loop to change". The
     traced share is printed beside the sites, the untraced are a row of their own, gcbench's
     own frames are never a site, and too few traced objects name no line."""
-    import os
 
     py = json.loads(json.dumps(diagnose.diagnose(lambda i: None, 10)))
     py["promoted"] = {"total": 44, "traced": 2, "by_type": {"dict": 44}, "by_package": {"builtins": 44},
@@ -347,10 +356,11 @@ def test_sites_are_named_only_where_traced_and_never_gcbench_s_own(tmp_path, mon
     text = explain.format_text(expl)
     assert "by allocation site (2 of 44 promoted objects traced" in text
     assert re.search(r"not traced \(a free list's object, or made before tracing began\) 95 %", text)
-    assert "lines of your loop to change" not in text and "Only 2 of the 44 objects promoted" in text
+    assert "lines of your loop to change" not in text
+    assert "Only 2 of the 44 objects promoted" in text
     # gcbench's own frames are never a site; a user's own module beside the loop is their code
     own = diagnose._GCBENCH_DIR + "/user_loop.py"
-    stdlib = os.path.join(diagnose._STDLIB, "contextlib.py")
+    stdlib = str(pathlib.Path(diagnose._STDLIB, "contextlib.py"))
     assert diagnose.sites_of(((own, 169), (stdlib, 10)))[0] == ("gcbench", diagnose.OWN)
     project = tmp_path / "project"
     (project / "models").mkdir(parents=True)
@@ -359,4 +369,4 @@ def test_sites_are_named_only_where_traced_and_never_gcbench_s_own(tmp_path, mon
     diagnose._real.cache_clear()
     assert diagnose.file_package(module) == "user"
     assert diagnose.file_package(str(project / ".venv" / "lib" / "site-packages" / "torch" / "x.py")) is None
-    assert os.path.isdir(project)
+    assert project.is_dir()

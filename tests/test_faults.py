@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -17,10 +18,10 @@ import time
 import numpy as np
 import pytest
 
+from conftest import assert_one_line_error, run_cli, write_mnist
 from gcbench.measuring import data as datamod
 from gcbench.measuring import results
 from gcbench.measuring.cell import Cell
-from conftest import assert_one_line_error, run_cli, write_mnist
 
 pytestmark = pytest.mark.slow
 
@@ -67,18 +68,20 @@ def test_a_killed_worker_fails_its_cell_and_the_run_goes_on(tmp_path):
     out = tmp_path / "out"
     proc = _start(out, steps="30000")
     os.kill(_wait_for_worker(out), signal.SIGKILL)
-    stdout, stderr = proc.communicate(timeout=300)
+    _stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 1, stderr  # a failed cell
     docs = {d["gc_policy"]: d for d in results.load_dir(out)}
     failed = [d for d in docs.values() if d["status"] == "failed"]
-    assert len(failed) == 1 and "killed by signal 9" in failed[0]["reason"]
-    assert len(docs) == 2 and "Traceback" not in stderr
+    assert len(failed) == 1
+    assert "killed by signal 9" in failed[0]["reason"]
+    assert len(docs) == 2
+    assert "Traceback" not in stderr
 
 
-@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_sigint_and_sigterm_keep_finished_cells_and_stop_the_worker(tmp_path, sig, code):
     out = tmp_path / "out"
-    tmp_before = set(os.listdir("/tmp"))
+    tmp_before = {p.name for p in pathlib.Path("/tmp").iterdir()}
     proc = subprocess.Popen([sys.executable, "-m", "gcbench", "run", *FAST, "--steps", "10", "--repeats", "1",
                              "--gc", "default,disable,freeze", "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -91,14 +94,18 @@ def test_sigint_and_sigterm_keep_finished_cells_and_stop_the_worker(tmp_path, si
     if proc.returncode == 0:
         pytest.skip("the run finished before the signal")
     assert proc.returncode == code, stderr
-    assert "interrupted" in stderr and "Traceback" not in stderr
+    assert "interrupted" in stderr
+    assert "Traceback" not in stderr
     kept = results.load_dir(out)
-    assert kept and all(d["status"] == "ok" for d in kept)
+    assert kept
+    assert all(d["status"] == "ok" for d in kept)
     assert json.loads((out / "suite.json").read_text())["state"] == "interrupted"
-    assert not list(out.glob(".*.json")) and not list(out.glob(".*.tmp"))
+    assert not list(out.glob(".*.json"))
+    assert not list(out.glob(".*.tmp"))
     assert worker is None or _gone(worker)
     # this run's own temporary files only (tests beside it in other processes make theirs)
-    leaked = [n for n in set(os.listdir("/tmp")) - tmp_before if n.startswith(f"gcbench-stderr-{proc.pid}-")]
+    tmp_now = {p.name for p in pathlib.Path("/tmp").iterdir()}
+    leaked = [n for n in tmp_now - tmp_before if n.startswith(f"gcbench-stderr-{proc.pid}-")]
     assert not leaked
 
 
@@ -135,7 +142,8 @@ def test_a_rerun_never_loses_a_good_result(tmp_path):
     assert_one_line_error(run_cli(*base), "already holds", "--resume", "--force", "gcbench run --backends jax")
     # --resume with the same settings keeps the result and runs nothing
     resumed = run_cli(*base, "--resume")
-    assert resumed.returncode == 0 and "kept (an ok result with the same settings is there)" in resumed.stdout
+    assert resumed.returncode == 0
+    assert "kept (an ok result with the same settings is there)" in resumed.stdout
     assert results.load(out / "jax__mlp__default__r0.json") == good
     # --force whose new run fails keeps the good result (the worker crashes on start)
     env = dict(os.environ, GCBENCH_MNIST=str(tmp_path / "no such folder"))
@@ -166,7 +174,8 @@ def test_a_failed_rerun_keeps_the_earlier_ok_result(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "run_worker", crash)
     said = []
     again = runner.run_cells(cells, tmp_path, ["t"], 300, log=said.append, progress=False)
-    assert again[0]["status"] == "ok" and results.load(tmp_path / f"{cells[0].id}.json")["status"] == "ok"
+    assert again[0]["status"] == "ok"
+    assert results.load(tmp_path / f"{cells[0].id}.json")["status"] == "ok"
     assert any("kept the earlier ok result instead of this failed one" in s for s in said)
 
 
@@ -250,7 +259,8 @@ def test_environment_names_that_differ_only_in_operators_do_not_share_a_file():
     suite = config.Suite(backends=["jax"], workloads=["mlp"], repeats=1,
                          envs=["jax==0.8.0", "jax>=0.8.0", "jax<=0.8.0"]).validate()
     ids = [c.id for c in suite.cells()]
-    assert len(set(ids)) == 3 and any("-ge-" in i for i in ids)
+    assert len(set(ids)) == 3
+    assert any("-ge-" in i for i in ids)
 
 
 def test_bisect_versions_cannot_smuggle_pins_and_results_are_read_only(tmp_path):
@@ -270,7 +280,8 @@ def test_every_file_gcbench_writes_has_mode_0644(tmp_path):
     assert run_cli("run", *FAST, "--steps", "5", "--repeats", "1", "--out", str(out), "--report",
                    cwd=tmp_path).returncode == 0
     written = [p for p in out.iterdir() if p.name != ".gcbench.lock"] + list((tmp_path / "reports" / "out").iterdir())
-    assert written and {oct(p.stat().st_mode & 0o777) for p in written} == {"0o644"}
+    assert written
+    assert {oct(p.stat().st_mode & 0o777) for p in written} == {"0o644"}
 
 
 def _crashing_python(tmp_path, write_first: bool) -> str:
@@ -297,7 +308,8 @@ def test_a_worker_that_crashes_after_its_result_keeps_the_result(tmp_path, write
         assert not out.exists()
         return
     doc = runner.run_worker(cell, out, ["gcbench"], 300, None, python=python)
-    assert doc["status"] == "ok" and len(doc["wall_ns"]) == 5
+    assert doc["status"] == "ok"
+    assert len(doc["wall_ns"]) == 5
     assert doc["reason"] == "kept: the worker ended with killed by signal 11 after writing this complete result"
     assert "Julia" not in doc["reason"]  # a JAX worker: the Julia exit hook is not blamed
     julia = tmp_path / "flux.json"

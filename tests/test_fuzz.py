@@ -13,12 +13,12 @@ import resource
 import numpy as np
 import pytest
 
+from conftest import run_cli
 from gcbench import cli
 from gcbench.analysing import compare, summary
-from gcbench.publishing import export
-from gcbench.measuring import results
 from gcbench.core.errors import UsageError
-from conftest import run_cli
+from gcbench.measuring import results
+from gcbench.publishing import export
 from simulate import docs
 
 BAD_VALUES = [None, "", "x", -1, 0, 1.5, 1e308, True, [], {}, [[]], [None], {"a": 1}, "a b", "../x", "\n# injected",
@@ -84,10 +84,11 @@ def _read_and_use(doc: dict) -> str:
     try:
         results.validate(doc, "fuzz")
     except UsageError as e:
-        assert "\n" not in str(e)
+        assert "\n" not in str(e)  # noqa: PT017 - one of many outcomes of a fuzzed document
         return "refused"
     cells = summary.summarize_all([doc])
-    assert cells and cells[0].ok
+    assert cells
+    assert cells[0].ok
     compare.format_comparison(compare.compare_docs([doc], [doc]))
     export.to_csv(export.cell_records([doc]))
     export.to_csv(export.step_records([doc]))
@@ -110,7 +111,8 @@ def test_generated_malformed_documents_are_refused_or_read(seed):
             continue  # not a JSON document at all: tested through the files below
         outcomes[_read_and_use(doc)] += 1
     grew_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-    assert outcomes["refused"] > 300 and outcomes["read"] > 20, outcomes
+    assert outcomes["refused"] > 300, outcomes
+    assert outcomes["read"] > 20, outcomes
     assert grew_mib < 500
 
 
@@ -144,10 +146,13 @@ def test_malformed_documents_through_the_command_line_are_one_line(tmp_path):
             code, err = _cli(*args)
             assert code in (0, 2), err
             if code == 2:
-                assert len(err.strip().splitlines()) == 1 and err.startswith("gcbench: error: "), err
+                assert len(err.strip().splitlines()) == 1, err
+                assert err.startswith("gcbench: error: "), err
             outcome.setdefault(code, (args, err))
             tried += 1
-    assert tried > 50 and set(outcome) == {0, 2}, outcome
+    assert tried > 50, outcome
+    assert set(outcome) == {0, 2}, outcome
     for args, _err in outcome.values():
         proc = run_cli(*args)
-        assert (proc.returncode, proc.stderr) == _cli(*args) and "Traceback" not in proc.stderr
+        assert (proc.returncode, proc.stderr) == _cli(*args)
+        assert "Traceback" not in proc.stderr

@@ -106,7 +106,8 @@ def test_counts_are_identical_however_the_test_is_selected(tmp_path):
     for mode in ("file", "suite", "suite -n 2", "file, 30 more on sys.path"):
         for name, c in got[mode].items():
             alone = got["alone"][name]
-            assert c["collections"] == alone["collections"] and c["full_at"] == alone["full_at"], (mode, name)
+            assert c["collections"] == alone["collections"], (mode, name)
+            assert c["full_at"] == alone["full_at"], (mode, name)
             assert np.mean(c["promoted"]) == pytest.approx(np.mean(alone["promoted"]), rel=1e-3, abs=0.05)
     py = got["alone"]["test_steps_under_budget--test_python_records"]
     # 3 tracked objects kept a step, promoted at the collections of generation 1 (those made
@@ -170,7 +171,9 @@ def test_a_parallel_update_keeps_every_table_twice_and_the_users_lines(pytester)
         assert len([k for k in tables if k.startswith("test_")]) == 48
         text = (pytester.path / budget_file.NAME).read_text()
         assert text.startswith("# the team's note: budgets reviewed 2026-11-01")
-        assert "reviewed = 2026-11-01" in text and "owner = \"it's ours\"" in text and "room = 2" in text
+        assert "reviewed = 2026-11-01" in text
+        assert "owner = \"it's ours\"" in text
+        assert "room = 2" in text
     checked = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", "--gc-budget-in-process",
                                             "-W", "error::gcbench.budget_file.GCBudgetWarning")
     checked.assert_outcomes(passed=48)  # every budget read back, none asserting nothing
@@ -211,8 +214,10 @@ def test_an_update_writes_no_budget_the_call_overrides(pytester):
     out.stdout.fnmatch_lines(["*test_t.py::test_t: not written to gc_budgets.toml: max_promotions_per_step, "
                               "max_full_per_1000 (the test's call gives them*"])
     stored = budget_file.read(pytester.path / budget_file.NAME)["test_t.py::test_t"]
-    assert "max_promotions_per_step" not in stored and "max_full_per_1000" not in stored
-    assert stored["max_explicit_per_1000"] != 9 and {"max_collections_per_1000",
+    assert "max_promotions_per_step" not in stored
+    assert "max_full_per_1000" not in stored
+    assert stored["max_explicit_per_1000"] != 9
+    assert {"max_collections_per_1000",
                                                      "max_tracked_growth_per_1000"} <= set(stored)
 
 
@@ -224,7 +229,8 @@ def test_a_bad_budget_file_is_one_usage_error_at_the_start(pytester, case):
     out = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--gc-budget-in-process")
     assert out.ret == pytest.ExitCode.USAGE_ERROR
     err = out.stderr.str()
-    assert expected in err and "Traceback" not in err + out.stdout.str(), err
+    assert expected in err, err
+    assert "Traceback" not in err + out.stdout.str(), err
     assert err.count(budget_file.NAME) == 1  # one line, once, not once a test
 
 
@@ -241,7 +247,8 @@ def test_a_file_that_is_not_a_small_regular_file_is_refused_without_waiting(pyte
         proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=",
                                "--gc-budget-in-process"], cwd=pytester.path, capture_output=True, text=True,
                               timeout=120)
-        assert proc.returncode == 4 and expected in proc.stderr, proc.stderr
+        assert proc.returncode == 4, proc.stderr
+        assert expected in proc.stderr, proc.stderr
         assert "Traceback" not in proc.stderr + proc.stdout
     target.unlink()
 
@@ -252,7 +259,8 @@ def test_usage_errors_come_once_at_the_start(pytester):
     not_a_folder.write_text("x")
     out = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--gc-budget-report={not_a_folder}")
     assert out.ret == pytest.ExitCode.USAGE_ERROR
-    assert "exists and is not a folder" in out.stderr.str() and "Traceback" not in out.stderr.str()
+    assert "exists and is not a folder" in out.stderr.str()
+    assert "Traceback" not in out.stderr.str()
 
 
 HONEST = textwrap.dedent("""
@@ -321,7 +329,8 @@ def test_honest_checks_are_one_line_each(pytester):
                      "max_promotions_per_step must be a number of at least 0, got '10'",
                      "test_h.py::test_nothing_asserted: its GC budget asserts nothing"):
         assert expected in text, text
-    assert "Traceback" not in text and "raise " not in text
+    assert "Traceback" not in text
+    assert "raise " not in text
     strict = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--gc-budget-strict", "-k", "nothing")
     strict.assert_outcomes(failed=1)
     strict.stdout.fnmatch_lines(["*asserts nothing*(--gc-budget-strict)*"])
@@ -349,7 +358,8 @@ def test_keys_do_not_depend_on_where_pytest_runs(pytester):
                               capture_output=True, text=True, timeout=300)
     finally:
         del os.environ["WIDTH"]
-    assert proc.returncode == 1 and "GC budget exceeded: test_k.py::test_k" in proc.stdout, proc.stdout
+    assert proc.returncode == 1, proc.stdout
+    assert "GC budget exceeded: test_k.py::test_k" in proc.stdout, proc.stdout
     assert "(gc_budgets.toml:" in proc.stdout
 
 
@@ -371,7 +381,8 @@ def test_over_budget_fails_with_figures_sites_and_the_baseline_line(pytester):
     """))
     pytester.runpytest_subprocess("-p", "no:cacheprovider", "--gc-budget-update").assert_outcomes(passed=1)
     baseline = (pytester.path / budget_file.NAME).read_text()
-    assert '["test_loop.py::test_loop"]' in baseline and "max_promotions_per_step = " in baseline
+    assert '["test_loop.py::test_loop"]' in baseline
+    assert "max_promotions_per_step = " in baseline
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)  # within its baseline
     os.environ["WIDTH"] = "12"  # twelve more objects kept a step
     try:
@@ -383,9 +394,12 @@ def test_over_budget_fails_with_figures_sites_and_the_baseline_line(pytester):
     line = next(n for n, t in enumerate(test.read_text().splitlines(), 1) if "KEEP-LINE" in t)
     toml_line = next(n for n, t in enumerate(baseline.splitlines(), 1) if t.startswith("max_promotions_per_step"))
     assert "GC budget exceeded: test_loop.py::test_loop (1,498 steps after 2 warm-up)" in text
-    assert "promotions to the oldest generation per step: " in text and f"(gc_budgets.toml:{toml_line})" in text
+    assert "promotions to the oldest generation per step: " in text
+    assert f"(gc_budgets.toml:{toml_line})" in text
     assert f"test_loop.py:{line} (list)" in text  # the site, file:line and type
-    assert "kept alive at the end" in text and "full collection" in text and "in the test's own process" in text
+    assert "kept alive at the end" in text
+    assert "full collection" in text
+    assert "in the test's own process" in text
     # measured without tracemalloc; the sites come from the body run again with it, said so
     assert "(where: from a second run of the test's body with allocation sites traced" in text
     assert text.count("GC budget exceeded: ") == 2  # the failure, and its line in the short summary
@@ -409,7 +423,8 @@ def test_a_cycle_a_step_names_the_garbage_type_and_line(pytester):
     text = out.stdout.str()
     line = next(n for n, t in enumerate(test.read_text().splitlines(), 1) if "CYCLE-LINE" in t)
     assert "collections per 1,000 steps: generation 0:" in text
-    assert "cyclic garbage the collections freed" in text and f"test_cycle.py:{line} (test_cycle.Node)" in text, text
+    assert "cyclic garbage the collections freed" in text, text
+    assert f"test_cycle.py:{line} (test_cycle.Node)" in text, text
 
 
 SITES = textwrap.dedent("""
@@ -465,10 +480,13 @@ def test_sites_are_traced_only_in_a_rerun_of_a_failing_test(pytester, monkeypatc
     sections = text.split("short test summary info", 1)[0]
     got = {b.split(" ", 1)[0]: b for b in sections.split("_ test_")[1:]}
     # on failure: measured untraced, the body again traced, the sites from it, said so
-    assert site in got["on_failure"] and "(where: from a second run of the test's body" in got["on_failure"]
+    assert site in got["on_failure"]
+    assert "(where: from a second run of the test's body" in got["on_failure"]
     # always: traced in the measured run, no rerun; never: no sites, and it says why
-    assert site in got["always"] and "second run" not in got["always"]
-    assert site not in got["never"] and "not traced (gc_budget(..., sites=False))" in got["never"]
+    assert site in got["always"]
+    assert "second run" not in got["always"]
+    assert site not in got["never"]
+    assert "not traced (gc_budget(..., sites=False))" in got["never"]
     runs = json.loads(text.split("RUNS ", 1)[1].splitlines()[0])
     assert runs == {"test_on_failure": [0, 400], "test_on_failure_passing": [0], "test_always": [400],
                     "test_never": [0]}
@@ -484,16 +502,20 @@ def test_a_traced_rerun_under_xdist_and_one_that_raises(pytester, monkeypatch):
     parallel = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-n", "2",
                                              "test_sites.py::test_on_failure")
     parallel.assert_outcomes(failed=1)  # the rerun happens on the worker; its words travel in the report
-    assert site in parallel.stdout.str() and "(where: from a second run" in parallel.stdout.str()
+    assert site in parallel.stdout.str()
+    assert "(where: from a second run" in parallel.stdout.str()
 
     monkeypatch.setenv("RERUN_RAISES", "1")
     raising = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly",
                                             "test_sites.py::test_on_failure")
     raising.assert_outcomes(failed=1)  # the first run's outcome and counts, with its types
     text = raising.stdout.str()
-    assert "GC budget exceeded: test_sites.py::test_on_failure" in text and "tracked objects still alive" in text
+    assert "GC budget exceeded: test_sites.py::test_on_failure" in text
+    assert "tracked objects still alive" in text
     assert "raised RuntimeError: only once, please; the lines above give types only" in text
-    assert "Traceback" not in text and site not in text and "list 100 %" in text
+    assert "Traceback" not in text
+    assert site not in text
+    assert "list 100 %" in text
 
 
 def test_reports_are_one_cell_per_test_and_keep_every_explanation(pytester, tmp_path):
@@ -514,11 +536,12 @@ def test_reports_are_one_cell_per_test_and_keep_every_explanation(pytester, tmp_
 def test_result_names_are_distinct_and_valid():
     keys = ["t.py::test[a b]", "t.py::test[a-b]", "t.py::test[a/b]", "t.py::" + "x" * 200, "t.py::" + "x" * 199 + "y"]
     names = [pytest_plugin.result_name(k) for k in keys]
-    assert len(set(names)) == len(names) and all(len(n) <= 80 for n in names)
+    assert len(set(names)) == len(names)
+    assert all(len(n) <= 80 for n in names)
     assert pytest_plugin.result_name("test_a.py::test_b") == "test_a--test_b"
 
 
-@pytest.mark.parametrize("key, measured, steps, lowest", [
+@pytest.mark.parametrize(("key", "measured", "steps", "lowest"), [
     ("max_tracked_growth_per_1000", -2343.0, 1000, 0),  # a shrinking loop: never a budget below 0
     ("max_full_per_1000", 0.0, 1000, 1),  # no full collection: one more still passes
     ("max_collections_per_1000", [0.0, 0.0, 0.0], 500, 2),
@@ -528,8 +551,9 @@ def test_result_names_are_distinct_and_valid():
 def test_an_update_never_writes_a_budget_below_what_it_measured(key, measured, steps, lowest):
     budget = budget_file.budget_of(key, measured, steps)
     for b, m in zip(budget if isinstance(budget, list) else [budget], measured if isinstance(measured, list)
-                    else [measured], strict=False):
-        assert b >= max(m, 0) and b >= lowest
+                    else [measured], strict=True):
+        assert b >= max(m, 0)
+        assert b >= lowest
         if key != "max_promotions_per_step":
             assert b >= m + 1000 / steps  # one more collection fits
 
@@ -606,7 +630,8 @@ def test_the_budget_would_have_caught_the_equinox_regression(tmp_path):
                               cwd=folder, capture_output=True, text=True, timeout=600)
         outcome[version] = proc
     before, after = outcome["0.13.2"], outcome["0.13.3"]
-    assert before.returncode == 1 and "promotions to the oldest generation per step: 2," in before.stdout, before.stdout
+    assert before.returncode == 1, before.stdout
+    assert "promotions to the oldest generation per step: 2," in before.stdout, before.stdout
     assert "> budget 1,450" in before.stdout
     assert after.returncode == 0, after.stdout[-2000:]
     promoted = float(after.stdout.split("COUNTS equinox-filter promotions/step ")[1].split()[0])
@@ -679,7 +704,8 @@ def test_a_budgeted_test_has_the_outcome_its_twin_without_a_budget_has(pytester,
     pytester.makepyfile(test_twins=TWINS.replace("{body}", indented).replace("{args}", args))
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *options, "test_twins.py")
     out = result.stdout.str() + result.stderr.str()
-    assert "INTERNALERROR" not in out and "Exception ignored" not in out, out[-3000:]
+    assert "INTERNALERROR" not in out, out[-3000:]
+    assert "Exception ignored" not in out, out[-3000:]
     outcome = {}
     for line in out.splitlines():
         for word in ("PASSED", "FAILED", "SKIPPED", "XFAIL", "ERROR"):
@@ -691,7 +717,8 @@ def test_a_budgeted_test_has_the_outcome_its_twin_without_a_budget_has(pytester,
     if "-rA" in options:
         assert outcome.get("test_budgeted") == outcome.get("test_plain"), outcome
     else:  # passed twice, or failed twice: nothing else happens to these bodies
-        assert outcomes.get("passed", 0) in (0, 2) and outcomes.get("failed", 0) in (0, 2), outcomes
+        assert outcomes.get("passed", 0) in (0, 2), outcomes
+        assert outcomes.get("failed", 0) in (0, 2), outcomes
 
 
 def test_the_session_is_the_tests_own_under_xdist_and_its_fixtures_run_once(pytester):
@@ -738,11 +765,10 @@ def test_a_budget_left_by_an_exception_leaves_nothing_installed():
 
     before = list(gc.callbacks)
     m = Measurement("leak", 0, 100, explain=True)
-    with pytest.raises(RuntimeError):
-        with m:
-            with m.step():
-                raise RuntimeError("boom")
-    assert gc.callbacks == before and not tracemalloc.is_tracing()
+    with pytest.raises(RuntimeError), m, m.step():
+        raise RuntimeError("boom")
+    assert gc.callbacks == before
+    assert not tracemalloc.is_tracing()
 
 
 def test_budgets_count_the_collectors_own_collections_and_the_loops_apart(pytester):
@@ -785,9 +811,11 @@ def test_budgets_count_the_collectors_own_collections_and_the_loops_apart(pytest
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, failed=1)
     out = result.stdout.str()
-    assert "test_its_calls_are_budgeted_apart" in out and "gc.collect() calls of the loop's per 1,000 steps: 10.07 > " \
+    assert "test_its_calls_are_budgeted_apart" in out
+    assert "gc.collect() calls of the loop's per 1,000 steps: 10.07 > " \
         "budget 1" in out
-    assert "3 of the 3 full collections were gc.collect() calls, called at" in out and "test_fix.py:" in out
+    assert "3 of the 3 full collections were gc.collect() calls, called at" in out
+    assert "test_fix.py:" in out
 
 
 def test_a_budget_without_the_settling_freeze_sees_what_a_freeze_fix_removes(pytester):

@@ -2,8 +2,8 @@ import gc
 
 import pytest
 
-from gcbench.measuring import gcpolicy
 from gcbench.core.errors import UsageError
+from gcbench.measuring import gcpolicy
 from gcbench.measuring.probe import StepProbe
 from test_probe import Cycle
 
@@ -40,7 +40,7 @@ def test_disable_keeps_collections_at_zero_and_reenables():
 
 def test_freeze_moves_objects_to_the_permanent_generation():
     gc.unfreeze()
-    probe, frozen = _churn_steps(gcpolicy.parse("freeze"), steps=2)
+    _probe, frozen = _churn_steps(gcpolicy.parse("freeze"), steps=2)
     assert frozen > 1000  # everything alive after warm-up: modules, functions, ...
     assert gc.get_freeze_count() == 0  # after_timed undoes it
 

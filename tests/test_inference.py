@@ -31,7 +31,7 @@ def verdicts(rng, effect: float, pairs: int, repeats: int = REPEATS) -> dict[str
     a = repeat_log_medians(rng, pairs, repeats)
     b = repeat_log_medians(rng, pairs, repeats, math.log(effect))
     out: dict[str, int] = {}
-    for x, y in zip(a, b, strict=False):
+    for x, y in zip(a, b, strict=True):
         t = compare.test_median(values(x), values(y), compare.MIN_EFFECT, compare.ALPHA)
         compare.conclude([t], compare.ALPHA)
         out[t.verdict] = out.get(t.verdict, 0) + 1
@@ -76,7 +76,8 @@ def test_no_interval_from_fewer_than_three_processes():
     assert stats.geometric(np.exp(repeat_log_medians(rng, 1, 2)[0]))["ci"] is None
     c = compare.compare_docs(docs(rng, 2, 10.0), docs(rng, 2, 30.0))
     assert all(t.p is None and t.ci is None for t in c["rows"][0]["tests"] if not t.exact)
-    assert c["rows"][0]["verdict"] == "inconclusive" and "3 or more repeats" in c["rows"][0]["tests"][0].note
+    assert c["rows"][0]["verdict"] == "inconclusive"
+    assert "3 or more repeats" in c["rows"][0]["tests"][0].note
 
 
 def test_the_gc_share_interval_covers_the_truth():
@@ -138,11 +139,13 @@ def test_pairing_by_round_cancels_a_drift_between_rounds():
         assert compare.paired_rounds(va, vb)
         paired = compare.test_median(va, vb, 0.05, 0.05)
         pooled = compare.test_median(dict(va, rounds=None), vb, 0.05, 0.05)
-        assert paired.paired and not pooled.paired
+        assert paired.paired
+        assert not pooled.paired
         for t in (paired, pooled):
             compare.conclude([t], 0.05)
             found[t.paired] += t.verdict == "slower"
-    assert found[True] >= 27 and found[False] <= 15, found
+    assert found[True] >= 27, found
+    assert found[False] <= 15, found
     # cells of different invocations, or of too few rounds, are not paired
     a = docs(rng, 6, 10.0, steps=60, run_id="r1")
     assert not compare.paired_rounds(
@@ -153,7 +156,7 @@ def test_pairing_by_round_cancels_a_drift_between_rounds():
     )
 
 
-@pytest.mark.parametrize("model,param,sd", [("fgn", 0.81, 0.126), ("fgn", 0.90, 0.126), ("fgn", 0.86, 0.20),
+@pytest.mark.parametrize(("model", "param", "sd"), [("fgn", 0.81, 0.126), ("fgn", 0.90, 0.126), ("fgn", 0.86, 0.20),
                                             ("ar1", 0.85, 0.14), ("ar1", 0.65, 0.10)])
 def test_the_drift_flag_is_calibrated(model, param, sd):
     """Steady series flagged at most at the nominal 1 %: long-memory noise at the Hurst
@@ -189,15 +192,17 @@ DRIFTED = [
 def test_the_drift_flag_still_catches_the_committed_repeats_that_drifted():
     import pathlib
 
-    from gcbench.publishing import archive
     from gcbench.measuring import results
+    from gcbench.publishing import archive
 
     reports = pathlib.Path(__file__).resolve().parent.parent / "reports"
     for report, cell in DRIFTED:
         with archive.opened(reports / report) as folder:
             doc = results.load(folder / f"{cell}.json")
         found = stats.drift(doc["wall_ns"])
-        assert found is not None and abs(found["change"]) >= 0.19 and found["p"] < stats.DRIFT_P, (report, cell, found)
+        assert found is not None, (report, cell, found)
+        assert abs(found["change"]) >= 0.19, (report, cell, found)
+        assert found["p"] < stats.DRIFT_P, (report, cell, found)
 
 
 def test_the_drift_flag_ignores_the_spikes_of_collections():
@@ -233,25 +238,33 @@ def test_fixed_schedules_are_compared_exactly_however_few_the_events():
     none = docs(rng, 3, 30.0)
     c = compare.compare_docs(six, two)
     full = c["rows"][0]["tests"][2]
-    assert full.exact and full.verdict == "fewer full GCs" and full.p is None
-    assert "6 full collections in every repeat" in full.note and "4 full collections in every repeat" in full.note
+    assert full.exact
+    assert full.verdict == "fewer full GCs"
+    assert full.p is None
+    assert "6 full collections in every repeat" in full.note
+    assert "4 full collections in every repeat" in full.note
     assert compare.compare_docs(two, none)["rows"][0]["tests"][2].verdict == "fewer full GCs"
     same = compare.compare_docs(two, docs(rng, 3, 30.0, full_every=75, pause_ms=40))["rows"][0]["tests"][2]
-    assert same.exact and same.verdict == "same"
+    assert same.exact
+    assert same.verdict == "same"
     # counts that vary between repeats: the per-repeat counts are tested, not pooled events
     vary = docs(rng, 3, 30.0, full_every=75, pause_ms=40)
     extra = np.asarray(vary[0]["gc_collections"]).reshape(-1, 3)
     extra[10, 2] = extra[11, 2] = 1  # two more in the first repeat: 6, 4, 4, more than one phase makes
     vary[0]["gc_collections"] = extra.tolist()
     t = compare.test_full(compare.repeat_values(vary), compare.repeat_values(two), 0.05, 0.05)
-    assert not t.exact and t.p is not None and t.df == 4
-    assert t.a == pytest.approx(1000 * 14 / 900) and t.b == pytest.approx(1000 * 12 / 900)
+    assert not t.exact
+    assert t.p is not None
+    assert t.df == 4
+    assert t.a == pytest.approx(1000 * 14 / 900)
+    assert t.b == pytest.approx(1000 * 12 / 900)
     assert "6, 4, 4 full collections in the repeats of 300 steps" in t.note
     # one more in one repeat is what a schedule's phase makes: the same (phase), not a test
     extra[11, 2] = 0
     vary[0]["gc_collections"] = extra.tolist()
     t = compare.test_full(compare.repeat_values(vary), compare.repeat_values(two), 0.05, 0.05)
-    assert t.phase and compare.decide(t, 0.05) == compare.SAME_PHASE
+    assert t.phase
+    assert compare.decide(t, 0.05) == compare.SAME_PHASE
 
 
 def test_a_verdict_and_its_interval_never_disagree():
@@ -268,8 +281,10 @@ def test_a_verdict_and_its_interval_never_disagree():
             excludes = lo > 1 or hi < 1
             assert (t.p_adj <= 0.05) == excludes or abs(t.p_adj - 0.05) < 1e-9
             if t.verdict in ("faster", "slower"):
-                assert excludes and (t.verdict == "slower") == (lo > 1)
+                assert excludes
+                assert (t.verdict == "slower") == (lo > 1)
             if t.verdict == "same":
-                assert 1 / 1.05 <= lo and hi <= 1.05
+                assert 1 / 1.05 <= lo
+                assert hi <= 1.05
             if t.verdict == "inconclusive":
                 assert not (1 / 1.05 <= lo and hi <= 1.05)

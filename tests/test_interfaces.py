@@ -32,16 +32,21 @@ def test_measure_records_a_users_loop_in_the_schema_of_a_cell(tmp_path, classic_
     assert m.steps == 120
     doc = m.result()
     results.validate(doc)
-    assert doc["backend"] == "user" and doc["workload"] == "my-loop" and doc["gc_policy"] == "default"
-    assert len(doc["wall_ns"]) == 120 and len(doc["warmup"]["wall_ns"]) == 5
+    assert doc["backend"] == "user"
+    assert doc["workload"] == "my-loop"
+    assert doc["gc_policy"] == "default"
+    assert len(doc["wall_ns"]) == 120
+    assert len(doc["warmup"]["wall_ns"]) == 5
     assert (
         29 <= sorted(doc["gc_pressure"])[60] <= 33
     )  # what the loop keeps, per step (31), give or take the test process
     assert sum(row[0] for row in doc["gc_collections"]) >= 3  # the young generation filled up
     s = m.summary()
-    assert s["median_ms"] > 0 and s["steps"] == 120
+    assert s["median_ms"] > 0
+    assert s["steps"] == 120
     first, second = m.save(tmp_path), m.save(tmp_path)
-    assert first.name == "user__my-loop__default__r0.json" and second.name == "user__my-loop__default__r1.json"
+    assert first.name == "user__my-loop__default__r0.json"
+    assert second.name == "user__my-loop__default__r1.json"
     assert [d["repeat"] for d in results.load_dir(tmp_path)] == [0, 1]
 
 
@@ -57,7 +62,8 @@ def test_measure_keeps_the_policy_the_user_named_and_counts_frozen_objects():
     finally:
         gc.unfreeze()
     doc = m.result()
-    assert doc["gc_policy"] == "default" and doc["gc_state"]["frozen_objects"] > 0
+    assert doc["gc_policy"] == "default"
+    assert doc["gc_state"]["frozen_objects"] > 0
     assert named.result()["gc_policy"] == "freeze"
     with pytest.raises(UsageError, match="unknown GC policy"):
         gcbench.measure("x", policy="sometimes")
@@ -70,7 +76,8 @@ def test_measure_records_the_jax_devices_of_the_loop():
             with m.step():
                 jax.block_until_ready(jax.numpy.ones(4) * 2)
     meta = m.result()["metadata"]
-    assert meta["jax_backend"] == jax.default_backend() and meta["devices"] == [str(d) for d in jax.devices()]
+    assert meta["jax_backend"] == jax.default_backend()
+    assert meta["devices"] == [str(d) for d in jax.devices()]
 
 
 def test_measure_knows_a_disabled_collector_and_refuses_misuse():
@@ -106,20 +113,27 @@ def test_saved_measurements_report_and_export_like_cells(tmp_path):
     # flagged where the machine was loaded (the half second after a loop this short says so)
     row = next(line for line in md.splitlines() if re.match(r"\| user/loop/default( \(\d flagged\))? \| 2 \|", line))
     assert row.endswith("| 120 |")  # counts first, the steps last
-    assert "Batch size" not in md and "Loops measured by `gcbench.measure`" in md  # only what was measured
+    assert "Batch size" not in md
+    assert "Loops measured by `gcbench.measure`" in md
     proc = run_cli("export", str(tmp_path / "res"), "--csv")
     assert proc.returncode == 0, proc.stderr
     rows = list(csv.DictReader(io.StringIO(proc.stdout)))
-    assert len(rows) == 120 and {"wall_ns", "gc_ns", "gc_gen0", "gc_pressure", "step", "repeat"} <= set(rows[0])
+    assert len(rows) == 120
+    assert {"wall_ns", "gc_ns", "gc_gen0", "gc_pressure", "step", "repeat"} <= set(rows[0])
     proc = run_cli("export", str(tmp_path / "rep"), "--csv", "--per", "cell", "--out", str(tmp_path / "c.csv"))
-    assert proc.returncode == 0 and "1 rows" in proc.stderr  # from the report's own archive
+    assert proc.returncode == 0
+    assert "1 rows" in proc.stderr
     cell = next(csv.DictReader(open(tmp_path / "c.csv")))
-    assert cell["cell"] == "user/loop/default" and cell["repeats"] == "2" and float(cell["median_ms"]) > 0
+    assert cell["cell"] == "user/loop/default"
+    assert cell["repeats"] == "2"
+    assert float(cell["median_ms"]) > 0
     assert run_cli("export", str(tmp_path / "res")).stdout == proc_csv_default(tmp_path)  # CSV is the default
     rows = json.loads(run_cli("export", str(tmp_path / "rep"), "--json", "--per", "cell").stdout)["rows"]
     api = m.summary()
-    assert set(api) <= set(rows[0]) and set(cell) == set(rows[0])  # one set of names: API, JSON and CSV
-    assert rows[0]["full_per_1000"] == float(cell["full_per_1000"]) and 0 <= api["gc_share"] < 1
+    assert set(api) <= set(rows[0])
+    assert set(cell) == set(rows[0])
+    assert rows[0]["full_per_1000"] == float(cell["full_per_1000"])
+    assert 0 <= api["gc_share"] < 1
 
 
 def proc_csv_default(tmp_path) -> str:
@@ -132,9 +146,12 @@ def test_to_dataframe_has_a_row_per_step_and_per_cell(tmp_path):
         _loop(m, 30)
     m.save(tmp_path)
     steps = gcbench.to_dataframe(tmp_path)
-    assert isinstance(steps, pd.DataFrame) and len(steps) == 30 and steps["wall_ns"].gt(0).all()
+    assert isinstance(steps, pd.DataFrame)
+    assert len(steps) == 30
+    assert steps["wall_ns"].gt(0).all()
     cells = gcbench.to_dataframe(tmp_path, per="cell")
-    assert list(cells["cell"]) == ["user/loop/default"] and cells["median_ms"][0] > 0
+    assert list(cells["cell"]) == ["user/loop/default"]
+    assert cells["median_ms"][0] > 0
     assert cells["median_ci_low_ms"].isna().all()  # one run (one repeat): no interval, not a narrow one
     assert gcbench.records(tmp_path)[0]["step"] == 0
     with pytest.raises(UsageError, match="per must be"):
@@ -166,7 +183,9 @@ def test_compare_gives_a_verdict_on_fixed_schedules_of_a_users_loop(tmp_path):
     proc = run_cli("compare", str(tmp_path / "two"), str(tmp_path / "one"), "--json")
     assert proc.returncode == 0, proc.stderr
     full = json.loads(proc.stdout)["rows"][0]["tests"][2]
-    assert full["metric"] == "full_rate" and full["exact"] and full["verdict"] == "fewer full GCs"
+    assert full["metric"] == "full_rate"
+    assert full["exact"]
+    assert full["verdict"] == "fewer full GCs"
     assert "2 full collections in every repeat of 40 steps, at steps 10, 30" in full["note"]
     same = json.loads(run_cli("compare", str(tmp_path / "one"), str(tmp_path / "one-again"), "--json").stdout)
     assert same["rows"][0]["tests"][2]["verdict"] == "same"
@@ -179,7 +198,8 @@ def _strict(text: str) -> dict:
         raise ValueError(f"not JSON: {name}")
 
     doc = json.loads(text, parse_constant=refuse)
-    assert doc["gcbench"]["version"] == gcbench.__version__ and "commit" in doc["gcbench"]
+    assert doc["gcbench"]["version"] == gcbench.__version__
+    assert "commit" in doc["gcbench"]
     return doc
 
 
@@ -209,7 +229,9 @@ def test_every_json_output_is_strict_json_and_names_the_gcbench_that_wrote_it(tm
         doc = _strict(proc.stdout)
         assert len(doc) > 1, name
     status = _strict(run_cli("status", str(tmp_path / "run"), "--json").stdout)  # after run wrote the folder
-    assert status["planned"] == 1 and status["results"]["ok"] == 1 and "submission" not in status
+    assert status["planned"] == 1
+    assert status["results"]["ok"] == 1
+    assert "submission" not in status
     assert _strict(run_cli(*runs["report"]).stdout)["report"]["plots"]
     assert _strict(run_cli(*runs["bisect"]).stdout)["bisect"]["first_change"] == "0.13.3"
 
@@ -222,4 +244,5 @@ def test_a_measurement_with_a_manual_policy_saves(tmp_path):
             with m.step():
                 [object() for _ in range(50)]
     path = m.save(tmp_path / "res")
-    assert path.name == "user__loop__manual-5__r0.json" and results.load(path)["gc_policy"] == "manual:5"
+    assert path.name == "user__loop__manual-5__r0.json"
+    assert results.load(path)["gc_policy"] == "manual:5"

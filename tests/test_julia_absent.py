@@ -13,10 +13,10 @@ import time
 
 import pytest
 
+from conftest import run_cli
 from gcbench.measuring.backends import BACKENDS, julia_bridge
 from gcbench.running.config import Suite
 from gcbench.running.runner import run_cells
-from conftest import run_cli
 
 
 @pytest.fixture
@@ -50,7 +50,8 @@ def test_missing_juliacall_is_one_line(monkeypatch):
         ok, reason = BACKENDS["flux"].availability()
     finally:
         julia_bridge.status.cache_clear()
-    assert not ok and reason == "juliacall is not installed (pip install 'gcbench[julia]')"
+    assert not ok
+    assert reason == "juliacall is not installed (pip install 'gcbench[julia]')"
 
 
 def test_missing_julia_is_detected_fast_without_download(no_julia):
@@ -59,7 +60,9 @@ def test_missing_julia_is_detected_fast_without_download(no_julia):
     t0 = time.monotonic()
     ok, reason = julia_bridge.status()
     assert time.monotonic() - t0 < 20.0  # a download of Julia takes minutes; a loaded machine, not 20 s
-    assert not ok and "no Julia installed" in reason and "PYTHON_JULIAPKG_EXE" in reason
+    assert not ok
+    assert "no Julia installed" in reason
+    assert "PYTHON_JULIAPKG_EXE" in reason
     assert "\n" not in reason
 
 
@@ -83,7 +86,8 @@ def test_run_records_julia_cells_unavailable_and_goes_on(no_julia, tmp_path):
     assert {d["reason"] for d in docs if d["gc_policy"] != "freeze"} == {why}
     # One line for every backend unavailable for the same reason, before any cell, not one per cell.
     said = [line for line in lines if why in line]
-    assert said == [f"flux, lux: unavailable: {why} (4 cells recorded as unavailable)"] and lines[0] == said[0]
+    assert said == [f"flux, lux: unavailable: {why} (4 cells recorded as unavailable)"]
+    assert lines[0] == said[0]
 
 
 def test_list_marks_freeze_as_python_only():
@@ -94,7 +98,8 @@ def test_list_marks_freeze_as_python_only():
 
 def test_julia_threads_must_be_positive():
     proc = run_cli("run", "--julia-threads", "0")
-    assert proc.returncode == 2 and "julia_threads must be an integer from 1" in proc.stderr
+    assert proc.returncode == 2
+    assert "julia_threads must be an integer from 1" in proc.stderr
 
 
 def test_a_julia_that_cannot_start_makes_the_cell_unavailable(monkeypatch):
@@ -120,7 +125,8 @@ def test_runs_are_offline_and_setup_is_not(monkeypatch):
     for key in ("PYTHON_JULIAPKG_OFFLINE", "PYTHON_JULIACALL_THREADS", "PYTHON_JULIACALL_OPTIMIZE"):
         monkeypatch.delenv(key, raising=False)
     julia_bridge.configure(2)
-    assert os.environ["PYTHON_JULIAPKG_OFFLINE"] == "yes" and os.environ["PYTHON_JULIACALL_THREADS"] == "2"
+    assert os.environ["PYTHON_JULIAPKG_OFFLINE"] == "yes"
+    assert os.environ["PYTHON_JULIACALL_THREADS"] == "2"
     assert "PYTHON_JULIACALL_OPTIMIZE" not in os.environ  # Julia's own default (2), as `julia` and the seed
     monkeypatch.delenv("PYTHON_JULIAPKG_OFFLINE")
     julia_bridge.configure(1, offline=False)
@@ -131,7 +137,9 @@ def test_a_julia_without_installed_packages_asks_for_julia_setup(no_julia, tmp_p
     fake_julia(tmp_path, monkeypatch)
     monkeypatch.setattr(julia_bridge, "juliapkg_meta", lambda: tmp_path / "julia_env" / "pyjuliapkg" / "meta.json")
     ok, reason = julia_bridge.status()
-    assert not ok and "run `gcbench julia-setup`" in reason and "\n" not in reason
+    assert not ok
+    assert "run `gcbench julia-setup`" in reason
+    assert "\n" not in reason
 
 
 def test_the_offline_setting_reaches_juliapkg_even_when_it_was_imported_first():
@@ -161,9 +169,11 @@ def test_julia_setup_tells_juliapkg_it_is_online_again(monkeypatch):
 
     monkeypatch.setitem(STATE, "offline", False)
     julia_bridge.configure(1, offline=True)
-    assert STATE["offline"] is True and os.environ["PYTHON_JULIAPKG_OFFLINE"] == "yes"
+    assert STATE["offline"] is True
+    assert os.environ["PYTHON_JULIAPKG_OFFLINE"] == "yes"
     julia_bridge.configure(1, offline=False)
-    assert STATE["offline"] is False and "PYTHON_JULIAPKG_OFFLINE" not in os.environ
+    assert STATE["offline"] is False
+    assert "PYTHON_JULIAPKG_OFFLINE" not in os.environ
     assert juliapkg.offline(None) is False
 
 
@@ -206,7 +216,9 @@ def test_the_julia_sources_are_the_package_s_own(monkeypatch, tmp_path):
         ok, why = julia_bridge.status()
     finally:
         julia_bridge.status.cache_clear()
-    assert not ok and why.startswith(f"the Julia sources are not at {tmp_path} ") and "\n" not in why
+    assert not ok
+    assert why.startswith(f"the Julia sources are not at {tmp_path} ")
+    assert "\n" not in why
 
 
 def _julia_saying(folder: pathlib.Path, version: str) -> pathlib.Path:
@@ -235,12 +247,15 @@ def test_a_julia_newer_than_juliacall_admits_is_named_and_an_older_one_chosen(no
     monkeypatch.setenv("PYTHON_JULIAPKG_EXE", str(new))
     monkeypatch.setattr(julia_bridge, "openssl_cap", lambda: (1, 11))
     ok, why = julia_bridge.status()
-    assert not ok and "\n" not in why
-    assert why.startswith("juliacall admits Julia up to 1.11 with this Python") and "OpenSSL 3.5" in why
+    assert not ok
+    assert "\n" not in why
+    assert why.startswith("juliacall admits Julia up to 1.11 with this Python")
+    assert "OpenSSL 3.5" in why
     julia_bridge.status.cache_clear()
     old = _julia_saying(tmp_path / "old", "1.11.7")
     monkeypatch.setenv("PATH", str(old.parent))
-    assert julia_bridge.find_julia() == str(old) and julia_bridge.status() == (True, "")
+    assert julia_bridge.find_julia() == str(old)
+    assert julia_bridge.status() == (True, "")
     monkeypatch.setattr(julia_bridge, "openssl_cap", lambda: None)  # a Python with OpenSSL 3.5: the first one
     assert julia_bridge.find_julia() == str(new)
 

@@ -102,7 +102,8 @@ def test_converted_weights_reproduce_the_canonical_network(name, layout):
     x = datamod.synthetic(6, seed=2).images
     expected = np.asarray(_jaxnn.forward(workload, _jaxnn.to_device(params), jax.numpy.asarray(x))).T
     flat = julia_layout.LAYOUTS[layout](workload, params)
-    assert flat.dtype == np.float32 and flat.size == workload.params_per_network
+    assert flat.dtype == np.float32
+    assert flat.size == workload.params_per_network
     forward = flux_reference_forward if layout == "flux" else simplechains_reference_forward
     got = forward(workload, flat, julia_layout.images_whcn(x))
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
@@ -141,11 +142,14 @@ def test_layer_tables():
 def test_data_and_schedule_orientation():
     x = np.arange(2 * 28 * 28, dtype=np.float32).reshape(2, 28, 28, 1)
     w = julia_layout.images_whcn(x)
-    assert w.shape == (28, 28, 1, 2) and w.flags.f_contiguous
+    assert w.shape == (28, 28, 1, 2)
+    assert w.flags.f_contiguous
     assert w[5, 7, 0, 1] == x[1, 7, 5, 0]  # [w, h, c, n] = [n, h, w, c]
     s = np.arange(12, dtype=np.int32).reshape(3, 4)  # 3 steps of batch 4
     cols = julia_layout.schedule_columns(s)
-    assert cols.shape == (4, 3) and cols.dtype == np.int64 and cols[:, 1].tolist() == [4, 5, 6, 7]
+    assert cols.shape == (4, 3)
+    assert cols.dtype == np.int64
+    assert cols[:, 1].tolist() == [4, 5, 6, 7]
 
 
 def julia_like_result(steps=5, warmup=2):
@@ -174,8 +178,11 @@ def test_result_fields_fit_the_schema():
     from gcbench.analysing import summary
 
     s = summary.summarize([doc]).stats
-    assert s["spikes"] == 1 and s["spikes_at_full"] == 1 and s["alloc_bytes_per_step"] == 1_300_000
-    assert s["full"]["count"] == 1 and s["language"] == "julia"
+    assert s["spikes"] == 1
+    assert s["spikes_at_full"] == 1
+    assert s["alloc_bytes_per_step"] == 1_300_000
+    assert s["full"]["count"] == 1
+    assert s["language"] == "julia"
 
 
 def test_a_loss_summed_over_the_batch_is_caught():
@@ -210,16 +217,25 @@ def test_measure_marshals_arguments_as_julia_expects(monkeypatch):
     assert names == ["load_framework", "setup_data", "build", "run!"]  # one framework, loaded first
     assert calls[0][1] == ("simplechains",)
     images, labels, sched = calls[1][1]
-    assert images.shape == (28, 28, 1, 300) and images.dtype == np.float32
-    assert labels.dtype == np.int64 and labels.min() >= 0 and labels.max() <= 9
-    assert sched.shape == (32, 7) and (sched[:, 3] == schedule[3]).all()  # the batch size goes across
+    assert images.shape == (28, 28, 1, 300)
+    assert images.dtype == np.float32
+    assert labels.dtype == np.int64
+    assert labels.min() >= 0
+    assert labels.max() <= 9
+    assert sched.shape == (32, 7)
+    assert (sched[:, 3] == schedule[3]).all()
     framework, table, weights, jdata, learning_rate = calls[2][1]
-    assert framework == "simplechains" and table.shape == (5, 5) and jdata == "<setup_data>"
+    assert framework == "simplechains"
+    assert table.shape == (5, 5)
+    assert jdata == "<setup_data>"
     assert learning_rate == LEARNING_RATE  # one learning rate, Python's, for every framework
-    assert weights.shape == (44_426, 3) and weights.dtype == np.float32 and weights.flags.f_contiguous
+    assert weights.shape == (44_426, 3)
+    assert weights.dtype == np.float32
+    assert weights.flags.f_contiguous
     np.testing.assert_array_equal(weights[:, 1], julia_layout.simplechains_weights(workload, params[1]))
     assert calls[3][1][1:] == (2, 5, "manual", 10, 4, "metrics")
-    assert fields["wall_ns"][2] == 150_000_000 and fields["warmup"]["build_ns"] >= 0
+    assert fields["wall_ns"][2] == 150_000_000
+    assert fields["warmup"]["build_ns"] >= 0
     assert trainer.metadata() == {
         "julia_framework": "simplechains",
         "julia": "1.11.2",
@@ -241,7 +257,8 @@ def test_a_refused_policy_becomes_an_unavailable_cell(monkeypatch):
 
     cell = Cell("flux", "mlp", "disable", 0, 3, 4992, 30000, 2, 0, 10)
     doc = worker.run_cell(cell)
-    assert doc["status"] == "unavailable" and doc["reason"] == reason
+    assert doc["status"] == "unavailable"
+    assert doc["reason"] == reason
 
 
 def test_unknown_framework_is_refused():

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import run_cli
 from gcbench.measuring import results
 from gcbench.measuring.backends import julia_bridge
 from gcbench.measuring.workloads import WORKLOADS
-from conftest import run_cli
 from once import once_per_session
 
 ok, why = julia_bridge.status()
@@ -43,9 +43,12 @@ def measured(doc: dict) -> dict:
 def test_julia_backend_trains_and_counts_parameters(julia_results, backend, workload):
     doc = measured(julia_results[(backend, workload)])
     assert doc["params_counted"] == WORKLOADS[workload].params_per_network  # 4,992 and 44,426
-    assert len(doc["wall_ns"]) == 30 and len(doc["warmup"]["wall_ns"]) == 2 and doc["batch_size"] == 64
+    assert len(doc["wall_ns"]) == 30
+    assert len(doc["warmup"]["wall_ns"]) == 2
+    assert doc["batch_size"] == 64
     assert doc["loss"]["value"][-1] < doc["loss"]["value"][0]
-    assert doc["metadata"]["julia_threads"] >= 1 and doc["metadata"]["julia"]
+    assert doc["metadata"]["julia_threads"] >= 1
+    assert doc["metadata"]["julia"]
     assert doc["warmup"]["build_ns"] > 1000
     assert np.all(np.asarray(doc["gc_full"]) <= np.asarray(doc["gc_collections"]).sum(axis=1))
 
@@ -61,7 +64,8 @@ def test_julia_backends_start_from_the_same_weights_as_jax(julia_results, backen
 
 def test_one_framework_per_process(julia_results):
     lux = measured(julia_results[("lux", "mlp")])["metadata"]
-    assert "SimpleChains" not in lux["julia_packages"] and "Flux" not in lux["julia_packages"]
+    assert "SimpleChains" not in lux["julia_packages"]
+    assert "Flux" not in lux["julia_packages"]
     assert not any("LoopVectorization" in e for e in lux["julia_extensions"])
 
 

@@ -43,7 +43,8 @@ FRAMEWORK_FILES = {"flux": "flux.jl", "lux": "lux.jl", "simplechains": "simplech
 
 def test_every_julia_file_parses():
     files = sorted(JULIA_DIR.rglob("*.jl"))
-    assert len(files) >= 9 and JULIA_DIR / "test" / "runtests.jl" in files
+    assert len(files) >= 9
+    assert JULIA_DIR / "test" / "runtests.jl" in files
     for path in files:
         tree = parse(path)
         assert not tree.root_node.has_error, f"{path.name} does not parse"
@@ -55,9 +56,10 @@ def test_the_core_is_included_once_and_frameworks_on_demand():
     core = sorted(
         p.name for p in JULIA_DIR.glob("*.jl") if p.name != "GCBench.jl" and p.name not in FRAMEWORK_FILES.values()
     )
-    assert sorted(included) == core and len(set(included)) == len(included)
+    assert sorted(included) == core
+    assert len(set(included)) == len(included)
     # no framework is loaded by the core: the core's files use nothing but the standard library
-    for name in ["GCBench.jl"] + core:
+    for name in ["GCBench.jl", *core]:
         used = set(re.findall(r"^\s*(?:using|import)\s+([A-Za-z]\w*)", (JULIA_DIR / name).read_text(), re.M))
         assert used <= {"Random", "Statistics", "Profile", "TOML"}, (name, used)
     table = dict(re.findall(r'"(\w+)" => "(\w+\.jl)"', module.split("FRAMEWORK_FILES")[1].split("\n")[0]))
@@ -94,16 +96,19 @@ def test_simplechains_takes_the_canonical_weights_and_its_own_memory():
     code = (JULIA_DIR / "simplechains.jl").read_text()
     body = "\n".join(line for line in code.splitlines() if not line.lstrip().startswith("#"))
     assert "init_params" not in body
-    assert "params::Vector{Vector{Float32}}" in body and "Vector{Float32}(weights[:, k])" in body
+    assert "params::Vector{Vector{Float32}}" in body
+    assert "Vector{Float32}(weights[:, k])" in body
     assert re.search(r"valgrad!\(SimpleChains\.align\(pointer\(buf\)\)", body)
     # Item 2: the summed loss is scaled to a batch mean, and so is the update.
     assert "update!(t.opt, t.adam[k], t.params[k], t.grads[k], t.scale)" in body
-    assert "summed * t.scale" in body and "inv(Float32(batch_size(data)))" in body
+    assert "summed * t.scale" in body
+    assert "inv(Float32(batch_size(data)))" in body
 
 
 def test_lux_train_states_are_a_concrete_vector():
     code = (JULIA_DIR / "lux.jl").read_text()
-    assert "Vector{Any}" not in code and "states::Vector{S}" in code
+    assert "Vector{Any}" not in code
+    assert "states::Vector{S}" in code
 
 
 def test_the_bridge_calls_only_the_declared_api():
@@ -157,15 +162,18 @@ def test_julia_is_bounded_from_the_lts_through_the_newest_release():
     assert juliapkg["julia"] == project["compat"]["julia"]
     bound = compat.Compat.parse(juliapkg["julia"])
     for minor in range(OLDEST_JULIA[1], NEWEST_JULIA[1] + 1):
-        assert Version(1, minor, 0) in bound and Version(1, minor, 9) in bound, minor
-    assert Version(1, 9, 4) not in bound and Version(2, 0, 0) not in bound
+        assert Version(1, minor, 0) in bound, minor
+        assert Version(1, minor, 9) in bound, minor
+    assert Version(1, 9, 4) not in bound
+    assert Version(2, 0, 0) not in bound
 
 
 def test_the_workflow_runs_the_oldest_and_the_newest_julia_the_bounds_admit():
     yaml = pytest.importorskip("yaml")
     flow = yaml.safe_load((ROOT / ".github" / "workflows" / "julia.yml").read_text())
     matrix = [tuple(int(x) for x in v.split(".")) for v in flow["jobs"]["julia"]["strategy"]["matrix"]["julia"]]
-    assert min(matrix) == OLDEST_JULIA and max(matrix) == NEWEST_JULIA, matrix
+    assert min(matrix) == OLDEST_JULIA, matrix
+    assert max(matrix) == NEWEST_JULIA, matrix
     project, _ = _manifests()
     assert project["compat"]["julia"] == "{}.{}".format(*OLDEST_JULIA)
 
@@ -199,7 +207,7 @@ def test_the_workflow_runs_the_julia_tests_in_one_process():
                           ["addopts"])
     assert _pytest_workers(addopts) > 0  # the default that made them run twice
     assert _pytest_workers(addopts + shlex.split(commands[0])) == 0, commands[0]
-    assert _pytest_workers(addopts + ["-m", "julia"]) > 0  # what the check would catch
+    assert _pytest_workers([*addopts, "-m", "julia"]) > 0  # what the check would catch
 
 
 def test_uuids_are_the_registered_ones():
@@ -216,7 +224,8 @@ def test_julia_code_uses_only_declared_packages():
     tests = set()
     for path in (JULIA_DIR / "test").glob("*.jl"):
         tests |= set(re.findall(r"^\s*(?:using|import)\s+([A-Za-z]\w*)", path.read_text(), re.M))
-    assert "Test" in tests and tests <= set(project["extras"]) | set(project["deps"]), tests
+    assert "Test" in tests, tests
+    assert tests <= set(project["extras"]) | set(project["deps"]), tests
 
 
 def test_the_julia_workflow_names_real_actions_and_commands():
@@ -230,9 +239,12 @@ def test_the_julia_workflow_names_real_actions_and_commands():
     # the admission check asks gcbench's own bridge, which asks pyjuliapkg (test_julia_absent.py)
     assert "julia_bridge as j; sys.exit(j.find_julia() is None)" in " ".join(s.get("run", "") for s in steps)
     runs = " ".join(s.get("run", "") for s in steps)
-    assert "pytest -m julia" in runs and "julia/test/runtests.jl" in runs and "gcbench julia-setup" in runs
+    assert "pytest -m julia" in runs
+    assert "julia/test/runtests.jl" in runs
+    assert "gcbench julia-setup" in runs
     # julia-actions/cache v3 deletes the caches it replaced: the token needs actions: write
-    assert flow["permissions"]["actions"] == "write" and flow["permissions"]["contents"] == "read"
+    assert flow["permissions"]["actions"] == "write"
+    assert flow["permissions"]["contents"] == "read"
 
 
 def test_juliapkg_json_ships_with_the_package():
@@ -257,7 +269,9 @@ for f in ("flux", "lux")
 end
 '''
     problems = world_age_problems(old)
-    assert len(problems) == 2 and "a function calls load_framework" in problems[0] and "one top-level" in problems[1]
+    assert len(problems) == 2
+    assert "a function calls load_framework" in problems[0]
+    assert "one top-level" in problems[1]
     runtests = (JULIA_DIR / "test" / "runtests.jl").read_text()
     assert runtests.count("Base.invokelatest(test_framework") == 1
     run_jl = (JULIA_DIR / "run.jl").read_text()
@@ -274,12 +288,14 @@ def test_every_framework_defines_its_logits_and_the_fixture_holds_them():
     meta = tomllib.loads((fixture / "fixture.toml").read_text())
     for workload in ("mlp", "lenet5"):
         logits = np.fromfile(fixture / f"{workload}_logits.f32", "<f4")
-        assert logits.size == 10 * meta["batch"] * meta[workload]["networks"] and np.isfinite(logits).all()
+        assert logits.size == 10 * meta["batch"] * meta[workload]["networks"]
+        assert np.isfinite(logits).all()
     from gcbench.measuring.workloads import LEARNING_RATE
 
     assert meta["learning_rate"] == LEARNING_RATE
     for file in FRAMEWORK_FILES.values():  # one learning rate: Python's, passed through build
-        assert "3f-4" not in (JULIA_DIR / file).read_text() and "3e-4" not in (JULIA_DIR / file).read_text()
+        assert "3f-4" not in (JULIA_DIR / file).read_text()
+        assert "3e-4" not in (JULIA_DIR / file).read_text()
 
 
 def test_lux_is_tested_alone_and_every_framework_is_tested():
@@ -290,8 +306,10 @@ def test_lux_is_tested_alone_and_every_framework_is_tested():
     lux = (JULIA_DIR / "test" / "lux_cases.jl").read_text()
     def loaded(text):
         return re.findall(r'^GCBench\.load_framework\("(\w+)"\)', text, re.M)
-    assert sorted(loaded(runtests)) == ["flux", "simplechains"] and loaded(lux) == ["lux"]
-    assert "lux_cases.jl" in runtests and "success(pipeline(cmd" in runtests
+    assert sorted(loaded(runtests)) == ["flux", "simplechains"]
+    assert loaded(lux) == ["lux"]
+    assert "lux_cases.jl" in runtests
+    assert "success(pipeline(cmd" in runtests
     assert 'Base.invokelatest(test_framework, "lux", workload)' in lux
     assert 'for framework in ("flux", "simplechains")' in runtests
     for text in (runtests, lux):
@@ -316,7 +334,8 @@ def test_free_memory_is_read_once_and_the_limit_follows_the_process_group():
                    '"memory.usage_in_bytes"', "dirname(dir)"):
         assert needed in measure, needed
     runtests = (JULIA_DIR / "test" / "runtests.jl").read_text()
-    assert "GCBench.available_memory(free) <= free" in runtests and "Sys.free_memory()) <=" not in runtests
+    assert "GCBench.available_memory(free) <= free" in runtests
+    assert "Sys.free_memory()) <=" not in runtests
     assert "GCBench.cgroup_room(root, proc)" in runtests
 
 
@@ -331,7 +350,8 @@ def test_julia_runs_of_disable_or_manual_take_two_warmup_steps():
     for call in policied:
         warmup = int(re.search(r'"--warmup", "(\d+)"', call).group(1))
         assert warmup >= 2, call
-    assert "measure.jl" in text and 'doc["status"] == "ok"' in text
+    assert "measure.jl" in text
+    assert 'doc["status"] == "ok"' in text
 
 
 def test_the_allocation_test_counts_by_package_not_by_type():
@@ -341,16 +361,18 @@ def test_the_allocation_test_counts_by_package_not_by_type():
     text = (JULIA_DIR / "test" / "runtests.jl").read_text()
     assert not re.search(r'by_type"\]\s+if\s+startswith\(k,\s*"Dict"\)', text)
     assert not re.search(r'\["by_type"\].*"Dict', text)
-    assert 'get(out["by_package"], "GCBench", [0, 0])' in text and "jl_gc_unknown_type_tag" in text
+    assert 'get(out["by_package"], "GCBench", [0, 0])' in text
+    assert "jl_gc_unknown_type_tag" in text
 
 
 def test_the_worker_skips_python_exit_hooks_once_juliacall_is_loaded():
     """juliacall's exit hook (`jl_atexit_hook(0)`) can segfault with several Julia threads
     (PythonCall issue #764): the worker leaves with os._exit once its result is written."""
-    import gcbench.child as child
-
     import pathlib
 
+    import gcbench.child as child
+
     src = pathlib.Path(child.__file__).read_text()
-    assert 'if "juliacall" in sys.modules:' in src and "os._exit(code)" in src
+    assert 'if "juliacall" in sys.modules:' in src
+    assert "os._exit(code)" in src
     assert "leave(main())" in src

@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 
 import gcbench
-from gcbench.analysing import compare, summary, verdict
 from conftest import run_cli
-
+from gcbench.analysing import compare, summary, verdict
 
 LOADER = """
 import collections, gc, sys
@@ -52,16 +51,20 @@ def _loader(tmp_path, kind: str, times: int = 1):
 def test_collections_between_steps_are_counted_and_charged_to_their_iteration(tmp_path):
     (doc,) = _loader(tmp_path, "lists")
     gap = np.asarray(doc["gap_collections"])
-    assert gap[:, 2].sum() > 0 and np.sum(doc["gc_collections"]) == 0  # every collection fell in the loader
+    assert gap[:, 2].sum() > 0
+    assert np.sum(doc["gc_collections"]) == 0
     assert (gap.sum(axis=0) <= np.asarray(doc["between_steps"]["collections"])).all()  # and after the last step
     full = summary.full_collections(doc)
     assert full.sum() == gap[:, 2].sum()  # full collections counted wherever they fell
     it = summary.iterations(doc)
-    assert np.all(it >= np.asarray(doc["wall_ns"])) and it.sum() >= np.sum(doc["wall_ns"]) + np.sum(doc["gap_gc_ns"])
+    assert np.all(it >= np.asarray(doc["wall_ns"]))
+    assert it.sum() >= np.sum(doc["wall_ns"]) + np.sum(doc["gap_gc_ns"])
     row = summary.record(summary.summarize([doc]))
-    assert row["full_collections"] == int(full.sum()) and row["mean_ms"] > row["median_ms"]
+    assert row["full_collections"] == int(full.sum())
+    assert row["mean_ms"] > row["median_ms"]
     text = " ".join(verdict.sentences([summary.summarize([doc])]))
-    assert "costs next to nothing" not in text and "between steps, in the loop's own code outside `m.step()`" in text
+    assert "costs next to nothing" not in text
+    assert "between steps, in the loop's own code outside `m.step()`" in text
     # explained, the same loop says where its collections ran
     import os
     import subprocess
@@ -85,15 +88,20 @@ def test_a_loader_fix_is_judged_on_the_loops_time_and_its_counts(tmp_path):
     _loader(tmp_path, "lists", 3), _loader(tmp_path, "arrays", 3)
     c = compare.compare_dirs(tmp_path / "lists", tmp_path / "arrays")
     by = {t.metric: t for t in c["rows"][0]["tests"]}
-    assert by["full_rate"].verdict == "fewer full GCs" and by["full_rate"].exact and by["full_rate"].b == 0
+    assert by["full_rate"].verdict == "fewer full GCs"
+    assert by["full_rate"].exact
+    assert by["full_rate"].b == 0
     assert by["collections"].verdict == "fewer collections"
     assert by["mean"].verdict in ("faster run", "not judged"), by["mean"]
     proc = run_cli("compare", str(tmp_path / "lists"), str(tmp_path / "arrays"), "--fail-on", "more-full-gc",
                    "--json")
     words = json.loads(proc.stdout)["rows"][0]["summary"]
-    assert proc.returncode == 0 and words.startswith("fewer full GCs (-") and ", fewer collections (-" in words, words
+    assert proc.returncode == 0, words
+    assert words.startswith("fewer full GCs (-"), words
+    assert ", fewer collections (-" in words, words
     back = run_cli("compare", str(tmp_path / "arrays"), str(tmp_path / "lists"), "--fail-on", "more-full-gc")
-    assert back.returncode == 1 and "more full GCs" in back.stderr
+    assert back.returncode == 1
+    assert "more full GCs" in back.stderr
 
 
 @pytest.mark.e2e
@@ -109,14 +117,17 @@ def test_two_explicit_collections_a_step_count_twice():
         return m.result()
 
     two, one = loop(2), loop(1)
-    assert summary.full_collections(two).sum() == 40 and summary.full_collections(one).sum() == 20
+    assert summary.full_collections(two).sum() == 40
+    assert summary.full_collections(one).sum() == 20
     va, vb = compare.repeat_values([two, dict(two, repeat=1)]), compare.repeat_values([one, dict(one, repeat=1)])
     t = compare.test_full(va, vb, 0.05, 0.05)
-    assert t.exact and compare.decide(t, 0.05) == "fewer full GCs"
+    assert t.exact
+    assert compare.decide(t, 0.05) == "fewer full GCs"
     assert "explicit (gc.collect()) full collections per repeat 40 against 20" in t.note
     # explicit, with the calling line: the one line of `loop` that calls gc.collect(), 40 times a repeat
     e = summary.summarize([two]).stats["explicit"]
-    assert e["collections"][-1] == 40 and list(e["sites"].values()) == [40]
+    assert e["collections"][-1] == 40
+    assert list(e["sites"].values()) == [40]
     assert all(site.startswith(__file__) for site in e["sites"])
     text = summary.describe_explicit(e)
     assert text.startswith("40 explicit (`gc.collect()`) collections per repeat, 40 of them full, called at "
@@ -176,8 +187,9 @@ def test_explaining_keeps_no_garbage_alive_and_moves_no_full_collection():
 
     plain, explained = (json.loads(subprocess.run([sys.executable, "-c", SELFREF, flag], capture_output=True,
                                                   text=True, check=True, timeout=300).stdout) for flag in "01")
-    assert explained["collections"][2] == plain["collections"][2] and explained["collections"][1] == \
-        plain["collections"][1], (plain, explained)
+    assert explained["collections"][2] == plain["collections"][2], (plain, explained)
+    assert (explained["collections"][1] == \
+        plain["collections"][1]), (plain, explained)
     assert abs(explained["collections"][0] - plain["collections"][0]) <= 1, (plain, explained)
     assert explained["peak_mib"] <= plain["peak_mib"] + EXPLAIN_MEMORY_MIB, (plain, explained)
     assert explained["garbage"] >= 19_000  # every Node was cyclic garbage (the last few wait for a collection)
@@ -233,18 +245,22 @@ def test_a_build_that_keeps_what_it_builds_is_said_as_growing_memory_and_advised
     run("default", GCBENCH_EXPLAIN="1")
     docs = gcbench.load_dir(folder)
     text = " ".join(verdict.sentences(summary.summarize_all(docs)))
-    assert "Its memory grows across the loop:" in text and "more objects every 1,000 steps" in text, text
+    assert "Its memory grows across the loop:" in text, text
+    assert "more objects every 1,000 steps" in text, text
     (expl,) = explain.load(folder)["explanations"]
     alone = explain.derive(expl, docs)["recommendations"]
     remedies = [r for r in alone if r["kind"] not in explain.FINDINGS]
-    assert remedies and all(r["text"].endswith(explain.HYPOTHESIS) and not r["measured"] for r in remedies)
+    assert remedies
+    assert all(r["text"].endswith(explain.HYPOTHESIS) and not r["measured"] for r in remedies)
     for _ in range(3):
         run("freeze")
     docs = gcbench.load_dir(folder)
     measured = {r["kind"]: r for r in explain.derive(expl, docs)["recommendations"]}
     freeze = measured["scanning"]
-    assert freeze["measured"] and freeze["effect"].startswith("measured, user/build/default → user/build/freeze")
-    assert "full collections" in freeze["effect"] and not freeze["text"].endswith(explain.HYPOTHESIS)
+    assert freeze["measured"]
+    assert freeze["effect"].startswith("measured, user/build/default → user/build/freeze")
+    assert "full collections" in freeze["effect"]
+    assert not freeze["text"].endswith(explain.HYPOTHESIS)
 
 
 @pytest.mark.e2e
@@ -271,7 +287,8 @@ def test_an_explicit_call_inside_a_library_is_named_by_the_users_line_and_explai
     assert m.result()["between_steps"]["explicit_sites"] == {f"{__file__}:{user_line} via {library}:4": 10}
     text = str(loop(True))
     assert "10 full (explicit gc.collect() calls: 10, 10 full)" in text, text
-    assert "10 explicit (10 full, at test_loop.py:" in text and " via cleanup_library.py:4)" in text
+    assert "10 explicit (10 full, at test_loop.py:" in text
+    assert " via cleanup_library.py:4)" in text
 
 
 BETWEEN = """

@@ -42,7 +42,7 @@ def _damaged(tmp_path, name, damage):
 
 # -- item 9: one schema per document, checked on load --------------------------------------------
 
-@pytest.mark.parametrize("name, damage, fragments", [
+@pytest.mark.parametrize(("name", "damage", "fragments"), [
     ("empty-rows", lambda d: d.__setitem__("gc_collections", [[] for _ in d["gc_collections"]]),
      ["gc_collections", "empty rows"]),
     ("zero-wall", lambda d: d.__setitem__("wall_ns", [0] * len(d["wall_ns"])), ["wall_ns", "took no time"]),
@@ -71,7 +71,8 @@ def test_a_malformed_explain_entry_is_one_line(tmp_path):
 
 # -- item 12: names that would inject into a report -------------------------------------------------
 
-@pytest.mark.parametrize("field, value", [("workload", INJECTED), ("workload", "a/b"), ("backend", "[x](http:evil)"),
+@pytest.mark.parametrize(("field", "value"), [("workload", INJECTED), ("workload", "a/b"),
+                                            ("backend", "[x](http:evil)"),
                                           ("gc_policy", "<script>")])
 def test_names_that_would_inject_are_refused_where_they_are_read(tmp_path, field, value):
     folder = _damaged(tmp_path, "res", lambda d: d.__setitem__(field, value))
@@ -92,9 +93,12 @@ def test_text_that_reaches_a_report_is_escaped_where_it_is_written(tmp_path):
                    "--title", "Mine\n# Injected title\n[link](http:evil.example)")
     assert proc.returncode == 0, proc.stderr
     html = (tmp_path / "rep" / "index.html").read_text()
-    assert html.count("<h1") == 1 and "Injected title" in html.split("</h1>")[0]
-    assert "<h1>Injected" not in html and "<h2>Injected" not in html
-    assert 'href="http:evil' not in html and "<img src=x" not in html
+    assert html.count("<h1") == 1
+    assert "Injected title" in html.split("</h1>")[0]
+    assert "<h1>Injected" not in html
+    assert "<h2>Injected" not in html
+    assert 'href="http:evil' not in html
+    assert "<img src=x" not in html
 
 
 # -- item 11: a full disk and signals while a report is written -------------------------------------
@@ -124,7 +128,8 @@ RESTORE_SIGINT = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signa
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("sig, code, said", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+@pytest.mark.parametrize(("sig", "code", "said"),
+                         [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
 def test_a_signal_during_a_report_from_an_archive_is_one_line_and_leaves_nothing(tmp_path, sig, code, said):
     """Item 11 and 13: Ctrl-C or SIGTERM while a report is drawn; the archive was unpacked into
     a temporary folder, which goes too, and so does the half-built report."""
@@ -154,7 +159,8 @@ def test_a_signal_during_a_report_from_an_archive_is_one_line_and_leaves_nothing
             break
         shutil.rmtree(tmp_path / "again")  # it finished before the signal: a whole report, not this test's case
     assert proc.returncode == code, err
-    assert "Traceback" not in err and err.strip().splitlines() == [f"gcbench: {said}"], err
+    assert "Traceback" not in err, err
+    assert err.strip().splitlines() == [f"gcbench: {said}"], err
     assert not any(p.name.startswith(prefix) for p in tmp.iterdir())
     assert not (tmp_path / "again").exists()
 
@@ -173,7 +179,8 @@ def test_an_interrupted_command_removes_its_own_temporary_files_and_no_others():
     (mine[0] / "a.json").write_text("{}")
     try:
         assert files.remove_own_temps() >= 2
-        assert not any(p.exists() for p in mine) and all(p.exists() for p in theirs)
+        assert not any(p.exists() for p in mine)
+        assert all(p.exists() for p in theirs)
     finally:
         for path in mine + theirs:
             shutil.rmtree(path, ignore_errors=True)
@@ -192,7 +199,8 @@ def test_temporary_files_of_killed_processes_are_swept_and_living_ones_kept(tmp_
     alive = tmp / f"gcbench-stderr-{os.getpid()}-mine.txt"
     alive.write_text("x")
     try:
-        assert files.sweep_stale_temps("jax-cache") >= 1 and files.sweep_stale_temps("results") >= 1
+        assert files.sweep_stale_temps("jax-cache") >= 1
+        assert files.sweep_stale_temps("results") >= 1
         assert files.sweep_stale_temps("stderr") >= 1
         assert not any(p.exists() for p in [*left.values(), stderr_file])
         assert alive.exists()  # this process is alive: its files are its own
@@ -226,7 +234,7 @@ def test_a_fifo_named_like_a_document_never_hangs(tmp_path):
     for args in (["report", str(folder), "--out", str(tmp_path / "rep")], ["compare", str(folder), str(folder)],
                  ["run", *TINY_RUN, "--repeats", "3", "--resume", "--out", str(folder)]):
         assert_one_line_error(run_cli(*args, timeout=60), "jax__mlp__default__r2.json", "not a regular file")
-    assert stat.S_ISFIFO(os.stat(folder / "jax__mlp__default__r2.json").st_mode)
+    assert stat.S_ISFIFO((folder / "jax__mlp__default__r2.json").stat().st_mode)
 
 
 def test_a_cell_id_too_long_for_a_file_name_is_one_line(tmp_path):

@@ -10,9 +10,9 @@ import pytest
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 
-from gcbench.measuring import memory  # noqa: E402
-from gcbench.core.errors import UsageError  # noqa: E402
 from conftest import run_cli  # noqa: E402
+from gcbench.core.errors import UsageError  # noqa: E402
+from gcbench.measuring import memory  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,7 @@ def small():
     return {(r["index_dtype"], r["formulation"]): r for r in memory.gather_cases("small", ["int32", "int16"])}
 
 
-@pytest.mark.parametrize("dtype,itemsize", [("int32", 4), ("int16", 2)])
+@pytest.mark.parametrize(("dtype", "itemsize"), [("int32", 4), ("int16", 2)])
 def test_argument_sizes_are_exact(small, dtype, itemsize):
     n, m = memory.SIZES["small"]
     for name in ("seed", "columns", "flat", "chunked", "manual-chunked"):
@@ -97,10 +97,11 @@ def test_memory_cli_table_json_and_report(tmp_path):
     rep = run_cli("report", str(out), "--out", str(tmp_path / "rep"))
     assert rep.returncode == 0, rep.stderr
     md = (tmp_path / "rep" / "index.md").read_text()
-    assert "## Memory of compiled programs" in md and "| small | int32 | manual-chunked |" in md
+    assert "## Memory of compiled programs" in md
+    assert "| small | int32 | manual-chunked |" in md
 
 
-@pytest.mark.parametrize("args,fragment", [
+@pytest.mark.parametrize(("args", "fragment"), [
     (["--size", "enormous"], "bad size 'enormous'"),
     (["--index-dtype", "float32"], "bad index dtype 'float32'"),
     (["--size", "300,10", "--index-dtype", "int8"], "int8 cannot hold N = 300"),
@@ -108,7 +109,9 @@ def test_memory_cli_table_json_and_report(tmp_path):
 ])
 def test_memory_bad_input_is_one_line(tmp_path, args, fragment):
     proc = run_cli("memory", *args, "--no-measure", "--out", str(tmp_path / "m"))
-    assert proc.returncode == 2 and fragment in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 2
+    assert fragment in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_an_accelerators_compiler_gets_a_column_of_its_own_within_a_time_limit():
@@ -117,12 +120,16 @@ def test_an_accelerators_compiler_gets_a_column_of_its_own_within_a_time_limit()
     the GPU. Here the CPU stands in for the accelerator: the child's figures must equal
     the ones compiled in this process, and a limit too short gives the reason instead."""
     rows = memory.gather_cases("small", ["int32"], "cpu")
-    assert rows and all(r["compiler"] == "cpu" for r in rows)
+    assert rows
+    assert all(r["compiler"] == "cpu" for r in rows)
     for r in rows:
         acc = r["accelerator"]
-        assert acc["platform"] == "cpu" and acc["gradient"] == r["gradient"] and acc["forward"] == r["forward"]
+        assert acc["platform"] == "cpu"
+        assert acc["gradient"] == r["gradient"]
+        assert acc["forward"] == r["forward"]
     text = memory.format_tables({"cases": rows})
-    assert "cpu grad" in text and "(and the cpu compiler's)" in text
+    assert "cpu grad" in text
+    assert "(and the cpu compiler's)" in text
     slow = memory.gather_cases("small", ["int32", "int16"], "cpu", deadline=time.monotonic() + 0.05)
     first, second = slow[0]["accelerator"], slow[-1]["accelerator"]  # the budget runs out in the first case
     assert first == {"platform": "cpu", "error": "cpu compiler took longer than the 60 s it had"}
@@ -140,14 +147,19 @@ def test_the_reproduction_rows_say_which_compiler_each_figure_comes_from():
 
     here = reproduce.gather_rows({"device": "TFRT_CPU_0", "cases": [case({"compiler": "cpu"}, 128.01, 224.02)]})
     assert [r.verdict for r in here] == ["reproduced", "reproduced", "not run"]
-    assert "CPU compiler" in here[0].claim and here[2].reason == "no GPU where `gcbench memory` ran"
+    assert "CPU compiler" in here[0].claim
+    assert here[2].reason == "no GPU where `gcbench memory` ran"
     on_gpu = {"compiler": "cpu", "accelerator": {"platform": "gpu", "forward": {"total_bytes": int(96.01 * memory.GIB)},
                                                  "gradient": {"total_bytes": int(96.02 * memory.GIB)}}}
     gpu = reproduce.gather_rows({"device": "cuda:0", "cases": [case(on_gpu, 128.01, 224.02)]})[2]
     assert (
         gpu.verdict == "not"
-        and "96.02 GiB against its forward's 96.01 GiB: 1.00 x (no copy of the index)" in gpu.measured
+    )
+    assert (
+        "96.02 GiB against its forward's 96.01 GiB: 1.00 x (no copy of the index)" in gpu.measured
     )
     # a document of an older gcbench, compiled for the GPU it ran on (../shared/gpu-h100/memory-seed-int32.json)
     old = reproduce.gather_rows({"device": "cuda:0", "cases": [case({}, 96.01, 96.02)]})
-    assert len(old) == 1 and old[0].verdict == "not" and "GPU compiler" in old[0].claim
+    assert len(old) == 1
+    assert old[0].verdict == "not"
+    assert "GPU compiler" in old[0].claim

@@ -16,7 +16,7 @@ import zipfile
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-JULIA_SOURCES = sorted(p.name for p in (ROOT / "julia").glob("*.jl")) + ["Project.toml"]
+JULIA_SOURCES = [*sorted(p.name for p in (ROOT / "julia").glob("*.jl")), "Project.toml"]
 
 
 @pytest.fixture(scope="module")
@@ -78,10 +78,12 @@ def test_the_metadata_links_and_the_long_description_read_off_the_repository(dis
             continue
         # each absolute link names a file this checkout has, at the same path
         path = target.split("/HEAD/", 1)[1]
-        assert path == original and (ROOT / path).exists(), target
-        assert target.startswith(repo) or target.startswith("https://raw.githubusercontent.com/")
+        assert path == original, target
+        assert (ROOT / path).exists(), target
+        assert target.startswith((repo, "https://raw.githubusercontent.com/"))
     image = re.search(r"!\[[^\]]*\]\(([^)]+)\)", description).group(1)
-    assert image.startswith("https://raw.githubusercontent.com/") and image.endswith(".png")
+    assert image.startswith("https://raw.githubusercontent.com/")
+    assert image.endswith(".png")
 
 
 @pytest.mark.e2e
@@ -107,8 +109,10 @@ def test_an_installed_wheel_runs_from_an_empty_folder(dists, tmp_path):
                                "print(pathlib.Path(gcbench.__file__).parent); print(j.julia_dir())")
     assert where.returncode == 0, where.stderr
     package, julia = (pathlib.Path(line) for line in where.stdout.split())
-    assert venv in package.parents and ROOT not in package.parents  # the installed copy, not this checkout
-    assert julia == package / "julia" and all((julia / s).is_file() for s in JULIA_SOURCES)
+    assert venv in package.parents
+    assert ROOT not in package.parents
+    assert julia == package / "julia"
+    assert all((julia / s).is_file() for s in JULIA_SOURCES)
 
     listed = run(str(venv / "bin" / "gcbench"), "list")
     assert listed.returncode == 0, listed.stderr

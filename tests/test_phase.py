@@ -52,7 +52,7 @@ def verdicts_of(a: list[dict], b: list[dict]) -> dict[str, compare.Test]:
     return {t.metric: t for t in c["rows"][0]["tests"]} | {"_row": c["rows"][0]}  # type: ignore[dict-item]
 
 
-@pytest.mark.parametrize("a, b, steps, same", [
+@pytest.mark.parametrize(("a", "b", "steps", "same"), [
     ([1, 1, 1], [2, 2, 2], 100, True),  # equinox-filter on two CPU kinds: steps 38 | 43, 89
     ([4, 4, 4], [5, 5, 5], 300, True),  # ... at 300 steps: 82, 145, 193, 236 | 41, 87, 171, 237, 285
     ([7, 7, 7], [6, 6, 6], 100, True),  # nnx/vit from 0 and 1,000 objects more
@@ -73,7 +73,8 @@ def test_a_full_collection_more_in_a_window_is_the_same_phase_and_no_gate_fires(
     t = verdicts_of(a, b)
     assert t["full_rate"].verdict == compare.SAME_PHASE
     assert t["collections"].verdict in ("same", compare.SAME_PHASE)
-    assert t["pressure"].verdict == "same" and t["pressure"].exact
+    assert t["pressure"].verdict == "same"
+    assert t["pressure"].exact
     row = t["_row"]
     assert "same (phase): full collections 1 -> 2 a repeat" in row["summary"]
     from gcbench.commands.compare import failures
@@ -84,15 +85,18 @@ def test_a_full_collection_more_in_a_window_is_the_same_phase_and_no_gate_fires(
 
 def test_a_schedule_beyond_its_phase_is_more_full_collections():
     t = verdicts_of(repeats([[38]] * 3), repeats([[20, 50, 80]] * 3))
-    assert t["full_rate"].verdict == "more full GCs" and not t["full_rate"].phase
+    assert t["full_rate"].verdict == "more full GCs"
+    assert not t["full_rate"].phase
 
 
 def test_more_allocations_a_step_are_said_with_both_figures():
     a = repeats([[38]] * 3, pressure=2806, first=2788)
     b = repeats([[38]] * 3, pressure=3087, first=2801)  # 10 % more, and another first step
     t = verdicts_of(a, b)
-    assert t["pressure"].verdict == "more allocations" and t["pressure"].exact
-    assert t["pressure"].a == 2806 and t["pressure"].b == 3087  # the first step is left out
+    assert t["pressure"].verdict == "more allocations"
+    assert t["pressure"].exact
+    assert t["pressure"].a == 2806
+    assert t["pressure"].b == 3087
     assert "more allocations (+10 %: 2,806 -> 3,087 tracked objects a step)" in t["_row"]["summary"]
     from gcbench.commands.compare import failures
 
@@ -164,7 +168,7 @@ def test_two_starting_heaps_pass_the_gate_and_ten_percent_more_allocations_fail_
     # between the two schedules' collections, so that the counts in it differ
     for k in (13, 50, 100, 200, 400, 800, 1600, 3200):
         other = _run(tmp_path, k, 0.0, long, tmp_path / "probe")
-        moved = [(x, y) for x, y in zip(base, other, strict=False) if x != y]
+        moved = [(x, y) for x, y in zip(base, other, strict=True) if x != y]
         if moved:
             break
     else:
@@ -177,17 +181,19 @@ def test_two_starting_heaps_pass_the_gate_and_ten_percent_more_allocations_fail_
         _run(tmp_path, k, 0.0, window, b)
         _run(tmp_path, 0, 0.10, window, c)
     counts = [{int(np.sum(np.asarray(d["gc_collections"])[:, 2])) for d in results.load_dir(f)} for f in (a, b)]
-    assert counts[0] != counts[1] and all(len(s) == 1 for s in counts), counts
+    assert counts[0] != counts[1], counts
+    assert all(len(s) == 1 for s in counts), counts
     passed = run_cli("compare", str(a), str(b), "--fail-on", "more-full-gc,more-collections", cwd=tmp_path)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "same (phase): full collections" in " ".join(passed.stdout.split())
     failed = run_cli("compare", str(a), str(c), "--fail-on", "more-full-gc,more-collections", cwd=tmp_path)
     assert failed.returncode == 1, failed.stdout + failed.stderr
     flat = " ".join(failed.stdout.split())
-    assert "more collections" in flat and "more allocations (+" in flat
+    assert "more collections" in flat
+    assert "more allocations (+" in flat
 
 
-@pytest.mark.parametrize("a, b, verdict", [
+@pytest.mark.parametrize(("a", "b", "verdict"), [
     # the collector off: nnx/vit read 0.152 a step on one machine, 0.616 on another, every
     # repeat (after a first step of 4 and 14): 1 a step until the count hit its floor, then 0
     ({1: 15, 0: 84}, {1: 61, 0: 38}, "same"),
@@ -207,7 +213,8 @@ def test_a_fraction_of_a_tracked_object_a_step_is_below_what_the_count_resolves(
         return docs
 
     t = verdicts_of(side(a), side(b))
-    assert t["pressure"].verdict == verdict and t["pressure"].exact
+    assert t["pressure"].verdict == verdict
+    assert t["pressure"].exact
     from gcbench.commands.compare import failures
 
     fired = failures(compare.compare_docs(side(a), side(b)), ("more-allocations",))

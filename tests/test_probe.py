@@ -29,8 +29,10 @@ def test_forced_collection_is_counted_with_its_pause_and_logged():
     assert probe.steps == 3
     log = probe.event_log()
     full = [i for i, g in enumerate(log["generation"]) if g == 2 and log["step"][i] == 1]
-    assert full and log["collected"][full[-1]] >= 20_000 and log["pause_ns"][full[-1]] > 0
-    assert {s for s, g in zip(log["step"], log["generation"], strict=False) if g == 0} >= {2}
+    assert full
+    assert log["collected"][full[-1]] >= 20_000
+    assert log["pause_ns"][full[-1]] > 0
+    assert {s for s, g in zip(log["step"], log["generation"], strict=True) if g == 0} >= {2}
     assert sum(log["pause_ns"]) == probe.total_gc_ns
 
 
@@ -84,7 +86,8 @@ def test_pressure_counts_net_new_tracked_objects_across_collections():
     assert probe.gc_collections[:, 0].sum() >= 10  # the young generation was collected many times
     # 500 lists and the list holding them, each step, collections or not (the first step
     # also pays for whatever the interpreter set up on first use)
-    assert all(501 <= p <= 502 for p in pressure[1:]) and sorted(pressure)[20] == 501, pressure
+    assert all(501 <= p <= 502 for p in pressure[1:]), pressure
+    assert sorted(pressure)[20] == 501, pressure
 
 
 def test_pressure_of_a_clean_step_is_zero():
@@ -105,7 +108,8 @@ def test_allocated_blocks_when_asked_for():
         probe.begin()
         keep.extend(object() for _ in range(5000))
         probe.end(0)
-    assert probe.alloc_blocks[0] >= 5000 and probe.arrays()["alloc_blocks"][0] >= 5000
+    assert probe.alloc_blocks[0] >= 5000
+    assert probe.arrays()["alloc_blocks"][0] >= 5000
 
 
 def test_host_time_ends_where_the_loop_says_the_step_was_dispatched():
@@ -119,7 +123,8 @@ def test_host_time_ends_where_the_loop_says_the_step_was_dispatched():
             probe.end(i)
     out = probe.arrays()
     host, wall = out["host_ns"], out["wall_ns"]
-    assert len(host) == 4 and all(3.5e6 <= h <= w - 11e6 for h, w in zip(host, wall, strict=False))
+    assert len(host) == 4
+    assert all(3.5e6 <= h <= w - 11e6 for h, w in zip(host, wall, strict=True))
     # a loop that never marks its steps records no host time at all (not zeros)
     plain = StepProbe(2)
     with plain:

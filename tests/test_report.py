@@ -11,9 +11,9 @@ import tarfile
 import numpy as np
 import pytest
 
+import committed
 import gcbench
 from conftest import assert_one_line_error, ok_results_folder, run_cli, write_documents
-import committed
 from gcbench.core.errors import UsageError
 from gcbench.measuring import results
 from gcbench.measuring.cell import Cell
@@ -48,11 +48,14 @@ def test_report_files_plots_and_content(tmp_path):
     for name, path in paths.items():
         if name != "warnings" and path.suffix == ".png":
             data = path.read_bytes()
-            assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, name
+            assert data[:8] == b"\x89PNG\r\n\x1a\n", name
+            assert len(data) > 5000, name
     md = paths["markdown"].read_text()
-    assert "Data: synthetic" in md and "repeats per cell (fresh processes, the unit of inference): 3" in md
+    assert "Data: synthetic" in md
+    assert "repeats per cell (fresh processes, the unit of inference): 3" in md
     row = next(line for line in md.splitlines() if line.startswith("| jax/mlp/default |"))
-    assert row.startswith("| jax/mlp/default | 3 | 15 in every repeat, same steps |") and row.endswith("| 900 |")
+    assert row.startswith("| jax/mlp/default | 3 | 15 in every repeat, same steps |")
+    assert row.endswith("| 900 |")
     # Findings rest on intervals and schedules: the cells with full collections in a table, with
     # what a step holding one cost; each policy against default, the corrected tests in another.
     assert re.search(
@@ -73,7 +76,8 @@ def test_report_files_plots_and_content(tmp_path):
         in md
     )
     assert "| failed | worker exit code 1 | 1 | equinox-filter/mlp/default r1 |" in md
-    assert "(trace_mlp.png)" in md and "<b>" not in md
+    assert "(trace_mlp.png)" in md
+    assert "<b>" not in md
 
 
 def test_html_is_self_contained_and_escaped(tmp_path):
@@ -82,17 +86,23 @@ def test_html_is_self_contained_and_escaped(tmp_path):
     assert not re.search(r"""src=["']?(https?:|//|[^"'d])""", page)  # everything it shows is inside the file
     own = {p.name for p in paths["html"].parent.glob("*.png")}
     links = re.findall(r'href="([^"#][^"]*)"', page)  # besides anchors, only the full-size plots beside it
-    assert links and set(links) <= own
+    assert links
+    assert set(links) <= own
     anchors = re.findall(r'href="#([^"]+)"', page)
-    assert anchors and all(f'id="{a}"' in page for a in anchors)  # the contents list reaches every section
+    assert anchors
+    assert all(f'id="{a}"' in page for a in anchors)
     captions = re.findall(r'<p class="caption"><em>Figure (\d+)\.</em>', page)
-    assert captions == [str(i + 1) for i in range(page.count("<img "))] and captions
+    assert captions == [str(i + 1) for i in range(page.count("<img "))]
+    assert captions
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
     assert len(images) == len([p for p in paths.values() if hasattr(p, "suffix") and p.suffix == ".png"])
     for data in images:
         assert base64.b64decode(data)[:4] == b"\x89PNG"
-    assert "<b>!</b>" not in page and "&lt;b&gt;!&lt;/b&gt;" in page
-    assert "<table>" in page and "<code>jax</code>" in page and "**" not in page
+    assert "<b>!</b>" not in page
+    assert "&lt;b&gt;!&lt;/b&gt;" in page
+    assert "<table>" in page
+    assert "<code>jax</code>" in page
+    assert "**" not in page
 
 
 def test_report_of_only_unavailable_cells(tmp_path):
@@ -119,7 +129,8 @@ def test_the_report_carries_its_raw_results_and_rebuilds_from_them(tmp_path):
     first = build_report(res, tmp_path / "rep")
     with tarfile.open(first["archive"]) as tar:
         names = tar.getnames()
-    assert len(names) == 12 and all(n.endswith(".json") and "/" not in n for n in names)
+    assert len(names) == 12
+    assert all(n.endswith(".json") and "/" not in n for n in names)
     before = first["markdown"].read_text()
     # The report folder alone is enough: rebuild it in place, from its own archive.
     proc = run_cli("report", str(tmp_path / "rep"))
@@ -134,8 +145,10 @@ def test_report_never_touches_files_it_did_not_write(tmp_path):
     mine.mkdir()
     (mine / "holiday.png").write_bytes(b"my photo")
     proc = run_cli("report", str(res), "--out", str(mine))
-    assert proc.returncode == 2 and "holds files gcbench did not write" in proc.stderr
-    assert (mine / "holiday.png").read_bytes() == b"my photo" and len(list(mine.iterdir())) == 1
+    assert proc.returncode == 2
+    assert "holds files gcbench did not write" in proc.stderr
+    assert (mine / "holiday.png").read_bytes() == b"my photo"
+    assert len(list(mine.iterdir())) == 1
     # Its own folder it may rewrite, and a stranger's file put there later survives.
     rep = tmp_path / "rep"
     assert run_cli("report", str(res), "--out", str(rep)).returncode == 0
@@ -145,11 +158,14 @@ def test_report_never_touches_files_it_did_not_write(tmp_path):
     (rep / "index.md").write_text("a file of the user's where the report wants to write")
     proc = run_cli("report", str(res), "--out", str(rep))
     # index.md is listed in the marker, but its content is not what gcbench wrote: the user's
-    assert proc.returncode == 2 and "changed since" in proc.stderr
+    assert proc.returncode == 2
+    assert "changed since" in proc.stderr
     assert (rep / "index.md").read_text().startswith("a file of the user's")
     (rep / "index.md").unlink()
     assert run_cli("report", str(res), "--out", str(rep)).returncode == 0
-    assert (rep / "notes.txt").read_text() == "mine" and (rep / "kept.md").exists() and (rep / "trace_mlp.png").exists()
+    assert (rep / "notes.txt").read_text() == "mine"
+    assert (rep / "kept.md").exists()
+    assert (rep / "trace_mlp.png").exists()
 
 
 def test_stale_plots_of_an_earlier_build_are_removed(tmp_path):
@@ -165,16 +181,19 @@ def test_stale_plots_of_an_earlier_build_are_removed(tmp_path):
 
 def test_report_cli_errors(tmp_path):
     proc = run_cli("report", str(tmp_path / "missing"), cwd=tmp_path)
-    assert proc.returncode == 2 and "neither a results folder nor" in proc.stderr
+    assert proc.returncode == 2
+    assert "neither a results folder nor" in proc.stderr
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "x.json").write_text('{"a": 1}')
     proc = run_cli("report", str(bad), cwd=tmp_path)
-    assert proc.returncode == 2 and "not a gcbench result" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 2
+    assert "not a gcbench result" in proc.stderr
+    assert "Traceback" not in proc.stderr
     assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())  # no empty folder left
 
 
-@pytest.mark.parametrize("name, content, message", [
+@pytest.mark.parametrize(("name", "content", "message"), [
     ("suite.json", b"{not json", "suite.json: not a valid"),
     ("suite.json", b'{"cells": 5}', "suite.json: field cells: 5 is not of type 'array'"),
     ("memory.json", b'{"format": "gcbench-memory", "schema_version": 1, "cases": [{"kind": "gather"}]}',
@@ -186,7 +205,9 @@ def test_malformed_documents_in_a_results_folder_are_one_line(tmp_path, name, co
     res = make_results(tmp_path / "res")
     (res / name).write_bytes(content)
     proc = run_cli("report", str(res), "--out", str(tmp_path / "rep"))
-    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
@@ -199,7 +220,8 @@ def test_report_on_a_read_only_folder_is_one_line(tmp_path):
     ro.mkdir()
     ro.chmod(0o555)
     proc = run_cli("report", str(res), "--out", str(ro / "rep"))
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
 
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -249,8 +271,11 @@ def test_reasons_show_their_commands_as_code_and_nothing_else_as_markup():
 
     render = MarkdownIt("commonmark").disable("html_inline").renderInline
     html = render(prose("no Julia (run `gcbench julia-setup` online) <b>*not bold*</b>"))
-    assert "<code>gcbench julia-setup</code>" in html and "`" not in html
-    assert "<b>" not in html and "<em>" not in html and "&lt;b&gt;" in html
+    assert "<code>gcbench julia-setup</code>" in html
+    assert "`" not in html
+    assert "<b>" not in html
+    assert "<em>" not in html
+    assert "&lt;b&gt;" in html
     assert render(prose("an unpaired ` backtick")) == "an unpaired ` backtick"
     assert "<code>a``b</code>" in render(prose("x ```a``b``` y"))  # backticks inside a span survive
 
@@ -278,9 +303,11 @@ def test_host_time_gets_its_section_only_where_it_was_recorded(tmp_path):
     md = build_report(res, tmp_path / "rep")["markdown"].read_text()
     assert "## Host and device" in md
     section = md.split("## Host and device")[1].split("\n## ")[0]
-    assert "| nnx/mlp/default |" in section and "jax/mlp/default" not in section
+    assert "| nnx/mlp/default |" in section
+    assert "jax/mlp/default" not in section
     row = next(line for line in section.splitlines() if line.startswith("| nnx/mlp/default |"))
-    assert "| 25.0 (" in row and "| 75.0 |" in row
+    assert "| 25.0 (" in row
+    assert "| 75.0 |" in row
     plain = tmp_path / "plain"
     plain.mkdir()
     for d in docs(rng, 3, 10.0, steps=60):
@@ -288,7 +315,7 @@ def test_host_time_gets_its_section_only_where_it_was_recorded(tmp_path):
     assert "Host and device" not in build_report(plain, tmp_path / "rep2")["markdown"].read_text()
 
 
-@pytest.mark.parametrize("lo, hi", [(3.0, 400.0), (12.0, 19.0), (101.0, 104.0), (0.02, 2.5)])
+@pytest.mark.parametrize(("lo", "hi"), [(3.0, 400.0), (12.0, 19.0), (101.0, 104.0), (0.02, 2.5)])
 def test_every_log_axis_has_three_labelled_ticks_and_says_it_is_logarithmic(tmp_path, lo, hi):
     import matplotlib.pyplot as plt
 
@@ -321,10 +348,13 @@ def test_no_interval_or_p_value_from_fewer_than_three_processes(tmp_path):
     page = (tmp_path / "report" / "index.md").read_text()
     summary = page[page.index("## Summary"):page.index("## Findings")]
     rows = [line for line in summary.splitlines() if line.startswith("| ") and not line.startswith(("| cell", "| ---"))]
-    assert rows and all("processes " in row for row in rows)
+    assert rows
+    assert all("processes " in row for row in rows)
     assert not any(re.search(r"\(\d[\d.]*-\d|\(-?\d[\d.]* to ", row) for row in rows), rows  # no interval
     findings = page[page.index("## Findings"):page.index("## Plots")]
-    assert "p = " not in findings and "95 %" not in findings and "% -" not in findings
+    assert "p = " not in findings
+    assert "95 %" not in findings
+    assert "% -" not in findings
     assert "3 or more repeats" in findings  # each claim says why it makes none
 
 
@@ -354,7 +384,7 @@ def test_every_cumulative_gc_line_of_every_committed_report_stays_inside_its_axe
     assert len(reports) >= 7
     for rep in reports:
         with archive.opened(rep / "results.tar.gz") as folder:
-            docs = [d for d in gcbench.load_dir(folder, allow_empty=True)]
+            docs = list(gcbench.load_dir(folder, allow_empty=True))
         cells = summary.summarize_all(docs) if docs else []
         for w in dict.fromkeys(cs.key[1] for cs in cells if cs.ok):
             plots.cumulative_gc_figure([cs for cs in cells if cs.key[1] == w], w, tmp_path / f"{rep.name}-{w}.png")
@@ -389,10 +419,12 @@ def test_the_env_matrix_names_each_measured_environment_in_version_order(tmp_pat
         plots.env_matrix_figure(summary.summarize_all(docs), "vit", tmp_path / "m.png", keys)
     (rows, lines), (second, _) = seen[0][0], seen[0][1]
     rows = rows[::-1]  # drawn top to bottom
-    assert len(rows) == len(envs) and second[::-1] == rows  # every measured environment, none empty
+    assert len(rows) == len(envs)
+    assert second[::-1] == rows
     assert [r.split("  ")[0] for r in rows] == sorted(r.split("  ")[0] for r in rows)  # Python ascending
     jax = [r.split("  ")[1] for r in rows if r.startswith("Python 3.11")]
-    assert jax[0] == "jax 0.4.38" and jax.index("jax 0.8.0") < jax.index("jax 0.10.2")
+    assert jax[0] == "jax 0.4.38"
+    assert jax.index("jax 0.8.0") < jax.index("jax 0.10.2")
     assert lines.count(2) == len(rows)  # an interval (a two-point line) on every row
     one_env = [d for d in docs if d["environment"]["name"] == docs[0]["environment"]["name"]]
     assert plots.env_matrix_figure(summary.summarize_all(one_env), "vit", tmp_path / "n.png", keys) is None
@@ -478,7 +510,8 @@ def test_a_users_folder_named_like_staging_is_never_removed(tmp_path):
     (rep / ".gcbench-staging-1-abc").mkdir()  # a process 1 that is alive: not a killed report's
     res = ok_results_folder(tmp_path / "res")
     assert_one_line_error(run_cli("report", str(res), "--out", str(rep)), "holds files gcbench did not write")
-    assert (rep / ".gcbench-staging-x" / "draft.txt").read_text() == "mine" and (
+    assert (rep / ".gcbench-staging-x" / "draft.txt").read_text() == "mine"
+    assert (
         rep / ".gcbench-staging-1-abc"
     ).is_dir()
 
@@ -493,7 +526,8 @@ def test_a_killed_reports_staging_folder_is_swept(tmp_path):
     res = ok_results_folder(tmp_path / "res")
     proc = run_cli("report", str(res), "--out", str(rep))
     assert proc.returncode == 0, proc.stderr
-    assert not stale.exists() and (rep / "index.md").is_file()
+    assert not stale.exists()
+    assert (rep / "index.md").is_file()
 
 
 def test_the_trace_draws_only_cells_with_full_collections_and_their_pauses(tmp_path, monkeypatch):
@@ -518,13 +552,16 @@ def test_the_trace_draws_only_cells_with_full_collections_and_their_pauses(tmp_p
     paths = plots.trace_figures([cs for cs in cells if cs.key[1] == "mlp"], "mlp", tmp_path)
     assert [p.name for p in paths] == ["trace_mlp.png"]
     (fig,) = seen
-    assert len(fig["panels"]) == 1 and re.fullmatch(r"jax / default, r1: 15 full, median 1\d\.\d ms",
+    assert len(fig["panels"]) == 1
+    assert re.fullmatch(r"jax / default, r1: 15 full, median 1\d\.\d ms",
                                                      fig["panels"][0]["title"])
     title = " ".join(fig["title"].split())  # wrapped to the room the legend leaves
-    assert "not drawn: jax / disable (median" in title and "nnx / default (median" in title
+    assert "not drawn: jax / disable (median" in title
+    assert "nnx / default (median" in title
     panel = fig["panels"][0]
     (dots,) = panel["dots"]
-    assert len(dots) == 15 and all(dots[:, 1] < panel["wall"][dots[:, 0].astype(int)] + 1e-9)  # under its step
+    assert len(dots) == 15
+    assert all(dots[:, 1] < panel["wall"][dots[:, 0].astype(int)] + 1e-9)
     assert abs(float(np.median(dots[:, 1])) - 30) < 5  # the simulated 30 ms pauses, at their own length
     assert float(panel["title"].split("median ")[1][:-3]) == pytest.approx(np.median(panel["wall"]), rel=0.01)
     quiet = [cs for cs in cells if cs.key[1] == "mlp" and cs.key[0] == "nnx"]
@@ -566,7 +603,7 @@ def test_series_labels_leave_out_what_every_series_shares():
              ("equinox-filter", "py3.11 equinox@d2f35f8df jax==0.8.0")]
     assert series_label(among[1], among) == "equinox@d2f35f8df jax==0.8.0"
     assert series_label(among[0], among) == "equinox@9b609e4bf\n+18-pinned-83874b"  # wrapped at 34
-    two = among + [("nnx", "py3.11 flax@1")]
+    two = [*among, ("nnx", "py3.11 flax@1")]
     assert series_label(two[2], two) == "nnx [flax@1]"
     assert series_label(("jax", ""), [("jax", ""), ("nnx", "")]) == "jax"
     assert series_label(among[0]) == "equinox-filter [py3.11 equinox@9b609e4bf +18-pinned-83874b]"
@@ -609,9 +646,9 @@ def test_an_interrupt_at_either_end_of_a_first_build_leaves_no_folder(tmp_path, 
 
 
 def test_a_memory_report_answers_the_gather_question_first():
+    from gcbench.measuring import memory
     from gcbench.publishing import archive
     from gcbench.publishing.report import memory_answer
-    from gcbench.measuring import memory
 
     with archive.opened(ROOT / "reports/reproductions/results.tar.gz") as folder:
         doc = memory.load(folder)

@@ -11,7 +11,7 @@ GIB = 2**30
 QUIET = {"sd": 0.02, "shift_sd": 0.01, "base_ms": 10.0, "steps": 300, "workload": "vit"}
 
 
-@pytest.mark.parametrize("medians, chosen", [
+@pytest.mark.parametrize(("medians", "chosen"), [
     ({32: 28.9, 16: 21.1, 8: 15.9, 4: 16.1, 2: 11.4}, 2),  # measured here: only batch 2 is at most 15 ms
     ({16: 12.0, 8: 9.0, 4: 6.0}, 8),  # nearest 8 ms on a log scale
     ({32: 40.0, 16: 30.0}, 16),  # none short enough: the smallest batch tried
@@ -35,21 +35,30 @@ def _rows(doc, case):
 
 def test_equinox_rows_give_figures_with_intervals_and_verdicts():
     doc = reproduce.build(["equinox-spikes"], _equinox_case(), {"chosen": 2}, None, None, {})
-    assert doc["rule"] == reproduce.RULE and "widened" in doc["rule"]
+    assert doc["rule"] == reproduce.RULE
+    assert "widened" in doc["rule"]
     rows = _rows(doc, "equinox-spikes")
-    assert rows["median step"]["verdict"] == "setting" and "at batch 2 on this CPU" in rows["median step"]["measured"]
+    assert rows["median step"]["verdict"] == "setting"
+    assert "at batch 2 on this CPU" in rows["median step"]["measured"]
     spike = rows["a step"]
     # a 60 ms pause on 10 ms steps: 7 x, the seed's 6.2 x within 2x of its interval, not within it: said so
     assert spike["verdict"] == WIDE
-    assert "(95 % " in spike["measured"] and "15 full collections in every repeat of 300 steps" in spike["measured"]
+    assert "(95 % " in spike["measured"]
+    assert "15 full collections in every repeat of 300 steps" in spike["measured"]
     part = rows["eqx.partition +"]
     assert (
-        part["verdict"] == "reproduced" and "exact: fixed schedules" in part["measured"]
-    )  # 3 against 15 in every repeat
-    assert "3 full collections in every repeat" in part["measured"] and part["ratio"] == "0.20"
-    assert rows["Flax NNX:"]["verdict"] == "not" and "no compensating dip" in rows["Flax NNX:"]["reason"]
+        part["verdict"] == "reproduced"
+    )
+    assert (
+        "exact: fixed schedules" in part["measured"]
+    )
+    assert "3 full collections in every repeat" in part["measured"]
+    assert part["ratio"] == "0.20"
+    assert rows["Flax NNX:"]["verdict"] == "not"
+    assert "no compensating dip" in rows["Flax NNX:"]["reason"]
     off = rows["disabling the"]
-    assert off["verdict"] == "reproduced" and "no full collections in any repeat" in off["measured"]
+    assert off["verdict"] == "reproduced"
+    assert "no full collections in any repeat" in off["measured"]
 
 
 def test_the_nnx_row_looks_for_the_step_that_gives_the_time_back():
@@ -61,13 +70,14 @@ def test_the_nnx_row_looks_for_the_step_that_gives_the_time_back():
             wall[after[after < len(wall)]] *= 0.3  # a spike down after every spike up
             d["wall_ns"] = wall.astype(np.int64).tolist()
     row = _rows(reproduce.build(["equinox-spikes"], docs, {"chosen": 2}, None, None, {}), "equinox-spikes")["Flax NNX:"]
-    assert row["verdict"] == "reproduced" and "the step after it 0.3" in row["measured"]
+    assert row["verdict"] == "reproduced"
+    assert "the step after it 0.3" in row["measured"]
 
 
 WIDE = "reproduced (only within the interval widened 2x for the hardware)"
 
 
-@pytest.mark.parametrize("ratio, verdict", [(6.25, "reproduced"), (3.2, WIDE), (12.0, WIDE), (2.5, "partly"),
+@pytest.mark.parametrize(("ratio", "verdict"), [(6.25, "reproduced"), (3.2, WIDE), (12.0, WIDE), (2.5, "partly"),
                                             (30.0, "partly"), (0.8, "not")])
 def test_one_rule_two_sided(ratio, verdict):
     """The seed's 6.25 x against a measured ratio with a 10 % interval: within 2x either way,
@@ -115,23 +125,30 @@ def test_a_case_that_could_not_run_says_why_and_the_rest_still_has_rows():
             },
         ]
     }
-    doc = reproduce.build(list(reproduce.CASES), [failed] + jax_lenet, {"chosen": 8}, memory_doc,
+    doc = reproduce.build(list(reproduce.CASES), [failed, *jax_lenet], {"chosen": 8}, memory_doc,
                           "no Julia installed", {})
     eqx = _rows(doc, "equinox-spikes")
-    assert list(eqx) == ["every claim"] and eqx["every claim"]["reason"] == \
+    assert list(eqx) == ["every claim"]
+    assert eqx["every claim"]["reason"] == \
         "equinox-filter did not run: worker exited with code 3"
     flux = _rows(doc, "flux-many-small")
-    assert flux["step time,"]["verdict"] == "not run" and flux["step time,"]["reason"] == "Flux: no Julia installed"
-    assert flux["parameters of"]["measured"].startswith("222,130") and flux["parameters of"]["verdict"] == "reproduced"
+    assert flux["step time,"]["verdict"] == "not run"
+    assert flux["step time,"]["reason"] == "Flux: no Julia installed"
+    assert flux["parameters of"]["measured"].startswith("222,130")
+    assert flux["parameters of"]["verdict"] == "reproduced"
     gather = _rows(doc, "gather-memory")
     assert gather["compiled memory"]["verdict"] == "reproduced"  # the forward's, then the gradient's
     assert [r["measured"] for c in doc["cases"] if c["name"] == "gather-memory" for r in c["rows"]][:2] == \
         ["128.01 GiB", "224.02 GiB"]
     assert (
-        gather["an int16"]["verdict"] == "reproduced" and "for a 48 GiB int16 index" in gather["an int16"]["measured"]
+        gather["an int16"]["verdict"] == "reproduced"
+    )
+    assert (
+        "for a 48 GiB int16 index" in gather["an int16"]["measured"]
     )
     fourfold = gather["with an"]  # the seed's "fourfold": 2.2 x here, the direction only
-    assert fourfold["verdict"] == "partly" and "2.20 x" in fourfold["measured"]
+    assert fourfold["verdict"] == "partly"
+    assert "2.20 x" in fourfold["measured"]
 
 
 def test_a_report_rebuilds_the_rows_from_the_results_they_rest_on():

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
+from gcbench.core.errors import UsageError
 from gcbench.measuring import results
 from gcbench.measuring.cell import Cell
-from gcbench.core.errors import UsageError
 
 CELL = Cell("jax", "mlp", "default", 0, 2, 4992, 3, 1, 0, 1)
 # A result as gcbench 0.1 wrote it (schema 1): no batch size, no cell_spec, alloc_blocks always there.
@@ -32,7 +32,9 @@ def test_roundtrip_atomic_write_and_mode(tmp_path):
 
 def test_a_new_result_says_everything_about_its_cell():
     doc = ok_doc()
-    assert doc["schema_version"] == 2 and doc["batch_size"] == 128 and doc["bookkeeping"] == "none"
+    assert doc["schema_version"] == 2
+    assert doc["batch_size"] == 128
+    assert doc["bookkeeping"] == "none"
     assert doc["cell_spec"] == CELL.to_json()
 
 
@@ -40,7 +42,8 @@ def test_version_1_documents_still_load(tmp_path):
     path = tmp_path / "old.json"
     path.write_text(json.dumps(V1))
     doc = results.load(path)
-    assert results.batch_size(doc) == 128 and doc["alloc_blocks"] == [1, -2, 0]
+    assert results.batch_size(doc) == 128
+    assert doc["alloc_blocks"] == [1, -2, 0]
 
 
 def test_failed_write_keeps_the_old_file(tmp_path):
@@ -54,11 +57,11 @@ def test_failed_write_keeps_the_old_file(tmp_path):
 def test_newer_schema_is_refused_with_a_clear_message(tmp_path):
     path = tmp_path / "new.json"
     path.write_text(json.dumps(ok_doc(schema_version=results.SCHEMA_VERSION + 1)))
-    with pytest.raises(UsageError, match="newer than this gcbench reads.*upgrade"):
+    with pytest.raises(UsageError, match=r"newer than this gcbench reads.*upgrade"):
         results.load(path)
 
 
-@pytest.mark.parametrize("content,match", [
+@pytest.mark.parametrize(("content", "match"), [
     (b"{not json", "invalid JSON"),
     (b'{"hello": 1}', "not a gcbench result"),
     (b"[1, 2]", "not a gcbench result"),
@@ -71,7 +74,7 @@ def test_non_results_are_refused(tmp_path, content, match):
         results.load(path)
 
 
-@pytest.mark.parametrize("over,match", [
+@pytest.mark.parametrize(("over", "match"), [
     ({"gc_ns": [0, 1]}, "gc_ns.*2 steps, expected 3"),
     ({"status": "great"}, "status"),
     ({"wall_ns": ["a", "b", "c"]}, "wall_ns.*integers"),

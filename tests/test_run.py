@@ -9,12 +9,12 @@ import jax
 import numpy as np
 import pytest
 
+from conftest import run_cli
 from gcbench.core.errors import UsageError
-from gcbench.measuring import results
 from gcbench.flows.pipeline import format_summary
+from gcbench.measuring import results
 from gcbench.running.config import Suite
 from gcbench.running.runner import run_cells
-from conftest import run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -26,37 +26,52 @@ def test_short_jax_run_writes_valid_results(tmp_path, mnist_dir):
                    "--networks", "3", "--steps", "30", "--warmup", "2", "--repeats", "2", "--batch-size", "64",
                    "--bookkeeping", "metrics", "--data", str(mnist_dir), "--out", str(out), "--no-progress")
     assert proc.returncode == 0, proc.stderr
-    assert "jax/mlp/default" in proc.stdout and "median ms (95 % CI)" in proc.stdout and "ok x2" in proc.stdout
-    assert "] jax/mlp/default r2/2: ok in" in proc.stdout and "[4/4] " in proc.stdout  # repeats named as in reports
+    assert "jax/mlp/default" in proc.stdout
+    assert "median ms (95 % CI)" in proc.stdout
+    assert "ok x2" in proc.stdout
+    assert "] jax/mlp/default r2/2: ok in" in proc.stdout
+    assert "[4/4] " in proc.stdout
     docs = results.load_dir(out)
     assert sorted((d["gc_policy"], d["repeat"]) for d in docs) == [("default", 0), ("default", 1),
                                                                     ("manual:5", 0), ("manual:5", 1)]
     for doc in docs:
-        assert doc["status"] == "ok" and doc["batch_size"] == 64 and doc["bookkeeping"] == "metrics"
-        assert doc["data"]["kind"] == "real" and doc["data"]["samples"] == 512
-        assert doc["networks"] == 3 and doc["params_per_network"] == 4992
-        assert len(doc["wall_ns"]) == 30 and len(doc["warmup"]["wall_ns"]) == 2
+        assert doc["status"] == "ok"
+        assert doc["batch_size"] == 64
+        assert doc["bookkeeping"] == "metrics"
+        assert doc["data"]["kind"] == "real"
+        assert doc["data"]["samples"] == 512
+        assert doc["networks"] == 3
+        assert doc["params_per_network"] == 4992
+        assert len(doc["wall_ns"]) == 30
+        assert len(doc["warmup"]["wall_ns"]) == 2
         # Compilation happens in warm-up: its one trace is there when the warm-up ends, and the timed steps
         # add none (counts: a loaded machine can make a timed step slower than a compile read from the cache)
         assert doc["warmup"]["traces"] == doc["traces"] == {"update": 1}
         assert doc["loss"]["value"][-1] < doc["loss"]["value"][0]
         # the worker runs on JAX's default platform: the CPU here, the GPU on a GPU machine
-        assert doc["metadata"]["packages"]["jax"] and doc["metadata"]["jax_backend"] == jax.default_backend()
+        assert doc["metadata"]["packages"]["jax"]
+        assert doc["metadata"]["jax_backend"] == jax.default_backend()
         assert doc["metadata"]["command"][:3] == ["gcbench", "run", "--backends"]
-        assert doc["probe"]["bracket_ok"] and doc["probe"]["bookkeeping_entries"] == 90
+        assert doc["probe"]["bracket_ok"]
+        assert doc["probe"]["bookkeeping_entries"] == 90
         # host time (until the step function returned) is part of every step, and shorter than it
-        assert len(doc["host_ns"]) == 30 and all(
-            0 < h < w for h, w in zip(doc["host_ns"], doc["wall_ns"], strict=False)
+        assert len(doc["host_ns"]) == 30
+        assert all(
+            0 < h < w for h, w in zip(doc["host_ns"], doc["wall_ns"], strict=True)
         )
         # the bookkeeping keeps 3 dicts per step alive: the pressure says so
         assert np.median(doc["gc_pressure"]) >= 3
-        assert doc["machine_state"]["cpu_count"] >= 1 and "load_before" in doc["machine_state"]
-        assert doc["cell_spec"]["batch_size"] == 64 and "alloc_blocks" not in doc
+        assert doc["machine_state"]["cpu_count"] >= 1
+        assert "load_before" in doc["machine_state"]
+        assert doc["cell_spec"]["batch_size"] == 64
+        assert "alloc_blocks" not in doc
     manual = next(d for d in docs if d["gc_policy"] == "manual:5")
     full = np.asarray(manual["gc_collections"])[:, 2]
     assert np.flatnonzero(full).tolist() == [4, 9, 14, 19, 24, 29]
     plan = json.loads((out / "suite.json").read_text())
-    assert plan["state"] == "finished" and len(plan["cells"]) == 4 and plan["runs"][0]["mode"] == "new"
+    assert plan["state"] == "finished"
+    assert len(plan["cells"]) == 4
+    assert plan["runs"][0]["mode"] == "new"
     assert (out / "suite.json").stat().st_mode & 0o777 == 0o644
 
 
@@ -67,7 +82,8 @@ def test_run_json_summary(tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     cells = {c["cell"]: c for c in doc["cells"]}
-    assert cells["jax/mlp/default"]["median_ms"] > 0 and cells["jax/mlp/default"]["status"] == "ok"
+    assert cells["jax/mlp/default"]["median_ms"] > 0
+    assert cells["jax/mlp/default"]["status"] == "ok"
     assert cells["flux/mlp/default"]["status"] == "unavailable" or cells["flux/mlp/default"]["median_ms"]
     assert "jax/mlp/default" in proc.stderr  # the progress and the table go to standard error
 
@@ -81,18 +97,21 @@ def test_summary_table_writes_a_shared_reason_once(monkeypatch):
     table = format_summary([doc("flux", "unavailable", no_julia), doc("lux", "unavailable", no_julia + "\ndetail"),
                             doc("simplechains", "failed", "worker crashed")])
     lines = table.splitlines()
-    assert table.count(no_julia) == 1 and "detail" not in table
+    assert table.count(no_julia) == 1
+    assert "detail" not in table
     assert [ln.split()[-1] for ln in lines[2:5]] == ["[1]", "[1]", "[2]"]
     assert lines[5:] == [f"[1] {no_julia}", "[2] worker crashed"]
     monkeypatch.setenv("COLUMNS", "80")  # narrower: each cell's name above its row, notes wrapped
     narrow = format_summary([doc("flux", "unavailable", no_julia), doc("simplechains", "failed", "worker crashed")])
-    assert max(len(line) for line in narrow.splitlines()) <= 80 and "flux/mlp/default\n" in narrow
+    assert max(len(line) for line in narrow.splitlines()) <= 80
+    assert "flux/mlp/default\n" in narrow
 
 
 def test_run_exits_1_when_nothing_was_measured(tmp_path):
     proc = run_cli("run", "--backends", "jax-vmap", "--workloads", "vit", "--repeats", "1", "--steps", "5",
                    "--out", str(tmp_path / "o"), "--no-progress")
-    assert proc.returncode == 1 and "nothing was measured" in proc.stdout
+    assert proc.returncode == 1
+    assert "nothing was measured" in proc.stdout
 
 
 def test_a_flow_is_called_from_the_library_with_typed_options(tmp_path):
@@ -110,9 +129,12 @@ def test_a_flow_is_called_from_the_library_with_typed_options(tmp_path):
     suite = Suite(name="lib", backends=["jax-vmap"], workloads=["vit"], gc=["default"], repeats=1, steps=5).validate()
     opts = RunOptions(argv=("run", "--from-a-test"), out=str(tmp_path / "o"), progress=False)
     docs, out_dir, code = pipeline.run_suite(suite, opts, out_fn)
-    assert code == 1 and out_dir == tmp_path / "o" and [d["status"] for d in docs] == ["unavailable"]
+    assert code == 1
+    assert out_dir == tmp_path / "o"
+    assert [d["status"] for d in docs] == ["unavailable"]
     plan = json.loads((out_dir / "suite.json").read_text())
-    assert plan["command"] == ["gcbench", "run", "--from-a-test"] and plan["state"] == "finished"
+    assert plan["command"] == ["gcbench", "run", "--from-a-test"]
+    assert plan["state"] == "finished"
     assert "gcbench: nothing was measured" in said
     with pytest.raises(UsageError, match="--detach needs a scheduler"):
         pipeline.run_suite(suite, opts.replace(out=str(tmp_path / "p"), detach=True), out_fn)
@@ -133,7 +155,7 @@ def _fake_python(tmp_path, crash_on: str, how: str) -> str:
     return str(script)
 
 
-@pytest.mark.parametrize("how,expect", [
+@pytest.mark.parametrize(("how", "expect"), [
     ('echo "boom: out of cheese" >&2; exit 3', "exit code 3"),
     ('kill -SEGV $$', "killed by signal 11"),
     ("sleep 30", "timed out after 3 s"),
@@ -154,7 +176,8 @@ def test_crashing_worker_does_not_lose_other_cells(tmp_path, monkeypatch, how, e
     monkeypatch.setattr(runner, "run_worker", run_worker)
     docs = run_cells(cells, tmp_path, ["test"], 300, log=lambda *_: None, progress=False)
     by = {d["workload"]: d for d in docs}
-    assert by["mlp"]["status"] == "ok" and by["lenet5"]["status"] == "failed"
+    assert by["mlp"]["status"] == "ok"
+    assert by["lenet5"]["status"] == "failed"
     assert expect in by["lenet5"]["reason"]
     if "boom" in how:
         assert "boom: out of cheese" in by["lenet5"]["reason"]
@@ -170,13 +193,15 @@ def test_run_with_report_writes_the_report(tmp_path):
                    str(tmp_path / "results" / "demo"), "--no-progress", "--report", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     report = tmp_path / "reports" / "demo"
-    assert (report / "index.html").is_file() and (report / "summary_mlp.png").is_file()
+    assert (report / "index.html").is_file()
+    assert (report / "summary_mlp.png").is_file()
     assert (report / "results.tar.gz").is_file()
     md = (report / "index.md").read_text()
     # a trace only of cells that made a full collection; where none did, the page says so
     assert (report / "trace_mlp.png").is_file() == ("No cell made a full collection in any repeat" not in md)
     row = [c.strip() for c in next(line for line in md.splitlines() if line.startswith("| jax/mlp/default")).split("|")]
-    assert row[2] == "2" and row[-2] == "24", row  # repeats, then counts first, the steps last
+    assert row[2] == "2", row
+    assert row[-2] == "24", row  # repeats, then counts first, the steps last
     assert "| unavailable | GC policy freeze has no meaning for flux (julia) | 2 |" in md
     assert "only 12 timed steps per repeat (&lt; 100)" in md  # short cells are flagged
 

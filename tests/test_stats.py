@@ -29,24 +29,29 @@ def test_geometric_mean_and_its_interval_on_the_log_scale():
 
 def test_fewer_than_three_processes_give_their_values_not_an_interval():
     two = stats.geometric([7.5, 13.3])
-    assert two["ci"] is None and two["value"] == pytest.approx(math.sqrt(7.5 * 13.3))
+    assert two["ci"] is None
+    assert two["value"] == pytest.approx(math.sqrt(7.5 * 13.3))
     assert stats.fmt_paren(two["value"], two["ci"], values=two["per_repeat"]) == "9.99 (processes 7.5, 13.3)"
     assert stats.fmt_paren(7.5, None, values=[7.5]) == "7.5 (one process)"
     assert stats.fmt_ci(None, values=[7.5, 13.3], unit="ms") == \
         "no interval from fewer than 3 processes (processes 7.5, 13.3 ms)"
-    assert stats.arithmetic([0.1, 0.2])["ci"] is None and stats.t_interval([1.0, 2.0, 3.0]) is not None
+    assert stats.arithmetic([0.1, 0.2])["ci"] is None
+    assert stats.t_interval([1.0, 2.0, 3.0]) is not None
 
 
 def test_a_share_interval_stays_inside_zero_and_one():
     s = stats.arithmetic([0.001, 0.0, 0.05], bounds=(0.0, 1.0))
-    assert s["ci"][0] == 0.0 and s["value"] == pytest.approx(0.051 / 3)
+    assert s["ci"][0] == 0.0
+    assert s["value"] == pytest.approx(0.051 / 3)
 
 
 def test_a_fixed_schedule_is_recognised_and_written_out():
     ev = np.zeros(300, int)
     ev[[82, 145, 193, 236]] = 1
     sched = stats.schedule([ev, ev.copy(), ev.copy()])
-    assert sched["constant"] and sched["same_steps"] and sched["at"] == [82, 145, 193, 236]
+    assert sched["constant"]
+    assert sched["same_steps"]
+    assert sched["at"] == [82, 145, 193, 236]
     assert stats.format_schedule(sched) == "4 full collections in every repeat of 300 steps, at steps 82, 145, 193, 236"
     assert stats.short_schedule(sched) == "4 in every repeat, same steps"
     assert stats.every(sched) == 75.0  # steps over events
@@ -54,16 +59,20 @@ def test_a_fixed_schedule_is_recognised_and_written_out():
     moved = ev.copy()
     moved[[82, 83]] = [0, 1]
     other = stats.schedule([ev, moved])
-    assert other["constant"] and not other["same_steps"]
+    assert other["constant"]
+    assert not other["same_steps"]
     assert stats.format_schedule(other).endswith("(at different steps)")
     varies = stats.schedule([ev, np.r_[ev[:150], np.zeros(150, int)]])
-    assert not varies["constant"] and varies["counts"] == [4, 2]
+    assert not varies["constant"]
+    assert varies["counts"] == [4, 2]
 
     assert stats.format_schedule(varies) == "4, 2 full collections in the repeats of 300 steps (6 in 600)"
     one = stats.schedule([ev])
-    assert not one["constant"] and stats.format_schedule(one).endswith("(one repeat)")
+    assert not one["constant"]
+    assert stats.format_schedule(one).endswith("(one repeat)")
     none = stats.schedule([np.zeros(50, int)] * 3)
-    assert none["constant"] and stats.format_schedule(none) == "no full collections in any repeat of 50 steps"
+    assert none["constant"]
+    assert stats.format_schedule(none) == "no full collections in any repeat of 50 steps"
     long = np.zeros(300, int)
     long[::20] = 1
     assert stats.format_schedule(stats.schedule([long, long])).endswith(
@@ -83,23 +92,31 @@ def test_event_steps_against_their_neighbours_per_repeat():
         walls.append(wall)
         fulls.append(full)
     out = stats.event_summary(walls, fulls)
-    assert out["count"] == 30 and out["every"] == 30.0 and out["schedule"]["same_steps"]
+    assert out["count"] == 30
+    assert out["every"] == 30.0
+    assert out["schedule"]["same_steps"]
     assert out["extra_ns"] == pytest.approx(40e6, rel=0.02)  # the mean of the repeats' medians
     lo, hi = out["extra_ci_ns"]
-    assert lo < 40e6 < hi and hi - lo < 20e6
+    assert lo < 40e6 < hi
+    assert hi - lo < 20e6
     assert out["ratio"] == pytest.approx(5.0, rel=0.05)
-    assert out["after_ratio"] == pytest.approx(0.5, rel=0.05) and out["after_ratio_ci"][1] < 1
+    assert out["after_ratio"] == pytest.approx(0.5, rel=0.05)
+    assert out["after_ratio_ci"][1] < 1
     single = stats.event_summary([walls[0], walls[1]], [fulls[0], np.zeros(300, int)])
-    assert single["repeats_with_events"] == 1 and single["extra_ci_ns"] is None
+    assert single["repeats_with_events"] == 1
+    assert single["extra_ci_ns"] is None
     none = stats.event_summary(walls, [np.zeros(300)] * 3)
-    assert none["count"] == 0 and "extra_ns" not in none
+    assert none["count"] == 0
+    assert "extra_ns" not in none
 
 
 def test_drift_is_flagged_and_noise_is_not():
     rng = np.random.default_rng(4)
     loaded_start = np.r_[np.full(80, 18.0), np.full(220, 10.0)] * np.exp(rng.normal(0, 0.05, 300))
     d = stats.drift(loaded_start)
-    assert d is not None and d["change"] < -0.3 and d["p"] < 0.01
+    assert d is not None
+    assert d["change"] < -0.3
+    assert d["p"] < 0.01
     flags = sum(stats.drift(series(rng, 300, 10.0, shift_sd=0)[0]) is not None for _ in range(200))
     assert flags <= 4
     assert stats.drift(np.full(12, 1.0)) is None  # too short to tell
@@ -131,5 +148,7 @@ def test_a_schedule_counts_collections_not_steps_that_hold_one():
     twice, once = np.zeros(40, int), np.zeros(40, int)
     twice[::2], once[::2] = 2, 1
     a, b = stats.schedule([twice, twice.copy()]), stats.schedule([once, once.copy()])
-    assert a["counts"] == [40, 40] and b["counts"] == [20, 20] and a["at"] == b["at"]
+    assert a["counts"] == [40, 40]
+    assert b["counts"] == [20, 20]
+    assert a["at"] == b["at"]
     assert stats.format_schedule(a).startswith("40 full collections in every repeat of 40 steps, at steps 0, 2, 4")

@@ -61,10 +61,10 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     def visit(u, path):
         for v in sorted(edges[u]):
             if v in path:
-                found.append(path[path.index(v):] + [v])
+                found.append([*path[path.index(v):], v])
             elif v not in done:
                 done.add(v)
-                visit(v, path + [v])
+                visit(v, [*path, v])
 
     for m in sorted(edges):
         visit(m, [m])
@@ -90,14 +90,16 @@ def test_the_checks_find_a_cycle_and_an_upward_import():
              "gcbench.flows.pipeline": {"gcbench.publishing.report"}, "gcbench.publishing.report": set()}
     assert upward(edges) == ["gcbench.measuring.worker -> gcbench.analysing.summary"]
     graph = import_graph()
-    assert len(graph) > 60 and graph["gcbench.child"] >= {"gcbench.measuring.worker"}
+    assert len(graph) > 60
+    assert graph["gcbench.child"] >= {"gcbench.measuring.worker"}
     assert "gcbench.running.config" in graph["gcbench.flows.pipeline"]  # the walker sees relative imports
 
 
 @pytest.mark.parametrize("name", LAYERS)
 def test_each_subpackage_says_what_lives_there_and_what_it_may_import(name):
     doc = ast.get_docstring(ast.parse((ROOT / name / "__init__.py").read_text()))
-    assert doc and 2 <= len(doc.splitlines()) <= 3
+    assert doc
+    assert 2 <= len(doc.splitlines()) <= 3
     said = re.search(r"Imports (.*)$", doc, re.S).group(1)
     may = set(re.findall(r"`(\w+)`", said)) & set(LAYERS)
     assert may == set(LAYERS[: LAYERS.index(name)]), f"{name}: its docstring allows {sorted(may)}"
@@ -170,7 +172,10 @@ def test_gcbench_measure_loads_what_it_loaded_before_the_layers():
     assert {"gcbench.user_loop", "gcbench.running.config", "gcbench.measuring.probe"} <= loaded
     assert "tomllib" in loaded or "tomli" in loaded
     assert (
-        not {m for m in loaded if m.startswith(("gcbench.analysing", "gcbench.publishing"))} and "scipy" not in loaded
+        not {m for m in loaded if m.startswith(("gcbench.analysing", "gcbench.publishing"))}
+    )
+    assert (
+        "scipy" not in loaded
     )
 
 
@@ -179,5 +184,6 @@ def test_every_command_s_parser_is_built_without_scipy():
     (help, list, status, a refused option) does not pay it. Every command's parser is built
     here, as `gcbench COMMAND --help` builds it; the statistics import it when first used."""
     loaded = loaded_by("from gcbench import cli; cli.build_parser()", ("scipy", "scipy.stats"))
-    assert "gcbench.commands.run" in loaded and "gcbench.analysing.stats" in loaded
+    assert "gcbench.commands.run" in loaded
+    assert "gcbench.analysing.stats" in loaded
     assert not loaded & {"scipy", "scipy.stats"}, sorted(loaded & {"scipy", "scipy.stats"})

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import json
 import pathlib
+import re
 import subprocess
 import sys
 import textwrap
@@ -14,8 +15,8 @@ import textwrap
 import pytest
 
 import gcbench
-from gcbench.measuring import results
 from conftest import run_cli
+from gcbench.measuring import results
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
@@ -72,7 +73,7 @@ def _loop(tmp_path, measured: bool, k: int, steps: int) -> dict:
     return json.loads(proc.stdout)
 
 
-@pytest.mark.parametrize("k, steps", [(1, 20_000), (3, 20_000), (10, 10_000), (100, 2_000), (1_000, 200)])
+@pytest.mark.parametrize(("k", "steps"), [(1, 20_000), (3, 20_000), (10, 10_000), (100, 2_000), (1_000, 200)])
 def test_the_probe_moves_no_collection_and_files_each_in_its_step(tmp_path, k, steps):
     bare = _loop(tmp_path, False, k, steps)["callbacks"]
     measured = _loop(tmp_path, True, k, steps)
@@ -83,7 +84,8 @@ def test_the_probe_moves_no_collection_and_files_each_in_its_step(tmp_path, k, s
     # used to start every one of them between steps: GC share 0.00)
     assert sum(measured["in_steps"]) >= 0.99 * sum(measured["callbacks"]) > 0
     s = measured["summary"]
-    assert s["gc_share"] > 0 and s["full_collections"] == measured["callbacks"][2]
+    assert s["gc_share"] > 0
+    assert s["full_collections"] == measured["callbacks"][2]
     assert not any(s["between_steps_collections"])
 
 
@@ -120,7 +122,8 @@ def test_collections_between_steps_are_counted_in_the_gc_share():
                 gc.collect()
     doc = m.result()
     between = doc["between_steps"]
-    assert sum(between["collections"]) >= 10 and between["gc_ns"] > 0
+    assert sum(between["collections"]) >= 10
+    assert between["gc_ns"] > 0
     s = m.summary()
     steps_only = sum(doc["gc_ns"]) / sum(doc["wall_ns"])
     assert s["gc_share"] > steps_only  # the pauses between steps are in the share
@@ -134,19 +137,26 @@ def test_metadata_is_what_the_user_said_and_print_says_what_was_measured(tmp_pat
             with m.step():
                 [[] for _ in range(10)]
     doc = m.result()
-    assert doc["batch_size"] == 32 and doc["networks"] is None
+    assert doc["batch_size"] == 32
+    assert doc["networks"] is None
     assert results.batch_size(doc) == 32
     assert doc["metadata"]["command"] == sys.orig_argv  # the interpreter, the script and its arguments
     text = repr(m)
     assert (
-        text.startswith("gcbench.measure('meta'): 10 timed steps, full collections 0, median step ") and "GC " in text
+        text.startswith("gcbench.measure('meta'): 10 timed steps, full collections 0, median step ")
     )
-    assert "full collections 0" in text and "mean " in text
+    assert (
+        "GC " in text
+    )
+    assert "full collections 0" in text
+    assert "mean " in text
     with gcbench.measure("meta2") as bare:
         with bare.step():
             pass
     plain = bare.result()
-    assert "batch_size" not in plain and plain["networks"] is None and results.batch_size(plain) is None
+    assert "batch_size" not in plain
+    assert plain["networks"] is None
+    assert results.batch_size(plain) is None
     assert m.summary()["warmup_gc_ms"] is not None  # the warm-up, summarized on its own
 
 
@@ -162,9 +172,11 @@ def test_the_environment_turns_explain_on_and_save_writes_the_explanation(tmp_pa
                     history.append({"step": i, "metrics": {"loss": 0.5}})  # RECORD-LINE
     finally:
         gc.set_threshold(*thresholds)
-    assert "[explain: timings disturbed]" in repr(m) and "policy='freeze'" in repr(m)
+    assert "[explain: timings disturbed]" in repr(m)
+    assert "policy='freeze'" in repr(m)
     path = m.save(tmp_path / "r")
-    assert path.name == "explain.json" and not list((tmp_path / "r").glob("user__*.json"))
+    assert path.name == "explain.json"
+    assert not list((tmp_path / "r").glob("user__*.json"))
     expl = json.loads(path.read_text())["explanations"][0]
     assert expl["label"] == "user/explained/freeze"
     line = next(n for n, text in enumerate(open(__file__), 1) if "# RECORD-LINE" in text)
@@ -208,23 +220,31 @@ def test_a_memory_fix_is_reported_as_a_trade_not_a_regression(tmp_path):
     assert proc.returncode == 0, proc.stderr
     row = json.loads(proc.stdout)["rows"][0]
     tests = {t["metric"]: t for t in row["tests"]}
-    assert tests["full_rate"]["verdict"] == "more full GCs" and tests["full_rate"]["exact"]
-    assert tests["peak_rss"]["verdict"] == "less memory" and tests["peak_rss"]["effect"] < 0.9
+    assert tests["full_rate"]["verdict"] == "more full GCs"
+    assert tests["full_rate"]["exact"]
+    assert tests["peak_rss"]["verdict"] == "less memory"
+    assert tests["peak_rss"]["effect"] < 0.9
     assert run_cli("compare", str(a), str(b), "--fail-on", "more-memory").returncode == 0
     failed = run_cli("compare", str(a), str(b), "--fail-on", "slower-run,more-memory")
     if tests["mean"]["verdict"] == "not judged":  # a loaded machine (issue 40): the time is no verdict, memory is
         assert tests["mean"]["not_judged"].startswith("loaded machine: "), tests["mean"]  # why, in its own field
         assert "less memory (-" in row["summary"]
-        assert failed.returncode == 0 and "not judged" in failed.stderr
+        assert failed.returncode == 0
+        assert "not judged" in failed.stderr
     else:
         assert tests["mean"]["verdict"] == "slower run"
-        assert row["summary"].endswith("a trade, time for memory") and "less memory (-" in row["summary"]
-        assert failed.returncode == 1 and "slower run" in failed.stderr and "more memory" not in failed.stderr
+        # beside two busy processes the median and the GC share may be left unjudged, by name
+        assert re.search(r"a trade, time for memory(; [a-zA-Z ,]+ not judged)?$", row["summary"]), row["summary"]
+        assert "less memory (-" in row["summary"]
+        assert failed.returncode == 1
+        assert "slower run" in failed.stderr
+        assert "more memory" not in failed.stderr
     summary = gcbench.to_dataframe(a, per="cell").iloc[0]
     fixed = gcbench.to_dataframe(b, per="cell").iloc[0]
     # as reported, full collections wait (none on 3.11 with gcbench's imports; 3 on 3.10,
     # whose smaller heap lets the rule's quarter pass sooner): fewer than the fix makes
-    assert summary["rss_growth_mb_per_1000"] > 1 and summary["full_collections"] < fixed["full_collections"]
+    assert summary["rss_growth_mb_per_1000"] > 1
+    assert summary["full_collections"] < fixed["full_collections"]
 
 
 @pytest.mark.e2e
@@ -248,25 +268,31 @@ def test_a_loop_against_its_freeze_and_its_fix_each_in_its_own_folder(tmp_path):
     # one full collection in every repeat against none: what a schedule of period about 1,000
     # steps gives in a window of 1,200 from two starting heaps, so compare says it without a
     # test, and calls it the phase (issue 52), never a change a gate fails on
-    assert tests["full_rate"]["verdict"] == "same (phase)" and tests["full_rate"]["exact"]
-    assert tests["full_rate"]["a"] > 0 and tests["full_rate"]["b"] == 0
+    assert tests["full_rate"]["verdict"] == "same (phase)"
+    assert tests["full_rate"]["exact"]
+    assert tests["full_rate"]["a"] > 0
+    assert tests["full_rate"]["b"] == 0
     # its effect on time is a measurement: that one collection is some 15 ms of a 0.35 s
     # repeat (about 6 points of GC share on a quiet machine), which three processes on a
     # loaded machine resolve only some of the time; compare may say "inconclusive" there,
     # never the opposite, and never "the same"
     # (or "not judged": beside other work, within what load alone moves a share)
-    assert tests["gc_share"]["verdict"] in ("less GC", "inconclusive", "not judged") and tests["gc_share"]["effect"] < 0
+    assert tests["gc_share"]["verdict"] in ("less GC", "inconclusive", "not judged")
+    assert tests["gc_share"]["effect"] < 0
     reverse = run_cli("compare", str(freeze), str(lists), "--fail-on", "more-full-gc")
-    assert reverse.returncode == 0 and "same (phase): full collections 0 -> 1 a repeat" in " ".join(
+    assert reverse.returncode == 0
+    assert "same (phase): full collections 0 -> 1 a repeat" in " ".join(
         reverse.stdout.split())
     c = json.loads(run_cli("compare", str(lists), str(arrays), "--json").stdout)
     verdicts = {t["metric"]: t["verdict"] for t in c["rows"][0]["tests"]}
     # the time a run takes: faster, or not judged where the machine was loaded (issue 40); the GC
     # share is judged either way (of CPU time on a loaded machine), and the fix removes all of it
-    assert verdicts["mean"] in ("faster run", "not judged") and verdicts["gc_share"] == "less GC"
+    assert verdicts["mean"] in ("faster run", "not judged")
+    assert verdicts["gc_share"] == "less GC"
     assert c["rows"][0]["cell"] == "user/list-dataloader/default vs [arrays]"
     gated = run_cli("compare", str(arrays), str(lists), "--fail-on", "more-gc")
-    assert gated.returncode == 1 and "more GC" in gated.stderr
+    assert gated.returncode == 1
+    assert "more GC" in gated.stderr
 
 
 @pytest.mark.e2e
@@ -289,15 +315,17 @@ def test_the_equinox_case_explained_with_a_site_in_the_users_file(tmp_path):
     step_line = next(n for n, text in enumerate(open(EXAMPLES / "equinox_flatten.py"), 1) if "= step_filtered(" in text)
     assert next(iter(promoted["by_user_site"])).endswith(f"equinox_flatten.py:{step_line}")  # ... from this line
     kinds = [r["kind"] for r in expl["recommendations"]]
-    assert "own-code" in kinds and "scanning" in kinds
+    assert "own-code" in kinds
+    assert "scanning" in kinds
     report = run_cli("report", str(folder / "twice"), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr
     page = (tmp_path / "report" / "index.md").read_text()
     why = page[page.index("## Why"):]
-    assert f"equinox\\_flatten.py:{step_line}" in why and "the cost is scanning long-lived objects" in why
+    assert f"equinox\\_flatten.py:{step_line}" in why
+    assert "the cost is scanning long-lived objects" in why
 
 
-@pytest.mark.parametrize("value, on", [("", False), ("0", False), ("false", False), ("No", False), ("OFF", False),
+@pytest.mark.parametrize(("value", "on"), [("", False), ("0", False), ("false", False), ("No", False), ("OFF", False),
                                        (" 0", False), ("1", True), ("true", True), ("Yes", True), (" on ", True)])
 def test_gcbench_explain_reads_the_usual_switch_words(monkeypatch, value, on):
     monkeypatch.setenv("GCBENCH_EXPLAIN", value)
@@ -325,7 +353,8 @@ def test_summary_and_save_work_on_the_probes_arrays(tmp_path):
                 keep.append([[] for _ in range(i % 5)])
     path = m.save_result(tmp_path)
     doc = results.load_dir(tmp_path)[0]
-    assert doc["wall_ns"] == m.result()["wall_ns"] and doc["gc_collections"] == m.result()["gc_collections"]
+    assert doc["wall_ns"] == m.result()["wall_ns"]
+    assert doc["gc_collections"] == m.result()["gc_collections"]
     assert record(summarize([doc])) == m.summary()
     assert path.stat().st_size < 80 * 3000  # about 50 bytes a step
 
@@ -348,7 +377,8 @@ def test_steps_from_another_thread_are_named_as_such():
             t = threading.Thread(target=other)
             t.start()
             t.join()
-    assert errors and "steps from another thread" in errors[0]
+    assert errors
+    assert "steps from another thread" in errors[0]
 
 
 MEMORY_LOOP = '''
@@ -368,7 +398,7 @@ print(json.dumps({"growth": m.summary().get("rss_growth_mb_per_1000"), "text": t
 '''
 
 
-@pytest.mark.parametrize("keep, low, high", [(0, -0.5, 0.5), (1024, 0.7, 1.4)])
+@pytest.mark.parametrize(("keep", "low", "high"), [(0, -0.5, 0.5), (1024, 0.7, 1.4)])
 def test_memory_growth_comes_from_the_loops_own_samples(tmp_path, keep, low, high):
     """Issue 53: a loop whose memory stays flat over 2,000 steps reads no growth (its last
     sample is taken as the loop ends, not when the result is summarised, after gcbench's
@@ -433,9 +463,11 @@ def test_a_disabled_collector_is_named_and_a_workers_side_is_measured(tmp_path):
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split())
     assert "policy" not in text or True
-    assert "the collector was off in 300 of 300 steps" in text and "inherit it off" in text, text
+    assert "the collector was off in 300 of 300 steps" in text, text
+    assert "inherit it off" in text, text
     (doc,) = gcbench.load_dir(tmp_path / "workers")
-    assert doc["gc_policy"] == "disable" and doc["gc_state"]["off_steps"] == 300
+    assert doc["gc_policy"] == "disable"
+    assert doc["gc_state"]["off_steps"] == 300
     assert doc["variant"] == "worker1"
 
 
@@ -458,7 +490,8 @@ def test_a_loop_that_turns_the_collector_off_names_the_line(tmp_path):
     m = loop()
     line = next(n for n, text in enumerate(open(__file__), 1) if "# DISABLE-LINE" in text)
     state = m.result()["gc_state"]
-    assert state["off_steps"] == 199 and state["calls"]["disable"]["first_at"].endswith(f"test_user_loop.py:{line}")
+    assert state["off_steps"] == 199
+    assert state["calls"]["disable"]["first_at"].endswith(f"test_user_loop.py:{line}")
     assert m.policy_name == "disable"
     said = " ".join(verdict.sentences(summary.summarize_all([m.result()])))
     assert f"the collector was off in 199 of 200 steps; called gc.disable() 1 time, first at test_user_loop.py:{line}" \

@@ -38,7 +38,8 @@ def _readme_commands() -> dict[str, str]:
 
 
 def test_every_workflow_and_action_is_valid_for_github():
-    assert WORKFLOWS and ACTIONS
+    assert WORKFLOWS
+    assert ACTIONS
     proc = _schema_check("vendor.github-workflows", *WORKFLOWS)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     proc = _schema_check("vendor.github-actions", *ACTIONS)
@@ -52,7 +53,8 @@ def test_the_check_finds_a_broken_workflow(tmp_path):
     flow["jobs"]["tests"]["steps"][0]["uses"] = 5  # and a step that names no action
     broken.write_text(yaml.safe_dump(flow))
     proc = _schema_check("vendor.github-workflows", broken)
-    assert proc.returncode == 1 and "broken.yml" in proc.stdout + proc.stderr
+    assert proc.returncode == 1
+    assert "broken.yml" in proc.stdout + proc.stderr
 
 
 def test_the_test_job_runs_readme_s_commands_on_every_python_the_package_claims():
@@ -89,7 +91,8 @@ def test_the_gate_job_pins_what_its_baseline_was_measured_with(tmp_path):
     # and the gate's default verdicts are counts only
     action = yaml.safe_load((ROOT / ".github" / "actions" / "gc-gate" / "action.yml").read_text())
     fail_on = set(action["inputs"]["fail-on"]["default"].split(","))
-    assert fail_on and fail_on <= {"more-full-gc", "more-collections", "more-allocations"}
+    assert fail_on
+    assert fail_on <= {"more-full-gc", "more-collections", "more-allocations"}
 
 
 @pytest.mark.parametrize("path", [*WORKFLOWS, *ACTIONS], ids=lambda p: p.relative_to(ROOT).as_posix())

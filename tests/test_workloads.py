@@ -19,7 +19,8 @@ def test_mlp_is_about_5000_parameters():
 
 def test_vit_is_twelve_blocks_of_eight_heads():
     vit = WORKLOADS["vit"].vit
-    assert (vit.depth, vit.heads) == (12, 8) and vit.dim % vit.heads == 0
+    assert (vit.depth, vit.heads) == (12, 8)
+    assert vit.dim % vit.heads == 0
     shapes = WORKLOADS["vit"].param_shapes()
     assert sum(math.prod(s) for s in shapes.values()) == WORKLOADS["vit"].params_per_network
 

@@ -50,6 +50,23 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
 
-__all__ = ["Cell", "Suite", "load_suite", "UsageError", "records", "to_dataframe", "Measurement", "measure",
-           "StepProbe", "SCHEMA_VERSION", "load", "load_dir", "summarize", "summarize_all", "WORKLOADS",
-           "get_workload", "init_params", "__version__"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "WORKLOADS",
+    "Cell",
+    "Measurement",
+    "StepProbe",
+    "Suite",
+    "UsageError",
+    "__version__",
+    "get_workload",
+    "init_params",
+    "load",
+    "load_dir",
+    "load_suite",
+    "measure",
+    "records",
+    "summarize",
+    "summarize_all",
+    "to_dataframe",
+]

@@ -1,19 +1,6 @@
 """gc_budgets.toml: the GC budgets a test suite keeps beside its test files.
 
-One table per budgeted loop, keyed by the test's place *in its folder* (`test_loop.py::
-test_loop`, `test_steps.py::test_step[jax]#1` for a test's second budget): the same
-whether pytest runs from the project's root, from `tests/`, or with another rootdir.
-Tables written under the older keys (the full node id, `tests/test_loop.py::test_loop`)
-are still read.
-
-The file is read as the document reader reads: a regular file under `LIMIT` bytes (a FIFO
-or a sparse file is refused, never waited on or read whole), every value checked (a
-number of at least 0, finite; a list of at most three for collections per generation),
-every budget known (a misspelt one, `max_promotion_per_step`, is refused with the name it
-resembles; other keys, such as a note or a date, are the user's and are kept). An update holds
-the file's lock while it reads, changes and writes it, writes it whole or not at all, and
-changes only its own table, through tomlkit: comments, other tables and values the
-plugin does not write (dates, strings, inline tables) stay as they were.
+How it works, and why: docs/internals.md, `gcbench.budget_file`.
 """
 
 from __future__ import annotations

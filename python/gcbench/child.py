@@ -28,11 +28,11 @@ import scipy.optimize
 import scipy.stats  # noqa: F401
 
 from .analysing import explain  # noqa: F401
-from .measuring import diagnostic_run, results
-from .running import config  # noqa: F401
 from .core.errors import UsageError
+from .measuring import diagnostic_run, results
 from .measuring.cell import Cell
 from .measuring.worker import PARENT_ENV, die_with_parent, run_cell
+from .running import config  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -99,7 +99,7 @@ class Terminated(BaseException):
 
 
 def _terminate(signum, frame):
-    raise Terminated()
+    raise Terminated
 
 
 def main(argv: list[str] | None = None) -> int:

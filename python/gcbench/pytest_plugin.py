@@ -1,57 +1,8 @@
-"""gcbench's pytest plugin: GC budgets, a test that fails when a step's collector work grows.
-
-Registered as the pytest plugin `gcbench` (entry point `pytest11`), it gives every test
-the `gc_budget` fixture:
-
-    def test_train_step_gc(gc_budget):
-        step = make_step()
-        with gc_budget(warmup=5, max_promotions_per_step=200, max_full_per_1000=0) as b:
-            for _ in range(300):
-                with b.step():
-                    step()
-
-What it gates on are counts, which Python's collector makes the same in every run of the
-same program, on any machine (no timing, so no flakiness):
-
-- `max_promotions_per_step`: objects that reached the oldest generation, per timed step
-  (the mean over the steps: promotions happen at the collections of generation 1, a few
-  hundred at a time). This is what makes full collections, and what they scan;
-- `max_full_per_1000`, `max_collections_per_1000` (one figure for all generations, or a
-  list per generation): the collector's own (automatic) collections per 1,000 timed
-  steps, between steps too; `max_explicit_per_1000`: the loop's own `gc.collect()` calls
-  (a fix that collects on purpose fails no automatic budget);
-- `max_tracked_growth_per_1000`: objects the collector tracks that are still alive at the
-  end, per 1,000 steps;
-- `max_gc_share` (a fraction): time in GC pauses. Timing is noisy, and the budget's own
-  diagnostics run inside the pauses, so this one is an upper bound; prefer the counts.
-
-Measured in the test's own process, so that every outcome is the test's own (its
-warnings as errors, its exit status, its fixtures, its options and plugins): the budget
-starts, and its timed steps start again after the warm-up, from a collected heap with
-what existed before frozen (`gc.collect()`, then `gc.freeze()`: out of the collector's
-sight; undone after, unless the test run froze objects itself, whose freeze then stays)
-and with CPython's default thresholds (700, 10, 10), whatever other code set. Counts are
-then the same alone, in the file, in the suite and under `-n 2` within the margin an
-update writes (docs/gc-budgets.md has the measurement).
-
-Honest checks: a budget refuses to start with the collector disabled, refuses to nest in
-another, and warns (`GCBudgetWarning`; an error under `--gc-budget-strict`) when it asserts
-nothing. Within budget the test passes silently; over budget it fails with one message:
-each measured figure beside its budget, where the full collections fell, and what to look
-at: the top promotion sites, the types and lines of what the loop kept, or of the cyclic
-garbage it made (file:line and type, from tracemalloc, the machinery of `gcbench explain`).
-tracemalloc slows an allocating loop tens of times, so by default (`sites="on failure"`) a
-budget measures without it and, only when it fails, the test's body runs once more with
-allocation sites traced to say where (its outcome stays the first run's); `sites=True`
-traces them in the measured run, `sites=False` never. The budget's bookkeeping creates no
-object inside a step (it is `gcbench.measure`'s probe).
-
-Budgets can come from a baseline: `pytest --gc-budget-update` writes each budget's measured
-counts, with a margin, into `gc_budgets.toml` beside the test file (`budget_file`: locked,
-atomic, comments kept), which later runs read for every budget the test does not name
-itself; a failure names the file and line to change. `--gc-budget-report DIR` saves each
-budget's measurement as a gcbench result named by its test (and its explanation), so
-`gcbench report DIR` and `gcbench compare` work on them.
+"""gcbench's pytest plugin (entry point `pytest11`): the `gc_budget` fixture, a test that fails
+when a step's collector work grows beyond its budget of counts (promotions, collections,
+tracked growth), measured in the test's own process from a collected, frozen heap at the
+default thresholds. docs/gc-budgets.md is the user's guide: each budget, what a failure
+says, budget files (`--gc-budget-update`) and reports (`--gc-budget-report`).
 """
 
 from __future__ import annotations
@@ -141,8 +92,23 @@ def pytest_collection_modifyitems(session, config, items):
 
 @pytest.fixture
 def gc_budget(request):
-    """`with gc_budget(warmup=5, max_promotions_per_step=200) as b: ... with b.step(): ...`:
-    see the module docstring for the budgets."""
+    """A GC budget around the steps of a test:
+    `with gc_budget(warmup=5, max_promotions_per_step=200, max_full_per_1000=0) as b: ...`
+    then `with b.step(): ...` around each step.
+
+    The budgets are counts, the same in every run of the same program on any machine:
+    `max_promotions_per_step` (objects reaching the oldest generation, the mean per timed
+    step), `max_full_per_1000` and `max_collections_per_1000` (the collector's own
+    collections per 1,000 timed steps, between steps too; one figure, or a list per
+    generation), `max_explicit_per_1000` (the loop's `gc.collect()` calls),
+    `max_tracked_growth_per_1000` (tracked objects still alive at the end); and
+    `max_gc_share`, a fraction of time in pauses (noisy: prefer the counts). `sites` says
+    when allocation sites are traced: `"on failure"` (a second run of a failing test's
+    body), `True` (the measured run) or `False`; `settle=False` measures from the heap as
+    the test left it (no collection and freeze first); `name` tells apart several budgets
+    of one test in budget files and reports. A budget the call does not name comes
+    from `gc_budgets.toml` beside the test file (`pytest --gc-budget-update` writes it).
+    docs/gc-budgets.md has the guide."""
     made: list[Budget] = request.node.stash.setdefault(_MADE, [])
 
     def factory(warmup: int = 0, *, max_promotions_per_step: float | None = None,
@@ -150,12 +116,12 @@ def gc_budget(request):
                 max_explicit_per_1000: float | None = None,
                 max_tracked_growth_per_1000: float | None = None, max_gc_share: float | None = None,
                 name: str | None = None, sites: bool | str = "on failure", settle: bool = True) -> Budget:
-        budget = Budget(request, warmup, dict(max_promotions_per_step=max_promotions_per_step,
-                                              max_full_per_1000=max_full_per_1000,
-                                              max_collections_per_1000=max_collections_per_1000,
-                                              max_explicit_per_1000=max_explicit_per_1000,
-                                              max_tracked_growth_per_1000=max_tracked_growth_per_1000,
-                                              max_gc_share=max_gc_share), name, len(made), sites, settle)
+        budget = Budget(request, warmup, {"max_promotions_per_step": max_promotions_per_step,
+                                              "max_full_per_1000": max_full_per_1000,
+                                              "max_collections_per_1000": max_collections_per_1000,
+                                              "max_explicit_per_1000": max_explicit_per_1000,
+                                              "max_tracked_growth_per_1000": max_tracked_growth_per_1000,
+                                              "max_gc_share": max_gc_share}, name, len(made), sites, settle)
         made.append(budget)
         return budget
 
@@ -168,7 +134,7 @@ def result_name(key: str) -> str:
     plain = key.replace(".py::", "--")
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", plain).strip("-._") or "test"
     if len(name) > 80 or name != plain:  # shortened, or characters replaced: distinct by a digest
-        digest = hashlib.sha1(key.encode("utf-8", "surrogateescape")).hexdigest()[:6]
+        digest = hashlib.sha1(key.encode("utf-8", "surrogateescape"), usedforsecurity=False).hexdigest()[:6]
         name = f"{name[:73].rstrip('-._')}-{digest}"
     return name
 
@@ -311,7 +277,7 @@ class Budget:
         if _RERUN:  # the failing test's body again, for its sites: say where, check and write nothing
             if self.index == _RERUN["index"]:
                 _RERUN["where"] = self._where_lines(_RERUN["keys"])
-                raise _RerunDone()
+                raise _RerunDone
             return
         folder = config.getoption("--gc-budget-report")
         if folder:
@@ -363,6 +329,7 @@ class Budget:
         where = f" ({self.baseline.name}:{lines[key]})" if lines.get(key) and key not in self.given else ""
         if key == "max_collections_per_1000":
             budgets = list(budget) if isinstance(budget, (list, tuple)) else [budget] * len(measured)
+            # strict=False: a list may budget the first generations only (budget_file allows 1 to 3)
             bad = [
                 f"generation {g}: {_fmt(m)} > {_fmt(b)}"
                 for g, (m, b) in enumerate(zip(measured, budgets, strict=False))
@@ -462,7 +429,7 @@ def _rerun_for_sites(item, failed: dict) -> tuple[list[str], str]:
         pass
     except (KeyboardInterrupt, SystemExit):
         raise
-    except BaseException as e:  # noqa: B036 (the rerun's own failure changes nothing; said in one line)
+    except BaseException as e:
         from .core.errors import printable
 
         first = (printable(e).strip().splitlines() or [""])[0][:200]

@@ -1,55 +1,25 @@
 """`gcbench.measure`: gcbench's probe around your own training loop.
 
-    import gcbench
-
-    with gcbench.measure("my-loop", warmup=3, batch_size=32) as m:
-        for batch in batches:                 # warm-up steps are the loop's first 3 iterations
-            with m.step():
-                state, loss = train_step(state, batch)
-                m.dispatched()                # optional: host time (Python, dispatch) ends here
-                jax.block_until_ready(loss)   # the step ends when its results are ready
-    print(m)                                  # median and mean step, GC share, full collections
-    m.save("results/my-loop")                 # one result document, the schema of a cell
-
-Each step records its wall time, GC pause time, collections per generation, objects
-collected and GC pressure (net new tracked objects), exactly as gcbench's own cells are
-measured; the first `warmup` steps are kept apart (compilation happens there) and are
-summarized on their own. Memory is sampled beside time: the resident set size every
-`rss_every` steps, and the objects the collector tracks when the timed steps start and
-end. `save` writes one result per call into a results folder: run your script several
-times (fresh processes) into one folder and `gcbench report` treats the runs as
-repeats; `variant=` names a version of the loop (`compare` pairs it with another).
-
-Measuring does not change what is measured: entering and leaving `m.step()` creates no
-object the collector tracks (the step's context manager is one object whose `__enter__`
-and `__exit__` are plain functions bound once), so every collection your loop triggers
-runs inside the step that triggered it, as it would unmeasured. Collections that your
-loop's code between steps triggers are totalled apart and counted in the GC share.
-
-With `explain=True` (or `GCBENCH_EXPLAIN=1` in the environment) the loop runs under
-`gcbench explain`'s diagnostics instead: what is promoted into the oldest generation, by
-type and allocation site (your own files included), what a full collection scans and
-frees; `save` then writes the explanation (`explain.json`), not timings, which the
-diagnostics disturb.
+How it works, and why: docs/internals.md, `gcbench.user_loop`.
 """
 
 from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Callable
 import pathlib
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 # In the order, and with the suites' module, that `gcbench.measure` always loaded: what it
 # imports stays in the user's heap (DESIGN.md, "The worker's heap").
 from .core import files, machineload, metadata
-from .measuring import diagnose, gcpolicy, results
-from .running import config  # noqa: F401
-from .measuring.cell import NAME, Cell
 from .core.errors import UsageError
+from .measuring import diagnose, gcpolicy, results
+from .measuring.cell import NAME, Cell
 from .measuring.probe import StepProbe
+from .running import config  # noqa: F401
 
 if TYPE_CHECKING:  # names for the annotations only: nothing more is imported into the user's process
     from types import FrameType
@@ -87,7 +57,7 @@ def _positive_or_none(name: str, value) -> int | None:
 
 
 class Measurement:
-    """Per-step wall time, GC activity and memory of a loop you run (see the module docstring)."""
+    """Per-step wall time, GC activity and memory of a loop you run (docs/internals.md, `gcbench.user_loop`)."""
 
     def __init__(self, name: str = "my-loop", warmup: int = 0, capacity: int = DEFAULT_CAPACITY,
                  alloc_blocks: bool = False, policy: str | None = None, variant: str | None = None,
@@ -167,11 +137,12 @@ class Measurement:
         def watcher(*args):
             calls[0] += 1
             if calls[1] is None:  # the first call: its line, in the user's own file where one is on the stack
-                caller = frame = sys._getframe(1)
+                caller = sys._getframe(1)
+                frame: FrameType | None = caller
                 while frame is not None and frame.f_code.co_filename not in user_files:
                     frame = frame.f_back
-                frame = frame or caller
-                calls[1], calls[2] = f"{frame.f_code.co_filename}:{frame.f_lineno}", self._timed.steps
+                site = frame or caller
+                calls[1], calls[2] = f"{site.f_code.co_filename}:{site.f_lineno}", self._timed.steps
             return self._gc_originals[name](*args)
 
         watcher.__name__ = watcher.__qualname__ = name

@@ -11,20 +11,20 @@ called a change.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
 import math
 import re
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from . import compare, stats, summary
 from ..core.errors import UsageError
 from ..measuring import envspec
 from ..measuring.backends import get_backend
+from ..measuring.results import ResultDoc
 from ..measuring.workloads import get_workload
 from ..running import envs
-from ..measuring.results import ResultDoc
-
+from . import compare, stats, summary
 
 _VERSION = re.compile(r"^[0-9][0-9A-Za-z.+!_-]*$")
 
@@ -278,6 +278,7 @@ def format_table(tab: dict) -> str:
               for i, h in enumerate(header)]
 
     def fmt(cells):
+        # strict=False: a row without the first change's mark is one cell shorter than the header
         return "  ".join(c.ljust(w) if i < 4 or i == len(header) - 1 else c.rjust(w)
                          for i, (c, w) in enumerate(zip(cells, widths, strict=False))).rstrip()
 

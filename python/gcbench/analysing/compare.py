@@ -1,22 +1,6 @@
 """`gcbench compare A B`: per cell, whether B differs from A, and by how much.
 
-Repeats (fresh processes) are the unit, counts come first, and each verdict is read off
-an interval corrected over the whole comparison (Benjamini-Hochberg; false-coverage-rate
-intervals): `faster`/`slower` where it excludes no change by at least `min_effect`,
-`same` where it lies within it, `inconclusive` otherwise.
-
-- Counts do not depend on load. What a different starting heap cannot move is judged
-  exactly: the allocations per step (`test_pressure`), and full collections and
-  collections where both schedules are fixed. What it can move, the phase of the
-  collector's schedule, reads `same (phase)` (`within_phase`); where counts vary
-  between repeats beyond that, their per-repeat rates are t-tested.
-- Times (median and mean step, GC share) hold on an unloaded machine of one kind: across
-  kinds they are not judged; on a loaded machine only beyond what load alone moves them
-  (`LOAD_MARGIN`), the GC share in CPU time.
-- Two runs apart, time tests carry each run's own level (`RUN_SD`); cells of one
-  invocation with enough common rounds are paired by round.
-
-docs/statistics.md gives the measurements behind each rule.
+How it works, and why: docs/internals.md, `gcbench.analysing.compare`.
 """
 
 from __future__ import annotations
@@ -26,11 +10,11 @@ import math
 
 import numpy as np
 
-from . import stats, summary
 from ..core import metadata, terminal
 from ..core.errors import UsageError, did_you_mean
 from ..measuring import results
 from ..measuring.results import ResultDoc
+from . import stats, summary
 
 ALPHA = 0.05
 MIN_EFFECT = 0.05
@@ -217,7 +201,7 @@ def _sides(va: dict, vb: dict, key: str, paired: bool, f=np.asarray) -> tuple[np
     """A's and B's per-repeat `key`, on the common rounds when paired."""
     a, b = f(va[key]), f(vb[key])
     if paired:
-        ia, ib = zip(*common_rounds(va, vb), strict=False)
+        ia, ib = zip(*common_rounds(va, vb), strict=True)
         return a[list(ia)], b[list(ib)]
     return a, b
 
@@ -513,7 +497,7 @@ def conclude(tests: list[Test], alpha: float) -> None:
     every test its verdict, read off that interval."""
     testable = [t for t in tests if t.p is not None]
     adjusted = benjamini_hochberg([p for t in testable if (p := t.p) is not None])
-    for t, p in zip(testable, adjusted, strict=False):
+    for t, p in zip(testable, adjusted, strict=True):
         t.p_adj = p
     m = len(testable)
     rejected = sum(p <= alpha for p in adjusted)
@@ -714,7 +698,7 @@ def pair_cells(a: dict, b: dict) -> tuple[list[tuple[tuple, tuple]], list[str]]:
 
 def compare_docs(docs_a: list[ResultDoc], docs_b: list[ResultDoc], min_effect: float = MIN_EFFECT, alpha: float = ALPHA,
                  force: bool = False) -> dict:
-    """The comparison of two sets of result documents (see the module docstring)."""
+    """The comparison of two sets of result documents (docs/internals.md, `gcbench.analysing.compare`)."""
     if not 0 < alpha < 0.5:
         raise UsageError(f"alpha must be between 0 and 0.5, got {alpha:g}")
     if not (math.isfinite(min_effect) and 0 <= min_effect < 1):
@@ -770,7 +754,7 @@ def split_sides(docs: list[ResultDoc], base: str, head: str) -> tuple[list[Resul
         return results.env_name(d) or results.variant(d) or ""
     names = sorted({name(d) for d in docs} - {""})
     sides = [[d for d in docs if name(d) == which] for which in (base, head)]
-    for which, side in zip((base, head), sides, strict=False):
+    for which, side in zip((base, head), sides, strict=True):
         if not side:
             raise UsageError(f"no result of environment {which!r} in the folder; it holds "
                              + (", ".join(repr(n) for n in names) if names else "no environment")
@@ -856,8 +840,9 @@ def overall(tests: list[Test]) -> str:
     """Every verdict of a pair that is not 'same', with its effect, in one phrase, counts
     first: 'fewer full GCs (-20 per 1,000 steps), slower run (+8 %), less memory (-49 %)';
     a change that trades time for memory (or memory for time) says so, so that a memory fix
-    is never read as only a regression; times the machine did not allow end it as
-    'times not judged'."""
+    is never read as only a regression; times the machine did not allow end it, by name
+    ('; median step, GC share not judged'), or as 'times not judged' where nothing else
+    was said."""
     ordered = sorted(tests, key=lambda t: SAID_ORDER.index(t.metric))
     quiet_words = ("same", SAME_PHASE, "inconclusive", NOT_JUDGED)
     said = [f"{t.verdict} ({_short_change(t)}" + (f", beyond the x{t.load_margin:.2g} that load alone moves"
@@ -878,7 +863,9 @@ def overall(tests: list[Test]) -> str:
         text += ": a trade, time for memory"
     elif time_better and memory == "more memory":
         text += ": a trade, memory for time"
-    return text + phase_text + ("; times not judged" if unjudged else "")
+    # beside a time judged beyond what load moves, the ones that were not are named
+    unjudged_names = [NAMES[t.metric] for t in ordered if t.verdict == NOT_JUDGED]
+    return text + phase_text + (f"; {', '.join(unjudged_names)} not judged" if unjudged_names else "")
 
 
 def _counts(f: Test, colls: Test) -> tuple[str, str]:

@@ -1,39 +1,22 @@
 """`gcbench explain CELL`: where the collector's work comes from.
 
-The cell runs in a diagnostic worker (`measuring.diagnostic_run`: `diagnose` for Python
-backends; Julia's `Profile.Allocs` for the Julia ones), whose timings are disturbed and
-not reported as measurements. From what it records, `summarize` answers:
-
-- what is promoted into the oldest generation per step, by type, by the package that
-  defines the type, and by allocation site (the innermost frame inside jax, jaxlib,
-  equinox, flax, optax, numpy, gcbench's step code, or gcbench's own loop: `loop`);
-- what a full collection scans: the oldest generation by type and package, and how much
-  of it existed before the timed steps (imports, the model, compiled functions) against
-  what training made, plus what is frozen;
-- whether any garbage is cyclic, and of which types (told by ids and types at each
-  collection, never by keeping the garbage: `measuring.diagnose.Diagnosis`);
-- the full-collection interval the collector's own rule predicts, against the observed;
-- recommendations that follow from the data (freeze; the partition or split idiom; the
-  loop's own records; the cycle's types), each with its measured effect where the
-  results folder holds a cell of that policy or idiom.
-
-`explain.json` in the results folder keeps one explanation per cell; the report renders
-a "Why" section from it.
+How it works, and why: docs/internals.md, `gcbench.analysing.explain`.
 """
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from typing import Any
 
 import numpy as np
 
-from . import stats
 from ..core import files, schemas
 from ..core.errors import UsageError
 from ..measuring import diagnose
 from ..measuring.diagnostic_run import DISTURBED, RAW_FORMAT
 from ..measuring.results import ResultDoc
+from . import stats
 
 FILE = "explain.json"
 FORMAT = "gcbench-explain"
@@ -67,7 +50,7 @@ def full_interval(py: dict) -> dict:
     by_promotion = (oldest / 4) / promoted if promoted else None
     # every full collection the loop paid for, at its step, or before the step it preceded
     full = sorted(c["step"] if c["step"] >= 0 else c.get("before_step", 0) for c in paid if c["generation"] >= 2)
-    observed = statistics.median(b - a for a, b in zip(full, full[1:], strict=False)) if len(full) > 1 else None
+    observed = statistics.median(b - a for a, b in itertools.pairwise(full)) if len(full) > 1 else None
     # None: the rule never fires at this rate (no collection of generation 1, or nothing promoted)
     predicted = None if by_count is None or by_promotion is None else max(by_count, by_promotion)
     return {"promoted_per_step": promoted, "gen1_per_step": gen1_per_step, "oldest_objects": oldest,
@@ -303,7 +286,7 @@ def of_user_loop(diagnosis: dict, cell, variant: str | None, user_file: str, col
 
 
 def summarize(raw: dict, docs: list[ResultDoc] | None = None) -> dict:
-    """The explanation of one diagnostic run (see the module docstring)."""
+    """The explanation of one diagnostic run (docs/internals.md, `gcbench.analysing.explain`)."""
     cell = raw["cell"]
     expl = {"label": f"{cell['backend']}/{cell['workload']}/{cell['policy']}", "cell": cell,
             "python_version": raw["metadata"].get("python"),

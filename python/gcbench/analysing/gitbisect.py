@@ -1,18 +1,6 @@
 """`gcbench bisect --git`: the commit of a package's history where a cell changed.
 
-A release-level bisect names a release; between two releases lie tens of commits. This
-bisects the first-parent commits between a good and a bad ref of a package's git
-repository (a local clone, or a URL git can reach): each tested commit gets an
-environment with the package built from that commit and every other package pinned to
-the version the good endpoint's environment resolved, so that only the package changes.
-The cell runs in it with the usual repeats, and one rule (`RULE`) calls the commit like
-good or like bad; the search stops at the first bad commit, in at most
-ceil(log2(n)) + 2 builds. A commit that cannot be built or run is skipped, as
-`git bisect skip` does, and the search goes around it.
-
-Python's collector is deterministic for a given program: full collections fall at the
-same steps in every repeat, so a bisect on them is exact. The table (`gitbisect.json`
-beside the results) is rebuilt from the results by `table`, so a report recomputes it.
+How it works, and why: docs/internals.md, `gcbench.analysing.gitbisect`.
 """
 
 from __future__ import annotations
@@ -27,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from . import bisect, summary
 from ..core import files
 from ..core.errors import UsageError
 from ..core.paths import user_cache
 from ..measuring import envspec
 from ..measuring.results import ResultDoc
+from . import bisect, summary
 
 FILE = "gitbisect.json"
 FORMAT = "gcbench-gitbisect"
@@ -294,7 +282,7 @@ def table(plan: dict, docs_by_env: dict[str, list[ResultDoc]]) -> dict:
     metric = get_metric(plan["metric"])
     commits = [Commit(**c) for c in plan["commits"]]
     good = Commit(**plan["good"])
-    order = [good] + commits  # index 0: the good endpoint
+    order = [good, *commits]  # index 0: the good endpoint
     rows: dict[str, dict[str, Any]] = {}
     for sha, env in plan["tested"].items():
         ds = docs_by_env.get(env, [])

@@ -1,24 +1,7 @@
 """`gcbench reproduce`: the three seed reports' cases, run as faithfully as this machine
 allows, each figure the seed reported next to what gcbench measured, with intervals.
 
-- `equinox-spikes` (seed 000, a GitHub discussion of Equinox): a small ViT whose steps
-  take 8 ms on an H100, with a 50 ms step at every full collection of Python's
-  collector; `eqx.partition` + `jax.jit` makes the spikes rarer; NNX shows small ones.
-  The deep module tree is what makes collections, and the pause only stands out when
-  the step is short, so the ViT runs at the batch size that puts this machine's median
-  step nearest the seed's 8 ms (chosen by a short calibration, at most 15 ms).
-- `flux-many-small` (seed 001, a Julia Discourse thread): 200 Flux networks of ~5,000
-  parameters on MNIST, 1 ms steps and every 4th step 150 ms, 99 % of it GC; the model
-  zoo's loop of 5 LeNet-5s under `Threads.@threads`, 9.0 s per epoch with 10-15 % GC
-  and 222,130 parameters. Flux, Lux and SimpleChains run where Julia does; the JAX
-  family trains the same networks beside them.
-- `gather-memory` (seed 002, an article on jax.grad of a gather): 129.01 GiB for the
-  forward and 224.01 GiB for the gradient, the index array copied; as int16, the copy
-  is made as int32. `gcbench memory` compiles the seed's programs on abstract shapes.
-
-Every row of the table says: the seed, the claim, what the seed reported, what was
-measured here (with its interval or the count it rests on), their ratio, and a verdict:
-reproduced, partly, not, or not run (with the reason).
+How it works, and why: docs/internals.md, `gcbench.analysing.reproduce`.
 """
 
 from __future__ import annotations
@@ -26,12 +9,12 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from . import compare, stats, summary
 from ..core import files
 from ..core.errors import UsageError
 from ..measuring import memory
 from ..measuring.results import ResultDoc
 from ..running import config
+from . import compare, stats, summary
 
 FILE = "reproduce.json"
 FORMAT = "gcbench-reproduce"

@@ -1,25 +1,6 @@
 """Statistics of repeats: what each fresh process measured, and how sure we are.
 
-Repeats (fresh worker processes) are the unit. Steps inside one process are
-autocorrelated and share that process's luck, so a cell's numbers come from one value
-per repeat and their spread between repeats:
-
-- a cell's median step is the geometric mean of its per-repeat medians, with Student's
-  t interval (R - 1 degrees of freedom) on their logarithms; a GC share is the mean of
-  the per-repeat shares with the same kind of interval. `tests/test_inference.py` shows
-  that these intervals cover at the noise measured on gcbench's machines.
-- Python's collector is deterministic for a given program: full collections fall at the
-  same steps in every repeat. They are a *schedule* (`schedule`), compared exactly when
-  it is the same in every repeat, and through the per-repeat counts only when it is not;
-- a step that holds a full collection is compared with the steps around it, once per
-  repeat, and the per-repeat effects give the interval;
-- `drift` flags a repeat whose last third differs from its first by more than its own
-  autocorrelated noise explains;
-- `detectable_change` is the smallest change of a median that a test of R against R
-  repeats finds with 80 % power at a given spread between processes.
-
-Everything here works on plain arrays, so it can be tested against series with known
-answers; `summary.py` applies it to result documents, `compare.py` tests cells.
+How it works, and why: docs/internals.md, `gcbench.analysing.stats`.
 """
 
 from __future__ import annotations
@@ -94,7 +75,7 @@ def schedule(events: list[np.ndarray]) -> dict:
     steps = [len(e) for e in events]
     at = [np.flatnonzero(np.asarray(e) > 0).tolist() for e in events]
     counts = [int(np.sum(np.clip(np.asarray(e, np.int64), 0, None))) for e in events]
-    per_step = {c / n for c, n in zip(counts, steps, strict=False) if n}
+    per_step = {c / n for c, n in zip(counts, steps, strict=True) if n}
     constant = len(events) >= 2 and len(per_step) == 1
     same = constant and all(a == at[0] for a in at)
     return {"counts": counts, "steps": steps, "repeats": len(events), "constant": constant,
@@ -105,7 +86,7 @@ def count_schedule(counts: list[int], steps: list[int]) -> dict:
     """Counts per repeat (collections of every generation, say) in the shape of a `schedule`
     whose steps are not known (`same_steps` None): constant when every repeat (two or
     more) has the same count per step."""
-    per_step = {c / n for c, n in zip(counts, steps, strict=False) if n}
+    per_step = {c / n for c, n in zip(counts, steps, strict=True) if n}
     return {"counts": list(counts), "steps": list(steps), "repeats": len(counts),
             "constant": len(counts) >= 2 and len(per_step) == 1, "same_steps": None, "at": None,
             "total": int(sum(counts)), "total_steps": int(sum(steps))}
@@ -114,7 +95,7 @@ def count_schedule(counts: list[int], steps: list[int]) -> dict:
 def per_1000(sched: dict) -> dict:
     """Events per 1,000 steps: the mean of the per-repeat rates, with the t interval of
     the repeats (a constant schedule has no spread: its interval is the value itself)."""
-    rates = [1000 * c / n for c, n in zip(sched["counts"], sched["steps"], strict=False) if n]
+    rates = [1000 * c / n for c, n in zip(sched["counts"], sched["steps"], strict=True) if n]
     return arithmetic(rates, bounds=(0.0, math.inf)) if rates else {"value": math.nan, "ci": None, "per_repeat": []}
 
 
@@ -197,7 +178,7 @@ def event_summary(walls: list[np.ndarray], events: list[np.ndarray]) -> dict:
     extras, ratios, afters = [], [], []
     total_wall = 0.0
     cost = 0.0
-    for wall, ev in zip(walls, events, strict=False):
+    for wall, ev in zip(walls, events, strict=True):
         ev = np.asarray(ev) > 0
         total_wall += float(np.sum(wall))
         if not ev.any():
@@ -365,7 +346,7 @@ def run_term(cells: list[list[list[float]]], level: float = 0.95, runs: int | No
     tail = (1 - level) / 2
     low = max((msb * dfb / sst().chi2.ppf(1 - tail, dfb) - msw) / n, 0.0)
     high = max((msb * dfb / sst().chi2.ppf(tail, dfb) - msw) / n, 0.0)
-    return {"cells": len(per_cell), "runs": runs or min(per_cell), "repeats": int(round(n)),
+    return {"cells": len(per_cell), "runs": runs or min(per_cell), "repeats": round(n),
             "within_sd": math.sqrt(msw), "run_sd": math.sqrt(max(var, 0.0)), "low": math.sqrt(low),
             "high": math.sqrt(high)}
 

@@ -1,25 +1,6 @@
 """From result documents to what a cell measured: its repeats combined, with intervals.
 
-A *cell* is a backend training a workload under a GC policy (in an environment); each
-of its repeats is one fresh worker process and one result document. `cells(docs)`
-groups the documents; `summarize(repeats)` combines the repeats of one cell:
-
-- repeats are checked first: a repeat that drifted (its first and last thirds differ by
-  more than noise) or ran under a load above the core count is *flagged* and left out,
-  unless fewer than two repeats would be left;
-- the median step (the typical step) is the geometric mean of the per-repeat medians,
-  with Student's t interval on their logarithms (R - 1 degrees of freedom); the mean
-  step (the time a run takes: what GC spikes cost) likewise from the per-repeat means;
-- the GC share is the mean of the per-repeat shares, with its t interval; collections
-  that fell between steps (a user's loop's own code) count in it, their pauses added
-  to the time of the run;
-- memory beside time, where recorded: the peak resident set size over the timed steps,
-  its growth per 1,000 steps, and the growth of the objects the collector tracks;
-- the warm-up (compilation) is summarized apart: its collections, pauses and objects;
-- full collections (Julia: full sweeps) are a schedule: where they fell in each repeat,
-  said exactly when it is the same in every repeat;
-- steps with a full collection are compared with the steps around them, per repeat:
-  what each costs, how often, and their share of step time.
+How it works, and why: docs/internals.md, `gcbench.analysing.summary`.
 """
 
 from __future__ import annotations
@@ -29,11 +10,11 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from . import stats
 from ..core import machineload, metadata
 from ..core.errors import UsageError
 from ..measuring import results
 from ..measuring.results import ResultDoc
+from . import stats
 
 DEFAULT_SPIKE_FACTOR = 3.0
 MIN_STEPS = 100  # fewer timed steps per repeat than this: the cell is flagged
@@ -289,7 +270,7 @@ def context(key: tuple) -> str:
     return " on ".join(x for x in key[3:5] if x)
 
 
-def full_per_repeat(cs: "CellSummary") -> str:
+def full_per_repeat(cs: CellSummary) -> str:
     """A cell's full collections per repeat in a few characters: `6`, or `5-7` where the
     repeats differ."""
     counts = cs.measured["full"]["schedule"]["counts"]
@@ -536,7 +517,7 @@ def summarize(docs: list[ResultDoc], spike_factor: float = DEFAULT_SPIKE_FACTOR,
         "spike_factor": spike_factor,
         "spikes": int(sum(len(i) for i in spike_idx)),
         "spikes_at_full": int(
-            sum(int((full_collections(d)[i] > 0).sum()) for d, i in zip(used, spike_idx, strict=False))
+            sum(int((full_collections(d)[i] > 0).sum()) for d, i in zip(used, spike_idx, strict=True))
         ),
         "language": "julia" if "gc_full" in used[0] else "python",
         "warmup": warmup_summary(used),
@@ -557,7 +538,7 @@ def summarize(docs: list[ResultDoc], spike_factor: float = DEFAULT_SPIKE_FACTOR,
         s["gc_share_cpu"], s["gc_share_cpu_ci"], s["repeat_gc_shares_cpu"] = cpu["value"], cpu["ci"], cpu["per_repeat"]
     if all("host_ns" in d for d in used):  # the share of the step spent before waiting for the results
         host = stats.arithmetic(
-            [float(np.sum(d["host_ns"]) / w.sum()) for d, w in zip(used, walls, strict=False)], bounds=(0.0, 1.0)
+            [float(np.sum(d["host_ns"]) / w.sum()) for d, w in zip(used, walls, strict=True)], bounds=(0.0, 1.0)
         )
         s["host_share"], s["host_share_ci"] = host["value"], host["ci"]
     s["warnings"] = warnings(s)
@@ -719,7 +700,7 @@ def warnings(s: CellStats) -> list[str]:
                    "loop's own code outside `m.step()`: counted in the GC share, not in any step")
     for repeat, flags in s["flagged"].items():
         if not s["all_flagged"]:  # left out of the times; its collections are still counted
-            flags = flags + ["its full collections are counted with the others'"]
+            flags = [*flags, "its full collections are counted with the others'"]
         kept = " (kept: too few unflagged repeats to leave it out)" if s["all_flagged"] else " (left out)"
         out.append(f"repeat {repeat}: {'; '.join(flags)}{kept}")
     return out

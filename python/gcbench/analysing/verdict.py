@@ -1,25 +1,7 @@
 """The answer first: three to five sentences, from the data, that `run` prints before its
 table and every report puts on top. Counts first, then times:
 
-1. The cell that pays the collector most (by its GC share: of CPU time on a loaded
-   machine), said by its counts first: its full-collection schedule and its collections
-   of every generation per repeat.
-2. The time that cell spends in the collector (with the interval over the repeats, or
-   the values where fewer than 3 processes give none), and what a step with a full
-   collection costs.
-3. What removes it, measured: the same backend and workload under another policy
-   (`disable`, `freeze`, ...): its full collections there, then the time a run takes
-   (the mean step), tested, with the interval of that very test; failing that, the
-   backend of the same workload that pays least, named with its share (no test claimed).
-4. Where the collector is negligible everywhere, one sentence says so instead.
-
-Counts first, times only where the machine allows: where repeats ran on a loaded machine
-(`core.machineload`), the first sentence says so and by how much, shares are the
-collector's share of CPU time where recorded, and no timed test is given (the counts are).
-
-A policy's effect is the Findings' own test (analysing.claims: every test of the workload
-corrected together), so the verdict and the Findings below it never disagree; only where
-the paying cell is not under `default` (no such test in the Findings) is it one test alone.
+How it works, and why: docs/internals.md, `gcbench.analysing.verdict`.
 """
 
 from __future__ import annotations
@@ -184,7 +166,7 @@ def _counts(cs: summary.CellSummary) -> str:
     st = cs.measured
     used = max(len(st["used"]), 1)
     per_gen = [(a + b) / used for a, b in zip(st["collections"], (st.get("between") or {}).get("collections") or
-                                              [0] * len(st["collections"]), strict=False)]
+                                              [0] * len(st["collections"]), strict=True)]
     by_gen = "/".join(stats.fmt(x) for x in per_gen)
     after = st.get("full_after_last") or 0
     text = (f"{stats.format_schedule(st['full']['schedule'])}"

@@ -13,8 +13,8 @@ import sys
 from ..analysing import summary
 from ..core import metadata
 from ..flows.options import RunOptions
-from ..running import config
 from ..measuring.results import ResultDoc
+from ..running import config
 
 
 def add_env_arguments(p: argparse.ArgumentParser, repeatable: bool = True) -> None:
@@ -78,7 +78,7 @@ def apply_overrides(suite: config.Suite, args) -> None:
     if getattr(args, "batch_size", None) is not None:
         suite.batch_size = args.batch_size
     if getattr(args, "networks", None) is not None:
-        suite.networks = {w: args.networks for w in suite.all_workloads()}
+        suite.networks = dict.fromkeys(suite.all_workloads(), args.networks)
     if getattr(args, "alloc_blocks", False):
         suite.alloc_blocks = True
 

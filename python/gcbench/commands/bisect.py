@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pathlib
 
-from . import _common
 from ..core.errors import UsageError
 from ..flows import pipeline
 from ..flows.options import CommitBisectOptions, ReleaseBisectOptions
 from ..running import cluster_options, config
+from . import _common
 
 
 def register(sub) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pathlib
 import sys
 
-from . import _common
 from ..analysing import compare
 from ..core.errors import UsageError
 from ..publishing import archive
+from . import _common
 
 
 def register(sub) -> None:

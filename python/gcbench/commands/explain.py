@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from . import _common
 from ..analysing import explain
 from ..core.errors import UsageError
 from ..flows import pipeline
 from ..flows.options import ExplainOptions
 from ..measuring import diagnostic_run
 from ..running import config
+from . import _common
 
 
 def register(sub) -> None:

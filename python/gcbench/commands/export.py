@@ -6,10 +6,10 @@ from __future__ import annotations
 import pathlib
 import sys
 
-from . import _common
 from ..core import files
 from ..core.errors import UsageError
 from ..publishing import export
+from . import _common
 
 
 def register(sub) -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import importlib.resources
 
-from . import _common
 from ..measuring.backends import BACKENDS
 from ..measuring.workloads import WORKLOADS
 from ..running import config
+from . import _common
 
 POLICIES = [
     ("default", "the interpreter's own collector"),

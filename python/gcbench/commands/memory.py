@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from . import _common
 from ..core import files
 from ..measuring.backends import BACKENDS
 from ..running import config
+from . import _common
 
 
 def register(sub) -> None:
@@ -39,7 +39,7 @@ def main(args) -> int:
     config.Suite(backends=backends, workloads=workloads).validate()  # names checked as for run
     memory.check_cases(size_list, dtypes)  # before any folder is made
     out_dir = files.make_folder(args.out or config.default_out("memory"), "results folder")
-    doc = memory.run(size_list, dtypes, backends, workloads, not args.no_measure, out_dir, ["gcbench"] + args.argv)
+    doc = memory.run(size_list, dtypes, backends, workloads, not args.no_measure, out_dir, ["gcbench", *args.argv])
     out = _common.Output(args.json)
     out(memory.format_tables(doc))
     out(f"\nmemory analysis in {out_dir / 'memory.json'}")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pathlib
 
-from . import _common
 from ..flows import pipeline
+from . import _common
 
 
 def register(sub) -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 
-from . import _common
 from ..analysing import reproduce
 from ..core.errors import UsageError
 from ..flows import pipeline
 from ..flows.options import ReproduceOptions
 from ..running import cluster_options, config
+from . import _common
 
 
 def register(sub) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import shlex
 
-from . import _common
 from ..flows import pipeline
 from ..running import cluster_options, config
+from . import _common
 
 
 def register(sub) -> None:

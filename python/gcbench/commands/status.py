@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pathlib
 
-from . import _common
 from ..core.errors import UsageError
+from . import _common
 
 
 def register(sub) -> None:

@@ -1,17 +1,6 @@
 """Writing files so that nothing is ever half there, and folders that belong to one run.
 
-Every file gcbench writes goes through `write_bytes`/`write_text`/`write_json`: the data
-goes to a temporary file in the same folder, is flushed to disk, gets mode 0644 and
-then replaces the target in one `os.replace`. A reader (or a crash, or a full disk)
-sees the old file or the whole new one, never a truncated one. An `OSError` while
-writing becomes a `UsageError` naming the file and the reason (disk full, read-only).
-
-`FolderLock` is an advisory lock on a folder (`filelock`: flock on POSIX, LockFileEx on
-Windows): a second gcbench that wants the same folder is refused at once, with one line,
-instead of mixing its files in. The lock file lives only while the lock is held: its
-holder removes it before letting go (where the OS allows that), and a taker that locked a
-file removed meanwhile lets it go and tries again (filelock checks that), so removing it
-never lets two processes hold the folder at once.
+How it works, and why: docs/internals.md, `gcbench.core.files`.
 """
 
 from __future__ import annotations
@@ -47,10 +36,10 @@ def _finished_temp(path: pathlib.Path, data: bytes) -> str:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, FILE_MODE)
+        pathlib.Path(tmp).chmod(FILE_MODE)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            pathlib.Path(tmp).unlink()
         raise
     return tmp
 
@@ -64,12 +53,12 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> pathlib.Path:
     tmp = None
     try:
         tmp = _finished_temp(path, data)
-        os.replace(tmp, path)
+        pathlib.Path(tmp).replace(path)
     except OSError as e:
         raise UsageError(f"cannot write {path}: {describe_os_error(e)}") from None
     finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
+        if tmp is not None and pathlib.Path(tmp).exists():
+            pathlib.Path(tmp).unlink()
     return path
 
 
@@ -89,8 +78,8 @@ def write_new(path: str | os.PathLike, data: bytes) -> bool:
     except OSError as e:
         raise UsageError(f"cannot write {path}: {describe_os_error(e)}") from None
     finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
+        if tmp is not None and pathlib.Path(tmp).exists():
+            pathlib.Path(tmp).unlink()
 
 
 def write_text(path: str | os.PathLike, text: str) -> pathlib.Path:
@@ -340,5 +329,5 @@ def updating(path: str | os.PathLike, timeout: float = 120.0):
         yield path
     finally:
         with contextlib.suppress(OSError):
-            os.unlink(lock.lock_file)  # still held: a taker that opened it finds it gone and retries
+            pathlib.Path(lock.lock_file).unlink()  # still held: a taker that opened it finds it gone and retries
         lock.release()

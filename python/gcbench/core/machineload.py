@@ -1,27 +1,6 @@
 """How busy the machine was while a repeat ran: the CPU that other processes used.
 
-A wall time holds only on an unloaded machine: load stretches every timed verdict of an
-A/A comparison, while the collection counts do not move (DESIGN.md). The load average
-cannot say this for a repeat of a few seconds (it is a one-minute moving average, and
-after the steps it includes the worker's own threads), so a repeat reads the kernel's CPU
-accounting at its first timed step and after its last:
-
-- `others_cores`: the CPU time every process but this one used over the repeat (from
-  `/proc/stat`, in ticks of 10 ms, less this process's own CPU time, threads included),
-  divided by the repeat's wall time: 0 on an idle machine, 2 where two other processes spun
-  throughout;
-- `steal`: the share of the machine's CPU time the hypervisor gave to other guests;
-- `cpu_pressure`: the share of the repeat during which some runnable task waited for a
-  CPU (Linux's pressure stall information, `/proc/pressure/cpu`), where the kernel has it.
-
-The kernel counts CPU time in ticks of 10 ms, so a window shorter than MIN_SECONDS gives
-no reading (a tick over a millisecond would read as ten cores); a worker then reads the
-load over its whole life instead of its timed steps.
-
-A repeat is *loaded* when the others' CPU and the steal together exceed LOADED_SHARE of
-the machine's cores (`benchmarks/load_margins.py` measured what a quiet and a busy
-machine read). Where `/proc` is absent (macOS, Windows) nothing is recorded, and the
-load-average rule of older results applies.
+How it works, and why: docs/internals.md, `gcbench.core.machineload`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import functools
-import glob
 import importlib.metadata
 import os
 import pathlib
@@ -109,7 +108,7 @@ def load_average() -> float | None:
 def cpu_mhz() -> float | None:
     """The mean current frequency of the CPUs in MHz, where the OS reports it."""
     freqs = []
-    for path in sorted(glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_cur_freq")):
+    for path in sorted(pathlib.Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_cur_freq")):
         try:
             with open(path) as f:
                 freqs.append(int(f.read().strip()) / 1000)

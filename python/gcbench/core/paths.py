@@ -8,5 +8,5 @@ import pathlib
 
 def user_cache(*parts: str) -> pathlib.Path:
     """A folder in the user cache: `$XDG_CACHE_HOME/gcbench/...` (default `~/.cache/gcbench/...`)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
     return pathlib.Path(base, "gcbench", *parts)

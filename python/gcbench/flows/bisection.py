@@ -13,15 +13,15 @@ from __future__ import annotations
 import copy
 import pathlib
 import sys
-from typing import Callable
+from collections.abc import Callable
 
-from . import pipeline
 from ..analysing import bisect, gitbisect
 from ..core import files
 from ..core.errors import UsageError
 from ..measuring import envspec, results
 from ..publishing import archive
 from ..running import config, runner
+from . import pipeline
 from .options import CommitBisectOptions, ReleaseBisectOptions
 
 
@@ -85,7 +85,7 @@ def commits(opts: CommitBisectOptions, template: config.Suite, base: envspec.Env
     plan = plan or {"format": gitbisect.FORMAT, "schema_version": gitbisect.SCHEMA_VERSION, "package": package,
                     "repo": str(repo), "cell": opts.cell, "metric": metric.name, "good": good.to_json(),
                     "commits": [c.to_json() for c in between], "tested": {}, "base": base.text}
-    order = [good] + between
+    order = [good, *between]
     print(f"gcbench: bisecting {len(between)} commits of {package} ({good.short}..{bad.short}) on {opts.cell}, "
           f"by {metric.title}; at most {gitbisect.max_builds(len(between))} builds",
           file=sys.stderr)

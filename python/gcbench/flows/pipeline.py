@@ -1,16 +1,6 @@
 """A plan, run end to end: what happens when you type `gcbench run`.
 
-    suite -> plan (cells) -> environments -> local workers or a scheduler's job arrays
-          -> result documents in a folder of the run's own -> verdict and summary table
-          -> report
-
-`run_suite` is that flow for a suite; `run_plan` takes the plan ready made
-(`reproduction` builds its own; `bisection` runs a suite per version or commit).
-`prepare_folder` and `write_plan` are the results folder's contract (a run owns its
-folder; suite.json records every run into it), `format_verdict` and `format_summary` what
-a run prints when it ends, and `write_report` the report of a folder. The commands parse
-their arguments and call these; the options a run reads come as a `RunOptions`
-(`flows/options.py`), which a command builds from its command line.
+How it works, and why: docs/internals.md, `gcbench.flows.pipeline`.
 """
 
 from __future__ import annotations
@@ -23,19 +13,19 @@ import pathlib
 import shlex
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ..analysing import compare, stats, summary, verdict
 from ..core import files, machineload, terminal
 from ..core.errors import UsageError
-from ..measuring import data as datamod, results
+from ..measuring import data as datamod
+from ..measuring import results
 from ..measuring.backends import BACKENDS
 from ..measuring.cell import Cell
+from ..measuring.results import ResultDoc
 from ..publishing import archive
 from ..running import cluster_options, config, footprint
-from ..measuring.results import ResultDoc
 from .options import RunOptions
-
 
 SUITE_FORMAT = "gcbench-suite"
 
@@ -92,7 +82,7 @@ def write_plan(out_dir: pathlib.Path, suite: config.Suite, cells: list, command:
         "repeats": suite.repeats,
         "started": now,
         "state": state,
-        "runs": runs + [{"command": command, "started": now, "mode": mode, "cells": len(cells)}],
+        "runs": [*runs, {"command": command, "started": now, "mode": mode, "cells": len(cells)}],
     }
     files.write_json(out_dir / "suite.json", plan)
     return plan
@@ -143,7 +133,7 @@ def _run_on_scheduler(run: _Run) -> list[ResultDoc] | None:
             return None
         show_bars = sys.stderr.isatty() and run.opts.progress
         waited = cluster.wait(submission, todo, run.out_dir, run.out_fn, show_bars)
-        docs = {c.id: d for c, d in zip(todo, waited, strict=False)}
+        docs = {c.id: d for c, d in zip(todo, waited, strict=True)}
     return [kept.get(c.id) or docs[c.id] for c in run.cells]
 
 

@@ -10,16 +10,17 @@ import dataclasses
 import os
 import pathlib
 import tempfile
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from . import pipeline
 from ..analysing import reproduce
 from ..core import files
 from ..core.errors import UsageError
 from ..measuring.results import ResultDoc
 from ..running import config
+from . import pipeline
 from .options import ReproduceOptions, RunOptions
 
 

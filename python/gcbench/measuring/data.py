@@ -245,7 +245,7 @@ def _fetch(url: str, target: pathlib.Path, digest: str, quiet: bool) -> None:
 
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=target.name, suffix=".part")
     try:
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=30) as response:
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=30) as response:  # noqa: S310 - https mirrors only
             total = int(response.headers.get("Content-Length") or 0) or None
             with tqdm(total=total, unit="B", unit_scale=True, desc=target.name, disable=quiet) as bar:
                 while chunk := response.read(1 << 16):
@@ -253,8 +253,8 @@ def _fetch(url: str, target: pathlib.Path, digest: str, quiet: bool) -> None:
                     bar.update(len(chunk))
         if sha256(tmp) != digest:
             raise ValueError("checksum mismatch")
-        os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, target)
+        pathlib.Path(tmp).chmod(FILE_MODE)
+        pathlib.Path(tmp).replace(target)
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        if pathlib.Path(tmp).exists():
+            pathlib.Path(tmp).unlink()

@@ -1,18 +1,7 @@
 """The collector watched closely while a loop runs: what it collects, what it promotes to
 the oldest generation and from where, and what a full collection has to scan.
 
-This is the measuring half of `gcbench explain`; it slows the loop down a lot (every
-collection lists generations; tracemalloc records every allocation), so its timings
-are not measurements of the loop, and the output says so.
-
-CPython (3.8-3.13, and 3.14.5 on) collects in three generations. A young collection
-(generation 0 or 1) moves what survives one generation up; what survives a collection
-of generation 1 is *promoted* into the oldest generation. A full collection (of
-generation 2) runs once more than `threshold[2]` collections of generation 1 have
-happened since the last one *and* the objects promoted since then exceed a quarter of
-the oldest generation; it scans every object there. So its cost is (objects promoted
-per step) x (size of the oldest generation), and two questions decide it: what is
-promoted, and from where; and what the oldest generation holds.
+How it works, and why: docs/internals.md, `gcbench.measuring.diagnose`.
 """
 
 from __future__ import annotations
@@ -134,7 +123,7 @@ def _frame_kind(filename: str) -> str | None:
     filename = _real(filename)
     if filename.startswith(_HARNESS):
         return None
-    if filename.startswith(_STDLIB) and "-packages" not in filename or filename.startswith("<"):
+    if (filename.startswith(_STDLIB) and "-packages" not in filename) or filename.startswith("<"):
         return None
     return file_package(filename) or "other"
 
@@ -169,7 +158,7 @@ def _made_by_gcbench(obj: object) -> bool:
         real = _real(filename)
         if real.startswith(_HARNESS):
             return True
-        if not (real.startswith("<") or real.startswith(_STDLIB)) or "-packages" in real:
+        if not real.startswith(("<", _STDLIB)) or "-packages" in real:
             return False
     return False
 
@@ -656,7 +645,7 @@ class Diagnosis:
             "scanned": {**self.scanned.to_json(), "collections": self.scans, "origin": dict(self.scanned_origin),
                         "frozen": gc.get_freeze_count()},
             "garbage": self.garbage.to_json(),
-            "oldest": [list(pair) for pair in zip(self.oldest[::2], self.oldest[1::2], strict=False)],
+            "oldest": [list(pair) for pair in zip(self.oldest[::2], self.oldest[1::2], strict=True)],
             "full_steps": full,
             "gen1_collections": gen1,
             "thresholds": list(gc.get_threshold()),

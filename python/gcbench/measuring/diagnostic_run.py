@@ -20,8 +20,8 @@ DISTURBED = ("diagnostic run: timings are disturbed (every collection lists the 
 
 def diagnose_cell(cell, options: dict, command=None, environment=None) -> dict:
     """The diagnostic run of `cell` in this process (called by the worker)."""
-    from . import worker
     from ..core import metadata
+    from . import worker
 
     if worker.get_backend(cell.backend).language == "julia":
         return _diagnose_julia(cell, options, command, environment)

@@ -63,7 +63,7 @@ class EnvSpec:
             sources = [short_pin(p) for p in self.pins if _SOURCE.match(p)]
             rest = len(pins) - len(sources)
             digest = hashlib.sha256(" ".join(p for p in self.pins if not _SOURCE.match(p)).encode()).hexdigest()[:6]
-            pins = sources + [f"+{rest}-pinned-{digest}"]
+            pins = [*sources, f"+{rest}-pinned-{digest}"]
         return " ".join([head, *pins])
 
     @property
@@ -150,7 +150,7 @@ def parse(text: str) -> EnvSpec:
 def parse_all(texts: list[str]) -> list[EnvSpec]:
     specs = [parse(t) for t in texts]
     seen: dict[str, str] = {}
-    for spec, text in zip(specs, texts, strict=False):
+    for spec, text in zip(specs, texts, strict=True):
         if spec.text in seen:
             raise UsageError(f"environments {seen[spec.text]!r} and {text!r} are the same")
         seen[spec.text] = text

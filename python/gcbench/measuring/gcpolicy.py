@@ -1,14 +1,6 @@
 """GC policies: what the collector may do during the timed steps.
 
-- `default`: the interpreter's own behaviour.
-- `freeze`: after warm-up, `gc.collect()` then `gc.freeze()`: everything alive moves to
-  the permanent generation and is never scanned again.
-- `disable`: `gc.disable()` for the timed steps; no automatic collection runs.
-- `manual:K`: disabled, and one `gc.collect()` every K steps, inside (and counted in)
-  the step where it runs.
-
-The Julia backends understand `default`, `disable` and `manual:K` (`GC.enable(false)`,
-`GC.gc()`); `freeze` has no Julia meaning.
+How it works, and why: docs/internals.md, `gcbench.measuring.gcpolicy`.
 """
 
 from __future__ import annotations

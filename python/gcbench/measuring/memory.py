@@ -1,26 +1,6 @@
 """`gcbench memory`: what compiled programs need, analysed before they run.
 
-Programs are lowered and compiled on abstract shapes (`jax.ShapeDtypeStruct`), so sizes
-far beyond this machine's memory are fine: XLA's `memory_analysis()` of the compiled
-executable gives argument, output, temporary and aliased bytes. Two kinds of case:
-
-- gather: the seed report's `x[tuple(split(idx))]` summed, differentiated w.r.t. `x`
-  (x: (n, n, n) float32; idx: (m, 3) integers), and other formulations of the same
-  gradient; each has a floor, the bytes no gradient can avoid (its arguments and its
-  output), and its ratio to that floor;
-- step: the training step of a gcbench workload: forward, value-and-grad, and each
-  backend's full optimizer step, so the memory table sits beside the timing report.
-
-The gather cases are compiled for the CPU wherever gcbench runs: the seed report read
-XLA's CPU memory report, and the CPU compiler is the one that copies the index array.
-Where a GPU (or another accelerator) is JAX's default device, the same programs are also
-compiled for it, each size and index dtype in a child process, all of them within one
-time budget (`ACCELERATOR_BUDGET_S`): XLA's GPU compiler can spend minutes on the seed's
-sizes. Their figures are a column of their own; a case the budget did not reach says so.
-Training-step programs are compiled for the device the cells train on.
-
-Small gather cases can also be run once for real (`--measure`): each in a fresh process,
-on the CPU, recording the process's peak-RSS increase.
+How it works, and why: docs/internals.md, `gcbench.measuring.memory`.
 """
 
 from __future__ import annotations

@@ -1,47 +1,6 @@
 """The step timer and GC probe: what every Python backend's steps are measured with.
 
-`gc.callbacks` brackets every collection: our start hook is put at the *front* of the
-list and our stop hook at the *end*, so callbacks registered by others (jaxlib has one)
-run inside the measured pause. Per step the probe records:
-
-- wall ns, GC pause ns, the collections of each generation and the objects collected;
-- the same step and its pauses in the CPU time of the thread that ran them
-  (`time.thread_time_ns`): `cpu_ns` and `gc_cpu_ns`. A loaded machine stretches the
-  wall time by the time the thread waited for a core; its CPU time does not wait, so the
-  collector's share of it stays comparable under load (docs/statistics.md, "On a busy machine");
-- explicit collections (`gc.collect()` calls, told from the collector's own by the young
-  count, which an automatic collection starts above its threshold), per step and
-  generation (`gc_explicit`), and the lines that called them (`between_steps.explicit_sites`);
-- the GC *pressure*: the net number of new tracked (container) objects the step made,
-  the quantity that drives collections. It is the difference of `gc.get_count()[0]`
-  over the step, plus the count each collection found when it started (a collection
-  resets the count). CPython does not count below zero, so a step that frees more
-  than it allocates right after a collection reads a little high;
-- optionally (`alloc_blocks=True`) the net change of allocated memory blocks, which
-  walks the heap (tens of microseconds with JAX loaded), so it is off by default;
-- where the loop calls `dispatched()` once the step function has returned and before it
-  waits for the results (JAX dispatches asynchronously), the *host* ns: the time the
-  step spent in Python and dispatch before the wait. On a GPU the rest is the device's
-  time; a collector's pause is host time, paid while the device idles.
-
-Every collection is also logged (step, generation, pause, objects collected) for the
-pause-length views of the report; collections that fall between steps are totalled
-apart (`between_steps`), so that none is lost from the GC share, and charged to the
-iteration of the step that follows them: per step, `gap_ns` (from the previous step's
-end to this one's start: the loop's own code, a data loader), `gap_gc_ns` and
-`gap_collections` (the collections in that gap). A step and the gap before it are one
-iteration of the loop, and the time a run takes is the sum of its iterations.
-
-Memory beside time: with `rss_every=N` the resident set size is read every N steps
-(from `/proc/self/statm`, with a file descriptor opened once: a few microseconds, after
-the step's clock has stopped), where the platform has it.
-
-Measuring must not change what is measured. Arrays are preallocated; `begin` and `end`
-do integer arithmetic and store into them, and create no object the collector tracks:
-an allocation of the probe's own would cross the collector's threshold in place of the
-loop's and move collections out of the steps (DESIGN.md has the figure). `gc.get_count()`
-returns a tuple of the interpreter's free list, which is not counted; the step's clock
-starts before it and stops after it, so a collection started there is still the step's.
+How it works, and why: docs/internals.md, `gcbench.measuring.probe`.
 """
 
 from __future__ import annotations
@@ -51,7 +10,7 @@ import os
 import sys
 import time
 import types
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -1,30 +1,7 @@
 """The result schema: one JSON document per repeat of a cell, written atomically,
 validated on load.
 
-Schema version history:
-- 1: first version. Later additions, all optional (older documents lack them):
-  `environment` (the environment matrix: spec, name, Python and packages of the virtual
-  environment the cell ran in; absent when it ran under gcbench's own interpreter).
-- 2: `cell_spec` (every setting of the cell, so that `run --resume` can tell whether a
-  result answers the same question), `batch_size`, `bookkeeping`, `machine_state`
-  (load average before and after, CPU frequency), per step `gc_pressure` (net new
-  tracked objects) and, for Python, `gc_events` (one entry per collection: step,
-  generation, pause, objects collected). `alloc_blocks` became optional (opt-in).
-  Version-1 documents are still read: their batch size is 128 and their bookkeeping none.
-  Optional, added later in version 2: per step `host_ns`, the time until the step function
-  returned (Python and dispatch) before the wait for its results; JAX backends and
-  `gcbench.measure` loops that call `m.dispatched()` record it. Per step `cpu_ns` and
-  `gc_cpu_ns` (the step and its collector pauses in the thread's CPU time), and in
-  `machine_state` the machine's load over the timed steps (`others_cores`, `steal`,
-  `cpu_pressure`, `process_cpu_s`, `load_seconds`: core.machineload). Per step `gap_ns`,
-  `gap_gc_ns`, `gap_cpu_ns`, `gap_gc_cpu_ns` and `gap_collections`: the gap before the
-  step (the loop's own code since the previous step ended) and the collections in it, in
-  wall and CPU time (probe.StepProbe); per step
-  `gc_explicit` (gc.collect() calls) and `gc_enabled` (the collector on, 1, or off, 0, as
-  the step began), and in `between_steps` `explicit` and
-  `explicit_sites` (explicit collections between steps, and every call's line).
-
-A loader refuses a document whose `schema_version` is newer than `SCHEMA_VERSION`.
+How it works, and why: docs/internals.md, `gcbench.measuring.results`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """The worker: runs one repeat of one cell in a fresh process and writes its result.
 
-Run by the runner through `python -m gcbench.child OUT_FILE` (`gcbench/child.py`, which
-also runs `gcbench explain`'s diagnostic runs), with the cell (and the manager's command
-line) as one JSON line on standard input. It prints progress lines
-`gcbench-progress PHASE DONE TOTAL` on standard output; everything else it has to say
-goes to standard error, whose tail the runner keeps when the worker fails.
-
-A worker never outlives its manager: on Linux the kernel sends it SIGKILL when the
-manager dies (PR_SET_PDEATHSIG); elsewhere a thread watches standard input, which the
-manager holds open, and ends the process at end-of-file.
+How it works, and why: docs/internals.md, `gcbench.measuring.worker`.
 """
 
 from __future__ import annotations
@@ -22,8 +14,9 @@ import threading
 import time
 from typing import Any
 
-from . import data as datamod, diagnose, gcpolicy, results
 from ..core import machineload, metadata
+from . import data as datamod
+from . import diagnose, gcpolicy, results
 from .backends import get_backend
 from .cell import Cell
 from .probe import StepProbe

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from . import archive
 from ..analysing import summary
 from ..core.errors import UsageError
 from ..measuring import results
 from ..measuring.results import ResultDoc
+from . import archive
 
 PER = ("step", "cell")
 
@@ -48,9 +48,9 @@ def step_records(docs: list[ResultDoc]) -> list[dict]:
         if "gap_collections" in d:  # the collections in the gap before each step, per generation
             gaps = np.asarray(d["gap_collections"], np.int64).reshape(len(d["wall_ns"]), -1)
             extra.update({f"gap_gc{g}": gaps[:, g].tolist() for g in range(gaps.shape[1])})
-        for i, (wall, gc_ns) in enumerate(zip(d["wall_ns"], d["gc_ns"], strict=False)):
+        for i, (wall, gc_ns) in enumerate(zip(d["wall_ns"], d["gc_ns"], strict=True)):
             row = dict(base, step=i, wall_ns=wall, gc_ns=gc_ns)
-            row.update({n: int(c) for n, c in zip(names, colls[i], strict=False)})
+            row.update({n: int(c) for n, c in zip(names, colls[i], strict=True)})
             row.update({k: v[i] for k, v in extra.items()})
             rows.append(row)
     return rows

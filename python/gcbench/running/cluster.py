@@ -1,25 +1,6 @@
 """A plan's cells as SLURM job arrays, through submitit (`--executor slurm`).
 
-Only this module imports submitit (and only when a plan goes to a scheduler). What runs on
-a node is what runs here: each job of an array takes a share of one round of repeats and
-runs its cells one after another through `runner.run_cells`, one fresh worker process per
-repeat, writing into the shared results folder with the same atomic writes. So:
-
-- each round of repeats is one job array; each job has its node to itself (`--exclusive`),
-  and `--slurm-parallelism` caps how many of an array's jobs run at once;
-- every result records its job (`machine_state.scheduler`: job and array ids, node,
-  partition) and its machine (CPU model and count, GPU model), so that results from
-  different kinds of node are never pooled (`summary.cells`);
-- a job that dies or is preempted leaves its cells without a new result; a requeued job
-  skips the cells this submission already measured; `--resume` reruns the rest;
-- Ctrl-C (or SIGTERM) on the submitting process cancels its jobs (scancel) and says so;
-  `--detach` returns once they are submitted, and `gcbench status FOLDER` tells what is done.
-
-`--executor submitit-local` runs the same path with submitit's local executor (jobs as
-local processes): the tests use it, and it shows what a cluster would do. Its jobs all
-start at once, so its rounds form one array of as many jobs as cores and memory hold
-(`local_jobs_at_once`); its job ids are the controllers' process ids, which `live_jobs`
-checks.
+How it works, and why: docs/internals.md, `gcbench.running.cluster`.
 """
 
 from __future__ import annotations
@@ -34,15 +15,14 @@ import pathlib
 import shutil
 import subprocess
 import sys
-from typing import Any
 import time
+from typing import Any
 
-from . import runner
-from ..core import machineload
-from ..core import files, schemas
+from ..core import files, machineload, schemas
 from ..core.errors import UsageError, printable
 from ..measuring import results
 from ..measuring.results import ResultDoc
+from . import runner
 from .cluster_options import SlurmOptions
 
 JOBS_DIR = ".gcbench-jobs"  # inside the results folder: submitit's pickles and logs, and JOBS_FILE
@@ -137,7 +117,7 @@ def run_job(spec: JobSpec, cells: list) -> dict:
                             progress=False, environments=spec.environments, resume=spec.resume,
                             data_kind=spec.data_kind, run_id=spec.run_id, scheduler=job_facts(spec.executor))
     # an attempt that failed where an earlier ok result was kept is a failure of this run
-    return {c.id: "failed" if d.get(runner.SUPERSEDED) else d["status"] for c, d in zip(todo, docs, strict=False)}
+    return {c.id: "failed" if d.get(runner.SUPERSEDED) else d["status"] for c, d in zip(todo, docs, strict=True)}
 
 
 def _executor(kind: str, folder: pathlib.Path):
@@ -444,7 +424,7 @@ def _local_job_alive(job_id: str, folder: str) -> bool:
         return not pathlib.Path("/proc/self").exists()  # no /proc: the process is all we know
     if b"submitit.local._local" not in cmdline:
         return False
-    target = os.fsencode(os.path.abspath(folder))
+    target = os.fsencode(os.path.abspath(folder))  # noqa: PTH100 - ".." resolved, links kept
     # records written before folders were stored absolute hold the path as given (D1/.gcbench-jobs)
     tail = b"/" + os.fsencode(os.path.normpath(folder)).lstrip(b"/")
     return any(arg == target or arg.endswith(tail) for arg in cmdline)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.resources
 import math
-import os
 import pathlib
 import random
 import sys
@@ -27,7 +26,7 @@ from ..core import files
 from ..core.errors import UsageError
 from ..measuring import gcpolicy
 from ..measuring.backends import BACKENDS, get_backend
-from ..measuring.cell import Cell, NAME
+from ..measuring.cell import NAME, Cell
 from ..measuring.workloads import BATCH_SIZE, get_workload
 from .cluster_options import SlurmOptions
 
@@ -197,7 +196,7 @@ class Suite:
                         batch_size=self.batch_for(name), bookkeeping=self.bookkeeping,
                         alloc_blocks=self.alloc_blocks,
                     ))
-            random.Random(f"{self.seed}-round-{repeat}").shuffle(one)
+            random.Random(f"{self.seed}-round-{repeat}").shuffle(one)  # noqa: S311 - an order, not a secret
             rounds += one
         ids = [c.id for c in rounds]
         if len(set(ids)) != len(ids):  # two environments whose names map to one file name
@@ -253,5 +252,5 @@ def default_out(kind: str) -> str:
     """`results/<kind>-<date>-<time>`."""
     import datetime
 
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return os.path.join("results", f"{kind}-{stamp}")
+    stamp = datetime.datetime.now().astimezone().strftime("%Y%m%d-%H%M%S")  # the user's local time
+    return str(pathlib.Path("results", f"{kind}-{stamp}"))

@@ -1,23 +1,6 @@
 """Isolated environments: the same cells under other interpreters and package versions.
 
-An environment is an interpreter plus pinned packages, written as on the command line:
-`"python=3.12 jax==0.8.0 equinox==0.13.2"` (read by `measuring.envspec`). gcbench builds one virtual environment per
-distinct (interpreter, requirements) in the user cache, `~/.cache/gcbench/envs/`, and
-reuses it on the next run. Into it go gcbench's own dependencies, the packages of the
-backends that will run there (unpinned: pip takes what fits the pins), and the pins;
-a pin of `jax==V` also pins the jaxlib release that jax V is built against. gcbench
-itself is made importable by a `.pth` file that points at a folder holding only a link
-to the running gcbench, so workers always run the manager's own code.
-
-A pin may also name a package's source (a PEP 508 direct reference, for `gcbench bisect
---git`): `equinox@git+https://host/equinox@0277a30`, or the files of a commit exported to
-a folder, `equinox@file:///.../equinox-0277a30...`; the package is built from it.
-
-Environments are built with uv where it is installed (see `installers`), else with
-venv and pip. A build that fails (no such interpreter, no such version, conflicting
-pins, no network) raises `EnvUnavailable` with the installer's one-line reason; its
-folder is removed. An environment counts as built only once its marker file, written
-last, is there.
+How it works, and why: docs/internals.md, `gcbench.running.envs`.
 """
 
 from __future__ import annotations
@@ -30,20 +13,20 @@ import os
 import pathlib
 import re
 import shutil
-import tempfile
 import subprocess
 import sys
+import tempfile
 import time
 
 import filelock
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
-from . import installers
 from ..core import files
 from ..core.errors import UsageError
 from ..core.paths import user_cache
-from ..measuring.envspec import EnvSpec, VERSION_REQUEST, normalize, requirement_name
+from ..measuring.envspec import VERSION_REQUEST, EnvSpec, normalize, requirement_name
+from . import installers
 
 LAYOUT = 1  # bump when what goes into an environment folder changes: older ones get rebuilt
 MARKER = "gcbench-env.json"
@@ -112,10 +95,10 @@ def find_interpreter(request: str | None) -> Interpreter:
         where = f"python{minor} on PATH and under {pathlib.Path(os.environ.get('PYENV_ROOT') or '~/.pyenv')}/versions"
         tried = f" (tried {', '.join(candidates)})" if candidates else ""
         raise EnvUnavailable(f"no Python {request} on this machine: looked for {where}{tried}")
-    path = os.path.expanduser(request)
+    path = os.path.expanduser(request)  # noqa: PTH111 - as typed: "./python" keeps its separator
     if os.sep not in path:
         path = shutil.which(path) or path
-    if not os.path.exists(path):
+    if not pathlib.Path(path).exists():
         raise EnvUnavailable(f"python={request}: no such interpreter")
     info = _probe(path)
     if info is None:
@@ -241,7 +224,7 @@ def _link_gcbench(folder: pathlib.Path, site_packages: str) -> None:
     tmp = holder / f".gcbench-{os.getpid()}"
     tmp.unlink(missing_ok=True)
     tmp.symlink_to(_gcbench_package_dir(), target_is_directory=True)
-    os.replace(tmp, link)
+    pathlib.Path(tmp).replace(link)
     pth = pathlib.Path(site_packages) / "gcbench-link.pth"
     pth.write_text(str(holder) + "\n")
 
@@ -351,7 +334,7 @@ def _build(spec: EnvSpec, interpreter: Interpreter, reqs: list[str], folder: pat
                 code, out = _run([python, "-m", "pip", "index", "versions", "jaxlib"], log, timeout=300)
                 listed = re.search(r"Available versions:\s*(.+)", out) if code == 0 else None
                 available = [v.strip() for v in listed.group(1).split(",")] if listed else []
-                reqs = reqs + [f"jaxlib=={matching_jaxlib(jax_version, available)}"]
+                reqs = [*reqs, f"jaxlib=={matching_jaxlib(jax_version, available)}"]
             status(f"installing {len(reqs)} requirements")
             code, out = _run(installer.install(python, reqs), log, on_line=lambda line: _pip_status(line, status),
                              installer=installer)
@@ -377,7 +360,7 @@ def _build(spec: EnvSpec, interpreter: Interpreter, reqs: list[str], folder: pat
               "built": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     tmp = folder / (MARKER + ".tmp")
     tmp.write_text(json.dumps(marker, indent=1))
-    os.replace(tmp, folder / MARKER)  # last: from now on the environment counts as built
+    pathlib.Path(tmp).replace(folder / MARKER)  # last: from now on the environment counts as built
     return Environment(spec, folder, str(_venv_python(folder)), inventory["python"], reqs, inventory["packages"])
 
 

@@ -1,16 +1,6 @@
 """Who installs packages into gcbench's environments: uv where it is installed, else pip.
 
-uv (`uv venv`, `uv pip install`) builds an environment in a fraction of pip's time and,
-with one shared cache (`~/.cache/gcbench/uv`), links the files of packages it has seen
-before instead of copying them again. pip stays the fallback, and
-`GCBENCH_INSTALLER=pip` (or `uv`) chooses explicitly.
-
-uv does not read pip's configuration, so the index settings a user has for pip (pip.conf
-files and `PIP_*` variables, as `pip config list` reports them: index-url,
-extra-index-url, find-links, constraint, no-index, cert, default-timeout) are passed to
-uv as its own options, with pip's way of choosing among several indexes (the best
-version from any of them: `--index-strategy unsafe-best-match`). A local index or link
-folder that does not exist is left out, as pip leaves it out with a warning.
+How it works, and why: docs/internals.md, `gcbench.running.installers`.
 """
 
 from __future__ import annotations
@@ -114,9 +104,9 @@ def pip_config() -> dict[str, list[str]]:
 def _present(location: str) -> bool:
     """False for a local folder or file:// index that does not exist (pip skips those)."""
     if "://" not in location:
-        return os.path.exists(location)
+        return pathlib.Path(location).exists()
     parsed = urllib.parse.urlparse(location)
-    return parsed.scheme != "file" or os.path.exists(urllib.request.url2pathname(parsed.path))
+    return parsed.scheme != "file" or pathlib.Path(urllib.request.url2pathname(parsed.path)).exists()
 
 
 def uv_options(config: dict[str, list[str]]) -> list[str]:

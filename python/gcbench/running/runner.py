@@ -1,15 +1,6 @@
 """The runner: one fresh worker process per repeat of a cell, with a timeout.
 
-Nothing is lost and nothing is half-written:
-
-- a worker writes its result beside the target (`.<cell>.partial.json`); only a
-  complete, valid result replaces the file of the cell, so a rerun that fails, times
-  out or is interrupted leaves an earlier good result in place;
-- a cell whose worker crashes or times out becomes a `failed` result holding the tail
-  of the worker's standard error, and the other cells go on; a result that cannot be
-  written (a full disk) is reported and the run goes on;
-- SIGINT and SIGTERM stop the current worker and keep every finished cell
-  (`Interrupted`, exit code 128 + the signal); workers die with their manager.
+How it works, and why: docs/internals.md, `gcbench.running.runner`.
 """
 
 from __future__ import annotations
@@ -27,7 +18,8 @@ import tempfile
 import threading
 import time
 import uuid
-from typing import Any, Callable, Final
+from collections.abc import Callable
+from typing import Any, Final
 
 from tqdm import tqdm
 
@@ -36,8 +28,8 @@ from ..core.errors import UsageError
 from ..measuring import results
 from ..measuring.backends import get_backend
 from ..measuring.cell import Cell
-from ..measuring.worker import PARENT_ENV
 from ..measuring.results import ResultDoc
+from ..measuring.worker import PARENT_ENV
 from .envs import isolated_environ
 
 STDERR_TAIL_LINES = 25
@@ -175,7 +167,7 @@ def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: 
             doc = load(partial)
         except UsageError as e:
             raise CellFailed(f"worker wrote an invalid result: {e}") from None
-        os.replace(partial, out_file)
+        pathlib.Path(partial).replace(out_file)
         return doc
     finally:
         if proc is not None:

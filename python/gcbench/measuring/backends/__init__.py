@@ -1,20 +1,6 @@
 """The backend registry: which frameworks gcbench can train, and whether they are here.
-
-A backend is described by a `BackendInfo` (cheap: nothing heavy is imported to list
-it) and implemented by a module with `build(workload, params, data) -> Trainer`, where
-`params` are the canonical initial weights of each network (`workloads.init_params`).
-A `Trainer` has:
-
-- `step(idx)`: one step of the step contract (DESIGN.md): take the batch `idx`, update
-  every network once, return when every result is ready;
-- `loss()`: the mean loss over the networks at the last step (called only at sampled
-  steps, outside the timing);
-- `network_losses()`: each network's loss at the last step as Python floats (called
-  inside the timed step when the loop keeps metrics, `--bookkeeping metrics`);
-- `trace_counts()`: how many times each jitted function was traced, for the
-  no-recompilation checks;
-- `param_count()`: parameters of one network, counted the framework's own way;
-- `metadata()`: facts for the result's metadata (devices, thread counts).
+A backend is a `BackendInfo` (cheap: nothing heavy is imported to list it) and a module
+with `build(workload, params, data) -> Trainer` (the `Trainer` protocol below).
 """
 
 from __future__ import annotations
@@ -22,8 +8,35 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.util
+from typing import Any, Protocol
 
 from ...core.errors import UsageError, did_you_mean
+
+
+class Trainer(Protocol):
+    """What a backend's `build(workload, params, data)` returns: `len(params)` networks of
+    `workload`, each starting from the canonical weights `params` (`workloads.init_params`)."""
+
+    def step(self, idx) -> None:
+        """One step of the step contract (DESIGN.md): take the batch `idx`, update every
+        network once, return when every result is ready."""
+
+    def loss(self) -> float:
+        """The mean loss over the networks at the last step (called at sampled steps only,
+        outside the timing)."""
+
+    def network_losses(self) -> list[float]:
+        """Each network's loss at the last step as Python floats (called inside the timed
+        step when the loop keeps metrics, `--bookkeeping metrics`)."""
+
+    def trace_counts(self) -> dict[str, int]:
+        """How many times each jitted function was traced (the no-recompilation checks)."""
+
+    def param_count(self) -> int:
+        """Parameters of one network, counted the framework's own way."""
+
+    def metadata(self) -> dict[str, Any]:
+        """Facts for the result's metadata (devices, thread counts)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,8 +67,8 @@ class BackendInfo:
     def load(self):
         return importlib.import_module(f"{__name__}.{self.module}")
 
-    def build(self, workload, params, data):
-        """A trainer of `len(params)` networks of `workload` (see the module docstring)."""
+    def build(self, workload, params, data) -> Trainer:
+        """A trainer of `len(params)` networks of `workload`."""
         return self.load().build(workload, params, data, **dict(self.options))
 
 

@@ -88,8 +88,9 @@ def _linear(w, b, key) -> eqx.nn.Linear:
 
 def _build_net(workload, params, key):
     keys = jax.random.split(key, len(workload.layers))
-    layers, spatial = [], (28, 28, 1)
-    for i, (spec, k) in enumerate(zip(workload.layers, keys, strict=False)):
+    layers: list[ConvPool | Dense] = []
+    spatial = (28, 28, 1)
+    for i, (spec, k) in enumerate(zip(workload.layers, keys, strict=True)):
         w, b = params[f"layer{i}/w"], params[f"layer{i}/b"]
         if isinstance(spec, Conv):
             conv = eqx.nn.Conv2d(spec.cin, spec.cout, spec.kernel, key=k)

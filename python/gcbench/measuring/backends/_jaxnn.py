@@ -5,6 +5,7 @@ the functional forward pass over canonical parameters, and the per-network step 
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -113,7 +114,7 @@ def _vit_forward(workload: Workload, p, x):
 
 # -- the per-network loop -----------------------------------------------------------------
 
-def jitted_update(loss_fn, tx, traces: "TraceCounter", apply_updates=optax.apply_updates):
+def jitted_update(loss_fn, tx, traces: TraceCounter, apply_updates=optax.apply_updates):
     """`update(batch, (params, opt_state)) -> ((params, opt_state), loss)` under plain
     `jax.jit`, the state donated: the step of `jax` and of `equinox-partition`."""
 
@@ -180,8 +181,8 @@ class LoopTrainer(JaxTrainer):
         self.states = states
         self.losses: list = [None] * len(states)
 
-    def update(self, batch, state):
-        raise NotImplementedError
+    #: the subclass's jitted `update(batch, state) -> (state, loss)`, set in its __init__
+    update: Any
 
     def dispatch(self, idx: np.ndarray) -> None:
         """Take the batch and call every network's update; returns once JAX has dispatched

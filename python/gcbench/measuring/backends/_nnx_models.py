@@ -28,7 +28,7 @@ class Net(nnx.Module):
         for conv in self.convs:
             x = nnx.max_pool(nnx.relu(conv(x)), (2, 2), strides=(2, 2))
         x = x.reshape(x.shape[0], -1)
-        for dense, relu in zip(self.denses, self.relu, strict=False):
+        for dense, relu in zip(self.denses, self.relu, strict=True):
             x = dense(x)
             x = nnx.relu(x) if relu else x
         return x
@@ -80,7 +80,7 @@ def build(workload: Workload, params: dict[str, np.ndarray], seed: int) -> nnx.M
         net = Net(workload, rngs)
         convs = [i for i, s in enumerate(workload.layers) if isinstance(s, Conv)]
         denses = [i for i, s in enumerate(workload.layers) if not isinstance(s, Conv)]
-        for layer, i in [*zip(net.convs, convs, strict=False), *zip(net.denses, denses, strict=False)]:
+        for layer, i in [*zip(net.convs, convs, strict=True), *zip(net.denses, denses, strict=True)]:
             _set_linear(layer, params, f"layer{i}")
         return net
     model = ViT(workload, rngs)

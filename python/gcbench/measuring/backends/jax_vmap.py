@@ -5,14 +5,15 @@ vmapped step: no per-network dispatch, the floor the per-network loops are compa
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
-from . import _jaxnn
 from ..workloads import BATCH_SIZE
+from . import _jaxnn
 
 
 class Trainer(_jaxnn.JaxTrainer):
@@ -39,7 +40,7 @@ class Trainer(_jaxnn.JaxTrainer):
             return (p, opt_state), loss
 
         self._update = update
-        self.losses = None
+        self.losses: Any = None  # the last step's losses, once a step ran
 
     def dispatch(self, idx: np.ndarray) -> None:
         self.state, self.losses = self._update(self.images, self.labels, self.state, idx)

@@ -1,18 +1,11 @@
 """The Julia bridge: the only module that imports juliacall.
 
-Flux, Lux and SimpleChains run in Julia (julia/GCBench.jl) with the timed loop inside
-Julia; this module finds Julia, starts it once per worker process, loads the one
-framework the cell needs, hands over the data, the weights and the schedule, and
-converts what comes back (see `julia_layout`).
-
-gcbench never downloads during a run: runs set `PYTHON_JULIAPKG_OFFLINE=yes`, and the
-backends are `unavailable` (one line, the reason) until `gcbench julia-setup` (online,
-once) has let juliacall install Julia and the packages; `PYTHON_JULIAPKG_EXE` points
-it at an existing Julia.
+How it works, and why: docs/internals.md, `gcbench.measuring.backends.julia_bridge`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.resources
 import importlib.util
@@ -27,8 +20,8 @@ import time
 
 import numpy as np
 
-from . import julia_layout
 from ..workloads import LEARNING_RATE
+from . import julia_layout
 
 FRAMEWORKS = ("flux", "lux", "simplechains")
 
@@ -74,14 +67,14 @@ def _juliapkg_julia() -> list[str]:
     except (OSError, ValueError, AttributeError):
         pass
     name = "julia.exe" if os.name == "nt" else "julia"
-    return out + [os.path.join(STATE["install"], "bin", name)]
+    return [*out, str(pathlib.Path(STATE["install"], "bin", name))]
 
 
 def _candidates() -> list[str]:
     found = [os.environ.get("PYTHON_JULIAPKG_EXE"), shutil.which("julia"),
-             os.path.expanduser("~/.juliaup/bin/julia"), *_juliapkg_julia(),
-             os.path.join(sys.prefix, "julia_env", "pyjuliapkg", "install", "bin", "julia")]
-    return [c for c in dict.fromkeys(found) if c and os.path.isfile(c) and os.access(c, os.X_OK)]
+             str(pathlib.Path("~/.juliaup/bin/julia").expanduser()), *_juliapkg_julia(),
+             str(pathlib.Path(sys.prefix, "julia_env", "pyjuliapkg", "install", "bin", "julia"))]
+    return [c for c in dict.fromkeys(found) if c and pathlib.Path(c).is_file() and os.access(c, os.X_OK)]
 
 
 def find_julia() -> str | None:
@@ -108,7 +101,7 @@ def openssl_cap() -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-@functools.lru_cache(maxsize=None)  # find_julia asks for every candidate, status() again
+@functools.cache  # find_julia asks for every candidate, status() again
 def julia_version(exe: str) -> tuple[int, ...] | None:
     """`julia --version` of an executable ("julia version 1.13.1"), or None if it does not say."""
     try:
@@ -189,10 +182,8 @@ def flush_streams() -> None:
     juliacall = sys.modules.get("juliacall")  # imported by gcbench_module, if Julia started here
     if juliacall is None or gcbench_module.cache_info().currsize == 0:
         return
-    try:
+    with contextlib.suppress(Exception):  # leaving anyway; nothing to report it to
         juliacall.Main.seval("(flush(stdout); flush(stderr); nothing)")
-    except Exception:  # leaving anyway; nothing to report it to
-        pass
 
 
 def start(threads: int = 1) -> tuple[bool, str]:

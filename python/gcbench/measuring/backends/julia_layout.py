@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from ..workloads import Conv, NUM_CLASSES, Workload
+from ..workloads import NUM_CLASSES, Conv, Workload
 
 CONV, DENSE = 1, 2
 # Julia's functions that Python calls, with their number of positional arguments.
@@ -120,7 +120,7 @@ def result_fields(raw) -> dict:
     """
     pauses, full = np.asarray(raw["gc_pauses"], np.int64), np.asarray(raw["gc_full"], np.int64)
     wpauses, wfull = np.asarray(raw["warmup_gc_pauses"], np.int64), np.asarray(raw["warmup_gc_full"], np.int64)
-    losses = [float(raw["warmup_loss"])] + np.asarray(raw["loss_values"], float).tolist()
+    losses = [float(raw["warmup_loss"]), *np.asarray(raw["loss_values"], float).tolist()]
     if max(losses) > MAX_MEAN_LOSS:
         raise ValueError(f"loss {max(losses):.3g} is above {MAX_MEAN_LOSS:.3g}: a loss summed over the batch, "
                          "not its mean")

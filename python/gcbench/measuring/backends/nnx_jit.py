@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 from flax import nnx
 
-from . import _jaxnn, _nnx_models
 from ..workloads import BATCH_SIZE
+from . import _jaxnn, _nnx_models
 
 
 class Trainer(_jaxnn.LoopTrainer):

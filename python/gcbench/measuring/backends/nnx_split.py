@@ -9,8 +9,8 @@ import jax
 import numpy as np
 from flax import nnx
 
-from . import _jaxnn, _nnx_models
 from ..workloads import BATCH_SIZE
+from . import _jaxnn, _nnx_models
 
 
 class Trainer(_jaxnn.LoopTrainer):
@@ -23,6 +23,7 @@ class Trainer(_jaxnn.LoopTrainer):
             states.append(state)
         super().__init__(data, states)
         traces = self.traces
+        assert graphdef is not None, "a trainer holds at least one network"
         self.graphdef = graphdef
 
         @functools.partial(jax.jit, static_argnums=0, donate_argnums=2)
@@ -33,11 +34,12 @@ class Trainer(_jaxnn.LoopTrainer):
             optimizer.update(model, grads)
             return nnx.state((model, optimizer)), loss
 
+        self.train_step = train_step
         self.update = functools.partial(train_step, graphdef)
 
     def lower_step(self):
         batch = _jaxnn.take(self.images, self.labels, np.zeros(BATCH_SIZE, np.int32))
-        return self.update.func.lower(self.graphdef, batch, self.states[0])
+        return self.train_step.lower(self.graphdef, batch, self.states[0])
 
     def param_count(self) -> int:
         model, _ = nnx.merge(self.graphdef, self.states[0])

@@ -1,15 +1,7 @@
 """`gcbench report`: a results folder -> index.md, self-contained index.html, PNG plots and
-the raw results (`results.tar.gz`), in a folder of the report's own.
-
-The report's folder belongs to gcbench: it is written only when it is empty or was made
-by gcbench before (a `.gcbench-report.json` marker lists the files it wrote with their
-sizes and SHA-256), and only a listed file whose content still matches is ever replaced
-or removed; a listed name that is not a plain file name gcbench writes is refused. A report
-folder holding `results.tar.gz` can be given back to `gcbench report`, which rebuilds the
-report from its own data.
-
-Works on any mix of results, failed and unavailable cells included; cells of the plan
-that never ran (an interrupted run) are listed as such.
+the raw results (`results.tar.gz`), in a folder of the report's own that gcbench alone
+writes (a `.gcbench-report.json` marker lists its files) and that rebuilds from its own
+results. Any mix of results reads: failed, unavailable and never-run cells are listed.
 """
 
 from __future__ import annotations
@@ -21,14 +13,15 @@ import shlex
 import shutil
 import tempfile
 
-from . import environments, findings, plots, reproduction, why as why_section
-from .. import archive
 from ...analysing import claims, gitbisect, stats, summary, verdict
 from ...core import files, metadata
 from ...core.errors import UsageError
 from ...measuring import memory, results
-from .document import Bullets, Heading, Image, Para, Table, code, escape, natural_key, prose, to_html, to_markdown
 from ...measuring.results import ResultDoc
+from .. import archive
+from . import environments, findings, plots, reproduction
+from . import why as why_section
+from .document import Bullets, Heading, Image, Para, Table, code, escape, natural_key, prose, to_html, to_markdown
 
 MARKER = ".gcbench-report.json"
 MARKER_FORMAT = "gcbench-report-folder"
@@ -347,6 +340,7 @@ def not_run_section(docs: list[ResultDoc], plan: dict) -> list:
             reason = (d["reason"] or "").strip().splitlines()[0] if d["reason"] else ""
             groups.setdefault((d["status"], reason), []).append(results.label(d))
     have = {d["cell"] for d in docs}
+    # strict=False: a plan written by an older gcbench may hold fewer labels than cells
     names = dict(zip(plan.get("cells", []), plan.get("labels") or plan.get("cells", []), strict=False))
     missing = [names.get(c, c) for c in plan.get("cells", []) if c not in have]  # a plan short of labels: ids
     if missing:
@@ -489,7 +483,7 @@ def _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect
                              "since); give --out an empty or new folder")
         try:
             for path in staged["written"]:
-                os.replace(path, out_dir / path.name)
+                pathlib.Path(path).replace(out_dir / path.name)
             for stale in owned - names:  # our own files from an earlier build that this one did not write
                 (out_dir / stale).unlink(missing_ok=True)
         except OSError as e:
@@ -548,8 +542,121 @@ def _in_order(docs: list[ResultDoc], plan: dict, git_plan: dict | None = None) -
     return sorted(docs, key=lambda d: (first[d["backend"], d["workload"], d["gc_policy"]], env_key(d), d["repeat"]))
 
 
+def _question(docs, cells, families, memdoc, repro, git_plan, bisect_table) -> str | None:
+    """The answer to the question the command asked: a bisect's culprit, a reproduction's rows,
+    the environments' matrix, the policies' comparison or the memory table's; None where the
+    cells alone answer."""
+    from ...analysing import reproduce as reproduce_mod
+
+    question = None
+    if git_plan is not None:
+        question = environments.gitbisect_answer(gitbisect.table(git_plan, gitbisect.docs_by_env(docs)))
+    elif bisect_table is not None:
+        question = environments.bisect_answer(bisect_table)
+    elif repro is not None:
+        question = reproduction.answer(reproduce_mod.rebuild(repro, docs, memdoc))
+    else:
+        question = environments.env_matrix_answer(cells, docs)
+    if question is None and _compared_policies(docs):
+        question = findings.policy_answer(families)
+    if question is None and memdoc is not None:
+        question = memory_answer(memdoc)
+    return question
+
+
+def _summary_and_findings(ok, cells, docs, workloads, families) -> list:
+    """The summary table, the host, memory, warm-up and environment sections, and each
+    workload's findings."""
+    blocks = [Heading("Summary"),
+              Para("Each cell ran in several fresh processes (repeats); times are per timed step, warm-up "
+                   "excluded. The median is the typical step, the mean the time a run takes per step (what GC "
+                   "spikes cost): each the geometric mean of the per-repeat values; the GC share the "
+                   "mean of the per-repeat shares, each with Student's t interval over the repeats (one "
+                   "value per process). Full collections (Julia: full sweeps) are a schedule: their count in "
+                   "each repeat (\"in every repeat\" when it is the same in all of them, which makes a "
+                   "difference exact), and each step that holds one is compared with the steps around it, "
+                   "per repeat. Repeats that drifted or ran on a "
+                   "loaded machine are flagged and left out (see Unstable measurements)."),
+              summary_table(ok)]
+    blocks += host_section(ok)
+    blocks += memory_table_section(ok)
+    blocks += warmup_section(ok)
+    blocks += environments.section(docs)
+    blocks += [Heading("Findings"),
+               Para("Per workload: the cells at a glance (GC share, of the time its table's head says; full "
+                    "collections per repeat; "
+                    "mean step, the time a run takes per step); the cells that made full collections, with what "
+                    "a step holding one cost; each policy against `default`, every test of the workload "
+                    "corrected together (Benjamini-Hochberg) and its interval at the level that goes with that "
+                    "correction; then what the tables do not say.")]
+    for w in workloads:
+        mine = [cs for cs in cells if cs.key[1] == w]
+        family = families[w]
+        tables = [t for t in (findings.table(mine), findings.full_table(mine),
+                              findings.tests_table(mine, family=family)) if t]
+        blocks += [Heading(escape(w), 3), *tables, Bullets(findings.findings(mine, family=family))]
+    return blocks
+
+
+def _plots(ok, docs, workloads, out_dir, written) -> list:
+    """Each workload's figures, drawn into `out_dir`; every file drawn is added to `written`."""
+    blocks: list = [Heading("Plots")]
+    differ = environments.differing(environments.environments(docs))
+    shown = [p for p in environments.KEY_PACKAGES if p in differ]  # the env matrix's columns
+    for w in workloads:
+        mine = [cs for cs in ok if cs.key[1] == w]
+        matrix = plots.env_matrix_figure(mine, w, out_dir / f"env_matrix_{w}.png", shown)
+        figs: list[tuple[pathlib.Path | None, str, str]] = []  # (figure, alt text, caption)
+        if matrix:
+            figs += [(matrix, f"{w}: GC share by interpreter and package versions",
+                      "One panel per backend and policy, one row per environment that was measured, named by "
+                      "its Python and the versions of the packages that differ, ascending: the GC share of "
+                      "step time as a dot with its 95 % interval over the repeats, and the full collections "
+                      "per repeat at the right.")]
+        traces = plots.trace_figures(mine, w, out_dir)
+        figs += [(plots.summary_figure(mine, w, out_dir / f"summary_{w}.png"),
+                 f"{w}: median step, GC share and full collections with 95 % intervals",
+                 "One row per backend (and environment), one row of panels per GC policy. Dots are the "
+                 "estimates, bars their 95 % intervals over the repeats; a fixed schedule of full "
+                 "collections has no bar. The median axis is logarithmic.")]
+        figs += [(path, f"{w}: every timed step of one repeat",
+                  "One panel per cell that made a full collection, showing one repeat (named in its title: r1 "
+                  "is the first, with its count of full collections and its median step). The line is the step "
+                  "time on a log axis, every panel on the same range, the dashed line its median; a black dot is "
+                  "the pause of a full collection, drawn at its own length on the step that held it (young "
+                  "collections are left unmarked). Cells without a full collection are named above the panels.")
+                 for path in traces]
+        figs += [(plots.gc_split_figure(mine, w, out_dir / f"gc_split_{w}.png"),
+                  f"{w}: mean step split into GC and the rest",
+                  "Bars are the mean step (all used repeats), black the part spent in GC pauses, the whisker "
+                  "the mean step's 95 % interval over the repeats; the label gives the GC share.")]
+        figs += [(plots.cumulative_gc_figure(mine, w, out_dir / f"cumulative_gc_{w}.png"),
+                  f"{w}: cumulative GC time",
+                  "GC pause time summed over the steps of each cell's first used repeat; each jump is a "
+                  "long collection. Where cells ran in several environments, each backend has its own row "
+                  "and each environment its own colour.")]
+        figs += [(plots.pauses_figure(mine, w, out_dir / f"pauses_{w}.png"),
+                  f"{w}: GC pause lengths by generation",
+                  "Every collection of the used repeats, by generation (hollow circle: 0, hollow square: 1, "
+                  "filled triangle: 2, the full collections), on a log axis.")]
+        figs += [(plots.ecdf_figure(mine, w, out_dir / f"ecdf_{w}.png"), f"{w}: distribution of step times",
+                  "For each step time, the share of steps at most that long, pooled over the used repeats; "
+                  "a long flat stretch before 1 is a tail of slow steps.")]
+        blocks += [Heading(escape(w), 3)]
+        if not traces:
+            blocks.append(Para("No cell made a full collection in any repeat: no trace is drawn (the steps' "
+                               "times are in the distributions below)."))
+        for path, alt, caption in figs:
+            if path is not None:
+                blocks.append(Image(path, alt, caption))
+                written.append(path)
+    return blocks
+
+
 def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
-    from ...analysing import bisect as bisect_mod, explain as explain_mod, reproduce as reproduce_mod
+    from ...analysing import bisect as bisect_mod
+    from ...analysing import explain as explain_mod
+    from ...analysing import reproduce as reproduce_mod
 
     memdoc = memory.load(folder)
     # A table given by the caller (`bisect --results DIR --report`, which only reads DIR) goes into
@@ -577,21 +684,9 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
     blocks: list = [Heading(escape(title), 1)]
     # the answer to the question the command asked, first: a bisect's culprit, a reproduction's
     # rows; then what the cells say (the suite's verdict); the evidence after it
-    question = None
-    if git_plan is not None:
-        question = environments.gitbisect_answer(gitbisect.table(git_plan, gitbisect.docs_by_env(docs)))
-    elif bisect_table is not None:
-        question = environments.bisect_answer(bisect_table)
-    elif repro is not None:
-        question = reproduction.answer(reproduce_mod.rebuild(repro, docs, memdoc))
-    else:
-        question = environments.env_matrix_answer(cells, docs)
     # a workload's tests, made and corrected once: the Findings show them and the verdict quotes them
     families = {w: claims.workload_claims([cs for cs in cells if cs.key[1] == w]) for w in workloads}
-    if question is None and _compared_policies(docs):
-        question = findings.policy_answer(families)
-    if question is None and memdoc is not None:
-        question = memory_answer(memdoc)
+    question = _question(docs, cells, families, memdoc, repro, git_plan, bisect_table)
     answer = verdict.sentences(cells)
     if question or answer:
         blocks += [Heading("Verdict")] + ([Para(question)] if question else []) + \
@@ -608,87 +703,11 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
         blocks += environments.gitbisect_section(tab, git_plan.get("culprit"), out_dir)
         written.append(out_dir / "gitbisect.png")
     if ok:
-        blocks += [Heading("Summary"),
-                   Para("Each cell ran in several fresh processes (repeats); times are per timed step, warm-up "
-                        "excluded. The median is the typical step, the mean the time a run takes per step (what GC "
-                        "spikes cost): each the geometric mean of the per-repeat values; the GC share the "
-                        "mean of the per-repeat shares, each with Student's t interval over the repeats (one "
-                        "value per process). Full collections (Julia: full sweeps) are a schedule: their count in "
-                        "each repeat (\"in every repeat\" when it is the same in all of them, which makes a "
-                        "difference exact), and each step that holds one is compared with the steps around it, "
-                        "per repeat. Repeats that drifted or ran on a "
-                        "loaded machine are flagged and left out (see Unstable measurements)."),
-                   summary_table(ok)]
-        blocks += host_section(ok)
-        blocks += memory_table_section(ok)
-        blocks += warmup_section(ok)
-        blocks += environments.section(docs)
-        blocks += [Heading("Findings"),
-                   Para("Per workload: the cells at a glance (GC share, of the time its table's head says; full "
-                        "collections per repeat; "
-                        "mean step, the time a run takes per step); the cells that made full collections, with what "
-                        "a step holding one cost; each policy against `default`, every test of the workload "
-                        "corrected together (Benjamini-Hochberg) and its interval at the level that goes with that "
-                        "correction; then what the tables do not say.")]
-        for w in workloads:
-            mine = [cs for cs in cells if cs.key[1] == w]
-            family = families[w]
-            tables = [t for t in (findings.table(mine), findings.full_table(mine),
-                                  findings.tests_table(mine, family=family)) if t]
-            blocks += [Heading(escape(w), 3), *tables, Bullets(findings.findings(mine, family=family))]
+        blocks += _summary_and_findings(ok, cells, docs, workloads, families)
     if why is not None:
         blocks += why_section.section(why, docs, out_dir, written)
     if ok:
-        blocks += [Heading("Plots")]
-        differ = environments.differing(environments.environments(docs))
-        shown = [p for p in environments.KEY_PACKAGES if p in differ]  # the env matrix's columns
-        for w in workloads:
-            mine = [cs for cs in ok if cs.key[1] == w]
-            matrix = plots.env_matrix_figure(mine, w, out_dir / f"env_matrix_{w}.png", shown)
-            figs: list[tuple[pathlib.Path | None, str, str]] = []  # (figure, alt text, caption)
-            if matrix:
-                figs += [(matrix, f"{w}: GC share by interpreter and package versions",
-                          "One panel per backend and policy, one row per environment that was measured, named by "
-                          "its Python and the versions of the packages that differ, ascending: the GC share of "
-                          "step time as a dot with its 95 % interval over the repeats, and the full collections "
-                          "per repeat at the right.")]
-            traces = plots.trace_figures(mine, w, out_dir)
-            figs += [(plots.summary_figure(mine, w, out_dir / f"summary_{w}.png"),
-                     f"{w}: median step, GC share and full collections with 95 % intervals",
-                     "One row per backend (and environment), one row of panels per GC policy. Dots are the "
-                     "estimates, bars their 95 % intervals over the repeats; a fixed schedule of full "
-                     "collections has no bar. The median axis is logarithmic.")]
-            figs += [(path, f"{w}: every timed step of one repeat",
-                      "One panel per cell that made a full collection, showing one repeat (named in its title: r1 "
-                      "is the first, with its count of full collections and its median step). The line is the step "
-                      "time on a log axis, every panel on the same range, the dashed line its median; a black dot is "
-                      "the pause of a full collection, drawn at its own length on the step that held it (young "
-                      "collections are left unmarked). Cells without a full collection are named above the panels.")
-                     for path in traces]
-            figs += [(plots.gc_split_figure(mine, w, out_dir / f"gc_split_{w}.png"),
-                      f"{w}: mean step split into GC and the rest",
-                      "Bars are the mean step (all used repeats), black the part spent in GC pauses, the whisker "
-                      "the mean step's 95 % interval over the repeats; the label gives the GC share.")]
-            figs += [(plots.cumulative_gc_figure(mine, w, out_dir / f"cumulative_gc_{w}.png"),
-                      f"{w}: cumulative GC time",
-                      "GC pause time summed over the steps of each cell's first used repeat; each jump is a "
-                      "long collection. Where cells ran in several environments, each backend has its own row "
-                      "and each environment its own colour.")]
-            figs += [(plots.pauses_figure(mine, w, out_dir / f"pauses_{w}.png"),
-                      f"{w}: GC pause lengths by generation",
-                      "Every collection of the used repeats, by generation (hollow circle: 0, hollow square: 1, "
-                      "filled triangle: 2, the full collections), on a log axis.")]
-            figs += [(plots.ecdf_figure(mine, w, out_dir / f"ecdf_{w}.png"), f"{w}: distribution of step times",
-                      "For each step time, the share of steps at most that long, pooled over the used repeats; "
-                      "a long flat stretch before 1 is a tail of slow steps.")]
-            blocks += [Heading(escape(w), 3)]
-            if not traces:
-                blocks.append(Para("No cell made a full collection in any repeat: no trace is drawn (the steps' "
-                                   "times are in the distributions below)."))
-            for path, alt, caption in figs:
-                if path is not None:
-                    blocks.append(Image(path, alt, caption))
-                    written.append(path)
+        blocks += _plots(ok, docs, workloads, out_dir, written)
     unstable = [f"{escape(cs.label)}: {escape('; '.join(cs.measured['warnings']))}"
                 for cs in ok if cs.measured["warnings"]]
     if unstable:

@@ -113,7 +113,7 @@ def contents(blocks: list) -> list:
     first = next((i for i, b in enumerate(blocks) if isinstance(b, Heading) and b.level == 2), None)
     if first is None or len(items) < 3:
         return blocks
-    return blocks[:first] + [Para("**Contents**"), Bullets(items)] + blocks[first:]
+    return [*blocks[:first], Para("**Contents**"), Bullets(items), *blocks[first:]]
 
 
 def _cell(text: str) -> str:

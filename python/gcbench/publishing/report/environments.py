@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pathlib
 
-from . import plots
 from ...analysing import compare, summary
-from .document import Bullets, Heading, Image, Para, Table, code, escape, natural_key
 from ...measuring.results import ResultDoc
+from . import plots
+from .document import Bullets, Heading, Image, Para, Table, code, escape, natural_key
 
 KEY_PACKAGES = ("jax", "jaxlib", "equinox", "flax", "optax", "numpy")
 
@@ -50,7 +50,7 @@ def section(docs: list[ResultDoc]) -> list:
               Para("Each environment is a virtual environment gcbench built from an interpreter and pinned "
                    "packages; its cells carry its name in brackets. Columns show the interpreter and the "
                    "packages whose versions differ between the environments."),
-              Table(["environment", "Python"] + key,
+              Table(["environment", "Python", *key],
                     [[escape(name), escape(info["python"] or "?")] +
                      [escape(info["packages"].get(p, "-")) for p in key] for name, info in envs.items()])]
     notes = []
@@ -78,7 +78,7 @@ def bisect_section(tab: dict, out_dir: pathlib.Path) -> list:
     if tab["floor"]:
         verdict += f" Values below {tab['floor']:g} ({tab['unit']}) count as {tab['floor']:g} when compared."
     return [Heading(f"Bisect: {escape(tab['package'])} on {code(tab['cell'])}"), Para(verdict),
-            Table([escape(tab["package"])] + header[1:], [[escape(c) for c in row] for row in rows],
+            Table([escape(tab["package"]), *header[1:]], [[escape(c) for c in row] for row in rows],
                   align_right=tuple(range(4, len(header) - 1))),
             Image(plots.bisect_figure(tab, out_dir / "bisect.png"),
                   f"{tab['metric_title']} per {tab['package']} version",
@@ -115,8 +115,8 @@ def gitbisect_section(tab: dict, culprit: dict | None, out_dir: pathlib.Path) ->
     if culprit and tab["first_bad"]:  # a culprit recorded without a first bad commit has nothing to name
         blocks += [Heading(f"The first bad commit, {escape(tab['first_bad'][:9])}", 3),
                    Para(escape(culprit["message"].splitlines()[0] if culprit["message"] else "")),
-                   Bullets([f"{escape(line)}" for line in culprit["message"].splitlines()[1:] if line.strip()][:12]
-                           + ["files changed: " + ", ".join(code(f) for f in culprit["files"][:30])])]
+                   Bullets([*[escape(line) for line in culprit["message"].splitlines()[1:] if line.strip()][:12],
+                            "files changed: " + ", ".join(code(f) for f in culprit["files"][:30])])]
     return blocks
 
 

@@ -1,15 +1,6 @@
 """Findings for one workload, written from intervals and tests, never from point values alone.
 
-- GC is credited only where collections happened, and full collections are given as
-  the schedule they follow ("4 in every repeat of 300 steps, at steps 82, 145, ...").
-- A policy "removes", "reduces" or "brings more" full collections by `compare`'s rule:
-  exactly when both schedules are fixed, by the per-repeat counts when they vary. A
-  change of the median step or GC share is claimed only when the repeat-level test says
-  so and the change is at least the minimum effect; otherwise the finding says that the
-  data cannot tell, with the interval.
-- The slower end of the backends is compared with the faster end only as far as the
-  test between them supports. All tests of a workload are corrected together
-  (Benjamini-Hochberg), and every interval beside a verdict is the one it was read off.
+How it works, and why: docs/internals.md, `gcbench.publishing.report.findings`.
 """
 
 from __future__ import annotations
@@ -161,73 +152,86 @@ def _why_not(t: compare.Test) -> str:
 
 
 def _claim(kind: str, t: compare.Test, ctx) -> str:
+    """One test's sentence: the ranking of backends, or a policy against `default` in one metric."""
     if kind == "ranking":
-        fastest, slowest, ranked = ctx
-        policy = fastest.key[2]
-        env = summary.context(fastest.key)
-        head = (
-            f"Median step under {code(policy)}"
-            + (f" [{env}]" if env else "")
-            + f": {code(fastest.key[0])} {_cell_median(fastest.measured)}, "
-            f"{code(slowest.key[0])} {_cell_median(slowest.measured)}"
-        )
-        if t.verdict == compare.NOT_JUDGED:
-            return f"{head}: no ranking is claimed ({t.not_judged})."
-        if t.verdict == "slower":
-            # the test is of the two ends only: it says nothing of the backends between them
-            between = (f" (the fastest and the slowest median of {ranked} backends; those between are not ranked)"
-                       if ranked > 2 else "")
-            return f"{head}: {code(slowest.key[0])} takes {_ratio(t)} the time of {code(fastest.key[0])}{between}."
-        if t.verdict == "same":
-            return f"{head}: within {100 * t.margin:.0f} % of each other ({_ratio(t)}); no backend is faster here."
-        return f"{head}: no ranking is claimed: the repeats cannot tell ({_ratio(t)}; {_why_not(t)})."
+        return _ranking_claim(t, *ctx)
     base, other, vb, vo = ctx
     b, p, env = other.key[0], other.key[2], summary.context(other.key)
     who = code(b) + (f" [{env}]" if env else "")
     if t.verdict == compare.NOT_JUDGED:
         return f"{code(p)} and the {compare.NAMES[t.metric]} of {who}: not judged ({t.not_judged})."
-    if kind == "policy_full":
-        sb, so = vb["schedule"], vo["schedule"]
-        counts = (f"{stats.format_schedule(so)} under {code(p)}, against {stats.format_schedule(sb)} under "
-                  f"{code('default')}")
-        how = "both schedules fixed: an exact difference" if t.exact else \
-            (f"the counts vary between repeats; p = {t.p_adj:.2g}" if t.p_adj is not None else t.note)
-        if t.verdict.startswith("fewer"):
-            verb = "removes" if vo["full"] == 0 else "reduces"
-            return f"{code(p)} {verb} the full collections of {who}: {counts} ({how})."
-        if t.verdict.startswith("more"):
-            return f"{code(p)} brings more full collections to {who}: {counts} ({how})."
-        if t.verdict == "same":
-            where = ", at the same steps" if sb["same_steps"] and so["same_steps"] and sb["at"] == so["at"] else ""
-            return f"{code(p)} leaves the full collections of {who} as they were{where}: {counts}."
-        if t.verdict == compare.SAME_PHASE:
-            return (f"{code(p)} moves the full collections of {who} no more than the phase of their schedule does "
-                    f"(a different starting heap moves a count by one): {counts}.")
-        return f"{code(p)} and the full collections of {who}: the repeats cannot tell ({counts}; {how})."
-    if kind == "policy_share":
-        if t.a is None or t.b is None or t.effect is None:
-            raise ValueError("a GC share test without the shares it compares")
-        shares = f"GC share {_pct(t.a)} under {code('default')}, {_pct(t.b)} under {code(p)}" + (
-            f", difference {100 * t.effect:+.2f} points ({_level(t)} {100 * t.ci[0]:+.2f} to {100 * t.ci[1]:+.2f})"
-            if t.ci
-            else ""
+    return _POLICY_CLAIMS[kind](t, who, p, base, vb, vo)
+
+
+def _ranking_claim(t: compare.Test, fastest, slowest, ranked: int) -> str:
+    policy = fastest.key[2]
+    env = summary.context(fastest.key)
+    head = (
+        f"Median step under {code(policy)}"
+        + (f" [{env}]" if env else "")
+        + f": {code(fastest.key[0])} {_cell_median(fastest.measured)}, "
+        f"{code(slowest.key[0])} {_cell_median(slowest.measured)}"
+    )
+    if t.verdict == compare.NOT_JUDGED:
+        return f"{head}: no ranking is claimed ({t.not_judged})."
+    if t.verdict == "slower":
+        # the test is of the two ends only: it says nothing of the backends between them
+        between = (f" (the fastest and the slowest median of {ranked} backends; those between are not ranked)"
+                   if ranked > 2 else "")
+        return f"{head}: {code(slowest.key[0])} takes {_ratio(t)} the time of {code(fastest.key[0])}{between}."
+    if t.verdict == "same":
+        return f"{head}: within {100 * t.margin:.0f} % of each other ({_ratio(t)}); no backend is faster here."
+    return f"{head}: no ranking is claimed: the repeats cannot tell ({_ratio(t)}; {_why_not(t)})."
+
+
+def _full_claim(t: compare.Test, who: str, p: str, base, vb, vo) -> str:
+    sb, so = vb["schedule"], vo["schedule"]
+    counts = (f"{stats.format_schedule(so)} under {code(p)}, against {stats.format_schedule(sb)} under "
+              f"{code('default')}")
+    how = "both schedules fixed: an exact difference" if t.exact else \
+        (f"the counts vary between repeats; p = {t.p_adj:.2g}" if t.p_adj is not None else t.note)
+    if t.verdict.startswith("fewer"):
+        verb = "removes" if vo["full"] == 0 else "reduces"
+        return f"{code(p)} {verb} the full collections of {who}: {counts} ({how})."
+    if t.verdict.startswith("more"):
+        return f"{code(p)} brings more full collections to {who}: {counts} ({how})."
+    if t.verdict == "same":
+        where = ", at the same steps" if sb["same_steps"] and so["same_steps"] and sb["at"] == so["at"] else ""
+        return f"{code(p)} leaves the full collections of {who} as they were{where}: {counts}."
+    if t.verdict == compare.SAME_PHASE:
+        return (f"{code(p)} moves the full collections of {who} no more than the phase of their schedule does "
+                f"(a different starting heap moves a count by one): {counts}.")
+    return f"{code(p)} and the full collections of {who}: the repeats cannot tell ({counts}; {how})."
+
+
+def _share_claim(t: compare.Test, who: str, p: str, base, vb, vo) -> str:
+    if t.a is None or t.b is None or t.effect is None:
+        raise ValueError("a GC share test without the shares it compares")
+    shares = f"GC share {_pct(t.a)} under {code('default')}, {_pct(t.b)} under {code(p)}" + (
+        f", difference {100 * t.effect:+.2f} points ({_level(t)} {100 * t.ci[0]:+.2f} to {100 * t.ci[1]:+.2f})"
+        if t.ci
+        else ""
+    )
+    if t.verdict in ("less GC", "more GC"):
+        return (
+            f"{code(p)} gives {who} {t.verdict.replace(' GC', '')} GC time: {shares} (p = {t.p_adj:.2g} corrected)."
         )
-        if t.verdict in ("less GC", "more GC"):
-            return (
-                f"{code(p)} gives {who} {t.verdict.replace(' GC', '')} GC time: {shares} (p = {t.p_adj:.2g} corrected)."
-            )
-        if t.verdict == "same":
-            return f"{code(p)} leaves the GC time of {who} the same: {shares}."
-        return f"{code(p)} and the GC time of {who}: the repeats cannot tell ({shares}; {_why_not(t)})."
-    if kind == "policy_mean":
-        lead = f"{who} under {code(p)} against {code('default')}"
-        if t.verdict in ("faster run", "slower run"):
-            return (f"{lead}: the time a run takes (mean step) {'shorter' if t.verdict == 'faster run' else 'longer'}, "
-                    f"{_ratio(t)} (p = {t.p_adj:.2g} corrected).")
-        if t.verdict == "same":
-            return f"{lead}: the time a run takes (mean step) the same within {100 * t.margin:.0f} % ({_ratio(t)})."
-        return f"{lead}: the repeats cannot tell whether the time a run takes changed ({_ratio(t)}; {_why_not(t)})."
-    # policy_median
+    if t.verdict == "same":
+        return f"{code(p)} leaves the GC time of {who} the same: {shares}."
+    return f"{code(p)} and the GC time of {who}: the repeats cannot tell ({shares}; {_why_not(t)})."
+
+
+def _mean_claim(t: compare.Test, who: str, p: str, base, vb, vo) -> str:
+    lead = f"{who} under {code(p)} against {code('default')}"
+    if t.verdict in ("faster run", "slower run"):
+        return (f"{lead}: the time a run takes (mean step) {'shorter' if t.verdict == 'faster run' else 'longer'}, "
+                f"{_ratio(t)} (p = {t.p_adj:.2g} corrected).")
+    if t.verdict == "same":
+        return f"{lead}: the time a run takes (mean step) the same within {100 * t.margin:.0f} % ({_ratio(t)})."
+    return f"{lead}: the repeats cannot tell whether the time a run takes changed ({_ratio(t)}; {_why_not(t)})."
+
+
+def _median_claim(t: compare.Test, who: str, p: str, base, vb, vo) -> str:
     if vb["full"] == 0 and sum(base.measured["collections"]) == 0:
         lead = f"{who} collected nothing under {code('default')}, so {code(p)} has nothing to remove"
     else:
@@ -237,6 +241,10 @@ def _claim(kind: str, t: compare.Test, ctx) -> str:
     if t.verdict == "same":
         return f"{lead}: the typical step (median) the same within {100 * t.margin:.0f} % ({_ratio(t)})."
     return f"{lead}: the repeats cannot tell whether the typical step (median) changed ({_ratio(t)}; {_why_not(t)})."
+
+
+_POLICY_CLAIMS = {"policy_full": _full_claim, "policy_share": _share_claim, "policy_mean": _mean_claim,
+                  "policy_median": _median_claim}
 
 
 def table(cells: list[summary.CellSummary]) -> Table | None:

@@ -2,16 +2,7 @@
 one PNG, 10 inches wide at 150 dpi (1,500 px: shown at about 0.9 x in a 1,400 px window,
 and linked at full size from the page); every axis says what it shows and in which unit.
 
-Conventions that hold in every figure:
-- one colour per backend, the same everywhere (`backend_color`), none of them black;
-  where cells ran in several environments, one colour per environment (`env_colors`),
-  named in the legend, and one panel (or row label) per backend;
-- GC marks (pauses, full collections, the GC part of a bar or of a step) are black or grey;
-- many series become small multiples, one row per series, horizontal, so labels never
-  overlap; legends sit outside the data; panels of one metric share their axis;
-- text is 11 pt or more (legible with the figure at half size, in an 800 px window); every
-  log axis has at least three labelled ticks in view and says "log scale" in its label
-  (`save` sees to both); bars never sit on a log axis.
+How it works, and why: docs/internals.md, `gcbench.publishing.report.plots`.
 """
 
 from __future__ import annotations
@@ -26,10 +17,10 @@ import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
 import numpy as np
 
-from ...core import files
 from ...analysing import stats, summary
-from ...core.errors import UsageError
 from ...analysing.explain import qualifiers as explain_qualifiers
+from ...core import files
+from ...core.errors import UsageError
 from ...measuring.backends import BACKENDS
 from ...measuring.results import ResultDoc
 from .document import natural_key
@@ -457,8 +448,8 @@ def gc_split_figure(cells: list[summary.CellSummary], workload: str, path: pathl
         ax.set_xlabel("mean step, ms (whisker: 95 % interval)")
     axes[0][0].set_yticks(range(len(series)), [series_label(s, series) for s in reversed(series)])
     fig.suptitle(f"{workload}: where a step's time goes (mean step = the rest + GC pause)")
-    _legend_outside(fig, _backend_handles(series) +
-                    [matplotlib.patches.Patch(color=GC_COLOR, label="GC pause")], "the rest, by backend")
+    _legend_outside(fig, [*_backend_handles(series), matplotlib.patches.Patch(color=GC_COLOR, label="GC pause")],
+                    "the rest, by backend")
     return save(fig, path)
 
 
@@ -489,13 +480,13 @@ def pauses(cs: summary.CellSummary) -> dict[int, np.ndarray]:
     for doc in _used_docs(cs):
         events = doc.get("gc_events")
         if events:
-            for gen, pause in zip(events["generation"], events["pause_ns"], strict=False):
+            for gen, pause in zip(events["generation"], events["pause_ns"], strict=True):
                 if pause > 0:
                     out.setdefault(int(gen), []).append(pause / 1e6)
             continue
         colls = summary.collections(doc)
         full_gen = 2 if colls.shape[1] == 2 else colls.shape[1] - 1
-        for row, ns in zip(colls, doc["gc_ns"], strict=False):
+        for row, ns in zip(colls, doc["gc_ns"], strict=True):
             if row.sum() == 1 and ns > 0:
                 gen = int(np.argmax(row))
                 out.setdefault(full_gen if gen == colls.shape[1] - 1 else gen, []).append(ns / 1e6)
@@ -632,7 +623,7 @@ def why_figure(explanations: list[dict], path: pathlib.Path) -> pathlib.Path | N
     top = max(max(e["python"]["promoted_per_step"] or [0]) for e in rows) * 1.05 or 1.0  # one scale: rows compare
     fig = plt.figure(figsize=(WIDTH, 2.5 * len(rows) + 0.8), layout="constrained")
     subfigures: Any = fig.subfigures(len(rows), 1)  # one row: a SubFigure, not an array of them
-    for sub, e in zip(np.atleast_1d(subfigures), rows, strict=False):
+    for sub, e in zip(np.atleast_1d(subfigures), rows, strict=True):
         py = e["python"]
         color = backend_color(e["cell"]["backend"])
         sub.suptitle(e["label"] + explain_qualifiers(e), x=0.01, ha="left", fontsize=12, fontweight="bold")

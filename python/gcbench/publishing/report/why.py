@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pathlib
 
-from . import plots
 from ...analysing import explain, stats
-from .document import Bullets, Heading, Image, Para, Table, code, escape
 from ...measuring.results import ResultDoc
+from . import plots
+from .document import Bullets, Heading, Image, Para, Table, code, escape
 
 
 def _top(counter: dict, total: int, n: int = 4) -> str:
