@@ -71,11 +71,11 @@ def test_slurm_table_of_a_suite_becomes_submitit_parameters(tmp_path):
 
     import argparse
 
-    from gcbench.running import cluster_options
+    from gcbench.commands import _common
 
     args = argparse.Namespace(slurm_partition="a100", slurm_time=None, slurm_gpus=2, slurm_account=None)
-    assert cluster_options.given_on(args) == {"partition": "a100", "gpus": 2}
-    merged = options.override(cluster_options.given_on(args))  # the command line wins over the suite file
+    assert _common.slurm_given_on(args) == {"partition": "a100", "gpus": 2}
+    merged = options.override(_common.slurm_given_on(args))  # the command line wins over the suite file
     assert (merged.partition, merged.time, merged.gpus, merged.account) == ("a100", 90, 2, "ml-lab")
 
 

@@ -16,7 +16,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from gcbench import budget_file, pytest_plugin
+from gcbench.budget import baseline, plugin
 from gcbench.measuring import results
 
 CASES = pathlib.Path(__file__).resolve().parent / "budget_cases"
@@ -163,19 +163,19 @@ def test_a_parallel_update_keeps_every_table_twice_and_the_users_lines(pytester)
     keeps 48 tables, twice in a row (once in fresh interpreters, once in process), and a file
     with a comment, a date, an apostrophe and an inline table keeps them."""
     _budgeted_files(pytester)
-    pytester.path.joinpath(budget_file.NAME).write_text(USERS_FILE)
+    pytester.path.joinpath(baseline.NAME).write_text(USERS_FILE)
     for mode in ([], ["--gc-budget-in-process"]):
         out = pytester.runpytest_subprocess("-n", "2", "--gc-budget-update", "-p", "no:cacheprovider", *mode)
         out.assert_outcomes(passed=48)
-        tables = budget_file.read(pytester.path / budget_file.NAME)
+        tables = baseline.read(pytester.path / baseline.NAME)
         assert len([k for k in tables if k.startswith("test_")]) == 48
-        text = (pytester.path / budget_file.NAME).read_text()
+        text = (pytester.path / baseline.NAME).read_text()
         assert text.startswith("# the team's note: budgets reviewed 2026-11-01")
         assert "reviewed = 2026-11-01" in text
         assert "owner = \"it's ours\"" in text
         assert "room = 2" in text
     checked = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", "--gc-budget-in-process",
-                                            "-W", "error::gcbench.budget_file.GCBudgetWarning")
+                                            "-W", "error::gcbench.GCBudgetWarning")
     checked.assert_outcomes(passed=48)  # every budget read back, none asserting nothing
 
 
@@ -207,13 +207,13 @@ def test_an_update_writes_no_budget_the_call_overrides(pytester):
     name (the call's win), says which it skipped, and removes them from an earlier table."""
     pytester.makepyfile(test_t=TEST_T.replace("gc_budget(warmup=1)",
                                               "gc_budget(warmup=1, max_promotions_per_step=200, max_full_per_1000=0)"))
-    pytester.path.joinpath(budget_file.NAME).write_text(
+    pytester.path.joinpath(baseline.NAME).write_text(
         '["test_t.py::test_t"]\nmax_promotions_per_step = 5\nmax_explicit_per_1000 = 9\n')
     out = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--gc-budget-update")
     out.assert_outcomes(passed=1, warnings=1)
     out.stdout.fnmatch_lines(["*test_t.py::test_t: not written to gc_budgets.toml: max_promotions_per_step, "
                               "max_full_per_1000 (the test's call gives them*"])
-    stored = budget_file.read(pytester.path / budget_file.NAME)["test_t.py::test_t"]
+    stored = baseline.read(pytester.path / baseline.NAME)["test_t.py::test_t"]
     assert "max_promotions_per_step" not in stored
     assert "max_full_per_1000" not in stored
     assert stored["max_explicit_per_1000"] != 9
@@ -225,19 +225,19 @@ def test_an_update_writes_no_budget_the_call_overrides(pytester):
 def test_a_bad_budget_file_is_one_usage_error_at_the_start(pytester, case):
     text, expected = BAD_FILES[case]
     pytester.makepyfile(test_t=TEST_T)
-    pytester.path.joinpath(budget_file.NAME).write_text(text)
+    pytester.path.joinpath(baseline.NAME).write_text(text)
     out = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--gc-budget-in-process")
     assert out.ret == pytest.ExitCode.USAGE_ERROR
     err = out.stderr.str()
     assert expected in err, err
     assert "Traceback" not in err + out.stdout.str(), err
-    assert err.count(budget_file.NAME) == 1  # one line, once, not once a test
+    assert err.count(baseline.NAME) == 1  # one line, once, not once a test
 
 
 def test_a_file_that_is_not_a_small_regular_file_is_refused_without_waiting(pytester):
     """A FIFO is never waited on, a device or a sparse file never read whole."""
     pytester.makepyfile(test_t=TEST_T)
-    target = pytester.path / budget_file.NAME
+    target = pytester.path / baseline.NAME
     for make, expected in ((lambda: os.mkfifo(target), "not a regular file"),
                            (lambda: target.symlink_to("/dev/zero"), "not a regular file"),
                            (lambda: os.truncate(target.open("w").name, 5 * 2**30), "MiB, over the 4 MiB")):
@@ -351,7 +351,7 @@ def test_keys_do_not_depend_on_where_pytest_runs(pytester):
     """))
     first = pytester.runpytest_subprocess("-p", "no:cacheprovider", "tests/test_k.py", "--gc-budget-update")
     first.assert_outcomes(passed=1)
-    assert "[\"test_k.py::test_k\"]" in (tests / budget_file.NAME).read_text()
+    assert "[\"test_k.py::test_k\"]" in (tests / baseline.NAME).read_text()
     os.environ["WIDTH"] = "12"
     try:
         proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_k.py"], cwd=tests,
@@ -380,9 +380,9 @@ def test_over_budget_fails_with_figures_sites_and_the_baseline_line(pytester):
                         KEEP.append([[] for _ in range(WIDTH)])  # KEEP-LINE
     """))
     pytester.runpytest_subprocess("-p", "no:cacheprovider", "--gc-budget-update").assert_outcomes(passed=1)
-    baseline = (pytester.path / budget_file.NAME).read_text()
-    assert '["test_loop.py::test_loop"]' in baseline
-    assert "max_promotions_per_step = " in baseline
+    baseline_text = (pytester.path / baseline.NAME).read_text()
+    assert '["test_loop.py::test_loop"]' in baseline_text
+    assert "max_promotions_per_step = " in baseline_text
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)  # within its baseline
     os.environ["WIDTH"] = "12"  # twelve more objects kept a step
     try:
@@ -392,7 +392,7 @@ def test_over_budget_fails_with_figures_sites_and_the_baseline_line(pytester):
     out.assert_outcomes(failed=1)
     text = out.stdout.str()
     line = next(n for n, t in enumerate(test.read_text().splitlines(), 1) if "KEEP-LINE" in t)
-    toml_line = next(n for n, t in enumerate(baseline.splitlines(), 1) if t.startswith("max_promotions_per_step"))
+    toml_line = next(n for n, t in enumerate(baseline_text.splitlines(), 1) if t.startswith("max_promotions_per_step"))
     assert "GC budget exceeded: test_loop.py::test_loop (1,498 steps after 2 warm-up)" in text
     assert "promotions to the oldest generation per step: " in text
     assert f"(gc_budgets.toml:{toml_line})" in text
@@ -535,10 +535,10 @@ def test_reports_are_one_cell_per_test_and_keep_every_explanation(pytester, tmp_
 
 def test_result_names_are_distinct_and_valid():
     keys = ["t.py::test[a b]", "t.py::test[a-b]", "t.py::test[a/b]", "t.py::" + "x" * 200, "t.py::" + "x" * 199 + "y"]
-    names = [pytest_plugin.result_name(k) for k in keys]
+    names = [plugin.result_name(k) for k in keys]
     assert len(set(names)) == len(names)
     assert all(len(n) <= 80 for n in names)
-    assert pytest_plugin.result_name("test_a.py::test_b") == "test_a--test_b"
+    assert plugin.result_name("test_a.py::test_b") == "test_a--test_b"
 
 
 @pytest.mark.parametrize(("key", "measured", "steps", "lowest"), [
@@ -549,7 +549,7 @@ def test_result_names_are_distinct_and_valid():
     ("max_promotions_per_step", 800.0, 100, 1001),
 ])
 def test_an_update_never_writes_a_budget_below_what_it_measured(key, measured, steps, lowest):
-    budget = budget_file.budget_of(key, measured, steps)
+    budget = baseline.budget_of(key, measured, steps)
     for b, m in zip(budget if isinstance(budget, list) else [budget], measured if isinstance(measured, list)
                     else [measured], strict=True):
         assert b >= max(m, 0)
@@ -562,8 +562,8 @@ def test_the_plugin_is_registered_as_gcbench():
     from importlib.metadata import entry_points
 
     plugins = {e.name: e.value for e in entry_points(group="pytest11")}
-    assert plugins.get("gcbench") == "gcbench.pytest_plugin"
-    assert pytest_plugin.BASELINE == "gc_budgets.toml"
+    assert plugins.get("gcbench") == "gcbench.budget.plugin"
+    assert plugin.BASELINE == "gc_budgets.toml"
 
 
 @pytest.mark.e2e
@@ -610,7 +610,7 @@ def _equinox_env(root: pathlib.Path, version: str) -> pathlib.Path:
     if not installed:
         pytest.skip(f"equinox {version} with jax 0.8.0 could not be installed here (no package index?)")
     site = next((env / "lib").glob("python3*/site-packages"))
-    (site / "gcbench-src.pth").write_text(str(pathlib.Path(pytest_plugin.__file__).resolve().parents[1]) + "\n")
+    (site / "gcbench-src.pth").write_text(str(pathlib.Path(plugin.__file__).resolve().parents[2]) + "\n")
     return python
 
 
@@ -842,5 +842,5 @@ def test_a_budget_without_the_settling_freeze_sees_what_a_freeze_fix_removes(pyt
             loop(gc_budget, False)
             assert gc.get_freeze_count() == 0  # nothing frozen by the budget, nothing to undo
     '''))
-    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "ignore::gcbench.budget_file.GCBudgetWarning"
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "ignore::gcbench.GCBudgetWarning"
                                   ).assert_outcomes(passed=2)

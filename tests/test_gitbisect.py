@@ -16,6 +16,7 @@ from conftest import assert_one_line_error, documentation_text, ok_results_folde
 from gcbench.analysing import gitbisect
 from gcbench.core.errors import UsageError
 from gcbench.measuring import results
+from gcbench.running import gitrepo
 
 # A package whose `sitecustomize` module runs at every interpreter start in its environment:
 # from the "bad" commit on it makes the young generation collect after every 5 new
@@ -170,22 +171,22 @@ def test_a_commit_is_exported_even_from_a_clone_that_lacks_some_objects(toy_repo
                           text=True, check=True).stdout.strip()
     loose = repo / ".git" / "objects" / blob[:2] / blob[2:]
     loose.unlink()  # as if the copy had left this file out
-    folder = gitbisect.export(repo, shas[-1], "gctoy")
+    folder = gitrepo.export(repo, shas[-1], "gctoy")
     assert (folder / "pyproject.toml").read_text() == PYPROJECT
     assert (folder / "sitecustomize.py").read_text() == BUSY
     assert not (folder / "CHANGES.md").exists()
     assert (folder / ".gcbench-missing").read_text() == "CHANGES.md\n"
     assert (folder / "README.md").read_text() == "gctoy, a toy\n"
-    assert gitbisect.source_pin("gctoy", repo, shas[-1]) == f"gctoy@{folder.as_uri()}"
-    assert gitbisect.export(repo, shas[-1], "gctoy") == folder  # made once
+    assert gitrepo.source_pin("gctoy", repo, shas[-1]) == f"gctoy@{folder.as_uri()}"
+    assert gitrepo.export(repo, shas[-1], "gctoy") == folder  # made once
 
 
 def test_the_package_name_is_read_from_the_checkout(toy_repo):
     repo, shas = toy_repo
-    assert gitbisect.package_name(repo, shas[0]) == "gctoy"
+    assert gitrepo.package_name(repo, shas[0]) == "gctoy"
     with pytest.raises(UsageError, match="same commit"):
-        gitbisect.commits_between(repo, gitbisect.commit(repo, shas[0]), gitbisect.commit(repo, shas[0]))
-    between = gitbisect.commits_between(repo, gitbisect.commit(repo, shas[0]), gitbisect.commit(repo, shas[-1]))
+        gitrepo.commits_between(repo, gitrepo.commit(repo, shas[0]), gitrepo.commit(repo, shas[0]))
+    between = gitrepo.commits_between(repo, gitrepo.commit(repo, shas[0]), gitrepo.commit(repo, shas[-1]))
     assert [c.sha for c in between] == shas[1:]
     assert between[3].subject == "tune the collector"
 
@@ -193,7 +194,6 @@ def test_the_package_name_is_read_from_the_checkout(toy_repo):
 def test_a_package_named_as_a_path_is_refused_for_what_it_is(tmp_path):
     """A project that calls itself `../../outside/evil` is refused as an invalid name, not
     reported as having no name; a failed clone gives git's own reason."""
-    from gcbench.analysing import gitbisect
     from gcbench.core.errors import UsageError
 
     repo = tmp_path / "repo"
@@ -204,9 +204,9 @@ def test_a_package_named_as_a_path_is_refused_for_what_it_is(tmp_path):
     git("add", "-A")
     git("-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "one")
     with pytest.raises(UsageError, match=r"calls itself '\.\./\.\./outside/evil', not a valid distribution name"):
-        gitbisect.package_name(repo, "HEAD")
+        gitrepo.package_name(repo, "HEAD")
     with pytest.raises(UsageError, match="does not exist"):
-        gitbisect.git(tmp_path, "clone", "--quiet", "--bare", str(tmp_path / "nowhere.git"), str(tmp_path / "c"))
+        gitrepo.git(tmp_path, "clone", "--quiet", "--bare", str(tmp_path / "nowhere.git"), str(tmp_path / "c"))
 
 
 def _git(repo, *args):
@@ -244,9 +244,9 @@ def test_a_ref_that_is_an_option_is_refused_before_git_sees_it(tmp_path, option)
     assert_one_line_error(proc, "is not a git ref")
     assert not list(tmp_path.glob("x*"))
     with pytest.raises(UsageError, match="is not a git ref"):
-        gitbisect.commit(repo, "--output=" + str(tmp_path / "y"))
+        gitrepo.commit(repo, "--output=" + str(tmp_path / "y"))
     assert not list(tmp_path.glob("y*"))
-    assert gitbisect.commit(repo, "HEAD").sha == _git(repo, "rev-parse", "HEAD").strip()
+    assert gitrepo.commit(repo, "HEAD").sha == _git(repo, "rev-parse", "HEAD").strip()
 
 
 def test_readme_says_a_commit_bisect_runs_build_code():
@@ -275,4 +275,4 @@ def test_a_commit_bisect_with_a_culprit_but_no_first_bad_commit_reports(tmp_path
 def test_a_hostile_package_name_is_refused(tmp_path, name):
     repo = _repo(tmp_path, f'[project]\nname = "{name}"\n')
     with pytest.raises(UsageError, match=r"not a valid distribution name|cannot tell the package"):
-        gitbisect.package_name(repo, _git(repo, "rev-parse", "HEAD").strip())
+        gitrepo.package_name(repo, _git(repo, "rev-parse", "HEAD").strip())

@@ -145,6 +145,31 @@ def test_no_flow_reads_a_command_line():
         assert "args" not in names, path.name
 
 
+def _imports(path: pathlib.Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    return {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names} | \
+        {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+
+
+def test_argparse_only_under_the_commands():
+    """Issue 58, item 3: a command line is parsed by the entry points only (`cli.py`,
+    `cli_reference.py`, `commands/`); every layer below takes typed options."""
+    entry = {ROOT / "cli.py", ROOT / "cli_reference.py"}
+    parsing = sorted(str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py")
+                     if "argparse" in _imports(p) and p not in entry and p.parent.name != "commands")
+    assert parsing == []
+
+
+def test_git_runs_in_running_only():
+    """Issue 58, item 3: git (clone, log, a commit's files) is run by `running/gitrepo.py`;
+    analysis decides on what it returns and runs no program."""
+    running_git = sorted(str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py")
+                         if re.search(r"""\[\s*["']git["']""", p.read_text()))
+    # and core/metadata.py, which asks git for gcbench's own commit (a result's metadata)
+    assert running_git == ["core/metadata.py", "running/gitrepo.py"]
+    assert not [p.name for p in (ROOT / "analysing").glob("*.py") if "subprocess" in _imports(p)]
+
+
 def loaded_by(statement: str, names: tuple[str, ...]) -> set[str]:
     """The gcbench modules, and those of `names`, that a fresh interpreter holds after `statement`."""
     probe = (f"import sys; {statement}; print(' '.join(sorted(m for m in sys.modules "

@@ -35,6 +35,7 @@ _LAZY = {
     "WORKLOADS": "measuring.workloads",
     "get_workload": "measuring.workloads",
     "init_params": "measuring.workloads",
+    "GCBudgetWarning": "budget.baseline",
 }
 
 
@@ -54,6 +55,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "WORKLOADS",
     "Cell",
+    "GCBudgetWarning",
     "Measurement",
     "StepProbe",
     "Suite",

@@ -274,6 +274,11 @@ class Measurement:
 
     # -- what was measured ----------------------------------------------------------------
     @property
+    def tracked_at_start(self) -> int | None:
+        """Objects the collector tracked when the timed steps began; None before they began."""
+        return self._tracked_start if self._tracked_start >= 0 else None
+
+    @property
     def steps(self) -> int:
         """Timed steps measured so far (warm-up steps not counted)."""
         return self._timed.steps

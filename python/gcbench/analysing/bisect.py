@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import UsageError
-from ..measuring import envspec
+from ..measuring import envspec, results
 from ..measuring.backends import get_backend
 from ..measuring.results import ResultDoc
 from ..measuring.workloads import get_workload
@@ -116,7 +116,7 @@ def plan_envs(package: str, versions: list[str], base: envspec.EnvSpec) -> list[
 
 def _version_of(doc: ResultDoc, package: str) -> str | None:
     """The version of `package` a result ran with: as installed, else as pinned."""
-    env = doc.get("environment") or {}
+    env = results.part(doc, "environment")
     installed = (env.get("packages") or {}).get(package) or ((doc.get("metadata") or {}).get("packages") or {}).get(
         package
     )
@@ -182,7 +182,7 @@ def table(docs: list[ResultDoc], package: str, cell: tuple[str, str, str], metri
         row: dict[str, Any] = {"version": version, "runs": len(group), "ok": len(ok)}
         sample = (ok or group)[0]
         meta = sample.get("metadata") or {}
-        env = sample.get("environment") or {}
+        env = results.part(sample, "environment")
         row["environment"] = env.get("name")
         row["python"] = meta.get("python") or env.get("python")
         row["packages"] = {k: v for k, v in (meta.get("packages") or {}).items() if v}

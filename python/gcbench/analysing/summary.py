@@ -87,7 +87,7 @@ def explicit_by_generation(doc: ResultDoc) -> list[int]:
     inside = (
         np.asarray(doc["gc_explicit"] if _has(doc, "gc_explicit") else [[0] * n], np.int64).reshape(-1, n).sum(axis=0)
     )
-    between = list((doc.get("between_steps") or {}).get("explicit") or [0] * n)[:n]
+    between = list(results.part(doc, "between_steps").get("explicit") or [0] * n)[:n]
     return (inside + np.asarray(between + [0] * (n - len(between)), np.int64)).tolist()
 
 
@@ -101,7 +101,7 @@ def explicit_summary(docs: list[ResultDoc]) -> dict | None:
         return None
     sites: dict[str, int] = {}
     for d in docs:
-        for site, k in ((d.get("between_steps") or {}).get("explicit_sites") or {}).items():
+        for site, k in (results.part(d, "between_steps").get("explicit_sites") or {}).items():
             sites[site] = sites.get(site, 0) + k
     ordered = dict(sorted(sites.items(), key=lambda kv: -kv[1]))
     return {"collections": per_gen.tolist(), "per_repeat": (per_gen / len(docs)).tolist(),
@@ -173,7 +173,7 @@ def cpu_gc_share(doc: ResultDoc) -> float | None:
     cpu = float(np.sum(doc["cpu_ns"]))
     if "gap_gc_cpu_ns" in doc:
         in_gaps = float(np.sum(doc["gap_gc_cpu_ns"]))
-        after = max(float((doc.get("between_steps") or {}).get("gc_cpu_ns", 0)) - in_gaps, 0.0)
+        after = max(float(results.part(doc, "between_steps").get("gc_cpu_ns", 0)) - in_gaps, 0.0)
         gaps = float(np.sum(doc["gap_cpu_ns"])) if doc.get("backend") == "user" and "gap_cpu_ns" in doc else in_gaps
         pauses += in_gaps + after
         cpu += gaps + after
@@ -185,8 +185,8 @@ def repeat_load(doc: ResultDoc) -> str | None:
     machine's CPU accounting over their timed steps (`core.machineload`) are judged by it
     (one too short to read, under half a second, counts as unloaded); results written before
     gcbench read it, by the load average before and after the repeat."""
-    machine = doc.get("machine_state") or {}
-    cores = machine.get("cpu_count") or (doc.get("metadata") or {}).get("cpu_count")
+    machine = results.part(doc, "machine_state")
+    cores = machine.get("cpu_count") or results.part(doc, "metadata").get("cpu_count")
     if "others_cores" in machine:
         return machineload.load_reason(machine, cores)
     if "cpu_ns" in doc:  # read by this gcbench, but too short to read (core.machineload.MIN_SECONDS): unknown
@@ -247,7 +247,7 @@ def site_name(site: str) -> str:
 
 def node_type(doc: ResultDoc) -> str:
     """The kind of machine a result ran on (`metadata.node_type`), "" where none is recorded."""
-    return metadata.node_type(doc.get("metadata") or {}) or ""
+    return metadata.node_type(results.part(doc, "metadata")) or ""
 
 
 def node_types(docs: list[ResultDoc]) -> list[str]:
@@ -547,7 +547,7 @@ def summarize(docs: list[ResultDoc], spike_factor: float = DEFAULT_SPIKE_FACTOR,
 
 def between_steps(doc: ResultDoc) -> dict:
     """The collections of a result that fell outside every step (zero where none is recorded)."""
-    b = doc.get("between_steps") or {}
+    b = results.part(doc, "between_steps")
     n = len(doc["gc_collections"][0]) if _has(doc, "gc_collections") else 3
     colls = list(b.get("collections") or [0] * n)[:n]
     return {"gc_ns": int(b.get("gc_ns", 0)), "collections": colls + [0] * (n - len(colls))}
@@ -614,8 +614,9 @@ def memory_summary(docs: list[ResultDoc]) -> dict | None:
             slopes.append(
                 float(np.polyfit(np.asarray(at, np.float64), np.asarray(rss, np.float64) / 2**20, 1)[0]) * 1000
             )
-        if m.get("tracked_start") is not None and m.get("tracked_end") is not None and len(d["wall_ns"]):
-            tracked.append((m["tracked_end"] - m["tracked_start"]) * 1000 / len(d["wall_ns"]))
+        start, end = m.get("tracked_start"), m.get("tracked_end")
+        if start is not None and end is not None and len(d["wall_ns"]):
+            tracked.append((end - start) * 1000 / len(d["wall_ns"]))
     if not peaks and not tracked:
         return None
     out: dict[str, Any] = {}

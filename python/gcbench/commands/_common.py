@@ -11,10 +11,10 @@ import pathlib
 import sys
 
 from ..analysing import summary
-from ..core import metadata
+from ..core import metadata, schemas
 from ..flows.options import RunOptions
 from ..measuring.results import ResultDoc
-from ..running import config
+from ..running import cluster_options, config
 
 
 def add_env_arguments(p: argparse.ArgumentParser, repeatable: bool = True) -> None:
@@ -85,13 +85,11 @@ def apply_overrides(suite: config.Suite, args) -> None:
 
 def run_options(args: argparse.Namespace) -> RunOptions:
     """How the run goes, as the command line says (options a command lacks keep their defaults)."""
-    from ..running import cluster_options
-
     return RunOptions(argv=tuple(args.argv), out=getattr(args, "out", None), data=getattr(args, "data", None),
                       resume=getattr(args, "resume", False), force=getattr(args, "force", False),
                       executor=getattr(args, "executor", "local"), detach=getattr(args, "detach", False),
                       progress=not getattr(args, "no_progress", False),
-                      rebuild_envs=getattr(args, "rebuild_envs", False), slurm=cluster_options.given_on(args))
+                      rebuild_envs=getattr(args, "rebuild_envs", False), slurm=slurm_given_on(args))
 
 
 class Output:
@@ -146,3 +144,22 @@ def report_json(paths: dict) -> dict:
             "archive": str(paths["archive"]), "plots": sorted(str(p) for p in paths.values()
                                                               if isinstance(p, pathlib.Path) and p.suffix == ".png"),
             "warnings": list(paths.get("warnings", []))}
+
+
+def slurm_given_on(args: argparse.Namespace) -> dict:
+    """The `--slurm-*` values a parsed command line gives (those not given left out)."""
+    return {k: v for k in cluster_options.SlurmOptions.KEYS if (v := getattr(args, f"slurm_{k}", None)) is not None}
+
+
+def add_executor_arguments(p: argparse.ArgumentParser) -> None:
+    """`--executor` and the `--slurm-*` options, for run, reproduce and bisect."""
+    p.add_argument("--executor", choices=schemas.EXECUTORS, default="local",
+                   help="where repeats run: here (local, the default), as SLURM job arrays (slurm), or through "
+                        "submitit's local executor (submitit-local: the SLURM path with jobs as local processes)")
+    p.add_argument("--slurm-partition", help="SLURM partition of the jobs")
+    p.add_argument("--slurm-time", type=int, help="minutes a job may run (default 120)")
+    p.add_argument("--slurm-gpus", type=int, help="GPUs per job (--gres=gpu:N)")
+    p.add_argument("--slurm-account", help="SLURM account to charge")
+    p.add_argument("--slurm-parallelism", type=int, help="jobs of one array running at once (default 16)")
+    p.add_argument("--detach", action="store_true",
+                   help="with a scheduler: return once the jobs are submitted (then `gcbench status FOLDER`)")

@@ -8,7 +8,7 @@ import pathlib
 from ..core.errors import UsageError
 from ..flows import pipeline
 from ..flows.options import CommitBisectOptions, ReleaseBisectOptions
-from ..running import cluster_options, config
+from ..running import config
 from . import _common
 
 
@@ -39,7 +39,7 @@ def register(sub) -> None:
     bi.add_argument("--no-progress", action="store_true", help="no progress bars")
     bi.add_argument("--report", action="store_true", help="draw the table into reports/<results name>")
     _common.add_json_argument(bi, "the bisect's table")
-    cluster_options.add_arguments(bi)
+    _common.add_executor_arguments(bi)
     bi.set_defaults(main=main)
 
 
@@ -94,6 +94,7 @@ def main_git(args) -> int:
     from ..analysing import bisect, gitbisect
     from ..flows import bisection
     from ..measuring import envspec
+    from ..running import gitrepo
 
     for name in ("git", "good", "bad"):
         if not getattr(args, name):
@@ -103,8 +104,8 @@ def main_git(args) -> int:
             raise UsageError(f"--{name} is for bisecting releases, not with --git")
     if args.detach:
         raise UsageError("--detach does not go with --git: each step of a commit bisect needs the one before")
-    gitbisect.check_ref(args.good, "--good")
-    gitbisect.check_ref(args.bad, "--bad")
+    gitrepo.check_ref(args.good, "--good")
+    gitrepo.check_ref(args.bad, "--bad")
     if args.out:
         bisection.check_folder(pathlib.Path(args.out), args.resume)
     backend, workload, policy = bisect.parse_cell(args.cell)

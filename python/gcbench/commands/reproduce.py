@@ -8,7 +8,7 @@ from ..analysing import reproduce
 from ..core.errors import UsageError
 from ..flows import pipeline
 from ..flows.options import ReproduceOptions
-from ..running import cluster_options, config
+from ..running import config
 from . import _common
 
 
@@ -28,7 +28,7 @@ def register(sub) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--report", action="store_true", help="write the report at the end (into reports/<results name>)")
     _common.add_json_argument(p, "the table of reproductions")
-    cluster_options.add_arguments(p)
+    _common.add_executor_arguments(p)
     p.set_defaults(main=main, rebuild_envs=False)
 
 

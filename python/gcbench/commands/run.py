@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 
 from ..flows import pipeline
-from ..running import cluster_options, config
+from ..running import config
 from . import _common
 
 
@@ -34,7 +34,7 @@ def register(sub) -> None:
     r.add_argument("--report", action="store_true", help="write the report at the end (into reports/<results name>)")
     _common.add_json_argument(r, "the per-cell summary (`cells`: docs/results.md, \"Result fields\")")
     _common.add_env_arguments(r)
-    cluster_options.add_arguments(r)
+    _common.add_executor_arguments(r)
     r.set_defaults(main=main)
 
 

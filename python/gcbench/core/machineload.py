@@ -5,6 +5,11 @@ How it works, and why: docs/internals.md, `gcbench.core.machineload`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only: nothing more in a worker's heap
+    from collections.abc import Mapping
+
 import math
 import os
 import time
@@ -135,7 +140,7 @@ def between(start: tuple | None, end: tuple | None, cores: int | None) -> dict:
     return out
 
 
-def load_reason(state: dict, cores: int | None) -> str | None:
+def load_reason(state: Mapping[str, Any], cores: int | None) -> str | None:
     """Why a repeat ran on a loaded machine, in words ("other processes used 1.4 of 2
     cores"), or None when it did not or recorded no reading. A reading that cannot be
     right (counters that went back, a negative or not-a-number share, no cores) is doubt,

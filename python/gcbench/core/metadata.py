@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only: nothing more in a worker's heap
+    from collections.abc import Mapping
+
 import datetime
 import functools
 import importlib.metadata
@@ -59,7 +64,7 @@ def gcbench_identity() -> dict:
     return {"version": __version__, "commit": commit}
 
 
-def describe_gcbench(identity: dict | None) -> str:
+def describe_gcbench(identity: Mapping[str, Any] | None) -> str:
     """`gcbench 0.2.0 (commit 1a2b3c4d5e6f)`, from an identity recorded anywhere."""
     if not isinstance(identity, dict) or not identity.get("version"):
         return "a gcbench that did not record its version (results written before 2026-11-24)"
@@ -123,7 +128,7 @@ def cpu_mhz() -> float | None:
     return round(sum(freqs) / len(freqs), 1) if freqs else None
 
 
-def gpu_model(meta: dict) -> str | None:
+def gpu_model(meta: Mapping[str, Any]) -> str | None:
     """The accelerator a result ran on ("NVIDIA H100 80GB HBM3"), None on a CPU; results
     written before gcbench recorded device kinds say only "gpu"."""
     backend = meta.get("jax_backend")
@@ -132,7 +137,7 @@ def gpu_model(meta: dict) -> str | None:
     return ", ".join(meta.get("device_kinds") or []) or backend
 
 
-def machine_identity(meta: dict) -> dict:
+def machine_identity(meta: Mapping[str, Any]) -> dict:
     """What must match for two results to come from comparable machines: the CPU model,
     its core count, the JAX devices and the GPU model (not the host name, which containers
     and clusters change)."""
@@ -140,7 +145,7 @@ def machine_identity(meta: dict) -> dict:
             "devices": meta.get("devices"), "gpu": gpu_model(meta)}
 
 
-def node_type(meta: dict) -> str | None:
+def node_type(meta: Mapping[str, Any]) -> str | None:
     """A machine identity as a reader names it: `AMD EPYC x2` or `Intel Xeon x16, NVIDIA H100
     80GB HBM3`; None where the result records no machine (a cell that did not run)."""
     if not meta.get("cpu"):

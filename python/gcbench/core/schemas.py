@@ -29,64 +29,6 @@ _strings = {"type": "array", "items": _str}
 _ints = {"type": "array", "items": _int}
 _versions = {"type": "object", "additionalProperties": _opt(_str)}
 
-METADATA = {"type": "object", "properties": {
-    "python": _str, "python_implementation": _str, "python_executable": _str, "packages": _versions,
-    "platform": _str, "machine": _str, "cpu": _str, "cpu_count": _opt({"type": "integer", "minimum": 1}),
-    "hostname": _str, "gc_thresholds": _ints, "env": {"type": "object"}, "date": _str, "seed": _opt(_int),
-    "command": _strings, "jax_backend": _opt(_str), "devices": _strings, "device_kinds": _strings,
-    "gcbench": {"type": "object", "properties": {"version": _str, "commit": _opt(_str)}}}}
-
-RESULT = {"type": "object", "required": ["cell", "backend", "workload", "gc_policy", "repeat", "status", "reason",
-                                         "networks", "params_per_network", "data", "metadata"],
-          "properties": {
-              "cell": {"type": "string", "pattern": CELL_ID},
-              "backend": {"type": "string", "pattern": NAME},
-              "workload": {"type": "string", "pattern": NAME},
-              "gc_policy": {"type": "string", "pattern": POLICY},
-              "repeat": _count, "reason": _str,
-              "status": {"enum": ["ok", "failed", "unavailable"]},
-              "networks": _opt({"type": "integer", "minimum": 1}), "params_per_network": _count,
-              "variant": {"type": "string", "pattern": NAME},
-              # collections outside every step, and the loop's span (probe.between_steps)
-              "between_steps": {"type": "object", "required": ["gc_ns", "collections"], "properties": {
-                  "gc_ns": _count, "gc_cpu_ns": _count, "collections": {"type": "array", "items": _count},
-                  "collected": _count,
-                  "span_ns": _count, "explicit": {"type": "array", "items": _count},
-                  "explicit_sites": {"type": "object", "additionalProperties": _count}}},
-              # sampled resident set size and tracked objects at the start and end (probe.memory)
-              "memory": {"type": "object", "properties": {
-                  "every": _count, "rss_step": _ints, "rss_bytes": {"type": "array", "items": _count},
-                  "tracked_start": _opt(_count), "tracked_end": _opt(_count)}},
-              "batch_size": {"type": "integer", "minimum": 1},
-              "bookkeeping": {"type": "string", "pattern": NAME},
-              "data": {"type": "object", "properties": {"kind": {"type": "string", "pattern": NAME},
-                                                                            "source": _str, "samples": _count}},
-              "metadata": METADATA,
-              "machine_state": {"type": "object", "properties": {
-                  "load_before": _opt(_share), "load_after": _opt(_share),
-                  "cpu_count": _opt({"type": "integer", "minimum": 1}),
-                  "cpu_mhz_before": _opt(_num), "cpu_mhz_after": _opt(_num), "run_id": _str,
-                  # the machine over the timed steps (core.machineload.between)
-                  "others_cores": _share, "steal": _fraction, "cpu_pressure": _fraction, "process_cpu_s": _share,
-                  "gcbench_cpu_s": _share, "load_seconds": _share, "load_doubt": _str,
-                  # "after": a loop shorter than MIN_SECONDS, read over the half second after it
-                  "load_window": {"enum": ["after"]},
-                  # the job that ran it, when a scheduler did (`--executor slurm`): cluster.job_facts
-                  "scheduler": {"type": "object", "required": ["executor"], "properties": {
-                      "executor": {"enum": list(EXECUTORS)}, "job_id": _opt(_str), "array_job_id": _opt(_str),
-                      "array_task_id": _opt(_str), "node": _opt(_str), "partition": _opt(_str)}}}},
-              "environment": {"type": "object", "required": ["spec", "name"],
-                              "properties": {"spec": _str, "name": _str, "python": _opt(_str),
-                                             "packages": _versions, "pins": _strings}},
-              "loss": {"type": "object", "required": ["step", "value"],
-                       "properties": {"step": _ints, "value": {"type": "array", "items": _opt(_num)}}},
-              "gc_events": {"type": "object", "required": ["step", "generation", "pause_ns", "collected"],
-                            "properties": {"step": _ints, "generation": {"type": "array", "items": _count},
-                                           "pause_ns": {"type": "array", "items": _count},
-                                           "collected": {"type": "array", "items": _count}, "dropped": _count}},
-              "warmup": {"type": "object"}, "cell_spec": {"type": "object"}, "params_counted": _count,
-          }}
-
 SUITE = {"type": "object", "properties": {
     "cells": {"type": "array", "items": {"type": "string", "pattern": CELL_ID}},
     "labels": _strings, "command": _strings, "repeats": _count, "started": _str, "state": _str,
@@ -184,5 +126,11 @@ def check(doc, schema: dict, where: str) -> None:
     if error is None:
         return
     field = ".".join(str(p) for p in error.absolute_path) or "(the document)"
-    message = error.message if len(error.message) <= 160 else error.message[:157] + "..."
+    message = error.message
+    shown = repr(error.instance)
+    if len(shown) > 60 and message.startswith(shown):  # a long value: its kind, not its text
+        message = f"a {type(error.instance).__name__} of {len(error.instance)}" \
+            if isinstance(error.instance, (list, dict, str)) else f"a {type(error.instance).__name__}"
+        message += error.message[len(shown):]
+    message = message if len(message) <= 160 else message[:157] + "..."
     raise UsageError(f"{where}: field {field}: {message}")

@@ -20,7 +20,7 @@ from ..core import files
 from ..core.errors import UsageError
 from ..measuring import envspec, results
 from ..publishing import archive
-from ..running import config, runner
+from ..running import config, gitrepo, runner
 from . import pipeline
 from .options import CommitBisectOptions, ReleaseBisectOptions
 
@@ -67,10 +67,10 @@ def commits(opts: CommitBisectOptions, template: config.Suite, base: envspec.Env
     """The commit bisect of `opts.repo` from `opts.good` to `opts.bad` on `opts.cell`: every
     step runs `template` (the cell, with the command line's settings) in the environment of
     one commit into the bisect's folder. Returns (table, culprit or None, folder)."""
-    repo = gitbisect.local_repo(opts.repo)
-    good, bad = gitbisect.commit(repo, opts.good), gitbisect.commit(repo, opts.bad)
-    between = gitbisect.commits_between(repo, good, bad)
-    package = gitbisect.package_name(repo, good.sha)
+    repo = gitrepo.local_repo(opts.repo)
+    good, bad = gitrepo.commit(repo, opts.good), gitrepo.commit(repo, opts.bad)
+    between = gitrepo.commits_between(repo, good, bad)
+    package = gitrepo.package_name(repo, good.sha)
     if opts.package and envspec.normalize(opts.package) != package:
         raise UsageError(f"--package {opts.package}, but the repository builds {package}")
     if base.pin_for(package):
@@ -109,16 +109,16 @@ def commits(opts: CommitBisectOptions, template: config.Suite, base: envspec.Env
         gitbisect.save(out, plan)
         if docs is None:  # interrupted: by SIGTERM (143) or Ctrl-C (130), as the step was
             raise runner.Interrupted(code - 128 if code > 128 else 2)
-        return [d for d in docs if (d.get("environment") or {}).get("spec") == env_text]
+        return [d for d in docs if results.part(d, "environment").get("spec") == env_text]
 
     def env_for(index: int, pins: tuple[str, ...]) -> str:
         """The environment of commit `index`: the package from its files, beside `pins`."""
-        source = gitbisect.source_pin(package, repo, order[index].sha)
+        source = gitrepo.source_pin(package, repo, order[index].sha)
         return envspec.EnvSpec(base.python, tuple(sorted((*pins, source), key=envspec.requirement_name))).text
 
     # the good endpoint with the base pins only; every other commit gets the versions it resolved
     good_ok = [d for d in measure(0, env_for(0, base.pins)) if d["status"] == "ok"]
-    pinned = tuple(sorted({*gitbisect.pinned_like(good_ok[0].get("environment") or {}, package), *base.pins},
+    pinned = tuple(sorted({*gitbisect.pinned_like(results.part(good_ok[0], "environment"), package), *base.pins},
                           key=envspec.requirement_name)) if good_ok else base.pins
 
     measure(len(order) - 1, env_for(len(order) - 1, pinned))
@@ -135,7 +135,7 @@ def commits(opts: CommitBisectOptions, template: config.Suite, base: envspec.Env
         measure(candidate, env_for(candidate, pinned))
     culprit = None
     if tab["first_bad"]:
-        message, changed = gitbisect.message_and_files(repo, tab["first_bad"])
+        message, changed = gitrepo.message_and_files(repo, tab["first_bad"])
         culprit = {"message": message, "files": changed}
         plan["culprit"] = culprit
         gitbisect.save(out, plan)

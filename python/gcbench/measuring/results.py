@@ -7,96 +7,217 @@ How it works, and why: docs/internals.md, `gcbench.measuring.results`.
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import pathlib
-from typing import Any, TypedDict, cast
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, TypeAlias, TypedDict, cast
 
 import numpy as np
 
 from ..core import files, schemas
 from ..core.errors import UsageError
 
+if TYPE_CHECKING:  # the constraints are read when the schema is generated, never at run time
+    from msgspec import Meta
+
 SCHEMA_VERSION = 2
 FORMAT = "gcbench-result"
 STATUSES = ("ok", "failed", "unavailable")
 DEFAULT_BATCH_SIZE = 128  # what version-1 documents ran with
 
-# Fields every document has, whatever its status, and their JSON types.
+# The result document, described once: these TypedDicts are its types, their `Meta`
+# annotations its constraints, and result.schema.json (the JSON Schema every load checks,
+# published for other tools) is generated from them (`result_schema.generate`; msgspec is
+# needed only there: annotations are never evaluated at run time, so a worker imports no
+# more than before). The per-step arrays are checked with numpy (`_check_array`).
+# (strings: evaluated only where the schema is generated, with msgspec's Meta in scope)
+Name: TypeAlias = "Annotated[str, Meta(pattern=schemas.NAME)]"
+Count: TypeAlias = "Annotated[int, Meta(ge=0)]"
+Share: TypeAlias = "Annotated[float, Meta(ge=0)]"  # NaN and infinity never get this far: files.read_json
+Fraction: TypeAlias = "Annotated[float, Meta(ge=0, le=1)]"
+Cores: TypeAlias = "Annotated[int, Meta(ge=1)]"
+MaybeCount: TypeAlias = "Annotated[int, Meta(ge=0)] | None"
+MaybeShare: TypeAlias = "Annotated[float, Meta(ge=0)] | None"
+MaybeCores: TypeAlias = "Annotated[int, Meta(ge=1)] | None"
+# a per-step array: one integer per timed step (a row of integers per step for ROWS)
+Steps: TypeAlias = "Annotated[Any, Meta(extra_json_schema={'type': 'array', 'items': {'type': 'integer'}})]"
+StepRows: TypeAlias = ("Annotated[Any, Meta(extra_json_schema={'type': 'array', 'items': {'type': 'array', "
+                       "'items': {'type': 'integer'}}})]")
+
+
+class GcbenchVersion(TypedDict, total=False):
+    version: str
+    commit: str | None
+
+
+class Metadata(TypedDict, total=False):
+    """Where and how the repeat ran (core.metadata.collect)."""
+
+    python: str
+    python_implementation: str
+    python_executable: str
+    packages: dict[str, str | None]
+    platform: str
+    machine: str
+    cpu: str
+    cpu_count: MaybeCores
+    hostname: str
+    gc_thresholds: list[int]
+    env: dict[str, Any]
+    date: str
+    seed: int | None
+    command: list[str]
+    jax_backend: str | None
+    devices: list[str]
+    device_kinds: list[str]
+    gcbench: GcbenchVersion
+
+
+class Data(TypedDict, total=False):
+    kind: Name
+    source: str
+    samples: Count
+
+
+class Scheduler(TypedDict):
+    """The job that ran the repeat, where a scheduler did (`--executor slurm`): cluster.job_facts."""
+
+    executor: Literal["local", "slurm", "submitit-local"]  # schemas.EXECUTORS
+    job_id: NotRequired[str | None]
+    array_job_id: NotRequired[str | None]
+    array_task_id: NotRequired[str | None]
+    node: NotRequired[str | None]
+    partition: NotRequired[str | None]
+
+
+class MachineState(TypedDict, total=False):
+    """The machine before, after and over the timed steps (core.machineload.between)."""
+
+    load_before: MaybeShare
+    load_after: MaybeShare
+    cpu_count: MaybeCores
+    cpu_mhz_before: float | None
+    cpu_mhz_after: float | None
+    run_id: str
+    others_cores: Share
+    steal: Fraction
+    cpu_pressure: Fraction
+    process_cpu_s: Share
+    gcbench_cpu_s: Share
+    load_seconds: Share
+    load_doubt: str
+    load_window: Literal["after"]  # a loop shorter than MIN_SECONDS, read over the half second after it
+    scheduler: Scheduler
+
+
+class Environment(TypedDict):
+    """The virtual environment the cell ran in (absent: gcbench's own interpreter)."""
+
+    spec: str
+    name: str
+    python: NotRequired[str | None]
+    packages: NotRequired[dict[str, str | None]]
+    pins: NotRequired[list[str]]
+
+
+class Loss(TypedDict):
+    step: list[int]
+    value: list[float | None]
+
+
+class GcEvents(TypedDict):
+    """One entry per collection: the step it fell in, its generation, pause and objects collected."""
+
+    step: list[int]
+    generation: list[Count]
+    pause_ns: list[Count]
+    collected: list[Count]
+    dropped: NotRequired[Count]
+
+
+class BetweenSteps(TypedDict):
+    """Collections outside every step, and the loop's span (probe.between_steps)."""
+
+    gc_ns: Count
+    collections: list[Count]
+    gc_cpu_ns: NotRequired[Count]
+    collected: NotRequired[Count]
+    span_ns: NotRequired[Count]
+    explicit: NotRequired[list[Count]]
+    explicit_sites: NotRequired[dict[str, Count]]
+
+
+class Memory(TypedDict, total=False):
+    """Sampled resident set size, and tracked objects at the start and end (probe.memory)."""
+
+    every: Count
+    rss_step: list[int]
+    rss_bytes: list[Count]
+    tracked_start: MaybeCount
+    tracked_end: MaybeCount
+
 
 class _Recorded(TypedDict):
-    """What every result document holds, whatever its status (REQUIRED checks it on read)."""
+    """What every result document holds, whatever its status."""
 
-    format: str
+    format: Literal["gcbench-result"]
     schema_version: int
-    cell: str
-    backend: str
-    workload: str
-    gc_policy: str
-    repeat: int
-    status: str  # ok, failed or unavailable
+    cell: Annotated[str, Meta(pattern=schemas.CELL_ID)]
+    backend: Name
+    workload: Name
+    gc_policy: Annotated[str, Meta(pattern=schemas.POLICY)]
+    repeat: Count
+    status: Literal["ok", "failed", "unavailable"]
     reason: str
-    networks: int | None  # None: a user's loop that did not say
-    params_per_network: int
-    data: dict[str, Any]
-    metadata: dict[str, Any]
+    networks: Annotated[int, Meta(ge=1)] | None  # None: a user's loop that did not say
+    params_per_network: Count
+    data: Data
+    metadata: Metadata
 
 
 class ResultDoc(_Recorded, total=False):
     """One repeat of one cell, as a worker (or `gcbench.measure`) writes it: the per-step
     arrays of an ok result (numpy arrays in memory, lists on disk) and what describes the
-    run. schemas.RESULT checks every field on read; docs/results.md, "Result fields", explains them."""
+    run. docs/results.md, "Result fields", explains each field."""
 
-    batch_size: int
-    bookkeeping: str
+    batch_size: Annotated[int, Meta(ge=1)]
+    bookkeeping: Name
     cell_spec: dict[str, Any]
-    variant: str
-    environment: dict[str, Any]
-    machine_state: dict[str, Any]
-    params_counted: int
+    variant: Name
+    environment: Environment
+    machine_state: MachineState
+    params_counted: Count
     gc_state: dict[str, Any]  # a user's loop: the collector's state when it was measured
     probe: dict[str, Any]  # a user's loop: steps that raised (not timed)
     traces: dict[str, Any]
-    loss: Any
+    loss: Loss
     warmup: dict[str, Any]
-    between_steps: dict[str, Any]
-    memory: dict[str, Any]
-    gc_events: Any
-    wall_ns: Any
-    gc_ns: Any
-    gc_collections: Any
-    gc_collected: Any
-    alloc_blocks: Any
-    alloc_bytes: Any
-    gc_full: Any
-    gc_pressure: Any
-    host_ns: Any
-    cpu_ns: Any
-    gc_cpu_ns: Any
-    gap_ns: Any
-    gap_gc_ns: Any
-    gap_cpu_ns: Any
-    gap_gc_cpu_ns: Any
-    gap_collections: Any
-    gc_explicit: Any
-    gc_enabled: Any
+    between_steps: BetweenSteps
+    memory: Memory
+    gc_events: GcEvents
+    wall_ns: Steps
+    gc_ns: Steps
+    gc_collections: StepRows
+    gc_collected: Steps
+    alloc_blocks: Steps
+    alloc_bytes: Steps
+    gc_full: Steps
+    gc_pressure: Steps
+    host_ns: Steps
+    cpu_ns: Steps
+    gc_cpu_ns: Steps
+    gap_ns: Steps
+    gap_gc_ns: Steps
+    gap_cpu_ns: Steps
+    gap_gc_cpu_ns: Steps
+    gap_collections: StepRows
+    gc_explicit: StepRows
+    gc_enabled: Steps
     # in memory only, never written: an earlier ok result kept in place of this run's failure
     _failed_this_run: bool
 
-REQUIRED: dict[str, type | tuple[type, ...]] = {
-    "format": str,
-    "schema_version": int,
-    "cell": str,
-    "backend": str,
-    "workload": str,
-    "gc_policy": str,
-    "repeat": int,
-    "status": str,
-    "reason": str,
-    "networks": (int, type(None)),  # None: a user's loop that did not say
-    "params_per_network": int,
-    "data": dict,
-    "metadata": dict,
-}
+
 # Per-step arrays of an `ok` document; `gc_collections` is a list of per-generation lists.
 STEP_ARRAYS = ("wall_ns", "gc_ns", "gc_collections")
 OPTIONAL_STEP_ARRAYS = ("gc_collected", "alloc_blocks", "alloc_bytes", "gc_full", "gc_pressure", "host_ns", "cpu_ns",
@@ -136,6 +257,12 @@ def new(cell, status: str, reason: str = "", **fields) -> ResultDoc:
         doc["environment"] = {"spec": spec.text, "name": spec.name}
     doc.update(fields)
     return cast(ResultDoc, doc)
+
+
+def part(doc: ResultDoc, key: str) -> Mapping[str, Any]:
+    """A part of the document (`between_steps`, `machine_state`, `environment`, ...), empty
+    where the document has none."""
+    return cast("Mapping[str, Any]", doc.get(key) or {})
 
 
 def run_id(doc: ResultDoc) -> str | None:
@@ -206,6 +333,21 @@ def _check_array(where: str, key: str, arr, n: int | None) -> int:
     return len(arr)
 
 
+_SCHEMA: dict = {}
+
+
+def schema() -> dict:
+    """result.schema.json (generated from the types above by `result_schema`) as a load
+    checks it: the per-step arrays are left to numpy (`_check_array`), which is faster by
+    far on a million steps."""
+    if not _SCHEMA:
+        loaded = json.loads(pathlib.Path(__file__).with_name("result.schema.json").read_text(encoding="utf-8"))
+        for key in STEP_ARRAYS + OPTIONAL_STEP_ARRAYS:
+            del loaded["$defs"]["ResultDoc"]["properties"][key]
+        _SCHEMA.update(loaded)
+    return _SCHEMA
+
+
 def validate(doc, where: str = "result") -> ResultDoc:
     """Check that `doc` is a gcbench result this version understands; return it."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
@@ -218,20 +360,7 @@ def validate(doc, where: str = "result") -> ResultDoc:
             f"{where}: result schema_version {version} is newer than this gcbench reads "
             f"({SCHEMA_VERSION}); upgrade gcbench to read it"
         )
-    for key, typ in REQUIRED.items():
-        value = doc.get(key)
-        if not isinstance(value, typ) or (isinstance(value, bool) and typ is not bool):
-            kind = typ.__name__ if isinstance(typ, type) else f"{typ[0].__name__} or null"
-            raise UsageError(f"{where}: field {key!r} missing or not a {kind}")
-    schemas.check(doc, schemas.RESULT, where)
-    env = doc.get("environment")
-    if env is not None and not (isinstance(env, dict) and isinstance(env.get("spec"), str)
-                                and isinstance(env.get("name"), str)):
-        raise UsageError(f"{where}: field 'environment' must be an object with 'spec' and 'name'")
-    if doc["status"] not in STATUSES:
-        raise UsageError(f"{where}: status {doc['status']!r} is not one of {', '.join(STATUSES)}")
-    if "batch_size" in doc and not (isinstance(doc["batch_size"], int) and doc["batch_size"] > 0):
-        raise UsageError(f"{where}: field 'batch_size' must be a positive integer")
+    schemas.check(doc, schema(), where)
     if doc["status"] == "ok":
         n = None
         for key in STEP_ARRAYS + tuple(k for k in OPTIONAL_STEP_ARRAYS if k in doc):

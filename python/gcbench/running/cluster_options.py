@@ -8,7 +8,6 @@ import dataclasses
 import re
 
 from ..core.errors import UsageError
-from ..core.schemas import EXECUTORS
 
 _SBATCH_LINE = re.compile(r"^(?:#SBATCH\s+)?--([a-z][a-z0-9-]*)(?:[= ](.+))?$")
 # what gcbench sets itself: a line that sets one of these would undo what the results rely on
@@ -112,22 +111,3 @@ class SlurmOptions:
             parts.append(f"account {self.account}")
         parts.append(f"at most {self.parallelism} jobs of an array at once")
         return ", ".join(parts + self.sbatch)
-
-
-def given_on(args) -> dict:
-    """The `--slurm-*` values a parsed command line gives (those not given left out)."""
-    return {k: v for k in SlurmOptions.KEYS if (v := getattr(args, f"slurm_{k}", None)) is not None}
-
-
-def add_arguments(p) -> None:
-    """`--executor` and the `--slurm-*` options, for run, reproduce and bisect."""
-    p.add_argument("--executor", choices=EXECUTORS, default="local",
-                   help="where repeats run: here (local, the default), as SLURM job arrays (slurm), or through "
-                        "submitit's local executor (submitit-local: the SLURM path with jobs as local processes)")
-    p.add_argument("--slurm-partition", help="SLURM partition of the jobs")
-    p.add_argument("--slurm-time", type=int, help="minutes a job may run (default 120)")
-    p.add_argument("--slurm-gpus", type=int, help="GPUs per job (--gres=gpu:N)")
-    p.add_argument("--slurm-account", help="SLURM account to charge")
-    p.add_argument("--slurm-parallelism", type=int, help="jobs of one array running at once (default 16)")
-    p.add_argument("--detach", action="store_true",
-                   help="with a scheduler: return once the jobs are submitted (then `gcbench status FOLDER`)")

@@ -12,6 +12,8 @@ import re
 import shlex
 import shutil
 import tempfile
+from collections.abc import Mapping
+from typing import Any
 
 from ...analysing import claims, gitbisect, stats, summary, verdict
 from ...core import files, metadata
@@ -146,7 +148,7 @@ def _provenance(ok: list[ResultDoc]) -> str:
                                                                    sorted(counts.items(), key=lambda x: -x[1])))
 
 
-def _machines(ok: list[ResultDoc], meta: dict, devices: list[str]) -> str:
+def _machines(ok: list[ResultDoc], meta: Mapping[str, Any], devices: list[str]) -> str:
     """The machine, or the kinds of machine side by side (whose repeats are never pooled)."""
     by_kind: dict[str, list[ResultDoc]] = {}
     for d in ok:
@@ -168,13 +170,13 @@ def _machines(ok: list[ResultDoc], meta: dict, devices: list[str]) -> str:
 
 def _jobs(docs: list[ResultDoc]) -> str | None:
     """Which scheduler ran the repeats, in how many jobs on how many nodes."""
-    scheds = [s for d in docs if (s := (d.get("machine_state") or {}).get("scheduler"))]
+    scheds = [s for d in docs if (s := results.part(d, "machine_state").get("scheduler"))]
     if not scheds:
         return None
     executors = sorted({s["executor"] for s in scheds})
     jobs = {s.get("job_id") for s in scheds}
     nodes = sorted({s.get("node") or "?" for s in scheds})
-    parts = sorted({s.get("partition") for s in scheds if s.get("partition")})
+    parts = sorted({str(s["partition"]) for s in scheds if s.get("partition")})
     return (f"Scheduler: {escape(', '.join(executors))}; {len(scheds)} of {len(docs)} runs in {len(jobs)} jobs on "
             f"{len(nodes)} node{'s' if len(nodes) > 1 else ''} ({escape(', '.join(nodes[:6]))}"
             f"{', ...' if len(nodes) > 6 else ''})" + (f", partition {escape(', '.join(parts))}" if parts else ""))
@@ -531,7 +533,7 @@ def _in_order(docs: list[ResultDoc], plan: dict, git_plan: dict | None = None) -
         history = {env: rank.get(sha, len(rank)) for sha, env in git_plan["tested"].items()}
 
     def env_key(d: ResultDoc) -> tuple:
-        spec = str((d.get("environment") or {}).get("spec") or "")
+        spec = str(results.part(d, "environment").get("spec") or "")
         return (history.get(spec, len(history)) if history else 0, natural_key(results.env_name(d) or ""))
 
     order = {cell: i for i, cell in enumerate(plan.get("cells", []))}

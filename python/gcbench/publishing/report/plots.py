@@ -8,6 +8,7 @@ How it works, and why: docs/internals.md, `gcbench.publishing.report.plots`.
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Mapping
 from typing import Any
 
 import matplotlib
@@ -21,6 +22,7 @@ from ...analysing import stats, summary
 from ...analysing.explain import qualifiers as explain_qualifiers
 from ...core import files
 from ...core.errors import UsageError
+from ...measuring import results
 from ...measuring.backends import BACKENDS
 from ...measuring.results import ResultDoc
 from .document import natural_key
@@ -669,13 +671,13 @@ def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pat
     ascending in natural order), one panel per backend and policy on one axis: the estimate as
     a dot, its 95 % interval over the repeats as a bar, and the full collections per repeat
     written at the right of the row. None unless the cells ran in at least two environments."""
-    ok = [cs for cs in cells if cs.ok and (cs.docs[0].get("environment") or {}).get("python")]
+    ok = [cs for cs in cells if cs.ok and results.part(cs.docs[0], "environment").get("python")]
     if len({cs.key[3] for cs in ok}) < 2:
         return None
     ok_envs = [next(d for d in cs.docs if d["status"] == "ok")["environment"] for cs in ok]
     shown = without_paired_jaxlib(packages, [e.get("packages") or {} for e in ok_envs])
 
-    def row_of(env: dict) -> tuple:
+    def row_of(env: Mapping[str, Any]) -> tuple:
         py = ".".join(str(env["python"]).split(".")[:2])
         versions = tuple(str((env.get("packages") or {}).get(p, "-")) for p in shown)
         return (py, *versions)

@@ -16,17 +16,17 @@ import warnings
 
 import pytest
 
-from . import budget_file
+from . import baseline
 
-BASELINE = budget_file.NAME
+BASELINE = baseline.NAME
 DEFAULT_THRESHOLDS = (700, 10, 10)
-COUNTED = budget_file.COUNTS
+COUNTED = baseline.COUNTS
 CAPACITY = 100_000
 _ACTIVE: list = []  # the budget measuring now: budgets do not nest
 _FAILED = pytest.StashKey[dict]()  # a budget's failure in this test: what to say, to say it with sites
 _MADE = pytest.StashKey[list]()  # the budgets a test made, in order (their index is part of their key)
 _RERUN: dict = {}  # while a failing test's body runs again for its sites: {"index": the failing budget's}
-GCBudgetWarning = budget_file.GCBudgetWarning
+GCBudgetWarning = baseline.GCBudgetWarning
 
 
 def pytest_addoption(parser):
@@ -34,7 +34,7 @@ def pytest_addoption(parser):
     group.addoption("--gc-budget-report", metavar="DIR", default=None,
                     help="save every GC budget's measurement as a gcbench result in DIR (gcbench report DIR)")
     group.addoption("--gc-budget-update", action="store_true", default=False,
-                    help=f"write the measured counts (x{budget_file.MARGIN:g}) into {BASELINE} beside each test file "
+                    help=f"write the measured counts (x{baseline.MARGIN:g}) into {BASELINE} beside each test file "
                          "as the budgets later runs check, instead of checking them")
     group.addoption("--gc-budget-strict", action="store_true", default=False,
                     help="a GC budget that asserts nothing (no budget given or stored) fails its test")
@@ -51,8 +51,8 @@ def pytest_configure(config):
 def _report_folder(folder: str) -> pathlib.Path:
     """--gc-budget-report's folder, absolute, made; a usage error for an empty name, a
     report's folder or another run's results."""
-    from .core import files
-    from .core.errors import UsageError
+    from ..core import files
+    from ..core.errors import UsageError
 
     if not folder.strip():
         raise pytest.UsageError("--gc-budget-report '' names no folder: give the folder to save the budgets' "
@@ -85,8 +85,8 @@ def pytest_collection_modifyitems(session, config, items):
             if path not in seen:
                 seen.add(path)
                 try:
-                    budget_file.read(path)
-                except budget_file.BudgetFileError as e:
+                    baseline.read(path)
+                except baseline.BudgetFileError as e:
                     raise pytest.UsageError(str(e)) from None
 
 
@@ -157,17 +157,17 @@ class Budget:
 
     def __init__(self, request, warmup: int, given: dict, name: str | None, index: int,
                  sites: bool | str = "on failure", settle: bool = True):
-        from .core.errors import UsageError
-        from .user_loop import Measurement
+        from ..core.errors import UsageError
+        from ..user_loop import Measurement
 
         self.request = request
         test_file = pathlib.Path(str(request.node.path))
-        self.key = budget_file.key_of(test_file, request.node.nodeid, index)
+        self.key = baseline.key_of(test_file, request.node.nodeid, index)
         self.baseline = test_file.parent / BASELINE
         self.given = {k: v for k, v in given.items() if v is not None}
         for k, v in self.given.items():
             try:
-                budget_file.check_value(k, v, "gc_budget")
+                baseline.check_value(k, v, "gc_budget")
             except UsageError as e:
                 _fail(str(e))
         try:
@@ -208,8 +208,8 @@ class Budget:
 
     def __exit__(self, exc_type, exc, tb) -> None:  # named, not *exc: no tuple of ours alive at the loop's end
         try:
-            if exc_type is None and self.measurement._tracked_start >= 0 \
-                    and len(gc.get_objects()) > self.measurement._tracked_start:
+            start = self.measurement.tracked_at_start
+            if exc_type is None and start is not None and len(gc.get_objects()) > start:
                 self._kept = self.measurement.kept()  # what the loop kept, while its sites are still traced
         finally:  # whatever happened: the measurement's hooks and tracing go, the collector is as it was
             try:
@@ -233,7 +233,8 @@ class Budget:
         collections fell, and what to look at (promotion sites, kept objects, garbage)."""
         import numpy as np
 
-        from .analysing import summary
+        from ..analysing import summary
+        from ..measuring import results
 
         m = self.measurement
         doc = m.result()
@@ -245,10 +246,9 @@ class Budget:
         every = [int(colls[:, g].sum()) + between[g] for g in range(colls.shape[1])]
         per_gen = [(every[g] - asked[g]) * 1000 / steps for g in range(colls.shape[1])]  # the collector's own
         full = summary.full_collections(doc)
-        memory = doc.get("memory") or {}
-        tracked = None
-        if memory.get("tracked_start") is not None and memory.get("tracked_end") is not None:
-            tracked = (memory["tracked_end"] - memory["tracked_start"]) * 1000 / steps
+        memory = results.part(doc, "memory")
+        start, end = memory.get("tracked_start"), memory.get("tracked_end")
+        tracked = (end - start) * 1000 / steps if start is not None and end is not None else None
         python = expl["python"]
         promoted = python["promoted"]
         return {"steps": steps, "max_promotions_per_step": float(np.mean(python["promoted_per_step"])),
@@ -267,7 +267,7 @@ class Budget:
                 "doc": doc, "explanation": expl}
 
     def _conclude(self) -> None:
-        from .core.errors import UsageError
+        from ..core.errors import UsageError
 
         config = self.request.config
         try:
@@ -281,7 +281,7 @@ class Budget:
             return
         folder = config.getoption("--gc-budget-report")
         if folder:
-            from .analysing import explain
+            from ..analysing import explain
 
             self.measurement.save_result(folder)
             explain.save(pathlib.Path(folder), self.figures["explanation"])
@@ -289,23 +289,23 @@ class Budget:
             if config.getoption("--gc-budget-update"):
                 # a budget the test's call names wins over the file: writing it would be a value never read
                 skipped = [k for k in COUNTED if k in self.given]
-                written = {k: budget_file.budget_of(k, self.figures[k], self.figures["steps"])
+                written = {k: baseline.budget_of(k, self.figures[k], self.figures["steps"])
                            for k in COUNTED if self.figures.get(k) is not None and k not in skipped}
                 if written:
-                    budget_file.update(self.baseline, self.key, written)
+                    baseline.update(self.baseline, self.key, written)
                 if skipped:
                     warnings.warn(GCBudgetWarning(
                         f"{self.key}: not written to {self.baseline.name}: {', '.join(skipped)} (the test's call "
                         "gives them, and a call's budget wins over the file's)"), stacklevel=3)
                 return
-            tables = budget_file.read(self.baseline)
+            tables = baseline.read(self.baseline)
         except UsageError as e:
             _fail(str(e))
-        stored_key, stored = budget_file.table_for(tables, self.key)
+        stored_key, stored = baseline.table_for(tables, self.key)
         lines: dict = {}
         if stored and stored_key is not None:
             text = self.baseline.read_text(encoding="utf-8")
-            lines = {k: budget_file.line_of(text, stored_key, k) for k in stored}
+            lines = {k: baseline.line_of(text, stored_key, k) for k in stored}
         budgets = {**stored, **self.given}
         if not budgets:
             message = (f"{self.key}: its GC budget asserts nothing (no budget given, none in {self.baseline}): "
@@ -329,7 +329,7 @@ class Budget:
         where = f" ({self.baseline.name}:{lines[key]})" if lines.get(key) and key not in self.given else ""
         if key == "max_collections_per_1000":
             budgets = list(budget) if isinstance(budget, (list, tuple)) else [budget] * len(measured)
-            # strict=False: a list may budget the first generations only (budget_file allows 1 to 3)
+            # strict=False: a list may budget the first generations only (baseline allows 1 to 3)
             bad = [
                 f"generation {g}: {_fmt(m)} > {_fmt(b)}"
                 for g, (m, b) in enumerate(zip(measured, budgets, strict=False))
@@ -430,7 +430,7 @@ def _rerun_for_sites(item, failed: dict) -> tuple[list[str], str]:
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as e:
-        from .core.errors import printable
+        from ..core.errors import printable
 
         first = (printable(e).strip().splitlines() or [""])[0][:200]
         return (failed["where"], f"(allocation sites not traced: the test's body, run again to trace them, raised "

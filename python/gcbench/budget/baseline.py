@@ -1,6 +1,6 @@
 """gc_budgets.toml: the GC budgets a test suite keeps beside its test files.
 
-How it works, and why: docs/internals.md, `gcbench.budget_file`.
+How it works, and why: docs/internals.md, `gcbench.budget.baseline`.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import difflib
 import math
 import pathlib
 
-from .core import files
-from .core.errors import UsageError
+from ..core import files
+from ..core.errors import UsageError
 
 NAME = "gc_budgets.toml"
 LIMIT = 4 * 2**20  # bytes: a budget file is a few KiB; anything larger is not one

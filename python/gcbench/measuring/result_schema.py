@@ -1,0 +1,41 @@
+"""Generate result.schema.json, the JSON Schema of a result document, from its types
+(`results.ResultDoc` and its parts) with msgspec: `python -m gcbench.measuring.result_schema`
+rewrites it; tests/test_result_schema.py fails while it is stale.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+
+from . import results
+
+PATH = pathlib.Path(__file__).with_name("result.schema.json")
+SCHEMA_ID = "https://github.com/gcbench/gcbench/blob/HEAD/python/gcbench/measuring/result.schema.json"
+
+
+def generate() -> dict:
+    """The schema of `results.ResultDoc`, with fields kept in memory only (`_`) left out."""
+    import msgspec
+
+    names = vars(results)  # the annotations name Meta, imported there only for type checkers
+    names["Meta"] = msgspec.Meta
+    try:
+        schema = msgspec.json.schema(results.ResultDoc)
+    finally:
+        del names["Meta"]
+    for part in schema["$defs"].values():
+        for key in [k for k in part.get("properties", {}) if k.startswith("_")]:
+            del part["properties"][key]
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
+            "title": "gcbench result document", **schema}
+
+
+def text() -> str:
+    return json.dumps(generate(), indent=1, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":
+    PATH.write_text(text())
+    sys.stdout.write(f"wrote {PATH}\n")

@@ -1,0 +1,81 @@
+"""The result document is described once, by its types (`results.ResultDoc` and its parts):
+result.schema.json is generated from them, every load checks it, and the documents of every
+published report (schema versions 1 and 2) fit it."""
+
+from __future__ import annotations
+
+import copy
+import json
+import tarfile
+
+import jsonschema
+import pytest
+
+import committed
+from gcbench.core.errors import UsageError
+from gcbench.measuring import result_schema, results
+
+
+def _published_docs() -> list[dict]:
+    docs = []
+    for folder in committed.reports("results.tar.gz"):
+        with tarfile.open(folder / "results.tar.gz") as tar:
+            for member in tar.getmembers():
+                name = member.name.rsplit("/", 1)[-1]
+                if member.isfile() and name.endswith(".json") and name not in results.NOT_CELLS:
+                    f = tar.extractfile(member)
+                    assert f is not None
+                    docs.append(json.loads(f.read()))
+    return docs
+
+
+def test_the_committed_schema_is_generated_from_the_types():
+    pytest.importorskip("msgspec")
+    assert result_schema.PATH.read_text() == result_schema.text(), \
+        "result.schema.json is stale: python -m gcbench.measuring.result_schema"
+
+
+def test_the_schema_describes_every_field_of_the_types_and_nothing_else():
+    public = json.loads(result_schema.PATH.read_text())
+    fields = set(public["$defs"]["ResultDoc"]["properties"])
+    typed = {k for k in results.ResultDoc.__annotations__ if not k.startswith("_")}
+    assert fields == typed
+    assert set(public["$defs"]["ResultDoc"]["required"]) == set(results._Recorded.__annotations__)
+    # what a load checks: the same, less the per-step arrays numpy checks
+    checked = set(results.schema()["$defs"]["ResultDoc"]["properties"])
+    assert checked == typed - set(results.STEP_ARRAYS + results.OPTIONAL_STEP_ARRAYS)
+
+
+def test_every_published_result_fits_the_public_schema_and_loads():
+    """Every document the published reports hold (schema version 2; version 1's are read in
+    tests/test_results.py) fits the schema gcbench publishes, step arrays included."""
+    docs = _published_docs()
+    assert len(docs) > 100
+    assert {d["schema_version"] for d in docs} == {2}
+    validator = jsonschema.Draft202012Validator(json.loads(result_schema.PATH.read_text()))
+    for d in docs:
+        errors = list(validator.iter_errors(d))
+        assert not errors, (d["cell"], errors[0].message)
+        results.validate(d, d["cell"])
+
+
+@pytest.mark.parametrize(("path", "value", "said"), [
+    (("machine_state", "steal"), 2.0, "field machine_state.steal: 2.0 is greater than the maximum of 1"),
+    (("environment",), {"name": "x"}, "field environment: 'spec' is a required property"),
+    (("loss", "value"), ["a"], "field loss.value.0: 'a' is not valid under any of the given schemas"),
+    (("status",), "done", "field status: 'done' is not one of ['failed', 'ok', 'unavailable']"),
+    (("networks",), 0, "field networks: 0 is less than the minimum of 1"),
+    (("metadata", "gcbench", "commit"), 5, "field metadata.gcbench.commit: 5 is not valid under any"),
+])
+def test_a_malformed_part_is_one_line_naming_the_field(path, value, said):
+    doc = copy.deepcopy(next(d for d in _published_docs() if d["status"] == "ok" and "machine_state" in d
+                             and "metadata" in d and "gcbench" in d["metadata"]))
+    doc.setdefault("environment", {"spec": "python=3.11", "name": "py3.11"})
+    where = doc
+    for key in path[:-1]:
+        where = where[key]
+    where[path[-1]] = value
+    with pytest.raises(UsageError) as e:
+        results.validate(doc, "r.json")
+    assert str(e.value).startswith(f"r.json: {said}"), str(e.value)
+    assert "\n" not in str(e.value)
