@@ -12,7 +12,7 @@ from gcbench.measuring import data as datamod
 from gcbench.measuring.backends import BACKENDS
 from gcbench.measuring.workloads import WORKLOADS, init_params
 from gcbench.running.config import Suite
-from gcbench.running.runner import run_cells
+from gcbench.running.runner import RunSettings, run_cells
 
 pytestmark = pytest.mark.usefixtures("exact_float32")  # TF32 on GPUs would move the vit losses by 1e-4
 
@@ -97,7 +97,7 @@ def test_missing_package_makes_backend_unavailable_not_a_crash(tmp_path, monkeyp
     assert "equinox" in reason
     assert BACKENDS["nnx"].availability() == (True, "")
     cells = Suite(backends=["equinox-filter", "jax-vmap"], workloads=["vit"], steps=2, repeats=1).validate().cells()
-    docs = run_cells(cells, tmp_path, ["test"], 60, log=lambda *_: None, progress=False)
+    docs = run_cells(cells, tmp_path, ["test"], 60, RunSettings(log=lambda *_: None, progress=False))
     by = {d["backend"]: d for d in docs}
     assert [d["status"] for d in docs] == ["unavailable", "unavailable"]
     assert "not installed: equinox" in by["equinox-filter"]["reason"]

@@ -165,7 +165,7 @@ def test_a_failed_rerun_keeps_the_earlier_ok_result(tmp_path, monkeypatch):
 
     suite = Suite(backends=["jax"], workloads=["mlp"], steps=10, warmup=1, repeats=1, networks={"mlp": 1}).validate()
     cells = suite.cells()
-    first = runner.run_cells(cells, tmp_path, ["t"], 300, log=lambda *_: None, progress=False)
+    first = runner.run_cells(cells, tmp_path, ["t"], 300, runner.RunSettings(log=lambda *_: None, progress=False))
     assert first[0]["status"] == "ok"
 
     def crash(*a, **k):
@@ -173,7 +173,7 @@ def test_a_failed_rerun_keeps_the_earlier_ok_result(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runner, "run_worker", crash)
     said = []
-    again = runner.run_cells(cells, tmp_path, ["t"], 300, log=said.append, progress=False)
+    again = runner.run_cells(cells, tmp_path, ["t"], 300, runner.RunSettings(log=said.append, progress=False))
     assert again[0]["status"] == "ok"
     assert results.load(tmp_path / f"{cells[0].id}.json")["status"] == "ok"
     assert any("kept the earlier ok result instead of this failed one" in s for s in said)

@@ -16,7 +16,7 @@ import pytest
 from conftest import run_cli
 from gcbench.measuring.backends import BACKENDS, julia_bridge
 from gcbench.running.config import Suite
-from gcbench.running.runner import run_cells
+from gcbench.running.runner import RunSettings, run_cells
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def test_run_records_julia_cells_unavailable_and_goes_on(no_julia, tmp_path):
     lines = []
     cells = Suite(backends=["flux", "lux"], workloads=["mlp"], gc=["default", "freeze", "disable"],
                   steps=2, repeats=1).validate().cells()
-    docs = run_cells(cells, tmp_path, ["test"], 60, log=lines.append, progress=False)
+    docs = run_cells(cells, tmp_path, ["test"], 60, RunSettings(log=lines.append, progress=False))
     assert [d["status"] for d in docs] == ["unavailable"] * 6
     freeze = [d for d in docs if d["gc_policy"] == "freeze"]
     assert all("GC policy freeze has no meaning for" in d["reason"] for d in freeze)

@@ -14,7 +14,7 @@ from gcbench.core.errors import UsageError
 from gcbench.flows.pipeline import format_summary
 from gcbench.measuring import results
 from gcbench.running.config import Suite
-from gcbench.running.runner import run_cells
+from gcbench.running.runner import RunSettings, run_cells
 
 pytestmark = pytest.mark.slow
 
@@ -174,7 +174,7 @@ def test_crashing_worker_does_not_lose_other_cells(tmp_path, monkeypatch, how, e
         return real(cell, out_file, command, 3 if cell.workload == "lenet5" else 300, *a, **k, python=fake)
 
     monkeypatch.setattr(runner, "run_worker", run_worker)
-    docs = run_cells(cells, tmp_path, ["test"], 300, log=lambda *_: None, progress=False)
+    docs = run_cells(cells, tmp_path, ["test"], 300, RunSettings(log=lambda *_: None, progress=False))
     by = {d["workload"]: d for d in docs}
     assert by["mlp"]["status"] == "ok"
     assert by["lenet5"]["status"] == "failed"

@@ -146,9 +146,9 @@ def _run_locally(run: _Run, plan: dict) -> list[ResultDoc]:
     with contextlib.ExitStack() as stack:
         # one invocation: its replacement repeats share its run id (their rounds) and its compiled programs
         run_id, cache = runner.new_run_id(), stack.enter_context(runner.compile_cache())
-        settings = {"log": run.out_fn, "progress": progress, "environments": run.environments,
-                    "resume": run.opts.resume, "data_kind": run.data_kind, "run_id": run_id, "cache": cache}
-        docs = runner.run_cells(run.cells, run.out_dir, run.command, run.suite.timeout, **settings)
+        settings = runner.RunSettings(log=run.out_fn, progress=progress, environments=run.environments,
+                                      resume=run.opts.resume, data_kind=run.data_kind, run_id=run_id, cache=cache)
+        docs = runner.run_cells(run.cells, run.out_dir, run.command, run.suite.timeout, settings)
         extra = summary.replacements(run.cells, docs, run.suite.repeats)
         busy = machineload.load_reason(machineload.now(os.cpu_count()), os.cpu_count()) if extra else None
         if busy:  # a replacement would be loaded too: the load has not gone
@@ -164,7 +164,7 @@ def _run_locally(run: _Run, plan: dict) -> list[ResultDoc]:
             run.cells = run.cells + extra
             plan.update(cells=[c.id for c in run.cells], labels=[c.label for c in run.cells])
             files.write_json(run.out_dir / "suite.json", plan)
-            docs += runner.run_cells(extra, run.out_dir, run.command, run.suite.timeout, **settings)
+            docs += runner.run_cells(extra, run.out_dir, run.command, run.suite.timeout, settings)
     return docs
 
 

@@ -113,9 +113,10 @@ def run_job(spec: JobSpec, cells: list) -> dict:
     todo = [c for c in cells if not measured_by(runner.existing(out_dir / f"{c.id}.json"), spec.run_id)]
     print(f"gcbench job: {len(todo)} of {len(cells)} cells to run (the others were measured by this submission)",
           flush=True)
-    docs = runner.run_cells(todo, out_dir, spec.command, spec.timeout, log=functools.partial(print, flush=True),
-                            progress=False, environments=spec.environments, resume=spec.resume,
-                            data_kind=spec.data_kind, run_id=spec.run_id, scheduler=job_facts(spec.executor))
+    settings = runner.RunSettings(log=functools.partial(print, flush=True), progress=False,
+                                  environments=spec.environments, resume=spec.resume, data_kind=spec.data_kind,
+                                  run_id=spec.run_id, scheduler=job_facts(spec.executor))
+    docs = runner.run_cells(todo, out_dir, spec.command, spec.timeout, settings)
     # an attempt that failed where an earlier ok result was kept is a failure of this run
     return {c.id: "failed" if d.get(runner.SUPERSEDED) else d["status"] for c, d in zip(todo, docs, strict=True)}
 

@@ -354,30 +354,48 @@ def check_resumable(cells: list[Cell], out_dir: pathlib.Path) -> None:
                                  "move it away, or use --force to replace it") from None
 
 
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+    """How `run_cells` runs its cells, beside what they are and where they go.
+
+    `log` says each line; `progress=None` shows bars only on a terminal. `environments`
+    maps each cell's `env` to its `envs.Environment`, or to the `envs.EnvUnavailable` that
+    kept it from being built: that environment's cells are recorded as unavailable with the
+    reason. With `resume`, a cell whose ok result with the same settings is already there is
+    not run again; `data_kind` is the data those results must have used. `run_id` names the
+    invocation (its repeats with one repeat number form a round; a new one by default);
+    `scheduler` is the job this runs in (`cluster.job_facts`), recorded in each result's
+    `machine_state`. `cache`: the compilation cache folder (`compile_cache`) of an
+    invocation that runs cells in several calls (replacement repeats), so that its later
+    cells load what its first compiled.
+    """
+
+    log: Callable[..., None] = print
+    progress: bool | None = None
+    environments: dict | None = None  # None: no environments (gcbench's own interpreter)
+    resume: bool = False
+    data_kind: str | None = None
+    run_id: str | None = None
+    scheduler: dict | None = None
+    cache: str | None = None
+
+
 def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], timeout: float,
-              log=print, progress: bool | None = None, environments: dict | None = None,
-              resume: bool = False, data_kind: str | None = None, run_id: str | None = None,
-              scheduler: dict | None = None, cache: str | None = None) -> list[ResultDoc]:
+              settings: RunSettings | None = None) -> list[ResultDoc]:
     """Run every cell, writing `out_dir/<cell>.json`; return the documents in plan order.
 
-    `environments` maps each cell's `env` to its `envs.Environment`, or to the
-    `envs.EnvUnavailable` that kept it from being built: that environment's cells are
-    recorded as unavailable with the reason. With `resume`, a cell whose ok result with
-    the same settings is already there is not run again. A new result that is not ok
-    never replaces an ok one. `progress=None` shows bars only on a terminal.
-    `Interrupted` and KeyboardInterrupt propagate after the current worker is stopped;
-    every finished cell is on disk by then. `run_id` names the invocation (its repeats with
-    one repeat number form a round; a new one by default); `scheduler` is the job this
-    runs in (`cluster.job_facts`), recorded in each result's `machine_state`. `cache`: the
-    compilation cache folder (`compile_cache`) of an invocation that runs cells in several
-    calls (replacement repeats), so that its later cells load what its first compiled.
+    A new result that is not ok never replaces an ok one. `Interrupted` and
+    KeyboardInterrupt propagate after the current worker is stopped; every finished cell
+    is on disk by then. `settings` (`RunSettings`): how.
     """
-    if resume:
+    s = settings or RunSettings()
+    if s.resume:
         check_resumable(cells, out_dir)
-    show_bars = sys.stderr.isatty() if progress is None else progress
-    with contextlib.nullcontext(cache) if cache else compile_cache() as folder:
-        batch = _Batch(cells, out_dir, command, timeout, log, environments or {}, resume, data_kind,
-                       compile_cache_env(folder), run_id or new_run_id(), scheduler)
+    show_bars = sys.stderr.isatty() if s.progress is None else s.progress
+    log = s.log
+    with contextlib.nullcontext(s.cache) if s.cache else compile_cache() as folder:
+        batch = _Batch(cells, out_dir, command, timeout, log, s.environments or {}, s.resume, s.data_kind,
+                       compile_cache_env(folder), s.run_id or new_run_id(), s.scheduler)
         bars = Progress(cells, getattr(log, "stream", sys.stdout)) if show_bars else None
         if bars is not None:
             batch.log, batch.progress = bars.say, bars
