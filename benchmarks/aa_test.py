@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 
-from gcbench.analysing import compare
+from gcbench.analysing import comparison
 from gcbench.measuring import results
 
 
@@ -29,7 +29,7 @@ def run(out: pathlib.Path, args) -> None:
 
 def report(title: str, c: dict) -> collections.Counter:
     print(f"\n{title}")
-    print(compare.format_comparison(c))
+    print(comparison.format_comparison(c))
     counts = collections.Counter(r["verdict"] for r in c["rows"])
     print("verdicts (median step):", dict(counts))
     return counts
@@ -49,8 +49,8 @@ def main() -> None:
     for folder in (a, b):
         run(folder, args)
     da, db = results.load_dir(a), results.load_dir(b)
-    self_counts = report("A against itself:", compare.compare_docs(da, da))
-    aa_counts = report("A against B (identical settings, run one after the other):", compare.compare_docs(da, db))
+    self_counts = report("A against itself:", comparison.compare_docs(da, da))
+    aa_counts = report("A against B (identical settings, run one after the other):", comparison.compare_docs(da, db))
     called = sum(aa_counts[v] for v in ("faster", "slower")) + sum(self_counts[v] for v in ("faster", "slower"))
     print(f"\ncells called faster or slower: {called} (of {sum(aa_counts.values())} A/B pairs and "
           f"{sum(self_counts.values())} self-pairs); results in {root}")

@@ -3,7 +3,7 @@
 Every cell runs in --repeats worker processes through gcbench's runner (default N per
 workload unless --networks), GC policy `default`; the table shows the median step (the
 median of the per-repeat medians), its ratio to jax-vmap on the same workload with the
-95 % interval of the ratio (repeats as the unit, see `gcbench.analysing.compare`), and the GC share.
+95 % interval of the ratio (repeats as the unit, see `gcbench.analysing.comparison`), and the GC share.
 
     python benchmarks/backend_ratios.py [--steps 100] [--repeats 3] [--workloads mlp,lenet5] [--out DIR]
 """
@@ -14,7 +14,7 @@ import argparse
 import pathlib
 import tempfile
 
-from gcbench.analysing import compare, summary
+from gcbench.analysing import comparison, summary
 from gcbench.measuring.backends import BACKENDS
 from gcbench.running.config import Suite, split_list
 from gcbench.running.runner import run_cells
@@ -52,7 +52,8 @@ def main() -> None:
                 continue
             ratio = "-"
             if floor is not None:
-                t = compare.test_median(compare.repeat_values(floor.docs), compare.repeat_values(cs.docs), 0.05, 0.05)
+                t = comparison.test_median(comparison.repeat_values(floor.docs), comparison.repeat_values(cs.docs),
+                                           0.05, 0.05)
                 ratio = f"{t.effect:.2f}" + (f" ({t.ci[0]:.2f}-{t.ci[1]:.2f})" if t.ci else "")
             row += f"{cs.stats['median_ms']:>12.2f}{ratio:>22}{100 * cs.stats['gc_share']:>7.2f}"
         print(row)

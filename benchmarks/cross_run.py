@@ -6,7 +6,7 @@
 2. By simulation, at the spread between repeats measured here and a run-level shift of
    the estimated size: the share of identical cells compare calls faster or slower when
    they come from two runs, with and without the run-level term in the interval
-   (`compare.RUN_SD`), and when both sides are in one run (no shift).
+   (`comparison.RUN_SD`), and when both sides are in one run (no shift).
 
     python benchmarks/cross_run.py [--pairs 2000]
 """
@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-from gcbench.analysing import compare, summary
+from gcbench.analysing import comparison, summary
 from gcbench.measuring import results
 from gcbench.publishing import archive
 
@@ -69,8 +69,8 @@ def false_calls(rng, pairs: int, run_sd: float, widen: bool, repeats: int = 3) -
         a = repeat_log_medians(rng, 1, repeats)[0] + rng.normal(0, run_sd)
         b = repeat_log_medians(rng, 1, repeats)[0] + rng.normal(0, run_sd)
         va, vb = {"medians": np.exp(a).tolist(), "apart": widen}, {"medians": np.exp(b).tolist(), "apart": widen}
-        t = compare.test_median(va, vb, compare.MIN_EFFECT, compare.ALPHA)
-        compare.conclude([t], compare.ALPHA)
+        t = comparison.test_median(va, vb, comparison.MIN_EFFECT, comparison.ALPHA)
+        comparison.conclude([t], comparison.ALPHA)
         wrong += t.verdict in ("faster", "slower")
     return wrong / pairs
 
@@ -84,14 +84,14 @@ def main() -> None:
     t, _ = run_term.estimate()
     print(f"the run term from {t['runs']} separate runs of {t['cells']} cells (benchmarks/run_term.py): "
           f"{100 * t['run_sd']:.1f} % (95 % {100 * t['low']:.1f}-{100 * t['high']:.1f} %), beside "
-          f"{100 * t['within_sd']:.1f} % between repeats; compare.RUN_SD = {100 * compare.RUN_SD:.1f} %")
+          f"{100 * t['within_sd']:.1f} % between repeats; comparison.RUN_SD = {100 * comparison.RUN_SD:.1f} %")
     groups = runs_of_the_same_cells()
     e = estimate(groups)
     print(f"for comparison, {e['cells']} cells the committed reports hold from two runs each: per-cell difference "
           f"sd {100 * e['diff_sd']:.1f} % (the repeats' own spread explains {100 * e['sampling_sd']:.1f} %); two runs "
           "of a pair cannot resolve the term")
     rng = np.random.default_rng(5)
-    for run_sd in (0.0, compare.RUN_SD, 0.07):
+    for run_sd in (0.0, comparison.RUN_SD, 0.07):
         plain = false_calls(rng, args.pairs, run_sd, False)
         widened = false_calls(rng, args.pairs, run_sd, True)
         print(f"identical cells, run-level sd {100 * run_sd:.0f} %, 3 repeats a side: false calls {100 * plain:.1f} % "

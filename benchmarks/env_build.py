@@ -20,7 +20,7 @@ import time
 
 from gcbench.measuring import envspec
 from gcbench.measuring.backends import BACKENDS
-from gcbench.running import envs
+from gcbench.running import venvs
 
 
 def du(*paths: pathlib.Path) -> int:
@@ -35,7 +35,7 @@ def build(spec: str, needed: list[str], installer: str, root: pathlib.Path) -> l
     rows = []
     for kind in ("cold", "warm"):
         t0 = time.monotonic()
-        env = envs.ensure(envspec.parse(spec), needed, rebuild=True)
+        env = venvs.ensure(envspec.parse(spec), needed, rebuild=True)
         took = time.monotonic() - t0
         caches = [p for p in (root / "cache" / "pip", root / "cache" / "gcbench" / "uv") if p.exists()]
         alone = du(env.path)

@@ -41,7 +41,7 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from gcbench.measuring import data as datamod  # noqa: E402
+from gcbench.measuring import mnist  # noqa: E402
 from simulate import docs  # noqa: E402
 from test_fuzz import mutate  # noqa: E402
 
@@ -278,15 +278,15 @@ def _idx(tmp, damage):
     d = tmp / "mnist"
     d.mkdir()
     rng = np.random.default_rng(0)
-    datamod.write_idx(d / datamod.IMAGES, rng.integers(0, 255, (100, 28, 28), dtype=np.uint8))
-    datamod.write_idx(d / datamod.LABELS, rng.integers(0, 10, 100, dtype=np.uint8))
+    mnist.write_idx(d / mnist.IMAGES, rng.integers(0, 255, (100, 28, 28), dtype=np.uint8))
+    mnist.write_idx(d / mnist.LABELS, rng.integers(0, 10, 100, dtype=np.uint8))
     damage(d)
     return ["run", "--data", str(d), "--backends", "jax", "--workloads", "mlp", "--steps", "2", "--out", str(tmp / "o")]
 
 
 def _bomb(d):
-    (d / datamod.IMAGES).unlink()
-    with gzip.open(d / (datamod.IMAGES + ".gz"), "wb", compresslevel=9) as f:
+    (d / mnist.IMAGES).unlink()
+    with gzip.open(d / (mnist.IMAGES + ".gz"), "wb", compresslevel=9) as f:
         f.write(b"\x00\x00\x08\x03" + (100).to_bytes(4, "big") + (28).to_bytes(4, "big") * 2)
         zeros = b"\x00" * (1 << 20)
         for _ in range(1024):  # 1 GiB of zeros: about 1 MB compressed
@@ -295,10 +295,10 @@ def _bomb(d):
 
 IDX = {
     "gzip bomb": _bomb,
-    "truncated images": lambda d: (d / datamod.IMAGES).write_bytes((d / datamod.IMAGES).read_bytes()[:500]),
-    "float labels": lambda d: datamod.write_idx(d / datamod.LABELS, np.full(100, 3.5, np.float32)),
-    "header overflow": lambda d: (d / datamod.IMAGES).write_bytes(b"\x00\x00\x08\x03" + (2**31).to_bytes(4, "big") * 3),
-    "not gzip": lambda d: (d / (datamod.IMAGES + ".gz")).write_bytes(b"not gzip at all"),
+    "truncated images": lambda d: (d / mnist.IMAGES).write_bytes((d / mnist.IMAGES).read_bytes()[:500]),
+    "float labels": lambda d: mnist.write_idx(d / mnist.LABELS, np.full(100, 3.5, np.float32)),
+    "header overflow": lambda d: (d / mnist.IMAGES).write_bytes(b"\x00\x00\x08\x03" + (2**31).to_bytes(4, "big") * 3),
+    "not gzip": lambda d: (d / (mnist.IMAGES + ".gz")).write_bytes(b"not gzip at all"),
 }
 
 

@@ -16,7 +16,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
-from gcbench.analysing import compare, stats
+from gcbench.analysing import comparison, stats
 from simulate import PHI, SHIFT_SD, STEP_SD, ar1
 
 STEPS = 150
@@ -31,8 +31,9 @@ def calls(rng, effect, pairs, repeats):
     a, b = log_medians(rng, pairs, repeats), log_medians(rng, pairs, repeats, math.log(effect))
     out = {}
     for x, y in zip(a, b, strict=True):
-        t = compare.test_median({"medians": np.exp(x)}, {"medians": np.exp(y)}, compare.MIN_EFFECT, compare.ALPHA)
-        compare.conclude([t], compare.ALPHA)
+        t = comparison.test_median({"medians": np.exp(x)}, {"medians": np.exp(y)}, comparison.MIN_EFFECT,
+                                   comparison.ALPHA)
+        comparison.conclude([t], comparison.ALPHA)
         out[t.verdict] = out.get(t.verdict, 0) + 1
     return out
 
@@ -54,7 +55,7 @@ def main() -> None:
         aa = calls(rng, 1.0, n, r)
         wrong = aa.get("faster", 0) + aa.get("slower", 0)
         p20, p10 = (calls(rng, e, n, r).get("slower", 0) / n for e in (1.2, 1.1))
-        mde = stats.detectable_change(spread, r, r, compare.ALPHA)
+        mde = stats.detectable_change(spread, r, r, comparison.ALPHA)
         print(
             f"R = {r}: identical pairs called different {100 * wrong / n:.1f} %, "
             f"'same' {100 * aa.get('same', 0) / n:.1f} %; "

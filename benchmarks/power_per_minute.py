@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from gcbench.analysing import compare, summary
+from gcbench.analysing import comparison, summary
 from gcbench.measuring import results
 
 
@@ -39,7 +39,7 @@ def main() -> None:
                             "--steps", steps, "--out", out, "--no-progress"], check=True, capture_output=True)
             wall = time.monotonic() - t0
             groups = summary.cells(results.load_dir(out))
-            d = compare.detectable([compare.repeat_values(ds) for ds in groups.values()], compare.ALPHA)
+            d = comparison.detectable([comparison.repeat_values(ds) for ds in groups.values()], comparison.ALPHA)
             full = "; ".join(f"{k[0]} {summary.summarize(ds).stats['full']['schedule']['counts']}"
                              for k, ds in groups.items())
             print(f"{design:>8} {wall:>7.0f} {100 * d['spread']:>6.1f}% {100 * d['single']:>7.0f}%  {full}")

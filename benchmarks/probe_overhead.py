@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from gcbench.measuring import data as datamod
+from gcbench.measuring import mnist
 from gcbench.measuring.backends import get_backend
 from gcbench.measuring.probe import StepProbe
 from gcbench.measuring.workloads import get_workload, init_params
@@ -35,9 +35,9 @@ def main() -> None:
 
     workload = get_workload(args.workload)
     networks = args.networks or workload.default_networks
-    dataset = datamod.load()
+    dataset = mnist.load()
     total = 3 + args.blocks * args.block_steps
-    schedule = datamod.batch_schedule(len(dataset), total, seed=0)
+    schedule = mnist.batch_schedule(len(dataset), total, seed=0)
     trainer = get_backend(args.backend).build(workload, init_params(workload, 0, networks), dataset)
     for i in range(3):
         trainer.step(schedule[i])

@@ -17,7 +17,7 @@ The estimate (`stats.run_term`): per cell, the spread of the runs' mean log medi
 what the spread of repeats inside a run explains (one-way random effects, pooled over the
 cells), with a 95 % interval from the chi-square distribution of the between-run mean
 square on (distinct runs - 1) degrees of freedom. compare widens every time test of two
-runs apart by it (`compare.RUN_SD`, `compare.RUN_DF`: tests/test_readme_claims.py holds
+runs apart by it (`comparison.RUN_SD`, `comparison.RUN_DF`: tests/test_readme_claims.py holds
 them to `benchmarks/run_term/estimate.json`, which this writes), and prints detectable
 changes that include it.
 
@@ -38,7 +38,7 @@ import time
 
 import numpy as np
 
-from gcbench.analysing import compare, stats, summary
+from gcbench.analysing import comparison, stats, summary
 from gcbench.measuring import results
 from gcbench.publishing import archive
 
@@ -165,9 +165,10 @@ def main() -> None:
     print(f"\n{est['cells']} cells measured in 2 or more of {est['runs']} separate runs, {est['repeats']} repeats each")
     print(f"spread between repeats inside a run: {100 * est['within_sd']:.1f} %")
     print(f"run-to-run term (a run's own level, per cell): {100 * est['run_sd']:.1f} % "
-          f"(95 % {100 * est['low']:.1f}-{100 * est['high']:.1f} %); compare.RUN_SD = {100 * compare.RUN_SD:.1f} %")
+          f"(95 % {100 * est['low']:.1f}-{100 * est['high']:.1f} %); "
+          f"comparison.RUN_SD = {100 * comparison.RUN_SD:.1f} %")
     for n in (3, 6, 10):
-        d = stats.detectable_change(est["within_sd"], n, n, compare.ALPHA, run_sd=est["run_sd"])
+        d = stats.detectable_change(est["within_sd"], n, n, comparison.ALPHA, run_sd=est["run_sd"])
         print(f"two runs apart, {n} repeats a side: smallest detectable change of a median "
               f"{'none below 100x' if d is None else f'{100 * d:.0f} %'}")
     (HERE / "estimate.json").write_text(json.dumps({k: round(v, 5) if isinstance(v, float) else v

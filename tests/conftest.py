@@ -22,7 +22,7 @@ os.environ.update({"JAX_COMPILATION_CACHE_DIR": _JAX_CACHE, "JAX_PERSISTENT_CACH
 import numpy as np  # noqa: E402 - after the cache's environment, which JAX reads on import
 import pytest  # noqa: E402
 
-from gcbench.measuring import data as datamod  # noqa: E402
+from gcbench.measuring import mnist as datamod  # noqa: E402
 
 # The budget cases are a project's own test suite, which tests/test_gc_budget.py runs in fresh
 # pytest processes (as a project runs them, and under other versions of equinox); collected

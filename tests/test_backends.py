@@ -8,7 +8,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from gcbench.measuring import data as datamod
+from gcbench.measuring import mnist as datamod
 from gcbench.measuring.backends import BACKENDS
 from gcbench.measuring.workloads import WORKLOADS, init_params
 from gcbench.running.config import Suite

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import TINY_RUN, assert_one_line_error, ok_results_folder, run_cli, write_mnist
 from gcbench import __version__
-from gcbench.measuring import data as datamod
+from gcbench.measuring import mnist as datamod
 
 
 @pytest.mark.parametrize(("args", "fragments"), [
@@ -325,13 +325,13 @@ def test_an_installer_leaves_nothing_in_the_temporary_folder(tmp_path, monkeypat
     import io
     import sys
 
-    from gcbench.running import envs
+    from gcbench.running import venvs
 
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", None)
-    code, out = envs._run([sys.executable, "-c", "import os, tempfile; open(os.path.join(tempfile.gettempdir(), "
+    code, out = venvs._run([sys.executable, "-c", "import os, tempfile; open(os.path.join(tempfile.gettempdir(), "
                                               "'uv-setuptools-1.lock'), 'w').close(); print(tempfile.gettempdir())"],
                           io.StringIO())
     assert code == 0

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats as sst
 
-from gcbench.analysing import compare, stats
+from gcbench.analysing import comparison, stats
 
 N = 20_000  # intervals per check: a tail's Monte Carlo standard error is 0.11 points
 TOLERANCE = 0.005  # each tail 2.5 % +- 0.5 points (4.5 standard errors: a true interval passes)
@@ -39,8 +39,8 @@ def compare_intervals(seed: int, repeats: int) -> dict[str, tuple[np.ndarray, np
     b = rng.normal(0, SPREAD, (N, repeats))
     out = {k: (np.empty(N), np.empty(N)) for k in ("compare", "shifted 0.3 se", "one-sided")}
     for i in range(N):
-        t = compare.test_median({"medians": np.exp(a[i]).tolist()}, {"medians": np.exp(b[i]).tolist()},
-                                compare.MIN_EFFECT, compare.ALPHA)
+        t = comparison.test_median({"medians": np.exp(a[i]).tolist()}, {"medians": np.exp(b[i]).tolist()},
+                                comparison.MIN_EFFECT, comparison.ALPHA)
         q = float(sst.t.ppf(0.975, t.df))
         out["compare"][0][i], out["compare"][1][i] = t.ci
         out["shifted 0.3 se"][0][i] = math.exp(t.estimate - (q - 0.3) * t.se)
@@ -74,8 +74,8 @@ def two_runs_apart(seed: int, run_sd, run_term, repeats: int = 3) -> tuple[float
         truth = run_sd(rng)
         a = rng.normal(0, SPREAD, repeats) + rng.normal(0, truth)
         b = rng.normal(0, SPREAD, repeats) + rng.normal(0, truth)
-        t = compare.test_median({"medians": np.exp(a).tolist(), "apart": True},
-                                {"medians": np.exp(b).tolist(), "apart": True}, compare.MIN_EFFECT, compare.ALPHA,
+        t = comparison.test_median({"medians": np.exp(a).tolist(), "apart": True},
+                                {"medians": np.exp(b).tolist(), "apart": True}, comparison.MIN_EFFECT, comparison.ALPHA,
                                 run_term=run_term(rng, truth))
         lo[i], hi[i] = t.ci
     return tails(lo, hi, 1.0)
@@ -112,8 +112,8 @@ def test_compares_own_run_term_covers_the_truths_its_measurement_allows():
     measured); a term of 0 misses 6.6 % a side, one three times too wide 0.05 %: both fail."""
     est = measured_run_term()
     k = est["runs"] - 1
-    assert compare.RUN_DF == k
-    assert compare.RUN_SD == pytest.approx(est["run_sd"], abs=0.0005)
+    assert comparison.RUN_DF == k
+    assert comparison.RUN_SD == pytest.approx(est["run_sd"], abs=0.0005)
     below, above = two_runs_apart(3, lambda rng: est["run_sd"] * math.sqrt(k / rng.chisquare(k)),
                                   lambda rng, truth: None)
     assert 0.015 <= below <= 0.035, (below, above)

@@ -5,7 +5,7 @@ import pytest
 
 from conftest import write_mnist
 from gcbench.core.errors import UsageError
-from gcbench.measuring import data as datamod
+from gcbench.measuring import mnist as datamod
 
 
 @pytest.mark.parametrize("compress", [False, True])

@@ -16,13 +16,13 @@ from conftest import TINY_RUN, assert_one_line_error, run_cli
 from gcbench.core.errors import UsageError
 from gcbench.measuring import envspec, results
 from gcbench.measuring.cell import Cell
-from gcbench.running import envs, installers, runner
+from gcbench.running import installers, runner, venvs
 
 # The user's pip cache, read before the tests point XDG_CACHE_HOME at empty folders.
 PIP_CACHE = os.environ.get("PIP_CACHE_DIR") or str(pathlib.Path(
     os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache", "pip"))
 SMALL_PIN = "six==1.16.0"  # small, pure Python, and not one of gcbench's dependencies
-PKG_DIR = pathlib.Path(envs.__file__).resolve().parents[1]  # the package
+PKG_DIR = pathlib.Path(venvs.__file__).resolve().parents[1]  # the package
 
 
 @pytest.fixture
@@ -52,8 +52,8 @@ def test_parse_canonical_form():
     assert envspec.parse("python=3.11").name == "py3.11"
     assert envspec.parse("jax==0.8.0").name == "this-python jax==0.8.0"
     assert envspec.parse("python=/opt/py/bin/python3 jax[cpu]==0.8.0").pins == ("jax[cpu]==0.8.0",)
-    assert envs.exact_pin(envspec.parse("jax[cpu]==0.8.0"), "jax") == "0.8.0"
-    assert envs.exact_pin(envspec.parse("jax>=0.8"), "jax") is None
+    assert venvs.exact_pin(envspec.parse("jax[cpu]==0.8.0"), "jax") == "0.8.0"
+    assert venvs.exact_pin(envspec.parse("jax>=0.8"), "jax") is None
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -75,7 +75,7 @@ def test_the_same_environment_twice_is_an_error():
 
 
 def test_requirements_pins_replace_gcbench_bounds_and_only_needed_packages_come():
-    reqs = envs.requirements(envspec.parse("jax==0.8.0 six==1.16.0"), ["jax", "optax", "equinox"])
+    reqs = venvs.requirements(envspec.parse("jax==0.8.0 six==1.16.0"), ["jax", "optax", "equinox"])
     names = [envspec.requirement_name(r) for r in reqs]
     assert "jax==0.8.0" in reqs
     assert not any(r.startswith("jax>") for r in reqs)
@@ -85,16 +85,16 @@ def test_requirements_pins_replace_gcbench_bounds_and_only_needed_packages_come(
     assert "pytest" not in names
     assert "matplotlib" not in names
     assert any(r.startswith("tomli") and "python_version" in r for r in reqs)  # the marker goes to pip as is
-    assert envs.requirements(envspec.parse("python=3.12"), []) == [r for r in reqs if envspec.requirement_name(r) in
+    assert venvs.requirements(envspec.parse("python=3.12"), []) == [r for r in reqs if envspec.requirement_name(r) in
                                                                  ("numpy", "scipy", "tqdm", "jsonschema", "packaging",
                                                                   "filelock", "tomli", "tomlkit")]
 
 
 def test_matching_jaxlib():
     available = ["0.6.2", "0.5.3", "0.5.1", "0.5.0", "0.4.38"]
-    assert envs.matching_jaxlib("0.5.3", available) == "0.5.3"
-    assert envs.matching_jaxlib("0.5.2", available) == "0.5.1"  # jax 0.5.2 shipped without its own jaxlib
-    assert envs.matching_jaxlib("0.4.10", available) == "0.4.10"  # nothing older: pip will say so
+    assert venvs.matching_jaxlib("0.5.3", available) == "0.5.3"
+    assert venvs.matching_jaxlib("0.5.2", available) == "0.5.1"  # jax 0.5.2 shipped without its own jaxlib
+    assert venvs.matching_jaxlib("0.4.10", available) == "0.4.10"  # nothing older: pip will say so
 
 
 def test_pip_reason_is_one_line():
@@ -114,7 +114,7 @@ def test_pip_reason_is_one_line():
 
 
 def test_interpreter_lookup(tmp_path, monkeypatch):
-    me = envs.find_interpreter(None)
+    me = venvs.find_interpreter(None)
     assert me.version == platform.python_version()
     minor = ".".join(me.version.split(".")[:2])
     # Not on PATH, but under a pyenv root: found there
@@ -123,18 +123,18 @@ def test_interpreter_lookup(tmp_path, monkeypatch):
     (pyenv / "versions" / me.version / "bin" / f"python{minor}").symlink_to(sys.executable)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setenv("PYENV_ROOT", str(pyenv))
-    found = envs.find_interpreter(minor)
+    found = venvs.find_interpreter(minor)
     assert found.version == me.version
-    assert envs.find_interpreter(me.version).version == me.version
-    with pytest.raises(envs.EnvUnavailable, match=r"no Python 3\.2 on this machine: looked for python3\.2 on PATH"):
-        envs.find_interpreter("3.2")
-    with pytest.raises(envs.EnvUnavailable, match="no such interpreter"):
-        envs.find_interpreter(str(tmp_path / "nope" / "python"))
+    assert venvs.find_interpreter(me.version).version == me.version
+    with pytest.raises(venvs.EnvUnavailable, match=r"no Python 3\.2 on this machine: looked for python3\.2 on PATH"):
+        venvs.find_interpreter("3.2")
+    with pytest.raises(venvs.EnvUnavailable, match="no such interpreter"):
+        venvs.find_interpreter(str(tmp_path / "nope" / "python"))
     fake = tmp_path / "notpython"
     fake.write_text("#!/bin/sh\necho hello\n")
     fake.chmod(0o755)
-    with pytest.raises(envs.EnvUnavailable, match="does not run as a Python interpreter"):
-        envs.find_interpreter(str(fake))
+    with pytest.raises(venvs.EnvUnavailable, match="does not run as a Python interpreter"):
+        venvs.find_interpreter(str(fake))
 
 
 @pytest.fixture(scope="module")
@@ -143,14 +143,14 @@ def small_env(env_cache):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(env_cache))
         mp.setenv("PIP_CACHE_DIR", PIP_CACHE)
-        return envs.ensure(envspec.parse(SMALL_PIN), [])
+        return venvs.ensure(envspec.parse(SMALL_PIN), [])
 
 
 def test_build_from_the_running_interpreter_with_one_pin(small_env, cache):
     env = small_env
     assert not env.reused
     assert pathlib.Path(env.python).is_file()
-    assert env.path.parent == envs.envs_root()
+    assert env.path.parent == venvs.envs_root()
     assert env.python_version == platform.python_version()
     assert env.packages["six"] == "1.16.0"
     assert "numpy" in env.packages
@@ -168,14 +168,14 @@ def test_build_from_the_running_interpreter_with_one_pin(small_env, cache):
 
 
 def test_reuse_from_the_cache_runs_no_pip(small_env, cache, monkeypatch):
-    marker = small_env.path / envs.MARKER
+    marker = small_env.path / venvs.MARKER
     before = marker.stat().st_mtime_ns
 
     def no_commands(*a, **k):
         raise AssertionError(f"reuse ran a command: {a[0]}")
 
-    monkeypatch.setattr(envs, "_run", no_commands)
-    again = envs.ensure(envspec.parse(SMALL_PIN), [])
+    monkeypatch.setattr(venvs, "_run", no_commands)
+    again = venvs.ensure(envspec.parse(SMALL_PIN), [])
     assert again.reused
     assert again.path == small_env.path
     assert again.packages == small_env.packages
@@ -183,49 +183,49 @@ def test_reuse_from_the_cache_runs_no_pip(small_env, cache, monkeypatch):
 
 
 def test_bad_pin_is_unavailable_with_pips_reason_and_others_go_on(small_env, cache):
-    out = envs.build_all([envspec.parse("six==0.0.0.999"), envspec.parse(SMALL_PIN)], [], log=lambda m: None,
+    out = venvs.build_all([envspec.parse("six==0.0.0.999"), envspec.parse(SMALL_PIN)], [], log=lambda m: None,
                          progress=False)
     bad, good = out["six==0.0.0.999"], out[SMALL_PIN]
-    assert isinstance(bad, envs.EnvUnavailable)
+    assert isinstance(bad, venvs.EnvUnavailable)
     assert str(bad).startswith(("No matching distribution found for six==0.0.0.999",  # pip
                                 "No solution found when resolving dependencies: no version of six==0.0.0.999"))  # uv
-    assert isinstance(good, envs.Environment)
+    assert isinstance(good, venvs.Environment)
     assert good.reused
-    assert not [p for p in envs.envs_root().iterdir() if p.is_dir() and p != small_env.path]  # nothing half-built
+    assert not [p for p in venvs.envs_root().iterdir() if p.is_dir() and p != small_env.path]  # nothing half-built
 
 
 def test_interrupted_build_is_removed_and_never_reused(cache, monkeypatch):
     spec = envspec.parse("six==1.15.0")
-    real_run = envs._run
+    real_run = venvs._run
 
     def interrupted(cmd, *a, **k):
         if "install" in cmd:
             raise KeyboardInterrupt
         return real_run(cmd, *a, **k)
 
-    monkeypatch.setattr(envs, "_run", interrupted)
+    monkeypatch.setattr(venvs, "_run", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        envs.ensure(spec, [])
-    folders = [p for p in envs.envs_root().iterdir() if p.is_dir()]
-    assert all((p / envs.MARKER).is_file() for p in folders)  # only finished environments remain
+        venvs.ensure(spec, [])
+    folders = [p for p in venvs.envs_root().iterdir() if p.is_dir()]
+    assert all((p / venvs.MARKER).is_file() for p in folders)  # only finished environments remain
 
 
 def test_folder_without_marker_is_rebuilt(small_env, cache, monkeypatch):
-    (small_env.path / envs.MARKER).rename(small_env.path / "saved-marker")
+    (small_env.path / venvs.MARKER).rename(small_env.path / "saved-marker")
     try:
-        rebuilt = envs.ensure(envspec.parse(SMALL_PIN), [])
+        rebuilt = venvs.ensure(envspec.parse(SMALL_PIN), [])
         assert not rebuilt.reused
         assert rebuilt.path == small_env.path
-        assert (rebuilt.path / envs.MARKER).is_file()
+        assert (rebuilt.path / venvs.MARKER).is_file()
         assert rebuilt.packages["six"] == "1.16.0"
     finally:
         (small_env.path / "saved-marker").unlink(missing_ok=True)
     # --rebuild-envs: a complete environment is built again, not reused (the build itself is
     # the one above; here it is recorded instead of run a second time)
     built = []
-    monkeypatch.setattr(envs, "_build", lambda spec, interpreter, reqs, folder, status: built.append(folder) or "new")
-    assert envs.ensure(envspec.parse(SMALL_PIN), []).reused  # the marker is back: reused
-    assert envs.ensure(envspec.parse(SMALL_PIN), [], rebuild=True) == "new"
+    monkeypatch.setattr(venvs, "_build", lambda spec, interpreter, reqs, folder, status: built.append(folder) or "new")
+    assert venvs.ensure(envspec.parse(SMALL_PIN), []).reused  # the marker is back: reused
+    assert venvs.ensure(envspec.parse(SMALL_PIN), [], rebuild=True) == "new"
     assert built == [small_env.path]
 
 
@@ -260,7 +260,7 @@ def test_run_cli_in_an_environment_records_it(cache, tmp_path):
     ran, missing = docs[f"this-python {SMALL_PIN}"], docs["py3.2"]
     assert ran["status"] == "ok"
     assert len(ran["wall_ns"]) == 5
-    assert ran["metadata"]["python_executable"].startswith(str(envs.envs_root()))
+    assert ran["metadata"]["python_executable"].startswith(str(venvs.envs_root()))
     assert ran["environment"]["packages"]["six"] == "1.16.0"
     assert "jax" in ran["environment"]["packages"]
     assert ran["metadata"]["packages"]["jax"] == ran["environment"]["packages"]["jax"]
@@ -293,13 +293,13 @@ def test_other_interpreter_if_the_machine_has_one(cache, tmp_path):
         if minor == me:
             continue
         try:
-            other = envs.find_interpreter(minor)
+            other = venvs.find_interpreter(minor)
             break
-        except envs.EnvUnavailable:
+        except venvs.EnvUnavailable:
             continue
     if other is None:
         pytest.skip("no other Python 3.10-3.13 on this machine")
-    env = envs.ensure(envspec.parse(f"python={'.'.join(other.version.split('.')[:2])}"), [])
+    env = venvs.ensure(envspec.parse(f"python={'.'.join(other.version.split('.')[:2])}"), [])
     cell = Cell("jax", "mlp", "default", 0, 2, 4992, 3, 1, 0, 10, env=env.spec.text)
     runner.run_worker(cell, tmp_path / "c.json", ["gcbench"], 120, None, python=env.python,
                       environment=env.describe())
@@ -404,9 +404,9 @@ def test_a_pip_build_still_works_where_uv_is_not_wanted(cache, monkeypatch):
     from gcbench.running import installers
 
     monkeypatch.setenv(installers.CHOICE_VAR, "pip")
-    env = envs.ensure(envspec.parse(SMALL_PIN), [], rebuild=True)
+    env = venvs.ensure(envspec.parse(SMALL_PIN), [], rebuild=True)
     assert env.packages["six"] == SMALL_PIN.split("==")[1]
-    marker = json.loads((env.path / envs.MARKER).read_text())
+    marker = json.loads((env.path / venvs.MARKER).read_text())
     assert marker["installer"] == "pip"
 
 
@@ -422,14 +422,14 @@ def test_a_source_pin_names_a_commit():
 def test_versions_and_pins_are_read_as_pep_440_and_508_say():
     """Issue 23, item 3: release candidates sort where PEP 440 puts them, extras and
     direct references parse, markers have no place in a pin."""
-    order = sorted(["0.4.30", "0.4.4", "0.4.30rc1", "0.13.10", "0.13.9", "nightly"], key=envs.version_key)
+    order = sorted(["0.4.30", "0.4.4", "0.4.30rc1", "0.13.10", "0.13.9", "nightly"], key=venvs.version_key)
     assert order == ["nightly", "0.4.4", "0.4.30rc1", "0.4.30", "0.13.9", "0.13.10"]
-    assert envs.matching_jaxlib("0.4.30", ["0.4.29", "0.4.30rc1", "0.4.31"]) == "0.4.30rc1"
+    assert venvs.matching_jaxlib("0.4.30", ["0.4.29", "0.4.30rc1", "0.4.31"]) == "0.4.30rc1"
     spec = envspec.parse("Flax_NNX[all]>=1.0,<2 jax==0.8.0")
     assert spec.pins == ("flax-nnx[all]>=1.0,<2", "jax==0.8.0")
-    assert envs.exact_pin(spec, "jax") == "0.8.0"
-    assert envs.pinned_version("jax==0.8.*") is None
-    assert envs.pinned_version("jax>=0.8") is None
+    assert venvs.exact_pin(spec, "jax") == "0.8.0"
+    assert venvs.pinned_version("jax==0.8.*") is None
+    assert venvs.pinned_version("jax>=0.8") is None
     assert envspec.requirement_name("tomli>=2.0; python_version < '3.11'") == "tomli"
     for bad, message in [
         ("jax==0.8;python_version<'3'", "has a marker"),
@@ -447,7 +447,7 @@ def test_an_installer_that_prints_nothing_still_times_out(tmp_path):
 
     log = io.StringIO()
     start = __import__("time").monotonic()
-    code, out = envs._run([sys.executable, "-c", "import time; time.sleep(30)"], log, timeout=1.0)
+    code, out = venvs._run([sys.executable, "-c", "import time; time.sleep(30)"], log, timeout=1.0)
     assert __import__("time").monotonic() - start < 10
     assert code != 0
     assert "gave up after 1 s" in out

@@ -12,7 +12,7 @@ import pytest
 
 import simulate
 from conftest import run_cli
-from gcbench.analysing import explain
+from gcbench.analysing import gc_causes
 from gcbench.measuring import diagnose
 
 
@@ -29,7 +29,7 @@ def _explain(step, steps=100):
                "metadata": {"python": "3"}, "python": diagnose.diagnose(step, steps)}
     finally:
         gc.set_threshold(*thresholds)
-    return explain.summarize(raw)
+    return gc_causes.summarize(raw)
 
 
 def test_a_loop_that_keeps_records_is_named_with_its_line():
@@ -74,8 +74,9 @@ def test_a_loop_that_makes_cycles_shows_cyclic_garbage_and_its_types():
     assert expl["collected"] >= 50 * 80
     assert any(k.endswith("Node") for k in garbage["by_type"])
     assert any(r["kind"] == "cycles" for r in expl["recommendations"])
-    assert "cyclic garbage by type" in explain.format_text(expl)
-    assert explain.format_text(json.loads(json.dumps(expl))) == explain.format_text(expl)  # as explain.json keeps it
+    assert "cyclic garbage by type" in gc_causes.format_text(expl)
+    kept = json.loads(json.dumps(expl))  # as explain.json keeps it
+    assert gc_causes.format_text(kept) == gc_causes.format_text(expl)
 
 
 def test_a_clean_loop_promotes_nothing_to_speak_of():
@@ -124,12 +125,12 @@ def test_explain_cli_names_the_bookkeeping_of_a_jax_loop(tmp_path):
     assert "timings are disturbed" in proc.stderr
     saved = json.loads((tmp_path / "explain.json").read_text())
     assert [e["label"] for e in saved["explanations"]] == ["jax/mlp/default"]
-    assert explain.format_text(expl).startswith("jax/mlp/default with bookkeeping metrics: ")
+    assert gc_causes.format_text(expl).startswith("jax/mlp/default with bookkeeping metrics: ")
     # the same cell explained without the loop's records is kept beside it, not in its place
-    explain.save(tmp_path, dict(expl, cell=dict(expl["cell"], bookkeeping="none"), note="plain"))
-    kept = explain.load(tmp_path)["explanations"]
+    gc_causes.save(tmp_path, dict(expl, cell=dict(expl["cell"], bookkeeping="none"), note="plain"))
+    kept = gc_causes.load(tmp_path)["explanations"]
     assert [e["cell"]["bookkeeping"] for e in kept] == ["metrics", "none"]
-    assert explain.qualifiers(kept[1]) == ""
+    assert gc_causes.qualifiers(kept[1]) == ""
 
 
 def test_explain_json_keeps_one_explanation_per_cell_and_environment(tmp_path):
@@ -140,15 +141,15 @@ def test_explain_json_keeps_one_explanation_per_cell_and_environment(tmp_path):
     old = {"label": f"equinox-filter/vit/default [{env}]", "environment": env, "note": "old", **cell}
     new = {"label": "equinox-filter/vit/default", "environment": env, "note": "new", **cell}
     other = {"label": "equinox-filter/vit/default", "environment": None, "note": "no env", **cell}
-    explain.save(tmp_path, old)
-    explain.save(tmp_path, other)
-    explain.save(tmp_path, new)
-    kept = explain.load(tmp_path)["explanations"]
+    gc_causes.save(tmp_path, old)
+    gc_causes.save(tmp_path, other)
+    gc_causes.save(tmp_path, new)
+    kept = gc_causes.load(tmp_path)["explanations"]
     assert [(e["note"], e["environment"]) for e in kept] == [("no env", None), ("new", env)]
-    raw = json.loads((tmp_path / explain.FILE).read_text())
+    raw = json.loads((tmp_path / gc_causes.FILE).read_text())
     raw["explanations"].append(dict(old, note="appended by hand"))
-    (tmp_path / explain.FILE).write_text(json.dumps(raw))
-    assert [e["note"] for e in explain.load(tmp_path)["explanations"]] == ["no env", "appended by hand"]
+    (tmp_path / gc_causes.FILE).write_text(json.dumps(raw))
+    assert [e["note"] for e in gc_causes.load(tmp_path)["explanations"]] == ["no env", "appended by hand"]
 
 
 def test_a_recommendations_effect_is_measured_in_its_own_environment_with_intervals():
@@ -160,24 +161,24 @@ def test_a_recommendations_effect_is_measured_in_its_own_environment_with_interv
     docs = (simulate.docs(rng, env=spec, pause_ms=54.5, **quiet)
             + simulate.docs(rng, env=spec, policy="freeze", pause_ms=16.7, **quiet)
             + simulate.docs(rng, pause_ms=54.5, **quiet) + simulate.docs(rng, policy="freeze", pause_ms=54.5, **quiet))
-    mine = explain._effect(docs, ("equinox-filter", "vit", "default"), ("equinox-filter", "vit", "freeze"), env)
+    mine = gc_causes._effect(docs, ("equinox-filter", "vit", "default"), ("equinox-filter", "vit", "freeze"), env)
     assert re.search(r"GC share 1[12]\.\d\d % → [34]\.\d\d %, difference -[78]\.\d\d points \(9\d\.?\d* % -\d", mine)
     assert "(less GC, p = " in mine
     assert ("full collections (repeats of 300 steps): 15 in every repeat, same steps → 15 in every repeat, same steps "
             "(same, exact: fixed schedules)") in mine
     assert re.search(r"the typical step \(median\) 1\.0\d x \(9\d\.?\d* % \d\.\d\d-\d\.\d\d\), same, p = ", mine)
     assert "the time a run takes (mean step)" in mine
-    other = explain._effect(docs, ("equinox-filter", "vit", "default"), ("equinox-filter", "vit", "freeze"))
+    other = gc_causes._effect(docs, ("equinox-filter", "vit", "default"), ("equinox-filter", "vit", "freeze"))
     assert re.search(r"GC share 1[12]\.\d\d % → 1[12]\.\d\d %", other)  # the main interpreter's cells
-    assert explain._effect(docs, ("equinox-filter", "vit", "default"), ("nnx-split", "vit", "default"), env) is None
+    assert gc_causes._effect(docs, ("equinox-filter", "vit", "default"), ("nnx-split", "vit", "default"), env) is None
 
 
 def test_an_explanation_without_traced_sites_says_why():
     py = {"promoted": {"by_site": {diagnose.UNTRACED: 40}}, "sites_from_step": 150}
-    assert "from step 150" in explain.why_no_sites(py)
-    assert "--site-steps" in explain.why_no_sites(py)
-    assert explain.why_no_sites(dict(py, sites_from_step=None)) == "not traced (--no-sites)"
-    assert explain.why_no_sites({"promoted": {"by_site": {"other x.py:3": 2}}, "sites_from_step": 0}) is None
+    assert "from step 150" in gc_causes.why_no_sites(py)
+    assert "--site-steps" in gc_causes.why_no_sites(py)
+    assert gc_causes.why_no_sites(dict(py, sites_from_step=None)) == "not traced (--no-sites)"
+    assert gc_causes.why_no_sites({"promoted": {"by_site": {"other x.py:3": 2}}, "sites_from_step": 0}) is None
 
 
 SELF_REFERENCING = '''
@@ -308,17 +309,17 @@ def test_explain_bounds_its_own_time_and_says_where_it_stopped(monkeypatch):
     assert raw["analysed_until_step"] is not None
     assert raw["analysed_until_step"] < 39
     assert len([c for c in raw["collections"] if c["step"] >= 0]) >= 40  # every collection still counted
-    expl = explain.summarize({"label": "big", "cell": {"backend": "user", "workload": "big", "policy": "default",
+    expl = gc_causes.summarize({"label": "big", "cell": {"backend": "user", "workload": "big", "policy": "default",
                                                        "bookkeeping": "none"}, "metadata": {"python": "3"},
                               "python": raw})
-    assert f"explain's own time ran past 0.01 s at step {raw['analysed_until_step']}" in explain.format_text(expl)
+    assert f"explain's own time ran past 0.01 s at step {raw['analysed_until_step']}" in gc_causes.format_text(expl)
     del heap
 
 
 @pytest.mark.parametrize(("traced", "total", "named"), [(2, 44, False), (99, 120, False), (500, 10_000, False),
                                                    (32_311, 70_187, True), (120, 120, True)])
 def test_lines_are_named_from_a_sample_that_can_name_them(traced, total, named):
-    """A line is named from at least explain.SITES_MIN_TRACED traced objects and that share
+    """A line is named from at least gc_causes.SITES_MIN_TRACED traced objects and that share
     of the promoted ones (the Equinox seed's step traces 32,311 of 70,187: free lists'
     objects carry no site, though the same lines make them), and the named line says of how
     many; 2 of 44, or a sample under a tenth, names none."""
@@ -327,7 +328,7 @@ def test_lines_are_named_from_a_sample_that_can_name_them(traced, total, named):
                       "by_site": {"untraced": total - traced, "user ~/loop.py:12": traced}, "by_site_type": {},
                       "by_user_site": {"~/loop.py:12": traced}, "made_before_the_steps": 0}
     py["promoted_per_step"] = [total / 10] * 10
-    expl = explain.summarize({"label": "user/loop/default", "cell": {"backend": "user", "workload": "loop",
+    expl = gc_causes.summarize({"label": "user/loop/default", "cell": {"backend": "user", "workload": "loop",
                                                                      "policy": "default", "bookkeeping": "none"},
                               "metadata": {"python": "3"}, "python": py})
     kinds = {r["kind"]: r["text"] for r in expl["recommendations"]}
@@ -350,10 +351,10 @@ def test_sites_are_named_only_where_traced_and_never_gcbench_s_own(tmp_path, mon
                       "by_site": {"untraced": 42, "user ~/loop.py:12": 2}, "by_site_type": {}, "by_user_site":
                       {"~/loop.py:12": 2}, "made_before_the_steps": 0}
     py["promoted_per_step"] = [4.4] * 10
-    expl = explain.summarize({"label": "user/loop/default", "cell": {"backend": "user", "workload": "loop",
+    expl = gc_causes.summarize({"label": "user/loop/default", "cell": {"backend": "user", "workload": "loop",
                                                                      "policy": "default", "bookkeeping": "none"},
                               "metadata": {"python": "3"}, "python": py})
-    text = explain.format_text(expl)
+    text = gc_causes.format_text(expl)
     assert "by allocation site (2 of 44 promoted objects traced" in text
     assert re.search(r"not traced \(a free list's object, or made before tracing began\) 95 %", text)
     assert "lines of your loop to change" not in text

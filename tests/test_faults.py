@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from conftest import assert_one_line_error, run_cli, write_mnist
-from gcbench.measuring import data as datamod
+from gcbench.measuring import mnist as datamod
 from gcbench.measuring import results
 from gcbench.measuring.cell import Cell
 

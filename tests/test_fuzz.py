@@ -15,10 +15,10 @@ import pytest
 
 from conftest import run_cli
 from gcbench import cli
-from gcbench.analysing import compare, summary
+from gcbench.analysing import comparison, summary
 from gcbench.core.errors import UsageError
 from gcbench.measuring import results
-from gcbench.publishing import export
+from gcbench.publishing import tabular
 from simulate import docs
 
 BAD_VALUES = [None, "", "x", -1, 0, 1.5, 1e308, True, [], {}, [[]], [None], {"a": 1}, "a b", "../x", "\n# injected",
@@ -89,9 +89,9 @@ def _read_and_use(doc: dict) -> str:
     cells = summary.summarize_all([doc])
     assert cells
     assert cells[0].ok
-    compare.format_comparison(compare.compare_docs([doc], [doc]))
-    export.to_csv(export.cell_records([doc]))
-    export.to_csv(export.step_records([doc]))
+    comparison.format_comparison(comparison.compare_docs([doc], [doc]))
+    tabular.to_csv(tabular.cell_records([doc]))
+    tabular.to_csv(tabular.step_records([doc]))
     return "read"
 
 

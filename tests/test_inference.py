@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from gcbench.analysing import compare, stats
+from gcbench.analysing import comparison, stats
 from simulate import PHI, SHIFT_SD, STEP_SD, ar1, docs, fgn, heavy_shifts
 
 STEPS = 150  # the default suite's timed steps per repeat
@@ -32,8 +32,8 @@ def verdicts(rng, effect: float, pairs: int, repeats: int = REPEATS) -> dict[str
     b = repeat_log_medians(rng, pairs, repeats, math.log(effect))
     out: dict[str, int] = {}
     for x, y in zip(a, b, strict=True):
-        t = compare.test_median(values(x), values(y), compare.MIN_EFFECT, compare.ALPHA)
-        compare.conclude([t], compare.ALPHA)
+        t = comparison.test_median(values(x), values(y), comparison.MIN_EFFECT, comparison.ALPHA)
+        comparison.conclude([t], comparison.ALPHA)
         out[t.verdict] = out.get(t.verdict, 0) + 1
     return out
 
@@ -74,7 +74,7 @@ def test_the_median_interval_covers_under_long_memory_and_heavy_tails(repeats):
 def test_no_interval_from_fewer_than_three_processes():
     rng = np.random.default_rng(3)
     assert stats.geometric(np.exp(repeat_log_medians(rng, 1, 2)[0]))["ci"] is None
-    c = compare.compare_docs(docs(rng, 2, 10.0), docs(rng, 2, 30.0))
+    c = comparison.compare_docs(docs(rng, 2, 10.0), docs(rng, 2, 30.0))
     assert all(t.p is None and t.ci is None for t in c["rows"][0]["tests"] if not t.exact)
     assert c["rows"][0]["verdict"] == "inconclusive"
     assert "3 or more repeats" in c["rows"][0]["tests"][0].note
@@ -114,14 +114,14 @@ def test_identical_cells_are_rarely_called_different():
 def test_the_printed_detectable_change_is_found_with_80_percent_power():
     rng = np.random.default_rng(31)
     spread = float(np.std(repeat_log_medians(rng, 4000, 2), ddof=1))  # what a run measures between its repeats
-    change = stats.detectable_change(spread, REPEATS, REPEATS, compare.ALPHA)
+    change = stats.detectable_change(spread, REPEATS, REPEATS, comparison.ALPHA)
     assert 0.2 < change < 0.5  # three repeats at this noise cannot promise 20 %: hence the printed figure
     pairs = 2000
     v = verdicts(rng, 1 + change, pairs)
     assert v.get("faster", 0) == 0
     assert abs(v.get("slower", 0) / pairs - 0.80) <= 2.5 * math.sqrt(0.16 / pairs), v
     # and how many repeats it takes to promise 20 %
-    needed = next(r for r in range(2, 30) if stats.detectable_change(spread, r, r, compare.ALPHA) <= 0.20)
+    needed = next(r for r in range(2, 30) if stats.detectable_change(spread, r, r, comparison.ALPHA) <= 0.20)
     v = verdicts(rng, 1.2, 1000, repeats=needed)
     assert v.get("slower", 0) / 1000 >= 0.80 - 2.5 * math.sqrt(0.16 / 1000), (needed, v)
 
@@ -135,24 +135,24 @@ def test_pairing_by_round_cancels_a_drift_between_rounds():
         drift = rng.normal(0, 0.3, 6).tolist()  # a machine that changes a lot between rounds
         a = docs(rng, 6, 10.0, steps=120, run_id="r1", rounds=drift, shift_sd=0.02)
         b = docs(rng, 6, 11.0, steps=120, run_id="r1", rounds=drift, shift_sd=0.02, backend="nnx")
-        va, vb = compare.repeat_values(a), compare.repeat_values(b)
-        assert compare.paired_rounds(va, vb)
-        paired = compare.test_median(va, vb, 0.05, 0.05)
-        pooled = compare.test_median(dict(va, rounds=None), vb, 0.05, 0.05)
+        va, vb = comparison.repeat_values(a), comparison.repeat_values(b)
+        assert comparison.paired_rounds(va, vb)
+        paired = comparison.test_median(va, vb, 0.05, 0.05)
+        pooled = comparison.test_median(dict(va, rounds=None), vb, 0.05, 0.05)
         assert paired.paired
         assert not pooled.paired
         for t in (paired, pooled):
-            compare.conclude([t], 0.05)
+            comparison.conclude([t], 0.05)
             found[t.paired] += t.verdict == "slower"
     assert found[True] >= 27, found
     assert found[False] <= 15, found
     # cells of different invocations, or of too few rounds, are not paired
     a = docs(rng, 6, 10.0, steps=60, run_id="r1")
-    assert not compare.paired_rounds(
-        compare.repeat_values(a), compare.repeat_values(docs(rng, 6, 10.0, steps=60, run_id="r2"))
+    assert not comparison.paired_rounds(
+        comparison.repeat_values(a), comparison.repeat_values(docs(rng, 6, 10.0, steps=60, run_id="r2"))
     )
-    assert not compare.paired_rounds(
-        compare.repeat_values(a[:3]), compare.repeat_values(docs(rng, 3, 10.0, steps=60, run_id="r1"))
+    assert not comparison.paired_rounds(
+        comparison.repeat_values(a[:3]), comparison.repeat_values(docs(rng, 3, 10.0, steps=60, run_id="r1"))
     )
 
 
@@ -214,18 +214,18 @@ def test_the_drift_flag_ignores_the_spikes_of_collections():
 
 
 def test_identical_cells_two_runs_apart_are_rarely_called_different():
-    """Two runs apart share a shift of their own (run level sd compare.RUN_SD, as measured):
+    """Two runs apart share a shift of their own (run level sd comparison.RUN_SD, as measured):
     compare's run-level term keeps false calls at the nominal 5 %; without it they are about 10 %."""
     rng = np.random.default_rng(61)
     pairs = 1500
     wrong = {True: 0, False: 0}
     for _ in range(pairs):
-        a = repeat_log_medians(rng, 1, REPEATS)[0] + rng.normal(0, compare.RUN_SD)
-        b = repeat_log_medians(rng, 1, REPEATS)[0] + rng.normal(0, compare.RUN_SD)
+        a = repeat_log_medians(rng, 1, REPEATS)[0] + rng.normal(0, comparison.RUN_SD)
+        b = repeat_log_medians(rng, 1, REPEATS)[0] + rng.normal(0, comparison.RUN_SD)
         for apart in (True, False):
-            t = compare.test_median(dict(values(a), apart=apart), dict(values(b), apart=apart),
-                                    compare.MIN_EFFECT, compare.ALPHA)
-            compare.conclude([t], compare.ALPHA)
+            t = comparison.test_median(dict(values(a), apart=apart), dict(values(b), apart=apart),
+                                    comparison.MIN_EFFECT, comparison.ALPHA)
+            comparison.conclude([t], comparison.ALPHA)
             wrong[apart] += t.verdict in ("faster", "slower")
     assert wrong[True] / pairs <= mc_bound(0.05, pairs), wrong  # at the nominal level (tests/test_coverage.py)
     assert wrong[False] / pairs > mc_bound(0.05, pairs), wrong  # the model without it is wrong here
@@ -236,15 +236,15 @@ def test_fixed_schedules_are_compared_exactly_however_few_the_events():
     two = docs(rng, 3, 30.0, full_every=75, pause_ms=40)  # 4 in every repeat of 300 steps
     six = docs(rng, 3, 30.0, full_every=50, pause_ms=40)
     none = docs(rng, 3, 30.0)
-    c = compare.compare_docs(six, two)
+    c = comparison.compare_docs(six, two)
     full = c["rows"][0]["tests"][2]
     assert full.exact
     assert full.verdict == "fewer full GCs"
     assert full.p is None
     assert "6 full collections in every repeat" in full.note
     assert "4 full collections in every repeat" in full.note
-    assert compare.compare_docs(two, none)["rows"][0]["tests"][2].verdict == "fewer full GCs"
-    same = compare.compare_docs(two, docs(rng, 3, 30.0, full_every=75, pause_ms=40))["rows"][0]["tests"][2]
+    assert comparison.compare_docs(two, none)["rows"][0]["tests"][2].verdict == "fewer full GCs"
+    same = comparison.compare_docs(two, docs(rng, 3, 30.0, full_every=75, pause_ms=40))["rows"][0]["tests"][2]
     assert same.exact
     assert same.verdict == "same"
     # counts that vary between repeats: the per-repeat counts are tested, not pooled events
@@ -252,7 +252,7 @@ def test_fixed_schedules_are_compared_exactly_however_few_the_events():
     extra = np.asarray(vary[0]["gc_collections"]).reshape(-1, 3)
     extra[10, 2] = extra[11, 2] = 1  # two more in the first repeat: 6, 4, 4, more than one phase makes
     vary[0]["gc_collections"] = extra.tolist()
-    t = compare.test_full(compare.repeat_values(vary), compare.repeat_values(two), 0.05, 0.05)
+    t = comparison.test_full(comparison.repeat_values(vary), comparison.repeat_values(two), 0.05, 0.05)
     assert not t.exact
     assert t.p is not None
     assert t.df == 4
@@ -262,9 +262,9 @@ def test_fixed_schedules_are_compared_exactly_however_few_the_events():
     # one more in one repeat is what a schedule's phase makes: the same (phase), not a test
     extra[11, 2] = 0
     vary[0]["gc_collections"] = extra.tolist()
-    t = compare.test_full(compare.repeat_values(vary), compare.repeat_values(two), 0.05, 0.05)
+    t = comparison.test_full(comparison.repeat_values(vary), comparison.repeat_values(two), 0.05, 0.05)
     assert t.phase
-    assert compare.decide(t, 0.05) == compare.SAME_PHASE
+    assert comparison.decide(t, 0.05) == comparison.SAME_PHASE
 
 
 def test_a_verdict_and_its_interval_never_disagree():
@@ -274,8 +274,8 @@ def test_a_verdict_and_its_interval_never_disagree():
         for _ in range(4):
             a = repeat_log_medians(rng, 1, 3)[0]
             b = repeat_log_medians(rng, 1, 3, rng.choice([0.0, 0.1, 0.3]))[0]
-            tests.append(compare.test_median(values(a), values(b), 0.05, 0.05))
-        compare.conclude(tests, 0.05)
+            tests.append(comparison.test_median(values(a), values(b), 0.05, 0.05))
+        comparison.conclude(tests, 0.05)
         for t in tests:
             lo, hi = t.ci
             excludes = lo > 1 or hi < 1

@@ -15,8 +15,8 @@ import pathlib
 import numpy as np
 import pytest
 
-from gcbench.measuring import data as datamod
 from gcbench.measuring import gcpolicy, results
+from gcbench.measuring import mnist as datamod
 from gcbench.measuring.backends import julia_bridge, julia_layout
 from gcbench.measuring.cell import Cell
 from gcbench.measuring.workloads import LEARNING_RATE, WORKLOADS, init_params

@@ -13,7 +13,7 @@ import pytest
 
 import gcbench
 from conftest import run_cli
-from gcbench.analysing import compare, summary, verdict
+from gcbench.analysing import comparison, summary, verdict
 
 LOADER = """
 import collections, gc, sys
@@ -70,14 +70,14 @@ def test_collections_between_steps_are_counted_and_charged_to_their_iteration(tm
     import subprocess
     import sys
 
-    from gcbench.analysing import explain
+    from gcbench.analysing import gc_causes
 
     subprocess.run([sys.executable, "-c", LOADER, "lists", str(tmp_path / "lists")], check=True, timeout=120,
                    env=dict(os.environ, GCBENCH_EXPLAIN="1"))
-    (expl,) = explain.load(tmp_path / "lists")["explanations"]
-    found = {r["kind"]: r for r in explain.derive(expl, [doc])["recommendations"]}
+    (expl,) = gc_causes.load(tmp_path / "lists")["explanations"]
+    found = {r["kind"]: r for r in gc_causes.derive(expl, [doc])["recommendations"]}
     assert "ran between steps, in your loop's own code outside `m.step()`" in found["between"]["text"]
-    assert not found["between"]["text"].endswith(explain.HYPOTHESIS)  # a finding, not a remedy
+    assert not found["between"]["text"].endswith(gc_causes.HYPOTHESIS)  # a finding, not a remedy
 
 
 def test_a_loader_fix_is_judged_on_the_loops_time_and_its_counts(tmp_path):
@@ -86,7 +86,7 @@ def test_a_loader_fix_is_judged_on_the_loops_time_and_its_counts(tmp_path):
     where the machine was loaded, not judged); the median step, which holds no collection
     either way, does not decide it."""
     _loader(tmp_path, "lists", 3), _loader(tmp_path, "arrays", 3)
-    c = compare.compare_dirs(tmp_path / "lists", tmp_path / "arrays")
+    c = comparison.compare_dirs(tmp_path / "lists", tmp_path / "arrays")
     by = {t.metric: t for t in c["rows"][0]["tests"]}
     assert by["full_rate"].verdict == "fewer full GCs"
     assert by["full_rate"].exact
@@ -119,10 +119,10 @@ def test_two_explicit_collections_a_step_count_twice():
     two, one = loop(2), loop(1)
     assert summary.full_collections(two).sum() == 40
     assert summary.full_collections(one).sum() == 20
-    va, vb = compare.repeat_values([two, dict(two, repeat=1)]), compare.repeat_values([one, dict(one, repeat=1)])
-    t = compare.test_full(va, vb, 0.05, 0.05)
+    va, vb = comparison.repeat_values([two, dict(two, repeat=1)]), comparison.repeat_values([one, dict(one, repeat=1)])
+    t = comparison.test_full(va, vb, 0.05, 0.05)
     assert t.exact
-    assert compare.decide(t, 0.05) == "fewer full GCs"
+    assert comparison.decide(t, 0.05) == "fewer full GCs"
     assert "explicit (gc.collect()) full collections per repeat 40 against 20" in t.note
     # explicit, with the calling line: the one line of `loop` that calls gc.collect(), 40 times a repeat
     e = summary.summarize([two]).stats["explicit"]
@@ -234,7 +234,7 @@ def test_a_build_that_keeps_what_it_builds_is_said_as_growing_memory_and_advised
     import subprocess
     import sys
 
-    from gcbench.analysing import explain
+    from gcbench.analysing import gc_causes
 
     folder = tmp_path / "build"
     def run(policy, **env):
@@ -247,20 +247,20 @@ def test_a_build_that_keeps_what_it_builds_is_said_as_growing_memory_and_advised
     text = " ".join(verdict.sentences(summary.summarize_all(docs)))
     assert "Its memory grows across the loop:" in text, text
     assert "more objects every 1,000 steps" in text, text
-    (expl,) = explain.load(folder)["explanations"]
-    alone = explain.derive(expl, docs)["recommendations"]
-    remedies = [r for r in alone if r["kind"] not in explain.FINDINGS]
+    (expl,) = gc_causes.load(folder)["explanations"]
+    alone = gc_causes.derive(expl, docs)["recommendations"]
+    remedies = [r for r in alone if r["kind"] not in gc_causes.FINDINGS]
     assert remedies
-    assert all(r["text"].endswith(explain.HYPOTHESIS) and not r["measured"] for r in remedies)
+    assert all(r["text"].endswith(gc_causes.HYPOTHESIS) and not r["measured"] for r in remedies)
     for _ in range(3):
         run("freeze")
     docs = gcbench.load_dir(folder)
-    measured = {r["kind"]: r for r in explain.derive(expl, docs)["recommendations"]}
+    measured = {r["kind"]: r for r in gc_causes.derive(expl, docs)["recommendations"]}
     freeze = measured["scanning"]
     assert freeze["measured"]
     assert freeze["effect"].startswith("measured, user/build/default → user/build/freeze")
     assert "full collections" in freeze["effect"]
-    assert not freeze["text"].endswith(explain.HYPOTHESIS)
+    assert not freeze["text"].endswith(gc_causes.HYPOTHESIS)
 
 
 @pytest.mark.e2e

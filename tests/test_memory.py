@@ -12,17 +12,17 @@ import jax.numpy as jnp  # noqa: E402
 
 from conftest import run_cli  # noqa: E402
 from gcbench.core.errors import UsageError  # noqa: E402
-from gcbench.measuring import memory  # noqa: E402
+from gcbench.measuring import program_memory  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def small():
-    return {(r["index_dtype"], r["formulation"]): r for r in memory.gather_cases("small", ["int32", "int16"])}
+    return {(r["index_dtype"], r["formulation"]): r for r in program_memory.gather_cases("small", ["int32", "int16"])}
 
 
 @pytest.mark.parametrize(("dtype", "itemsize"), [("int32", 4), ("int16", 2)])
 def test_argument_sizes_are_exact(small, dtype, itemsize):
-    n, m = memory.SIZES["small"]
+    n, m = program_memory.SIZES["small"]
     for name in ("seed", "columns", "flat", "chunked", "manual-chunked"):
         r = small[(dtype, name)]
         expected = n**3 * 4 + m * 3 * itemsize
@@ -54,7 +54,7 @@ def test_every_formulation_computes_the_reference_gradient(dtype):
     n, m = 8, 512
     x = jnp.asarray(rng.random((n, n, n), dtype=np.float32))
     idx = jnp.asarray(rng.integers(0, n, (m, 3)).astype(dtype))
-    forms = memory._formulations()
+    forms = program_memory._formulations()
     reference = np.asarray(jax.grad(forms["seed"][0])(x, idx))
     assert reference.sum() == pytest.approx(2.5 * m)  # every gathered element counts 2.5
     for name, (forward, gradient) in forms.items():
@@ -64,20 +64,20 @@ def test_every_formulation_computes_the_reference_gradient(dtype):
 
 def test_seed_sizes_compile_without_memory():
     # 2048^3 x 3 int32 indices are 96 GiB: analysed, never allocated.
-    r = next(r for r in memory.gather_cases("seed", ["int32"]) if r["formulation"] == "seed")
+    r = next(r for r in program_memory.gather_cases("seed", ["int32"]) if r["formulation"] == "seed")
     assert r["forward"]["argument_bytes"] == 128**3 * 4 + 2048**3 * 3 * 4
     assert r["gradient"]["total_bytes"] > r["forward"]["total_bytes"]
 
 
 def test_sizes_and_dtypes_are_checked():
-    assert memory.parse_size("32,100") == ("32,100", 32, 100)
+    assert program_memory.parse_size("32,100") == ("32,100", 32, 100)
     for bad in ("huge", "0,5", "3", "a,b", "-1,4"):
         with pytest.raises(UsageError, match="bad size"):
-            memory.parse_size(bad)
+            program_memory.parse_size(bad)
     with pytest.raises(UsageError, match="bad index dtype"):
-        memory.check_index_dtype("float32", 16)
+        program_memory.check_index_dtype("float32", 16)
     with pytest.raises(UsageError, match="int8 cannot hold N = 256"):
-        memory.check_index_dtype("int8", 256)
+        program_memory.check_index_dtype("int8", 256)
 
 
 @pytest.mark.e2e
@@ -88,7 +88,7 @@ def test_memory_cli_table_json_and_report(tmp_path):
                    "--workloads", "mlp", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "manual-chunked" in proc.stdout
-    doc = memory.load(out)
+    doc = program_memory.load(out)
     steps = {(r["backend"], r["program"]): r for r in doc["cases"] if r["kind"] == "step"}
     assert steps[("jax", "step")]["argument_bytes"] > steps[("(functional)", "forward")]["argument_bytes"]
     # The same network and Adam state; nnx.Optimizer adds its own int32 step counter.
@@ -119,7 +119,7 @@ def test_an_accelerators_compiler_gets_a_column_of_its_own_within_a_time_limit()
     figures, the same on every machine) and, in a child process with a time limit, for
     the GPU. Here the CPU stands in for the accelerator: the child's figures must equal
     the ones compiled in this process, and a limit too short gives the reason instead."""
-    rows = memory.gather_cases("small", ["int32"], "cpu")
+    rows = program_memory.gather_cases("small", ["int32"], "cpu")
     assert rows
     assert all(r["compiler"] == "cpu" for r in rows)
     for r in rows:
@@ -127,31 +127,33 @@ def test_an_accelerators_compiler_gets_a_column_of_its_own_within_a_time_limit()
         assert acc["platform"] == "cpu"
         assert acc["gradient"] == r["gradient"]
         assert acc["forward"] == r["forward"]
-    text = memory.format_tables({"cases": rows})
+    text = program_memory.format_tables({"cases": rows})
     assert "cpu grad" in text
     assert "(and the cpu compiler's)" in text
-    slow = memory.gather_cases("small", ["int32", "int16"], "cpu", deadline=time.monotonic() + 0.05)
+    slow = program_memory.gather_cases("small", ["int32", "int16"], "cpu", deadline=time.monotonic() + 0.05)
     first, second = slow[0]["accelerator"], slow[-1]["accelerator"]  # the budget runs out in the first case
     assert first == {"platform": "cpu", "error": "cpu compiler took longer than the 60 s it had"}
     assert second == {"platform": "cpu", "error": "not compiled: the 60 s for the cpu compiler were spent"}
-    assert "cpu: not compiled: the 60 s for the cpu compiler were spent" in memory.format_tables({"cases": slow})
+    tables = program_memory.format_tables({"cases": slow})
+    assert "cpu: not compiled: the 60 s for the cpu compiler were spent" in tables
 
 
 def test_the_reproduction_rows_say_which_compiler_each_figure_comes_from():
-    from gcbench.analysing import reproduce
+    from gcbench.analysing import seed_cases
 
     def case(compiler_fields, fwd, grad):
         return {"kind": "gather", "size": "seed", "formulation": "seed", "index_dtype": "int32", "m": 2048**3, "n": 128,
-                "forward": {"total_bytes": int(fwd * memory.GIB), "temp_bytes": 0},
-                "gradient": {"total_bytes": int(grad * memory.GIB), "temp_bytes": 0}, **compiler_fields}
+                "forward": {"total_bytes": int(fwd * program_memory.GIB), "temp_bytes": 0},
+                "gradient": {"total_bytes": int(grad * program_memory.GIB), "temp_bytes": 0}, **compiler_fields}
 
-    here = reproduce.gather_rows({"device": "TFRT_CPU_0", "cases": [case({"compiler": "cpu"}, 128.01, 224.02)]})
+    here = seed_cases.gather_rows({"device": "TFRT_CPU_0", "cases": [case({"compiler": "cpu"}, 128.01, 224.02)]})
     assert [r.verdict for r in here] == ["reproduced", "reproduced", "not run"]
     assert "CPU compiler" in here[0].claim
     assert here[2].reason == "no GPU where `gcbench memory` ran"
-    on_gpu = {"compiler": "cpu", "accelerator": {"platform": "gpu", "forward": {"total_bytes": int(96.01 * memory.GIB)},
-                                                 "gradient": {"total_bytes": int(96.02 * memory.GIB)}}}
-    gpu = reproduce.gather_rows({"device": "cuda:0", "cases": [case(on_gpu, 128.01, 224.02)]})[2]
+    gib = program_memory.GIB
+    on_gpu = {"compiler": "cpu", "accelerator": {"platform": "gpu", "forward": {"total_bytes": int(96.01 * gib)},
+                                                 "gradient": {"total_bytes": int(96.02 * gib)}}}
+    gpu = seed_cases.gather_rows({"device": "cuda:0", "cases": [case(on_gpu, 128.01, 224.02)]})[2]
     assert (
         gpu.verdict == "not"
     )
@@ -159,7 +161,7 @@ def test_the_reproduction_rows_say_which_compiler_each_figure_comes_from():
         "96.02 GiB against its forward's 96.01 GiB: 1.00 x (no copy of the index)" in gpu.measured
     )
     # a document of an older gcbench, compiled for the GPU it ran on (../shared/gpu-h100/memory-seed-int32.json)
-    old = reproduce.gather_rows({"device": "cuda:0", "cases": [case({}, 96.01, 96.02)]})
+    old = seed_cases.gather_rows({"device": "cuda:0", "cases": [case({}, 96.01, 96.02)]})
     assert len(old) == 1
     assert old[0].verdict == "not"
     assert "GPU compiler" in old[0].claim

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from conftest import run_cli
-from gcbench.analysing import compare, stats
+from gcbench.analysing import comparison, stats
 from gcbench.measuring import results
 from gcbench.measuring.cell import Cell
 
@@ -47,8 +47,8 @@ def repeats(full_at: list[list[int]], steps: int = 100, pressure: float = 2806, 
     return out
 
 
-def verdicts_of(a: list[dict], b: list[dict]) -> dict[str, compare.Test]:
-    c = compare.compare_docs(a, b)
+def verdicts_of(a: list[dict], b: list[dict]) -> dict[str, comparison.Test]:
+    c = comparison.compare_docs(a, b)
     return {t.metric: t for t in c["rows"][0]["tests"]} | {"_row": c["rows"][0]}  # type: ignore[dict-item]
 
 
@@ -64,22 +64,22 @@ def verdicts_of(a: list[dict], b: list[dict]) -> dict[str, compare.Test]:
 ])
 def test_counts_one_rate_explains_are_within_the_phase(a, b, steps, same):
     sa, sb = (stats.count_schedule(x, [steps] * len(x)) for x in (a, b))
-    assert compare.within_phase(sa, sb) is same
+    assert comparison.within_phase(sa, sb) is same
 
 
 def test_a_full_collection_more_in_a_window_is_the_same_phase_and_no_gate_fires():
     a = repeats([[38]] * 3)
     b = repeats([[43, 89]] * 3)
     t = verdicts_of(a, b)
-    assert t["full_rate"].verdict == compare.SAME_PHASE
-    assert t["collections"].verdict in ("same", compare.SAME_PHASE)
+    assert t["full_rate"].verdict == comparison.SAME_PHASE
+    assert t["collections"].verdict in ("same", comparison.SAME_PHASE)
     assert t["pressure"].verdict == "same"
     assert t["pressure"].exact
     row = t["_row"]
     assert "same (phase): full collections 1 -> 2 a repeat" in row["summary"]
     from gcbench.commands.compare import failures
 
-    c = compare.compare_docs(a, b)
+    c = comparison.compare_docs(a, b)
     assert failures(c, ("more-full-gc", "more-collections", "more-allocations")) == []
 
 
@@ -100,7 +100,7 @@ def test_more_allocations_a_step_are_said_with_both_figures():
     assert "more allocations (+10 %: 2,806 -> 3,087 tracked objects a step)" in t["_row"]["summary"]
     from gcbench.commands.compare import failures
 
-    fired = failures(compare.compare_docs(a, b), ("more-allocations",))
+    fired = failures(comparison.compare_docs(a, b), ("more-allocations",))
     assert fired == ["equinox-filter/vit/default more allocations"]
 
 
@@ -217,5 +217,5 @@ def test_a_fraction_of_a_tracked_object_a_step_is_below_what_the_count_resolves(
     assert t["pressure"].exact
     from gcbench.commands.compare import failures
 
-    fired = failures(compare.compare_docs(side(a), side(b)), ("more-allocations",))
+    fired = failures(comparison.compare_docs(side(a), side(b)), ("more-allocations",))
     assert bool(fired) is (verdict == "more allocations")

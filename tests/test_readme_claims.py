@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from gcbench.analysing import compare, stats, summary
+from gcbench.analysing import comparison, stats, summary
 from gcbench.measuring import results
 from gcbench.publishing import archive
 
@@ -67,7 +67,7 @@ def test_the_default_suites_small_workloads_are_the_committed_report():
 
 
 def test_the_power_figures_are_computed_at_the_stated_spreads():
-    lo, hi = (stats.detectable_change(s, 3, 3, compare.ALPHA) for s in (0.09, 0.13))
+    lo, hi = (stats.detectable_change(s, 3, 3, comparison.ALPHA) for s in (0.09, 0.13))
     said(f"the spread between processes is 9-13 %: at 3 repeats a single comparison detects "
          f"{100 * lo:.0f}-{100 * hi:.0f} %")
 
@@ -103,11 +103,11 @@ def test_the_run_term_is_the_one_measured_in_separate_runs():
     written = json.loads((ROOT / "benchmarks" / "run_term" / "estimate.json").read_text())
     assert {k: written[k] for k in ("runs", "cells", "from")} == {k: est[k] for k in ("runs", "cells", "from")}
     assert written["run_sd"] == pytest.approx(est["run_sd"], abs=1e-5)
-    assert compare.RUN_SD == pytest.approx(round(est["run_sd"], 3))
-    assert compare.RUN_DF == est["runs"] - 1
+    assert comparison.RUN_SD == pytest.approx(round(est["run_sd"], 3))
+    assert comparison.RUN_DF == est["runs"] - 1
     said(f"{100 * est['run_sd']:.1f} % (95 % {100 * est['low']:.1f}-{100 * est['high']:.1f} %) from {est['runs']} "
          "separate runs")
-    three, six, floor = (stats.detectable_change(est["within_sd"], n, n, compare.ALPHA, run_sd=compare.RUN_SD)
+    three, six, floor = (stats.detectable_change(est["within_sd"], n, n, comparison.ALPHA, run_sd=comparison.RUN_SD)
                          for n in (3, 6, 1000))
     said(f"at 3 repeats a side {100 * three:.0f} %, at 6 {100 * six:.0f} %, and no number of repeats gets below "
          f"{100 * floor:.0f} %")

@@ -574,7 +574,7 @@ def test_the_why_figure_draws_the_tables_promotions_on_one_scale(monkeypatch):
     every row on one scale."""
     import matplotlib.figure
 
-    from gcbench.analysing import explain, stats
+    from gcbench.analysing import gc_causes, stats
     from gcbench.publishing import archive
     from gcbench.publishing.report import plots
 
@@ -584,7 +584,7 @@ def test_the_why_figure_draws_the_tables_promotions_on_one_scale(monkeypatch):
           ax.get_ylim()) for ax in fig.axes]))
     with archive.opened(ROOT / "reports/cpu-vit-bisect-equinox-commits/results.tar.gz") as folder:
         docs = gcbench.load_dir(folder)
-        expl = [explain.derive(e, docs, tests=False) for e in explain.load(folder)["explanations"]]
+        expl = [gc_causes.derive(e, docs, tests=False) for e in gc_causes.load(folder)["explanations"]]
     with pytest.raises(UsageError):  # savefig wrote nothing
         plots.why_figure(expl, pathlib.Path("/nonexistent-gcbench/why.png"))
     left = [ax for ax in seen[0] if ax[0].startswith("objects promoted")]
@@ -646,12 +646,12 @@ def test_an_interrupt_at_either_end_of_a_first_build_leaves_no_folder(tmp_path, 
 
 
 def test_a_memory_report_answers_the_gather_question_first():
-    from gcbench.measuring import memory
+    from gcbench.measuring import program_memory
     from gcbench.publishing import archive
     from gcbench.publishing.report import memory_answer
 
     with archive.opened(ROOT / "reports/reproductions/results.tar.gz") as folder:
-        doc = memory.load(folder)
+        doc = program_memory.load(folder)
     answer = memory_answer(doc)
     gathers = [r for r in doc["cases"] if r["kind"] == "gather"]
     lo, hi = min(r["gradient_over_forward"] for r in gathers), max(r["gradient_over_forward"] for r in gathers)

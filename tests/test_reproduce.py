@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import simulate
-from gcbench.analysing import reproduce
+from gcbench.analysing import seed_cases
 
 GIB = 2**30
 QUIET = {"sd": 0.02, "shift_sd": 0.01, "base_ms": 10.0, "steps": 300, "workload": "vit"}
@@ -17,7 +17,7 @@ QUIET = {"sd": 0.02, "shift_sd": 0.01, "base_ms": 10.0, "steps": 300, "workload"
     ({32: 40.0, 16: 30.0}, 16),  # none short enough: the smallest batch tried
 ])
 def test_the_calibration_picks_the_batch_nearest_8_ms_within_15(medians, chosen):
-    assert reproduce.calibration_choice(medians) == chosen
+    assert seed_cases.calibration_choice(medians) == chosen
 
 
 def _equinox_case(partition_every=100, filter_pause_ms=60.0):
@@ -34,8 +34,8 @@ def _rows(doc, case):
 
 
 def test_equinox_rows_give_figures_with_intervals_and_verdicts():
-    doc = reproduce.build(["equinox-spikes"], _equinox_case(), {"chosen": 2}, None, None, {})
-    assert doc["rule"] == reproduce.RULE
+    doc = seed_cases.build(["equinox-spikes"], _equinox_case(), {"chosen": 2}, None, None, {})
+    assert doc["rule"] == seed_cases.RULE
     assert "widened" in doc["rule"]
     rows = _rows(doc, "equinox-spikes")
     assert rows["median step"]["verdict"] == "setting"
@@ -69,7 +69,8 @@ def test_the_nnx_row_looks_for_the_step_that_gives_the_time_back():
             after = np.flatnonzero(np.asarray(d["gc_collections"]).reshape(-1, 3)[:, 2]) + 1
             wall[after[after < len(wall)]] *= 0.3  # a spike down after every spike up
             d["wall_ns"] = wall.astype(np.int64).tolist()
-    row = _rows(reproduce.build(["equinox-spikes"], docs, {"chosen": 2}, None, None, {}), "equinox-spikes")["Flax NNX:"]
+    built = seed_cases.build(["equinox-spikes"], docs, {"chosen": 2}, None, None, {})
+    row = _rows(built, "equinox-spikes")["Flax NNX:"]
     assert row["verdict"] == "reproduced"
     assert "the step after it 0.3" in row["measured"]
 
@@ -82,12 +83,12 @@ WIDE = "reproduced (only within the interval widened 2x for the hardware)"
 def test_one_rule_two_sided(ratio, verdict):
     """The seed's 6.25 x against a measured ratio with a 10 % interval: within 2x either way,
     said as such where only the widening lets it in."""
-    assert reproduce.verdict(ratio > 1, 6.25, ratio, (ratio * 0.9, ratio * 1.1)) == verdict
+    assert seed_cases.verdict(ratio > 1, 6.25, ratio, (ratio * 0.9, ratio * 1.1)) == verdict
 
 
 def test_weak_signatures_are_partly_or_not():
     # pauses of 15 ms on 10 ms steps (2.5 x), and a partition that spikes as often as filter
-    doc = reproduce.build(["equinox-spikes"], _equinox_case(partition_every=20, filter_pause_ms=15.0),
+    doc = seed_cases.build(["equinox-spikes"], _equinox_case(partition_every=20, filter_pause_ms=15.0),
                           {"chosen": 2}, None, None, {})
     rows = _rows(doc, "equinox-spikes")
     assert rows["a step"]["verdict"] == "partly"
@@ -125,7 +126,7 @@ def test_a_case_that_could_not_run_says_why_and_the_rest_still_has_rows():
             },
         ]
     }
-    doc = reproduce.build(list(reproduce.CASES), [failed, *jax_lenet], {"chosen": 8}, memory_doc,
+    doc = seed_cases.build(list(seed_cases.CASES), [failed, *jax_lenet], {"chosen": 8}, memory_doc,
                           "no Julia installed", {})
     eqx = _rows(doc, "equinox-spikes")
     assert list(eqx) == ["every claim"]
@@ -153,24 +154,24 @@ def test_a_case_that_could_not_run_says_why_and_the_rest_still_has_rows():
 
 def test_a_report_rebuilds_the_rows_from_the_results_they_rest_on():
     docs = _equinox_case()
-    stored = reproduce.build(["equinox-spikes"], docs, {"chosen": 2}, None, None, {})
+    stored = seed_cases.build(["equinox-spikes"], docs, {"chosen": 2}, None, None, {})
     stored["cases"][0]["rows"] = []  # as if written by an older gcbench
-    rebuilt = reproduce.rebuild(stored, docs, None)
-    assert rebuilt["cases"][0]["rows"] == reproduce.build(["equinox-spikes"], docs, {"chosen": 2}, None, None,
+    rebuilt = seed_cases.rebuild(stored, docs, None)
+    assert rebuilt["cases"][0]["rows"] == seed_cases.build(["equinox-spikes"], docs, {"chosen": 2}, None, None,
                                                           {})["cases"][0]["rows"]
     inputs_missing = {"cases": [{"name": "x", "rows": []}]}
-    assert reproduce.rebuild(inputs_missing, docs, None) is inputs_missing
+    assert seed_cases.rebuild(inputs_missing, docs, None) is inputs_missing
 
 
 def test_a_match_only_through_the_widened_interval_is_named_as_such():
     """Issue 53: 12.55 x against the seed's 6.2 x passed only through the 2x widening."""
-    assert reproduce.verdict(True, 6.25, 6.5, (6.0, 7.0)) == "reproduced"
-    assert reproduce.verdict(True, 6.25, 12.55, (11.9, 13.2)).startswith("reproduced (only within the interval")
-    assert reproduce.verdict(True, 6.25, 30.0, (28.0, 33.0)) == "partly"
+    assert seed_cases.verdict(True, 6.25, 6.5, (6.0, 7.0)) == "reproduced"
+    assert seed_cases.verdict(True, 6.25, 12.55, (11.9, 13.2)).startswith("reproduced (only within the interval")
+    assert seed_cases.verdict(True, 6.25, 30.0, (28.0, 33.0)) == "partly"
 
 
 def test_the_answer_counts_every_claim_of_the_seeds_and_says_why_some_did_not_run():
-    from gcbench.publishing.report.reproduction import answer
+    from gcbench.publishing.report.seed_section import answer
 
     rows = [{"claim": "median step", "verdict": "setting", "reason": ""},
             {"claim": "a full-collection step", "verdict": "reproduced (only within the interval widened 2x for the "

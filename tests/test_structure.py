@@ -183,7 +183,7 @@ def test_a_worker_imports_what_it_imported_before_the_layers():
     worker process loads the explanation and the suites' module (and scipy.stats with
     them) as it did before the package was split, and nothing of publishing or the flows."""
     loaded = loaded_by("import gcbench.child", ("scipy.stats", "matplotlib", "juliacall", "tomllib", "tomli"))
-    assert {"gcbench.analysing.explain", "gcbench.analysing.stats", "gcbench.running.config", "scipy.stats",
+    assert {"gcbench.analysing.gc_causes", "gcbench.analysing.stats", "gcbench.running.config", "scipy.stats",
             "gcbench.measuring.worker"} <= loaded
     assert "tomllib" in loaded or "tomli" in loaded  # the suites' module reads TOML
     assert not {m for m in loaded if m.startswith(("gcbench.publishing", "gcbench.flows", "gcbench.commands"))}

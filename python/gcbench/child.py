@@ -27,7 +27,7 @@ import traceback
 import scipy.optimize
 import scipy.stats  # noqa: F401
 
-from .analysing import explain  # noqa: F401
+from .analysing import gc_causes  # noqa: F401
 from .core.errors import UsageError
 from .measuring import diagnostic_run, results
 from .measuring.cell import Cell

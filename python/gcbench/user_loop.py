@@ -364,12 +364,12 @@ class Measurement:
     def explanation(self) -> dict:
         """With `explain=True`: what the collector did and why (what `gcbench explain`
         records for gcbench's own cells)."""
-        from .analysing import explain
+        from .analysing import gc_causes
 
         if not self.explain:
             raise UsageError("no explanation: measure with explain=True (or GCBENCH_EXPLAIN=1)")
         self._check_measured()
-        return explain.of_user_loop(self._diagnosis.to_json(), self._cell(), self.variant, self._user_file,
+        return gc_causes.of_user_loop(self._diagnosis.to_json(), self._cell(), self.variant, self._user_file,
                                     self.collector_state())
 
     def __repr__(self) -> str:
@@ -382,20 +382,20 @@ class Measurement:
         text = f"{head}: {describe_user_loop(self.summary())}"
         if not self.explain:
             return text
-        from .analysing import explain  # explaining: what it found, under the (disturbed) figures
+        from .analysing import gc_causes  # explaining: what it found, under the (disturbed) figures
 
-        return f"{text} [explain: timings disturbed]\n{explain.format_text(self.explanation())}"
+        return f"{text} [explain: timings disturbed]\n{gc_causes.format_text(self.explanation())}"
 
     def save(self, folder: str | os.PathLike) -> pathlib.Path:
         """Write the result into `folder` as the next repeat of this loop; return its path.
         With `explain=True`, write the explanation into the folder's explain.json instead."""
         if self.explain:
-            from .analysing import explain
+            from .analysing import gc_causes
 
             expl = self.explanation()
             folder = files.make_folder(folder, "results folder")
-            explain.save(folder, expl)
-            return folder / explain.FILE
+            gc_causes.save(folder, expl)
+            return folder / gc_causes.FILE
         return self.save_result(folder)
 
     def save_result(self, folder: str | os.PathLike) -> pathlib.Path:

@@ -6,18 +6,18 @@ quotes the same corrected test as the Findings, so the two can never disagree.""
 
 from __future__ import annotations
 
-from . import compare, summary
+from . import comparison, summary
 
 KINDS = ("policy_full", "policy_share", "policy_median", "policy_mean", "ranking")
 
 
-def workload_claims(cells: list[summary.CellSummary], min_effect: float = compare.MIN_EFFECT,
-                    alpha: float = compare.ALPHA) -> list[tuple[str, compare.Test, tuple]]:
+def workload_claims(cells: list[summary.CellSummary], min_effect: float = comparison.MIN_EFFECT,
+                    alpha: float = comparison.ALPHA) -> list[tuple[str, comparison.Test, tuple]]:
     """(kind, concluded test, context) for one workload's ok cells: context is (base, other,
     their repeat values) for a policy test, (fastest, slowest, backends ranked) for a ranking."""
     ok = [cs for cs in cells if cs.ok]
-    out: list[tuple[str, compare.Test, tuple]] = []
-    values = {cs.key: compare.repeat_values(cs.docs) for cs in ok}
+    out: list[tuple[str, comparison.Test, tuple]] = []
+    values = {cs.key: comparison.repeat_values(cs.docs) for cs in ok}
     for base in ok:
         if base.key[2] != "default":
             continue
@@ -29,11 +29,11 @@ def workload_claims(cells: list[summary.CellSummary], min_effect: float = compar
             vo = values[other.key]
             ctx = (base, other, vb, vo)
             if vb["full"] > 0 or vo["full"] > 0:
-                out.append(("policy_full", compare.test_full(vb, vo, min_effect, alpha), ctx))
+                out.append(("policy_full", comparison.test_full(vb, vo, min_effect, alpha), ctx))
             if sum(base.measured["collections"]) > 0:  # GC time is credited only where collections ran
-                out.append(("policy_share", compare.test_gc_share(vb, vo, min_effect, alpha), ctx))
-            out.append(("policy_median", compare.test_median(vb, vo, min_effect, alpha), ctx))
-            out.append(("policy_mean", compare.test_mean(vb, vo, min_effect, alpha), ctx))
+                out.append(("policy_share", comparison.test_gc_share(vb, vo, min_effect, alpha), ctx))
+            out.append(("policy_median", comparison.test_median(vb, vo, min_effect, alpha), ctx))
+            out.append(("policy_mean", comparison.test_mean(vb, vo, min_effect, alpha), ctx))
     for env in dict.fromkeys(summary.context(cs.key) for cs in ok):
         here = [cs for cs in ok if cs.key[2] == "default" and summary.context(cs.key) == env] or \
             [cs for cs in ok if summary.context(cs.key) == env]
@@ -41,12 +41,13 @@ def workload_claims(cells: list[summary.CellSummary], min_effect: float = compar
         if len(ranked) > 1:
             fastest = min(ranked, key=lambda cs: cs.measured["median_ms"])
             slowest = max(ranked, key=lambda cs: cs.measured["median_ms"])
-            t = compare.test_median(values[fastest.key], values[slowest.key], min_effect, alpha)
+            t = comparison.test_median(values[fastest.key], values[slowest.key], min_effect, alpha)
             out.append(("ranking", t, (fastest, slowest, len(ranked))))
-    compare.conclude([t for _, t, _ in out], alpha)
+    comparison.conclude([t for _, t, _ in out], alpha)
     return out
 
 
-def policy_test(claims: list, kind: str, base: summary.CellSummary, other: summary.CellSummary) -> compare.Test | None:
+def policy_test(claims: list, kind: str, base: summary.CellSummary,
+                other: summary.CellSummary) -> comparison.Test | None:
     """The corrected test of `kind` between `base` and `other` among a workload's claims."""
     return next((t for k, t, ctx in claims if k == kind and ctx[0] is base and ctx[1] is other), None)

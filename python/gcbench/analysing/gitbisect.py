@@ -18,7 +18,7 @@ from ..core.errors import UsageError
 from ..measuring import envspec, results
 from ..measuring.results import ResultDoc
 from ..running.gitrepo import Commit
-from . import bisect, summary
+from . import summary, version_bisect
 
 FILE = "gitbisect.json"
 FORMAT = "gcbench-gitbisect"
@@ -43,7 +43,7 @@ class Metric:
         ok = [d for d in docs if d["status"] == "ok"]
         if self.name == "full-collections":
             return [float(summary.full_collections(d).sum()) for d in ok]  # collections, not steps holding one
-        release_metric = bisect.METRICS["gc_share" if self.name == "gc-share" else "median"]  # one formula each
+        release_metric = version_bisect.METRICS["gc_share" if self.name == "gc-share" else "median"]  # one formula each
         return [release_metric.of(d) for d in ok]
 
     def value(self, per_repeat: list[float]) -> float:
@@ -54,7 +54,7 @@ class Metric:
 
 METRICS = {m.name: m for m in [
     Metric("full-collections", "full collections per repeat", "", False),
-    Metric("gc-share", bisect.METRICS["gc_share"].title, "%", False),  # one formula, one name
+    Metric("gc-share", version_bisect.METRICS["gc_share"].title, "%", False),  # one formula, one name
     Metric("median", "median step time", "ms", True),
 ]}
 

@@ -6,7 +6,7 @@ How it works, and why: docs/internals.md, `gcbench.analysing.verdict`.
 
 from __future__ import annotations
 
-from . import claims, compare, stats, summary
+from . import claims, comparison, stats, summary
 
 NEGLIGIBLE_SHARE = 0.001  # below 0.1 % of step time the collector is not worth naming
 
@@ -89,7 +89,7 @@ def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary], cpu: boo
     others = [o for o in ok if o.key[:2] == (b, w) and o.key[3:] == (env, node) and o.key[2] != p]
     if not others:
         return None
-    va = compare.repeat_values(cs.docs)
+    va = comparison.repeat_values(cs.docs)
     if cs.measured.get("loaded") or any(o.measured.get("loaded") for o in others):  # counts, not times
         return _mitigation_counts(cs, others, cpu)
     family = claims.workload_claims([c for c in ok if c.key[1] == w]) if p == "default" else []
@@ -97,8 +97,8 @@ def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary], cpu: boo
     for o in others:
         t = claims.policy_test(family, "policy_mean", cs, o)
         if t is None:  # not a test of the Findings (the paying cell is not under default): one test alone
-            t = compare.test_mean(va, compare.repeat_values(o.docs), compare.MIN_EFFECT, compare.ALPHA)
-            compare.conclude([t], compare.ALPHA)
+            t = comparison.test_mean(va, comparison.repeat_values(o.docs), comparison.MIN_EFFECT, comparison.ALPHA)
+            comparison.conclude([t], comparison.ALPHA)
         if best is None or (t.effect or 9) < (best[1].effect or 9):
             best = (o, t)
     if best is None:

@@ -281,10 +281,10 @@ class Budget:
             return
         folder = config.getoption("--gc-budget-report")
         if folder:
-            from ..analysing import explain
+            from ..analysing import gc_causes
 
             self.measurement.save_result(folder)
-            explain.save(pathlib.Path(folder), self.figures["explanation"])
+            gc_causes.save(pathlib.Path(folder), self.figures["explanation"])
         try:
             if config.getoption("--gc-budget-update"):
                 # a budget the test's call names wins over the file: writing it would be a value never read

@@ -44,7 +44,7 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from ..analysing import bisect
+    from ..analysing import version_bisect
     from ..flows import bisection
     from ..measuring import envspec
 
@@ -52,9 +52,9 @@ def main(args) -> int:
         return main_git(args)
     if not args.package:
         raise UsageError("--package is needed to bisect releases (or --git REPO --good REF --bad REF for commits)")
-    cell = bisect.parse_cell(args.cell)
-    metric = bisect.get_metric(args.metric or "gc_share")
-    bisect.check_factor(args.factor)  # now, not after the runs
+    cell = version_bisect.parse_cell(args.cell)
+    metric = version_bisect.get_metric(args.metric or "gc_share")
+    version_bisect.check_factor(args.factor)  # now, not after the runs
     versions = config.split_list(args.versions, "--versions") if args.versions is not None else None
     suite = None
     if args.results:
@@ -63,7 +63,7 @@ def main(args) -> int:
     else:
         if not versions:
             raise UsageError("--versions is needed to run a bisect (or --results to read one)")
-        specs = bisect.plan_envs(
+        specs = version_bisect.plan_envs(
             args.package, versions, envspec.parse(args.env) if args.env else envspec.EnvSpec(None, ())
         )
         backend, workload, policy = cell
@@ -78,7 +78,7 @@ def main(args) -> int:
         return code
     out = _common.Output(args.json)
     out()
-    out(bisect.format_table(tab))
+    out(version_bisect.format_table(tab))
     paths = pipeline.write_report(folder, None, 3.0, out_fn=out, bisect_table=tab) if args.report else None
     if args.json:
         _common.print_json({"results": str(folder), "bisect": tab,
@@ -91,7 +91,7 @@ GIT_METRIC_NAMES = {"gc_share": "gc-share", "full_gc": "full-collections"}  # th
 
 def main_git(args) -> int:
     """`bisect --git REPO --good REF --bad REF`: binary search over first-parent commits."""
-    from ..analysing import bisect, gitbisect
+    from ..analysing import gitbisect, version_bisect
     from ..flows import bisection
     from ..measuring import envspec
     from ..running import gitrepo
@@ -108,7 +108,7 @@ def main_git(args) -> int:
     gitrepo.check_ref(args.bad, "--bad")
     if args.out:
         bisection.check_folder(pathlib.Path(args.out), args.resume)
-    backend, workload, policy = bisect.parse_cell(args.cell)
+    backend, workload, policy = version_bisect.parse_cell(args.cell)
     metric = gitbisect.get_metric(GIT_METRIC_NAMES.get(args.metric, args.metric or "full-collections"))
     base = envspec.parse(args.env) if args.env else envspec.EnvSpec(None, ())
     template = config.Suite(name="bisect-git", backends=[backend], workloads=[workload], gc=[policy])

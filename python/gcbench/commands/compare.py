@@ -5,7 +5,7 @@ from __future__ import annotations
 import pathlib
 import sys
 
-from ..analysing import compare
+from ..analysing import comparison
 from ..core.errors import UsageError
 from ..publishing import archive
 from . import _common
@@ -19,9 +19,9 @@ def register(sub) -> None:
     p.add_argument("--head", metavar="ENV", help="with one folder: the environment (or variant) compared with it; "
                                                  "an interleaved A/B, both measured in one run, is paired by round "
                                                  "and needs no allowance for two runs apart")
-    p.add_argument("--min-effect", type=float, default=compare.MIN_EFFECT,
+    p.add_argument("--min-effect", type=float, default=comparison.MIN_EFFECT,
                    help="smallest change worth a verdict, as a fraction (default 0.05: 5 %%)")
-    p.add_argument("--alpha", type=float, default=compare.ALPHA, help="level of the tests (default 0.05)")
+    p.add_argument("--alpha", type=float, default=comparison.ALPHA, help="level of the tests (default 0.05)")
     p.add_argument("--force", action="store_true",
                    help="compare cells whose settings (networks, steps, batch, data, machine) differ")
     p.add_argument("--fail-on", type=_fail_on, default=(), metavar="VERDICT[,VERDICT]",
@@ -68,8 +68,8 @@ def main(args) -> int:
             raise UsageError(f"--base and --head are both {args.base!r}: a side compared with itself says nothing; "
                              "name the two environments (or variants) to compare")
         with archive.opened(pathlib.Path(args.a)) as a:
-            docs_a, docs_b = compare.split_sides(results.load_dir(a), args.base, args.head)
-        c = compare.compare_docs(docs_a, docs_b, args.min_effect, args.alpha, args.force)
+            docs_a, docs_b = comparison.split_sides(results.load_dir(a), args.base, args.head)
+        c = comparison.compare_docs(docs_a, docs_b, args.min_effect, args.alpha, args.force)
         c.update(a=f"{args.a} [{args.base}]", b=f"{args.a} [{args.head}]")
         c["notes"] = [n.replace("is in both folders: cells paired across", "is on both sides: cells paired across")
                       for n in c.get("notes", [])]
@@ -79,12 +79,13 @@ def main(args) -> int:
                 "--base and --head pick the two sides inside one folder: give one folder with them, not two"
             )
         with archive.opened(pathlib.Path(args.a)) as a, archive.opened(pathlib.Path(args.b)) as b:
-            c = compare.compare_docs(results.load_dir(a), results.load_dir(b), args.min_effect, args.alpha, args.force)
+            c = comparison.compare_docs(results.load_dir(a), results.load_dir(b), args.min_effect, args.alpha,
+                                        args.force)
         c.update(a=args.a, b=args.b)
     if args.json:
-        _common.print_json(compare.to_json(c))
+        _common.print_json(comparison.to_json(c))
     else:
-        print(compare.format_comparison(c))
+        print(comparison.format_comparison(c))
     if c["refused"] and not args.force:
         raise UsageError(
             f"{len(c['refused'])} cells refused: their settings differ (listed above; --force compares them)"

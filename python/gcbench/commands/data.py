@@ -13,17 +13,17 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from ..measuring import data as datamod
+    from ..measuring import mnist
 
     if args.action == "download":
-        folder = datamod.download(pathlib.Path(args.data) if args.data else None)
+        folder = mnist.download(pathlib.Path(args.data) if args.data else None)
         print(f"MNIST training files in {folder}")
         return 0
-    found = datamod.locate(args.data)
+    found = mnist.locate(args.data)
     if found is None:
-        print(f"no MNIST found (looked in ${datamod.ENV_VAR} and {datamod.cache_dir()}); "
+        print(f"no MNIST found (looked in ${mnist.ENV_VAR} and {mnist.cache_dir()}); "
               "runs use synthetic data. `gcbench data download` fetches it.")
     else:
-        ds = datamod.load_mnist(found)
+        ds = mnist.load_mnist(found)
         print(f"real MNIST: {len(ds)} samples in {found}")
     return 0

@@ -10,14 +10,14 @@ def register(sub) -> None:
 
 
 def main(args) -> int:
-    from ..running import envs
+    from ..running import venvs
 
     if args.action == "clear":
-        print(f"removed {envs.remove_all()} environments from {envs.envs_root()}")
+        print(f"removed {venvs.remove_all()} environments from {venvs.envs_root()}")
         return 0
-    rows = envs.cached()
+    rows = venvs.cached()
     if not rows:
-        print(f"no environments in {envs.envs_root()}")
+        print(f"no environments in {venvs.envs_root()}")
         return 0
     for r in rows:
         what = (
@@ -26,5 +26,5 @@ def main(args) -> int:
             else "unfinished: rebuilt when next used"
         )
         print(f"{r['folder'].name:<28} {r['bytes'] / 2**20:>7.0f} MiB  {what}")
-    print(f"{len(rows)} environments, {sum(r['bytes'] for r in rows) / 2**30:.1f} GiB in {envs.envs_root()}")
+    print(f"{len(rows)} environments, {sum(r['bytes'] for r in rows) / 2**30:.1f} GiB in {venvs.envs_root()}")
     return 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..analysing import explain
+from ..analysing import gc_causes
 from ..core.errors import UsageError
 from ..flows import pipeline
 from ..flows.options import ExplainOptions
@@ -37,7 +37,7 @@ def _suite(**cells) -> config.Suite:
 
 
 def main(args) -> int:
-    from ..analysing import bisect
+    from ..analysing import version_bisect
     from ..flows import explanation
     from ..running import runner
 
@@ -45,7 +45,7 @@ def main(args) -> int:
         raise UsageError(f"{args.cell} is your own loop, which gcbench cannot run: run your script once more with "
                          "GCBENCH_EXPLAIN=1 in the environment (or gcbench.measure(..., explain=True)) and save into "
                          "the same folder; `gcbench report FOLDER` then shows why")
-    backend, workload, policy = bisect.parse_cell(args.cell)
+    backend, workload, policy = version_bisect.parse_cell(args.cell)
     suite = _suite(backends=[backend], workloads=[workload], gc=[policy], envs=[args.env] if args.env else [])
     _common.apply_overrides(suite, args)
     suite.validate()
@@ -66,6 +66,6 @@ def main(args) -> int:
     if args.json:
         _common.print_json(expl)
     else:
-        print(explain.format_text(expl))
-        print(f"\nexplanation in {out_dir / explain.FILE}")
+        print(gc_causes.format_text(expl))
+        print(f"\nexplanation in {out_dir / gc_causes.FILE}")
     return 0

@@ -8,7 +8,7 @@ import sys
 
 from ..core import files
 from ..core.errors import UsageError
-from ..publishing import export
+from ..publishing import tabular
 from . import _common
 
 
@@ -17,7 +17,7 @@ def register(sub) -> None:
     p.add_argument("results", help="a results folder, results.tar.gz, or report folder")
     p.add_argument("--csv", action="store_true", help="write CSV (the default)")
     _common.add_json_argument(p, "the rows (`{\"rows\": [...]}`) instead of CSV")
-    p.add_argument("--per", choices=export.PER, default="step", help="one row per timed step (default) or per cell")
+    p.add_argument("--per", choices=tabular.PER, default="step", help="one row per timed step (default) or per cell")
     p.add_argument("--out", help="file to write (default: standard output)")
     p.set_defaults(main=main)
 
@@ -39,14 +39,14 @@ def main(args) -> int:
         raise UsageError("--csv and --json exclude each other: pick one format")
     if args.out:
         check_out(args.out, args.results)
-    rows = export.records(args.results, args.per)
+    rows = tabular.records(args.results, args.per)
     if args.json:
         if not args.out:
             _common.print_json({"per": args.per, "rows": rows})
             return 0
         text = files.json_bytes({"per": args.per, "rows": _common.jsonable(rows)}, indent=1).decode() + "\n"
     else:
-        text = export.to_csv(rows)
+        text = tabular.to_csv(rows)
     if args.out:
         files.write_text(args.out, text)
         print(f"{len(rows)} rows in {args.out}", file=sys.stderr)

@@ -30,18 +30,19 @@ def sizes(text: str) -> list[str]:
 
 
 def main(args) -> int:
-    from ..measuring import memory
+    from ..measuring import program_memory
 
     size_list = sizes(args.size)
     dtypes = config.split_list(args.index_dtype, "--index-dtype")
     backends = list(BACKENDS) if args.backends == "all" else config.split_list(args.backends, "--backends")
     workloads = config.split_list(args.workloads, "--workloads")
     config.Suite(backends=backends, workloads=workloads).validate()  # names checked as for run
-    memory.check_cases(size_list, dtypes)  # before any folder is made
+    program_memory.check_cases(size_list, dtypes)  # before any folder is made
     out_dir = files.make_folder(args.out or config.default_out("memory"), "results folder")
-    doc = memory.run(size_list, dtypes, backends, workloads, not args.no_measure, out_dir, ["gcbench", *args.argv])
+    doc = program_memory.run(size_list, dtypes, backends, workloads, not args.no_measure, out_dir,
+                             ["gcbench", *args.argv])
     out = _common.Output(args.json)
-    out(memory.format_tables(doc))
+    out(program_memory.format_tables(doc))
     out(f"\nmemory analysis in {out_dir / 'memory.json'}")
     if args.json:
         _common.print_json({"results": str(out_dir), "memory": doc})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..analysing import reproduce
+from ..analysing import seed_cases
 from ..core.errors import UsageError
 from ..flows import pipeline
 from ..flows.options import ReproduceOptions
@@ -15,7 +15,7 @@ from . import _common
 def register(sub) -> None:
     p = sub.add_parser("reproduce", help="the seed reports' cases (equinox-spikes, flux-many-small, gather-memory) "
                                          "next to their published figures")
-    p.add_argument("--only", help=f"comma-separated cases (default: all): {', '.join(reproduce.CASES)}")
+    p.add_argument("--only", help=f"comma-separated cases (default: all): {', '.join(seed_cases.CASES)}")
     p.add_argument("--steps", type=int, help="timed steps per repeat (default: 400 for equinox-spikes, 150 otherwise)")
     p.add_argument("--repeats", type=int, help="fresh processes per cell (default: 3 for equinox-spikes, 2 otherwise)")
     p.add_argument("--batch-size", type=int,
@@ -35,16 +35,16 @@ def register(sub) -> None:
 def main(args) -> int:
     from ..flows import reproduction
 
-    only = config.split_list(args.only, "--only") if args.only is not None else list(reproduce.CASES)
+    only = config.split_list(args.only, "--only") if args.only is not None else list(seed_cases.CASES)
     for name in ("steps", "repeats", "batch_size"):  # 0 never means "the default"
         value = getattr(args, name)
         if value is not None and value < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
         raise UsageError(f"--timeout must be a positive, finite number of seconds, got {args.timeout:g}")
-    unknown = [c for c in only if c not in reproduce.CASES]
+    unknown = [c for c in only if c not in seed_cases.CASES]
     if unknown or not only:
-        raise UsageError(f"unknown case {unknown[0] if unknown else '(none)'}; cases: {', '.join(reproduce.CASES)}")
+        raise UsageError(f"unknown case {unknown[0] if unknown else '(none)'}; cases: {', '.join(seed_cases.CASES)}")
     if args.resume and args.force:
         raise UsageError("--resume and --force exclude each other: keep what is there, or replace it")
     out_fn = _common.Output(args.json)
@@ -54,8 +54,8 @@ def main(args) -> int:
     if doc is None:
         return code
     out_fn()
-    out_fn(reproduce.format_text(doc))
-    out_fn(f"\nreproductions in {out_dir / reproduce.FILE}")
+    out_fn(seed_cases.format_text(doc))
+    out_fn(f"\nreproductions in {out_dir / seed_cases.FILE}")
     paths = None
     if args.report:
         paths = pipeline.write_report(out_dir, None, 3.0, out_fn=out_fn, title="gcbench: the seed reports, reproduced")

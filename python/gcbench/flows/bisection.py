@@ -5,7 +5,7 @@ the table of a metric per version. `commits`: the first-parent commits between a
 a bad one, each built from its files into an environment, one pipeline run per step of a
 binary search, until the first bad commit; the search's state (gitbisect.json) is saved
 before every step, so that a killed bisect resumes where it stopped. The decisions (tables,
-tests, the next candidate) are `analysing.bisect` and `analysing.gitbisect`.
+tests, the next candidate) are `analysing.version_bisect` and `analysing.gitbisect`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pathlib
 import sys
 from collections.abc import Callable
 
-from ..analysing import bisect, gitbisect
+from ..analysing import gitbisect, version_bisect
 from ..core import files
 from ..core.errors import UsageError
 from ..measuring import envspec, results
@@ -42,7 +42,7 @@ def releases(opts: ReleaseBisectOptions, cell: tuple[str, str, str], metric, ver
         if ran is None:
             return None, folder, code
         docs = ran
-    tab = bisect.table(docs, opts.package, cell, metric, opts.factor, versions)
+    tab = version_bisect.table(docs, opts.package, cell, metric, opts.factor, versions)
     if not tab["rows"]:
         raise UsageError(f"{opts.results or folder}: no results of {opts.cell} with a known {opts.package} version")
     if suite is not None:  # a bisect that ran keeps its table beside its results; --results only reads

@@ -1,6 +1,6 @@
 """A diagnostic run, end to end (`gcbench explain CELL`): the cell's environment built if
 it runs in one, the diagnostic run in a worker (`measuring.diagnostic_run`), and its
-explanation (`analysing.explain`), with the measured effects of the cells already in the
+explanation (`analysing.gc_causes`), with the measured effects of the cells already in the
 folder, merged into the folder's explain.json.
 """
 
@@ -11,12 +11,12 @@ import sys
 import tempfile
 from typing import Any
 
-from ..analysing import explain
+from ..analysing import gc_causes
 from ..core import files
 from ..core.errors import UsageError
 from ..measuring import diagnostic_run, envspec, results
 from ..measuring.cell import Cell
-from ..running import config, envs, runner
+from ..running import config, runner, venvs
 from .options import ExplainOptions
 
 
@@ -31,7 +31,7 @@ def run(opts: ExplainOptions, suite: config.Suite, cell: Cell) -> tuple[dict | N
         env_args: dict[str, Any] = {}
         if cell.env is not None:
             needed = sorted(set(runner.get_backend(cell.backend).requires))
-            built = envs.build_all(
+            built = venvs.build_all(
                 [envspec.parse(cell.env)], needed, opts.run.rebuild_envs, log=lambda m: print(m, file=sys.stderr)
             )
             env = built[cell.env]
@@ -67,6 +67,6 @@ def run(opts: ExplainOptions, suite: config.Suite, cell: Cell) -> tuple[dict | N
                     bars.finish(cell)
                     bars.close()
         docs = results.load_dir(out_dir, allow_empty=True)
-        expl = explain.summarize(raw, docs)
-        explain.save(out_dir, expl)
+        expl = gc_causes.summarize(raw, docs)
+        gc_causes.save(out_dir, expl)
     return expl, out_dir, 0

@@ -15,11 +15,10 @@ import sys
 import time
 from collections.abc import Callable
 
-from ..analysing import compare, stats, summary, verdict
+from ..analysing import comparison, stats, summary, verdict
 from ..core import files, machineload, terminal
 from ..core.errors import UsageError
-from ..measuring import data as datamod
-from ..measuring import results
+from ..measuring import mnist, results
 from ..measuring.backends import BACKENDS
 from ..measuring.cell import Cell
 from ..measuring.results import ResultDoc
@@ -33,10 +32,10 @@ SUITE_FORMAT = "gcbench-suite"
 def check_data(path: str | None) -> tuple[str, str, int]:
     """Validate the data the workers will read, in the manager, so errors come once and
     early: (kind, note for people, number of samples)."""
-    folder = datamod.locate(path)
+    folder = mnist.locate(path)
     if folder is None:
-        return "synthetic", "synthetic (no MNIST found; see `gcbench data info`)", datamod.SYNTHETIC_SAMPLES
-    ds = datamod.load_mnist(folder)
+        return "synthetic", "synthetic (no MNIST found; see `gcbench data info`)", mnist.SYNTHETIC_SAMPLES
+    ds = mnist.load_mnist(folder)
     return "real", f"real MNIST from {folder}", len(ds)
 
 
@@ -252,13 +251,13 @@ def _open_folder(cells: list, opts: RunOptions, out: str) -> tuple[pathlib.Path,
 
 def _build_environments(run: _Run) -> dict | None:
     from ..measuring import envspec
-    from ..running import envs
+    from ..running import venvs
 
     if not run.suite.envs:
         return None
     needed = sorted({m for b in run.suite.all_backends() for m in BACKENDS[b].requires})
-    run.out_fn(f"gcbench: {len(run.suite.envs)} environments (in {envs.envs_root()}) with {', '.join(needed)}")
-    return envs.build_all([envspec.parse(e) for e in run.suite.envs], needed, run.opts.rebuild_envs, log=run.out_fn,
+    run.out_fn(f"gcbench: {len(run.suite.envs)} environments (in {venvs.envs_root()}) with {', '.join(needed)}")
+    return venvs.build_all([envspec.parse(e) for e in run.suite.envs], needed, run.opts.rebuild_envs, log=run.out_fn,
                           progress=None if run.opts.progress else False)
 
 
@@ -335,13 +334,13 @@ def _print_outcome(docs: list[ResultDoc], out_dir: pathlib.Path, seconds: float,
     if any(cs.stats and cs.stats["flagged"] for cs in cells_summarized):
         out_fn(terminal.wrap(FLAG_LEGEND))
     ok_cells = [
-        compare.repeat_values(ds) for ds in summary.cells(docs).values() if any(d["status"] == "ok" for d in ds)
+        comparison.repeat_values(ds) for ds in summary.cells(docs).values() if any(d["status"] == "ok" for d in ds)
     ]
     if any(v["loaded"] for v in ok_cells):  # a loaded machine's spread says nothing of a quiet one's power
         out_fn(terminal.wrap("smallest detectable change: none given, the repeats ran on a loaded machine (their "
                              "times are not judged); measure on a quiet machine for one"))
     else:
-        out_fn(terminal.wrap(compare.format_detectable(compare.detectable(ok_cells, compare.ALPHA))))
+        out_fn(terminal.wrap(comparison.format_detectable(comparison.detectable(ok_cells, comparison.ALPHA))))
     out_fn(f"\n{len(docs)} runs in {seconds:.0f} s: {measured} ok, {failed} failed, "
            f"{len(docs) - measured - failed} unavailable; results in {out_dir}")
     if superseded:

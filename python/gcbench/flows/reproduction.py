@@ -1,7 +1,7 @@
 """The seed reports' cases, reproduced end to end (`gcbench reproduce`): the ViT's batch
 calibrated on this machine (equinox-spikes), the cells of every case as one plan through
 the pipeline, the gather programs' memory (gather-memory), and the reproductions' table
-beside the results. What the numbers are compared with, and how, is `analysing.reproduce`.
+beside the results. What the numbers are compared with, and how, is `analysing.seed_cases`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..analysing import reproduce
+from ..analysing import seed_cases
 from ..core import files
 from ..core.errors import UsageError
 from ..measuring.results import ResultDoc
@@ -26,12 +26,12 @@ from .options import ReproduceOptions, RunOptions
 
 def calibrate(data: str | None, out_fn) -> dict:
     """The ViT's median step (equinox-filter, collector off) at decreasing batch sizes, until
-    one is at most 8 ms; then `reproduce.calibration_choice`."""
+    one is at most 8 ms; then `seed_cases.calibration_choice`."""
     from ..running import runner
 
     medians = {}
     with tempfile.TemporaryDirectory(prefix="gcbench-calibrate-") as tmp:
-        for batch in reproduce.CALIBRATION_BATCHES:
+        for batch in seed_cases.CALIBRATION_BATCHES:
             suite = config.Suite(name="calibrate", backends=["equinox-filter"], workloads=["vit"], gc=["disable"],
                                  steps=40, warmup=3, repeats=1, batch_size=batch).validate()
             cell = suite.cells(data)[0]
@@ -43,11 +43,11 @@ def calibrate(data: str | None, out_fn) -> dict:
                 raise UsageError(f"calibration needs equinox: {doc['reason']}")
             medians[batch] = float(np.median(doc["wall_ns"])) / 1e6
             out_fn(f"calibration: batch {batch}: median step {medians[batch]:.3g} ms")
-            if medians[batch] <= reproduce.TARGET_MS:
+            if medians[batch] <= seed_cases.TARGET_MS:
                 break
-    chosen = reproduce.calibration_choice(medians)
-    out_fn(f"calibration: batch {chosen} (median step nearest {reproduce.TARGET_MS:g} ms, at most "
-           f"{reproduce.MAX_MS:g})")
+    chosen = seed_cases.calibration_choice(medians)
+    out_fn(f"calibration: batch {chosen} (median step nearest {seed_cases.TARGET_MS:g} ms, at most "
+           f"{seed_cases.MAX_MS:g})")
     return {"medians_ms": {str(b): m for b, m in medians.items()}, "chosen": chosen}
 
 
@@ -56,13 +56,13 @@ def run(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None]
     """The cases in `only` into the results folder (`opts.run.out`, or a new one): (the
     reproductions' document, the folder, exit code); the document is None when the run was
     interrupted."""
-    from ..measuring import memory
+    from ..measuring import program_memory
     from ..measuring.backends import julia_bridge
 
     run: RunOptions = opts.run
     kind, data_note, samples = pipeline.check_data(run.data)
     calibration: dict = {}
-    earlier = reproduce.load(run.out) if run.resume and run.out and pathlib.Path(run.out).is_dir() else None
+    earlier = seed_cases.load(run.out) if run.resume and run.out and pathlib.Path(run.out).is_dir() else None
     if "equinox-spikes" in only:
         if opts.batch_size:
             calibration = {"chosen": opts.batch_size, "medians_ms": {}, "given": True}
@@ -75,7 +75,7 @@ def run(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None]
                              "`gcbench reproduce --only equinox-spikes` there, or give the batch)")
         else:
             calibration = calibrate(run.data, out_fn)
-    suites = reproduce.suites(only, calibration.get("chosen") or 8, opts.steps, opts.repeats)
+    suites = seed_cases.suites(only, calibration.get("chosen") or 8, opts.steps, opts.repeats)
     if opts.timeout is not None:
         for s in suites.values():
             s.timeout = opts.timeout
@@ -97,7 +97,7 @@ def run(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None]
     if cells:
         # the seed's MWE trains its 5 LeNet-5s on Julia threads, one per core
         cells = [dataclasses.replace(c, julia_threads=os.cpu_count() or 1)
-                 if c.backend in reproduce.JULIA and c.workload == "lenet5" else c for c in cells]
+                 if c.backend in seed_cases.JULIA and c.workload == "lenet5" else c for c in cells]
         plan_suite = config.Suite(name="reproduce", backends=sorted({c.backend for c in cells}), repeats=1,
                                   timeout=max(s.timeout for s in suites.values()))
         ran, out_dir, code = pipeline.run_plan(cells, plan_suite, run.replace(out=out), out_fn, kind, data_note,
@@ -108,10 +108,10 @@ def run(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None]
     memory_doc = None
     if "gather-memory" in only:
         files.make_folder(out_dir, "results folder")
-        memory_doc = memory.run(["seed"], ["int32", "int16"], [], [], False, out_dir, run.command)
+        memory_doc = program_memory.run(["seed"], ["int32", "int16"], [], [], False, out_dir, run.command)
         settings["gather-memory"] = {"sizes": "the seed's: x 128^3 float32, idx 2048^3 x 3", "index": "int32, int16",
                                      "why": "compiled on abstract shapes: XLA's memory analysis, nothing allocated"}
     ok, why = julia_bridge.status()
-    doc = reproduce.build(only, docs or [], calibration, memory_doc, None if ok else why, settings)
-    reproduce.save(out_dir, doc)
+    doc = seed_cases.build(only, docs or [], calibration, memory_doc, None if ok else why, settings)
+    seed_cases.save(out_dir, doc)
     return doc, out_dir, 0 if code == 0 or any(d["status"] == "ok" for d in docs) else code

@@ -107,7 +107,7 @@ def file_package(filename: str) -> str | None:
 
 # gcbench's own measuring code: never a site (`gcbench.measure`'s own objects are gcbench's, not the loop's)
 _HARNESS = tuple(str(pathlib.Path(_GCBENCH_DIR, name)) for name in (
-    "measuring/diagnose.py", "measuring/diagnostic_run.py", "measuring/probe.py", "analysing/explain.py",
+    "measuring/diagnose.py", "measuring/diagnostic_run.py", "measuring/probe.py", "analysing/gc_causes.py",
     "user_loop.py", "budget/plugin.py", "core/machineload.py"))
 OWN = "gcbench's own objects"  # a site no frame outside the harness and the standard library explains
 

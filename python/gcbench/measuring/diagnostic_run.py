@@ -1,7 +1,7 @@
 """The diagnostic run of a cell, in the worker: what `gcbench explain` starts instead of a
 measurement. The collector's work is recorded step by step (`diagnose` for the Python
 backends; Julia's `Profile.Allocs` for the Julia ones) into a raw document, which
-`analysing.explain` turns into an explanation. Its timings are disturbed and are never
+`analysing.gc_causes` turns into an explanation. Its timings are disturbed and are never
 reported as measurements.
 """
 

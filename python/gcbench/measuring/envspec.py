@@ -1,7 +1,7 @@
 """The environment spec: what a cell names as its interpreter and packages, written as on
 the command line, `"python=3.12 jax==0.8.0 equinox==0.13.2"`, read as PEP 508 pins by
 `packaging`. A pin may name a package's source (`equinox@git+URL@REF`, or the files of a
-commit exported to a `file://` folder). `running.envs` builds environments from specs.
+commit exported to a `file://` folder). `running.venvs` builds environments from specs.
 """
 
 from __future__ import annotations

@@ -15,8 +15,7 @@ import time
 from typing import Any
 
 from ..core import machineload, metadata
-from . import data as datamod
-from . import diagnose, gcpolicy, results
+from . import diagnose, gcpolicy, mnist, results
 from .backends import get_backend
 from .cell import Cell
 from .probe import StepProbe
@@ -73,8 +72,8 @@ def prepare(cell: Cell, progress=progress):
     if not ok:
         raise Unavailable(reason)
     workload = get_workload(cell.workload)
-    dataset = datamod.load(cell.data_path, seed=cell.seed)
-    schedule = datamod.batch_schedule(len(dataset), cell.warmup + cell.steps, cell.seed, cell.batch_size)
+    dataset = mnist.load(cell.data_path, seed=cell.seed)
+    schedule = mnist.batch_schedule(len(dataset), cell.warmup + cell.steps, cell.seed, cell.batch_size)
     params = init_params(workload, cell.seed, cell.networks)
     progress("build", 0, cell.warmup)
     t0 = time.perf_counter_ns()

@@ -30,7 +30,7 @@ from ..measuring.backends import get_backend
 from ..measuring.cell import Cell
 from ..measuring.results import ResultDoc
 from ..measuring.worker import PARENT_ENV
-from .envs import isolated_environ
+from .venvs import isolated_environ
 
 STDERR_TAIL_LINES = 25
 
@@ -454,7 +454,7 @@ def cache_safe(environment: dict | None) -> bool:
     program, so environments with an older jaxlib compile every time."""
     if environment is None:
         return True
-    from .envs import version_key
+    from .venvs import version_key
 
     jaxlib = (environment.get("packages") or {}).get("jaxlib")
     return jaxlib is None or version_key(jaxlib) >= version_key("0.5")

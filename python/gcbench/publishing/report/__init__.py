@@ -18,10 +18,10 @@ from typing import Any
 from ...analysing import claims, gitbisect, stats, summary, verdict
 from ...core import files, metadata
 from ...core.errors import UsageError
-from ...measuring import memory, results
+from ...measuring import program_memory, results
 from ...measuring.results import ResultDoc
 from .. import archive
-from . import environments, findings, plots, reproduction
+from . import environments, findings, plots, seed_section
 from . import why as why_section
 from .document import Bullets, Heading, Image, Para, Table, code, escape, natural_key, prose, to_html, to_markdown
 
@@ -368,7 +368,7 @@ def memory_answer(doc: dict) -> str | None:
     """The answer of `gcbench memory`: how much more the gradient of a gather takes than its
     forward program (the seed's question), at the largest size measured; and the largest
     training step's program."""
-    fb = memory.fmt_bytes
+    fb = program_memory.fmt_bytes
     try:
         gathers = [r for r in doc["cases"] if r["kind"] == "gather"]
         steps = [r for r in doc["cases"] if r["kind"] == "step" and "unavailable" not in r]
@@ -379,8 +379,9 @@ def memory_answer(doc: dict) -> str | None:
             said.append(f"The gradient of a gather takes {min(ratios):.2f}-{max(ratios):.2f} x the memory of its "
                         f"forward program over {len(gathers)} cases; at the largest, {escape(big['size'])} with an "
                         f"{escape(big['index_dtype'])} index ({escape(big['formulation'])}, "
-                        f"{memory.compiler_of(doc, big).upper()} compiler), {fb(big['forward']['total_bytes'])} "
-                        f"forward against {fb(big['gradient']['total_bytes'])} for the gradient "
+                        f"{program_memory.compiler_of(doc, big).upper()} compiler), "
+                        f"{fb(big['forward']['total_bytes'])} forward against "
+                        f"{fb(big['gradient']['total_bytes'])} for the gradient "
                         f"({big['gradient_over_forward']:.2f} x; {big['gradient_over_floor']:.2f} x its floor).")
         if steps:
             big = max(steps, key=lambda r: r["total_bytes"])
@@ -392,7 +393,7 @@ def memory_answer(doc: dict) -> str | None:
 
 
 def memory_section(doc: dict, where: pathlib.Path) -> list:
-    fb = memory.fmt_bytes
+    fb = program_memory.fmt_bytes
     try:
         blocks = [
             Heading("Memory of compiled programs"),
@@ -419,7 +420,7 @@ def memory_section(doc: dict, where: pathlib.Path) -> list:
                     f"{fb(acc['forward']['total_bytes'])} / {fb(acc['gradient']['total_bytes'])}" if "gradient" in acc
                     else escape(acc.get("error", "-"))]
                 rows.append([escape(r["size"]), escape(r["index_dtype"]), escape(r["formulation"]),
-                             memory.compiler_of(doc, r).upper(), fb(r["forward"]["total_bytes"]),
+                             program_memory.compiler_of(doc, r).upper(), fb(r["forward"]["total_bytes"]),
                              fb(r["gradient"]["temp_bytes"]), fb(r["gradient"]["total_bytes"]),
                              f"{r['gradient_over_forward']:.2f}", f"{r['gradient_over_floor']:.2f}", *extra, m])
             blocks.append(Table(["size", "index", "formulation", "compiler", "forward", "gradient temp",
@@ -548,7 +549,7 @@ def _question(docs, cells, families, memdoc, repro, git_plan, bisect_table) -> s
     """The answer to the question the command asked: a bisect's culprit, a reproduction's rows,
     the environments' matrix, the policies' comparison or the memory table's; None where the
     cells alone answer."""
-    from ...analysing import reproduce as reproduce_mod
+    from ...analysing import seed_cases
 
     question = None
     if git_plan is not None:
@@ -556,7 +557,7 @@ def _question(docs, cells, families, memdoc, repro, git_plan, bisect_table) -> s
     elif bisect_table is not None:
         question = environments.bisect_answer(bisect_table)
     elif repro is not None:
-        question = reproduction.answer(reproduce_mod.rebuild(repro, docs, memdoc))
+        question = seed_section.answer(seed_cases.rebuild(repro, docs, memdoc))
     else:
         question = environments.env_matrix_answer(cells, docs)
     if question is None and _compared_policies(docs):
@@ -656,24 +657,22 @@ def _plots(ok, docs, workloads, out_dir, written) -> list:
 
 
 def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
-    from ...analysing import bisect as bisect_mod
-    from ...analysing import explain as explain_mod
-    from ...analysing import reproduce as reproduce_mod
+    from ...analysing import gc_causes, seed_cases, version_bisect
 
-    memdoc = memory.load(folder)
+    memdoc = program_memory.load(folder)
     # A table given by the caller (`bisect --results DIR --report`, which only reads DIR) goes into
     # the report's archive, so that a rebuild from the archive shows the same table.
     carried = {} if bisect_table is None else {"bisect.json": files.json_bytes(bisect_table)}
     if bisect_table is None and (folder / "bisect.json").is_file():
-        bisect_table = bisect_mod.load_table(folder / "bisect.json")
-    why = explain_mod.load(folder)
-    repro = reproduce_mod.load(folder)
+        bisect_table = version_bisect.load_table(folder / "bisect.json")
+    why = gc_causes.load(folder)
+    repro = seed_cases.load(folder)
     git_plan = gitbisect.load(folder / gitbisect.FILE)
     plan = results.read_plan(folder)
     docs = results.load_dir(folder, allow_empty=any(x is not None for x in (memdoc, repro, why)))
     docs = _in_order(docs, plan, git_plan)
     if bisect_table is not None:
-        bisect_table = bisect_mod.rebuild(bisect_table, docs)
+        bisect_table = version_bisect.rebuild(bisect_table, docs)
     written: list[pathlib.Path] = [archive.pack(folder, out_dir / archive.NAME, carried)]
     warnings = [w for w in [archive.check_size(written[0])] if w]
 
@@ -694,7 +693,7 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
         blocks += [Heading("Verdict")] + ([Para(question)] if question else []) + \
             ([Para(" ".join(prose(x) for x in answer))] if answer else [])
     if repro is not None:
-        blocks += reproduction.section(reproduce_mod.rebuild(repro, docs, memdoc))
+        blocks += seed_section.section(seed_cases.rebuild(repro, docs, memdoc))
     if docs:
         blocks += _header(docs, plan)
     if bisect_table is not None:

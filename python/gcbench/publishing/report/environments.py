@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pathlib
 
-from ...analysing import compare, summary
+from ...analysing import comparison, summary
 from ...measuring.results import ResultDoc
 from . import plots
 from .document import Bullets, Heading, Image, Para, Table, code, escape, natural_key
@@ -65,7 +65,7 @@ def section(docs: list[ResultDoc]) -> list:
 
 
 def bisect_section(tab: dict, out_dir: pathlib.Path) -> list:
-    from ...analysing.bisect import table_rows
+    from ...analysing.version_bisect import table_rows
 
     header, rows = table_rows(tab, " (first change)")
     first = tab["first_change"]
@@ -151,12 +151,12 @@ INSTALLERS = {"pip", "setuptools", "wheel"}  # what the installer puts into ever
 
 def _counts_differ(a, b) -> bool | None:
     """True when two cells' full collections per repeat differ by more than the phase of
-    their schedules moves them (no one rate gives both sides' counts: compare.within_phase),
+    their schedules moves them (no one rate gives both sides' counts: comparison.within_phase),
     False when they are within it, None when a side's own repeats are beyond it (cannot tell)."""
     sa, sb = a.measured["full"]["schedule"], b.measured["full"]["schedule"]
-    if not (compare.within_phase(sa, sa) and compare.within_phase(sb, sb)):
+    if not (comparison.within_phase(sa, sa) and comparison.within_phase(sb, sb)):
         return None
-    return not compare.within_phase(sa, sb)
+    return not comparison.within_phase(sa, sb)
 
 
 def env_matrix_answer(cells, docs: list[ResultDoc]) -> str | None:

@@ -5,7 +5,7 @@ How it works, and why: docs/internals.md, `gcbench.publishing.report.findings`.
 
 from __future__ import annotations
 
-from ...analysing import claims, compare, stats, summary, verdict
+from ...analysing import claims, comparison, stats, summary, verdict
 from .document import Table, code, escape
 
 NEGLIGIBLE_SHARE = 0.001  # below 0.1 % of step time the collector is not worth ranking
@@ -35,8 +35,8 @@ def between_sentence(cs: summary.CellSummary) -> str:
             f"({_pct(cs.measured['gc_share'])} of the loop's time).")
 
 
-def findings(cells: list[summary.CellSummary], min_effect: float = compare.MIN_EFFECT,
-             alpha: float = compare.ALPHA, family: list | None = None) -> list[str]:
+def findings(cells: list[summary.CellSummary], min_effect: float = comparison.MIN_EFFECT,
+             alpha: float = comparison.ALPHA, family: list | None = None) -> list[str]:
     """Sentences about one workload's cells (any status): what the tables do not say, a few
     at most (memory growth, collections between steps, a collector that never ran or costs
     nothing, and the ranking of the backends)."""
@@ -87,11 +87,11 @@ def full_table(cells: list[summary.CellSummary]) -> Table | None:
     return Table(["cell", "full collections", "a step holding one, against its neighbours", "GC share"], rows)
 
 
-def _cell_text(t: compare.Test | None) -> str:
+def _cell_text(t: comparison.Test | None) -> str:
     """One test in a table cell: its verdict, the change and its interval, the corrected p."""
     if t is None:
         return "-"
-    if t.verdict == compare.NOT_JUDGED:
+    if t.verdict == comparison.NOT_JUDGED:
         return f"not judged ({escape(t.not_judged.split(':')[0])})"
     if t.effect is None:
         change = "no change measured"
@@ -110,8 +110,8 @@ def _cell_text(t: compare.Test | None) -> str:
     return f"{verdict}: {change}{p}"
 
 
-def tests_table(cells: list[summary.CellSummary], min_effect: float = compare.MIN_EFFECT,
-                alpha: float = compare.ALPHA, family: list | None = None) -> Table | None:
+def tests_table(cells: list[summary.CellSummary], min_effect: float = comparison.MIN_EFFECT,
+                alpha: float = comparison.ALPHA, family: list | None = None) -> Table | None:
     """Each policy against `default` for the same backend: full collections, GC share,
     median step and mean step, each the workload's corrected test (analysing.claims)."""
     family = claims.workload_claims(cells, min_effect, alpha) if family is None else family
@@ -129,11 +129,11 @@ def tests_table(cells: list[summary.CellSummary], min_effect: float = compare.MI
                  rows)
 
 
-def _level(t: compare.Test) -> str:
+def _level(t: comparison.Test) -> str:
     return f"{100 * t.level:.3g} %"
 
 
-def _ratio(t: compare.Test) -> str:
+def _ratio(t: comparison.Test) -> str:
     if t.ci is None:
         return f"{t.effect:.2f} x"
     return f"{t.effect:.2f} x ({_level(t)} {t.ci[0]:.2f}-{t.ci[1]:.2f})"
@@ -144,26 +144,26 @@ def _cell_median(s: dict) -> str:
     return f"{stats.fmt(s['median_ms'])} ms ({stats.fmt_ci(ci, values=s['repeat_medians_ms'])})"
 
 
-def _why_not(t: compare.Test) -> str:
+def _why_not(t: comparison.Test) -> str:
     """Why an inconclusive test says nothing: its note, or its interval."""
     if t.note and t.ci is None:
         return t.note
     return f"p = {t.p:.2g}, {t.p_adj:.2g} after correcting for this workload's tests" if t.p_adj is not None else t.note
 
 
-def _claim(kind: str, t: compare.Test, ctx) -> str:
+def _claim(kind: str, t: comparison.Test, ctx) -> str:
     """One test's sentence: the ranking of backends, or a policy against `default` in one metric."""
     if kind == "ranking":
         return _ranking_claim(t, *ctx)
     base, other, vb, vo = ctx
     b, p, env = other.key[0], other.key[2], summary.context(other.key)
     who = code(b) + (f" [{env}]" if env else "")
-    if t.verdict == compare.NOT_JUDGED:
-        return f"{code(p)} and the {compare.NAMES[t.metric]} of {who}: not judged ({t.not_judged})."
+    if t.verdict == comparison.NOT_JUDGED:
+        return f"{code(p)} and the {comparison.NAMES[t.metric]} of {who}: not judged ({t.not_judged})."
     return _POLICY_CLAIMS[kind](t, who, p, base, vb, vo)
 
 
-def _ranking_claim(t: compare.Test, fastest, slowest, ranked: int) -> str:
+def _ranking_claim(t: comparison.Test, fastest, slowest, ranked: int) -> str:
     policy = fastest.key[2]
     env = summary.context(fastest.key)
     head = (
@@ -172,7 +172,7 @@ def _ranking_claim(t: compare.Test, fastest, slowest, ranked: int) -> str:
         + f": {code(fastest.key[0])} {_cell_median(fastest.measured)}, "
         f"{code(slowest.key[0])} {_cell_median(slowest.measured)}"
     )
-    if t.verdict == compare.NOT_JUDGED:
+    if t.verdict == comparison.NOT_JUDGED:
         return f"{head}: no ranking is claimed ({t.not_judged})."
     if t.verdict == "slower":
         # the test is of the two ends only: it says nothing of the backends between them
@@ -184,7 +184,7 @@ def _ranking_claim(t: compare.Test, fastest, slowest, ranked: int) -> str:
     return f"{head}: no ranking is claimed: the repeats cannot tell ({_ratio(t)}; {_why_not(t)})."
 
 
-def _full_claim(t: compare.Test, who: str, p: str, base, vb, vo) -> str:
+def _full_claim(t: comparison.Test, who: str, p: str, base, vb, vo) -> str:
     sb, so = vb["schedule"], vo["schedule"]
     counts = (f"{stats.format_schedule(so)} under {code(p)}, against {stats.format_schedule(sb)} under "
               f"{code('default')}")
@@ -198,13 +198,13 @@ def _full_claim(t: compare.Test, who: str, p: str, base, vb, vo) -> str:
     if t.verdict == "same":
         where = ", at the same steps" if sb["same_steps"] and so["same_steps"] and sb["at"] == so["at"] else ""
         return f"{code(p)} leaves the full collections of {who} as they were{where}: {counts}."
-    if t.verdict == compare.SAME_PHASE:
+    if t.verdict == comparison.SAME_PHASE:
         return (f"{code(p)} moves the full collections of {who} no more than the phase of their schedule does "
                 f"(a different starting heap moves a count by one): {counts}.")
     return f"{code(p)} and the full collections of {who}: the repeats cannot tell ({counts}; {how})."
 
 
-def _share_claim(t: compare.Test, who: str, p: str, base, vb, vo) -> str:
+def _share_claim(t: comparison.Test, who: str, p: str, base, vb, vo) -> str:
     if t.a is None or t.b is None or t.effect is None:
         raise ValueError("a GC share test without the shares it compares")
     shares = f"GC share {_pct(t.a)} under {code('default')}, {_pct(t.b)} under {code(p)}" + (
@@ -221,7 +221,7 @@ def _share_claim(t: compare.Test, who: str, p: str, base, vb, vo) -> str:
     return f"{code(p)} and the GC time of {who}: the repeats cannot tell ({shares}; {_why_not(t)})."
 
 
-def _mean_claim(t: compare.Test, who: str, p: str, base, vb, vo) -> str:
+def _mean_claim(t: comparison.Test, who: str, p: str, base, vb, vo) -> str:
     lead = f"{who} under {code(p)} against {code('default')}"
     if t.verdict in ("faster run", "slower run"):
         return (f"{lead}: the time a run takes (mean step) {'shorter' if t.verdict == 'faster run' else 'longer'}, "
@@ -231,7 +231,7 @@ def _mean_claim(t: compare.Test, who: str, p: str, base, vb, vo) -> str:
     return f"{lead}: the repeats cannot tell whether the time a run takes changed ({_ratio(t)}; {_why_not(t)})."
 
 
-def _median_claim(t: compare.Test, who: str, p: str, base, vb, vo) -> str:
+def _median_claim(t: comparison.Test, who: str, p: str, base, vb, vo) -> str:
     if vb["full"] == 0 and sum(base.measured["collections"]) == 0:
         lead = f"{who} collected nothing under {code('default')}, so {code(p)} has nothing to remove"
     else:
@@ -300,12 +300,12 @@ def policy_answer(families: dict[str, list]) -> str | None:
                     t = claims.policy_test(family, kind, b, o)
                     if t is None:
                         continue
-                    key = "not judged (loaded machine)" if t.verdict == compare.NOT_JUDGED else \
+                    key = "not judged (loaded machine)" if t.verdict == comparison.NOT_JUDGED else \
                         words.get(t.verdict, "cannot tell" if t.verdict == "inconclusive" else t.verdict)
                     groups.setdefault(key, []).append(f"{who(o)} {effect(t)}")
                 return "; ".join(f"{k}: {', '.join(v)}" for k, v in groups.items())
 
-            def points(t: compare.Test) -> str:
+            def points(t: comparison.Test) -> str:
                 if t.effect is None:
                     return ""
                 return f"{100 * t.effect:+.1f} points of {'CPU' if t.note.startswith('in CPU time') else 'wall'} time"

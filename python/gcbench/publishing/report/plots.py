@@ -19,7 +19,7 @@ import matplotlib.ticker as mticker
 import numpy as np
 
 from ...analysing import stats, summary
-from ...analysing.explain import qualifiers as explain_qualifiers
+from ...analysing.gc_causes import qualifiers as explain_qualifiers
 from ...core import files
 from ...core.errors import UsageError
 from ...measuring import results

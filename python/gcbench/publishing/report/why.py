@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pathlib
 
-from ...analysing import explain, stats
+from ...analysing import gc_causes, stats
 from ...measuring.results import ResultDoc
 from . import plots
 from .document import Bullets, Heading, Image, Para, Table, code, escape
@@ -18,7 +18,7 @@ def _top(counter: dict, total: int, n: int = 4) -> str:
 
 def section(doc: dict, docs: list[ResultDoc], out_dir: pathlib.Path, written: list) -> list:
     # the effects' tests are the Findings' (one corrected p-value per comparison in a report)
-    explanations = [explain.derive(e, docs, tests=False) for e in doc["explanations"]]
+    explanations = [gc_causes.derive(e, docs, tests=False) for e in doc["explanations"]]
     blocks = [Heading("Why"),
               Para("From `gcbench explain`: each cell ran once more in a diagnostic worker that watches every "
                    "collection (its timings are disturbed and not used above). Promoted objects are those that "
@@ -28,7 +28,7 @@ def section(doc: dict, docs: list[ResultDoc], out_dir: pathlib.Path, written: li
                    "over the run's last steps (tracemalloc slows the steps tens of times), shares of those traced.")]
     rows = []
     for e in explanations:
-        name = escape(e["label"] + explain.qualifiers(e))
+        name = escape(e["label"] + gc_causes.qualifiers(e))
         if "julia" in e:
             jl = e["julia"]
             total = max(sum(v[0] for v in jl["by_package"].values()), 1)
@@ -46,16 +46,16 @@ def section(doc: dict, docs: list[ResultDoc], out_dir: pathlib.Path, written: li
                  if sc["collections"] else f"no full collection (oldest: {fi['oldest_objects']:,.0f})")
         predicted = "never" if fi["predicted"] is None else f"{fi['predicted']:,.0f}"
         observed = f"{fi['observed']:,.0f}" if fi["observed"] else f"{fi['full_collections']} in {py['steps']}"
-        traced = explain.traced_sites(pr)
+        traced = gc_causes.traced_sites(pr)
         rows.append([name, f"{stats.fmt(fi['promoted_per_step'])} per step", _top(pr["by_type"], pr["total"]),
                      _top(pr["by_package"], pr["total"]),
-                     escape(explain.why_no_sites(py) or "") or _top(traced, sum(traced.values()), 3), scans,
+                     escape(gc_causes.why_no_sites(py) or "") or _top(traced, sum(traced.values()), 3), scans,
                      f"{predicted} / {observed}"])
     blocks.append(Table(["cell", "promoted", "by type", "by package", "by site", "a full collection scans",
                          "steps between full collections: predicted / observed"], rows))
     notes = []
     for e in explanations:
-        name = code(e["label"]) + escape(explain.qualifiers(e))
+        name = code(e["label"]) + escape(gc_causes.qualifiers(e))
         if "python" in e and e["python"]["garbage"]["total"]:
             g = e["python"]["garbage"]
             notes.append(f"{name}: {g['total']:,} objects of cyclic garbage: {_top(g['by_type'], g['total'])}.")

@@ -1,6 +1,6 @@
 """`gcbench memory`: what compiled programs need, analysed before they run.
 
-How it works, and why: docs/internals.md, `gcbench.measuring.memory`.
+How it works, and why: docs/internals.md, `gcbench.measuring.program_memory`.
 """
 
 from __future__ import annotations
@@ -198,8 +198,8 @@ def compile_in_child(n: int, m: int, dtype: str, platform: str, deadline: float)
         return {"error": f"not compiled: the {ACCELERATOR_BUDGET_S:g} s for the {platform} compiler were spent"}
     spec = json.dumps({"mode": "compile", "n": n, "m": m, "dtype": dtype, "platform": platform})
     try:
-        proc = subprocess.run([sys.executable, "-m", "gcbench.measuring.memory", spec], capture_output=True, text=True,
-                              timeout=left)
+        proc = subprocess.run([sys.executable, "-m", "gcbench.measuring.program_memory", spec], capture_output=True,
+                              text=True, timeout=left)
     except subprocess.TimeoutExpired:
         return {"error": f"{platform} compiler took longer than the {ACCELERATOR_BUDGET_S:g} s it had"}
     if proc.returncode != 0:
@@ -216,11 +216,11 @@ def step_cases(backends: list[str], workloads: list[str]) -> list[dict]:
     (jax-vmap: all N networks in one program)."""
     import jax
 
-    from . import data as datamod
+    from . import mnist
     from .backends import _jaxnn, get_backend
     from .workloads import BATCH_SIZE, get_workload, init_params
 
-    dataset = datamod.synthetic(2 * BATCH_SIZE)
+    dataset = mnist.synthetic(2 * BATCH_SIZE)
     x = jax.ShapeDtypeStruct((BATCH_SIZE, 28, 28, 1), np.float32)
     y = jax.ShapeDtypeStruct((BATCH_SIZE,), np.int32)
     rows = []
@@ -261,7 +261,7 @@ def measure_gather(n: int, m: int, dtype: str, formulation: str) -> dict:
     """Run one small gather gradient for real in a fresh process; peak memory increase."""
     spec = json.dumps({"n": n, "m": m, "dtype": dtype, "formulation": formulation})
     proc = subprocess.run(
-        [sys.executable, "-m", "gcbench.measuring.memory", spec], capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "gcbench.measuring.program_memory", spec], capture_output=True, text=True, timeout=600
     )
     if proc.returncode != 0:
         return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}

@@ -1,6 +1,6 @@
 """`gcbench compare A B`: per cell, whether B differs from A, and by how much.
 
-How it works, and why: docs/internals.md, `gcbench.analysing.compare`.
+How it works, and why: docs/internals.md, `gcbench.analysing.comparison`.
 """
 
 from __future__ import annotations
@@ -698,7 +698,7 @@ def pair_cells(a: dict, b: dict) -> tuple[list[tuple[tuple, tuple]], list[str]]:
 
 def compare_docs(docs_a: list[ResultDoc], docs_b: list[ResultDoc], min_effect: float = MIN_EFFECT, alpha: float = ALPHA,
                  force: bool = False) -> dict:
-    """The comparison of two sets of result documents (docs/internals.md, `gcbench.analysing.compare`)."""
+    """The comparison of two sets of result documents (docs/internals.md, `gcbench.analysing.comparison`)."""
     if not 0 < alpha < 0.5:
         raise UsageError(f"alpha must be between 0 and 0.5, got {alpha:g}")
     if not (math.isfinite(min_effect) and 0 <= min_effect < 1):

@@ -1,7 +1,7 @@
 """`gcbench reproduce`: the three seed reports' cases, run as faithfully as this machine
 allows, each figure the seed reported next to what gcbench measured, with intervals.
 
-How it works, and why: docs/internals.md, `gcbench.analysing.reproduce`.
+How it works, and why: docs/internals.md, `gcbench.analysing.seed_cases`.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import math
 
 from ..core import files
 from ..core.errors import UsageError
-from ..measuring import memory
+from ..measuring import program_memory
 from ..measuring.results import ResultDoc
 from ..running import config
-from . import compare, stats, summary
+from . import comparison, stats, summary
 
 FILE = "reproduce.json"
 FORMAT = "gcbench-reproduce"
@@ -164,9 +164,9 @@ def equinox_rows(cells: dict, calibration: dict) -> list[Row]:
         rows.append(Row(claim, "50 ms / 8 ms = 6.2 x", stats.format_schedule(f["schedule"]), "-", "not",
                         "equinox-filter made no full collection here"))
     if part is not None and part.ok:
-        va, vb = compare.repeat_values(filt.docs), compare.repeat_values(part.docs)
-        t = compare.test_full(va, vb, compare.MIN_EFFECT, compare.ALPHA)
-        compare.conclude([t], compare.ALPHA)
+        va, vb = comparison.repeat_values(filt.docs), comparison.repeat_values(part.docs)
+        t = comparison.test_full(va, vb, comparison.MIN_EFFECT, comparison.ALPHA)
+        comparison.conclude([t], comparison.ALPHA)
         how = "exact: fixed schedules" if t.exact else (f"p = {t.p:.2g}" if t.p is not None else t.note)
         rows.append(Row("eqx.partition + jax.jit makes the spikes rarer than eqx.filter_jit",
                         "\"much fewer and farther between\"",
@@ -263,7 +263,7 @@ def gather_rows(doc: dict | None, reason: str | None = None) -> list[Row]:
     if doc is None:
         return [Row("forward and gradient memory", "129.01 GiB and 224.01 GiB", reason=reason or "not run")]
     gathers = [r for r in doc["cases"] if r["kind"] == "gather" and r["size"] == "seed" and r["formulation"] == "seed"]
-    seed = {r["index_dtype"]: r for r in gathers if memory.compiler_of(doc, r) == "cpu"}
+    seed = {r["index_dtype"]: r for r in gathers if program_memory.compiler_of(doc, r) == "cpu"}
     rows = []
     r = seed.get("int32")
     if r:
@@ -311,7 +311,7 @@ def _accelerator_row(doc: dict, gathers: list[dict]) -> Row:
     for r in gathers:
         if r["index_dtype"] != "int32":
             continue
-        if memory.compiler_of(doc, r) != "cpu":
+        if program_memory.compiler_of(doc, r) != "cpu":
             figures = r
         elif "gradient" in r.get("accelerator", {}):
             figures = r["accelerator"]

@@ -1,6 +1,6 @@
 """Isolated environments: the same cells under other interpreters and package versions.
 
-How it works, and why: docs/internals.md, `gcbench.running.envs`.
+How it works, and why: docs/internals.md, `gcbench.running.venvs`.
 """
 
 from __future__ import annotations

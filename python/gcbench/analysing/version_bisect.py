@@ -23,8 +23,8 @@ from ..measuring import envspec, results
 from ..measuring.backends import get_backend
 from ..measuring.results import ResultDoc
 from ..measuring.workloads import get_workload
-from ..running import envs
-from . import compare, stats, summary
+from ..running import venvs
+from . import comparison, stats, summary
 
 _VERSION = re.compile(r"^[0-9][0-9A-Za-z.+!_-]*$")
 
@@ -122,25 +122,25 @@ def _version_of(doc: ResultDoc, package: str) -> str | None:
     )
     if installed or not env.get("spec"):
         return installed or None
-    return envs.exact_pin(envspec.parse(env["spec"]), package)
+    return venvs.exact_pin(envspec.parse(env["spec"]), package)
 
 
-def _test(metric: Metric, prev: list[ResultDoc], cur: list[ResultDoc]) -> compare.Test | None:
+def _test(metric: Metric, prev: list[ResultDoc], cur: list[ResultDoc]) -> comparison.Test | None:
     """The test of `cur` against `prev` (two versions' used repeats), by compare's rules
     (full collections: exact when both schedules are fixed); None when it needs more
     repeats than there are."""
-    va, vb = compare.repeat_values(prev), compare.repeat_values(cur)
+    va, vb = comparison.repeat_values(prev), comparison.repeat_values(cur)
     if metric.test == "schedule":
-        t = compare.test_full(va, vb, 0.0, compare.ALPHA)
+        t = comparison.test_full(va, vb, 0.0, comparison.ALPHA)
         return None if t.p is None and not t.exact else t
     a = [max(metric.of(d), metric.floor) for d in prev]
     b = [max(metric.of(d), metric.floor) for d in cur]
     if len(a) < 2 or len(b) < 2:
         return None
     if metric.test == "log":
-        return compare.test_median(dict(va, medians=[x or 1e-12 for x in a]), dict(vb, medians=[x or 1e-12 for x in b]),
-                                   0.0, compare.ALPHA)
-    return compare.test_gc_share(dict(va, shares=a), dict(vb, shares=b), 0.0, compare.ALPHA)
+        return comparison.test_median(dict(va, medians=[x or 1e-12 for x in a]),
+                                      dict(vb, medians=[x or 1e-12 for x in b]), 0.0, comparison.ALPHA)
+    return comparison.test_gc_share(dict(va, shares=a), dict(vb, shares=b), 0.0, comparison.ALPHA)
 
 
 def _center(metric: Metric, values: list[float]) -> float:
@@ -172,7 +172,7 @@ def table(docs: list[ResultDoc], package: str, cell: tuple[str, str, str], metri
         if version is not None:
             by_version.setdefault(version, []).append(doc)
     order = [v for v in versions or [] if v in by_version]
-    order += sorted((v for v in by_version if v not in order), key=envs.version_key)
+    order += sorted((v for v in by_version if v not in order), key=venvs.version_key)
     rows: list[dict[str, Any]] = []
     previous: dict[str, Any] | None = None
     tests = []
@@ -211,7 +211,7 @@ def table(docs: list[ResultDoc], package: str, cell: tuple[str, str, str], metri
         row["_used"] = used
         rows.append(row)
         previous = row
-    compare.conclude([t for _, t in tests], compare.ALPHA)
+    comparison.conclude([t for _, t in tests], comparison.ALPHA)
     for row, t in tests:
         row["p_adj"] = t.p_adj
         row["exact"] = t.exact
@@ -223,7 +223,7 @@ def table(docs: list[ResultDoc], package: str, cell: tuple[str, str, str], metri
         if change is None or (row.get("p_adj") is None and not row.get("exact")):
             continue
         big = change == float("inf") or max(change, 1 / change if change else float("inf")) > factor
-        if big and (row.get("exact") or row["p_adj"] <= compare.ALPHA):
+        if big and (row.get("exact") or row["p_adj"] <= comparison.ALPHA):
             marked = row["version"]
             row["first_change"] = True
             break
@@ -232,7 +232,7 @@ def table(docs: list[ResultDoc], package: str, cell: tuple[str, str, str], metri
     missing = [v for v in versions or [] if v not in by_version]
     return {"package": package, "cell": "/".join(cell), "metric": metric.name, "metric_title": metric.title,
             "unit": metric.unit, "floor": metric.floor, "factor": factor, "rows": rows, "first_change": marked,
-            "missing": missing, "alpha": compare.ALPHA}
+            "missing": missing, "alpha": comparison.ALPHA}
 
 
 def metric_value(name: str, doc: ResultDoc) -> float:

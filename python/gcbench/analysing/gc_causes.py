@@ -1,6 +1,6 @@
 """`gcbench explain CELL`: where the collector's work comes from.
 
-How it works, and why: docs/internals.md, `gcbench.analysing.explain`.
+How it works, and why: docs/internals.md, `gcbench.analysing.gc_causes`.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def _effect(docs: list[ResultDoc] | None, base: tuple, other: tuple, env: str | 
     same pair), the figures alone: a report gives one corrected p-value per comparison."""
     if not docs:
         return None
-    from . import compare, summary
+    from . import comparison, summary
 
     cells = summary.cells(docs)  # per kind of machine where there are several: the first that holds both
     node = next((k[4] for k in cells if k[:4] == (*base, env or "") and (*other, env or "", k[4]) in cells), "")
@@ -77,7 +77,7 @@ def _effect(docs: list[ResultDoc] | None, base: tuple, other: tuple, env: str | 
             other = (*other[:2], f"{base[2]} [{other[2]}]")
     if a is None or b is None or not any(d["status"] == "ok" for d in a) or not any(d["status"] == "ok" for d in b):
         return None
-    va, vb = compare.repeat_values(a), compare.repeat_values(b)
+    va, vb = comparison.repeat_values(a), comparison.repeat_values(b)
     if not tests:
         def gm(v, k):
             return float(np.exp(np.mean(np.log(v[k]))))
@@ -86,8 +86,9 @@ def _effect(docs: list[ResultDoc] | None, base: tuple, other: tuple, env: str | 
                 f"steps): {stats.short_schedule(va['schedule'])} → {stats.short_schedule(vb['schedule'])}; median "
                 f"step {stats.fmt(gm(va, 'medians'))} → {stats.fmt(gm(vb, 'medians'))} ms, mean step "
                 f"{stats.fmt(gm(va, 'means'))} → {stats.fmt(gm(vb, 'means'))} ms (tested in Findings)")
-    median, share, full, mean = (tested_all := compare.cell_tests(va, vb, compare.MIN_EFFECT, compare.ALPHA))[:4]
-    compare.conclude(tested_all, compare.ALPHA)
+    tested_all = comparison.cell_tests(va, vb, comparison.MIN_EFFECT, comparison.ALPHA)
+    median, share, full, mean = tested_all[:4]
+    comparison.conclude(tested_all, comparison.ALPHA)
 
     def tested(t) -> str:
         if t.exact:
@@ -286,7 +287,7 @@ def of_user_loop(diagnosis: dict, cell, variant: str | None, user_file: str, col
 
 
 def summarize(raw: dict, docs: list[ResultDoc] | None = None) -> dict:
-    """The explanation of one diagnostic run (docs/internals.md, `gcbench.analysing.explain`)."""
+    """The explanation of one diagnostic run (docs/internals.md, `gcbench.analysing.gc_causes`)."""
     cell = raw["cell"]
     expl = {"label": f"{cell['backend']}/{cell['workload']}/{cell['policy']}", "cell": cell,
             "python_version": raw["metadata"].get("python"),
