@@ -572,13 +572,9 @@ def repeat_values(docs: list[ResultDoc]) -> dict:
         [sum(summary.collections_by_generation(d)) for d in ok], [len(d["wall_ns"]) for d in ok]
     )
     memory = summary.memory_summary(used) or {}
-    meta = (ok[0].get("metadata") or {}) if ok else {}
     cpu = [summary.cpu_gc_share(d) for d in used]
-    pressure = [summary.pressure_per_step(d) for d in ok]  # flagged repeats too: a count
-    units = {unit for _, unit in pressure}
     return {
-        "pressure": [x for x, _ in pressure] if len(units) == 1 and None not in units else None,
-        "pressure_unit": units.pop() if len(units) == 1 else None,
+        **_pressure_values(ok),
         "medians": [float(np.median(w)) / 1e6 for w in walls],
         "means": [float(summary.iterations(d).mean()) / 1e6 for d in used],
         "peak_rss": memory.get("repeat_peak_rss_mb"),
@@ -588,24 +584,50 @@ def repeat_values(docs: list[ResultDoc]) -> dict:
         "full": sched["total"],
         "steps": sched["total_steps"],
         "all_collections": colls,
-        "explicit": summary.explicit_summary(ok),
-        "explicit_full": [summary.explicit_by_generation(d)[-1] for d in ok],  # per repeat: gc.collect() calls
-        "collector_off": bool(ok) and all((d.get("gc_state") or {}).get("gc_enabled") is False for d in ok),
-        "explicit_all": [sum(summary.explicit_by_generation(d)) for d in ok],
+        **_explicit_values(ok),
         "collections_per_1000": stats.per_1000(colls)["per_repeat"],
         "per_generation": np.sum([summary.collections_by_generation(d) for d in ok], axis=0).tolist(),
         "cpu_shares": cpu if None not in cpu else None,
-        "loaded": any(summary.repeat_load(d) for d in used),
-        "load_pressure": _most([summary.load_level(d)[0] for d in used if summary.repeat_load(d)]),
-        "load_others": _most([summary.load_level(d)[1] for d in used if summary.repeat_load(d)]),
-        "load": summary.describe_load(used),
-        "machine": json_key(metadata.machine_identity(meta)) if meta.get("cpu") else None,
-        "node": metadata.node_type(meta),
+        **_load_values(used),
+        **_machine_values(ok),
         "rounds": [(results.run_id(d), d["repeat"]) if results.run_id(d) else None for d in used],
         "started": [results.started(d) for d in used],
         "repeats": len(used),
         "flagged": sum(1 for f in flags.values() if f),
     }
+
+
+def _pressure_values(ok: list[ResultDoc]) -> dict:
+    """Allocations a step, per repeat (flagged repeats too: a count), where every repeat
+    counted them in one unit."""
+    pressure = [summary.pressure_per_step(d) for d in ok]
+    units = {unit for _, unit in pressure}
+    return {"pressure": [x for x, _ in pressure] if len(units) == 1 and None not in units else None,
+            "pressure_unit": units.pop() if len(units) == 1 else None}
+
+
+def _explicit_values(ok: list[ResultDoc]) -> dict:
+    """The loop's own gc.collect() calls, and whether it ran with the collector off."""
+    return {
+        "explicit": summary.explicit_summary(ok),
+        "explicit_full": [summary.explicit_by_generation(d)[-1] for d in ok],  # per repeat: gc.collect() calls
+        "collector_off": bool(ok) and all(results.part(d, "gc_state").get("gc_enabled") is False for d in ok),
+        "explicit_all": [sum(summary.explicit_by_generation(d)) for d in ok],
+    }
+
+
+def _load_values(used: list[ResultDoc]) -> dict:
+    """Whether the repeats the times rest on ran loaded, and how much."""
+    loaded = [d for d in used if summary.repeat_load(d)]
+    return {"loaded": bool(loaded), "load_pressure": _most([summary.load_level(d)[0] for d in loaded]),
+            "load_others": _most([summary.load_level(d)[1] for d in loaded]), "load": summary.describe_load(used)}
+
+
+def _machine_values(ok: list[ResultDoc]) -> dict:
+    """The kind of machine the first repeat ran on (times are compared within one kind)."""
+    meta = results.part(ok[0], "metadata") if ok else {}
+    return {"machine": json_key(metadata.machine_identity(meta)) if meta.get("cpu") else None,
+            "node": metadata.node_type(meta)}
 
 
 def _most(values: list) -> float | None:
@@ -894,6 +916,30 @@ def machine_lines(c: dict) -> list[str]:
     return lines
 
 
+def _comparison_row(r: dict) -> list[str]:
+    """One cell's row of the comparison table: counts A->B, then the times and their changes."""
+    by = {t.metric: t for t in r["tests"]}
+    m, g, f, mean, colls = by["median"], by["gc_share"], by["full_rate"], by["mean"], by["collections"]
+    pressure = by.get("pressure")
+    cpu = " cpu" if g.note.startswith("in CPU time") else ""
+    return [r["cell"] + (" (forced)" if r["forced"] else "") + (" (paired by round)" if m.paired else ""),
+            *_counts(f, colls), f"{stats.fmt(pressure.a)}->{stats.fmt(pressure.b)}" if pressure else "-",
+            f"{100 * g.a:.2f}->{100 * g.b:.2f}{cpu}",
+            f"{stats.fmt(m.a)}->{stats.fmt(m.b)}", _change(m) if not m.not_judged else NOT_JUDGED,
+            f"{stats.fmt(mean.a)}->{stats.fmt(mean.b)}", _change(mean) if not mean.not_judged else NOT_JUDGED]
+
+
+def _comparison_words(r: dict) -> str:
+    """One cell's verdicts in words, under its row."""
+    by = {t.metric: t for t in r["tests"]}
+    f, memory = by["full_rate"], by.get("peak_rss")
+    words = r.get("summary") or overall(r["tests"])
+    why = next((t.note for t in r["tests"][:1] if t.note and t.verdict == "inconclusive" and t.p is None), "")
+    extra = f"; peak memory {stats.fmt(memory.a)}->{stats.fmt(memory.b)} MiB {_change(memory)}" if memory else ""
+    return (f"  {words}" + (f" ({why})" if why else "") +
+            (" (full collections exact: fixed schedules)" if f.exact and not f.phase and (f.a or f.b) else "") + extra)
+
+
 def format_comparison(c: dict) -> str:
     """The comparison as a table, counts first: per cell, full collections and collections
     per 1,000 steps, the GC share, then the typical step (median) and the time a run takes
@@ -902,23 +948,8 @@ def format_comparison(c: dict) -> str:
     did not allow times to be judged, one line says so first."""
     head = ["cell", "full/1000 A->B", "colls/1000 A->B", "allocs/step A->B", "GC % A->B", "median ms A->B",
             "median change (CI)", "mean ms A->B", "mean change (CI)"]
-    body, verdicts = [], []
-    for r in c["rows"]:
-        by = {t.metric: t for t in r["tests"]}
-        m, g, f, mean, colls = by["median"], by["gc_share"], by["full_rate"], by["mean"], by["collections"]
-        memory, pressure = by.get("peak_rss"), by.get("pressure")
-        cpu = " cpu" if g.note.startswith("in CPU time") else ""
-        body.append([r["cell"] + (" (forced)" if r["forced"] else "") + (" (paired by round)" if m.paired else ""),
-                     *_counts(f, colls), f"{stats.fmt(pressure.a)}->{stats.fmt(pressure.b)}" if pressure else "-",
-                     f"{100 * g.a:.2f}->{100 * g.b:.2f}{cpu}",
-                     f"{stats.fmt(m.a)}->{stats.fmt(m.b)}", _change(m) if not m.not_judged else NOT_JUDGED,
-                     f"{stats.fmt(mean.a)}->{stats.fmt(mean.b)}", _change(mean) if not mean.not_judged else NOT_JUDGED])
-        words = r.get("summary") or overall(r["tests"])
-        why = next((t.note for t in r["tests"][:1] if t.note and t.verdict == "inconclusive" and t.p is None), "")
-        extra = f"; peak memory {stats.fmt(memory.a)}->{stats.fmt(memory.b)} MiB {_change(memory)}" if memory else ""
-        verdicts.append(f"  {words}" + (f" ({why})" if why else "") +
-                        (" (full collections exact: fixed schedules)" if f.exact and not f.phase and (f.a or f.b)
-                         else "") + extra)
+    body = [_comparison_row(r) for r in c["rows"]]
+    verdicts = [_comparison_words(r) for r in c["rows"]]
     named = ", ".join(NAMES[m] for m in SAID_ORDER if any(t.metric == m for r in c["rows"] for t in r["tests"]))
     tested = (f"tests of the {named}: {c['tests']} with a p-value, corrected together (Benjamini-Hochberg, false "
               f"discovery rate {c['alpha']:g}); intervals at {levels(c)} (false coverage rate {c['alpha']:g})") \

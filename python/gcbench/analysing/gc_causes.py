@@ -66,9 +66,22 @@ def _effect(docs: list[ResultDoc] | None, base: tuple, other: tuple, env: str | 
     same pair), the figures alone: a report gives one corrected p-value per comparison."""
     if not docs:
         return None
-    from . import comparison, summary
+    from . import comparison
 
-    cells = summary.cells(docs)  # per kind of machine where there are several: the first that holds both
+    pair = _pair(docs, base, other, env)
+    if pair is None:
+        return None
+    a, b, other = pair
+    va, vb = comparison.repeat_values(a), comparison.repeat_values(b)
+    return _tested_effect(va, vb, base, other) if tests else _figures(va, vb, base, other)
+
+
+def _pair(docs: list[ResultDoc], base: tuple, other: tuple, env: str | None) -> tuple | None:
+    """The repeats of `base` and `other` in `env` (per kind of machine where there are
+    several: the first that holds both), and `other` as it is named; None unless both ran ok."""
+    from . import summary
+
+    cells = summary.cells(docs)
     node = next((k[4] for k in cells if k[:4] == (*base, env or "") and (*other, env or "", k[4]) in cells), "")
     a, b = cells.get((*base, env or "", node)), cells.get((*other, env or "", node))
     if b is None and base[0] == "user":  # a user's loop: the remedy measured as a variant of that name
@@ -77,40 +90,53 @@ def _effect(docs: list[ResultDoc] | None, base: tuple, other: tuple, env: str | 
             other = (*other[:2], f"{base[2]} [{other[2]}]")
     if a is None or b is None or not any(d["status"] == "ok" for d in a) or not any(d["status"] == "ok" for d in b):
         return None
-    va, vb = comparison.repeat_values(a), comparison.repeat_values(b)
-    if not tests:
-        def gm(v, k):
-            return float(np.exp(np.mean(np.log(v[k]))))
-        return (f"measured, {'/'.join(base)} → {'/'.join(other)}: GC share {100 * np.mean(va['shares']):.2f} % → "
-                f"{100 * np.mean(vb['shares']):.2f} %; full collections (repeats of {va['schedule']['steps'][0]:,} "
-                f"steps): {stats.short_schedule(va['schedule'])} → {stats.short_schedule(vb['schedule'])}; median "
-                f"step {stats.fmt(gm(va, 'medians'))} → {stats.fmt(gm(vb, 'medians'))} ms, mean step "
-                f"{stats.fmt(gm(va, 'means'))} → {stats.fmt(gm(vb, 'means'))} ms (tested in Findings)")
+    return a, b, other
+
+
+def _figures(va: dict, vb: dict, base: tuple, other: tuple) -> str:
+    """The change in figures alone (a report's Findings test it)."""
+    def gm(v, k):
+        return float(np.exp(np.mean(np.log(v[k]))))
+    return (f"measured, {'/'.join(base)} → {'/'.join(other)}: GC share {100 * np.mean(va['shares']):.2f} % → "
+            f"{100 * np.mean(vb['shares']):.2f} %; full collections (repeats of {va['schedule']['steps'][0]:,} "
+            f"steps): {stats.short_schedule(va['schedule'])} → {stats.short_schedule(vb['schedule'])}; median "
+            f"step {stats.fmt(gm(va, 'medians'))} → {stats.fmt(gm(vb, 'medians'))} ms, mean step "
+            f"{stats.fmt(gm(va, 'means'))} → {stats.fmt(gm(vb, 'means'))} ms (tested in Findings)")
+
+
+def _tested(t) -> str:
+    if t.exact:
+        return t.verdict + (", exact: fixed schedules" if t.metric == "full_rate" else "")
+    return ("cannot tell" if t.verdict == "inconclusive" else t.verdict) + \
+        (f", p = {t.p_adj:.2g} corrected" if t.p_adj is not None else "")
+
+
+def _level(t) -> str:
+    return f"{100 * t.level:.3g} %"
+
+
+def _ratio_words(t) -> str:
+    """A time's ratio with its interval, or nothing where there is none."""
+    ci = f" ({_level(t)} {t.ci[0]:.2f}-{t.ci[1]:.2f})" if t.ci else ""
+    return f"{t.effect:.2f} x{ci}, " if t.effect is not None else ""
+
+
+def _tested_effect(va: dict, vb: dict, base: tuple, other: tuple) -> str:
+    """The change with its tests, corrected together, and their intervals."""
+    from . import comparison
+
     tested_all = comparison.cell_tests(va, vb, comparison.MIN_EFFECT, comparison.ALPHA)
     median, share, full, mean = tested_all[:4]
     comparison.conclude(tested_all, comparison.ALPHA)
-
-    def tested(t) -> str:
-        if t.exact:
-            return t.verdict + (", exact: fixed schedules" if t.metric == "full_rate" else "")
-        return ("cannot tell" if t.verdict == "inconclusive" else t.verdict) + \
-            (f", p = {t.p_adj:.2g} corrected" if t.p_adj is not None else "")
-
-    def level(t):
-        return f"{100 * t.level:.3g} %"
     if share.a is None or share.b is None or share.effect is None:
         raise ValueError("a GC share test without the shares it compares")
-    share_ci = (f", difference {100 * share.effect:+.2f} points ({level(share)} {100 * share.ci[0]:+.2f} to "
+    share_ci = (f", difference {100 * share.effect:+.2f} points ({_level(share)} {100 * share.ci[0]:+.2f} to "
                 f"{100 * share.ci[1]:+.2f})" if share.ci and not share.exact else "")
-    median_ci = f" ({level(median)} {median.ci[0]:.2f}-{median.ci[1]:.2f})" if median.ci else ""
-    median_effect = f"{median.effect:.2f} x{median_ci}, " if median.effect is not None else ""
-    mean_ci = f" ({level(mean)} {mean.ci[0]:.2f}-{mean.ci[1]:.2f})" if mean.ci else ""
-    mean_effect = f"{mean.effect:.2f} x{mean_ci}, " if mean.effect is not None else ""
     return (f"measured, {'/'.join(base)} → {'/'.join(other)}: GC share {100 * share.a:.2f} % → "
-            f"{100 * share.b:.2f} %{share_ci} ({tested(share)}); full collections (repeats of "
+            f"{100 * share.b:.2f} %{share_ci} ({_tested(share)}); full collections (repeats of "
             f"{va['schedule']['steps'][0]:,} steps): {stats.short_schedule(va['schedule'])} → "
-            f"{stats.short_schedule(vb['schedule'])} ({tested(full)}); the time a run takes (mean step) "
-            f"{mean_effect}{tested(mean)}; the typical step (median) {median_effect}{tested(median)}")
+            f"{stats.short_schedule(vb['schedule'])} ({_tested(full)}); the time a run takes (mean step) "
+            f"{_ratio_words(mean)}{_tested(mean)}; the typical step (median) {_ratio_words(median)}{_tested(median)}")
 
 
 HYPOTHESIS = " (a hypothesis: its effect is not measured on this loop)."
@@ -201,24 +227,39 @@ def _user_loop_advice(expl: dict, py: dict, interval: dict, before: float, docs,
     collections free almost nothing, that their cost is scanning long-lived objects, with
     `gc.freeze()` after warm-up as the remedy (its effect measured where the folder holds
     the loop measured with policy freeze)."""
-    out: list[dict[str, Any]] = []
-    state = py.get("collector_state") or {}
-    if state.get("off_steps"):
-        disable = (state.get("calls") or {}).get("disable") or {}
-        where = f" (gc.disable() at {disable['first_at']})" if disable.get("first_at") else ""
-        out.append({"kind": "disabled", "text": f"The collector was off in {state['off_steps']:,} of {py['steps']:,} "
-                    f"steps{where}: nothing but an explicit gc.collect() frees the reference cycles the loop makes, "
-                    "so what is measured here is what the loop allocates, not what the collector costs it. Processes "
-                    "forked from it (DataLoader workers) inherit the collector off and keep every cycle they make: "
-                    "measure a worker's side too (docs/usage.md, \"A worker's side\")."})
     paid = paid_collections(py)
+    return [*_disabled_advice(py), *_between_advice(paid), *_site_advice(py),
+            *_full_advice(py, interval, paid, docs, base, env, tests)]
+
+
+def _disabled_advice(py: dict) -> list[dict]:
+    state = py.get("collector_state") or {}
+    if not state.get("off_steps"):
+        return []
+    disable = (state.get("calls") or {}).get("disable") or {}
+    where = f" (gc.disable() at {disable['first_at']})" if disable.get("first_at") else ""
+    return [{"kind": "disabled", "text": f"The collector was off in {state['off_steps']:,} of {py['steps']:,} "
+             f"steps{where}: nothing but an explicit gc.collect() frees the reference cycles the loop makes, "
+             "so what is measured here is what the loop allocates, not what the collector costs it. Processes "
+             "forked from it (DataLoader workers) inherit the collector off and keep every cycle they make: "
+             "measure a worker's side too (docs/usage.md, \"A worker's side\")."}]
+
+
+def _between_advice(paid: list[dict]) -> list[dict]:
     between = [c for c in paid if c["step"] < 0]  # between the steps, while the loop ran
-    if between:
-        full = sum(1 for c in between if c["generation"] >= 2)
-        out.append({"kind": "between", "text": f"{len(between):,} collection{'s' * (len(between) != 1)} ({full:,} "
-                    "full) ran between steps, in your loop's own code outside `m.step()` (a data loader, say): "
-                    "they are the loop's all the same and count in the time a run takes; what allocates there is "
-                    "what to change, or to move into the step to see it in the step's own time."})
+    if not between:
+        return []
+    full = sum(1 for c in between if c["generation"] >= 2)
+    return [{"kind": "between", "text": f"{len(between):,} collection{'s' * (len(between) != 1)} ({full:,} "
+             "full) ran between steps, in your loop's own code outside `m.step()` (a data loader, say): "
+             "they are the loop's all the same and count in the time a run takes; what allocates there is "
+             "what to change, or to move into the step to see it in the step's own time."}]
+
+
+def _site_advice(py: dict) -> list[dict]:
+    """The lines that allocate what is promoted: the loop's own, or the loop's calls into
+    libraries; too few traced objects to say, said."""
+    out: list[dict[str, Any]] = []
     sites = traced_sites(py["promoted"])
     traced = max(sum(sites.values()), 1)
     own = {k: v for k, v in sites.items() if k.split(" ")[0] == "user"}
@@ -243,29 +284,32 @@ def _user_loop_advice(expl: dict, py: dict, interval: dict, before: float, docs,
         out.append({"kind": "own-code", "text": f"What reaches the oldest generation{of_traced} is allocated inside "
                     f"libraries ({inner}), called from your code at {top}: those are the lines of your loop to "
                     "change."})
+    return out
+
+
+def _full_advice(py: dict, interval: dict, paid: list[dict], docs, base: tuple, env, tests: bool) -> list[dict]:
+    """Full collections that free almost nothing (their cost is scanning: freeze), or none
+    at all while cyclic garbage waits in the oldest generation (an occasional collect)."""
     fulls = [c for c in paid if c["generation"] >= 2]  # between steps too
     if fulls:
         freed = sum(c["collected"] for c in fulls)
-        scanned = statistics.fmean(c["objects_at_start"][2] for c in fulls if c["objects_at_start"][2] >= 0) \
-            if any(c["objects_at_start"][2] >= 0 for c in fulls) else 0
-        if freed <= max(0.01 * scanned, 100):
-            out.append(
-                {
-                    "kind": "scanning",
-                    "text": f"The {len(fulls)} full collection{'s' * (len(fulls) > 1)} freed "
-                    f"{freed:,} objects in all while scanning about {scanned:,.0f} each: the cost is scanning "
-                    "long-lived objects, not garbage. gc.collect() then gc.freeze() after the warm-up moves them out "
-                    "of every later scan; measure it with policy='freeze' into a folder of its own and "
-                    "`gcbench compare` the two.",
-                    "effect": _effect(docs, base, (base[0], base[1], "freeze"), env, tests),
-                }
-            )
-    elif py["garbage"]["total"] and interval["full_collections"] == 0 and interval["gen1_per_step"]:
-        out.append({"kind": "no-full", "text": "No full collection ran, yet the loop makes cyclic garbage that "
-                    "survives young collections: it waits in the oldest generation, whose collection the "
-                    "collector's rule keeps putting off, so memory grows. An occasional gc.collect() (policy "
-                    "manual:K) frees it: compare peak memory with `gcbench compare`, not time alone."})
-    return out
+        starts = [c["objects_at_start"][2] for c in fulls if c["objects_at_start"][2] >= 0]
+        scanned = statistics.fmean(starts) if starts else 0
+        if freed > max(0.01 * scanned, 100):
+            return []
+        return [{"kind": "scanning",
+                 "text": f"The {len(fulls)} full collection{'s' * (len(fulls) > 1)} freed "
+                 f"{freed:,} objects in all while scanning about {scanned:,.0f} each: the cost is scanning "
+                 "long-lived objects, not garbage. gc.collect() then gc.freeze() after the warm-up moves them out "
+                 "of every later scan; measure it with policy='freeze' into a folder of its own and "
+                 "`gcbench compare` the two.",
+                 "effect": _effect(docs, base, (base[0], base[1], "freeze"), env, tests)}]
+    if py["garbage"]["total"] and interval["full_collections"] == 0 and interval["gen1_per_step"]:
+        return [{"kind": "no-full", "text": "No full collection ran, yet the loop makes cyclic garbage that "
+                 "survives young collections: it waits in the oldest generation, whose collection the "
+                 "collector's rule keeps putting off, so memory grows. An occasional gc.collect() (policy "
+                 "manual:K) frees it: compare peak memory with `gcbench compare`, not time alone."}]
+    return []
 
 
 def of_user_loop(diagnosis: dict, cell, variant: str | None, user_file: str, collector: dict | None = None) -> dict:

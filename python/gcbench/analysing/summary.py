@@ -6,7 +6,7 @@ How it works, and why: docs/internals.md, `gcbench.analysing.summary`.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
@@ -470,6 +470,53 @@ def summarize(docs: list[ResultDoc], spike_factor: float = DEFAULT_SPIKE_FACTOR,
         return CellSummary(key, docs, None)
     used, flags = used_repeats(ok)
     walls = [np.asarray(d["wall_ns"], np.float64) for d in used]
+    s = cast(CellStats, {**_repeat_fields(ok, used, flags, walls), **_time_fields(used, walls),
+                         **_gc_fields(ok, used, walls, spike_factor), **_optional_fields(used, walls)})
+    s["warnings"] = warnings(s)
+    return CellSummary(key, docs, s)
+
+
+def _repeat_fields(ok: list[ResultDoc], used: list[ResultDoc], flags: dict, walls: list[np.ndarray]) -> dict:
+    """Which repeats there are, which the times rest on, and why any was flagged."""
+    return {
+        "repeats": len(ok),
+        "used": [d["repeat"] for d in used],
+        "flagged": {r: f for r, f in flags.items() if f},
+        "all_flagged": len(used) == len(ok) and any(flags.values()),  # flagged, but kept
+        "steps": sum(len(w) for w in walls),
+        "steps_per_repeat": [len(w) for w in walls],
+    }
+
+
+def _ms(value: float) -> float:
+    return value / 1e6
+
+
+def _ci_ms(ci) -> tuple | None:
+    return None if ci is None else tuple(x / 1e6 for x in ci)
+
+
+def _time_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> dict:
+    """The step's times: median, mean (the time a run takes per step) and the tail."""
+    median = stats.geometric([float(np.median(w)) for w in walls])
+    mean = stats.geometric([float(iterations(d).mean()) for d in used])  # the time a run takes, per step
+    return {
+        "median_ms": _ms(median["value"]),
+        "median_ci_ms": _ci_ms(median["ci"]),
+        "repeat_medians_ms": [_ms(m) for m in median["per_repeat"]],
+        "mean_ms": _ms(mean["value"]),
+        "mean_ci_ms": _ci_ms(mean["ci"]),
+        "repeat_means_ms": [_ms(m) for m in mean["per_repeat"]],
+        "p90_ms": _ms(float(np.median([np.percentile(w, 90) for w in walls]))),
+        "p99_ms": _ms(float(np.median([np.percentile(w, 99) for w in walls]))),
+        "max_ms": _ms(float(max(w.max() for w in walls))),
+        "max_over_median": float(np.median([w.max() / np.median(w) for w in walls])),
+    }
+
+
+def _gc_fields(ok: list[ResultDoc], used: list[ResultDoc], walls: list[np.ndarray], spike_factor: float) -> dict:
+    """The collector: its share, its collections (in steps and between them), the full
+    collections' schedule, spikes, warm-up, memory and load."""
     gcs = [np.asarray(d["gc_ns"], np.float64) for d in used]
     colls = [collections(d) for d in used]
     between = [between_steps(d) for d in used]
@@ -479,35 +526,15 @@ def summarize(docs: list[ResultDoc], spike_factor: float = DEFAULT_SPIKE_FACTOR,
     # iteration's).
     all_walls = [iterations(d) for d in ok]
     fulls = [full_collections(d) for d in ok]
-    steps = sum(len(w) for w in walls)
-    median = stats.geometric([float(np.median(w)) for w in walls])
-    mean = stats.geometric([float(iterations(d).mean()) for d in used])  # the time a run takes, per step
     share = stats.arithmetic([gc_share(d) for d in used], bounds=(0.0, 1.0))
-    per_gen = np.sum([c.sum(axis=0) for c in colls], axis=0)
     spike_idx = [stats.spikes(w, spike_factor) for w in walls]
     loaded = sum(1 for d in used if repeat_load(d))
-    s: CellStats = {
-        "repeats": len(ok),
-        "used": [d["repeat"] for d in used],
-        "flagged": {r: f for r, f in flags.items() if f},
-        "all_flagged": len(used) == len(ok) and any(flags.values()),  # flagged, but kept
-        "steps": steps,
-        "steps_per_repeat": [len(w) for w in walls],
-        "median_ms": median["value"] / 1e6,
-        "median_ci_ms": None if median["ci"] is None else tuple(x / 1e6 for x in median["ci"]),
-        "repeat_medians_ms": [m / 1e6 for m in median["per_repeat"]],
-        "mean_ms": mean["value"] / 1e6,
-        "mean_ci_ms": None if mean["ci"] is None else tuple(x / 1e6 for x in mean["ci"]),
-        "repeat_means_ms": [m / 1e6 for m in mean["per_repeat"]],
-        "p90_ms": float(np.median([np.percentile(w, 90) for w in walls])) / 1e6,
-        "p99_ms": float(np.median([np.percentile(w, 99) for w in walls])) / 1e6,
-        "max_ms": float(max(w.max() for w in walls)) / 1e6,
-        "max_over_median": float(np.median([w.max() / np.median(w) for w in walls])),
+    return {
         "gc_share": share["value"],
         "gc_share_ci": share["ci"],
         "repeat_gc_shares": share["per_repeat"],
-        "gc_ms_per_step": float(sum(g.sum() for g in gcs) / steps) / 1e6,
-        "collections": per_gen.tolist(),
+        "gc_ms_per_step": _ms(float(sum(g.sum() for g in gcs) / sum(len(w) for w in walls))),
+        "collections": np.sum([c.sum(axis=0) for c in colls], axis=0).tolist(),
         "between": {
             "collections": np.sum([b["collections"] for b in between], axis=0).tolist(),
             "gc_ms": sum(b["gc_ns"] for b in between) / 1e6,
@@ -528,21 +555,26 @@ def summarize(docs: list[ResultDoc], spike_factor: float = DEFAULT_SPIKE_FACTOR,
         "load": describe_load(used) if loaded else None,
         "warnings": [],
     }
+
+
+def _optional_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> dict:
+    """What only some results record: allocated bytes, allocation pressure, CPU time, host time."""
+    out: dict = {}
     if all("alloc_bytes" in d for d in used):
-        s["alloc_bytes_per_step"] = float(np.mean([np.mean(d["alloc_bytes"]) for d in used]))
+        out["alloc_bytes_per_step"] = float(np.mean([np.mean(d["alloc_bytes"]) for d in used]))
     if all("gc_pressure" in d for d in used):
-        s["pressure_per_step"] = float(np.median([np.median(d["gc_pressure"]) for d in used]))
+        out["pressure_per_step"] = float(np.median([np.median(d["gc_pressure"]) for d in used]))
     cpu_shares = [cpu_gc_share(d) for d in used]
     if None not in cpu_shares:  # the collector's share of CPU time, which load does not stretch
         cpu = stats.arithmetic(cpu_shares, bounds=(0.0, 1.0))
-        s["gc_share_cpu"], s["gc_share_cpu_ci"], s["repeat_gc_shares_cpu"] = cpu["value"], cpu["ci"], cpu["per_repeat"]
+        out["gc_share_cpu"], out["gc_share_cpu_ci"], out["repeat_gc_shares_cpu"] = \
+            cpu["value"], cpu["ci"], cpu["per_repeat"]
     if all("host_ns" in d for d in used):  # the share of the step spent before waiting for the results
         host = stats.arithmetic(
             [float(np.sum(d["host_ns"]) / w.sum()) for d, w in zip(used, walls, strict=True)], bounds=(0.0, 1.0)
         )
-        s["host_share"], s["host_share_ci"] = host["value"], host["ci"]
-    s["warnings"] = warnings(s)
-    return CellSummary(key, docs, s)
+        out["host_share"], out["host_share_ci"] = host["value"], host["ci"]
+    return out
 
 
 def between_steps(doc: ResultDoc) -> dict:

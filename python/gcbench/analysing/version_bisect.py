@@ -165,74 +165,91 @@ def table(docs: list[ResultDoc], package: str, cell: tuple[str, str, str], metri
     """
     check_factor(factor)
     package = envspec.normalize(package)
-    mine = [d for d in docs if (d["backend"], d["workload"], d["gc_policy"]) == cell]
-    by_version: dict[str, list[ResultDoc]] = {}
-    for doc in mine:
-        version = _version_of(doc, package)
-        if version is not None:
-            by_version.setdefault(version, []).append(doc)
+    by_version = _by_version(docs, package, cell)
     order = [v for v in versions or [] if v in by_version]
     order += sorted((v for v in by_version if v not in order), key=venvs.version_key)
     rows: list[dict[str, Any]] = []
     previous: dict[str, Any] | None = None
     tests = []
     for version in order:
-        group = by_version[version]
-        ok = [d for d in group if d["status"] == "ok"]
-        row: dict[str, Any] = {"version": version, "runs": len(group), "ok": len(ok)}
-        sample = (ok or group)[0]
-        meta = sample.get("metadata") or {}
-        env = results.part(sample, "environment")
-        row["environment"] = env.get("name")
-        row["python"] = meta.get("python") or env.get("python")
-        row["packages"] = {k: v for k, v in (meta.get("packages") or {}).items() if v}
-        if not ok:
-            row["status"] = sample["status"]
-            row["reason"] = (sample["reason"] or "").strip().splitlines()[0] if sample["reason"] else ""
-            rows.append(row)
+        row = _version_row(version, by_version[version], metric)
+        rows.append(row)
+        if row["status"] != "ok":
             continue
-        used, _ = summary.used_repeats(ok)
-        row["status"] = "ok"
-        row["used"] = len(used)  # repeats that drifted or ran under load are left out (see summary.used_repeats)
-        row["values"] = [metric.of(d) for d in used]
-        row["value"] = _center(metric, row["values"])
-        row["median_ms"] = _center(METRICS["median"], [metric_value("median", d) for d in used])
-        row["mean_ms"] = _center(METRICS["mean"], [metric_value("mean", d) for d in used])
-        row["gc_share_pct"] = _center(METRICS["gc_share"], [metric_value("gc_share", d) for d in used])
-        row["full_per_1000"] = _center(METRICS["full_gc"], [metric_value("full_gc", d) for d in used])
-        row["full_per_repeat"] = [int(summary.full_collections(d).sum()) for d in used]  # collections, not steps
         if previous is not None:
             a, b = max(previous["value"], metric.floor), max(row["value"], metric.floor)
             row["change"] = (b / a) if a > 0 and b > 0 else (1.0 if a == b else float("inf"))
-            t = _test(metric, previous["_used"], used)
+            t = _test(metric, previous["_used"], row["_used"])
             row["tested"] = t is not None
             if t is not None:
                 tests.append((row, t))
-        row["_used"] = used
-        rows.append(row)
         previous = row
     comparison.conclude([t for _, t in tests], comparison.ALPHA)
     for row, t in tests:
-        row["p_adj"] = t.p_adj
-        row["exact"] = t.exact
+        row.update(p_adj=t.p_adj, exact=t.exact)
         if t.not_judged:  # a time from a loaded machine, or from two kinds of machine: never marked
             row["not_judged"] = t.not_judged
-    marked = None
-    for row in rows:
-        change = row.get("change")
-        if change is None or (row.get("p_adj") is None and not row.get("exact")):
-            continue
-        big = change == float("inf") or max(change, 1 / change if change else float("inf")) > factor
-        if big and (row.get("exact") or row["p_adj"] <= comparison.ALPHA):
-            marked = row["version"]
-            row["first_change"] = True
-            break
+    marked = _first_change(rows, factor)
     for row in rows:
         row.pop("_used", None)
     missing = [v for v in versions or [] if v not in by_version]
     return {"package": package, "cell": "/".join(cell), "metric": metric.name, "metric_title": metric.title,
             "unit": metric.unit, "floor": metric.floor, "factor": factor, "rows": rows, "first_change": marked,
             "missing": missing, "alpha": comparison.ALPHA}
+
+
+def _by_version(docs: list[ResultDoc], package: str, cell: tuple[str, str, str]) -> dict[str, list[ResultDoc]]:
+    """The results of `cell`, by the version of `package` each ran with."""
+    by_version: dict[str, list[ResultDoc]] = {}
+    for doc in docs:
+        if (doc["backend"], doc["workload"], doc["gc_policy"]) == cell:
+            version = _version_of(doc, package)
+            if version is not None:
+                by_version.setdefault(version, []).append(doc)
+    return by_version
+
+
+def _version_row(version: str, group: list[ResultDoc], metric: Metric) -> dict[str, Any]:
+    """One version's row: where it ran, and its values from the repeats the times rest on
+    (`_used`, removed before the table is returned); a version with no ok result says why."""
+    ok = [d for d in group if d["status"] == "ok"]
+    row: dict[str, Any] = {"version": version, "runs": len(group), "ok": len(ok)}
+    sample = (ok or group)[0]
+    meta = results.part(sample, "metadata")
+    env = results.part(sample, "environment")
+    row["environment"] = env.get("name")
+    row["python"] = meta.get("python") or env.get("python")
+    row["packages"] = {k: v for k, v in (meta.get("packages") or {}).items() if v}
+    if not ok:
+        row["status"] = sample["status"]
+        row["reason"] = (sample["reason"] or "").strip().splitlines()[0] if sample["reason"] else ""
+        return row
+    used, _ = summary.used_repeats(ok)
+    row["status"] = "ok"
+    row["used"] = len(used)  # repeats that drifted or ran under load are left out (see summary.used_repeats)
+    row["values"] = [metric.of(d) for d in used]
+    row["value"] = _center(metric, row["values"])
+    row["median_ms"] = _center(METRICS["median"], [metric_value("median", d) for d in used])
+    row["mean_ms"] = _center(METRICS["mean"], [metric_value("mean", d) for d in used])
+    row["gc_share_pct"] = _center(METRICS["gc_share"], [metric_value("gc_share", d) for d in used])
+    row["full_per_1000"] = _center(METRICS["full_gc"], [metric_value("full_gc", d) for d in used])
+    row["full_per_repeat"] = [int(summary.full_collections(d).sum()) for d in used]  # collections, not steps
+    row["_used"] = used
+    return row
+
+
+def _first_change(rows: list[dict[str, Any]], factor: float) -> str | None:
+    """The first version whose change from the one before is larger than `factor` and shown
+    by the repeats (exactly, or by the corrected test); it is marked in its row."""
+    for row in rows:
+        change = row.get("change")
+        if change is None or (row.get("p_adj") is None and not row.get("exact")):
+            continue
+        big = change == float("inf") or max(change, 1 / change if change else float("inf")) > factor
+        if big and (row.get("exact") or row["p_adj"] <= comparison.ALPHA):
+            row["first_change"] = True
+            return row["version"]
+    return None
 
 
 def metric_value(name: str, doc: ResultDoc) -> float:

@@ -6,6 +6,7 @@ results. Any mix of results reads: failed, unavailable and never-run cells are l
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pathlib
 import re
@@ -99,28 +100,16 @@ def _marker(out_dir: pathlib.Path) -> dict:
 
 
 def _header(docs: list[ResultDoc], plan: dict) -> list:
+    """"What was run": data, machine, interpreter, loop settings, commands, runs, provenance."""
     ok = [d for d in docs if d["status"] == "ok"]
     meta = (ok or docs)[0]["metadata"] if docs else {}
-    kinds = sorted({d["data"].get("kind", "?") for d in ok})
-    pkgs = meta.get("packages", {})
-    versions = ", ".join(f"{k} {v}" for k, v in pkgs.items() if v)
-    devices = sorted({dev for d in ok for dev in (d.get("metadata") or {}).get("devices") or []})
-    own = [d for d in ok if d["backend"] != "user"]  # a loop measured by gcbench.measure has no batch gcbench set
-    batches = sorted({results.batch_size(d) for d in own}, key=lambda b: (b is None, b or 0))  # old results: None
-    books = sorted({d.get("bookkeeping", "none") for d in own})
-    repeats = sorted({cs.measured["repeats"] for cs in summary.summarize_all(ok)}) if ok else []
-    commands = [r.get("command") for r in plan.get("runs", []) if r.get("command")] or \
-        sorted({tuple((d.get("metadata") or {}).get("command") or []) for d in docs} - {()})
-    commands = list({tuple(c): list(c) for c in commands}.values())  # a command that wrote several times, once
+    devices = sorted({dev for d in ok for dev in results.part(d, "metadata").get("devices") or []})
+    commands = _commands(docs, plan)
     items = [
-        f"Data: {' and '.join(kinds) or 'none'}" + (
-            " (a deterministic MNIST-shaped stand-in: no real MNIST was present)" if kinds == ["synthetic"] else ""),
+        _data_line(ok),
         _machines(ok, meta, devices),
-        f"Python {escape(meta.get('python', '?'))}; {escape(versions)}" if not any(d.get("environment") for d in docs)
-        else f"Environments: {len(environments.environments(docs))}, with the interpreters and versions listed below",
-        (f"Batch size: {', '.join(map(str, batches))}; bookkeeping in the loop: {', '.join(books)}; " if own else
-         "Loops measured by `gcbench.measure` (their batch and bookkeeping are the user's own); ") +
-        f"repeats per cell (fresh processes, the unit of inference): {', '.join(map(str, repeats)) or '-'}",
+        _interpreter_line(docs, meta),
+        _loop_line(ok),
         "Command" + ("s" if len(commands) > 1 else "") + ": " +
         "; ".join(code(shlex.join(c)) for c in commands) if commands else "Command: ?",
         f"Runs: {len(docs)} ({len(ok)} ok, {sum(d['status'] == 'failed' for d in docs)} failed, "
@@ -131,6 +120,37 @@ def _header(docs: list[ResultDoc], plan: dict) -> list:
     if jobs:
         items.insert(2, jobs)
     return [Heading("What was run"), Bullets(items)]
+
+
+def _data_line(ok: list[ResultDoc]) -> str:
+    kinds = sorted({d["data"].get("kind", "?") for d in ok})
+    return f"Data: {' and '.join(kinds) or 'none'}" + (
+        " (a deterministic MNIST-shaped stand-in: no real MNIST was present)" if kinds == ["synthetic"] else "")
+
+
+def _interpreter_line(docs: list[ResultDoc], meta: Mapping[str, Any]) -> str:
+    if any(d.get("environment") for d in docs):
+        return f"Environments: {len(environments.environments(docs))}, with the interpreters and versions listed below"
+    versions = ", ".join(f"{k} {v}" for k, v in meta.get("packages", {}).items() if v)
+    return f"Python {escape(meta.get('python', '?'))}; {escape(versions)}"
+
+
+def _loop_line(ok: list[ResultDoc]) -> str:
+    """The loop's settings gcbench chose (batch, bookkeeping), and the repeats per cell."""
+    own = [d for d in ok if d["backend"] != "user"]  # a loop measured by gcbench.measure has no batch gcbench set
+    batches = sorted({results.batch_size(d) for d in own}, key=lambda b: (b is None, b or 0))  # old results: None
+    books = sorted({d.get("bookkeeping", "none") for d in own})
+    repeats = sorted({cs.measured["repeats"] for cs in summary.summarize_all(ok)}) if ok else []
+    return (f"Batch size: {', '.join(map(str, batches))}; bookkeeping in the loop: {', '.join(books)}; " if own else
+            "Loops measured by `gcbench.measure` (their batch and bookkeeping are the user's own); ") + \
+        f"repeats per cell (fresh processes, the unit of inference): {', '.join(map(str, repeats)) or '-'}"
+
+
+def _commands(docs: list[ResultDoc], plan: dict) -> list[list[str]]:
+    """The command lines that wrote the folder: the plan's runs, else the results' own; each once."""
+    commands = [r.get("command") for r in plan.get("runs", []) if r.get("command")] or \
+        sorted({tuple(results.part(d, "metadata").get("command") or []) for d in docs} - {()})
+    return list({tuple(c): list(c) for c in commands}.values())  # a command that wrote several times, once
 
 
 def _provenance(ok: list[ResultDoc]) -> str:
@@ -656,7 +676,22 @@ def _plots(ok, docs, workloads, out_dir, written) -> list:
     return blocks
 
 
-def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
+@dataclasses.dataclass
+class _Inputs:
+    """What a results folder holds, read once: its results in report order, its plan, and
+    the documents of the commands that wrote it (each None where the folder has none)."""
+
+    docs: list[ResultDoc]
+    plan: dict
+    memdoc: dict | None
+    why: dict | None
+    repro: dict | None
+    git_plan: dict | None
+    bisect_table: dict | None
+    carried: dict[str, bytes]
+
+
+def _read_inputs(folder: pathlib.Path, bisect_table: dict | None) -> _Inputs:
     from ...analysing import gc_causes, seed_cases, version_bisect
 
     memdoc = program_memory.load(folder)
@@ -673,7 +708,59 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
     docs = _in_order(docs, plan, git_plan)
     if bisect_table is not None:
         bisect_table = version_bisect.rebuild(bisect_table, docs)
-    written: list[pathlib.Path] = [archive.pack(folder, out_dir / archive.NAME, carried)]
+    return _Inputs(docs, plan, memdoc, why, repro, git_plan, bisect_table, carried)
+
+
+def _verdict(question: str | None, answer: list[str]) -> list:
+    """The command's question answered first, then what the cells say."""
+    if not (question or answer):
+        return []
+    return [Heading("Verdict")] + ([Para(question)] if question else []) + \
+        ([Para(" ".join(prose(x) for x in answer))] if answer else [])
+
+
+def _evidence(folder: pathlib.Path, got: _Inputs, cells: list, families: dict, out_dir: pathlib.Path,
+              written: list[pathlib.Path]) -> list:
+    """Everything after the verdict, in the order a reader checks it: the reproduction's
+    rows, what was run, the bisect tables, summary and findings, why, plots, what was
+    unstable or never ran, and the memory tables. Files drawn are added to `written`."""
+    from ...analysing import seed_cases
+
+    docs, plan = got.docs, got.plan
+    ok = [cs for cs in cells if cs.ok]
+    workloads = list(dict.fromkeys(cs.key[1] for cs in ok))
+    blocks: list = []
+    if got.repro is not None:
+        blocks += seed_section.section(seed_cases.rebuild(got.repro, docs, got.memdoc))
+    if docs:
+        blocks += _header(docs, plan)
+    if got.bisect_table is not None:
+        blocks += environments.bisect_section(got.bisect_table, out_dir)
+        written.append(out_dir / "bisect.png")
+    if got.git_plan is not None:
+        tab = gitbisect.table(got.git_plan, gitbisect.docs_by_env(docs))
+        blocks += environments.gitbisect_section(tab, got.git_plan.get("culprit"), out_dir)
+        written.append(out_dir / "gitbisect.png")
+    if ok:
+        blocks += _summary_and_findings(ok, cells, docs, workloads, families)
+    if got.why is not None:
+        blocks += why_section.section(got.why, docs, out_dir, written)
+    if ok:
+        blocks += _plots(ok, docs, workloads, out_dir, written)
+    unstable = [f"{escape(cs.label)}: {escape('; '.join(cs.measured['warnings']))}"
+                for cs in ok if cs.measured["warnings"]]
+    if unstable:
+        blocks += [Heading("Unstable measurements"), Bullets(unstable)]
+    blocks += not_run_section(docs, plan)
+    if got.memdoc is not None:
+        blocks += memory_section(got.memdoc, folder / "memory.json")
+    return blocks
+
+
+def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
+    got = _read_inputs(folder, bisect_table)
+    docs = got.docs
+    written: list[pathlib.Path] = [archive.pack(folder, out_dir / archive.NAME, got.carried)]
     warnings = [w for w in [archive.check_size(written[0])] if w]
 
     cells = summary.summarize_all(docs, spike_factor)
@@ -682,40 +769,13 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
     name = source.resolve().name if source.is_dir() else source.name
     title = title or f"gcbench report: {name}"
 
-    blocks: list = [Heading(escape(title), 1)]
     # the answer to the question the command asked, first: a bisect's culprit, a reproduction's
     # rows; then what the cells say (the suite's verdict); the evidence after it
     # a workload's tests, made and corrected once: the Findings show them and the verdict quotes them
     families = {w: claims.workload_claims([cs for cs in cells if cs.key[1] == w]) for w in workloads}
-    question = _question(docs, cells, families, memdoc, repro, git_plan, bisect_table)
-    answer = verdict.sentences(cells)
-    if question or answer:
-        blocks += [Heading("Verdict")] + ([Para(question)] if question else []) + \
-            ([Para(" ".join(prose(x) for x in answer))] if answer else [])
-    if repro is not None:
-        blocks += seed_section.section(seed_cases.rebuild(repro, docs, memdoc))
-    if docs:
-        blocks += _header(docs, plan)
-    if bisect_table is not None:
-        blocks += environments.bisect_section(bisect_table, out_dir)
-        written.append(out_dir / "bisect.png")
-    if git_plan is not None:
-        tab = gitbisect.table(git_plan, gitbisect.docs_by_env(docs))
-        blocks += environments.gitbisect_section(tab, git_plan.get("culprit"), out_dir)
-        written.append(out_dir / "gitbisect.png")
-    if ok:
-        blocks += _summary_and_findings(ok, cells, docs, workloads, families)
-    if why is not None:
-        blocks += why_section.section(why, docs, out_dir, written)
-    if ok:
-        blocks += _plots(ok, docs, workloads, out_dir, written)
-    unstable = [f"{escape(cs.label)}: {escape('; '.join(cs.measured['warnings']))}"
-                for cs in ok if cs.measured["warnings"]]
-    if unstable:
-        blocks += [Heading("Unstable measurements"), Bullets(unstable)]
-    blocks += not_run_section(docs, plan)
-    if memdoc is not None:
-        blocks += memory_section(memdoc, folder / "memory.json")
+    question = _question(docs, cells, families, got.memdoc, got.repro, got.git_plan, got.bisect_table)
+    blocks: list = [Heading(escape(title), 1), *_verdict(question, verdict.sentences(cells)),
+                    *_evidence(folder, got, cells, families, out_dir, written)]
 
     markdown = to_markdown(blocks)
     md = files.write_text(out_dir / "index.md", markdown)
