@@ -51,35 +51,25 @@ def calibrate(data: str | None, out_fn) -> dict:
     return {"medians_ms": {str(b): m for b, m in medians.items()}, "chosen": chosen}
 
 
-def run(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None]
-        ) -> tuple[dict | None, pathlib.Path, int]:
-    """The cases in `only` into the results folder (`opts.run.out`, or a new one): (the
-    reproductions' document, the folder, exit code); the document is None when the run was
-    interrupted."""
-    from ..measuring import program_memory
-    from ..measuring.backends import julia_bridge
-
-    run: RunOptions = opts.run
-    kind, data_note, samples = pipeline.check_data(run.data)
-    calibration: dict = {}
+def _calibration(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None]) -> dict:
+    """The batch of the Equinox case: given, kept from the run being resumed, or calibrated
+    here (never for a scheduler: that would time this machine, not the nodes)."""
+    run = opts.run
     earlier = seed_cases.load(run.out) if run.resume and run.out and pathlib.Path(run.out).is_dir() else None
-    if "equinox-spikes" in only:
-        if opts.batch_size:
-            calibration = {"chosen": opts.batch_size, "medians_ms": {}, "given": True}
-        elif earlier and (earlier.get("calibration") or {}).get("chosen"):  # a resumed run keeps its batch
-            calibration = earlier["calibration"]
-            out_fn(f"calibration: batch {calibration['chosen']}, as the run being resumed chose")
-        elif run.executor == "slurm":
-            raise UsageError(f"reproduce --executor {run.executor} needs --batch-size for equinox-spikes: the "
-                             "calibration would time this machine, not the nodes (calibrate on a node with "
-                             "`gcbench reproduce --only equinox-spikes` there, or give the batch)")
-        else:
-            calibration = calibrate(run.data, out_fn)
-    suites = seed_cases.suites(only, calibration.get("chosen") or 8, opts.steps, opts.repeats)
-    if opts.timeout is not None:
-        for s in suites.values():
-            s.timeout = opts.timeout
-    cells = [c for s in suites.values() for c in s.cells(run.data)]
+    if opts.batch_size:
+        return {"chosen": opts.batch_size, "medians_ms": {}, "given": True}
+    if earlier and (earlier.get("calibration") or {}).get("chosen"):  # a resumed run keeps its batch
+        out_fn(f"calibration: batch {earlier['calibration']['chosen']}, as the run being resumed chose")
+        return earlier["calibration"]
+    if run.executor == "slurm":
+        raise UsageError(f"reproduce --executor {run.executor} needs --batch-size for equinox-spikes: the "
+                         "calibration would time this machine, not the nodes (calibrate on a node with "
+                         "`gcbench reproduce --only equinox-spikes` there, or give the batch)")
+    return calibrate(run.data, out_fn)
+
+
+def _settings(suites: dict, cells: list) -> dict[str, dict[str, Any]]:
+    """What each case ran with, and why, as its rows say."""
     settings: dict[str, dict[str, Any]] = {
         name: {"backends": s.backends, "workloads": s.workloads, "gc": s.gc, "steps": s.steps, "repeats": s.repeats,
                "batch_size": s.batch_size,
@@ -91,17 +81,42 @@ def run(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None]
     settings.setdefault("flux-many-small", {})["why"] = (
         "the seed's sizes: 200 networks of 4,992 parameters, and the model zoo's 5 LeNet-5s (Julia threads: "
         "the machine's cores, as the MWE's --threads); the JAX family trains the same networks beside them")
+    return settings
+
+
+def _run_cells(cells: list, suites: dict, run: RunOptions, out_fn: Callable[..., None],
+               data: tuple) -> tuple[list[ResultDoc] | None, pathlib.Path, int]:
+    """The cases' cells as one plan (`pipeline.run_plan`); `data` is `check_data`'s answer."""
+    # the seed's MWE trains its 5 LeNet-5s on Julia threads, one per core
+    cells = [dataclasses.replace(c, julia_threads=os.cpu_count() or 1)
+             if c.backend in seed_cases.JULIA and c.workload == "lenet5" else c for c in cells]
+    plan_suite = config.Suite(name="reproduce", backends=sorted({c.backend for c in cells}), repeats=1,
+                              timeout=max(s.timeout for s in suites.values()))
+    return pipeline.run_plan(cells, plan_suite, run, out_fn, *data)
+
+
+def run(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None]
+        ) -> tuple[dict | None, pathlib.Path, int]:
+    """The cases in `only` into the results folder (`opts.run.out`, or a new one): (the
+    reproductions' document, the folder, exit code); the document is None when the run was
+    interrupted."""
+    from ..measuring import program_memory
+    from ..measuring.backends import julia_bridge
+
+    run: RunOptions = opts.run
+    kind, data_note, samples = pipeline.check_data(run.data)
+    calibration = _calibration(opts, only, out_fn) if "equinox-spikes" in only else {}
+    suites = seed_cases.suites(only, calibration.get("chosen") or 8, opts.steps, opts.repeats)
+    if opts.timeout is not None:
+        for s in suites.values():
+            s.timeout = opts.timeout
+    cells = [c for s in suites.values() for c in s.cells(run.data)]
+    settings = _settings(suites, cells)
     out = run.out or config.default_out("reproduce")
     docs: list[ResultDoc] = []
     out_dir, code = pathlib.Path(out), 0
     if cells:
-        # the seed's MWE trains its 5 LeNet-5s on Julia threads, one per core
-        cells = [dataclasses.replace(c, julia_threads=os.cpu_count() or 1)
-                 if c.backend in seed_cases.JULIA and c.workload == "lenet5" else c for c in cells]
-        plan_suite = config.Suite(name="reproduce", backends=sorted({c.backend for c in cells}), repeats=1,
-                                  timeout=max(s.timeout for s in suites.values()))
-        ran, out_dir, code = pipeline.run_plan(cells, plan_suite, run.replace(out=out), out_fn, kind, data_note,
-                                               samples)
+        ran, out_dir, code = _run_cells(cells, suites, run.replace(out=out), out_fn, (kind, data_note, samples))
         if ran is None:
             return None, out_dir, code
         docs = ran

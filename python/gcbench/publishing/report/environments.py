@@ -159,6 +159,64 @@ def _counts_differ(a, b) -> bool | None:
     return not comparison.within_phase(sa, sb)
 
 
+def _setting(envs: dict, factors: list[str], env: str) -> dict[str, str]:
+    """An environment's value of each factor: its Python (major.minor) and key packages."""
+    info = envs[env]
+    py = ".".join(str(info["python"] or "?").split(".")[:2])
+    return {"Python": py, **{p: str(info["packages"].get(p, "-")) for p in factors[1:]}}
+
+
+def _panel_sentence(panel: tuple, mine: list, envs: dict, factors: list[str]) -> str:
+    """One backend and policy over its environments: how far its full collections move, and
+    with which single change."""
+    lo = min(mine, key=lambda cs: min(cs.measured["full"]["schedule"]["counts"]))
+    hi = max(mine, key=lambda cs: max(cs.measured["full"]["schedule"]["counts"]))
+    counts = [cs.measured["full"]["schedule"]["counts"] for cs in (lo, hi)]
+    if _counts_differ(lo, hi) is False and counts[0] == counts[1]:
+        return (f"{code('/'.join(panel))} makes {summary.full_per_repeat(lo)} full collections per repeat in "
+                f"every one of its {len(mine)} environments.")
+    head = (f"Over {len(mine)} environments {code('/'.join(panel))} makes {summary.full_per_repeat(lo)} "
+            f"[{escape(lo.key[3])}] to {summary.full_per_repeat(hi)} [{escape(hi.key[3])}] full collections "
+            "per repeat")
+    found = _single_changes(mine, envs, factors)
+
+    def told(verdict: bool) -> str:
+        by_size = sorted(found[verdict].items(), key=lambda kv: -max(kv[1].values()))
+        return ", ".join(f"{escape(f)} ({escape('; '.join(ch))})" for f, ch in by_size)
+    said = []
+    if found[True]:
+        said.append("it moves with " + told(True))
+    if found[False]:
+        said.append("not with " + told(False))
+    return head + (": " + "; ".join(said) if said else
+                   " (no two environments differ in one of them only: which moves it cannot be told apart)") + "."
+
+
+def _single_changes(mine: list, envs: dict, factors: list[str]) -> dict[bool, dict[str, dict[str, int]]]:
+    """From the pairs of environments that differ in one factor only: whether the count
+    moves (True) or stays (False), by factor, each change with its size."""
+    found: dict[bool, dict[str, dict[str, int]]] = {True: {}, False: {}}  # moves/stays -> factor -> change: size
+    for i, a in enumerate(mine):
+        for b in mine[i + 1:]:
+            sa, sb = _setting(envs, factors, a.key[3]), _setting(envs, factors, b.key[3])
+            changed = [f for f in factors if sa[f] != sb[f]]
+            if len(changed) != 1 and set(changed) != {"Python", "numpy"}:
+                continue  # a pair that changes more than one thing says nothing of either
+            (x, sx), (y, sy) = sorted(((a, sa), (b, sb)), key=lambda p: tuple(natural_key(p[1][f])
+                                                                                for f in changed))
+            verdict = _counts_differ(x, y)
+            if verdict is None:  # repeats beyond their own phase: cannot tell, not said
+                continue
+            px, py = envs[x.key[3]]["packages"], envs[y.key[3]]["packages"]
+            also = sorted(p for p in set(px) | set(py) if px.get(p) != py.get(p) and p not in changed
+                          and p not in INSTALLERS and not (changed == ["jax"] and p == "jaxlib"))
+            change = (f"{sx[changed[0]]} -> {sy[changed[0]]}: {summary.full_per_repeat(x)} -> "
+                      f"{summary.full_per_repeat(y)}" + (f", with {', '.join(also)} changed too" if also else ""))
+            size = abs(min(y.measured["full"]["schedule"]["counts"]) - min(x.measured["full"]["schedule"]["counts"]))
+            found[verdict].setdefault(changed[0], {})[change] = size
+    return found
+
+
 def env_matrix_answer(cells, docs: list[ResultDoc]) -> str | None:
     """The answer of a run over several environments (`run --env ... --env ...`): per backend
     and policy, how far the full collections per repeat move across the environments, then
@@ -172,60 +230,11 @@ def env_matrix_answer(cells, docs: list[ResultDoc]) -> str | None:
     diff = plots.without_paired_jaxlib(differing(envs), [i["packages"] for i in envs.values()])
     # judged on the interpreter and the key packages; the rest is whatever their resolver chose
     factors = ["Python"] + [p for p in KEY_PACKAGES if p in diff]
-
-    def setting(env: str) -> dict[str, str]:
-        info = envs[env]
-        py = ".".join(str(info["python"] or "?").split(".")[:2])
-        return {"Python": py, **{p: str(info["packages"].get(p, "-")) for p in factors[1:]}}
-
     parts = []
-    panels = list(dict.fromkeys((cs.key[0], cs.key[1], cs.key[2]) for cs in ok))
-    for panel in panels:
+    for panel in dict.fromkeys((cs.key[0], cs.key[1], cs.key[2]) for cs in ok):
         mine = [cs for cs in ok if cs.key[:3] == panel]
-        if len(mine) < 2:
-            continue
-        lo = min(mine, key=lambda cs: min(cs.measured["full"]["schedule"]["counts"]))
-        hi = max(mine, key=lambda cs: max(cs.measured["full"]["schedule"]["counts"]))
-        head = (f"Over {len(mine)} environments {code('/'.join(panel))} makes {summary.full_per_repeat(lo)} "
-                f"[{escape(lo.key[3])}] to {summary.full_per_repeat(hi)} [{escape(hi.key[3])}] full collections "
-                "per repeat")
-        counts = [cs.measured["full"]["schedule"]["counts"] for cs in (lo, hi)]
-        if _counts_differ(lo, hi) is False and counts[0] == counts[1]:
-            parts.append(f"{code('/'.join(panel))} makes {summary.full_per_repeat(lo)} full collections per repeat in "
-                         f"every one of its {len(mine)} environments.")
-            continue
-        found: dict[bool, dict[str, dict[str, int]]] = {True: {}, False: {}}  # moves/stays -> factor -> change: size
-        for i, a in enumerate(mine):
-            for b in mine[i + 1:]:
-                sa, sb = setting(a.key[3]), setting(b.key[3])
-                changed = [f for f in factors if sa[f] != sb[f]]
-                if len(changed) != 1 and set(changed) != {"Python", "numpy"}:
-                    continue  # a pair that changes more than one thing says nothing of either
-                (x, sx), (y, sy) = sorted(((a, sa), (b, sb)), key=lambda p: tuple(natural_key(p[1][f])
-                                                                                    for f in changed))
-                verdict = _counts_differ(x, y)
-                if verdict is None:  # repeats beyond their own phase: cannot tell, not said
-                    continue
-                px, py = envs[x.key[3]]["packages"], envs[y.key[3]]["packages"]
-                also = sorted(p for p in set(px) | set(py) if px.get(p) != py.get(p) and p not in changed
-                              and p not in INSTALLERS and not (changed == ["jax"] and p == "jaxlib"))
-                change = (f"{sx[changed[0]]} -> {sy[changed[0]]}: {summary.full_per_repeat(x)} -> "
-                          f"{summary.full_per_repeat(y)}" + (f", with {', '.join(also)} changed too" if also else ""))
-                size = abs(min(y.measured["full"]["schedule"]["counts"]) -
-                           min(x.measured["full"]["schedule"]["counts"]))
-                found[verdict].setdefault(changed[0], {})[change] = size
-
-        def told(verdict: bool, found=found) -> str:
-            by_size = sorted(found[verdict].items(), key=lambda kv: -max(kv[1].values()))
-            return ", ".join(f"{escape(f)} ({escape('; '.join(ch))})" for f, ch in by_size)
-        said = []
-        if found[True]:
-            said.append("it moves with " + told(True))
-        if found[False]:
-            said.append("not with " + told(False))
-        parts.append(head + (": " + "; ".join(said) if said else
-                             " (no two environments differ in one of them only: which moves it cannot be told "
-                             "apart)") + ".")
+        if len(mine) >= 2:
+            parts.append(_panel_sentence(panel, mine, envs, factors))
     if not parts:
         return None
     return (f"Which versions move the full collections (a count, which load does not move; one a repeat more or "
