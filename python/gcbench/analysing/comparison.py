@@ -546,13 +546,7 @@ def decide(t: Test, alpha: float) -> str:
             return higher if up else lower
         return NOT_JUDGED
     if t.exact:
-        if t.phase:
-            return SAME_PHASE
-        if t.metric in ("full_rate", "collections"):
-            return "same" if t.effect == 0 else (higher if up else lower)
-        if t.metric == "pressure":
-            return (higher if up else lower) if t.effect is not None and _beyond(t, t.effect) else "same"
-        return "same"
+        return _decide_exact(t, higher if up else lower)
     if t.p is None:
         return "inconclusive"
     if t.p_adj is not None and t.p_adj <= alpha and t.effect is not None and _beyond(t, t.effect):
@@ -560,6 +554,17 @@ def decide(t: Test, alpha: float) -> str:
     if _within(t, t.ci):
         return "same"
     return "inconclusive"
+
+
+def _decide_exact(t: Test, changed: str) -> str:
+    """An exact difference (counts of fixed schedules): the change, `same`, or `same (phase)`."""
+    if t.phase:
+        return SAME_PHASE
+    if t.metric in ("full_rate", "collections"):
+        return "same" if t.effect == 0 else changed
+    if t.metric == "pressure":
+        return changed if t.effect is not None and _beyond(t, t.effect) else "same"
+    return "same"
 
 
 def repeat_values(docs: list[ResultDoc]) -> dict:
@@ -690,41 +695,45 @@ def pair_cells(a: dict, b: dict) -> tuple[list[tuple[tuple, tuple]], list[str]]:
     environment; when no environment is shared but each side has one per cell, the cells
     pair across the environments (the question is then what the environment changed)."""
     pairs = [(k, k) for k in a if k in b]
-    notes = []
+    notes: list[str] = []
     if not pairs:
-        def strip(keys):
-            return {k[:3]: k for k in keys}
-        sa, sb = strip(a), strip(b)
-        if len(sa) == len(a) and len(sb) == len(b) and set(sa) & set(sb):
-            pairs = [(sa[k], sb[k]) for k in sa if k in sb]
-            envs_a = sorted({summary.context(k) or "(own interpreter)" for k, _ in pairs})
-            envs_b = sorted({summary.context(k) or "(own interpreter)" for _, k in pairs})
-            what = "environments or variants" if holds_variants(a) or holds_variants(b) else "environments"
-            notes.append(f"no environment or variant is in both folders: cells paired across {what} "
-                         f"({', '.join(envs_a)} in A against {', '.join(envs_b)} in B)")
+        pairs, notes = _across_environments(a, b)
     if not pairs:
-        # one policy (or variant) of each loop per folder: a loop against its own mitigation
-        def loop(keys):
-            return {(k[0], k[1], k[4]): k for k in keys}
-        la, lb = loop(a), loop(b)
-        if len(la) == len(a) and len(lb) == len(b) and set(la) & set(lb):
-            pairs = [(la[k], lb[k]) for k in la if k in lb]
-            notes.append("each folder holds one policy or variant of each cell: paired by backend and workload ("
-                         + "; ".join(f"{summary.cell_label(ka)} in A with {summary.cell_label(kb)} in B"
-                                     for ka, kb in pairs[:4]) + (" ..." if len(pairs) > 4 else "") + ")")
+        pairs, notes = _across_policies(a, b)
     paired_a, paired_b = {p[0] for p in pairs}, {p[1] for p in pairs}
     notes += [f"{summary.cell_label(k)}: only in A" for k in a if k not in paired_a]
     notes += [f"{summary.cell_label(k)}: only in B" for k in b if k not in paired_b]
     return pairs, notes
 
 
+def _across_environments(a: dict, b: dict) -> tuple[list[tuple[tuple, tuple]], list[str]]:
+    """Cells paired by backend, workload and policy where each side ran each in one environment."""
+    sa, sb = {k[:3]: k for k in a}, {k[:3]: k for k in b}
+    if not (len(sa) == len(a) and len(sb) == len(b) and set(sa) & set(sb)):
+        return [], []
+    pairs = [(sa[k], sb[k]) for k in sa if k in sb]
+    envs_a = sorted({summary.context(k) or "(own interpreter)" for k, _ in pairs})
+    envs_b = sorted({summary.context(k) or "(own interpreter)" for _, k in pairs})
+    what = "environments or variants" if holds_variants(a) or holds_variants(b) else "environments"
+    return pairs, [f"no environment or variant is in both folders: cells paired across {what} "
+                   f"({', '.join(envs_a)} in A against {', '.join(envs_b)} in B)"]
+
+
+def _across_policies(a: dict, b: dict) -> tuple[list[tuple[tuple, tuple]], list[str]]:
+    """One policy (or variant) of each loop per folder: a loop against its own mitigation."""
+    la, lb = {(k[0], k[1], k[4]): k for k in a}, {(k[0], k[1], k[4]): k for k in b}
+    if not (len(la) == len(a) and len(lb) == len(b) and set(la) & set(lb)):
+        return [], []
+    pairs = [(la[k], lb[k]) for k in la if k in lb]
+    return pairs, ["each folder holds one policy or variant of each cell: paired by backend and workload ("
+                   + "; ".join(f"{summary.cell_label(ka)} in A with {summary.cell_label(kb)} in B"
+                               for ka, kb in pairs[:4]) + (" ..." if len(pairs) > 4 else "") + ")"]
+
+
 def compare_docs(docs_a: list[ResultDoc], docs_b: list[ResultDoc], min_effect: float = MIN_EFFECT, alpha: float = ALPHA,
                  force: bool = False) -> dict:
     """The comparison of two sets of result documents (docs/internals.md, `gcbench.analysing.comparison`)."""
-    if not 0 < alpha < 0.5:
-        raise UsageError(f"alpha must be between 0 and 0.5, got {alpha:g}")
-    if not (math.isfinite(min_effect) and 0 <= min_effect < 1):
-        raise UsageError(f"--min-effect must be a fraction from 0 to 1 (0.05 is 5 %), got {min_effect:g}")
+    _check_levels(min_effect, alpha)
     nodes_a, nodes_b = summary.node_types(docs_a), summary.node_types(docs_b)
     by_node = len(nodes_a) > 1 or len(nodes_b) > 1  # results of several kinds of machine: never pooled
     a, b = summary.cells(docs_a, by_node), summary.cells(docs_b, by_node)
@@ -734,12 +743,7 @@ def compare_docs(docs_a: list[ResultDoc], docs_b: list[ResultDoc], min_effect: f
                         "compared only with the same cell on the same kind of machine, never pooled across them")
     rows, refused = [], []
     for ka, kb in pairs:
-        if ka == kb:
-            label = summary.cell_label(ka)
-        elif ka[2] != kb[2]:
-            label = f"{summary.cell_label(ka)} vs {summary.cell_label(kb)}"
-        else:
-            label = f"{summary.cell_label(ka)} vs [{summary.context(kb) or 'own'}]"
+        label = _pair_label(ka, kb)
         da, db = a[ka], b[kb]
         sa = {d["status"] for d in da}
         sb = {d["status"] for d in db}
@@ -750,14 +754,7 @@ def compare_docs(docs_a: list[ResultDoc], docs_b: list[ResultDoc], min_effect: f
         if differ and not force:
             refused.append(f"{label}: {'; '.join(differ)}")
             continue
-        va, vb = repeat_values(da), repeat_values(db)
-        apart = runs_apart(va, vb)
-        va["apart"] = vb["apart"] = apart is not False  # two folders: apart unless they share a run
-        tests = cell_tests(va, vb, min_effect, alpha)
-        rows.append({"cell": label, "key_a": list(ka), "key_b": list(kb), "repeats": [va["repeats"], vb["repeats"]],
-                     "runs_apart": va["apart"],
-                     "flagged": [va["flagged"], vb["flagged"]], "forced": differ, "tests": tests,
-                     "_values": (va, vb)})
+        rows.append(_pair_row(label, ka, kb, da, db, differ, min_effect, alpha))
     tests = [t for r in rows for t in r["tests"]]
     conclude(tests, alpha)
     for r in rows:
@@ -767,6 +764,31 @@ def compare_docs(docs_a: list[ResultDoc], docs_b: list[ResultDoc], min_effect: f
     return {"alpha": alpha, "min_effect": min_effect, "tests": m, "rows": rows, "refused": refused, "notes": notes,
             "detectable": detectable([v for r in rows for v in r.pop("_values")], alpha, m,
                                      run_sd=RUN_SD if any(r["runs_apart"] for r in rows) else 0.0)}
+
+
+def _check_levels(min_effect: float, alpha: float) -> None:
+    if not 0 < alpha < 0.5:
+        raise UsageError(f"alpha must be between 0 and 0.5, got {alpha:g}")
+    if not (math.isfinite(min_effect) and 0 <= min_effect < 1):
+        raise UsageError(f"--min-effect must be a fraction from 0 to 1 (0.05 is 5 %), got {min_effect:g}")
+
+
+def _pair_label(ka: tuple, kb: tuple) -> str:
+    if ka == kb:
+        return summary.cell_label(ka)
+    if ka[2] != kb[2]:
+        return f"{summary.cell_label(ka)} vs {summary.cell_label(kb)}"
+    return f"{summary.cell_label(ka)} vs [{summary.context(kb) or 'own'}]"
+
+
+def _pair_row(label: str, ka: tuple, kb: tuple, da: list[ResultDoc], db: list[ResultDoc], differ: list[str],
+              min_effect: float, alpha: float) -> dict:
+    """One pair of cells, tested (not yet corrected with the others)."""
+    va, vb = repeat_values(da), repeat_values(db)
+    va["apart"] = vb["apart"] = runs_apart(va, vb) is not False  # two folders: apart unless they share a run
+    return {"cell": label, "key_a": list(ka), "key_b": list(kb), "repeats": [va["repeats"], vb["repeats"]],
+            "runs_apart": va["apart"], "flagged": [va["flagged"], vb["flagged"]], "forced": differ,
+            "tests": cell_tests(va, vb, min_effect, alpha), "_values": (va, vb)}
 
 
 def split_sides(docs: list[ResultDoc], base: str, head: str) -> tuple[list[ResultDoc], list[ResultDoc]]:
@@ -877,17 +899,21 @@ def overall(tests: list[Test]) -> str:
         if all(t.verdict in ("same", SAME_PHASE, NOT_JUDGED) for t in tests):
             return ("same counts" + phase_text + "; times not judged") if unjudged else "same" + phase_text
         return "no change shown" + phase_text + ("; times not judged" if unjudged else "")
-    time_worse = any(t.verdict in ("slower", "slower run") for t in tests)
-    time_better = any(t.verdict in ("faster", "faster run") for t in tests)
-    memory = next((t.verdict for t in tests if t.metric == "peak_rss"), None)
-    text = ", ".join(said)
-    if time_worse and memory == "less memory":
-        text += ": a trade, time for memory"
-    elif time_better and memory == "more memory":
-        text += ": a trade, memory for time"
+    text = ", ".join(said) + _trade(tests)
     # beside a time judged beyond what load moves, the ones that were not are named
     unjudged_names = [NAMES[t.metric] for t in ordered if t.verdict == NOT_JUDGED]
     return text + phase_text + (f"; {', '.join(unjudged_names)} not judged" if unjudged_names else "")
+
+
+def _trade(tests: list[Test]) -> str:
+    """': a trade, time for memory' where a change costs time and saves memory (or the
+    reverse), so that a memory fix is never read as only a regression."""
+    memory = next((t.verdict for t in tests if t.metric == "peak_rss"), None)
+    if memory == "less memory" and any(t.verdict in ("slower", "slower run") for t in tests):
+        return ": a trade, time for memory"
+    if memory == "more memory" and any(t.verdict in ("faster", "faster run") for t in tests):
+        return ": a trade, memory for time"
+    return ""
 
 
 def _counts(f: Test, colls: Test) -> tuple[str, str]:

@@ -89,10 +89,22 @@ def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary], cpu: boo
     others = [o for o in ok if o.key[:2] == (b, w) and o.key[3:] == (env, node) and o.key[2] != p]
     if not others:
         return None
-    va = comparison.repeat_values(cs.docs)
     if cs.measured.get("loaded") or any(o.measured.get("loaded") for o in others):  # counts, not times
         return _mitigation_counts(cs, others, cpu)
     family = claims.workload_claims([c for c in ok if c.key[1] == w]) if p == "default" else []
+    o, t = _shortest_run(cs, others, family)
+    corrected = (f" (p = {t.p_adj:.2g} after correcting for this workload's "
+                 f"{sum(x.p is not None for _, x, _ in family)} tests, as in the Findings)"
+                 if family and t.p_adj is not None else "")
+    counts = (f"Under `{o.key[2]}` it makes {summary.full_per_repeat(o)} full collections per repeat against "
+              f"{summary.full_per_repeat(cs)}. ")
+    return counts + _mean_step_words(o.key[2], t, corrected)
+
+
+def _shortest_run(cs: summary.CellSummary, others: list[summary.CellSummary], family: list) -> tuple:
+    """The other policy whose runs take the least time against `cs`'s, with its test: the
+    Findings' corrected test where there is one, else one test alone."""
+    va = comparison.repeat_values(cs.docs)
     best = None
     for o in others:
         t = claims.policy_test(family, "policy_mean", cs, o)
@@ -101,42 +113,36 @@ def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary], cpu: boo
             comparison.conclude([t], comparison.ALPHA)
         if best is None or (t.effect or 9) < (best[1].effect or 9):
             best = (o, t)
-    if best is None:
-        return None
-    o, t = best
-    corrected = (
-        (
-            f" (p = {t.p_adj:.2g} after correcting for this workload's {sum(x.p is not None for _, x, _ in family)} "
-            "tests, as in the Findings)"
-        )
-        if family and t.p_adj is not None
-        else ""
-    )
-    policy = o.key[2]
-    change = f"mean step {stats.fmt(t.a)} -> {stats.fmt(t.b)} ms"
-    counts = (f"Under `{policy}` it makes {summary.full_per_repeat(o)} full collections per repeat against "
-              f"{summary.full_per_repeat(cs)}. ")
-    if t.ci is None or t.effect is None:
-        return counts + (f"Its mean step (the time a run takes) is {stats.fmt(t.b)} ms there against "
-                         f"{stats.fmt(t.a)} ms; {t.note or 'too few processes to test it'}.")
+    assert best is not None  # others is not empty
+    return best
+
+
+def _time_interval(t) -> str:
+    """A ratio of mean steps as less, more or about the same time, with its interval."""
     level = f"{100 * t.level:.3g} %"
     lo, hi = t.ci
     if hi < 1:
-        interval = f"{100 * (1 - t.effect):.0f} % less time ({level} {100 * (1 - hi):.0f}-{100 * (1 - lo):.0f} % less)"
-    elif lo > 1:
-        interval = f"{100 * (t.effect - 1):.0f} % more time ({level} {100 * (lo - 1):.0f}-{100 * (hi - 1):.0f} % more)"
-    else:
-        interval = f"{100 * (t.effect - 1):+.0f} % time ({level} {100 * (lo - 1):+.0f} to {100 * (hi - 1):+.0f} %)"
+        return f"{100 * (1 - t.effect):.0f} % less time ({level} {100 * (1 - hi):.0f}-{100 * (1 - lo):.0f} % less)"
+    if lo > 1:
+        return f"{100 * (t.effect - 1):.0f} % more time ({level} {100 * (lo - 1):.0f}-{100 * (hi - 1):.0f} % more)"
+    return f"{100 * (t.effect - 1):+.0f} % time ({level} {100 * (lo - 1):+.0f} to {100 * (hi - 1):+.0f} %)"
+
+
+def _mean_step_words(policy: str, t, corrected: str) -> str:
+    """What `policy` did to the time a run takes, as its test says."""
+    change = f"mean step {stats.fmt(t.a)} -> {stats.fmt(t.b)} ms"
+    if t.ci is None or t.effect is None:
+        return (f"Its mean step (the time a run takes) is {stats.fmt(t.b)} ms there against "
+                f"{stats.fmt(t.a)} ms; {t.note or 'too few processes to test it'}.")
+    interval = _time_interval(t)
     if t.verdict == "faster run":
-        return counts + f"`{policy}` shortens its runs: they take {interval}, {change}{corrected}."
+        return f"`{policy}` shortens its runs: they take {interval}, {change}{corrected}."
     if t.verdict == "slower run":
-        return counts + f"`{policy}` does not help it: its runs take {interval}, {change}{corrected}."
+        return f"`{policy}` does not help it: its runs take {interval}, {change}{corrected}."
     if t.verdict == "same":
-        return counts + (
-            f"`{policy}` leaves the time its runs take the same within {100 * t.margin:.0f} %: {interval}, "
-            f"{change}{corrected}."
-        )
-    return counts + f"Whether `{policy}` shortens its runs the repeats cannot tell: {interval}, {change}{corrected}."
+        return (f"`{policy}` leaves the time its runs take the same within {100 * t.margin:.0f} %: {interval}, "
+                f"{change}{corrected}.")
+    return f"Whether `{policy}` shortens its runs the repeats cannot tell: {interval}, {change}{corrected}."
 
 
 def _mitigation_counts(cs: summary.CellSummary, others: list[summary.CellSummary], cpu: bool) -> str:
@@ -195,16 +201,10 @@ def sentences(cells: list[summary.CellSummary]) -> list[str]:
     worst = max(ok, key=lambda cs: (share(cs.measured, cpu), cs.measured["full"]["count"]))
     s = worst.measured
     between = sum(sum(cs.measured["between"]["collections"]) for cs in ok)
-    growing = [(cs, why) for cs in ok if (why := summary.memory_growth(cs.measured))]
     # a collector turned off is what the numbers mean: said first, with what it implies
     off = [f"In {cs.label} {summary.describe_collector(c)}." for cs in ok if (c := cs.measured.get("collector"))][:3]
     if share(s, cpu) < NEGLIGIBLE_SHARE and not s["full"]["count"] and not between:
-        # the collector is not the largest effect here: a memory that grows is, when one does
-        lead = [f"{cs.label}: {why[0].upper()}{why[1:]}." for cs, why in growing[:2]]
-        young = sum(sum(cs.measured["collections"]) for cs in ok)
-        ran = (f"{young:,} young collections and no full one" if young else "no collection at all")
-        return out + off + lead + [f"The collector took at most {_share(s, cpu)} {_of_time(cpu)} in all {len(ok)} "
-                                   f"cells ({worst.label}): {ran} inside the timed steps."]
+        return out + off + _negligible(ok, worst, cpu)
     # one cell (a user's loop, a single cell run) pays nothing "most": its counts are the answer
     out.append(f"{worst.label} pays the collector most. It makes {_counts(worst)}." if len(ok) > 1 else
                f"{worst.label} makes {_counts(worst)}.")
@@ -218,9 +218,24 @@ def sentences(cells: list[summary.CellSummary]) -> list[str]:
     fix = _mitigation(worst, ok, cpu) or _cheapest_backend(worst, ok, cpu)
     if fix:
         out.append(fix)
-    with_full = [cs for cs in ok if cs.measured["full"]["count"]]
     if len(ok) > 1:
-        out.append(f"{len(with_full)} of {len(ok)} cells had full collections inside timed steps"
-                   + (f" ({', '.join(cs.label for cs in with_full[:4])}{', ...' if len(with_full) > 4 else ''})."
-                      if with_full else "."))
+        out.append(_cells_with_full(ok))
     return out
+
+
+def _negligible(ok: list[summary.CellSummary], worst: summary.CellSummary, cpu: bool) -> list[str]:
+    """Where the collector took next to nothing: a memory that grows is the larger effect,
+    when one does; then what little the collector did."""
+    growing = [(cs, why) for cs in ok if (why := summary.memory_growth(cs.measured))]
+    lead = [f"{cs.label}: {why[0].upper()}{why[1:]}." for cs, why in growing[:2]]
+    young = sum(sum(cs.measured["collections"]) for cs in ok)
+    ran = (f"{young:,} young collections and no full one" if young else "no collection at all")
+    return [*lead, f"The collector took at most {_share(worst.measured, cpu)} {_of_time(cpu)} in all {len(ok)} "
+                   f"cells ({worst.label}): {ran} inside the timed steps."]
+
+
+def _cells_with_full(ok: list[summary.CellSummary]) -> str:
+    with_full = [cs for cs in ok if cs.measured["full"]["count"]]
+    named = f" ({', '.join(cs.label for cs in with_full[:4])}{', ...' if len(with_full) > 4 else ''})."
+    head = f"{len(with_full)} of {len(ok)} cells had full collections inside timed steps"
+    return head + (named if with_full else ".")
