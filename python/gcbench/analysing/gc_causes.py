@@ -440,70 +440,93 @@ def qualifiers(expl: dict) -> str:
 
 
 def format_text(expl: dict) -> str:
+    """An explanation as the terminal shows it: counts, what is promoted and from where,
+    what a full collection scans, the predicted and observed full collections, advice."""
     lines = [f"{expl['label']}{qualifiers(expl)}: {expl['note']}"]
     if "julia" in expl:
-        jl = expl["julia"]
-        total = max(sum(v[0] for v in jl["by_package"].values()), 1)
-        lines.append(f"Julia allocations, sampled at {jl['sample_rate']:g} over {jl['steps']} steps: "
-                     f"{jl['samples']:,} samples")
-        for title, table in (("by type", jl["by_type"]), ("by top frame's package", jl["by_package"]),
-                             ("by site", jl["by_site"])):
-            ordered = sorted(table.items(), key=lambda kv: -kv[1][0])[:6]
-            lines.append(f"  {title}: " + "; ".join(f"{k} {100 * v[0] / total:.0f} % ({v[1] / 2**10:,.0f} KiB sampled)"
-                                                     for k, v in ordered))
-        return "\n".join(lines)
+        return "\n".join(lines + _julia_lines(expl["julia"]))
     py, fi = expl["python"], expl["full_interval"]
     model = py["collector"]
     lines.append(f"collector: {model['model']} (Python {expl['python_version']}), thresholds "
                  f"{'/'.join(map(str, py['thresholds']))}; {model['note']}")
-    c = expl["counts"]
-    x = expl.get("explicit") or [0, 0, 0]
-    b = expl.get("between") or [0, 0, 0]
-    lines.append(
-        f"collections in {py['steps']} steps: {c[0]:,} of generation 0, {c[1]:,} of generation 1, "
-        f"{c[2]:,} full"
-        + (" (" + "; ".join(part for part in (
-            f"between steps: {sum(b):,}, {b[2]:,} full" if any(b) else "",
-            f"explicit gc.collect() calls: {sum(x):,}, {x[2]:,} full" if any(x) else "") if part) + ")"
-           if any(b) or any(x) else "")
-        + f"; objects collected: {expl['collected']:,}"
-        + (" (no cyclic garbage)" if not expl["collected"] else "")
-        + (f"; uncollectable: {expl['uncollectable']}" if expl["uncollectable"] else "")
-    )
+    lines.append(_collections_line(expl, py))
     if py.get("analysed_until_step") is not None:
         lines.append(f"explain's own time ran past {diagnose.OWN_TIME_S:g} s at step {py['analysed_until_step']:,}: "
                      "the collections after it are counted, not analysed (what they promoted, scanned and freed is "
                      "missing from the figures below)")
+    lines += _promoted_lines(py, fi)
+    lines += _scanned_lines(py, fi)
+    lines.append(_full_interval_line(expl, py, fi))
+    if py["garbage"]["total"]:
+        lines += _table("cyclic garbage by type", py["garbage"]["by_type"], py["garbage"]["total"])
+    for r in expl["recommendations"]:
+        lines.append(f"- {r['text']}" + (f" ({r['effect']})" if r.get("effect") else ""))
+    return "\n".join(lines)
+
+
+def _julia_lines(jl: dict) -> list[str]:
+    total = max(sum(v[0] for v in jl["by_package"].values()), 1)
+    lines = [f"Julia allocations, sampled at {jl['sample_rate']:g} over {jl['steps']} steps: {jl['samples']:,} samples"]
+    for title, table in (("by type", jl["by_type"]), ("by top frame's package", jl["by_package"]),
+                         ("by site", jl["by_site"])):
+        ordered = sorted(table.items(), key=lambda kv: -kv[1][0])[:6]
+        lines.append(f"  {title}: " + "; ".join(f"{k} {100 * v[0] / total:.0f} % ({v[1] / 2**10:,.0f} KiB sampled)"
+                                                 for k, v in ordered))
+    return lines
+
+
+def _collections_line(expl: dict, py: dict) -> str:
+    c = expl["counts"]
+    x = expl.get("explicit") or [0, 0, 0]
+    b = expl.get("between") or [0, 0, 0]
+    where = "; ".join(part for part in (
+        f"between steps: {sum(b):,}, {b[2]:,} full" if any(b) else "",
+        f"explicit gc.collect() calls: {sum(x):,}, {x[2]:,} full" if any(x) else "") if part)
+    return (f"collections in {py['steps']} steps: {c[0]:,} of generation 0, {c[1]:,} of generation 1, {c[2]:,} full"
+            + (f" ({where})" if where else "")
+            + f"; objects collected: {expl['collected']:,}"
+            + (" (no cyclic garbage)" if not expl["collected"] else "")
+            + (f"; uncollectable: {expl['uncollectable']}" if expl["uncollectable"] else ""))
+
+
+def _promoted_lines(py: dict, fi: dict) -> list[str]:
+    """What reaches the oldest generation: by type, package and (where traced) allocation site."""
     pr = py["promoted"]
-    lines.append(f"promoted to the oldest generation: {stats.fmt(fi['promoted_per_step'])} objects per step "
-                 f"({pr['total']:,} made during the steps; {pr.get('made_before_the_steps', 0):,} more made "
-                 "before them, a one-off)")
+    lines = [f"promoted to the oldest generation: {stats.fmt(fi['promoted_per_step'])} objects per step "
+             f"({pr['total']:,} made during the steps; {pr.get('made_before_the_steps', 0):,} more made "
+             "before them, a one-off)"]
     lines += _table("by type", pr["by_type"], pr["total"])
     lines += _table("by package defining the type", pr["by_package"], pr["total"])
     no_sites = why_no_sites(py)
     if no_sites:
-        lines.append(f"  by allocation site: {no_sites}")
-    else:
-        traced = traced_sites(pr)
-        known = pr.get("traced", sum(traced.values()))
-        rows = dict(traced)
-        if pr["total"] > known:  # a row of its own: never spread over the sites that were traced
-            rows["not traced (a free list's object, or made before tracing began)"] = pr["total"] - known
-        rows = dict(sorted(rows.items(), key=lambda kv: -kv[1]))
-        lines += _table(f"by allocation site ({known:,} of {pr['total']:,} promoted objects traced, from step "
-                        f"{py.get('sites_from_step') or 0})", rows, pr["total"], top=6)
+        return [*lines, f"  by allocation site: {no_sites}"]
+    traced = traced_sites(pr)
+    known = pr.get("traced", sum(traced.values()))
+    rows = dict(traced)
+    if pr["total"] > known:  # a row of its own: never spread over the sites that were traced
+        rows["not traced (a free list's object, or made before tracing began)"] = pr["total"] - known
+    rows = dict(sorted(rows.items(), key=lambda kv: -kv[1]))
+    return lines + _table(f"by allocation site ({known:,} of {pr['total']:,} promoted objects traced, from step "
+                          f"{py.get('sites_from_step') or 0})", rows, pr["total"], top=6)
+
+
+def _scanned_lines(py: dict, fi: dict) -> list[str]:
+    """What a full collection scans, and how much of it existed before the timed steps."""
     sc = py["scanned"]
-    if sc["collections"]:
-        per = sc["total"] / sc["collections"]
-        origin = sc["origin"]
-        before = origin.get("before the timed steps", 0) / max(sum(origin.values()), 1)
-        lines.append(f"a full collection scans {per:,.0f} objects: {100 * before:.0f} % existed before the timed "
-                     f"steps (imports, the model, compiled functions), {100 * (1 - before):.0f} % were made during "
-                     f"them; frozen (never scanned): {sc['frozen']:,}")
-        lines += _table("by type", sc["by_type"], sc["total"])
-        lines += _table("by package", sc["by_package"], sc["total"])
-    else:
-        lines.append(f"no full collection ran; the oldest generation holds about {fi['oldest_objects']:,.0f} objects")
+    if not sc["collections"]:
+        return [f"no full collection ran; the oldest generation holds about {fi['oldest_objects']:,.0f} objects"]
+    per = sc["total"] / sc["collections"]
+    origin = sc["origin"]
+    before = origin.get("before the timed steps", 0) / max(sum(origin.values()), 1)
+    return [f"a full collection scans {per:,.0f} objects: {100 * before:.0f} % existed before the timed "
+            f"steps (imports, the model, compiled functions), {100 * (1 - before):.0f} % were made during "
+            f"them; frozen (never scanned): {sc['frozen']:,}",
+            *_table("by type", sc["by_type"], sc["total"]), *_table("by package", sc["by_package"], sc["total"])]
+
+
+def _full_interval_line(expl: dict, py: dict, fi: dict) -> str:
+    """The full collections the collector's rule predicts, against those observed."""
+    x = expl.get("explicit") or [0, 0, 0]
     predicted = "never" if fi["predicted"] is None else f"every {fi['predicted']:,.0f} steps"
     observed = f"every {fi['observed']:,.0f} steps" if fi["observed"] else \
         f"{fi['full_collections']} in {py['steps']} steps"
@@ -512,13 +535,6 @@ def format_text(expl: dict) -> str:
         observed = f"none of the collector's own; the {asked:,} full collections were gc.collect() calls"
     elif asked:
         observed += f" ({asked:,} of them gc.collect() calls)"
-    lines.append(
-        f"full collections: the collector's rule predicts {predicted} (a quarter of the oldest generation, "
-        f"{fi['oldest_objects'] / 4:,.0f} objects, over {stats.fmt(fi['promoted_per_step'])} promoted per step; "
-        f"and at least {fi['threshold2'] + 1} collections of generation 1); observed {observed}"
-    )
-    if py["garbage"]["total"]:
-        lines += _table("cyclic garbage by type", py["garbage"]["by_type"], py["garbage"]["total"])
-    for r in expl["recommendations"]:
-        lines.append(f"- {r['text']}" + (f" ({r['effect']})" if r.get("effect") else ""))
-    return "\n".join(lines)
+    return (f"full collections: the collector's rule predicts {predicted} (a quarter of the oldest generation, "
+            f"{fi['oldest_objects'] / 4:,.0f} objects, over {stats.fmt(fi['promoted_per_step'])} promoted per step; "
+            f"and at least {fi['threshold2'] + 1} collections of generation 1); observed {observed}")
