@@ -132,7 +132,6 @@ def _x(v: float) -> str:
 
 
 def equinox_rows(cells: dict, calibration: dict) -> list[Row]:
-    rows = []
     filt, part = _cell(cells, "equinox-filter", "vit"), _cell(cells, "equinox-partition", "vit")
     off = _cell(cells, "equinox-filter", "vit", "disable")
     nnx = _cell(cells, "nnx", "vit")
@@ -141,65 +140,70 @@ def equinox_rows(cells: dict, calibration: dict) -> list[Row]:
         return [Row("every claim", "-", reason=f"equinox-filter did not run: {_why_not(filt, 'no result')}")]
     s = filt.stats
     device = (filt.docs[0].get("metadata") or {}).get("jax_backend") or "cpu"
-    rows.append(Row("median step (the seed: its small ViT example, 8 ms steps on an H100; its 2M-parameter "
-                    "transformer ran on 8 GPUs and is not this case)", "8 ms",
-                    f"{_ci(s['median_ms'], s['median_ci_ms'], values=s['repeat_medians_ms'])} ms at batch {batch} on "
-                    f"this {device.upper()}", f"{s['median_ms'] / TARGET_MS:.2f}", "setting",
-                    "the batch given with --batch-size (no calibration ran)" if calibration.get("given") else
-                    f"the batch whose median step came nearest 8 ms (at most {MAX_MS:g} ms) in the calibration"))
-    f = s["full"]
-    claim = "a step with a full collection, against the steps around it"
-    if f["count"] and f.get("ratio") is not None:
-        ci = f.get("ratio_ci")
-        up = (ci[0] if ci else f["ratio"]) > 1
-        measured = f"{_ci(f['ratio'], ci, _x)} x ({stats.format_schedule(f['schedule'])})"
-        if ci is None:  # a figure from fewer than 3 processes is not judged: the direction only
-            rows.append(Row(claim, "50 ms / 8 ms = 6.2 x", measured, f"{f['ratio'] / 6.25:.2f}",
-                            "partly" if up else "not",
-                            f"no interval from fewer than {stats.MIN_PROCESSES} repeats: only the direction is judged"))
-        else:
-            rows.append(Row(claim, "50 ms / 8 ms = 6.2 x", measured, f"{f['ratio'] / 6.25:.2f}",
-                            verdict(up, 6.25, f["ratio"], ci)))
-    else:
-        rows.append(Row(claim, "50 ms / 8 ms = 6.2 x", stats.format_schedule(f["schedule"]), "-", "not",
-                        "equinox-filter made no full collection here"))
+    rows = [Row("median step (the seed: its small ViT example, 8 ms steps on an H100; its 2M-parameter "
+                "transformer ran on 8 GPUs and is not this case)", "8 ms",
+                f"{_ci(s['median_ms'], s['median_ci_ms'], values=s['repeat_medians_ms'])} ms at batch {batch} on "
+                f"this {device.upper()}", f"{s['median_ms'] / TARGET_MS:.2f}", "setting",
+                "the batch given with --batch-size (no calibration ran)" if calibration.get("given") else
+                f"the batch whose median step came nearest 8 ms (at most {MAX_MS:g} ms) in the calibration"),
+            _spike_row(s["full"])]
     if part is not None and part.ok:
-        va, vb = comparison.repeat_values(filt.docs), comparison.repeat_values(part.docs)
-        t = comparison.test_full(va, vb, comparison.MIN_EFFECT, comparison.ALPHA)
-        comparison.conclude([t], comparison.ALPHA)
-        how = "exact: fixed schedules" if t.exact else (f"p = {t.p:.2g}" if t.p is not None else t.note)
-        rows.append(Row("eqx.partition + jax.jit makes the spikes rarer than eqx.filter_jit",
-                        "\"much fewer and farther between\"",
-                        f"equinox-partition: {stats.format_schedule(vb['schedule'])}; equinox-filter: "
-                        f"{stats.format_schedule(va['schedule'])} ({how})",
-                        "-" if not t.a or t.b is None else f"{t.b / t.a:.2f}",
-                        verdict(t.a is not None and t.b is not None and t.b < t.a,
-                                established=t.verdict.startswith("fewer"))))
+        rows.append(_partition_row(filt, part))
     if nnx is not None and nnx.ok:
-        nf = nnx.stats["full"]
-        claim = ("Flax NNX: small spikes, each followed by a spike down that compensates; not the Equinox "
-                 "behaviour")
-        seed = "\"after every spike up, you get a corresponding spike down\""
-        if nf["count"] and nf.get("after_ratio") is not None:
-            aci = nf.get("after_ratio_ci")
-            dip = (aci[1] if aci else nf["after_ratio"]) < 1
-            rows.append(Row(claim, seed, f"{stats.format_schedule(nf['schedule'])}; such a step "
-                            f"{_ci(nf['ratio'], nf.get('ratio_ci'), _x)} x the steps around it, the step after it "
-                            f"{_ci(nf['after_ratio'], aci, _x)} x", "-",
-                            verdict(nf["after_ratio"] < 1, established=dip),
-                            "" if dip else "the step after a full collection is not faster than its neighbours: "
-                            "no compensating dip"))
-        else:
-            rows.append(Row(claim, seed, stats.format_schedule(nf["schedule"]), "-", "not",
-                            "NNX made no full collection here"))
+        rows.append(_nnx_row(nnx.stats["full"]))
     if off is not None and off.ok:
         of = off.stats["full"]
         gone = of["schedule"]["constant"] and of["count"] == 0
         rows.append(Row("disabling the collector removes the spikes", "\"disabling the garbage collector solves this\"",
                         f"under disable: {stats.format_schedule(of['schedule'])}, max/median "
                         f"{off.stats['max_over_median']:.1f} against {s['max_over_median']:.1f} under default", "-",
-                        verdict(of["count"] < f["count"], established=gone and f["count"] > 0)))
+                        verdict(of["count"] < s["full"]["count"], established=gone and s["full"]["count"] > 0)))
     return rows
+
+
+def _spike_row(f: dict) -> Row:
+    """A step with a full collection against the steps around it, against the seed's 50/8 ms."""
+    claim = "a step with a full collection, against the steps around it"
+    if not (f["count"] and f.get("ratio") is not None):
+        return Row(claim, "50 ms / 8 ms = 6.2 x", stats.format_schedule(f["schedule"]), "-", "not",
+                   "equinox-filter made no full collection here")
+    ci = f.get("ratio_ci")
+    up = (ci[0] if ci else f["ratio"]) > 1
+    measured = f"{_ci(f['ratio'], ci, _x)} x ({stats.format_schedule(f['schedule'])})"
+    if ci is None:  # a figure from fewer than 3 processes is not judged: the direction only
+        return Row(claim, "50 ms / 8 ms = 6.2 x", measured, f"{f['ratio'] / 6.25:.2f}", "partly" if up else "not",
+                   f"no interval from fewer than {stats.MIN_PROCESSES} repeats: only the direction is judged")
+    return Row(claim, "50 ms / 8 ms = 6.2 x", measured, f"{f['ratio'] / 6.25:.2f}", verdict(up, 6.25, f["ratio"], ci))
+
+
+def _partition_row(filt, part) -> Row:
+    """eqx.partition + jax.jit against eqx.filter_jit: fewer full collections?"""
+    va, vb = comparison.repeat_values(filt.docs), comparison.repeat_values(part.docs)
+    t = comparison.test_full(va, vb, comparison.MIN_EFFECT, comparison.ALPHA)
+    comparison.conclude([t], comparison.ALPHA)
+    how = "exact: fixed schedules" if t.exact else (f"p = {t.p:.2g}" if t.p is not None else t.note)
+    return Row("eqx.partition + jax.jit makes the spikes rarer than eqx.filter_jit",
+               "\"much fewer and farther between\"",
+               f"equinox-partition: {stats.format_schedule(vb['schedule'])}; equinox-filter: "
+               f"{stats.format_schedule(va['schedule'])} ({how})",
+               "-" if not t.a or t.b is None else f"{t.b / t.a:.2f}",
+               verdict(t.a is not None and t.b is not None and t.b < t.a, established=t.verdict.startswith("fewer")))
+
+
+def _nnx_row(nf: dict) -> Row:
+    """Flax NNX's small spikes, each followed by a compensating dip?"""
+    claim = "Flax NNX: small spikes, each followed by a spike down that compensates; not the Equinox behaviour"
+    seed = "\"after every spike up, you get a corresponding spike down\""
+    if not (nf["count"] and nf.get("after_ratio") is not None):
+        return Row(claim, seed, stats.format_schedule(nf["schedule"]), "-", "not", "NNX made no full collection here")
+    aci = nf.get("after_ratio_ci")
+    dip = (aci[1] if aci else nf["after_ratio"]) < 1
+    return Row(claim, seed, f"{stats.format_schedule(nf['schedule'])}; such a step "
+               f"{_ci(nf['ratio'], nf.get('ratio_ci'), _x)} x the steps around it, the step after it "
+               f"{_ci(nf['after_ratio'], aci, _x)} x", "-",
+               verdict(nf["after_ratio"] < 1, established=dip),
+               "" if dip else "the step after a full collection is not faster than its neighbours: "
+               "no compensating dip")
 
 
 def flux_rows(cells: dict, julia_reason: str | None) -> list[Row]:
