@@ -16,11 +16,17 @@ def workload_claims(cells: list[summary.CellSummary], min_effect: float = compar
     """(kind, concluded test, context) for one workload's ok cells: context is (base, other,
     their repeat values) for a policy test, (fastest, slowest, backends ranked) for a ranking."""
     ok = [cs for cs in cells if cs.ok]
-    out: list[tuple[str, comparison.Test, tuple]] = []
     values = {cs.key: comparison.repeat_values(cs.docs) for cs in ok}
-    for base in ok:
-        if base.key[2] != "default":
-            continue
+    out = _policy_tests(ok, values, min_effect, alpha) + _rankings(ok, values, min_effect, alpha)
+    comparison.conclude([t for _, t, _ in out], alpha)
+    return out
+
+
+def _policy_tests(ok: list[summary.CellSummary], values: dict, min_effect: float,
+                  alpha: float) -> list[tuple[str, comparison.Test, tuple]]:
+    """Each policy against `default` on the same backend, workload and environment."""
+    out: list[tuple[str, comparison.Test, tuple]] = []
+    for base in (cs for cs in ok if cs.key[2] == "default"):
         vb = values[base.key]
         for other in ok:
             b, w, p, e = *other.key[:3], summary.context(other.key)
@@ -34,6 +40,13 @@ def workload_claims(cells: list[summary.CellSummary], min_effect: float = compar
                 out.append(("policy_share", comparison.test_gc_share(vb, vo, min_effect, alpha), ctx))
             out.append(("policy_median", comparison.test_median(vb, vo, min_effect, alpha), ctx))
             out.append(("policy_mean", comparison.test_mean(vb, vo, min_effect, alpha), ctx))
+    return out
+
+
+def _rankings(ok: list[summary.CellSummary], values: dict, min_effect: float,
+              alpha: float) -> list[tuple[str, comparison.Test, tuple]]:
+    """Per environment, the fastest backend against the slowest under one policy."""
+    out: list[tuple[str, comparison.Test, tuple]] = []
     for env in dict.fromkeys(summary.context(cs.key) for cs in ok):
         here = [cs for cs in ok if cs.key[2] == "default" and summary.context(cs.key) == env] or \
             [cs for cs in ok if summary.context(cs.key) == env]
@@ -43,7 +56,6 @@ def workload_claims(cells: list[summary.CellSummary], min_effect: float = compar
             slowest = max(ranked, key=lambda cs: cs.measured["median_ms"])
             t = comparison.test_median(values[fastest.key], values[slowest.key], min_effect, alpha)
             out.append(("ranking", t, (fastest, slowest, len(ranked))))
-    comparison.conclude([t for _, t, _ in out], alpha)
     return out
 
 

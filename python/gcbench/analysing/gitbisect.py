@@ -121,15 +121,7 @@ def table(plan: dict, docs_by_env: dict[str, list[ResultDoc]]) -> dict:
     commits = [Commit(**c) for c in plan["commits"]]
     good = Commit(**plan["good"])
     order = [good, *commits]  # index 0: the good endpoint
-    rows: dict[str, dict[str, Any]] = {}
-    for sha, env in plan["tested"].items():
-        ds = docs_by_env.get(env, [])
-        per = metric.per_repeat(ds)
-        statuses = sorted({d["status"] for d in ds})
-        rows[sha] = {"per_repeat": per, "value": metric.value(per) if per else None,
-                     "ran": bool(per), "why_not": None if per else
-                     next((d["reason"].splitlines()[0] for d in ds if d.get("reason")), "no result") +
-                     (f" ({'/'.join(statuses)})" if statuses else "")}
+    rows = {sha: _tested(metric, docs_by_env.get(env, [])) for sha, env in plan["tested"].items()}
     g, b = rows.get(good.sha), rows.get(commits[-1].sha)
     out = {"format": FORMAT, "schema_version": SCHEMA_VERSION, "package": plan["package"], "repo": plan["repo"],
            "cell": plan["cell"], "metric": metric.name, "metric_title": metric.title, "unit": metric.unit,
@@ -143,25 +135,17 @@ def table(plan: dict, docs_by_env: dict[str, list[ResultDoc]]) -> dict:
         differ, how = endpoints_differ(metric, g["per_repeat"], b["per_repeat"])
         out["endpoints"] = how if differ else f"the endpoints do not differ ({how}): nothing to bisect"
         out["endpoints_differ"] = differ
+    judged = metric if out.get("endpoints_differ") and g and b else None  # else no commit is decided
     lo, hi = 0, len(order) - 1
     for i, c in enumerate(order):
         if c.sha not in rows:
             continue
         r = rows[c.sha]
-        if i == 0:
-            decision = "good (endpoint)"
-        elif i == len(order) - 1:
-            decision = "bad (endpoint)"
-        elif not r["ran"]:
-            decision = "skip"
-        elif out.get("endpoints_differ") and g and b:
-            decision = decide(metric, r["value"], g["value"], b["value"])
-            if decision == "good":
-                lo = max(lo, i)
-            else:
-                hi = min(hi, i)
-        else:
-            decision = "-"
+        decision = _decision(i, len(order), r, judged, g, b)
+        if decision == "good":
+            lo = max(lo, i)
+        elif decision == "bad":
+            hi = min(hi, i)
         out["rows"].append({**c.to_json(), "index": i, "value": r["value"], "per_repeat": r["per_repeat"],
                             "decision": decision, "why_not": r["why_not"]})
     if out.get("endpoints_differ"):
@@ -172,6 +156,29 @@ def table(plan: dict, docs_by_env: dict[str, list[ResultDoc]]) -> dict:
             skipped = [order[i].short for i in range(lo + 1, hi)]
             out["unresolved"] = f"the first bad commit is one of {', '.join(skipped)} or {order[hi].short}"
     return out
+
+
+def _tested(metric: Metric, ds: list[ResultDoc]) -> dict[str, Any]:
+    """A tested commit's values, or why it has none."""
+    per = metric.per_repeat(ds)
+    statuses = sorted({d["status"] for d in ds})
+    why_not = None if per else next((d["reason"].splitlines()[0] for d in ds if d.get("reason")), "no result") + \
+        (f" ({'/'.join(statuses)})" if statuses else "")
+    return {"per_repeat": per, "value": metric.value(per) if per else None, "ran": bool(per), "why_not": why_not}
+
+
+def _decision(i: int, n: int, r: dict, metric: Metric | None, g: dict | None, b: dict | None) -> str:
+    """The decision on the commit at index `i` of `n`: an endpoint, skipped (it did not run),
+    good or bad (`decide`, where the endpoints differ: `metric` and their rows given), or -."""
+    if i == 0:
+        return "good (endpoint)"
+    if i == n - 1:
+        return "bad (endpoint)"
+    if not r["ran"]:
+        return "skip"
+    if metric is not None and g is not None and b is not None:
+        return decide(metric, r["value"], g["value"], b["value"])
+    return "-"
 
 
 def save(folder: pathlib.Path, plan: dict) -> None:

@@ -50,20 +50,26 @@ def findings(cells: list[summary.CellSummary], min_effect: float = comparison.MI
     between = [cs for cs in ok if any((cs.measured.get("between") or {}).get("collections") or [])]
     if between:  # collections the loop paid for outside its steps: never "costs nothing"
         out += [between_sentence(cs) for cs in between]
-    if not collected and not between:
-        out.append(f"No collection ran during the timed steps of any cell ({steps:,} steps over "
-                   f"{sum(cs.measured['repeats'] for cs in ok)} repeats), nor between them: on this workload the "
-                   "collector costs nothing here (a finding, not a failure).")
-    elif max(cs.measured["gc_share"] for cs in ok) < NEGLIGIBLE_SHARE:
-        colls = sum(sum(cs.measured["collections"]) for cs in ok)
-        full = sum(cs.measured["full"]["count"] for cs in ok)
-        worst = max(ok, key=lambda cs: cs.measured["gc_share"])
-        out.append(f"The collector is negligible here: {colls:,} collections ({full} of them full) in "
-                   f"{steps:,} timed steps, at most {_pct(worst.measured['gc_share'])} of step time "
-                   f"({_name(worst)}).")
+    out += _quiet_collector(ok, steps, bool(collected or between))
     family = claims.workload_claims(cells, min_effect, alpha) if family is None else family
     out += [_claim(kind, t, ctx) for kind, t, ctx in family if kind == "ranking"]
     return out
+
+
+def _quiet_collector(ok: list[summary.CellSummary], steps: int, collected: bool) -> list[str]:
+    """A collector that never ran (said so: a finding, not a failure), or one that cost next
+    to nothing, with what it did."""
+    if not collected:
+        return [f"No collection ran during the timed steps of any cell ({steps:,} steps over "
+                f"{sum(cs.measured['repeats'] for cs in ok)} repeats), nor between them: on this workload the "
+                "collector costs nothing here (a finding, not a failure)."]
+    if max(cs.measured["gc_share"] for cs in ok) >= NEGLIGIBLE_SHARE:
+        return []
+    colls = sum(sum(cs.measured["collections"]) for cs in ok)
+    full = sum(cs.measured["full"]["count"] for cs in ok)
+    worst = max(ok, key=lambda cs: cs.measured["gc_share"])
+    return [f"The collector is negligible here: {colls:,} collections ({full} of them full) in "
+            f"{steps:,} timed steps, at most {_pct(worst.measured['gc_share'])} of step time ({_name(worst)})."]
 
 
 def full_table(cells: list[summary.CellSummary]) -> Table | None:
