@@ -31,10 +31,16 @@ def answer(doc: dict) -> str:
     parts = [f"Of the seeds' {len(claims)} claims, {len(reproduced)} reproduced"
              + (f" ({len(widened)} of them only within the interval widened for the hardware)" if widened else "")
              + (", " + ", ".join(counts) if counts else "")]
-    if reproduced:
+    return escape(". ".join(parts + _claims_by_verdict(by)) + ".")
+
+
+def _claims_by_verdict(by: dict[str, list[tuple[str, dict]]]) -> list[str]:
+    """The claims named under their verdict; those not run grouped by why."""
+    parts = []
+    if by.get("reproduced"):
         parts.append("reproduced: " + "; ".join(f"{seed}: {r['claim']}" + (" (only within the widened interval)"
                                                                             if r["verdict"] != "reproduced" else "")
-                                                for seed, r in reproduced))
+                                                for seed, r in by["reproduced"]))
     for kind in ("partly", "not"):
         if by.get(kind):
             parts.append(f"{kind}: " + "; ".join(f"{seed}: {r['claim']}" for seed, r in by[kind]))
@@ -43,7 +49,7 @@ def answer(doc: dict) -> str:
         for seed, r in by["not run"]:
             why.setdefault(r["reason"] or "no reason recorded", []).append(f"{seed}: {r['claim']}")
         parts.append("not run: " + "; ".join(f"{', '.join(claims_)} ({reason})" for reason, claims_ in why.items()))
-    return escape(". ".join(parts) + ".")
+    return parts
 
 
 def section(doc: dict) -> list:
