@@ -86,17 +86,7 @@ class Suite:
         self.backends = _names("backends", self.backends)
         self.workloads = _names("workloads", self.workloads)
         self.gc = _names("gc", self.gc)
-        _int_in("steps", self.steps, 1, MAX_STEPS)
-        _int_in("repeats", self.repeats, 1, 1000)
-        _int_in("loss_every", self.loss_every, 1, MAX_STEPS)
-        _int_in("julia_threads", self.julia_threads, 1, 1024)
-        if not _is_int(self.warmup) or not 1 <= self.warmup <= 10_000:
-            raise UsageError(f"warmup must be an integer from 1 to 10,000 (compilation happens there), "
-                             f"got {self.warmup!r}")
-        if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) \
-                or not math.isfinite(self.timeout) or self.timeout <= 0:
-            raise UsageError(f"timeout must be a positive, finite number of seconds, got {self.timeout!r}")
-        _int_in("seed", self.seed, 0, 2**63 - 1)
+        self._check_numbers()
         if self.bookkeeping not in BOOKKEEPING:
             raise UsageError(f"bookkeeping must be one of {', '.join(BOOKKEEPING)}, got {self.bookkeeping!r}")
         if not isinstance(self.alloc_blocks, bool):
@@ -108,18 +98,7 @@ class Suite:
         for name in self.workloads:
             get_workload(name)
         self.gc = [gcpolicy.parse(text).name for text in self.gc]
-        if not isinstance(self.networks, dict):
-            raise UsageError("networks must be a table of workload = count")
-        for name, n in self.networks.items():
-            get_workload(name)
-            _int_in(f"networks for {name}", n, 1, MAX_NETWORKS)
-        sizes = self.batch_size if isinstance(self.batch_size, dict) else None
-        if sizes is not None:
-            for name, b in sizes.items():
-                get_workload(name)
-                _int_in(f"batch_size for {name}", b, 1, MAX_BATCH)
-        else:
-            _int_in("batch_size", self.batch_size, 1, MAX_BATCH)
+        self._check_per_workload()
         if not isinstance(self.envs, list) or not all(isinstance(e, str) for e in self.envs):
             raise UsageError("envs must be a list of environment strings like \"python=3.12 jax==0.8.0\"")
         from ..measuring.envspec import parse_all
@@ -135,6 +114,35 @@ class Suite:
         tables = self.also if isinstance(self.also, list) else [None]  # not a list: refused by _also
         self.also = [self._also(i, table) for i, table in enumerate(tables)]
         return self
+
+    def _check_numbers(self) -> None:
+        """Steps, repeats, warm-up, timeout and the rest: integers (or seconds) in range."""
+        _int_in("steps", self.steps, 1, MAX_STEPS)
+        _int_in("repeats", self.repeats, 1, 1000)
+        _int_in("loss_every", self.loss_every, 1, MAX_STEPS)
+        _int_in("julia_threads", self.julia_threads, 1, 1024)
+        if not _is_int(self.warmup) or not 1 <= self.warmup <= 10_000:
+            raise UsageError(f"warmup must be an integer from 1 to 10,000 (compilation happens there), "
+                             f"got {self.warmup!r}")
+        if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) \
+                or not math.isfinite(self.timeout) or self.timeout <= 0:
+            raise UsageError(f"timeout must be a positive, finite number of seconds, got {self.timeout!r}")
+        _int_in("seed", self.seed, 0, 2**63 - 1)
+
+    def _check_per_workload(self) -> None:
+        """`networks` and (where it is a table) `batch_size`: a known workload each, in range."""
+        if not isinstance(self.networks, dict):
+            raise UsageError("networks must be a table of workload = count")
+        for name, n in self.networks.items():
+            get_workload(name)
+            _int_in(f"networks for {name}", n, 1, MAX_NETWORKS)
+        sizes = self.batch_size if isinstance(self.batch_size, dict) else None
+        if sizes is not None:
+            for name, b in sizes.items():
+                get_workload(name)
+                _int_in(f"batch_size for {name}", b, 1, MAX_BATCH)
+        else:
+            _int_in("batch_size", self.batch_size, 1, MAX_BATCH)
 
     def _also(self, i: int, table) -> dict:
         """One `[[also]]` table, checked: backends, workloads and gc, each a non-empty list."""
