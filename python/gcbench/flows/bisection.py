@@ -62,6 +62,33 @@ def check_folder(out: pathlib.Path, resume: bool) -> None:
             raise UsageError(f"{out} holds a commit bisect already; --resume continues it, or use another --out")
 
 
+def _bisected_package(opts: CommitBisectOptions, repo: pathlib.Path, sha: str, base: envspec.EnvSpec) -> str:
+    """The distribution the repository builds, checked against --package and --env."""
+    package = gitrepo.package_name(repo, sha)
+    if opts.package and envspec.normalize(opts.package) != package:
+        raise UsageError(f"--package {opts.package}, but the repository builds {package}")
+    if base.pin_for(package):
+        raise UsageError(f"--env pins {package}, the package whose commits are bisected")
+    return package
+
+
+def _open_plan(opts: CommitBisectOptions, repo: pathlib.Path, package: str, span: tuple, base: envspec.EnvSpec,
+               metric) -> tuple[pathlib.Path, dict]:
+    """The bisect's folder and plan: a new one, or (resuming) the one there, refused when it
+    bisects other endpoints, another cell or another metric. `span`: (good, bad, between)."""
+    good, bad, between = span
+    out = pathlib.Path(opts.run.out or config.default_out(f"bisect-{package}-git"))
+    if not opts.run.out:  # a given --out was checked before the repository was read
+        check_folder(out, opts.run.resume)
+    plan = gitbisect.load(out / gitbisect.FILE) if opts.run.resume else None
+    if plan is not None and (plan["good"]["sha"], plan["commits"][-1]["sha"], plan["cell"], plan["metric"]) != \
+            (good.sha, bad.sha, opts.cell, metric.name):
+        raise UsageError(f"{out} holds a bisect of other endpoints, cell or metric; use another --out")
+    return out, plan or {"format": gitbisect.FORMAT, "schema_version": gitbisect.SCHEMA_VERSION, "package": package,
+                         "repo": str(repo), "cell": opts.cell, "metric": metric.name, "good": good.to_json(),
+                         "commits": [c.to_json() for c in between], "tested": {}, "base": base.text}
+
+
 def commits(opts: CommitBisectOptions, template: config.Suite, base: envspec.EnvSpec, metric
             ) -> tuple[dict, dict | None, pathlib.Path]:
     """The commit bisect of `opts.repo` from `opts.good` to `opts.bad` on `opts.cell`: every
@@ -70,21 +97,8 @@ def commits(opts: CommitBisectOptions, template: config.Suite, base: envspec.Env
     repo = gitrepo.local_repo(opts.repo)
     good, bad = gitrepo.commit(repo, opts.good), gitrepo.commit(repo, opts.bad)
     between = gitrepo.commits_between(repo, good, bad)
-    package = gitrepo.package_name(repo, good.sha)
-    if opts.package and envspec.normalize(opts.package) != package:
-        raise UsageError(f"--package {opts.package}, but the repository builds {package}")
-    if base.pin_for(package):
-        raise UsageError(f"--env pins {package}, the package whose commits are bisected")
-    out = pathlib.Path(opts.run.out or config.default_out(f"bisect-{package}-git"))
-    if not opts.run.out:  # a given --out was checked before the repository was read
-        check_folder(out, opts.run.resume)
-    plan = gitbisect.load(out / gitbisect.FILE) if opts.run.resume else None
-    if plan is not None and (plan["good"]["sha"], plan["commits"][-1]["sha"], plan["cell"], plan["metric"]) != \
-            (good.sha, bad.sha, opts.cell, metric.name):
-        raise UsageError(f"{out} holds a bisect of other endpoints, cell or metric; use another --out")
-    plan = plan or {"format": gitbisect.FORMAT, "schema_version": gitbisect.SCHEMA_VERSION, "package": package,
-                    "repo": str(repo), "cell": opts.cell, "metric": metric.name, "good": good.to_json(),
-                    "commits": [c.to_json() for c in between], "tested": {}, "base": base.text}
+    package = _bisected_package(opts, repo, good.sha, base)
+    out, plan = _open_plan(opts, repo, package, (good, bad, between), base, metric)
     order = [good, *between]
     print(f"gcbench: bisecting {len(between)} commits of {package} ({good.short}..{bad.short}) on {opts.cell}, "
           f"by {metric.title}; at most {gitbisect.max_builds(len(between))} builds",
