@@ -282,26 +282,12 @@ def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> tuple[lis
                 if opts.executor == "local":
                     docs = _run_locally(run, plan)
                 else:
-                    try:
-                        scheduled = _run_on_scheduler(run)
-                    except UsageError:  # nothing was submitted: the folder is as it was before this command
-                        if previous:
-                            files.write_json(out_dir / "suite.json", previous)
-                        else:
-                            (out_dir / "suite.json").unlink(missing_ok=True)
-                        raise
+                    scheduled = _on_scheduler(run, plan, previous)
                     if scheduled is None:  # --detach: the jobs run on; `gcbench status` follows them
-                        results.finish_plan(out_dir, plan, "submitted")
                         return None, out_dir, 0
                     docs = scheduled
         except (runner.Interrupted, KeyboardInterrupt) as e:
-            code = e.exit_code if isinstance(e, runner.Interrupted) else 130
-            results.finish_plan(out_dir, plan, "interrupted")
-            # every finished run in the folder, those of earlier commands into it too (a bisect's steps)
-            kept = sum(1 for p in out_dir.glob("*.json")
-                       if p.name not in results.NOT_CELLS and not p.name.startswith("."))
-            print(f"\ngcbench: interrupted; {kept} finished runs kept in {out_dir}", file=sys.stderr)
-            return None, out_dir, code
+            return None, out_dir, _interrupted(out_dir, plan, e)
         except BaseException:  # refused or broken midway: the plan says so, never "running" for ever
             with contextlib.suppress(UsageError):  # unless the plan was put back (nothing was submitted)
                 if (out_dir / "suite.json").is_file() and results.read_plan(out_dir).get("started") == plan["started"]:
@@ -312,6 +298,34 @@ def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> tuple[lis
                 path.unlink(missing_ok=True)
         results.finish_plan(out_dir, plan, "finished")
     return docs, out_dir, _print_outcome(docs, out_dir, time.monotonic() - t0, run.out_fn)
+
+
+def _on_scheduler(run: _Run, plan: dict, previous: dict) -> list[ResultDoc] | None:
+    """The cells as a scheduler's jobs; None with --detach (the plan then says submitted). A
+    refusal before anything was submitted puts the folder's plan back as it was."""
+    try:
+        scheduled = _run_on_scheduler(run)
+    except UsageError:  # nothing was submitted: the folder is as it was before this command
+        if previous:
+            files.write_json(run.out_dir / "suite.json", previous)
+        else:
+            (run.out_dir / "suite.json").unlink(missing_ok=True)
+        raise
+    if scheduled is None:
+        results.finish_plan(run.out_dir, plan, "submitted")
+    return scheduled
+
+
+def _interrupted(out_dir: pathlib.Path, plan: dict, e: BaseException) -> int:
+    """An interrupted run: the plan says so, the finished runs are counted; the exit code."""
+    from ..running import runner
+
+    code = e.exit_code if isinstance(e, runner.Interrupted) else 130
+    results.finish_plan(out_dir, plan, "interrupted")
+    # every finished run in the folder, those of earlier commands into it too (a bisect's steps)
+    kept = sum(1 for p in out_dir.glob("*.json") if p.name not in results.NOT_CELLS and not p.name.startswith("."))
+    print(f"\ngcbench: interrupted; {kept} finished runs kept in {out_dir}", file=sys.stderr)
+    return code
 
 
 def _print_outcome(docs: list[ResultDoc], out_dir: pathlib.Path, seconds: float, out_fn: Callable[..., None]) -> int:
