@@ -127,14 +127,7 @@ def table(plan: dict, docs_by_env: dict[str, list[ResultDoc]]) -> dict:
            "cell": plan["cell"], "metric": metric.name, "metric_title": metric.title, "unit": metric.unit,
            "rule": RULE, "builds": len(plan["tested"]), "max_builds": max_builds(len(commits)),
            "commits_between": len(commits), "rows": [], "first_bad": None, "endpoints": None}
-    if not (g and b and g["ran"] and b["ran"]):
-        out["endpoints"] = "an endpoint did not run: " + "; ".join(
-            f"{name} {c.short}: {r['why_not']}" for name, c, r in (("good", good, g), ("bad", commits[-1], b))
-            if r and not r["ran"])
-    else:
-        differ, how = endpoints_differ(metric, g["per_repeat"], b["per_repeat"])
-        out["endpoints"] = how if differ else f"the endpoints do not differ ({how}): nothing to bisect"
-        out["endpoints_differ"] = differ
+    out.update(_endpoints(metric, (good, g), (commits[-1], b)))
     judged = metric if out.get("endpoints_differ") and g and b else None  # else no commit is decided
     lo, hi = 0, len(order) - 1
     for i, c in enumerate(order):
@@ -156,6 +149,18 @@ def table(plan: dict, docs_by_env: dict[str, list[ResultDoc]]) -> dict:
             skipped = [order[i].short for i in range(lo + 1, hi)]
             out["unresolved"] = f"the first bad commit is one of {', '.join(skipped)} or {order[hi].short}"
     return out
+
+
+def _endpoints(metric: Metric, good: tuple, bad: tuple) -> dict[str, Any]:
+    """Whether the endpoints (each (commit, row or None)) ran and differ, in words."""
+    (gc, g), (bc, b) = good, bad
+    if not (g and b and g["ran"] and b["ran"]):
+        return {"endpoints": "an endpoint did not run: " + "; ".join(
+            f"{name} {c.short}: {r['why_not']}" for name, c, r in (("good", gc, g), ("bad", bc, b))
+            if r and not r["ran"])}
+    differ, how = endpoints_differ(metric, g["per_repeat"], b["per_repeat"])
+    return {"endpoints": how if differ else f"the endpoints do not differ ({how}): nothing to bisect",
+            "endpoints_differ": differ}
 
 
 def _tested(metric: Metric, ds: list[ResultDoc]) -> dict[str, Any]:

@@ -320,17 +320,23 @@ def _check_array(where: str, key: str, arr, n: int | None) -> int:
         values = np.asarray(arr)
     except ValueError:
         raise UsageError(f"{where}: per-step array {key!r} is ragged") from None
-    if values.size and (values.dtype.kind not in "iu" or (key in ROWS and values.ndim != 2)
-                        or (key not in ROWS and values.ndim != 1)):
-        what = "rows of integers" if key in ROWS else "integers"
-        raise UsageError(f"{where}: per-step array {key!r} must hold {what}")
-    if key in NON_NEGATIVE and values.size and values.min() < 0:
-        raise UsageError(f"{where}: per-step array {key!r} holds negative values")
-    if key == "wall_ns" and values.size and values.min() <= 0:
-        raise UsageError(f"{where}: per-step array 'wall_ns' holds a step that took no time")
+    if values.size:
+        _check_values(where, key, values)
     if key in ROWS and len(arr) and values.shape[-1] == 0:
         raise UsageError(f"{where}: per-step array {key!r} has empty rows (no generation counted)")
     return len(arr)
+
+
+def _check_values(where: str, key: str, values: np.ndarray) -> None:
+    """A per-step array's values: integers (rows of them for ROWS), none negative where
+    none can be, and no step that took no time."""
+    if values.dtype.kind not in "iu" or values.ndim != (2 if key in ROWS else 1):
+        what = "rows of integers" if key in ROWS else "integers"
+        raise UsageError(f"{where}: per-step array {key!r} must hold {what}")
+    if key in NON_NEGATIVE and values.min() < 0:
+        raise UsageError(f"{where}: per-step array {key!r} holds negative values")
+    if key == "wall_ns" and values.min() <= 0:
+        raise UsageError(f"{where}: per-step array 'wall_ns' holds a step that took no time")
 
 
 _SCHEMA: dict = {}

@@ -77,6 +77,33 @@ def _read_int(path: str) -> int | None:
     return int(text) if text.isdigit() and len(text) <= 20 else None  # bytes.isdigit: ASCII digits only
 
 
+def _v1_room(root: str, v1: str) -> list[int]:
+    """cgroup v1: the group's (or, unseen, the controller root's) limit less its usage."""
+    base = os.path.join(root, "memory")
+    for where in (os.path.join(base, v1.lstrip("/")), base):
+        limit = _read_int(os.path.join(where, "memory.limit_in_bytes"))
+        usage = _read_int(os.path.join(where, "memory.usage_in_bytes"))
+        if limit is not None and usage is not None:
+            return [max(limit - usage, 0)] if limit < 2**60 else []  # v1 writes "no limit" as a huge number
+    return []
+
+
+def _v2_rooms(root: str, v2: str) -> list[int]:
+    """cgroup v2: every group from the process's up to the root, memory.max and memory.high
+    less that group's memory.current."""
+    rooms = []
+    folder = os.path.normpath(os.path.join(root, v2.lstrip("/")))
+    while True:
+        current = _read_int(os.path.join(folder, "memory.current"))
+        for name in ("memory.max", "memory.high"):
+            limit = _read_int(os.path.join(folder, name))
+            if limit is not None and current is not None:
+                rooms.append(max(limit - current, 0))
+        if os.path.normpath(folder) == os.path.normpath(root) or not folder.startswith(os.path.normpath(root)):
+            return rooms
+        folder = os.path.dirname(folder)
+
+
 def cgroup_room(root: str = "/sys/fs/cgroup", proc: str = "/proc/self/cgroup") -> int | None:
     """What this process's control groups still let it take, in bytes, or None where no
     limit applies (or none can be read). As libuv's `uv_get_constrained_memory`, it follows
@@ -95,30 +122,13 @@ def cgroup_room(root: str = "/sys/fs/cgroup", proc: str = "/proc/self/cgroup") -
     lines = [line.split(":", 2) for line in text.splitlines() if line.count(":") >= 2 and "\0" not in line]
     v1 = next((path for _, controllers, path in lines if "memory" in controllers.split(",")), None)
     v2 = next((path for hid, controllers, path in lines if hid == "0" and controllers == ""), None)
-    rooms = []
-    if v1 is not None:
-        base = os.path.join(root, "memory")
-        folder = os.path.join(base, v1.lstrip("/"))
-        for where in (folder, base):
-            limit, usage = _read_int(os.path.join(where, "memory.limit_in_bytes")), \
-                _read_int(os.path.join(where, "memory.usage_in_bytes"))
-            if limit is not None and usage is not None:
-                if limit < 2**60:  # v1 writes "no limit" as a huge number
-                    rooms.append(max(limit - usage, 0))
-                break
     if v2 is not None and v2.count("/") > MAX_DEPTH:
         v2 = None  # deeper than any real hierarchy: not followed (each level is a few reads)
+    rooms = []
+    if v1 is not None:
+        rooms += _v1_room(root, v1)
     if v2 is not None and os.path.isfile(os.path.join(root, "cgroup.controllers")):
-        folder = os.path.normpath(os.path.join(root, v2.lstrip("/")))
-        while True:
-            current = _read_int(os.path.join(folder, "memory.current"))
-            for name in ("memory.max", "memory.high"):
-                limit = _read_int(os.path.join(folder, name))
-                if limit is not None and current is not None:
-                    rooms.append(max(limit - current, 0))
-            if os.path.normpath(folder) == os.path.normpath(root) or not folder.startswith(os.path.normpath(root)):
-                break
-            folder = os.path.dirname(folder)
+        rooms += _v2_rooms(root, v2)
     return min(rooms) if rooms else None
 
 
