@@ -164,6 +164,18 @@ def local_jobs_at_once(cells: list, per_worker: int | None, cores: int | None = 
     return n
 
 
+def _jobs_folder(folder: pathlib.Path) -> bool:
+    """Make the folder of the jobs' files (a one-line error where it cannot be); whether it was made now."""
+    made = not folder.exists()
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise UsageError(f"{folder} is not a folder; gcbench keeps its jobs' files there: move it away")
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create {folder}: {files.describe_os_error(e)}") from None
+    return made
+
+
 def submit(cells: list, spec: JobSpec, options: SlurmOptions, name: str, log, local_at_once: int | None = None) -> dict:
     """Submit one job array per round of `cells`, each job running its share with `spec`;
     write and return the submission record. On the local executor (whose jobs all start at
@@ -173,13 +185,7 @@ def submit(cells: list, spec: JobSpec, options: SlurmOptions, name: str, log, lo
     # absolute, as the job controllers' command lines hold it (a relative --out stored as given
     # was never found there: `status` said 0 jobs and a --force run was let in)
     folder = (pathlib.Path(spec.out_dir) / JOBS_DIR).absolute()
-    made = not folder.exists()
-    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-        raise UsageError(f"{folder} is not a folder; gcbench keeps its jobs' files there: move it away")
-    try:
-        folder.mkdir(exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"cannot create {folder}: {files.describe_os_error(e)}") from None
+    made = _jobs_folder(folder)
     executor = _executor(kind, folder)
     jobs, arrays = [], []
     local = kind == "submitit-local"
@@ -201,8 +207,8 @@ def submit(cells: list, spec: JobSpec, options: SlurmOptions, name: str, log, lo
             shutil.rmtree(folder, ignore_errors=True)
         if isinstance(e, (KeyboardInterrupt, runner.Interrupted)):
             raise
-        raise UsageError(f"submitting to {kind} failed: {str(e).strip().splitlines()[-1] if str(e).strip() else e!r}") \
-            from None
+        said = str(e).strip()
+        raise UsageError(f"submitting to {kind} failed: {said.splitlines()[-1] if said else repr(e)}") from None
     record = {"executor": kind, "run_id": spec.run_id, "folder": str(folder), "command": spec.command, "options":
               dataclasses.asdict(options), "cells": [c.id for c in cells], "arrays": arrays,
               "submitted": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
