@@ -129,38 +129,13 @@ def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: 
                 text=True, env={**_worker_env(isolated=environment is not None), **(extra_env or {})},
                 start_new_session=True,
             )
-        lines: queue.Queue = queue.Queue()
-        reader = threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True)
-        reader.start()
-        try:  # the spec as one line; stdin stays open: the worker treats its end as our death
-            if proc.stdin is None:
-                raise RuntimeError("the worker was started without a pipe to its standard input")
-            proc.stdin.write(spec + "\n")
-            proc.stdin.flush()
-        except BrokenPipeError:  # the worker died before reading its cell: its exit code says why
-            pass
-        deadline = time.monotonic() + timeout
-        while proc.poll() is None or not lines.empty() or reader.is_alive():
-            if time.monotonic() > deadline:
-                _kill(proc)
-                raise CellFailed(f"timed out after {timeout:g} s\n{_tail(err_path)}".rstrip())
-            try:
-                line = lines.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            if bar is not None and line.startswith("gcbench-progress "):
-                bar.line(line)
+        _follow(proc, spec, timeout, bar, err_path)
         if proc.returncode != 0 and explain is None and \
                 (kept := _complete_before_crash(partial, proc.returncode, load)) is not None:
             results.write(kept, out_file)  # the crash, noted in the result it did not spoil
             return kept
         if proc.returncode != 0:
-            tail = _tail(err_path)
-            said = [line for line in tail.splitlines() if line.startswith("gcbench: ")]
-            if proc.returncode == 2 and said:  # the worker's own one-line reason
-                raise CellFailed(f"worker: {said[-1].removeprefix('gcbench: ')}\n{tail}".rstrip())
-            how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit code {proc.returncode}"
-            raise CellFailed(f"worker {how}\n{tail}".rstrip())
+            raise _failed(proc.returncode, _tail(err_path))
         if not partial.is_file():
             raise CellFailed(f"worker wrote no result\n{_tail(err_path)}".rstrip())
         try:
@@ -177,6 +152,42 @@ def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: 
                     proc.stdin.close()
         err_path.unlink(missing_ok=True)
         partial.unlink(missing_ok=True)
+
+
+def _follow(proc: subprocess.Popen, spec: str, timeout: float, bar: Progress | None, err_path: pathlib.Path) -> None:
+    """Hand the worker its cell and follow it to its end: its progress lines to the bar,
+    killed (a `CellFailed`) when it runs past `timeout`."""
+    lines: queue.Queue = queue.Queue()
+    reader = threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True)
+    reader.start()
+    try:  # the spec as one line; stdin stays open: the worker treats its end as our death
+        if proc.stdin is None:
+            raise RuntimeError("the worker was started without a pipe to its standard input")
+        proc.stdin.write(spec + "\n")
+        proc.stdin.flush()
+    except BrokenPipeError:  # the worker died before reading its cell: its exit code says why
+        pass
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None or not lines.empty() or reader.is_alive():
+        if time.monotonic() > deadline:
+            _kill(proc)
+            raise CellFailed(f"timed out after {timeout:g} s\n{_tail(err_path)}".rstrip())
+        try:
+            line = lines.get(timeout=0.1)
+        except queue.Empty:
+            continue
+        if bar is not None and line.startswith("gcbench-progress "):
+            bar.line(line)
+
+
+def _failed(returncode: int, tail: str) -> CellFailed:
+    """Why a worker that ended without a result failed: its own one-line reason (exit 2), a
+    signal, or its exit code, with the tail of its standard error."""
+    said = [line for line in tail.splitlines() if line.startswith("gcbench: ")]
+    if returncode == 2 and said:  # the worker's own one-line reason
+        return CellFailed(f"worker: {said[-1].removeprefix('gcbench: ')}\n{tail}".rstrip())
+    how = f"killed by signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
+    return CellFailed(f"worker {how}\n{tail}".rstrip())
 
 
 def _complete_before_crash(partial: pathlib.Path, returncode: int, load=results.load) -> ResultDoc | None:
