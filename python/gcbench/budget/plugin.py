@@ -287,25 +287,11 @@ class Budget:
             gc_causes.save(pathlib.Path(folder), self.figures["explanation"])
         try:
             if config.getoption("--gc-budget-update"):
-                # a budget the test's call names wins over the file: writing it would be a value never read
-                skipped = [k for k in COUNTED if k in self.given]
-                written = {k: baseline.budget_of(k, self.figures[k], self.figures["steps"])
-                           for k in COUNTED if self.figures.get(k) is not None and k not in skipped}
-                if written:
-                    baseline.update(self.baseline, self.key, written)
-                if skipped:
-                    warnings.warn(GCBudgetWarning(
-                        f"{self.key}: not written to {self.baseline.name}: {', '.join(skipped)} (the test's call "
-                        "gives them, and a call's budget wins over the file's)"), stacklevel=3)
+                self._update_baseline()
                 return
-            tables = baseline.read(self.baseline)
+            stored, lines = self._stored()
         except UsageError as e:
             _fail(str(e))
-        stored_key, stored = baseline.table_for(tables, self.key)
-        lines: dict = {}
-        if stored and stored_key is not None:
-            text = self.baseline.read_text(encoding="utf-8")
-            lines = {k: baseline.line_of(text, stored_key, k) for k in stored}
         budgets = {**stored, **self.given}
         if not budgets:
             message = (f"{self.key}: its GC budget asserts nothing (no budget given, none in {self.baseline}): "
@@ -323,6 +309,29 @@ class Budget:
                 self.request.node.stash[_FAILED] = {"exception": failure, "index": self.index, "keys": list(over),
                                                     "head": head, "where": where, "tail": tail}
             raise failure
+
+    def _update_baseline(self) -> None:
+        """--gc-budget-update: the measured counts, with their margin, into the budget file;
+        a budget the test's call names wins over the file, so writing it would be a value
+        never read: it is named instead."""
+        skipped = [k for k in COUNTED if k in self.given]
+        written = {k: baseline.budget_of(k, self.figures[k], self.figures["steps"])
+                   for k in COUNTED if self.figures.get(k) is not None and k not in skipped}
+        if written:
+            baseline.update(self.baseline, self.key, written)
+        if skipped:
+            warnings.warn(GCBudgetWarning(
+                f"{self.key}: not written to {self.baseline.name}: {', '.join(skipped)} (the test's call "
+                "gives them, and a call's budget wins over the file's)"), stacklevel=4)  # the test's `with`
+
+    def _stored(self) -> tuple[dict, dict]:
+        """The budgets the file holds for this test, and the line of each."""
+        stored_key, stored = baseline.table_for(baseline.read(self.baseline), self.key)
+        lines: dict = {}
+        if stored and stored_key is not None:
+            text = self.baseline.read_text(encoding="utf-8")
+            lines = {k: baseline.line_of(text, stored_key, k) for k in stored}
+        return stored, lines
 
     def _over(self, key: str, budget, lines: dict) -> str | None:
         measured = self.figures[key]
