@@ -139,13 +139,7 @@ def _main(argv: list[str] | None) -> int:
     previous = signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread() \
         else None
     try:
-        argv = sys.argv[1:] if argv is None else list(argv)
-        args = build_parser(_command_of(argv), lazy=True).parse_args(argv)
-        if getattr(args, "out", None) is not None and not args.out.strip():  # not the default, which is left out
-            raise UsageError("--out '' names no folder: give one, or leave --out out for the default")
-        if getattr(args, "out", None):
-            files.check_path(args.out, "--out")
-        args.argv = argv
+        args = _parse(sys.argv[1:] if argv is None else list(argv))
         return args.main(args)
     except UsageError as e:
         print(f"gcbench: error: {printable(e)}", file=sys.stderr)
@@ -164,17 +158,37 @@ def _main(argv: list[str] | None) -> int:
         print(f"gcbench: error: {e.filename or ''}: a file name longer than the file system takes", file=sys.stderr)
         return 2
     except BaseException as e:
-        code = getattr(e, "exit_code", None)  # a flow interrupted by a signal (running.runner.Interrupted)
-        if isinstance(e, Exception) and _from_an_interrupt(e):
-            print("\ngcbench: interrupted", file=sys.stderr)
-            return 130
-        if not isinstance(code, int) or code <= 128:
+        code = _signalled(e)
+        if code is None:
             raise
-        print(f"\ngcbench: {'terminated' if code == 143 else 'interrupted'}", file=sys.stderr)
         return code
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """The command line, parsed by its command's parser (loaded alone); `--out` checked."""
+    args = build_parser(_command_of(argv), lazy=True).parse_args(argv)
+    if getattr(args, "out", None) is not None and not args.out.strip():  # not the default, which is left out
+        raise UsageError("--out '' names no folder: give one, or leave --out out for the default")
+    if getattr(args, "out", None):
+        files.check_path(args.out, "--out")
+    args.argv = argv
+    return args
+
+
+def _signalled(e: BaseException) -> int | None:
+    """The exit code of an error that a signal caused (an interrupt turned into another
+    error, or a flow's `running.runner.Interrupted`), said in one line; None for any other."""
+    code = getattr(e, "exit_code", None)
+    if isinstance(e, Exception) and _from_an_interrupt(e):
+        print("\ngcbench: interrupted", file=sys.stderr)
+        return 130
+    if not isinstance(code, int) or code <= 128:
+        return None
+    print(f"\ngcbench: {'terminated' if code == 143 else 'interrupted'}", file=sys.stderr)
+    return code
 
 
 def _from_an_interrupt(e: BaseException) -> bool:
