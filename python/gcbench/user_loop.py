@@ -56,6 +56,32 @@ def _positive_or_none(name: str, value) -> int | None:
     return value
 
 
+def _check_names(name, variant, policy) -> None:
+    """`measure`'s names: the loop's and its variant's plain names, a policy gcbench knows."""
+    if not isinstance(name, str) or not NAME.match(name):
+        raise UsageError(f"name must be letters, digits, '.', '_' or '-', got {name!r}")
+    if variant is not None and (not isinstance(variant, str) or not NAME.match(variant)):
+        raise UsageError(f"variant must be letters, digits, '.', '_' or '-', got {variant!r}")
+    if policy is not None:
+        if not isinstance(policy, str):
+            raise UsageError(f"policy must be a GC policy name (default, freeze, disable, manual:K), got {policy!r}")
+        gcpolicy.parse(policy)
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_sizes(warmup, capacity, rss_every) -> None:
+    """`measure`'s sizes: integers in range."""
+    if not _is_count(warmup) or warmup < 0:
+        raise UsageError(f"warmup must be a non-negative integer, got {warmup!r}")
+    if not _is_count(capacity) or not 1 <= capacity <= MAX_CAPACITY:
+        raise UsageError(f"capacity must be an integer from 1 to {MAX_CAPACITY:,}, got {capacity!r}")
+    if not _is_count(rss_every) or rss_every < 0:
+        raise UsageError(f"rss_every must be a non-negative integer (0: no memory samples), got {rss_every!r}")
+
+
 class Measurement:
     """Per-step wall time, GC activity and memory of a loop you run (docs/internals.md, `gcbench.user_loop`)."""
 
@@ -63,22 +89,8 @@ class Measurement:
                  alloc_blocks: bool = False, policy: str | None = None, variant: str | None = None,
                  batch_size: int | None = None, networks: int | None = None, rss_every: int = RSS_EVERY,
                  explain: bool | None = None):
-        if not isinstance(name, str) or not NAME.match(name):
-            raise UsageError(f"name must be letters, digits, '.', '_' or '-', got {name!r}")
-        if variant is not None and (not isinstance(variant, str) or not NAME.match(variant)):
-            raise UsageError(f"variant must be letters, digits, '.', '_' or '-', got {variant!r}")
-        if policy is not None:
-            if not isinstance(policy, str):
-                raise UsageError(
-                    f"policy must be a GC policy name (default, freeze, disable, manual:K), got {policy!r}"
-                )
-            gcpolicy.parse(policy)
-        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-            raise UsageError(f"warmup must be a non-negative integer, got {warmup!r}")
-        if isinstance(capacity, bool) or not isinstance(capacity, int) or not 1 <= capacity <= MAX_CAPACITY:
-            raise UsageError(f"capacity must be an integer from 1 to {MAX_CAPACITY:,}, got {capacity!r}")
-        if isinstance(rss_every, bool) or not isinstance(rss_every, int) or rss_every < 0:
-            raise UsageError(f"rss_every must be a non-negative integer (0: no memory samples), got {rss_every!r}")
+        _check_names(name, variant, policy)
+        _check_sizes(warmup, capacity, rss_every)
         self.name = name
         self.variant = variant
         self.warmup = warmup
