@@ -19,17 +19,27 @@ def generate() -> dict:
     """The schema of `results.ResultDoc`, with fields kept in memory only (`_`) left out."""
     import msgspec
 
-    names = vars(results)  # the annotations name Meta, imported there only for type checkers
-    names["Meta"] = msgspec.Meta
+    names = vars(results)  # what the annotations name, imported there only for type checkers
+    names.update(Meta=msgspec.Meta, NotRequired=_not_required())
     try:
         schema = msgspec.json.schema(results.ResultDoc)
     finally:
-        del names["Meta"]
+        del names["Meta"], names["NotRequired"]
     for part in schema["$defs"].values():
         for key in [k for k in part.get("properties", {}) if k.startswith("_")]:
             del part["properties"][key]
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
             "title": "gcbench result document", **schema}
+
+
+def _not_required():
+    import typing
+
+    if hasattr(typing, "NotRequired"):  # Python 3.11 and later
+        return typing.NotRequired
+    import typing_extensions  # Python 3.10: msgspec reads typing_extensions' NotRequired too
+
+    return typing_extensions.NotRequired
 
 
 def text() -> str:

@@ -11,14 +11,16 @@ import json
 import os
 import pathlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, TypeAlias, TypedDict, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypedDict, cast
 
 import numpy as np
 
 from ..core import files, schemas
 from ..core.errors import UsageError
 
-if TYPE_CHECKING:  # the constraints are read when the schema is generated, never at run time
+if TYPE_CHECKING:  # read where the schema is generated, never at run time (NotRequired: Python 3.11)
+    from typing import NotRequired
+
     from msgspec import Meta
 
 SCHEMA_VERSION = 2
