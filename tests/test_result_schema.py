@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 import tarfile
 
 import jsonschema
@@ -29,6 +30,8 @@ def _published_docs() -> list[dict]:
     return docs
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="generated with Python 3.11 or later: 3.10's typing leaves "
+                    "the string aliases of the types unevaluated (the committed schema is checked on 3.10 too)")
 def test_the_committed_schema_is_generated_from_the_types():
     pytest.importorskip("msgspec")
     assert result_schema.PATH.read_text() == result_schema.text(), \

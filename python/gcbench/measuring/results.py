@@ -18,10 +18,9 @@ import numpy as np
 from ..core import files, schemas
 from ..core.errors import UsageError
 
-if TYPE_CHECKING:  # read where the schema is generated, never at run time (NotRequired: Python 3.11)
-    from typing import NotRequired
-
+if TYPE_CHECKING:  # read where the schema is generated, never at run time
     from msgspec import Meta
+    from typing_extensions import NotRequired  # typing's own from Python 3.11
 
 SCHEMA_VERSION = 2
 FORMAT = "gcbench-result"
