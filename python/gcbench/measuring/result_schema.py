@@ -5,6 +5,7 @@ rewrites it; tests/test_result_schema.py fails while it is stale.
 
 from __future__ import annotations
 
+import inspect
 import json
 import pathlib
 import sys
@@ -28,6 +29,8 @@ def generate() -> dict:
     for part in schema["$defs"].values():
         for key in [k for k in part.get("properties", {}) if k.startswith("_")]:
             del part["properties"][key]
+        if "description" in part:  # as Python 3.13 compiles docstrings, whatever Python generates it
+            part["description"] = inspect.cleandoc(part["description"])
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
             "title": "gcbench result document", **schema}
 
