@@ -469,10 +469,11 @@ def measure(name: str = "my-loop", warmup: int = 0, capacity: int = DEFAULT_CAPA
             at the first timed step and `default` otherwise.
         variant: the version of the loop this is (`flatten-once`): `compare` pairs two
             variants of one loop, each in its own folder.
-        batch_size, networks: recorded only when given (gcbench cannot know them).
+        batch_size: recorded only when given (gcbench cannot know it).
+        networks: recorded only when given (gcbench cannot know it).
         rss_every: read the resident set size every this many steps (0: never).
-        explain: run under the collector's diagnostics instead of timing (see the module
-            docstring); by default as the environment variable GCBENCH_EXPLAIN says.
+        explain: run under the collector's diagnostics instead of timing (docs/explain.md);
+            by default as the environment variable GCBENCH_EXPLAIN says.
 
     Returns:
         A `Measurement`: a context manager whose `step()` brackets one step, with
