@@ -14,6 +14,7 @@ import shlex
 import sys
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 from ..analysing import comparison, stats, summary, verdict
 from ..core import files, machineload, terminal
@@ -167,13 +168,19 @@ def _run_locally(run: _Run, plan: dict) -> list[ResultDoc]:
     return docs
 
 
-def run_suite(suite: config.Suite, opts: RunOptions, out_fn: Callable[..., None]
-              ) -> tuple[list[ResultDoc] | None, pathlib.Path, int]:
-    """Build the suite's environments, run its cells into `opts.out` (or a new folder named
-    after the suite), print the summary.
+class RunOutcome(NamedTuple):
+    """What a run of a plan ended with: its results (None when it was interrupted, or its
+    jobs were left running with --detach), its folder and the command's exit code."""
 
-    Returns (documents or None when interrupted, the folder, exit code).
-    """
+    docs: list[ResultDoc] | None
+    folder: pathlib.Path
+    code: int
+
+
+def run_suite(suite: config.Suite, opts: RunOptions, out_fn: Callable[..., None]
+              ) -> RunOutcome:
+    """Build the suite's environments, run its cells into `opts.out` (or a new folder named
+    after the suite), print the summary; a `RunOutcome`."""
     kind, data_note, samples = check_data(opts.data)
     cells = suite.cells(opts.data)
     return run_plan(cells, suite, opts.replace(out=opts.out or config.default_out(suite.name)), out_fn, kind,
@@ -181,7 +188,7 @@ def run_suite(suite: config.Suite, opts: RunOptions, out_fn: Callable[..., None]
 
 
 def run_plan(cells: list, suite: config.Suite, opts: RunOptions, out_fn: Callable[..., None], kind: str,
-             data_note: str, samples: int) -> tuple[list[ResultDoc] | None, pathlib.Path, int]:
+             data_note: str, samples: int) -> RunOutcome:
     """Run `cells` (the plan; `suite` names it and holds its environments and timeout) into
     the results folder `opts.out`, which belongs to this run (see `prepare_folder`)."""
     if not opts.out:
@@ -261,7 +268,7 @@ def _build_environments(run: _Run) -> dict | None:
                           progress=None if run.opts.progress else False)
 
 
-def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> tuple[list[ResultDoc] | None, pathlib.Path, int]:
+def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> RunOutcome:
     """The bookkeeping of a run: the folder locked, the plan written, the cells run here or
     on a scheduler, the plan's state kept true whatever happens; then the printing."""
     from ..core.files import FolderLock
@@ -284,10 +291,10 @@ def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> tuple[lis
                 else:
                     scheduled = _on_scheduler(run, plan, previous)
                     if scheduled is None:  # --detach: the jobs run on; `gcbench status` follows them
-                        return None, out_dir, 0
+                        return RunOutcome(None, out_dir, 0)
                     docs = scheduled
         except (runner.Interrupted, KeyboardInterrupt) as e:
-            return None, out_dir, _interrupted(out_dir, plan, e)
+            return RunOutcome(None, out_dir, _interrupted(out_dir, plan, e))
         except BaseException:  # refused or broken midway: the plan says so, never "running" for ever
             with contextlib.suppress(UsageError):  # unless the plan was put back (nothing was submitted)
                 if (out_dir / "suite.json").is_file() and results.read_plan(out_dir).get("started") == plan["started"]:
@@ -297,7 +304,7 @@ def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> tuple[lis
             if path.stem not in {c.id for c in run.cells}:
                 path.unlink(missing_ok=True)
         results.finish_plan(out_dir, plan, "finished")
-    return docs, out_dir, _print_outcome(docs, out_dir, time.monotonic() - t0, run.out_fn)
+    return RunOutcome(docs, out_dir, _print_outcome(docs, out_dir, time.monotonic() - t0, run.out_fn))
 
 
 def _on_scheduler(run: _Run, plan: dict, previous: dict) -> list[ResultDoc] | None:
