@@ -25,12 +25,14 @@ def generate() -> dict:
     try:
         schema = msgspec.json.schema(results.ResultDoc)
     finally:
-        del names["Meta"], names["NotRequired"]
+        for name in ("Meta", "NotRequired"):
+            names.pop(name)
     for part in schema["$defs"].values():
         for key in [k for k in part.get("properties", {}) if k.startswith("_")]:
             del part["properties"][key]
-        if "description" in part:  # as Python 3.13 compiles docstrings, whatever Python generates it
-            part["description"] = inspect.cleandoc(part["description"])
+        description = part.get("description")
+        if description is not None:  # as Python 3.13 compiles docstrings, whatever Python generates it
+            part.update(description=inspect.cleandoc(description))
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
             "title": "gcbench result document", **schema}
 
