@@ -47,7 +47,7 @@ def main() -> None:
           f"{STEPS} steps per repeat; {n} simulated cells or pairs per figure")
     for r in (2, 3, 5):
         cov = np.mean(
-            [lo <= 1 <= hi for lo, hi in (stats.geometric(np.exp(row))["ci"] for row in log_medians(rng, n, r))]
+            [lo <= 1 <= hi for lo, hi in (stats.geometric(np.exp(row)).ci for row in log_medians(rng, n, r))]
         )
         print(f"R = {r}: the 95 % interval of the median covers {100 * cov:.1f} %")
     spread = float(np.std(log_medians(rng, n, 2), ddof=1))

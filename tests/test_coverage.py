@@ -126,7 +126,7 @@ def test_a_cells_interval_covers_on_each_side(repeats):
     repeats' medians), per side."""
     rng = np.random.default_rng(300 + repeats)
     logs = rng.normal(0, SPREAD, (N, repeats))
-    ci = np.array([stats.geometric(np.exp(row).tolist())["ci"] for row in logs])
+    ci = np.array([stats.geometric(np.exp(row).tolist()).ci for row in logs])
     assert covers_on_each_side(ci[:, 0], ci[:, 1]), tails(ci[:, 0], ci[:, 1], 1.0)
 
 

@@ -50,7 +50,7 @@ def test_the_median_interval_covers_the_truth(repeats):
     logs = repeat_log_medians(rng, cells, repeats)
     covered = 0
     for row in logs:
-        lo, hi = stats.geometric(np.exp(row).tolist())["ci"]
+        lo, hi = stats.geometric(np.exp(row).tolist()).ci
         covered += lo <= 1.0 <= hi  # the truth: a base of 1, log-symmetric noise
     # two-sided: an interval twice as wide, or one at 99.9 % labelled 95 %, fails as surely as a
     # narrow one (ddof = 0)
@@ -67,13 +67,13 @@ def test_the_median_interval_covers_under_long_memory_and_heavy_tails(repeats):
     steps = fgn(rng, STEPS, 0.81, 0.126, size=cells * repeats)
     logs = np.median(steps, axis=1).reshape(cells, repeats) + heavy_shifts(rng, (cells, repeats), SHIFT_SD)
     truth = float(np.median(np.median(fgn(rng, STEPS, 0.81, 0.126, size=20000), axis=1)))  # the medians' centre
-    covered = sum(lo <= math.exp(truth) <= hi for lo, hi in (stats.geometric(np.exp(r))["ci"] for r in logs))
+    covered = sum(lo <= math.exp(truth) <= hi for lo, hi in (stats.geometric(np.exp(r)).ci for r in logs))
     assert 0.93 <= covered / cells <= 0.97, covered / cells
 
 
 def test_no_interval_from_fewer_than_three_processes():
     rng = np.random.default_rng(3)
-    assert stats.geometric(np.exp(repeat_log_medians(rng, 1, 2)[0]))["ci"] is None
+    assert stats.geometric(np.exp(repeat_log_medians(rng, 1, 2)[0])).ci is None
     c = comparison.compare_docs(docs(rng, 2, 10.0), docs(rng, 2, 30.0))
     assert all(t.p is None and t.ci is None for t in c["rows"][0]["tests"] if not t.exact)
     assert c["rows"][0]["verdict"] == "inconclusive"
@@ -96,7 +96,7 @@ def test_the_gc_share_interval_covers_the_truth():
 
     truth = float(shares(20000).mean())
     sample = shares(3000)
-    covered = sum(lo <= truth <= hi for lo, hi in (stats.arithmetic(row, bounds=(0, 1))["ci"] for row in sample))
+    covered = sum(lo <= truth <= hi for lo, hi in (stats.arithmetic(row, bounds=(0, 1)).ci for row in sample))
     assert 0.93 <= covered / len(sample) <= 0.97, covered / len(sample)
 
 

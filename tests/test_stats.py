@@ -21,28 +21,28 @@ def test_t_interval_is_students():
 
 def test_geometric_mean_and_its_interval_on_the_log_scale():
     g = stats.geometric([10.0, 20.0, 40.0])
-    assert g["value"] == pytest.approx(20.0)
-    lo, hi = g["ci"]
+    assert g.value == pytest.approx(20.0)
+    lo, hi = g.ci
     assert lo * hi == pytest.approx(400)  # symmetric on the log scale
     assert hi / lo > 10  # three repeats: two degrees of freedom, an honest and wide interval
 
 
 def test_fewer_than_three_processes_give_their_values_not_an_interval():
     two = stats.geometric([7.5, 13.3])
-    assert two["ci"] is None
-    assert two["value"] == pytest.approx(math.sqrt(7.5 * 13.3))
-    assert stats.fmt_paren(two["value"], two["ci"], values=two["per_repeat"]) == "9.99 (processes 7.5, 13.3)"
+    assert two.ci is None
+    assert two.value == pytest.approx(math.sqrt(7.5 * 13.3))
+    assert stats.fmt_paren(two.value, two.ci, values=two.per_repeat) == "9.99 (processes 7.5, 13.3)"
     assert stats.fmt_paren(7.5, None, values=[7.5]) == "7.5 (one process)"
     assert stats.fmt_ci(None, values=[7.5, 13.3], unit="ms") == \
         "no interval from fewer than 3 processes (processes 7.5, 13.3 ms)"
-    assert stats.arithmetic([0.1, 0.2])["ci"] is None
+    assert stats.arithmetic([0.1, 0.2]).ci is None
     assert stats.t_interval([1.0, 2.0, 3.0]) is not None
 
 
 def test_a_share_interval_stays_inside_zero_and_one():
     s = stats.arithmetic([0.001, 0.0, 0.05], bounds=(0.0, 1.0))
-    assert s["ci"][0] == 0.0
-    assert s["value"] == pytest.approx(0.051 / 3)
+    assert s.ci[0] == 0.0
+    assert s.value == pytest.approx(0.051 / 3)
 
 
 def test_a_fixed_schedule_is_recognised_and_written_out():

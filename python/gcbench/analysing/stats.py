@@ -5,6 +5,7 @@ How it works, and why: docs/internals.md, `gcbench.analysing.stats`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -43,23 +44,33 @@ def t_interval(values, level: float = LEVEL) -> tuple[float, float] | None:
     return mean - q * se, mean + q * se
 
 
-def geometric(values, level: float = LEVEL) -> dict:
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """A figure over the repeats: its value, its interval (None from fewer than
+    MIN_PROCESSES repeats) and the per-repeat values it rests on."""
+
+    value: float
+    ci: tuple[float, float] | None
+    per_repeat: list[float]
+
+
+def geometric(values, level: float = LEVEL) -> Estimate:
     """The geometric mean of positive per-repeat values (medians, ratios) with the t
     interval of their logarithms, mapped back."""
     logs = np.log(np.asarray(values, dtype=np.float64))
     ci = t_interval(logs, level)
-    return {"value": float(np.exp(logs.mean())), "ci": None if ci is None else (math.exp(ci[0]), math.exp(ci[1])),
-            "per_repeat": [float(v) for v in values]}
+    return Estimate(float(np.exp(logs.mean())), None if ci is None else (math.exp(ci[0]), math.exp(ci[1])),
+                    [float(v) for v in values])
 
 
-def arithmetic(values, level: float = LEVEL, bounds: tuple[float, float] = (-math.inf, math.inf)) -> dict:
+def arithmetic(values, level: float = LEVEL, bounds: tuple[float, float] = (-math.inf, math.inf)) -> Estimate:
     """The mean of per-repeat values with its t interval, clipped to `bounds` (a share
     lies in [0, 1]: clipping keeps every true value the interval held)."""
     x = np.asarray(values, dtype=np.float64)
     ci = t_interval(x, level)
     if ci is not None:
         ci = (max(ci[0], bounds[0]), min(ci[1], bounds[1]))
-    return {"value": float(x.mean()), "ci": ci, "per_repeat": [float(v) for v in x]}
+    return Estimate(float(x.mean()), ci, [float(v) for v in x])
 
 
 # -- full collections: a schedule ---------------------------------------------------------------
@@ -96,7 +107,9 @@ def per_1000(sched: dict) -> dict:
     """Events per 1,000 steps: the mean of the per-repeat rates, with the t interval of
     the repeats (a constant schedule has no spread: its interval is the value itself)."""
     rates = [1000 * c / n for c, n in zip(sched["counts"], sched["steps"], strict=True) if n]
-    return arithmetic(rates, bounds=(0.0, math.inf)) if rates else {"value": math.nan, "ci": None, "per_repeat": []}
+    # a dict: it is a field of a cell's statistics, which `--json` and export write out
+    return dataclasses.asdict(arithmetic(rates, bounds=(0.0, math.inf))) if rates else \
+        {"value": math.nan, "ci": None, "per_repeat": []}
 
 
 def format_schedule(sched: dict, what: str = "full collections") -> str:
@@ -195,12 +208,12 @@ def event_summary(walls: list[np.ndarray], events: list[np.ndarray]) -> dict:
     ratio = geometric(ratios) if ratios and min(ratios) > 0 else None
     after_ratio = geometric(afters) if afters and min(afters) > 0 else None
     out.update({
-        "extra_ns": extra["value"] if extra else None,
-        "extra_ci_ns": extra["ci"] if extra else None,
-        "ratio": ratio["value"] if ratio else None,
-        "ratio_ci": ratio["ci"] if ratio else None,
-        "after_ratio": after_ratio["value"] if after_ratio else None,
-        "after_ratio_ci": after_ratio["ci"] if after_ratio else None,
+        "extra_ns": extra.value if extra else None,
+        "extra_ci_ns": extra.ci if extra else None,
+        "ratio": ratio.value if ratio else None,
+        "ratio_ci": ratio.ci if ratio else None,
+        "after_ratio": after_ratio.value if after_ratio else None,
+        "after_ratio_ci": after_ratio.ci if after_ratio else None,
         "repeats_with_events": len(extras),
         "every": every(sched),
         "cost_share": cost / total_wall if total_wall else 0.0,

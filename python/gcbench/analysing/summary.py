@@ -501,12 +501,12 @@ def _time_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> dict:
     median = stats.geometric([float(np.median(w)) for w in walls])
     mean = stats.geometric([float(iterations(d).mean()) for d in used])  # the time a run takes, per step
     return {
-        "median_ms": _ms(median["value"]),
-        "median_ci_ms": _ci_ms(median["ci"]),
-        "repeat_medians_ms": [_ms(m) for m in median["per_repeat"]],
-        "mean_ms": _ms(mean["value"]),
-        "mean_ci_ms": _ci_ms(mean["ci"]),
-        "repeat_means_ms": [_ms(m) for m in mean["per_repeat"]],
+        "median_ms": _ms(median.value),
+        "median_ci_ms": _ci_ms(median.ci),
+        "repeat_medians_ms": [_ms(m) for m in median.per_repeat],
+        "mean_ms": _ms(mean.value),
+        "mean_ci_ms": _ci_ms(mean.ci),
+        "repeat_means_ms": [_ms(m) for m in mean.per_repeat],
         "p90_ms": _ms(float(np.median([np.percentile(w, 90) for w in walls]))),
         "p99_ms": _ms(float(np.median([np.percentile(w, 99) for w in walls]))),
         "max_ms": _ms(float(max(w.max() for w in walls))),
@@ -530,9 +530,9 @@ def _gc_fields(ok: list[ResultDoc], used: list[ResultDoc], walls: list[np.ndarra
     spike_idx = [stats.spikes(w, spike_factor) for w in walls]
     loaded = sum(1 for d in used if repeat_load(d))
     return {
-        "gc_share": share["value"],
-        "gc_share_ci": share["ci"],
-        "repeat_gc_shares": share["per_repeat"],
+        "gc_share": share.value,
+        "gc_share_ci": share.ci,
+        "repeat_gc_shares": share.per_repeat,
         "gc_ms_per_step": _ms(float(sum(g.sum() for g in gcs) / sum(len(w) for w in walls))),
         "collections": np.sum([c.sum(axis=0) for c in colls], axis=0).tolist(),
         "between": {
@@ -568,12 +568,12 @@ def _optional_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> dict:
     if None not in cpu_shares:  # the collector's share of CPU time, which load does not stretch
         cpu = stats.arithmetic(cpu_shares, bounds=(0.0, 1.0))
         out["gc_share_cpu"], out["gc_share_cpu_ci"], out["repeat_gc_shares_cpu"] = \
-            cpu["value"], cpu["ci"], cpu["per_repeat"]
+            cpu.value, cpu.ci, cpu.per_repeat
     if all("host_ns" in d for d in used):  # the share of the step spent before waiting for the results
         host = stats.arithmetic(
             [float(np.sum(d["host_ns"]) / w.sum()) for d, w in zip(used, walls, strict=True)], bounds=(0.0, 1.0)
         )
-        out["host_share"], out["host_share_ci"] = host["value"], host["ci"]
+        out["host_share"], out["host_share_ci"] = host.value, host.ci
     return out
 
 
@@ -654,13 +654,13 @@ def memory_summary(docs: list[ResultDoc]) -> dict | None:
     out: dict[str, Any] = {}
     if len(peaks) == len(docs):
         peak = stats.geometric(peaks)
-        out.update(peak_rss_mb=peak["value"], peak_rss_ci_mb=peak["ci"], repeat_peak_rss_mb=peak["per_repeat"])
+        out.update(peak_rss_mb=peak.value, peak_rss_ci_mb=peak.ci, repeat_peak_rss_mb=peak.per_repeat)
     if len(slopes) == len(docs):
         g = stats.arithmetic(slopes)
-        out.update(rss_growth_mb_per_1000=g["value"], rss_growth_ci=g["ci"], repeat_rss_growth=g["per_repeat"])
+        out.update(rss_growth_mb_per_1000=g.value, rss_growth_ci=g.ci, repeat_rss_growth=g.per_repeat)
     if len(tracked) == len(docs):
         t = stats.arithmetic(tracked)
-        out.update(tracked_growth_per_1000=t["value"], tracked_growth_ci=t["ci"], repeat_tracked_growth=t["per_repeat"])
+        out.update(tracked_growth_per_1000=t.value, tracked_growth_ci=t.ci, repeat_tracked_growth=t.per_repeat)
     return out or None
 
 
