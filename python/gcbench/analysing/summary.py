@@ -6,7 +6,7 @@ How it works, and why: docs/internals.md, `gcbench.analysing.summary`.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypedDict, cast
+from typing import Any, NamedTuple, TypedDict, cast
 
 import numpy as np
 
@@ -46,7 +46,7 @@ def full_after_last(doc: ResultDoc) -> int:
     paid for by the loop, in no iteration's gap."""
     if "gc_full" in doc:
         return 0
-    total = between_steps(doc)["collections"][-1]
+    total = between_steps(doc).collections[-1]
     gaps = int(np.asarray(doc["gap_collections"]).reshape(len(doc["wall_ns"]), -1)[:, -1].sum()) \
         if "gap_collections" in doc and len(doc["wall_ns"]) else 0
     return max(int(total) - gaps, 0)
@@ -77,7 +77,7 @@ def collections(doc: ResultDoc) -> np.ndarray:
 
 def collections_by_generation(doc: ResultDoc) -> list[int]:
     """A repeat's collections of each generation: those in its steps and those between them."""
-    return (collections(doc).sum(axis=0) + np.asarray(between_steps(doc)["collections"], np.int64)).tolist()
+    return (collections(doc).sum(axis=0) + np.asarray(between_steps(doc).collections, np.int64)).tolist()
 
 
 def explicit_by_generation(doc: ResultDoc) -> list[int]:
@@ -536,8 +536,8 @@ def _gc_fields(ok: list[ResultDoc], used: list[ResultDoc], walls: list[np.ndarra
         "gc_ms_per_step": _ms(float(sum(g.sum() for g in gcs) / sum(len(w) for w in walls))),
         "collections": np.sum([c.sum(axis=0) for c in colls], axis=0).tolist(),
         "between": {
-            "collections": np.sum([b["collections"] for b in between], axis=0).tolist(),
-            "gc_ms": sum(b["gc_ns"] for b in between) / 1e6,
+            "collections": np.sum([b.collections for b in between], axis=0).tolist(),
+            "gc_ms": sum(b.gc_ns for b in between) / 1e6,
         },
         "full": stats.event_summary(all_walls, fulls),
         "full_after_last": sum(full_after_last(d) for d in ok),  # in no iteration: counted apart
@@ -577,12 +577,20 @@ def _optional_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> dict:
     return out
 
 
-def between_steps(doc: ResultDoc) -> dict:
+class RepeatBetween(NamedTuple):
+    """The collections of one result that fell outside every step: their pause and their
+    count per generation."""
+
+    gc_ns: int
+    collections: list[int]
+
+
+def between_steps(doc: ResultDoc) -> RepeatBetween:
     """The collections of a result that fell outside every step (zero where none is recorded)."""
     b = results.part(doc, "between_steps")
     n = len(doc["gc_collections"][0]) if _has(doc, "gc_collections") else 3
     colls = list(b.get("collections") or [0] * n)[:n]
-    return {"gc_ns": int(b.get("gc_ns", 0)), "collections": colls + [0] * (n - len(colls))}
+    return RepeatBetween(int(b.get("gc_ns", 0)), colls + [0] * (n - len(colls)))
 
 
 def iterations(doc: ResultDoc) -> np.ndarray:
@@ -603,7 +611,7 @@ def gc_share(doc: ResultDoc) -> float:
     """Time in GC pauses over the run's time: the steps' pauses and those between steps,
     over the loop's iterations (`iterations`) and the pauses between steps that no
     iteration holds (after the last step; in results without gaps, all of them)."""
-    between = between_steps(doc)["gc_ns"]
+    between = between_steps(doc).gc_ns
     in_gaps = float(np.sum(doc["gap_gc_ns"])) if "gap_gc_ns" in doc else 0.0
     total = float(iterations(doc).sum()) + between - in_gaps
     return (float(np.sum(doc["gc_ns"])) + between) / total if total > 0 else 0.0
