@@ -212,3 +212,19 @@ def test_every_command_s_parser_is_built_without_scipy():
     assert "gcbench.commands.run" in loaded
     assert "gcbench.analysing.stats" in loaded
     assert not loaded & {"scipy", "scipy.stats"}, sorted(loaded & {"scipy", "scipy.stats"})
+
+
+def test_every_flow_returns_a_record():
+    """Issue 58, item 3: what a flow ends with is a typed record (its fields named), never a
+    bare tuple that each caller unpacks by position."""
+    import typing
+
+    from gcbench.flows import bisection, explanation, options, pipeline, reproduction
+
+    flows = {pipeline.run_suite: pipeline.RunOutcome, pipeline.run_plan: pipeline.RunOutcome,
+             bisection.releases: options.FlowOutcome, bisection.commits: options.CommitBisectOutcome,
+             explanation.run: options.FlowOutcome, reproduction.run: options.FlowOutcome}
+    for flow, record in flows.items():
+        returned = typing.get_type_hints(flow)["return"]
+        assert returned is record, f"{flow.__module__}.{flow.__name__} returns {returned}"
+        assert record._fields, record

@@ -22,15 +22,15 @@ from ..measuring import envspec, results
 from ..publishing import archive
 from ..running import config, gitrepo, runner
 from . import pipeline
-from .options import CommitBisectOptions, ReleaseBisectOptions
+from .options import CommitBisectOptions, CommitBisectOutcome, FlowOutcome, ReleaseBisectOptions
 
 
 def releases(opts: ReleaseBisectOptions, cell: tuple[str, str, str], metric, versions: list[str] | None,
-             suite: config.Suite | None, out_fn: Callable[..., None]) -> tuple[dict | None, pathlib.Path, int]:
+             suite: config.Suite | None, out_fn: Callable[..., None]) -> FlowOutcome:
     """A release bisect: `suite` (the cell in one environment per version) run into its
     results folder, or, without a suite, the results already in `opts.results` (read only);
     then the table of `metric` per version, kept beside results it ran as bisect.json.
-    Returns (table, folder, exit code); the table is None when the run was interrupted."""
+    The table is None when the run was interrupted."""
     if suite is None:
         if opts.results is None:
             raise ValueError("a release bisect without a suite reads opts.results")
@@ -40,14 +40,14 @@ def releases(opts: ReleaseBisectOptions, cell: tuple[str, str, str], metric, ver
     else:
         ran, folder, code = pipeline.run_suite(suite, opts.run, out_fn)
         if ran is None:
-            return None, folder, code
+            return FlowOutcome(None, folder, code)
         docs = ran
     tab = version_bisect.table(docs, opts.package, cell, metric, opts.factor, versions)
     if not tab["rows"]:
         raise UsageError(f"{opts.results or folder}: no results of {opts.cell} with a known {opts.package} version")
     if suite is not None:  # a bisect that ran keeps its table beside its results; --results only reads
         files.write_json(folder / "bisect.json", tab)
-    return tab, folder, 0
+    return FlowOutcome(tab, folder, 0)
 
 
 def check_folder(out: pathlib.Path, resume: bool) -> None:
@@ -90,7 +90,7 @@ def _open_plan(opts: CommitBisectOptions, repo: pathlib.Path, package: str, span
 
 
 def commits(opts: CommitBisectOptions, template: config.Suite, base: envspec.EnvSpec, metric
-            ) -> tuple[dict, dict | None, pathlib.Path]:
+            ) -> CommitBisectOutcome:
     """The commit bisect of `opts.repo` from `opts.good` to `opts.bad` on `opts.cell`: every
     step runs `template` (the cell, with the command line's settings) in the environment of
     one commit into the bisect's folder. Returns (table, culprit or None, folder)."""
@@ -153,4 +153,4 @@ def commits(opts: CommitBisectOptions, template: config.Suite, base: envspec.Env
         culprit = {"message": message, "files": changed}
         plan["culprit"] = culprit
         gitbisect.save(out, plan)
-    return tab, culprit, out
+    return CommitBisectOutcome(tab, culprit, out)

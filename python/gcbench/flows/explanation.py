@@ -17,10 +17,10 @@ from ..core.errors import UsageError
 from ..measuring import diagnostic_run, envspec, results
 from ..measuring.cell import Cell
 from ..running import config, runner, venvs
-from .options import ExplainOptions
+from .options import ExplainOptions, FlowOutcome
 
 
-def run(opts: ExplainOptions, suite: config.Suite, cell: Cell) -> tuple[dict | None, pathlib.Path, int]:
+def run(opts: ExplainOptions, suite: config.Suite, cell: Cell) -> FlowOutcome:
     """Diagnose `cell` (of `suite`) into the results folder `opts.run.out` (or a new one): (the
     explanation, the folder, exit code); the explanation is None when it was interrupted."""
     out_dir = files.make_folder(opts.run.out or config.default_out("explain"), "results folder")
@@ -61,7 +61,7 @@ def run(opts: ExplainOptions, suite: config.Suite, cell: Cell) -> tuple[dict | N
                 raise UsageError(f"the diagnostic run failed: {str(e).splitlines()[0]}") from None
             except runner.Interrupted as e:
                 print("\ngcbench: interrupted", file=sys.stderr)
-                return None, out_dir, e.exit_code
+                return FlowOutcome(None, out_dir, e.exit_code)
             finally:
                 if bars is not None:
                     bars.finish(cell)
@@ -69,4 +69,4 @@ def run(opts: ExplainOptions, suite: config.Suite, cell: Cell) -> tuple[dict | N
         docs = results.load_dir(out_dir, allow_empty=True)
         expl = gc_causes.summarize(raw, docs)
         gc_causes.save(out_dir, expl)
-    return expl, out_dir, 0
+    return FlowOutcome(expl, out_dir, 0)

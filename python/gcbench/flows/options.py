@@ -1,15 +1,14 @@
-"""What a flow is asked to do, as typed records: the commands build these from their command
-lines (`commands/_common.py`), and a library caller or a test builds them directly. No flow
-reads an argparse namespace.
-
-`RunOptions` is how any run goes (its folder, data, executor, resuming); the others add what
-one command alone asks for.
+"""What a flow is asked to do, and what it answers, as typed records: the commands build the
+options from their command lines (`commands/_common.py`), a library caller or a test builds
+them directly; no flow reads an argparse namespace. `RunOptions` is how any run goes; the
+others add what one command alone asks for. `FlowOutcome` is what a flow ends with.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import pathlib
+from typing import Any, NamedTuple
 
 from ..measuring import diagnostic_run
 
@@ -80,3 +79,22 @@ class CommitBisectOptions:
     bad: str
     cell: str  # BACKEND/WORKLOAD/POLICY as given
     package: str | None = None  # the package the repository must build, where given
+
+
+class FlowOutcome(NamedTuple):
+    """What a flow ended with: its document (a bisect's table, an explanation, the
+    reproductions; None when it was interrupted), its results folder and the command's exit
+    code."""
+
+    document: dict | None
+    folder: pathlib.Path
+    code: int
+
+
+class CommitBisectOutcome(NamedTuple):
+    """A commit bisect's table, the first bad commit's message and files (None where none
+    was found), and its folder."""
+
+    table: dict
+    culprit: dict | None
+    folder: pathlib.Path

@@ -21,7 +21,7 @@ from ..core.errors import UsageError
 from ..measuring.results import ResultDoc
 from ..running import config
 from . import pipeline
-from .options import ReproduceOptions, RunOptions
+from .options import FlowOutcome, ReproduceOptions, RunOptions
 
 
 def calibrate(data: str | None, out_fn) -> dict:
@@ -96,7 +96,7 @@ def _run_cells(cells: list, suites: dict, run: RunOptions, out_fn: Callable[...,
 
 
 def run(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None]
-        ) -> tuple[dict | None, pathlib.Path, int]:
+        ) -> FlowOutcome:
     """The cases in `only` into the results folder (`opts.run.out`, or a new one): (the
     reproductions' document, the folder, exit code); the document is None when the run was
     interrupted."""
@@ -118,7 +118,7 @@ def run(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None]
     if cells:
         ran, out_dir, code = _run_cells(cells, suites, run.replace(out=out), out_fn, (kind, data_note, samples))
         if ran is None:
-            return None, out_dir, code
+            return FlowOutcome(None, out_dir, code)
         docs = ran
     memory_doc = None
     if "gather-memory" in only:
@@ -129,4 +129,4 @@ def run(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None]
     ok, why = julia_bridge.status()
     doc = seed_cases.build(only, docs or [], calibration, memory_doc, None if ok else why, settings)
     seed_cases.save(out_dir, doc)
-    return doc, out_dir, 0 if code == 0 or any(d["status"] == "ok" for d in docs) else code
+    return FlowOutcome(doc, out_dir, 0 if code == 0 or any(d["status"] == "ok" for d in docs) else code)
