@@ -19,7 +19,7 @@ from .core.errors import UsageError
 from .measuring import diagnose, gcpolicy, results
 from .measuring.cell import NAME, Cell
 from .measuring.probe import StepProbe
-from .running import config  # noqa: F401
+from .running import config  # and the suites' module, which gcbench.measure always loaded (DESIGN.md)
 
 if TYPE_CHECKING:  # names for the annotations only: nothing more is imported into the user's process
     from types import FrameType
@@ -51,7 +51,7 @@ def explain_from_env() -> bool:
 def _positive_or_none(name: str, value) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not config.is_int(value) or value < 1:
         raise UsageError(f"{name} must be a positive integer (or left out), got {value!r}")
     return value
 
@@ -68,17 +68,13 @@ def _check_names(name, variant, policy) -> None:
         gcpolicy.parse(policy)
 
 
-def _is_count(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _check_sizes(warmup, capacity, rss_every) -> None:
     """`measure`'s sizes: integers in range."""
-    if not _is_count(warmup) or warmup < 0:
+    if not config.is_int(warmup) or warmup < 0:
         raise UsageError(f"warmup must be a non-negative integer, got {warmup!r}")
-    if not _is_count(capacity) or not 1 <= capacity <= MAX_CAPACITY:
+    if not config.is_int(capacity) or not 1 <= capacity <= MAX_CAPACITY:
         raise UsageError(f"capacity must be an integer from 1 to {MAX_CAPACITY:,}, got {capacity!r}")
-    if not _is_count(rss_every) or rss_every < 0:
+    if not config.is_int(rss_every) or rss_every < 0:
         raise UsageError(f"rss_every must be a non-negative integer (0: no memory samples), got {rss_every!r}")
 
 

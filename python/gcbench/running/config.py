@@ -38,12 +38,13 @@ MAX_NETWORKS = 100_000
 MAX_BATCH = 65_536
 
 
-def _is_int(value) -> bool:
+def is_int(value) -> bool:
+    """An integer that is not a bool (JSON and TOML give both)."""
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _int_in(what: str, value, low: int, high: int) -> None:
-    if not _is_int(value) or not low <= value <= high:
+    if not is_int(value) or not low <= value <= high:
         raise UsageError(f"{what} must be an integer from {low:,} to {high:,}, got {value!r}")
 
 
@@ -121,7 +122,7 @@ class Suite:
         _int_in("repeats", self.repeats, 1, 1000)
         _int_in("loss_every", self.loss_every, 1, MAX_STEPS)
         _int_in("julia_threads", self.julia_threads, 1, 1024)
-        if not _is_int(self.warmup) or not 1 <= self.warmup <= 10_000:
+        if not is_int(self.warmup) or not 1 <= self.warmup <= 10_000:
             raise UsageError(f"warmup must be an integer from 1 to 10,000 (compilation happens there), "
                              f"got {self.warmup!r}")
         if isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) \
