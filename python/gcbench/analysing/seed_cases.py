@@ -11,7 +11,7 @@ import math
 
 from ..core import files
 from ..core.errors import UsageError
-from ..measuring import program_memory
+from ..measuring import program_memory, results
 from ..measuring.results import ResultDoc
 from ..running import config
 from . import comparison, stats, summary
@@ -139,7 +139,7 @@ def equinox_rows(cells: dict, calibration: dict) -> list[Row]:
     if filt is None or not filt.ok:
         return [Row("every claim", "-", reason=f"equinox-filter did not run: {_why_not(filt, 'no result')}")]
     s = filt.stats
-    device = (filt.docs[0].get("metadata") or {}).get("jax_backend") or "cpu"
+    device = results.part(filt.docs[0], "metadata").get("jax_backend") or "cpu"
     rows = [Row("median step (the seed: its small ViT example, 8 ms steps on an H100; its 2M-parameter "
                 "transformer ran on 8 GPUs and is not this case)", "8 ms",
                 f"{_ci(s['median_ms'], s['median_ci_ms'], values=s['repeat_medians_ms'])} ms at batch {batch} on "

@@ -117,7 +117,7 @@ def collector_summary(docs: list[ResultDoc]) -> dict | None:
     for d in docs:
         if d.get("backend") != "user" and str(d.get("gc_policy", "")).startswith(("disable", "manual")):
             continue  # gcbench's own cell under a policy that turns it off: what it was asked to do
-        state = d.get("gc_state") or {}
+        state = results.part(d, "gc_state")
         n = len(d["wall_ns"])
         steps += n
         if _has(d, "gc_enabled"):
@@ -186,7 +186,7 @@ def repeat_load(doc: ResultDoc) -> str | None:
     (one too short to read, under half a second, counts as unloaded); results written before
     gcbench read it, by the load average before and after the repeat."""
     machine = results.part(doc, "machine_state")
-    cores = machine.get("cpu_count") or results.part(doc, "metadata").get("cpu_count")
+    cores = _cores(doc)
     if "others_cores" in machine:
         return machineload.load_reason(machine, cores)
     if "cpu_ns" in doc:  # read by this gcbench, but too short to read (core.machineload.MIN_SECONDS): unknown
@@ -204,16 +204,19 @@ def repeat_load(doc: ResultDoc) -> str | None:
     return None
 
 
+def _cores(doc: ResultDoc) -> int | None:
+    """The machine's cores, as the repeat's load reading counted them, else its metadata."""
+    return results.part(doc, "machine_state").get("cpu_count") or results.part(doc, "metadata").get("cpu_count")
+
+
 def how_loaded(docs: list[ResultDoc]) -> tuple[int, str]:
     """How many of `docs` ran loaded, and how, in words: `other processes used 1.0-1.1 of 2
     cores`, or the first reason for results that read only the load average."""
     loaded = [d for d in docs if repeat_load(d)]
     if not loaded:
         return 0, ""
-    others = [d["machine_state"]["others_cores"] for d in loaded if "others_cores" in (d.get("machine_state") or {})]
-    cores = (loaded[0].get("machine_state") or {}).get("cpu_count") or (loaded[0].get("metadata") or {}).get(
-        "cpu_count"
-    )
+    others = [d["machine_state"]["others_cores"] for d in loaded if "others_cores" in results.part(d, "machine_state")]
+    cores = _cores(loaded[0])
     if not (others and cores):
         return len(loaded), repeat_load(loaded[0]) or ""
     lo, hi = f"{min(others):.1f}", f"{max(others):.1f}"
@@ -223,8 +226,8 @@ def how_loaded(docs: list[ResultDoc]) -> tuple[int, str]:
 def load_level(doc: ResultDoc) -> tuple[float | None, float | None]:
     """How loaded a repeat was, as its CPU pressure (the share of its time some task waited
     for a CPU) and the others' share of the cores, each None where not recorded."""
-    machine = doc.get("machine_state") or {}
-    cores = machine.get("cpu_count") or (doc.get("metadata") or {}).get("cpu_count")
+    machine = results.part(doc, "machine_state")
+    cores = _cores(doc)
     pressure, others = machine.get("cpu_pressure"), machine.get("others_cores")
     share = others / cores if isinstance(others, (int, float)) and cores else None
     return (float(pressure) if isinstance(pressure, (int, float)) else None), share
@@ -622,7 +625,7 @@ def warmup_summary(docs: list[ResultDoc]) -> dict | None:
     generation and objects collected, per repeat (None where no repeat recorded one)."""
     rows = []
     for d in docs:
-        w = d.get("warmup") or {}
+        w = results.part(d, "warmup")
         wall = w.get("wall_ns") or []
         if not wall or "gc_ns" not in w:
             continue
@@ -646,7 +649,7 @@ def memory_summary(docs: list[ResultDoc]) -> dict | None:
     growth of the objects the collector tracks per 1,000 steps."""
     peaks, slopes, tracked = [], [], []
     for d in docs:
-        m = d.get("memory") or {}
+        m = results.part(d, "memory")
         rss, at = m.get("rss_bytes") or [], m.get("rss_step") or []
         if len(rss) >= 1 and max(rss) > 0:
             peaks.append(max(rss) / 2**20)

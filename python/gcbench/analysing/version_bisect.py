@@ -117,7 +117,7 @@ def plan_envs(package: str, versions: list[str], base: envspec.EnvSpec) -> list[
 def _version_of(doc: ResultDoc, package: str) -> str | None:
     """The version of `package` a result ran with: as installed, else as pinned."""
     env = results.part(doc, "environment")
-    installed = (env.get("packages") or {}).get(package) or ((doc.get("metadata") or {}).get("packages") or {}).get(
+    installed = (env.get("packages") or {}).get(package) or (results.part(doc, "metadata").get("packages") or {}).get(
         package
     )
     if installed or not env.get("spec"):

@@ -269,12 +269,12 @@ def part(doc: ResultDoc, key: str) -> Mapping[str, Any]:
 def run_id(doc: ResultDoc) -> str | None:
     """The invocation a repeat ran in (None for results that do not record it): repeats of
     one invocation with the same repeat number ran in the same round."""
-    return (doc.get("machine_state") or {}).get("run_id")
+    return part(doc, "machine_state").get("run_id")
 
 
 def started(doc: ResultDoc) -> float | None:
     """When the repeat started (its metadata's date), in seconds since the epoch; None if unknown."""
-    stamp = (doc.get("metadata") or {}).get("date")
+    stamp = part(doc, "metadata").get("date")
     try:
         return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else None
     except (ValueError, AttributeError):

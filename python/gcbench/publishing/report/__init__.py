@@ -158,7 +158,7 @@ def _provenance(ok: list[ResultDoc]) -> str:
     and says nothing of the others): one version, or a mix with its counts."""
     counts: dict[str, int] = {}
     for d in ok:
-        who = metadata.describe_gcbench((d.get("metadata") or {}).get("gcbench"))
+        who = metadata.describe_gcbench(results.part(d, "metadata").get("gcbench"))
         counts[who] = counts.get(who, 0) + 1
     if not counts:
         return "Measured with: no run ran ok"
@@ -181,7 +181,7 @@ def _machines(ok: list[ResultDoc], meta: Mapping[str, Any], devices: list[str]) 
     each = []
     for kind in kinds:
         mine = by_kind[kind]
-        hosts = sorted({(d.get("metadata") or {}).get("hostname") or "?" for d in mine})
+        hosts = sorted({results.part(d, "metadata").get("hostname") or "?" for d in mine})
         each.append(f"{escape(kind)} ({len(mine)} runs on {len(hosts)} node{'s' if len(hosts) > 1 else ''}: "
                     f"{escape(', '.join(hosts[:4]))}{', ...' if len(hosts) > 4 else ''})")
     return (f"Machines: {len(kinds)} kinds, whose repeats are never pooled: each cell appears once per kind of "
@@ -534,7 +534,7 @@ def _compared_policies(docs: list[ResultDoc]) -> bool:
     """Whether a command of the run asked for several GC policies (`--gc A,B`): a policy
     comparison, whose report answers what each policy did."""
     for d in docs:
-        argv = [str(a) for a in (d.get("metadata") or {}).get("command") or []]
+        argv = [str(a) for a in results.part(d, "metadata").get("command") or []]
         for i, a in enumerate(argv):
             value = argv[i + 1] if a == "--gc" and i + 1 < len(argv) else a[5:] if a.startswith("--gc=") else None
             if value is not None and "," in value:

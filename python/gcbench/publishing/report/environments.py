@@ -6,6 +6,7 @@ from __future__ import annotations
 import pathlib
 
 from ...analysing import comparison, summary
+from ...measuring import results
 from ...measuring.results import ResultDoc
 from . import plots
 from .document import Bullets, Heading, Image, Para, Table, code, escape, natural_key
@@ -19,10 +20,10 @@ def environments(docs: list[ResultDoc]) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for d in docs:
         env = d.get("environment")
-        if not env or not (env.get("python") or (d.get("metadata") or {}).get("python")):
+        if not env or not (env.get("python") or results.part(d, "metadata").get("python")):
             continue  # none, or an environment that was never built: "Not run" says why
         info = out.setdefault(env["name"], {"python": None, "packages": {}})
-        meta = d.get("metadata") or {}
+        meta = results.part(d, "metadata")
         info["python"] = info["python"] or env.get("python") or meta.get("python")
         info["packages"] = info["packages"] or env.get("packages") or \
             {k: v for k, v in (meta.get("packages") or {}).items() if v}
