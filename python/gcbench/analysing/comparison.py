@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -706,12 +707,20 @@ def pair_cells(a: dict, b: dict) -> tuple[list[tuple[tuple, tuple]], list[str]]:
     return pairs, notes
 
 
+def _paired_by(a: dict, b: dict, key: Callable[[tuple], tuple]) -> list[tuple[tuple, tuple]]:
+    """Cells of A and B paired by `key` of their keys, where `key` tells every cell of each
+    side apart and the sides share at least one; else no pair."""
+    ka, kb = {key(k): k for k in a}, {key(k): k for k in b}
+    if not (len(ka) == len(a) and len(kb) == len(b) and set(ka) & set(kb)):
+        return []
+    return [(ka[k], kb[k]) for k in ka if k in kb]
+
+
 def _across_environments(a: dict, b: dict) -> tuple[list[tuple[tuple, tuple]], list[str]]:
     """Cells paired by backend, workload and policy where each side ran each in one environment."""
-    sa, sb = {k[:3]: k for k in a}, {k[:3]: k for k in b}
-    if not (len(sa) == len(a) and len(sb) == len(b) and set(sa) & set(sb)):
+    pairs = _paired_by(a, b, lambda k: k[:3])
+    if not pairs:
         return [], []
-    pairs = [(sa[k], sb[k]) for k in sa if k in sb]
     envs_a = sorted({summary.context(k) or "(own interpreter)" for k, _ in pairs})
     envs_b = sorted({summary.context(k) or "(own interpreter)" for _, k in pairs})
     what = "environments or variants" if holds_variants(a) or holds_variants(b) else "environments"
@@ -721,10 +730,9 @@ def _across_environments(a: dict, b: dict) -> tuple[list[tuple[tuple, tuple]], l
 
 def _across_policies(a: dict, b: dict) -> tuple[list[tuple[tuple, tuple]], list[str]]:
     """One policy (or variant) of each loop per folder: a loop against its own mitigation."""
-    la, lb = {(k[0], k[1], k[4]): k for k in a}, {(k[0], k[1], k[4]): k for k in b}
-    if not (len(la) == len(a) and len(lb) == len(b) and set(la) & set(lb)):
+    pairs = _paired_by(a, b, lambda k: (k[0], k[1], k[4]))
+    if not pairs:
         return [], []
-    pairs = [(la[k], lb[k]) for k in la if k in lb]
     return pairs, ["each folder holds one policy or variant of each cell: paired by backend and workload ("
                    + "; ".join(f"{summary.cell_label(ka)} in A with {summary.cell_label(kb)} in B"
                                for ka, kb in pairs[:4]) + (" ..." if len(pairs) > 4 else "") + ")"]
