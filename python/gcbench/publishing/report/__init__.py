@@ -728,7 +728,7 @@ def _evidence(folder: pathlib.Path, got: _Inputs, cells: list, families: dict, o
 
     docs, plan = got.docs, got.plan
     ok = [cs for cs in cells if cs.ok]
-    workloads = list(dict.fromkeys(cs.key[1] for cs in ok))
+    workloads = list(families)  # the workloads that ran ok, in order
     blocks: list = []
     if got.repro is not None:
         blocks += seed_section.section(seed_cases.rebuild(got.repro, docs, got.memdoc))
@@ -764,8 +764,7 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
     warnings = [w for w in [archive.check_size(written[0])] if w]
 
     cells = summary.summarize_all(docs, spike_factor)
-    ok = [cs for cs in cells if cs.ok]
-    workloads = list(dict.fromkeys(cs.key[1] for cs in ok))
+    workloads = list(dict.fromkeys(cs.key[1] for cs in cells if cs.ok))
     name = source.resolve().name if source.is_dir() else source.name
     title = title or f"gcbench report: {name}"
 
