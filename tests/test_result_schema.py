@@ -82,3 +82,13 @@ def test_a_malformed_part_is_one_line_naming_the_field(path, value, said):
         results.validate(doc, "r.json")
     assert str(e.value).startswith(f"r.json: {said}"), str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_the_loaders_step_arrays_are_those_the_types_name():
+    """The per-step arrays the loader checks with numpy (and leaves out of the schema it
+    checks) are exactly the fields the types annotate as per-step arrays, rows where rows."""
+    # the module defers its annotations: TypedDict keeps each as a forward reference by name
+    named = {k: getattr(t, "__forward_arg__", t) for k, t in results.ResultDoc.__annotations__.items()}
+    assert {k for k, t in named.items() if t in ("Steps", "StepRows")} == \
+        set(results.STEP_ARRAYS + results.OPTIONAL_STEP_ARRAYS)
+    assert {k for k, t in named.items() if t == "StepRows"} == set(results.ROWS)
