@@ -79,6 +79,7 @@ def type_package(tp: type) -> str:
 
 
 _STDLIB = str(pathlib.Path(tracemalloc.__file__).resolve().parent)
+_STDLIB_OR_GENERATED = ("<", _STDLIB)  # made once: the frame walks below allocate nothing
 
 
 def file_package(filename: str) -> str | None:
@@ -158,7 +159,7 @@ def _made_by_gcbench(obj: object) -> bool:
         real = _real(filename)
         if real.startswith(_HARNESS):
             return True
-        if not real.startswith(("<", _STDLIB)) or "-packages" in real:
+        if not real.startswith(_STDLIB_OR_GENERATED) or "-packages" in real:
             return False
     return False
 
