@@ -27,10 +27,10 @@ def run(out: pathlib.Path, args) -> None:
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
 
 
-def report(title: str, c: dict) -> collections.Counter:
+def report(title: str, c: comparison.Comparison) -> collections.Counter:
     print(f"\n{title}")
     print(comparison.format_comparison(c))
-    counts = collections.Counter(r["verdict"] for r in c["rows"])
+    counts = collections.Counter(r.verdict for r in c.rows)
     print("verdicts (median step):", dict(counts))
     return counts
 

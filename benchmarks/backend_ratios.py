@@ -55,7 +55,7 @@ def main() -> None:
                 t = comparison.test_median(comparison.repeat_values(floor.docs), comparison.repeat_values(cs.docs),
                                            0.05, 0.05)
                 ratio = f"{t.effect:.2f}" + (f" ({t.ci[0]:.2f}-{t.ci[1]:.2f})" if t.ci else "")
-            row += f"{cs.stats['median_ms']:>12.2f}{ratio:>22}{100 * cs.stats['gc_share']:>7.2f}"
+            row += f"{cs.stats.median_ms:>12.2f}{ratio:>22}{100 * cs.stats.gc_share:>7.2f}"
         print(row)
 
 

@@ -12,6 +12,7 @@ full collections each cell made per repeat (the designs must keep them visible).
 from __future__ import annotations
 
 import argparse
+import math
 import subprocess
 import sys
 import tempfile
@@ -40,9 +41,10 @@ def main() -> None:
             wall = time.monotonic() - t0
             groups = summary.cells(results.load_dir(out))
             d = comparison.detectable([comparison.repeat_values(ds) for ds in groups.values()], comparison.ALPHA)
-            full = "; ".join(f"{k[0]} {summary.summarize(ds).stats['full']['schedule']['counts']}"
+            full = "; ".join(f"{k[0]} {summary.summarize(ds).stats.full.schedule.counts}"
                              for k, ds in groups.items())
-            print(f"{design:>8} {wall:>7.0f} {100 * d['spread']:>6.1f}% {100 * d['single']:>7.0f}%  {full}")
+            spread, single = (d.spread, d.single or math.nan) if d else (math.nan, math.nan)
+            print(f"{design:>8} {wall:>7.0f} {100 * spread:>6.1f}% {100 * single:>7.0f}%  {full}")
 
 
 if __name__ == "__main__":

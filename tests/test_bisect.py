@@ -54,20 +54,20 @@ def bisect_dir(tmp_path):
 def test_table_marks_the_first_version_that_changed(bisect_dir):
     docs = results.load_dir(bisect_dir)
     tab = version_bisect.table(docs, "equinox", CELL, version_bisect.get_metric("gc_share"), 2.0)
-    assert [r["version"] for r in tab["rows"]] == ["0.11.11", "0.12.0", "0.12.2", "0.13.2", "0.13.8"]
-    rows = {r["version"]: r for r in tab["rows"]}
-    assert rows["0.11.11"]["value"] == pytest.approx(0.5, rel=0.05)
-    assert rows["0.12.0"]["runs"] == 3
-    assert rows["0.12.2"]["change"] == pytest.approx(2.0 / 0.55, rel=0.05)
-    assert tab["first_change"] == "0.12.2"
-    assert rows["0.12.2"]["first_change"]
-    assert rows["0.12.2"]["p_adj"] < 0.05
-    assert rows["0.12.0"]["p_adj"] >= 0.0
-    assert not rows["0.13.2"].get("first_change")
-    assert rows["0.13.8"]["status"] == "unavailable"
-    assert "No matching distribution" in rows["0.13.8"]["reason"]
-    assert rows["0.12.2"]["median_ms"] == pytest.approx(100.0, rel=0.01)
-    assert rows["0.12.2"]["full_per_1000"] == 10
+    assert [r.version for r in tab.rows] == ["0.11.11", "0.12.0", "0.12.2", "0.13.2", "0.13.8"]
+    rows = {r.version: r for r in tab.rows}
+    assert rows["0.11.11"].value == pytest.approx(0.5, rel=0.05)
+    assert rows["0.12.0"].runs == 3
+    assert rows["0.12.2"].change == pytest.approx(2.0 / 0.55, rel=0.05)
+    assert tab.first_change == "0.12.2"
+    assert rows["0.12.2"].first_change
+    assert rows["0.12.2"].p_adj < 0.05
+    assert rows["0.12.0"].p_adj >= 0.0
+    assert not rows["0.13.2"].first_change
+    assert rows["0.13.8"].status == "unavailable"
+    assert "No matching distribution" in rows["0.13.8"].reason
+    assert rows["0.12.2"].median_ms == pytest.approx(100.0, rel=0.01)
+    assert rows["0.12.2"].full_per_1000 == 10
     text = version_bisect.format_table(tab)
     line = next(line for line in text.splitlines() if line.startswith("0.12.2"))
     assert "<- first change > 2x" in line
@@ -80,8 +80,8 @@ def test_a_change_with_one_repeat_is_shown_but_never_marked(tmp_path):
     folder = tmp_path / "one"
     write_versions(folder, [("1.0", 0.005), ("1.1", 0.05)], repeats=1)
     tab = version_bisect.table(results.load_dir(folder), "equinox", CELL, version_bisect.get_metric("gc_share"), 1.5)
-    assert tab["rows"][1]["change"] == pytest.approx(10, rel=0.1)
-    assert tab["first_change"] is None
+    assert tab.rows[1].change == pytest.approx(10, rel=0.1)
+    assert tab.first_change is None
     assert "untested: fewer than 3 repeats" in version_bisect.format_table(tab)
 
 
@@ -98,35 +98,35 @@ def test_fixed_schedules_of_full_collections_are_compared_exactly(tmp_path):
                                     2.0)
 
     tab = write(tmp_path / "fixed", 2)  # 2 against 20 in every repeat: a fact, not a sample
-    assert tab["first_change"] == "1.1"
-    assert tab["rows"][1]["change"] == pytest.approx(10)
-    assert tab["rows"][1]["exact"]
-    assert tab["rows"][1]["full_per_repeat"] == [20, 20]
+    assert tab.first_change == "1.1"
+    assert tab.rows[1].change == pytest.approx(10)
+    assert tab.rows[1].exact
+    assert tab.rows[1].full_per_repeat == [20, 20]
     assert "(exact: fixed schedules)" in version_bisect.format_table(tab)
     one = write(tmp_path / "one", 1)  # one repeat cannot show that a schedule is fixed
-    assert one["first_change"] is None
+    assert one.first_change is None
     assert "untested" in version_bisect.format_table(one)
 
 
 def test_factor_and_floor(bisect_dir, tmp_path):
     docs = results.load_dir(bisect_dir)
     tab = version_bisect.table(docs, "equinox", CELL, version_bisect.get_metric("gc_share"), 5.0)
-    assert tab["first_change"] is None
+    assert tab.first_change is None
     # below the floor (0.1 % of step time) zero and 0.05 % are the same: no change to report
     quiet = tmp_path / "quiet"
     write_versions(quiet, [("1.0", 0.0), ("1.1", 0.0005), ("1.2", 0.003)])
     tab = version_bisect.table(results.load_dir(quiet), "equinox", CELL, version_bisect.get_metric("gc_share"), 1.5)
-    assert tab["rows"][1]["change"] == pytest.approx(1.0)
-    assert tab["first_change"] == "1.2"
-    assert tab["rows"][2]["change"] == pytest.approx(3.0, rel=0.05)
+    assert tab.rows[1].change == pytest.approx(1.0)
+    assert tab.first_change == "1.2"
+    assert tab.rows[2].change == pytest.approx(3.0, rel=0.05)
 
 
 def test_given_versions_order_the_table_and_missing_ones_are_named(bisect_dir):
     docs = results.load_dir(bisect_dir)
     tab = version_bisect.table(docs, "equinox", CELL, version_bisect.get_metric("p99"), 1.5,
                                versions=["0.12.2", "0.11.11", "0.9.0"])
-    assert [r["version"] for r in tab["rows"]][:2] == ["0.12.2", "0.11.11"]
-    assert tab["missing"] == ["0.9.0"]
+    assert [r.version for r in tab.rows][:2] == ["0.12.2", "0.11.11"]
+    assert tab.missing == ["0.9.0"]
     text = version_bisect.format_table(tab)
     assert "no results for 0.9.0" in text
     assert "p99 ms" in text.splitlines()[1]  # a metric the table does not show anyway gets its own column
@@ -214,10 +214,10 @@ def test_a_repeat_under_load_is_left_out_and_the_table_says_so(tmp_path):
     for r in (1, 2, 3):  # three planned and the replacement a run measures for the flagged one
         write_version(folder, "1.1", 0.01, repeat=r)
     tab = version_bisect.table(results.load_dir(folder), "equinox", CELL, version_bisect.get_metric("gc_share"), 1.5)
-    rows = {r["version"]: r for r in tab["rows"]}
-    assert rows["1.1"]["used"] == 3
-    assert rows["1.0"]["used"] == 3
-    assert rows["1.1"]["value"] == pytest.approx(1.0, rel=0.05)  # the loaded repeat's 20 % is not in it
-    assert tab["first_change"] is None
+    rows = {r.version: r for r in tab.rows}
+    assert rows["1.1"].used == 3
+    assert rows["1.0"].used == 3
+    assert rows["1.1"].value == pytest.approx(1.0, rel=0.05)  # the loaded repeat's 20 % is not in it
+    assert tab.first_change is None
     line = next(line for line in version_bisect.format_table(tab).splitlines() if line.startswith("1.1"))
     assert "4/4 (3 used)" in line

@@ -280,7 +280,7 @@ def test_repeats_of_different_kinds_of_node_are_never_pooled(submitted, tmp_path
     mixed = [_on(d, "Xeon A" if d["repeat"] == 0 else "EPYC B", f"n{d['repeat']}") for d in docs]
     cells = summary.summarize_all(mixed)
     assert len(cells) == 4
-    assert all(cs.stats["repeats"] == 1 for cs in cells)
+    assert all(cs.stats.repeats == 1 for cs in cells)
     labels = {cs.label for cs in cells}
     assert "jax/mlp/default on Xeon A x2" in labels
     assert "jax/mlp/default on EPYC B x2" in labels
@@ -289,7 +289,7 @@ def test_repeats_of_different_kinds_of_node_are_never_pooled(submitted, tmp_path
     # one kind of node: no split, no node in the label
     same = summary.summarize_all([_on(d, "Xeon A", f"n{d['repeat']}") for d in docs])
     assert len(same) == 2
-    assert all(cs.stats["repeats"] == 2 and " on " not in cs.label for cs in same)
+    assert all(cs.stats.repeats == 2 and " on " not in cs.label for cs in same)
     # the report shows them side by side and says they are not pooled
     folder = tmp_path / "mixed"
     folder.mkdir()

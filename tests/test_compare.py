@@ -18,10 +18,10 @@ def test_a_folder_against_itself_is_the_same_or_inconclusive():
     a = docs(rng, 3, 10.0) + docs(rng, 3, 20.0, backend="nnx") + \
         docs(rng, 3, 30.0, backend="equinox-filter", full_every=40, pause_ms=60)
     c = comparison.compare_docs(a, a)
-    assert {r["verdict"] for r in c["rows"]} <= {"same", "inconclusive"}
-    for r in c["rows"]:
-        assert all(t.verdict in ("same", "inconclusive") for t in r["tests"])
-    assert c["rows"][0]["tests"][0].effect == pytest.approx(1.0)
+    assert {r.verdict for r in c.rows} <= {"same", "inconclusive"}
+    for r in c.rows:
+        assert all(t.verdict in ("same", "inconclusive") for t in r.tests)
+    assert c.rows[0].tests[0].effect == pytest.approx(1.0)
 
 
 def test_gc_and_full_collection_changes_are_tested_on_repeats():
@@ -29,7 +29,7 @@ def test_gc_and_full_collection_changes_are_tested_on_repeats():
     a = docs(rng, 3, 30.0, full_every=20, pause_ms=50)
     b = docs(rng, 3, 30.0)
     c = comparison.compare_docs(a, b)
-    median, share, full, mean, colls = c["rows"][0]["tests"]
+    median, share, full, mean, colls = c.rows[0].tests
     assert full.verdict == "fewer full GCs"
     assert full.exact
     assert full.b == 0
@@ -42,9 +42,9 @@ def test_gc_and_full_collection_changes_are_tested_on_repeats():
     assert median.verdict in ("same", "inconclusive")  # one step in 20 costs more: the median does not move
     # ... but the time a run takes does: 50 ms every 20 steps of 30 ms is 2.5 ms a step, 8 %
     assert mean.effect < 1  # (8 % by construction; three noisy repeats a side estimate it loosely)
-    assert c["rows"][0]["summary"].startswith("fewer full GCs (-50 per 1,000 steps), fewer collections")  # counts first
-    assert "less GC" in c["rows"][0]["summary"]
-    assert c["tests"] == 3  # the fixed schedules are compared exactly; the other three are tested together
+    assert c.rows[0].summary.startswith("fewer full GCs (-50 per 1,000 steps), fewer collections")  # counts first
+    assert "less GC" in c.rows[0].summary
+    assert c.tests == 3  # the fixed schedules are compared exactly; the other three are tested together
     rejected = sum(t.p_adj <= 0.05 for t in (median, share, mean))
     assert share.level == pytest.approx(1 - rejected * 0.05 / 3)  # the false-coverage-rate level
 
@@ -56,21 +56,21 @@ def test_the_mean_step_answers_what_the_median_cannot():
     rng = np.random.default_rng(16)
     c = comparison.compare_docs(docs(rng, 5, 30.0, full_every=10, pause_ms=100, run_id="r1"),
                              docs(rng, 5, 30.0, run_id="r1"))
-    median, _share, _full, mean, _ = c["rows"][0]["tests"]
+    median, _share, _full, mean, _ = c.rows[0].tests
     assert median.verdict in ("same", "inconclusive")
     assert mean.verdict == "faster run"
     assert mean.effect == pytest.approx(30 / 40, rel=0.05)
     assert mean.ci[0] < mean.effect < mean.ci[1] < 1
-    assert "faster run (-2" in c["rows"][0]["summary"]
+    assert "faster run (-2" in c.rows[0].summary
 
 
 def test_one_repeat_cannot_be_called_faster():
     rng = np.random.default_rng(7)
     c = comparison.compare_docs(docs(rng, 1, 10.0), docs(rng, 1, 30.0))
-    median = c["rows"][0]["tests"][0]
+    median = c.rows[0].tests[0]
     assert median.verdict == "inconclusive"
     assert "3 or more repeats" in median.note
-    assert c["detectable"] is None
+    assert c.detectable is None
 
 
 def test_benjamini_hochberg_steps_up():
@@ -86,15 +86,15 @@ def test_pairs_that_differ_in_settings_are_refused_unless_forced():
     for d in b:
         d["networks"] = 50
     c = comparison.compare_docs(a, b)
-    assert not c["rows"]
-    assert c["refused"] == ["jax/mlp/default: networks 2 in A, 50 in B; steps 300 in A, 200 in B"]
+    assert not c.rows
+    assert c.refused == ["jax/mlp/default: networks 2 in A, 50 in B; steps 300 in A, 200 in B"]
     forced = comparison.compare_docs(a, b, force=True)
-    assert forced["rows"]
-    assert forced["rows"][0]["forced"]
+    assert forced.rows
+    assert forced.rows[0].forced
     other_machine = docs(rng, 3, 10.0)
     for d in other_machine:
         d["metadata"]["cpu"] = "another cpu"
-    assert not comparison.compare_docs(a, other_machine)["refused"]  # compared on counts (below)
+    assert not comparison.compare_docs(a, other_machine).refused  # compared on counts (below)
 
 
 def _on(documents, cpu=None, others=None, cpu_time=False):
@@ -119,8 +119,8 @@ def test_two_kinds_of_machine_compare_on_counts_and_say_times_are_not_compared(t
     a = docs(rng, 3, 10.0, full_every=50, pause_ms=5)
     same_counts = _on(docs(rng, 3, 30.0, full_every=50, pause_ms=15), cpu="another cpu")
     c = comparison.compare_docs(a, same_counts)
-    (row,) = c["rows"]
-    by = {t.metric: t for t in row["tests"]}
+    (row,) = c.rows
+    by = {t.metric: t for t in row.tests}
     assert {by[m].verdict for m in ("median", "mean", "gc_share")} == {"not judged"}
     assert "other machine: A ran on sim x2, B on another cpu x2" in by["median"].not_judged
     assert by["full_rate"].verdict == "same"
@@ -151,7 +151,7 @@ def test_times_from_a_loaded_machine_are_not_judged_and_no_fail_on_fires_on_them
     for d in loaded:  # the load stretches wall time, not the thread's CPU time
         d["cpu_ns"] = [int(c / 1.6) for c in d["cpu_ns"]]
     c = comparison.compare_docs(loaded, quiet)
-    by = {t.metric: t for t in c["rows"][0]["tests"]}
+    by = {t.metric: t for t in c.rows[0].tests}
     assert by["median"].verdict == by["mean"].verdict == "not judged"
     assert "loaded machine: A 3 of 3 repeats loaded, other processes used 1.3 of 2 cores" in by["median"].not_judged
     assert by["gc_share"].note.startswith("in CPU time")
@@ -159,7 +159,7 @@ def test_times_from_a_loaded_machine_are_not_judged_and_no_fail_on_fires_on_them
     assert "within what load alone moves it (x1.2)" in by["gc_share"].not_judged
     assert by["full_rate"].verdict == "same"
     assert by["full_rate"].exact
-    assert comparison.overall(c["rows"][0]["tests"]).endswith("times not judged")
+    assert comparison.overall(c.rows[0].tests).endswith("times not judged")
     a, b = _folder(tmp_path / "a", loaded), _folder(tmp_path / "b", quiet)
     proc = run_cli("compare", str(a), str(b), "--fail-on", "slower,slower-run,more-gc,more-full-gc")
     assert proc.returncode == 0, proc.stderr
@@ -169,9 +169,9 @@ def test_times_from_a_loaded_machine_are_not_judged_and_no_fail_on_fires_on_them
     # without CPU times the GC share is a wall-time share: not judged either
     for d in loaded + quiet:
         del d["cpu_ns"], d["gc_cpu_ns"]
-    assert comparison.compare_docs(loaded, quiet)["rows"][0]["tests"][1].verdict == "not judged"
+    assert comparison.compare_docs(loaded, quiet).rows[0].tests[1].verdict == "not judged"
     # a quiet machine's readings leave every test judged
-    assert comparison.compare_docs(quiet, quiet)["rows"][0]["tests"][0].verdict in ("same", "inconclusive")
+    assert comparison.compare_docs(quiet, quiet).rows[0].tests[0].verdict in ("same", "inconclusive")
 
 
 def test_environments_are_part_of_the_key():
@@ -180,8 +180,8 @@ def test_environments_are_part_of_the_key():
     a = [d for e in envs for d in docs(rng, 3, 10.0, env=e)]
     b = [d for e in envs for d in docs(rng, 3, 10.0, env=e)]
     c = comparison.compare_docs(a, b)
-    assert len(c["rows"]) == 2
-    assert {r["key_a"][3] for r in c["rows"]} == {"py3.11 jax==0.8.0", "py3.12 jax==0.8.0"}
+    assert len(c.rows) == 2
+    assert {r.key_a[3] for r in c.rows} == {"py3.11 jax==0.8.0", "py3.12 jax==0.8.0"}
 
 
 def test_two_folders_that_differ_only_in_environment_pair_across_it():
@@ -189,9 +189,9 @@ def test_two_folders_that_differ_only_in_environment_pair_across_it():
     a = docs(rng, 3, 10.0, env="python=3.11") + docs(rng, 3, 20.0, backend="nnx", env="python=3.11")
     b = docs(rng, 3, 10.0, env="python=3.12") + docs(rng, 3, 20.0, backend="nnx", env="python=3.12")
     c = comparison.compare_docs(a, b)
-    assert len(c["rows"]) == 2
-    assert any("paired across environments" in n for n in c["notes"])
-    assert all(r["key_a"][3] == "py3.11" and r["key_b"][3] == "py3.12" for r in c["rows"])
+    assert len(c.rows) == 2
+    assert any("paired across environments" in n for n in c.notes)
+    assert all(r.key_a[3] == "py3.11" and r.key_b[3] == "py3.12" for r in c.rows)
 
 
 def _folder(path, documents):
@@ -307,8 +307,8 @@ def test_an_interleaved_ab_in_one_folder_is_compared_paired_and_without_the_run_
     assert "slower" in gate.stderr
     # the same cells from two separate runs: widened, and said
     apart = comparison.compare_docs(docs(rng, 3, 10.0, run_id="r1"), docs(rng, 3, 10.0, run_id="r2"))
-    assert apart["rows"][0]["runs_apart"]
-    assert "two runs apart" in apart["rows"][0]["tests"][0].note
+    assert apart.rows[0].runs_apart
+    assert "two runs apart" in apart.rows[0].tests[0].note
     wrong = run_cli("compare", str(folder), "--base", "py3.11", "--head", "py3.21")
     assert wrong.returncode == 2
     assert "did you mean 'py3.12'" in wrong.stderr
@@ -353,17 +353,17 @@ def test_the_detectable_change_two_runs_apart_carries_the_run_term():
 
     rng = np.random.default_rng(43)
     a, b = docs(rng, 3, 10.0, run_id="run-a"), docs(rng, 3, 10.0, run_id="run-b")
-    apart = comparison.compare_docs(a, b)["detectable"]
+    apart = comparison.compare_docs(a, b).detectable
     d = apart
-    assert d["run_sd"] == comparison.RUN_SD
-    assert d["single"] == pytest.approx(stats.detectable_change(d["spread"], 3, 3, comparison.ALPHA,
+    assert d.run_sd == comparison.RUN_SD
+    assert d.single == pytest.approx(stats.detectable_change(d.spread, 3, 3, comparison.ALPHA,
                                                                 run_sd=comparison.RUN_SD))
-    assert d["single"] > stats.detectable_change(d["spread"], 3, 3, comparison.ALPHA)
+    assert d.single > stats.detectable_change(d.spread, 3, 3, comparison.ALPHA)
     text = comparison.format_detectable(d)
     assert "two runs apart" in text
     assert "the floor is" in text
-    same = comparison.compare_docs(a, docs(rng, 3, 10.0, run_id="run-a"))["detectable"]
-    assert same["run_sd"] == 0.0
+    same = comparison.compare_docs(a, docs(rng, 3, 10.0, run_id="run-a")).detectable
+    assert same.run_sd == 0.0
     assert "two runs apart" not in comparison.format_detectable(same)
 
 
@@ -379,13 +379,13 @@ def test_the_gc_share_under_load_is_judged_beyond_what_load_moves_and_only_as_fa
     same = _on(docs(rng, 3, 10.0, full_every=50, pause_ms=5), others=1.0, cpu_time=True)
     for d in loaded + same:
         d["machine_state"]["cpu_pressure"] = pressure
-    share = {t.metric: t for t in comparison.compare_docs(quiet, loaded)["rows"][0]["tests"]}["gc_share"]
+    share = {t.metric: t for t in comparison.compare_docs(quiet, loaded).rows[0].tests}["gc_share"]
     assert (share.verdict == "more GC") is judged, share
     if judged:
         assert share.note.startswith("in CPU time")
     if not judged:
         assert "CPU pressure 0.90, beyond the 0.80 of the A/As" in share.not_judged
-    alike = {t.metric: t for t in comparison.compare_docs(quiet, same)["rows"][0]["tests"]}["gc_share"]
+    alike = {t.metric: t for t in comparison.compare_docs(quiet, same).rows[0].tests}["gc_share"]
     assert alike.verdict == "not judged"
 
 
@@ -406,9 +406,9 @@ def test_user_loops_measured_in_turn_are_one_period_and_in_sequence_two_runs():
     a, b = docs(rng, 3, 10.0), docs(rng, 3, 25.0)
     for minutes_a, minutes_b, apart in (([0, 2, 4], [1, 3, 5], False), ([0, 1, 2], [3, 4, 5], True)):
         c = comparison.compare_docs(dated(a, minutes_a), dated(b, minutes_b))
-        row = c["rows"][0]
-        assert row["runs_apart"] is apart
-        assert ("two runs apart" in row["tests"][0].note) is apart
+        row = c.rows[0]
+        assert row.runs_apart is apart
+        assert ("two runs apart" in row.tests[0].note) is apart
     for d in a:
         del d["metadata"]["date"]
-    assert comparison.compare_docs(a, dated(b, [1, 3, 5]))["rows"][0]["runs_apart"] is True
+    assert comparison.compare_docs(a, dated(b, [1, 3, 5])).rows[0].runs_apart is True

@@ -15,6 +15,7 @@ import pytest
 from scipy import stats as sst
 
 from gcbench.analysing import comparison, stats
+from gcbench.analysing.comparison import RepeatValues as Values
 
 N = 20_000  # intervals per check: a tail's Monte Carlo standard error is 0.11 points
 TOLERANCE = 0.005  # each tail 2.5 % +- 0.5 points (4.5 standard errors: a true interval passes)
@@ -39,8 +40,8 @@ def compare_intervals(seed: int, repeats: int) -> dict[str, tuple[np.ndarray, np
     b = rng.normal(0, SPREAD, (N, repeats))
     out = {k: (np.empty(N), np.empty(N)) for k in ("compare", "shifted 0.3 se", "one-sided")}
     for i in range(N):
-        t = comparison.test_median({"medians": np.exp(a[i]).tolist()}, {"medians": np.exp(b[i]).tolist()},
-                                comparison.MIN_EFFECT, comparison.ALPHA)
+        t = comparison.test_median(Values(medians=np.exp(a[i]).tolist()), Values(medians=np.exp(b[i]).tolist()),
+                                   comparison.MIN_EFFECT, comparison.ALPHA)
         q = float(sst.t.ppf(0.975, t.df))
         out["compare"][0][i], out["compare"][1][i] = t.ci
         out["shifted 0.3 se"][0][i] = math.exp(t.estimate - (q - 0.3) * t.se)
@@ -74,9 +75,9 @@ def two_runs_apart(seed: int, run_sd, run_term, repeats: int = 3) -> tuple[float
         truth = run_sd(rng)
         a = rng.normal(0, SPREAD, repeats) + rng.normal(0, truth)
         b = rng.normal(0, SPREAD, repeats) + rng.normal(0, truth)
-        t = comparison.test_median({"medians": np.exp(a).tolist(), "apart": True},
-                                {"medians": np.exp(b).tolist(), "apart": True}, comparison.MIN_EFFECT, comparison.ALPHA,
-                                run_term=run_term(rng, truth))
+        t = comparison.test_median(Values(medians=np.exp(a).tolist(), apart=True),
+                                   Values(medians=np.exp(b).tolist(), apart=True), comparison.MIN_EFFECT,
+                                   comparison.ALPHA, run_term=run_term(rng, truth))
         lo[i], hi[i] = t.ci
     return tails(lo, hi, 1.0)
 

@@ -1,6 +1,7 @@
 """`gcbench explain` on loops whose answer is known: a loop that keeps records, a loop that
 makes reference cycles, and a clean loop."""
 
+import dataclasses
 import gc
 import json
 import pathlib
@@ -12,7 +13,7 @@ import pytest
 
 import simulate
 from conftest import run_cli
-from gcbench.analysing import gc_causes
+from gcbench.analysing import explanation_records, gc_causes
 from gcbench.measuring import diagnose
 
 
@@ -40,14 +41,14 @@ def test_a_loop_that_keeps_records_is_named_with_its_line():
             history.append({"step": i, "metrics": {"loss": 0.1 * k}})  # RECORD-LINE: tracked, kept, promoted
 
     expl = _explain(step)
-    promoted = expl["python"]["promoted"]
+    promoted = expl.python.promoted
     line = next(n for n, text in enumerate(open(__file__), 1) if "# RECORD-LINE" in text)
-    site, from_line = next(iter(promoted["by_site"].items()))
+    site, from_line = next(iter(promoted.by_site.items()))
     # a path the reader can open; "user" where a user's loop of this folder has run in this process
     assert site.split(" ", 1)[0] in ("other", "user")
     assert site.endswith(f"{diagnose.site_path(__file__)}:{line}")
     assert diagnose.site_path(__file__).endswith("tests/test_explain.py")
-    assert next(iter(promoted["by_type"])) == "dict"
+    assert next(iter(promoted.by_type)) == "dict"
     # 20 records a step come from that line, 2,000 in all: every one of them is promoted but
     # those still in the young generations when the loop ends, which hold at most
     # (threshold0 + 1) x (threshold1 + 1) = 804 tracked objects at the thresholds _explain
@@ -55,7 +56,7 @@ def test_a_loop_that_keeps_records_is_named_with_its_line():
     # depends on where the loop ends between two collections of generation 1); whatever
     # else the test process does adds to the total, never to the line
     assert 2000 - (200 + 1) * (3 + 1) <= from_line <= 2000
-    assert expl["full_interval"]["promoted_per_step"] >= from_line / 100
+    assert expl.full_interval.promoted_per_step >= from_line / 100
 
 
 @pytest.mark.e2e
@@ -69,13 +70,14 @@ def test_a_loop_that_makes_cycles_shows_cyclic_garbage_and_its_types():
             Node()
 
     expl = _explain(step)
-    garbage = expl["python"]["garbage"]
-    assert garbage["total"] >= 50 * 80
-    assert expl["collected"] >= 50 * 80
-    assert any(k.endswith("Node") for k in garbage["by_type"])
-    assert any(r["kind"] == "cycles" for r in expl["recommendations"])
+    garbage = expl.python.garbage
+    assert garbage.total >= 50 * 80
+    assert expl.collected >= 50 * 80
+    assert any(k.endswith("Node") for k in garbage.by_type)
+    assert any(r.kind == "cycles" for r in expl.recommendations)
     assert "cyclic garbage by type" in gc_causes.format_text(expl)
-    kept = json.loads(json.dumps(expl))  # as explain.json keeps it
+    kept = explanation_records.from_json(json.loads(json.dumps(explanation_records.to_json(expl))),
+                                         explanation_records.Explanation, "explain.json")  # as explain.json keeps it
     assert gc_causes.format_text(kept) == gc_causes.format_text(expl)
 
 
@@ -87,9 +89,9 @@ def test_a_clean_loop_promotes_nothing_to_speak_of():
         del tmp
 
     expl = _explain(step)
-    assert expl["full_interval"]["promoted_per_step"] < 0.5
-    assert expl["python"]["garbage"]["total"] == 0
-    assert [r["kind"] for r in expl["recommendations"]] == ["none"]
+    assert expl.full_interval.promoted_per_step < 0.5
+    assert expl.python.garbage.total == 0
+    assert [r.kind for r in expl.recommendations] == ["none"]
 
 
 def test_the_diagnosis_leaves_the_collector_as_it_found_it():
@@ -125,11 +127,12 @@ def test_explain_cli_names_the_bookkeeping_of_a_jax_loop(tmp_path):
     assert "timings are disturbed" in proc.stderr
     saved = json.loads((tmp_path / "explain.json").read_text())
     assert [e["label"] for e in saved["explanations"]] == ["jax/mlp/default"]
-    assert gc_causes.format_text(expl).startswith("jax/mlp/default with bookkeeping metrics: ")
+    record = explanation_records.from_json(expl, explanation_records.Explanation, "stdout")
+    assert gc_causes.format_text(record).startswith("jax/mlp/default with bookkeeping metrics: ")
     # the same cell explained without the loop's records is kept beside it, not in its place
-    gc_causes.save(tmp_path, dict(expl, cell=dict(expl["cell"], bookkeeping="none"), note="plain"))
-    kept = gc_causes.load(tmp_path)["explanations"]
-    assert [e["cell"]["bookkeeping"] for e in kept] == ["metrics", "none"]
+    gc_causes.save(tmp_path, dataclasses.replace(record, cell=dict(record.cell, bookkeeping="none"), note="plain"))
+    kept = gc_causes.load(tmp_path)
+    assert [e.bookkeeping for e in kept] == ["metrics", "none"]
     assert gc_causes.qualifiers(kept[1]) == ""
 
 
@@ -141,15 +144,14 @@ def test_explain_json_keeps_one_explanation_per_cell_and_environment(tmp_path):
     old = {"label": f"equinox-filter/vit/default [{env}]", "environment": env, "note": "old", **cell}
     new = {"label": "equinox-filter/vit/default", "environment": env, "note": "new", **cell}
     other = {"label": "equinox-filter/vit/default", "environment": None, "note": "no env", **cell}
-    gc_causes.save(tmp_path, old)
-    gc_causes.save(tmp_path, other)
-    gc_causes.save(tmp_path, new)
-    kept = gc_causes.load(tmp_path)["explanations"]
-    assert [(e["note"], e["environment"]) for e in kept] == [("no env", None), ("new", env)]
+    for expl in (old, other, new):
+        gc_causes.save(tmp_path, explanation_records.from_json(expl, explanation_records.Explanation, "test"))
+    kept = gc_causes.load(tmp_path)
+    assert [(e.note, e.environment) for e in kept] == [("no env", None), ("new", env)]
     raw = json.loads((tmp_path / gc_causes.FILE).read_text())
     raw["explanations"].append(dict(old, note="appended by hand"))
     (tmp_path / gc_causes.FILE).write_text(json.dumps(raw))
-    assert [e["note"] for e in gc_causes.load(tmp_path)["explanations"]] == ["no env", "appended by hand"]
+    assert [e.note for e in gc_causes.load(tmp_path)] == ["no env", "appended by hand"]
 
 
 def test_a_recommendations_effect_is_measured_in_its_own_environment_with_intervals():
@@ -174,11 +176,14 @@ def test_a_recommendations_effect_is_measured_in_its_own_environment_with_interv
 
 
 def test_an_explanation_without_traced_sites_says_why():
-    py = {"promoted": {"by_site": {diagnose.UNTRACED: 40}}, "sites_from_step": 150}
-    assert "from step 150" in gc_causes.why_no_sites(py)
-    assert "--site-steps" in gc_causes.why_no_sites(py)
-    assert gc_causes.why_no_sites(dict(py, sites_from_step=None)) == "not traced (--no-sites)"
-    assert gc_causes.why_no_sites({"promoted": {"by_site": {"other x.py:3": 2}}, "sites_from_step": 0}) is None
+    py = json.loads(json.dumps(diagnose.diagnose(lambda i: None, 10)))
+    def diagnosis(**parts):
+        return explanation_records.from_json({**py, **parts}, explanation_records.PythonDiagnosis, "test")
+    untraced = diagnosis(promoted={"by_site": {diagnose.UNTRACED: 40}}, sites_from_step=150)
+    assert "from step 150" in gc_causes.why_no_sites(untraced)
+    assert "--site-steps" in gc_causes.why_no_sites(untraced)
+    assert gc_causes.why_no_sites(dataclasses.replace(untraced, sites_from_step=None)) == "not traced (--no-sites)"
+    assert gc_causes.why_no_sites(diagnosis(promoted={"by_site": {"other x.py:3": 2}}, sites_from_step=0)) is None
 
 
 SELF_REFERENCING = '''
@@ -331,7 +336,7 @@ def test_lines_are_named_from_a_sample_that_can_name_them(traced, total, named):
     expl = gc_causes.summarize({"label": "user/loop/default", "cell": {"backend": "user", "workload": "loop",
                                                                      "policy": "default", "bookkeeping": "none"},
                               "metadata": {"python": "3"}, "python": py})
-    kinds = {r["kind"]: r["text"] for r in expl["recommendations"]}
+    kinds = {r.kind: r.text for r in expl.recommendations}
     assert ("own-code" in kinds) is named, kinds
     assert ("few-sites" in kinds) is not named, kinds
     if named:

@@ -594,6 +594,12 @@ def test_each_jax_backends_step_keeps_its_promotion_budget(tmp_path):
     assert counts["jax"].startswith("promotions/step 0.00")
 
 
+def _requirements() -> list[str]:
+    """gcbench's own dependencies, as pyproject.toml names them."""
+    tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    return tomllib.loads((CASES.parent.parent / "pyproject.toml").read_text())["project"]["dependencies"]
+
+
 def _equinox_env(root: pathlib.Path, version: str) -> pathlib.Path:
     """A virtual environment with equinox `version` (and jax 0.8.0, as the commit bisect of
     reports/cpu-vit-bisect-equinox-commits) that imports this gcbench; built with uv."""
@@ -605,7 +611,7 @@ def _equinox_env(root: pathlib.Path, version: str) -> pathlib.Path:
     python = env / "bin" / "python"
     installed = made.returncode == 0 and subprocess.run(
         [uv, "pip", "install", "-q", "--python", str(python), f"equinox=={version}", "jax==0.8.0", "jaxlib==0.8.0",
-         "optax", "flax", "pytest", "numpy", "scipy", "jsonschema", "packaging", "filelock", "tqdm", "tomlkit"],
+         "optax", "flax", "pytest", *_requirements()],
         capture_output=True, text=True, timeout=900).returncode == 0
     if not installed:
         pytest.skip(f"equinox {version} with jax 0.8.0 could not be installed here (no package index?)")
@@ -835,7 +841,7 @@ def test_a_budget_without_the_settling_freeze_sees_what_a_freeze_fix_removes(pyt
             return b.figures
 
         def test_settled(gc_budget):
-            assert loop(gc_budget, True)["max_full_per_1000"] >= 0
+            assert loop(gc_budget, True).max_full_per_1000 >= 0
 
         def test_as_left(gc_budget):
             assert gc.get_freeze_count() == 0

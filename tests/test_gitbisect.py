@@ -89,15 +89,15 @@ def test_a_toy_packages_history_is_bisected_to_the_commit_that_changed_the_cell(
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     plan = json.loads((out / gitbisect.FILE).read_text())
     tab = gitbisect.table(plan, gitbisect.docs_by_env(results.load_dir(out)))
-    assert tab["first_bad"] == shas[4]
-    assert tab["builds"] == len(plan["tested"]) <= 5 == math.ceil(math.log2(7)) + 2
-    decisions = {r["sha"]: r["decision"] for r in tab["rows"]}
+    assert tab.first_bad == shas[4]
+    assert tab.builds == len(plan["tested"]) <= 5 == math.ceil(math.log2(7)) + 2
+    decisions = {r.sha: r.decision for r in tab.rows}
     assert decisions == {shas[0]: "good (endpoint)", shas[3]: "good", shas[5]: "skip", shas[4]: "bad",
                          shas[7]: "bad (endpoint)"}
-    skipped = next(r for r in tab["rows"] if r["sha"] == shas[5])
-    assert skipped["value"] is None
-    assert "gctoy" in skipped["why_not"]
-    assert tab["endpoints"].startswith("t test of the repeats")
+    skipped = next(r for r in tab.rows if r.sha == shas[5])
+    assert skipped.value is None
+    assert "gctoy" in skipped.why_not
+    assert tab.endpoints.startswith("t test of the repeats")
     assert f"first bad commit: {shas[4]}" in proc.stdout
     assert "tune the collector" in proc.stdout
     assert "files changed: sitecustomize.py" in proc.stdout

@@ -4,6 +4,7 @@ cover what they say, identical cells are called different at most 5 % of the tim
 the detectable change printed is the one found with 80 % power, the drift flag is
 calibrated, and fixed schedules of full collections are compared exactly."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -23,8 +24,8 @@ def repeat_log_medians(rng, cells: int, repeats: int, shift: float = 0.0) -> np.
     return med + rng.normal(0, SHIFT_SD, (cells, repeats)) + shift
 
 
-def values(log_medians: np.ndarray) -> dict:
-    return {"medians": np.exp(log_medians).tolist()}
+def values(log_medians: np.ndarray, **fields) -> comparison.RepeatValues:
+    return comparison.RepeatValues(medians=np.exp(log_medians).tolist(), **fields)
 
 
 def verdicts(rng, effect: float, pairs: int, repeats: int = REPEATS) -> dict[str, int]:
@@ -75,9 +76,9 @@ def test_no_interval_from_fewer_than_three_processes():
     rng = np.random.default_rng(3)
     assert stats.geometric(np.exp(repeat_log_medians(rng, 1, 2)[0])).ci is None
     c = comparison.compare_docs(docs(rng, 2, 10.0), docs(rng, 2, 30.0))
-    assert all(t.p is None and t.ci is None for t in c["rows"][0]["tests"] if not t.exact)
-    assert c["rows"][0]["verdict"] == "inconclusive"
-    assert "3 or more repeats" in c["rows"][0]["tests"][0].note
+    assert all(t.p is None and t.ci is None for t in c.rows[0].tests if not t.exact)
+    assert c.rows[0].verdict == "inconclusive"
+    assert "3 or more repeats" in c.rows[0].tests[0].note
 
 
 def test_the_gc_share_interval_covers_the_truth():
@@ -138,7 +139,7 @@ def test_pairing_by_round_cancels_a_drift_between_rounds():
         va, vb = comparison.repeat_values(a), comparison.repeat_values(b)
         assert comparison.paired_rounds(va, vb)
         paired = comparison.test_median(va, vb, 0.05, 0.05)
-        pooled = comparison.test_median(dict(va, rounds=None), vb, 0.05, 0.05)
+        pooled = comparison.test_median(dataclasses.replace(va, rounds=[]), vb, 0.05, 0.05)
         assert paired.paired
         assert not pooled.paired
         for t in (paired, pooled):
@@ -223,7 +224,7 @@ def test_identical_cells_two_runs_apart_are_rarely_called_different():
         a = repeat_log_medians(rng, 1, REPEATS)[0] + rng.normal(0, comparison.RUN_SD)
         b = repeat_log_medians(rng, 1, REPEATS)[0] + rng.normal(0, comparison.RUN_SD)
         for apart in (True, False):
-            t = comparison.test_median(dict(values(a), apart=apart), dict(values(b), apart=apart),
+            t = comparison.test_median(values(a, apart=apart), values(b, apart=apart),
                                     comparison.MIN_EFFECT, comparison.ALPHA)
             comparison.conclude([t], comparison.ALPHA)
             wrong[apart] += t.verdict in ("faster", "slower")
@@ -237,14 +238,14 @@ def test_fixed_schedules_are_compared_exactly_however_few_the_events():
     six = docs(rng, 3, 30.0, full_every=50, pause_ms=40)
     none = docs(rng, 3, 30.0)
     c = comparison.compare_docs(six, two)
-    full = c["rows"][0]["tests"][2]
+    full = c.rows[0].tests[2]
     assert full.exact
     assert full.verdict == "fewer full GCs"
     assert full.p is None
     assert "6 full collections in every repeat" in full.note
     assert "4 full collections in every repeat" in full.note
-    assert comparison.compare_docs(two, none)["rows"][0]["tests"][2].verdict == "fewer full GCs"
-    same = comparison.compare_docs(two, docs(rng, 3, 30.0, full_every=75, pause_ms=40))["rows"][0]["tests"][2]
+    assert comparison.compare_docs(two, none).rows[0].tests[2].verdict == "fewer full GCs"
+    same = comparison.compare_docs(two, docs(rng, 3, 30.0, full_every=75, pause_ms=40)).rows[0].tests[2]
     assert same.exact
     assert same.verdict == "same"
     # counts that vary between repeats: the per-repeat counts are tested, not pooled events

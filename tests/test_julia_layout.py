@@ -178,11 +178,11 @@ def test_result_fields_fit_the_schema():
     from gcbench.analysing import summary
 
     s = summary.summarize([doc]).stats
-    assert s["spikes"] == 1
-    assert s["spikes_at_full"] == 1
-    assert s["alloc_bytes_per_step"] == 1_300_000
-    assert s["full"]["count"] == 1
-    assert s["language"] == "julia"
+    assert s.spikes == 1
+    assert s.spikes_at_full == 1
+    assert s.alloc_bytes_per_step == 1_300_000
+    assert s.full.count == 1
+    assert s.language == "julia"
 
 
 def test_a_loss_summed_over_the_batch_is_caught():

@@ -74,10 +74,10 @@ def test_collections_between_steps_are_counted_and_charged_to_their_iteration(tm
 
     subprocess.run([sys.executable, "-c", LOADER, "lists", str(tmp_path / "lists")], check=True, timeout=120,
                    env=dict(os.environ, GCBENCH_EXPLAIN="1"))
-    (expl,) = gc_causes.load(tmp_path / "lists")["explanations"]
-    found = {r["kind"]: r for r in gc_causes.derive(expl, [doc])["recommendations"]}
-    assert "ran between steps, in your loop's own code outside `m.step()`" in found["between"]["text"]
-    assert not found["between"]["text"].endswith(gc_causes.HYPOTHESIS)  # a finding, not a remedy
+    (expl,) = gc_causes.load(tmp_path / "lists")
+    found = {r.kind: r for r in gc_causes.derive(expl, [doc]).recommendations}
+    assert "ran between steps, in your loop's own code outside `m.step()`" in found["between"].text
+    assert not found["between"].text.endswith(gc_causes.HYPOTHESIS)  # a finding, not a remedy
 
 
 def test_a_loader_fix_is_judged_on_the_loops_time_and_its_counts(tmp_path):
@@ -87,7 +87,7 @@ def test_a_loader_fix_is_judged_on_the_loops_time_and_its_counts(tmp_path):
     either way, does not decide it."""
     _loader(tmp_path, "lists", 3), _loader(tmp_path, "arrays", 3)
     c = comparison.compare_dirs(tmp_path / "lists", tmp_path / "arrays")
-    by = {t.metric: t for t in c["rows"][0]["tests"]}
+    by = {t.metric: t for t in c.rows[0].tests}
     assert by["full_rate"].verdict == "fewer full GCs"
     assert by["full_rate"].exact
     assert by["full_rate"].b == 0
@@ -125,10 +125,10 @@ def test_two_explicit_collections_a_step_count_twice():
     assert comparison.decide(t, 0.05) == "fewer full GCs"
     assert "explicit (gc.collect()) full collections per repeat 40 against 20" in t.note
     # explicit, with the calling line: the one line of `loop` that calls gc.collect(), 40 times a repeat
-    e = summary.summarize([two]).stats["explicit"]
-    assert e["collections"][-1] == 40
-    assert list(e["sites"].values()) == [40]
-    assert all(site.startswith(__file__) for site in e["sites"])
+    e = summary.summarize([two]).stats.explicit
+    assert e.collections[-1] == 40
+    assert list(e.sites.values()) == [40]
+    assert all(site.startswith(__file__) for site in e.sites)
     text = summary.describe_explicit(e)
     assert text.startswith("40 explicit (`gc.collect()`) collections per repeat, 40 of them full, called at "
                            "test_loop.py:")
@@ -160,7 +160,7 @@ with gcbench.measure("selfref", explain=sys.argv[1] == "1") as m:
             if step % 1000 == 999:  # the fix: collect every 1,000 steps
                 gc.collect()
     last = list(counts)
-garbage = m.explanation()["python"]["garbage"]["total"] if sys.argv[1] == "1" else None
+garbage = m.explanation().python.garbage.total if sys.argv[1] == "1" else None
 print(json.dumps({"collections": [b - a for a, b in zip(first, last)], "garbage": garbage,
                   "peak_mib": peak_mib(),
                   "tracked_per_1000": m.summary()["tracked_growth_per_1000"],
@@ -247,20 +247,20 @@ def test_a_build_that_keeps_what_it_builds_is_said_as_growing_memory_and_advised
     text = " ".join(verdict.sentences(summary.summarize_all(docs)))
     assert "Its memory grows across the loop:" in text, text
     assert "more objects every 1,000 steps" in text, text
-    (expl,) = gc_causes.load(folder)["explanations"]
-    alone = gc_causes.derive(expl, docs)["recommendations"]
-    remedies = [r for r in alone if r["kind"] not in gc_causes.FINDINGS]
+    (expl,) = gc_causes.load(folder)
+    alone = gc_causes.derive(expl, docs).recommendations
+    remedies = [r for r in alone if r.kind not in gc_causes.FINDINGS]
     assert remedies
-    assert all(r["text"].endswith(gc_causes.HYPOTHESIS) and not r["measured"] for r in remedies)
+    assert all(r.text.endswith(gc_causes.HYPOTHESIS) and not r.measured for r in remedies)
     for _ in range(3):
         run("freeze")
     docs = gcbench.load_dir(folder)
-    measured = {r["kind"]: r for r in gc_causes.derive(expl, docs)["recommendations"]}
+    measured = {r.kind: r for r in gc_causes.derive(expl, docs).recommendations}
     freeze = measured["scanning"]
-    assert freeze["measured"]
-    assert freeze["effect"].startswith("measured, user/build/default → user/build/freeze")
-    assert "full collections" in freeze["effect"]
-    assert not freeze["text"].endswith(gc_causes.HYPOTHESIS)
+    assert freeze.measured
+    assert freeze.effect.startswith("measured, user/build/default → user/build/freeze")
+    assert "full collections" in freeze.effect
+    assert not freeze.text.endswith(gc_causes.HYPOTHESIS)
 
 
 @pytest.mark.e2e

@@ -49,7 +49,7 @@ def repeats(full_at: list[list[int]], steps: int = 100, pressure: float = 2806, 
 
 def verdicts_of(a: list[dict], b: list[dict]) -> dict[str, comparison.Test]:
     c = comparison.compare_docs(a, b)
-    return {t.metric: t for t in c["rows"][0]["tests"]} | {"_row": c["rows"][0]}  # type: ignore[dict-item]
+    return {t.metric: t for t in c.rows[0].tests} | {"_row": c.rows[0]}  # type: ignore[dict-item]
 
 
 @pytest.mark.parametrize(("a", "b", "steps", "same"), [
@@ -76,7 +76,7 @@ def test_a_full_collection_more_in_a_window_is_the_same_phase_and_no_gate_fires(
     assert t["pressure"].verdict == "same"
     assert t["pressure"].exact
     row = t["_row"]
-    assert "same (phase): full collections 1 -> 2 a repeat" in row["summary"]
+    assert "same (phase): full collections 1 -> 2 a repeat" in row.summary
     from gcbench.commands.compare import failures
 
     c = comparison.compare_docs(a, b)
@@ -97,7 +97,7 @@ def test_more_allocations_a_step_are_said_with_both_figures():
     assert t["pressure"].exact
     assert t["pressure"].a == 2806
     assert t["pressure"].b == 3087
-    assert "more allocations (+10 %: 2,806 -> 3,087 tracked objects a step)" in t["_row"]["summary"]
+    assert "more allocations (+10 %: 2,806 -> 3,087 tracked objects a step)" in t["_row"].summary
     from gcbench.commands.compare import failures
 
     fired = failures(comparison.compare_docs(a, b), ("more-allocations",))

@@ -584,13 +584,13 @@ def test_the_why_figure_draws_the_tables_promotions_on_one_scale(monkeypatch):
           ax.get_ylim()) for ax in fig.axes]))
     with archive.opened(ROOT / "reports/cpu-vit-bisect-equinox-commits/results.tar.gz") as folder:
         docs = gcbench.load_dir(folder)
-        expl = [gc_causes.derive(e, docs, tests=False) for e in gc_causes.load(folder)["explanations"]]
+        expl = [gc_causes.derive(e, docs, tests=False) for e in gc_causes.load(folder)]
     with pytest.raises(UsageError):  # savefig wrote nothing
         plots.why_figure(expl, pathlib.Path("/nonexistent-gcbench/why.png"))
     left = [ax for ax in seen[0] if ax[0].startswith("objects promoted")]
     assert len(left) == len(expl) >= 2
     for (_, lines, texts, _), e in zip(left, expl, strict=True):
-        mean = e["full_interval"]["promoted_per_step"]
+        mean = e.full_interval.promoted_per_step
         assert lines == [pytest.approx(mean)]
         assert texts == [f"mean {stats.fmt(mean)} a step (the table's figure)"]
     assert len({ylim for *_, ylim in left}) == 1

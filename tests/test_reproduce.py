@@ -29,36 +29,35 @@ def _equinox_case(partition_every=100, filter_pause_ms=60.0):
 
 
 def _rows(doc, case):
-    return {r["claim"].split(" ")[0] + " " + r["claim"].split(" ")[1]: r
-            for c in doc["cases"] if c["name"] == case for r in c["rows"]}
+    return {r.claim.split(" ")[0] + " " + r.claim.split(" ")[1]: r for c in doc.cases if c.name == case for r in c.rows}
 
 
 def test_equinox_rows_give_figures_with_intervals_and_verdicts():
     doc = seed_cases.build(["equinox-spikes"], _equinox_case(), {"chosen": 2}, None, None, {})
-    assert doc["rule"] == seed_cases.RULE
-    assert "widened" in doc["rule"]
+    assert doc.rule == seed_cases.RULE
+    assert "widened" in doc.rule
     rows = _rows(doc, "equinox-spikes")
-    assert rows["median step"]["verdict"] == "setting"
-    assert "at batch 2 on this CPU" in rows["median step"]["measured"]
+    assert rows["median step"].verdict == "setting"
+    assert "at batch 2 on this CPU" in rows["median step"].measured
     spike = rows["a step"]
     # a 60 ms pause on 10 ms steps: 7 x, the seed's 6.2 x within 2x of its interval, not within it: said so
-    assert spike["verdict"] == WIDE
-    assert "(95 % " in spike["measured"]
-    assert "15 full collections in every repeat of 300 steps" in spike["measured"]
+    assert spike.verdict == WIDE
+    assert "(95 % " in spike.measured
+    assert "15 full collections in every repeat of 300 steps" in spike.measured
     part = rows["eqx.partition +"]
     assert (
-        part["verdict"] == "reproduced"
+        part.verdict == "reproduced"
     )
     assert (
-        "exact: fixed schedules" in part["measured"]
+        "exact: fixed schedules" in part.measured
     )
-    assert "3 full collections in every repeat" in part["measured"]
-    assert part["ratio"] == "0.20"
-    assert rows["Flax NNX:"]["verdict"] == "not"
-    assert "no compensating dip" in rows["Flax NNX:"]["reason"]
+    assert "3 full collections in every repeat" in part.measured
+    assert part.ratio == "0.20"
+    assert rows["Flax NNX:"].verdict == "not"
+    assert "no compensating dip" in rows["Flax NNX:"].reason
     off = rows["disabling the"]
-    assert off["verdict"] == "reproduced"
-    assert "no full collections in any repeat" in off["measured"]
+    assert off.verdict == "reproduced"
+    assert "no full collections in any repeat" in off.measured
 
 
 def test_the_nnx_row_looks_for_the_step_that_gives_the_time_back():
@@ -71,8 +70,8 @@ def test_the_nnx_row_looks_for_the_step_that_gives_the_time_back():
             d["wall_ns"] = wall.astype(np.int64).tolist()
     built = seed_cases.build(["equinox-spikes"], docs, {"chosen": 2}, None, None, {})
     row = _rows(built, "equinox-spikes")["Flax NNX:"]
-    assert row["verdict"] == "reproduced"
-    assert "the step after it 0.3" in row["measured"]
+    assert row.verdict == "reproduced"
+    assert "the step after it 0.3" in row.measured
 
 
 WIDE = "reproduced (only within the interval widened 2x for the hardware)"
@@ -91,8 +90,8 @@ def test_weak_signatures_are_partly_or_not():
     doc = seed_cases.build(["equinox-spikes"], _equinox_case(partition_every=20, filter_pause_ms=15.0),
                           {"chosen": 2}, None, None, {})
     rows = _rows(doc, "equinox-spikes")
-    assert rows["a step"]["verdict"] == "partly"
-    assert rows["eqx.partition +"]["verdict"] == "not"
+    assert rows["a step"].verdict == "partly"
+    assert rows["eqx.partition +"].verdict == "not"
 
 
 def test_a_case_that_could_not_run_says_why_and_the_rest_still_has_rows():
@@ -130,36 +129,36 @@ def test_a_case_that_could_not_run_says_why_and_the_rest_still_has_rows():
                           "no Julia installed", {})
     eqx = _rows(doc, "equinox-spikes")
     assert list(eqx) == ["every claim"]
-    assert eqx["every claim"]["reason"] == \
+    assert eqx["every claim"].reason == \
         "equinox-filter did not run: worker exited with code 3"
     flux = _rows(doc, "flux-many-small")
-    assert flux["step time,"]["verdict"] == "not run"
-    assert flux["step time,"]["reason"] == "Flux: no Julia installed"
-    assert flux["parameters of"]["measured"].startswith("222,130")
-    assert flux["parameters of"]["verdict"] == "reproduced"
+    assert flux["step time,"].verdict == "not run"
+    assert flux["step time,"].reason == "Flux: no Julia installed"
+    assert flux["parameters of"].measured.startswith("222,130")
+    assert flux["parameters of"].verdict == "reproduced"
     gather = _rows(doc, "gather-memory")
-    assert gather["compiled memory"]["verdict"] == "reproduced"  # the forward's, then the gradient's
-    assert [r["measured"] for c in doc["cases"] if c["name"] == "gather-memory" for r in c["rows"]][:2] == \
+    assert gather["compiled memory"].verdict == "reproduced"  # the forward's, then the gradient's
+    assert [r.measured for c in doc.cases if c.name == "gather-memory" for r in c.rows][:2] == \
         ["128.01 GiB", "224.02 GiB"]
     assert (
-        gather["an int16"]["verdict"] == "reproduced"
+        gather["an int16"].verdict == "reproduced"
     )
     assert (
-        "for a 48 GiB int16 index" in gather["an int16"]["measured"]
+        "for a 48 GiB int16 index" in gather["an int16"].measured
     )
     fourfold = gather["with an"]  # the seed's "fourfold": 2.2 x here, the direction only
-    assert fourfold["verdict"] == "partly"
-    assert "2.20 x" in fourfold["measured"]
+    assert fourfold.verdict == "partly"
+    assert "2.20 x" in fourfold.measured
 
 
 def test_a_report_rebuilds_the_rows_from_the_results_they_rest_on():
     docs = _equinox_case()
     stored = seed_cases.build(["equinox-spikes"], docs, {"chosen": 2}, None, None, {})
-    stored["cases"][0]["rows"] = []  # as if written by an older gcbench
+    stored.cases[0].rows = []  # as if written by an older gcbench
     rebuilt = seed_cases.rebuild(stored, docs, None)
-    assert rebuilt["cases"][0]["rows"] == seed_cases.build(["equinox-spikes"], docs, {"chosen": 2}, None, None,
-                                                          {})["cases"][0]["rows"]
-    inputs_missing = {"cases": [{"name": "x", "rows": []}]}
+    assert rebuilt.cases[0].rows == seed_cases.build(["equinox-spikes"], docs, {"chosen": 2}, None, None,
+                                                      {}).cases[0].rows
+    inputs_missing = seed_cases.Reproduction([seed_cases.Case("x", "seed", {}, [])])
     assert seed_cases.rebuild(inputs_missing, docs, None) is inputs_missing
 
 
@@ -173,14 +172,14 @@ def test_a_match_only_through_the_widened_interval_is_named_as_such():
 def test_the_answer_counts_every_claim_of_the_seeds_and_says_why_some_did_not_run():
     from gcbench.publishing.report.seed_section import answer
 
-    rows = [{"claim": "median step", "verdict": "setting", "reason": ""},
-            {"claim": "a full-collection step", "verdict": "reproduced (only within the interval widened 2x for the "
-             "hardware)", "reason": ""},
-            {"claim": "partition is rarer", "verdict": "reproduced", "reason": ""},
-            {"claim": "nnx dips", "verdict": "not", "reason": ""}]
-    flux = [{"claim": "step time", "verdict": "not run", "reason": "Flux: no Julia here"},
-            {"claim": "every 4th step", "verdict": "not run", "reason": "Flux: no Julia here"}]
-    doc = {"cases": [{"seed": "000: equinox", "rows": rows}, {"seed": "001: flux", "rows": flux}]}
+    Row, Case = seed_cases.Row, seed_cases.Case
+    rows = [Row("median step", "-", verdict="setting"),
+            Row("a full-collection step", "-", verdict="reproduced (only within the interval widened 2x for the "
+                "hardware)"),
+            Row("partition is rarer", "-", verdict="reproduced"), Row("nnx dips", "-", verdict="not")]
+    flux = [Row("step time", "-", verdict="not run", reason="Flux: no Julia here"),
+            Row("every 4th step", "-", verdict="not run", reason="Flux: no Julia here")]
+    doc = seed_cases.Reproduction([Case("equinox", "000: equinox", {}, rows), Case("flux", "001: flux", {}, flux)])
     text = answer(doc)
     assert text.startswith("Of the seeds' 5 claims, 2 reproduced (1 of them only within the interval widened for "
                            "the hardware), 1 not, 2 not run.")

@@ -49,29 +49,29 @@ def test_a_fixed_schedule_is_recognised_and_written_out():
     ev = np.zeros(300, int)
     ev[[82, 145, 193, 236]] = 1
     sched = stats.schedule([ev, ev.copy(), ev.copy()])
-    assert sched["constant"]
-    assert sched["same_steps"]
-    assert sched["at"] == [82, 145, 193, 236]
+    assert sched.constant
+    assert sched.same_steps
+    assert sched.at == [82, 145, 193, 236]
     assert stats.format_schedule(sched) == "4 full collections in every repeat of 300 steps, at steps 82, 145, 193, 236"
     assert stats.short_schedule(sched) == "4 in every repeat, same steps"
     assert stats.every(sched) == 75.0  # steps over events
-    assert stats.per_1000(sched)["ci"] == (pytest.approx(4 / 0.3), pytest.approx(4 / 0.3))
+    assert stats.per_1000(sched).ci == (pytest.approx(4 / 0.3), pytest.approx(4 / 0.3))
     moved = ev.copy()
     moved[[82, 83]] = [0, 1]
     other = stats.schedule([ev, moved])
-    assert other["constant"]
-    assert not other["same_steps"]
+    assert other.constant
+    assert not other.same_steps
     assert stats.format_schedule(other).endswith("(at different steps)")
     varies = stats.schedule([ev, np.r_[ev[:150], np.zeros(150, int)]])
-    assert not varies["constant"]
-    assert varies["counts"] == [4, 2]
+    assert not varies.constant
+    assert varies.counts == [4, 2]
 
     assert stats.format_schedule(varies) == "4, 2 full collections in the repeats of 300 steps (6 in 600)"
     one = stats.schedule([ev])
-    assert not one["constant"]
+    assert not one.constant
     assert stats.format_schedule(one).endswith("(one repeat)")
     none = stats.schedule([np.zeros(50, int)] * 3)
-    assert none["constant"]
+    assert none.constant
     assert stats.format_schedule(none) == "no full collections in any repeat of 50 steps"
     long = np.zeros(300, int)
     long[::20] = 1
@@ -92,22 +92,22 @@ def test_event_steps_against_their_neighbours_per_repeat():
         walls.append(wall)
         fulls.append(full)
     out = stats.event_summary(walls, fulls)
-    assert out["count"] == 30
-    assert out["every"] == 30.0
-    assert out["schedule"]["same_steps"]
-    assert out["extra_ns"] == pytest.approx(40e6, rel=0.02)  # the mean of the repeats' medians
-    lo, hi = out["extra_ci_ns"]
+    assert out.count == 30
+    assert out.every == 30.0
+    assert out.schedule.same_steps
+    assert out.extra_ns == pytest.approx(40e6, rel=0.02)  # the mean of the repeats' medians
+    lo, hi = out.extra_ci_ns
     assert lo < 40e6 < hi
     assert hi - lo < 20e6
-    assert out["ratio"] == pytest.approx(5.0, rel=0.05)
-    assert out["after_ratio"] == pytest.approx(0.5, rel=0.05)
-    assert out["after_ratio_ci"][1] < 1
+    assert out.ratio == pytest.approx(5.0, rel=0.05)
+    assert out.after_ratio == pytest.approx(0.5, rel=0.05)
+    assert out.after_ratio_ci[1] < 1
     single = stats.event_summary([walls[0], walls[1]], [fulls[0], np.zeros(300, int)])
-    assert single["repeats_with_events"] == 1
-    assert single["extra_ci_ns"] is None
+    assert single.repeats_with_events == 1
+    assert single.extra_ci_ns is None
     none = stats.event_summary(walls, [np.zeros(300)] * 3)
-    assert none["count"] == 0
-    assert "extra_ns" not in none
+    assert none.count == 0
+    assert none.extra_ns is None
 
 
 def test_drift_is_flagged_and_noise_is_not():
@@ -148,7 +148,7 @@ def test_a_schedule_counts_collections_not_steps_that_hold_one():
     twice, once = np.zeros(40, int), np.zeros(40, int)
     twice[::2], once[::2] = 2, 1
     a, b = stats.schedule([twice, twice.copy()]), stats.schedule([once, once.copy()])
-    assert a["counts"] == [40, 40]
-    assert b["counts"] == [20, 20]
-    assert a["at"] == b["at"]
+    assert a.counts == [40, 40]
+    assert b.counts == [20, 20]
+    assert a.at == b.at
     assert stats.format_schedule(a).startswith("40 full collections in every repeat of 40 steps, at steps 0, 2, 4")

@@ -24,6 +24,8 @@ from .running import config  # and the suites' module, which gcbench.measure alw
 if TYPE_CHECKING:  # names for the annotations only: nothing more is imported into the user's process
     from types import FrameType
 
+    from .analysing.explanation_records import Explanation
+
 DEFAULT_CAPACITY = 100_000
 MAX_CAPACITY = 10_000_000  # as many timed steps as a run may have
 RSS_EVERY = 50  # steps between samples of the resident set size
@@ -369,7 +371,7 @@ class Measurement:
         self._count_tracked_end()
         return self._diagnosis.survivors()
 
-    def explanation(self) -> dict:
+    def explanation(self) -> Explanation:
         """With `explain=True`: what the collector did and why (what `gcbench explain`
         records for gcbench's own cells)."""
         from .analysing import gc_causes

@@ -22,7 +22,7 @@ def workload_claims(cells: list[summary.CellSummary], min_effect: float = compar
     return out
 
 
-def _policy_tests(ok: list[summary.CellSummary], values: dict, min_effect: float,
+def _policy_tests(ok: list[summary.CellSummary], values: dict[tuple, comparison.RepeatValues], min_effect: float,
                   alpha: float) -> list[tuple[str, comparison.Test, tuple]]:
     """Each policy against `default` on the same backend, workload and environment."""
     out: list[tuple[str, comparison.Test, tuple]] = []
@@ -34,16 +34,16 @@ def _policy_tests(ok: list[summary.CellSummary], values: dict, min_effect: float
                 continue
             vo = values[other.key]
             ctx = (base, other, vb, vo)
-            if vb["full"] > 0 or vo["full"] > 0:
+            if vb.full > 0 or vo.full > 0:
                 out.append(("policy_full", comparison.test_full(vb, vo, min_effect, alpha), ctx))
-            if sum(base.measured["collections"]) > 0:  # GC time is credited only where collections ran
+            if sum(base.measured.collections) > 0:  # GC time is credited only where collections ran
                 out.append(("policy_share", comparison.test_gc_share(vb, vo, min_effect, alpha), ctx))
             out.append(("policy_median", comparison.test_median(vb, vo, min_effect, alpha), ctx))
             out.append(("policy_mean", comparison.test_mean(vb, vo, min_effect, alpha), ctx))
     return out
 
 
-def _rankings(ok: list[summary.CellSummary], values: dict, min_effect: float,
+def _rankings(ok: list[summary.CellSummary], values: dict[tuple, comparison.RepeatValues], min_effect: float,
               alpha: float) -> list[tuple[str, comparison.Test, tuple]]:
     """Per environment, the fastest backend against the slowest under one policy."""
     out: list[tuple[str, comparison.Test, tuple]] = []
@@ -52,8 +52,8 @@ def _rankings(ok: list[summary.CellSummary], values: dict, min_effect: float,
             [cs for cs in ok if summary.context(cs.key) == env]
         ranked = [cs for cs in here if cs.key[2] == here[0].key[2]]
         if len(ranked) > 1:
-            fastest = min(ranked, key=lambda cs: cs.measured["median_ms"])
-            slowest = max(ranked, key=lambda cs: cs.measured["median_ms"])
+            fastest = min(ranked, key=lambda cs: cs.measured.median_ms)
+            slowest = max(ranked, key=lambda cs: cs.measured.median_ms)
             t = comparison.test_median(values[fastest.key], values[slowest.key], min_effect, alpha)
             out.append(("ranking", t, (fastest, slowest, len(ranked))))
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -110,8 +111,7 @@ class Test:
         lo, hi = self.estimate - q, self.estimate + q
         return (math.exp(lo), math.exp(hi)) if self.ratio_metric else (lo, hi)
 
-    def to_json(self) -> dict:
-        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("estimate", "se", "df")}
+    NOT_WRITTEN: ClassVar[tuple[str, ...]] = ("estimate", "se", "df")  # the test's workings, not its result
 
 
 def _t_test(a: np.ndarray, b: np.ndarray, paired: bool) -> tuple[float, float, float, float]:
@@ -156,7 +156,7 @@ def _tested(metric, a, b, effect, xa, xb, paired, margin, alpha, note: str = "",
     return t
 
 
-def runs_apart(va: dict, vb: dict) -> bool | None:
+def runs_apart(va: RepeatValues, vb: RepeatValues) -> bool | None:
     """Whether two cells were measured in different invocations (True), in the same one
     (False: repeats of both share a run id), or it cannot be told (None: a side records none).
     Where run ids cannot tell (a user's loops, each repeat its own process), sides whose
@@ -164,56 +164,56 @@ def runs_apart(va: dict, vb: dict) -> bool | None:
     were measured over one period, as rounds of one run are: not apart. The run term is a
     level shared by a run's repeats over its moment (measured between runs 20 minutes to
     days apart), which interleaved repeats share too."""
-    rounds_a, rounds_b = va.get("rounds") or [], vb.get("rounds") or []
+    rounds_a, rounds_b = va.rounds or [], vb.rounds or []
     if not rounds_a or not rounds_b or None in rounds_a or None in rounds_b:
-        sa, sb = va.get("started") or [], vb.get("started") or []
+        sa, sb = va.started or [], vb.started or []
         if sa and sb and None not in sa and None not in sb and min(sa) < max(sb) and min(sb) < max(sa):
             return False
         return None
     return not ({r[0] for r in rounds_a} & {r[0] for r in rounds_b})
 
 
-def _too_few(va: dict, vb: dict, paired: bool) -> str | None:
+def _too_few(va: RepeatValues, vb: RepeatValues, paired: bool) -> str | None:
     if paired:
         return None
-    if len(va["medians"]) < stats.MIN_PROCESSES or len(vb["medians"]) < stats.MIN_PROCESSES:
-        return (f"needs {stats.MIN_PROCESSES} or more repeats on each side (A: {len(va['medians'])}, "
-                f"B: {len(vb['medians'])}); no verdict from fewer processes")
+    if len(va.medians) < stats.MIN_PROCESSES or len(vb.medians) < stats.MIN_PROCESSES:
+        return (f"needs {stats.MIN_PROCESSES} or more repeats on each side (A: {len(va.medians)}, "
+                f"B: {len(vb.medians)}); no verdict from fewer processes")
     return None
 
 
-def common_rounds(va: dict, vb: dict) -> list[tuple[int, int]]:
+def common_rounds(va: RepeatValues, vb: RepeatValues) -> list[tuple[int, int]]:
     """(index in A, index in B) of the rounds both cells used in one invocation (empty
     when either does not record its invocation, or they ran in different ones)."""
-    ra, rb = va.get("rounds") or [], vb.get("rounds") or []
+    ra, rb = va.rounds or [], vb.rounds or []
     if not ra or not rb or None in ra or None in rb or len({r[0] for r in ra + rb}) != 1:
         return []
     where = {r: i for i, r in enumerate(rb)}
     return [(i, where[r]) for i, r in enumerate(ra) if r in where]
 
 
-def paired_rounds(va: dict, vb: dict) -> bool:
+def paired_rounds(va: RepeatValues, vb: RepeatValues) -> bool:
     """Whether two cells ran in the same invocation with at least PAIRED_MIN_ROUNDS rounds
     that both used: then their tests are paired by round, on those rounds."""
     return len(common_rounds(va, vb)) >= PAIRED_MIN_ROUNDS
 
 
-def _sides(va: dict, vb: dict, key: str, paired: bool, f=np.asarray) -> tuple[np.ndarray, np.ndarray]:
+def _sides(va: RepeatValues, vb: RepeatValues, key: str, paired: bool, f=np.asarray) -> tuple[np.ndarray, np.ndarray]:
     """A's and B's per-repeat `key`, on the common rounds when paired."""
-    a, b = f(va[key]), f(vb[key])
+    a, b = f(va.per_repeat(key)), f(vb.per_repeat(key))
     if paired:
         ia, ib = zip(*common_rounds(va, vb), strict=True)
         return a[list(ia)], b[list(ib)]
     return a, b
 
 
-def untimed(va: dict, vb: dict) -> tuple[str, str] | None:
+def untimed(va: RepeatValues, vb: RepeatValues) -> tuple[str, str] | None:
     """Why times of A and B cannot be compared: ("load", words) where either side's repeats
     ran on a loaded machine, ("machine", words) where the sides ran on different kinds of
     machine; None where they can."""
-    if va.get("machine") and vb.get("machine") and va["machine"] != vb["machine"]:
-        return "machine", f"other machine: A ran on {va['node']}, B on {vb['node']}"
-    loaded = [f"{side} {v['load']}" for side, v in (("A", va), ("B", vb)) if v.get("loaded")]
+    if va.machine and vb.machine and va.machine != vb.machine:
+        return "machine", f"other machine: A ran on {va.node}, B on {vb.node}"
+    loaded = [f"{side} {v.load}" for side, v in (("A", va), ("B", vb)) if v.loaded]
     return ("load", "loaded machine: " + "; ".join(loaded)) if loaded else None
 
 
@@ -221,19 +221,19 @@ def _not_judged(metric: str, a, b, effect, margin: float, why: str) -> Test:
     return Test(metric, a, b, effect, None, None, margin, why, not_judged=why, verdict=NOT_JUDGED)
 
 
-def _loaded_most(va: dict, vb: dict, key: str) -> float | None:
+def _loaded_most(va: RepeatValues, vb: RepeatValues, key: str) -> float | None:
     """The larger `key` (load_pressure, load_others) of the two sides' loaded repeats; None
     where a loaded side did not read it."""
     values: list[float] = []
     for v in (va, vb):
-        if v.get("loaded"):
-            if v.get(key) is None:
+        if v.loaded:
+            if v.per_repeat(key) is None:
                 return None
-            values.append(float(v[key]))
+            values.append(float(v.per_repeat(key)))
     return max(values) if values else None
 
 
-def load_margin(metric: str, va: dict, vb: dict) -> tuple[float, str]:
+def load_margin(metric: str, va: RepeatValues, vb: RepeatValues) -> tuple[float, str]:
     """The ratio beyond which a timed test of two sides, one or both loaded, is judged
     (LOAD_MARGIN), or (0, why it cannot be judged at all)."""
     pressure = _loaded_most(va, vb, "load_pressure")
@@ -252,8 +252,8 @@ def load_margin(metric: str, va: dict, vb: dict) -> tuple[float, str]:
     return max(LOAD_MARGIN[metric], 1 / (1 - pressure)), ""
 
 
-def _under_load(metric: str, why_not: tuple[str, str] | None, va: dict,
-                vb: dict) -> tuple[tuple[str, str] | None, float]:
+def _under_load(metric: str, why_not: tuple[str, str] | None, va: RepeatValues,
+                vb: RepeatValues) -> tuple[tuple[str, str] | None, float]:
     """(what keeps the test from being judged, the load margin it is judged beyond): a loaded
     side is judged beyond `load_margin`, or not at all."""
     if not why_not or why_not[0] != "load" or metric not in LOAD_MARGIN:
@@ -264,14 +264,14 @@ def _under_load(metric: str, why_not: tuple[str, str] | None, va: dict,
     return None, margin
 
 
-def _test_ratio(metric: str, key: str, va: dict, vb: dict, min_effect: float, alpha: float,
+def _test_ratio(metric: str, key: str, va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: float,
                 run_term: tuple[float, float] | None = None) -> Test:
     """B's per-repeat `key` against A's, as a ratio of geometric means: the t test of
     their logarithms (paired by round where both ran in the same rounds); two runs apart,
     widened by the level of each run (RUN_SD) where time is compared; not judged where
     the machine does not allow a time to be compared (`untimed`), except a change beyond
     what load alone moves (LOAD_MARGIN) on a loaded machine."""
-    a, b = np.log(va[key]), np.log(vb[key])
+    a, b = np.log(va.per_repeat(key)), np.log(vb.per_repeat(key))
     ga, gb = float(np.exp(a.mean())), float(np.exp(b.mean()))
     untimed_why = untimed(va, vb) if metric in TIMED else None
     why_not, load_margin = _under_load(metric, untimed_why, va, vb)
@@ -281,12 +281,12 @@ def _test_ratio(metric: str, key: str, va: dict, vb: dict, min_effect: float, al
     why = _too_few(va, vb, paired)
     if why:
         def values(v):
-            return ", ".join(stats.fmt(x) for x in v[key])
+            return ", ".join(stats.fmt(x) for x in v.per_repeat(key))
         if load_margin:
             return _not_judged(metric, ga, gb, gb / ga, min_effect, f"{untimed_why[1]}; {why}")  # type: ignore[index]
         return Test(metric, ga, gb, gb / ga, None, None, min_effect, f"{why}: A {values(va)}, B {values(vb)}")
     xa, xb = _sides(va, vb, key, paired, lambda v: np.log(v))
-    apart = va.get("apart") or vb.get("apart")
+    apart = va.apart or vb.apart
     run_sd, run_df = run_term or (RUN_SD, RUN_DF)
     timed_apart = apart and metric in ("median", "mean")
     t = _tested(metric, ga, gb, gb / ga, xa, xb, paired, min_effect, alpha,
@@ -296,26 +296,26 @@ def _test_ratio(metric: str, key: str, va: dict, vb: dict, min_effect: float, al
     return t
 
 
-def test_median(va: dict, vb: dict, min_effect: float, alpha: float,
+def test_median(va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: float,
                 run_term: tuple[float, float] | None = None) -> Test:
     """The typical step: per-repeat medians. `run_term`: the run term's sd and degrees of
     freedom two runs apart (default RUN_SD, RUN_DF)."""
     return _test_ratio("median", "medians", va, vb, min_effect, alpha, run_term)
 
 
-def test_mean(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
+def test_mean(va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: float) -> Test:
     """The time a run takes: per-repeat mean steps (what GC spikes cost)."""
     return _test_ratio("mean", "means", va, vb, min_effect, alpha)
 
 
-def test_memory(va: dict, vb: dict, min_effect: float, alpha: float) -> Test | None:
+def test_memory(va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: float) -> Test | None:
     """Peak resident set size over the timed steps, where both sides sampled it."""
-    if not va.get("peak_rss") or not vb.get("peak_rss"):
+    if not va.peak_rss or not vb.peak_rss:
         return None
     return _test_ratio("peak_rss", "peak_rss", va, vb, min_effect, alpha)
 
 
-def test_gc_share(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
+def test_gc_share(va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: float) -> Test:
     """The collector's share of the run's time. Where a side ran on a loaded machine, the
     share in CPU time (pauses' CPU time over the steps'), which load moves less than the
     wall-time share, judged only beyond what load alone moved it (LOAD_MARGIN); otherwise,
@@ -324,12 +324,12 @@ def test_gc_share(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
     why_not, load_margin = untimed_why, 0.0
     key, note = "shares", ""
     if untimed_why and untimed_why[0] == "load":
-        if va.get("cpu_shares") and vb.get("cpu_shares"):
+        if va.cpu_shares and vb.cpu_shares:
             why_not, load_margin = _under_load("gc_share", untimed_why, va, vb)
             key, note = "cpu_shares", f"in CPU time ({untimed_why[1]})"
         else:
             why_not = ("load", f"{untimed_why[1]}; a side did not record the collector's CPU time")
-    a, b = np.asarray(va[key]), np.asarray(vb[key])
+    a, b = np.asarray(va.per_repeat(key)), np.asarray(vb.per_repeat(key))
     ma, mb = float(a.mean()), float(b.mean())
     margin = max(min_effect * max(ma, mb), GC_SHARE_FLOOR)
     if why_not:
@@ -349,7 +349,7 @@ def test_gc_share(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
     return t
 
 
-def within_phase(sa: dict, sb: dict, allowance: tuple[list[int], list[int]] | None = None,
+def within_phase(sa: stats.Schedule, sb: stats.Schedule, allowance: tuple[list[int], list[int]] | None = None,
                  explicit: tuple[list[int], list[int]] | None = None) -> bool:
     """Whether every repeat of both schedules (`counts` in `steps`) fits one rate: a schedule
     of period P over N steps holds floor(N/P) or ceil(N/P) events in a window, whichever
@@ -359,38 +359,38 @@ def within_phase(sa: dict, sb: dict, allowance: tuple[list[int], list[int]] | No
     side: `gc.collect()` calls) have no phase: they must be the same in every repeat, and
     only the collector's own are fitted. True when some rate fits every repeat of A and B."""
     lo, hi = 0.0, math.inf
-    extra = allowance or ([0] * len(sa["counts"]), [0] * len(sb["counts"]))
-    asked = explicit or ([0] * len(sa["counts"]), [0] * len(sb["counts"]))
+    extra = allowance or ([0] * len(sa.counts), [0] * len(sb.counts))
+    asked = explicit or ([0] * len(sa.counts), [0] * len(sb.counts))
     if len(set(asked[0]) | set(asked[1])) > 1:
         return False
     for sched, more, own in ((sa, extra[0], asked[0]), (sb, extra[1], asked[1])):
-        for c, n, a, e in zip(sched["counts"], sched["steps"], more, own, strict=True):
+        for c, n, a, e in zip(sched.counts, sched.steps, more, own, strict=True):
             if n <= 0:
                 return False
             lo, hi = max(lo, (c - e - 1 - a) / n), min(hi, (c - e + 1 + a) / n)
     return lo < hi
 
 
-def _test_count(metric: str, sa: dict, sb: dict, va: dict, vb: dict, key: str, note: str, min_effect: float,
-                alpha: float, allowance: tuple[list[int], list[int]] | None = None,
+def _test_count(metric: str, sa: stats.Schedule, sb: stats.Schedule, va: RepeatValues, vb: RepeatValues, key: str,
+                note: str, min_effect: float, alpha: float, allowance: tuple[list[int], list[int]] | None = None,
                 explicit: tuple[list[int], list[int]] | None = None, phase: bool = True) -> Test:
     """A count, A against B. `same (phase)` when one rate fits every repeat of both sides
     (`within_phase`): the difference is what the schedule's phase makes, which the heap a
     loop starts from moves. Otherwise exact when each side's schedule (`sa`, `sb`) has the
     same count per step in every repeat; else a t test of the per-repeat counts per 1,000
     steps (`key` of the repeat values). Counts do not depend on load: always judged."""
-    ra, rb = np.asarray(va[key]), np.asarray(vb[key])
+    ra, rb = np.asarray(va.per_repeat(key)), np.asarray(vb.per_repeat(key))
     ma, mb = float(ra.mean()), float(rb.mean())
     margin = min_effect * max(ma, mb)
-    per_repeat = (float(np.mean(sa["counts"])), float(np.mean(sb["counts"])))
+    per_repeat = (float(np.mean(sa.counts)), float(np.mean(sb.counts)))
     # a side whose collector was off collected only when asked: its counts have no phase
-    scheduled = phase and not (va.get("collector_off") or vb.get("collector_off"))
-    if scheduled and (sa["counts"] != sb["counts"] or not (sa["constant"] and sb["constant"])) and \
+    scheduled = phase and not (va.collector_off or vb.collector_off)
+    if scheduled and (sa.counts != sb.counts or not (sa.constant and sb.constant)) and \
             within_phase(sa, sb, allowance, explicit):
         return Test(metric, ma, mb, mb - ma, (mb - ma, mb - ma), None, margin,
                     f"{note}; within what the schedule's phase moves (the heap a loop starts from sets it)", True,
                     phase=True, per_repeat=per_repeat)
-    if sa["constant"] and sb["constant"]:
+    if sa.constant and sb.constant:
         return Test(metric, ma, mb, mb - ma, (mb - ma, mb - ma), None, margin, note, True, per_repeat=per_repeat)
     paired = paired_rounds(va, vb)
     why = _too_few(va, vb, paired)
@@ -400,46 +400,47 @@ def _test_count(metric: str, sa: dict, sb: dict, va: dict, vb: dict, key: str, n
     return _tested(metric, ma, mb, mb - ma, xa, xb, paired, margin, alpha, note)
 
 
-def young_alike(va: dict, vb: dict) -> bool:
+def young_alike(va: RepeatValues, vb: RepeatValues) -> bool:
     """Whether the two sides' collections of every generation are within what a phase moves
     (one, and two per full collection, per repeat): then a difference of their full
     collections can be the phase; otherwise the loop collects differently, and its full
     collections differ with it."""
-    allowance = tuple([PHASE_YOUNG_PER_FULL * f for f in v["schedule"]["counts"]] for v in (va, vb))
-    return within_phase(va["all_collections"], vb["all_collections"], allowance,  # type: ignore[arg-type]
-                        (va["explicit_all"], vb["explicit_all"]))
+    allowance = tuple([PHASE_YOUNG_PER_FULL * f for f in v.schedule.counts] for v in (va, vb))
+    return within_phase(va.all_collections, vb.all_collections, allowance,  # type: ignore[arg-type]
+                        (va.explicit_all, vb.explicit_all))
 
 
-def test_full(va: dict, vb: dict, min_effect: float, alpha: float) -> Test:
+def test_full(va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: float) -> Test:
     """Full collections per 1,000 steps (`_test_count`): within the phase only where the
     collections of every generation are alike (`young_alike`)."""
-    sa, sb = va["schedule"], vb["schedule"]
+    sa, sb = va.schedule, vb.schedule
     note = f"{stats.format_schedule(sa)}, against {stats.format_schedule(sb)}"
-    ea, eb = va.get("explicit"), vb.get("explicit")
+    ea, eb = va.explicit, vb.explicit
     if ea or eb:  # gc.collect() calls, told apart from the collector's own
         def full(e):
             return stats.fmt(e["per_repeat"][-1]) if e else "0"
         note += f"; explicit (gc.collect()) full collections per repeat {full(ea)} against {full(eb)}"
     return _test_count("full_rate", sa, sb, va, vb, "full_per_1000", note, min_effect, alpha,
-                       explicit=(va["explicit_full"], vb["explicit_full"]), phase=young_alike(va, vb))
+                       explicit=(va.explicit_full, vb.explicit_full), phase=young_alike(va, vb))
 
 
-def test_collections(va: dict, vb: dict, min_effect: float, alpha: float, full_alike: bool = False) -> Test:
+def test_collections(va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: float,
+                     full_alike: bool = False) -> Test:
     """Collections of every generation, those between steps too, per 1,000 steps
     (`_test_count`). With `full_alike` (the full collections are the same, or within their
     phase), each full collection may also have moved the young counter by
     PHASE_YOUNG_PER_FULL collections, wherever it fell."""
-    sa, sb = va["all_collections"], vb["all_collections"]
-    note = (f"{stats.format_schedule(sa, 'collections')} ({'/'.join(map(str, va['per_generation']))} by generation), "
+    sa, sb = va.all_collections, vb.all_collections
+    note = (f"{stats.format_schedule(sa, 'collections')} ({'/'.join(map(str, va.per_generation))} by generation), "
             f"against {stats.format_schedule(sb, 'collections')} "
-            f"({'/'.join(map(str, vb['per_generation']))})")
-    allowance = tuple([PHASE_YOUNG_PER_FULL * f if full_alike else 0 for f in v["schedule"]["counts"]]
+            f"({'/'.join(map(str, vb.per_generation))})")
+    allowance = tuple([PHASE_YOUNG_PER_FULL * f if full_alike else 0 for f in v.schedule.counts]
                       for v in (va, vb))
     return _test_count("collections", sa, sb, va, vb, "collections_per_1000", note, min_effect, alpha,
-                       allowance, (va["explicit_all"], vb["explicit_all"]))  # type: ignore[arg-type]
+                       allowance, (va.explicit_all, vb.explicit_all))  # type: ignore[arg-type]
 
 
-def test_pressure(va: dict, vb: dict, min_effect: float, alpha: float) -> Test | None:
+def test_pressure(va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: float) -> Test | None:
     """The tracked-allocation pressure per step (Python: net new tracked objects; Julia:
     bytes allocated), per repeat the mean over the timed steps after the first: what a
     different starting heap does not move (`summary.pressure_per_step`). Exact where each
@@ -447,14 +448,14 @@ def test_pressure(va: dict, vb: dict, min_effect: float, alpha: float) -> Test |
     when it reaches `min_effect` and, for tracked objects, one object a step
     (`PRESSURE_RESOLUTION`); otherwise a t test of the per-repeat values. A count: always
     judged. None where a side did not record it."""
-    a, b = va.get("pressure"), vb.get("pressure")
-    if not a or not b or va.get("pressure_unit") != vb.get("pressure_unit"):
+    a, b = va.pressure, vb.pressure
+    if not a or not b or va.pressure_unit != vb.pressure_unit:
         return None
     xa, xb = np.asarray(a, np.float64), np.asarray(b, np.float64)
     ma, mb = float(xa.mean()), float(xb.mean())
     margin = max(min_effect * max(abs(ma), abs(mb)),
-                 PRESSURE_RESOLUTION if va["pressure_unit"] == "tracked objects" else 0.0)
-    note = f"{stats.fmt(ma)} -> {stats.fmt(mb)} {va['pressure_unit']} a step"
+                 PRESSURE_RESOLUTION if va.pressure_unit == "tracked objects" else 0.0)
+    note = f"{stats.fmt(ma)} -> {stats.fmt(mb)} {va.pressure_unit} a step"
     if len(set(a)) == 1 and len(set(b)) == 1:  # the same in every repeat: a fact of each side
         return Test("pressure", ma, mb, mb - ma, (mb - ma, mb - ma), None, margin, note, True)
     paired = paired_rounds(va, vb)
@@ -465,7 +466,7 @@ def test_pressure(va: dict, vb: dict, min_effect: float, alpha: float) -> Test |
     return _tested("pressure", ma, mb, mb - ma, xa, xb, paired, margin, alpha, note)
 
 
-def cell_tests(va: dict, vb: dict, min_effect: float, alpha: float) -> list[Test]:
+def cell_tests(va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: float) -> list[Test]:
     """The repeat-level tests of cell A against cell B (their `repeat_values`): median step,
     GC share, full collections and mean step, in that order, then collections of every
     generation, then peak memory and the allocations per step where both sides recorded
@@ -568,7 +569,54 @@ def _decide_exact(t: Test, changed: str) -> str:
     return "same"
 
 
-def repeat_values(docs: list[ResultDoc]) -> dict:
+def _no_schedule() -> stats.Schedule:
+    return stats.count_schedule([], [])
+
+
+@dataclasses.dataclass
+class RepeatValues:
+    """What compare tests, per repeat of one cell (`repeat_values`): times over the repeats
+    used (flagged ones left out), counts over every ok repeat. Every field has a default, so
+    that a simulation gives only what its test reads (`RepeatValues(medians=[...])`)."""
+
+    medians: list[float] = dataclasses.field(default_factory=list)  # median step per repeat, ms
+    means: list[float] = dataclasses.field(default_factory=list)  # mean iteration per repeat, ms
+    shares: list[float] = dataclasses.field(default_factory=list)  # GC share of the loop's time per repeat
+    cpu_shares: list[float] | None = None  # GC share of CPU time per repeat, where every repeat recorded it
+    peak_rss: list[float] | None = None
+    schedule: stats.Schedule = dataclasses.field(default_factory=_no_schedule)  # the full collections
+    full_per_1000: list[float] = dataclasses.field(default_factory=list)
+    full: int = 0
+    steps: int = 0
+    all_collections: stats.Schedule = dataclasses.field(default_factory=_no_schedule)  # collections of every generation
+    collections_per_1000: list[float] = dataclasses.field(default_factory=list)
+    per_generation: list[int] = dataclasses.field(default_factory=list)
+    pressure: list[float] | None = None  # allocations a step per repeat, where every repeat counted them in one unit
+    pressure_unit: str | None = None
+    explicit: summary.Explicit | None = None  # the loop's own gc.collect() calls
+    explicit_full: list[int] = dataclasses.field(default_factory=list)  # per repeat
+    explicit_all: list[int] = dataclasses.field(default_factory=list)  # per repeat
+    collector_off: bool = False  # every repeat ran with the collector off
+    loaded: bool = False  # the repeats the times rest on ran loaded
+    load_pressure: float | None = None
+    load_others: float | None = None
+    load: str = ""
+    machine: str | None = None  # the kind of machine the first repeat ran on
+    node: str | None = None
+    # per repeat used: (run id, repeat number), None where the run is not recorded; and when it
+    # started (seconds since the epoch), None where unknown
+    rounds: list[Any] = dataclasses.field(default_factory=list)
+    started: list[Any] = dataclasses.field(default_factory=list)
+    repeats: int = 0  # used
+    flagged: int = 0
+    apart: bool = False  # two runs apart (set by `compare_cells`)
+
+    def per_repeat(self, key: str) -> Any:
+        """The per-repeat values a test reads by name (`medians`, `shares`, `full_per_1000`, ...)."""
+        return getattr(self, key)
+
+
+def repeat_values(docs: list[ResultDoc]) -> RepeatValues:
     """What compare tests, from the ok repeats of one cell (flagged repeats left out)."""
     ok = [d for d in docs if d["status"] == "ok"]
     used, flags = summary.used_repeats(ok)
@@ -577,63 +625,42 @@ def repeat_values(docs: list[ResultDoc]) -> dict:
     colls = stats.count_schedule(
         [sum(summary.collections_by_generation(d)) for d in ok], [len(d["wall_ns"]) for d in ok]
     )
-    memory = summary.memory_summary(used) or {}
+    memory = summary.memory_summary(used) or summary.MemoryStats()
     cpu = [summary.cpu_gc_share(d) for d in used]
-    return {
-        **_pressure_values(ok),
-        "medians": [float(np.median(w)) / 1e6 for w in walls],
-        "means": [float(summary.iterations(d).mean()) / 1e6 for d in used],
-        "peak_rss": memory.get("repeat_peak_rss_mb"),
-        "shares": [summary.gc_share(d) for d in used],
-        "schedule": sched,
-        "full_per_1000": stats.per_1000(sched)["per_repeat"],
-        "full": sched["total"],
-        "steps": sched["total_steps"],
-        "all_collections": colls,
-        **_explicit_values(ok),
-        "collections_per_1000": stats.per_1000(colls)["per_repeat"],
-        "per_generation": np.sum([summary.collections_by_generation(d) for d in ok], axis=0).tolist(),
-        "cpu_shares": cpu if None not in cpu else None,
-        **_load_values(used),
-        **_machine_values(ok),
-        "rounds": [(results.run_id(d), d["repeat"]) if results.run_id(d) else None for d in used],
-        "started": [results.started(d) for d in used],
-        "repeats": len(used),
-        "flagged": sum(1 for f in flags.values() if f),
-    }
-
-
-def _pressure_values(ok: list[ResultDoc]) -> dict:
-    """Allocations a step, per repeat (flagged repeats too: a count), where every repeat
-    counted them in one unit."""
     pressure = [summary.pressure_per_step(d) for d in ok]
     units = {unit for _, unit in pressure}
-    return {"pressure": [x for x, _ in pressure] if len(units) == 1 and None not in units else None,
-            "pressure_unit": units.pop() if len(units) == 1 else None}
-
-
-def _explicit_values(ok: list[ResultDoc]) -> dict:
-    """The loop's own gc.collect() calls, and whether it ran with the collector off."""
-    return {
-        "explicit": summary.explicit_summary(ok),
-        "explicit_full": [summary.explicit_by_generation(d)[-1] for d in ok],  # per repeat: gc.collect() calls
-        "collector_off": bool(ok) and all(results.part(d, "gc_state").get("gc_enabled") is False for d in ok),
-        "explicit_all": [sum(summary.explicit_by_generation(d)) for d in ok],
-    }
-
-
-def _load_values(used: list[ResultDoc]) -> dict:
-    """Whether the repeats the times rest on ran loaded, and how much."""
     loaded = [d for d in used if summary.repeat_load(d)]
-    return {"loaded": bool(loaded), "load_pressure": _most([summary.load_level(d)[0] for d in loaded]),
-            "load_others": _most([summary.load_level(d)[1] for d in loaded]), "load": summary.describe_load(used)}
-
-
-def _machine_values(ok: list[ResultDoc]) -> dict:
-    """The kind of machine the first repeat ran on (times are compared within one kind)."""
     meta = results.part(ok[0], "metadata") if ok else {}
-    return {"machine": json_key(metadata.machine_identity(meta)) if meta.get("cpu") else None,
-            "node": metadata.node_type(meta)}
+    return RepeatValues(
+        medians=[float(np.median(w)) / 1e6 for w in walls],
+        means=[float(summary.iterations(d).mean()) / 1e6 for d in used],
+        shares=[summary.gc_share(d) for d in used],
+        cpu_shares=cast("list[float]", cpu) if None not in cpu else None,
+        peak_rss=memory.repeat_peak_rss_mb,
+        schedule=sched,
+        full_per_1000=stats.per_1000(sched).per_repeat,
+        full=sched.total,
+        steps=sched.total_steps,
+        all_collections=colls,
+        collections_per_1000=stats.per_1000(colls).per_repeat,
+        per_generation=np.sum([summary.collections_by_generation(d) for d in ok], axis=0).tolist(),
+        pressure=[cast(float, x) for x, _ in pressure] if len(units) == 1 and None not in units else None,
+        pressure_unit=units.pop() if len(units) == 1 else None,
+        explicit=summary.explicit_summary(ok),
+        explicit_full=[summary.explicit_by_generation(d)[-1] for d in ok],  # per repeat: gc.collect() calls
+        explicit_all=[sum(summary.explicit_by_generation(d)) for d in ok],
+        collector_off=bool(ok) and all(results.part(d, "gc_state").get("gc_enabled") is False for d in ok),
+        loaded=bool(loaded),
+        load_pressure=_most([summary.load_level(d)[0] for d in loaded]),
+        load_others=_most([summary.load_level(d)[1] for d in loaded]),
+        load=summary.describe_load(used),
+        machine=json_key(metadata.machine_identity(meta)) if meta.get("cpu") else None,
+        node=metadata.node_type(meta),
+        rounds=[(results.run_id(d), d["repeat"]) if results.run_id(d) else None for d in used],
+        started=[results.started(d) for d in used],
+        repeats=len(used),
+        flagged=sum(1 for f in flags.values() if f),
+    )
 
 
 def _most(values: list) -> float | None:
@@ -641,7 +668,22 @@ def _most(values: list) -> float | None:
     return None if not values or None in values else float(max(values))
 
 
-def detectable(cells_values: list[dict], alpha: float, tests: int = 1, run_sd: float = 0.0) -> dict | None:
+@dataclasses.dataclass(frozen=True)
+class Detectable:
+    """The smallest change of a median step a comparison detects with 80 % power (`detectable`)."""
+
+    spread: float  # between repeats (log medians), pooled over the cells
+    repeats: int  # typical per cell
+    single: float | None  # for one test (None: none below 100x)
+    needed: int | None  # repeats per cell that would detect POWER_TARGET
+    run_sd: float  # each run's own level, two runs apart (0: one run)
+    floor: float | None  # two runs apart: what no number of repeats passes
+    corrected: float | None  # at the first step of the correction over `tests`
+    tests: int
+
+
+def detectable(cells_values: list[RepeatValues], alpha: float, tests: int = 1,
+               run_sd: float = 0.0) -> Detectable | None:
     """The smallest change of a median step that a comparison of these cells (their
     `repeat_values`) with as many repeats on the other side detects with 80 % power: from
     the spread between repeats pooled over every cell (log medians), at their typical
@@ -651,7 +693,7 @@ def detectable(cells_values: list[dict], alpha: float, tests: int = 1, run_sd: f
     does: more repeats then approach a floor that no number of them passes."""
     ss, df, sizes = 0.0, 0, []
     for v in cells_values:
-        x = np.log(v["medians"])
+        x = np.log(v.medians)
         if len(x) >= 2:
             ss += float(((x - x.mean()) ** 2).sum())
             df += len(x) - 1
@@ -664,9 +706,9 @@ def detectable(cells_values: list[dict], alpha: float, tests: int = 1, run_sd: f
     needed = None if single is not None and single <= POWER_TARGET else \
         next((r for r in range(n + 1, 100)
               if (stats.detectable_change(sd, r, r, alpha, run_sd=run_sd) or 1e9) <= POWER_TARGET), None)
-    return {"spread": sd, "repeats": n, "single": single, "needed": needed, "run_sd": run_sd,
-            "floor": stats.detectable_change(sd, 1000, 1000, alpha, run_sd=run_sd) if run_sd else None,
-            "corrected": stats.detectable_change(sd, n, n, alpha / max(tests, 1), run_sd=run_sd), "tests": tests}
+    return Detectable(sd, n, single, needed, run_sd,
+                      stats.detectable_change(sd, 1000, 1000, alpha, run_sd=run_sd) if run_sd else None,
+                      stats.detectable_change(sd, n, n, alpha / max(tests, 1), run_sd=run_sd), tests)
 
 
 def settings_differ(docs_a: list[ResultDoc], docs_b: list[ResultDoc]) -> list[str]:
@@ -738,8 +780,39 @@ def _across_policies(a: dict, b: dict) -> tuple[list[tuple[tuple, tuple]], list[
                                for ka, kb in pairs[:4]) + (" ..." if len(pairs) > 4 else "") + ")"]
 
 
+@dataclasses.dataclass
+class PairRow:
+    """A pair of cells compared: its tests (corrected with the comparison's others) and verdicts."""
+
+    cell: str
+    key_a: list[str]
+    key_b: list[str]
+    repeats: list[int]  # used, A and B
+    runs_apart: bool
+    flagged: list[int]
+    forced: list[str]  # the settings that differ, where --force compared them anyway
+    tests: list[Test]
+    verdict: str = ""  # of the first test
+    summary: str = ""  # every verdict, in words
+
+
+@dataclasses.dataclass
+class Comparison:
+    """Two sets of results compared (`compare_docs`): what `gcbench compare` prints and writes."""
+
+    alpha: float
+    min_effect: float
+    tests: int  # tests with a p-value, corrected together
+    rows: list[PairRow]
+    refused: list[str]  # pairs whose settings differ
+    notes: list[str]
+    detectable: Detectable | None
+    a: str = ""  # the sides, as given
+    b: str = ""
+
+
 def compare_docs(docs_a: list[ResultDoc], docs_b: list[ResultDoc], min_effect: float = MIN_EFFECT, alpha: float = ALPHA,
-                 force: bool = False) -> dict:
+                 force: bool = False) -> Comparison:
     """The comparison of two sets of result documents (docs/internals.md, `gcbench.analysing.comparison`)."""
     _check_levels(min_effect, alpha)
     nodes_a, nodes_b = summary.node_types(docs_a), summary.node_types(docs_b)
@@ -749,7 +822,9 @@ def compare_docs(docs_a: list[ResultDoc], docs_b: list[ResultDoc], min_effect: f
     if by_node:
         notes.insert(0, f"results of several kinds of machine ({len(nodes_a)} in A, {len(nodes_b)} in B): a cell is "
                         "compared only with the same cell on the same kind of machine, never pooled across them")
-    rows, refused = [], []
+    rows: list[PairRow] = []
+    refused: list[str] = []
+    values: list[RepeatValues] = []
     for ka, kb in pairs:
         label = _pair_label(ka, kb)
         da, db = a[ka], b[kb]
@@ -762,16 +837,16 @@ def compare_docs(docs_a: list[ResultDoc], docs_b: list[ResultDoc], min_effect: f
         if differ and not force:
             refused.append(f"{label}: {'; '.join(differ)}")
             continue
-        rows.append(_pair_row(label, ka, kb, da, db, differ, min_effect, alpha))
-    tests = [t for r in rows for t in r["tests"]]
+        row, pair = _pair_row(label, ka, kb, da, db, differ, min_effect, alpha)
+        rows.append(row)
+        values += pair
+    tests = [t for r in rows for t in r.tests]
     conclude(tests, alpha)
     for r in rows:
-        r["verdict"] = r["tests"][0].verdict
-        r["summary"] = overall(r["tests"])
+        r.verdict, r.summary = r.tests[0].verdict, overall(r.tests)
     m = sum(t.p is not None for t in tests)
-    return {"alpha": alpha, "min_effect": min_effect, "tests": m, "rows": rows, "refused": refused, "notes": notes,
-            "detectable": detectable([v for r in rows for v in r.pop("_values")], alpha, m,
-                                     run_sd=RUN_SD if any(r["runs_apart"] for r in rows) else 0.0)}
+    return Comparison(alpha, min_effect, m, rows, refused, notes,
+                      detectable(values, alpha, m, run_sd=RUN_SD if any(r.runs_apart for r in rows) else 0.0))
 
 
 def _check_levels(min_effect: float, alpha: float) -> None:
@@ -790,13 +865,12 @@ def _pair_label(ka: tuple, kb: tuple) -> str:
 
 
 def _pair_row(label: str, ka: tuple, kb: tuple, da: list[ResultDoc], db: list[ResultDoc], differ: list[str],
-              min_effect: float, alpha: float) -> dict:
-    """One pair of cells, tested (not yet corrected with the others)."""
+              min_effect: float, alpha: float) -> tuple[PairRow, tuple[RepeatValues, RepeatValues]]:
+    """One pair of cells, tested (not yet corrected with the others), and their values."""
     va, vb = repeat_values(da), repeat_values(db)
-    va["apart"] = vb["apart"] = runs_apart(va, vb) is not False  # two folders: apart unless they share a run
-    return {"cell": label, "key_a": list(ka), "key_b": list(kb), "repeats": [va["repeats"], vb["repeats"]],
-            "runs_apart": va["apart"], "flagged": [va["flagged"], vb["flagged"]], "forced": differ,
-            "tests": cell_tests(va, vb, min_effect, alpha), "_values": (va, vb)}
+    va.apart = vb.apart = runs_apart(va, vb) is not False  # two folders: apart unless they share a run
+    return PairRow(label, list(ka), list(kb), [va.repeats, vb.repeats], va.apart, [va.flagged, vb.flagged], differ,
+                   cell_tests(va, vb, min_effect, alpha)), (va, vb)
 
 
 def split_sides(docs: list[ResultDoc], base: str, head: str) -> tuple[list[ResultDoc], list[ResultDoc]]:
@@ -814,14 +888,11 @@ def split_sides(docs: list[ResultDoc], base: str, head: str) -> tuple[list[Resul
     return sides[0], sides[1]
 
 
-def compare_dirs(dir_a, dir_b, min_effect: float = MIN_EFFECT, alpha: float = ALPHA, force: bool = False) -> dict:
+def compare_dirs(dir_a, dir_b, min_effect: float = MIN_EFFECT, alpha: float = ALPHA,
+                 force: bool = False) -> Comparison:
     out = compare_docs(results.load_dir(dir_a), results.load_dir(dir_b), min_effect, alpha, force)
-    out.update(a=str(dir_a), b=str(dir_b))
+    out.a, out.b = str(dir_a), str(dir_b)
     return out
-
-
-def to_json(comparison: dict) -> dict:
-    return {**comparison, "rows": [{**r, "tests": [t.to_json() for t in r["tests"]]} for r in comparison["rows"]]}
 
 
 def _change(t: Test) -> str:
@@ -840,29 +911,29 @@ def _change(t: Test) -> str:
     return text
 
 
-def levels(c: dict) -> str:
+def levels(c: Comparison) -> str:
     """The level of the printed intervals, in words."""
-    lv = {round(100 * t.level, 2) for r in c["rows"] for t in r["tests"] if t.p is not None}
-    return f"{'/'.join(f'{x:g}' for x in sorted(lv))} %" if lv else f"{100 * (1 - c['alpha']):g} %"
+    lv = {round(100 * t.level, 2) for r in c.rows for t in r.tests if t.p is not None}
+    return f"{'/'.join(f'{x:g}' for x in sorted(lv))} %" if lv else f"{100 * (1 - c.alpha):g} %"
 
 
-def format_detectable(d: dict | None) -> str:
+def format_detectable(d: Detectable | None) -> str:
     if d is None:
         return "smallest detectable change: needs 2 or more repeats per cell"
-    one = f"{100 * d['single']:.0f} %" if d["single"] is not None else "none below 100x"
-    apart = (f" and each run's own level ({100 * d['run_sd']:.1f} %: the two sides are two runs apart)"
-             if d.get("run_sd") else "")
-    text = (f"smallest change of a median detected with 80 % power at {d['repeats']} repeats per cell and the "
-            f"spread measured here ({100 * d['spread']:.1f} % between repeats){apart}: {one} for one test")
-    if d.get("needed"):
-        text += f"; {d['needed']} repeats per cell would detect {100 * POWER_TARGET:.0f} %"
-    elif d.get("run_sd") and (d["single"] is None or d["single"] > POWER_TARGET):
-        floor = f"{100 * d['floor']:.0f} %" if d.get("floor") is not None else "none"
+    one = f"{100 * d.single:.0f} %" if d.single is not None else "none below 100x"
+    apart = (f" and each run's own level ({100 * d.run_sd:.1f} %: the two sides are two runs apart)"
+             if d.run_sd else "")
+    text = (f"smallest change of a median detected with 80 % power at {d.repeats} repeats per cell and the "
+            f"spread measured here ({100 * d.spread:.1f} % between repeats){apart}: {one} for one test")
+    if d.needed:
+        text += f"; {d.needed} repeats per cell would detect {100 * POWER_TARGET:.0f} %"
+    elif d.run_sd and (d.single is None or d.single > POWER_TARGET):
+        floor = f"{100 * d.floor:.0f} %" if d.floor is not None else "none"
         text += (f"; no number of repeats detects {100 * POWER_TARGET:.0f} % across two runs (the floor is {floor}): "
                  "measure both sides in one run (--env BASE --env HEAD, then compare --base/--head)")
-    if d["tests"] > 1:
-        many = f"{100 * d['corrected']:.0f} %" if d["corrected"] is not None else "none below 100x"
-        text += f", {many} for one change among {d['tests']} tests"
+    if d.tests > 1:
+        many = f"{100 * d.corrected:.0f} %" if d.corrected is not None else "none below 100x"
+        text += f", {many} for one change among {d.tests} tests"
     return text
 
 
@@ -928,10 +999,10 @@ def _counts(f: Test, colls: Test) -> tuple[str, str]:
     return f"{stats.fmt(f.a)}->{stats.fmt(f.b)}", f"{stats.fmt(colls.a)}->{stats.fmt(colls.b)}"
 
 
-def machine_lines(c: dict) -> list[str]:
+def machine_lines(c: Comparison) -> list[str]:
     """One line per reason the machine kept times from being judged (a loaded machine,
     another kind of machine), with what still is judged."""
-    reasons = {r["cell"]: t.not_judged for r in c["rows"] for t in r["tests"] if t.not_judged}
+    reasons = {r.cell: t.not_judged for r in c.rows for t in r.tests if t.not_judged}
     if not reasons:
         return []
     other = [w for w in reasons.values() if w.startswith("other machine")]
@@ -942,7 +1013,7 @@ def machine_lines(c: dict) -> list[str]:
                      "counts are, within the phase a different starting heap gives their schedules, and the "
                      "allocations per step exactly")
     if loaded:
-        lines.append(f"times not judged in {len(loaded)} of {len(c['rows'])} cells ({loaded[0]}"
+        lines.append(f"times not judged in {len(loaded)} of {len(c.rows)} cells ({loaded[0]}"
                      + (", and alike in the others" if len(loaded) > 1 else "")
                      + "): counts are judged, and a time only where it changed by more than load alone moves "
                        f"it (median and mean step at least x{LOAD_MARGIN['median']:g}, more under CPU pressure; GC "
@@ -950,31 +1021,31 @@ def machine_lines(c: dict) -> list[str]:
     return lines
 
 
-def _comparison_row(r: dict) -> list[str]:
+def _comparison_row(r: PairRow) -> list[str]:
     """One cell's row of the comparison table: counts A->B, then the times and their changes."""
-    by = {t.metric: t for t in r["tests"]}
+    by = {t.metric: t for t in r.tests}
     m, g, f, mean, colls = by["median"], by["gc_share"], by["full_rate"], by["mean"], by["collections"]
     pressure = by.get("pressure")
     cpu = " cpu" if g.note.startswith("in CPU time") else ""
-    return [r["cell"] + (" (forced)" if r["forced"] else "") + (" (paired by round)" if m.paired else ""),
+    return [r.cell + (" (forced)" if r.forced else "") + (" (paired by round)" if m.paired else ""),
             *_counts(f, colls), f"{stats.fmt(pressure.a)}->{stats.fmt(pressure.b)}" if pressure else "-",
-            f"{100 * g.a:.2f}->{100 * g.b:.2f}{cpu}",
+            f"{100 * (g.a or 0.0):.2f}->{100 * (g.b or 0.0):.2f}{cpu}",
             f"{stats.fmt(m.a)}->{stats.fmt(m.b)}", _change(m) if not m.not_judged else NOT_JUDGED,
             f"{stats.fmt(mean.a)}->{stats.fmt(mean.b)}", _change(mean) if not mean.not_judged else NOT_JUDGED]
 
 
-def _comparison_words(r: dict) -> str:
+def _comparison_words(r: PairRow) -> str:
     """One cell's verdicts in words, under its row."""
-    by = {t.metric: t for t in r["tests"]}
+    by = {t.metric: t for t in r.tests}
     f, memory = by["full_rate"], by.get("peak_rss")
-    words = r.get("summary") or overall(r["tests"])
-    why = next((t.note for t in r["tests"][:1] if t.note and t.verdict == "inconclusive" and t.p is None), "")
+    words = r.summary or overall(r.tests)
+    why = next((t.note for t in r.tests[:1] if t.note and t.verdict == "inconclusive" and t.p is None), "")
     extra = f"; peak memory {stats.fmt(memory.a)}->{stats.fmt(memory.b)} MiB {_change(memory)}" if memory else ""
     return (f"  {words}" + (f" ({why})" if why else "") +
             (" (full collections exact: fixed schedules)" if f.exact and not f.phase and (f.a or f.b) else "") + extra)
 
 
-def format_comparison(c: dict) -> str:
+def format_comparison(c: Comparison) -> str:
     """The comparison as a table, counts first: per cell, full collections and collections
     per 1,000 steps, the GC share, then the typical step (median) and the time a run takes
     (mean step) with their changes and intervals, then the cell's verdicts in words; then
@@ -982,24 +1053,24 @@ def format_comparison(c: dict) -> str:
     did not allow times to be judged, one line says so first."""
     head = ["cell", "full/1000 A->B", "colls/1000 A->B", "allocs/step A->B", "GC % A->B", "median ms A->B",
             "median change (CI)", "mean ms A->B", "mean change (CI)"]
-    body = [_comparison_row(r) for r in c["rows"]]
-    verdicts = [_comparison_words(r) for r in c["rows"]]
-    named = ", ".join(NAMES[m] for m in SAID_ORDER if any(t.metric == m for r in c["rows"] for t in r["tests"]))
-    tested = (f"tests of the {named}: {c['tests']} with a p-value, corrected together (Benjamini-Hochberg, false "
-              f"discovery rate {c['alpha']:g}); intervals at {levels(c)} (false coverage rate {c['alpha']:g})") \
+    body = [_comparison_row(r) for r in c.rows]
+    verdicts = [_comparison_words(r) for r in c.rows]
+    named = ", ".join(NAMES[m] for m in SAID_ORDER if any(t.metric == m for r in c.rows for t in r.tests))
+    tested = (f"tests of the {named}: {c.tests} with a p-value, corrected together (Benjamini-Hochberg, false "
+              f"discovery rate {c.alpha:g}); intervals at {levels(c)} (false coverage rate {c.alpha:g})") \
         if named else "nothing tested"
     lines = [terminal.wrap(x) for x in machine_lines(c)]
     lines.append(terminal.wrap(f"repeats are the unit; counts first (exact where schedules are fixed); {tested}; "
-                               f"minimum effect {100 * c['min_effect']:g} %"))
+                               f"minimum effect {100 * c.min_effect:g} %"))
     # too wide for the terminal: the A->B values go before the changes and their intervals
     lines += terminal.table(head, body, drop=(7, 5, 3, 2, 4),
                             extra={i: [terminal.wrap(w.strip(), "  ", "    ")] for i, w in enumerate(verdicts)})
     if not body:
         lines.append("(no cell ran ok in both folders)")
-    elif any(t.metric == "median" and not t.not_judged for r in c["rows"] for t in r["tests"]):
-        lines.append(terminal.wrap(format_detectable(c.get("detectable"))))
-    if c["refused"]:
+    elif any(t.metric == "median" and not t.not_judged for r in c.rows for t in r.tests):
+        lines.append(terminal.wrap(format_detectable(c.detectable)))
+    if c.refused:
         lines.append("refused (settings differ; --force compares them anyway):")
-        lines += [terminal.wrap(x, "  ", "    ") for x in c["refused"]]
-    lines += [terminal.wrap(x) for x in c["notes"]]
+        lines += [terminal.wrap(x, "  ", "    ") for x in c.refused]
+    lines += [terminal.wrap(x) for x in c.notes]
     return "\n".join(lines)

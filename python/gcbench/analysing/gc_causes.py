@@ -5,9 +5,10 @@ How it works, and why: docs/internals.md, `gcbench.analysing.gc_causes`.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import statistics
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,7 +17,20 @@ from ..core.errors import UsageError
 from ..measuring import diagnose
 from ..measuring.diagnostic_run import DISTURBED, RAW_FORMAT
 from ..measuring.results import ResultDoc
+from . import explanation_records as records
 from . import stats
+from .explanation_records import (
+    Census,
+    Collection,
+    Explanation,
+    FullInterval,
+    JuliaAllocs,
+    PythonDiagnosis,
+    Recommendation,
+)
+
+if TYPE_CHECKING:
+    from .comparison import RepeatValues
 
 FILE = "explain.json"
 FORMAT = "gcbench-explain"
@@ -29,33 +43,31 @@ def _share(counter: dict, total: int, top: int = 5) -> list[list]:
     return [[k, v, v / total if total else 0.0] for k, v in list(counter.items())[:top]]
 
 
-def paid_collections(py: dict) -> list[dict]:
+def paid_collections(py: PythonDiagnosis) -> list[Collection]:
     """Every collection the loop paid for: in its steps, and between them while it ran (a
     diagnosis watches from the loop's start to its end; results from before the steps
     between were told apart name them step -1 too)."""
-    return [c for c in py["collections"] if c["step"] < py["steps"]]
+    return [c for c in py.collections if c.step < py.steps]
 
 
-def full_interval(py: dict) -> dict:
+def full_interval(py: PythonDiagnosis) -> FullInterval:
     """The interval between full collections that CPython's rule predicts from what the run
     promoted, against the interval observed in the run."""
-    steps = py["steps"]
-    promoted = statistics.fmean(py["promoted_per_step"]) if steps else 0.0
+    steps = py.steps
+    promoted = statistics.fmean(py.promoted_per_step) if steps else 0.0
     paid = paid_collections(py)
-    gen1_per_step = sum(1 for c in paid if c["generation"] == 1) / steps if steps else 0.0
-    sizes = [size for _, size in py["oldest"]] or [py["scanned"]["total"] // max(py["scanned"]["collections"], 1)]
+    gen1_per_step = sum(1 for c in paid if c.generation == 1) / steps if steps else 0.0
+    sizes = [size for _, size in py.oldest] or [py.scanned.total // max(py.scanned.collections, 1)]
     oldest = statistics.median(sizes) if sizes else 0
-    thr2 = py["thresholds"][2] if len(py["thresholds"]) > 2 else 10
+    thr2 = py.thresholds[2] if len(py.thresholds) > 2 else 10
     by_count = (thr2 + 1) / gen1_per_step if gen1_per_step else None
     by_promotion = (oldest / 4) / promoted if promoted else None
     # every full collection the loop paid for, at its step, or before the step it preceded
-    full = sorted(c["step"] if c["step"] >= 0 else c.get("before_step", 0) for c in paid if c["generation"] >= 2)
+    full = sorted(c.step if c.step >= 0 else (c.before_step or 0) for c in paid if c.generation >= 2)
     observed = statistics.median(b - a for a, b in itertools.pairwise(full)) if len(full) > 1 else None
     # None: the rule never fires at this rate (no collection of generation 1, or nothing promoted)
     predicted = None if by_count is None or by_promotion is None else max(by_count, by_promotion)
-    return {"promoted_per_step": promoted, "gen1_per_step": gen1_per_step, "oldest_objects": oldest,
-            "threshold2": thr2, "by_count": by_count, "by_promotion": by_promotion,
-            "predicted": predicted, "observed": observed, "full_collections": len(full)}
+    return FullInterval(promoted, gen1_per_step, oldest, thr2, by_count, by_promotion, predicted, observed, len(full))
 
 
 def _effect(docs: list[ResultDoc] | None, base: tuple, other: tuple, env: str | None = None,
@@ -93,13 +105,13 @@ def _pair(docs: list[ResultDoc], base: tuple, other: tuple, env: str | None) -> 
     return a, b, other
 
 
-def _figures(va: dict, vb: dict, base: tuple, other: tuple) -> str:
+def _figures(va: RepeatValues, vb: RepeatValues, base: tuple, other: tuple) -> str:
     """The change in figures alone (a report's Findings test it)."""
     def gm(v, k):
-        return float(np.exp(np.mean(np.log(v[k]))))
-    return (f"measured, {'/'.join(base)} → {'/'.join(other)}: GC share {100 * np.mean(va['shares']):.2f} % → "
-            f"{100 * np.mean(vb['shares']):.2f} %; full collections (repeats of {va['schedule']['steps'][0]:,} "
-            f"steps): {stats.short_schedule(va['schedule'])} → {stats.short_schedule(vb['schedule'])}; median "
+        return float(np.exp(np.mean(np.log(v.per_repeat(k)))))
+    return (f"measured, {'/'.join(base)} → {'/'.join(other)}: GC share {100 * np.mean(va.shares):.2f} % → "
+            f"{100 * np.mean(vb.shares):.2f} %; full collections (repeats of {va.schedule.steps[0]:,} "
+            f"steps): {stats.short_schedule(va.schedule)} → {stats.short_schedule(vb.schedule)}; median "
             f"step {stats.fmt(gm(va, 'medians'))} → {stats.fmt(gm(vb, 'medians'))} ms, mean step "
             f"{stats.fmt(gm(va, 'means'))} → {stats.fmt(gm(vb, 'means'))} ms (tested in Findings)")
 
@@ -121,7 +133,7 @@ def _ratio_words(t) -> str:
     return f"{t.effect:.2f} x{ci}, " if t.effect is not None else ""
 
 
-def _tested_effect(va: dict, vb: dict, base: tuple, other: tuple) -> str:
+def _tested_effect(va: RepeatValues, vb: RepeatValues, base: tuple, other: tuple) -> str:
     """The change with its tests, corrected together, and their intervals."""
     from . import comparison
 
@@ -134,8 +146,8 @@ def _tested_effect(va: dict, vb: dict, base: tuple, other: tuple) -> str:
                 f"{100 * share.ci[1]:+.2f})" if share.ci and not share.exact else "")
     return (f"measured, {'/'.join(base)} → {'/'.join(other)}: GC share {100 * share.a:.2f} % → "
             f"{100 * share.b:.2f} %{share_ci} ({_tested(share)}); full collections (repeats of "
-            f"{va['schedule']['steps'][0]:,} steps): {stats.short_schedule(va['schedule'])} → "
-            f"{stats.short_schedule(vb['schedule'])} ({_tested(full)}); the time a run takes (mean step) "
+            f"{va.schedule.steps[0]:,} steps): {stats.short_schedule(va.schedule)} → "
+            f"{stats.short_schedule(vb.schedule)} ({_tested(full)}); the time a run takes (mean step) "
             f"{_ratio_words(mean)}{_tested(mean)}; the typical step (median) {_ratio_words(median)}{_tested(median)}")
 
 
@@ -147,82 +159,77 @@ FINDINGS = ("none", "own-code", "between", "disabled", "few-sites")  # what the 
 SITES_MIN_TRACED, SITES_MIN_SHARE = 100, 0.10
 
 
-def recommendations(expl: dict, docs: list[ResultDoc] | None = None, tests: bool = True) -> list[dict]:
+def recommendations(expl: Explanation, docs: list[ResultDoc] | None = None,
+                    tests: bool = True) -> list[Recommendation]:
     """What to do about it, derived from the diagnosis, with measured effects where `docs`
     (the results folder's cells) hold the cells to show them. A remedy whose effect the
     folder does not hold is said as a hypothesis (`measured` False), never as advice."""
     out = _remedies(expl, docs, tests)
     for r in out:
-        r["measured"] = bool(r.get("effect"))
-        if not r["measured"] and r["kind"] not in FINDINGS:
-            r["text"] = r["text"].rstrip(".") + HYPOTHESIS
+        r.measured = bool(r.effect)
+        if not r.measured and r.kind not in FINDINGS:
+            r.text = r.text.rstrip(".") + HYPOTHESIS
     return out
 
 
-def _remedies(expl: dict, docs: list[ResultDoc] | None, tests: bool) -> list[dict]:
-    out: list[dict[str, Any]] = []
-    backend, workload, policy = expl["cell"]["backend"], expl["cell"]["workload"], expl["cell"]["policy"]
-    env = expl.get("environment")
-    py = expl.get("python")
-    if py is None:
+def _remedies(expl: Explanation, docs: list[ResultDoc] | None, tests: bool) -> list[Recommendation]:
+    out: list[Recommendation] = []
+    backend, workload, policy = expl.backend, expl.workload, expl.policy
+    env = expl.environment
+    py, interval = expl.python, expl.full_interval
+    if py is None or interval is None:
         return out
-    interval = expl["full_interval"]
-    promoted = py["promoted"]
+    promoted = py.promoted
     sites = traced_sites(promoted)
     total_sites = max(sum(sites.values()), 1)
     def site_share(pkg):
         return sum(v for k, v in sites.items() if k.split(" ")[0] == pkg) / total_sites
-    scanned = py["scanned"]
-    origin = scanned["origin"]
+    scanned = py.scanned
+    origin = scanned.origin
     before = origin.get("before the timed steps", 0) / max(sum(origin.values()), 1)
-    if py["garbage"]["total"]:
-        types = ", ".join(list(py["garbage"]["by_type"])[:4])
-        out.append({"kind": "cycles", "text": f"Break the reference cycles: {py['garbage']['total']:,} objects were "
+    if py.garbage.total:
+        types = ", ".join(list(py.garbage.by_type)[:4])
+        out.append(Recommendation("cycles", f"Break the reference cycles: {py.garbage.total:,} objects were "
                     f"cyclic garbage ({types}); only the collector frees those. A weakref, or clearing the "
-                    "reference that closes the cycle, lets reference counting free them at once."})
+                    "reference that closes the cycle, lets reference counting free them at once."))
     if backend == "user":
-        advice = _user_loop_advice(expl, py, interval, before, docs, (backend, workload, policy), env, tests)
+        advice = _user_loop_advice(py, interval, before, docs, (backend, workload, policy), env, tests)
         if advice:
             return out + advice
-    if interval["promoted_per_step"] < 1 and not interval["full_collections"]:
-        out.append({"kind": "none", "text": "Nothing to fix here: the loop promotes "
-                    f"{interval['promoted_per_step']:.2g} objects per step and made no full collection."})
+    if interval.promoted_per_step < 1 and not interval.full_collections:
+        out.append(Recommendation("none", "Nothing to fix here: the loop promotes "
+                    f"{interval.promoted_per_step:.2g} objects per step and made no full collection."))
         return out
     if site_share("loop") >= 0.2:
-        out.append({"kind": "bookkeeping", "text": "The loop's own bookkeeping drives the collector: "
+        out.append(Recommendation("bookkeeping", "The loop's own bookkeeping drives the collector: "
                     f"{100 * site_share('loop'):.0f} % of what is promoted comes from the metrics history the loop "
                     "keeps. A record holding a dict or a list is tracked and promoted; keep metrics as numbers in "
-                    "preallocated arrays, or in flat dicts of numbers, which CPython does not track."})
+                    "preallocated arrays, or in flat dicts of numbers, which CPython does not track."))
     if backend == "equinox-filter" and site_share("equinox") + site_share("jax") >= 0.3:
-        out.append(
-            {
-                "kind": "partition",
-                "text": "Flatten the model once: "
-                f"{100 * (site_share('equinox') + site_share('jax')):.0f} % of what is promoted is allocated in "
-                "equinox and jax while eqx.filter_jit flattens the module on every call. eqx.partition once, "
-                "then plain jax.jit over the arrays (the equinox-partition backend).",
-                "effect": _effect(
-                    docs, (backend, workload, policy), ("equinox-partition", workload, policy), env, tests
-                ),
-            }
-        )
+        out.append(Recommendation(
+            "partition",
+            "Flatten the model once: "
+            f"{100 * (site_share('equinox') + site_share('jax')):.0f} % of what is promoted is allocated in "
+            "equinox and jax while eqx.filter_jit flattens the module on every call. eqx.partition once, "
+            "then plain jax.jit over the arrays (the equinox-partition backend).",
+            effect=_effect(docs, (backend, workload, policy), ("equinox-partition", workload, policy), env, tests)))
     if backend == "nnx" and site_share("flax") >= 0.3:
-        out.append({"kind": "split", "text": "Split the model once: "
+        out.append(Recommendation("split", "Split the model once: "
                     f"{100 * site_share('flax'):.0f} % of what is promoted is allocated in flax while nnx.jit walks "
                     "the module's graph on every call. nnx.split once, then a pure jax.jit over (graphdef, state) "
                     "(the nnx-split backend; Flax's performance guide).",
-                    "effect": _effect(docs, (backend, workload, policy), ("nnx-split", workload, policy), env, tests)})
-    if before >= 0.5 and interval["full_collections"]:
-        out.append({"kind": "freeze", "text": f"Freeze what setup made: {100 * before:.0f} % of the objects a full "
+                    effect=_effect(docs, (backend, workload, policy), ("nnx-split", workload, policy), env, tests)))
+    if before >= 0.5 and interval.full_collections:
+        out.append(Recommendation("freeze", f"Freeze what setup made: {100 * before:.0f} % of the objects a full "
                     "collection scans existed before the timed steps (imports, the model, compiled functions). "
                     "gc.collect() then gc.freeze() after the first step (the freeze policy) moves them out of "
                     "every later scan.",
-                    "effect": _effect(docs, (backend, workload, policy), (backend, workload, "freeze"), env, tests)})
+                    effect=_effect(docs, (backend, workload, policy), (backend, workload, "freeze"), env, tests)))
     return out
 
 
-def _user_loop_advice(expl: dict, py: dict, interval: dict, before: float, docs, base: tuple, env,
-                      tests: bool = True) -> list[dict]:
+def _user_loop_advice(py: PythonDiagnosis, interval: FullInterval, before: float, docs, base: tuple, env,
+                      tests: bool = True) -> list[Recommendation]:
     """What to do about a user's loop: its own allocation sites first; then, when full
     collections free almost nothing, that their cost is scanning long-lived objects, with
     `gc.freeze()` after warm-up as the remedy (its effect measured where the folder holds
@@ -232,141 +239,146 @@ def _user_loop_advice(expl: dict, py: dict, interval: dict, before: float, docs,
             *_full_advice(py, interval, paid, docs, base, env, tests)]
 
 
-def _disabled_advice(py: dict) -> list[dict]:
-    state = py.get("collector_state") or {}
-    if not state.get("off_steps"):
+def _disabled_advice(py: PythonDiagnosis) -> list[Recommendation]:
+    state = py.collector_state
+    if state is None or not state.off_steps:
         return []
-    disable = (state.get("calls") or {}).get("disable") or {}
-    where = f" (gc.disable() at {disable['first_at']})" if disable.get("first_at") else ""
-    return [{"kind": "disabled", "text": f"The collector was off in {state['off_steps']:,} of {py['steps']:,} "
+    disable = state.calls.get("disable")
+    where = f" (gc.disable() at {disable.first_at})" if disable and disable.first_at else ""
+    return [Recommendation("disabled", f"The collector was off in {state.off_steps:,} of {py.steps:,} "
              f"steps{where}: nothing but an explicit gc.collect() frees the reference cycles the loop makes, "
              "so what is measured here is what the loop allocates, not what the collector costs it. Processes "
              "forked from it (DataLoader workers) inherit the collector off and keep every cycle they make: "
-             "measure a worker's side too (docs/usage.md, \"A worker's side\")."}]
+             "measure a worker's side too (docs/usage.md, \"A worker's side\").")]
 
 
-def _between_advice(paid: list[dict]) -> list[dict]:
-    between = [c for c in paid if c["step"] < 0]  # between the steps, while the loop ran
+def _between_advice(paid: list[Collection]) -> list[Recommendation]:
+    between = [c for c in paid if c.step < 0]  # between the steps, while the loop ran
     if not between:
         return []
-    full = sum(1 for c in between if c["generation"] >= 2)
-    return [{"kind": "between", "text": f"{len(between):,} collection{'s' * (len(between) != 1)} ({full:,} "
+    full = sum(1 for c in between if c.generation >= 2)
+    return [Recommendation("between", f"{len(between):,} collection{'s' * (len(between) != 1)} ({full:,} "
              "full) ran between steps, in your loop's own code outside `m.step()` (a data loader, say): "
              "they are the loop's all the same and count in the time a run takes; what allocates there is "
-             "what to change, or to move into the step to see it in the step's own time."}]
+             "what to change, or to move into the step to see it in the step's own time.")]
 
 
-def _site_advice(py: dict) -> list[dict]:
+def _site_advice(py: PythonDiagnosis) -> list[Recommendation]:
     """The lines that allocate what is promoted: the loop's own, or the loop's calls into
     libraries; too few traced objects to say, said."""
-    out: list[dict[str, Any]] = []
-    sites = traced_sites(py["promoted"])
+    out: list[Recommendation] = []
+    sites = traced_sites(py.promoted)
     traced = max(sum(sites.values()), 1)
     own = {k: v for k, v in sites.items() if k.split(" ")[0] == "user"}
-    called = py["promoted"].get("by_user_site") or {}
-    total, known = py["promoted"]["total"], py["promoted"].get("traced", traced)
+    called = py.promoted.by_user_site
+    total = py.promoted.total
+    known = traced if py.promoted.traced is None else py.promoted.traced
     if total and (known < SITES_MIN_TRACED or known < SITES_MIN_SHARE * total):  # too few: said, never guessed
-        out.append({"kind": "few-sites", "text": f"Only {known:,} of the {total:,} objects promoted to the oldest "
+        out.append(Recommendation("few-sites", f"Only {known:,} of the {total:,} objects promoted to the oldest "
                     "generation carry an allocation site (objects reused from a free list, or made before tracing "
-                    "began, carry none): too few to say which lines allocate them."})
+                    "began, carry none): too few to say which lines allocate them."))
         own, called = {}, {}
     # the lines below are those of the traced objects: their share is said where it is not all
     of_traced = f" (of the {known:,} of {total:,} promoted objects that carry a site)" \
         if total and known < total else ""
     if own:
         top = ", ".join(k.split(" ", 1)[1] for k in list(own)[:3])
-        out.append({"kind": "own-code", "text": f"{100 * sum(own.values()) / traced:.0f} % of what reaches the oldest "
+        out.append(Recommendation("own-code", f"{100 * sum(own.values()) / traced:.0f} % of what reaches the oldest "
                     f"generation{of_traced} is allocated in your own code, at {top}: objects kept alive there "
-                    "(histories, caches, lists of records) are what the collector promotes and later scans."})
+                    "(histories, caches, lists of records) are what the collector promotes and later scans."))
     elif called:
         inner = ", ".join(k for k in list(sites)[:3] if not k.endswith(diagnose.OWN))
         top = ", ".join(f"{k} ({100 * v / traced:.0f} %)" for k, v in list(called.items())[:3])
-        out.append({"kind": "own-code", "text": f"What reaches the oldest generation{of_traced} is allocated inside "
+        out.append(Recommendation("own-code", f"What reaches the oldest generation{of_traced} is allocated inside "
                     f"libraries ({inner}), called from your code at {top}: those are the lines of your loop to "
-                    "change."})
+                    "change."))
     return out
 
 
-def _full_advice(py: dict, interval: dict, paid: list[dict], docs, base: tuple, env, tests: bool) -> list[dict]:
+def _full_advice(py: PythonDiagnosis, interval: FullInterval, paid: list[Collection], docs, base: tuple, env,
+                 tests: bool) -> list[Recommendation]:
     """Full collections that free almost nothing (their cost is scanning: freeze), or none
     at all while cyclic garbage waits in the oldest generation (an occasional collect)."""
-    fulls = [c for c in paid if c["generation"] >= 2]  # between steps too
+    fulls = [c for c in paid if c.generation >= 2]  # between steps too
     if fulls:
-        freed = sum(c["collected"] for c in fulls)
-        starts = [c["objects_at_start"][2] for c in fulls if c["objects_at_start"][2] >= 0]
+        freed = sum(c.collected for c in fulls)
+        starts = [c.objects_at_start[2] for c in fulls if c.objects_at_start[2] >= 0]
         scanned = statistics.fmean(starts) if starts else 0
         if freed > max(0.01 * scanned, 100):
             return []
-        return [{"kind": "scanning",
-                 "text": f"The {len(fulls)} full collection{'s' * (len(fulls) > 1)} freed "
+        return [Recommendation(kind="scanning",
+                 text=f"The {len(fulls)} full collection{'s' * (len(fulls) > 1)} freed "
                  f"{freed:,} objects in all while scanning about {scanned:,.0f} each: the cost is scanning "
                  "long-lived objects, not garbage. gc.collect() then gc.freeze() after the warm-up moves them out "
                  "of every later scan; measure it with policy='freeze' into a folder of its own and "
                  "`gcbench compare` the two.",
-                 "effect": _effect(docs, base, (base[0], base[1], "freeze"), env, tests)}]
-    if py["garbage"]["total"] and interval["full_collections"] == 0 and interval["gen1_per_step"]:
-        return [{"kind": "no-full", "text": "No full collection ran, yet the loop makes cyclic garbage that "
+                 effect=_effect(docs, base, (base[0], base[1], "freeze"), env, tests))]
+    if py.garbage.total and interval.full_collections == 0 and interval.gen1_per_step:
+        return [Recommendation("no-full", "No full collection ran, yet the loop makes cyclic garbage that "
                  "survives young collections: it waits in the oldest generation, whose collection the "
                  "collector's rule keeps putting off, so memory grows. An occasional gc.collect() (policy "
-                 "manual:K) frees it: compare peak memory with `gcbench compare`, not time alone."}]
+                 "manual:K) frees it: compare peak memory with `gcbench compare`, not time alone.")]
     return []
 
 
-def of_user_loop(diagnosis: dict, cell, variant: str | None, user_file: str, collector: dict | None = None) -> dict:
+def of_user_loop(diagnosis: dict, cell, variant: str | None, user_file: str,
+                 collector: dict | None = None) -> Explanation:
     """The explanation of a user's loop measured with `measure(..., explain=True)`;
     `collector`: what the loop did to the collector (Measurement.collector_state)."""
     from ..core import metadata
 
     meta = metadata.collect()
-    diagnosis = dict(diagnosis, interpreter=meta["python"])
+    diagnosis = dict(diagnosis, interpreter=meta.get("python"))
+    if collector and (collector.get("off_steps") or collector.get("calls")):
+        diagnosis.update(collector_state=collector)
     raw = {"format": RAW_FORMAT, "cell": {**cell.to_json(), "policy": cell.policy}, "label": cell.label,
            "metadata": meta, "environment": None, "python": diagnosis}
-    if collector and (collector.get("off_steps") or collector.get("calls")):
-        diagnosis["collector_state"] = collector
     expl = summarize(raw)
-    expl["label"] = f"user/{cell.workload}/{cell.policy}"
-    expl["environment"] = variant  # a variant of a loop stands where an environment does (summary.cell_key)
-    expl["user_file"] = diagnose.site_path(user_file) if user_file else None
+    expl.label = f"user/{cell.workload}/{cell.policy}"
+    expl.environment = variant  # a variant of a loop stands where an environment does (summary.cell_key)
+    expl.user_file = diagnose.site_path(user_file) if user_file else None
     return expl
 
 
-def summarize(raw: dict, docs: list[ResultDoc] | None = None) -> dict:
-    """The explanation of one diagnostic run (docs/internals.md, `gcbench.analysing.gc_causes`)."""
-    cell = raw["cell"]
-    expl = {"label": f"{cell['backend']}/{cell['workload']}/{cell['policy']}", "cell": cell,
-            "python_version": raw["metadata"].get("python"),
-            "packages": {k: v for k, v in (raw["metadata"].get("packages") or {}).items() if v},
-            "environment": (raw.get("environment") or {}).get("name"), "note": DISTURBED}
+def summarize(raw: dict, docs: list[ResultDoc] | None = None) -> Explanation:
+    """The explanation of one diagnostic run (its raw document: docs/internals.md,
+    `gcbench.analysing.gc_causes`)."""
+    cell, meta = raw.get("cell") or {}, raw.get("metadata") or {}
+    expl = Explanation(label=f"{cell.get('backend')}/{cell.get('workload')}/{cell.get('policy')}", cell=cell,
+                       python_version=meta.get("python"),
+                       packages={k: v for k, v in (meta.get("packages") or {}).items() if v},
+                       environment=(raw.get("environment") or {}).get("name"), note=DISTURBED)
     if "julia" in raw:
-        expl["julia"] = raw["julia"]
-        expl["julia_versions"] = raw["metadata"].get("julia_packages", {})
+        expl.julia = records.from_json(raw.get("julia"), JuliaAllocs, "diagnostic run")
+        expl.julia_versions = meta.get("julia_packages", {})
         return expl
-    expl["python"] = raw["python"]
+    expl.python = records.from_json(raw.get("python"), PythonDiagnosis, "diagnostic run")
     return derive(expl, docs)
 
 
-def derive(expl: dict, docs: list[ResultDoc] | None = None, tests: bool = True) -> dict:
+def derive(expl: Explanation, docs: list[ResultDoc] | None = None, tests: bool = True) -> Explanation:
     """The figures an explanation derives from its diagnosis (counts, the predicted interval,
     recommendations with the effects measured in `docs`), computed anew: a report refreshes
     a stored explanation with them, so that it follows the code and the folder's results."""
-    py = expl.get("python")
+    py = expl.python
     if py is None:
         return expl
-    expl = dict(expl, full_interval=full_interval(py))
     paid = paid_collections(py)
-    expl["counts"] = [sum(1 for c in paid if c["generation"] == g) for g in range(3)]
-    expl["between"] = [sum(1 for c in paid if c["generation"] == g and c["step"] < 0) for g in range(3)]
-    expl["explicit"] = [sum(1 for c in paid if c["generation"] == g and c.get("explicit")) for g in range(3)]
-    expl["collected"] = sum(c["collected"] for c in paid)
-    expl["uncollectable"] = sum(c["uncollectable"] for c in paid)
-    expl["recommendations"] = recommendations(expl, docs, tests)
+    expl = dataclasses.replace(
+        expl, full_interval=full_interval(py),
+        counts=[sum(1 for c in paid if c.generation == g) for g in range(3)],
+        between=[sum(1 for c in paid if c.generation == g and c.step < 0) for g in range(3)],
+        explicit=[sum(1 for c in paid if c.generation == g and c.explicit) for g in range(3)],
+        collected=sum(c.collected for c in paid), uncollectable=sum(c.uncollectable for c in paid))
+    expl.recommendations = recommendations(expl, docs, tests)
     return expl
 
 
 # -- explain.json -----------------------------------------------------------------------------------
 
-def load(folder) -> dict | None:
-    """The explanations in a results folder, or None when it has none."""
+def load(folder) -> list[Explanation] | None:
+    """The explanations in a results folder (one per cell, environment and bookkeeping: the
+    last saved), or None when it has none."""
     import pathlib
 
     path = pathlib.Path(folder) / FILE
@@ -374,52 +386,49 @@ def load(folder) -> dict | None:
         return None
     doc = files.read_json(path, "explain document")
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("explanations"), list) \
-            or not all(isinstance(e, dict) and isinstance(e.get("label"), str) for e in doc["explanations"]):
+            or not all(isinstance(e, dict) and isinstance(e.get("label"), str) for e in doc.get("explanations", [])):
         raise UsageError(f"{path}: not a gcbench explain document")
     schemas.check(doc, schemas.EXPLAIN, str(path))
     if doc.get("schema_version", 0) > SCHEMA_VERSION:
-        raise UsageError(f"{path}: explain schema_version {doc['schema_version']} is newer than this gcbench reads")
-    for e in doc["explanations"]:  # older files kept the environment in the label too: it is apart
-        env = e.get("environment")
-        if env:
-            e["label"] = e["label"].removesuffix(f" [{env}]")
-    latest = {_key(e): e for e in doc["explanations"]}  # one per cell, environment, bookkeeping: the last saved
-    doc["explanations"] = list(latest.values())
-    return doc
+        raise UsageError(f"{path}: explain schema_version {doc.get('schema_version')} is newer than this gcbench reads")
+    for e in doc.get("explanations", []):  # older files kept the counts by generation's name: {"0": 730, ...}
+        if isinstance(e.get("counts"), dict):
+            e["counts"] = [e["counts"].get(str(g), 0) for g in range(3)]
+    explanations: list[Explanation] = records.from_json(doc.get("explanations"), list[Explanation], str(path))
+    for e in explanations:  # older files kept the environment in the label too: it is apart
+        if e.environment:
+            e.label = e.label.removesuffix(f" [{e.environment}]")
+    return list({_key(e): e for e in explanations}.values())
 
 
-def traced_sites(promoted: dict) -> dict[str, int]:
+def traced_sites(promoted: Census) -> dict[str, int]:
     """Promotions by allocation site, without those allocated before sites were traced."""
-    return {k: v for k, v in promoted["by_site"].items() if not k.startswith(diagnose.UNTRACED)}
+    return {k: v for k, v in promoted.by_site.items() if not k.startswith(diagnose.UNTRACED)}
 
 
-def why_no_sites(py: dict) -> str | None:
+def why_no_sites(py: PythonDiagnosis) -> str | None:
     """Why a Python explanation has no allocation sites to show, in words; None when it has."""
-    if traced_sites(py["promoted"]):
+    if traced_sites(py.promoted):
         return None
-    if py.get("sites_from_step") is None:
+    if py.sites_from_step is None:
         return "not traced (--no-sites)"
-    return (f"no object allocated in the traced steps (from step {py['sites_from_step']}) reached the oldest "
+    return (f"no object allocated in the traced steps (from step {py.sites_from_step}) reached the oldest "
             "generation there; trace more steps with --site-steps")
 
 
-def _bookkeeping(expl: dict) -> str:
-    return (expl.get("cell") or {}).get("bookkeeping") or "none"
-
-
-def _key(expl: dict) -> tuple[str, str | None, str]:
+def _key(expl: Explanation) -> tuple[str, str | None, str]:
     """The cell, environment and loop bookkeeping an explanation is of."""
-    return expl["label"], expl.get("environment"), _bookkeeping(expl)
+    return expl.label, expl.environment, expl.bookkeeping
 
 
-def save(folder, expl: dict) -> None:
+def save(folder, expl: Explanation) -> None:
     """Add (or replace) the explanation of its cell in `folder`'s explain.json."""
     import pathlib
 
     with files.updating(pathlib.Path(folder) / FILE):  # concurrent savers each keep theirs
-        doc = load(folder) or {"format": FORMAT, "schema_version": SCHEMA_VERSION, "explanations": []}
-        doc["explanations"] = [e for e in doc["explanations"] if _key(e) != _key(expl)] + [expl]
-        files.write_json(pathlib.Path(folder) / FILE, doc)
+        kept = [e for e in load(folder) or [] if _key(e) != _key(expl)]
+        files.write_json(pathlib.Path(folder) / FILE, {"format": FORMAT, "schema_version": SCHEMA_VERSION,
+                                                       "explanations": records.to_json([*kept, expl])})
 
 
 # -- for people ---------------------------------------------------------------------------------------
@@ -431,110 +440,112 @@ def _table(title: str, counter: dict, total: int, top: int = 5) -> list[str]:
     return [f"  {title}: " + "; ".join(f"{k} {100 * s:.0f} %" for k, _, s in rows)]
 
 
-def qualifiers(expl: dict) -> str:
+def qualifiers(expl: Explanation) -> str:
     """What sets an explanation apart from its cell's label: its environment, and the loop's
     bookkeeping when the loop kept some (` [py3.12] with bookkeeping metrics`)."""
-    env = f" [{expl['environment']}]" if expl.get("environment") else ""
-    bookkeeping = _bookkeeping(expl)
+    env = f" [{expl.environment}]" if expl.environment else ""
+    bookkeeping = expl.bookkeeping
     return env + (f" with bookkeeping {bookkeeping}" if bookkeeping != "none" else "")
 
 
-def format_text(expl: dict) -> str:
+def format_text(expl: Explanation) -> str:
     """An explanation as the terminal shows it: counts, what is promoted and from where,
     what a full collection scans, the predicted and observed full collections, advice."""
-    lines = [f"{expl['label']}{qualifiers(expl)}: {expl['note']}"]
-    if "julia" in expl:
-        return "\n".join(lines + _julia_lines(expl["julia"]))
-    py, fi = expl["python"], expl["full_interval"]
-    model = py["collector"]
-    lines.append(f"collector: {model['model']} (Python {expl['python_version']}), thresholds "
-                 f"{'/'.join(map(str, py['thresholds']))}; {model['note']}")
+    lines = [f"{expl.label}{qualifiers(expl)}: {expl.note}"]
+    if expl.julia is not None:
+        return "\n".join(lines + _julia_lines(expl.julia))
+    py, fi = expl.python, expl.full_interval
+    if py is None or fi is None:
+        return "\n".join(lines)
+    model = py.collector
+    lines.append(f"collector: {model.model} (Python {expl.python_version}), thresholds "
+                 f"{'/'.join(map(str, py.thresholds))}; {model.note}")
     lines.append(_collections_line(expl, py))
-    if py.get("analysed_until_step") is not None:
-        lines.append(f"explain's own time ran past {diagnose.OWN_TIME_S:g} s at step {py['analysed_until_step']:,}: "
+    if py.analysed_until_step is not None:
+        lines.append(f"explain's own time ran past {diagnose.OWN_TIME_S:g} s at step {py.analysed_until_step:,}: "
                      "the collections after it are counted, not analysed (what they promoted, scanned and freed is "
                      "missing from the figures below)")
     lines += _promoted_lines(py, fi)
     lines += _scanned_lines(py, fi)
     lines.append(_full_interval_line(expl, py, fi))
-    if py["garbage"]["total"]:
-        lines += _table("cyclic garbage by type", py["garbage"]["by_type"], py["garbage"]["total"])
-    for r in expl["recommendations"]:
-        lines.append(f"- {r['text']}" + (f" ({r['effect']})" if r.get("effect") else ""))
+    if py.garbage.total:
+        lines += _table("cyclic garbage by type", py.garbage.by_type, py.garbage.total)
+    for r in expl.recommendations:
+        lines.append(f"- {r.text}" + (f" ({r.effect})" if r.effect else ""))
     return "\n".join(lines)
 
 
-def _julia_lines(jl: dict) -> list[str]:
-    total = max(sum(v[0] for v in jl["by_package"].values()), 1)
-    lines = [f"Julia allocations, sampled at {jl['sample_rate']:g} over {jl['steps']} steps: {jl['samples']:,} samples"]
-    for title, table in (("by type", jl["by_type"]), ("by top frame's package", jl["by_package"]),
-                         ("by site", jl["by_site"])):
+def _julia_lines(jl: JuliaAllocs) -> list[str]:
+    total = max(sum(v[0] for v in jl.by_package.values()), 1)
+    lines = [f"Julia allocations, sampled at {jl.sample_rate:g} over {jl.steps} steps: {jl.samples:,} samples"]
+    for title, table in (("by type", jl.by_type), ("by top frame's package", jl.by_package),
+                         ("by site", jl.by_site)):
         ordered = sorted(table.items(), key=lambda kv: -kv[1][0])[:6]
         lines.append(f"  {title}: " + "; ".join(f"{k} {100 * v[0] / total:.0f} % ({v[1] / 2**10:,.0f} KiB sampled)"
                                                  for k, v in ordered))
     return lines
 
 
-def _collections_line(expl: dict, py: dict) -> str:
-    c = expl["counts"]
-    x = expl.get("explicit") or [0, 0, 0]
-    b = expl.get("between") or [0, 0, 0]
+def _collections_line(expl: Explanation, py: PythonDiagnosis) -> str:
+    c = expl.counts
+    x = expl.explicit or [0, 0, 0]
+    b = expl.between or [0, 0, 0]
     where = "; ".join(part for part in (
         f"between steps: {sum(b):,}, {b[2]:,} full" if any(b) else "",
         f"explicit gc.collect() calls: {sum(x):,}, {x[2]:,} full" if any(x) else "") if part)
-    return (f"collections in {py['steps']} steps: {c[0]:,} of generation 0, {c[1]:,} of generation 1, {c[2]:,} full"
+    return (f"collections in {py.steps} steps: {c[0]:,} of generation 0, {c[1]:,} of generation 1, {c[2]:,} full"
             + (f" ({where})" if where else "")
-            + f"; objects collected: {expl['collected']:,}"
-            + (" (no cyclic garbage)" if not expl["collected"] else "")
-            + (f"; uncollectable: {expl['uncollectable']}" if expl["uncollectable"] else ""))
+            + f"; objects collected: {expl.collected:,}"
+            + (" (no cyclic garbage)" if not expl.collected else "")
+            + (f"; uncollectable: {expl.uncollectable}" if expl.uncollectable else ""))
 
 
-def _promoted_lines(py: dict, fi: dict) -> list[str]:
+def _promoted_lines(py: PythonDiagnosis, fi: FullInterval) -> list[str]:
     """What reaches the oldest generation: by type, package and (where traced) allocation site."""
-    pr = py["promoted"]
-    lines = [f"promoted to the oldest generation: {stats.fmt(fi['promoted_per_step'])} objects per step "
-             f"({pr['total']:,} made during the steps; {pr.get('made_before_the_steps', 0):,} more made "
+    pr = py.promoted
+    lines = [f"promoted to the oldest generation: {stats.fmt(fi.promoted_per_step)} objects per step "
+             f"({pr.total:,} made during the steps; {pr.made_before_the_steps:,} more made "
              "before them, a one-off)"]
-    lines += _table("by type", pr["by_type"], pr["total"])
-    lines += _table("by package defining the type", pr["by_package"], pr["total"])
+    lines += _table("by type", pr.by_type, pr.total)
+    lines += _table("by package defining the type", pr.by_package, pr.total)
     no_sites = why_no_sites(py)
     if no_sites:
         return [*lines, f"  by allocation site: {no_sites}"]
     traced = traced_sites(pr)
-    known = pr.get("traced", sum(traced.values()))
+    known = sum(traced.values()) if pr.traced is None else pr.traced
     rows = dict(traced)
-    if pr["total"] > known:  # a row of its own: never spread over the sites that were traced
-        rows["not traced (a free list's object, or made before tracing began)"] = pr["total"] - known
+    if pr.total > known:  # a row of its own: never spread over the sites that were traced
+        rows["not traced (a free list's object, or made before tracing began)"] = pr.total - known
     rows = dict(sorted(rows.items(), key=lambda kv: -kv[1]))
-    return lines + _table(f"by allocation site ({known:,} of {pr['total']:,} promoted objects traced, from step "
-                          f"{py.get('sites_from_step') or 0})", rows, pr["total"], top=6)
+    return lines + _table(f"by allocation site ({known:,} of {pr.total:,} promoted objects traced, from step "
+                          f"{py.sites_from_step or 0})", rows, pr.total, top=6)
 
 
-def _scanned_lines(py: dict, fi: dict) -> list[str]:
+def _scanned_lines(py: PythonDiagnosis, fi: FullInterval) -> list[str]:
     """What a full collection scans, and how much of it existed before the timed steps."""
-    sc = py["scanned"]
-    if not sc["collections"]:
-        return [f"no full collection ran; the oldest generation holds about {fi['oldest_objects']:,.0f} objects"]
-    per = sc["total"] / sc["collections"]
-    origin = sc["origin"]
+    sc = py.scanned
+    if not sc.collections:
+        return [f"no full collection ran; the oldest generation holds about {fi.oldest_objects:,.0f} objects"]
+    per = sc.total / sc.collections
+    origin = sc.origin
     before = origin.get("before the timed steps", 0) / max(sum(origin.values()), 1)
     return [f"a full collection scans {per:,.0f} objects: {100 * before:.0f} % existed before the timed "
             f"steps (imports, the model, compiled functions), {100 * (1 - before):.0f} % were made during "
-            f"them; frozen (never scanned): {sc['frozen']:,}",
-            *_table("by type", sc["by_type"], sc["total"]), *_table("by package", sc["by_package"], sc["total"])]
+            f"them; frozen (never scanned): {sc.frozen:,}",
+            *_table("by type", sc.by_type, sc.total), *_table("by package", sc.by_package, sc.total)]
 
 
-def _full_interval_line(expl: dict, py: dict, fi: dict) -> str:
+def _full_interval_line(expl: Explanation, py: PythonDiagnosis, fi: FullInterval) -> str:
     """The full collections the collector's rule predicts, against those observed."""
-    x = expl.get("explicit") or [0, 0, 0]
-    predicted = "never" if fi["predicted"] is None else f"every {fi['predicted']:,.0f} steps"
-    observed = f"every {fi['observed']:,.0f} steps" if fi["observed"] else \
-        f"{fi['full_collections']} in {py['steps']} steps"
+    x = expl.explicit or [0, 0, 0]
+    predicted = "never" if fi.predicted is None else f"every {fi.predicted:,.0f} steps"
+    observed = f"every {fi.observed:,.0f} steps" if fi.observed else \
+        f"{fi.full_collections} in {py.steps} steps"
     asked = x[2] if len(x) > 2 else 0
-    if asked and asked >= fi["full_collections"]:  # the rule did not make them: the loop called them
+    if asked and asked >= fi.full_collections:  # the rule did not make them: the loop called them
         observed = f"none of the collector's own; the {asked:,} full collections were gc.collect() calls"
     elif asked:
         observed += f" ({asked:,} of them gc.collect() calls)"
     return (f"full collections: the collector's rule predicts {predicted} (a quarter of the oldest generation, "
-            f"{fi['oldest_objects'] / 4:,.0f} objects, over {stats.fmt(fi['promoted_per_step'])} promoted per step; "
-            f"and at least {fi['threshold2'] + 1} collections of generation 1); observed {observed}")
+            f"{fi.oldest_objects / 4:,.0f} objects, over {stats.fmt(fi.promoted_per_step)} promoted per step; "
+            f"and at least {fi.threshold2 + 1} collections of generation 1); observed {observed}")

@@ -114,7 +114,62 @@ def next_candidate(n: int, lo: int, hi: int, tried: set[int]) -> int | None:
 
 # -- the table ------------------------------------------------------------------------------------
 
-def table(plan: dict, docs_by_env: dict[str, list[ResultDoc]]) -> dict:
+@dataclasses.dataclass
+class CommitRow:
+    """A tested commit: its value from its repeats, and the decision on it."""
+
+    sha: str
+    date: str
+    subject: str
+    index: int  # in history order; 0: the good endpoint
+    value: float | None
+    per_repeat: list[float]
+    decision: str  # good/bad (endpoint), good, bad, skip, -
+    why_not: str | None  # why it has no value
+
+    @property
+    def short(self) -> str:
+        return self.sha[:9]
+
+
+@dataclasses.dataclass
+class CommitTable:
+    """A commit bisect's table, recomputed from its plan and the results (`table`)."""
+
+    package: str
+    repo: str
+    cell: str
+    metric: str
+    metric_title: str
+    unit: str
+    rule: str
+    builds: int
+    max_builds: int
+    commits_between: int
+    rows: list[CommitRow]
+    endpoints: str
+    endpoints_differ: bool = False
+    first_bad: str | None = None
+    range: tuple[str, str] | None = None  # the good and bad commits the search narrowed to
+    unresolved: str | None = None  # where skipped commits leave the first bad one among several
+    format: str = FORMAT
+    schema_version: int = SCHEMA_VERSION
+
+
+@dataclasses.dataclass(frozen=True)
+class _Tested:
+    """A tested commit's values, or why it has none."""
+
+    per_repeat: list[float]
+    value: float | None
+    why_not: str | None
+
+    @property
+    def ran(self) -> bool:
+        return bool(self.per_repeat)
+
+
+def table(plan: dict, docs_by_env: dict[str, list[ResultDoc]]) -> CommitTable:
     """The bisect's table from its plan (commits, endpoints, what was tested, in order) and the
     results of each tested environment: values, decisions and the first bad commit, recomputed."""
     metric = get_metric(plan["metric"])
@@ -123,12 +178,10 @@ def table(plan: dict, docs_by_env: dict[str, list[ResultDoc]]) -> dict:
     order = [good, *commits]  # index 0: the good endpoint
     rows = {sha: _tested(metric, docs_by_env.get(env, [])) for sha, env in plan["tested"].items()}
     g, b = rows.get(good.sha), rows.get(commits[-1].sha)
-    out = {"format": FORMAT, "schema_version": SCHEMA_VERSION, "package": plan["package"], "repo": plan["repo"],
-           "cell": plan["cell"], "metric": metric.name, "metric_title": metric.title, "unit": metric.unit,
-           "rule": RULE, "builds": len(plan["tested"]), "max_builds": max_builds(len(commits)),
-           "commits_between": len(commits), "rows": [], "first_bad": None, "endpoints": None}
-    out.update(_endpoints(metric, (good, g), (commits[-1], b)))
-    judged = metric if out.get("endpoints_differ") and g and b else None  # else no commit is decided
+    endpoints, differ = _endpoints(metric, (good, g), (commits[-1], b))
+    out = CommitTable(plan["package"], plan["repo"], plan["cell"], metric.name, metric.title, metric.unit, RULE,
+                      len(plan["tested"]), max_builds(len(commits)), len(commits), [], endpoints, differ)
+    judged = metric if differ and g and b else None  # else no commit is decided
     lo, hi = 0, len(order) - 1
     for i, c in enumerate(order):
         if c.sha not in rows:
@@ -139,50 +192,48 @@ def table(plan: dict, docs_by_env: dict[str, list[ResultDoc]]) -> dict:
             lo = max(lo, i)
         elif decision == "bad":
             hi = min(hi, i)
-        out["rows"].append({**c.to_json(), "index": i, "value": r["value"], "per_repeat": r["per_repeat"],
-                            "decision": decision, "why_not": r["why_not"]})
-    if out.get("endpoints_differ"):
-        out["range"] = [order[lo].sha, order[hi].sha]
+        out.rows.append(CommitRow(c.sha, c.date, c.subject, i, r.value, r.per_repeat, decision, r.why_not))
+    if differ:
+        out.range = (order[lo].sha, order[hi].sha)
         if hi - lo == 1:
-            out["first_bad"] = order[hi].sha
+            out.first_bad = order[hi].sha
         else:
             skipped = [order[i].short for i in range(lo + 1, hi)]
-            out["unresolved"] = f"the first bad commit is one of {', '.join(skipped)} or {order[hi].short}"
+            out.unresolved = f"the first bad commit is one of {', '.join(skipped)} or {order[hi].short}"
     return out
 
 
-def _endpoints(metric: Metric, good: tuple, bad: tuple) -> dict[str, Any]:
+def _endpoints(metric: Metric, good: tuple, bad: tuple) -> tuple[str, bool]:
     """Whether the endpoints (each (commit, row or None)) ran and differ, in words."""
     (gc, g), (bc, b) = good, bad
-    if not (g and b and g["ran"] and b["ran"]):
-        return {"endpoints": "an endpoint did not run: " + "; ".join(
-            f"{name} {c.short}: {r['why_not']}" for name, c, r in (("good", gc, g), ("bad", bc, b))
-            if r and not r["ran"])}
-    differ, how = endpoints_differ(metric, g["per_repeat"], b["per_repeat"])
-    return {"endpoints": how if differ else f"the endpoints do not differ ({how}): nothing to bisect",
-            "endpoints_differ": differ}
+    if not (g and b and g.ran and b.ran):
+        return "an endpoint did not run: " + "; ".join(
+            f"{name} {c.short}: {r.why_not}" for name, c, r in (("good", gc, g), ("bad", bc, b))
+            if r and not r.ran), False
+    differ, how = endpoints_differ(metric, g.per_repeat, b.per_repeat)
+    return (how if differ else f"the endpoints do not differ ({how}): nothing to bisect"), differ
 
 
-def _tested(metric: Metric, ds: list[ResultDoc]) -> dict[str, Any]:
+def _tested(metric: Metric, ds: list[ResultDoc]) -> _Tested:
     """A tested commit's values, or why it has none."""
     per = metric.per_repeat(ds)
     statuses = sorted({d["status"] for d in ds})
     why_not = None if per else next((d["reason"].splitlines()[0] for d in ds if d.get("reason")), "no result") + \
         (f" ({'/'.join(statuses)})" if statuses else "")
-    return {"per_repeat": per, "value": metric.value(per) if per else None, "ran": bool(per), "why_not": why_not}
+    return _Tested(per, metric.value(per) if per else None, why_not)
 
 
-def _decision(i: int, n: int, r: dict, metric: Metric | None, g: dict | None, b: dict | None) -> str:
+def _decision(i: int, n: int, r: _Tested, metric: Metric | None, g: _Tested | None, b: _Tested | None) -> str:
     """The decision on the commit at index `i` of `n`: an endpoint, skipped (it did not run),
     good or bad (`decide`, where the endpoints differ: `metric` and their rows given), or -."""
     if i == 0:
         return "good (endpoint)"
     if i == n - 1:
         return "bad (endpoint)"
-    if not r["ran"]:
+    if not r.ran or r.value is None:
         return "skip"
-    if metric is not None and g is not None and b is not None:
-        return decide(metric, r["value"], g["value"], b["value"])
+    if metric is not None and g is not None and b is not None and g.value is not None and b.value is not None:
+        return decide(metric, r.value, g.value, b.value)
     return "-"
 
 
@@ -217,22 +268,22 @@ def docs_by_env(docs: list[ResultDoc]) -> dict[str, list[ResultDoc]]:
     return out
 
 
-def format_table(tab: dict, culprit: dict | None = None) -> str:
-    lines = [f"commit bisect of {tab['package']} on {tab['cell']}: {tab['metric_title']}"
-             + (f" ({tab['unit']})" if tab["unit"] else ""), ""]
+def format_table(tab: CommitTable, culprit: dict | None = None) -> str:
+    lines = [f"commit bisect of {tab.package} on {tab.cell}: {tab.metric_title}"
+             + (f" ({tab.unit})" if tab.unit else ""), ""]
     head = f"{'commit':<10} {'date':<10} {'value':>10}  {'per repeat':<24} {'decision':<16} subject"
     lines += [head, "-" * len(head)]
-    for r in tab["rows"]:
-        value = "-" if r["value"] is None else f"{r['value']:.3g}"
-        per = ", ".join(f"{v:.3g}" for v in r["per_repeat"]) or (r["why_not"] or "")[:24]
-        mark = " <- first bad" if r["sha"] == tab["first_bad"] else ""
-        lines.append(f"{r['sha'][:9]:<10} {r['date']:<10} {value:>10}  {per[:24]:<24} {r['decision']:<16} "
-                     f"{r['subject'][:60]}{mark}")
-    lines += ["", f"endpoints: {tab['endpoints']}",
-              f"builds: {tab['builds']} for {tab['commits_between']} commits (at most {tab['max_builds']})"]
-    if tab["first_bad"] and culprit:
-        lines += ["", f"first bad commit: {tab['first_bad']}", *("    " + x for x in culprit["message"].splitlines()),
+    for r in tab.rows:
+        value = "-" if r.value is None else f"{r.value:.3g}"
+        per = ", ".join(f"{v:.3g}" for v in r.per_repeat) or (r.why_not or "")[:24]
+        mark = " <- first bad" if r.sha == tab.first_bad else ""
+        lines.append(f"{r.sha[:9]:<10} {r.date:<10} {value:>10}  {per[:24]:<24} {r.decision:<16} "
+                     f"{r.subject[:60]}{mark}")
+    lines += ["", f"endpoints: {tab.endpoints}",
+              f"builds: {tab.builds} for {tab.commits_between} commits (at most {tab.max_builds})"]
+    if tab.first_bad and culprit:
+        lines += ["", f"first bad commit: {tab.first_bad}", *("    " + x for x in culprit["message"].splitlines()),
                   "files changed: " + ", ".join(culprit["files"])]
-    elif tab.get("unresolved"):
-        lines.append(tab["unresolved"])
+    elif tab.unresolved:
+        lines.append(tab.unresolved)
     return "\n".join(lines)

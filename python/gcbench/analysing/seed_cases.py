@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any, ClassVar
 
-from ..core import files
+from ..core import files, records
 from ..core.errors import UsageError
 from ..measuring import program_memory, results
 from ..measuring.results import ResultDoc
@@ -41,8 +42,34 @@ class Row:
     verdict: str = "not run"
     reason: str = ""
 
-    def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+
+@dataclasses.dataclass
+class Case:
+    """One seed's case: its claims' rows, the settings it ran with and why, and what the
+    rows rest on (the ViT's calibration; the JAX family's figures beside Flux)."""
+
+    name: str
+    seed: str
+    settings: dict[str, Any]
+    rows: list[Row]
+    calibration: dict[str, Any] | None = None
+    context: list[list[str]] | None = None
+
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ("calibration", "context")
+
+
+@dataclasses.dataclass
+class Reproduction:
+    """reproduce.json: the cases, and the inputs a report rebuilds their rows from."""
+
+    cases: list[Case]
+    rule: str = ""  # older documents did not keep it: their report says the current one (`build`)
+    only: list[str] | None = None  # None: a document without its inputs (never rebuilt)
+    calibration: dict[str, Any] = dataclasses.field(default_factory=dict)
+    julia_reason: str | None = None
+    settings: dict[str, Any] = dataclasses.field(default_factory=dict)
+    format: str = FORMAT
+    schema_version: int = SCHEMA_VERSION
 
 
 def suites(only: list[str], batch: int, steps: int | None = None, repeats: int | None = None
@@ -142,38 +169,38 @@ def equinox_rows(cells: dict, calibration: dict) -> list[Row]:
     device = results.part(filt.docs[0], "metadata").get("jax_backend") or "cpu"
     rows = [Row("median step (the seed: its small ViT example, 8 ms steps on an H100; its 2M-parameter "
                 "transformer ran on 8 GPUs and is not this case)", "8 ms",
-                f"{_ci(s['median_ms'], s['median_ci_ms'], values=s['repeat_medians_ms'])} ms at batch {batch} on "
-                f"this {device.upper()}", f"{s['median_ms'] / TARGET_MS:.2f}", "setting",
+                f"{_ci(s.median_ms, s.median_ci_ms, values=s.repeat_medians_ms)} ms at batch {batch} on "
+                f"this {device.upper()}", f"{s.median_ms / TARGET_MS:.2f}", "setting",
                 "the batch given with --batch-size (no calibration ran)" if calibration.get("given") else
                 f"the batch whose median step came nearest 8 ms (at most {MAX_MS:g} ms) in the calibration"),
-            _spike_row(s["full"])]
+            _spike_row(s.full)]
     if part is not None and part.ok:
         rows.append(_partition_row(filt, part))
     if nnx is not None and nnx.ok:
-        rows.append(_nnx_row(nnx.stats["full"]))
+        rows.append(_nnx_row(nnx.stats.full))
     if off is not None and off.ok:
-        of = off.stats["full"]
-        gone = of["schedule"]["constant"] and of["count"] == 0
+        of = off.stats.full
+        gone = of.schedule.constant and of.count == 0
         rows.append(Row("disabling the collector removes the spikes", "\"disabling the garbage collector solves this\"",
-                        f"under disable: {stats.format_schedule(of['schedule'])}, max/median "
-                        f"{off.stats['max_over_median']:.1f} against {s['max_over_median']:.1f} under default", "-",
-                        verdict(of["count"] < s["full"]["count"], established=gone and s["full"]["count"] > 0)))
+                        f"under disable: {stats.format_schedule(of.schedule)}, max/median "
+                        f"{off.stats.max_over_median:.1f} against {s.max_over_median:.1f} under default", "-",
+                        verdict(of.count < s.full.count, established=gone and s.full.count > 0)))
     return rows
 
 
-def _spike_row(f: dict) -> Row:
+def _spike_row(f: stats.EventSummary) -> Row:
     """A step with a full collection against the steps around it, against the seed's 50/8 ms."""
     claim = "a step with a full collection, against the steps around it"
-    if not (f["count"] and f.get("ratio") is not None):
-        return Row(claim, "50 ms / 8 ms = 6.2 x", stats.format_schedule(f["schedule"]), "-", "not",
+    if not (f.count and f.ratio is not None):
+        return Row(claim, "50 ms / 8 ms = 6.2 x", stats.format_schedule(f.schedule), "-", "not",
                    "equinox-filter made no full collection here")
-    ci = f.get("ratio_ci")
-    up = (ci[0] if ci else f["ratio"]) > 1
-    measured = f"{_ci(f['ratio'], ci, _x)} x ({stats.format_schedule(f['schedule'])})"
+    ci = f.ratio_ci
+    up = (ci[0] if ci else f.ratio) > 1
+    measured = f"{_ci(f.ratio, ci, _x)} x ({stats.format_schedule(f.schedule)})"
     if ci is None:  # a figure from fewer than 3 processes is not judged: the direction only
-        return Row(claim, "50 ms / 8 ms = 6.2 x", measured, f"{f['ratio'] / 6.25:.2f}", "partly" if up else "not",
+        return Row(claim, "50 ms / 8 ms = 6.2 x", measured, f"{f.ratio / 6.25:.2f}", "partly" if up else "not",
                    f"no interval from fewer than {stats.MIN_PROCESSES} repeats: only the direction is judged")
-    return Row(claim, "50 ms / 8 ms = 6.2 x", measured, f"{f['ratio'] / 6.25:.2f}", verdict(up, 6.25, f["ratio"], ci))
+    return Row(claim, "50 ms / 8 ms = 6.2 x", measured, f"{f.ratio / 6.25:.2f}", verdict(up, 6.25, f.ratio, ci))
 
 
 def _partition_row(filt, part) -> Row:
@@ -184,24 +211,24 @@ def _partition_row(filt, part) -> Row:
     how = "exact: fixed schedules" if t.exact else (f"p = {t.p:.2g}" if t.p is not None else t.note)
     return Row("eqx.partition + jax.jit makes the spikes rarer than eqx.filter_jit",
                "\"much fewer and farther between\"",
-               f"equinox-partition: {stats.format_schedule(vb['schedule'])}; equinox-filter: "
-               f"{stats.format_schedule(va['schedule'])} ({how})",
+               f"equinox-partition: {stats.format_schedule(vb.schedule)}; equinox-filter: "
+               f"{stats.format_schedule(va.schedule)} ({how})",
                "-" if not t.a or t.b is None else f"{t.b / t.a:.2f}",
                verdict(t.a is not None and t.b is not None and t.b < t.a, established=t.verdict.startswith("fewer")))
 
 
-def _nnx_row(nf: dict) -> Row:
+def _nnx_row(nf: stats.EventSummary) -> Row:
     """Flax NNX's small spikes, each followed by a compensating dip?"""
     claim = "Flax NNX: small spikes, each followed by a spike down that compensates; not the Equinox behaviour"
     seed = "\"after every spike up, you get a corresponding spike down\""
-    if not (nf["count"] and nf.get("after_ratio") is not None):
-        return Row(claim, seed, stats.format_schedule(nf["schedule"]), "-", "not", "NNX made no full collection here")
-    aci = nf.get("after_ratio_ci")
-    dip = (aci[1] if aci else nf["after_ratio"]) < 1
-    return Row(claim, seed, f"{stats.format_schedule(nf['schedule'])}; such a step "
-               f"{_ci(nf['ratio'], nf.get('ratio_ci'), _x)} x the steps around it, the step after it "
-               f"{_ci(nf['after_ratio'], aci, _x)} x", "-",
-               verdict(nf["after_ratio"] < 1, established=dip),
+    if not (nf.count and nf.after_ratio is not None and nf.ratio is not None):
+        return Row(claim, seed, stats.format_schedule(nf.schedule), "-", "not", "NNX made no full collection here")
+    aci = nf.after_ratio_ci
+    dip = (aci[1] if aci else nf.after_ratio) < 1
+    return Row(claim, seed, f"{stats.format_schedule(nf.schedule)}; such a step "
+               f"{_ci(nf.ratio, nf.ratio_ci, _x)} x the steps around it, the step after it "
+               f"{_ci(nf.after_ratio, aci, _x)} x", "-",
+               verdict(nf.after_ratio < 1, established=dip),
                "" if dip else "the step after a full collection is not faster than its neighbours: "
                "no compensating dip")
 
@@ -214,14 +241,14 @@ def flux_rows(cells: dict, julia_reason: str | None) -> list[Row]:
     sweep_claim = ("every 4th step is a full sweep of about 150 ms, 99 % of it GC", "one every 4 steps, +149 ms")
     if flux_mlp is not None and flux_mlp.ok:
         s = flux_mlp.stats
-        f = s["full"]
-        rows.append(Row(*step_claim, f"{_ci(s['median_ms'], s['median_ci_ms'])} ms", f"{s['median_ms'] / 1.0:.2f}",
-                        verdict(True, 1.0, s["median_ms"], s["median_ci_ms"])))
-        every = f.get("every")
-        rows.append(Row(*sweep_claim, (f"{stats.format_schedule(f['schedule'], 'full sweeps')}, one every "
-                                       f"{stats.fmt(every)} steps, +{stats.fmt(f['extra_ns'] / 1e6)} ms")
-                        if f["count"] else stats.format_schedule(f["schedule"], "full sweeps"),
-                        f"{every / 4:.2f}" if every else "-", verdict(bool(f["count"]), 4.0, every)))
+        f = s.full
+        rows.append(Row(*step_claim, f"{_ci(s.median_ms, s.median_ci_ms)} ms", f"{s.median_ms / 1.0:.2f}",
+                        verdict(True, 1.0, s.median_ms, s.median_ci_ms)))
+        every = f.every
+        rows.append(Row(*sweep_claim, (f"{stats.format_schedule(f.schedule, 'full sweeps')}, one every "
+                                       f"{stats.fmt(every)} steps, +{stats.fmt(f.extra_ns / 1e6)} ms")
+                        if f.count else stats.format_schedule(f.schedule, "full sweeps"),
+                        f"{every / 4:.2f}" if every else "-", verdict(bool(f.count), 4.0, every)))
     else:
         why = julia_reason or _why_not(flux_mlp, "not in the plan")
         rows += [Row(*step_claim, reason=f"Flux: {why}"), Row(*sweep_claim, reason=f"Flux: {why}")]
@@ -229,15 +256,15 @@ def flux_rows(cells: dict, julia_reason: str | None) -> list[Row]:
                    "CPU's)", "10-15 % GC")
     if flux_lenet is not None and flux_lenet.ok:
         s = flux_lenet.stats
-        epoch = s["median_ms"] * (60_000 // 128) / 1000
-        ci = s["gc_share_ci"]
-        lo, hi = ci if ci else (s["gc_share"], s["gc_share"])
+        epoch = s.median_ms * (60_000 // 128) / 1000
+        ci = s.gc_share_ci
+        lo, hi = ci if ci else (s.gc_share, s.gc_share)
         inside = lo <= 0.15 and 0.10 <= hi
         widened = lo / HARDWARE <= 0.15 and 0.10 <= hi * HARDWARE
-        rows.append(Row(*lenet_claim, f"GC {100 * s['gc_share']:.1f} %" +
+        rows.append(Row(*lenet_claim, f"GC {100 * s.gc_share:.1f} %" +
                         (f" (95 % {100 * lo:.1f}-{100 * hi:.1f})" if ci else "") + f"; {epoch:.2g} s per epoch",
-                        f"{s['gc_share'] / 0.125:.2f}",
-                        "not" if s["gc_share"] <= 0 else "reproduced" if inside else
+                        f"{s.gc_share / 0.125:.2f}",
+                        "not" if s.gc_share <= 0 else "reproduced" if inside else
                         f"reproduced ({WIDENED} {HARDWARE:g}x for the hardware)" if widened else "partly"))
     else:
         why = julia_reason or _why_not(flux_lenet, "not in the plan")
@@ -258,8 +285,8 @@ def jax_context(cells: dict) -> list[list[str]]:
             if cs is None or not cs.ok:
                 continue
             s = cs.stats
-            out.append([f"{backend}/{workload}", f"{cs.docs[0]['networks']}", f"{stats.fmt(s['median_ms'])}",
-                        f"{100 * s['gc_share']:.3f}", stats.short_schedule(s["full"]["schedule"])])
+            out.append([f"{backend}/{workload}", f"{cs.docs[0]['networks']}", f"{stats.fmt(s.median_ms)}",
+                        f"{100 * s.gc_share:.3f}", stats.short_schedule(s.full.schedule)])
     return out
 
 
@@ -337,44 +364,40 @@ def _accelerator_row(doc: dict, gathers: list[dict]) -> Row:
 
 
 def build(only: list[str], cells_docs: list[ResultDoc], calibration: dict, memory_doc: dict | None,
-          julia_reason: str | None, settings: dict) -> dict:
+          julia_reason: str | None, settings: dict) -> Reproduction:
     """The reproduction document (reproduce.json) from the runs' results."""
     cells = {cs.key: cs for cs in summary.summarize_all(cells_docs)} if cells_docs else {}
     cases = []
     for name in CASES:
         if name not in only:
             continue
-        case = {"name": name, "seed": SEEDS[name], "settings": settings.get(name, {})}
+        case = Case(name, SEEDS[name], settings.get(name, {}), [])
         if name == "equinox-spikes":
-            case["rows"] = [r.to_json() for r in equinox_rows(cells, calibration)]
-            case["calibration"] = calibration
+            case.rows, case.calibration = equinox_rows(cells, calibration), calibration
         elif name == "flux-many-small":
-            case["rows"] = [r.to_json() for r in flux_rows(cells, julia_reason)]
-            case["context"] = jax_context(cells)
+            case.rows, case.context = flux_rows(cells, julia_reason), jax_context(cells)
         else:
-            case["rows"] = [r.to_json() for r in gather_rows(memory_doc, settings.get(name, {}).get("reason"))]
+            case.rows = gather_rows(memory_doc, settings.get(name, {}).get("reason"))
         cases.append(case)
     # the inputs too, so that a report rebuilds the rows from the results (`rebuild`)
-    return {"format": FORMAT, "schema_version": SCHEMA_VERSION, "rule": RULE, "cases": cases, "only": list(only),
-            "calibration": calibration, "julia_reason": julia_reason, "settings": settings}
+    return Reproduction(cases, RULE, list(only), calibration, julia_reason, settings)
 
 
-def rebuild(doc: dict, docs: list[ResultDoc], memory_doc: dict | None) -> dict:
+def rebuild(doc: Reproduction, docs: list[ResultDoc], memory_doc: dict | None) -> Reproduction:
     """The reproduction document made anew from the results it rests on (the rows follow
     the code that reads them); a document without its inputs is returned as it is."""
-    if "only" not in doc:
+    if doc.only is None:
         return doc
-    return build(doc["only"], docs, doc.get("calibration") or {}, memory_doc, doc.get("julia_reason"),
-                 doc.get("settings") or {})
+    return build(doc.only, docs, doc.calibration, memory_doc, doc.julia_reason, doc.settings)
 
 
-def save(folder, doc: dict) -> None:
+def save(folder, doc: Reproduction) -> None:
     import pathlib
 
-    files.write_json(pathlib.Path(folder) / FILE, doc)
+    files.write_json(pathlib.Path(folder) / FILE, records.to_json(doc))
 
 
-def load(folder) -> dict | None:
+def load(folder) -> Reproduction | None:
     import pathlib
 
     path = pathlib.Path(folder) / FILE
@@ -383,20 +406,21 @@ def load(folder) -> dict | None:
     doc = files.read_json(path, "reproduction document")
     ok = isinstance(doc, dict) and doc.get("format") == FORMAT and isinstance(doc.get("cases"), list) and all(
         isinstance(c, dict) and isinstance(c.get("rows"), list) and all(isinstance(r, dict) and "verdict" in r
-                                                                        for r in c["rows"]) for c in doc["cases"])
+                                                                        for r in c.get("rows", []))
+        for c in doc.get("cases", []))
     if not ok:
         raise UsageError(f"{path}: not a gcbench reproduction document")
-    return doc
+    return records.from_json(doc, Reproduction, str(path))
 
 
-def format_text(doc: dict) -> str:
+def format_text(doc: Reproduction) -> str:
     lines = []
-    for case in doc["cases"]:
-        lines.append(f"{case['name']} (seed {case['seed']})")
-        for r in case["rows"]:
+    for case in doc.cases:
+        lines.append(f"{case.name} (seed {case.seed})")
+        for r in case.rows:
             lines.append(
-                f"  {r['verdict']:<11} {r['claim']}: seed {r['seed_value']}; here {r['measured']}"
-                + (f"; ratio {r['ratio']}" if r["ratio"] != "-" else "")
-                + (f" ({r['reason']})" if r["reason"] else "")
+                f"  {r.verdict:<11} {r.claim}: seed {r.seed_value}; here {r.measured}"
+                + (f"; ratio {r.ratio}" if r.ratio != "-" else "")
+                + (f" ({r.reason})" if r.reason else "")
             )
     return "\n".join(lines)

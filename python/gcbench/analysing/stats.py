@@ -75,80 +75,91 @@ def arithmetic(values, level: float = LEVEL, bounds: tuple[float, float] = (-mat
 
 # -- full collections: a schedule ---------------------------------------------------------------
 
-def schedule(events: list[np.ndarray]) -> dict:
-    """Where the events (full collections, per step) fell in each repeat.
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+    """Where events (full collections, per step) fell in each repeat.
 
     `counts` per repeat: events, not steps holding one (a step that called `gc.collect()`
     twice holds two); `constant` when every repeat (two or more) has the same count per
-    step; `same_steps` when they also fall at the same step indices, and then `at` lists
-    the steps. A schedule that is the same in every repeat is a property of the program,
-    not a sample: it is compared exactly."""
+    step; `same_steps` when they also fall at the same step indices (None where the steps
+    are not known), and then `at` lists the steps. A schedule that is the same in every
+    repeat is a property of the program, not a sample: it is compared exactly."""
+
+    counts: list[int]
+    steps: list[int]
+    repeats: int
+    constant: bool
+    same_steps: bool | None
+    at: list[int] | None
+    total: int
+    total_steps: int
+
+
+def schedule(events: list[np.ndarray]) -> Schedule:
+    """The schedule of `events`, one array per repeat with the events of each step."""
     steps = [len(e) for e in events]
     at = [np.flatnonzero(np.asarray(e) > 0).tolist() for e in events]
     counts = [int(np.sum(np.clip(np.asarray(e, np.int64), 0, None))) for e in events]
     per_step = {c / n for c, n in zip(counts, steps, strict=True) if n}
     constant = len(events) >= 2 and len(per_step) == 1
     same = constant and all(a == at[0] for a in at)
-    return {"counts": counts, "steps": steps, "repeats": len(events), "constant": constant,
-            "same_steps": same, "at": at[0] if same else None, "total": sum(counts), "total_steps": sum(steps)}
+    return Schedule(counts, steps, len(events), constant, same, at[0] if same else None, sum(counts), sum(steps))
 
 
-def count_schedule(counts: list[int], steps: list[int]) -> dict:
-    """Counts per repeat (collections of every generation, say) in the shape of a `schedule`
-    whose steps are not known (`same_steps` None): constant when every repeat (two or
-    more) has the same count per step."""
+def count_schedule(counts: list[int], steps: list[int]) -> Schedule:
+    """Counts per repeat (collections of every generation, say) as a `Schedule` whose steps
+    are not known (`same_steps` None): constant when every repeat (two or more) has the
+    same count per step."""
     per_step = {c / n for c, n in zip(counts, steps, strict=True) if n}
-    return {"counts": list(counts), "steps": list(steps), "repeats": len(counts),
-            "constant": len(counts) >= 2 and len(per_step) == 1, "same_steps": None, "at": None,
-            "total": int(sum(counts)), "total_steps": int(sum(steps))}
+    return Schedule(list(counts), list(steps), len(counts), len(counts) >= 2 and len(per_step) == 1, None, None,
+                    int(sum(counts)), int(sum(steps)))
 
 
-def per_1000(sched: dict) -> dict:
+def per_1000(sched: Schedule) -> Estimate:
     """Events per 1,000 steps: the mean of the per-repeat rates, with the t interval of
     the repeats (a constant schedule has no spread: its interval is the value itself)."""
-    rates = [1000 * c / n for c, n in zip(sched["counts"], sched["steps"], strict=True) if n]
-    # a dict: it is a field of a cell's statistics, which `--json` and export write out
-    return dataclasses.asdict(arithmetic(rates, bounds=(0.0, math.inf))) if rates else \
-        {"value": math.nan, "ci": None, "per_repeat": []}
+    rates = [1000 * c / n for c, n in zip(sched.counts, sched.steps, strict=True) if n]
+    return arithmetic(rates, bounds=(0.0, math.inf)) if rates else Estimate(math.nan, None, [])
 
 
-def format_schedule(sched: dict, what: str = "full collections") -> str:
+def format_schedule(sched: Schedule, what: str = "full collections") -> str:
     """`4 full collections in every repeat of 300 steps, at steps 82, 145, 193, 236`;
     `2, 3, 2 full collections in the repeats of 300 steps (7 in 900)` when they vary."""
-    counts, steps = sched["counts"], sched["steps"]
+    counts, steps = sched.counts, sched.steps
     of = f"{steps[0]:,} steps" if len(set(steps)) == 1 else f"{'/'.join(f'{n:,}' for n in steps)} steps"
-    if sched["repeats"] == 1:
+    if sched.repeats == 1:
         return f"{counts[0]:,} {what[:-1] if counts[0] == 1 and what.endswith('s') else what} in {of} (one repeat)"
-    if not sched["total"]:
+    if not sched.total:
         return f"no {what} in any repeat of {of}"
-    if not sched["constant"]:
+    if not sched.constant:
         each = ", ".join(f"{c:,}" for c in counts)
-        return f"{each} {what} in the repeats of {of} ({sched['total']:,} in {sched['total_steps']:,})"
+        return f"{each} {what} in the repeats of {of} ({sched.total:,} in {sched.total_steps:,})"
     head = f"{counts[0]:,} {what[:-1] if counts[0] == 1 and what.endswith('s') else what} in every repeat of {of}"
-    if sched["same_steps"] is None:  # counts whose steps are not known
+    if sched.same_steps is None:  # counts whose steps are not known
         return head
-    if not sched["same_steps"]:
+    if not sched.same_steps:
         return head + " (at different steps)"
-    shown = ", ".join(str(s) for s in sched["at"][:SCHEDULE_SHOWN])
-    more = len(sched["at"]) - SCHEDULE_SHOWN
-    return head + f", at step{'s' if len(sched['at']) > 1 else ''} {shown}" + (f" and {more} more" if more > 0 else "")
+    at = sched.at or []
+    shown = ", ".join(str(s) for s in at[:SCHEDULE_SHOWN])
+    more = len(at) - SCHEDULE_SHOWN
+    return head + f", at step{'s' if len(at) > 1 else ''} {shown}" + (f" and {more} more" if more > 0 else "")
 
 
-def short_schedule(sched: dict) -> str:
+def short_schedule(sched: Schedule) -> str:
     """`4 in every repeat`, `2, 3, 2 per repeat`, `none`: a schedule for a table cell."""
-    counts = sched["counts"]
-    if not sched["total"]:
+    counts = sched.counts
+    if not sched.total:
         return "none"
-    if sched["repeats"] == 1:
+    if sched.repeats == 1:
         return f"{counts[0]:,} (one repeat)"
-    if sched["constant"]:
-        return f"{counts[0]:,} in every repeat" + (", same steps" if sched["same_steps"] else "")
+    if sched.constant:
+        return f"{counts[0]:,} in every repeat" + (", same steps" if sched.same_steps else "")
     return f"{', '.join(f'{c:,}' for c in counts)} per repeat"
 
 
-def every(sched: dict) -> float | None:
+def every(sched: Schedule) -> float | None:
     """One event every N steps: steps over events (None without events)."""
-    return sched["total_steps"] / sched["total"] if sched["total"] else None
+    return sched.total_steps / sched.total if sched.total else None
 
 
 # -- steps with an event against the steps around them ----------------------------------------
@@ -178,16 +189,36 @@ def event_effects(wall: np.ndarray, events: np.ndarray, window: int = EVENT_WIND
     return np.asarray(extra), np.asarray(ratio)
 
 
-def event_summary(walls: list[np.ndarray], events: list[np.ndarray]) -> dict:
+@dataclasses.dataclass(frozen=True)
+class EventSummary:
+    """Steps with an event (a full collection) against the steps around them
+    (`event_summary`): the schedule, its rate per 1,000 steps, and where any repeat had
+    events, the extra time and ratio of the event steps and of the steps just after them."""
+
+    schedule: Schedule
+    count: int
+    steps: int
+    rate: Estimate
+    extra_ns: float | None = None
+    extra_ci_ns: tuple[float, float] | None = None
+    ratio: float | None = None
+    ratio_ci: tuple[float, float] | None = None
+    after_ratio: float | None = None
+    after_ratio_ci: tuple[float, float] | None = None
+    repeats_with_events: int = 0
+    every: float | None = None
+    cost_share: float | None = None
+
+
+def event_summary(walls: list[np.ndarray], events: list[np.ndarray]) -> EventSummary:
     """Steps with an event (a full collection) against the steps around them: the
     schedule, and per repeat the median extra time and ratio of its event steps (and of
     the steps just after them: a step that gives the time back shows a ratio below 1).
     The cell's figure is the mean over repeats (ratios: the geometric mean), its interval
     the t interval of the repeats; with events in fewer than two repeats, no interval."""
     sched = schedule(events)
-    out = {"schedule": sched, "count": sched["total"], "steps": sched["total_steps"], "rate": per_1000(sched)}
-    if not sched["total"]:
-        return out
+    if not sched.total:
+        return EventSummary(sched, sched.total, sched.total_steps, per_1000(sched))
     extras, ratios, afters = [], [], []
     total_wall = 0.0
     cost = 0.0
@@ -207,18 +238,18 @@ def event_summary(walls: list[np.ndarray], events: list[np.ndarray]) -> dict:
     extra = arithmetic(extras) if extras else None
     ratio = geometric(ratios) if ratios and min(ratios) > 0 else None
     after_ratio = geometric(afters) if afters and min(afters) > 0 else None
-    out.update({
-        "extra_ns": extra.value if extra else None,
-        "extra_ci_ns": extra.ci if extra else None,
-        "ratio": ratio.value if ratio else None,
-        "ratio_ci": ratio.ci if ratio else None,
-        "after_ratio": after_ratio.value if after_ratio else None,
-        "after_ratio_ci": after_ratio.ci if after_ratio else None,
-        "repeats_with_events": len(extras),
-        "every": every(sched),
-        "cost_share": cost / total_wall if total_wall else 0.0,
-    })
-    return out
+    return EventSummary(
+        sched, sched.total, sched.total_steps, per_1000(sched),
+        extra_ns=extra.value if extra else None,
+        extra_ci_ns=extra.ci if extra else None,
+        ratio=ratio.value if ratio else None,
+        ratio_ci=ratio.ci if ratio else None,
+        after_ratio=after_ratio.value if after_ratio else None,
+        after_ratio_ci=after_ratio.ci if after_ratio else None,
+        repeats_with_events=len(extras),
+        every=every(sched),
+        cost_share=cost / total_wall if total_wall else 0.0,
+    )
 
 
 # -- stability of one repeat ----------------------------------------------------------------------

@@ -6,7 +6,7 @@ How it works, and why: docs/internals.md, `gcbench.analysing.summary`.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple, TypedDict, cast
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from ..core.errors import UsageError
 from ..measuring import results
 from ..measuring.results import ResultDoc
 from . import stats
+from .cell_stats import Between, CellStats, CollectorCall, CollectorState, Explicit, MemoryStats, Warmup, WarmupRepeat
 
 DEFAULT_SPIKE_FACTOR = 3.0
 MIN_STEPS = 100  # fewer timed steps per repeat than this: the cell is flagged
@@ -91,7 +92,7 @@ def explicit_by_generation(doc: ResultDoc) -> list[int]:
     return (inside + np.asarray(between + [0] * (n - len(between)), np.int64)).tolist()
 
 
-def explicit_summary(docs: list[ResultDoc]) -> dict | None:
+def explicit_summary(docs: list[ResultDoc]) -> Explicit | None:
     """Explicit collections over `docs`: per generation, per repeat on average, and the
     lines that called them (calls per repeat, most first); None where there were none."""
     if not docs:
@@ -104,16 +105,15 @@ def explicit_summary(docs: list[ResultDoc]) -> dict | None:
         for site, k in (results.part(d, "between_steps").get("explicit_sites") or {}).items():
             sites[site] = sites.get(site, 0) + k
     ordered = dict(sorted(sites.items(), key=lambda kv: -kv[1]))
-    return {"collections": per_gen.tolist(), "per_repeat": (per_gen / len(docs)).tolist(),
-            "sites": {k: v / len(docs) for k, v in ordered.items()}}
+    return Explicit(per_gen.tolist(), (per_gen / len(docs)).tolist(), {k: v / len(docs) for k, v in ordered.items()})
 
 
-def collector_summary(docs: list[ResultDoc]) -> dict | None:
+def collector_summary(docs: list[ResultDoc]) -> CollectorState | None:
     """Steps that began with the collector off, over `docs`, and the calls that turned it
     off, on or froze the heap while a user's loop ran (first line and count); None where
     the collector was on in every step and nothing called them."""
     steps = off = 0
-    calls: dict[str, dict] = {}
+    calls: dict[str, CollectorCall] = {}
     for d in docs:
         if d.get("backend") != "user" and str(d.get("gc_policy", "")).startswith(("disable", "manual")):
             continue  # gcbench's own cell under a policy that turns it off: what it was asked to do
@@ -125,35 +125,35 @@ def collector_summary(docs: list[ResultDoc]) -> dict | None:
         elif state.get("gc_enabled") is False:  # results before per-step states: off from the start
             off += n
         for name, c in (state.get("calls") or {}).items():
-            seen = calls.setdefault(name, {"count": 0, "first_at": c.get("first_at")})
-            seen["count"] += int(c.get("count", 0))
+            seen = calls.get(name) or CollectorCall(0, c.get("first_at"))
+            calls[name] = dataclasses.replace(seen, count=seen.count + int(c.get("count", 0)))
     if not off and not calls:
         return None
-    return {"off_steps": off, "steps": steps, "calls": calls}
+    return CollectorState(off, steps, calls)
 
 
-def describe_collector(c: dict) -> str:
+def describe_collector(c: CollectorState) -> str:
     """`the collector was off in 150 of 150 steps (gc.disable() at train.py:12); processes
     forked from it (DataLoader workers) inherit it off`."""
     words = []
-    if c["off_steps"]:
-        words.append(f"the collector was off in {c['off_steps']:,} of {c['steps']:,} steps")
-    what = [f"gc.{name}() {k['count']:,} time{'s' * (k['count'] != 1)}" + (f", first at {site_name(k['first_at'])}"
-                                                                          if k.get("first_at") else "")
-            for name, k in c["calls"].items()]
+    if c.off_steps:
+        words.append(f"the collector was off in {c.off_steps:,} of {c.steps:,} steps")
+    what = [f"gc.{name}() {k.count:,} time{'s' * (k.count != 1)}" + (f", first at {site_name(k.first_at)}"
+                                                                    if k.first_at else "")
+            for name, k in c.calls.items()]
     text = "; ".join(words + (["called " + "; ".join(what)] if what else []))
-    if c["off_steps"]:
+    if c.off_steps:
         text += ("; processes forked from it (DataLoader workers) inherit it off, and with it every cycle they "
                  "make: measure a worker's side (docs/usage.md, \"A worker's side\")")
     return text
 
 
-def describe_explicit(e: dict, shown: int = 3) -> str:
+def describe_explicit(e: Explicit, shown: int = 3) -> str:
     """`40 explicit (gc.collect()) collections per repeat, 40 of them full, at train.py:88 (20),
     train.py:89 (20)`."""
-    per = e["per_repeat"]
-    where = ", ".join(f"{site_name(site)} ({stats.fmt(k)})" for site, k in list(e["sites"].items())[:shown])
-    more = len(e["sites"]) - shown
+    per = e.per_repeat
+    where = ", ".join(f"{site_name(site)} ({stats.fmt(k)})" for site, k in list(e.sites.items())[:shown])
+    more = len(e.sites) - shown
     return (f"{stats.fmt(sum(per))} explicit (`gc.collect()`) collection{'s' * (sum(per) != 1)} per repeat, "
             f"{stats.fmt(per[-1])} of them full" + (f", called at {where}" if where else "")
             + (f" and {more} more lines" if more > 0 else ""))
@@ -276,7 +276,7 @@ def context(key: tuple) -> str:
 def full_per_repeat(cs: CellSummary) -> str:
     """A cell's full collections per repeat in a few characters: `6`, or `5-7` where the
     repeats differ."""
-    counts = cs.measured["full"]["schedule"]["counts"]
+    counts = cs.measured.full.schedule.counts
     return str(counts[0]) if len(set(counts)) == 1 else f"{min(counts)}-{max(counts)}"
 
 
@@ -380,70 +380,10 @@ def replacements(cells: list, docs: list[ResultDoc], planned: int) -> list:
     return out
 
 
-Interval = tuple[float, float] | None  # a 95 % interval, or None where the repeats give none
-
-
-class Between(TypedDict):
-    collections: list[int]  # per generation, summed over the repeats used
-    gc_ms: float
-
-
-class _Measured(TypedDict):
-    """What every ok cell's statistics hold (`CellStats` adds what some results record)."""
-
-    repeats: int  # ok repeats
-    used: list[int]  # the repeat numbers whose times are combined
-    flagged: dict[int, list[str]]  # repeat number: why its times were left out
-    all_flagged: bool  # flagged, but kept (fewer than 3 would remain)
-    steps: int
-    steps_per_repeat: list[int]
-    median_ms: float
-    median_ci_ms: Interval
-    repeat_medians_ms: list[float]
-    mean_ms: float
-    mean_ci_ms: Interval
-    repeat_means_ms: list[float]
-    p90_ms: float
-    p99_ms: float
-    max_ms: float
-    max_over_median: float
-    gc_share: float
-    gc_share_ci: Interval
-    repeat_gc_shares: list[float]
-    gc_ms_per_step: float
-    collections: list[int]  # in the steps, per generation
-    between: Between  # outside every step
-    full: dict[str, Any]  # stats.event_summary of the full collections
-    spike_factor: float
-    spikes: int
-    spikes_at_full: int
-    language: str  # python or julia
-    warmup: dict[str, Any] | None
-    memory: dict[str, Any] | None
-    explicit: dict[str, Any] | None
-    collector: dict[str, Any] | None  # collector_summary: steps begun with it off, the calls that changed it
-    full_after_last: int  # full collections after the last step, over every ok repeat
-    loaded: int  # repeats used that ran on a loaded machine
-    load: str | None
-    warnings: list[str]
-
-
-class CellStats(_Measured, total=False):
-    """A cell's repeats combined (`summarize`); docs/results.md, "Result fields", names each for users.
-    Times are over the repeats used (flagged ones left out where 3 remain); counts over every
-    ok repeat."""
-
-    alloc_bytes_per_step: float
-    pressure_per_step: float
-    gc_share_cpu: float
-    gc_share_cpu_ci: Interval
-    repeat_gc_shares_cpu: list[float]
-    host_share: float
-    host_share_ci: Interval
-
-
 @dataclasses.dataclass
 class CellSummary:
+    """One cell: its key, every repeat's document, and its statistics (`measured`)."""
+
     key: tuple[str, str, str, str, str]  # summary.cell_key
     docs: list[ResultDoc]  # every repeat's document, whatever its status
     stats: CellStats | None  # None when no repeat ran ok
@@ -473,10 +413,9 @@ def summarize(docs: list[ResultDoc], spike_factor: float = DEFAULT_SPIKE_FACTOR,
         return CellSummary(key, docs, None)
     used, flags = used_repeats(ok)
     walls = [np.asarray(d["wall_ns"], np.float64) for d in used]
-    s = cast(CellStats, {**_repeat_fields(ok, used, flags, walls), **_time_fields(used, walls),
-                         **_gc_fields(ok, used, walls, spike_factor), **_optional_fields(used, walls)})
-    s["warnings"] = warnings(s)
-    return CellSummary(key, docs, s)
+    s = CellStats(**_repeat_fields(ok, used, flags, walls), **_time_fields(used, walls),
+                  **_gc_fields(ok, used, walls, spike_factor), **_optional_fields(used, walls))
+    return CellSummary(key, docs, dataclasses.replace(s, warnings=warnings(s)))
 
 
 def _repeat_fields(ok: list[ResultDoc], used: list[ResultDoc], flags: dict, walls: list[np.ndarray]) -> dict:
@@ -538,10 +477,8 @@ def _gc_fields(ok: list[ResultDoc], used: list[ResultDoc], walls: list[np.ndarra
         "repeat_gc_shares": share.per_repeat,
         "gc_ms_per_step": _ms(float(sum(g.sum() for g in gcs) / sum(len(w) for w in walls))),
         "collections": np.sum([c.sum(axis=0) for c in colls], axis=0).tolist(),
-        "between": {
-            "collections": np.sum([b.collections for b in between], axis=0).tolist(),
-            "gc_ms": sum(b.gc_ns for b in between) / 1e6,
-        },
+        "between": Between(np.sum([b.collections for b in between], axis=0).tolist(),
+                           sum(b.gc_ns for b in between) / 1e6),
         "full": stats.event_summary(all_walls, fulls),
         "full_after_last": sum(full_after_last(d) for d in ok),  # in no iteration: counted apart
         "spike_factor": spike_factor,
@@ -564,19 +501,18 @@ def _optional_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> dict:
     """What only some results record: allocated bytes, allocation pressure, CPU time, host time."""
     out: dict = {}
     if all("alloc_bytes" in d for d in used):
-        out["alloc_bytes_per_step"] = float(np.mean([np.mean(d["alloc_bytes"]) for d in used]))
+        out.update(alloc_bytes_per_step=float(np.mean([np.mean(d["alloc_bytes"]) for d in used])))
     if all("gc_pressure" in d for d in used):
-        out["pressure_per_step"] = float(np.median([np.median(d["gc_pressure"]) for d in used]))
+        out.update(pressure_per_step=float(np.median([np.median(d["gc_pressure"]) for d in used])))
     cpu_shares = [cpu_gc_share(d) for d in used]
     if None not in cpu_shares:  # the collector's share of CPU time, which load does not stretch
         cpu = stats.arithmetic(cpu_shares, bounds=(0.0, 1.0))
-        out["gc_share_cpu"], out["gc_share_cpu_ci"], out["repeat_gc_shares_cpu"] = \
-            cpu.value, cpu.ci, cpu.per_repeat
+        out.update(gc_share_cpu=cpu.value, gc_share_cpu_ci=cpu.ci, repeat_gc_shares_cpu=cpu.per_repeat)
     if all("host_ns" in d for d in used):  # the share of the step spent before waiting for the results
         host = stats.arithmetic(
             [float(np.sum(d["host_ns"]) / w.sum()) for d, w in zip(used, walls, strict=True)], bounds=(0.0, 1.0)
         )
-        out["host_share"], out["host_share_ci"] = host.value, host.ci
+        out.update(host_share=host.value, host_share_ci=host.ci)
     return out
 
 
@@ -620,7 +556,7 @@ def gc_share(doc: ResultDoc) -> float:
     return (float(np.sum(doc["gc_ns"])) + between) / total if total > 0 else 0.0
 
 
-def warmup_summary(docs: list[ResultDoc]) -> dict | None:
+def warmup_summary(docs: list[ResultDoc]) -> Warmup | None:
     """The warm-up (compilation) of each repeat: steps, GC pause time, collections per
     generation and objects collected, per repeat (None where no repeat recorded one)."""
     rows = []
@@ -630,19 +566,17 @@ def warmup_summary(docs: list[ResultDoc]) -> dict | None:
         if not wall or "gc_ns" not in w:
             continue
         colls = np.asarray(w.get("gc_collections") or [[0]], np.int64).reshape(len(wall), -1).sum(axis=0)
-        rows.append({"steps": len(wall), "wall_ms": float(np.sum(wall)) / 1e6, "gc_ms": float(np.sum(w["gc_ns"])) / 1e6,
-                     "collections": colls.tolist(), "collected": int(np.sum(w.get("gc_collected") or [0]))})
+        rows.append(WarmupRepeat(len(wall), float(np.sum(wall)) / 1e6, float(np.sum(w["gc_ns"])) / 1e6,
+                                 colls.tolist(), int(np.sum(w.get("gc_collected") or [0]))))
     if not rows:
         return None
-    def mean(k):
-        return float(np.mean([r[k] for r in rows]))
-    return {"repeats": len(rows), "steps": rows[0]["steps"], "wall_ms": mean("wall_ms"), "gc_ms": mean("gc_ms"),
-            "full_per_repeat": [r["collections"][-1] for r in rows],
-            "collections": np.mean([r["collections"] for r in rows], axis=0).tolist(),
-            "collected": mean("collected"), "per_repeat": rows}
+    return Warmup(len(rows), rows[0].steps, float(np.mean([r.wall_ms for r in rows])),
+                  float(np.mean([r.gc_ms for r in rows])), [r.collections[-1] for r in rows],
+                  np.mean([r.collections for r in rows], axis=0).tolist(),
+                  float(np.mean([r.collected for r in rows])), rows)
 
 
-def memory_summary(docs: list[ResultDoc]) -> dict | None:
+def memory_summary(docs: list[ResultDoc]) -> MemoryStats | None:
     """Memory beside time, where the repeats recorded it: the peak resident set size over
     the timed steps (geometric mean over repeats, with its interval), its growth per 1,000
     steps (least squares over the samples of each repeat; mean with its interval), and the
@@ -662,7 +596,7 @@ def memory_summary(docs: list[ResultDoc]) -> dict | None:
             tracked.append((end - start) * 1000 / len(d["wall_ns"]))
     if not peaks and not tracked:
         return None
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {}  # MemoryStats' fields
     if len(peaks) == len(docs):
         peak = stats.geometric(peaks)
         out.update(peak_rss_mb=peak.value, peak_rss_ci_mb=peak.ci, repeat_peak_rss_mb=peak.per_repeat)
@@ -672,7 +606,7 @@ def memory_summary(docs: list[ResultDoc]) -> dict | None:
     if len(tracked) == len(docs):
         t = stats.arithmetic(tracked)
         out.update(tracked_growth_per_1000=t.value, tracked_growth_ci=t.ci, repeat_tracked_growth=t.per_repeat)
-    return out or None
+    return MemoryStats(**out) if out else None
 
 
 GROWTH_MIB = 1.0  # resident memory growing faster than this per 1,000 steps is a finding
@@ -682,15 +616,15 @@ def memory_growth(s: CellStats) -> str | None:
     """That a cell's memory grows across its loop, in words, or None: its resident set
     grows by more than GROWTH_MIB per 1,000 steps (and, with an interval, surely above 0),
     said with the objects the collector tracks."""
-    m = s.get("memory") or {}
-    g, ci = m.get("rss_growth_mb_per_1000"), m.get("rss_growth_ci")
+    m = s.memory or MemoryStats()
+    g, ci = m.rss_growth_mb_per_1000, m.rss_growth_ci
     if g is None or g <= GROWTH_MIB or (ci is not None and ci[0] <= 0):
         return None
     interval = f" (95 % {stats.fmt_range(ci[0], ci[1])})" if ci else ""
-    tracked = m.get("tracked_growth_per_1000")
+    tracked = m.tracked_growth_per_1000
     objects = (f", and the collector tracks {abs(tracked):,.0f} {'more' if tracked >= 0 else 'fewer'} objects every "
                "1,000 steps" if tracked is not None else "")
-    peak = f" to a peak of {m['peak_rss_mb']:,.0f} MiB" if m.get("peak_rss_mb") is not None else ""
+    peak = f" to a peak of {m.peak_rss_mb:,.0f} MiB" if m.peak_rss_mb is not None else ""
     return f"its memory grows across the loop: {stats.fmt(g)} MiB per 1,000 steps{interval}{peak}{objects}"
 
 
@@ -704,7 +638,7 @@ def describe_user_loop(row: dict) -> str:
     if row.get("between_steps_collections") and any(row["between_steps_collections"]):
         parts.append(f"{sum(row['between_steps_collections'])} collections between steps")
     if row.get("collector"):
-        parts.append(describe_collector(row["collector"]))
+        parts.append(describe_collector(CollectorState.from_json(row["collector"])))
     if row.get("explicit_collections"):
         sites = ", ".join(site_name(site) for site in list(row.get("explicit_sites") or {})[:2])
         parts.append(f"{sum(row['explicit_collections'])} explicit ({row['explicit_collections'][-1]} full"
@@ -725,27 +659,26 @@ def describe_user_loop(row: dict) -> str:
 def warnings(s: CellStats) -> list[str]:
     """Why a cell's numbers should be read with care (empty when they look solid)."""
     out = []
-    short = min(s["steps_per_repeat"])
+    short = min(s.steps_per_repeat)
     if short < MIN_STEPS:
         out.append(f"only {short} timed steps per repeat (< {MIN_STEPS})")
-    used = len(s["used"])
+    used = len(s.used)
     if used < 2:
         out.append("one repeat: no interval (one process says nothing about a second one's luck)")
     elif used < stats.MIN_PROCESSES:
         out.append(f"{used} repeats: no interval or test from fewer than {stats.MIN_PROCESSES} processes (their values "
                    f"are shown instead); run {stats.MIN_PROCESSES} or more")
-    ci = s["median_ci_ms"]
-    if ci is not None and used > 2 and s["median_ms"] > 0 and (ci[1] - ci[0]) / s["median_ms"] > MAX_CI_WIDTH:
+    ci = s.median_ci_ms
+    if ci is not None and used > 2 and s.median_ms > 0 and (ci[1] - ci[0]) / s.median_ms > MAX_CI_WIDTH:
         out.append(f"wide 95 % interval of the median ({stats.fmt(ci[0])}-{stats.fmt(ci[1])} ms)")
-    between = s.get("between") or {}
-    if any(between.get("collections") or []):
-        n = sum(between["collections"])
-        out.append(f"{n} collection{'s' * (n != 1)} ({stats.fmt(between['gc_ms'])} ms) fell between steps, in the "
+    if any(s.between.collections):
+        n = sum(s.between.collections)
+        out.append(f"{n} collection{'s' * (n != 1)} ({stats.fmt(s.between.gc_ms)} ms) fell between steps, in the "
                    "loop's own code outside `m.step()`: counted in the GC share, not in any step")
-    for repeat, flags in s["flagged"].items():
-        if not s["all_flagged"]:  # left out of the times; its collections are still counted
+    for repeat, flags in s.flagged.items():
+        if not s.all_flagged:  # left out of the times; its collections are still counted
             flags = [*flags, "its full collections are counted with the others'"]
-        kept = " (kept: too few unflagged repeats to leave it out)" if s["all_flagged"] else " (left out)"
+        kept = " (kept: too few unflagged repeats to leave it out)" if s.all_flagged else " (left out)"
         out.append(f"repeat {repeat}: {'; '.join(flags)}{kept}")
     return out
 
@@ -793,48 +726,48 @@ def record(cs: CellSummary) -> dict:
     s = cs.stats
     if s is None:
         return row
-    f = s["full"]
+    f = s.full
     def lo_hi(ci):
         return ((ci[0], ci[1]) if ci else (None, None))
-    mci, sci, fci = lo_hi(s["median_ci_ms"]), lo_hi(s["gc_share_ci"]), lo_hi(f["rate"]["ci"])
-    meci = lo_hi(s.get("mean_ci_ms"))
-    mem, warm = s.get("memory") or {}, s.get("warmup") or {}
+    mci, sci, fci = lo_hi(s.median_ci_ms), lo_hi(s.gc_share_ci), lo_hi(f.rate.ci)
+    meci = lo_hi(s.mean_ci_ms)
+    mem, warm, explicit = s.memory or MemoryStats(), s.warmup, s.explicit
     row.update(
-        repeats=s["repeats"],
-        repeats_used=len(s["used"]),
-        steps=s["steps"],
-        median_ms=s["median_ms"],
+        repeats=s.repeats,
+        repeats_used=len(s.used),
+        steps=s.steps,
+        median_ms=s.median_ms,
         median_ci_low_ms=mci[0],
         median_ci_high_ms=mci[1],
-        mean_ms=s["mean_ms"],
+        mean_ms=s.mean_ms,
         mean_ci_low_ms=meci[0],
         mean_ci_high_ms=meci[1],
-        p99_ms=s["p99_ms"],
-        max_over_median=s["max_over_median"],
-        gc_share=s["gc_share"],
+        p99_ms=s.p99_ms,
+        max_over_median=s.max_over_median,
+        gc_share=s.gc_share,
         gc_share_ci_low=sci[0],
         gc_share_ci_high=sci[1],
-        host_share=s.get("host_share"),
-        full_collections=f["count"],
-        full_per_1000=f["rate"]["value"],
+        host_share=s.host_share,
+        full_collections=f.count,
+        full_per_1000=f.rate.value,
         full_per_1000_ci_low=fci[0],
         full_per_1000_ci_high=fci[1],
-        full_per_repeat=list(f["schedule"]["counts"]),
-        full_schedule_fixed=f["schedule"]["constant"],
-        full_extra_ms=None if f.get("extra_ns") is None else f["extra_ns"] / 1e6,
-        full_cost_share=f.get("cost_share"),
-        between_steps_collections=(s.get("between") or {}).get("collections"),
-        peak_rss_mb=mem.get("peak_rss_mb"),
-        rss_growth_mb_per_1000=mem.get("rss_growth_mb_per_1000"),
-        tracked_growth_per_1000=mem.get("tracked_growth_per_1000"),
-        warmup_gc_ms=warm.get("gc_ms"),
-        warmup_full_collections=sum(warm.get("full_per_repeat") or []) if warm else None,
-        gc_share_cpu=s.get("gc_share_cpu"),
-        loaded_repeats=s["loaded"],
-        collector=s.get("collector"),
-        full_collections_after_last=s.get("full_after_last", 0),
-        explicit_collections=(s.get("explicit") or {}).get("collections"),
-        explicit_sites=(s.get("explicit") or {}).get("sites"),
-        flags=list(s["warnings"]),
+        full_per_repeat=list(f.schedule.counts),
+        full_schedule_fixed=f.schedule.constant,
+        full_extra_ms=None if f.extra_ns is None else f.extra_ns / 1e6,
+        full_cost_share=f.cost_share,
+        between_steps_collections=s.between.collections,
+        peak_rss_mb=mem.peak_rss_mb,
+        rss_growth_mb_per_1000=mem.rss_growth_mb_per_1000,
+        tracked_growth_per_1000=mem.tracked_growth_per_1000,
+        warmup_gc_ms=warm.gc_ms if warm else None,
+        warmup_full_collections=sum(warm.full_per_repeat) if warm else None,
+        gc_share_cpu=s.gc_share_cpu,
+        loaded_repeats=s.loaded,
+        collector=dataclasses.asdict(s.collector) if s.collector else None,
+        full_collections_after_last=s.full_after_last,
+        explicit_collections=explicit.collections if explicit else None,
+        explicit_sites=explicit.sites if explicit else None,
+        flags=list(s.warnings),
     )
     return row

@@ -6,6 +6,8 @@ How it works, and why: docs/internals.md, `gcbench.analysing.verdict`.
 
 from __future__ import annotations
 
+import dataclasses
+
 from . import claims, comparison, stats, summary
 
 NEGLIGIBLE_SHARE = 0.001  # below 0.1 % of step time the collector is not worth naming
@@ -15,19 +17,16 @@ def in_cpu_time(measured: list[summary.CellStats]) -> bool:
     """Which GC share a view of these cells gives, one for all of them: of CPU time where any
     ran loaded and every one recorded it (load stretches the wall time its pauses are a
     share of), else of the loop's wall time."""
-    return any(s.get("loaded") for s in measured) and all(s.get("gc_share_cpu") is not None for s in measured)
+    return any(s.loaded for s in measured) and all(s.gc_share_cpu is not None for s in measured)
 
 
 def share(s: summary.CellStats, cpu: bool) -> float:
     """The GC share a verdict goes by: of CPU time (`cpu`) or of the loop's wall time."""
-    return s["gc_share_cpu"] if cpu else s["gc_share"]
+    return s.share(cpu).value
 
 
 def _share(s: summary.CellStats, cpu: bool) -> str:
-    if cpu:
-        value, ci, per = s["gc_share_cpu"], s.get("gc_share_cpu_ci"), s.get("repeat_gc_shares_cpu", [])
-    else:
-        value, ci, per = s["gc_share"], s["gc_share_ci"], s["repeat_gc_shares"]
+    value, ci, per = dataclasses.astuple(s.share(cpu))
     if ci is None:
         values = stats.fmt_values(per, 100)
         return f"{100 * value:.1f} % ({values}{'' if values == 'one process' else ' %'})"
@@ -40,13 +39,13 @@ def _of_time(cpu: bool) -> str:
 
 def load_sentence(ok: list[summary.CellSummary]) -> str | None:
     """The machine was loaded: said first, with how much, and what that leaves judged."""
-    used = [d for cs in ok for d in cs.docs if d["status"] == "ok" and d["repeat"] in cs.measured["used"]]
+    used = [d for cs in ok for d in cs.docs if d["status"] == "ok" and d["repeat"] in cs.measured.used]
     repeats, how = summary.how_loaded(used)
     if not repeats:
         return None
     total = len(used)
     loaded = [cs for cs in ok if summary.how_loaded([d for d in cs.docs if d["status"] == "ok"
-                                                     and d["repeat"] in cs.measured["used"]])[0]]
+                                                     and d["repeat"] in cs.measured.used])[0]]
     # Load does not stretch a count, but a JAX step's can move by a collection: its runtime's
     # threads free objects at other moments (the first look loaded: equinox-filter made 2, 2
     # and 1 full collections against 1 in every repeat quiet; nnx's 7 moved by a step or two).
@@ -70,16 +69,16 @@ def _basis_words(ok: list[summary.CellSummary]) -> str:
 def _full_cost(cs: summary.CellSummary) -> str:
     """What a step with a full collection costs, as a clause (empty without one, or on a
     loaded machine, whose times are not judged)."""
-    f = cs.measured["full"]
-    if not f["count"] or f.get("extra_ns") is None or cs.measured.get("loaded"):
+    f = cs.measured.full
+    if not f.count or f.extra_ns is None or f.ratio is None or cs.measured.loaded:
         return ""
-    ci = f.get("extra_ci_ns")
+    ci = f.extra_ci_ns
     if ci is not None and ci[0] > 0:
-        return (f"; a step with a full collection takes {stats.fmt(f['extra_ns'] / 1e6)} ms longer than the steps "
-                f"around it (95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms), {f['ratio']:.1f} x the median step")
+        return (f"; a step with a full collection takes {stats.fmt(f.extra_ns / 1e6)} ms longer than the steps "
+                f"around it (95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms), {f.ratio:.1f} x the median step")
     if ci is None:
-        return (f"; a step with a full collection takes {stats.fmt_signed(f['extra_ns'] / 1e6)} ms against the steps "
-                f"around it ({f['ratio']:.1f} x; too few repeats with one for an interval)")
+        return (f"; a step with a full collection takes {stats.fmt_signed(f.extra_ns / 1e6)} ms against the steps "
+                f"around it ({f.ratio:.1f} x; too few repeats with one for an interval)")
     return ""
 
 
@@ -89,7 +88,7 @@ def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary], cpu: boo
     others = [o for o in ok if o.key[:2] == (b, w) and o.key[3:] == (env, node) and o.key[2] != p]
     if not others:
         return None
-    if cs.measured.get("loaded") or any(o.measured.get("loaded") for o in others):  # counts, not times
+    if cs.measured.loaded or any(o.measured.loaded for o in others):  # counts, not times
         return _mitigation_counts(cs, others, cpu)
     family = claims.workload_claims([c for c in ok if c.key[1] == w]) if p == "default" else []
     o, t = _shortest_run(cs, others, family)
@@ -170,17 +169,16 @@ def _cheapest_backend(cs: summary.CellSummary, ok: list[summary.CellSummary], cp
 def _counts(cs: summary.CellSummary) -> str:
     """A cell's collections, counted: full ones as a schedule, then every generation's per repeat."""
     st = cs.measured
-    used = max(len(st["used"]), 1)
-    per_gen = [(a + b) / used for a, b in zip(st["collections"], (st.get("between") or {}).get("collections") or
-                                              [0] * len(st["collections"]), strict=True)]
+    used = max(len(st.used), 1)
+    per_gen = [(a + b) / used for a, b in zip(st.collections, st.between.collections, strict=True)]
     by_gen = "/".join(stats.fmt(x) for x in per_gen)
-    after = st.get("full_after_last") or 0
-    text = (f"{stats.format_schedule(st['full']['schedule'])}"
+    after = st.full_after_last or 0
+    text = (f"{stats.format_schedule(st.full.schedule)}"
             + (f" and {stats.fmt(after / used)} more after its last step" if after else "")
             + f"; {stats.fmt(sum(per_gen))} collections of every generation per repeat ({by_gen} by generation)")
-    if explicit := st.get("explicit"):
+    if explicit := st.explicit:
         text += f"; {summary.describe_explicit(explicit)}"
-    b = [x / used for x in st["between"]["collections"]]
+    b = [x / used for x in st.between.collections]
     if any(b):  # paid for by the loop all the same: counted, and said where they fell
         text += (f", {stats.fmt(sum(b))} of them ({stats.fmt(b[-1])} full) between steps, in the loop's own code "
                  "outside `m.step()`")
@@ -198,18 +196,18 @@ def sentences(cells: list[summary.CellSummary]) -> list[str]:
     cpu = in_cpu_time([cs.measured for cs in ok])  # one share for the whole verdict
     # who pays most: by its GC share (a count alone would name a cell whose many full
     # collections are cheap, as `freeze` makes them), said by its counts first
-    worst = max(ok, key=lambda cs: (share(cs.measured, cpu), cs.measured["full"]["count"]))
+    worst = max(ok, key=lambda cs: (share(cs.measured, cpu), cs.measured.full.count))
     s = worst.measured
-    between = sum(sum(cs.measured["between"]["collections"]) for cs in ok)
+    between = sum(sum(cs.measured.between.collections) for cs in ok)
     # a collector turned off is what the numbers mean: said first, with what it implies
-    off = [f"In {cs.label} {summary.describe_collector(c)}." for cs in ok if (c := cs.measured.get("collector"))][:3]
-    if share(s, cpu) < NEGLIGIBLE_SHARE and not s["full"]["count"] and not between:
+    off = [f"In {cs.label} {summary.describe_collector(c)}." for cs in ok if (c := cs.measured.collector)][:3]
+    if share(s, cpu) < NEGLIGIBLE_SHARE and not s.full.count and not between:
         return out + off + _negligible(ok, worst, cpu)
     # one cell (a user's loop, a single cell run) pays nothing "most": its counts are the answer
     out.append(f"{worst.label} pays the collector most. It makes {_counts(worst)}." if len(ok) > 1 else
                f"{worst.label} makes {_counts(worst)}.")
-    times = ("" if s.get("loaded") else
-             f"; its mean step is {stats.fmt(s['mean_ms'])} ms against a median of {stats.fmt(s['median_ms'])} ms")
+    times = ("" if s.loaded else
+             f"; its mean step is {stats.fmt(s.mean_ms)} ms against a median of {stats.fmt(s.median_ms)} ms")
     out.append(f"It spends {_share(s, cpu)} {_of_time(cpu)} in the collector{times}{_full_cost(worst)}.")
     grows = summary.memory_growth(s)
     if grows:
@@ -228,14 +226,14 @@ def _negligible(ok: list[summary.CellSummary], worst: summary.CellSummary, cpu: 
     when one does; then what little the collector did."""
     growing = [(cs, why) for cs in ok if (why := summary.memory_growth(cs.measured))]
     lead = [f"{cs.label}: {why[0].upper()}{why[1:]}." for cs, why in growing[:2]]
-    young = sum(sum(cs.measured["collections"]) for cs in ok)
+    young = sum(sum(cs.measured.collections) for cs in ok)
     ran = (f"{young:,} young collections and no full one" if young else "no collection at all")
     return [*lead, f"The collector took at most {_share(worst.measured, cpu)} {_of_time(cpu)} in all {len(ok)} "
                    f"cells ({worst.label}): {ran} inside the timed steps."]
 
 
 def _cells_with_full(ok: list[summary.CellSummary]) -> str:
-    with_full = [cs for cs in ok if cs.measured["full"]["count"]]
+    with_full = [cs for cs in ok if cs.measured.full.count]
     named = f" ({', '.join(cs.label for cs in with_full[:4])}{', ...' if len(with_full) > 4 else ''})."
     head = f"{len(with_full)} of {len(ok)} cells had full collections inside timed steps"
     return head + (named if with_full else ".")

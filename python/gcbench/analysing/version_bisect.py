@@ -14,7 +14,6 @@ import dataclasses
 import math
 import re
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -138,9 +137,10 @@ def _test(metric: Metric, prev: list[ResultDoc], cur: list[ResultDoc]) -> compar
     if len(a) < 2 or len(b) < 2:
         return None
     if metric.test == "log":
-        return comparison.test_median(dict(va, medians=[x or 1e-12 for x in a]),
-                                      dict(vb, medians=[x or 1e-12 for x in b]), 0.0, comparison.ALPHA)
-    return comparison.test_gc_share(dict(va, shares=a), dict(vb, shares=b), 0.0, comparison.ALPHA)
+        return comparison.test_median(dataclasses.replace(va, medians=[x or 1e-12 for x in a]),
+                                      dataclasses.replace(vb, medians=[x or 1e-12 for x in b]), 0.0, comparison.ALPHA)
+    return comparison.test_gc_share(dataclasses.replace(va, shares=a), dataclasses.replace(vb, shares=b), 0.0,
+                                    comparison.ALPHA)
 
 
 def _center(metric: Metric, values: list[float]) -> float:
@@ -151,8 +151,55 @@ def _center(metric: Metric, values: list[float]) -> float:
     return float(np.mean(values))
 
 
+@dataclasses.dataclass
+class VersionRow:
+    """One version's row: where it ran and, where it ran ok, its values from the repeats the
+    times rest on; where it did not, why (`status`, `reason`). `change` and what backs it
+    compare it with the version before."""
+
+    version: str
+    runs: int
+    ok: int
+    status: str = "ok"
+    environment: str | None = None
+    python: str | None = None
+    packages: dict[str, str] = dataclasses.field(default_factory=dict)
+    reason: str | None = None
+    used: int | None = None  # repeats that drifted or ran under load are left out (summary.used_repeats)
+    values: list[float] = dataclasses.field(default_factory=list)
+    value: float | None = None
+    median_ms: float | None = None
+    mean_ms: float | None = None
+    gc_share_pct: float | None = None
+    full_per_1000: float | None = None
+    full_per_repeat: list[int] = dataclasses.field(default_factory=list)  # collections, not steps
+    change: float | None = None  # against the version before
+    tested: bool | None = None
+    p_adj: float | None = None
+    exact: bool | None = None
+    not_judged: str | None = None  # a time from a loaded machine, or from two kinds of machine
+    first_change: bool | None = None
+
+
+@dataclasses.dataclass
+class VersionTable:
+    """A release bisect's table (bisect.json): the metric per version and the first change."""
+
+    package: str
+    cell: str
+    metric: str
+    metric_title: str
+    unit: str
+    floor: float
+    factor: float
+    rows: list[VersionRow]
+    first_change: str | None = None
+    missing: list[str] = dataclasses.field(default_factory=list)
+    alpha: float = 0.05
+
+
 def table(docs: list[ResultDoc], package: str, cell: tuple[str, str, str], metric: Metric, factor: float,
-          versions: list[str] | None = None) -> dict:
+          versions: list[str] | None = None) -> VersionTable:
     """The bisect table of `docs` (results of `cell` in environments that differ in `package`).
 
     Each version's value comes from its repeats as a cell's does (the geometric mean of
@@ -168,34 +215,29 @@ def table(docs: list[ResultDoc], package: str, cell: tuple[str, str, str], metri
     by_version = _by_version(docs, package, cell)
     order = [v for v in versions or [] if v in by_version]
     order += sorted((v for v in by_version if v not in order), key=venvs.version_key)
-    rows: list[dict[str, Any]] = []
-    previous: dict[str, Any] | None = None
+    rows: list[VersionRow] = []
+    previous: tuple[VersionRow, list[ResultDoc]] | None = None
     tests = []
     for version in order:
-        row = _version_row(version, by_version[version], metric)
+        row, used = _version_row(version, by_version[version], metric)
         rows.append(row)
-        if row["status"] != "ok":
+        if row.value is None:
             continue
-        if previous is not None:
-            a, b = max(previous["value"], metric.floor), max(row["value"], metric.floor)
-            row["change"] = (b / a) if a > 0 and b > 0 else (1.0 if a == b else float("inf"))
-            t = _test(metric, previous["_used"], row["_used"])
-            row["tested"] = t is not None
+        if previous is not None and previous[0].value is not None:
+            a, b = max(previous[0].value, metric.floor), max(row.value, metric.floor)
+            row.change = (b / a) if a > 0 and b > 0 else (1.0 if a == b else float("inf"))
+            t = _test(metric, previous[1], used)
+            row.tested = t is not None
             if t is not None:
                 tests.append((row, t))
-        previous = row
+        previous = row, used
     comparison.conclude([t for _, t in tests], comparison.ALPHA)
     for row, t in tests:
-        row.update(p_adj=t.p_adj, exact=t.exact)
-        if t.not_judged:  # a time from a loaded machine, or from two kinds of machine: never marked
-            row["not_judged"] = t.not_judged
-    marked = _first_change(rows, factor)
-    for row in rows:
-        row.pop("_used", None)
+        row.p_adj, row.exact = t.p_adj, t.exact
+        row.not_judged = t.not_judged or None  # never marked
     missing = [v for v in versions or [] if v not in by_version]
-    return {"package": package, "cell": "/".join(cell), "metric": metric.name, "metric_title": metric.title,
-            "unit": metric.unit, "floor": metric.floor, "factor": factor, "rows": rows, "first_change": marked,
-            "missing": missing, "alpha": comparison.ALPHA}
+    return VersionTable(package, "/".join(cell), metric.name, metric.title, metric.unit, metric.floor, factor, rows,
+                        _first_change(rows, factor), missing, comparison.ALPHA)
 
 
 def _by_version(docs: list[ResultDoc], package: str, cell: tuple[str, str, str]) -> dict[str, list[ResultDoc]]:
@@ -209,46 +251,42 @@ def _by_version(docs: list[ResultDoc], package: str, cell: tuple[str, str, str])
     return by_version
 
 
-def _version_row(version: str, group: list[ResultDoc], metric: Metric) -> dict[str, Any]:
-    """One version's row: where it ran, and its values from the repeats the times rest on
-    (`_used`, removed before the table is returned); a version with no ok result says why."""
+def _version_row(version: str, group: list[ResultDoc], metric: Metric) -> tuple[VersionRow, list[ResultDoc]]:
+    """One version's row, and the repeats its times rest on; a version with no ok result
+    says why."""
     ok = [d for d in group if d["status"] == "ok"]
-    row: dict[str, Any] = {"version": version, "runs": len(group), "ok": len(ok)}
     sample = (ok or group)[0]
     meta = results.part(sample, "metadata")
     env = results.part(sample, "environment")
-    row["environment"] = env.get("name")
-    row["python"] = meta.get("python") or env.get("python")
-    row["packages"] = {k: v for k, v in (meta.get("packages") or {}).items() if v}
+    row = VersionRow(version, len(group), len(ok), environment=env.get("name"),
+                     python=meta.get("python") or env.get("python"),
+                     packages={k: v for k, v in (meta.get("packages") or {}).items() if v})
     if not ok:
-        row["status"] = sample["status"]
-        row["reason"] = (sample["reason"] or "").strip().splitlines()[0] if sample["reason"] else ""
-        return row
+        reason = sample["reason"]
+        return dataclasses.replace(row, status=sample["status"],
+                                   reason=reason.strip().splitlines()[0] if reason else ""), []
     used, _ = summary.used_repeats(ok)
-    row["status"] = "ok"
-    row["used"] = len(used)  # repeats that drifted or ran under load are left out (see summary.used_repeats)
-    row["values"] = [metric.of(d) for d in used]
-    row["value"] = _center(metric, row["values"])
-    row["median_ms"] = _center(METRICS["median"], [metric_value("median", d) for d in used])
-    row["mean_ms"] = _center(METRICS["mean"], [metric_value("mean", d) for d in used])
-    row["gc_share_pct"] = _center(METRICS["gc_share"], [metric_value("gc_share", d) for d in used])
-    row["full_per_1000"] = _center(METRICS["full_gc"], [metric_value("full_gc", d) for d in used])
-    row["full_per_repeat"] = [int(summary.full_collections(d).sum()) for d in used]  # collections, not steps
-    row["_used"] = used
-    return row
+    values = [metric.of(d) for d in used]
+    return dataclasses.replace(
+        row, used=len(used), values=values, value=_center(metric, values),
+        median_ms=_center(METRICS["median"], [metric_value("median", d) for d in used]),
+        mean_ms=_center(METRICS["mean"], [metric_value("mean", d) for d in used]),
+        gc_share_pct=_center(METRICS["gc_share"], [metric_value("gc_share", d) for d in used]),
+        full_per_1000=_center(METRICS["full_gc"], [metric_value("full_gc", d) for d in used]),
+        full_per_repeat=[int(summary.full_collections(d).sum()) for d in used]), used
 
 
-def _first_change(rows: list[dict[str, Any]], factor: float) -> str | None:
+def _first_change(rows: list[VersionRow], factor: float) -> str | None:
     """The first version whose change from the one before is larger than `factor` and shown
     by the repeats (exactly, or by the corrected test); it is marked in its row."""
     for row in rows:
-        change = row.get("change")
-        if change is None or (row.get("p_adj") is None and not row.get("exact")):
+        change = row.change
+        if change is None or (row.p_adj is None and not row.exact):
             continue
         big = change == float("inf") or max(change, 1 / change if change else float("inf")) > factor
-        if big and (row.get("exact") or row["p_adj"] <= comparison.ALPHA):
-            row["first_change"] = True
-            return row["version"]
+        if big and (row.exact or (row.p_adj is not None and row.p_adj <= comparison.ALPHA)):
+            row.first_change = True
+            return row.version
     return None
 
 
@@ -260,36 +298,41 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
 
 
-def table_rows(tab: dict, mark: str) -> tuple[list[str], list[list[str]]]:
+def table_rows(tab: VersionTable, mark: str) -> tuple[list[str], list[list[str]]]:
     """The table's header and rows as strings, for the terminal and the report alike. The
     first change has `mark` after its change; a version that did not run has "-" for its
     numbers and its status and reason in the last column."""
-    unit = "" if tab["unit"] == "x" else f" {tab['unit']}"
-    own = tab["metric"] not in SHOWN_ANYWAY  # p99 and max/median get a column of their own
+    unit = "" if tab.unit == "x" else f" {tab.unit}"
+    own = tab.metric not in SHOWN_ANYWAY  # p99 and max/median get a column of their own
     header = ["version", "python", "jax", "runs", "median ms", "mean ms", "GC %", "full/1000"] + \
-        ([f"{tab['metric']}{unit}"] if own else []) + ["change"]
+        ([f"{tab.metric}{unit}"] if own else []) + ["change"]
     rows = []
-    for r in tab["rows"]:
-        first = [r["version"], r.get("python") or "-", r.get("packages", {}).get("jax", "-"), f"{r['ok']}/{r['runs']}"
-                 + (f" ({r['used']} used)" if r.get("used", r["ok"]) < r["ok"] else "")]
-        if r["status"] != "ok":
-            rows.append(first + ["-"] * (len(header) - 5) + [f"{r['status']}: {r.get('reason', '')}"])
+    for r in tab.rows:
+        first = [r.version, r.python or "-", r.packages.get("jax", "-"), f"{r.ok}/{r.runs}"
+                 + (f" ({r.used} used)" if r.used is not None and r.used < r.ok else "")]
+        if r.status != "ok" or r.value is None:
+            rows.append(first + ["-"] * (len(header) - 5) + [f"{r.status}: {r.reason or ''}"])
             continue
-        change = "" if "change" not in r else ("inf" if r["change"] == float("inf") else f"x{r['change']:.2f}")
-        if "change" in r:
-            change += f" (p={r['p_adj']:.2g})" if r.get("p_adj") is not None else \
-                " (exact: fixed schedules)" if r.get("exact") else \
-                f" (not judged: {r['not_judged']})" if r.get("not_judged") else \
-                (f" (untested: fewer than {stats.MIN_PROCESSES} repeats)" if not r.get("tested") else "")
-        rows.append(first + [_fmt(r["median_ms"]), _fmt(r["mean_ms"]) if r.get("mean_ms") is not None else "-",
-                             f"{r['gc_share_pct']:.2f}", f"{r['full_per_1000']:.1f}"] +
-                    ([_fmt(r["value"])] if own else []) + [change + (mark if r.get("first_change") else "")])
+        rows.append(first + [_fmt(r.median_ms or 0.0), _fmt(r.mean_ms) if r.mean_ms is not None else "-",
+                             f"{r.gc_share_pct or 0.0:.2f}", f"{r.full_per_1000 or 0.0:.1f}"] +
+                    ([_fmt(r.value)] if own else []) + [_change(r) + (mark if r.first_change else "")])
     return header, rows
 
 
-def format_table(tab: dict) -> str:
+def _change(r: VersionRow) -> str:
+    """A row's change from the version before, and what backs it."""
+    if r.change is None:
+        return ""
+    return ("inf" if r.change == float("inf") else f"x{r.change:.2f}") + (
+        f" (p={r.p_adj:.2g})" if r.p_adj is not None else
+        " (exact: fixed schedules)" if r.exact else
+        f" (not judged: {r.not_judged})" if r.not_judged else
+        (f" (untested: fewer than {stats.MIN_PROCESSES} repeats)" if not r.tested else ""))
+
+
+def format_table(tab: VersionTable) -> str:
     """The table as text, with the first change marked."""
-    header, rows = table_rows(tab, f"  <- first change > {tab['factor']:g}x")
+    header, rows = table_rows(tab, f"  <- first change > {tab.factor:g}x")
     ran = [row for row in rows if row[4] != "-"]
     widths = [max([len(h)] + [len(row[i]) for row in ran] + [len(row[i]) for row in rows if i < 4])
               for i, h in enumerate(header)]
@@ -299,44 +342,42 @@ def format_table(tab: dict) -> str:
         return "  ".join(c.ljust(w) if i < 4 or i == len(header) - 1 else c.rjust(w)
                          for i, (c, w) in enumerate(zip(cells, widths, strict=False))).rstrip()
 
-    out = [f"{tab['package']} bisect of {tab['cell']}: {tab['metric_title']}", fmt(header)]
+    out = [f"{tab.package} bisect of {tab.cell}: {tab.metric_title}", fmt(header)]
     out += [fmt(row) if row[4] != "-" else fmt(row[:4]) + "  " + row[-1] for row in rows]  # a reason takes the rest
-    if tab["first_change"] is None:
+    if tab.first_change is None:
         out.append(
-            f"no version changes {tab['metric']} by more than {tab['factor']:g}x over the one before "
+            f"no version changes {tab.metric} by more than {tab.factor:g}x over the one before "
             f"that the repeats show (exactly for fixed schedules, else by a test corrected by Benjamini-Hochberg "
-            f"at {tab.get('alpha', 0.05):g})"
+            f"at {tab.alpha:g})"
         )
-    if tab["missing"]:
-        out.append(f"no results for {', '.join(tab['missing'])}")
+    if tab.missing:
+        out.append(f"no results for {', '.join(tab.missing)}")
     return "\n".join(out)
 
 
-def rebuild(tab: dict, docs: list[ResultDoc]) -> dict:
+def rebuild(tab: VersionTable, docs: list[ResultDoc]) -> VersionTable:
     """The table made anew from the results it rests on (rows follow the code that reads
     them); a table whose cell has no results among `docs` is returned as it is."""
-    cell = tuple(tab["cell"].split("/"))
-    if tab["metric"] not in METRICS or len(cell) != 3 or not any(
+    cell = tuple(tab.cell.split("/"))
+    if tab.metric not in METRICS or len(cell) != 3 or not any(
             (d["backend"], d["workload"], d["gc_policy"]) == cell for d in docs):
         return tab
-    return table(docs, tab["package"], cell, METRICS[tab["metric"]], tab["factor"],
-                 [r["version"] for r in tab["rows"]])
+    return table(docs, tab.package, (cell[0], cell[1], cell[2]), METRICS[tab.metric], tab.factor,
+                 [r.version for r in tab.rows])
 
 
-def load_table(path) -> dict:
+def load_table(path) -> VersionTable:
     """A bisect.json written by `gcbench bisect`, checked; a one-line error when malformed."""
-    from ..core import files
+    from ..core import files, records
 
     tab = files.read_json(path, "bisect table")
     ok = isinstance(tab, dict) and isinstance(tab.get("rows"), list) and all(
         isinstance(r, dict) and isinstance(r.get("version"), str) and r.get("status") in ("ok", "failed", "unavailable")
-        and (r["status"] != "ok" or (isinstance(r.get("values"), list) and isinstance(r.get("value"), (int, float))
-                                     and isinstance(r.get("median_ms"), (int, float))))
-        for r in tab["rows"])
+        and (r.get("status") != "ok" or (isinstance(r.get("values"), list) and isinstance(r.get("value"), (int, float))
+                                         and isinstance(r.get("median_ms"), (int, float))))
+        for r in tab.get("rows", []))
     keys = ("package", "cell", "metric", "metric_title", "unit")
     if not ok or not all(isinstance(tab.get(k), str) for k in keys) or \
             not isinstance(tab.get("factor"), (int, float)) or not isinstance(tab.get("floor"), (int, float)):
         raise UsageError(f"{path}: not a gcbench bisect table")
-    tab.setdefault("first_change", None)
-    tab.setdefault("missing", [])
-    return tab
+    return records.from_json(tab, VersionTable, str(path))

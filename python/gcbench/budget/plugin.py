@@ -7,16 +7,21 @@ says, budget files (`--gc-budget-update`) and reports (`--gc-budget-report`).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import hashlib
 import pathlib
 import re
 import sys
 import warnings
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from . import baseline
+
+if TYPE_CHECKING:
+    from ..analysing.explanation_records import Census
 
 BASELINE = baseline.NAME
 DEFAULT_THRESHOLDS = (700, 10, 10)
@@ -152,6 +157,40 @@ def _fail(message: str):
     pytest.fail(message, pytrace=False)
 
 
+
+@dataclasses.dataclass(frozen=True)
+class BudgetFigures:
+    """What a budget measured (`GCBudget.measure`, `b.figures` after the `with`): the counts
+    its budgets bound (COUNTED, read by name with `count`), where the full collections fell,
+    and what to look at (promotion sites, what the loop kept, the garbage it made)."""
+
+    steps: int
+    max_promotions_per_step: float
+    max_full_per_1000: float  # the collector's own
+    max_collections_per_1000: list[float]  # per generation, the collector's own
+    max_explicit_per_1000: float  # the loop's gc.collect() calls
+    max_tracked_growth_per_1000: float | None
+    max_gc_share: float
+    explicit: list[int]  # gc.collect() calls per generation, in steps and between
+    explicit_sites: dict[str, int]
+    full_steps: list[int]  # every full collection the loop paid for: in its steps, in the gaps before them
+    full_all: int
+    full_after_last: int
+    sites: list  # top (site or type, count) of what was promoted
+    promoted: int
+    kept: list
+    kept_total: int
+    garbage: list
+    garbage_total: int
+    doc: Any  # the result document
+    explanation: Any  # the explanation (analysing.explanation_records.Explanation)
+
+    def count(self, key: str) -> Any:
+        """The count a budget of that name bounds (`max_full_per_1000`, ...)."""
+        if key not in COUNTED:
+            raise KeyError(key)
+        return getattr(self, key)
+
 class Budget:
     """One budgeted loop of a test (made by the `gc_budget` fixture)."""
 
@@ -184,7 +223,7 @@ class Budget:
         # settle=False: measured from the heap as the test left it (what a gc.freeze() fix removes shows)
         self.settle = settle is not False
         self.measurement.before_timed = _settle if self.settle else None
-        self.figures: dict = {}
+        self.figures: BudgetFigures | None = None
         self._thresholds: tuple[int, int, int] = DEFAULT_THRESHOLDS
         self._frozen_before = 0
         self._kept: dict | None = None
@@ -226,8 +265,13 @@ class Budget:
         """The context manager of one step: `with b.step(): ...` (allocates nothing)."""
         return self.measurement.step()
 
+    def _figures(self) -> BudgetFigures:
+        if self.figures is None:
+            raise ValueError("the budget has not measured yet")
+        return self.figures
+
     # -- what was measured, against the budgets ------------------------------------------------------
-    def measure(self) -> dict:
+    def measure(self) -> BudgetFigures:
         """The budget's figures: steps, promotions per step, collections per 1,000 steps (per
         generation, and full), tracked growth per 1,000 steps, GC share, where the full
         collections fell, and what to look at (promotion sites, kept objects, garbage)."""
@@ -241,7 +285,7 @@ class Budget:
         expl = m.explanation()
         steps = m.steps
         colls = np.asarray(doc["gc_collections"], np.int64).reshape(steps, -1)
-        between = doc["between_steps"]["collections"]
+        between = results.part(doc, "between_steps").get("collections") or [0] * colls.shape[1]
         asked = summary.explicit_by_generation(doc)  # the loop's own gc.collect() calls, in steps and between
         every = [int(colls[:, g].sum()) + between[g] for g in range(colls.shape[1])]
         per_gen = [(every[g] - asked[g]) * 1000 / steps for g in range(colls.shape[1])]  # the collector's own
@@ -249,22 +293,22 @@ class Budget:
         memory = results.part(doc, "memory")
         start, end = memory.get("tracked_start"), memory.get("tracked_end")
         tracked = (end - start) * 1000 / steps if start is not None and end is not None else None
-        python = expl["python"]
-        promoted = python["promoted"]
-        return {"steps": steps, "max_promotions_per_step": float(np.mean(python["promoted_per_step"])),
-                "max_full_per_1000": per_gen[-1], "max_collections_per_1000": per_gen,
-                "max_explicit_per_1000": sum(asked) * 1000 / steps, "explicit": asked,
-                "explicit_sites": doc["between_steps"].get("explicit_sites") or {},
-                "max_tracked_growth_per_1000": tracked,
-                "max_gc_share": summary.gc_share(doc),
-                # every full collection the loop paid for: in its steps, in the gaps before them, after the last
-                "full_steps": [int(i) for i in np.repeat(np.arange(len(full)), full)],
-                "full_all": every[-1], "full_after_last": summary.full_after_last(doc),
-                "sites": _top(promoted), "promoted": int(promoted["total"]),
-                "kept": _top(self._kept or {}), "kept_total": int((self._kept or {}).get("total", 0)),
-                "garbage": _top(python.get("garbage") or {}), "garbage_total": int((python.get("garbage") or {})
-                                                                                    .get("total", 0)),
-                "doc": doc, "explanation": expl}
+        python = expl.python
+        if python is None:
+            raise ValueError("a budget's explanation without its diagnosis")
+        from ..analysing import explanation_records as records
+
+        kept = records.from_json(self._kept or {}, records.Census, "what the loop kept")
+        return BudgetFigures(
+            steps=steps, max_promotions_per_step=float(np.mean(python.promoted_per_step)),
+            max_full_per_1000=per_gen[-1], max_collections_per_1000=per_gen,
+            max_explicit_per_1000=sum(asked) * 1000 / steps, max_tracked_growth_per_1000=tracked,
+            max_gc_share=summary.gc_share(doc), explicit=asked,
+            explicit_sites=results.part(doc, "between_steps").get("explicit_sites") or {},
+            full_steps=[int(i) for i in np.repeat(np.arange(len(full)), full)],
+            full_all=every[-1], full_after_last=summary.full_after_last(doc),
+            sites=_top(python.promoted), promoted=python.promoted.total, kept=_top(kept), kept_total=kept.total,
+            garbage=_top(python.garbage), garbage_total=python.garbage.total, doc=doc, explanation=expl)
 
     def _conclude(self) -> None:
         from ..core.errors import UsageError
@@ -284,7 +328,7 @@ class Budget:
             from ..analysing import gc_causes
 
             self.measurement.save_result(folder)
-            gc_causes.save(pathlib.Path(folder), self.figures["explanation"])
+            gc_causes.save(pathlib.Path(folder), self._figures().explanation)
         try:
             if config.getoption("--gc-budget-update"):
                 self._update_baseline()
@@ -315,8 +359,9 @@ class Budget:
         a budget the test's call names wins over the file, so writing it would be a value
         never read: it is named instead."""
         skipped = [k for k in COUNTED if k in self.given]
-        written = {k: baseline.budget_of(k, self.figures[k], self.figures["steps"])
-                   for k in COUNTED if self.figures.get(k) is not None and k not in skipped}
+        f = self._figures()
+        written = {k: baseline.budget_of(k, f.count(k), f.steps) for k in COUNTED
+                   if f.count(k) is not None and k not in skipped}
         if written:
             baseline.update(self.baseline, self.key, written)
         if skipped:
@@ -334,7 +379,7 @@ class Budget:
         return stored, lines
 
     def _over(self, key: str, budget, lines: dict) -> str | None:
-        measured = self.figures[key]
+        measured = self._figures().count(key)
         where = f" ({self.baseline.name}:{lines[key]})" if lines.get(key) and key not in self.given else ""
         if key == "max_collections_per_1000":
             budgets = list(budget) if isinstance(budget, (list, tuple)) else [budget] * len(measured)
@@ -370,18 +415,18 @@ class Budget:
     def _message(self, over: list[str]) -> tuple[list[str], list[str]]:
         """A failure's first lines (each figure over its budget, where the full collections
         fell) and its last (how the counts were taken); `_where_lines` go between."""
-        f = self.figures
-        full = f["full_steps"]
-        asked = f["explicit"][-1] if f.get("explicit") else 0
+        f = self._figures()
+        full = f.full_steps
+        asked = f.explicit[-1] if f.explicit else 0
         schedule = ("full collections at (or just before) steps " + ", ".join(map(str, full[:8])) +
                     (f" and {len(full) - 8} more" if len(full) > 8 else "")) if full else "no full collection in a step"
-        if f.get("full_after_last"):
-            schedule += f", {f['full_after_last']} after the last step"
+        if f.full_after_last:
+            schedule += f", {f.full_after_last} after the last step"
         if asked:
-            sites = "; ".join(f"{site} ({k})" for site, k in list(f["explicit_sites"].items())[:3])
-            schedule += f"; {asked} of the {f['full_all']} full collections were gc.collect() calls" + \
+            sites = "; ".join(f"{site} ({k})" for site, k in list(f.explicit_sites.items())[:3])
+            schedule += f"; {asked} of the {f.full_all} full collections were gc.collect() calls" + \
                 (f", called at {sites}" if sites else "")
-        head = [f"GC budget exceeded: {self.key} ({f['steps']:,} steps after {self.measurement.warmup} warm-up)"]
+        head = [f"GC budget exceeded: {self.key} ({f.steps:,} steps after {self.measurement.warmup} warm-up)"]
         head += [f"  {line}" for line in over]
         head.append(f"  {schedule}")
         tail = [f"  counted with {recorded()}; budgets from the test"
@@ -390,16 +435,16 @@ class Budget:
 
     def _where_lines(self, keys: list[str]) -> list[str]:
         """What to look at: the top promotion sites, what the loop kept, the garbage it made."""
-        f = self.figures
+        f = self._figures()
         lines = ["  top promotion sites: " + self._where(
-            f["sites"], f["promoted"], "none traced (no object allocated in the budget's steps reached the oldest "
+            f.sites, f.promoted, "none traced (no object allocated in the budget's steps reached the oldest "
                                        "generation)")]
-        if "max_tracked_growth_per_1000" in keys or f["kept_total"]:
-            lines.append(f"  kept alive at the end ({f['kept_total']:,} objects made in the steps): " + self._where(
-                f["kept"], f["kept_total"], "none"))
-        if f["garbage_total"] and ({"max_collections_per_1000", "max_full_per_1000"} & set(keys)):
-            lines.append(f"  cyclic garbage the collections freed ({f['garbage_total']:,} objects): " + self._where(
-                f["garbage"], f["garbage_total"], "none"))
+        if "max_tracked_growth_per_1000" in keys or f.kept_total:
+            lines.append(f"  kept alive at the end ({f.kept_total:,} objects made in the steps): " + self._where(
+                f.kept, f.kept_total, "none"))
+        if f.garbage_total and ({"max_collections_per_1000", "max_full_per_1000"} & set(keys)):
+            lines.append(f"  cyclic garbage the collections freed ({f.garbage_total:,} objects): " + self._where(
+                f.garbage, f.garbage_total, "none"))
         return lines
 
 
@@ -453,11 +498,11 @@ def _rerun_for_sites(item, failed: dict) -> tuple[list[str], str]:
     return where, (f"(where: from a second run of the test's body with allocation sites traced, "
                    f"{time.monotonic() - start:.1f} s; gc_budget(..., sites=True) traces them in the measured run)")
 
-def _top(counts: dict, n: int = 3) -> list:
+def _top(counts: Census, n: int = 3) -> list:
     """The top `n` (site or type, count) of a diagnosis' counter: by site and type where
     sites were traced, else by type."""
-    rows = counts.get("by_site_type") or counts.get("by_type") or {}
-    total = max(counts.get("total", 0), 1)
+    rows = counts.by_site_type or counts.by_type
+    total = max(counts.total, 1)
     return [(k, v) for k, v in list(rows.items())[:n] if v * 100 >= total]  # under 1 %: noise
 
 

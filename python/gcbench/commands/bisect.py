@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pathlib
 
+from ..core import records
 from ..core.errors import UsageError
 from ..flows import pipeline
 from ..flows.options import CommitBisectOptions, ReleaseBisectOptions
@@ -81,7 +82,7 @@ def main(args) -> int:
     out(version_bisect.format_table(tab))
     paths = pipeline.write_report(folder, None, 3.0, out_fn=out, bisect_table=tab) if args.report else None
     if args.json:
-        _common.print_json({"results": str(folder), "bisect": tab,
+        _common.print_json({"results": str(folder), "bisect": records.to_json(tab),
                             "report": _common.report_json(paths) if paths else None})
     return 0
 
@@ -120,8 +121,8 @@ def main_git(args) -> int:
     words()
     words(gitbisect.format_table(tab, culprit))
     paths = pipeline.write_report(out, None, 3.0, out_fn=words) if args.report else None
-    code = 0 if tab.get("endpoints_differ") else 1
+    code = 0 if tab.endpoints_differ else 1
     if args.json:
-        _common.print_json({"results": str(out), "exit_code": code, "bisect": tab, "culprit": culprit,
+        _common.print_json({"results": str(out), "exit_code": code, "bisect": records.to_json(tab), "culprit": culprit,
                             "report": _common.report_json(paths) if paths else None})
     return code

@@ -6,6 +6,7 @@ import pathlib
 import sys
 
 from ..analysing import comparison
+from ..core import records
 from ..core.errors import UsageError
 from ..publishing import archive
 from . import _common
@@ -45,16 +46,16 @@ def _fail_on(text: str) -> tuple[str, ...]:
     return names
 
 
-def failures(c: dict, fail_on: tuple[str, ...]) -> list[str]:
+def failures(c: comparison.Comparison, fail_on: tuple[str, ...]) -> list[str]:
     """`cell verdict` for every test whose verdict `fail_on` names."""
     wanted = {FAIL_ON[n] for n in fail_on}
-    return [f"{r['cell']} {t.verdict}" for r in c["rows"] for t in r["tests"] if (t.metric, t.verdict) in wanted]
+    return [f"{r.cell} {t.verdict}" for r in c.rows for t in r.tests if (t.metric, t.verdict) in wanted]
 
 
-def not_judged(c: dict, fail_on: tuple[str, ...]) -> list[str]:
+def not_judged(c: comparison.Comparison, fail_on: tuple[str, ...]) -> list[str]:
     """Why, for every test `fail_on` asks about that the machine kept from being judged."""
     metrics = {FAIL_ON[n][0] for n in fail_on}
-    return [t.not_judged for r in c["rows"] for t in r["tests"] if t.metric in metrics and t.not_judged]
+    return [t.not_judged for r in c.rows for t in r.tests if t.metric in metrics and t.not_judged]
 
 
 def main(args) -> int:
@@ -70,9 +71,9 @@ def main(args) -> int:
         with archive.opened(pathlib.Path(args.a)) as a:
             docs_a, docs_b = comparison.split_sides(results.load_dir(a), args.base, args.head)
         c = comparison.compare_docs(docs_a, docs_b, args.min_effect, args.alpha, args.force)
-        c.update(a=f"{args.a} [{args.base}]", b=f"{args.a} [{args.head}]")
-        c["notes"] = [n.replace("is in both folders: cells paired across", "is on both sides: cells paired across")
-                      for n in c.get("notes", [])]
+        c.a, c.b = f"{args.a} [{args.base}]", f"{args.a} [{args.head}]"
+        c.notes = [n.replace("is in both folders: cells paired across", "is on both sides: cells paired across")
+                   for n in c.notes]
     else:
         if args.base or args.head:
             raise UsageError(
@@ -81,17 +82,17 @@ def main(args) -> int:
         with archive.opened(pathlib.Path(args.a)) as a, archive.opened(pathlib.Path(args.b)) as b:
             c = comparison.compare_docs(results.load_dir(a), results.load_dir(b), args.min_effect, args.alpha,
                                         args.force)
-        c.update(a=args.a, b=args.b)
+        c.a, c.b = args.a, args.b
     if args.json:
-        _common.print_json(comparison.to_json(c))
+        _common.print_json(records.to_json(c))
     else:
         print(comparison.format_comparison(c))
-    if c["refused"] and not args.force:
+    if c.refused and not args.force:
         raise UsageError(
-            f"{len(c['refused'])} cells refused: their settings differ (listed above; --force compares them)"
+            f"{len(c.refused)} cells refused: their settings differ (listed above; --force compares them)"
         )
-    if not c["rows"]:
-        raise UsageError(f"{c['a']} and {c['b']} share no cell that ran in both: nothing was compared")
+    if not c.rows:
+        raise UsageError(f"{c.a} and {c.b} share no cell that ran in both: nothing was compared")
     failed = failures(c, args.fail_on)
     unjudged = not_judged(c, args.fail_on)
     if unjudged:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..analysing import gc_causes
+from ..analysing import explanation_records, gc_causes
 from ..core.errors import UsageError
 from ..flows import pipeline
 from ..flows.options import ExplainOptions
@@ -64,7 +64,7 @@ def main(args) -> int:
     if expl is None:
         return code
     if args.json:
-        _common.print_json(expl)
+        _common.print_json(explanation_records.to_json(expl))
     else:
         print(gc_causes.format_text(expl))
         print(f"\nexplanation in {out_dir / gc_causes.FILE}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from ..analysing import seed_cases
+from ..core import records
 from ..core.errors import UsageError
 from ..flows import pipeline
 from ..flows.options import ReproduceOptions
@@ -60,6 +61,6 @@ def main(args) -> int:
     if args.report:
         paths = pipeline.write_report(out_dir, None, 3.0, out_fn=out_fn, title="gcbench: the seed reports, reproduced")
     if args.json:
-        _common.print_json({"results": str(out_dir), "exit_code": code, "reproductions": doc,
+        _common.print_json({"results": str(out_dir), "exit_code": code, "reproductions": records.to_json(doc),
                             "report": _common.report_json(paths) if paths else None})
     return code

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 
 from ..analysing import gitbisect, version_bisect
-from ..core import files
+from ..core import files, records
 from ..core.errors import UsageError
 from ..measuring import envspec, results
 from ..publishing import archive
@@ -43,10 +43,10 @@ def releases(opts: ReleaseBisectOptions, cell: tuple[str, str, str], metric, ver
             return FlowOutcome(None, folder, code)
         docs = ran
     tab = version_bisect.table(docs, opts.package, cell, metric, opts.factor, versions)
-    if not tab["rows"]:
+    if not tab.rows:
         raise UsageError(f"{opts.results or folder}: no results of {opts.cell} with a known {opts.package} version")
     if suite is not None:  # a bisect that ran keeps its table beside its results; --results only reads
-        files.write_json(folder / "bisect.json", tab)
+        files.write_json(folder / "bisect.json", records.to_json(tab))
     return FlowOutcome(tab, folder, 0)
 
 
@@ -139,17 +139,17 @@ def commits(opts: CommitBisectOptions, template: config.Suite, base: envspec.Env
     while True:
         docs = results.load_dir(out)
         tab = gitbisect.table(plan, gitbisect.docs_by_env(docs))
-        if not tab.get("endpoints_differ") or tab["first_bad"]:
+        if not tab.endpoints_differ or tab.first_bad or tab.range is None:
             break
         shas = [c.sha for c in order]
-        lo, hi = (shas.index(sha) for sha in tab["range"])
+        lo, hi = (shas.index(sha) for sha in tab.range)
         candidate = gitbisect.next_candidate(len(order), lo, hi, {shas.index(sha) for sha in plan["tested"]})
         if candidate is None:
             break
         measure(candidate, env_for(candidate, pinned))
     culprit = None
-    if tab["first_bad"]:
-        message, changed = gitrepo.message_and_files(repo, tab["first_bad"])
+    if tab.first_bad:
+        message, changed = gitrepo.message_and_files(repo, tab.first_bad)
         culprit = {"message": message, "files": changed}
         plan["culprit"] = culprit
         gitbisect.save(out, plan)

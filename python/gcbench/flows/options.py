@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..measuring import diagnostic_run
+
+if TYPE_CHECKING:
+    from ..analysing.gitbisect import CommitTable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +89,7 @@ class FlowOutcome(NamedTuple):
     reproductions; None when it was interrupted), its results folder and the command's exit
     code."""
 
-    document: dict | None
+    document: Any  # a bisect's table or the reproductions (dicts), an explanation (a record)
     folder: pathlib.Path
     code: int
 
@@ -95,6 +98,6 @@ class CommitBisectOutcome(NamedTuple):
     """A commit bisect's table, the first bad commit's message and files (None where none
     was found), and its folder."""
 
-    table: dict
+    table: CommitTable
     culprit: dict | None
     folder: pathlib.Path

@@ -352,12 +352,12 @@ def _print_outcome(docs: list[ResultDoc], out_dir: pathlib.Path, seconds: float,
         out_fn(format_verdict(answer))
         out_fn()
     out_fn(format_summary(docs, cells_summarized))
-    if any(cs.stats and cs.stats["flagged"] for cs in cells_summarized):
+    if any(cs.stats and cs.stats.flagged for cs in cells_summarized):
         out_fn(terminal.wrap(FLAG_LEGEND))
     ok_cells = [
         comparison.repeat_values(ds) for ds in summary.cells(docs).values() if any(d["status"] == "ok" for d in ds)
     ]
-    if any(v["loaded"] for v in ok_cells):  # a loaded machine's spread says nothing of a quiet one's power
+    if any(v.loaded for v in ok_cells):  # a loaded machine's spread says nothing of a quiet one's power
         out_fn(terminal.wrap("smallest detectable change: none given, the repeats ran on a loaded machine (their "
                              "times are not judged); measure on a quiet machine for one"))
     else:
@@ -402,22 +402,22 @@ def format_summary(docs: list[ResultDoc], cells: list[summary.CellSummary] | Non
             note = f"[{reasons.setdefault(reason, len(reasons) + 1)}]" if reason else ""
             rows.append([cs.label, d["status"], "", "", "", "", "", "", note])  # the columns below
             continue
-        full = s["full"]
-        fr = stats.short_schedule(full["schedule"]) if full["count"] else "none"
-        flags = f"{len(s['flagged'])} flagged" if s["flagged"] else ""
-        host = f"{100 * s['host_share']:.1f}" if "host_share" in s else "-"
+        full = s.full
+        fr = stats.short_schedule(full.schedule) if full.count else "none"
+        flags = f"{len(s.flagged)} flagged" if s.flagged else ""
+        host = f"{100 * s.host_share:.1f}" if s.host_share is not None else "-"
         share = f"{100 * verdict.share(s, cpu):.2f}"
-        if s.get("loaded"):
+        if s.loaded:
             flags = f"{flags}, loaded" if flags else "loaded"
         rows.append(
             [
                 cs.label,
-                f"ok x{s['repeats']}",
+                f"ok x{s.repeats}",
                 fr,
                 share,
-                stats.fmt_paren(s["median_ms"], s["median_ci_ms"], values=s["repeat_medians_ms"]),
-                stats.fmt(s["mean_ms"]),
-                stats.fmt(s["p99_ms"]),
+                stats.fmt_paren(s.median_ms, s.median_ci_ms, values=s.repeat_medians_ms),
+                stats.fmt(s.mean_ms),
+                stats.fmt(s.p99_ms),
                 host,
                 flags,
             ]

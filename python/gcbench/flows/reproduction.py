@@ -58,9 +58,9 @@ def _calibration(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., 
     earlier = seed_cases.load(run.out) if run.resume and run.out and pathlib.Path(run.out).is_dir() else None
     if opts.batch_size:
         return {"chosen": opts.batch_size, "medians_ms": {}, "given": True}
-    if earlier and (earlier.get("calibration") or {}).get("chosen"):  # a resumed run keeps its batch
-        out_fn(f"calibration: batch {earlier['calibration']['chosen']}, as the run being resumed chose")
-        return earlier["calibration"]
+    if earlier and earlier.calibration.get("chosen"):  # a resumed run keeps its batch
+        out_fn(f"calibration: batch {earlier.calibration.get('chosen')}, as the run being resumed chose")
+        return earlier.calibration
     if run.executor == "slurm":
         raise UsageError(f"reproduce --executor {run.executor} needs --batch-size for equinox-spikes: the "
                          "calibration would time this machine, not the nodes (calibrate on a node with "

@@ -17,7 +17,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...analysing import claims, gitbisect, stats, summary, verdict
-from ...core import files, metadata
+from ...analysing.explanation_records import Explanation
+from ...analysing.seed_cases import Reproduction
+from ...analysing.version_bisect import VersionTable
+from ...core import files, metadata, records
 from ...core.errors import UsageError
 from ...measuring import program_memory, results
 from ...measuring.results import ResultDoc
@@ -140,7 +143,7 @@ def _loop_line(ok: list[ResultDoc]) -> str:
     own = [d for d in ok if d["backend"] != "user"]  # a loop measured by gcbench.measure has no batch gcbench set
     batches = sorted({results.batch_size(d) for d in own}, key=lambda b: (b is None, b or 0))  # old results: None
     books = sorted({d.get("bookkeeping", "none") for d in own})
-    repeats = sorted({cs.measured["repeats"] for cs in summary.summarize_all(ok)}) if ok else []
+    repeats = sorted({cs.measured.repeats for cs in summary.summarize_all(ok)}) if ok else []
     return (f"Batch size: {', '.join(map(str, batches))}; bookkeeping in the loop: {', '.join(books)}; " if own else
             "Loops measured by `gcbench.measure` (their batch and bookkeeping are the user's own); ") + \
         f"repeats per cell (fresh processes, the unit of inference): {', '.join(map(str, repeats)) or '-'}"
@@ -203,22 +206,21 @@ def _jobs(docs: list[ResultDoc]) -> str | None:
 
 
 def _full_cell(s: summary.CellStats) -> str:
-    return stats.short_schedule(s["full"]["schedule"])
+    return stats.short_schedule(s.full.schedule)
 
 
 def _full_cost(s: summary.CellStats) -> str:
-    f = s["full"]
-    if not f["count"] or f.get("extra_ns") is None:
+    f = s.full
+    if not f.count or f.extra_ns is None or f.ratio is None:
         return "-"
-    ci = f.get("extra_ci_ns")
-    text = stats.fmt_signed(f["extra_ns"] / 1e6)
+    ci = f.extra_ci_ns
+    text = stats.fmt_signed(f.extra_ns / 1e6)
     text += f" ({stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)})" if ci else ""
-    return text + f", {f['ratio']:.1f} x"
+    return text + f", {f.ratio:.1f} x"
 
 
 def _share_cell(s: summary.CellStats, cpu: bool) -> str:
-    value, ci, per = ((s["gc_share_cpu"], s.get("gc_share_cpu_ci"), s.get("repeat_gc_shares_cpu", [])) if cpu else
-                      (s["gc_share"], s["gc_share_ci"], s["repeat_gc_shares"]))
+    value, ci, per = dataclasses.astuple(s.share(cpu))
     return f"{100 * value:.2f}" + (f" ({100 * ci[0]:.2f}-{100 * ci[1]:.2f})" if ci else
                                    f" ({stats.fmt_values(per, 100)})")
 
@@ -233,13 +235,13 @@ def summary_table(cells: list[summary.CellSummary]) -> Table:
     rows = []
     for cs in cells:
         s = cs.measured
-        used = len(s["used"])
-        rows.append([escape(cs.label) + (f" ({len(s['flagged'])} flagged)" if s["flagged"] else ""),
-                     f"{used}" + (f" of {s['repeats']}" if used != s["repeats"] else ""),
+        used = len(s.used)
+        rows.append([escape(cs.label) + (f" ({len(s.flagged)} flagged)" if s.flagged else ""),
+                     f"{used}" + (f" of {s.repeats}" if used != s.repeats else ""),
                      _full_cell(s), _share_cell(s, cpu),
-                     stats.fmt_paren(s["median_ms"], s["median_ci_ms"], values=s["repeat_medians_ms"]),
-                     stats.fmt_paren(s["mean_ms"], s.get("mean_ci_ms"), values=s.get("repeat_means_ms")),
-                     _full_cost(s), f"{s['steps']:,}"])
+                     stats.fmt_paren(s.median_ms, s.median_ci_ms, values=s.repeat_medians_ms),
+                     stats.fmt_paren(s.mean_ms, s.mean_ci_ms, values=s.repeat_means_ms),
+                     _full_cost(s), f"{s.steps:,}"])
     return Table(header, rows, align_right=(1, 3, 4, 5, 6, 7))  # the schedule's words wrap
 
 
@@ -254,27 +256,20 @@ def memory_table_section(cells: list[summary.CellSummary]) -> list:
     growth of the objects the collector tracks."""
     rows = []
     for cs in cells:
-        m = cs.measured.get("memory") or {}
+        m = cs.measured.memory
         if not m:
             continue
         rows.append(
             [
                 escape(cs.label),
-                _with_ci(m["peak_rss_mb"], m.get("peak_rss_ci_mb"), values=m.get("repeat_peak_rss_mb"))
-                if "peak_rss_mb" in m
+                _with_ci(m.peak_rss_mb, m.peak_rss_ci_mb, values=m.repeat_peak_rss_mb)
+                if m.peak_rss_mb is not None
                 else "-",
-                _with_ci(
-                    m["rss_growth_mb_per_1000"], m.get("rss_growth_ci"), stats.fmt_signed, m.get("repeat_rss_growth")
-                )
-                if "rss_growth_mb_per_1000" in m
+                _with_ci(m.rss_growth_mb_per_1000, m.rss_growth_ci, stats.fmt_signed, m.repeat_rss_growth)
+                if m.rss_growth_mb_per_1000 is not None
                 else "-",
-                _with_ci(
-                    m["tracked_growth_per_1000"],
-                    m.get("tracked_growth_ci"),
-                    stats.fmt_signed,
-                    m.get("repeat_tracked_growth"),
-                )
-                if "tracked_growth_per_1000" in m
+                _with_ci(m.tracked_growth_per_1000, m.tracked_growth_ci, stats.fmt_signed, m.repeat_tracked_growth)
+                if m.tracked_growth_per_1000 is not None
                 else "-",
             ]
         )
@@ -304,17 +299,17 @@ def warmup_section(cells: list[summary.CellSummary]) -> list:
     collections that fell between steps, which the GC share counts."""
     rows = []
     for cs in cells:
-        w = cs.measured.get("warmup")
-        between = cs.measured.get("between") or {}
-        outside = sum(between.get("collections") or [])
+        w = cs.measured.warmup
+        between = cs.measured.between
+        outside = sum(between.collections)
         if not w and not outside:
             continue
-        colls = " / ".join(f"{c:,.0f}" for c in w["collections"]) if w else "-"
-        rows.append([escape(cs.label), f"{w['steps']}" if w else "-", stats.fmt(w["wall_ms"]) if w else "-",
-                     stats.fmt(w["gc_ms"]) if w else "-", colls,
-                     _counts_per_repeat(w["full_per_repeat"]) if w else "-",
-                     f"{w['collected']:,.0f}" if w else "-",
-                     f"{outside:,} ({stats.fmt(between['gc_ms'])} ms)" if outside else "none"])
+        colls = " / ".join(f"{c:,.0f}" for c in w.collections) if w else "-"
+        rows.append([escape(cs.label), f"{w.steps}" if w else "-", stats.fmt(w.wall_ms) if w else "-",
+                     stats.fmt(w.gc_ms) if w else "-", colls,
+                     _counts_per_repeat(w.full_per_repeat) if w else "-",
+                     f"{w.collected:,.0f}" if w else "-",
+                     f"{outside:,} ({stats.fmt(between.gc_ms)} ms)" if outside else "none"])
     if not rows:
         return []
     return [Heading("Warm-up and between steps"),
@@ -329,21 +324,21 @@ def warmup_section(cells: list[summary.CellSummary]) -> list:
 def host_section(cells: list[summary.CellSummary]) -> list:
     """How much of a step is host time (Python and dispatch, until the step function
     returned) and how much waits for the results; only for cells that recorded it."""
-    timed = [cs for cs in cells if "host_share" in cs.measured]
+    timed = [cs for cs in cells if cs.measured.host_share is not None]
     if not timed:
         return []
     rows = []
     for cs in timed:
         s = cs.measured
-        ci = s["host_share_ci"]
-        host = f"{100 * s['host_share']:.1f}" + (
+        ci, share = s.host_share_ci, s.host_share or 0.0
+        host = f"{100 * share:.1f}" + (
             f" ({100 * ci[0]:.1f}-{100 * ci[1]:.1f})"
             if ci
-            else f" ({'one process' if s['repeats'] == 1 else 'too few processes for an interval'})"
+            else f" ({'one process' if s.repeats == 1 else 'too few processes for an interval'})"
         )
-        of_host = f"{100 * s['gc_share'] / s['host_share']:.1f}" if s["host_share"] > 0 else "-"
-        rows.append([escape(cs.label), stats.fmt(s["median_ms"]), host, f"{100 - 100 * s['host_share']:.1f}",
-                     f"{100 * s['gc_share']:.2f}", of_host])
+        of_host = f"{100 * s.gc_share / share:.1f}" if share > 0 else "-"
+        rows.append([escape(cs.label), stats.fmt(s.median_ms), host, f"{100 - 100 * share:.1f}",
+                     f"{100 * s.gc_share:.2f}", of_host])
     return [Heading("Host and device"),
             Para("JAX dispatches asynchronously: a step's host time runs until its step function has returned (the "
                  "Python of the loop and the framework, and the dispatch), the rest waits for the results. On a GPU "
@@ -462,7 +457,7 @@ def memory_section(doc: dict, where: pathlib.Path) -> list:
 
 
 def build_report(source, out_dir, spike_factor: float = summary.DEFAULT_SPIKE_FACTOR, title: str | None = None,
-                 bisect_table: dict | None = None) -> dict:
+                 bisect_table: VersionTable | None = None) -> dict:
     """Write the report of `source` (results folder, archive, or report folder) into
     `out_dir`; return the paths written, by name, and `warnings`.
 
@@ -684,20 +679,20 @@ class _Inputs:
     docs: list[ResultDoc]
     plan: dict
     memdoc: dict | None
-    why: dict | None
-    repro: dict | None
+    why: list[Explanation] | None
+    repro: Reproduction | None
     git_plan: dict | None
-    bisect_table: dict | None
+    bisect_table: VersionTable | None
     carried: dict[str, bytes]
 
 
-def _read_inputs(folder: pathlib.Path, bisect_table: dict | None) -> _Inputs:
+def _read_inputs(folder: pathlib.Path, bisect_table: VersionTable | None) -> _Inputs:
     from ...analysing import gc_causes, seed_cases, version_bisect
 
     memdoc = program_memory.load(folder)
     # A table given by the caller (`bisect --results DIR --report`, which only reads DIR) goes into
     # the report's archive, so that a rebuild from the archive shows the same table.
-    carried = {} if bisect_table is None else {"bisect.json": files.json_bytes(bisect_table)}
+    carried = {} if bisect_table is None else {"bisect.json": files.json_bytes(records.to_json(bisect_table))}
     if bisect_table is None and (folder / "bisect.json").is_file():
         bisect_table = version_bisect.load_table(folder / "bisect.json")
     why = gc_causes.load(folder)
@@ -747,8 +742,8 @@ def _evidence(folder: pathlib.Path, got: _Inputs, cells: list, families: dict, o
         blocks += why_section.section(got.why, docs, out_dir, written)
     if ok:
         blocks += _plots(ok, docs, workloads, out_dir, written)
-    unstable = [f"{escape(cs.label)}: {escape('; '.join(cs.measured['warnings']))}"
-                for cs in ok if cs.measured["warnings"]]
+    unstable = [f"{escape(cs.label)}: {escape('; '.join(cs.measured.warnings))}"
+                for cs in ok if cs.measured.warnings]
     if unstable:
         blocks += [Heading("Unstable measurements"), Bullets(unstable)]
     blocks += not_run_section(docs, plan)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pathlib
 
 from ...analysing import comparison, summary
+from ...analysing.gitbisect import CommitTable
+from ...analysing.version_bisect import VersionTable
 from ...measuring import results
 from ...measuring.results import ResultDoc
 from . import plots
@@ -65,86 +67,86 @@ def section(docs: list[ResultDoc]) -> list:
     return blocks
 
 
-def bisect_section(tab: dict, out_dir: pathlib.Path) -> list:
+def bisect_section(tab: VersionTable, out_dir: pathlib.Path) -> list:
     from ...analysing.version_bisect import table_rows
 
     header, rows = table_rows(tab, " (first change)")
-    first = tab["first_change"]
-    verdict = (f"The first version whose {tab['metric_title'].lower()} differs from the previous version's by "
-               f"more than {tab['factor']:g} x, where the repeats show it (exactly when both versions' full "
+    first = tab.first_change
+    verdict = (f"The first version whose {tab.metric_title.lower()} differs from the previous version's by "
+               f"more than {tab.factor:g} x, where the repeats show it (exactly when both versions' full "
                f"collections follow a fixed schedule, else by a test corrected by Benjamini-Hochberg): "
-               f"{code(tab['package'] + ' ' + first)}." if first else
-               f"No version's {tab['metric_title'].lower()} differs from the previous version's by more than "
-               f"{tab['factor']:g} x where the repeats show it.")
-    if tab["floor"]:
-        verdict += f" Values below {tab['floor']:g} ({tab['unit']}) count as {tab['floor']:g} when compared."
-    return [Heading(f"Bisect: {escape(tab['package'])} on {code(tab['cell'])}"), Para(verdict),
-            Table([escape(tab["package"]), *header[1:]], [[escape(c) for c in row] for row in rows],
+               f"{code(tab.package + ' ' + first)}." if first else
+               f"No version's {tab.metric_title.lower()} differs from the previous version's by more than "
+               f"{tab.factor:g} x where the repeats show it.")
+    if tab.floor:
+        verdict += f" Values below {tab.floor:g} ({tab.unit}) count as {tab.floor:g} when compared."
+    return [Heading(f"Bisect: {escape(tab.package)} on {code(tab.cell)}"), Para(verdict),
+            Table([escape(tab.package), *header[1:]], [[escape(c) for c in row] for row in rows],
                   align_right=tuple(range(4, len(header) - 1))),
             Image(plots.bisect_figure(tab, out_dir / "bisect.png"),
-                  f"{tab['metric_title']} per {tab['package']} version",
+                  f"{tab.metric_title} per {tab.package} version",
                   "Each dot is one repeat (a fresh process), the line their median; the lower panel is the "
                   "median step. The dashed line marks the first version with a tested change.")]
 
 
-def gitbisect_section(tab: dict, culprit: dict | None, out_dir: pathlib.Path) -> list:
+def gitbisect_section(tab: CommitTable, culprit: dict | None, out_dir: pathlib.Path) -> list:
     """A commit bisect: the rule, the tested commits in history order, and the first bad one."""
-    unit = f" ({tab['unit']})" if tab["unit"] else ""
-    rows = [[code(r["sha"][:9]), escape(r["date"]), escape(r["subject"][:80]),
-             "-" if r["value"] is None else f"{r['value']:.3g}",
-             escape(", ".join(f"{v:.3g}" for v in r["per_repeat"]) or (r["why_not"] or "")[:120]),
-             escape(r["decision"]) + (" (first bad)" if r["sha"] == tab["first_bad"] else "")]
-            for r in tab["rows"]]
-    found = (f"The first bad commit: {code(tab['first_bad'][:9])}, after {tab['builds']} builds for "
-             f"{tab['commits_between']} commits (at most {tab['max_builds']})." if tab["first_bad"] else
-             escape(tab.get("unresolved") or "No first bad commit: " + (tab["endpoints"] or "")))
-    blocks = [Heading(f"Commit bisect: {escape(tab['package'])} on {code(tab['cell'])}"),
-              Para(f"{escape(tab['rule'])} Endpoints: {escape(tab['endpoints'] or '-')}. Every environment "
+    unit = f" ({tab.unit})" if tab.unit else ""
+    rows = [[code(r.sha[:9]), escape(r.date), escape(r.subject[:80]),
+             "-" if r.value is None else f"{r.value:.3g}",
+             escape(", ".join(f"{v:.3g}" for v in r.per_repeat) or (r.why_not or "")[:120]),
+             escape(r.decision) + (" (first bad)" if r.sha == tab.first_bad else "")]
+            for r in tab.rows]
+    found = (f"The first bad commit: {code(tab.first_bad[:9])}, after {tab.builds} builds for "
+             f"{tab.commits_between} commits (at most {tab.max_builds})." if tab.first_bad else
+             escape(tab.unresolved or "No first bad commit: " + (tab.endpoints or "")))
+    blocks = [Heading(f"Commit bisect: {escape(tab.package)} on {code(tab.cell)}"),
+              Para(f"{escape(tab.rule)} Endpoints: {escape(tab.endpoints or '-')}. Every environment "
                    "but the good endpoint's pins each other package to the version the good endpoint's resolved, "
                    "so only the package changes. A commit is built from its source into an environment that also "
                    "holds what its build and gcbench's harness install (jsonschema, referencing, rpds-py, attrs), "
                    "whose objects enlarge the oldest generation: counts are exact within this bisect, and may differ "
                    "by a collection or two from a release bisect of the same code's wheel (compare directions across "
                    "the two). " + found),
-              Table(["commit", "date", "subject", f"{escape(tab['metric_title'])}{escape(unit)}", "per repeat",
+              Table(["commit", "date", "subject", f"{escape(tab.metric_title)}{escape(unit)}", "per repeat",
                      "decision"], rows, align_right=(3,)),
               Image(plots.gitbisect_figure(tab, out_dir / "gitbisect.png"),
-                    f"{tab['metric_title']} per tested {tab['package']} commit",
+                    f"{tab.metric_title} per tested {tab.package} commit",
                     "Commits in history order, oldest first; only the tested ones carry a value (dots: repeats; "
                     "line: the cell's value). Blue behaves like the good endpoint, orange like the bad one; the "
                     "dashed line falls before the first bad commit.")]
-    if culprit and tab["first_bad"]:  # a culprit recorded without a first bad commit has nothing to name
-        blocks += [Heading(f"The first bad commit, {escape(tab['first_bad'][:9])}", 3),
+    if culprit and tab.first_bad:  # a culprit recorded without a first bad commit has nothing to name
+        blocks += [Heading(f"The first bad commit, {escape(tab.first_bad[:9])}", 3),
                    Para(escape(culprit["message"].splitlines()[0] if culprit["message"] else "")),
                    Bullets([*[escape(line) for line in culprit["message"].splitlines()[1:] if line.strip()][:12],
                             "files changed: " + ", ".join(code(f) for f in culprit["files"][:30])])]
     return blocks
 
 
-def gitbisect_answer(tab: dict) -> str:
+def gitbisect_answer(tab: CommitTable) -> str:
     """A commit bisect's answer, for the top of its report: the first bad commit, what it
     changed in the bisected figure, and what it took to find."""
-    if not tab.get("first_bad"):
-        return escape(tab.get("unresolved") or "No first bad commit: " + (tab.get("endpoints") or ""))
-    rows = [r for r in tab["rows"] if r["value"] is not None]
-    bad = next(r for r in tab["rows"] if r["sha"] == tab["first_bad"])
-    before = [r for r in rows[:rows.index(bad)] if r["decision"].startswith("good")] if bad in rows else []
-    unit = f" {tab['unit']}" if tab.get("unit") else ""
-    change = (f": {tab['metric_title'].lower()} {before[-1]['value']:.3g} at {code(before[-1]['sha'][:9])} (the last "
-              f"good one tested), {bad['value']:.3g}{unit} at it" if before and bad["value"] is not None else "")
-    return (f"The first bad commit of {escape(tab['package'])} for {code(tab['cell'])} is {code(tab['first_bad'][:9])} "
-            f"({escape(bad['date'])}, \"{escape(bad['subject'][:80])}\"){change}; found after {tab['builds']} builds "
-            f"for {tab['commits_between']} commits.")
+    if not tab.first_bad:
+        return escape(tab.unresolved or "No first bad commit: " + (tab.endpoints or ""))
+    rows = [r for r in tab.rows if r.value is not None]
+    bad = next(r for r in tab.rows if r.sha == tab.first_bad)
+    before = [r for r in rows[:rows.index(bad)] if r.decision.startswith("good")] if bad in rows else []
+    unit = f" {tab.unit}" if tab.unit else ""
+    change = (f": {tab.metric_title.lower()} {before[-1].value:.3g} at {code(before[-1].sha[:9])} (the last "
+              f"good one tested), {bad.value:.3g}{unit} at it" if before and bad.value is not None else "")
+    return (f"The first bad commit of {escape(tab.package)} for {code(tab.cell)} is {code(tab.first_bad[:9])} "
+            f"({escape(bad.date)}, \"{escape(bad.subject[:80])}\"){change}; found after {tab.builds} builds "
+            f"for {tab.commits_between} commits.")
 
 
-def bisect_answer(tab: dict) -> str:
+def bisect_answer(tab: VersionTable) -> str:
     """A version bisect's answer: the first version whose figure changed."""
-    first = tab.get("first_change")
+    first = tab.first_change
     if not first:
-        return (f"No version of {escape(tab['package'])} changes {tab['metric_title'].lower()} of {code(tab['cell'])} "
-                f"by more than {tab['factor']:g} x where the repeats show it.")
-    return (f"The first version of {escape(tab['package'])} that changes {tab['metric_title'].lower()} of "
-            f"{code(tab['cell'])} by more than {tab['factor']:g} x is {code(first)}.")
+        return (f"No version of {escape(tab.package)} changes {tab.metric_title.lower()} of {code(tab.cell)} "
+                f"by more than {tab.factor:g} x where the repeats show it.")
+    return (f"The first version of {escape(tab.package)} that changes {tab.metric_title.lower()} of "
+            f"{code(tab.cell)} by more than {tab.factor:g} x is {code(first)}.")
 
 
 INSTALLERS = {"pip", "setuptools", "wheel"}  # what the installer puts into every environment itself
@@ -154,7 +156,7 @@ def _counts_differ(a, b) -> bool | None:
     """True when two cells' full collections per repeat differ by more than the phase of
     their schedules moves them (no one rate gives both sides' counts: comparison.within_phase),
     False when they are within it, None when a side's own repeats are beyond it (cannot tell)."""
-    sa, sb = a.measured["full"]["schedule"], b.measured["full"]["schedule"]
+    sa, sb = a.measured.full.schedule, b.measured.full.schedule
     if not (comparison.within_phase(sa, sa) and comparison.within_phase(sb, sb)):
         return None
     return not comparison.within_phase(sa, sb)
@@ -170,9 +172,9 @@ def _setting(envs: dict, factors: list[str], env: str) -> dict[str, str]:
 def _panel_sentence(panel: tuple, mine: list, envs: dict, factors: list[str]) -> str:
     """One backend and policy over its environments: how far its full collections move, and
     with which single change."""
-    lo = min(mine, key=lambda cs: min(cs.measured["full"]["schedule"]["counts"]))
-    hi = max(mine, key=lambda cs: max(cs.measured["full"]["schedule"]["counts"]))
-    counts = [cs.measured["full"]["schedule"]["counts"] for cs in (lo, hi)]
+    lo = min(mine, key=lambda cs: min(cs.measured.full.schedule.counts))
+    hi = max(mine, key=lambda cs: max(cs.measured.full.schedule.counts))
+    counts = [cs.measured.full.schedule.counts for cs in (lo, hi)]
     if _counts_differ(lo, hi) is False and counts[0] == counts[1]:
         return (f"{code('/'.join(panel))} makes {summary.full_per_repeat(lo)} full collections per repeat in "
                 f"every one of its {len(mine)} environments.")
@@ -213,7 +215,7 @@ def _single_changes(mine: list, envs: dict, factors: list[str]) -> dict[bool, di
                           and p not in INSTALLERS and not (changed == ["jax"] and p == "jaxlib"))
             change = (f"{sx[changed[0]]} -> {sy[changed[0]]}: {summary.full_per_repeat(x)} -> "
                       f"{summary.full_per_repeat(y)}" + (f", with {', '.join(also)} changed too" if also else ""))
-            size = abs(min(y.measured["full"]["schedule"]["counts"]) - min(x.measured["full"]["schedule"]["counts"]))
+            size = abs(min(y.measured.full.schedule.counts) - min(x.measured.full.schedule.counts))
             found[verdict].setdefault(changed[0], {})[change] = size
     return found
 

@@ -28,11 +28,11 @@ def _share_ci(ci, values=None) -> str:
 def between_sentence(cs: summary.CellSummary) -> str:
     """The collections a cell's loop paid for between its steps (its own code outside
     `m.step()`): how many, how many full, and their time."""
-    b = cs.measured["between"]
-    n, full = sum(b["collections"]), b["collections"][-1]
+    b = cs.measured.between
+    n, full = sum(b.collections), b.collections[-1]
     return (f"{_name(cs)}: {n:,} collection{'s' * (n != 1)} ({full:,} full) ran between steps, in the loop's own "
-            f"code outside `m.step()`, {stats.fmt(b['gc_ms'])} ms in all; they count in its GC share "
-            f"({_pct(cs.measured['gc_share'])} of the loop's time).")
+            f"code outside `m.step()`, {stats.fmt(b.gc_ms)} ms in all; they count in its GC share "
+            f"({_pct(cs.measured.gc_share)} of the loop's time).")
 
 
 def findings(cells: list[summary.CellSummary], min_effect: float = comparison.MIN_EFFECT,
@@ -44,10 +44,10 @@ def findings(cells: list[summary.CellSummary], min_effect: float = comparison.MI
     if not ok:
         return ["No cell of this workload ran."]
     out: list[str] = []
-    steps = sum(cs.measured["steps"] for cs in ok)
-    collected = [cs for cs in ok if sum(cs.measured["collections"]) > 0]
+    steps = sum(cs.measured.steps for cs in ok)
+    collected = [cs for cs in ok if sum(cs.measured.collections) > 0]
     out += [f"{_name(cs)}: {summary.memory_growth(cs.measured)}." for cs in ok if summary.memory_growth(cs.measured)]
-    between = [cs for cs in ok if any((cs.measured.get("between") or {}).get("collections") or [])]
+    between = [cs for cs in ok if any(cs.measured.between.collections)]
     if between:  # collections the loop paid for outside its steps: never "costs nothing"
         out += [between_sentence(cs) for cs in between]
     out += _quiet_collector(ok, steps, bool(collected or between))
@@ -61,35 +61,35 @@ def _quiet_collector(ok: list[summary.CellSummary], steps: int, collected: bool)
     to nothing, with what it did."""
     if not collected:
         return [f"No collection ran during the timed steps of any cell ({steps:,} steps over "
-                f"{sum(cs.measured['repeats'] for cs in ok)} repeats), nor between them: on this workload the "
+                f"{sum(cs.measured.repeats for cs in ok)} repeats), nor between them: on this workload the "
                 "collector costs nothing here (a finding, not a failure)."]
-    if max(cs.measured["gc_share"] for cs in ok) >= NEGLIGIBLE_SHARE:
+    if max(cs.measured.gc_share for cs in ok) >= NEGLIGIBLE_SHARE:
         return []
-    colls = sum(sum(cs.measured["collections"]) for cs in ok)
-    full = sum(cs.measured["full"]["count"] for cs in ok)
-    worst = max(ok, key=lambda cs: cs.measured["gc_share"])
+    colls = sum(sum(cs.measured.collections) for cs in ok)
+    full = sum(cs.measured.full.count for cs in ok)
+    worst = max(ok, key=lambda cs: cs.measured.gc_share)
     return [f"The collector is negligible here: {colls:,} collections ({full} of them full) in "
-            f"{steps:,} timed steps, at most {_pct(worst.measured['gc_share'])} of step time ({_name(worst)})."]
+            f"{steps:,} timed steps, at most {_pct(worst.measured.gc_share)} of step time ({_name(worst)})."]
 
 
 def full_table(cells: list[summary.CellSummary]) -> Table | None:
     """The cells that made full collections: their schedule, what a step holding one cost,
     and their GC share, one row each (most full collections per step first)."""
-    with_full = sorted((cs for cs in cells if cs.ok and cs.measured["full"]["count"] > 0),
-                       key=lambda cs: -cs.measured["full"]["rate"]["value"])
+    with_full = sorted((cs for cs in cells if cs.ok and cs.measured.full.count > 0),
+                       key=lambda cs: -cs.measured.full.rate.value)
     if not with_full:
         return None
     rows = []
     for cs in with_full:
-        s, f = cs.measured, cs.measured["full"]
-        what = "full sweeps" if s["language"] == "julia" else "full collections"
+        s, f = cs.measured, cs.measured.full
+        what = "full sweeps" if s.language == "julia" else "full collections"
         cost = "-"
-        if f.get("extra_ns") is not None:
-            ci = f.get("extra_ci_ns")
-            cost = f"{stats.fmt_signed(f['extra_ns'] / 1e6)} ms, {f['ratio']:.1f} x" + (
+        if f.extra_ns is not None:
+            ci = f.extra_ci_ns
+            cost = f"{stats.fmt_signed(f.extra_ns / 1e6)} ms, {f.ratio:.1f} x" + (
                 f" (95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms)" if ci else " (no interval)")
-        rows.append([_name(cs), escape(stats.format_schedule(f["schedule"], what)), cost,
-                     f"{_pct(s['gc_share'])} ({_share_ci(s['gc_share_ci'], s['repeat_gc_shares'])})"])
+        rows.append([_name(cs), escape(stats.format_schedule(f.schedule, what)), cost,
+                     f"{_pct(s.gc_share)} ({_share_ci(s.gc_share_ci, s.repeat_gc_shares)})"])
     return Table(["cell", "full collections", "a step holding one, against its neighbours", "GC share"], rows)
 
 
@@ -145,9 +145,9 @@ def _ratio(t: comparison.Test) -> str:
     return f"{t.effect:.2f} x ({_level(t)} {t.ci[0]:.2f}-{t.ci[1]:.2f})"
 
 
-def _cell_median(s: dict) -> str:
-    ci = s["median_ci_ms"]
-    return f"{stats.fmt(s['median_ms'])} ms ({stats.fmt_ci(ci, values=s['repeat_medians_ms'])})"
+def _cell_median(s: summary.CellStats) -> str:
+    ci = s.median_ci_ms
+    return f"{stats.fmt(s.median_ms)} ms ({stats.fmt_ci(ci, values=s.repeat_medians_ms)})"
 
 
 def _why_not(t: comparison.Test) -> str:
@@ -191,18 +191,18 @@ def _ranking_claim(t: comparison.Test, fastest, slowest, ranked: int) -> str:
 
 
 def _full_claim(t: comparison.Test, who: str, p: str, base, vb, vo) -> str:
-    sb, so = vb["schedule"], vo["schedule"]
+    sb, so = vb.schedule, vo.schedule
     counts = (f"{stats.format_schedule(so)} under {code(p)}, against {stats.format_schedule(sb)} under "
               f"{code('default')}")
     how = "both schedules fixed: an exact difference" if t.exact else \
         (f"the counts vary between repeats; p = {t.p_adj:.2g}" if t.p_adj is not None else t.note)
     if t.verdict.startswith("fewer"):
-        verb = "removes" if vo["full"] == 0 else "reduces"
+        verb = "removes" if vo.full == 0 else "reduces"
         return f"{code(p)} {verb} the full collections of {who}: {counts} ({how})."
     if t.verdict.startswith("more"):
         return f"{code(p)} brings more full collections to {who}: {counts} ({how})."
     if t.verdict == "same":
-        where = ", at the same steps" if sb["same_steps"] and so["same_steps"] and sb["at"] == so["at"] else ""
+        where = ", at the same steps" if sb.same_steps and so.same_steps and sb.at == so.at else ""
         return f"{code(p)} leaves the full collections of {who} as they were{where}: {counts}."
     if t.verdict == comparison.SAME_PHASE:
         return (f"{code(p)} moves the full collections of {who} no more than the phase of their schedule does "
@@ -238,7 +238,7 @@ def _mean_claim(t: comparison.Test, who: str, p: str, base, vb, vo) -> str:
 
 
 def _median_claim(t: comparison.Test, who: str, p: str, base, vb, vo) -> str:
-    if vb["full"] == 0 and sum(base.measured["collections"]) == 0:
+    if vb.full == 0 and sum(base.measured.collections) == 0:
         lead = f"{who} collected nothing under {code('default')}, so {code(p)} has nothing to remove"
     else:
         lead = f"{who} under {code(p)} against {code('default')}"
@@ -270,8 +270,8 @@ def table(cells: list[summary.CellSummary]) -> Table | None:
         if cs is None:
             return "-"
         s = cs.measured
-        full = stats.short_schedule(s["full"]["schedule"]) if s["full"]["count"] else "no full"
-        return f"GC {100 * verdict.share(s, cpu):.1f} %; {escape(full)}; mean {stats.fmt(s['mean_ms'])} ms"
+        full = stats.short_schedule(s.full.schedule) if s.full.count else "no full"
+        return f"GC {100 * verdict.share(s, cpu):.1f} %; {escape(full)}; mean {stats.fmt(s.mean_ms)} ms"
 
     return Table([f"backend (GC % of {'CPU' if cpu else 'wall'} time)"] + [code(p) for p in policies],
                  [[code(b) + (f" [{escape(env)}]" if env else "")] + [entry(by.get(p)) for p in policies]
@@ -296,9 +296,9 @@ def policy_answer(families: dict[str, list]) -> str | None:
 
             counts = ", ".join(f"{who(o)} {summary.full_per_repeat(b)} -> {summary.full_per_repeat(o)}"
                                for b, o in mine
-                               if b.measured["full"]["rate"]["value"] or o.measured["full"]["rate"]["value"])
+                               if b.measured.full.rate.value or o.measured.full.rate.value)
             none = [who(o) for b, o in mine
-                    if not (b.measured["full"]["rate"]["value"] or o.measured["full"]["rate"]["value"])]
+                    if not (b.measured.full.rate.value or o.measured.full.rate.value)]
 
             def grouped(kind: str, words: dict[str, str], effect, mine=mine, family=family) -> str:
                 groups: dict[str, list[str]] = {}

@@ -19,7 +19,10 @@ import matplotlib.ticker as mticker
 import numpy as np
 
 from ...analysing import stats, summary
+from ...analysing.explanation_records import Explanation
 from ...analysing.gc_causes import qualifiers as explain_qualifiers
+from ...analysing.gitbisect import CommitTable
+from ...analysing.version_bisect import VersionTable
 from ...core import files
 from ...core.errors import UsageError
 from ...measuring import results
@@ -223,7 +226,7 @@ def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathli
         mine = [cs for cs in ok if cs.key[2] == policy]
         for c, (title, unit, get) in enumerate(metrics):
             ax = axes[r][c]
-            if c == 2 and all(cs.measured["full"]["rate"]["value"] == 0 for cs in mine):
+            if c == 2 and all(cs.measured.full.rate.value == 0 for cs in mine):
                 _no_data(ax, "none in\nany repeat")
             else:
                 for cs in mine:
@@ -250,17 +253,17 @@ def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathli
 
 
 def _median(s):
-    return (s["median_ms"], *stats.bounds(s["median_ms"], s["median_ci_ms"]))
+    return (s.median_ms, *stats.bounds(s.median_ms, s.median_ci_ms))
 
 
 def _share(s):
-    lo, hi = stats.bounds(s["gc_share"], s["gc_share_ci"])
-    return 100 * s["gc_share"], 100 * lo, 100 * hi
+    lo, hi = stats.bounds(s.gc_share, s.gc_share_ci)
+    return 100 * s.gc_share, 100 * lo, 100 * hi
 
 
 def _full(s):
-    r = s["full"]["rate"]
-    return (r["value"], *stats.bounds(r["value"], r["ci"]))
+    r = s.full.rate
+    return (r.value, *stats.bounds(r.value, r.ci))
 
 
 # -- traces: every step of one repeat -------------------------------------------------------------
@@ -339,7 +342,7 @@ def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathl
                               label="pause of a full collection, on its step"),
                    plt.Line2D([], [], color="#555555", ls="--", lw=0.8, label="median step")]
         note = ("\nno full collection, not drawn: " + "; ".join(
-            f"{series_label(series_of(cs), among)} / {cs.key[2]} (median {cs.measured['median_ms']:.3g} ms)"
+            f"{series_label(series_of(cs), among)} / {cs.key[2]} (median {cs.measured.median_ms:.3g} ms)"
             for cs in quiet)) if last and quiet else ""
         fig.suptitle(f"{workload}: every timed step of one repeat, cells that made a full collection" +
                      (f" (part {part + 1})" if len(events) > per_file else "") + note)
@@ -357,12 +360,12 @@ def _wrapped(text: str, inches: float) -> str:
 
 
 def _first_used(cs: summary.CellSummary) -> ResultDoc:
-    used = cs.measured["used"]
+    used = cs.measured.used
     return next(d for d in cs.docs if d["status"] == "ok" and d["repeat"] == used[0])
 
 
 def _used_docs(cs: summary.CellSummary) -> list[ResultDoc]:
-    used = set(cs.measured["used"])
+    used = set(cs.measured.used)
     return [d for d in cs.docs if d["status"] == "ok" and d["repeat"] in used]
 
 
@@ -425,18 +428,18 @@ def gc_split_figure(cells: list[summary.CellSummary], workload: str, path: pathl
     fig, axes = plt.subplots(1, len(policies), figsize=(WIDTH, _row_in(series) * len(series) + 1.6),
                              squeeze=False, sharey=True, sharex=True, layout="constrained")
     ys = {s: len(series) - 1 - i for i, s in enumerate(series)}
-    longest = max(max(cs.measured["mean_ms"], (cs.measured.get("mean_ci_ms") or (0, 0))[1]) for cs in ok)
+    longest = max(max(cs.measured.mean_ms, (cs.measured.mean_ci_ms or (0, 0))[1]) for cs in ok)
     for c, policy in enumerate(policies):
         ax = axes[0][c]
         for cs in ok:
             if cs.key[2] != policy:
                 continue
             y = ys[series_of(cs)]
-            mean = cs.measured["mean_ms"]
-            gc_ms = cs.measured["gc_ms_per_step"]
+            mean = cs.measured.mean_ms
+            gc_ms = cs.measured.gc_ms_per_step
             ax.barh(y, mean - gc_ms, 0.7, color=backend_color(cs.key[0]))
             ax.barh(y, gc_ms, 0.7, left=mean - gc_ms, color=GC_COLOR)
-            ci = cs.measured.get("mean_ci_ms")
+            ci = cs.measured.mean_ci_ms
             if ci is not None:  # the mean step's 95 % interval over the repeats, as a whisker
                 ax.errorbar(mean, y, xerr=[[mean - ci[0]], [ci[1] - mean]], fmt="none", ecolor="#555555",
                             elinewidth=1.0, capsize=3)
@@ -459,7 +462,7 @@ def cumulative_gc_figure(cells: list[summary.CellSummary], workload: str, path: 
     """Cumulative GC pause time over the steps of each cell's first used repeat, one panel
     per policy under which any collection ran (see `_line_panels` for environments). None
     when no cell of the workload collected."""
-    ok = [cs for cs in cells if cs.ok and cs.measured["gc_ms_per_step"] > 0]
+    ok = [cs for cs in cells if cs.ok and cs.measured.gc_ms_per_step > 0]
     if not ok:
         return None
 
@@ -540,31 +543,31 @@ def pauses_figure(cells: list[summary.CellSummary], workload: str, path: pathlib
 LIKE_GOOD, LIKE_BAD, UNTESTED = "#0072B2", "#D55E00", "#777777"
 
 
-def bisect_figure(tab: dict, path: pathlib.Path) -> pathlib.Path:
+def bisect_figure(tab: VersionTable, path: pathlib.Path) -> pathlib.Path:
     """The bisected metric per version (every repeat a dot, the median a line) above the
     median step; the first version with a tested change is marked."""
-    rows = [r for r in tab["rows"] if r["status"] == "ok"]
-    versions = [r["version"] for r in tab["rows"]]
+    rows = [r for r in tab.rows if r.status == "ok"]
+    versions = [r.version for r in tab.rows]
     fig, axes = plt.subplots(2, 1, figsize=(WIDTH, 5.6), sharex=True, height_ratios=[3, 2], layout="constrained")
-    unit = "" if tab["unit"] in ("x", "/1000") else f", {tab['unit']}"  # x and /1000 are in the title
+    unit = "" if tab.unit in ("x", "/1000") else f", {tab.unit}"  # x and /1000 are in the title
     x = {v: i for i, v in enumerate(versions)}
     for r in rows:
-        i = x[r["version"]]
-        color = LIKE_BAD if r.get("first_change") else LIKE_GOOD
-        axes[0].hlines(r["value"], i - 0.3, i + 0.3, color=color, lw=2.5)
-        axes[0].scatter([i] * len(r["values"]), r["values"], color=color, s=18, zorder=3)
-        axes[1].hlines(r["median_ms"], i - 0.3, i + 0.3, color="#555555", lw=2.5)
-    for r in tab["rows"]:
-        if r["status"] != "ok":
-            axes[0].annotate(r["status"], (x[r["version"]], 0), xytext=(0, 4), textcoords="offset points",
+        i = x[r.version]
+        color = LIKE_BAD if r.first_change else LIKE_GOOD
+        axes[0].hlines(r.value, i - 0.3, i + 0.3, color=color, lw=2.5)
+        axes[0].scatter([i] * len(r.values), r.values, color=color, s=18, zorder=3)
+        axes[1].hlines(r.median_ms, i - 0.3, i + 0.3, color="#555555", lw=2.5)
+    for r in tab.rows:
+        if r.status != "ok":
+            axes[0].annotate(r.status, (x[r.version], 0), xytext=(0, 4), textcoords="offset points",
                              ha="center", color=UNTESTED)
-    if tab["first_change"] is not None:
-        i = x[tab["first_change"]]
+    if tab.first_change is not None:
+        i = x[tab.first_change]
         axes[0].axvline(i - 0.5, color=LIKE_BAD, ls="--", lw=1)
-        axes[0].annotate(f"first change > {tab['factor']:g} x", (i - 0.5, 1.0),
+        axes[0].annotate(f"first change > {tab.factor:g} x", (i - 0.5, 1.0),
                          xycoords=("data", "axes fraction"), xytext=(4, -4), textcoords="offset points",
                          ha="left", va="top", color=LIKE_BAD)
-    axes[0].set_ylabel(f"{tab['metric_title']}{unit}")
+    axes[0].set_ylabel(f"{tab.metric_title}{unit}")
     axes[0].set_ylim(bottom=0)
     axes[0].grid(axis="y", alpha=0.3)
     axes[1].set_ylabel("median step, ms")
@@ -572,69 +575,69 @@ def bisect_figure(tab: dict, path: pathlib.Path) -> pathlib.Path:
     axes[1].grid(axis="y", alpha=0.3)
     axes[1].set_xticks(range(len(versions)), versions)
     axes[1].set_xlim(-0.5, len(versions) - 0.5)
-    axes[1].set_xlabel(f"{tab['package']} version")
-    fig.suptitle(f"{tab['cell']}: {tab['metric_title']} per {tab['package']} version\n"
+    axes[1].set_xlabel(f"{tab.package} version")
+    fig.suptitle(f"{tab.cell}: {tab.metric_title} per {tab.package} version\n"
                  "(dots: repeats; line: their median)")
     return save(fig, path)
 
 
-def gitbisect_figure(tab: dict, path: pathlib.Path) -> pathlib.Path:
+def gitbisect_figure(tab: CommitTable, path: pathlib.Path) -> pathlib.Path:
     """The bisected metric of every tested commit, in history order (every repeat a dot, the
     cell's value a line); untested commits are ticks without a value, the first bad one is marked."""
-    rows = {r["index"]: r for r in tab["rows"]}
-    n = tab["commits_between"] + 1
+    rows = {r.index: r for r in tab.rows}
+    n = tab.commits_between + 1
     fig, ax = plt.subplots(figsize=(WIDTH, 4.4), layout="constrained")
     for i, r in rows.items():
-        color = LIKE_BAD if r["decision"].startswith("bad") else \
-            LIKE_GOOD if r["decision"].startswith("good") else UNTESTED
-        if r["value"] is None:
+        color = LIKE_BAD if r.decision.startswith("bad") else \
+            LIKE_GOOD if r.decision.startswith("good") else UNTESTED
+        if r.value is None:
             ax.annotate("skip", (i, 0), xytext=(0, 4), textcoords="offset points", ha="center", color=color)
             continue
-        ax.hlines(r["value"], i - 0.35, i + 0.35, color=color, lw=2.5)
-        ax.scatter([i] * len(r["per_repeat"]), r["per_repeat"], color=color, s=18, zorder=3)
-    if tab["first_bad"]:
-        i = next(r["index"] for r in tab["rows"] if r["sha"] == tab["first_bad"])
+        ax.hlines(r.value, i - 0.35, i + 0.35, color=color, lw=2.5)
+        ax.scatter([i] * len(r.per_repeat), r.per_repeat, color=color, s=18, zorder=3)
+    if tab.first_bad:
+        i = next(r.index for r in tab.rows if r.sha == tab.first_bad)
         ax.axvline(i - 0.5, color=LIKE_BAD, ls="--", lw=1)
-        ax.annotate(f"first bad: {tab['first_bad'][:9]}", (i - 0.5, 1.0), xycoords=("data", "axes fraction"),
+        ax.annotate(f"first bad: {tab.first_bad[:9]}", (i - 0.5, 1.0), xycoords=("data", "axes fraction"),
                     xytext=(4, -4), textcoords="offset points", ha="left", va="top", color=LIKE_BAD)
     labels = [""] * n
     for i, r in rows.items():
-        labels[i] = r["sha"][:7]
+        labels[i] = r.sha[:7]
     ax.set_xticks(range(n), labels, rotation=90)
     ax.set_xlim(-0.6, n - 0.4)
     ax.set_ylim(bottom=0)
     ax.grid(axis="y", alpha=0.3)
-    unit = f", {tab['unit']}" if tab["unit"] else ""
-    ax.set_ylabel(f"{tab['metric_title']}{unit}")
-    ax.set_xlabel(f"{tab['package']} first-parent commits, oldest (the good endpoint) to newest; labelled where tested")
+    unit = f", {tab.unit}" if tab.unit else ""
+    ax.set_ylabel(f"{tab.metric_title}{unit}")
+    ax.set_xlabel(f"{tab.package} first-parent commits, oldest (the good endpoint) to newest; labelled where tested")
     _legend_outside(fig, [plt.Line2D([], [], color=c, marker="o", lw=2, label=t) for c, t in
                           ((LIKE_GOOD, "like the good\nendpoint"), (LIKE_BAD, "like the bad\nendpoint"))])
-    ax.set_title(f"{tab['cell']}: {tab['metric_title']} per tested commit\n(dots: repeats; line: the cell's value)")
+    ax.set_title(f"{tab.cell}: {tab.metric_title} per tested commit\n(dots: repeats; line: the cell's value)")
     return save(fig, path)
 
 
 # -- why: what the collector had to do ---------------------------------------------------------------
 
-def why_figure(explanations: list[dict], path: pathlib.Path) -> pathlib.Path | None:
+def why_figure(explanations: list[Explanation], path: pathlib.Path) -> pathlib.Path | None:
     """Per explained cell, a row of its own under the cell's name: objects promoted to the
     oldest generation per step (left) and the size of the oldest generation over the
     diagnostic run (right), full collections marked."""
-    rows = [e for e in explanations if "python" in e]
+    rows = [(e, e.python, e.full_interval) for e in explanations
+            if e.python is not None and e.full_interval is not None]
     if not rows:
         return None
-    top = max(max(e["python"]["promoted_per_step"] or [0]) for e in rows) * 1.05 or 1.0  # one scale: rows compare
+    top = max(max(py.promoted_per_step or [0]) for _, py, _ in rows) * 1.05 or 1.0  # one scale: rows compare
     fig = plt.figure(figsize=(WIDTH, 2.5 * len(rows) + 0.8), layout="constrained")
     subfigures: Any = fig.subfigures(len(rows), 1)  # one row: a SubFigure, not an array of them
-    for sub, e in zip(np.atleast_1d(subfigures), rows, strict=True):
-        py = e["python"]
-        color = backend_color(e["cell"]["backend"])
-        sub.suptitle(e["label"] + explain_qualifiers(e), x=0.01, ha="left", fontsize=12, fontweight="bold")
+    for sub, (e, py, fi) in zip(np.atleast_1d(subfigures), rows, strict=True):
+        color = backend_color(e.backend)
+        sub.suptitle(e.label + explain_qualifiers(e), x=0.01, ha="left", fontsize=12, fontweight="bold")
         left, right = sub.subplots(1, 2)
-        promoted = np.asarray(py["promoted_per_step"])
+        promoted = np.asarray(py.promoted_per_step)
         left.bar(np.arange(len(promoted)), promoted, width=1.0, color=color, alpha=0.55, lw=0)
         # the table's figure is the mean over the steps: promotions come in bursts (at the
         # collections of generation 1), so most bars stand above it and others are zero
-        mean = e["full_interval"]["promoted_per_step"]
+        mean = fi.promoted_per_step
         left.axhline(mean, color="#111111", lw=1.6)
         left.annotate(f"mean {stats.fmt(mean)} a step (the table's figure)", (0.01, mean),
                       xycoords=("axes fraction", "data"), xytext=(2, 3), textcoords="offset points", ha="left",
@@ -642,9 +645,9 @@ def why_figure(explanations: list[dict], path: pathlib.Path) -> pathlib.Path | N
                       color="#111111", bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
         left.set_ylim(0, top)
         left.set_ylabel("objects promoted\nper step")
-        oldest = np.asarray(py["oldest"], dtype=float).reshape(-1, 2)
+        oldest = np.asarray(py.oldest, dtype=float).reshape(-1, 2)
         right.step(oldest[:, 0], oldest[:, 1], where="post", color=color, lw=1.3)
-        for s in py["full_steps"]:
+        for s in py.full_steps:
             right.axvline(s, color=FULL_COLOR, ls=":", lw=0.9)
         right.set_ylabel("oldest generation,\nobjects (not from 0)")  # its growth is the point
         for ax in (left, right):

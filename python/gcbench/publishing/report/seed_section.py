@@ -4,6 +4,7 @@ case's settings and why they were chosen."""
 
 from __future__ import annotations
 
+from ...analysing.seed_cases import Reproduction, Row
 from .document import Bullets, Heading, Para, Table, escape, prose
 
 
@@ -16,17 +17,17 @@ def setting(value) -> str:
     return str(value)
 
 
-def answer(doc: dict) -> str:
+def answer(doc: Reproduction) -> str:
     """A reproduction's answer, for the top of its report: every claim of the seeds counted,
     reproduced (those matched only through the widened interval named), partly, not, or not
     run with why; a setting (a figure matched by construction) is not a claim."""
-    rows = [(case["seed"].split(":")[0], r) for case in doc["cases"] for r in case["rows"]]
-    claims = [(seed, r) for seed, r in rows if r["verdict"] != "setting"]
-    by: dict[str, list[tuple[str, dict]]] = {}
+    rows = [(case.seed.split(":")[0], r) for case in doc.cases for r in case.rows]
+    claims = [(seed, r) for seed, r in rows if r.verdict != "setting"]
+    by: dict[str, list[tuple[str, Row]]] = {}
     for seed, r in claims:
-        by.setdefault(r["verdict"].split(" (")[0], []).append((seed, r))
+        by.setdefault(r.verdict.split(" (")[0], []).append((seed, r))
     reproduced = by.get("reproduced", [])
-    widened = [(seed, r) for seed, r in reproduced if r["verdict"] != "reproduced"]
+    widened = [(seed, r) for seed, r in reproduced if r.verdict != "reproduced"]
     counts = [f"{len(by.get(k, []))} {k}" for k in ("partly", "not", "not run") if by.get(k)]
     parts = [f"Of the seeds' {len(claims)} claims, {len(reproduced)} reproduced"
              + (f" ({len(widened)} of them only within the interval widened for the hardware)" if widened else "")
@@ -34,53 +35,53 @@ def answer(doc: dict) -> str:
     return escape(". ".join(parts + _claims_by_verdict(by)) + ".")
 
 
-def _claims_by_verdict(by: dict[str, list[tuple[str, dict]]]) -> list[str]:
+def _claims_by_verdict(by: dict[str, list[tuple[str, Row]]]) -> list[str]:
     """The claims named under their verdict; those not run grouped by why."""
     parts = []
     if by.get("reproduced"):
-        parts.append("reproduced: " + "; ".join(f"{seed}: {r['claim']}" + (" (only within the widened interval)"
-                                                                            if r["verdict"] != "reproduced" else "")
+        parts.append("reproduced: " + "; ".join(f"{seed}: {r.claim}" + (" (only within the widened interval)"
+                                                                            if r.verdict != "reproduced" else "")
                                                 for seed, r in by["reproduced"]))
     for kind in ("partly", "not"):
         if by.get(kind):
-            parts.append(f"{kind}: " + "; ".join(f"{seed}: {r['claim']}" for seed, r in by[kind]))
+            parts.append(f"{kind}: " + "; ".join(f"{seed}: {r.claim}" for seed, r in by[kind]))
     if by.get("not run"):
         why: dict[str, list[str]] = {}
         for seed, r in by["not run"]:
-            why.setdefault(r["reason"] or "no reason recorded", []).append(f"{seed}: {r['claim']}")
+            why.setdefault(r.reason or "no reason recorded", []).append(f"{seed}: {r.claim}")
         parts.append("not run: " + "; ".join(f"{', '.join(claims_)} ({reason})" for reason, claims_ in why.items()))
     return parts
 
 
-def section(doc: dict) -> list:
+def section(doc: Reproduction) -> list:
     rows = []
-    for case in doc["cases"]:
-        for r in case["rows"]:
-            verdict = r["verdict"] + (f" ({r['reason']})" if r["reason"] else "")
-            rows.append([escape(case["seed"].split(":")[0]), escape(r["claim"]), escape(r["seed_value"]),
-                         escape(r["measured"]), escape(r["ratio"]), prose(verdict)])
+    for case in doc.cases:
+        for r in case.rows:
+            verdict = r.verdict + (f" ({r.reason})" if r.reason else "")
+            rows.append([escape(case.seed.split(":")[0]), escape(r.claim), escape(r.seed_value),
+                         escape(r.measured), escape(r.ratio), prose(verdict)])
     blocks = [Heading("Reproductions"),
               Para("Each seed report's figures next to what gcbench measured here. Verdicts: reproduced, partly, "
                    "not, or not run (with the reason); a setting is a figure matched by construction. Intervals "
                    "are 95 %, over the repeats; full collections are given as their schedule per repeat."),
-              Para(escape(doc.get("rule") or "")),
+              Para(escape(doc.rule or "")),
               Table(["seed", "claim", "the seed reported", "measured here", "ratio", "verdict"], rows,
                     align_right=(4,))]
-    for case in doc["cases"]:
-        s = case.get("settings") or {}
+    for case in doc.cases:
+        s = case.settings
         items = [f"{escape(k.replace('_', ' '))}: {escape(setting(v))}" for k, v in s.items() if k != "why"]
-        blocks += [Heading(f"{case['name']}: seed {escape(case['seed'])}", 3)]
+        blocks += [Heading(f"{case.name}: seed {escape(case.seed)}", 3)]
         if s.get("why"):
             blocks.append(Para(escape(s["why"]) + "."))
         if items:
             blocks.append(Bullets(items))
-        cal = case.get("calibration") or {}
+        cal = case.calibration or {}
         if cal.get("medians_ms"):
             blocks.append(Table(["batch", "median step, ms (equinox-filter, collector off)"],
                                 [[b, f"{m:.3g}" + (" (chosen)" if int(b) == cal.get("chosen") else "")]
                                  for b, m in cal["medians_ms"].items()], align_right=(0, 1)))
-        if case.get("context"):
+        if case.context:
             blocks.append(Para("The same networks in the JAX family, beside them:"))
             blocks.append(Table(["cell", "networks", "median ms", "GC %", "full collections"],
-                                [[escape(x) for x in row] for row in case["context"]], align_right=(1, 2, 3)))
+                                [[escape(x) for x in row] for row in case.context], align_right=(1, 2, 3)))
     return blocks

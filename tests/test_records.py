@@ -1,0 +1,81 @@
+"""Typed records from and to JSON (`core.records`): what a stored document reads into."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import ClassVar
+
+import pytest
+
+from gcbench.analysing import explanation_records as er
+from gcbench.core import records
+from gcbench.core.errors import UsageError
+from gcbench.measuring import diagnose
+
+
+def test_a_diagnosis_reads_into_its_record_and_writes_back_the_same():
+    raw = json.loads(json.dumps(diagnose.diagnose(lambda i: [[] for _ in range(50)], 20)))
+    py = records.from_json(raw, er.PythonDiagnosis, "raw")
+    assert py.steps == 20
+    assert all(isinstance(c, er.Collection) for c in py.collections)
+    assert py.promoted.total == raw["promoted"]["total"]
+    back = records.to_json(py)
+    assert records.from_json(back, er.PythonDiagnosis, "again") == py
+    def within(part, whole):  # every field the diagnosis wrote is kept, with its value
+        if isinstance(part, dict):
+            return all(k in whole and within(v, whole[k]) for k, v in part.items() if v is not None)
+        return part == whole
+    assert within(raw, back)
+    assert back["promoted"]["by_user_site"] == {}  # what it did not write: the record's default
+
+
+def test_what_an_older_file_lacks_is_filled_and_a_wrong_type_is_one_line():
+    expl = records.from_json({"label": "jax/mlp/default", "cell": {"backend": "jax"}}, er.Explanation, "old.json")
+    assert (expl.recommendations, expl.python, expl.bookkeeping) == ([], None, "none")
+    assert "python" not in records.to_json(expl)  # named in OMIT_NONE: left out where None, as files had it
+    assert records.to_json(expl)["environment"] is None
+    with pytest.raises(UsageError, match=r"^old\.json: Expected `int`, got `str` - at `\$\.collected`$"):
+        records.from_json({"label": "x", "cell": {}, "collected": "many"}, er.Explanation, "old.json")
+    with pytest.raises(UsageError, match=r"^old\.json: .*`label`"):
+        records.from_json({"cell": {}}, er.Explanation, "old.json")
+
+
+def test_to_json_leaves_out_only_the_nones_a_record_names():
+    @dataclasses.dataclass
+    class Row:
+        OMIT_NONE: ClassVar[tuple[str, ...]] = ("note",)
+        value: float | None
+        note: str | None = None
+
+    assert records.to_json([Row(None), Row(1.5, "x")]) == [{"value": None}, {"value": 1.5, "note": "x"}]
+
+
+def test_every_stored_document_of_the_committed_reports_reads_into_its_record():
+    """Each report kind's file, as an older gcbench wrote it into a published report, reads
+    into its record, and the explanations derive anew against their folder's results (what
+    a rebuild does): the committed reports are the older files there are."""
+    from committed import reports
+    from gcbench.analysing import gc_causes, gitbisect, seed_cases, version_bisect
+    from gcbench.measuring import program_memory, results
+    from gcbench.publishing import archive
+
+    read = set()
+    for folder in reports():
+        with archive.opened(folder / "results.tar.gz") as unpacked:
+            if (explained := gc_causes.load(unpacked)) is not None:
+                docs = results.load_dir(unpacked, allow_empty=True)
+                derived = [gc_causes.derive(e, docs, tests=False) for e in explained]
+                assert all(e.recommendations for e in derived if e.python is not None)
+                read.add("explain.json")
+            if (repro := seed_cases.load(unpacked)) is not None:
+                assert all(case.rows for case in repro.cases)
+                read.add("reproduce.json")
+            if (unpacked / "bisect.json").is_file():
+                assert version_bisect.load_table(unpacked / "bisect.json").rows
+                read.add("bisect.json")
+            if gitbisect.load(unpacked / gitbisect.FILE) is not None:
+                read.add(gitbisect.FILE)
+            if program_memory.load(unpacked) is not None:
+                read.add("memory.json")
+    assert {"explain.json", "reproduce.json", "bisect.json", gitbisect.FILE} <= read
