@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from typing import ClassVar
 
 import pytest
@@ -79,3 +80,27 @@ def test_every_stored_document_of_the_committed_reports_reads_into_its_record():
             if program_memory.load(unpacked) is not None:
                 read.add("memory.json")
     assert {"explain.json", "reproduce.json", "bisect.json", gitbisect.FILE} <= read
+
+
+@pytest.mark.parametrize("kind", ["result", "memory", "explain", "reproduce", "gitbisect"])
+def test_every_document_gcbench_reads_checks_its_header_alike(tmp_path, kind):
+    """One header check (`files.check_header`): another document's format, and a schema
+    this gcbench is too old for, are one line naming the file, whichever kind it is."""
+    from gcbench.analysing import gc_causes, gitbisect, seed_cases
+    from gcbench.measuring import program_memory, results
+
+    kinds = {"result": ("r.json", results.FORMAT, lambda p: results.load(p)),
+             "memory": ("memory.json", program_memory.FORMAT, lambda p: program_memory.load(p.parent)),
+             "explain": (gc_causes.FILE, gc_causes.FORMAT, lambda p: gc_causes.load(p.parent)),
+             "reproduce": (seed_cases.FILE, seed_cases.FORMAT, lambda p: seed_cases.load(p.parent)),
+             "gitbisect": (gitbisect.FILE, gitbisect.FORMAT, lambda p: gitbisect.load(p))}
+    name, fmt, load = kinds[kind]
+    path = tmp_path / name
+    path.write_text(json.dumps({"format": "gcbench-something-else", "schema_version": 1}))
+    where = re.escape(str(path))
+    with pytest.raises(UsageError, match=rf"^{where}: not a gcbench [a-z ]+ \(no \"format\": \"{fmt}\"\)$"):
+        load(path)
+    path.write_text(json.dumps({"format": fmt, "schema_version": 99}))
+    with pytest.raises(UsageError, match=rf"^{where}: [a-z ]+ schema_version 99 is newer than this "
+                                         r"gcbench reads \(\d+\); upgrade gcbench to read it$"):
+        load(path)

@@ -193,7 +193,7 @@ def _remedies(expl: Explanation, docs: list[ResultDoc] | None, tests: bool) -> l
                     f"cyclic garbage ({types}); only the collector frees those. A weakref, or clearing the "
                     "reference that closes the cycle, lets reference counting free them at once."))
     if backend == "user":
-        advice = _user_loop_advice(py, interval, before, docs, (backend, workload, policy), env, tests)
+        advice = _user_loop_advice(py, interval, docs, (backend, workload, policy), env, tests)
         if advice:
             return out + advice
     if interval.promoted_per_step < 1 and not interval.full_collections:
@@ -228,7 +228,7 @@ def _remedies(expl: Explanation, docs: list[ResultDoc] | None, tests: bool) -> l
     return out
 
 
-def _user_loop_advice(py: PythonDiagnosis, interval: FullInterval, before: float, docs, base: tuple, env,
+def _user_loop_advice(py: PythonDiagnosis, interval: FullInterval, docs, base: tuple, env,
                       tests: bool = True) -> list[Recommendation]:
     """What to do about a user's loop: its own allocation sites first; then, when full
     collections free almost nothing, that their cost is scanning long-lived objects, with
@@ -384,13 +384,12 @@ def load(folder) -> list[Explanation] | None:
     path = pathlib.Path(folder) / FILE
     if not path.is_file():
         return None
-    doc = files.read_json(path, "explain document")
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("explanations"), list) \
+    doc = files.check_header(files.read_json(path, "explain document"), str(path), FORMAT, "explain document",
+                             SCHEMA_VERSION, versioned=False)
+    if not isinstance(doc.get("explanations"), list) \
             or not all(isinstance(e, dict) and isinstance(e.get("label"), str) for e in doc.get("explanations", [])):
         raise UsageError(f"{path}: not a gcbench explain document")
     schemas.check(doc, schemas.EXPLAIN, str(path))
-    if doc.get("schema_version", 0) > SCHEMA_VERSION:
-        raise UsageError(f"{path}: explain schema_version {doc.get('schema_version')} is newer than this gcbench reads")
     for e in doc.get("explanations", []):  # older files kept the counts by generation's name: {"0": 730, ...}
         if isinstance(e.get("counts"), dict):
             e["counts"] = [e["counts"].get(str(g), 0) for g in range(3)]

@@ -246,10 +246,11 @@ def load(path: pathlib.Path) -> dict | None:
     path = pathlib.Path(path)
     if not path.is_file():
         return None
-    plan = files.read_json(path, "gcbench commit bisect")
+    plan = files.check_header(files.read_json(path, "gcbench commit bisect"), str(path), FORMAT, "commit bisect",
+                              SCHEMA_VERSION, versioned=False)
     keys = ("package", "repo", "cell", "metric", "good", "commits", "tested")
-    if not (isinstance(plan, dict) and plan.get("format") == FORMAT and all(k in plan for k in keys)
-            and isinstance(plan["tested"], dict) and isinstance(plan["commits"], list) and plan["commits"]):
+    if not (all(k in plan for k in keys) and isinstance(plan["tested"], dict) and isinstance(plan["commits"], list)
+            and plan["commits"]):
         raise UsageError(f"{path}: not a gcbench commit bisect")
     try:
         get_metric(plan["metric"])

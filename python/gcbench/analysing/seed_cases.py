@@ -403,8 +403,10 @@ def load(folder) -> Reproduction | None:
     path = pathlib.Path(folder) / FILE
     if not path.is_file():
         return None
-    doc = files.read_json(path, "reproduction document")
-    ok = isinstance(doc, dict) and doc.get("format") == FORMAT and isinstance(doc.get("cases"), list) and all(
+    doc = files.check_header(files.read_json(path, "reproduction document"), str(path), FORMAT,
+                             "reproduction document", SCHEMA_VERSION,
+                             versioned=False)
+    ok = isinstance(doc.get("cases"), list) and all(
         isinstance(c, dict) and isinstance(c.get("rows"), list) and all(isinstance(r, dict) and "verdict" in r
                                                                         for r in c.get("rows", []))
         for c in doc.get("cases", []))

@@ -182,6 +182,24 @@ def read_json(path: str | os.PathLike, what: str = "JSON file"):
         raise UsageError(f"{path}: not a valid {what} (nested too deeply)") from None
 
 
+def check_header(doc, where: str, format_: str, what: str, newest: int | None = None,
+                 versioned: bool = True) -> dict:
+    """`doc`, read from `where`, when it is a gcbench document of `format_` (`what` names it
+    for people) whose schema_version, where `newest` is given, this gcbench reads (a
+    document of a kind older files wrote without one: `versioned` False, read as 0); a
+    one-line error otherwise. The one check of a header every document gcbench reads has."""
+    if not isinstance(doc, dict) or doc.get("format") != format_:
+        raise UsageError(f"{where}: not a gcbench {what} (no \"format\": \"{format_}\")")
+    if newest is not None:
+        version = doc.get("schema_version", None if versioned else 0)
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise UsageError(f"{where}: gcbench {what} without an integer schema_version")
+        if version > newest:
+            raise UsageError(f"{where}: {what} schema_version {version} is newer than this gcbench reads "
+                             f"({newest}); upgrade gcbench to read it")
+    return doc
+
+
 NAME_MAX, PATH_MAX = 255, 4096  # bytes: the longest name of one file, and of a whole path (Linux)
 
 

@@ -62,7 +62,7 @@ def write_raw(doc: dict, path) -> None:
 
 
 def load_raw(path) -> dict:
-    doc = files.read_json(path, "diagnostic run")
-    if not isinstance(doc, dict) or doc.get("format") != RAW_FORMAT or not ("python" in doc or "julia" in doc):
-        raise UsageError(f"{path}: not a gcbench diagnostic run")
+    doc = files.check_header(files.read_json(path, "diagnostic run"), str(path), RAW_FORMAT, "diagnostic run")
+    if not ("python" in doc or "julia" in doc):
+        raise UsageError(f"{path}: not a gcbench diagnostic run (neither a Python nor a Julia diagnosis)")
     return doc

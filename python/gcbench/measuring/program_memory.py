@@ -340,14 +340,8 @@ def load(path: pathlib.Path) -> dict | None:
     path = pathlib.Path(path) / "memory.json" if pathlib.Path(path).is_dir() else pathlib.Path(path)
     if not path.is_file():
         return None
-    doc = files.read_json(path, "gcbench memory document")
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise UsageError(f"{path}: not a gcbench memory document")
-    version = doc.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise UsageError(f"{path}: memory document without an integer schema_version")
-    if version > SCHEMA_VERSION:
-        raise UsageError(f"{path}: memory schema_version {version} is newer than this gcbench reads")
+    doc = files.check_header(files.read_json(path, "gcbench memory document"), str(path), FORMAT,
+                             "memory document", SCHEMA_VERSION)
     cases = doc.get("cases")
     if not isinstance(cases, list) or not all(isinstance(c, dict) and c.get("kind") in ("gather", "step")
                                               for c in cases):

@@ -357,16 +357,7 @@ def schema() -> dict:
 
 def validate(doc, where: str = "result") -> ResultDoc:
     """Check that `doc` is a gcbench result this version understands; return it."""
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise UsageError(f"{where}: not a gcbench result (no \"format\": \"{FORMAT}\")")
-    version = doc.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise UsageError(f"{where}: gcbench result without an integer schema_version")
-    if version > SCHEMA_VERSION:
-        raise UsageError(
-            f"{where}: result schema_version {version} is newer than this gcbench reads "
-            f"({SCHEMA_VERSION}); upgrade gcbench to read it"
-        )
+    files.check_header(doc, where, FORMAT, "result", SCHEMA_VERSION)
     schemas.check(doc, schema(), where)
     if doc["status"] == "ok":
         n = None
