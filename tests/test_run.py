@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from conftest import run_cli
+from gcbench.commands._outcome import format_summary, present
 from gcbench.core.errors import UsageError
-from gcbench.flows.pipeline import format_summary
 from gcbench.measuring import results
 from gcbench.running.config import Suite
 from gcbench.running.runner import RunSettings, run_cells
@@ -128,13 +128,17 @@ def test_a_flow_is_called_from_the_library_with_typed_options(tmp_path):
 
     suite = Suite(name="lib", backends=["jax-vmap"], workloads=["vit"], gc=["default"], repeats=1, steps=5).validate()
     opts = RunOptions(argv=("run", "--from-a-test"), out=str(tmp_path / "o"), progress=False)
-    docs, out_dir, code = pipeline.run_suite(suite, opts, out_fn)
-    assert code == 1
-    assert out_dir == tmp_path / "o"
-    assert [d["status"] for d in docs] == ["unavailable"]
-    plan = json.loads((out_dir / "suite.json").read_text())
+    shown = []
+    outcome = pipeline.run_suite(suite, opts, out_fn, shown.append)
+    assert outcome.code == 1
+    assert outcome.folder == tmp_path / "o"
+    assert [d["status"] for d in outcome.docs] == ["unavailable"]
+    plan = json.loads((outcome.folder / "suite.json").read_text())
     assert plan["command"] == ["gcbench", "run", "--from-a-test"]
     assert plan["state"] == "finished"
+    assert shown == [outcome]  # the flow hands its outcome over; what is printed is the command's
+    assert not any("nothing was measured" in line for line in said)
+    present(outcome, out_fn)
     assert "gcbench: nothing was measured" in said
     with pytest.raises(UsageError, match="--detach needs a scheduler"):
         pipeline.run_suite(suite, opts.replace(out=str(tmp_path / "p"), detach=True), out_fn)

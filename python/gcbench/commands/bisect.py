@@ -10,7 +10,7 @@ from ..core.errors import UsageError
 from ..flows import pipeline
 from ..flows.options import CommitBisectOptions, ReleaseBisectOptions
 from ..running import config
-from . import _common
+from . import _common, _outcome
 
 
 def register(sub) -> None:
@@ -74,7 +74,9 @@ def main(args) -> int:
         suite.validate()
     opts = ReleaseBisectOptions(_common.run_options(args), package=args.package, cell=args.cell, factor=args.factor,
                                 results=args.results)
-    tab, folder, code = bisection.releases(opts, cell, metric, versions, suite, _common.Output(args.json))
+    words = _common.Output(args.json)
+    tab, folder, code = bisection.releases(opts, cell, metric, versions, suite, words,
+                                           lambda o: _outcome.present(o, words))
     if tab is None:
         return code
     out = _common.Output(args.json)
@@ -116,7 +118,8 @@ def main_git(args) -> int:
     _common.apply_overrides(template, args)  # each step's suite: this, in the environment of one commit
     opts = CommitBisectOptions(_common.run_options(args), repo=args.git, good=args.good, bad=args.bad, cell=args.cell,
                                package=args.package)
-    tab, culprit, out = bisection.commits(opts, template, base, metric)
+    tab, culprit, out = bisection.commits(opts, template, base, metric,
+                                          lambda o: _outcome.present(o, _common.Output(True)))  # standard error
     words = _common.Output(args.json)
     words()
     words(gitbisect.format_table(tab, culprit))

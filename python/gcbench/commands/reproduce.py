@@ -10,7 +10,7 @@ from ..core.errors import UsageError
 from ..flows import pipeline
 from ..flows.options import ReproduceOptions
 from ..running import config
-from . import _common
+from . import _common, _outcome
 
 
 def register(sub) -> None:
@@ -51,7 +51,7 @@ def main(args) -> int:
     out_fn = _common.Output(args.json)
     opts = ReproduceOptions(_common.run_options(args), steps=args.steps, repeats=args.repeats,
                             batch_size=args.batch_size, timeout=args.timeout)
-    doc, out_dir, code = reproduction.run(opts, only, out_fn)
+    doc, out_dir, code = reproduction.run(opts, only, out_fn, lambda o: _outcome.present(o, out_fn))
     if doc is None:
         return code
     out_fn()

@@ -6,7 +6,7 @@ import shlex
 
 from ..flows import pipeline
 from ..running import config
-from . import _common
+from . import _common, _outcome
 
 
 def register(sub) -> None:
@@ -61,7 +61,8 @@ def main(args) -> int:
         raise UsageError("--resume and --force exclude each other: keep what is there, or replace it")
     suite = suite_from_args(args)
     out = _common.Output(args.json)
-    docs, out_dir, code = pipeline.run_suite(suite, _common.run_options(args), out)
+    outcome = pipeline.run_suite(suite, _common.run_options(args), out, lambda o: _outcome.present(o, out))
+    docs, out_dir, code = outcome.docs, outcome.folder, outcome.code
     paths = pipeline.write_report(out_dir, None, 3.0, out_fn=out) if docs is not None and args.report else None
     if docs is not None and any(d["status"] == "ok" for d in docs):
         folder = shlex.quote(str(out_dir))

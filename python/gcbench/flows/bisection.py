@@ -26,7 +26,8 @@ from .options import CommitBisectOptions, CommitBisectOutcome, FlowOutcome, Rele
 
 
 def releases(opts: ReleaseBisectOptions, cell: tuple[str, str, str], metric, versions: list[str] | None,
-             suite: config.Suite | None, out_fn: Callable[..., None]) -> FlowOutcome:
+             suite: config.Suite | None, out_fn: Callable[..., None],
+             present: pipeline.Present | None = None) -> FlowOutcome:
     """A release bisect: `suite` (the cell in one environment per version) run into its
     results folder, or, without a suite, the results already in `opts.results` (read only);
     then the table of `metric` per version, kept beside results it ran as bisect.json.
@@ -38,10 +39,11 @@ def releases(opts: ReleaseBisectOptions, cell: tuple[str, str, str], metric, ver
         with archive.opened(folder) as opened:
             docs = results.load_dir(opened)
     else:
-        ran, folder, code = pipeline.run_suite(suite, opts.run, out_fn)
-        if ran is None:
-            return FlowOutcome(None, folder, code)
-        docs = ran
+        outcome = pipeline.run_suite(suite, opts.run, out_fn, present)
+        folder = outcome.folder
+        if outcome.docs is None:
+            return FlowOutcome(None, folder, outcome.code)
+        docs = outcome.docs
     tab = version_bisect.table(docs, opts.package, cell, metric, opts.factor, versions)
     if not tab.rows:
         raise UsageError(f"{opts.results or folder}: no results of {opts.cell} with a known {opts.package} version")
@@ -89,8 +91,8 @@ def _open_plan(opts: CommitBisectOptions, repo: pathlib.Path, package: str, span
                          "commits": [c.to_json() for c in between], "tested": {}, "base": base.text}
 
 
-def commits(opts: CommitBisectOptions, template: config.Suite, base: envspec.EnvSpec, metric
-            ) -> CommitBisectOutcome:
+def commits(opts: CommitBisectOptions, template: config.Suite, base: envspec.EnvSpec, metric,
+            present: pipeline.Present | None = None) -> CommitBisectOutcome:
     """The commit bisect of `opts.repo` from `opts.good` to `opts.bad` on `opts.cell`: every
     step runs `template` (the cell, with the command line's settings) in the environment of
     one commit into the bisect's folder. Returns (table, culprit or None, folder)."""
@@ -119,11 +121,11 @@ def commits(opts: CommitBisectOptions, template: config.Suite, base: envspec.Env
         # every step resumes the folder: what this bisect measured before is not measured again
         step = opts.run.replace(out=str(out), resume=True, force=False)
         print(f"gcbench: {order[index].short} {order[index].subject[:70]}", file=sys.stderr)
-        docs, _, code = pipeline.run_suite(suite, step, words)
+        outcome = pipeline.run_suite(suite, step, words, present)
         gitbisect.save(out, plan)
-        if docs is None:  # interrupted: by SIGTERM (143) or Ctrl-C (130), as the step was
-            raise runner.Interrupted(code - 128 if code > 128 else 2)
-        return [d for d in docs if results.part(d, "environment").get("spec") == env_text]
+        if outcome.docs is None:  # interrupted: by SIGTERM (143) or Ctrl-C (130), as the step was
+            raise runner.Interrupted(outcome.code - 128 if outcome.code > 128 else 2)
+        return [d for d in outcome.docs if results.part(d, "environment").get("spec") == env_text]
 
     def env_for(index: int, pins: tuple[str, ...]) -> str:
         """The environment of commit `index`: the package from its files, beside `pins`."""

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ..analysing import comparison, stats, summary, verdict
+from ..analysing import summary
 from ..core import files, machineload, terminal
 from ..core.errors import UsageError
 from ..measuring import mnist, results
@@ -170,27 +170,34 @@ def _run_locally(run: _Run, plan: dict) -> list[ResultDoc]:
 
 class RunOutcome(NamedTuple):
     """What a run of a plan ended with: its results (None when it was interrupted, or its
-    jobs were left running with --detach), its folder and the command's exit code."""
+    jobs were left running with --detach), its folder, the command's exit code, how long
+    it ran, and the runs that failed this time whose earlier ok result was kept."""
 
     docs: list[ResultDoc] | None
     folder: pathlib.Path
     code: int
+    seconds: float = 0.0
+    superseded: tuple[str, ...] = ()  # cell ids
 
 
-def run_suite(suite: config.Suite, opts: RunOptions, out_fn: Callable[..., None]
+Present = Callable[[RunOutcome], None]  # how the command shows a finished run (commands/_outcome.py)
+
+
+def run_suite(suite: config.Suite, opts: RunOptions, out_fn: Callable[..., None], present: Present | None = None
               ) -> RunOutcome:
     """Build the suite's environments, run its cells into `opts.out` (or a new folder named
-    after the suite), print the summary; a `RunOutcome`."""
+    after the suite), `present` the outcome where they finished; a `RunOutcome`."""
     kind, data_note, samples = check_data(opts.data)
     cells = suite.cells(opts.data)
     return run_plan(cells, suite, opts.replace(out=opts.out or config.default_out(suite.name)), out_fn, kind,
-                    data_note, samples)
+                    data_note, samples, present)
 
 
 def run_plan(cells: list, suite: config.Suite, opts: RunOptions, out_fn: Callable[..., None], kind: str,
-             data_note: str, samples: int) -> RunOutcome:
+             data_note: str, samples: int, present: Present | None = None) -> RunOutcome:
     """Run `cells` (the plan; `suite` names it and holds its environments and timeout) into
-    the results folder `opts.out`, which belongs to this run (see `prepare_folder`)."""
+    the results folder `opts.out`, which belongs to this run (see `prepare_folder`);
+    `present` the outcome where they finished."""
     if not opts.out:
         raise ValueError("run_plan needs the results folder (opts.out)")
     out = opts.out
@@ -211,12 +218,15 @@ def run_plan(cells: list, suite: config.Suite, opts: RunOptions, out_fn: Callabl
     try:
         out_dir, stale = _open_folder(cells, opts, out)
         run = _Run(cells, suite, opts, out_dir, out_fn, kind, samples, opts.command)
-        return _run_plan(run, data_note, stale)
+        outcome = _run_plan(run, data_note, stale)
     except BaseException:
         if made:  # a run refused or stopped before it wrote anything leaves no empty folder behind
             with contextlib.suppress(OSError):
                 pathlib.Path(out).rmdir()
         raise
+    if outcome.docs is not None and present is not None:
+        present(outcome)
+    return outcome
 
 
 def replacement_of(stem: str, cells: list) -> bool:
@@ -270,7 +280,7 @@ def _build_environments(run: _Run) -> dict | None:
 
 def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> RunOutcome:
     """The bookkeeping of a run: the folder locked, the plan written, the cells run here or
-    on a scheduler, the plan's state kept true whatever happens; then the printing."""
+    on a scheduler, the plan's state kept true whatever happens."""
     from ..core.files import FolderLock
     from ..running import runner
 
@@ -304,7 +314,8 @@ def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> RunOutcom
             if path.stem not in {c.id for c in run.cells}:
                 path.unlink(missing_ok=True)
         results.finish_plan(out_dir, plan, "finished")
-    return RunOutcome(docs, out_dir, _print_outcome(docs, out_dir, time.monotonic() - t0, run.out_fn))
+    superseded = tuple(d["cell"] for d in docs if d.pop(runner.SUPERSEDED, None))  # said as failed this time
+    return RunOutcome(docs, out_dir, _exit_code(docs, superseded), time.monotonic() - t0, superseded)
 
 
 def _on_scheduler(run: _Run, plan: dict, previous: dict) -> list[ResultDoc] | None:
@@ -335,99 +346,12 @@ def _interrupted(out_dir: pathlib.Path, plan: dict, e: BaseException) -> int:
     return code
 
 
-def _print_outcome(docs: list[ResultDoc], out_dir: pathlib.Path, seconds: float, out_fn: Callable[..., None]) -> int:
-    """What a run prints when it ends (verdict, table, legend, smallest detectable change,
-    counts of runs); its exit code."""
-    from ..running import runner
-
-    superseded = [d for d in docs if d.get(runner.SUPERSEDED)]
-    for d in superseded:  # an earlier result kept in place of this run's failure: said, and counted as failed
-        d.pop(runner.SUPERSEDED)
+def _exit_code(docs: list[ResultDoc], superseded: tuple[str, ...]) -> int:
+    """A finished run's exit code: 1 where a run failed (this time: an earlier ok result
+    kept in its place counts as failed) or nothing was measured."""
     failed = sum(d["status"] == "failed" for d in docs) + len(superseded)
     measured = sum(d["status"] == "ok" for d in docs) - len(superseded)
-    out_fn()
-    cells_summarized = summary.summarize_all(docs)
-    answer = verdict.sentences(cells_summarized)
-    if answer:  # the answer first, the table after it
-        out_fn(format_verdict(answer))
-        out_fn()
-    out_fn(format_summary(docs, cells_summarized))
-    if any(cs.stats and cs.stats.flagged for cs in cells_summarized):
-        out_fn(terminal.wrap(FLAG_LEGEND))
-    ok_cells = [
-        comparison.repeat_values(ds) for ds in summary.cells(docs).values() if any(d["status"] == "ok" for d in ds)
-    ]
-    if any(v.loaded for v in ok_cells):  # a loaded machine's spread says nothing of a quiet one's power
-        out_fn(terminal.wrap("smallest detectable change: none given, the repeats ran on a loaded machine (their "
-                             "times are not judged); measure on a quiet machine for one"))
-    else:
-        out_fn(terminal.wrap(comparison.format_detectable(comparison.detectable(ok_cells, comparison.ALPHA))))
-    out_fn(f"\n{len(docs)} runs in {seconds:.0f} s: {measured} ok, {failed} failed, "
-           f"{len(docs) - measured - failed} unavailable; results in {out_dir}")
-    if superseded:
-        out_fn(f"gcbench: {len(superseded)} runs failed this time and their earlier ok results were kept (the table "
-               "above shows those earlier results): " + ", ".join(d["cell"] for d in superseded[:5]))
-    if not measured:
-        out_fn("gcbench: nothing was measured")
     return 1 if failed or not measured else 0
-
-
-FLAG_LEGEND = ("flags: \"N flagged\" counts a cell's repeats whose step times drifted within the repeat or whose "
-               "machine was loaded meanwhile; they are left out of its times where 3 unflagged repeats remain (a run "
-               "measures one replacement repeat per such cell, none while the machine stays loaded), and their "
-               "collections always count (the report's \"Unstable measurements\" says which and why); \"loaded\": "
-               "the cell's times rest on loaded repeats, so they are not judged and its GC % is of CPU time")
-
-
-def format_verdict(sentences: list[str]) -> str:
-    """The verdict for a terminal: one paragraph per sentence, wrapped to the width."""
-    return "\n".join(["verdict:"] + [terminal.wrap(x, "  ", "    ") for x in sentences])
-
-
-def format_summary(docs: list[ResultDoc], cells: list[summary.CellSummary] | None = None) -> str:
-    """One line per cell, its repeats combined, counts first: full collections, GC share, then
-    median with interval, mean step, p99, host share and flags; cells that did not run point
-    to their reason, written once below
-    the table however many cells share it. `cells`: `summary.summarize_all(docs)`, when the
-    caller has it already."""
-    rows: list[list[str]] = []
-    reasons: dict[str, int] = {}
-    cells = summary.summarize_all(docs) if cells is None else cells
-    cpu = verdict.in_cpu_time([cs.measured for cs in cells if cs.ok])  # one GC share for the table, said in its head
-    for cs in cells:
-        s = cs.stats
-        if s is None:
-            d = cs.docs[0]
-            reason = d["reason"].splitlines()[0] if d["reason"] else ""
-            note = f"[{reasons.setdefault(reason, len(reasons) + 1)}]" if reason else ""
-            rows.append([cs.label, d["status"], "", "", "", "", "", "", note])  # the columns below
-            continue
-        full = s.full
-        fr = stats.short_schedule(full.schedule) if full.count else "none"
-        flags = f"{len(s.flagged)} flagged" if s.flagged else ""
-        host = f"{100 * s.host_share:.1f}" if s.host_share is not None else "-"
-        share = f"{100 * verdict.share(s, cpu):.2f}"
-        if s.loaded:
-            flags = f"{flags}, loaded" if flags else "loaded"
-        rows.append(
-            [
-                cs.label,
-                f"ok x{s.repeats}",
-                fr,
-                share,
-                stats.fmt_paren(s.median_ms, s.median_ci_ms, values=s.repeat_medians_ms),
-                stats.fmt(s.mean_ms),
-                stats.fmt(s.p99_ms),
-                host,
-                flags,
-            ]
-        )
-    # counts first (exact, and judged under load), then the shares and times
-    head = ["cell", "status", "full collections", "GC % of CPU" if cpu else "GC % of wall", "median ms (95 % CI)",
-            "mean ms", "p99 ms", "host %", "flags"]
-    notes = [terminal.wrap(f"[{n}] {reason}", "", "    ") for reason, n in reasons.items()]
-    # wider than the terminal: p99 and host share go first, then the cell moves above its row
-    return "\n".join(terminal.table(head, rows, left={0, 1, 2, 8}, drop=(6, 7)) + notes)
 
 
 def write_report(source: pathlib.Path, out: str | None, spike_factor: float, out_fn=print, **extra) -> dict:

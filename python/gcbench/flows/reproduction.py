@@ -85,18 +85,19 @@ def _settings(suites: dict, cells: list) -> dict[str, dict[str, Any]]:
 
 
 def _run_cells(cells: list, suites: dict, run: RunOptions, out_fn: Callable[..., None],
-               data: tuple) -> tuple[list[ResultDoc] | None, pathlib.Path, int]:
+               data: tuple, present: pipeline.Present | None) -> pipeline.RunOutcome:
     """The cases' cells as one plan (`pipeline.run_plan`); `data` is `check_data`'s answer."""
     # the seed's MWE trains its 5 LeNet-5s on Julia threads, one per core
     cells = [dataclasses.replace(c, julia_threads=os.cpu_count() or 1)
              if c.backend in seed_cases.JULIA and c.workload == "lenet5" else c for c in cells]
     plan_suite = config.Suite(name="reproduce", backends=sorted({c.backend for c in cells}), repeats=1,
                               timeout=max(s.timeout for s in suites.values()))
-    return pipeline.run_plan(cells, plan_suite, run, out_fn, *data)
+    kind, data_note, samples = data
+    return pipeline.run_plan(cells, plan_suite, run, out_fn, kind, data_note, samples, present)
 
 
-def run(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None]
-        ) -> FlowOutcome:
+def run(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None],
+        present: pipeline.Present | None = None) -> FlowOutcome:
     """The cases in `only` into the results folder (`opts.run.out`, or a new one): (the
     reproductions' document, the folder, exit code); the document is None when the run was
     interrupted."""
@@ -116,10 +117,11 @@ def run(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None]
     docs: list[ResultDoc] = []
     out_dir, code = pathlib.Path(out), 0
     if cells:
-        ran, out_dir, code = _run_cells(cells, suites, run.replace(out=out), out_fn, (kind, data_note, samples))
-        if ran is None:
+        outcome = _run_cells(cells, suites, run.replace(out=out), out_fn, (kind, data_note, samples), present)
+        out_dir, code = outcome.folder, outcome.code
+        if outcome.docs is None:
             return FlowOutcome(None, out_dir, code)
-        docs = ran
+        docs = outcome.docs
     memory_doc = None
     if "gather-memory" in only:
         files.make_folder(out_dir, "results folder")
