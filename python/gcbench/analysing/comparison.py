@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -617,50 +617,67 @@ class RepeatValues:
 
 
 def repeat_values(docs: list[ResultDoc]) -> RepeatValues:
-    """What compare tests, from the ok repeats of one cell (flagged repeats left out)."""
+    """What compare tests, from the ok repeats of one cell (flagged repeats left out of the
+    times; counts over every ok repeat: a schedule is exact)."""
     ok = [d for d in docs if d["status"] == "ok"]
     used, flags = summary.used_repeats(ok)
-    walls = [np.asarray(d["wall_ns"], np.float64) for d in used]
-    sched = stats.schedule([summary.full_collections(d) for d in ok])  # flagged repeats too: a schedule is exact
-    colls = stats.count_schedule(
-        [sum(summary.collections_by_generation(d)) for d in ok], [len(d["wall_ns"]) for d in ok]
-    )
-    memory = summary.memory_summary(used) or summary.MemoryStats()
+    return RepeatValues(**_time_values(used), **_count_values(ok), **_pressure_values(ok), **_explicit_values(ok),
+                        **_load_values(used), **_machine_values(ok),
+                        rounds=[(results.run_id(d), d["repeat"]) if results.run_id(d) else None for d in used],
+                        started=[results.started(d) for d in used], repeats=len(used),
+                        flagged=sum(1 for f in flags.values() if f))
+
+
+def _time_values(used: list[ResultDoc]) -> dict[str, Any]:
+    """Per repeat the times rest on: median step, mean iteration, GC shares, peak memory."""
     cpu = [summary.cpu_gc_share(d) for d in used]
+    return {"medians": [float(np.median(np.asarray(d["wall_ns"], np.float64))) / 1e6 for d in used],
+            "means": [float(summary.iterations(d).mean()) / 1e6 for d in used],
+            "shares": [summary.gc_share(d) for d in used],
+            "cpu_shares": cpu if None not in cpu else None,
+            "peak_rss": (summary.memory_summary(used) or summary.MemoryStats()).repeat_peak_rss_mb}
+
+
+def _count_values(ok: list[ResultDoc]) -> dict[str, Any]:
+    """The full collections' schedule, and the collections of every generation, per repeat."""
+    sched = stats.schedule([summary.full_collections(d) for d in ok])
+    colls = stats.count_schedule([sum(summary.collections_by_generation(d)) for d in ok],
+                                 [len(d["wall_ns"]) for d in ok])
+    return {"schedule": sched, "full_per_1000": stats.per_1000(sched).per_repeat, "full": sched.total,
+            "steps": sched.total_steps, "all_collections": colls,
+            "collections_per_1000": stats.per_1000(colls).per_repeat,
+            "per_generation": np.sum([summary.collections_by_generation(d) for d in ok], axis=0).tolist()}
+
+
+def _pressure_values(ok: list[ResultDoc]) -> dict[str, Any]:
+    """Allocations a step, per repeat (flagged repeats too: a count), where every repeat
+    counted them in one unit."""
     pressure = [summary.pressure_per_step(d) for d in ok]
     units = {unit for _, unit in pressure}
+    return {"pressure": [x for x, _ in pressure] if len(units) == 1 and None not in units else None,
+            "pressure_unit": units.pop() if len(units) == 1 else None}
+
+
+def _explicit_values(ok: list[ResultDoc]) -> dict[str, Any]:
+    """The loop's own gc.collect() calls, and whether it ran with the collector off."""
+    return {"explicit": summary.explicit_summary(ok),
+            "explicit_full": [summary.explicit_by_generation(d)[-1] for d in ok],  # per repeat: gc.collect() calls
+            "explicit_all": [sum(summary.explicit_by_generation(d)) for d in ok],
+            "collector_off": bool(ok) and all(results.part(d, "gc_state").get("gc_enabled") is False for d in ok)}
+
+
+def _load_values(used: list[ResultDoc]) -> dict[str, Any]:
+    """Whether the repeats the times rest on ran loaded, and how much."""
     loaded = [d for d in used if summary.repeat_load(d)]
+    return {"loaded": bool(loaded), "load_pressure": _most([summary.load_level(d)[0] for d in loaded]),
+            "load_others": _most([summary.load_level(d)[1] for d in loaded]), "load": summary.describe_load(used)}
+
+
+def _machine_values(ok: list[ResultDoc]) -> dict[str, Any]:
+    """The kind of machine the first repeat ran on (times are compared within one kind)."""
     meta = results.part(ok[0], "metadata") if ok else {}
-    return RepeatValues(
-        medians=[float(np.median(w)) / 1e6 for w in walls],
-        means=[float(summary.iterations(d).mean()) / 1e6 for d in used],
-        shares=[summary.gc_share(d) for d in used],
-        cpu_shares=cast("list[float]", cpu) if None not in cpu else None,
-        peak_rss=memory.repeat_peak_rss_mb,
-        schedule=sched,
-        full_per_1000=stats.per_1000(sched).per_repeat,
-        full=sched.total,
-        steps=sched.total_steps,
-        all_collections=colls,
-        collections_per_1000=stats.per_1000(colls).per_repeat,
-        per_generation=np.sum([summary.collections_by_generation(d) for d in ok], axis=0).tolist(),
-        pressure=[cast(float, x) for x, _ in pressure] if len(units) == 1 and None not in units else None,
-        pressure_unit=units.pop() if len(units) == 1 else None,
-        explicit=summary.explicit_summary(ok),
-        explicit_full=[summary.explicit_by_generation(d)[-1] for d in ok],  # per repeat: gc.collect() calls
-        explicit_all=[sum(summary.explicit_by_generation(d)) for d in ok],
-        collector_off=bool(ok) and all(results.part(d, "gc_state").get("gc_enabled") is False for d in ok),
-        loaded=bool(loaded),
-        load_pressure=_most([summary.load_level(d)[0] for d in loaded]),
-        load_others=_most([summary.load_level(d)[1] for d in loaded]),
-        load=summary.describe_load(used),
-        machine=json_key(metadata.machine_identity(meta)) if meta.get("cpu") else None,
-        node=metadata.node_type(meta),
-        rounds=[(results.run_id(d), d["repeat"]) if results.run_id(d) else None for d in used],
-        started=[results.started(d) for d in used],
-        repeats=len(used),
-        flagged=sum(1 for f in flags.values() if f),
-    )
+    return {"machine": json_key(metadata.machine_identity(meta)) if meta.get("cpu") else None,
+            "node": metadata.node_type(meta)}
 
 
 def _most(values: list) -> float | None:
