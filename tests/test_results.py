@@ -111,3 +111,21 @@ def test_partial_and_hidden_files_are_not_results(tmp_path):
     results.write(ok_doc(), tmp_path / "a.json")
     (tmp_path / ".a.partial.json").write_text("{half")
     assert len(results.load_dir(tmp_path)) == 1
+
+
+def test_per_step_arrays_are_read_in_one_place_as_lists_or_numpy():
+    """`step_array`: a per-step array as numpy, rows as (steps, generations), None where the
+    result has none; the same from a document's lists and a measurement's numpy arrays."""
+    import numpy as np
+
+    listed = {"wall_ns": [5, 6, 7], "gc_ns": [0, 2, 0], "gc_collections": [[1, 0, 0], [2, 1, 1], [0, 0, 0]]}
+    held = {k: np.asarray(v) for k, v in listed.items()}
+    for doc in (listed, held):
+        assert results.step_count(doc) == 3
+        assert results.step_array(doc, "gc_collections").shape == (3, 3)
+        assert results.step_array(doc, "gc_collections")[:, -1].tolist() == [0, 1, 0]
+        assert results.step_total(doc, "gc_ns") == 2.0
+        assert results.step_array(doc, "gap_collections") is None
+        assert results.step_total(doc, "host_ns") == 0.0
+    assert results.step_array({"wall_ns": [], "gc_ns": []}, "gc_ns") is None
+    assert results.step_count({}) == 0

@@ -631,7 +631,7 @@ def repeat_values(docs: list[ResultDoc]) -> RepeatValues:
 def _time_values(used: list[ResultDoc]) -> dict[str, Any]:
     """Per repeat the times rest on: median step, mean iteration, GC shares, peak memory."""
     cpu = [summary.cpu_gc_share(d) for d in used]
-    return {"medians": [float(np.median(np.asarray(d["wall_ns"], np.float64))) / 1e6 for d in used],
+    return {"medians": [float(np.median(np.asarray(d.get("wall_ns"), np.float64))) / 1e6 for d in used],
             "means": [float(summary.iterations(d).mean()) / 1e6 for d in used],
             "shares": [summary.gc_share(d) for d in used],
             "cpu_shares": cpu if None not in cpu else None,
@@ -642,7 +642,7 @@ def _count_values(ok: list[ResultDoc]) -> dict[str, Any]:
     """The full collections' schedule, and the collections of every generation, per repeat."""
     sched = stats.schedule([summary.full_collections(d) for d in ok])
     colls = stats.count_schedule([sum(summary.collections_by_generation(d)) for d in ok],
-                                 [len(d["wall_ns"]) for d in ok])
+                                 [results.step_count(d) for d in ok])
     return {"schedule": sched, "full_per_1000": stats.per_1000(sched).per_repeat, "full": sched.total,
             "steps": sched.total_steps, "all_collections": colls,
             "collections_per_1000": stats.per_1000(colls).per_repeat,

@@ -22,24 +22,16 @@ MIN_STEPS = 100  # fewer timed steps per repeat than this: the cell is flagged
 MAX_CI_WIDTH = 0.50  # a median whose 95 % interval is wider than this fraction of it: flagged
 
 
-def _has(doc: ResultDoc, key: str) -> bool:
-    """Whether `doc` holds the per-step array `key` with steps in it (a list, or a
-    measurement's own numpy array: never asked for its truth)."""
-    value: Any = doc.get(key)
-    return value is not None and len(value) > 0
-
-
 def full_collections(doc: ResultDoc) -> np.ndarray:
     """Per step: full (oldest-generation) collections, those in the gap before the step (the
     loop's own code since the previous step) included: every full collection the loop
     pays for. Python results count the last generation's collections; Julia results carry
     `gc_full` (full sweeps)."""
-    if "gc_full" in doc:
-        return np.asarray(doc["gc_full"], dtype=np.int64)
-    colls = np.asarray(doc["gc_collections"], dtype=np.int64).reshape(len(doc["wall_ns"]), -1)
-    if "gap_collections" in doc:
-        return colls[:, -1] + np.asarray(doc["gap_collections"], np.int64).reshape(len(doc["wall_ns"]), -1)[:, -1]
-    return colls[:, -1]
+    julia = results.step_array(doc, "gc_full")
+    if julia is not None:
+        return julia
+    gaps = results.step_array(doc, "gap_collections")
+    return collections(doc)[:, -1] + (gaps[:, -1] if gaps is not None else 0)
 
 
 def full_after_last(doc: ResultDoc) -> int:
@@ -48,9 +40,8 @@ def full_after_last(doc: ResultDoc) -> int:
     if "gc_full" in doc:
         return 0
     total = between_steps(doc).collections[-1]
-    gaps = int(np.asarray(doc["gap_collections"]).reshape(len(doc["wall_ns"]), -1)[:, -1].sum()) \
-        if "gap_collections" in doc and len(doc["wall_ns"]) else 0
-    return max(int(total) - gaps, 0)
+    gaps = results.step_array(doc, "gap_collections")
+    return max(int(total) - (int(gaps[:, -1].sum()) if gaps is not None else 0), 0)
 
 
 def pressure_per_step(doc: ResultDoc) -> tuple[float | None, str | None]:
@@ -61,19 +52,28 @@ def pressure_per_step(doc: ResultDoc) -> tuple[float | None, str | None]:
     full collection what that collection freed, and both move with the schedule's phase
     (benchmarks/starting_heaps.py: what is left is the same from every starting heap).
     (None, None) where it was not recorded or there are fewer than two steps."""
-    key, unit = ("alloc_bytes", "bytes") if _has(doc, "alloc_bytes") else ("gc_pressure", "tracked objects")
-    if not _has(doc, key) or len(doc[key]) < 2:  # type: ignore[literal-required]
+    allocated = results.step_array(doc, "alloc_bytes", np.float64)
+    values, unit = (allocated, "bytes") if allocated is not None else \
+        (results.step_array(doc, "gc_pressure", np.float64), "tracked objects")
+    if values is None or len(values) < 2:
         return None, None
-    values = np.asarray(doc[key], np.float64)[1:]  # type: ignore[literal-required]
+    values = values[1:]
     keep = full_collections(doc)[1:] == 0
     if not keep.any():
         return None, None
     return float(values[keep].mean()), unit
 
 
+def _generations(doc: ResultDoc) -> int:
+    """How many generations a result counts its collections in (3 where it recorded none)."""
+    colls = results.step_array(doc, "gc_collections")
+    return colls.shape[1] if colls is not None else 3
+
+
 def collections(doc: ResultDoc) -> np.ndarray:
     """(steps, generations) collections per step; Julia: (steps, 2) incremental and full."""
-    return np.asarray(doc["gc_collections"], dtype=np.int64).reshape(len(doc["wall_ns"]), -1)
+    colls = results.step_array(doc, "gc_collections")
+    return colls if colls is not None else np.zeros((results.step_count(doc), 3), np.int64)
 
 
 def collections_by_generation(doc: ResultDoc) -> list[int]:
@@ -84,10 +84,9 @@ def collections_by_generation(doc: ResultDoc) -> list[int]:
 def explicit_by_generation(doc: ResultDoc) -> list[int]:
     """A repeat's explicit collections (`gc.collect()` calls) of each generation, in its
     steps and between them (zeros where none were told apart)."""
-    n = len(doc["gc_collections"][0]) if _has(doc, "gc_collections") else 3
-    inside = (
-        np.asarray(doc["gc_explicit"] if _has(doc, "gc_explicit") else [[0] * n], np.int64).reshape(-1, n).sum(axis=0)
-    )
+    n = _generations(doc)
+    explicit = results.step_array(doc, "gc_explicit")
+    inside = explicit.sum(axis=0) if explicit is not None else np.zeros(n, np.int64)
     between = list(results.part(doc, "between_steps").get("explicit") or [0] * n)[:n]
     return (inside + np.asarray(between + [0] * (n - len(between)), np.int64)).tolist()
 
@@ -118,10 +117,11 @@ def collector_summary(docs: list[ResultDoc]) -> CollectorState | None:
         if d.get("backend") != "user" and str(d.get("gc_policy", "")).startswith(("disable", "manual")):
             continue  # gcbench's own cell under a policy that turns it off: what it was asked to do
         state = results.part(d, "gc_state")
-        n = len(d["wall_ns"])
+        n = results.step_count(d)
         steps += n
-        if _has(d, "gc_enabled"):
-            off += n - int(np.sum(np.asarray(d["gc_enabled"])))  # type: ignore[typeddict-item]
+        enabled = results.step_array(d, "gc_enabled")
+        if enabled is not None:
+            off += n - int(enabled.sum())
         elif state.get("gc_enabled") is False:  # results before per-step states: off from the start
             off += n
         for name, c in (state.get("calls") or {}).items():
@@ -169,12 +169,12 @@ def cpu_gc_share(doc: ResultDoc) -> float | None:
     time: the steps alone."""
     if "cpu_ns" not in doc or "gc_cpu_ns" not in doc:
         return None
-    pauses = float(np.sum(doc["gc_cpu_ns"]))
-    cpu = float(np.sum(doc["cpu_ns"]))
+    pauses, cpu = results.step_total(doc, "gc_cpu_ns"), results.step_total(doc, "cpu_ns")
     if "gap_gc_cpu_ns" in doc:
-        in_gaps = float(np.sum(doc["gap_gc_cpu_ns"]))
+        in_gaps = results.step_total(doc, "gap_gc_cpu_ns")
         after = max(float(results.part(doc, "between_steps").get("gc_cpu_ns", 0)) - in_gaps, 0.0)
-        gaps = float(np.sum(doc["gap_cpu_ns"])) if doc.get("backend") == "user" and "gap_cpu_ns" in doc else in_gaps
+        gaps = results.step_total(doc, "gap_cpu_ns") if doc.get("backend") == "user" and "gap_cpu_ns" in doc \
+            else in_gaps
         pauses += in_gaps + after
         cpu += gaps + after
     return pauses / cpu if cpu > 0 else 0.0
@@ -287,11 +287,11 @@ def cell_label(key: tuple) -> str:
 
 # What gcbench set for a cell, which its repeats must share to be pooled (a user's loop sets its own steps)
 SETTINGS = (("networks", lambda d: d["networks"]),
-            ("steps", lambda d: len(d["wall_ns"]) if d["status"] == "ok" and d["backend"] != "user" else None),
+            ("steps", lambda d: results.step_count(d) if d["status"] == "ok" and d["backend"] != "user" else None),
             ("batch", results.batch_size), ("bookkeeping", lambda d: d.get("bookkeeping", "none")),
             ("data", lambda d: d["data"].get("kind")),
-            ("collector generations", lambda d: len(d["gc_collections"][0]) if d["status"] == "ok" and
-             d["gc_collections"] else None))
+            ("collector generations", lambda d: _generations(d) if d["status"] == "ok" and
+             results.step_count(d) else None))
 
 
 def cells(docs: list[ResultDoc], by_node: bool | None = None) -> dict[tuple, list[ResultDoc]]:
@@ -330,7 +330,7 @@ def check_poolable(key: tuple, group: list[ResultDoc]) -> None:
 def repeat_flags(doc: ResultDoc) -> list[str]:
     """Why a repeat's numbers should be left out: drift within it, or a loaded machine."""
     flags = []
-    d = stats.drift(doc["wall_ns"])
+    d = stats.drift(results.step_array(doc, "wall_ns", np.float64))
     if d is not None:
         flags.append(f"drift: last third {100 * d['change']:+.0f} % against the first (p={d['p']:.1g})")
     load = repeat_load(doc)
@@ -412,7 +412,7 @@ def summarize(docs: list[ResultDoc], spike_factor: float = DEFAULT_SPIKE_FACTOR,
     if not ok:
         return CellSummary(key, docs, None)
     used, flags = used_repeats(ok)
-    walls = [np.asarray(d["wall_ns"], np.float64) for d in used]
+    walls = [np.asarray(d.get("wall_ns"), np.float64) for d in used]
     s = CellStats(**_repeat_fields(ok, used, flags, walls), **_time_fields(used, walls),
                   **_gc_fields(ok, used, walls, spike_factor), **_optional_fields(used, walls))
     return CellSummary(key, docs, dataclasses.replace(s, warnings=warnings(s)))
@@ -459,7 +459,7 @@ def _time_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> dict:
 def _gc_fields(ok: list[ResultDoc], used: list[ResultDoc], walls: list[np.ndarray], spike_factor: float) -> dict:
     """The collector: its share, its collections (in steps and between them), the full
     collections' schedule, spikes, warm-up, memory and load."""
-    gcs = [np.asarray(d["gc_ns"], np.float64) for d in used]
+    gc_ns = sum(results.step_total(d, "gc_ns") for d in used)
     colls = [collections(d) for d in used]
     between = [between_steps(d) for d in used]
     # A flag says a repeat's level moved, not that its collector did: full collections are a
@@ -475,7 +475,7 @@ def _gc_fields(ok: list[ResultDoc], used: list[ResultDoc], walls: list[np.ndarra
         "gc_share": share.value,
         "gc_share_ci": share.ci,
         "repeat_gc_shares": share.per_repeat,
-        "gc_ms_per_step": _ms(float(sum(g.sum() for g in gcs) / sum(len(w) for w in walls))),
+        "gc_ms_per_step": _ms(gc_ns / sum(len(w) for w in walls)),
         "collections": np.sum([c.sum(axis=0) for c in colls], axis=0).tolist(),
         "between": Between(np.sum([b.collections for b in between], axis=0).tolist(),
                            sum(b.gc_ns for b in between) / 1e6),
@@ -501,16 +501,18 @@ def _optional_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> dict:
     """What only some results record: allocated bytes, allocation pressure, CPU time, host time."""
     out: dict = {}
     if all("alloc_bytes" in d for d in used):
-        out.update(alloc_bytes_per_step=float(np.mean([np.mean(d["alloc_bytes"]) for d in used])))
+        out.update(alloc_bytes_per_step=float(np.mean([results.step_total(d, "alloc_bytes") / results.step_count(d)
+                                                       for d in used])))
     if all("gc_pressure" in d for d in used):
-        out.update(pressure_per_step=float(np.median([np.median(d["gc_pressure"]) for d in used])))
+        pressures = [results.step_array(d, "gc_pressure", np.float64) for d in used]
+        out.update(pressure_per_step=float(np.median([np.median(p) for p in pressures if p is not None])))
     cpu_shares = [cpu_gc_share(d) for d in used]
     if None not in cpu_shares:  # the collector's share of CPU time, which load does not stretch
         cpu = stats.arithmetic(cpu_shares, bounds=(0.0, 1.0))
         out.update(gc_share_cpu=cpu.value, gc_share_cpu_ci=cpu.ci, repeat_gc_shares_cpu=cpu.per_repeat)
     if all("host_ns" in d for d in used):  # the share of the step spent before waiting for the results
         host = stats.arithmetic(
-            [float(np.sum(d["host_ns"]) / w.sum()) for d, w in zip(used, walls, strict=True)], bounds=(0.0, 1.0)
+            [results.step_total(d, "host_ns") / w.sum() for d, w in zip(used, walls, strict=True)], bounds=(0.0, 1.0)
         )
         out.update(host_share=host.value, host_share_ci=host.ci)
     return out
@@ -527,7 +529,7 @@ class RepeatBetween(NamedTuple):
 def between_steps(doc: ResultDoc) -> RepeatBetween:
     """The collections of a result that fell outside every step (zero where none is recorded)."""
     b = results.part(doc, "between_steps")
-    n = len(doc["gc_collections"][0]) if _has(doc, "gc_collections") else 3
+    n = _generations(doc)
     colls = list(b.get("collections") or [0] * n)[:n]
     return RepeatBetween(int(b.get("gc_ns", 0)), colls + [0] * (n - len(colls)))
 
@@ -538,12 +540,10 @@ def iterations(doc: ResultDoc) -> np.ndarray:
     data loader, and the collections there); gcbench's own cells count only the gap's
     collections (the rest of their gap is gcbench's bookkeeping, not the loop's). Results
     that recorded no gaps: the steps alone."""
-    wall = np.asarray(doc["wall_ns"], np.float64)
-    if doc.get("backend") == "user" and "gap_ns" in doc:
-        return wall + np.asarray(doc["gap_ns"], np.float64)
-    if "gap_gc_ns" in doc:
-        return wall + np.asarray(doc["gap_gc_ns"], np.float64)
-    return wall
+    wall = np.asarray(doc.get("wall_ns"), np.float64)
+    gap = results.step_array(doc, "gap_ns" if doc.get("backend") == "user" and "gap_ns" in doc else "gap_gc_ns",
+                             np.float64)
+    return wall + gap if gap is not None else wall
 
 
 def gc_share(doc: ResultDoc) -> float:
@@ -551,9 +551,9 @@ def gc_share(doc: ResultDoc) -> float:
     over the loop's iterations (`iterations`) and the pauses between steps that no
     iteration holds (after the last step; in results without gaps, all of them)."""
     between = between_steps(doc).gc_ns
-    in_gaps = float(np.sum(doc["gap_gc_ns"])) if "gap_gc_ns" in doc else 0.0
+    in_gaps = results.step_total(doc, "gap_gc_ns")
     total = float(iterations(doc).sum()) + between - in_gaps
-    return (float(np.sum(doc["gc_ns"])) + between) / total if total > 0 else 0.0
+    return (results.step_total(doc, "gc_ns") + between) / total if total > 0 else 0.0
 
 
 def warmup_summary(docs: list[ResultDoc]) -> Warmup | None:
@@ -592,8 +592,8 @@ def memory_summary(docs: list[ResultDoc]) -> MemoryStats | None:
                 float(np.polyfit(np.asarray(at, np.float64), np.asarray(rss, np.float64) / 2**20, 1)[0]) * 1000
             )
         start, end = m.get("tracked_start"), m.get("tracked_end")
-        if start is not None and end is not None and len(d["wall_ns"]):
-            tracked.append((end - start) * 1000 / len(d["wall_ns"]))
+        if start is not None and end is not None and results.step_count(d):
+            tracked.append((end - start) * 1000 / results.step_count(d))
     if not peaks and not tracked:
         return None
     out: dict[str, Any] = {}  # MemoryStats' fields

@@ -42,7 +42,7 @@ class Metric:
 
 
 def _wall(doc):
-    return np.asarray(doc["wall_ns"], np.float64)
+    return np.asarray(doc.get("wall_ns"), np.float64)
 
 
 # The table always shows the median step, the GC share and full collections; other metrics get a column.
@@ -53,7 +53,7 @@ def _gc_share_pct(doc: ResultDoc) -> float:
     loaded machine does not stretch: a version measured beside other work is compared on it),
     else of wall time (results written before CPU times were recorded)."""
     cpu = summary.cpu_gc_share(doc)
-    return 100 * cpu if cpu is not None else 100 * float(np.sum(doc["gc_ns"]) / _wall(doc).sum())
+    return 100 * cpu if cpu is not None else 100 * results.step_total(doc, "gc_ns") / float(_wall(doc).sum())
 
 
 METRICS = {m.name: m for m in [
@@ -65,7 +65,7 @@ METRICS = {m.name: m for m in [
     # the time a run takes: what full collections cost, which the median hardly sees
     Metric("mean", "mean step time (the time a run takes)", "ms", 0.0, lambda d: np.mean(_wall(d)) / 1e6, "log"),
     Metric("full_gc", "full collections per 1,000 steps", "/1000", 1.0,
-           lambda d: 1000 * int(summary.full_collections(d).sum()) / len(d["wall_ns"]), "schedule"),
+           lambda d: 1000 * int(summary.full_collections(d).sum()) / results.step_count(d), "schedule"),
 ]}
 
 

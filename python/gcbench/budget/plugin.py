@@ -284,7 +284,7 @@ class Budget:
         doc = m.result()
         expl = m.explanation()
         steps = m.steps
-        colls = np.asarray(doc["gc_collections"], np.int64).reshape(steps, -1)
+        colls = summary.collections(doc)
         between = results.part(doc, "between_steps").get("collections") or [0] * colls.shape[1]
         asked = summary.explicit_by_generation(doc)  # the loop's own gc.collect() calls, in steps and between
         every = [int(colls[:, g].sum()) + between[g] for g in range(colls.shape[1])]

@@ -300,6 +300,28 @@ def batch_size(doc: ResultDoc) -> int | None:
     return doc.get("batch_size", None if doc.get("backend") == "user" else DEFAULT_BATCH_SIZE)
 
 
+def step_count(doc: ResultDoc) -> int:
+    """How many timed steps an ok result holds."""
+    wall: Any = doc.get("wall_ns")
+    return 0 if wall is None else len(wall)
+
+
+def step_array(doc: ResultDoc, key: str, dtype: type = np.int64) -> np.ndarray | None:
+    """The per-step array `key` of `doc` as numpy (ROWS as (steps, generations)); None
+    where the result did not record it, or recorded no step."""
+    values: Any = doc.get(key)
+    if values is None or len(values) == 0:
+        return None
+    out: np.ndarray = np.asarray(values, dtype)
+    return out.reshape(step_count(doc), -1) if key in ROWS else out
+
+
+def step_total(doc: ResultDoc, key: str) -> float:
+    """The per-step array `key` summed over the steps (0 where it was not recorded)."""
+    values = step_array(doc, key, np.float64)
+    return float(values.sum()) if values is not None else 0.0
+
+
 def variant(doc: ResultDoc) -> str | None:
     """The variant of a user's loop (`measure(..., variant=)`), None otherwise."""
     return doc.get("variant")

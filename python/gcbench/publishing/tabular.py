@@ -45,8 +45,8 @@ def step_records(docs: list[ResultDoc]) -> list[dict]:
         extra: dict[str, Any] = {k: v for k in ("gc_collected", "gc_pressure", "alloc_bytes", "alloc_blocks", "host_ns",
                                                 "cpu_ns", "gc_cpu_ns", "gap_ns", "gap_gc_ns")
                                  if (v := d.get(k)) is not None}
-        if "gap_collections" in d:  # the collections in the gap before each step, per generation
-            gaps = np.asarray(d["gap_collections"], np.int64).reshape(len(d["wall_ns"]), -1)
+        gaps = results.step_array(d, "gap_collections")  # the collections in the gap before each step
+        if gaps is not None:
             extra.update({f"gap_gc{g}": gaps[:, g].tolist() for g in range(gaps.shape[1])})
         for i, (wall, gc_ns) in enumerate(zip(d["wall_ns"], d["gc_ns"], strict=True)):
             row = dict(base, step=i, wall_ns=wall, gc_ns=gc_ns)
