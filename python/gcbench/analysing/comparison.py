@@ -619,7 +619,7 @@ class RepeatValues:
 def repeat_values(docs: list[ResultDoc]) -> RepeatValues:
     """What compare tests, from the ok repeats of one cell (flagged repeats left out of the
     times; counts over every ok repeat: a schedule is exact)."""
-    ok = [d for d in docs if d["status"] == "ok"]
+    ok = results.ok(docs)
     used, flags = summary.used_repeats(ok)
     return RepeatValues(**_time_values(used), **_count_values(ok), **_pressure_values(ok), **_explicit_values(ok),
                         **_load_values(used), **_machine_values(ok),

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core import files, schemas
 from ..core.errors import UsageError
-from ..measuring import diagnose
+from ..measuring import diagnose, results
 from ..measuring.diagnostic_run import DISTURBED, RAW_FORMAT
 from ..measuring.results import ResultDoc
 from . import explanation_records as records
@@ -100,7 +100,7 @@ def _pair(docs: list[ResultDoc], base: tuple, other: tuple, env: str | None) -> 
         b = next((ds for k, ds in cells.items() if k[:2] == base[:2] and k[3] == other[2]), None)
         if b is not None:
             other = (*other[:2], f"{base[2]} [{other[2]}]")
-    if a is None or b is None or not any(d["status"] == "ok" for d in a) or not any(d["status"] == "ok" for d in b):
+    if a is None or b is None or not bool(results.ok(a)) or not bool(results.ok(b)):
         return None
     return a, b, other
 

@@ -40,7 +40,7 @@ class Metric:
     log: bool  # compared on a log scale
 
     def per_repeat(self, docs: list[ResultDoc]) -> list[float]:
-        ok = [d for d in docs if d["status"] == "ok"]
+        ok = results.ok(docs)
         if self.name == "full-collections":
             return [float(summary.full_collections(d).sum()) for d in ok]  # collections, not steps holding one
         release_metric = version_bisect.METRICS["gc_share" if self.name == "gc-share" else "median"]  # one formula each

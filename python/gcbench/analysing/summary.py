@@ -313,7 +313,7 @@ def cells(docs: list[ResultDoc], by_node: bool | None = None) -> dict[tuple, lis
 
 def check_poolable(key: tuple, group: list[ResultDoc]) -> None:
     """Refuse (`UsageError`) a cell whose ok repeats differ in a setting."""
-    ok = [d for d in group if d["status"] == "ok"]
+    ok = results.ok(group)
     for name, get in SETTINGS:
         values: dict[str, list[int]] = {}
         for d in ok:
@@ -408,7 +408,7 @@ def summarize(docs: list[ResultDoc], spike_factor: float = DEFAULT_SPIKE_FACTOR,
               key: tuple | None = None) -> CellSummary:
     """Combine the repeats (documents) of one cell (`key`, as `cells` made it)."""
     key = key or cell_key(docs[0])
-    ok = [d for d in docs if d["status"] == "ok"]
+    ok = results.ok(docs)
     if not ok:
         return CellSummary(key, docs, None)
     used, flags = used_repeats(ok)

@@ -254,7 +254,7 @@ def _by_version(docs: list[ResultDoc], package: str, cell: tuple[str, str, str])
 def _version_row(version: str, group: list[ResultDoc], metric: Metric) -> tuple[VersionRow, list[ResultDoc]]:
     """One version's row, and the repeats its times rest on; a version with no ok result
     says why."""
-    ok = [d for d in group if d["status"] == "ok"]
+    ok = results.ok(group)
     sample = (ok or group)[0]
     meta = results.part(sample, "metadata")
     env = results.part(sample, "environment")

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from ..analysing import comparison, stats, summary, verdict
 from ..core import terminal
 from ..flows.pipeline import RunOutcome
+from ..measuring import results
 from ..measuring.results import ResultDoc
 
 
@@ -28,7 +29,7 @@ def present(outcome: RunOutcome, out_fn: Callable[..., None]) -> None:
     if any(cs.stats and cs.stats.flagged for cs in cells_summarized):
         out_fn(terminal.wrap(FLAG_LEGEND))
     ok_cells = [
-        comparison.repeat_values(ds) for ds in summary.cells(docs).values() if any(d["status"] == "ok" for d in ds)
+        comparison.repeat_values(ds) for ds in summary.cells(docs).values() if bool(results.ok(ds))
     ]
     if any(v.loaded for v in ok_cells):  # a loaded machine's spread says nothing of a quiet one's power
         out_fn(terminal.wrap("smallest detectable change: none given, the repeats ran on a loaded machine (their "

@@ -18,6 +18,7 @@ import numpy as np
 from ..analysing import seed_cases
 from ..core import files
 from ..core.errors import UsageError
+from ..measuring import results
 from ..measuring.results import ResultDoc
 from ..running import config
 from . import pipeline
@@ -131,4 +132,4 @@ def run(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None],
     ok, why = julia_bridge.status()
     doc = seed_cases.build(only, docs or [], calibration, memory_doc, None if ok else why, settings)
     seed_cases.save(out_dir, doc)
-    return FlowOutcome(doc, out_dir, 0 if code == 0 or any(d["status"] == "ok" for d in docs) else code)
+    return FlowOutcome(doc, out_dir, 0 if code == 0 or bool(results.ok(docs)) else code)

@@ -300,6 +300,11 @@ def batch_size(doc: ResultDoc) -> int | None:
     return doc.get("batch_size", None if doc.get("backend") == "user" else DEFAULT_BATCH_SIZE)
 
 
+def ok(docs: list[ResultDoc]) -> list[ResultDoc]:
+    """The repeats of `docs` that ran ok (those with per-step arrays)."""
+    return [d for d in docs if d["status"] == "ok"]
+
+
 def step_count(doc: ResultDoc) -> int:
     """How many timed steps an ok result holds."""
     wall: Any = doc.get("wall_ns")

@@ -104,7 +104,7 @@ def _marker(out_dir: pathlib.Path) -> dict:
 
 def _header(docs: list[ResultDoc], plan: dict) -> list:
     """"What was run": data, machine, interpreter, loop settings, commands, runs, provenance."""
-    ok = [d for d in docs if d["status"] == "ok"]
+    ok = results.ok(docs)
     meta = (ok or docs)[0]["metadata"] if docs else {}
     devices = sorted({dev for d in ok for dev in results.part(d, "metadata").get("devices") or []})
     commands = _commands(docs, plan)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 
 from ...analysing import comparison, summary
@@ -16,26 +17,33 @@ from .document import Bullets, Heading, Image, Para, Table, code, escape, natura
 KEY_PACKAGES = ("jax", "jaxlib", "equinox", "flax", "optax", "numpy")
 
 
-def environments(docs: list[ResultDoc]) -> dict[str, dict]:
-    """Environment name -> {"python", "packages"} in the order the results ran; `{}` when
-    every result ran under gcbench's own interpreter."""
-    out: dict[str, dict] = {}
+@dataclasses.dataclass
+class EnvInfo:
+    """An environment the results ran in: its Python and its packages' versions."""
+
+    python: str | None = None
+    packages: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+def environments(docs: list[ResultDoc]) -> dict[str, EnvInfo]:
+    """Environment name -> its `EnvInfo`, in the order the results ran; `{}` when every
+    result ran under gcbench's own interpreter."""
+    out: dict[str, EnvInfo] = {}
     for d in docs:
-        env = d.get("environment")
-        if not env or not (env.get("python") or results.part(d, "metadata").get("python")):
+        env, meta = results.part(d, "environment"), results.part(d, "metadata")
+        if not env or not (env.get("python") or meta.get("python")):
             continue  # none, or an environment that was never built: "Not run" says why
-        info = out.setdefault(env["name"], {"python": None, "packages": {}})
-        meta = results.part(d, "metadata")
-        info["python"] = info["python"] or env.get("python") or meta.get("python")
-        info["packages"] = info["packages"] or env.get("packages") or \
+        info = out.setdefault(env.get("name", ""), EnvInfo())
+        info.python = info.python or env.get("python") or meta.get("python")
+        info.packages = info.packages or env.get("packages") or \
             {k: v for k, v in (meta.get("packages") or {}).items() if v}
     return out
 
 
-def differing(envs: dict[str, dict]) -> list[str]:
+def differing(envs: dict[str, EnvInfo]) -> list[str]:
     """Packages whose version is not the same in every environment (missing counts as a version)."""
-    names = sorted({p for info in envs.values() for p in info["packages"]})
-    return [p for p in names if len({info["packages"].get(p) for info in envs.values()}) > 1]
+    names = sorted({p for info in envs.values() for p in info.packages})
+    return [p for p in names if len({info.packages.get(p) for info in envs.values()}) > 1]
 
 
 def section(docs: list[ResultDoc]) -> list:
@@ -46,16 +54,16 @@ def section(docs: list[ResultDoc]) -> list:
     diff = differing(envs)
     key = [p for p in KEY_PACKAGES if p in diff]
     others = [p for p in diff if p not in key and p not in ("pip", "setuptools", "wheel")]
-    same = sorted({p for p in KEY_PACKAGES if p not in diff and any(p in i["packages"] for i in envs.values())})
-    versions = next(iter(envs.values()))["packages"]
-    pythons = {info["python"] for info in envs.values()}
+    same = sorted({p for p in KEY_PACKAGES if p not in diff and any(p in i.packages for i in envs.values())})
+    versions = next(iter(envs.values())).packages
+    pythons = {info.python for info in envs.values()}
     blocks = [Heading("Environments"),
               Para("Each environment is a virtual environment gcbench built from an interpreter and pinned "
                    "packages; its cells carry its name in brackets. Columns show the interpreter and the "
                    "packages whose versions differ between the environments."),
               Table(["environment", "Python", *key],
-                    [[escape(name), escape(info["python"] or "?")] +
-                     [escape(info["packages"].get(p, "-")) for p in key] for name, info in envs.items()])]
+                    [[escape(name), escape(info.python or "?")] +
+                     [escape(info.packages.get(p, "-")) for p in key] for name, info in envs.items()])]
     notes = []
     if same:
         notes.append("The same in every environment: " + ", ".join(f"{p} {escape(versions[p])}" for p in same) +
@@ -162,14 +170,14 @@ def _counts_differ(a, b) -> bool | None:
     return not comparison.within_phase(sa, sb)
 
 
-def _setting(envs: dict, factors: list[str], env: str) -> dict[str, str]:
+def _setting(envs: dict[str, EnvInfo], factors: list[str], env: str) -> dict[str, str]:
     """An environment's value of each factor: its Python (major.minor) and key packages."""
     info = envs[env]
-    py = ".".join(str(info["python"] or "?").split(".")[:2])
-    return {"Python": py, **{p: str(info["packages"].get(p, "-")) for p in factors[1:]}}
+    py = ".".join(str(info.python or "?").split(".")[:2])
+    return {"Python": py, **{p: str(info.packages.get(p, "-")) for p in factors[1:]}}
 
 
-def _panel_sentence(panel: tuple, mine: list, envs: dict, factors: list[str]) -> str:
+def _panel_sentence(panel: tuple, mine: list, envs: dict[str, EnvInfo], factors: list[str]) -> str:
     """One backend and policy over its environments: how far its full collections move, and
     with which single change."""
     lo = min(mine, key=lambda cs: min(cs.measured.full.schedule.counts))
@@ -195,7 +203,7 @@ def _panel_sentence(panel: tuple, mine: list, envs: dict, factors: list[str]) ->
                    " (no two environments differ in one of them only: which moves it cannot be told apart)") + "."
 
 
-def _single_changes(mine: list, envs: dict, factors: list[str]) -> dict[bool, dict[str, dict[str, int]]]:
+def _single_changes(mine: list, envs: dict[str, EnvInfo], factors: list[str]) -> dict[bool, dict[str, dict[str, int]]]:
     """From the pairs of environments that differ in one factor only: whether the count
     moves (True) or stays (False), by factor, each change with its size."""
     found: dict[bool, dict[str, dict[str, int]]] = {True: {}, False: {}}  # moves/stays -> factor -> change: size
@@ -210,7 +218,7 @@ def _single_changes(mine: list, envs: dict, factors: list[str]) -> dict[bool, di
             verdict = _counts_differ(x, y)
             if verdict is None:  # repeats beyond their own phase: cannot tell, not said
                 continue
-            px, py = envs[x.key[3]]["packages"], envs[y.key[3]]["packages"]
+            px, py = envs[x.key[3]].packages, envs[y.key[3]].packages
             also = sorted(p for p in set(px) | set(py) if px.get(p) != py.get(p) and p not in changed
                           and p not in INSTALLERS and not (changed == ["jax"] and p == "jaxlib"))
             change = (f"{sx[changed[0]]} -> {sy[changed[0]]}: {summary.full_per_repeat(x)} -> "
@@ -230,7 +238,7 @@ def env_matrix_answer(cells, docs: list[ResultDoc]) -> str | None:
     if len(envs) < 2:
         return None
     ok = [cs for cs in cells if cs.ok and cs.key[3] in envs]
-    diff = plots.without_paired_jaxlib(differing(envs), [i["packages"] for i in envs.values()])
+    diff = plots.without_paired_jaxlib(differing(envs), [i.packages for i in envs.values()])
     # judged on the interpreter and the key packages; the rest is whatever their resolver chose
     factors = ["Python"] + [p for p in KEY_PACKAGES if p in diff]
     parts = []
