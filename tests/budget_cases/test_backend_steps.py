@@ -26,9 +26,9 @@ def test_backend_step(gc_budget, backend, record_property):
             with b.step():
                 trainer.step(schedule[i])
     f = b.figures
-    record_property("counts", {"promotions_per_step": round(f["max_promotions_per_step"], 2),
-                               "full_per_1000": round(f["max_full_per_1000"], 2),
-                               "collections_per_1000": [round(x, 2) for x in f["max_collections_per_1000"]]})
-    print(f"COUNTS {backend} promotions/step {f['max_promotions_per_step']:.2f} "
-          f"full/1000 {f['max_full_per_1000']:.2f} collections/1000 "
-          + " ".join(f"{x:.1f}" for x in f["max_collections_per_1000"]))
+    record_property("counts", {"promotions_per_step": round(f.max_promotions_per_step, 2),
+                               "full_per_1000": round(f.max_full_per_1000, 2),
+                               "collections_per_1000": [round(x, 2) for x in f.max_collections_per_1000]})
+    print(f"COUNTS {backend} promotions/step {f.max_promotions_per_step:.2f} "
+          f"full/1000 {f.max_full_per_1000:.2f} collections/1000 "
+          + " ".join(f"{x:.1f}" for x in f.max_collections_per_1000))

@@ -418,7 +418,7 @@ def test_full(va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: floa
     ea, eb = va.explicit, vb.explicit
     if ea or eb:  # gc.collect() calls, told apart from the collector's own
         def full(e):
-            return stats.fmt(e["per_repeat"][-1]) if e else "0"
+            return stats.fmt(e.per_repeat[-1]) if e else "0"
         note += f"; explicit (gc.collect()) full collections per repeat {full(ea)} against {full(eb)}"
     return _test_count("full_rate", sa, sb, va, vb, "full_per_1000", note, min_effect, alpha,
                        explicit=(va.explicit_full, vb.explicit_full), phase=young_alike(va, vb))
