@@ -41,10 +41,10 @@ def measure(folder: pathlib.Path) -> dict:
             df += len(x) - 1
             logs[key] = {d["repeat"]: v for d, v in zip(group, x, strict=True)}
         sched = stats.schedule([summary.full_collections(d) for d in group])
-        if sched["total"] and sched["repeats"] >= 2:
-            fixed += sched["constant"]
-            same += sched["same_steps"]
-            varies += not sched["constant"]
+        if sched.total and sched.repeats >= 2:
+            fixed += sched.constant
+            same += sched.same_steps
+            varies += not sched.constant
     for a, b in itertools.combinations(logs, 2):
         if a[1] != b[1] or set(logs[a]) != set(logs[b]) or len(logs[a]) < 3:
             continue
