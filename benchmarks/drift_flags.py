@@ -101,7 +101,7 @@ def main() -> None:
         per_report[name][0] += f is not None
         per_report[name][1] += 1
         if f is not None:
-            flagged.append((name, summary.cell_label(summary.cell_key(d)), d["repeat"], f["change"], f["p"]))
+            flagged.append((name, summary.cell_label(summary.cell_key(d)), d["repeat"], f.change, f.p))
     total = sum(v[1] for v in per_report.values())
     n_flag = sum(v[0] for v in per_report.values())
     print(f"{'report':<34} flagged / repeats")

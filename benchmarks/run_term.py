@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import json
 import math
 import pathlib
@@ -136,7 +137,7 @@ def estimate(apart_minutes: float = APART) -> tuple[dict, list[str]]:
     cells, notes = levels(apart_minutes=apart_minutes)
     distinct = sorted({name for runs in cells.values() for name in runs})
     est = stats.run_term([list(r.values()) for r in cells.values()], runs=len(distinct))
-    return {**est, "from": distinct, "apart_minutes": apart_minutes}, notes
+    return {**dataclasses.asdict(est), "from": distinct, "apart_minutes": apart_minutes}, notes
 
 
 def main() -> None:

@@ -143,8 +143,8 @@ def test_the_run_terms_interval_covers_on_each_side():
         shift = rng.normal(0, true, 6)
         cells = [[list(rng.normal(0, 0.12, 4) + shift[r] + c) for r in range(6)] for c in range(2)]
         est = stats.run_term(cells)
-        below += est["high"] < true
-        above += est["low"] > true
+        below += est.high < true
+        above += est.low > true
     bound = 0.025 + 2.5 * math.sqrt(0.025 * 0.975 / sims)
     assert below / sims <= bound, (below / sims, above / sims)
     assert above / sims <= bound, (below / sims, above / sims)

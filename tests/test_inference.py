@@ -202,8 +202,8 @@ def test_the_drift_flag_still_catches_the_committed_repeats_that_drifted():
             doc = results.load(folder / f"{cell}.json")
         found = stats.drift(doc["wall_ns"])
         assert found is not None, (report, cell, found)
-        assert abs(found["change"]) >= 0.19, (report, cell, found)
-        assert found["p"] < stats.DRIFT_P, (report, cell, found)
+        assert abs(found.change) >= 0.19, (report, cell, found)
+        assert found.p < stats.DRIFT_P, (report, cell, found)
 
 
 def test_the_drift_flag_ignores_the_spikes_of_collections():

@@ -115,8 +115,8 @@ def test_drift_is_flagged_and_noise_is_not():
     loaded_start = np.r_[np.full(80, 18.0), np.full(220, 10.0)] * np.exp(rng.normal(0, 0.05, 300))
     d = stats.drift(loaded_start)
     assert d is not None
-    assert d["change"] < -0.3
-    assert d["p"] < 0.01
+    assert d.change < -0.3
+    assert d.p < 0.01
     flags = sum(stats.drift(series(rng, 300, 10.0, shift_sd=0)[0]) is not None for _ in range(200))
     assert flags <= 4
     assert stats.drift(np.full(12, 1.0)) is None  # too short to tell

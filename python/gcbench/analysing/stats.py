@@ -254,7 +254,16 @@ def event_summary(walls: list[np.ndarray], events: list[np.ndarray]) -> EventSum
 
 # -- stability of one repeat ----------------------------------------------------------------------
 
-def drift(wall) -> dict | None:
+@dataclasses.dataclass(frozen=True)
+class Drift:
+    """A repeat whose last third differs from its first by more than noise (`drift`)."""
+
+    change: float  # the last third's median against the first's, as a fraction
+    p: float
+    hurst: float  # the long memory the test allowed for
+
+
+def drift(wall) -> Drift | None:
     """Whether the first and last thirds of a repeat differ by more than noise: their
     medians differ by more than DRIFT_MIN_EFFECT, and a test of their mean log step times
     rejects equality at DRIFT_P.
@@ -296,7 +305,7 @@ def drift(wall) -> dict | None:
     p = float(2 * sst().norm.sf(abs(z)))
     if p >= DRIFT_P:
         return None
-    return {"change": change, "p": p, "hurst": DRIFT_HURST}
+    return Drift(change, p, DRIFT_HURST)
 
 
 def spikes(wall, factor: float) -> np.ndarray:
@@ -354,7 +363,20 @@ def detectable_change(sd: float, n_a: int, n_b: int, alpha: float, power: float 
     return math.expm1(brentq(f, 1e-9, math.log(100)))
 
 
-def run_term(cells: list[list[list[float]]], level: float = 0.95, runs: int | None = None) -> dict:
+@dataclasses.dataclass(frozen=True)
+class RunTerm:
+    """The run-to-run term (`run_term`), sds on the log scale (0.05: 5 %)."""
+
+    cells: int
+    runs: int  # distinct runs behind the cells
+    repeats: int  # per run, typical
+    within_sd: float  # between repeats inside a run
+    run_sd: float  # a run's own level
+    low: float  # the run sd's interval
+    high: float
+
+
+def run_term(cells: list[list[list[float]]], level: float = 0.95, runs: int | None = None) -> RunTerm:
     """The run-to-run term from separate runs of the same cells: `cells[c][r]` holds the log
     medians of cell c's repeats in run r. One-way random effects per cell, pooled over the
     cells: the between-run mean square (MSB) less the within-run one (MSW), over the repeats
@@ -390,9 +412,8 @@ def run_term(cells: list[list[list[float]]], level: float = 0.95, runs: int | No
     tail = (1 - level) / 2
     low = max((msb * dfb / sst().chi2.ppf(1 - tail, dfb) - msw) / n, 0.0)
     high = max((msb * dfb / sst().chi2.ppf(tail, dfb) - msw) / n, 0.0)
-    return {"cells": len(per_cell), "runs": runs or min(per_cell), "repeats": round(n),
-            "within_sd": math.sqrt(msw), "run_sd": math.sqrt(max(var, 0.0)), "low": math.sqrt(low),
-            "high": math.sqrt(high)}
+    return RunTerm(len(per_cell), runs or min(per_cell), round(n), math.sqrt(msw), math.sqrt(max(var, 0.0)),
+                   math.sqrt(low), math.sqrt(high))
 
 
 # -- formatting ------------------------------------------------------------------------------------

@@ -332,7 +332,7 @@ def repeat_flags(doc: ResultDoc) -> list[str]:
     flags = []
     d = stats.drift(results.step_array(doc, "wall_ns", np.float64))
     if d is not None:
-        flags.append(f"drift: last third {100 * d['change']:+.0f} % against the first (p={d['p']:.1g})")
+        flags.append(f"drift: last third {100 * d.change:+.0f} % against the first (p={d.p:.1g})")
     load = repeat_load(doc)
     if load:
         flags.append(load)
