@@ -653,8 +653,9 @@ def test_a_memory_report_answers_the_gather_question_first():
     with archive.opened(ROOT / "reports/reproductions/results.tar.gz") as folder:
         doc = program_memory.load(folder)
     answer = memory_answer(doc)
-    gathers = [r for r in doc["cases"] if r["kind"] == "gather"]
-    lo, hi = min(r["gradient_over_forward"] for r in gathers), max(r["gradient_over_forward"] for r in gathers)
+    gathers = doc.gathers()
+    lo, hi = min(r.gradient_over_forward for r in gathers), max(r.gradient_over_forward for r in gathers)
     assert answer.startswith(f"The gradient of a gather takes {lo:.2f}-{hi:.2f} x the memory of its forward program "
                              f"over {len(gathers)} cases")
-    assert memory_answer({"cases": [{"kind": "gather"}]}) is None  # malformed: the section says why
+    with pytest.raises(UsageError, match="malformed case"):  # a malformed case: one line, as it is read
+        program_memory.read({"cases": [{"kind": "gather"}]}, "memory.json")

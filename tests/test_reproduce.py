@@ -6,6 +6,7 @@ import pytest
 
 import simulate
 from gcbench.analysing import seed_cases
+from gcbench.measuring import program_memory
 
 GIB = 2**30
 QUIET = {"sd": 0.02, "shift_sd": 0.01, "base_ms": 10.0, "steps": 300, "workload": "vit"}
@@ -104,27 +105,18 @@ def test_a_case_that_could_not_run_says_why_and_the_rest_still_has_rows():
     jax_lenet = simulate.docs(rng, backend="jax", workload="lenet5", repeats=2, steps=50)
     for d in jax_lenet:
         d["networks"], d["params_counted"] = 5, 44_426
-    memory_doc = {
-        "cases": [
-            {
-                "kind": "gather",
-                "size": "seed",
-                "formulation": "seed",
-                "index_dtype": "int32",
-                "forward": {"total_bytes": int(128.01 * GIB)},
-                "gradient": {"total_bytes": int(224.02 * GIB)},
-            },
-            {
-                "kind": "gather",
-                "size": "seed",
-                "formulation": "seed",
-                "index_dtype": "int16",
-                "m": 8 * GIB,
-                "forward": {"total_bytes": int(80.01 * GIB)},
-                "gradient": {"total_bytes": int(176.02 * GIB), "temp_bytes": 128 * GIB},
-            },
-        ]
-    }
+    def program(total, temp=0):
+        return {"argument_bytes": 0, "output_bytes": 0, "temp_bytes": temp, "alias_bytes": 0, "total_bytes": total}
+
+    def gather(dtype, m, fwd, grad):
+        return {"kind": "gather", "size": "seed", "formulation": "seed", "index_dtype": dtype, "n": 128, "m": m,
+                "forward": fwd, "gradient": grad, "floor_bytes": 0, "gradient_over_forward": 0.0,
+                "gradient_over_floor": 0.0}
+
+    memory_doc = program_memory.read({"cases": [
+        gather("int32", 2048**3, program(int(128.01 * GIB)), program(int(224.02 * GIB))),
+        gather("int16", 8 * GIB, program(int(80.01 * GIB)), program(int(176.02 * GIB), 128 * GIB)),
+    ]}, "test")
     doc = seed_cases.build(list(seed_cases.CASES), [failed, *jax_lenet], {"chosen": 8}, memory_doc,
                           "no Julia installed", {})
     eqx = _rows(doc, "equinox-spikes")

@@ -290,15 +290,15 @@ def jax_context(cells: dict) -> list[list[str]]:
     return out
 
 
-def gather_rows(doc: dict | None, reason: str | None = None) -> list[Row]:
+def gather_rows(doc: program_memory.MemoryDoc | None, reason: str | None = None) -> list[Row]:
     if doc is None:
         return [Row("forward and gradient memory", "129.01 GiB and 224.01 GiB", reason=reason or "not run")]
-    gathers = [r for r in doc["cases"] if r["kind"] == "gather" and r["size"] == "seed" and r["formulation"] == "seed"]
-    seed = {r["index_dtype"]: r for r in gathers if program_memory.compiler_of(doc, r) == "cpu"}
+    gathers = [r for r in doc.gathers() if r.size == "seed" and r.formulation == "seed"]
+    seed = {r.index_dtype: r for r in gathers if program_memory.compiler_of(doc, r) == "cpu"}
     rows = []
     r = seed.get("int32")
     if r:
-        fwd, grad = r["forward"]["total_bytes"] / GIB, r["gradient"]["total_bytes"] / GIB
+        fwd, grad = r.forward.total_bytes / GIB, r.gradient.total_bytes / GIB
         rows.append(
             Row(
                 "compiled memory of the forward program (int32 index; XLA's CPU compiler, as the seed's report)",
@@ -314,13 +314,13 @@ def gather_rows(doc: dict | None, reason: str | None = None) -> list[Row]:
     rows.append(_accelerator_row(doc, gathers))
     r16 = seed.get("int16")
     if r16:
-        index = r16["m"] * 3 * 2
-        temp = r16["gradient"]["temp_bytes"]
+        index = r16.m * 3 * 2
+        temp = r16.gradient.temp_bytes
         rows.append(Row("an int16 index is copied as int32", "\"the duplicated array is still created as s32\"",
                         f"gradient temporaries {temp / GIB:.2f} GiB for a {index / GIB:.0f} GiB int16 index",
                         f"{temp / (2 * index):.2f}", verdict(temp >= 2 * index),
                         "" if temp >= 2 * index else "the temporaries are smaller than the index at int32 width"))
-        fwd, grad = r16["forward"]["total_bytes"] / GIB, r16["gradient"]["total_bytes"] / GIB
+        fwd, grad = r16.forward.total_bytes / GIB, r16.gradient.total_bytes / GIB
         if fwd > 0:
             rows.append(
                 Row(
@@ -334,23 +334,24 @@ def gather_rows(doc: dict | None, reason: str | None = None) -> list[Row]:
     return rows
 
 
-def _accelerator_row(doc: dict, gathers: list[dict]) -> Row:
+def _accelerator_row(doc: program_memory.MemoryDoc, gathers: list[program_memory.GatherCase]) -> Row:
     """The seed's gradient compiled by the GPU's compiler: the seed read XLA's CPU memory
     report, so this is the figure its users on GPUs meet."""
     claim = "the same gradient compiled by XLA's GPU compiler (the seed's report is the CPU compiler's)"
-    figures = None
+    figures: tuple[program_memory.ProgramBytes, program_memory.ProgramBytes] | None = None
     for r in gathers:
-        if r["index_dtype"] != "int32":
+        if r.index_dtype != "int32":
             continue
+        a = r.accelerator
         if program_memory.compiler_of(doc, r) != "cpu":
-            figures = r
-        elif "gradient" in r.get("accelerator", {}):
-            figures = r["accelerator"]
-        elif "error" in r.get("accelerator", {}):
-            return Row(claim, "224.01 GiB on the CPU compiler", reason=r["accelerator"]["error"])
+            figures = r.forward, r.gradient
+        elif a is not None and a.forward is not None and a.gradient is not None:
+            figures = a.forward, a.gradient
+        elif a is not None and a.error:
+            return Row(claim, "224.01 GiB on the CPU compiler", reason=a.error)
     if figures is None:
         return Row(claim, "224.01 GiB on the CPU compiler", reason="no GPU where `gcbench memory` ran")
-    fwd, grad = figures["forward"]["total_bytes"] / GIB, figures["gradient"]["total_bytes"] / GIB
+    fwd, grad = figures[0].total_bytes / GIB, figures[1].total_bytes / GIB
     copied = grad > fwd * SAME_PROGRAM
     return Row(
         claim,
@@ -363,7 +364,7 @@ def _accelerator_row(doc: dict, gathers: list[dict]) -> Row:
     )
 
 
-def build(only: list[str], cells_docs: list[ResultDoc], calibration: dict, memory_doc: dict | None,
+def build(only: list[str], cells_docs: list[ResultDoc], calibration: dict, memory_doc: program_memory.MemoryDoc | None,
           julia_reason: str | None, settings: dict) -> Reproduction:
     """The reproduction document (reproduce.json) from the runs' results."""
     cells = {cs.key: cs for cs in summary.summarize_all(cells_docs)} if cells_docs else {}
@@ -383,7 +384,7 @@ def build(only: list[str], cells_docs: list[ResultDoc], calibration: dict, memor
     return Reproduction(cases, RULE, list(only), calibration, julia_reason, settings)
 
 
-def rebuild(doc: Reproduction, docs: list[ResultDoc], memory_doc: dict | None) -> Reproduction:
+def rebuild(doc: Reproduction, docs: list[ResultDoc], memory_doc: program_memory.MemoryDoc | None) -> Reproduction:
     """The reproduction document made anew from the results it rests on (the rows follow
     the code that reads them); a document without its inputs is returned as it is."""
     if doc.only is None:

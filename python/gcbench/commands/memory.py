@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..core import files
+from ..core import files, records
 from ..measuring.backends import BACKENDS
 from ..running import config
 from . import _common
@@ -45,5 +45,5 @@ def main(args) -> int:
     out(program_memory.format_tables(doc))
     out(f"\nmemory analysis in {out_dir / 'memory.json'}")
     if args.json:
-        _common.print_json({"results": str(out_dir), "memory": doc})
+        _common.print_json({"results": str(out_dir), "memory": records.to_json(doc)})
     return 0

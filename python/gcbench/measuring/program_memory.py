@@ -5,16 +5,18 @@ How it works, and why: docs/internals.md, `gcbench.measuring.program_memory`.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import pathlib
 import subprocess
 import sys
 import time
+from typing import ClassVar
 
 import numpy as np
 
-from ..core import files
+from ..core import files, records
 from ..core.errors import UsageError
 
 FORMAT = "gcbench-memory"
@@ -26,6 +28,102 @@ MEASURE_LIMIT = 2 * 2**30  # run a case for real only when its compiled total is
 ACCELERATOR_BUDGET_S = 60.0  # seconds for all the gather cases on an accelerator's compiler together
 INDEX_DTYPES = ("int8", "int16", "int32", "int64")
 GIB = 2**30
+
+
+@dataclasses.dataclass
+class ProgramBytes:
+    """XLA's memory analysis of one compiled program."""
+
+    argument_bytes: int
+    output_bytes: int
+    temp_bytes: int
+    alias_bytes: int
+    total_bytes: int  # arguments, output and temporaries, less what is aliased
+
+
+@dataclasses.dataclass
+class AcceleratorFigures:
+    """The same gather programs compiled by an accelerator's compiler, or why not."""
+
+    platform: str
+    forward: ProgramBytes | None = None
+    gradient: ProgramBytes | None = None
+    error: str | None = None
+
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ("forward", "gradient", "error")
+
+
+@dataclasses.dataclass
+class GatherRun:
+    """A real run of a small gather gradient: the peak resident memory it added, or why not."""
+
+    peak_rss_increase_bytes: int | None = None
+    error: str | None = None
+
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ("peak_rss_increase_bytes", "error")
+
+
+@dataclasses.dataclass
+class GatherCase:
+    """One gather formulation at one size and index dtype: its forward and gradient programs."""
+
+    size: str
+    n: int
+    m: int
+    index_dtype: str
+    formulation: str
+    forward: ProgramBytes
+    gradient: ProgramBytes
+    floor_bytes: int  # the gradient's arguments and its output
+    gradient_over_forward: float
+    gradient_over_floor: float
+    compiler: str | None = None  # None: an older document, compiled for the default device it names
+    accelerator: AcceleratorFigures | None = None
+    measured: GatherRun | None = None
+    kind: str = "gather"
+
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ("compiler", "accelerator", "measured")
+
+
+@dataclasses.dataclass
+class StepCase:
+    """One training step's program (or forward, or value-and-grad) of a backend on a workload."""
+
+    workload: str
+    params_per_network: int
+    backend: str
+    program: str
+    networks: int | None = None
+    unavailable: str | None = None  # why the backend's program was not compiled
+    argument_bytes: int | None = None
+    output_bytes: int | None = None
+    temp_bytes: int | None = None
+    alias_bytes: int | None = None
+    total_bytes: int | None = None
+    kind: str = "step"
+
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ("networks", "unavailable", "argument_bytes", "output_bytes",
+                                            "temp_bytes", "alias_bytes", "total_bytes")
+
+
+@dataclasses.dataclass
+class MemoryDoc:
+    """memory.json: every case `gcbench memory` compiled, and where."""
+
+    cases: list[GatherCase | StepCase]
+    command: list[str] = dataclasses.field(default_factory=list)
+    jax: str | None = None  # None: an older document that did not say
+    device: str | None = None
+    gather_compilers: list[str] = dataclasses.field(default_factory=list)
+    date: str = ""
+    format: str = FORMAT
+    schema_version: int = SCHEMA_VERSION
+
+    def gathers(self) -> list[GatherCase]:
+        return [c for c in self.cases if isinstance(c, GatherCase)]
+
+    def steps(self) -> list[StepCase]:
+        return [c for c in self.cases if isinstance(c, StepCase)]
 
 
 def parse_size(text: str) -> tuple[str, int, int]:
@@ -102,7 +200,7 @@ def _formulations():
     }
 
 
-def _analysis(fn, *args) -> dict:
+def _analysis(fn, *args) -> ProgramBytes:
     """Memory of `fn` compiled for the device its abstract arguments are placed on."""
     import jax
 
@@ -123,10 +221,10 @@ def _abstract(shape, dtype, device):
     return jax.ShapeDtypeStruct(shape, dtype, sharding=jax.sharding.SingleDeviceSharding(device))
 
 
-def compiler_of(doc: dict, row: dict) -> str:
+def compiler_of(doc: MemoryDoc, row: GatherCase) -> str:
     """Which XLA compiler a gather row's figures come from: recorded in the row; a document
     that does not record it compiled for the default device it names."""
-    return row.get("compiler") or ("cpu" if "cpu" in str(doc.get("device", "cpu")).lower() else "gpu")
+    return row.compiler or ("cpu" if "cpu" in (doc.device or "cpu").lower() else "gpu")
 
 
 def accelerator() -> str | None:
@@ -137,18 +235,13 @@ def accelerator() -> str | None:
     return None if platform == "cpu" else platform
 
 
-def _stats(ma) -> dict:
-    out = {
-        "argument_bytes": int(ma.argument_size_in_bytes),
-        "output_bytes": int(ma.output_size_in_bytes),
-        "temp_bytes": int(ma.temp_size_in_bytes),
-        "alias_bytes": int(ma.alias_size_in_bytes),
-    }
-    out["total_bytes"] = out["argument_bytes"] + out["output_bytes"] + out["temp_bytes"] - out["alias_bytes"]
-    return out
+def _stats(ma) -> ProgramBytes:
+    args, out, temp, alias = (int(ma.argument_size_in_bytes), int(ma.output_size_in_bytes),
+                              int(ma.temp_size_in_bytes), int(ma.alias_size_in_bytes))
+    return ProgramBytes(args, out, temp, alias, args + out + temp - alias)
 
 
-def _gather_programs(n: int, m: int, dtype: str, platform: str) -> dict[str, dict]:
+def _gather_programs(n: int, m: int, dtype: str, platform: str) -> dict[str, dict[str, ProgramBytes]]:
     """Forward and gradient memory of every formulation, compiled for `platform`."""
     import jax.numpy as jnp
 
@@ -160,7 +253,7 @@ def _gather_programs(n: int, m: int, dtype: str, platform: str) -> dict[str, dic
 
 
 def gather_cases(size: str, index_dtypes: list[str], accelerator_platform: str | None = None,
-                 deadline: float | None = None) -> list[dict]:
+                 deadline: float | None = None) -> list[GatherCase]:
     """One row per index dtype and formulation, compiled for the CPU; with
     `accelerator_platform`, each row also holds that compiler's figures, or why not (the
     compiles stop at `deadline`, a `time.monotonic()` value: by default one budget from now)."""
@@ -177,17 +270,19 @@ def gather_cases(size: str, index_dtypes: list[str], accelerator_platform: str |
         on_accelerator = compile_in_child(n, m, dtype, accelerator_platform, deadline) if accelerator_platform else None
         for name, programs in _gather_programs(n, m, dtype, "cpu").items():
             fwd, grd = programs["forward"], programs["gradient"]
-            row = {
-                "kind": "gather", "size": label, "n": n, "m": m, "index_dtype": dtype, "formulation": name,
-                "compiler": "cpu", "forward": fwd, "gradient": grd, "floor_bytes": floor,
-                "gradient_over_forward": grd["total_bytes"] / fwd["total_bytes"],
-                "gradient_over_floor": grd["total_bytes"] / floor,
-            }
-            if on_accelerator is not None:
-                row["accelerator"] = {"platform": accelerator_platform, **(
-                    on_accelerator[name] if "error" not in on_accelerator else on_accelerator)}
-            rows.append(row)
+            rows.append(GatherCase(label, n, m, dtype, name, fwd, grd, floor, grd.total_bytes / fwd.total_bytes,
+                                   grd.total_bytes / floor, "cpu", _accelerator(on_accelerator, name,
+                                                                               accelerator_platform)))
     return rows
+
+
+def _accelerator(compiled: dict | None, name: str, platform: str | None) -> AcceleratorFigures | None:
+    """Formulation `name`'s figures from the accelerator's compiler (`compile_in_child`)."""
+    if compiled is None or platform is None:
+        return None
+    if "error" in compiled:
+        return AcceleratorFigures(platform, error=str(compiled.get("error")))
+    return records.from_json({"platform": platform, **compiled.get(name, {})}, AcceleratorFigures, platform)
 
 
 def compile_in_child(n: int, m: int, dtype: str, platform: str, deadline: float) -> dict:
@@ -211,7 +306,7 @@ def compile_in_child(n: int, m: int, dtype: str, platform: str, deadline: float)
 
 # -- training steps of the workloads --------------------------------------------------------
 
-def step_cases(backends: list[str], workloads: list[str]) -> list[dict]:
+def step_cases(backends: list[str], workloads: list[str]) -> list[StepCase]:
     """Forward, value-and-grad and each backend's optimizer step, one network's program
     (jax-vmap: all N networks in one program)."""
     import jax
@@ -229,43 +324,43 @@ def step_cases(backends: list[str], workloads: list[str]) -> list[dict]:
         p = {k: jax.ShapeDtypeStruct(v, np.float32) for k, v in workload.param_shapes().items()}
         def loss(p, x, y, w=workload):
             return _jaxnn.cross_entropy(_jaxnn.forward(w, p, x), y)
-        base = {"kind": "step", "workload": wname, "params_per_network": workload.params_per_network}
-        rows.append({**base, "backend": "(functional)", "program": "forward",
-                     **_analysis(lambda p, x, w=workload: _jaxnn.forward(w, p, x), p, x)})
-        rows.append({**base, "backend": "(functional)", "program": "value_and_grad",
-                     **_analysis(jax.value_and_grad(loss), p, x, y)})
+        base = StepCase(wname, workload.params_per_network, "(functional)", "forward")
+        rows.append(dataclasses.replace(
+            base, **dataclasses.asdict(_analysis(lambda p, x, w=workload: _jaxnn.forward(w, p, x), p, x))))
+        rows.append(dataclasses.replace(base, program="value_and_grad",
+                                        **dataclasses.asdict(_analysis(jax.value_and_grad(loss), p, x, y))))
         for bname in backends:
             info = get_backend(bname)
             if info.language != "python" or not info.supports(wname):
                 continue
             networks = workload.default_networks if bname == "jax-vmap" else 1
-            row = {**base, "backend": bname, "program": "step", "networks": networks}
+            row = dataclasses.replace(base, backend=bname, program="step", networks=networks)
             ok, why = info.availability()
             if not ok:
-                rows.append({**row, "unavailable": why})
+                rows.append(dataclasses.replace(row, unavailable=why))
                 continue
             trainer = info.build(workload, init_params(workload, 0, networks), dataset)
             lowered = getattr(trainer, "lower_step", None)
             if lowered is None:
-                rows.append({**row, "unavailable": f"{bname}'s jitted step exposes no lower()"})
+                rows.append(dataclasses.replace(row, unavailable=f"{bname}'s jitted step exposes no lower()"))
                 continue
             compiled = lowered().compile()
             compiled = getattr(compiled, "compiled", compiled)  # Equinox wraps jax's Compiled
-            rows.append({**row, **_stats(compiled.memory_analysis())})
+            rows.append(dataclasses.replace(row, **dataclasses.asdict(_stats(compiled.memory_analysis()))))
     return rows
 
 
 # -- measured runs ---------------------------------------------------------------------------
 
-def measure_gather(n: int, m: int, dtype: str, formulation: str) -> dict:
+def measure_gather(n: int, m: int, dtype: str, formulation: str) -> GatherRun:
     """Run one small gather gradient for real in a fresh process; peak memory increase."""
     spec = json.dumps({"n": n, "m": m, "dtype": dtype, "formulation": formulation})
     proc = subprocess.run(
         [sys.executable, "-m", "gcbench.measuring.program_memory", spec], capture_output=True, text=True, timeout=600
     )
     if proc.returncode != 0:
-        return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+        return GatherRun(error=(proc.stderr.strip().splitlines() or ["failed"])[-1])
+    return records.from_json(json.loads(proc.stdout.strip().splitlines()[-1]), GatherRun, "a gather's run")
 
 
 def _status_bytes(field: str) -> int:
@@ -307,46 +402,49 @@ def _measure_in_this_process(n: int, m: int, dtype: str, formulation: str) -> di
 # -- the command ------------------------------------------------------------------------------
 
 def run(sizes: list[str], index_dtypes: list[str], backends: list[str], workloads: list[str],
-        measure: bool, out_dir: pathlib.Path, command: list[str]) -> dict:
+        measure: bool, out_dir: pathlib.Path, command: list[str]) -> MemoryDoc:
     check_cases(sizes, index_dtypes)
     import jax
 
-    rows = []
     other = accelerator()
     deadline = time.monotonic() + ACCELERATOR_BUDGET_S  # one budget for every case on the accelerator
-    for s in sizes:
-        rows += gather_cases(s, index_dtypes, other, deadline)
+    gathers = [c for size in sizes for c in gather_cases(size, index_dtypes, other, deadline)]
     if measure:
-        for row in rows:
-            if row["gradient"]["total_bytes"] <= MEASURE_LIMIT:
-                row["measured"] = measure_gather(row["n"], row["m"], row["index_dtype"], row["formulation"])
-    rows += step_cases(backends, workloads)
-    doc = {
-        "format": FORMAT,
-        "schema_version": SCHEMA_VERSION,
-        "command": command,
-        "jax": jax.__version__,
-        "device": str(jax.devices()[0]),
-        "gather_compilers": ["cpu"] + ([other] if other else []),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "cases": rows,
-    }
-    files.write_json(out_dir / "memory.json", doc)
+        for row in gathers:
+            if row.gradient.total_bytes <= MEASURE_LIMIT:
+                row.measured = measure_gather(row.n, row.m, row.index_dtype, row.formulation)
+    rows: list[GatherCase | StepCase] = [*gathers, *step_cases(backends, workloads)]
+    doc = MemoryDoc(rows, command, jax.__version__, str(jax.devices()[0]), ["cpu"] + ([other] if other else []),
+                    datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+    files.write_json(out_dir / "memory.json", records.to_json(doc))
     return doc
 
 
-def load(path: pathlib.Path) -> dict | None:
+def load(path: pathlib.Path) -> MemoryDoc | None:
     """The memory document in a results folder, or None; refuses a newer schema."""
     path = pathlib.Path(path) / "memory.json" if pathlib.Path(path).is_dir() else pathlib.Path(path)
     if not path.is_file():
         return None
     doc = files.check_header(files.read_json(path, "gcbench memory document"), str(path), FORMAT,
                              "memory document", SCHEMA_VERSION)
+    return read(doc, str(path))
+
+
+def read(doc: dict, where: str) -> MemoryDoc:
+    """A memory document's JSON (read from `where`) as its record; a one-line error where a
+    case is malformed."""
     cases = doc.get("cases")
     if not isinstance(cases, list) or not all(isinstance(c, dict) and c.get("kind") in ("gather", "step")
                                               for c in cases):
-        raise UsageError(f"{path}: memory document whose 'cases' are not a list of gather and step cases")
-    return doc
+        raise UsageError(f"{where}: memory document whose 'cases' are not a list of gather and step cases")
+    try:
+        typed = [records.from_json(c, GatherCase if c.get("kind") == "gather" else StepCase, f"case {i}")
+                 for i, c in enumerate(cases)]
+        # the cases of two kinds are typed above: msgspec reads one dataclass per type, not a union of them
+        return MemoryDoc(typed, **{f.name: doc[f.name] for f in dataclasses.fields(MemoryDoc)
+                                   if f.name != "cases" and f.name in doc})
+    except UsageError as e:
+        raise UsageError(f"{where}: a memory document with a malformed case ({e})") from None
 
 
 def fmt_bytes(b: float) -> str:
@@ -357,54 +455,62 @@ def fmt_bytes(b: float) -> str:
     return f"{b:.0f} B"
 
 
-def format_tables(doc: dict) -> str:
+def format_tables(doc: MemoryDoc) -> str:
     lines = []
-    gathers = [r for r in doc["cases"] if r["kind"] == "gather"]
+    gathers = doc.gathers()
     if gathers:
-        other = next((r["accelerator"]["platform"] for r in gathers if "accelerator" in r), None)
+        other = next((r.accelerator.platform for r in gathers if r.accelerator), None)
         head = (f"{'size':<8} {'idx':<6} {'formulation':<15} {'forward':>11} {'grad args':>11} {'grad out':>11} "
                 f"{'grad temp':>11} {'gradient':>11} {'grad/fwd':>8} {'/floor':>7}"
                 + (f" {other + ' fwd':>11} {other + ' grad':>11}" if other else "") + "  measured (gradient run)")
         lines += ["gather: total bytes of the forward and the gradient programs, XLA's CPU compiler"
                   + (f" (and the {other} compiler's)" if other else ""), head, "-" * len(head)]
         for r in gathers:
-            g = r["gradient"]
-            meas = r.get("measured", {})
-            m = "+" + fmt_bytes(meas["peak_rss_increase_bytes"]) + " peak RSS" if "peak_rss_increase_bytes" in meas \
-                else meas.get("error", "-")
-            acc = ""
-            if other:
-                a = r.get("accelerator", {})
-                acc = (f" {fmt_bytes(a['forward']['total_bytes']):>11} {fmt_bytes(a['gradient']['total_bytes']):>11}"
-                       if "gradient" in a else f" {a.get('error', '-')[:23]:>23}")
+            g = r.gradient
             lines.append(
-                f"{r['size']:<8} {r['index_dtype']:<6} {r['formulation']:<15} "
-                f"{fmt_bytes(r['forward']['total_bytes']):>11} "
-                f"{fmt_bytes(g['argument_bytes']):>11} {fmt_bytes(g['output_bytes']):>11} "
-                f"{fmt_bytes(g['temp_bytes']):>11} {fmt_bytes(g['total_bytes']):>11} "
-                f"{r['gradient_over_forward']:>8.2f} {r['gradient_over_floor']:>7.2f}{acc}  {m}"
+                f"{r.size:<8} {r.index_dtype:<6} {r.formulation:<15} "
+                f"{fmt_bytes(r.forward.total_bytes):>11} "
+                f"{fmt_bytes(g.argument_bytes):>11} {fmt_bytes(g.output_bytes):>11} "
+                f"{fmt_bytes(g.temp_bytes):>11} {fmt_bytes(g.total_bytes):>11} "
+                f"{r.gradient_over_forward:>8.2f} {r.gradient_over_floor:>7.2f}{_accelerator_cells(r) if other else ''}"
+                f"  {_measured(r.measured)}"
             )
         lines.append("floor: the gradient's arguments plus its output; /floor is the gradient's total over it")
-        errors = sorted({r["accelerator"]["error"] for r in gathers if "error" in r.get("accelerator", {})})
+        errors = sorted({r.accelerator.error for r in gathers if r.accelerator and r.accelerator.error})
         lines += [f"{other}: {e}" for e in errors]
-    steps = [r for r in doc["cases"] if r["kind"] == "step"]
+    steps = doc.steps()
     if steps:
         head = f"{'workload':<8} {'backend':<18} {'program':<15} {'args':>12} {'out':>12} {'temp':>12} {'total':>12}"
         lines += ["", "training step programs (one network; jax-vmap: all networks)", head, "-" * len(head)]
-        for r in steps:
-            if "unavailable" in r:
-                lines.append(f"{r['workload']:<8} {r['backend']:<18} {r['program']:<15} {r['unavailable']}")
+        for c in steps:
+            if c.unavailable is not None or c.total_bytes is None:
+                lines.append(f"{c.workload:<8} {c.backend:<18} {c.program:<15} {c.unavailable}")
                 continue
             lines.append(
-                f"{r['workload']:<8} {r['backend']:<18} {r['program']:<15} {fmt_bytes(r['argument_bytes']):>12} "
-                f"{fmt_bytes(r['output_bytes']):>12} {fmt_bytes(r['temp_bytes']):>12} {fmt_bytes(r['total_bytes']):>12}"
+                f"{c.workload:<8} {c.backend:<18} {c.program:<15} {fmt_bytes(c.argument_bytes or 0):>12} "
+                f"{fmt_bytes(c.output_bytes or 0):>12} {fmt_bytes(c.temp_bytes or 0):>12} "
+                f"{fmt_bytes(c.total_bytes):>12}"
             )
     return "\n".join(lines)
+
+
+def _measured(run: GatherRun | None) -> str:
+    """A real run's peak memory, or why there is none."""
+    if run is not None and run.peak_rss_increase_bytes is not None:
+        return "+" + fmt_bytes(run.peak_rss_increase_bytes) + " peak RSS"
+    return (run.error if run is not None else None) or "-"
+
+
+def _accelerator_cells(r: GatherCase) -> str:
+    a = r.accelerator
+    if a is not None and a.forward is not None and a.gradient is not None:
+        return f" {fmt_bytes(a.forward.total_bytes):>11} {fmt_bytes(a.gradient.total_bytes):>11}"
+    return f" {((a.error if a else None) or '-')[:23]:>23}"
 
 
 if __name__ == "__main__":  # the child processes of `measure_gather` and `compile_in_child`
     spec = json.loads(sys.argv[1])
     if spec.get("mode") == "compile":
-        print(json.dumps(_gather_programs(spec["n"], spec["m"], spec["dtype"], spec["platform"])))
+        print(json.dumps(records.to_json(_gather_programs(spec["n"], spec["m"], spec["dtype"], spec["platform"]))))
     else:
         print(json.dumps(_measure_in_this_process(spec["n"], spec["m"], spec["dtype"], spec["formulation"])))

@@ -379,80 +379,72 @@ def not_run_section(docs: list[ResultDoc], plan: dict) -> list:
     return [Heading("Not run"), Table(["status", "reason", "runs", "which"], rows, align_right=(2,))]
 
 
-def memory_answer(doc: dict) -> str | None:
+def memory_answer(doc: program_memory.MemoryDoc) -> str | None:
     """The answer of `gcbench memory`: how much more the gradient of a gather takes than its
     forward program (the seed's question), at the largest size measured; and the largest
     training step's program."""
     fb = program_memory.fmt_bytes
-    try:
-        gathers = [r for r in doc["cases"] if r["kind"] == "gather"]
-        steps = [r for r in doc["cases"] if r["kind"] == "step" and "unavailable" not in r]
-        said = []
-        if gathers:
-            ratios = [r["gradient_over_forward"] for r in gathers]
-            big = max(gathers, key=lambda r: r["forward"]["total_bytes"])
-            said.append(f"The gradient of a gather takes {min(ratios):.2f}-{max(ratios):.2f} x the memory of its "
-                        f"forward program over {len(gathers)} cases; at the largest, {escape(big['size'])} with an "
-                        f"{escape(big['index_dtype'])} index ({escape(big['formulation'])}, "
-                        f"{program_memory.compiler_of(doc, big).upper()} compiler), "
-                        f"{fb(big['forward']['total_bytes'])} forward against "
-                        f"{fb(big['gradient']['total_bytes'])} for the gradient "
-                        f"({big['gradient_over_forward']:.2f} x; {big['gradient_over_floor']:.2f} x its floor).")
-        if steps:
-            big = max(steps, key=lambda r: r["total_bytes"])
-            said.append(f"The largest training step's program is {code(big['backend'])} on {escape(big['workload'])}: "
-                        f"{fb(big['total_bytes'])} ({fb(big['temp_bytes'])} of temporaries).")
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None  # the section below says what is malformed
+    gathers = doc.gathers()
+    steps = [c for c in doc.steps() if c.total_bytes is not None]
+    said = []
+    if gathers:
+        ratios = [r.gradient_over_forward for r in gathers]
+        big = max(gathers, key=lambda r: r.forward.total_bytes)
+        said.append(f"The gradient of a gather takes {min(ratios):.2f}-{max(ratios):.2f} x the memory of its "
+                    f"forward program over {len(gathers)} cases; at the largest, {escape(big.size)} with an "
+                    f"{escape(big.index_dtype)} index ({escape(big.formulation)}, "
+                    f"{program_memory.compiler_of(doc, big).upper()} compiler), "
+                    f"{fb(big.forward.total_bytes)} forward against {fb(big.gradient.total_bytes)} for the gradient "
+                    f"({big.gradient_over_forward:.2f} x; {big.gradient_over_floor:.2f} x its floor).")
+    if steps:
+        step = max(steps, key=lambda c: c.total_bytes or 0)
+        said.append(f"The largest training step's program is {code(step.backend)} on {escape(step.workload)}: "
+                    f"{fb(step.total_bytes or 0)} ({fb(step.temp_bytes or 0)} of temporaries).")
     return " ".join(said) or None
 
 
-def memory_section(doc: dict, where: pathlib.Path) -> list:
+def memory_section(doc: program_memory.MemoryDoc) -> list:
     fb = program_memory.fmt_bytes
-    try:
-        blocks = [
-            Heading("Memory of compiled programs"),
-            Para(
-                f"From {code(' '.join(doc.get('command', [])))}, jax {escape(doc.get('jax', '?'))} on "
-                f"{escape(doc.get('device', '?'))}. Compiled on abstract shapes: XLA's memory analysis, nothing "
-                "allocated. The compiler column says whose figures they are: the seed read XLA's CPU compiler, "
-                "which gcbench uses for the gather programs wherever it runs (a document that does not record "
-                "the compiler compiled for the default device it names). The floor of a gather gradient is its "
-                "arguments plus its output; the measured "
-                "column is the peak resident memory a real run of the gradient added (small sizes only)."
-            ),
-        ]
-        gathers = [r for r in doc["cases"] if r["kind"] == "gather"]
-        if gathers:
-            other = next((r["accelerator"]["platform"] for r in gathers if "accelerator" in r), None)
-            rows = []
-            for r in gathers:
-                meas = r.get("measured", {})
-                m = fb(meas["peak_rss_increase_bytes"]) if "peak_rss_increase_bytes" in meas else \
-                    escape(meas.get("error", "-"))
-                acc = r.get("accelerator", {})
-                extra = [] if other is None else [
-                    f"{fb(acc['forward']['total_bytes'])} / {fb(acc['gradient']['total_bytes'])}" if "gradient" in acc
-                    else escape(acc.get("error", "-"))]
-                rows.append([escape(r["size"]), escape(r["index_dtype"]), escape(r["formulation"]),
-                             program_memory.compiler_of(doc, r).upper(), fb(r["forward"]["total_bytes"]),
-                             fb(r["gradient"]["temp_bytes"]), fb(r["gradient"]["total_bytes"]),
-                             f"{r['gradient_over_forward']:.2f}", f"{r['gradient_over_floor']:.2f}", *extra, m])
-            blocks.append(Table(["size", "index", "formulation", "compiler", "forward", "gradient temp",
-                                 "gradient total", "gradient/forward", "gradient/floor"]
-                                + ([f"{escape(other.upper())} compiler: forward / gradient"] if other else [])
-                                + ["measured"], rows, align_right=tuple(range(4, 10 + (other is not None)))))
-        steps = [r for r in doc["cases"] if r["kind"] == "step"]
-        if steps:
-            rows = [[escape(r["workload"]), escape(r["backend"]), escape(r["program"])] + (
-                [escape(r["unavailable"]), "", "", ""] if "unavailable" in r else
-                [fb(r["argument_bytes"]), fb(r["output_bytes"]), fb(r["temp_bytes"]), fb(r["total_bytes"])])
-                for r in steps]
-            blocks += [Heading("Training steps", 3),
-                       Table(["workload", "backend", "program", "arguments", "output", "temporaries", "total"], rows,
-                             align_right=(3, 4, 5, 6))]
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise UsageError(f"{where}: a memory document with a malformed case ({type(e).__name__}: {e})") from None
+    blocks = [
+        Heading("Memory of compiled programs"),
+        Para(
+            f"From {code(' '.join(doc.command))}, jax {escape(doc.jax or '?')} on "
+            f"{escape(doc.device or '?')}. Compiled on abstract shapes: XLA's memory analysis, nothing "
+            "allocated. The compiler column says whose figures they are: the seed read XLA's CPU compiler, "
+            "which gcbench uses for the gather programs wherever it runs (a document that does not record "
+            "the compiler compiled for the default device it names). The floor of a gather gradient is its "
+            "arguments plus its output; the measured "
+            "column is the peak resident memory a real run of the gradient added (small sizes only)."
+        ),
+    ]
+    gathers = doc.gathers()
+    if gathers:
+        other = next((r.accelerator.platform for r in gathers if r.accelerator), None)
+        rows = []
+        for r in gathers:
+            run, acc = r.measured, r.accelerator
+            m = fb(run.peak_rss_increase_bytes) if run and run.peak_rss_increase_bytes is not None else \
+                escape((run.error if run else None) or "-")
+            extra = [] if other is None else [
+                f"{fb(acc.forward.total_bytes)} / {fb(acc.gradient.total_bytes)}"
+                if acc and acc.forward and acc.gradient else escape((acc.error if acc else None) or "-")]
+            rows.append([escape(r.size), escape(r.index_dtype), escape(r.formulation),
+                         program_memory.compiler_of(doc, r).upper(), fb(r.forward.total_bytes),
+                         fb(r.gradient.temp_bytes), fb(r.gradient.total_bytes),
+                         f"{r.gradient_over_forward:.2f}", f"{r.gradient_over_floor:.2f}", *extra, m])
+        blocks.append(Table(["size", "index", "formulation", "compiler", "forward", "gradient temp",
+                             "gradient total", "gradient/forward", "gradient/floor"]
+                            + ([f"{escape(other.upper())} compiler: forward / gradient"] if other else [])
+                            + ["measured"], rows, align_right=tuple(range(4, 10 + (other is not None)))))
+    steps = doc.steps()
+    if steps:
+        rows = [[escape(c.workload), escape(c.backend), escape(c.program)] + (
+            [escape(c.unavailable or "-"), "", "", ""] if c.unavailable is not None or c.total_bytes is None else
+            [fb(c.argument_bytes or 0), fb(c.output_bytes or 0), fb(c.temp_bytes or 0), fb(c.total_bytes)])
+            for c in steps]
+        blocks += [Heading("Training steps", 3),
+                   Table(["workload", "backend", "program", "arguments", "output", "temporaries", "total"], rows,
+                         align_right=(3, 4, 5, 6))]
     return blocks
 
 
@@ -678,7 +670,7 @@ class _Inputs:
 
     docs: list[ResultDoc]
     plan: dict
-    memdoc: dict | None
+    memdoc: program_memory.MemoryDoc | None
     why: list[Explanation] | None
     repro: Reproduction | None
     git_plan: dict | None
@@ -748,7 +740,7 @@ def _evidence(folder: pathlib.Path, got: _Inputs, cells: list, families: dict, o
         blocks += [Heading("Unstable measurements"), Bullets(unstable)]
     blocks += not_run_section(docs, plan)
     if got.memdoc is not None:
-        blocks += memory_section(got.memdoc, folder / "memory.json")
+        blocks += memory_section(got.memdoc)
     return blocks
 
 
