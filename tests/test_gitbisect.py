@@ -87,10 +87,10 @@ def test_a_toy_packages_history_is_bisected_to_the_commit_that_changed_the_cell(
             "--out", str(out), "--no-progress"]
     proc = run_cli(*args, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
-    plan = json.loads((out / gitbisect.FILE).read_text())
+    plan = gitbisect.load(out / gitbisect.FILE)
     tab = gitbisect.table(plan, gitbisect.docs_by_env(results.load_dir(out)))
     assert tab.first_bad == shas[4]
-    assert tab.builds == len(plan["tested"]) <= 5 == math.ceil(math.log2(7)) + 2
+    assert tab.builds == len(plan.tested) <= 5 == math.ceil(math.log2(7)) + 2
     decisions = {r.sha: r.decision for r in tab.rows}
     assert decisions == {shas[0]: "good (endpoint)", shas[3]: "good", shas[5]: "skip", shas[4]: "bad",
                          shas[7]: "bad (endpoint)"}
@@ -102,7 +102,7 @@ def test_a_toy_packages_history_is_bisected_to_the_commit_that_changed_the_cell(
     assert "tune the collector" in proc.stdout
     assert "files changed: sitecustomize.py" in proc.stdout
     # every environment but the good endpoint's pins what the good one resolved: only gctoy changes
-    pinned = [env for sha, env in plan["tested"].items() if sha != shas[0]]
+    pinned = [env for sha, env in plan.tested.items() if sha != shas[0]]
     assert all("numpy==" in env and "jax==" in env for env in pinned)
     # the report recomputes the table from the results, and rebuilds from its own archive
     proc = run_cli("report", str(out), "--out", str(tmp_path / "rep"))
@@ -119,7 +119,7 @@ def test_a_toy_packages_history_is_bisected_to_the_commit_that_changed_the_cell(
     again = run_cli(*args, "--resume", timeout=900)
     assert again.returncode == 0
     assert f"first bad commit: {shas[4]}" in again.stdout
-    assert json.loads((out / gitbisect.FILE).read_text())["tested"] == plan["tested"]
+    assert json.loads((out / gitbisect.FILE).read_text())["tested"] == plan.tested
 
 
 def test_the_search_goes_around_skipped_commits():

@@ -9,11 +9,11 @@ import dataclasses
 import math
 import pathlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..core import files
+from ..core import files, records
 from ..core.errors import UsageError
 from ..measuring import envspec, results
 from ..measuring.results import ResultDoc
@@ -115,6 +115,34 @@ def next_candidate(n: int, lo: int, hi: int, tried: set[int]) -> int | None:
 # -- the table ------------------------------------------------------------------------------------
 
 @dataclasses.dataclass
+class Culprit:
+    """The first bad commit's message and the files it changed."""
+
+    message: str
+    files: list[str]
+
+
+@dataclasses.dataclass
+class CommitPlan:
+    """A commit bisect's plan (gitbisect.json): the endpoints and the commits between them,
+    what was tested in which environment, and the first bad commit's message once found."""
+
+    package: str
+    repo: str
+    cell: str
+    metric: str
+    good: Commit
+    commits: list[Commit]  # first-parent commits after the good endpoint; the last is the bad one
+    tested: dict[str, str]  # sha: the environment it was tested in
+    base: str = ""
+    culprit: Culprit | None = None
+    format: str = FORMAT
+    schema_version: int = SCHEMA_VERSION
+
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ("culprit",)
+
+
+@dataclasses.dataclass
 class CommitRow:
     """A tested commit: its value from its repeats, and the decision on it."""
 
@@ -169,18 +197,17 @@ class _Tested:
         return bool(self.per_repeat)
 
 
-def table(plan: dict, docs_by_env: dict[str, list[ResultDoc]]) -> CommitTable:
+def table(plan: CommitPlan, docs_by_env: dict[str, list[ResultDoc]]) -> CommitTable:
     """The bisect's table from its plan (commits, endpoints, what was tested, in order) and the
     results of each tested environment: values, decisions and the first bad commit, recomputed."""
-    metric = get_metric(plan["metric"])
-    commits = [Commit(**c) for c in plan["commits"]]
-    good = Commit(**plan["good"])
+    metric = get_metric(plan.metric)
+    commits, good = plan.commits, plan.good
     order = [good, *commits]  # index 0: the good endpoint
-    rows = {sha: _tested(metric, docs_by_env.get(env, [])) for sha, env in plan["tested"].items()}
+    rows = {sha: _tested(metric, docs_by_env.get(env, [])) for sha, env in plan.tested.items()}
     g, b = rows.get(good.sha), rows.get(commits[-1].sha)
     endpoints, differ = _endpoints(metric, (good, g), (commits[-1], b))
-    out = CommitTable(plan["package"], plan["repo"], plan["cell"], metric.name, metric.title, metric.unit, RULE,
-                      len(plan["tested"]), max_builds(len(commits)), len(commits), [], endpoints, differ)
+    out = CommitTable(plan.package, plan.repo, plan.cell, metric.name, metric.title, metric.unit, RULE,
+                      len(plan.tested), max_builds(len(commits)), len(commits), [], endpoints, differ)
     judged = metric if differ and g and b else None  # else no commit is decided
     lo, hi = 0, len(order) - 1
     for i, c in enumerate(order):
@@ -237,11 +264,11 @@ def _decision(i: int, n: int, r: _Tested, metric: Metric | None, g: _Tested | No
     return "-"
 
 
-def save(folder: pathlib.Path, plan: dict) -> None:
-    files.write_json(pathlib.Path(folder) / FILE, plan)
+def save(folder: pathlib.Path, plan: CommitPlan) -> None:
+    files.write_json(pathlib.Path(folder) / FILE, records.to_json(plan))
 
 
-def load(path: pathlib.Path) -> dict | None:
+def load(path: pathlib.Path) -> CommitPlan | None:
     """The plan of a commit bisect in a results folder, or None; a one-line error when malformed."""
     path = pathlib.Path(path)
     if not path.is_file():
@@ -252,12 +279,8 @@ def load(path: pathlib.Path) -> dict | None:
     if not (all(k in plan for k in keys) and isinstance(plan["tested"], dict) and isinstance(plan["commits"], list)
             and plan["commits"]):
         raise UsageError(f"{path}: not a gcbench commit bisect")
-    try:
-        get_metric(plan["metric"])
-        [Commit(**c) for c in [plan["good"], *plan["commits"]]]
-    except TypeError:
-        raise UsageError(f"{path}: a commit bisect with a malformed commit") from None
-    return plan
+    get_metric(plan["metric"])
+    return records.from_json(plan, CommitPlan, str(path))
 
 
 def docs_by_env(docs: list[ResultDoc]) -> dict[str, list[ResultDoc]]:
@@ -269,7 +292,7 @@ def docs_by_env(docs: list[ResultDoc]) -> dict[str, list[ResultDoc]]:
     return out
 
 
-def format_table(tab: CommitTable, culprit: dict | None = None) -> str:
+def format_table(tab: CommitTable, culprit: Culprit | None = None) -> str:
     lines = [f"commit bisect of {tab.package} on {tab.cell}: {tab.metric_title}"
              + (f" ({tab.unit})" if tab.unit else ""), ""]
     head = f"{'commit':<10} {'date':<10} {'value':>10}  {'per repeat':<24} {'decision':<16} subject"
@@ -283,8 +306,8 @@ def format_table(tab: CommitTable, culprit: dict | None = None) -> str:
     lines += ["", f"endpoints: {tab.endpoints}",
               f"builds: {tab.builds} for {tab.commits_between} commits (at most {tab.max_builds})"]
     if tab.first_bad and culprit:
-        lines += ["", f"first bad commit: {tab.first_bad}", *("    " + x for x in culprit["message"].splitlines()),
-                  "files changed: " + ", ".join(culprit["files"])]
+        lines += ["", f"first bad commit: {tab.first_bad}", *("    " + x for x in culprit.message.splitlines()),
+                  "files changed: " + ", ".join(culprit.files)]
     elif tab.unresolved:
         lines.append(tab.unresolved)
     return "\n".join(lines)

@@ -126,6 +126,7 @@ def main_git(args) -> int:
     paths = pipeline.write_report(out, None, 3.0, out_fn=words) if args.report else None
     code = 0 if tab.endpoints_differ else 1
     if args.json:
-        _common.print_json({"results": str(out), "exit_code": code, "bisect": records.to_json(tab), "culprit": culprit,
+        _common.print_json({"results": str(out), "exit_code": code, "bisect": records.to_json(tab),
+                            "culprit": records.to_json(culprit),
                             "report": _common.report_json(paths) if paths else None})
     return code

@@ -75,7 +75,7 @@ def _bisected_package(opts: CommitBisectOptions, repo: pathlib.Path, sha: str, b
 
 
 def _open_plan(opts: CommitBisectOptions, repo: pathlib.Path, package: str, span: tuple, base: envspec.EnvSpec,
-               metric) -> tuple[pathlib.Path, dict]:
+               metric) -> tuple[pathlib.Path, gitbisect.CommitPlan]:
     """The bisect's folder and plan: a new one, or (resuming) the one there, refused when it
     bisects other endpoints, another cell or another metric. `span`: (good, bad, between)."""
     good, bad, between = span
@@ -83,12 +83,11 @@ def _open_plan(opts: CommitBisectOptions, repo: pathlib.Path, package: str, span
     if not opts.run.out:  # a given --out was checked before the repository was read
         check_folder(out, opts.run.resume)
     plan = gitbisect.load(out / gitbisect.FILE) if opts.run.resume else None
-    if plan is not None and (plan["good"]["sha"], plan["commits"][-1]["sha"], plan["cell"], plan["metric"]) != \
+    if plan is not None and (plan.good.sha, plan.commits[-1].sha, plan.cell, plan.metric) != \
             (good.sha, bad.sha, opts.cell, metric.name):
         raise UsageError(f"{out} holds a bisect of other endpoints, cell or metric; use another --out")
-    return out, plan or {"format": gitbisect.FORMAT, "schema_version": gitbisect.SCHEMA_VERSION, "package": package,
-                         "repo": str(repo), "cell": opts.cell, "metric": metric.name, "good": good.to_json(),
-                         "commits": [c.to_json() for c in between], "tested": {}, "base": base.text}
+    return out, plan or gitbisect.CommitPlan(package, str(repo), opts.cell, metric.name, good, list(between), {},
+                                             base.text)
 
 
 def commits(opts: CommitBisectOptions, template: config.Suite, base: envspec.EnvSpec, metric,
@@ -112,7 +111,7 @@ def commits(opts: CommitBisectOptions, template: config.Suite, base: envspec.Env
     def measure(index: int, env_text: str) -> list[results.ResultDoc]:
         """Run the cell in one environment into `out` (resuming what is there); its results."""
         sha = order[index].sha
-        plan["tested"][sha] = env_text
+        plan.tested[sha] = env_text
         suite = copy.deepcopy(template)
         suite.name, suite.envs = f"bisect-{package}-git", [env_text]
         suite.validate()
@@ -145,14 +144,13 @@ def commits(opts: CommitBisectOptions, template: config.Suite, base: envspec.Env
             break
         shas = [c.sha for c in order]
         lo, hi = (shas.index(sha) for sha in tab.range)
-        candidate = gitbisect.next_candidate(len(order), lo, hi, {shas.index(sha) for sha in plan["tested"]})
+        candidate = gitbisect.next_candidate(len(order), lo, hi, {shas.index(sha) for sha in plan.tested})
         if candidate is None:
             break
         measure(candidate, env_for(candidate, pinned))
     culprit = None
     if tab.first_bad:
         message, changed = gitrepo.message_and_files(repo, tab.first_bad)
-        culprit = {"message": message, "files": changed}
-        plan["culprit"] = culprit
+        culprit = plan.culprit = gitbisect.Culprit(message, changed)
         gitbisect.save(out, plan)
     return CommitBisectOutcome(tab, culprit, out)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..measuring import diagnostic_run
 
 if TYPE_CHECKING:
-    from ..analysing.gitbisect import CommitTable
+    from ..analysing.gitbisect import CommitTable, Culprit
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,5 +99,5 @@ class CommitBisectOutcome(NamedTuple):
     was found), and its folder."""
 
     table: CommitTable
-    culprit: dict | None
+    culprit: Culprit | None
     folder: pathlib.Path

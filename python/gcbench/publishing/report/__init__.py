@@ -529,16 +529,15 @@ def _compared_policies(docs: list[ResultDoc]) -> bool:
     return False
 
 
-def _in_order(docs: list[ResultDoc], plan: dict, git_plan: dict | None = None) -> list[ResultDoc]:
+def _in_order(docs: list[ResultDoc], plan: dict, git_plan: gitbisect.CommitPlan | None = None) -> list[ResultDoc]:
     """The documents in the suite's order of backends, workloads and policies (the plan's,
     which interleaves repeats in a shuffled order), and within one of those by environment:
     a commit bisect's in the order of its history (oldest first), others in natural order
     (versions ascending); then by repeat."""
     history: dict[str, int] = {}
     if git_plan is not None:
-        shas = [git_plan["good"]["sha"]] + [c["sha"] for c in git_plan["commits"]]
-        rank = {sha: i for i, sha in enumerate(shas)}
-        history = {env: rank.get(sha, len(rank)) for sha, env in git_plan["tested"].items()}
+        rank = {c.sha: i for i, c in enumerate([git_plan.good, *git_plan.commits])}
+        history = {env: rank.get(sha, len(rank)) for sha, env in git_plan.tested.items()}
 
     def env_key(d: ResultDoc) -> tuple:
         spec = str(results.part(d, "environment").get("spec") or "")
@@ -673,7 +672,7 @@ class _Inputs:
     memdoc: program_memory.MemoryDoc | None
     why: list[Explanation] | None
     repro: Reproduction | None
-    git_plan: dict | None
+    git_plan: gitbisect.CommitPlan | None
     bisect_table: VersionTable | None
     carried: dict[str, bytes]
 
@@ -726,7 +725,7 @@ def _evidence(folder: pathlib.Path, got: _Inputs, cells: list, families: dict, o
         written.append(out_dir / "bisect.png")
     if got.git_plan is not None:
         tab = gitbisect.table(got.git_plan, gitbisect.docs_by_env(docs))
-        blocks += environments.gitbisect_section(tab, got.git_plan.get("culprit"), out_dir)
+        blocks += environments.gitbisect_section(tab, got.git_plan.culprit, out_dir)
         written.append(out_dir / "gitbisect.png")
     if ok:
         blocks += _summary_and_findings(ok, cells, docs, workloads, families)

@@ -7,7 +7,7 @@ import dataclasses
 import pathlib
 
 from ...analysing import comparison, summary
-from ...analysing.gitbisect import CommitTable
+from ...analysing.gitbisect import CommitTable, Culprit
 from ...analysing.version_bisect import VersionTable
 from ...measuring import results
 from ...measuring.results import ResultDoc
@@ -97,7 +97,7 @@ def bisect_section(tab: VersionTable, out_dir: pathlib.Path) -> list:
                   "median step. The dashed line marks the first version with a tested change.")]
 
 
-def gitbisect_section(tab: CommitTable, culprit: dict | None, out_dir: pathlib.Path) -> list:
+def gitbisect_section(tab: CommitTable, culprit: Culprit | None, out_dir: pathlib.Path) -> list:
     """A commit bisect: the rule, the tested commits in history order, and the first bad one."""
     unit = f" ({tab.unit})" if tab.unit else ""
     rows = [[code(r.sha[:9]), escape(r.date), escape(r.subject[:80]),
@@ -125,9 +125,9 @@ def gitbisect_section(tab: CommitTable, culprit: dict | None, out_dir: pathlib.P
                     "dashed line falls before the first bad commit.")]
     if culprit and tab.first_bad:  # a culprit recorded without a first bad commit has nothing to name
         blocks += [Heading(f"The first bad commit, {escape(tab.first_bad[:9])}", 3),
-                   Para(escape(culprit["message"].splitlines()[0] if culprit["message"] else "")),
-                   Bullets([*[escape(line) for line in culprit["message"].splitlines()[1:] if line.strip()][:12],
-                            "files changed: " + ", ".join(code(f) for f in culprit["files"][:30])])]
+                   Para(escape(culprit.message.splitlines()[0] if culprit.message else "")),
+                   Bullets([*[escape(line) for line in culprit.message.splitlines()[1:] if line.strip()][:12],
+                            "files changed: " + ", ".join(code(f) for f in culprit.files[:30])])]
     return blocks
 
 
