@@ -403,8 +403,35 @@ def memory_answer(doc: program_memory.MemoryDoc) -> str | None:
     return " ".join(said) or None
 
 
-def memory_section(doc: program_memory.MemoryDoc) -> list:
+def _gather_row(doc: program_memory.MemoryDoc, r: program_memory.GatherCase, accelerator: bool) -> list[str]:
+    """A gather case's row: its programs' bytes, the accelerator's where there is one, and a
+    real run's peak memory (or why there is none)."""
     fb = program_memory.fmt_bytes
+    run, acc = r.measured, r.accelerator
+    if run is not None and run.peak_rss_increase_bytes is not None:
+        measured = fb(run.peak_rss_increase_bytes)
+    else:
+        measured = escape((run.error if run else None) or "-")
+    extra = []
+    if accelerator and acc and acc.forward and acc.gradient:
+        extra = [f"{fb(acc.forward.total_bytes)} / {fb(acc.gradient.total_bytes)}"]
+    elif accelerator:
+        extra = [escape((acc.error if acc else None) or "-")]
+    return [escape(r.size), escape(r.index_dtype), escape(r.formulation), program_memory.compiler_of(doc, r).upper(),
+            fb(r.forward.total_bytes), fb(r.gradient.temp_bytes), fb(r.gradient.total_bytes),
+            f"{r.gradient_over_forward:.2f}", f"{r.gradient_over_floor:.2f}", *extra, measured]
+
+
+def _step_row(c: program_memory.StepCase) -> list[str]:
+    """A training step's row: its program's bytes, or why it was not compiled."""
+    fb = program_memory.fmt_bytes
+    head = [escape(c.workload), escape(c.backend), escape(c.program)]
+    if c.unavailable is not None or c.total_bytes is None:
+        return [*head, escape(c.unavailable or "-"), "", "", ""]
+    return [*head, fb(c.argument_bytes or 0), fb(c.output_bytes or 0), fb(c.temp_bytes or 0), fb(c.total_bytes)]
+
+
+def memory_section(doc: program_memory.MemoryDoc) -> list:
     blocks = [
         Heading("Memory of compiled programs"),
         Para(
@@ -420,28 +447,14 @@ def memory_section(doc: program_memory.MemoryDoc) -> list:
     gathers = doc.gathers()
     if gathers:
         other = next((r.accelerator.platform for r in gathers if r.accelerator), None)
-        rows = []
-        for r in gathers:
-            run, acc = r.measured, r.accelerator
-            m = fb(run.peak_rss_increase_bytes) if run and run.peak_rss_increase_bytes is not None else \
-                escape((run.error if run else None) or "-")
-            extra = [] if other is None else [
-                f"{fb(acc.forward.total_bytes)} / {fb(acc.gradient.total_bytes)}"
-                if acc and acc.forward and acc.gradient else escape((acc.error if acc else None) or "-")]
-            rows.append([escape(r.size), escape(r.index_dtype), escape(r.formulation),
-                         program_memory.compiler_of(doc, r).upper(), fb(r.forward.total_bytes),
-                         fb(r.gradient.temp_bytes), fb(r.gradient.total_bytes),
-                         f"{r.gradient_over_forward:.2f}", f"{r.gradient_over_floor:.2f}", *extra, m])
+        rows = [_gather_row(doc, r, other is not None) for r in gathers]
         blocks.append(Table(["size", "index", "formulation", "compiler", "forward", "gradient temp",
                              "gradient total", "gradient/forward", "gradient/floor"]
                             + ([f"{escape(other.upper())} compiler: forward / gradient"] if other else [])
                             + ["measured"], rows, align_right=tuple(range(4, 10 + (other is not None)))))
     steps = doc.steps()
     if steps:
-        rows = [[escape(c.workload), escape(c.backend), escape(c.program)] + (
-            [escape(c.unavailable or "-"), "", "", ""] if c.unavailable is not None or c.total_bytes is None else
-            [fb(c.argument_bytes or 0), fb(c.output_bytes or 0), fb(c.temp_bytes or 0), fb(c.total_bytes)])
-            for c in steps]
+        rows = [_step_row(c) for c in steps]
         blocks += [Heading("Training steps", 3),
                    Table(["workload", "backend", "program", "arguments", "output", "temporaries", "total"], rows,
                          align_right=(3, 4, 5, 6))]
