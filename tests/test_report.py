@@ -659,3 +659,28 @@ def test_a_memory_report_answers_the_gather_question_first():
                              f"over {len(gathers)} cases")
     with pytest.raises(UsageError, match="malformed case"):  # a malformed case: one line, as it is read
         program_memory.read({"cases": [{"kind": "gather"}]}, "memory.json")
+
+
+def test_the_full_collections_table_gives_the_share_the_verdict_goes_by():
+    """On a loaded machine the verdict says every GC share below is of CPU time; the table of
+    the cells with full collections gave the wall-time share under a bare "GC share". It
+    gives the share the verdict goes by, and says which."""
+    from gcbench.analysing import summary
+    from gcbench.publishing.report import findings
+    from simulate import docs
+
+    rng = np.random.default_rng(58)
+    loaded = docs(rng, 3, 16.0, full_every=50, pause_ms=5)
+    for d in loaded:  # beside a process using 1.3 of 2 cores; the thread's CPU time a third under the wall
+        d["machine_state"].update(cpu_count=2, others_cores=1.3, steal=0.0, load_seconds=3.0)
+        d["cpu_ns"] = [int(w * 2 / 3) for w in d["wall_ns"]]
+        d["gc_cpu_ns"] = list(d["gc_ns"])
+    cells = summary.summarize_all(loaded)
+    s = cells[0].measured
+    assert s.gc_share_cpu is not None
+    assert s.gc_share_cpu > 1.3 * s.gc_share
+    table = findings.full_table(cells)
+    assert table.header[-1] == "GC share of CPU time"
+    assert table.rows[0][-1].startswith(f"{100 * s.gc_share_cpu:.2f} %")
+    quiet = summary.summarize_all(docs(rng, 3, 16.0, full_every=50, pause_ms=5))
+    assert findings.full_table(quiet).header[-1] == "GC share of wall time"

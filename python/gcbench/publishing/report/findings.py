@@ -79,9 +79,11 @@ def full_table(cells: list[summary.CellSummary]) -> Table | None:
                        key=lambda cs: -cs.measured.full.rate.value)
     if not with_full:
         return None
+    cpu = verdict.in_cpu_time([cs.measured for cs in cells if cs.ok])  # the verdict's GC share, and the table's
     rows = []
     for cs in with_full:
         s, f = cs.measured, cs.measured.full
+        share = s.share(cpu)
         what = "full sweeps" if s.language == "julia" else "full collections"
         cost = "-"
         if f.extra_ns is not None:
@@ -89,8 +91,9 @@ def full_table(cells: list[summary.CellSummary]) -> Table | None:
             cost = f"{stats.fmt_signed(f.extra_ns / 1e6)} ms, {f.ratio:.1f} x" + (
                 f" (95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms)" if ci else " (no interval)")
         rows.append([_name(cs), escape(stats.format_schedule(f.schedule, what)), cost,
-                     f"{_pct(s.gc_share)} ({_share_ci(s.gc_share_ci, s.repeat_gc_shares)})"])
-    return Table(["cell", "full collections", "a step holding one, against its neighbours", "GC share"], rows)
+                     f"{_pct(share.value)} ({_share_ci(share.ci, share.per_repeat)})"])
+    return Table(["cell", "full collections", "a step holding one, against its neighbours",
+                  f"GC share of {'CPU' if cpu else 'wall'} time"], rows)
 
 
 def _cell_text(t: comparison.Test | None) -> str:
