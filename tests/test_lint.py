@@ -106,7 +106,7 @@ def test_module_docstrings_are_a_few_lines():
 
 # Issue 58's target is under 300 `["` subscripts (the document and the analysis as typed
 # records); until then the count may only fall. Lower this when a change lowers the count.
-SUBSCRIPT_LIMIT = 478
+SUBSCRIPT_LIMIT = 469
 
 
 def test_subscripts_of_the_result_dicts_do_not_grow():

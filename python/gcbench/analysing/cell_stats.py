@@ -83,12 +83,6 @@ class CollectorState:
     steps: int
     calls: dict[str, CollectorCall]
 
-    @classmethod
-    def from_json(cls, d: dict) -> CollectorState:
-        """The state from its record (`summary.record`'s `collector`)."""
-        calls = {name: CollectorCall(c.get("count", 0), c.get("first_at")) for name, c in d.get("calls", {}).items()}
-        return cls(d.get("off_steps", 0), d.get("steps", 0), calls)
-
 
 @dataclasses.dataclass(frozen=True)
 class CellStats:

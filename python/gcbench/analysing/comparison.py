@@ -641,12 +641,12 @@ def _time_values(used: list[ResultDoc]) -> dict[str, Any]:
 def _count_values(ok: list[ResultDoc]) -> dict[str, Any]:
     """The full collections' schedule, and the collections of every generation, per repeat."""
     sched = stats.schedule([summary.full_collections(d) for d in ok])
-    colls = stats.count_schedule([sum(summary.collections_by_generation(d)) for d in ok],
-                                 [results.step_count(d) for d in ok])
+    by_generation = [summary.collections_by_generation(d) for d in ok]
+    colls = stats.count_schedule([sum(g) for g in by_generation], [results.step_count(d) for d in ok])
     return {"schedule": sched, "full_per_1000": stats.per_1000(sched).per_repeat, "full": sched.total,
             "steps": sched.total_steps, "all_collections": colls,
             "collections_per_1000": stats.per_1000(colls).per_repeat,
-            "per_generation": np.sum([summary.collections_by_generation(d) for d in ok], axis=0).tolist()}
+            "per_generation": np.sum(by_generation, axis=0).tolist()}
 
 
 def _pressure_values(ok: list[ResultDoc]) -> dict[str, Any]:

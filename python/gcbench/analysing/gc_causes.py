@@ -100,7 +100,7 @@ def _pair(docs: list[ResultDoc], base: tuple, other: tuple, env: str | None) -> 
         b = next((ds for k, ds in cells.items() if k[:2] == base[:2] and k[3] == other[2]), None)
         if b is not None:
             other = (*other[:2], f"{base[2]} [{other[2]}]")
-    if a is None or b is None or not bool(results.ok(a)) or not bool(results.ok(b)):
+    if a is None or b is None or not results.ok(a) or not results.ok(b):
         return None
     return a, b, other
 

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..core import machineload, metadata
+from ..core import machineload, metadata, records
 from ..core.errors import UsageError
 from ..measuring import results
 from ..measuring.results import ResultDoc
@@ -65,9 +65,10 @@ def pressure_per_step(doc: ResultDoc) -> tuple[float | None, str | None]:
 
 
 def _generations(doc: ResultDoc) -> int:
-    """How many generations a result counts its collections in (3 where it recorded none)."""
-    colls = results.step_array(doc, "gc_collections")
-    return colls.shape[1] if colls is not None else 3
+    """How many generations a result counts its collections in (3 where it recorded none):
+    the width of its first step's row, read without converting the whole array."""
+    colls: Any = doc.get("gc_collections")
+    return len(colls[0]) if colls is not None and len(colls) else 3
 
 
 def collections(doc: ResultDoc) -> np.ndarray:
@@ -396,6 +397,13 @@ class CellSummary:
         return self.stats
 
     @property
+    def used_docs(self) -> list[ResultDoc]:
+        """The documents of the repeats the cell's times rest on (flagged ones left out where
+        3 remain), in the order they are numbered."""
+        used = set(self.measured.used)
+        return [d for d in results.ok(self.docs) if d["repeat"] in used]
+
+    @property
     def label(self) -> str:
         return cell_label(self.key)
 
@@ -638,7 +646,7 @@ def describe_user_loop(row: dict) -> str:
     if row.get("between_steps_collections") and any(row["between_steps_collections"]):
         parts.append(f"{sum(row['between_steps_collections'])} collections between steps")
     if row.get("collector"):
-        parts.append(describe_collector(CollectorState.from_json(row["collector"])))
+        parts.append(describe_collector(records.from_json(row["collector"], CollectorState, "collector")))
     if row.get("explicit_collections"):
         sites = ", ".join(site_name(site) for site in list(row.get("explicit_sites") or {})[:2])
         parts.append(f"{sum(row['explicit_collections'])} explicit ({row['explicit_collections'][-1]} full"

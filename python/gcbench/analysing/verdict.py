@@ -6,8 +6,6 @@ How it works, and why: docs/internals.md, `gcbench.analysing.verdict`.
 
 from __future__ import annotations
 
-import dataclasses
-
 from . import claims, comparison, stats, summary
 
 NEGLIGIBLE_SHARE = 0.001  # below 0.1 % of step time the collector is not worth naming
@@ -26,7 +24,8 @@ def share(s: summary.CellStats, cpu: bool) -> float:
 
 
 def _share(s: summary.CellStats, cpu: bool) -> str:
-    value, ci, per = dataclasses.astuple(s.share(cpu))
+    share = s.share(cpu)
+    value, ci, per = share.value, share.ci, share.per_repeat
     if ci is None:
         values = stats.fmt_values(per, 100)
         return f"{100 * value:.1f} % ({values}{'' if values == 'one process' else ' %'})"
@@ -39,13 +38,12 @@ def _of_time(cpu: bool) -> str:
 
 def load_sentence(ok: list[summary.CellSummary]) -> str | None:
     """The machine was loaded: said first, with how much, and what that leaves judged."""
-    used = [d for cs in ok for d in cs.docs if d["status"] == "ok" and d["repeat"] in cs.measured.used]
+    used = [d for cs in ok for d in cs.used_docs]
     repeats, how = summary.how_loaded(used)
     if not repeats:
         return None
     total = len(used)
-    loaded = [cs for cs in ok if summary.how_loaded([d for d in cs.docs if d["status"] == "ok"
-                                                     and d["repeat"] in cs.measured.used])[0]]
+    loaded = [cs for cs in ok if summary.how_loaded(cs.used_docs)[0]]
     # Load does not stretch a count, but a JAX step's can move by a collection: its runtime's
     # threads free objects at other moments (the first look loaded: equinox-filter made 2, 2
     # and 1 full collections against 1 in every repeat quiet; nnx's 7 moved by a step or two).

@@ -17,8 +17,7 @@ def present(outcome: RunOutcome, out_fn: Callable[..., None]) -> None:
     """What a finished run prints: the verdict, the table, the flags' legend, the smallest
     detectable change and the counts of runs."""
     docs, out_dir, seconds, superseded = outcome.docs or [], outcome.folder, outcome.seconds, outcome.superseded
-    failed = sum(d["status"] == "failed" for d in docs) + len(superseded)
-    measured = sum(d["status"] == "ok" for d in docs) - len(superseded)
+    measured, failed = outcome.tally()
     out_fn()
     cells_summarized = summary.summarize_all(docs)
     answer = verdict.sentences(cells_summarized)
@@ -29,7 +28,7 @@ def present(outcome: RunOutcome, out_fn: Callable[..., None]) -> None:
     if any(cs.stats and cs.stats.flagged for cs in cells_summarized):
         out_fn(terminal.wrap(FLAG_LEGEND))
     ok_cells = [
-        comparison.repeat_values(ds) for ds in summary.cells(docs).values() if bool(results.ok(ds))
+        comparison.repeat_values(ds) for ds in summary.cells(docs).values() if results.ok(ds)
     ]
     if any(v.loaded for v in ok_cells):  # a loaded machine's spread says nothing of a quiet one's power
         out_fn(terminal.wrap("smallest detectable change: none given, the repeats ran on a loaded machine (their "

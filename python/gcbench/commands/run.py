@@ -65,7 +65,7 @@ def main(args) -> int:
     outcome = pipeline.run_suite(suite, _common.run_options(args), out, lambda o: _outcome.present(o, out))
     docs, out_dir, code = outcome.docs, outcome.folder, outcome.code
     paths = pipeline.write_report(out_dir, None, 3.0, out_fn=out) if docs is not None and args.report else None
-    if docs is not None and bool(results.ok(docs)):
+    if docs is not None and results.ok(docs):
         folder = shlex.quote(str(out_dir))
         out(f"next: {'' if paths else f'gcbench report {folder} (plots and a page to publish); '}"
             f"gcbench compare {folder} OTHER (verdicts against another run, --fail-on slower for CI)")

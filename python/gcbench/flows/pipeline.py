@@ -179,6 +179,13 @@ class RunOutcome(NamedTuple):
     seconds: float = 0.0
     superseded: tuple[str, ...] = ()  # cell ids
 
+    def tally(self) -> tuple[int, int]:
+        """(ok, failed) runs of a finished run: an earlier ok result kept in place of this
+        run's failure counts as failed."""
+        docs = self.docs or []
+        return (sum(d["status"] == "ok" for d in docs) - len(self.superseded),
+                sum(d["status"] == "failed" for d in docs) + len(self.superseded))
+
 
 Present = Callable[[RunOutcome], None]  # how the command shows a finished run (commands/_outcome.py)
 
@@ -315,7 +322,9 @@ def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> RunOutcom
                 path.unlink(missing_ok=True)
         results.finish_plan(out_dir, plan, "finished")
     superseded = tuple(d["cell"] for d in docs if d.pop(runner.SUPERSEDED, None))  # said as failed this time
-    return RunOutcome(docs, out_dir, _exit_code(docs, superseded), time.monotonic() - t0, superseded)
+    outcome = RunOutcome(docs, out_dir, 0, time.monotonic() - t0, superseded)
+    measured, failed = outcome.tally()
+    return outcome._replace(code=1 if failed or not measured else 0)  # a run failed, or nothing was measured
 
 
 def _on_scheduler(run: _Run, plan: dict, previous: dict) -> list[ResultDoc] | None:
@@ -344,14 +353,6 @@ def _interrupted(out_dir: pathlib.Path, plan: dict, e: BaseException) -> int:
     kept = sum(1 for p in out_dir.glob("*.json") if p.name not in results.NOT_CELLS and not p.name.startswith("."))
     print(f"\ngcbench: interrupted; {kept} finished runs kept in {out_dir}", file=sys.stderr)
     return code
-
-
-def _exit_code(docs: list[ResultDoc], superseded: tuple[str, ...]) -> int:
-    """A finished run's exit code: 1 where a run failed (this time: an earlier ok result
-    kept in its place counts as failed) or nothing was measured."""
-    failed = sum(d["status"] == "failed" for d in docs) + len(superseded)
-    measured = sum(d["status"] == "ok" for d in docs) - len(superseded)
-    return 1 if failed or not measured else 0
 
 
 def write_report(source: pathlib.Path, out: str | None, spike_factor: float, out_fn=print, **extra) -> dict:

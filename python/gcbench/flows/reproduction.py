@@ -132,4 +132,4 @@ def run(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None],
     ok, why = julia_bridge.status()
     doc = seed_cases.build(only, docs or [], calibration, memory_doc, None if ok else why, settings)
     seed_cases.save(out_dir, doc)
-    return FlowOutcome(doc, out_dir, 0 if code == 0 or bool(results.ok(docs)) else code)
+    return FlowOutcome(doc, out_dir, 0 if code == 0 or results.ok(docs) else code)

@@ -220,7 +220,8 @@ def _full_cost(s: summary.CellStats) -> str:
 
 
 def _share_cell(s: summary.CellStats, cpu: bool) -> str:
-    value, ci, per = dataclasses.astuple(s.share(cpu))
+    share = s.share(cpu)
+    value, ci, per = share.value, share.ci, share.per_repeat
     return f"{100 * value:.2f}" + (f" ({100 * ci[0]:.2f}-{100 * ci[1]:.2f})" if ci else
                                    f" ({stats.fmt_values(per, 100)})")
 

@@ -270,7 +270,7 @@ def _full(s):
 
 def trace_doc(cs: summary.CellSummary) -> ResultDoc:
     """The repeat a trace shows: the first used one that made a full collection, else the first used."""
-    return next((d for d in _used_docs(cs) if summary.full_collections(d).any()), _first_used(cs))
+    return next((d for d in cs.used_docs if summary.full_collections(d).any()), cs.used_docs[0])
 
 
 def trace_repeat(cs: summary.CellSummary) -> str:
@@ -359,16 +359,6 @@ def _wrapped(text: str, inches: float) -> str:
     return textwrap.fill(text, max(12, int(inches * 12)), break_on_hyphens=False)
 
 
-def _first_used(cs: summary.CellSummary) -> ResultDoc:
-    used = cs.measured.used
-    return next(d for d in cs.docs if d["status"] == "ok" and d["repeat"] == used[0])
-
-
-def _used_docs(cs: summary.CellSummary) -> list[ResultDoc]:
-    used = set(cs.measured.used)
-    return [d for d in cs.docs if d["status"] == "ok" and d["repeat"] in used]
-
-
 # -- distributions ------------------------------------------------------------------------------
 
 def _line_panels(ok: list[summary.CellSummary], row_in: float, title: str, draw, xlabel: str, ylabel: str,
@@ -408,7 +398,7 @@ def ecdf_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.P
     """ECDF of step times (every used repeat's steps pooled), one panel per policy (see
     `_line_panels` for environments)."""
     def draw(ax, cs, color):
-        wall = np.sort(np.concatenate([np.asarray(d["wall_ns"]) for d in _used_docs(cs)])) / 1e6
+        wall = np.sort(np.concatenate([np.asarray(d["wall_ns"]) for d in cs.used_docs])) / 1e6
         ax.step(wall, np.arange(1, len(wall) + 1) / len(wall), where="post", lw=1.2, color=color)
         log_axis(ax, "x")
 
@@ -467,7 +457,7 @@ def cumulative_gc_figure(cells: list[summary.CellSummary], workload: str, path: 
         return None
 
     def draw(ax, cs, color):
-        cum = np.cumsum(np.asarray(_first_used(cs)["gc_ns"])) / 1e6
+        cum = np.cumsum(np.asarray(cs.used_docs[0]["gc_ns"])) / 1e6
         ax.plot(np.arange(len(cum)), cum, lw=1.3, color=color)
         # from 0, and high enough for every line drawn so far (a limit set once would cut off later ones)
         # (panels share their y axis: the highest line of any panel sets it)
@@ -482,7 +472,7 @@ def pauses(cs: summary.CellSummary) -> dict[int, np.ndarray]:
     where there is one (Python), else from the steps with exactly one collection (Julia:
     incremental counts as generation 0, full as 2)."""
     out: dict[int, list] = {}
-    for doc in _used_docs(cs):
+    for doc in cs.used_docs:
         events = doc.get("gc_events")
         if events:
             for gen, pause in zip(events["generation"], events["pause_ns"], strict=True):
