@@ -284,11 +284,9 @@ class Budget:
         doc = m.result()
         expl = m.explanation()
         steps = m.steps
-        colls = summary.collections(doc)
-        between = results.part(doc, "between_steps").get("collections") or [0] * colls.shape[1]
+        every = summary.collections_by_generation(doc)  # in the steps and between them
         asked = summary.explicit_by_generation(doc)  # the loop's own gc.collect() calls, in steps and between
-        every = [int(colls[:, g].sum()) + between[g] for g in range(colls.shape[1])]
-        per_gen = [(every[g] - asked[g]) * 1000 / steps for g in range(colls.shape[1])]  # the collector's own
+        per_gen = [(e - a) * 1000 / steps for e, a in zip(every, asked, strict=True)]  # the collector's own
         full = summary.full_collections(doc)
         memory = results.part(doc, "memory")
         start, end = memory.get("tracked_start"), memory.get("tracked_end")
