@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
+import re
 
 import tree_sitter as ts
 import tree_sitter_julia as tsj
@@ -67,6 +68,30 @@ def definitions(directory: pathlib.Path = JULIA_DIR) -> list[Definition]:
             if call is not None and (d := _definition(call, path.name)):
                 out.append(d)
             stack.extend(node.children)
+    return out
+
+
+def returned_keys(name: str, directory: pathlib.Path = JULIA_DIR) -> list[set[str]]:
+    """The string keys (`"k" => v`) of each `return` statement in the functions `name`
+    defines in directory's .jl files, one set per return."""
+    out = []
+    for path in sorted(directory.glob("*.jl")):
+        stack = [parse(path).root_node]
+        while stack:
+            node = stack.pop()
+            stack.extend(node.children)
+            if node.type != "function_definition":
+                continue
+            call = _signature_call(next((c for c in node.children if c.type == "signature"), None))
+            if call is None or _callee(call) != name:
+                continue
+            inner = list(node.children)
+            while inner:
+                n = inner.pop()
+                if n.type == "return_statement":
+                    out.append(set(re.findall(r'"(\w+)"\s*=>', n.text.decode())))
+                else:
+                    inner.extend(n.children)
     return out
 
 

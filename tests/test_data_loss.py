@@ -4,6 +4,7 @@ one line on standard error with exit code 2, and what was there is still there."
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import multiprocessing
@@ -347,11 +348,11 @@ def test_a_detached_local_job_of_a_relative_out_is_seen_running(tmp_path, monkey
     jobs.mkdir(parents=True)
     live = fake_job_controller(jobs.absolute())
     try:
-        sub = {"executor": "submitit-local", "folder": str(jobs), "arrays": [{"round": 1, "jobs": [str(live.pid)],
-                                                                             "cells": [[]]}]}
+        sub = cluster.Submission("submitit-local", "r", str(jobs), "2026-11-25T10:00:00+00:00",
+                                 [cluster.JobArray([str(live.pid)], [[]], 1)])
         assert cluster.live_jobs(sub) == 1
-        assert cluster.live_jobs(dict(sub, folder=str(jobs.absolute()))) == 1
-        assert cluster.live_jobs(dict(sub, folder="D2/.gcbench-jobs")) == 0  # another folder's controller
+        assert cluster.live_jobs(dataclasses.replace(sub, folder=str(jobs.absolute()))) == 1
+        assert cluster.live_jobs(dataclasses.replace(sub, folder="D2/.gcbench-jobs")) == 0  # another folder's
     finally:
         live.kill()
         live.wait()

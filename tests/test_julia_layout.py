@@ -169,7 +169,7 @@ def julia_like_result(steps=5, warmup=2):
 
 
 def test_result_fields_fit_the_schema():
-    fields = julia_layout.result_fields(julia_like_result())
+    fields = julia_layout.result_fields(julia_layout.JuliaRun.read(julia_like_result()))
     assert fields["gc_collections"] == [[0, 0], [1, 0], [0, 1], [0, 0], [0, 0]]
     assert fields["gc_full"] == [0, 0, 1, 0, 0]
     assert fields["warmup"]["gc_collections"] == [[2, 1], [0, 0]]
@@ -191,10 +191,26 @@ def test_a_loss_summed_over_the_batch_is_caught():
     raw = julia_like_result()
     raw["warmup_loss"] = 128 * 2.30
     with pytest.raises(ValueError, match="summed over the batch"):
-        julia_layout.result_fields(raw)
+        julia_layout.result_fields(julia_layout.JuliaRun.read(raw))
     raw = julia_like_result()
     raw["gc_pauses"] = np.array([0, 0, 0, 0, 0])  # a full sweep counted without its pause
-    assert julia_layout.result_fields(raw)["gc_collections"][2] == [0, 1]  # never negative
+    assert julia_layout.result_fields(julia_layout.JuliaRun.read(raw))["gc_collections"][2] == [0, 1]  # never < 0
+
+
+def test_what_julia_returns_is_read_key_by_key_and_a_missing_key_is_named():
+    run = julia_layout.JuliaRun.read(julia_like_result())
+    assert run.wall_ns.dtype == np.int64
+    assert run.loss_values.dtype == np.float64
+    assert run.facts()["julia_packages"] == {"Flux": "0.16.5", "Lux": "1.21.0"}
+    raw = julia_like_result()
+    del raw["gc_pauses"], raw["julia_threads"]
+    with pytest.raises(ValueError, match=r"^GCBench\.run! returned no gc_pauses, julia_threads$"):
+        julia_layout.JuliaRun.read(raw)
+    tables = julia_layout.JuliaAllocTables.read({"samples": 3, "sample_rate": 0.5, "steps": 2, "by_site": {},
+                                                 "by_type": {"Array{Float32}": np.array([3, 4096])},
+                                                 "by_package": {"Flux": (3, 4096)}})
+    assert tables.by_type == {"Array{Float32}": [3, 4096]}
+    assert tables.by_package == {"Flux": [3, 4096]}
 
 
 def test_measure_marshals_arguments_as_julia_expects(monkeypatch):

@@ -5,6 +5,7 @@ and with the General registry."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import re
 import sys
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 from gcbench.measuring.backends import julia_layout
-from julia_source import JULIA_DIR, definitions, parse
+from julia_source import JULIA_DIR, definitions, parse, returned_keys
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -77,6 +78,17 @@ def test_functions_python_calls_exist_with_that_arity():
             f"GCBench.{name} is called with {arity} arguments but defined as {matching}"
     exports = re.search(r"^export (.+)$", (JULIA_DIR / "GCBench.jl").read_text(), re.M).group(1)
     assert {e.strip() for e in exports.split(",")} == set(julia_layout.JULIA_API)
+
+
+def test_python_reads_every_key_the_julia_functions_return_and_no_other():
+    """`julia_layout.JuliaRun` and `JuliaAllocTables` name, field by field, the Dicts that
+    `run!` and `explain_allocs` return (a refusal aside): a key renamed on one side fails here,
+    not on a user's machine."""
+    for name, record in (("run!", julia_layout.JuliaRun), ("explain_allocs", julia_layout.JuliaAllocTables)):
+        returns = returned_keys(name)
+        fields = {f.name for f in dataclasses.fields(record)}
+        assert fields in returns, (name, returns)
+        assert all(keys in (fields, {"refused"}) for keys in returns), (name, returns)
 
 
 def test_every_framework_implements_the_trainer_interface():

@@ -4,6 +4,7 @@ over the package, bodies of untyped functions included."""
 
 from __future__ import annotations
 
+import ast
 import pathlib
 import subprocess
 import sys
@@ -104,11 +105,22 @@ def test_module_docstrings_are_a_few_lines():
     assert not long, long
 
 
-# Issue 58's target is under 300 `["` subscripts (the document and the analysis as typed
-# records); until then the count may only fall. Lower this when a change lowers the count.
-SUBSCRIPT_LIMIT = 469
+# Issue 58's target: under 300 `["key"]` subscripts in the package (the documents gcbench
+# reads as typed records, not dicts). Counted on the syntax tree, so a list literal such as
+# a table's header (`["cell", ...]`) is not one. May only fall: lower it with the count.
+SUBSCRIPT_LIMIT = 393
+
+
+def string_subscripts(text: str) -> int:
+    """How many `x["key"]` (a subscript by a string constant) the Python source `text` holds."""
+    return sum(isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str)
+               for n in ast.walk(ast.parse(text)))
+
+
+def test_string_subscripts_are_counted_and_not_list_literals():
+    assert string_subscripts('d["a"]["b"]; d["c"] = 1; ["x", "y"]; d[0]; d[k]; d.get("e")') == 3
 
 
 def test_subscripts_of_the_result_dicts_do_not_grow():
-    count = sum(p.read_text().count('["') for p in (ROOT / "python" / "gcbench").rglob("*.py"))
-    assert count <= SUBSCRIPT_LIMIT, f'{count} `["` subscripts in the package, more than {SUBSCRIPT_LIMIT}'
+    count = sum(string_subscripts(p.read_text(encoding="utf-8")) for p in (ROOT / "python" / "gcbench").rglob("*.py"))
+    assert count <= SUBSCRIPT_LIMIT, f'{count} `["key"]` subscripts in the package, more than {SUBSCRIPT_LIMIT}'

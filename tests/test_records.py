@@ -104,3 +104,27 @@ def test_every_document_gcbench_reads_checks_its_header_alike(tmp_path, kind):
     with pytest.raises(UsageError, match=rf"^{where}: [a-z ]+ schema_version 99 is newer than this "
                                          r"gcbench reads \(\d+\); upgrade gcbench to read it$"):
         load(path)
+
+
+def test_a_submission_record_reads_older_shapes_and_refuses_a_wrong_one_in_one_line(tmp_path):
+    """A folder's submission.json (cluster.Submission): a record written before rounds
+    were kept still reads, one it wrote reads back equal, and a job id that is not a
+    string or an executor gcbench has not are one line naming the file and the field."""
+    from gcbench.running import cluster
+
+    jobs = tmp_path / cluster.JOBS_DIR
+    jobs.mkdir()
+    path = jobs / cluster.JOBS_FILE
+    old = {"executor": "slurm", "run_id": "r", "folder": "D1/.gcbench-jobs", "submitted": "2026-11-25T10:00:00+00:00",
+           "arrays": [{"jobs": ["12_0", "12_1"], "cells": [["a"], ["b", "c"]]}]}
+    path.write_text(json.dumps(old))
+    sub = cluster.read_submission(tmp_path)
+    assert (sub.job_ids(), sub.arrays[0].round, sub.cells) == (["12_0", "12_1"], None, [])
+    path.write_text(json.dumps(records.to_json(sub)))
+    assert cluster.read_submission(tmp_path) == sub
+    where = re.escape(str(path))
+    for damage, field in (({"arrays": [{"jobs": [12], "cells": [[]]}]}, r"\$\.arrays\[0\]\.jobs\[0\]"),
+                          ({"executor": "pbs"}, r"\$\.executor")):
+        path.write_text(json.dumps({**old, **damage}))
+        with pytest.raises(UsageError, match=rf"^{where}: .* - at `{field}`$"):
+            cluster.read_submission(tmp_path)

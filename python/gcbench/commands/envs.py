@@ -20,11 +20,8 @@ def main(args) -> int:
         print(f"no environments in {venvs.envs_root()}")
         return 0
     for r in rows:
-        what = (
-            f"{r['spec']}  (Python {r['python']}, built {r['built']})"
-            if r["spec"]
-            else "unfinished: rebuilt when next used"
-        )
-        print(f"{r['folder'].name:<28} {r['bytes'] / 2**20:>7.0f} MiB  {what}")
-    print(f"{len(rows)} environments, {sum(r['bytes'] for r in rows) / 2**30:.1f} GiB in {venvs.envs_root()}")
+        m = r.marker
+        what = f"{m.spec}  (Python {m.python}, built {m.built})" if m else "unfinished: rebuilt when next used"
+        print(f"{r.folder.name:<28} {r.bytes / 2**20:>7.0f} MiB  {what}")
+    print(f"{len(rows)} environments, {sum(r.bytes for r in rows) / 2**30:.1f} GiB in {venvs.envs_root()}")
     return 0

@@ -4,9 +4,14 @@ jobs are still queued or running when it was submitted to a scheduler (`--detach
 from __future__ import annotations
 
 import pathlib
+from typing import TYPE_CHECKING
 
-from ..core.errors import UsageError
+from ..core import records
+from ..core.errors import UsageError, printable
 from . import _common
+
+if TYPE_CHECKING:
+    from ..running.cluster import FolderStatus
 
 
 def register(sub) -> None:
@@ -26,7 +31,33 @@ def main(args) -> int:
         raise UsageError(f"{folder}: no suite.json, so no plan to measure against (is it a results folder?)")
     st = cluster.status(folder)
     if args.json:
-        _common.print_json(st)
+        _common.print_json(records.to_json(st))
     else:
-        print(cluster.describe_status(st))
+        print(describe(st))
     return 0
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def describe(st: FolderStatus) -> str:
+    """The folder's status in words: its counts, then its submission's jobs."""
+    r = st.results
+    lines = [
+        f"{printable(st.folder)}: {_n(st.planned, 'run')} planned (plan {st.state or 'without a state'}): "
+        f"{r.ok} ok, {r.failed} failed, {r.unavailable} unavailable, {r.missing} without a result"
+    ]
+    sub = st.submission
+    if sub:
+        line = (f"submitted {sub.submitted} through {sub.executor}: {_n(sub.jobs, 'job')}; "
+                f"{_n(sub.measured_by_it, 'run')} measured by them so far")
+        alive = sub.queued_or_running
+        if alive is None:
+            line += "; squeue could not say which jobs are alive"
+        else:
+            line += f"; {_n(alive, 'job')} {'queued or running' if sub.executor == 'slurm' else 'running'}"
+        lines.append(line + f"; job logs in {printable(sub.log_folder)}")
+        if r.missing and alive == 0:
+            lines.append("no job is left to measure the runs without a result: rerun with --resume")
+    return "\n".join(lines)

@@ -10,12 +10,15 @@ headings, file names and links.
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import jsonschema
 
 from .errors import UsageError
 
 # How a run may be executed: this process, SLURM job arrays, or submitit's local executor.
-EXECUTORS = ("local", "slurm", "submitit-local")
+Executor = Literal["local", "slurm", "submitit-local"]
+EXECUTORS: tuple[str, ...] = get_args(Executor)
 NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 POLICY = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$"
 CELL_ID = r"^[A-Za-z0-9][A-Za-z0-9._+=-]{0,199}$"  # a file name with room for its temporaries (255 bytes)
@@ -34,14 +37,6 @@ SUITE = {"type": "object", "properties": {
     "labels": _strings, "command": _strings, "repeats": _count, "started": _str, "state": _str,
     "runs": {"type": "array", "items": {"type": "object", "properties": {
         "command": _strings, "started": _str, "finished": _opt(_str), "mode": _str, "cells": _count, "state": _str}}}}}
-
-# a results folder's .gcbench-jobs/submission.json (cluster.submit)
-SUBMISSION = {"type": "object", "required": ["executor", "run_id", "folder", "submitted", "arrays"],
-              "properties": {"executor": {"enum": list(EXECUTORS)}, "run_id": _str, "folder": _str, "submitted": _str,
-                             "arrays": {"type": "array", "items": {
-                                 "type": "object", "required": ["jobs", "cells"],
-                                 "properties": {"jobs": _strings,
-                                                "cells": {"type": "array", "items": _strings}}}}}}
 
 _counter = {"type": "object", "additionalProperties": _num}
 _census = {"type": "object", "required": ["total", "by_type", "by_package", "by_site"],

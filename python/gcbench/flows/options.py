@@ -10,6 +10,7 @@ import dataclasses
 import pathlib
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..core.schemas import Executor
 from ..measuring import diagnostic_run
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ class RunOptions:
     data: str | None = None  # the MNIST folder (None: $GCBENCH_MNIST, then the cache, else synthetic)
     resume: bool = False  # keep the ok results with the same settings, run the rest
     force: bool = False  # replace the results already there
-    executor: str = "local"  # local, slurm or submitit-local
+    executor: Executor = "local"  # this process, SLURM job arrays or submitit's local executor
     detach: bool = False  # with a scheduler: return once the jobs are submitted
     progress: bool = True  # progress bars (on a terminal)
     rebuild_envs: bool = False  # rebuild the environments instead of reusing them

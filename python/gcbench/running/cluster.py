@@ -16,10 +16,11 @@ import shutil
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import Any, ClassVar
 
-from ..core import files, machineload, schemas
+from ..core import files, machineload, records
 from ..core.errors import UsageError, printable
+from ..core.schemas import Executor
 from ..measuring import results
 from ..measuring.results import ResultDoc
 from . import runner
@@ -28,6 +29,71 @@ from .cluster_options import SlurmOptions
 JOBS_DIR = ".gcbench-jobs"  # inside the results folder: submitit's pickles and logs, and JOBS_FILE
 JOBS_FILE = "submission.json"
 POLL_S = 2.0
+
+
+@dataclasses.dataclass(frozen=True)
+class JobArray:
+    """One job array of a submission: its jobs' ids and, job by job, the cells each runs."""
+
+    jobs: list[str]
+    cells: list[list[str]]
+    round: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Submission:
+    """A results folder's latest submission to a scheduler, as JOBS_FILE keeps it."""
+
+    executor: Executor
+    run_id: str
+    folder: str  # the jobs' folder (absolute since the relative-path fix; older records hold it as given)
+    submitted: str
+    arrays: list[JobArray]
+    command: list[str] = dataclasses.field(default_factory=list)
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    cells: list[str] = dataclasses.field(default_factory=list)
+
+    def job_ids(self) -> list[str]:
+        return [j for a in self.arrays for j in a.jobs]
+
+
+@dataclasses.dataclass(frozen=True)
+class Submitted:
+    """A submission just made: its record, and submitit's handles on its jobs."""
+
+    record: Submission
+    jobs: list
+
+
+@dataclasses.dataclass(frozen=True)
+class ResultCounts:
+    ok: int = 0
+    failed: int = 0
+    unavailable: int = 0
+    missing: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class SubmissionStatus:
+    executor: str
+    submitted: str
+    jobs: int
+    measured_by_it: int
+    log_folder: str
+    queued_or_running: int | None  # None: squeue could not say
+
+
+@dataclasses.dataclass(frozen=True)
+class FolderStatus:
+    """What a results folder holds against its plan (`gcbench status`)."""
+
+    OMIT_NONE: ClassVar = ("submission",)
+
+    folder: str
+    state: str | None
+    planned: int
+    results: ResultCounts
+    submission: SubmissionStatus | None = None
 
 
 def _n(count: int, word: str) -> str:
@@ -102,7 +168,7 @@ class JobSpec:
     environments: dict | None
     resume: bool
     data_kind: str | None
-    executor: str  # slurm or submitit-local
+    executor: Executor  # slurm or submitit-local
     run_id: str = dataclasses.field(default_factory=runner.new_run_id)
 
 
@@ -176,7 +242,8 @@ def _jobs_folder(folder: pathlib.Path) -> bool:
     return made
 
 
-def submit(cells: list, spec: JobSpec, options: SlurmOptions, name: str, log, local_at_once: int | None = None) -> dict:
+def submit(cells: list, spec: JobSpec, options: SlurmOptions, name: str, log,
+           local_at_once: int | None = None) -> Submitted:
     """Submit one job array per round of `cells`, each job running its share with `spec`;
     write and return the submission record. On the local executor (whose jobs all start at
     once) the rounds form one array of `local_at_once` jobs, each running its share of the
@@ -200,7 +267,7 @@ def submit(cells: list, spec: JobSpec, options: SlurmOptions, name: str, log, lo
             with _quiet_children() if local else contextlib.nullcontext():
                 array = executor.map_array(functools.partial(run_job, spec), shares)
             jobs += array
-            arrays.append({"round": n, "jobs": [j.job_id for j in array], "cells": [[c.id for c in s] for s in shares]})
+            arrays.append(JobArray([j.job_id for j in array], [[c.id for c in s] for s in shares], n))
     except BaseException as e:
         cancel(jobs, log)
         if made and not jobs:  # nothing went out: leave no trace
@@ -209,14 +276,14 @@ def submit(cells: list, spec: JobSpec, options: SlurmOptions, name: str, log, lo
             raise
         said = str(e).strip()
         raise UsageError(f"submitting to {kind} failed: {said.splitlines()[-1] if said else repr(e)}") from None
-    record = {"executor": kind, "run_id": spec.run_id, "folder": str(folder), "command": spec.command, "options":
-              dataclasses.asdict(options), "cells": [c.id for c in cells], "arrays": arrays,
-              "submitted": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-    files.write_json(folder / JOBS_FILE, record)
+    record = Submission(kind, spec.run_id, str(folder),
+                        datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), arrays,
+                        spec.command, dataclasses.asdict(options), [c.id for c in cells])
+    files.write_json(folder / JOBS_FILE, records.to_json(record))
     ids = sorted(_arrays(j.job_id for j in jobs))
     log(f"gcbench: submitted {_n(len(jobs), 'job')} in {_n(len(arrays), 'array')} ({kind}: {options.describe()}); "
         f"job ids {', '.join(ids)}")
-    return {"record": record, "jobs": jobs}
+    return Submitted(record, jobs)
 
 
 def cancel(jobs: list, log) -> None:
@@ -250,12 +317,12 @@ def queued() -> dict[str, str] | None:
     return dict(line.split(None, 1) for line in out.stdout.splitlines() if len(line.split()) == 2)
 
 
-def wait(submission: dict, cells: list, out_dir: pathlib.Path, log, show_bars: bool) -> list[ResultDoc]:
+def wait(submission: Submitted, cells: list, out_dir: pathlib.Path, log, show_bars: bool) -> list[ResultDoc]:
     """Wait for the jobs, showing progress across the whole submission; then the results in
     plan order. A job that ended without measuring its cells leaves them failed (with
     where its log is), never an earlier ok result replaced. Ctrl-C cancels the jobs."""
-    jobs, record = submission["jobs"], submission["record"]
-    run_id = record["run_id"]
+    jobs, record = submission.jobs, submission.record
+    run_id = record.run_id
     seen: dict[str, float] = {}
     done_ids: set[str] = set()
     bar = None
@@ -355,14 +422,14 @@ def _all_gone(jobs, alive: dict | None) -> bool:
     return not _count_alive(alive, _arrays(j.job_id for j in jobs))
 
 
-def _collect(cells, out_dir, run_id, jobs, record, log) -> list[ResultDoc]:
+def _collect(cells, out_dir, run_id, jobs, record: Submission, log) -> list[ResultDoc]:
     handled: dict[str, str] = {}  # cells a job that ended normally measured, kept (--resume) or recorded: status
     for j in jobs:
         outcome, err = _job_outcome(j)
         if err:
             log(f"gcbench: job {j.job_id} failed: {err}")
         handled.update(outcome or {})
-    job_of = {cid: r["jobs"][k] for r in record["arrays"] for k, share in enumerate(r["cells"]) for cid in share}
+    job_of = {cid: a.jobs[k] for a in record.arrays for k, share in enumerate(a.cells) for cid in share}
     docs: list[ResultDoc] = []
     missing = 0
     for c in cells:
@@ -377,8 +444,8 @@ def _collect(cells, out_dir, run_id, jobs, record, log) -> list[ResultDoc]:
             docs.append(old)
             continue
         missing += 1
-        reason = (f"its {record['executor']} job {job_of.get(c.id, '?')} ended without a result for it (died, "
-                  f"cancelled, preempted or out of time; its log is in {record['folder']}); --resume runs it again")
+        reason = (f"its {record.executor} job {job_of.get(c.id, '?')} ended without a result for it (died, "
+                  f"cancelled, preempted or out of time; its log is in {record.folder}); --resume runs it again")
         docs.append(runner.keep(results.new(c, "failed", reason), old, out_file, c.label, log))
     if missing:
         log(f"gcbench: {_n(missing, 'run')} without a result from its job; `--resume` runs them again")
@@ -396,27 +463,25 @@ def _job_outcome(job) -> tuple[dict | None, str | None]:
         return None, text[-1] if text else repr(e)
 
 
-def read_submission(out_dir: pathlib.Path) -> dict | None:
+def read_submission(out_dir: pathlib.Path) -> Submission | None:
     """The record of the folder's latest submission to a scheduler, or None; a record that
     is not one is refused in one line."""
     path = out_dir / JOBS_DIR / JOBS_FILE
     if not path.is_file():
         return None
-    doc = files.read_json(path, "submission record")
-    schemas.check(doc, schemas.SUBMISSION, str(path))
-    return doc
+    return records.from_json(files.read_json(path, "submission record"), Submission, str(path))
 
 
-def live_jobs(sub: dict) -> int | None:
+def live_jobs(sub: Submission) -> int | None:
     """How many jobs of a submission are still queued or running: for SLURM those squeue
     lists (None where it cannot say); for submitit-local, whose job ids are the process ids
     of its job controllers, those whose controller process still runs."""
-    if sub["executor"] == "submitit-local":
-        return sum(1 for a in sub["arrays"] for j in a["jobs"] if _local_job_alive(str(j), sub["folder"]))
-    if sub["executor"] != "slurm":
+    if sub.executor == "submitit-local":
+        return sum(1 for j in sub.job_ids() if _local_job_alive(j, sub.folder))
+    if sub.executor != "slurm":
         return None
     alive = queued()
-    return None if alive is None else _count_alive(alive, _submitted_arrays(sub))
+    return None if alive is None else _count_alive(alive, _arrays(sub.job_ids()))
 
 
 def _local_job_alive(job_id: str, folder: str) -> bool:
@@ -437,23 +502,19 @@ def _local_job_alive(job_id: str, folder: str) -> bool:
     return any(arg == target or arg.endswith(tail) for arg in cmdline)
 
 
-def _submitted_arrays(sub: dict) -> set[str]:
-    return _arrays(j for a in sub["arrays"] for j in a["jobs"])
-
-
 def check_no_live_jobs(out_dir: pathlib.Path) -> None:
     """Refuse to run into a folder whose submitted jobs are still queued or running: both
     would write the same cells."""
     sub = read_submission(out_dir)
     n = live_jobs(sub) if sub else None
     if sub and n:
-        ids = " ".join(sorted(_submitted_arrays(sub)))
-        how = f"scancel {ids}" if sub["executor"] == "slurm" else f"kill {ids}"
-        raise UsageError(f"{printable(out_dir)}: {n} jobs of its submission of {sub['submitted']} are still queued or "
+        ids = " ".join(sorted(_arrays(sub.job_ids())))
+        how = f"scancel {ids}" if sub.executor == "slurm" else f"kill {ids}"
+        raise UsageError(f"{printable(out_dir)}: {n} jobs of its submission of {sub.submitted} are still queued or "
                          f"running; wait for them (`gcbench status {printable(out_dir)}`) or cancel them ({how})")
 
 
-def status(out_dir: pathlib.Path) -> dict:
+def status(out_dir: pathlib.Path) -> FolderStatus:
     """What a results folder holds against its plan and, when it was submitted to a
     scheduler, which of its jobs are still queued or running."""
     plan = results.read_plan(out_dir)
@@ -464,18 +525,17 @@ def status(out_dir: pathlib.Path) -> dict:
     for cid in planned:
         doc = runner.existing(out_dir / f"{cid}.json")
         counts["missing" if doc is None else doc["status"]] += 1
-        if sub and doc is not None and results.run_id(doc) == sub["run_id"]:
+        if sub and doc is not None and results.run_id(doc) == sub.run_id:
             this_submission += 1
-    out: dict[str, Any] = {"folder": str(out_dir), "state": plan.get("state"), "planned": len(planned),
-                           "results": counts}
+    state = plan.get("state")
+    submission = None
     if sub:
         alive = live_jobs(sub)
-        out["submission"] = {"executor": sub["executor"], "submitted": sub["submitted"],
-                             "jobs": sum(len(a["jobs"]) for a in sub["arrays"]),
-                             "measured_by_it": this_submission, "log_folder": sub["folder"], "queued_or_running": alive}
-        if plan.get("state") == "submitted" and alive == 0:  # a detached plan whose jobs have all ended
-            out["state"] = _mark_ended(out_dir, plan)
-    return out
+        submission = SubmissionStatus(sub.executor, sub.submitted, len(sub.job_ids()), this_submission, sub.folder,
+                                      alive)
+        if state == "submitted" and alive == 0:  # a detached plan whose jobs have all ended
+            state = _mark_ended(out_dir, plan)
+    return FolderStatus(str(out_dir), state, len(planned), ResultCounts(**counts), submission)
 
 
 def _mark_ended(out_dir: pathlib.Path, plan: dict) -> str:
@@ -487,24 +547,3 @@ def _mark_ended(out_dir: pathlib.Path, plan: dict) -> str:
     except UsageError:
         pass
     return "finished"
-
-
-def describe_status(st: dict) -> str:
-    r = st["results"]
-    lines = [
-        f"{printable(st['folder'])}: {_n(st['planned'], 'run')} planned (plan {st['state'] or 'without a state'}): "
-        f"{r['ok']} ok, {r['failed']} failed, {r['unavailable']} unavailable, {r['missing']} without a result"
-    ]
-    sub = st.get("submission")
-    if sub:
-        line = (f"submitted {sub['submitted']} through {sub['executor']}: {_n(sub['jobs'], 'job')}; "
-                f"{_n(sub['measured_by_it'], 'run')} measured by them so far")
-        alive = sub.get("queued_or_running", "unknown")
-        if alive is None:
-            line += "; squeue could not say which jobs are alive"
-        elif alive != "unknown":
-            line += f"; {_n(alive, 'job')} {'queued or running' if sub['executor'] == 'slurm' else 'running'}"
-        lines.append(line + f"; job logs in {printable(sub['log_folder'])}")
-        if r["missing"] and alive == 0:
-            lines.append("no job is left to measure the runs without a result: rerun with --resume")
-    return "\n".join(lines)

@@ -22,7 +22,7 @@ import filelock
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
-from ..core import files
+from ..core import files, records
 from ..core.errors import UsageError
 from ..core.paths import user_cache
 from ..measuring.envspec import VERSION_REQUEST, EnvSpec, normalize, requirement_name
@@ -48,7 +48,16 @@ class Interpreter:
     version: str
 
 
-def _probe(path: str) -> dict | None:
+@dataclasses.dataclass(frozen=True)
+class _Probed:
+    """What an interpreter says of itself (_PROBE)."""
+
+    version: str
+    executable: str
+    venv: bool  # whether it has the venv module
+
+
+def _probe(path: str) -> _Probed | None:
     try:
         out = subprocess.run([path, "-c", _PROBE], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
@@ -56,8 +65,8 @@ def _probe(path: str) -> dict | None:
     if out.returncode != 0:
         return None
     try:
-        return json.loads(out.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+        return records.from_json(json.loads(out.stdout.strip().splitlines()[-1]), _Probed, path)
+    except (ValueError, IndexError, UsageError):
         return None
 
 
@@ -83,14 +92,14 @@ def find_interpreter(request: str | None) -> Interpreter:
     `python3.12` on PATH and under pyenv, a command name, or a path. None: this one."""
     if request is None:
         info = _probe(sys.executable)
-        return Interpreter(info["executable"] if info else sys.executable,
-                           info["version"] if info else ".".join(map(str, sys.version_info[:3])))
+        return Interpreter(info.executable, info.version) if info else \
+            Interpreter(sys.executable, ".".join(map(str, sys.version_info[:3])))
     if VERSION_REQUEST.match(request):
         minor = ".".join(request.split(".")[:2])
         candidates = [c for c in [shutil.which(f"python{minor}")] if c] + _pyenv_candidates(minor)
         for candidate in candidates:
             info = _probe(candidate)
-            if info and (info["version"] == request or info["version"].startswith(request + ".")):
+            if info and (info.version == request or info.version.startswith(request + ".")):
                 return _usable(info, request)
         where = f"python{minor} on PATH and under {pathlib.Path(os.environ.get('PYENV_ROOT') or '~/.pyenv')}/versions"
         tried = f" (tried {', '.join(candidates)})" if candidates else ""
@@ -106,12 +115,12 @@ def find_interpreter(request: str | None) -> Interpreter:
     return _usable(info, request)
 
 
-def _usable(info: dict, request: str) -> Interpreter:
-    if not info["venv"]:
-        raise EnvUnavailable(f"python={request} ({info['executable']}) has no venv module")
-    if version_key(info["version"]) < version_key("3.10"):
-        raise EnvUnavailable(f"python={request} is Python {info['version']}; gcbench needs 3.10 or newer")
-    return Interpreter(info["executable"], info["version"])
+def _usable(info: _Probed, request: str) -> Interpreter:
+    if not info.venv:
+        raise EnvUnavailable(f"python={request} ({info.executable}) has no venv module")
+    if version_key(info.version) < version_key("3.10"):
+        raise EnvUnavailable(f"python={request} is Python {info.version}; gcbench needs 3.10 or newer")
+    return Interpreter(info.executable, info.version)
 
 
 # -- what goes into an environment ----------------------------------------------------------
@@ -288,12 +297,29 @@ def _run_in(cmd: list[str], log_file, env: dict, on_line, timeout: float) -> tup
     return proc.returncode, "".join(out)
 
 
-def _read_marker(folder: pathlib.Path) -> dict | None:
+@dataclasses.dataclass(frozen=True)
+class Marker:
+    """An environment folder's MARKER, written last: what was built there, and when."""
+
+    layout: int
+    spec: str
+    python: str  # its version
+    requirements: list[str]
+    packages: dict[str, str]
+    site_packages: str
+    built: str
+    interpreter: str = ""  # what it was made from
+    installer: str = ""
+
+
+def _read_marker(folder: pathlib.Path) -> Marker | None:
+    """The folder's marker, or None where the environment is unfinished, of an older layout
+    or unreadable: then it is rebuilt."""
     try:
-        marker = json.loads((folder / MARKER).read_text())
-    except (OSError, ValueError):
+        marker = records.from_json(json.loads((folder / MARKER).read_text()), Marker, str(folder / MARKER))
+    except (OSError, ValueError, UsageError):
         return None
-    if marker.get("layout") != LAYOUT or not _venv_python(folder).exists():
+    if marker.layout != LAYOUT or not _venv_python(folder).exists():
         return None
     return marker
 
@@ -310,9 +336,9 @@ def ensure(spec: EnvSpec, distributions: list[str], rebuild: bool = False, statu
     with filelock.FileLock(folder.parent / (folder.name + ".lock")):  # another gcbench building it: wait
         marker = None if rebuild else _read_marker(folder)
         if marker is not None:
-            _link_gcbench(folder, marker["site_packages"])  # the running gcbench, wherever it lives now
-            return Environment(spec, folder, str(_venv_python(folder)), marker["python"], marker["requirements"],
-                               marker["packages"], reused=True)
+            _link_gcbench(folder, marker.site_packages)  # the running gcbench, wherever it lives now
+            return Environment(spec, folder, str(_venv_python(folder)), marker.python, marker.requirements,
+                               marker.packages, reused=True)
         return _build(spec, interpreter, reqs, folder, status)
 
 
@@ -349,19 +375,25 @@ def _build(spec: EnvSpec, interpreter: Interpreter, reqs: list[str], folder: pat
             code, out = _run([python, "-c", _INVENTORY], log)
             if code != 0:
                 raise EnvUnavailable(f"gcbench does not import in the new environment: {out.strip().splitlines()[-1]}")
-            inventory = json.loads(out.strip().splitlines()[-1])
-            inventory["packages"] = {normalize(k): v for k, v in sorted(inventory["packages"].items())}
+            inventory = records.from_json(json.loads(out.strip().splitlines()[-1]), _Inventory, "the new environment")
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
-    marker = {"layout": LAYOUT, "spec": spec.text, "interpreter": interpreter.path, "python": inventory["python"],
-              "installer": installer.name,
-              "requirements": reqs, "packages": inventory["packages"], "site_packages": site_packages,
-              "built": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    packages = {normalize(k): v for k, v in sorted(inventory.packages.items())}
+    marker = Marker(LAYOUT, spec.text, inventory.python, reqs, packages, site_packages,
+                    time.strftime("%Y-%m-%dT%H:%M:%S%z"), interpreter.path, installer.name)
     tmp = folder / (MARKER + ".tmp")
-    tmp.write_text(json.dumps(marker, indent=1))
+    tmp.write_text(json.dumps(records.to_json(marker), indent=1))
     pathlib.Path(tmp).replace(folder / MARKER)  # last: from now on the environment counts as built
-    return Environment(spec, folder, str(_venv_python(folder)), inventory["python"], reqs, inventory["packages"])
+    return Environment(spec, folder, str(_venv_python(folder)), inventory.python, reqs, packages)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Inventory:
+    """What the new environment says it holds (_INVENTORY)."""
+
+    python: str
+    packages: dict[str, str]
 
 
 _INVENTORY = ("import importlib.metadata as m, json, platform, gcbench; "
@@ -415,19 +447,21 @@ def build_all(specs: list[EnvSpec], distributions: list[str], rebuild: bool = Fa
 _SHOWN = ("jax", "jaxlib", "equinox", "flax", "optax")
 
 
-def cached() -> list[dict]:
-    """The environments in the cache: folder, spec, Python, size in bytes, built date."""
+@dataclasses.dataclass(frozen=True)
+class Cached:
+    """An environment folder in the cache; `marker` None: unfinished (rebuilt when next used)."""
+
+    folder: pathlib.Path
+    bytes: int
+    marker: Marker | None
+
+
+def cached() -> list[Cached]:
+    """The environment folders in the cache, with their size and what was built there."""
     root = envs_root()
-    out = []
-    for folder in sorted(root.iterdir()) if root.is_dir() else []:
-        if not folder.is_dir():
-            continue
-        marker = _read_marker(folder)
-        size = sum(p.lstat().st_size for p in folder.rglob("*") if not p.is_symlink())
-        out.append({"folder": folder, "spec": marker["spec"] if marker else None,
-                    "python": marker["python"] if marker else None, "bytes": size,
-                    "built": marker["built"] if marker else None})
-    return out
+    return [Cached(folder, sum(p.lstat().st_size for p in folder.rglob("*") if not p.is_symlink()),
+                   _read_marker(folder))
+            for folder in (sorted(root.iterdir()) if root.is_dir() else []) if folder.is_dir()]
 
 
 def remove_all() -> int:

@@ -6,6 +6,7 @@ How it works, and why: docs/internals.md, `gcbench.measuring.backends.julia_brid
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import importlib.resources
 import importlib.util
@@ -254,23 +255,16 @@ class JuliaTrainer:
                    cell.loss_every, cell.bookkeeping)
         if "refused" in raw:
             return {"refused": str(raw["refused"])}
-        fields = julia_layout.result_fields(raw)
-        fields["warmup"]["traces"] = {}
-        fields["warmup"]["build_ns"] = build_ns
-        self.julia_facts = {"julia": str(raw["julia_version"]), "julia_threads": int(raw["julia_threads"]),
-                            "julia_optimize": int(raw["julia_optimize"]),
-                            "julia_packages": {str(k): str(v) for k, v in raw["julia_packages"].items()},
-                            "julia_extensions": [str(x) for x in raw["julia_extensions"]]}
+        run = julia_layout.JuliaRun.read(raw)
+        fields = julia_layout.result_fields(run)
+        fields["warmup"].update(traces={}, build_ns=build_ns)
+        self.julia_facts = run.facts()
         return fields
 
     def explain_allocs(self, first_step: int, steps: int, sample_rate: float, bookkeeping: str = "none") -> dict:
         """Sampled allocations of `steps` steps by type, package and site (Profile.Allocs)."""
         raw = call("explain_allocs", self._trainer, first_step, steps, sample_rate, bookkeeping)
-        def table(d):
-            return {str(k): [int(v[0]), int(v[1])] for k, v in d.items()}
-        return {"samples": int(raw["samples"]), "sample_rate": float(raw["sample_rate"]), "steps": int(raw["steps"]),
-                "by_type": table(raw["by_type"]), "by_package": table(raw["by_package"]),
-                "by_site": table(raw["by_site"])}
+        return dataclasses.asdict(julia_layout.JuliaAllocTables.read(raw))
 
     def param_count(self) -> int:
         return int(call("param_count", self._trainer))

@@ -12,7 +12,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -110,33 +113,116 @@ def _ints(x) -> list[int]:
     return np.asarray(x, dtype=np.int64).tolist()
 
 
-def result_fields(raw) -> dict:
-    """The result schema's fields from the Dict that `GCBench.run!` returns.
+Ints: TypeAlias = np.ndarray  # int64, one per step
+Floats: TypeAlias = np.ndarray
+# How each kind of field (by its annotation) is read from the value juliacall hands over;
+# its arrays are views of Julia's, its Dicts and Vectors Python mappings and sequences.
+_READ: dict[str, Callable[[Any], Any]] = {
+    "Ints": lambda v: np.asarray(v, np.int64),
+    "Floats": lambda v: np.asarray(v, np.float64),
+    "int": int,
+    "float": float,
+    "str": str,
+    "dict[str, str]": lambda d: {str(k): str(v) for k, v in d.items()},
+    "list[str]": lambda xs: [str(x) for x in xs],
+    "dict[str, list[int]]": lambda d: {str(k): [int(v[0]), int(v[1])] for k, v in d.items()},  # [count, bytes]
+}
+
+
+def _read(cls, raw, function: str):
+    """`raw` (the Dict Julia's `function` returned) as a `cls` record, each field converted by
+    its annotation; a key Julia left out is named (julia/ and this file disagree)."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    missing = [k for k in names if k not in raw]
+    if missing:
+        raise ValueError(f"GCBench.{function} returned no {', '.join(missing)}")
+    return cls(**{f.name: _READ[str(f.type)](raw[f.name]) for f in dataclasses.fields(cls)})
+
+
+@dataclasses.dataclass(frozen=True)
+class JuliaRun:
+    """What `GCBench.run!` returns (julia/run.jl), key by key: the warm-up's and the timed
+    steps' vectors, the sampled losses, and the Julia that ran them."""
+
+    warmup_wall_ns: Ints
+    warmup_gc_ns: Ints
+    warmup_gc_full: Ints
+    warmup_gc_pauses: Ints
+    warmup_alloc_bytes: Ints
+    warmup_loss: float
+    wall_ns: Ints
+    gc_ns: Ints
+    gc_full: Ints
+    gc_pauses: Ints
+    alloc_bytes: Ints
+    loss_steps: Ints
+    loss_values: Floats
+    bookkeeping_entries: int
+    julia_version: str
+    julia_threads: int
+    julia_optimize: int
+    julia_packages: dict[str, str]
+    julia_extensions: list[str]
+
+    @classmethod
+    def read(cls, raw) -> JuliaRun:
+        return _read(cls, raw, "run!")
+
+    def facts(self) -> dict[str, Any]:
+        """The Julia it ran on, as a result's metadata records it."""
+        return {"julia": self.julia_version, "julia_threads": self.julia_threads,
+                "julia_optimize": self.julia_optimize, "julia_packages": self.julia_packages,
+                "julia_extensions": self.julia_extensions}
+
+
+@dataclasses.dataclass(frozen=True)
+class JuliaAllocTables:
+    """What `GCBench.explain_allocs` returns (julia/explain.jl): sampled allocations as
+    [count, bytes] by type, package and site."""
+
+    samples: int
+    sample_rate: float
+    steps: int
+    by_type: dict[str, list[int]]
+    by_package: dict[str, list[int]]
+    by_site: dict[str, list[int]]
+
+    @classmethod
+    def read(cls, raw) -> JuliaAllocTables:
+        return _read(cls, raw, "explain_allocs")
+
+
+
+def _collections(pauses: np.ndarray, full: np.ndarray) -> list[list[int]]:
+    """Per step [incremental, full]: the pauses less the full ones, never below zero."""
+    return np.stack([np.clip(pauses - full, 0, None), full], axis=1).tolist()
+
+
+def result_fields(run: JuliaRun) -> dict:
+    """The result schema's fields from what `GCBench.run!` returned.
 
     Julia has two kinds of collection: incremental (young) and full. `gc_collections` per
     step is [incremental, full] (pauses less full ones, never below zero); `gc_full`
     repeats the full count so that statistics find full collections the same way for every
     backend. Raises `ValueError` when the losses are not batch means (see MAX_MEAN_LOSS).
     """
-    pauses, full = np.asarray(raw["gc_pauses"], np.int64), np.asarray(raw["gc_full"], np.int64)
-    wpauses, wfull = np.asarray(raw["warmup_gc_pauses"], np.int64), np.asarray(raw["warmup_gc_full"], np.int64)
-    losses = [float(raw["warmup_loss"]), *np.asarray(raw["loss_values"], float).tolist()]
+    losses = [run.warmup_loss, *run.loss_values.tolist()]
     if max(losses) > MAX_MEAN_LOSS:
         raise ValueError(f"loss {max(losses):.3g} is above {MAX_MEAN_LOSS:.3g}: a loss summed over the batch, "
                          "not its mean")
     return {
-        "wall_ns": _ints(raw["wall_ns"]),
-        "gc_ns": _ints(raw["gc_ns"]),
-        "gc_collections": np.stack([np.clip(pauses - full, 0, None), full], axis=1).tolist(),
-        "gc_full": full.tolist(),
-        "alloc_bytes": _ints(raw["alloc_bytes"]),
-        "loss": {"step": _ints(raw["loss_steps"]), "value": losses[1:]},
+        "wall_ns": _ints(run.wall_ns),
+        "gc_ns": _ints(run.gc_ns),
+        "gc_collections": _collections(run.gc_pauses, run.gc_full),
+        "gc_full": _ints(run.gc_full),
+        "alloc_bytes": _ints(run.alloc_bytes),
+        "loss": {"step": _ints(run.loss_steps), "value": losses[1:]},
         "warmup": {
-            "wall_ns": _ints(raw["warmup_wall_ns"]),
-            "gc_ns": _ints(raw["warmup_gc_ns"]),
-            "gc_collections": np.stack([np.clip(wpauses - wfull, 0, None), wfull], axis=1).tolist(),
-            "alloc_bytes": _ints(raw["warmup_alloc_bytes"]),
+            "wall_ns": _ints(run.warmup_wall_ns),
+            "gc_ns": _ints(run.warmup_gc_ns),
+            "gc_collections": _collections(run.warmup_gc_pauses, run.warmup_gc_full),
+            "alloc_bytes": _ints(run.warmup_alloc_bytes),
             "loss": losses[0],
         },
-        "probe": {"bookkeeping_entries": int(raw["bookkeeping_entries"])},
+        "probe": {"bookkeeping_entries": run.bookkeeping_entries},
     }
