@@ -250,8 +250,8 @@ def test_a_job_that_died_leaves_its_cells_failed_and_keeps_an_earlier_ok_result(
                   networks={"mlp": 2}, steps=20, warmup=1).cells()
     kept = results.load(out / f"{cells[0].id}.json")  # an ok result from an earlier run stays
     results.write(kept, folder / f"{cells[0].id}.json")
-    record = {"executor": "slurm", "run_id": "new", "folder": str(folder / cluster.JOBS_DIR),
-              "arrays": [{"round": 1, "jobs": ["7_0", "7_1"], "cells": [[cells[0].id], [cells[1].id]]}]}
+    record = cluster.Submission("slurm", "new", str(folder / cluster.JOBS_DIR), "2026-11-25T10:00:00+00:00",
+                                [cluster.JobArray(["7_0", "7_1"], [[cells[0].id], [cells[1].id]], 1)])
     said = []
     docs = cluster._collect(cells, folder, "new", [_DeadJob(folder, "7_0"), _DeadJob(folder, "7_1")], record,
                             said.append)

@@ -31,15 +31,40 @@ def test_a_diagnosis_reads_into_its_record_and_writes_back_the_same():
     assert back["promoted"]["by_user_site"] == {}  # what it did not write: the record's default
 
 
+CELL = {"backend": "jax", "workload": "mlp", "policy": "default"}
+
+
 def test_what_an_older_file_lacks_is_filled_and_a_wrong_type_is_one_line():
-    expl = records.from_json({"label": "jax/mlp/default", "cell": {"backend": "jax"}}, er.Explanation, "old.json")
+    expl = records.from_json({"label": "jax/mlp/default", "cell": CELL}, er.Explanation, "old.json")
     assert (expl.recommendations, expl.python, expl.bookkeeping) == ([], None, "none")
     assert "python" not in records.to_json(expl)  # named in OMIT_NONE: left out where None, as files had it
     assert records.to_json(expl)["environment"] is None
     with pytest.raises(UsageError, match=r"^old\.json: Expected `int`, got `str` - at `\$\.collected`$"):
-        records.from_json({"label": "x", "cell": {}, "collected": "many"}, er.Explanation, "old.json")
+        records.from_json({"label": "x", "cell": CELL, "collected": "many"}, er.Explanation, "old.json")
     with pytest.raises(UsageError, match=r"^old\.json: .*`label`"):
-        records.from_json({"cell": {}}, er.Explanation, "old.json")
+        records.from_json({"cell": CELL}, er.Explanation, "old.json")
+
+
+@pytest.mark.parametrize(("damage", "said"), [
+    ({"cell": {**CELL, "backend": "<script>"}}, r"cell\.backend: '<script>' is not a plain name"),
+    ({"cell": {**CELL, "policy": None}}, r"cell\.policy: None is not a plain name"),
+    ({"python": {"oldest": [[1, 2, 3]]}}, r"Expected `array` of length <= 2 - at `\$\[0\]\.python\.oldest\[0\]`"),
+    ({}, r"explanation 0 \(x\) holds neither a Python diagnosis .* nor Julia's allocations"),
+])
+def test_an_explanation_that_could_inject_or_says_nothing_is_one_line(tmp_path, damage, said):
+    """explain.json is described by its records alone: a cell name that would become markup in
+    a report, a malformed sample and an explanation with nothing in it are one line naming
+    the file (as the JSON Schema it replaced refused them)."""
+    from gcbench.analysing import gc_causes
+
+    raw = json.loads(json.dumps(diagnose.diagnose(lambda i: [[] for _ in range(5)], 5)))
+    entry = {"label": "x", "cell": CELL, **damage}
+    if "python" in damage:
+        entry.update(python={**raw, **damage["python"]}, full_interval=None)
+    (tmp_path / gc_causes.FILE).write_text(json.dumps({"format": gc_causes.FORMAT, "schema_version": 1,
+                                                       "explanations": [entry]}))
+    with pytest.raises(UsageError, match=rf"^{re.escape(str(tmp_path / gc_causes.FILE))}: .*{said}"):
+        gc_causes.load(tmp_path)
 
 
 def test_to_json_leaves_out_only_the_nones_a_record_names():

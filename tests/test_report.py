@@ -195,7 +195,7 @@ def test_report_cli_errors(tmp_path):
 
 @pytest.mark.parametrize(("name", "content", "message"), [
     ("suite.json", b"{not json", "suite.json: not a valid"),
-    ("suite.json", b'{"cells": 5}', "suite.json: field cells: 5 is not of type 'array'"),
+    ("suite.json", b'{"cells": 5}', "suite.json: Expected `array`, got `int` - at `$.cells`"),
     ("memory.json", b'{"format": "gcbench-memory", "schema_version": 1, "cases": [{"kind": "gather"}]}',
      "malformed case"),
     ("bisect.json", b'{"rows": 3}', "not a gcbench bisect table"),
@@ -250,6 +250,7 @@ def test_every_committed_report_carries_its_raw_results_under_5_mb():
 
 def test_environments_are_listed_in_natural_order_within_a_cell():
     """py3.9 before py3.10, equinox 0.13.9 before 0.13.10, whatever order the shuffled rounds ran them in."""
+    from gcbench.measuring.plans import Plan
     from gcbench.publishing.report import _in_order
 
     def doc(backend, env, repeat=0):
@@ -258,7 +259,7 @@ def test_environments_are_listed_in_natural_order_within_a_cell():
 
     envs_ran = ["py3.10", "py3.9 equinox==0.13.10", "py3.9", "py3.9 equinox==0.13.9"]
     docs = [doc("nnx", e) for e in envs_ran] + [doc("jax", "py3.10", 1), doc("jax", "py3.10", 0)]
-    plan = {"cells": [d["cell"] for d in docs]}
+    plan = Plan(cells=[d["cell"] for d in docs])
     ordered = [(d["backend"], d["environment"]["name"], d["repeat"]) for d in _in_order(docs, plan)]
     assert ordered == [("nnx", "py3.9", 0), ("nnx", "py3.9 equinox==0.13.9", 0), ("nnx", "py3.9 equinox==0.13.10", 0),
                        ("nnx", "py3.10", 0), ("jax", "py3.10", 0), ("jax", "py3.10", 1)]

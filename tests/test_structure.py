@@ -145,6 +145,44 @@ def test_no_flow_reads_a_command_line():
         assert "args" not in names, path.name
 
 
+def test_flows_name_options_and_commands_word_them_as_flags():
+    """A flow's refusal names an option by `errors.option(name)`, never by its flag: no
+    string under flows/ holds `--word`, every option a flow names is a flag of some command,
+    and the CLI words it so while a library caller reads the option's name."""
+    from gcbench import cli
+    from gcbench.core.errors import UsageError, option
+
+    named = set()
+    for path in (ROOT / "flows").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        texts = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                 and n not in _docstrings(tree)]
+        assert not [t for t in texts if re.search(r"(^|[\s(`])--[a-z]", t)], path.name
+        named |= {n.args[0].value for n in ast.walk(tree) if isinstance(n, ast.Call)
+                  and getattr(n.func, "id", None) == "option"}
+    assert {"out", "resume", "force", "detach", "batch_size"} <= named
+    flags = {s for action in _all_actions(cli.build_parser()) for s in action.option_strings}
+    assert {cli.flag(name) for name in named} <= flags
+    e = UsageError(f"{option('batch_size')} needs {option('out')} in C:/a{{b}}\0x")
+    assert str(e) == "`batch_size` needs `out` in C:/a{b}\0x"
+    assert e.worded(cli.flag) == "--batch-size needs --out in C:/a{b}\0x"
+
+
+def _docstrings(tree) -> set:
+    return {n.body[0].value for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef))
+            and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+
+
+def _all_actions(parser):
+    import argparse
+
+    for action in parser._actions:
+        yield action
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _all_actions(sub)
+
+
 def _imports(path: pathlib.Path) -> set[str]:
     tree = ast.parse(path.read_text())
     return {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names} | \

@@ -132,6 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+def flag(option: str) -> str:
+    """The command-line flag of a flow's option (`batch_size`: `--batch-size`), as errors name it."""
+    return "--" + option.replace("_", "-")
+
+
 def _main(argv: list[str] | None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a path or title that is not UTF-8 is shown, not a crash
         if hasattr(stream, "reconfigure"):
@@ -142,7 +147,7 @@ def _main(argv: list[str] | None) -> int:
         args = _parse(sys.argv[1:] if argv is None else list(argv))
         return args.main(args)
     except UsageError as e:
-        print(f"gcbench: error: {printable(e)}", file=sys.stderr)
+        print(f"gcbench: error: {printable(e.worded(flag))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

@@ -732,8 +732,8 @@ def settings_differ(docs_a: list[ResultDoc], docs_b: list[ResultDoc]) -> list[st
     """The settings two cells differ in, as 'networks 200 in A, 50 in B'."""
     out = []
     for name, get in SETTINGS:
-        va = {json_key(get(d)) for d in docs_a if d["status"] == "ok"}
-        vb = {json_key(get(d)) for d in docs_b if d["status"] == "ok"}
+        va = {json_key(get(d)) for d in results.ok(docs_a)}
+        vb = {json_key(get(d)) for d in results.ok(docs_b)}
         if va and vb and va != vb:
             out.append(f"{name} {', '.join(sorted(va))} in A, {', '.join(sorted(vb))} in B")
     return out

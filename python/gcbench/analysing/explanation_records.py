@@ -1,15 +1,23 @@
 """The records an explanation is made of (`gc_causes`): what a diagnostic run recorded and
-what is derived from it, typed and read by attribute. explain.json and a diagnostic run's
-raw document are read into them with `core.records.from_json` (re-exported here with
-`to_json`)."""
+what is derived from it, typed and read by attribute. They are explain.json's one
+description: `core.records.from_json` (re-exported here with `to_json`) checks a stored
+document against their types and constraints as it reads it."""
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import field
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
+from msgspec import Meta
+
+from ..core import schemas
 from ..core.records import from_json, to_json
+
+Pair = Annotated[list[int], Meta(min_length=2, max_length=2)]
+# the names of an explained cell that reach a report's headings and links: plain names only
+_CELL_NAMES = {"backend": schemas.NAME, "workload": schemas.NAME, "policy": schemas.POLICY}
 
 
 @dataclasses.dataclass
@@ -89,7 +97,7 @@ class PythonDiagnosis:
     promoted_per_step: list[float]
     scanned: Scanned
     garbage: Census
-    oldest: list[list[int]]  # (step, objects in the oldest generation) samples
+    oldest: list[Pair]  # (step, objects in the oldest generation) samples
     full_steps: list[int]
     gen1_collections: int
     thresholds: list[int]
@@ -152,7 +160,7 @@ class Explanation:
     cell: dict[str, Any]  # the cell's spec (backend, workload, policy, bookkeeping, ...)
     note: str = ""
     python_version: str | None = None
-    packages: dict[str, str] = field(default_factory=dict)
+    packages: dict[str, str | None] = field(default_factory=dict)
     environment: str | None = None  # a user's loop: its variant
     python: PythonDiagnosis | None = None
     julia: JuliaAllocs | None = None
@@ -166,6 +174,16 @@ class Explanation:
     collected: int = 0
     uncollectable: int = 0
     recommendations: list[Recommendation] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        """The cell's names are plain names (they become a report's headings and links), and
+        its bookkeeping a text where given."""
+        for key, pattern in _CELL_NAMES.items():
+            value = self.cell.get(key)
+            if not isinstance(value, str) or not re.match(pattern, value):
+                raise ValueError(f"cell.{key}: {value!r} is not a plain name")
+        if not isinstance(self.cell.get("bookkeeping") or "", str):
+            raise ValueError(f"cell.bookkeeping: {self.cell.get('bookkeeping')!r} is not a text")
 
     @property
     def backend(self) -> str:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core import files, schemas
-from ..core.errors import UsageError
+from ..core import files
+from ..core.errors import UsageError, printable
 from ..measuring import diagnose, results
 from ..measuring.diagnostic_run import DISTURBED, RAW_FORMAT
 from ..measuring.results import ResultDoc
@@ -389,11 +389,14 @@ def load(folder) -> list[Explanation] | None:
     if not isinstance(doc.get("explanations"), list) \
             or not all(isinstance(e, dict) and isinstance(e.get("label"), str) for e in doc.get("explanations", [])):
         raise UsageError(f"{path}: not a gcbench explain document")
-    schemas.check(doc, schemas.EXPLAIN, str(path))
     for e in doc.get("explanations", []):  # older files kept the counts by generation's name: {"0": 730, ...}
         if isinstance(e.get("counts"), dict):
             e["counts"] = [e["counts"].get(str(g), 0) for g in range(3)]
     explanations: list[Explanation] = records.from_json(doc.get("explanations"), list[Explanation], str(path))
+    for n, e in enumerate(explanations):
+        if e.julia is None and (e.python is None or e.full_interval is None):
+            raise UsageError(f"{path}: explanation {n} ({printable(e.label)}) holds neither a Python diagnosis with "
+                             "its full-collection interval nor Julia's allocations")
     for e in explanations:  # older files kept the environment in the label too: it is apart
         if e.environment:
             e.label = e.label.removesuffix(f" [{e.environment}]")

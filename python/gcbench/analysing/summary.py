@@ -372,7 +372,7 @@ def replacements(cells: list, docs: list[ResultDoc], planned: int) -> list:
     done = {d["cell"]: d for d in docs}
     out = []
     for group in by_cell.values():
-        ok = [done[c.id] for c in group if c.id in done and done[c.id]["status"] == "ok"]
+        ok = results.ok([done[c.id] for c in group if c.id in done])
         clean = sum(1 for d in ok if not repeat_flags(d))
         extra = sum(1 for c in group if c.repeat >= planned)
         if clean < len(ok) and clean < planned and extra < MAX_REPLACEMENTS:

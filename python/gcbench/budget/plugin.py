@@ -28,9 +28,35 @@ DEFAULT_THRESHOLDS = (700, 10, 10)
 COUNTED = baseline.COUNTS
 CAPACITY = 100_000
 _ACTIVE: list = []  # the budget measuring now: budgets do not nest
-_FAILED = pytest.StashKey[dict]()  # a budget's failure in this test: what to say, to say it with sites
 _MADE = pytest.StashKey[list]()  # the budgets a test made, in order (their index is part of their key)
-_RERUN: dict = {}  # while a failing test's body runs again for its sites: {"index": the failing budget's}
+
+
+@dataclasses.dataclass
+class _Failure:
+    """A budget's failure in a test whose body runs again for its sites: what it raised,
+    which budget, over which counts, and its message in three parts (the middle one, where
+    to look, is what the rerun replaces)."""
+
+    exception: BaseException
+    index: int
+    keys: list[str]
+    head: list[str]
+    where: list[str]
+    tail: list[str]
+
+
+@dataclasses.dataclass
+class _Rerun:
+    """A failing test's body running again for its sites: the budget that failed, the counts
+    it was over, and (once that budget is reached again) where to look."""
+
+    index: int
+    keys: list[str]
+    where: list[str] | None = None
+
+
+_FAILED = pytest.StashKey[_Failure]()  # a budget's failure in this test: what to say, to say it with sites
+_RERUNS: list[_Rerun] = []  # the rerun going on, if any (one at a time)
 GCBudgetWarning = baseline.GCBudgetWarning
 
 
@@ -219,7 +245,7 @@ class Budget:
         self.sites_mode = sites
         # traced in the measured run only for sites=True; in the rerun of a failing test only
         # for the budget that failed (the ones before it run as fast as they can)
-        self.measurement.sites = sites is True or (bool(_RERUN) and index == _RERUN["index"])
+        self.measurement.sites = sites is True or any(r.index == index for r in _RERUNS)
         # settle=False: measured from the heap as the test left it (what a gc.freeze() fix removes shows)
         self.settle = settle is not False
         self.measurement.before_timed = _settle if self.settle else None
@@ -316,9 +342,10 @@ class Budget:
             self.figures = self.measure()
         except UsageError as e:
             _fail(f"gc_budget: {self.key}: {e}")
-        if _RERUN:  # the failing test's body again, for its sites: say where, check and write nothing
-            if self.index == _RERUN["index"]:
-                _RERUN["where"] = self._where_lines(_RERUN["keys"])
+        if _RERUNS:  # the failing test's body again, for its sites: say where, check and write nothing
+            rerun = _RERUNS[0]
+            if self.index == rerun.index:
+                rerun.where = self._where_lines(rerun.keys)
                 raise _RerunDone
             return
         folder = config.getoption("--gc-budget-report")
@@ -348,8 +375,7 @@ class Budget:
             where = self._where_lines(list(over))
             failure = pytest.fail.Exception("\n".join([*head, *where, *tail]), pytrace=False)
             if self.sites_mode == "on failure":  # pytest_runtest_call reruns the body for the sites
-                self.request.node.stash[_FAILED] = {"exception": failure, "index": self.index, "keys": list(over),
-                                                    "head": head, "where": where, "tail": tail}
+                self.request.node.stash[_FAILED] = _Failure(failure, self.index, list(over), head, where, tail)
             raise failure
 
     def _update_baseline(self) -> None:
@@ -458,23 +484,24 @@ def pytest_runtest_call(item):
     rerun raises, the failure says so and keeps its types)."""
     outcome = yield
     failed = item.stash.get(_FAILED, None)
-    if not failed or outcome.excinfo is None or outcome.excinfo[1] is not failed["exception"]:
+    if not failed or outcome.excinfo is None or outcome.excinfo[1] is not failed.exception:
         return
     del item.stash[_FAILED]
     where, note = _rerun_for_sites(item, failed)
-    message = "\n".join([*failed["head"], *where, f"  {note}", *failed["tail"]])
+    message = "\n".join([*failed.head, *where, f"  {note}", *failed.tail])
     if hasattr(outcome, "force_exception"):  # pluggy 1.1 and later
         outcome.force_exception(pytest.fail.Exception(message, pytrace=False))
 
 
-def _rerun_for_sites(item, failed: dict) -> tuple[list[str], str]:
+def _rerun_for_sites(item, failed: _Failure) -> tuple[list[str], str]:
     """The failing budget's where-lines from a rerun of the test's body with allocation
     sites traced (the fixtures are the first run's), and a line saying so."""
     import time
 
     start = time.monotonic()
     item.stash[_MADE].clear()  # the rerun's budgets get the first run's indices, so their keys
-    _RERUN.update(index=failed["index"], keys=failed["keys"])
+    rerun = _Rerun(failed.index, failed.keys)
+    _RERUNS.append(rerun)
     try:
         item.runtest()
     except _RerunDone:
@@ -485,13 +512,13 @@ def _rerun_for_sites(item, failed: dict) -> tuple[list[str], str]:
         from ..core.errors import printable
 
         first = (printable(e).strip().splitlines() or [""])[0][:200]
-        return (failed["where"], f"(allocation sites not traced: the test's body, run again to trace them, raised "
+        return (failed.where, f"(allocation sites not traced: the test's body, run again to trace them, raised "
                                  f"{type(e).__name__}: {first}; the lines above give types only)")
     finally:
-        where = _RERUN.pop("where", None)
-        _RERUN.clear()
+        _RERUNS.clear()
+    where = rerun.where
     if where is None:
-        return failed["where"], ("(allocation sites not traced: the test's body, run again to trace them, did not "
+        return failed.where, ("(allocation sites not traced: the test's body, run again to trace them, did not "
                                  "reach the budget; the lines above give types only)")
     return where, (f"(where: from a second run of the test's body with allocation sites traced, "
                    f"{time.monotonic() - start:.1f} s; gc_budget(..., sites=True) traces them in the measured run)")

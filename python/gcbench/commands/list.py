@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.resources
 
+from ..core import records
 from ..measuring.backends import BACKENDS
 from ..measuring.workloads import WORKLOADS
 from ..running import config
@@ -23,7 +25,52 @@ def register(sub) -> None:
     p.set_defaults(main=main)
 
 
-def suites() -> list[dict]:
+@dataclasses.dataclass(frozen=True)
+class BackendRow:
+    name: str
+    language: str
+    description: str
+    available: bool
+    reason: str  # why not, where not available
+    workloads: list[str]
+    policies: list[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkloadRow:
+    name: str
+    params_per_network: int
+    networks: int  # by default
+    description: str
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyRow:
+    name: str
+    description: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SuiteRow:
+    name: str
+    cells: int
+    repeats: int
+    steps: int
+    warmup: int
+    description: str
+
+
+def backends() -> list[BackendRow]:
+    """Every backend, and whether it can run here (and if not, why)."""
+    rows = []
+    for b in BACKENDS.values():
+        ok, reason = b.availability()
+        rows.append(BackendRow(b.name, b.language, b.description, ok, reason, list(b.workloads),
+                               [p if p != "manual" else "manual:K" for p in b.policies]))
+    return rows
+
+
+def suites() -> list[SuiteRow]:
     """The shipped suites: what each runs, and the first sentence of its file's comment."""
     out = []
     for name in config.shipped_suites():
@@ -32,38 +79,35 @@ def suites() -> list[dict]:
         comment = " ".join(line.lstrip("#").strip() for line in text.splitlines() if line.startswith("#"))
         cells = [(b, w, gc) for b, w, gc in suite.combinations()  # those its backends support
                  if w in BACKENDS[b].workloads and gc.split(":")[0] in BACKENDS[b].policies]
-        out.append({"name": name, "cells": len(cells), "repeats": suite.repeats, "steps": suite.steps,
-                    "warmup": suite.warmup, "description": comment.split(". ")[0].rstrip(".") + "."})
+        out.append(SuiteRow(name, len(cells), suite.repeats, suite.steps, suite.warmup,
+                            comment.split(". ")[0].rstrip(".") + "."))
     return out
 
 
 def main(args) -> int:
-    backends: list[dict] = []
-    for b in BACKENDS.values():
-        ok, reason = b.availability()
-        backends.append({"name": b.name, "language": b.language, "description": b.description,
-                         "available": ok, "reason": reason, "workloads": list(b.workloads),
-                         "policies": [p if p != "manual" else "manual:K" for p in b.policies]})
-    workloads = [{"name": w.name, "params_per_network": w.params_per_network, "networks": w.default_networks,
-                  "description": w.description} for w in WORKLOADS.values()]
+    rows = backends()
+    workloads = [WorkloadRow(w.name, w.params_per_network, w.default_networks, w.description)
+                 for w in WORKLOADS.values()]
+    policies = [PolicyRow(n, d) for n, d in POLICIES]
+    shipped = suites()
     if args.json:
-        _common.print_json({"backends": backends, "workloads": workloads,
-                            "gc_policies": [{"name": n, "description": d} for n, d in POLICIES], "suites": suites()})
+        _common.print_json(records.to_json({"backends": rows, "workloads": workloads, "gc_policies": policies,
+                                            "suites": shipped}))
         return 0
     print("Backends:")
-    for row in backends:
-        state = "available" if row["available"] else f"unavailable: {row['reason']}"
-        print(f"  {row['name']:<18} {row['language']:<7} {state}")
-        print(f"  {'':<18} {row['description']}")
-        print(f"  {'':<18} workloads: {', '.join(row['workloads'])}; policies: {', '.join(row['policies'])}")
+    for row in rows:
+        state = "available" if row.available else f"unavailable: {row.reason}"
+        print(f"  {row.name:<18} {row.language:<7} {state}")
+        print(f"  {'':<18} {row.description}")
+        print(f"  {'':<18} workloads: {', '.join(row.workloads)}; policies: {', '.join(row.policies)}")
     print("Workloads:")
     for w in workloads:
-        print(f"  {w['name']:<8} {w['params_per_network']:>8,} params/network  x{w['networks']:<4} {w['description']}")
+        print(f"  {w.name:<8} {w.params_per_network:>8,} params/network  x{w.networks:<4} {w.description}")
     print("GC policies:")
-    for name, doc in POLICIES:
-        print(f"  {name:<9} {doc}")
+    for policy in policies:
+        print(f"  {policy.name:<9} {policy.description}")
     print("Suites (gcbench run --suite NAME):")
-    for row in suites():
-        print(f"  {row['name']:<9} {row['cells']} cells x {row['repeats']} repeats of {row['steps']} steps: "
-              f"{row['description']}")
+    for suite in shipped:
+        print(f"  {suite.name:<9} {suite.cells} cells x {suite.repeats} repeats of {suite.steps} steps: "
+              f"{suite.description}")
     return 0

@@ -4,9 +4,33 @@ The CLI turns a `UsageError` into a one-line message and exit code 2; anything e
 is a bug in gcbench and keeps its traceback.
 """
 
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+# around an option's name in a message: this process's own, so that no text a message quotes
+# (a path, a name read from a file) can pose as one
+_OPTION = f"\0{os.urandom(4).hex()}\0"
+
+
+def option(name: str) -> str:
+    """The option `name` (a field of a flow's options: `out`, `resume`, `batch_size`) inside
+    a `UsageError`'s text: a command words it as its flag (`--out`), a library caller reads
+    the option's name. Flows name options so; only commands know flags."""
+    return f"{_OPTION}{name}{_OPTION}"
+
 
 class UsageError(Exception):
     """Bad input from the user: an unknown name, a bad number, a corrupt file."""
+
+    def worded(self, name_option: Callable[[str], str]) -> str:
+        """The message with each `option(...)` in it named by `name_option` (a command: its flag)."""
+        parts = str(self.args[0] if self.args else "").split(_OPTION)
+        return "".join(name_option(part) if i % 2 else part for i, part in enumerate(parts))
+
+    def __str__(self) -> str:  # as a library caller reads it: options by their names
+        return self.worded(lambda name: f"`{name}`")
 
 
 def printable(text) -> str:

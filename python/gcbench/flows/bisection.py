@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from ..analysing import gitbisect, version_bisect
 from ..core import files, records
-from ..core.errors import UsageError
+from ..core.errors import UsageError, option
 from ..measuring import envspec, results
 from ..publishing import archive
 from ..running import config, gitrepo, runner
@@ -56,21 +56,23 @@ def check_folder(out: pathlib.Path, resume: bool) -> None:
     """A commit bisect writes into a new or empty folder, or continues its own (--resume):
     another run's folder would have its results mixed in."""
     if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} exists and is not a folder")
+        raise UsageError(f"{option('out')} {out} exists and is not a folder")
     if out.is_dir() and any(p.name != files.LOCK_NAME for p in out.iterdir()):
         if not (out / gitbisect.FILE).is_file():
-            raise UsageError(f"{out} holds files that are not a commit bisect's; give --out a new or empty folder")
+            raise UsageError(f"{out} holds files that are not a commit bisect's; give {option('out')} a new or empty "
+                             "folder")
         if not resume:
-            raise UsageError(f"{out} holds a commit bisect already; --resume continues it, or use another --out")
+            raise UsageError(f"{out} holds a commit bisect already; {option('resume')} continues it, or use another "
+                             f"{option('out')}")
 
 
 def _bisected_package(opts: CommitBisectOptions, repo: pathlib.Path, sha: str, base: envspec.EnvSpec) -> str:
     """The distribution the repository builds, checked against --package and --env."""
     package = gitrepo.package_name(repo, sha)
     if opts.package and envspec.normalize(opts.package) != package:
-        raise UsageError(f"--package {opts.package}, but the repository builds {package}")
+        raise UsageError(f"{option('package')} {opts.package}, but the repository builds {package}")
     if base.pin_for(package):
-        raise UsageError(f"--env pins {package}, the package whose commits are bisected")
+        raise UsageError(f"{option('env')} pins {package}, the package whose commits are bisected")
     return package
 
 
@@ -85,7 +87,7 @@ def _open_plan(opts: CommitBisectOptions, repo: pathlib.Path, package: str, span
     plan = gitbisect.load(out / gitbisect.FILE) if opts.run.resume else None
     if plan is not None and (plan.good.sha, plan.commits[-1].sha, plan.cell, plan.metric) != \
             (good.sha, bad.sha, opts.cell, metric.name):
-        raise UsageError(f"{out} holds a bisect of other endpoints, cell or metric; use another --out")
+        raise UsageError(f"{out} holds a bisect of other endpoints, cell or metric; use another {option('out')}")
     return out, plan or gitbisect.CommitPlan(package, str(repo), opts.cell, metric.name, good, list(between), {},
                                              base.text)
 
@@ -132,7 +134,7 @@ def commits(opts: CommitBisectOptions, template: config.Suite, base: envspec.Env
         return envspec.EnvSpec(base.python, tuple(sorted((*pins, source), key=envspec.requirement_name))).text
 
     # the good endpoint with the base pins only; every other commit gets the versions it resolved
-    good_ok = [d for d in measure(0, env_for(0, base.pins)) if d["status"] == "ok"]
+    good_ok = results.ok(measure(0, env_for(0, base.pins)))
     pinned = tuple(sorted({*gitbisect.pinned_like(results.part(good_ok[0], "environment"), package), *base.pins},
                           key=envspec.requirement_name)) if good_ok else base.pins
 

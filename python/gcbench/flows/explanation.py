@@ -13,7 +13,7 @@ from typing import Any
 
 from ..analysing import gc_causes
 from ..core import files
-from ..core.errors import UsageError
+from ..core.errors import UsageError, option
 from ..measuring import diagnostic_run, envspec, results
 from ..measuring.cell import Cell
 from ..running import config, runner, venvs
@@ -27,7 +27,7 @@ def run(opts: ExplainOptions, suite: config.Suite, cell: Cell) -> FlowOutcome:
     # explain.json is read, merged and written: one gcbench at a time in a folder, and never
     # beside a run that is writing into it
     with files.FolderLock(out_dir, f"{out_dir} is in use by another gcbench (a run or an explain); wait for it "
-                                   "or use another --out"):
+                                   f"or use another {option('out')}"):
         env_args: dict[str, Any] = {}
         if cell.env is not None:
             needed = sorted(set(runner.get_backend(cell.backend).requires))

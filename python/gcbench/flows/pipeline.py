@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime
 import os
 import pathlib
 import shlex
@@ -18,16 +17,14 @@ from typing import NamedTuple
 
 from ..analysing import summary
 from ..core import files, machineload, terminal
-from ..core.errors import UsageError
-from ..measuring import mnist, results
+from ..core.errors import UsageError, option
+from ..measuring import mnist, plans, results
 from ..measuring.backends import BACKENDS
 from ..measuring.cell import Cell
 from ..measuring.results import ResultDoc
 from ..publishing import archive
 from ..running import cluster_options, config, footprint
 from .options import RunOptions
-
-SUITE_FORMAT = "gcbench-suite"
 
 
 def check_data(path: str | None) -> tuple[str, str, int]:
@@ -50,42 +47,27 @@ def prepare_folder(out: str, resume: bool, force: bool) -> pathlib.Path:
     out_dir = files.make_folder(out, "results folder")
     if (out_dir / archive.NAME).exists():
         raise UsageError(f"{out_dir} holds {archive.NAME}: it is a report's folder (or a copy of its data), and "
-                         "results written beside the archive would not be read; use another --out")
+                         f"results written beside the archive would not be read; use another {option('out')}")
     held = [p for p in out_dir.glob("*.json") if not p.name.startswith(".")]
     if held and not (resume or force):
-        plan = out_dir / "suite.json"
         by = ""
-        if plan.is_file():
-            try:
-                by = " from `" + " ".join(files.read_json(plan).get("command") or []) + "`"
-            except (UsageError, AttributeError):
-                by = ""
-        raise UsageError(f"{out_dir} already holds {len(held)} files{by}; use --resume to run only what is "
-                         "missing there, --force to replace them, or another --out")
+        with contextlib.suppress(UsageError):  # a plan that does not read: the files are named without it
+            plan = plans.read(out_dir)
+            by = f" from `{' '.join(plan.command)}`" if plan and plan.command else ""
+        raise UsageError(f"{out_dir} already holds {len(held)} files{by}; use {option('resume')} to run only what "
+                         f"is missing there, {option('force')} to replace them, or another {option('out')}")
     return out_dir
 
 
 def write_plan(out_dir: pathlib.Path, suite: config.Suite, cells: list, command: list[str], mode: str,
-               previous: dict, state: str) -> dict:
+               previous: plans.Plan | None, state: str) -> plans.Plan:
     """suite.json: the plan of the latest run and the history of every run into the folder."""
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    runs = list(previous.get("runs") or ([{"command": previous["command"], "started": previous.get("started")}]
-                                         if previous.get("command") else []))
-    plan = {
-        "format": SUITE_FORMAT,
-        "schema_version": 2,
-        "suite": suite.name,
-        "command": command,
-        "cells": [c.id for c in cells],
-        "labels": [c.label for c in cells],
-        "envs": suite.envs,
-        "repeats": suite.repeats,
-        "started": now,
-        "state": state,
-        "runs": [*runs, {"command": command, "started": now, "mode": mode, "cells": len(cells)}],
-    }
-    files.write_json(out_dir / "suite.json", plan)
-    return plan
+    now = plans.now()
+    runs = previous.history() if previous else []
+    return plans.write(out_dir, plans.Plan(
+        suite=suite.name, command=command, cells=[c.id for c in cells], labels=[c.label for c in cells],
+        envs=suite.envs, repeats=suite.repeats, started=now, state=state,
+        runs=[*runs, plans.PlanRun(command, now, mode, len(cells))]))
 
 
 @dataclasses.dataclass
@@ -137,7 +119,7 @@ def _run_on_scheduler(run: _Run) -> list[ResultDoc] | None:
     return [kept.get(c.id) or docs[c.id] for c in run.cells]
 
 
-def _run_locally(run: _Run, plan: dict) -> list[ResultDoc]:
+def _run_locally(run: _Run, plan: plans.Plan) -> list[ResultDoc]:
     """The plan in worker processes here, then one replacement repeat for each cell with a
     flagged repeat (unless the machine is still loaded); `plan` (suite.json) lists them."""
     from ..running import runner
@@ -162,8 +144,8 @@ def _run_locally(run: _Run, plan: dict) -> list[ResultDoc]:
                        f"one replacement repeat each ({', '.join(c.label for c in extra[:4])}"
                        f"{', ...' if len(extra) > 4 else ''})")
             run.cells = run.cells + extra
-            plan.update(cells=[c.id for c in run.cells], labels=[c.label for c in run.cells])
-            files.write_json(run.out_dir / "suite.json", plan)
+            plan.cells, plan.labels = [c.id for c in run.cells], [c.label for c in run.cells]
+            plans.write(run.out_dir, plan)
             docs += runner.run_cells(extra, run.out_dir, run.command, run.suite.timeout, settings)
     return docs
 
@@ -182,9 +164,8 @@ class RunOutcome(NamedTuple):
     def tally(self) -> tuple[int, int]:
         """(ok, failed) runs of a finished run: an earlier ok result kept in place of this
         run's failure counts as failed."""
-        docs = self.docs or []
-        return (sum(d["status"] == "ok" for d in docs) - len(self.superseded),
-                sum(d["status"] == "failed" for d in docs) + len(self.superseded))
+        statuses = [d["status"] for d in self.docs or []]
+        return (statuses.count("ok") - len(self.superseded), statuses.count("failed") + len(self.superseded))
 
 
 Present = Callable[[RunOutcome], None]  # how the command shows a finished run (commands/_outcome.py)
@@ -214,7 +195,8 @@ def run_plan(cells: list, suite: config.Suite, opts: RunOptions, out_fn: Callabl
 
         installers.choose()
     if opts.detach and opts.executor == "local":
-        raise UsageError("--detach needs a scheduler (--executor slurm or submitit-local): a local run is this process")
+        raise UsageError(f"{option('detach')} needs a scheduler ({option('executor')} slurm or submitit-local): a "
+                         "local run is this process")
     if opts.executor != "local":
         from ..running import cluster
 
@@ -267,8 +249,9 @@ def _open_folder(cells: list, opts: RunOptions, out: str) -> tuple[pathlib.Path,
         if others:
             raise UsageError(
                 f"{out_dir} holds {len(others)} results of cells that are not in this plan "
-                f"({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}); --force replaces "
-                "only this plan's and its report would mix the others in: move them away, or use another --out"
+                f"({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}); {option('force')} replaces "
+                "only this plan's and its report would mix the others in: move them away, or use another "
+                f"{option('out')}"
             )
     return out_dir, stale
 
@@ -293,8 +276,11 @@ def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> RunOutcom
 
     opts, out_dir = run.opts, run.out_dir
     repeats = max(c.repeat for c in run.cells) + 1 if run.cells else 0
-    with FolderLock(out_dir, f"{out_dir} is in use by another gcbench run; wait for it or use another --out"):
-        previous = results.read_plan(out_dir) if (opts.resume or opts.force) else {}
+    with FolderLock(out_dir, f"{out_dir} is in use by another gcbench run; wait for it or use another "
+                             f"{option('out')}"):
+        path = out_dir / plans.FILE
+        before = path.read_bytes() if path.is_file() else None  # put back if a scheduler refuses the run
+        previous = plans.read(out_dir) if (opts.resume or opts.force) else None
         plan = write_plan(out_dir, run.suite, run.cells, run.command,
                           "resume" if opts.resume else "force" if opts.force else "new", previous, "running")
         run.out_fn(f"gcbench: {len(run.cells)} runs ({len(run.cells) // max(repeats, 1)} cells x {repeats} repeats, "
@@ -306,7 +292,7 @@ def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> RunOutcom
                 if opts.executor == "local":
                     docs = _run_locally(run, plan)
                 else:
-                    scheduled = _on_scheduler(run, plan, previous)
+                    scheduled = _on_scheduler(run, plan, before)
                     if scheduled is None:  # --detach: the jobs run on; `gcbench status` follows them
                         return RunOutcome(None, out_dir, 0)
                     docs = scheduled
@@ -314,41 +300,43 @@ def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> RunOutcom
             return RunOutcome(None, out_dir, _interrupted(out_dir, plan, e))
         except BaseException:  # refused or broken midway: the plan says so, never "running" for ever
             with contextlib.suppress(UsageError):  # unless the plan was put back (nothing was submitted)
-                if (out_dir / "suite.json").is_file() and results.read_plan(out_dir).get("started") == plan["started"]:
-                    results.finish_plan(out_dir, plan, "failed")
+                now_there = plans.read(out_dir)
+                if now_there is not None and now_there.started == plan.started:
+                    plans.finish(out_dir, plan, "failed")
             raise
         for path in stale:  # this run's own replacements have the same names and were written anew
             if path.stem not in {c.id for c in run.cells}:
                 path.unlink(missing_ok=True)
-        results.finish_plan(out_dir, plan, "finished")
+        plans.finish(out_dir, plan, "finished")
     superseded = tuple(d["cell"] for d in docs if d.pop(runner.SUPERSEDED, None))  # said as failed this time
     outcome = RunOutcome(docs, out_dir, 0, time.monotonic() - t0, superseded)
     measured, failed = outcome.tally()
     return outcome._replace(code=1 if failed or not measured else 0)  # a run failed, or nothing was measured
 
 
-def _on_scheduler(run: _Run, plan: dict, previous: dict) -> list[ResultDoc] | None:
+def _on_scheduler(run: _Run, plan: plans.Plan, before: bytes | None) -> list[ResultDoc] | None:
     """The cells as a scheduler's jobs; None with --detach (the plan then says submitted). A
-    refusal before anything was submitted puts the folder's plan back as it was."""
+    refusal before anything was submitted puts the folder's plan back as it was (`before`:
+    its bytes, None where it had none)."""
     try:
         scheduled = _run_on_scheduler(run)
     except UsageError:  # nothing was submitted: the folder is as it was before this command
-        if previous:
-            files.write_json(run.out_dir / "suite.json", previous)
+        if before is not None:
+            files.write_bytes(run.out_dir / plans.FILE, before)
         else:
-            (run.out_dir / "suite.json").unlink(missing_ok=True)
+            (run.out_dir / plans.FILE).unlink(missing_ok=True)
         raise
     if scheduled is None:
-        results.finish_plan(run.out_dir, plan, "submitted")
+        plans.finish(run.out_dir, plan, "submitted")
     return scheduled
 
 
-def _interrupted(out_dir: pathlib.Path, plan: dict, e: BaseException) -> int:
+def _interrupted(out_dir: pathlib.Path, plan: plans.Plan, e: BaseException) -> int:
     """An interrupted run: the plan says so, the finished runs are counted; the exit code."""
     from ..running import runner
 
     code = e.exit_code if isinstance(e, runner.Interrupted) else 130
-    results.finish_plan(out_dir, plan, "interrupted")
+    plans.finish(out_dir, plan, "interrupted")
     # every finished run in the folder, those of earlier commands into it too (a bisect's steps)
     kept = sum(1 for p in out_dir.glob("*.json") if p.name not in results.NOT_CELLS and not p.name.startswith("."))
     print(f"\ngcbench: interrupted; {kept} finished runs kept in {out_dir}", file=sys.stderr)
@@ -362,7 +350,7 @@ def write_report(source: pathlib.Path, out: str | None, spike_factor: float, out
         raise UsageError(f"the report needs matplotlib and markdown-it-py ({e.name} missing): "
                          "pip install 'gcbench[report]'") from None
     if not spike_factor > 1:
-        raise UsageError(f"--spike-factor must be greater than 1, got {spike_factor:g}")
+        raise UsageError(f"{option('spike_factor')} must be greater than 1, got {spike_factor:g}")
     out_dir = pathlib.Path(out) if out else default_out(source)
     paths = build_report(source, out_dir, spike_factor, **extra)
     plots = [p for p in paths.values() if isinstance(p, pathlib.Path) and p.suffix == ".png"]

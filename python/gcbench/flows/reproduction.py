@@ -17,7 +17,7 @@ import numpy as np
 
 from ..analysing import seed_cases
 from ..core import files
-from ..core.errors import UsageError
+from ..core.errors import UsageError, option
 from ..measuring import results
 from ..measuring.results import ResultDoc
 from ..running import config
@@ -63,9 +63,9 @@ def _calibration(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., 
         out_fn(f"calibration: batch {earlier.calibration.get('chosen')}, as the run being resumed chose")
         return earlier.calibration
     if run.executor == "slurm":
-        raise UsageError(f"reproduce --executor {run.executor} needs --batch-size for equinox-spikes: the "
-                         "calibration would time this machine, not the nodes (calibrate on a node with "
-                         "`gcbench reproduce --only equinox-spikes` there, or give the batch)")
+        raise UsageError(f"{option('executor')} {run.executor} needs {option('batch_size')} for equinox-spikes: the "
+                         "calibration would time this machine, not the nodes (calibrate on a node, reproducing "
+                         f"{option('only')} equinox-spikes there, or give the batch)")
     return calibrate(run.data, out_fn)
 
 
@@ -81,7 +81,7 @@ def _settings(suites: dict, cells: list) -> dict[str, dict[str, Any]]:
         "short, so the batch is the one whose median step comes nearest the seed's 8 ms on this machine")
     settings.setdefault("flux-many-small", {})["why"] = (
         "the seed's sizes: 200 networks of 4,992 parameters, and the model zoo's 5 LeNet-5s (Julia threads: "
-        "the machine's cores, as the MWE's --threads); the JAX family trains the same networks beside them")
+        "the machine's cores, as the MWE's threads option); the JAX family trains the same networks beside them")
     return settings
 
 

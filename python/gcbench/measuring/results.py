@@ -84,7 +84,7 @@ class Data(TypedDict, total=False):
 class Scheduler(TypedDict):
     """The job that ran the repeat, where a scheduler did (`--executor slurm`): cluster.job_facts."""
 
-    executor: Literal["local", "slurm", "submitit-local"]  # schemas.EXECUTORS
+    executor: schemas.Executor
     job_id: NotRequired[str | None]
     array_job_id: NotRequired[str | None]
     array_task_id: NotRequired[str | None]
@@ -425,26 +425,3 @@ def load_dir(folder: str | os.PathLike, allow_empty: bool = False) -> list[Resul
     if not docs and not allow_empty:
         raise UsageError(f"{folder}: no gcbench results there")
     return docs
-
-
-def finish_plan(out_dir: pathlib.Path, plan: dict, state: str) -> None:
-    """Write `plan` back to suite.json in `state`, its latest run ended now in that state."""
-    plan = dict(plan, state=state)
-    if plan.get("runs"):
-        plan["runs"] = [*plan["runs"][:-1], dict(plan["runs"][-1], state=state, finished=datetime.datetime.now(
-            datetime.timezone.utc).isoformat(timespec="seconds"))]
-    files.write_json(out_dir / "suite.json", plan)
-
-
-def read_plan(out_dir: pathlib.Path) -> dict:
-    """A results folder's suite.json (the plan `gcbench run` writes), or {} when there is none;
-    a one-line error when malformed."""
-    path = out_dir / "suite.json"
-    if not path.is_file():
-        return {}
-    plan = files.read_json(path, "suite.json")
-    schemas.check(plan, schemas.SUITE, str(path))
-    if not isinstance(plan, dict) or not isinstance(plan.get("cells", []), list) \
-            or not all(isinstance(c, str) for c in plan.get("cells", [])):
-        raise UsageError(f"{path}: not a gcbench suite.json (expected an object with a list of cell names)")
-    return plan

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from ..core import files, machineload, records
 from ..core.errors import UsageError, printable
 from ..core.schemas import Executor
-from ..measuring import results
+from ..measuring import plans, results
 from ..measuring.results import ResultDoc
 from . import runner
 from .cluster_options import SlurmOptions
@@ -517,8 +517,8 @@ def check_no_live_jobs(out_dir: pathlib.Path) -> None:
 def status(out_dir: pathlib.Path) -> FolderStatus:
     """What a results folder holds against its plan and, when it was submitted to a
     scheduler, which of its jobs are still queued or running."""
-    plan = results.read_plan(out_dir)
-    planned = plan.get("cells") or []
+    plan = plans.read(out_dir) or plans.Plan()
+    planned = plan.cells
     counts = {"ok": 0, "failed": 0, "unavailable": 0, "missing": 0}
     sub = read_submission(out_dir)
     this_submission = 0
@@ -527,7 +527,7 @@ def status(out_dir: pathlib.Path) -> FolderStatus:
         counts["missing" if doc is None else doc["status"]] += 1
         if sub and doc is not None and results.run_id(doc) == sub.run_id:
             this_submission += 1
-    state = plan.get("state")
+    state = plan.state
     submission = None
     if sub:
         alive = live_jobs(sub)
@@ -538,12 +538,12 @@ def status(out_dir: pathlib.Path) -> FolderStatus:
     return FolderStatus(str(out_dir), state, len(planned), ResultCounts(**counts), submission)
 
 
-def _mark_ended(out_dir: pathlib.Path, plan: dict) -> str:
+def _mark_ended(out_dir: pathlib.Path, plan: plans.Plan) -> str:
     """Record in suite.json that a detached plan's jobs have ended, when `status` finds so
     (unless another gcbench holds the folder now); the state to show."""
     try:
         with files.FolderLock(out_dir, "busy"):
-            results.finish_plan(out_dir, plan, "finished")
+            plans.finish(out_dir, plan, "finished")
     except UsageError:
         pass
     return "finished"

@@ -22,7 +22,8 @@ from ...analysing.seed_cases import Reproduction
 from ...analysing.version_bisect import VersionTable
 from ...core import files, metadata, records
 from ...core.errors import UsageError
-from ...measuring import program_memory, results
+from ...measuring import plans, program_memory, results
+from ...measuring.plans import Plan
 from ...measuring.results import ResultDoc
 from .. import archive
 from . import environments, findings, plots, seed_section
@@ -102,7 +103,7 @@ def _marker(out_dir: pathlib.Path) -> dict:
     return {}
 
 
-def _header(docs: list[ResultDoc], plan: dict) -> list:
+def _header(docs: list[ResultDoc], plan: Plan) -> list:
     """"What was run": data, machine, interpreter, loop settings, commands, runs, provenance."""
     ok = results.ok(docs)
     meta = (ok or docs)[0]["metadata"] if docs else {}
@@ -149,9 +150,9 @@ def _loop_line(ok: list[ResultDoc]) -> str:
         f"repeats per cell (fresh processes, the unit of inference): {', '.join(map(str, repeats)) or '-'}"
 
 
-def _commands(docs: list[ResultDoc], plan: dict) -> list[list[str]]:
+def _commands(docs: list[ResultDoc], plan: Plan) -> list[list[str]]:
     """The command lines that wrote the folder: the plan's runs, else the results' own; each once."""
-    commands = [r.get("command") for r in plan.get("runs", []) if r.get("command")] or \
+    commands: list = [r.command for r in plan.runs if r.command] or \
         sorted({tuple(results.part(d, "metadata").get("command") or []) for d in docs} - {()})
     return list({tuple(c): list(c) for c in commands}.values())  # a command that wrote several times, once
 
@@ -350,7 +351,7 @@ def host_section(cells: list[summary.CellSummary]) -> list:
                   rows, align_right=(1, 2, 3, 4, 5))]
 
 
-def not_run_section(docs: list[ResultDoc], plan: dict) -> list:
+def not_run_section(docs: list[ResultDoc], plan: Plan) -> list:
     """Cells that did not run, grouped by reason; cells of the plan with no result at all."""
     groups: dict[tuple[str, str], list[str]] = {}
     for d in docs:
@@ -358,11 +359,9 @@ def not_run_section(docs: list[ResultDoc], plan: dict) -> list:
             reason = (d["reason"] or "").strip().splitlines()[0] if d["reason"] else ""
             groups.setdefault((d["status"], reason), []).append(results.label(d))
     have = {d["cell"] for d in docs}
-    # strict=False: a plan written by an older gcbench may hold fewer labels than cells
-    names = dict(zip(plan.get("cells", []), plan.get("labels") or plan.get("cells", []), strict=False))
-    missing = [names.get(c, c) for c in plan.get("cells", []) if c not in have]  # a plan short of labels: ids
+    missing = [label for c, label in plan.label_of().items() if c not in have]
     if missing:
-        state = plan.get("state")
+        state = plan.state
         why = "never ran: the run was interrupted first" if state == "interrupted" else \
             "never ran: the run is still going or stopped without a word" if state == "running" else "no result"
         groups.setdefault(("not run", why), []).extend(missing)
@@ -543,7 +542,7 @@ def _compared_policies(docs: list[ResultDoc]) -> bool:
     return False
 
 
-def _in_order(docs: list[ResultDoc], plan: dict, git_plan: gitbisect.CommitPlan | None = None) -> list[ResultDoc]:
+def _in_order(docs: list[ResultDoc], plan: Plan, git_plan: gitbisect.CommitPlan | None = None) -> list[ResultDoc]:
     """The documents in the suite's order of backends, workloads and policies (the plan's,
     which interleaves repeats in a shuffled order), and within one of those by environment:
     a commit bisect's in the order of its history (oldest first), others in natural order
@@ -557,7 +556,7 @@ def _in_order(docs: list[ResultDoc], plan: dict, git_plan: gitbisect.CommitPlan 
         spec = str(results.part(d, "environment").get("spec") or "")
         return (history.get(spec, len(history)) if history else 0, natural_key(results.env_name(d) or ""))
 
-    order = {cell: i for i, cell in enumerate(plan.get("cells", []))}
+    order = {cell: i for i, cell in enumerate(plan.cells)}
     docs = sorted(docs, key=lambda d: (order.get(d["cell"], len(order)), d["cell"]))
     first: dict[tuple, int] = {}
     for d in docs:
@@ -682,7 +681,7 @@ class _Inputs:
     the documents of the commands that wrote it (each None where the folder has none)."""
 
     docs: list[ResultDoc]
-    plan: dict
+    plan: Plan
     memdoc: program_memory.MemoryDoc | None
     why: list[Explanation] | None
     repro: Reproduction | None
@@ -703,7 +702,7 @@ def _read_inputs(folder: pathlib.Path, bisect_table: VersionTable | None) -> _In
     why = gc_causes.load(folder)
     repro = seed_cases.load(folder)
     git_plan = gitbisect.load(folder / gitbisect.FILE)
-    plan = results.read_plan(folder)
+    plan = plans.read(folder) or Plan()
     docs = results.load_dir(folder, allow_empty=any(x is not None for x in (memdoc, repro, why)))
     docs = _in_order(docs, plan, git_plan)
     if bisect_table is not None:

@@ -667,7 +667,7 @@ def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pat
     ok = [cs for cs in cells if cs.ok and results.part(cs.docs[0], "environment").get("python")]
     if len({cs.key[3] for cs in ok}) < 2:
         return None
-    ok_envs = [next(d for d in cs.docs if d["status"] == "ok")["environment"] for cs in ok]
+    ok_envs = [results.part(results.ok(cs.docs)[0], "environment") for cs in ok]
     shown = without_paired_jaxlib(packages, [e.get("packages") or {} for e in ok_envs])
 
     def row_of(env: Mapping[str, Any]) -> tuple:
