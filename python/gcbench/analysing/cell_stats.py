@@ -5,6 +5,7 @@ flattens them for `--json`, export and `m.summary()`."""
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from .stats import Estimate, EventSummary
 
@@ -70,8 +71,14 @@ class Explicit:
 
 @dataclasses.dataclass(frozen=True)
 class CollectorCall:
-    count: int
-    first_at: str | None
+    """Calls of one `gc` function while a loop ran: how many, the first one's line and (where
+    one loop's calls are told) its step."""
+
+    OMIT_NONE: ClassVar = ("first_step",)
+
+    count: int = 0
+    first_at: str | None = None
+    first_step: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,6 +14,7 @@ from msgspec import Meta
 
 from ..core import schemas
 from ..core.records import from_json, to_json
+from .cell_stats import CollectorCall
 
 Pair = Annotated[list[int], Meta(min_length=2, max_length=2)]
 # the names of an explained cell that reach a report's headings and links: plain names only
@@ -71,13 +72,6 @@ class CollectorModel:
     model: str = "generational"
     generations: int = 3
     note: str = ""
-
-
-@dataclasses.dataclass
-class CollectorCall:
-    count: int = 0
-    first_at: str | None = None
-    first_step: int | None = None
 
 
 @dataclasses.dataclass
