@@ -82,9 +82,9 @@ def counts(report: pathlib.Path) -> dict:
     out = {}
     expl = {e["cell"]["workload"]: e for e in json.loads((report / "explain.json").read_text())["explanations"]}
     for doc in results.load_dir(report):
-        colls = np.asarray(doc["gc_collections"]).reshape(len(doc["wall_ns"]), -1).sum(axis=0).tolist()
-        promoted = expl[doc["workload"]]["python"]["promoted_per_step"]
-        name = next(t for t in TESTS if t in doc["workload"])
+        colls = np.asarray(doc.gc_collections).reshape(len(doc.wall_ns), -1).sum(axis=0).tolist()
+        promoted = expl[doc.workload]["python"]["promoted_per_step"]
+        name = next(t for t in TESTS if t in doc.workload)
         out[name] = {"promotions_per_step": round(float(np.mean(promoted)), 2), "collections": colls}
     return out
 

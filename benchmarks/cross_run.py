@@ -38,11 +38,11 @@ def runs_of_the_same_cells() -> dict:
     for rep in committed.reports(archive.NAME):  # the published ones, never a user's own
         with archive.opened(rep) as folder:
             for d in results.load_dir(folder, allow_empty=True):
-                if d["status"] != "ok":
+                if d.status != "ok":
                     continue
-                key = (*summary.cell_key(d), len(d["wall_ns"]), results.batch_size(d), d["networks"],
-                       d["data"].get("kind"), summary.node_type(d))
-                groups[key][(rep.name, results.run_id(d) or "")].append(float(np.median(d["wall_ns"])) / 1e6)
+                key = (*summary.cell_key(d), len(d.wall_ns), results.batch_size(d), d.networks,
+                       d.data.get("kind"), summary.node_type(d))
+                groups[key][(rep.name, results.run_id(d) or "")].append(float(np.median(d.wall_ns)) / 1e6)
     return {k: v for k, v in groups.items() if len(v) > 1}
 
 

@@ -48,7 +48,7 @@ def committed_repeats():
     for rep in committed.reports(archive.NAME):  # the published ones, never a user's own
         with archive.opened(rep) as folder:
             for d in results.load_dir(folder, allow_empty=True):
-                if d["status"] == "ok" and len(d["wall_ns"]) >= 60:
+                if d.status == "ok" and len(d.wall_ns) >= 60:
                     yield rep.name, d
 
 
@@ -67,7 +67,7 @@ def injected(wall: np.ndarray, kind: str, size: float) -> np.ndarray:
 def inject(repeats: list) -> dict:
     """The drift flag's detection of each drift in DRIFTS, injected into the committed
     repeats it does not flag as they are; printed over all and by length, and returned."""
-    steady = [np.asarray(d["wall_ns"], np.float64) for _, d in repeats if stats.drift(d["wall_ns"]) is None]
+    steady = [np.asarray(d.wall_ns, np.float64) for _, d in repeats if stats.drift(d.wall_ns) is None]
     out = {}
     print(f"\ndrifts injected into the {len(steady)} committed repeats the flag leaves alone:")
     for label, (kind, size) in DRIFTS.items():
@@ -89,8 +89,8 @@ def main() -> None:
     per_report: dict[str, list[int]] = {}
     hs, spreads, flagged = [], [], []
     for name, d in committed_repeats():
-        wall = np.asarray(d["wall_ns"], np.float64)
-        quiet = np.asarray(d["gc_ns"]) == 0
+        wall = np.asarray(d.wall_ns, np.float64)
+        quiet = np.asarray(d.gc_ns) == 0
         x = np.log(np.maximum(wall[quiet], 1.0))
         h = hurst(x)
         if h is not None:
@@ -101,7 +101,7 @@ def main() -> None:
         per_report[name][0] += f is not None
         per_report[name][1] += 1
         if f is not None:
-            flagged.append((name, summary.cell_label(summary.cell_key(d)), d["repeat"], f.change, f.p))
+            flagged.append((name, summary.cell_label(summary.cell_key(d)), d.repeat, f.change, f.p))
     total = sum(v[1] for v in per_report.values())
     n_flag = sum(v[0] for v in per_report.values())
     print(f"{'report':<34} flagged / repeats")

@@ -91,11 +91,12 @@ def classify(proc: subprocess.CompletedProcess, before: dict, after: dict, expec
     return "traceback"
 
 
-def write_docs(folder: pathlib.Path, documents: list[dict]) -> pathlib.Path:
+def write_docs(folder: pathlib.Path, documents: list) -> pathlib.Path:
+    """Result documents (records, or dicts as a file holds them, broken ones too) as files."""
     folder.mkdir(parents=True, exist_ok=True)
     for i, d in enumerate(documents):
         try:
-            text = json.dumps(d)
+            text = json.dumps(d if isinstance(d, dict) else d.to_doc())
         except (ValueError, RecursionError):
             text = "[" * 5000 + "]" * 5000
         (folder / f"jax__mlp__default__r{i}.json").write_text(text)
@@ -106,7 +107,7 @@ def write_docs(folder: pathlib.Path, documents: list[dict]) -> pathlib.Path:
 
 def malformed_document_cases(n: int):
     rng = np.random.default_rng(2026)
-    base = docs(rng, 2, 10.0, steps=30)
+    base = [d.to_doc() for d in docs(rng, 2, 10.0, steps=30)]  # as files hold them, to be damaged
     for i in range(n):
         doc = mutate(base[i % 2], rng)
         for command in ("report", "export", "compare"):
@@ -177,7 +178,7 @@ def _archive(tmp: pathlib.Path, add) -> pathlib.Path:
     folder.mkdir()
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        good = json.dumps(docs(np.random.default_rng(1), 1, 10.0, steps=20)[0]).encode()
+        good = json.dumps(docs(np.random.default_rng(1), 1, 10.0, steps=20)[0].to_doc()).encode()
         info = tarfile.TarInfo("jax__mlp__default__r0.json")
         info.size = len(good)
         tar.addfile(info, io.BytesIO(good))
@@ -370,17 +371,17 @@ def _mixed_settings(tmp):
     res = tmp / "res"
     res.mkdir()
     for d in (long[0], short[1]):
-        (res / f"{d['cell']}.json").write_text(json.dumps(d))
+        (res / f"{d.cell}.json").write_text(json.dumps(d.to_doc()))
     return ["report", str(res), "--out", str(tmp / "rep")]
 
 
 def _widths(tmp):
     ds = docs(np.random.default_rng(1), 2, 10.0, steps=40)
-    ds[1]["gc_collections"] = [r[:2] for r in ds[1]["gc_collections"]]
+    ds[1].gc_collections = [r[:2] for r in ds[1].gc_collections]
     res = tmp / "res"
     res.mkdir()
     for d in ds:
-        (res / f"{d['cell']}.json").write_text(json.dumps(d))
+        (res / f"{d.cell}.json").write_text(json.dumps(d.to_doc()))
     return ["compare", str(res), str(res)]
 
 

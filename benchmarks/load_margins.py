@@ -78,10 +78,10 @@ def readings(docs: list) -> dict[str, float]:
     per: dict[str, list[float]] = {k: [] for k in ("median", "mean", "share_wall", "share_cpu", "gc_cpu_per_full",
                                                      "cpu_outside_gc", "others", "full", "collections")}
     for d in docs:
-        if d["status"] != "ok":
+        if d.status != "ok":
             continue
-        wall, cpu = np.asarray(d["wall_ns"], float), np.asarray(d["cpu_ns"], float)
-        gc_cpu = np.asarray(d["gc_cpu_ns"], float)
+        wall, cpu = np.asarray(d.wall_ns, float), np.asarray(d.cpu_ns, float)
+        gc_cpu = np.asarray(d.gc_cpu_ns, float)
         full = int(summary.full_collections(d).sum())
         per["median"].append(np.median(wall) / 1e6)
         per["mean"].append(float(summary.iterations(d).mean()) / 1e6)
@@ -89,7 +89,7 @@ def readings(docs: list) -> dict[str, float]:
         per["share_cpu"].append(summary.cpu_gc_share(d) or 0.0)
         per["gc_cpu_per_full"].append(gc_cpu.sum() / 1e6 / full if full else float("nan"))
         per["cpu_outside_gc"].append((cpu.sum() - gc_cpu.sum()) / len(cpu) / 1e6)
-        per["others"].append((d.get("machine_state") or {}).get("others_cores", float("nan")))
+        per["others"].append((d.machine_state or {}).get("others_cores", float("nan")))
         per["full"].append(full)
         per["collections"].append(sum(summary.collections_by_generation(d)))
     return {k: float(np.nanmean(v)) if k in ("others", "full", "collections") else

@@ -27,19 +27,19 @@ import committed
 
 
 def measure(folder: pathlib.Path) -> dict:
-    docs = [d for d in results.load_dir(folder) if d["status"] == "ok"]
+    docs = [d for d in results.load_dir(folder) if d.status == "ok"]
     cells = summary.cells(docs)
     ss = df = 0.0
     lag1, paired, unpaired = [], [], []
     fixed = same = varies = 0
     logs = {}
     for key, group in cells.items():
-        x = np.log([np.median(d["wall_ns"]) for d in group])
-        lag1 += [stats.lag1(np.log(d["wall_ns"])) for d in group]
+        x = np.log([np.median(d.wall_ns) for d in group])
+        lag1 += [stats.lag1(np.log(d.wall_ns)) for d in group]
         if len(x) >= 2:
             ss += float(((x - x.mean()) ** 2).sum())
             df += len(x) - 1
-            logs[key] = {d["repeat"]: v for d, v in zip(group, x, strict=True)}
+            logs[key] = {d.repeat: v for d, v in zip(group, x, strict=True)}
         sched = stats.schedule([summary.full_collections(d) for d in group])
         if sched.total and sched.repeats >= 2:
             fixed += sched.constant

@@ -69,7 +69,7 @@ def kept_runs(folder: pathlib.Path = HERE) -> list[tuple[str, list]]:
     runs = []
     for path in sorted(folder.glob("run*.tar.gz"), key=lambda p: int(p.name[3:].split(".")[0])):
         with archive.opened(path) as f:
-            runs.append((path.name, [d for d in results.load_dir(f) if d["status"] == "ok"]))
+            runs.append((path.name, [d for d in results.load_dir(f) if d.status == "ok"]))
     return runs
 
 
@@ -82,8 +82,8 @@ def report_runs(root: pathlib.Path = ROOT) -> list[tuple[str, list]]:
     runs = []
     for folder in committed.reports(archive.NAME):
         with archive.opened(folder / archive.NAME) as f:
-            docs = [d for d in results.load_dir(f, allow_empty=True) if d["status"] == "ok"
-                    and (d.get("metadata") or {}).get("jax_backend", "cpu") == "cpu"]
+            docs = [d for d in results.load_dir(f, allow_empty=True) if d.status == "ok"
+                    and (d.metadata or {}).get("jax_backend", "cpu") == "cpu"]
         if docs:
             runs.append((f"reports/{folder.name}", docs))
     return runs
@@ -93,10 +93,10 @@ def same_cell(d: dict) -> tuple:
     """What makes two runs' repeats the same cell: backend, workload, policy, batch, networks,
     data kind, machine kind, Python and every package version (not the step count: the
     committed reports ran 100, 150 and 300 steps, and what that moves lands in the term)."""
-    md = d.get("metadata") or {}
+    md = d.metadata or {}
     packages = tuple(sorted((k, v) for k, v in (md.get("packages") or {}).items() if k != "juliacall"))
-    return (summary.cell_label(summary.cell_key(d)), results.batch_size(d), d["networks"],
-            (d.get("data") or {}).get("kind"), md.get("cpu", "?"), md.get("python"), packages)
+    return (summary.cell_label(summary.cell_key(d)), results.batch_size(d), d.networks,
+            (d.data or {}).get("kind"), md.get("cpu", "?"), md.get("python"), packages)
 
 
 def levels(runs: list[tuple[str, list]] | None = None, apart_minutes: float = 0.0) -> tuple[dict, list[str]]:
@@ -110,11 +110,11 @@ def levels(runs: list[tuple[str, list]] | None = None, apart_minutes: float = 0.
     heads, used = [], set()
     last: dict[str, float] = collections.defaultdict(lambda: -math.inf)
     for when, name, docs in sorted((started(docs), name, docs) for name, docs in runs):
-        kind = (docs[0].get("metadata") or {}).get("cpu", "?") if docs else "?"
+        kind = (docs[0].metadata or {}).get("cpu", "?") if docs else "?"
         quiet = [d for d in docs if not summary.repeat_load(d)]
         by_cell = collections.defaultdict(list)
         for d in quiet:
-            by_cell[same_cell(d)].append(math.log(float(np.median(d["wall_ns"])) / 1e6))
+            by_cell[same_cell(d)].append(math.log(float(np.median(d.wall_ns)) / 1e6))
         usable = {c: x for c, x in by_cell.items() if len(x) >= 2}
         if when - last[kind] >= 60 * apart_minutes and usable:
             for cell, x in usable.items():

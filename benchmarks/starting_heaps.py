@@ -68,7 +68,7 @@ def child(args: argparse.Namespace) -> None:
     doc = worker.run_cell(cell, progress=lambda *a: None)
     from gcbench.analysing import summary
 
-    pressure = np.asarray(doc["gc_pressure"])
+    pressure = np.asarray(doc.gc_pressure)
     per_gen = summary.collections_by_generation(doc)
     full = summary.full_collections(doc)
     print(json.dumps({"first": int(pressure[0]), "rest": summary.pressure_per_step(doc)[0],

@@ -146,12 +146,14 @@ def ok_results_folder(path, repeats: int = 2, steps: int = 30):
 
 
 def write_documents(path, documents):
-    """Result documents as JSON files in `path`, unvalidated (tests write broken ones too)."""
+    """Result documents (records, or dicts as read) as JSON files in `path`, unvalidated
+    (tests write broken ones too)."""
     import json
 
     path.mkdir(parents=True, exist_ok=True)
     for d in documents:
-        (path / f"{d['cell']}.json").write_text(json.dumps(d))
+        doc = d if isinstance(d, dict) else d.to_doc()
+        (path / f"{doc['cell']}.json").write_text(json.dumps(doc))
     return path
 
 

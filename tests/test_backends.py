@@ -98,10 +98,10 @@ def test_missing_package_makes_backend_unavailable_not_a_crash(tmp_path, monkeyp
     assert BACKENDS["nnx"].availability() == (True, "")
     cells = Suite(backends=["equinox-filter", "jax-vmap"], workloads=["vit"], steps=2, repeats=1).validate().cells()
     docs = run_cells(cells, tmp_path, ["test"], 60, RunSettings(log=lambda *_: None, progress=False))
-    by = {d["backend"]: d for d in docs}
-    assert [d["status"] for d in docs] == ["unavailable", "unavailable"]
-    assert "not installed: equinox" in by["equinox-filter"]["reason"]
-    assert "does not implement workload vit" in by["jax-vmap"]["reason"]
+    by = {d.backend: d for d in docs}
+    assert [d.status for d in docs] == ["unavailable", "unavailable"]
+    assert "not installed: equinox" in by["equinox-filter"].reason
+    assert "does not implement workload vit" in by["jax-vmap"].reason
 
 
 @pytest.mark.slow

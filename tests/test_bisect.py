@@ -33,7 +33,7 @@ def write_version(folder, version, gc_share, repeat=0, base_ms=100.0, steps=200,
                           metadata={"python": "3.11.7", "packages": {"equinox": version, "jax": "0.6.2"}},
                           wall_ns=wall.astype(int).tolist(), gc_ns=gc_ns.astype(int).tolist(),
                           gc_collections=colls.tolist(), loss={"step": [0], "value": [2.3]})
-    results.write(doc, folder / f"{doc['cell']}.json")
+    results.write(doc, folder / f"{doc.cell}.json")
     return doc
 
 
@@ -92,8 +92,8 @@ def test_fixed_schedules_of_full_collections_are_compared_exactly(tmp_path):
                 doc = write_version(folder, version, 0.01, repeat=r)
                 colls = np.zeros((200, 3), int)
                 colls[every - 1::every, 2] = 1
-                doc["gc_collections"] = colls.tolist()
-                results.write(doc, folder / f"{doc['cell']}.json")
+                doc.gc_collections = colls.tolist()
+                results.write(doc, folder / f"{doc.cell}.json")
         return version_bisect.table(results.load_dir(folder), "equinox", CELL, version_bisect.get_metric("full_gc"),
                                     2.0)
 
@@ -209,8 +209,8 @@ def test_a_repeat_under_load_is_left_out_and_the_table_says_so(tmp_path):
     folder = tmp_path / "load"
     write_versions(folder, [("1.0", 0.01)], repeats=3)
     loaded = write_version(folder, "1.1", 0.2, repeat=0)  # the outlier ran on a busy machine
-    loaded["machine_state"] = {"cpu_count": 2, "load_before": 5.0, "load_after": 5.0}
-    results.write(loaded, folder / f"{loaded['cell']}.json")
+    loaded.machine_state = {"cpu_count": 2, "load_before": 5.0, "load_after": 5.0}
+    results.write(loaded, folder / f"{loaded.cell}.json")
     for r in (1, 2, 3):  # three planned and the replacement a run measures for the flagged one
         write_version(folder, "1.1", 0.01, repeat=r)
     tab = version_bisect.table(results.load_dir(folder), "equinox", CELL, version_bisect.get_metric("gc_share"), 1.5)

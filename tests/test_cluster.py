@@ -10,6 +10,7 @@ and munge; skipped with the reason when they are absent).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import operator
@@ -145,14 +146,14 @@ def test_a_submitted_plan_records_its_jobs_and_reports_like_a_local_one(submitte
     assert proc.returncode == 0, proc.stderr[-3000:]
     docs = results.load_dir(out)
     assert len(docs) == 4
-    assert all(d["status"] == "ok" for d in docs)
-    scheds = [d["machine_state"]["scheduler"] for d in docs]
+    assert all(d.status == "ok" for d in docs)
+    scheds = [d.machine_state["scheduler"] for d in docs]
     assert {s["executor"] for s in scheds} == {"submitit-local"}
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     n = min(cores, 4)  # submitit-local starts its jobs at once: one array, as many jobs as cores
     assert len({s["job_id"] for s in scheds}) == n
     assert all(s["node"] == socket.gethostname() for s in scheds)
-    assert len({d["machine_state"]["run_id"] for d in docs}) == 1  # one submission: its rounds pair in compare
+    assert len({d.machine_state["run_id"] for d in docs}) == 1  # one submission: its rounds pair in compare
     sub = json.loads((out / cluster.JOBS_DIR / cluster.JOBS_FILE).read_text())
     assert len(sub["arrays"]) == 1
     assert sum(len(c) for c in sub["arrays"][0]["cells"]) == 4
@@ -202,7 +203,7 @@ def test_resume_submits_only_what_is_missing(submitted, tmp_path):
     sub = json.loads((copy / cluster.JOBS_DIR / cluster.JOBS_FILE).read_text())
     assert sub["cells"] == ["jax__mlp__disable__r1"]
     assert all((copy / name).read_bytes() == data for name, data in before.items())  # kept as they were
-    assert results.load(copy / "jax__mlp__disable__r1.json")["status"] == "ok"
+    assert results.load(copy / "jax__mlp__disable__r1.json").status == "ok"
 
 
 @pytest.mark.slow
@@ -256,20 +257,19 @@ def test_a_job_that_died_leaves_its_cells_failed_and_keeps_an_earlier_ok_result(
     docs = cluster._collect(cells, folder, "new", [_DeadJob(folder, "7_0"), _DeadJob(folder, "7_1")], record,
                             said.append)
     assert docs[0] is not None
-    assert docs[0]["status"] == "ok"
-    assert docs[1]["status"] == "failed"
-    assert "slurm job 7_1 ended without a result" in docs[1]["reason"]
-    assert results.load(folder / f"{cells[1].id}.json")["status"] == "failed"  # --resume reruns it
+    assert docs[0].status == "ok"
+    assert docs[1].status == "failed"
+    assert "slurm job 7_1 ended without a result" in docs[1].reason
+    assert results.load(folder / f"{cells[1].id}.json").status == "failed"  # --resume reruns it
     assert any("job 7_1 failed: it ended without reporting back" in s for s in said)
     assert any("2 runs without a result from its job" in s for s in said)
 
 
 # -- several kinds of node ------------------------------------------------------------------------
 
-def _on(doc: dict, cpu: str, host: str) -> dict:
-    doc = json.loads(json.dumps(doc))
-    doc["metadata"]["cpu"], doc["metadata"]["hostname"] = cpu, host
-    return doc
+def _on(doc: results.ResultDoc, cpu: str, host: str) -> results.ResultDoc:
+    """`doc` as measured on a node of another kind (a copy)."""
+    return dataclasses.replace(doc, metadata={**doc.metadata, "cpu": cpu, "hostname": host})
 
 
 @pytest.mark.e2e
@@ -277,7 +277,7 @@ def _on(doc: dict, cpu: str, host: str) -> dict:
 def test_repeats_of_different_kinds_of_node_are_never_pooled(submitted, tmp_path):
     out, _ = submitted
     docs = results.load_dir(out)
-    mixed = [_on(d, "Xeon A" if d["repeat"] == 0 else "EPYC B", f"n{d['repeat']}") for d in docs]
+    mixed = [_on(d, "Xeon A" if d.repeat == 0 else "EPYC B", f"n{d.repeat}") for d in docs]
     cells = summary.summarize_all(mixed)
     assert len(cells) == 4
     assert all(cs.stats.repeats == 1 for cs in cells)
@@ -287,14 +287,14 @@ def test_repeats_of_different_kinds_of_node_are_never_pooled(submitted, tmp_path
     records = [summary.record(cs) for cs in cells]
     assert {r["node_type"] for r in records} == {"Xeon A x2", "EPYC B x2"}
     # one kind of node: no split, no node in the label
-    same = summary.summarize_all([_on(d, "Xeon A", f"n{d['repeat']}") for d in docs])
+    same = summary.summarize_all([_on(d, "Xeon A", f"n{d.repeat}") for d in docs])
     assert len(same) == 2
     assert all(cs.stats.repeats == 2 and " on " not in cs.label for cs in same)
     # the report shows them side by side and says they are not pooled
     folder = tmp_path / "mixed"
     folder.mkdir()
     for d in mixed:
-        results.write(d, folder / f"{d['cell']}.json")
+        results.write(d, folder / f"{d.cell}.json")
     rep = run_cli("report", str(folder), "--out", str(tmp_path / "rep"))
     assert rep.returncode == 0, rep.stderr
     md = (tmp_path / "rep" / "index.md").read_text()
@@ -414,8 +414,8 @@ def test_slurm_one_node(one_node_slurm, tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     docs = results.load_dir(out)
     assert len(docs) == 4
-    assert all(d["status"] == "ok" for d in docs)
-    scheds = [d["machine_state"]["scheduler"] for d in docs]
+    assert all(d.status == "ok" for d in docs)
+    scheds = [d.machine_state["scheduler"] for d in docs]
     assert all(s["executor"] == "slurm" and s["partition"] == "test" and s["node"] == socket.gethostname()
                for s in scheds)
     arrays = {s["array_job_id"] for s in scheds}
@@ -545,7 +545,7 @@ def test_a_folder_a_batch_script_cannot_name_is_refused(tmp_path, name):
 def test_an_executor_name_with_markup_is_refused(tmp_path):
     ds = docs(np.random.default_rng(3), 2, 10.0, steps=30)
     for d in ds:
-        d.setdefault("machine_state", {})["scheduler"] = {"executor": "local\n\n# Injected"}
+        d.machine_state = {**(d.machine_state or {}), "scheduler": {"executor": "local\n\n# Injected"}}
     folder = write_documents(tmp_path / "res", ds)
     assert_one_line_error(run_cli("report", str(folder), "--out", str(tmp_path / "rep")),
                           "machine_state.scheduler.executor")

@@ -84,7 +84,7 @@ def test_pairs_that_differ_in_settings_are_refused_unless_forced():
     a = docs(rng, 3, 10.0)
     b = docs(rng, 3, 10.0, steps=200)
     for d in b:
-        d["networks"] = 50
+        d.networks = 50
     c = comparison.compare_docs(a, b)
     assert not c.rows
     assert c.refused == ["jax/mlp/default: networks 2 in A, 50 in B; steps 300 in A, 200 in B"]
@@ -93,7 +93,7 @@ def test_pairs_that_differ_in_settings_are_refused_unless_forced():
     assert forced.rows[0].forced
     other_machine = docs(rng, 3, 10.0)
     for d in other_machine:
-        d["metadata"]["cpu"] = "another cpu"
+        d.metadata["cpu"] = "another cpu"
     assert not comparison.compare_docs(a, other_machine).refused  # compared on counts (below)
 
 
@@ -102,12 +102,12 @@ def _on(documents, cpu=None, others=None, cpu_time=False):
     `others` cores of 2; `cpu_time`: with per-step CPU times (the wall time less a third)."""
     for d in documents:
         if cpu:
-            d["metadata"]["cpu"] = cpu
+            d.metadata["cpu"] = cpu
         if others is not None:
-            d["machine_state"].update(cpu_count=2, others_cores=others, steal=0.0, load_seconds=3.0)
+            d.machine_state.update(cpu_count=2, others_cores=others, steal=0.0, load_seconds=3.0)
         if cpu_time:
-            d["cpu_ns"] = [int(w * 2 / 3) for w in d["wall_ns"]]
-            d["gc_cpu_ns"] = list(d["gc_ns"])
+            d.cpu_ns = [int(w * 2 / 3) for w in d.wall_ns]
+            d.gc_cpu_ns = list(d.gc_ns)
     return documents
 
 
@@ -149,7 +149,7 @@ def test_times_from_a_loaded_machine_are_not_judged_and_no_fail_on_fires_on_them
     quiet = _on(docs(rng, 3, 10.0, full_every=50, pause_ms=5), others=0.02, cpu_time=True)
     loaded = _on(docs(rng, 3, 16.0, full_every=50, pause_ms=5), others=1.3, cpu_time=True)
     for d in loaded:  # the load stretches wall time, not the thread's CPU time
-        d["cpu_ns"] = [int(c / 1.6) for c in d["cpu_ns"]]
+        d.cpu_ns = [int(c / 1.6) for c in d.cpu_ns]
     c = comparison.compare_docs(loaded, quiet)
     by = {t.metric: t for t in c.rows[0].tests}
     assert by["median"].verdict == by["mean"].verdict == "not judged"
@@ -168,7 +168,7 @@ def test_times_from_a_loaded_machine_are_not_judged_and_no_fail_on_fires_on_them
     )
     # without CPU times the GC share is a wall-time share: not judged either
     for d in loaded + quiet:
-        del d["cpu_ns"], d["gc_cpu_ns"]
+        del d.cpu_ns, d.gc_cpu_ns
     assert comparison.compare_docs(loaded, quiet).rows[0].tests[1].verdict == "not judged"
     # a quiet machine's readings leave every test judged
     assert comparison.compare_docs(quiet, quiet).rows[0].tests[0].verdict in ("same", "inconclusive")
@@ -197,7 +197,7 @@ def test_two_folders_that_differ_only_in_environment_pair_across_it():
 def _folder(path, documents):
     path.mkdir()
     for d in documents:
-        results.write(d, path / f"{d['cell']}.json")
+        results.write(d, path / f"{d.cell}.json")
     return path
 
 
@@ -241,9 +241,9 @@ def test_compare_json_is_strict_json_when_one_side_has_no_full_collection(tmp_pa
     JSON parser reads (Python's json would accept `Infinity`; JSON.parse does not)."""
     rng = np.random.default_rng(15)
     varying = docs(rng, 3, 10.0, full_every=50, pause_ms=20)
-    extra = np.asarray(varying[0]["gc_collections"])
+    extra = np.asarray(varying[0].gc_collections)
     extra[10, 2] = 1  # 7, 6, 6 full collections: counts that vary are tested, not compared exactly
-    varying[0]["gc_collections"] = extra.tolist()
+    varying[0].gc_collections = extra.tolist()
     a = _folder(tmp_path / "a", varying)
     b = _folder(tmp_path / "b", docs(rng, 3, 10.0))
 
@@ -378,7 +378,7 @@ def test_the_gc_share_under_load_is_judged_beyond_what_load_moves_and_only_as_fa
     loaded = _on(docs(rng, 3, 10.0, full_every=10, pause_ms=5), others=1.0, cpu_time=True)  # 5x the pauses
     same = _on(docs(rng, 3, 10.0, full_every=50, pause_ms=5), others=1.0, cpu_time=True)
     for d in loaded + same:
-        d["machine_state"]["cpu_pressure"] = pressure
+        d.machine_state["cpu_pressure"] = pressure
     share = {t.metric: t for t in comparison.compare_docs(quiet, loaded).rows[0].tests}["gc_share"]
     assert (share.verdict == "more GC") is judged, share
     if judged:
@@ -398,7 +398,7 @@ def test_user_loops_measured_in_turn_are_one_period_and_in_sequence_two_runs():
 
     def dated(ds, minutes):
         for d, m in zip(ds, minutes, strict=True):
-            d["metadata"]["date"] = (datetime.datetime(2026, 11, 27, 3, 0, tzinfo=datetime.timezone.utc)
+            d.metadata["date"] = (datetime.datetime(2026, 11, 27, 3, 0, tzinfo=datetime.timezone.utc)
                                      + datetime.timedelta(minutes=m)).isoformat()
         return ds
 
@@ -410,5 +410,5 @@ def test_user_loops_measured_in_turn_are_one_period_and_in_sequence_two_runs():
         assert row.runs_apart is apart
         assert ("two runs apart" in row.tests[0].note) is apart
     for d in a:
-        del d["metadata"]["date"]
+        del d.metadata["date"]
     assert comparison.compare_docs(a, dated(b, [1, 3, 5])).rows[0].runs_apart is True

@@ -52,7 +52,7 @@ def _race(calls: list[tuple], timeout: float = 60) -> None:
 def test_concurrent_saves_of_a_measured_loop_lose_no_repeat(tmp_path):
     """Item 1: six processes save into one folder at once; all six repeats are there."""
     _race([(tmp_path,)] * 6)
-    assert sorted(d["repeat"] for d in results.load_dir(tmp_path)) == list(range(6))
+    assert sorted(d.repeat for d in results.load_dir(tmp_path)) == list(range(6))
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left behind
 
 
@@ -273,8 +273,8 @@ def test_a_step_that_raised_is_not_a_timed_step_and_steps_do_not_nest():
     assert m.steps == 6
     assert m.raised == 5
     doc = m.result()
-    assert len(doc["wall_ns"]) == 6
-    assert doc["probe"]["steps_raised"] == 5
+    assert len(doc.wall_ns) == 6
+    assert doc.probe["steps_raised"] == 5
     with pytest.raises(gcbench.UsageError, match="capacity must be an integer from 1 to 10,000,000"):
         gcbench.measure("big", capacity=10**8)
 
@@ -383,4 +383,4 @@ def test_force_replaces_the_plans_own_replacement_repeats(tmp_path):
                     "--gc", "default", "--repeats", "2", "--out", str(out), "--force", "--no-progress")
     assert again.returncode == 0, again.stderr
     assert not (out / "jax__mlp__default__r2.json").exists()
-    assert sorted(d["repeat"] for d in results.load_dir(out) if d["gc_policy"] == "default") == [0, 1]
+    assert sorted(d.repeat for d in results.load_dir(out) if d.gc_policy == "default") == [0, 1]

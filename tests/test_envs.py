@@ -242,11 +242,11 @@ def test_worker_runs_under_the_environments_interpreter(small_env, cache, tmp_pa
     runner.run_worker(cell, out, ["gcbench", "test"], 120, None, python=small_env.python,
                       environment=small_env.describe())
     doc = results.load(out)
-    assert doc["status"] == "unavailable"
-    assert "not installed: jax" in doc["reason"]
-    assert doc["metadata"]["python_executable"] == small_env.python
-    assert doc["metadata"]["python"] == small_env.python_version
-    assert doc["environment"]["packages"]["six"] == "1.16.0"
+    assert doc.status == "unavailable"
+    assert "not installed: jax" in doc.reason
+    assert doc.metadata["python_executable"] == small_env.python
+    assert doc.metadata["python"] == small_env.python_version
+    assert doc.environment["packages"]["six"] == "1.16.0"
     assert results.label(doc) == "jax/mlp/default r1 [this-python six==1.16.0]"
 
 
@@ -263,14 +263,14 @@ def test_run_cli_in_an_environment_records_it(cache, tmp_path):
     assert "py3.2: unavailable: no Python 3.2 on this machine" in out.stdout
     docs = {results.env_name(d): d for d in results.load_dir(out_dir)}
     ran, missing = docs[f"this-python {SMALL_PIN}"], docs["py3.2"]
-    assert ran["status"] == "ok"
-    assert len(ran["wall_ns"]) == 5
-    assert ran["metadata"]["python_executable"].startswith(str(venvs.envs_root()))
-    assert ran["environment"]["packages"]["six"] == "1.16.0"
-    assert "jax" in ran["environment"]["packages"]
-    assert ran["metadata"]["packages"]["jax"] == ran["environment"]["packages"]["jax"]
-    assert missing["status"] == "unavailable"
-    assert "no Python 3.2" in missing["reason"]
+    assert ran.status == "ok"
+    assert len(ran.wall_ns) == 5
+    assert ran.metadata["python_executable"].startswith(str(venvs.envs_root()))
+    assert ran.environment["packages"]["six"] == "1.16.0"
+    assert "jax" in ran.environment["packages"]
+    assert ran.metadata["packages"]["jax"] == ran.environment["packages"]["jax"]
+    assert missing.status == "unavailable"
+    assert "no Python 3.2" in missing.reason
 
 
 @pytest.mark.e2e
@@ -286,7 +286,7 @@ def test_bisect_runs_one_environment_per_version(cache, tmp_path):
     assert [line.split()[0] for line in table[2:4]] == ["1.15.0", "1.16.0"]
     assert all(line.split()[3] == "1/1" for line in table[2:4])  # one ok run per version
     docs = results.load_dir(out_dir)
-    assert sorted(d["environment"]["packages"]["six"] for d in docs) == ["1.15.0", "1.16.0"]
+    assert sorted(d.environment["packages"]["six"] for d in docs) == ["1.15.0", "1.16.0"]
     assert (out_dir / "bisect.json").is_file()
 
 
@@ -309,7 +309,7 @@ def test_other_interpreter_if_the_machine_has_one(cache, tmp_path):
     runner.run_worker(cell, tmp_path / "c.json", ["gcbench"], 120, None, python=env.python,
                       environment=env.describe())
     doc = results.load(tmp_path / "c.json")
-    assert doc["metadata"]["python"] == other.version != platform.python_version()
+    assert doc.metadata["python"] == other.version != platform.python_version()
 
 
 def test_suite_envs_expand_the_cells(tmp_path):
@@ -335,9 +335,9 @@ def test_suite_envs_expand_the_cells(tmp_path):
 def test_environment_field_is_validated(tmp_path):
     cell = Cell("jax", "mlp", "default", 0, 2, 4992, 3, 1, 0, 10, env="python=3.12")
     doc = results.new(cell, "unavailable", "no Python 3.12")
-    assert doc["environment"] == {"spec": "python=3.12", "name": "py3.12"}
+    assert doc.environment == {"spec": "python=3.12", "name": "py3.12"}
     results.write(doc, tmp_path / "a.json")
-    doc["environment"] = "py3.12"
+    doc.environment = "py3.12"
     with pytest.raises(UsageError, match="field environment"):
         results.validate(doc)
 

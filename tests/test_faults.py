@@ -6,6 +6,7 @@ Each test is one case of the README's Reliability section.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
@@ -70,10 +71,10 @@ def test_a_killed_worker_fails_its_cell_and_the_run_goes_on(tmp_path):
     os.kill(_wait_for_worker(out), signal.SIGKILL)
     _stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 1, stderr  # a failed cell
-    docs = {d["gc_policy"]: d for d in results.load_dir(out)}
-    failed = [d for d in docs.values() if d["status"] == "failed"]
+    docs = {d.gc_policy: d for d in results.load_dir(out)}
+    failed = [d for d in docs.values() if d.status == "failed"]
     assert len(failed) == 1
-    assert "killed by signal 9" in failed[0]["reason"]
+    assert "killed by signal 9" in failed[0].reason
     assert len(docs) == 2
     assert "Traceback" not in stderr
 
@@ -98,7 +99,7 @@ def test_sigint_and_sigterm_keep_finished_cells_and_stop_the_worker(tmp_path, si
     assert "Traceback" not in stderr
     kept = results.load_dir(out)
     assert kept
-    assert all(d["status"] == "ok" for d in kept)
+    assert all(d.status == "ok" for d in kept)
     assert json.loads((out / "suite.json").read_text())["state"] == "interrupted"
     assert not list(out.glob(".*.json"))
     assert not list(out.glob(".*.tmp"))
@@ -144,17 +145,17 @@ def test_a_rerun_never_loses_a_good_result(tmp_path):
     resumed = run_cli(*base, "--resume")
     assert resumed.returncode == 0
     assert "kept (an ok result with the same settings is there)" in resumed.stdout
-    assert results.load(out / "jax__mlp__default__r0.json") == good
+    assert results.load(out / "jax__mlp__default__r0.json").to_doc() == good.to_doc()
     # --force whose new run fails keeps the good result (the worker crashes on start)
     env = dict(os.environ, GCBENCH_MNIST=str(tmp_path / "no such folder"))
     forced = run_cli(*base, "--force", env=env)
     assert forced.returncode == 2  # the data folder is checked first: nothing ran, nothing replaced
-    assert results.load(out / "jax__mlp__default__r0.json") == good
+    assert results.load(out / "jax__mlp__default__r0.json").to_doc() == good.to_doc()
     # --resume with other settings runs again and replaces it only once the new result is there
     changed = run_cli(*base[:-2], "--steps", "25", "--out", str(out), "--resume")
     assert changed.returncode == 0, changed.stderr
     new = results.load(out / "jax__mlp__default__r0.json")
-    assert len(new["wall_ns"]) == 25
+    assert len(new.wall_ns) == 25
     plan = json.loads((out / "suite.json").read_text())
     assert [r["mode"] for r in plan["runs"]] == ["new", "resume", "resume"]
 
@@ -166,7 +167,7 @@ def test_a_failed_rerun_keeps_the_earlier_ok_result(tmp_path, monkeypatch):
     suite = Suite(backends=["jax"], workloads=["mlp"], steps=10, warmup=1, repeats=1, networks={"mlp": 1}).validate()
     cells = suite.cells()
     first = runner.run_cells(cells, tmp_path, ["t"], 300, runner.RunSettings(log=lambda *_: None, progress=False))
-    assert first[0]["status"] == "ok"
+    assert first[0].status == "ok"
 
     def crash(*a, **k):
         raise runner.CellFailed("worker exit code 1\nboom")
@@ -174,8 +175,8 @@ def test_a_failed_rerun_keeps_the_earlier_ok_result(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "run_worker", crash)
     said = []
     again = runner.run_cells(cells, tmp_path, ["t"], 300, runner.RunSettings(log=said.append, progress=False))
-    assert again[0]["status"] == "ok"
-    assert results.load(tmp_path / f"{cells[0].id}.json")["status"] == "ok"
+    assert again[0].status == "ok"
+    assert results.load(tmp_path / f"{cells[0].id}.json").status == "ok"
     assert any("kept the earlier ok result instead of this failed one" in s for s in said)
 
 
@@ -246,8 +247,8 @@ def test_corrupt_arrays_in_a_result_file(tmp_path):
     cell = Cell("jax", "mlp", "default", 0, 2, 4992, 3, 1, 0, 1)
     doc = results.new(cell, "ok", wall_ns=[1, 2, 3], gc_ns=[0, 0, 0], gc_collections=[[0, 0, 0]] * 3,
                       loss={"step": [], "value": []}, data={"kind": "synthetic"})
-    doc["gc_ns"] = [0, "x", 0]
-    (res / "a.json").write_text(json.dumps(doc))
+    doc.gc_ns = [0, "x", 0]
+    (res / "a.json").write_text(json.dumps(doc.to_doc()))
     assert_one_line_error(run_cli("report", str(res), "--out", str(tmp_path / "rep")), "gc_ns", "integers")
     (res / "a.json").write_bytes(gzip.compress(b"{}"))
     assert_one_line_error(run_cli("report", str(res), "--out", str(tmp_path / "rep")), "a.json", "not a UTF-8")
@@ -308,13 +309,13 @@ def test_a_worker_that_crashes_after_its_result_keeps_the_result(tmp_path, write
         assert not out.exists()
         return
     doc = runner.run_worker(cell, out, ["gcbench"], 300, None, python=python)
-    assert doc["status"] == "ok"
-    assert len(doc["wall_ns"]) == 5
-    assert doc["reason"] == "kept: the worker ended with killed by signal 11 after writing this complete result"
-    assert "Julia" not in doc["reason"]  # a JAX worker: the Julia exit hook is not blamed
+    assert doc.status == "ok"
+    assert len(doc.wall_ns) == 5
+    assert doc.reason == "kept: the worker ended with killed by signal 11 after writing this complete result"
+    assert "Julia" not in doc.reason  # a JAX worker: the Julia exit hook is not blamed
     julia = tmp_path / "flux.json"
-    results.write({**doc, "backend": "flux", "reason": ""}, julia)
+    results.write(dataclasses.replace(doc, backend="flux", reason=""), julia)
     kept = runner._complete_before_crash(julia, -11)
     assert kept is not None
-    assert kept["reason"].endswith("(a Julia exit hook with several threads: PythonCall issue #764)")
-    assert results.load(out)["reason"] == doc["reason"]  # kept on disk, the crash noted
+    assert kept.reason.endswith("(a Julia exit hook with several threads: PythonCall issue #764)")
+    assert results.load(out).reason == doc.reason  # kept on disk, the crash noted

@@ -82,23 +82,23 @@ def mutate(doc: dict, rng: np.random.Generator) -> dict:
 def _read_and_use(doc: dict) -> str:
     """'refused' or 'read' (and then everything downstream worked)."""
     try:
-        results.validate(doc, "fuzz")
+        read = results.validate(doc, "fuzz")
     except UsageError as e:
         assert "\n" not in str(e)  # noqa: PT017 - one of many outcomes of a fuzzed document
         return "refused"
-    cells = summary.summarize_all([doc])
+    cells = summary.summarize_all([read])
     assert cells
     assert cells[0].ok
-    comparison.format_comparison(comparison.compare_docs([doc], [doc]))
-    tabular.to_csv(tabular.cell_records([doc]))
-    tabular.to_csv(tabular.step_records([doc]))
+    comparison.format_comparison(comparison.compare_docs([read], [read]))
+    tabular.to_csv(tabular.cell_records([read]))
+    tabular.to_csv(tabular.step_records([read]))
     return "read"
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_generated_malformed_documents_are_refused_or_read(seed):
     rng = np.random.default_rng(seed)
-    base = docs(rng, 3, 10.0, steps=40, full_every=7, pause_ms=3)
+    base = [d.to_doc() for d in docs(rng, 3, 10.0, steps=40, full_every=7, pause_ms=3)]  # as files hold them
     base[0]["gc_events"] = {"step": [6, 13], "generation": [2, 2], "pause_ns": [3_000_000, 3_000_000],
                             "collected": [0, 0], "dropped": 0}
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -131,7 +131,7 @@ def test_malformed_documents_through_the_command_line_are_one_line(tmp_path):
     and one refused folder again as a user runs them, in a process of their own, with the
     same outcome."""
     rng = np.random.default_rng(99)
-    base = docs(rng, 2, 10.0, steps=30)
+    base = [d.to_doc() for d in docs(rng, 2, 10.0, steps=30)]
     tried, outcome = 0, {}
     for i in range(40):
         doc = mutate(base[i % 2], rng) if i else base[0]  # the first as written: one that reads

@@ -36,9 +36,9 @@ def _counts(report: pathlib.Path) -> dict:
     out = {}
     expl = {e["cell"]["workload"]: e for e in json.loads((report / "explain.json").read_text())["explanations"]}
     for doc in results.load_dir(report):
-        colls = np.asarray(doc["gc_collections"]).reshape(len(doc["wall_ns"]), -1)
-        m = doc["memory"]
-        out[doc["workload"]] = {"promoted": expl[doc["workload"]]["python"]["promoted_per_step"],
+        colls = np.asarray(doc.gc_collections).reshape(len(doc.wall_ns), -1)
+        m = doc.memory
+        out[doc.workload] = {"promoted": expl[doc.workload]["python"]["promoted_per_step"],
                                 "collections": colls.sum(axis=0).tolist(),
                                 "full_at": np.flatnonzero(colls[:, -1]).tolist(),
                                 "tracked": m["tracked_end"] - m["tracked_start"]}
@@ -527,8 +527,8 @@ def test_reports_are_one_cell_per_test_and_keep_every_explanation(pytester, tmp_
     pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", f"--gc-budget-report={report}",
                                   "--gc-budget-in-process").assert_outcomes(passed=4, warnings=4)
     docs = results.load_dir(report)
-    assert sorted(d["workload"] for d in docs) == [f"test_{f}--test_0" for f in range(4)]
-    assert all(d["repeat"] == 0 for d in docs)
+    assert sorted(d.workload for d in docs) == [f"test_{f}--test_0" for f in range(4)]
+    assert all(d.repeat == 0 for d in docs)
     expl = json.loads((report / "explain.json").read_text())["explanations"]
     assert sorted(e["cell"]["workload"] for e in expl) == [f"test_{f}--test_0" for f in range(4)]
 

@@ -200,7 +200,7 @@ def test_the_drift_flag_still_catches_the_committed_repeats_that_drifted():
     for report, cell in DRIFTED:
         with archive.opened(reports / report) as folder:
             doc = results.load(folder / f"{cell}.json")
-        found = stats.drift(doc["wall_ns"])
+        found = stats.drift(doc.wall_ns)
         assert found is not None, (report, cell, found)
         assert abs(found.change) >= 0.19, (report, cell, found)
         assert found.p < stats.DRIFT_P, (report, cell, found)
@@ -250,9 +250,9 @@ def test_fixed_schedules_are_compared_exactly_however_few_the_events():
     assert same.verdict == "same"
     # counts that vary between repeats: the per-repeat counts are tested, not pooled events
     vary = docs(rng, 3, 30.0, full_every=75, pause_ms=40)
-    extra = np.asarray(vary[0]["gc_collections"]).reshape(-1, 3)
+    extra = np.asarray(vary[0].gc_collections).reshape(-1, 3)
     extra[10, 2] = extra[11, 2] = 1  # two more in the first repeat: 6, 4, 4, more than one phase makes
-    vary[0]["gc_collections"] = extra.tolist()
+    vary[0].gc_collections = extra.tolist()
     t = comparison.test_full(comparison.repeat_values(vary), comparison.repeat_values(two), 0.05, 0.05)
     assert not t.exact
     assert t.p is not None
@@ -262,7 +262,7 @@ def test_fixed_schedules_are_compared_exactly_however_few_the_events():
     assert "6, 4, 4 full collections in the repeats of 300 steps" in t.note
     # one more in one repeat is what a schedule's phase makes: the same (phase), not a test
     extra[11, 2] = 0
-    vary[0]["gc_collections"] = extra.tolist()
+    vary[0].gc_collections = extra.tolist()
     t = comparison.test_full(comparison.repeat_values(vary), comparison.repeat_values(two), 0.05, 0.05)
     assert t.phase
     assert comparison.decide(t, 0.05) == comparison.SAME_PHASE

@@ -32,22 +32,22 @@ def test_measure_records_a_users_loop_in_the_schema_of_a_cell(tmp_path, classic_
     assert m.steps == 120
     doc = m.result()
     results.validate(doc)
-    assert doc["backend"] == "user"
-    assert doc["workload"] == "my-loop"
-    assert doc["gc_policy"] == "default"
-    assert len(doc["wall_ns"]) == 120
-    assert len(doc["warmup"]["wall_ns"]) == 5
+    assert doc.backend == "user"
+    assert doc.workload == "my-loop"
+    assert doc.gc_policy == "default"
+    assert len(doc.wall_ns) == 120
+    assert len(doc.warmup["wall_ns"]) == 5
     assert (
-        29 <= sorted(doc["gc_pressure"])[60] <= 33
+        29 <= sorted(doc.gc_pressure)[60] <= 33
     )  # what the loop keeps, per step (31), give or take the test process
-    assert sum(row[0] for row in doc["gc_collections"]) >= 3  # the young generation filled up
+    assert sum(row[0] for row in doc.gc_collections) >= 3  # the young generation filled up
     s = m.summary()
     assert s["median_ms"] > 0
     assert s["steps"] == 120
     first, second = m.save(tmp_path), m.save(tmp_path)
     assert first.name == "user__my-loop__default__r0.json"
     assert second.name == "user__my-loop__default__r1.json"
-    assert [d["repeat"] for d in results.load_dir(tmp_path)] == [0, 1]
+    assert [d.repeat for d in results.load_dir(tmp_path)] == [0, 1]
 
 
 def test_measure_keeps_the_policy_the_user_named_and_counts_frozen_objects():
@@ -62,9 +62,9 @@ def test_measure_keeps_the_policy_the_user_named_and_counts_frozen_objects():
     finally:
         gc.unfreeze()
     doc = m.result()
-    assert doc["gc_policy"] == "default"
-    assert doc["gc_state"]["frozen_objects"] > 0
-    assert named.result()["gc_policy"] == "freeze"
+    assert doc.gc_policy == "default"
+    assert doc.gc_state["frozen_objects"] > 0
+    assert named.result().gc_policy == "freeze"
     with pytest.raises(UsageError, match="unknown GC policy"):
         gcbench.measure("x", policy="sometimes")
 
@@ -75,7 +75,7 @@ def test_measure_records_the_jax_devices_of_the_loop():
         for _ in range(3):
             with m.step():
                 jax.block_until_ready(jax.numpy.ones(4) * 2)
-    meta = m.result()["metadata"]
+    meta = m.result().metadata
     assert meta["jax_backend"] == jax.default_backend()
     assert meta["devices"] == [str(d) for d in jax.devices()]
 
@@ -87,7 +87,7 @@ def test_measure_knows_a_disabled_collector_and_refuses_misuse():
             _loop(m, 10)
     finally:
         gc.enable()
-    assert m.result()["gc_policy"] == "disable"
+    assert m.result().gc_policy == "disable"
     with pytest.raises(UsageError, match="outside"):
         with m.step():
             pass
@@ -245,4 +245,4 @@ def test_a_measurement_with_a_manual_policy_saves(tmp_path):
                 [object() for _ in range(50)]
     path = m.save(tmp_path / "res")
     assert path.name == "user__loop__manual-5__r0.json"
-    assert results.load(path)["gc_policy"] == "manual:5"
+    assert results.load(path).gc_policy == "manual:5"

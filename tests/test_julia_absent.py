@@ -80,10 +80,10 @@ def test_run_records_julia_cells_unavailable_and_goes_on(no_julia, tmp_path):
     cells = Suite(backends=["flux", "lux"], workloads=["mlp"], gc=["default", "freeze", "disable"],
                   steps=2, repeats=1).validate().cells()
     docs = run_cells(cells, tmp_path, ["test"], 60, RunSettings(log=lines.append, progress=False))
-    assert [d["status"] for d in docs] == ["unavailable"] * 6
-    freeze = [d for d in docs if d["gc_policy"] == "freeze"]
-    assert all("GC policy freeze has no meaning for" in d["reason"] for d in freeze)
-    assert {d["reason"] for d in docs if d["gc_policy"] != "freeze"} == {why}
+    assert [d.status for d in docs] == ["unavailable"] * 6
+    freeze = [d for d in docs if d.gc_policy == "freeze"]
+    assert all("GC policy freeze has no meaning for" in d.reason for d in freeze)
+    assert {d.reason for d in docs if d.gc_policy != "freeze"} == {why}
     # One line for every backend unavailable for the same reason, before any cell, not one per cell.
     said = [line for line in lines if why in line]
     assert said == [f"flux, lux: unavailable: {why} (4 cells recorded as unavailable)"]
@@ -113,9 +113,9 @@ def test_a_julia_that_cannot_start_makes_the_cell_unavailable(monkeypatch):
     monkeypatch.setattr(julia_bridge, "gcbench_module", broken)
     cell = Suite(backends=["lux"], workloads=["mlp"], steps=2, repeats=1).validate().cells()[0]
     doc = worker.run_cell(cell)
-    assert doc["status"] == "unavailable"
+    assert doc.status == "unavailable"
     assert (
-        doc["reason"]
+        doc.reason
         == "Julia could not start: Pkg resolve failed: Unsatisfiable requirements detected for package Lux"
     )
 

@@ -273,8 +273,8 @@ def test_a_refused_policy_becomes_an_unavailable_cell(monkeypatch):
 
     cell = Cell("flux", "mlp", "disable", 0, 3, 4992, 30000, 2, 0, 10)
     doc = worker.run_cell(cell)
-    assert doc["status"] == "unavailable"
-    assert doc["reason"] == reason
+    assert doc.status == "unavailable"
+    assert doc.reason == reason
 
 
 def test_unknown_framework_is_refused():

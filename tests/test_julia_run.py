@@ -28,13 +28,13 @@ def julia_results(tmp_path_factory):
         assert proc.returncode == 0, proc.stderr
 
     out = once_per_session(tmp_path_factory, "gcbench-julia-run", run)
-    return {(d["backend"], d["workload"]): d for d in results.load_dir(out)}
+    return {(d.backend, d.workload): d for d in results.load_dir(out)}
 
 
-def measured(doc: dict) -> dict:
+def measured(doc):
     """`doc`, once it is known to hold measurements: a refused or failed cell names its reason
     here instead of a KeyError on a vector it does not have."""
-    assert doc["status"] == "ok", f"{doc['cell']}: {doc['status']}: {doc['reason']}"
+    assert doc.status == "ok", f"{doc.cell}: {doc.status}: {doc.reason}"
     return doc
 
 
@@ -42,15 +42,15 @@ def measured(doc: dict) -> dict:
 @pytest.mark.parametrize("workload", ["mlp", "lenet5"])
 def test_julia_backend_trains_and_counts_parameters(julia_results, backend, workload):
     doc = measured(julia_results[(backend, workload)])
-    assert doc["params_counted"] == WORKLOADS[workload].params_per_network  # 4,992 and 44,426
-    assert len(doc["wall_ns"]) == 30
-    assert len(doc["warmup"]["wall_ns"]) == 2
-    assert doc["batch_size"] == 64
-    assert doc["loss"]["value"][-1] < doc["loss"]["value"][0]
-    assert doc["metadata"]["julia_threads"] >= 1
-    assert doc["metadata"]["julia"]
-    assert doc["warmup"]["build_ns"] > 1000
-    assert np.all(np.asarray(doc["gc_full"]) <= np.asarray(doc["gc_collections"]).sum(axis=1))
+    assert doc.params_counted == WORKLOADS[workload].params_per_network  # 4,992 and 44,426
+    assert len(doc.wall_ns) == 30
+    assert len(doc.warmup["wall_ns"]) == 2
+    assert doc.batch_size == 64
+    assert doc.loss["value"][-1] < doc.loss["value"][0]
+    assert doc.metadata["julia_threads"] >= 1
+    assert doc.metadata["julia"]
+    assert doc.warmup["build_ns"] > 1000
+    assert np.all(np.asarray(doc.gc_full) <= np.asarray(doc.gc_collections).sum(axis=1))
 
 
 @pytest.mark.parametrize("backend", ["flux", "lux", "simplechains"])
@@ -58,12 +58,12 @@ def test_julia_backend_trains_and_counts_parameters(julia_results, backend, work
 def test_julia_backends_start_from_the_same_weights_as_jax(julia_results, backend, workload):
     # Same initial weights and batches: the loss after the warm-up matches the jax backend's
     # (for SimpleChains this also says that its summed loss was scaled to a batch mean).
-    jax_loss = measured(julia_results[("jax", workload)])["warmup"]["loss"]
-    assert measured(julia_results[(backend, workload)])["warmup"]["loss"] == pytest.approx(jax_loss, rel=2e-3)
+    jax_loss = measured(julia_results[("jax", workload)]).warmup["loss"]
+    assert measured(julia_results[(backend, workload)]).warmup["loss"] == pytest.approx(jax_loss, rel=2e-3)
 
 
 def test_one_framework_per_process(julia_results):
-    lux = measured(julia_results[("lux", "mlp")])["metadata"]
+    lux = measured(julia_results[("lux", "mlp")]).metadata
     assert "SimpleChains" not in lux["julia_packages"]
     assert "Flux" not in lux["julia_packages"]
     assert not any("LoopVectorization" in e for e in lux["julia_extensions"])
@@ -75,9 +75,9 @@ def test_manual_policy_collects_every_k_steps(tmp_path):
                    "--networks", "2", "--steps", "20", "--warmup", "2", "--repeats", "1", "--out", str(tmp_path),
                    "--no-progress", timeout=3600)
     assert proc.returncode == 0, proc.stderr
-    docs = {d["gc_policy"]: measured(d) for d in results.load_dir(tmp_path)}
-    assert np.flatnonzero(docs["manual:5"]["gc_full"]).tolist() == [4, 9, 14, 19]
-    assert sum(docs["disable"]["gc_full"]) == 0
+    docs = {d.gc_policy: measured(d) for d in results.load_dir(tmp_path)}
+    assert np.flatnonzero(docs["manual:5"].gc_full).tolist() == [4, 9, 14, 19]
+    assert sum(docs["disable"].gc_full) == 0
 
 
 def test_simplechains_allocations_do_not_grow_with_threads(tmp_path):
@@ -89,5 +89,5 @@ def test_simplechains_allocations_do_not_grow_with_threads(tmp_path):
                        "--steps", "20", "--warmup", "2", "--repeats", "1", "--julia-threads", str(threads),
                        "--out", str(out), "--no-progress", timeout=3600)
         assert proc.returncode == 0, proc.stderr
-        per_thread[threads] = float(np.median(measured(results.load_dir(out)[0])["alloc_bytes"]))
+        per_thread[threads] = float(np.median(measured(results.load_dir(out)[0]).alloc_bytes))
     assert per_thread[2] <= per_thread[1] + 64 * 1024  # task bookkeeping, not megabytes of scratch

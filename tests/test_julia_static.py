@@ -363,7 +363,7 @@ def test_julia_runs_of_disable_or_manual_take_two_warmup_steps():
         warmup = int(re.search(r'"--warmup", "(\d+)"', call).group(1))
         assert warmup >= 2, call
     assert "measure.jl" in text
-    assert 'doc["status"] == "ok"' in text
+    assert 'doc.status == "ok"' in text
 
 
 def test_the_allocation_test_counts_by_package_not_by_type():

@@ -14,6 +14,7 @@ import pytest
 from conftest import run_cli
 from gcbench.core import machineload
 from gcbench.measuring import results
+from gcbench.measuring.cell import Cell
 from gcbench.measuring.probe import StepProbe
 
 TICK = machineload._TICK
@@ -53,7 +54,8 @@ def test_a_load_average_that_gcbench_alone_makes_reads_quiet(before, after, load
     read 1.45-1.59 at their median and up to 2.06 on 2 cores, all of it their own."""
     from gcbench.analysing import summary
 
-    doc = {"machine_state": {"cpu_count": 2, "load_before": before, "load_after": after}, "metadata": {}}
+    doc = results.new(Cell("jax", "mlp", "default", 0, 2, 4992, 3, 1, 0, 1), "ok",
+                      machine_state={"cpu_count": 2, "load_before": before, "load_after": after})
     assert bool(summary.repeat_load(doc)) is loaded, summary.repeat_load(doc)
 
 
@@ -151,7 +153,7 @@ def test_a_loop_too_short_to_read_is_read_right_after_it():
                 with m.step():
                     sum(range(50))
             took = time.monotonic() - start
-    state = m.result()["machine_state"]
+    state = m.result().machine_state
     # read after the loop; unless load made the 200 steps themselves last long enough to be
     # read over (seen beside two busy processes): either way the loop is known to be loaded
     assert state.get("load_window") == "after" or took >= 0.9 * machineload.MIN_SECONDS, (took, state)
@@ -214,8 +216,8 @@ def test_an_aa_beside_two_busy_processes_gives_no_timed_verdict(tmp_path):
     assert quiet.returncode == 0, quiet.stderr
     docs = results.load_dir(tmp_path / "a")
     assert len(docs) == 3  # no replacement repeat: the machine was still loaded
-    assert all(d["machine_state"]["others_cores"] > machineload.LOADED_SHARE * 2 for d in docs), \
-        [d["machine_state"] for d in docs]
+    assert all(d.machine_state["others_cores"] > machineload.LOADED_SHARE * 2 for d in docs), \
+        [d.machine_state for d in docs]
     text = " ".join(loaded.stdout.split())
     assert text.split("verdict: ", 1)[1].startswith("The machine was loaded: 3 of 3 repeats ran while other processes")
     assert "no replacement repeats measured" in text
@@ -274,7 +276,7 @@ def test_a_threefold_slowdown_beside_two_busy_processes_fails_the_gate_and_an_aa
                                       capture_output=True, text=True, timeout=300)
                 assert proc.returncode == 0, proc.stderr
     loaded = [d for f in ("a", "aa", "b") for d in results.load_dir(tmp_path / f)]
-    assert all(d["machine_state"].get("load_window") or d["machine_state"]["others_cores"] > 0.3 for d in loaded)
+    assert all(d.machine_state.get("load_window") or d.machine_state["others_cores"] > 0.3 for d in loaded)
     slower = run_cli("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--fail-on", "slower")
     assert slower.returncode == 1, slower.stdout + slower.stderr
     flat = " ".join(slower.stdout.split())

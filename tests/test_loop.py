@@ -5,6 +5,7 @@ that hold them."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 
@@ -50,15 +51,15 @@ def _loader(tmp_path, kind: str, times: int = 1):
 
 def test_collections_between_steps_are_counted_and_charged_to_their_iteration(tmp_path):
     (doc,) = _loader(tmp_path, "lists")
-    gap = np.asarray(doc["gap_collections"])
+    gap = np.asarray(doc.gap_collections)
     assert gap[:, 2].sum() > 0
-    assert np.sum(doc["gc_collections"]) == 0
-    assert (gap.sum(axis=0) <= np.asarray(doc["between_steps"]["collections"])).all()  # and after the last step
+    assert np.sum(doc.gc_collections) == 0
+    assert (gap.sum(axis=0) <= np.asarray(doc.between_steps["collections"])).all()  # and after the last step
     full = summary.full_collections(doc)
     assert full.sum() == gap[:, 2].sum()  # full collections counted wherever they fell
     it = summary.iterations(doc)
-    assert np.all(it >= np.asarray(doc["wall_ns"]))
-    assert it.sum() >= np.sum(doc["wall_ns"]) + np.sum(doc["gap_gc_ns"])
+    assert np.all(it >= np.asarray(doc.wall_ns))
+    assert it.sum() >= np.sum(doc.wall_ns) + np.sum(doc.gap_gc_ns)
     row = summary.record(summary.summarize([doc]))
     assert row["full_collections"] == int(full.sum())
     assert row["mean_ms"] > row["median_ms"]
@@ -119,7 +120,8 @@ def test_two_explicit_collections_a_step_count_twice():
     two, one = loop(2), loop(1)
     assert summary.full_collections(two).sum() == 40
     assert summary.full_collections(one).sum() == 20
-    va, vb = comparison.repeat_values([two, dict(two, repeat=1)]), comparison.repeat_values([one, dict(one, repeat=1)])
+    va = comparison.repeat_values([two, dataclasses.replace(two, repeat=1)])
+    vb = comparison.repeat_values([one, dataclasses.replace(one, repeat=1)])
     t = comparison.test_full(va, vb, 0.05, 0.05)
     assert t.exact
     assert comparison.decide(t, 0.05) == "fewer full GCs"
@@ -164,7 +166,7 @@ garbage = m.explanation().python.garbage.total if sys.argv[1] == "1" else None
 print(json.dumps({"collections": [b - a for a, b in zip(first, last)], "garbage": garbage,
                   "peak_mib": peak_mib(),
                   "tracked_per_1000": m.summary()["tracked_growth_per_1000"],
-                  "tracked_end": m.result()["memory"]["tracked_end"]}))
+                  "tracked_end": m.result().memory["tracked_end"]}))
 """
 # what explaining may add to a loop's peak memory, whatever its length: tracemalloc's traces and its tables
 # (+56 MiB measured at 5,000, 20,000 and 40,000 steps; keeping the garbage made it +379 MiB at 20,000)
@@ -284,7 +286,7 @@ def test_an_explicit_call_inside_a_library_is_named_by_the_users_line_and_explai
     lines = open(__file__).read().splitlines()
     user_line = next(n for n, text in enumerate(lines, 1) if text.strip().startswith("cleanup_library.cleanup()"))
     library = tmp_path / "cleanup_library.py"
-    assert m.result()["between_steps"]["explicit_sites"] == {f"{__file__}:{user_line} via {library}:4": 10}
+    assert m.result().between_steps["explicit_sites"] == {f"{__file__}:{user_line} via {library}:4": 10}
     text = str(loop(True))
     assert "10 full (explicit gc.collect() calls: 10, 10 full)" in text, text
     assert "10 explicit (10 full, at test_loop.py:" in text

@@ -34,7 +34,7 @@ def _damaged(tmp_path, name, damage):
     base = docs(np.random.default_rng(1), 2, 10.0, steps=40)
     out = []
     for d in base:
-        d = copy.deepcopy(d)
+        d = copy.deepcopy(d.to_doc())  # the document as a file holds it, damaged
         damage(d)
         out.append(d)
     return write_documents(tmp_path / name, out)
@@ -88,7 +88,7 @@ def test_text_that_reaches_a_report_is_escaped_where_it_is_written(tmp_path):
     cell = Cell("nnx", "mlp", "default", 0, 2, 4992, 40, 2, 0, 10)
     reason_doc = results.new(cell, "unavailable", reason="# Injected heading\n[injected link](http:evil.example) "
                              "<img src=x>", data={"kind": "synthetic"})
-    (folder / "nnx__mlp__default__r0.json").write_text(json.dumps(reason_doc))
+    (folder / "nnx__mlp__default__r0.json").write_text(json.dumps(reason_doc.to_doc()))
     proc = run_cli("report", str(folder), "--out", str(tmp_path / "rep"),
                    "--title", "Mine\n# Injected title\n[link](http:evil.example)")
     assert proc.returncode == 0, proc.stderr

@@ -111,7 +111,7 @@ def test_the_first_step_and_full_collection_steps_do_not_move_the_pressure():
     a = repeats([[13, 28, 48]] * 3, pressure=6309, first=6303)
     b = repeats([[14, 29, 49]] * 3, pressure=6309, first=7705)
     for doc in b:
-        doc["gc_pressure"][29] += 1402
+        doc.gc_pressure[29] += 1402
     t = verdicts_of(a, b)
     assert t["pressure"].a == t["pressure"].b == 6309
     assert t["pressure"].verdict == "same"
@@ -180,7 +180,7 @@ def test_two_starting_heaps_pass_the_gate_and_ten_percent_more_allocations_fail_
         _run(tmp_path, 0, 0.0, window, a)
         _run(tmp_path, k, 0.0, window, b)
         _run(tmp_path, 0, 0.10, window, c)
-    counts = [{int(np.sum(np.asarray(d["gc_collections"])[:, 2])) for d in results.load_dir(f)} for f in (a, b)]
+    counts = [{int(np.sum(np.asarray(d.gc_collections)[:, 2])) for d in results.load_dir(f)} for f in (a, b)]
     assert counts[0] != counts[1], counts
     assert all(len(s) == 1 for s in counts), counts
     passed = run_cli("compare", str(a), str(b), "--fail-on", "more-full-gc,more-collections", cwd=tmp_path)
@@ -209,7 +209,7 @@ def test_a_fraction_of_a_tracked_object_a_step_is_below_what_the_count_resolves(
     def side(steps: dict[int, int]) -> list[dict]:
         docs = repeats([[]] * 3)
         for doc in docs:
-            doc["gc_pressure"] = [14] + [value for value, n in steps.items() for _ in range(n)]
+            doc.gc_pressure = [14] + [value for value, n in steps.items() for _ in range(n)]
         return docs
 
     t = verdicts_of(side(a), side(b))

@@ -28,7 +28,7 @@ def cells(report: str) -> dict[tuple, list[dict]]:
         docs = results.load_dir(folder, allow_empty=True)
     out = collections.defaultdict(list)
     for d in docs:
-        if d["status"] == "ok":
+        if d.status == "ok":
             out[summary.cell_key(d)[:3]].append(d)
     return out
 
@@ -44,7 +44,7 @@ def test_the_first_looks_counts_are_the_committed_reports():
     assert all(f == full[0] for f in full)  # "at the same steps"
     every = {sum(summary.collections_by_generation(d)) for d in nnx}
     assert len(every) == 1
-    said(f"`nnx` makes {len(full[0])} full collections in every repeat of {len(nnx[0]['wall_ns'])} steps, at the "
+    said(f"`nnx` makes {len(full[0])} full collections in every repeat of {len(nnx[0].wall_ns)} steps, at the "
          f"same steps, and {every.pop()} collections of every generation per repeat")
     eqx = {int(summary.full_collections(d).sum()) for d in quick[("equinox-filter", "vit", "default")]}
     part = {int(summary.full_collections(d).sum()) for d in quick[("equinox-partition", "vit", "default")]}
@@ -58,7 +58,7 @@ def test_the_default_suites_small_workloads_are_the_committed_report():
     parts = []
     for workload in ("mlp", "lenet5"):
         docs = [d for (b, w, _), ds in default.items() if w == workload for d in ds]
-        steps = sum(len(d["wall_ns"]) for d in docs)
+        steps = sum(len(d.wall_ns) for d in docs)
         colls = sum(sum(summary.collections_by_generation(d)) for d in docs)
         assert sum(int(summary.full_collections(d).sum()) for d in docs) == 0
         parts.append((colls, steps))

@@ -1,4 +1,5 @@
 import base64
+import dataclasses
 import json
 import os
 import pathlib
@@ -31,7 +32,7 @@ def make_results(folder, slow=1.0, seed=0):
     written = docs(rng, 3, 10.0 * slow, full_every=20, pause_ms=30) + \
         docs(rng, 3, 10.0 * slow, policy="disable") + docs(rng, 3, 25.0 * slow, backend="nnx")
     for d in written:
-        results.write(d, folder / f"{d['cell']}.json")
+        results.write(d, folder / f"{d.cell}.json")
     def cell(backend, repeat=0):
         return Cell(backend, "mlp", "default", repeat, 2, 4992, 300, 2, 0, 10)
     results.write(results.new(cell("equinox-filter"), "failed", "worker exit code 1\nTraceback ..."), folder / "f.json")
@@ -254,13 +255,14 @@ def test_environments_are_listed_in_natural_order_within_a_cell():
     from gcbench.publishing.report import _in_order
 
     def doc(backend, env, repeat=0):
-        return {"cell": f"{backend}__vit__default__r{repeat}__{env}", "backend": backend, "workload": "vit",
-                "gc_policy": "default", "repeat": repeat, "environment": {"name": env}}
+        made = results.new(Cell(backend, "vit", "default", repeat, 1, 0, 3, 1, 0, 1), "ok",
+                           environment={"spec": env, "name": env})
+        return dataclasses.replace(made, cell=f"{backend}__vit__default__r{repeat}__{env}")
 
     envs_ran = ["py3.10", "py3.9 equinox==0.13.10", "py3.9", "py3.9 equinox==0.13.9"]
     docs = [doc("nnx", e) for e in envs_ran] + [doc("jax", "py3.10", 1), doc("jax", "py3.10", 0)]
-    plan = Plan(cells=[d["cell"] for d in docs])
-    ordered = [(d["backend"], d["environment"]["name"], d["repeat"]) for d in _in_order(docs, plan)]
+    plan = Plan(cells=[d.cell for d in docs])
+    ordered = [(d.backend, d.environment["name"], d.repeat) for d in _in_order(docs, plan)]
     assert ordered == [("nnx", "py3.9", 0), ("nnx", "py3.9 equinox==0.13.9", 0), ("nnx", "py3.9 equinox==0.13.10", 0),
                        ("nnx", "py3.10", 0), ("jax", "py3.10", 0), ("jax", "py3.10", 1)]
 
@@ -298,9 +300,9 @@ def test_host_time_gets_its_section_only_where_it_was_recorded(tmp_path):
     res = tmp_path / "res"
     res.mkdir()
     for d in docs(rng, 3, 10.0, steps=60) + docs(rng, 3, 10.0, steps=60, backend="nnx"):
-        if d["backend"] == "nnx":
-            d["host_ns"] = [w // 4 for w in d["wall_ns"]]
-        results.write(d, res / f"{d['cell']}.json")
+        if d.backend == "nnx":
+            d.host_ns = [w // 4 for w in d.wall_ns]
+        results.write(d, res / f"{d.cell}.json")
     md = build_report(res, tmp_path / "rep")["markdown"].read_text()
     assert "## Host and device" in md
     section = md.split("## Host and device")[1].split("\n## ")[0]
@@ -312,7 +314,7 @@ def test_host_time_gets_its_section_only_where_it_was_recorded(tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()
     for d in docs(rng, 3, 10.0, steps=60):
-        results.write(d, plain / f"{d['cell']}.json")
+        results.write(d, plain / f"{d.cell}.json")
     assert "Host and device" not in build_report(plain, tmp_path / "rep2")["markdown"].read_text()
 
 
@@ -344,7 +346,7 @@ def test_no_interval_or_p_value_from_fewer_than_three_processes(tmp_path):
     cells = docs(rng, 2, 10.0, full_every=40, pause_ms=50) + docs(rng, 2, 10.0, policy="freeze") + \
         docs(rng, 2, 12.0, backend="nnx", full_every=20, pause_ms=60)
     for d in cells:
-        results.write(d, folder / f"{d['cell']}.json")
+        results.write(d, folder / f"{d.cell}.json")
     build_report(folder, tmp_path / "report")
     page = (tmp_path / "report" / "index.md").read_text()
     summary = page[page.index("## Summary"):page.index("## Findings")]
@@ -414,7 +416,7 @@ def test_the_env_matrix_names_each_measured_environment_in_version_order(tmp_pat
         docs = gcbench.load_dir(folder)
     keys = [p for p in environments.KEY_PACKAGES if p in environments.differing(environments.environments(docs))]
     assert keys[:2] == ["jax", "jaxlib"]
-    envs = {d["environment"]["name"] for d in docs if d["status"] == "ok"}
+    envs = {d.environment["name"] for d in docs if d.status == "ok"}
 
     with pytest.raises(UsageError):  # savefig wrote nothing: the capture is all there is
         plots.env_matrix_figure(summary.summarize_all(docs), "vit", tmp_path / "m.png", keys)
@@ -427,7 +429,7 @@ def test_the_env_matrix_names_each_measured_environment_in_version_order(tmp_pat
     assert jax[0] == "jax 0.4.38"
     assert jax.index("jax 0.8.0") < jax.index("jax 0.10.2")
     assert lines.count(2) == len(rows)  # an interval (a two-point line) on every row
-    one_env = [d for d in docs if d["environment"]["name"] == docs[0]["environment"]["name"]]
+    one_env = [d for d in docs if d.environment["name"] == docs[0].environment["name"]]
     assert plots.env_matrix_figure(summary.summarize_all(one_env), "vit", tmp_path / "n.png", keys) is None
 
 
@@ -468,7 +470,7 @@ def test_a_plan_with_fewer_labels_than_cells_reports(tmp_path):
 
 def test_repeats_counting_different_generations_are_one_line(tmp_path):
     ds = docs(np.random.default_rng(1), 3, 10.0, steps=40)
-    ds[1]["gc_collections"] = [row[:2] for row in ds[1]["gc_collections"]]
+    ds[1].gc_collections = [row[:2] for row in ds[1].gc_collections]
     folder = write_documents(tmp_path / "res", ds)
     for args in (["report", str(folder), "--out", str(tmp_path / "rep")], ["compare", str(folder), str(folder)]):
         assert_one_line_error(run_cli(*args), "differ in collector generations")
@@ -673,9 +675,9 @@ def test_the_full_collections_table_gives_the_share_the_verdict_goes_by():
     rng = np.random.default_rng(58)
     loaded = docs(rng, 3, 16.0, full_every=50, pause_ms=5)
     for d in loaded:  # beside a process using 1.3 of 2 cores; the thread's CPU time a third under the wall
-        d["machine_state"].update(cpu_count=2, others_cores=1.3, steal=0.0, load_seconds=3.0)
-        d["cpu_ns"] = [int(w * 2 / 3) for w in d["wall_ns"]]
-        d["gc_cpu_ns"] = list(d["gc_ns"])
+        d.machine_state.update(cpu_count=2, others_cores=1.3, steal=0.0, load_seconds=3.0)
+        d.cpu_ns = [int(w * 2 / 3) for w in d.wall_ns]
+        d.gc_cpu_ns = list(d.gc_ns)
     cells = summary.summarize_all(loaded)
     s = cells[0].measured
     assert s.gc_share_cpu is not None

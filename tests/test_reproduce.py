@@ -64,11 +64,11 @@ def test_equinox_rows_give_figures_with_intervals_and_verdicts():
 def test_the_nnx_row_looks_for_the_step_that_gives_the_time_back():
     docs = _equinox_case()
     for d in docs:
-        if d["backend"] == "nnx":
-            wall = np.asarray(d["wall_ns"], float)
-            after = np.flatnonzero(np.asarray(d["gc_collections"]).reshape(-1, 3)[:, 2]) + 1
+        if d.backend == "nnx":
+            wall = np.asarray(d.wall_ns, float)
+            after = np.flatnonzero(np.asarray(d.gc_collections).reshape(-1, 3)[:, 2]) + 1
             wall[after[after < len(wall)]] *= 0.3  # a spike down after every spike up
-            d["wall_ns"] = wall.astype(np.int64).tolist()
+            d.wall_ns = wall.astype(np.int64).tolist()
     built = seed_cases.build(["equinox-spikes"], docs, {"chosen": 2}, None, None, {})
     row = _rows(built, "equinox-spikes")["Flax NNX:"]
     assert row.verdict == "reproduced"
@@ -104,7 +104,7 @@ def test_a_case_that_could_not_run_says_why_and_the_rest_still_has_rows():
                          "worker exited with code 3\nTraceback ...")
     jax_lenet = simulate.docs(rng, backend="jax", workload="lenet5", repeats=2, steps=50)
     for d in jax_lenet:
-        d["networks"], d["params_counted"] = 5, 44_426
+        d.networks, d.params_counted = 5, 44_426
     def program(total, temp=0):
         return {"argument_bytes": 0, "output_bytes": 0, "temp_bytes": temp, "alias_bytes": 0, "total_bytes": total}
 

@@ -5,6 +5,7 @@ published report (schema versions 1 and 2) fit it."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import sys
 import tarfile
@@ -41,9 +42,9 @@ def test_the_committed_schema_is_generated_from_the_types():
 def test_the_schema_describes_every_field_of_the_types_and_nothing_else():
     public = json.loads(result_schema.PATH.read_text())
     fields = set(public["$defs"]["ResultDoc"]["properties"])
-    typed = {k for k in results.ResultDoc.__annotations__ if not k.startswith("_")}
+    typed = {f.name for f in dataclasses.fields(results.ResultDoc)} - set(results.ResultDoc.NOT_WRITTEN)
     assert fields == typed
-    assert set(public["$defs"]["ResultDoc"]["required"]) == set(results._Recorded.__annotations__)
+    assert set(public["$defs"]["ResultDoc"]["required"]) == set(results.REQUIRED)
     # what a load checks: the same, less the per-step arrays numpy checks
     checked = set(results.schema()["$defs"]["ResultDoc"]["properties"])
     assert checked == typed - set(results.STEP_ARRAYS + results.OPTIONAL_STEP_ARRAYS)
@@ -87,8 +88,8 @@ def test_a_malformed_part_is_one_line_naming_the_field(path, value, said):
 def test_the_loaders_step_arrays_are_those_the_types_name():
     """The per-step arrays the loader checks with numpy (and leaves out of the schema it
     checks) are exactly the fields the types annotate as per-step arrays, rows where rows."""
-    # the module defers its annotations: TypedDict keeps each as a forward reference by name
-    named = {k: getattr(t, "__forward_arg__", t) for k, t in results.ResultDoc.__annotations__.items()}
+    # the module defers its annotations: each is kept as its text
+    named = {f.name: f.type for f in dataclasses.fields(results.ResultDoc)}
     assert {k for k, t in named.items() if t in ("Steps", "StepRows")} == \
         set(results.STEP_ARRAYS + results.OPTIONAL_STEP_ARRAYS)
     assert {k for k, t in named.items() if t == "StepRows"} == set(results.ROWS)

@@ -17,25 +17,25 @@ V1 = {"format": "gcbench-result", "schema_version": 1, "cell": "jax__mlp__defaul
 
 
 def ok_doc(**over):
+    """An ok result, `over` what it holds (fields it does not know go to its `unknown`)."""
     doc = results.new(CELL, "ok", wall_ns=[3, 4, 5], gc_ns=[0, 1, 0], gc_collections=[[0, 0, 0]] * 3,
                       loss={"step": [0], "value": [2.3]}, data={"kind": "synthetic"})
-    doc.update(over)
-    return doc
+    return results.ResultDoc.from_doc({**doc.to_doc(), **over})
 
 
 def test_roundtrip_atomic_write_and_mode(tmp_path):
     path = results.write(ok_doc(), tmp_path / "a.json")
-    assert results.load(path)["wall_ns"] == [3, 4, 5]
+    assert results.load(path).wall_ns == [3, 4, 5]
     assert [p.name for p in tmp_path.iterdir()] == ["a.json"]  # no temp file left behind
     assert path.stat().st_mode & 0o777 == 0o644
 
 
 def test_a_new_result_says_everything_about_its_cell():
     doc = ok_doc()
-    assert doc["schema_version"] == 2
-    assert doc["batch_size"] == 128
-    assert doc["bookkeeping"] == "none"
-    assert doc["cell_spec"] == CELL.to_json()
+    assert doc.schema_version == 2
+    assert doc.batch_size == 128
+    assert doc.bookkeeping == "none"
+    assert doc.cell_spec == CELL.to_json()
 
 
 def test_version_1_documents_still_load(tmp_path):
@@ -43,20 +43,20 @@ def test_version_1_documents_still_load(tmp_path):
     path.write_text(json.dumps(V1))
     doc = results.load(path)
     assert results.batch_size(doc) == 128
-    assert doc["alloc_blocks"] == [1, -2, 0]
+    assert doc.alloc_blocks == [1, -2, 0]
 
 
 def test_failed_write_keeps_the_old_file(tmp_path):
     path = results.write(ok_doc(), tmp_path / "a.json")
     with pytest.raises(TypeError):
         results.write(ok_doc(extra=object()), path)
-    assert results.load(path)["status"] == "ok"
+    assert results.load(path).status == "ok"
     assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
 
 
 def test_newer_schema_is_refused_with_a_clear_message(tmp_path):
     path = tmp_path / "new.json"
-    path.write_text(json.dumps(ok_doc(schema_version=results.SCHEMA_VERSION + 1)))
+    path.write_text(json.dumps(ok_doc(schema_version=results.SCHEMA_VERSION + 1).to_doc()))
     with pytest.raises(UsageError, match=r"newer than this gcbench reads.*upgrade"):
         results.load(path)
 
@@ -97,7 +97,7 @@ def test_net_changes_may_be_negative():
 
 def test_unavailable_needs_no_arrays(tmp_path):
     doc = results.new(CELL, "unavailable", "julia not installed")
-    assert results.load(results.write(doc, tmp_path / "u.json"))["reason"] == "julia not installed"
+    assert results.load(results.write(doc, tmp_path / "u.json")).reason == "julia not installed"
 
 
 def test_a_copied_result_is_refused_not_counted_twice(tmp_path):
@@ -118,8 +118,9 @@ def test_per_step_arrays_are_read_in_one_place_as_lists_or_numpy():
     result has none; the same from a document's lists and a measurement's numpy arrays."""
     import numpy as np
 
-    listed = {"wall_ns": [5, 6, 7], "gc_ns": [0, 2, 0], "gc_collections": [[1, 0, 0], [2, 1, 1], [0, 0, 0]]}
-    held = {k: np.asarray(v) for k, v in listed.items()}
+    arrays = {"wall_ns": [5, 6, 7], "gc_ns": [0, 2, 0], "gc_collections": [[1, 0, 0], [2, 1, 1], [0, 0, 0]]}
+    listed = ok_doc(**arrays)
+    held = ok_doc(**{k: np.asarray(v) for k, v in arrays.items()})
     for doc in (listed, held):
         assert results.step_count(doc) == 3
         assert results.step_array(doc, "gc_collections").shape == (3, 3)
@@ -127,5 +128,5 @@ def test_per_step_arrays_are_read_in_one_place_as_lists_or_numpy():
         assert results.step_total(doc, "gc_ns") == 2.0
         assert results.step_array(doc, "gap_collections") is None
         assert results.step_total(doc, "host_ns") == 0.0
-    assert results.step_array({"wall_ns": [], "gc_ns": []}, "gc_ns") is None
-    assert results.step_count({}) == 0
+    assert results.step_array(ok_doc(wall_ns=[], gc_ns=[]), "gc_ns") is None
+    assert results.step_count(results.new(CELL, "failed")) == 0

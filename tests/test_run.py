@@ -13,6 +13,7 @@ from conftest import run_cli
 from gcbench.commands._outcome import format_summary, present
 from gcbench.core.errors import UsageError
 from gcbench.measuring import results
+from gcbench.measuring.cell import Cell
 from gcbench.running.config import Suite
 from gcbench.running.runner import RunSettings, run_cells
 
@@ -32,41 +33,41 @@ def test_short_jax_run_writes_valid_results(tmp_path, mnist_dir):
     assert "] jax/mlp/default r2/2: ok in" in proc.stdout
     assert "[4/4] " in proc.stdout
     docs = results.load_dir(out)
-    assert sorted((d["gc_policy"], d["repeat"]) for d in docs) == [("default", 0), ("default", 1),
+    assert sorted((d.gc_policy, d.repeat) for d in docs) == [("default", 0), ("default", 1),
                                                                     ("manual:5", 0), ("manual:5", 1)]
     for doc in docs:
-        assert doc["status"] == "ok"
-        assert doc["batch_size"] == 64
-        assert doc["bookkeeping"] == "metrics"
-        assert doc["data"]["kind"] == "real"
-        assert doc["data"]["samples"] == 512
-        assert doc["networks"] == 3
-        assert doc["params_per_network"] == 4992
-        assert len(doc["wall_ns"]) == 30
-        assert len(doc["warmup"]["wall_ns"]) == 2
+        assert doc.status == "ok"
+        assert doc.batch_size == 64
+        assert doc.bookkeeping == "metrics"
+        assert doc.data["kind"] == "real"
+        assert doc.data["samples"] == 512
+        assert doc.networks == 3
+        assert doc.params_per_network == 4992
+        assert len(doc.wall_ns) == 30
+        assert len(doc.warmup["wall_ns"]) == 2
         # Compilation happens in warm-up: its one trace is there when the warm-up ends, and the timed steps
         # add none (counts: a loaded machine can make a timed step slower than a compile read from the cache)
-        assert doc["warmup"]["traces"] == doc["traces"] == {"update": 1}
-        assert doc["loss"]["value"][-1] < doc["loss"]["value"][0]
+        assert doc.warmup["traces"] == doc.traces == {"update": 1}
+        assert doc.loss["value"][-1] < doc.loss["value"][0]
         # the worker runs on JAX's default platform: the CPU here, the GPU on a GPU machine
-        assert doc["metadata"]["packages"]["jax"]
-        assert doc["metadata"]["jax_backend"] == jax.default_backend()
-        assert doc["metadata"]["command"][:3] == ["gcbench", "run", "--backends"]
-        assert doc["probe"]["bracket_ok"]
-        assert doc["probe"]["bookkeeping_entries"] == 90
+        assert doc.metadata["packages"]["jax"]
+        assert doc.metadata["jax_backend"] == jax.default_backend()
+        assert doc.metadata["command"][:3] == ["gcbench", "run", "--backends"]
+        assert doc.probe["bracket_ok"]
+        assert doc.probe["bookkeeping_entries"] == 90
         # host time (until the step function returned) is part of every step, and shorter than it
-        assert len(doc["host_ns"]) == 30
+        assert len(doc.host_ns) == 30
         assert all(
-            0 < h < w for h, w in zip(doc["host_ns"], doc["wall_ns"], strict=True)
+            0 < h < w for h, w in zip(doc.host_ns, doc.wall_ns, strict=True)
         )
         # the bookkeeping keeps 3 dicts per step alive: the pressure says so
-        assert np.median(doc["gc_pressure"]) >= 3
-        assert doc["machine_state"]["cpu_count"] >= 1
-        assert "load_before" in doc["machine_state"]
-        assert doc["cell_spec"]["batch_size"] == 64
-        assert "alloc_blocks" not in doc
-    manual = next(d for d in docs if d["gc_policy"] == "manual:5")
-    full = np.asarray(manual["gc_collections"])[:, 2]
+        assert np.median(doc.gc_pressure) >= 3
+        assert doc.machine_state["cpu_count"] >= 1
+        assert "load_before" in doc.machine_state
+        assert doc.cell_spec["batch_size"] == 64
+        assert doc.alloc_blocks is None
+    manual = next(d for d in docs if d.gc_policy == "manual:5")
+    full = np.asarray(manual.gc_collections)[:, 2]
     assert np.flatnonzero(full).tolist() == [4, 9, 14, 19, 24, 29]
     plan = json.loads((out / "suite.json").read_text())
     assert plan["state"] == "finished"
@@ -91,8 +92,7 @@ def test_run_json_summary(tmp_path):
 def test_summary_table_writes_a_shared_reason_once(monkeypatch):
     monkeypatch.setenv("COLUMNS", "120")  # a terminal wide enough for one line per cell
     def doc(backend, status, reason):
-        return {"cell": f"{backend}/mlp/default", "backend": backend, "workload": "mlp", "gc_policy": "default",
-                "repeat": 0, "status": status, "reason": reason, "environment": None}
+        return results.new(Cell(backend, "mlp", "default", 0, 2, 4992, 3, 1, 0, 1), status, reason)
     no_julia = "no Julia installed, and gcbench does not download one during a run"
     table = format_summary([doc("flux", "unavailable", no_julia), doc("lux", "unavailable", no_julia + "\ndetail"),
                             doc("simplechains", "failed", "worker crashed")])
@@ -132,7 +132,7 @@ def test_a_flow_is_called_from_the_library_with_typed_options(tmp_path):
     outcome = pipeline.run_suite(suite, opts, out_fn, shown.append)
     assert outcome.code == 1
     assert outcome.folder == tmp_path / "o"
-    assert [d["status"] for d in outcome.docs] == ["unavailable"]
+    assert [d.status for d in outcome.docs] == ["unavailable"]
     plan = json.loads((outcome.folder / "suite.json").read_text())
     assert plan["command"] == ["gcbench", "run", "--from-a-test"]
     assert plan["state"] == "finished"
@@ -179,13 +179,13 @@ def test_crashing_worker_does_not_lose_other_cells(tmp_path, monkeypatch, how, e
 
     monkeypatch.setattr(runner, "run_worker", run_worker)
     docs = run_cells(cells, tmp_path, ["test"], 300, RunSettings(log=lambda *_: None, progress=False))
-    by = {d["workload"]: d for d in docs}
-    assert by["mlp"]["status"] == "ok"
-    assert by["lenet5"]["status"] == "failed"
-    assert expect in by["lenet5"]["reason"]
+    by = {d.workload: d for d in docs}
+    assert by["mlp"].status == "ok"
+    assert by["lenet5"].status == "failed"
+    assert expect in by["lenet5"].reason
     if "boom" in how:
-        assert "boom: out of cheese" in by["lenet5"]["reason"]
-    on_disk = {p.name: results.load(p)["status"] for p in tmp_path.glob("*.json")}
+        assert "boom: out of cheese" in by["lenet5"].reason
+    on_disk = {p.name: results.load(p).status for p in tmp_path.glob("*.json")}
     assert on_disk == {"jax__mlp__default__r0.json": "ok", "jax__lenet5__default__r0.json": "failed"}
     assert not list(tmp_path.glob(".*"))  # no partial result left behind
 

@@ -266,3 +266,14 @@ def test_every_flow_returns_a_record():
         returned = typing.get_type_hints(flow)["return"]
         assert returned is record, f"{flow.__module__}.{flow.__name__} returns {returned}"
         assert record._fields, record
+
+
+def test_a_worker_imports_no_reader_of_stored_documents():
+    """A worker's heap is the loop's to measure: the worker entry point imports what it runs
+    and writes, not msgspec (which reads stored documents into records, in gcbench's own
+    process) nor matplotlib (the report's)."""
+    code = "import sys, gcbench.child; print(sorted({m.split('.')[0] for m in sys.modules}))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "'msgspec'" not in loaded
+    assert "'matplotlib'" not in loaded
+    assert "'gcbench'" in loaded

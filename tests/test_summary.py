@@ -14,7 +14,7 @@ def test_the_repeats_of_a_cell_combine_with_intervals():
     assert s.repeats == 4
     assert s.used == [0, 1, 2, 3]
     assert s.steps == 1200
-    medians = [np.median(d["wall_ns"]) / 1e6 for d in cell]
+    medians = [np.median(d.wall_ns) / 1e6 for d in cell]
     assert s.median_ms == pytest.approx(np.exp(np.mean(np.log(medians))))  # the geometric mean of the repeats'
     assert s.median_ci_ms[0] < s.median_ms < s.median_ci_ms[1]
     assert 16 < s.median_ms < 24
@@ -32,18 +32,18 @@ def test_the_repeats_of_a_cell_combine_with_intervals():
 
 def with_a_loaded_start(cell: list[dict], repeat: int = 1) -> list[dict]:
     """`cell` with its repeat `repeat`'s first 100 steps on a loaded machine (1.8 x slower)."""
-    wall = np.asarray(cell[repeat]["wall_ns"])
+    wall = np.asarray(cell[repeat].wall_ns)
     wall[:100] = wall[:100] * 1.8
-    cell[repeat]["wall_ns"] = wall.tolist()
+    cell[repeat].wall_ns = wall.tolist()
     return cell
 
 
 def test_a_drifting_repeat_is_left_out_of_the_times_but_not_of_the_schedule():
     rng = np.random.default_rng(1)
     cell = with_a_loaded_start(docs(rng, 4, 10.0, full_every=50, pause_ms=30))  # three planned and a replacement
-    colls = np.asarray(cell[1]["gc_collections"])
+    colls = np.asarray(cell[1].gc_collections)
     colls[10, 2] = 1  # and one full collection more than the others
-    cell[1]["gc_collections"] = colls.tolist()
+    cell[1].gc_collections = colls.tolist()
     s = summary.summarize(cell).stats
     assert s.used == [0, 2, 3]
     assert list(s.flagged) == [1]
@@ -80,8 +80,8 @@ def test_a_run_measures_a_replacement_for_a_flagged_repeat():
 def test_the_workers_own_load_is_not_a_flag():
     rng = np.random.default_rng(7)
     cell = docs(rng, 2, 10.0)
-    cell[0]["machine_state"] = {"cpu_count": 2, "load_before": 1.9, "load_after": 2.6}  # the worker itself
-    cell[1]["machine_state"] = {"cpu_count": 2, "load_before": 1.0, "load_after": 3.4}  # and someone else
+    cell[0].machine_state = {"cpu_count": 2, "load_before": 1.9, "load_after": 2.6}  # the worker itself
+    cell[1].machine_state = {"cpu_count": 2, "load_before": 1.0, "load_after": 3.4}  # and someone else
     s = summary.summarize(cell).stats
     assert list(s.flagged) == [1]
 
@@ -90,7 +90,7 @@ def test_when_fewer_than_three_would_be_left_all_are_kept():
     rng = np.random.default_rng(6)
     cell = docs(rng, 3, 10.0)
     for d in cell[:2]:
-        d["machine_state"] = {"cpu_count": 2, "load_before": 3.5}
+        d.machine_state = {"cpu_count": 2, "load_before": 3.5}
     s = summary.summarize(cell).stats
     assert s.used == [0, 1, 2]
     assert sorted(s.flagged) == [0, 1]
@@ -100,7 +100,7 @@ def test_when_every_repeat_is_flagged_all_are_kept():
     rng = np.random.default_rng(2)
     cell = docs(rng, 2, 10.0)
     for d in cell:
-        d["machine_state"] = {"cpu_count": 2, "load_before": 3.5, "load_after": 2.8}
+        d.machine_state = {"cpu_count": 2, "load_before": 3.5, "load_after": 2.8}
     s = summary.summarize(cell).stats
     assert s.used == [0, 1]
     assert s.all_flagged
@@ -113,12 +113,12 @@ def test_julia_results_count_full_sweeps():
     rng = np.random.default_rng(3)
     cell = docs(rng, 2, 1.0, backend="flux")
     for d in cell:
-        n = len(d["wall_ns"])
+        n = len(d.wall_ns)
         full = np.zeros(n, int)
         full[3::4] = 1
-        d["gc_full"] = full.tolist()
-        d["gc_collections"] = np.stack([np.zeros(n, int), full], axis=1).tolist()
-        d["alloc_bytes"] = [1_300_000] * n
+        d.gc_full = full.tolist()
+        d.gc_collections = np.stack([np.zeros(n, int), full], axis=1).tolist()
+        d.alloc_bytes = [1_300_000] * n
     s = summary.summarize(cell).stats
     assert s.language == "julia"
     assert s.full.count == 150
@@ -145,7 +145,7 @@ def test_the_host_share_is_the_mean_of_the_repeats_shares_with_its_interval():
     rng = np.random.default_rng(12)
     repeats = docs(rng, 3, 10.0, steps=100)
     for d, share in zip(repeats, (0.2, 0.3, 0.4), strict=True):
-        d["host_ns"] = [int(w * share) for w in d["wall_ns"]]
+        d.host_ns = [int(w * share) for w in d.wall_ns]
     s = summary.summarize(repeats).stats
     assert s.host_share == pytest.approx(0.3, abs=1e-3)
     lo, hi = s.host_share_ci

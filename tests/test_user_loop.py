@@ -56,7 +56,7 @@ LOOP = textwrap.dedent("""
     out = {"callbacks": counts}
     if measured:
         doc = m.result()
-        events = doc["gc_events"]
+        events = doc.gc_events
         out["in_steps"] = [sum(1 for s, g in zip(events["step"], events["generation"]) if s >= 0 and g == q)
                            for q in range(3)]
         out["summary"] = m.summary()
@@ -105,8 +105,8 @@ def test_entering_and_leaving_a_step_creates_no_tracked_object():
     finally:
         gc.set_threshold(*thresholds)
     doc = m.result()
-    assert doc["between_steps"]["collections"] == [0, 0, 0]
-    assert sum(map(sum, doc["gc_collections"])) >= 900  # about one every other step, all of them in steps
+    assert doc.between_steps["collections"] == [0, 0, 0]
+    assert sum(map(sum, doc.gc_collections)) >= 900  # about one every other step, all of them in steps
 
 
 def test_collections_between_steps_are_counted_in_the_gc_share():
@@ -121,11 +121,11 @@ def test_collections_between_steps_are_counted_in_the_gc_share():
             if i % 50 == 49:
                 gc.collect()
     doc = m.result()
-    between = doc["between_steps"]
+    between = doc.between_steps
     assert sum(between["collections"]) >= 10
     assert between["gc_ns"] > 0
     s = m.summary()
-    steps_only = sum(doc["gc_ns"]) / sum(doc["wall_ns"])
+    steps_only = sum(doc.gc_ns) / sum(doc.wall_ns)
     assert s["gc_share"] > steps_only  # the pauses between steps are in the share
     assert s["between_steps_collections"] == between["collections"]
     assert "between steps" in " ".join(s["flags"])
@@ -137,10 +137,10 @@ def test_metadata_is_what_the_user_said_and_print_says_what_was_measured(tmp_pat
             with m.step():
                 [[] for _ in range(10)]
     doc = m.result()
-    assert doc["batch_size"] == 32
-    assert doc["networks"] is None
+    assert doc.batch_size == 32
+    assert doc.networks is None
     assert results.batch_size(doc) == 32
-    assert doc["metadata"]["command"] == sys.orig_argv  # the interpreter, the script and its arguments
+    assert doc.metadata["command"] == sys.orig_argv  # the interpreter, the script and its arguments
     text = repr(m)
     assert (
         text.startswith("gcbench.measure('meta'): 10 timed steps, full collections 0, median step ")
@@ -154,8 +154,8 @@ def test_metadata_is_what_the_user_said_and_print_says_what_was_measured(tmp_pat
         with bare.step():
             pass
     plain = bare.result()
-    assert "batch_size" not in plain
-    assert plain["networks"] is None
+    assert "batch_size" not in plain.to_doc()
+    assert plain.networks is None
     assert results.batch_size(plain) is None
     assert m.summary()["warmup_gc_ms"] is not None  # the warm-up, summarized on its own
 
@@ -192,7 +192,7 @@ def test_a_manual_policy_saves(tmp_path):
                 pass
     path = m.save(tmp_path / "r")
     assert path.name == "user__manual__manual-5__r0.json"
-    assert results.load(path)["gc_policy"] == "manual:5"
+    assert results.load(path).gc_policy == "manual:5"
 
 
 def _run(script: str, *args: str, timeout: int = 300) -> str:
@@ -288,7 +288,9 @@ def test_a_loop_against_its_freeze_and_its_fix_each_in_its_own_folder(tmp_path):
     # the time a run takes: faster, or not judged where the machine was loaded (issue 40); the GC
     # share is judged either way (of CPU time on a loaded machine), and the fix removes all of it
     assert verdicts["mean"] in ("faster run", "not judged")
-    assert verdicts["gc_share"] == "less GC"
+    # judged within the load the A/As behind its margin measured; beyond it, not judged, and said why
+    share = next(t for t in c["rows"][0]["tests"] if t["metric"] == "gc_share")
+    assert verdicts["gc_share"] == "less GC" or "of the A/As" in share["not_judged"], share
     assert c["rows"][0]["cell"] == "user/list-dataloader/default vs [arrays]"
     gated = run_cli("compare", str(arrays), str(lists), "--fail-on", "more-gc")
     assert gated.returncode == 1
@@ -353,8 +355,8 @@ def test_summary_and_save_work_on_the_probes_arrays(tmp_path):
                 keep.append([[] for _ in range(i % 5)])
     path = m.save_result(tmp_path)
     doc = results.load_dir(tmp_path)[0]
-    assert doc["wall_ns"] == m.result()["wall_ns"]
-    assert doc["gc_collections"] == m.result()["gc_collections"]
+    assert doc.wall_ns == m.result().wall_ns
+    assert doc.gc_collections == m.result().gc_collections
     assert record(summarize([doc])) == m.summary()
     assert path.stat().st_size < 80 * 3000  # about 50 bytes a step
 
@@ -466,9 +468,9 @@ def test_a_disabled_collector_is_named_and_a_workers_side_is_measured(tmp_path):
     assert "the collector was off in 300 of 300 steps" in text, text
     assert "inherit it off" in text, text
     (doc,) = gcbench.load_dir(tmp_path / "workers")
-    assert doc["gc_policy"] == "disable"
-    assert doc["gc_state"]["off_steps"] == 300
-    assert doc["variant"] == "worker1"
+    assert doc.gc_policy == "disable"
+    assert doc.gc_state["off_steps"] == 300
+    assert doc.variant == "worker1"
 
 
 def test_a_loop_that_turns_the_collector_off_names_the_line(tmp_path):
@@ -489,7 +491,7 @@ def test_a_loop_that_turns_the_collector_off_names_the_line(tmp_path):
 
     m = loop()
     line = next(n for n, text in enumerate(open(__file__), 1) if "# DISABLE-LINE" in text)
-    state = m.result()["gc_state"]
+    state = m.result().gc_state
     assert state["off_steps"] == 199
     assert state["calls"]["disable"]["first_at"].endswith(f"test_user_loop.py:{line}")
     assert m.policy_name == "disable"

@@ -12,15 +12,15 @@ from simulate import docs
 
 def _with_gc(ds, share: float, full_every: int = 0):
     for d in ds:
-        wall = np.asarray(d["wall_ns"], float)
-        d["gc_ns"] = [int(w * share) for w in wall]
+        wall = np.asarray(d.wall_ns, float)
+        d.gc_ns = [int(w * share) for w in wall]
         rows = [[1, 0, 0] for _ in wall]
         if full_every:
             for i in range(full_every - 1, len(wall), full_every):
                 rows[i] = [1, 1, 1]
-                d["wall_ns"][i] = int(wall[i] * 6)
-                d["gc_ns"][i] = int(wall[i] * 5)
-        d["gc_collections"] = rows
+                d.wall_ns[i] = int(wall[i] * 6)
+                d.gc_ns[i] = int(wall[i] * 5)
+        d.gc_collections = rows
     return ds
 
 
@@ -50,9 +50,9 @@ def test_a_loaded_run_says_so_first_and_gives_counts_not_times():
     paying = _with_gc(docs(rng, 3, 20.0, steps=200, backend="nnx", workload="vit"), 0.05, full_every=25)
     off = docs(rng, 3, 8.0, steps=200, backend="nnx", workload="vit", policy="disable")
     for d in paying + off:
-        d["machine_state"].update(cpu_count=2, others_cores=1.2, steal=0.0, load_seconds=4.0)
-        d["cpu_ns"] = [w // 2 for w in d["wall_ns"]]
-        d["gc_cpu_ns"] = [g // 2 for g in d["gc_ns"]]
+        d.machine_state.update(cpu_count=2, others_cores=1.2, steal=0.0, load_seconds=4.0)
+        d.cpu_ns = [w // 2 for w in d.wall_ns]
+        d.gc_cpu_ns = [g // 2 for g in d.gc_ns]
     text = verdict.sentences(summary.summarize_all(paying + off))
     assert text[0] == ("The machine was loaded: 6 of 6 repeats ran while other processes used 1.2 of 2 cores. "
                        "Times are not judged; the collection counts are judged: load does not stretch them, though a "
@@ -83,9 +83,9 @@ def test_a_collector_that_hardly_runs_is_one_sentence_that_counts_what_ran():
         "collection at all inside the timed steps."]
     young = docs(rng, 3, 10.0, steps=100)
     for d in young:
-        colls = np.asarray(d["gc_collections"])
+        colls = np.asarray(d.gc_collections)
         colls[::10, 0] = 1
-        d["gc_collections"] = colls.tolist()
+        d.gc_collections = colls.tolist()
     said = verdict.sentences(summary.summarize_all(young))
     assert said[-1].endswith("30 young collections and no full one inside the timed steps.")
     assert verdict.sentences([]) == []
@@ -113,7 +113,7 @@ def test_a_partly_loaded_run_names_the_loaded_cells_and_judges_the_others():
     off = docs(rng, 3, 8.0, steps=200, backend="nnx", workload="vit", policy="disable")
     other = docs(rng, 3, 10.0, steps=200, backend="jax", workload="vit")
     for d in other:
-        d["machine_state"].update(cpu_count=2, others_cores=1.2, steal=0.0, load_seconds=4.0)
+        d.machine_state.update(cpu_count=2, others_cores=1.2, steal=0.0, load_seconds=4.0)
     text = verdict.sentences(summary.summarize_all(paying + off + other))
     assert text[0].startswith("The machine was loaded: 3 of 9 repeats ran while other processes used 1.2 of 2 cores, "
                               "in 1 of 3 cells (jax/vit/default). Their times are not judged")

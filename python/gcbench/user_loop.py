@@ -311,9 +311,10 @@ class Measurement:
                                                              if self.warmup else ""))
 
     def result(self, lists: bool = True) -> results.ResultDoc:
-        """A result document in the schema of a cell (backend `user`, workload = name); with
-        `lists=False` its per-step arrays stay numpy arrays (what summary and save use: a
-        list costs about 36 bytes a step per array)."""
+        """The result in the schema of a cell (backend `user`, workload = name), as a record
+        read by attribute (`.to_doc()`: as JSON holds it); with `lists=False` its per-step
+        arrays stay numpy arrays (what summary and save use: a list costs about 36 bytes a
+        step per array)."""
         self._check_measured()
         cell = self._cell()
         meta = metadata.collect()
@@ -337,11 +338,11 @@ class Measurement:
                           machine_state={"cpu_count": os.cpu_count(), "load_after": metadata.load_average(),
                                          **self._load_read},
                           probe={"steps_raised": self.raised}, **extra)  # steps that raised are not timed steps
-        doc.pop("cell_spec", None)
+        doc.cell_spec = None
         if not self.batch_size:  # results.new writes the cell's default: a user's loop has none unless given
-            doc.pop("batch_size", None)
-        doc["networks"] = self.networks
-        doc["cell"] = self._cell_id(0)
+            doc.batch_size = None
+        doc.networks = self.networks
+        doc.cell = self._cell_id(0)
         return results.validate(doc, "measurement")
 
     def _cell_id(self, repeat: int) -> str:
@@ -415,12 +416,12 @@ class Measurement:
         folder = files.make_folder(folder, "results folder")
         repeat = 0
         while True:  # the next free repeat number, claimed exclusively: concurrent saves never share one
-            doc["repeat"] = repeat
-            doc["cell"] = self._cell_id(repeat)
-            path = folder / f"{doc['cell']}.json"
+            doc.repeat = repeat
+            doc.cell = self._cell_id(repeat)
+            path = folder / f"{doc.cell}.json"
             if not path.exists():
                 results.validate(doc, str(path))
-                if files.write_new(path, files.json_bytes(doc, indent=None)):
+                if files.write_new(path, files.json_bytes(doc.to_doc(), indent=None)):
                     return path
             repeat += 1
 

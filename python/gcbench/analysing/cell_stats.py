@@ -5,8 +5,8 @@ flattens them for `--json`, export and `m.summary()`."""
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
 
+from .explanation_records import CollectorCall
 from .stats import Estimate, EventSummary
 
 Interval = tuple[float, float] | None  # a 95 % interval, or None where the repeats give none
@@ -67,18 +67,6 @@ class Explicit:
     collections: list[int]
     per_repeat: list[float]
     sites: dict[str, float]
-
-
-@dataclasses.dataclass(frozen=True)
-class CollectorCall:
-    """Calls of one `gc` function while a loop ran: how many, the first one's line and (where
-    one loop's calls are told) its step."""
-
-    OMIT_NONE: ClassVar = ("first_step",)
-
-    count: int = 0
-    first_at: str | None = None
-    first_step: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)

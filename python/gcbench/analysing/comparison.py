@@ -623,7 +623,7 @@ def repeat_values(docs: list[ResultDoc]) -> RepeatValues:
     used, flags = summary.used_repeats(ok)
     return RepeatValues(**_time_values(used), **_count_values(ok), **_pressure_values(ok), **_explicit_values(ok),
                         **_load_values(used), **_machine_values(ok),
-                        rounds=[(results.run_id(d), d["repeat"]) if results.run_id(d) else None for d in used],
+                        rounds=[(results.run_id(d), d.repeat) if results.run_id(d) else None for d in used],
                         started=[results.started(d) for d in used], repeats=len(used),
                         flagged=sum(1 for f in flags.values() if f))
 
@@ -631,7 +631,7 @@ def repeat_values(docs: list[ResultDoc]) -> RepeatValues:
 def _time_values(used: list[ResultDoc]) -> dict[str, Any]:
     """Per repeat the times rest on: median step, mean iteration, GC shares, peak memory."""
     cpu = [summary.cpu_gc_share(d) for d in used]
-    return {"medians": [float(np.median(np.asarray(d.get("wall_ns"), np.float64))) / 1e6 for d in used],
+    return {"medians": [float(np.median(np.asarray(d.wall_ns, np.float64))) / 1e6 for d in used],
             "means": [float(summary.iterations(d).mean()) / 1e6 for d in used],
             "shares": [summary.gc_share(d) for d in used],
             "cpu_shares": cpu if None not in cpu else None,
@@ -845,8 +845,8 @@ def compare_docs(docs_a: list[ResultDoc], docs_b: list[ResultDoc], min_effect: f
     for ka, kb in pairs:
         label = _pair_label(ka, kb)
         da, db = a[ka], b[kb]
-        sa = {d["status"] for d in da}
-        sb = {d["status"] for d in db}
+        sa = {d.status for d in da}
+        sb = {d.status for d in db}
         if "ok" not in sa or "ok" not in sb:
             notes.append(f"{label}: not compared ({'/'.join(sorted(sa))} in A, {'/'.join(sorted(sb))} in B)")
             continue

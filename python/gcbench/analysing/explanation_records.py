@@ -8,15 +8,11 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import field
-from typing import Annotated, Any, ClassVar
-
-from msgspec import Meta
+from typing import Any, ClassVar
 
 from ..core import schemas
 from ..core.records import from_json, to_json
-from .cell_stats import CollectorCall
 
-Pair = Annotated[list[int], Meta(min_length=2, max_length=2)]
 # the names of an explained cell that reach a report's headings and links: plain names only
 _CELL_NAMES = {"backend": schemas.NAME, "workload": schemas.NAME, "policy": schemas.POLICY}
 
@@ -74,6 +70,18 @@ class CollectorModel:
     note: str = ""
 
 
+@dataclasses.dataclass(frozen=True)
+class CollectorCall:
+    """Calls of one `gc` function while a loop ran: how many, the first one's line and (where
+    one loop's calls are told) its step."""
+
+    OMIT_NONE: ClassVar = ("first_step",)
+
+    count: int = 0
+    first_at: str | None = None
+    first_step: int | None = None
+
+
 @dataclasses.dataclass
 class LoopCollector:
     """What a user's loop did to the collector (Measurement.collector_state)."""
@@ -91,7 +99,7 @@ class PythonDiagnosis:
     promoted_per_step: list[float]
     scanned: Scanned
     garbage: Census
-    oldest: list[Pair]  # (step, objects in the oldest generation) samples
+    oldest: list[list[int]]  # (step, objects in the oldest generation) samples
     full_steps: list[int]
     gen1_collections: int
     thresholds: list[int]
@@ -103,6 +111,10 @@ class PythonDiagnosis:
     analysed_until_step: int | None = None  # None: every collection was analysed
     interpreter: str | None = None
     collector_state: LoopCollector | None = None
+
+    def __post_init__(self) -> None:
+        if any(len(sample) != 2 for sample in self.oldest):
+            raise ValueError("python.oldest: each sample is a pair (step, objects in the oldest generation)")
 
 
 @dataclasses.dataclass

@@ -244,8 +244,8 @@ def _endpoints(metric: Metric, good: tuple, bad: tuple) -> tuple[str, bool]:
 def _tested(metric: Metric, ds: list[ResultDoc]) -> _Tested:
     """A tested commit's values, or why it has none."""
     per = metric.per_repeat(ds)
-    statuses = sorted({d["status"] for d in ds})
-    why_not = None if per else next((d["reason"].splitlines()[0] for d in ds if d.get("reason")), "no result") + \
+    statuses = sorted({d.status for d in ds})
+    why_not = None if per else next((d.reason.splitlines()[0] for d in ds if d.reason), "no result") + \
         (f" ({'/'.join(statuses)})" if statuses else "")
     return _Tested(per, metric.value(per) if per else None, why_not)
 

@@ -142,7 +142,7 @@ def _cell(cells: dict, backend: str, workload: str, policy: str = "default"):
 def _why_not(cs, missing: str) -> str:
     """Why a cell has no numbers: the first line of its first repeat's reason, or `missing`
     when the results hold no such cell (or it gave no reason)."""
-    reason = cs.docs[0]["reason"] if cs is not None else ""
+    reason = cs.docs[0].reason if cs is not None else ""
     return reason.splitlines()[0] if reason else missing
 
 
@@ -270,7 +270,7 @@ def flux_rows(cells: dict, julia_reason: str | None) -> list[Row]:
         why = julia_reason or _why_not(flux_lenet, "not in the plan")
         rows.append(Row(*lenet_claim, reason=f"Flux: {why}"))
     if jax_lenet is not None and jax_lenet.ok:
-        counted = jax_lenet.docs[0].get("params_counted", 0) * jax_lenet.docs[0]["networks"]
+        counted = (jax_lenet.docs[0].params_counted or 0) * (jax_lenet.docs[0].networks or 0)
         rows.append(Row("parameters of 5 LeNet-5s", "222,130", f"{counted:,} (5 x {counted // 5:,}, counted by jax)",
                         f"{counted / 222_130:.3f}", verdict(True, 222_130, counted, tolerance=1.0)))
     return rows
@@ -285,7 +285,7 @@ def jax_context(cells: dict) -> list[list[str]]:
             if cs is None or not cs.ok:
                 continue
             s = cs.stats
-            out.append([f"{backend}/{workload}", f"{cs.docs[0]['networks']}", f"{stats.fmt(s.median_ms)}",
+            out.append([f"{backend}/{workload}", f"{cs.docs[0].networks}", f"{stats.fmt(s.median_ms)}",
                         f"{100 * s.gc_share:.3f}", stats.short_schedule(s.full.schedule)])
     return out
 

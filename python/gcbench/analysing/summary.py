@@ -15,7 +15,8 @@ from ..core.errors import UsageError
 from ..measuring import results
 from ..measuring.results import ResultDoc
 from . import stats
-from .cell_stats import Between, CellStats, CollectorCall, CollectorState, Explicit, MemoryStats, Warmup, WarmupRepeat
+from .cell_stats import Between, CellStats, CollectorState, Explicit, MemoryStats, Warmup, WarmupRepeat
+from .explanation_records import CollectorCall
 
 DEFAULT_SPIKE_FACTOR = 3.0
 MIN_STEPS = 100  # fewer timed steps per repeat than this: the cell is flagged
@@ -37,7 +38,7 @@ def full_collections(doc: ResultDoc) -> np.ndarray:
 def full_after_last(doc: ResultDoc) -> int:
     """Full collections after a repeat's last step (in the loop's own code, before it ended):
     paid for by the loop, in no iteration's gap."""
-    if "gc_full" in doc:
+    if doc.gc_full is not None:
         return 0
     total = between_steps(doc).collections[-1]
     gaps = results.step_array(doc, "gap_collections")
@@ -67,7 +68,7 @@ def pressure_per_step(doc: ResultDoc) -> tuple[float | None, str | None]:
 def _generations(doc: ResultDoc) -> int:
     """How many generations a result counts its collections in (3 where it recorded none):
     the width of its first step's row, read without converting the whole array."""
-    colls: Any = doc.get("gc_collections")
+    colls: Any = doc.gc_collections
     return len(colls[0]) if colls is not None and len(colls) else 3
 
 
@@ -115,7 +116,7 @@ def collector_summary(docs: list[ResultDoc]) -> CollectorState | None:
     steps = off = 0
     calls: dict[str, CollectorCall] = {}
     for d in docs:
-        if d.get("backend") != "user" and str(d.get("gc_policy", "")).startswith(("disable", "manual")):
+        if d.backend != "user" and d.gc_policy.startswith(("disable", "manual")):
             continue  # gcbench's own cell under a policy that turns it off: what it was asked to do
         state = results.part(d, "gc_state")
         n = results.step_count(d)
@@ -168,13 +169,13 @@ def cpu_gc_share(doc: ResultDoc) -> float | None:
     step and the gap before it; gcbench's own cells: each step and the collections in the
     gap), and the pauses after the last step. Results from before gaps were timed in CPU
     time: the steps alone."""
-    if "cpu_ns" not in doc or "gc_cpu_ns" not in doc:
+    if doc.cpu_ns is None or doc.gc_cpu_ns is None:
         return None
     pauses, cpu = results.step_total(doc, "gc_cpu_ns"), results.step_total(doc, "cpu_ns")
-    if "gap_gc_cpu_ns" in doc:
+    if doc.gap_gc_cpu_ns is not None:
         in_gaps = results.step_total(doc, "gap_gc_cpu_ns")
         after = max(float(results.part(doc, "between_steps").get("gc_cpu_ns", 0)) - in_gaps, 0.0)
-        gaps = results.step_total(doc, "gap_cpu_ns") if doc.get("backend") == "user" and "gap_cpu_ns" in doc \
+        gaps = results.step_total(doc, "gap_cpu_ns") if doc.backend == "user" and doc.gap_cpu_ns is not None \
             else in_gaps
         pauses += in_gaps + after
         cpu += gaps + after
@@ -190,7 +191,7 @@ def repeat_load(doc: ResultDoc) -> str | None:
     cores = _cores(doc)
     if "others_cores" in machine:
         return machineload.load_reason(machine, cores)
-    if "cpu_ns" in doc:  # read by this gcbench, but too short to read (core.machineload.MIN_SECONDS): unknown
+    if doc.cpu_ns is not None:  # read by this gcbench, but too short to read (core.machineload.MIN_SECONDS): unknown
         return None
     before, after = machine.get("load_before"), machine.get("load_after")
     # The one-minute load average counts gcbench's own runnable threads: the worker's main
@@ -216,7 +217,8 @@ def how_loaded(docs: list[ResultDoc]) -> tuple[int, str]:
     loaded = [d for d in docs if repeat_load(d)]
     if not loaded:
         return 0, ""
-    others = [d["machine_state"]["others_cores"] for d in loaded if "others_cores" in results.part(d, "machine_state")]
+    others = [results.part(d, "machine_state")["others_cores"] for d in loaded
+              if "others_cores" in results.part(d, "machine_state")]
     cores = _cores(loaded[0])
     if not (others and cores):
         return len(loaded), repeat_load(loaded[0]) or ""
@@ -264,7 +266,7 @@ def cell_key(doc: ResultDoc, by_node: bool = False) -> tuple[str, str, str, str,
     results of several kinds of machine are grouped (`by_node`). A user's loop measured as
     a named variant (`measure(..., variant=)`) has the variant where an environment goes:
     it is the version of the code that ran."""
-    return (doc["backend"], doc["workload"], doc["gc_policy"], results.env_name(doc) or results.variant(doc) or "",
+    return (doc.backend, doc.workload, doc.gc_policy, results.env_name(doc) or results.variant(doc) or "",
             node_type(doc) if by_node else "")
 
 
@@ -287,11 +289,11 @@ def cell_label(key: tuple) -> str:
 
 
 # What gcbench set for a cell, which its repeats must share to be pooled (a user's loop sets its own steps)
-SETTINGS = (("networks", lambda d: d["networks"]),
-            ("steps", lambda d: results.step_count(d) if d["status"] == "ok" and d["backend"] != "user" else None),
-            ("batch", results.batch_size), ("bookkeeping", lambda d: d.get("bookkeeping", "none")),
-            ("data", lambda d: d["data"].get("kind")),
-            ("collector generations", lambda d: _generations(d) if d["status"] == "ok" and
+SETTINGS = (("networks", lambda d: d.networks),
+            ("steps", lambda d: results.step_count(d) if d.status == "ok" and d.backend != "user" else None),
+            ("batch", results.batch_size), ("bookkeeping", lambda d: d.bookkeeping or "none"),
+            ("data", lambda d: d.data.get("kind")),
+            ("collector generations", lambda d: _generations(d) if d.status == "ok" and
              results.step_count(d) else None))
 
 
@@ -307,7 +309,7 @@ def cells(docs: list[ResultDoc], by_node: bool | None = None) -> dict[tuple, lis
     for d in docs:
         out.setdefault(cell_key(d, by_node), []).append(d)
     for key, group in out.items():
-        group.sort(key=lambda d: d["repeat"])
+        group.sort(key=lambda d: d.repeat)
         check_poolable(key, group)
     return out
 
@@ -320,7 +322,7 @@ def check_poolable(key: tuple, group: list[ResultDoc]) -> None:
         for d in ok:
             v = get(d)
             if v is not None:
-                values.setdefault(str(v), []).append(d["repeat"])
+                values.setdefault(str(v), []).append(d.repeat)
         if len(values) > 1:
             parts = "; ".join(f"{v} in repeat{'s' * (len(r) > 1)} {', '.join(map(str, r[:4]))}"
                               for v, r in list(values.items())[:3])
@@ -346,8 +348,8 @@ def used_repeats(ok: list[ResultDoc]) -> tuple[list[ResultDoc], dict[int, list[s
     replacement for a flagged repeat: `replacements`); otherwise every repeat is kept,
     flagged, since fewer processes would give no interval at all. Collections are counted
     over every ok repeat whatever this says (a schedule is exact)."""
-    flags = {d["repeat"]: repeat_flags(d) for d in ok}
-    clean = [d for d in ok if not flags[d["repeat"]]]
+    flags = {d.repeat: repeat_flags(d) for d in ok}
+    clean = [d for d in ok if not flags[d.repeat]]
     return (clean if len(clean) >= min(stats.MIN_PROCESSES, len(ok)) else ok), flags
 
 
@@ -369,7 +371,7 @@ def replacements(cells: list, docs: list[ResultDoc], planned: int) -> list:
     by_cell: dict[tuple, list] = {}
     for c in cells:
         by_cell.setdefault((c.backend, c.workload, c.policy, c.env), []).append(c)
-    done = {d["cell"]: d for d in docs}
+    done = {d.cell: d for d in docs}
     out = []
     for group in by_cell.values():
         ok = results.ok([done[c.id] for c in group if c.id in done])
@@ -401,7 +403,7 @@ class CellSummary:
         """The documents of the repeats the cell's times rest on (flagged ones left out where
         3 remain), in the order they are numbered."""
         used = set(self.measured.used)
-        return [d for d in results.ok(self.docs) if d["repeat"] in used]
+        return [d for d in results.ok(self.docs) if d.repeat in used]
 
     @property
     def label(self) -> str:
@@ -420,7 +422,7 @@ def summarize(docs: list[ResultDoc], spike_factor: float = DEFAULT_SPIKE_FACTOR,
     if not ok:
         return CellSummary(key, docs, None)
     used, flags = used_repeats(ok)
-    walls = [np.asarray(d.get("wall_ns"), np.float64) for d in used]
+    walls = [np.asarray(d.wall_ns, np.float64) for d in used]
     s = CellStats(**_repeat_fields(ok, used, flags, walls), **_time_fields(used, walls),
                   **_gc_fields(ok, used, walls, spike_factor), **_optional_fields(used, walls))
     return CellSummary(key, docs, dataclasses.replace(s, warnings=warnings(s)))
@@ -430,7 +432,7 @@ def _repeat_fields(ok: list[ResultDoc], used: list[ResultDoc], flags: dict, wall
     """Which repeats there are, which the times rest on, and why any was flagged."""
     return {
         "repeats": len(ok),
-        "used": [d["repeat"] for d in used],
+        "used": [d.repeat for d in used],
         "flagged": {r: f for r, f in flags.items() if f},
         "all_flagged": len(used) == len(ok) and any(flags.values()),  # flagged, but kept
         "steps": sum(len(w) for w in walls),
@@ -494,7 +496,7 @@ def _gc_fields(ok: list[ResultDoc], used: list[ResultDoc], walls: list[np.ndarra
         "spikes_at_full": int(
             sum(int((full_collections(d)[i] > 0).sum()) for d, i in zip(used, spike_idx, strict=True))
         ),
-        "language": "julia" if "gc_full" in used[0] else "python",
+        "language": "julia" if used[0].gc_full is not None else "python",
         "warmup": warmup_summary(used),
         "memory": memory_summary(used),
         "explicit": explicit_summary(ok),  # counts: every ok repeat, as the schedule
@@ -508,17 +510,17 @@ def _gc_fields(ok: list[ResultDoc], used: list[ResultDoc], walls: list[np.ndarra
 def _optional_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> dict:
     """What only some results record: allocated bytes, allocation pressure, CPU time, host time."""
     out: dict = {}
-    if all("alloc_bytes" in d for d in used):
+    if all(d.alloc_bytes is not None for d in used):
         out.update(alloc_bytes_per_step=float(np.mean([results.step_total(d, "alloc_bytes") / results.step_count(d)
                                                        for d in used])))
-    if all("gc_pressure" in d for d in used):
+    if all(d.gc_pressure is not None for d in used):
         pressures = [results.step_array(d, "gc_pressure", np.float64) for d in used]
         out.update(pressure_per_step=float(np.median([np.median(p) for p in pressures if p is not None])))
     cpu_shares = [cpu_gc_share(d) for d in used]
     if None not in cpu_shares:  # the collector's share of CPU time, which load does not stretch
         cpu = stats.arithmetic(cpu_shares, bounds=(0.0, 1.0))
         out.update(gc_share_cpu=cpu.value, gc_share_cpu_ci=cpu.ci, repeat_gc_shares_cpu=cpu.per_repeat)
-    if all("host_ns" in d for d in used):  # the share of the step spent before waiting for the results
+    if all(d.host_ns is not None for d in used):  # the share of the step spent before waiting for the results
         host = stats.arithmetic(
             [results.step_total(d, "host_ns") / w.sum() for d, w in zip(used, walls, strict=True)], bounds=(0.0, 1.0)
         )
@@ -548,8 +550,8 @@ def iterations(doc: ResultDoc) -> np.ndarray:
     data loader, and the collections there); gcbench's own cells count only the gap's
     collections (the rest of their gap is gcbench's bookkeeping, not the loop's). Results
     that recorded no gaps: the steps alone."""
-    wall = np.asarray(doc.get("wall_ns"), np.float64)
-    gap = results.step_array(doc, "gap_ns" if doc.get("backend") == "user" and "gap_ns" in doc else "gap_gc_ns",
+    wall = np.asarray(doc.wall_ns, np.float64)
+    gap = results.step_array(doc, "gap_ns" if doc.backend == "user" and doc.gap_ns is not None else "gap_gc_ns",
                              np.float64)
     return wall + gap if gap is not None else wall
 
@@ -728,8 +730,8 @@ def record(cs: CellSummary) -> dict:
         "gc_policy": cs.key[2],
         "environment": cs.key[3] or None,
         "node_type": cs.key[4] or None,
-        "status": "/".join(sorted({d["status"] for d in cs.docs})),
-        "reasons": sorted({d["reason"].splitlines()[0] for d in cs.docs if d["reason"]}),
+        "status": "/".join(sorted({d.status for d in cs.docs})),
+        "reasons": sorted({d.reason.splitlines()[0] for d in cs.docs if d.reason}),
     }
     s = cs.stats
     if s is None:

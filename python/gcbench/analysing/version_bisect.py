@@ -42,7 +42,7 @@ class Metric:
 
 
 def _wall(doc):
-    return np.asarray(doc.get("wall_ns"), np.float64)
+    return np.asarray(doc.wall_ns, np.float64)
 
 
 # The table always shows the median step, the GC share and full collections; other metrics get a column.
@@ -244,7 +244,7 @@ def _by_version(docs: list[ResultDoc], package: str, cell: tuple[str, str, str])
     """The results of `cell`, by the version of `package` each ran with."""
     by_version: dict[str, list[ResultDoc]] = {}
     for doc in docs:
-        if (doc["backend"], doc["workload"], doc["gc_policy"]) == cell:
+        if (doc.backend, doc.workload, doc.gc_policy) == cell:
             version = _version_of(doc, package)
             if version is not None:
                 by_version.setdefault(version, []).append(doc)
@@ -262,8 +262,8 @@ def _version_row(version: str, group: list[ResultDoc], metric: Metric) -> tuple[
                      python=meta.get("python") or env.get("python"),
                      packages={k: v for k, v in (meta.get("packages") or {}).items() if v})
     if not ok:
-        reason = sample["reason"]
-        return dataclasses.replace(row, status=sample["status"],
+        reason = sample.reason
+        return dataclasses.replace(row, status=sample.status,
                                    reason=reason.strip().splitlines()[0] if reason else ""), []
     used, _ = summary.used_repeats(ok)
     values = [metric.of(d) for d in used]
@@ -360,7 +360,7 @@ def rebuild(tab: VersionTable, docs: list[ResultDoc]) -> VersionTable:
     them); a table whose cell has no results among `docs` is returned as it is."""
     cell = tuple(tab.cell.split("/"))
     if tab.metric not in METRICS or len(cell) != 3 or not any(
-            (d["backend"], d["workload"], d["gc_policy"]) == cell for d in docs):
+            (d.backend, d.workload, d.gc_policy) == cell for d in docs):
         return tab
     return table(docs, tab.package, (cell[0], cell[1], cell[2]), METRICS[tab.metric], tab.factor,
                  [r.version for r in tab.rows])

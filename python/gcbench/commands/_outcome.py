@@ -70,9 +70,9 @@ def format_summary(docs: list[ResultDoc], cells: list[summary.CellSummary] | Non
         s = cs.stats
         if s is None:
             d = cs.docs[0]
-            reason = d["reason"].splitlines()[0] if d["reason"] else ""
+            reason = d.reason.splitlines()[0] if d.reason else ""
             note = f"[{reasons.setdefault(reason, len(reasons) + 1)}]" if reason else ""
-            rows.append([cs.label, d["status"], "", "", "", "", "", "", note])  # the columns below
+            rows.append([cs.label, d.status, "", "", "", "", "", "", note])  # the columns below
             continue
         full = s.full
         fr = stats.short_schedule(full.schedule) if full.count else "none"

@@ -164,7 +164,7 @@ class RunOutcome(NamedTuple):
     def tally(self) -> tuple[int, int]:
         """(ok, failed) runs of a finished run: an earlier ok result kept in place of this
         run's failure counts as failed."""
-        statuses = [d["status"] for d in self.docs or []]
+        statuses = [d.status for d in self.docs or []]
         return (statuses.count("ok") - len(self.superseded), statuses.count("failed") + len(self.superseded))
 
 
@@ -308,7 +308,7 @@ def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> RunOutcom
             if path.stem not in {c.id for c in run.cells}:
                 path.unlink(missing_ok=True)
         plans.finish(out_dir, plan, "finished")
-    superseded = tuple(d["cell"] for d in docs if d.pop(runner.SUPERSEDED, None))  # said as failed this time
+    superseded = tuple(d.cell for d in docs if d.superseded)  # said as failed this time
     outcome = RunOutcome(docs, out_dir, 0, time.monotonic() - t0, superseded)
     measured, failed = outcome.tally()
     return outcome._replace(code=1 if failed or not measured else 0)  # a run failed, or nothing was measured

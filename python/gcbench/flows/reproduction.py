@@ -40,9 +40,9 @@ def calibrate(data: str | None, out_fn) -> dict:
                 doc = runner.run_worker(cell, pathlib.Path(tmp) / f"{batch}.json", ["gcbench", "reproduce"], 900, None)
             except runner.CellFailed as e:
                 raise UsageError(f"calibration at batch {batch} failed: {str(e).splitlines()[0]}") from None
-            if doc["status"] != "ok":
-                raise UsageError(f"calibration needs equinox: {doc['reason']}")
-            medians[batch] = float(np.median(doc["wall_ns"])) / 1e6
+            if doc.status != "ok":
+                raise UsageError(f"calibration needs equinox: {doc.reason}")
+            medians[batch] = float(np.median(doc.wall_ns)) / 1e6
             out_fn(f"calibration: batch {batch}: median step {medians[batch]:.3g} ms")
             if medians[batch] <= seed_cases.TARGET_MS:
                 break

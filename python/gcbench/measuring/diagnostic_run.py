@@ -30,9 +30,9 @@ def diagnose_cell(cell, options: dict, command=None, environment=None) -> dict:
     explain = {"sites": options.get("sites", True), "site_steps": options.get("site_steps", SITE_STEPS)}
     doc, diagnosis = worker.run_cell_explained(cell, command, environment=environment, explain=explain)
     if diagnosis is None:
-        raise UsageError(f"{cell.label} cannot run here: {doc.get('reason') or 'it did not run'}")
-    raw = {"format": RAW_FORMAT, "cell": cell.to_json(), "label": cell.label, "metadata": doc["metadata"],
-           "environment": environment, "data": doc["data"], "python": diagnosis.to_json()}
+        raise UsageError(f"{cell.label} cannot run here: {doc.reason or 'it did not run'}")
+    raw = {"format": RAW_FORMAT, "cell": cell.to_json(), "label": cell.label, "metadata": doc.metadata,
+           "environment": environment, "data": doc.data, "python": diagnosis.to_json()}
     raw["python"]["interpreter"] = metadata.collect()["python"]
     return raw
 

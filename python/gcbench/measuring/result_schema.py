@@ -17,7 +17,9 @@ SCHEMA_ID = "https://github.com/gcbench/gcbench/blob/HEAD/python/gcbench/measuri
 
 
 def generate() -> dict:
-    """The schema of `results.ResultDoc`, with fields kept in memory only (`_`) left out."""
+    """The schema of `results.ResultDoc`, less the fields kept in memory only (its
+    `NOT_WRITTEN`). A field the record may leave None is one a document leaves out
+    (`ResultDoc.to_doc`): it is optional, never null."""
     import msgspec
 
     names = vars(results)  # what the annotations name, imported there only for type checkers
@@ -27,9 +29,17 @@ def generate() -> dict:
     finally:
         for name in ("Meta", "NotRequired"):
             names.pop(name)
+    record = schema["$defs"]["ResultDoc"]
+    for key in results.ResultDoc.NOT_WRITTEN:
+        del record["properties"][key]
+    for key, field in record["properties"].items():
+        if key not in record["required"]:
+            field.pop("default", None)
+            either = field.get("anyOf", [])
+            if {"type": "null"} in either:
+                field.clear()
+                field.update(next(x for x in either if x != {"type": "null"}))
     for part in schema["$defs"].values():
-        for key in [k for k in part.get("properties", {}) if k.startswith("_")]:
-            del part["properties"][key]
         description = part.get("description")
         if description is not None:  # as Python 3.13 compiles docstrings, whatever Python generates it
             part.update(description=inspect.cleandoc(description))

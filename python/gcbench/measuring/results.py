@@ -6,12 +6,13 @@ How it works, and why: docs/internals.md, `gcbench.measuring.results`.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
 import pathlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, TypedDict, cast
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal, TypeAlias, TypedDict, get_args
 
 import numpy as np
 
@@ -23,15 +24,17 @@ if TYPE_CHECKING:  # read where the schema is generated, never at run time
     from typing_extensions import NotRequired  # typing's own from Python 3.11
 
 SCHEMA_VERSION = 2
-FORMAT = "gcbench-result"
-STATUSES = ("ok", "failed", "unavailable")
+FORMAT: Final = "gcbench-result"
+Status = Literal["ok", "failed", "unavailable"]
+STATUSES: tuple[str, ...] = get_args(Status)
 DEFAULT_BATCH_SIZE = 128  # what version-1 documents ran with
 
-# The result document, described once: these TypedDicts are its types, their `Meta`
-# annotations its constraints, and result.schema.json (the JSON Schema every load checks,
-# published for other tools) is generated from them (`result_schema.generate`; msgspec is
-# needed only there: annotations are never evaluated at run time, so a worker imports no
-# more than before). The per-step arrays are checked with numpy (`_check_array`).
+# The result document, described once: the `ResultDoc` record and the TypedDicts of its
+# parts are its types, their `Meta` annotations its constraints, and result.schema.json (the
+# JSON Schema every load checks, published for other tools) is generated from them
+# (`result_schema.generate`; msgspec is needed only there: annotations are never evaluated
+# at run time, so a worker imports no more than before). The per-step arrays are checked
+# with numpy (`_check_array`).
 # (strings: evaluated only where the schema is generated, with msgspec's Meta in scope)
 Name: TypeAlias = "Annotated[str, Meta(pattern=schemas.NAME)]"
 Count: TypeAlias = "Annotated[int, Meta(ge=0)]"
@@ -39,6 +42,7 @@ Share: TypeAlias = "Annotated[float, Meta(ge=0)]"  # NaN and infinity never get 
 Fraction: TypeAlias = "Annotated[float, Meta(ge=0, le=1)]"
 Cores: TypeAlias = "Annotated[int, Meta(ge=1)]"
 MaybeCount: TypeAlias = "Annotated[int, Meta(ge=0)] | None"
+MaybeName: TypeAlias = "Annotated[str, Meta(pattern=schemas.NAME)] | None"
 MaybeShare: TypeAlias = "Annotated[float, Meta(ge=0)] | None"
 MaybeCores: TypeAlias = "Annotated[int, Meta(ge=1)] | None"
 # a per-step array: one integer per timed step (a row of integers per step for ROWS)
@@ -159,8 +163,15 @@ class Memory(TypedDict, total=False):
     tracked_end: MaybeCount
 
 
-class _Recorded(TypedDict):
-    """What every result document holds, whatever its status."""
+@dataclasses.dataclass(eq=False)
+class ResultDoc:
+    """One repeat of one cell, as a worker (or `gcbench.measure`) writes it: what every result
+    holds whatever its status (the fields up to `metadata`), then what an ok result adds (the
+    per-step arrays: numpy in memory, lists as read) and what describes the run. A field
+    left None is absent from the file (`to_doc`); docs/results.md, "Result fields", explains
+    each. Equality is identity, as the per-step arrays have no single truth value."""
+
+    NOT_WRITTEN: ClassVar = ("superseded", "unknown")
 
     format: Literal["gcbench-result"]
     schema_version: int
@@ -169,56 +180,67 @@ class _Recorded(TypedDict):
     workload: Name
     gc_policy: Annotated[str, Meta(pattern=schemas.POLICY)]
     repeat: Count
-    status: Literal["ok", "failed", "unavailable"]
+    status: Status
     reason: str
     networks: Annotated[int, Meta(ge=1)] | None  # None: a user's loop that did not say
     params_per_network: Count
     data: Data
     metadata: Metadata
+    batch_size: Annotated[int, Meta(ge=1)] | None = None
+    bookkeeping: MaybeName = None
+    cell_spec: dict[str, Any] | None = None
+    variant: MaybeName = None
+    environment: Environment | None = None
+    machine_state: MachineState | None = None
+    params_counted: MaybeCount = None
+    gc_state: dict[str, Any] | None = None  # a user's loop: the collector's state when it was measured
+    probe: dict[str, Any] | None = None  # a user's loop: steps that raised (not timed)
+    traces: dict[str, Any] | None = None
+    loss: Loss | None = None
+    warmup: dict[str, Any] | None = None
+    between_steps: BetweenSteps | None = None
+    memory: Memory | None = None
+    gc_events: GcEvents | None = None
+    wall_ns: Steps = None
+    gc_ns: Steps = None
+    gc_collections: StepRows = None
+    gc_collected: Steps = None
+    alloc_blocks: Steps = None
+    alloc_bytes: Steps = None
+    gc_full: Steps = None
+    gc_pressure: Steps = None
+    host_ns: Steps = None
+    cpu_ns: Steps = None
+    gc_cpu_ns: Steps = None
+    gap_ns: Steps = None
+    gap_gc_ns: Steps = None
+    gap_cpu_ns: Steps = None
+    gap_gc_cpu_ns: Steps = None
+    gap_collections: StepRows = None
+    gc_explicit: StepRows = None
+    gc_enabled: Steps = None
+    # in memory only, never written (NOT_WRITTEN): an earlier ok result kept in place of this
+    # run's failure, which the run counts as failed
+    superseded: bool = False
+    # what a document held that this gcbench does not know (a newer one's fields): written back as read
+    unknown: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def to_doc(self) -> dict[str, Any]:
+        """The document as JSON values go: the fields not None (`networks` always), in order."""
+        doc = {f.name: v for f in dataclasses.fields(self) if f.name not in self.NOT_WRITTEN
+               and ((v := getattr(self, f.name)) is not None or f.name in REQUIRED)}
+        return {**doc, **self.unknown}
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any]) -> ResultDoc:
+        """The record of a checked document (`validate`)."""
+        return cls(**{k: v for k, v in doc.items() if k in _FIELDS},
+                   unknown={k: v for k, v in doc.items() if k not in _FIELDS})
 
 
-class ResultDoc(_Recorded, total=False):
-    """One repeat of one cell, as a worker (or `gcbench.measure`) writes it: the per-step
-    arrays of an ok result (numpy arrays in memory, lists on disk) and what describes the
-    run. docs/results.md, "Result fields", explains each field."""
-
-    batch_size: Annotated[int, Meta(ge=1)]
-    bookkeeping: Name
-    cell_spec: dict[str, Any]
-    variant: Name
-    environment: Environment
-    machine_state: MachineState
-    params_counted: Count
-    gc_state: dict[str, Any]  # a user's loop: the collector's state when it was measured
-    probe: dict[str, Any]  # a user's loop: steps that raised (not timed)
-    traces: dict[str, Any]
-    loss: Loss
-    warmup: dict[str, Any]
-    between_steps: BetweenSteps
-    memory: Memory
-    gc_events: GcEvents
-    wall_ns: Steps
-    gc_ns: Steps
-    gc_collections: StepRows
-    gc_collected: Steps
-    alloc_blocks: Steps
-    alloc_bytes: Steps
-    gc_full: Steps
-    gc_pressure: Steps
-    host_ns: Steps
-    cpu_ns: Steps
-    gc_cpu_ns: Steps
-    gap_ns: Steps
-    gap_gc_ns: Steps
-    gap_cpu_ns: Steps
-    gap_gc_cpu_ns: Steps
-    gap_collections: StepRows
-    gc_explicit: StepRows
-    gc_enabled: Steps
-    # in memory only, never written: an earlier ok result kept in place of this run's failure
-    _failed_this_run: bool
-
-
+_FIELDS = frozenset(f.name for f in dataclasses.fields(ResultDoc)) - set(ResultDoc.NOT_WRITTEN)
+# what every result holds, whatever its status: the fields without a default
+REQUIRED = tuple(f.name for f in dataclasses.fields(ResultDoc) if f.default is f.default_factory is dataclasses.MISSING)
 # Per-step arrays of an `ok` document; `gc_collections` is a list of per-generation lists.
 STEP_ARRAYS = ("wall_ns", "gc_ns", "gc_collections")
 OPTIONAL_STEP_ARRAYS = ("gc_collected", "alloc_blocks", "alloc_bytes", "gc_full", "gc_pressure", "host_ns", "cpu_ns",
@@ -233,37 +255,22 @@ NON_NEGATIVE = ("wall_ns", "gc_ns", "gc_collections", "gc_collected", "alloc_byt
 NOT_CELLS = ("suite.json", "memory.json", "bisect.json", "explain.json", "reproduce.json", "gitbisect.json")
 
 
-def new(cell, status: str, reason: str = "", **fields) -> ResultDoc:
+def new(cell, status: Status, reason: str = "", **fields) -> ResultDoc:
     """A result document for `cell` (a `cell.Cell`) with the common fields filled in."""
-    doc = {
-        "format": FORMAT,
-        "schema_version": SCHEMA_VERSION,
-        "cell": cell.id,
-        "backend": cell.backend,
-        "workload": cell.workload,
-        "gc_policy": cell.policy,
-        "repeat": cell.repeat,
-        "status": status,
-        "reason": reason,
-        "networks": cell.networks,
-        "params_per_network": cell.params_per_network,
-        "batch_size": cell.batch_size,
-        "bookkeeping": cell.bookkeeping,
-        "cell_spec": cell.to_json(),
-        "data": {},
-        "metadata": {},
-    }
+    environment = None
     if cell.env is not None:
         spec = cell.env_spec
-        doc["environment"] = {"spec": spec.text, "name": spec.name}
-    doc.update(fields)
-    return cast(ResultDoc, doc)
+        environment = {"spec": spec.text, "name": spec.name}
+    common: dict[str, Any] = {"data": {}, "metadata": {}, "batch_size": cell.batch_size,
+                              "bookkeeping": cell.bookkeeping, "cell_spec": cell.to_json(), "environment": environment}
+    return ResultDoc(FORMAT, SCHEMA_VERSION, cell.id, cell.backend, cell.workload, cell.policy, cell.repeat, status,
+                     reason, cell.networks, cell.params_per_network, **{**common, **fields})
 
 
 def part(doc: ResultDoc, key: str) -> Mapping[str, Any]:
     """A part of the document (`between_steps`, `machine_state`, `environment`, ...), empty
     where the document has none."""
-    return cast("Mapping[str, Any]", doc.get(key) or {})
+    return getattr(doc, key) or {}
 
 
 def run_id(doc: ResultDoc) -> str | None:
@@ -285,36 +292,36 @@ def label(doc: ResultDoc) -> str:
     """The repeat's name for people, e.g. `jax/mlp/default #1`."""
     from .cell import cell_label
 
-    return cell_label(doc["backend"], doc["workload"], doc["gc_policy"], doc["repeat"], env_name(doc))
+    return cell_label(doc.backend, doc.workload, doc.gc_policy, doc.repeat, env_name(doc))
 
 
 def env_name(doc: ResultDoc) -> str | None:
     """The name of the environment the cell ran in; None for gcbench's own interpreter."""
-    env = doc.get("environment")
-    return env.get("name") if env else None
+    return doc.environment.get("name") if doc.environment else None
 
 
 def batch_size(doc: ResultDoc) -> int | None:
     """The batch a result trained with; None for a user's loop that did not say (version-1
     documents of gcbench's own cells ran with DEFAULT_BATCH_SIZE)."""
-    return doc.get("batch_size", None if doc.get("backend") == "user" else DEFAULT_BATCH_SIZE)
+    if doc.batch_size is not None:
+        return doc.batch_size
+    return None if doc.backend == "user" else DEFAULT_BATCH_SIZE
 
 
 def ok(docs: list[ResultDoc]) -> list[ResultDoc]:
     """The repeats of `docs` that ran ok (those with per-step arrays)."""
-    return [d for d in docs if d["status"] == "ok"]
+    return [d for d in docs if d.status == "ok"]
 
 
 def step_count(doc: ResultDoc) -> int:
     """How many timed steps an ok result holds."""
-    wall: Any = doc.get("wall_ns")
-    return 0 if wall is None else len(wall)
+    return 0 if doc.wall_ns is None else len(doc.wall_ns)
 
 
 def step_array(doc: ResultDoc, key: str, dtype: type = np.int64) -> np.ndarray | None:
     """The per-step array `key` of `doc` as numpy (ROWS as (steps, generations)); None
     where the result did not record it, or recorded no step."""
-    values: Any = doc.get(key)
+    values = getattr(doc, key)
     if values is None or len(values) == 0:
         return None
     out: np.ndarray = np.asarray(values, dtype)
@@ -329,14 +336,15 @@ def step_total(doc: ResultDoc, key: str) -> float:
 
 def variant(doc: ResultDoc) -> str | None:
     """The variant of a user's loop (`measure(..., variant=)`), None otherwise."""
-    return doc.get("variant")
+    return doc.variant
 
 
 def write(doc: ResultDoc, path: str | os.PathLike) -> pathlib.Path:
     """Write `doc` to `path` atomically: a reader sees the old file or the whole new one."""
-    validate(doc, str(path))
+    stored = doc.to_doc()
+    _check(stored, str(path))
     files.make_folder(pathlib.Path(path).parent, "results folder")
-    return files.write_json(path, doc, indent=None)
+    return files.write_json(path, stored, indent=None)
 
 
 def _check_array(where: str, key: str, arr, n: int | None) -> int:
@@ -382,8 +390,17 @@ def schema() -> dict:
     return _SCHEMA
 
 
-def validate(doc, where: str = "result") -> ResultDoc:
-    """Check that `doc` is a gcbench result this version understands; return it."""
+def validate(doc: ResultDoc | Mapping[str, Any], where: str = "result") -> ResultDoc:
+    """Check that `doc` (a record, or a document as read) is a gcbench result this version
+    understands; return it as a record."""
+    if isinstance(doc, ResultDoc):
+        _check(doc.to_doc(), where)
+        return doc
+    _check(doc, where)
+    return ResultDoc.from_doc(doc)
+
+
+def _check(doc, where: str) -> None:
     files.check_header(doc, where, FORMAT, "result", SCHEMA_VERSION)
     schemas.check(doc, schema(), where)
     if doc["status"] == "ok":
@@ -394,7 +411,6 @@ def validate(doc, where: str = "result") -> ResultDoc:
             raise UsageError(f"{where}: ok result with no timed steps")
         if not isinstance(doc.get("loss"), dict):
             raise UsageError(f"{where}: ok result without sampled 'loss'")
-    return cast(ResultDoc, doc)  # every field checked above
 
 
 def load(path: str | os.PathLike) -> ResultDoc:
@@ -416,7 +432,7 @@ def load_dir(folder: str | os.PathLike, allow_empty: bool = False) -> list[Resul
         if path.name in NOT_CELLS or path.name.startswith("."):  # dot files: partial results, temporaries
             continue
         doc = load(path)
-        key = (doc["cell"], doc["repeat"])
+        key = (doc.cell, doc.repeat)
         if key in seen:
             raise UsageError(f"{folder}: {seen[key]} and {path.name} hold the same result ({label(doc)}); "
                              "remove one of them")

@@ -33,22 +33,22 @@ def step_records(docs: list[ResultDoc]) -> list[dict]:
     full collections (columns `gc_incremental`, `gc_full`) and bytes allocated."""
     rows = []
     for d in docs:
-        if d["status"] != "ok":
+        if d.status != "ok":
             continue
-        base = {"cell": summary.cell_label(summary.cell_key(d)), "backend": d["backend"], "workload": d["workload"],
-                "gc_policy": d["gc_policy"], "environment": results.env_name(d) or "",
-                "node_type": summary.node_type(d), "repeat": d["repeat"],
-                "batch_size": results.batch_size(d), "networks": d["networks"]}
+        base = {"cell": summary.cell_label(summary.cell_key(d)), "backend": d.backend, "workload": d.workload,
+                "gc_policy": d.gc_policy, "environment": results.env_name(d) or "",
+                "node_type": summary.node_type(d), "repeat": d.repeat,
+                "batch_size": results.batch_size(d), "networks": d.networks}
         colls = summary.collections(d)
-        julia = "gc_full" in d
+        julia = d.gc_full is not None
         names = ["gc_incremental", "gc_full"] if julia else [f"gc_gen{g}" for g in range(colls.shape[1])]
         extra: dict[str, Any] = {k: v for k in ("gc_collected", "gc_pressure", "alloc_bytes", "alloc_blocks", "host_ns",
                                                 "cpu_ns", "gc_cpu_ns", "gap_ns", "gap_gc_ns")
-                                 if (v := d.get(k)) is not None}
+                                 if (v := getattr(d, k)) is not None}
         gaps = results.step_array(d, "gap_collections")  # the collections in the gap before each step
         if gaps is not None:
             extra.update({f"gap_gc{g}": gaps[:, g].tolist() for g in range(gaps.shape[1])})
-        for i, (wall, gc_ns) in enumerate(zip(d["wall_ns"], d["gc_ns"], strict=True)):
+        for i, (wall, gc_ns) in enumerate(zip(d.wall_ns, d.gc_ns, strict=True)):
             row = dict(base, step=i, wall_ns=wall, gc_ns=gc_ns)
             row.update({n: int(c) for n, c in zip(names, colls[i], strict=True)})
             row.update({k: v[i] for k, v in extra.items()})

@@ -155,7 +155,7 @@ def job_facts(executor: str) -> dict:
 
 def measured_by(doc: ResultDoc | None, run_id: str) -> bool:
     """Whether `doc` is an ok result of the submission `run_id` (a requeued job skips it)."""
-    return doc is not None and doc["status"] == "ok" and results.run_id(doc) == run_id
+    return doc is not None and doc.status == "ok" and results.run_id(doc) == run_id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,7 +184,7 @@ def run_job(spec: JobSpec, cells: list) -> dict:
                                   run_id=spec.run_id, scheduler=job_facts(spec.executor))
     docs = runner.run_cells(todo, out_dir, spec.command, spec.timeout, settings)
     # an attempt that failed where an earlier ok result was kept is a failure of this run
-    return {c.id: "failed" if d.get(runner.SUPERSEDED) else d["status"] for c, d in zip(todo, docs, strict=True)}
+    return {c.id: "failed" if d.superseded else d.status for c, d in zip(todo, docs, strict=True)}
 
 
 def _executor(kind: str, folder: pathlib.Path):
@@ -435,10 +435,10 @@ def _collect(cells, out_dir, run_id, jobs, record: Submission, log) -> list[Resu
     for c in cells:
         out_file = out_dir / f"{c.id}.json"
         old = runner.existing(out_file)
-        if old is not None and handled.get(c.id) == "failed" and old["status"] == "ok" \
+        if old is not None and handled.get(c.id) == "failed" and old.status == "ok" \
                 and not measured_by(old, run_id):  # this run's attempt failed; the earlier ok result stayed
             log(f"{c.label}: kept the earlier ok result instead of this failed one")
-            docs.append({**old, runner.SUPERSEDED: True})
+            docs.append(dataclasses.replace(old, superseded=True))
             continue
         if old is not None and (c.id in handled or measured_by(old, run_id)):
             docs.append(old)
@@ -524,7 +524,7 @@ def status(out_dir: pathlib.Path) -> FolderStatus:
     this_submission = 0
     for cid in planned:
         doc = runner.existing(out_dir / f"{cid}.json")
-        counts["missing" if doc is None else doc["status"]] += 1
+        counts["missing" if doc is None else doc.status] += 1
         if sub and doc is not None and results.run_id(doc) == sub.run_id:
             this_submission += 1
     state = plan.state

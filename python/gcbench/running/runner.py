@@ -19,7 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
 from tqdm import tqdm
 
@@ -201,12 +201,12 @@ def _complete_before_crash(partial: pathlib.Path, returncode: int, load=results.
         doc = load(partial)
     except UsageError:
         return None
-    if doc.get("status") != "ok":
+    if doc.status != "ok":
         return None
     how = f"killed by signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
     why = " (a Julia exit hook with several threads: PythonCall issue #764)" \
-        if get_backend(doc["backend"]).language == "julia" else ""
-    doc["reason"] = f"kept: the worker ended with {how} after writing this complete result{why}"
+        if get_backend(doc.backend).language == "julia" else ""
+    doc.reason = f"kept: the worker ended with {how} after writing this complete result{why}"
     return doc
 
 
@@ -334,11 +334,11 @@ def _kill(proc: subprocess.Popen) -> None:
 
 def reusable(doc: ResultDoc | None, cell: Cell, data_kind: str | None) -> bool:
     """Whether an existing result answers the same question as `cell` (for --resume)."""
-    if doc is None or doc["status"] != "ok":
+    if doc is None or doc.status != "ok":
         return False
-    spec = dict(doc.get("cell_spec") or {})
+    spec = dict(doc.cell_spec or {})
     spec.pop("data_path", None)
-    return spec == cell.settings() and (data_kind is None or doc["data"].get("kind") == data_kind)
+    return spec == cell.settings() and (data_kind is None or doc.data.get("kind") == data_kind)
 
 
 def existing(out_file: pathlib.Path) -> ResultDoc | None:
@@ -552,8 +552,8 @@ def _run_one(desc: str, cell: Cell, batch: _Batch) -> ResultDoc:
     try:
         doc = run_worker(cell, out_file, batch.command, batch.timeout, batch.progress, machine_state=state,
                          extra_env=batch.cache_env if cache_safe(in_env.get("environment")) else None, **in_env)
-        status = f"ok in {time.monotonic() - t0:.1f} s" if doc["status"] == "ok" else \
-            f"{doc['status']}: {doc['reason'].splitlines()[0] if doc['reason'] else ''}"
+        status = f"ok in {time.monotonic() - t0:.1f} s" if doc.status == "ok" else \
+            f"{doc.status}: {doc.reason.splitlines()[0] if doc.reason else ''}"
         batch.log(f"{desc}: {status}")
     except CellFailed as e:
         batch.log(f"{desc}: FAILED: {str(e).splitlines()[0]}")
@@ -562,18 +562,15 @@ def _run_one(desc: str, cell: Cell, batch: _Batch) -> ResultDoc:
     return doc
 
 
-SUPERSEDED: Final = "_failed_this_run"  # marks an earlier ok result kept in place of this run's failure
-
-
 def keep(doc: ResultDoc, old: ResultDoc | None, out_file: pathlib.Path, desc: str, log) -> ResultDoc:
     """Write a result that is not ok, unless it would replace an ok one: then keep that
-    (marked SUPERSEDED when this run's attempt failed, so that the run counts the failure)."""
-    if old is not None and old["status"] == "ok":
-        log(f"{desc}: kept the earlier ok result instead of this {doc['status']} one")
-        return {**old, SUPERSEDED: True} if doc["status"] == "failed" else old
+    (marked `superseded` when this run's attempt failed, so that the run counts the failure)."""
+    if old is not None and old.status == "ok":
+        log(f"{desc}: kept the earlier ok result instead of this {doc.status} one")
+        return dataclasses.replace(old, superseded=True) if doc.status == "failed" else old
     try:
         results.write(doc, out_file)
     except UsageError as e:
         log(f"{desc}: {e}")
-        doc = {**doc, "reason": f"{doc['reason']}\n(not saved: {e})".strip()}
+        doc = dataclasses.replace(doc, reason=f"{doc.reason}\n(not saved: {e})".strip())
     return doc

@@ -106,7 +106,7 @@ def _marker(out_dir: pathlib.Path) -> dict:
 def _header(docs: list[ResultDoc], plan: Plan) -> list:
     """"What was run": data, machine, interpreter, loop settings, commands, runs, provenance."""
     ok = results.ok(docs)
-    meta = (ok or docs)[0]["metadata"] if docs else {}
+    meta = (ok or docs)[0].metadata if docs else {}
     devices = sorted({dev for d in ok for dev in results.part(d, "metadata").get("devices") or []})
     commands = _commands(docs, plan)
     items = [
@@ -116,8 +116,8 @@ def _header(docs: list[ResultDoc], plan: Plan) -> list:
         _loop_line(ok),
         "Command" + ("s" if len(commands) > 1 else "") + ": " +
         "; ".join(code(shlex.join(c)) for c in commands) if commands else "Command: ?",
-        f"Runs: {len(docs)} ({len(ok)} ok, {sum(d['status'] == 'failed' for d in docs)} failed, "
-        f"{sum(d['status'] == 'unavailable' for d in docs)} unavailable); measured {escape(meta.get('date', '?'))}",
+        f"Runs: {len(docs)} ({len(ok)} ok, {sum(d.status == 'failed' for d in docs)} failed, "
+        f"{sum(d.status == 'unavailable' for d in docs)} unavailable); measured {escape(meta.get('date', '?'))}",
         _provenance(ok),
     ]
     jobs = _jobs(docs)
@@ -127,13 +127,13 @@ def _header(docs: list[ResultDoc], plan: Plan) -> list:
 
 
 def _data_line(ok: list[ResultDoc]) -> str:
-    kinds = sorted({d["data"].get("kind", "?") for d in ok})
+    kinds = sorted({d.data.get("kind", "?") for d in ok})
     return f"Data: {' and '.join(kinds) or 'none'}" + (
         " (a deterministic MNIST-shaped stand-in: no real MNIST was present)" if kinds == ["synthetic"] else "")
 
 
 def _interpreter_line(docs: list[ResultDoc], meta: Mapping[str, Any]) -> str:
-    if any(d.get("environment") for d in docs):
+    if any(d.environment for d in docs):
         return f"Environments: {len(environments.environments(docs))}, with the interpreters and versions listed below"
     versions = ", ".join(f"{k} {v}" for k, v in meta.get("packages", {}).items() if v)
     return f"Python {escape(meta.get('python', '?'))}; {escape(versions)}"
@@ -141,9 +141,9 @@ def _interpreter_line(docs: list[ResultDoc], meta: Mapping[str, Any]) -> str:
 
 def _loop_line(ok: list[ResultDoc]) -> str:
     """The loop's settings gcbench chose (batch, bookkeeping), and the repeats per cell."""
-    own = [d for d in ok if d["backend"] != "user"]  # a loop measured by gcbench.measure has no batch gcbench set
+    own = [d for d in ok if d.backend != "user"]  # a loop measured by gcbench.measure has no batch gcbench set
     batches = sorted({results.batch_size(d) for d in own}, key=lambda b: (b is None, b or 0))  # old results: None
-    books = sorted({d.get("bookkeeping", "none") for d in own})
+    books = sorted({d.bookkeeping or "none" for d in own})
     repeats = sorted({cs.measured.repeats for cs in summary.summarize_all(ok)}) if ok else []
     return (f"Batch size: {', '.join(map(str, batches))}; bookkeeping in the loop: {', '.join(books)}; " if own else
             "Loops measured by `gcbench.measure` (their batch and bookkeeping are the user's own); ") + \
@@ -355,10 +355,10 @@ def not_run_section(docs: list[ResultDoc], plan: Plan) -> list:
     """Cells that did not run, grouped by reason; cells of the plan with no result at all."""
     groups: dict[tuple[str, str], list[str]] = {}
     for d in docs:
-        if d["status"] != "ok":
-            reason = (d["reason"] or "").strip().splitlines()[0] if d["reason"] else ""
-            groups.setdefault((d["status"], reason), []).append(results.label(d))
-    have = {d["cell"] for d in docs}
+        if d.status != "ok":
+            reason = (d.reason or "").strip().splitlines()[0] if d.reason else ""
+            groups.setdefault((d.status, reason), []).append(results.label(d))
+    have = {d.cell for d in docs}
     missing = [label for c, label in plan.label_of().items() if c not in have]
     if missing:
         state = plan.state
@@ -557,11 +557,11 @@ def _in_order(docs: list[ResultDoc], plan: Plan, git_plan: gitbisect.CommitPlan 
         return (history.get(spec, len(history)) if history else 0, natural_key(results.env_name(d) or ""))
 
     order = {cell: i for i, cell in enumerate(plan.cells)}
-    docs = sorted(docs, key=lambda d: (order.get(d["cell"], len(order)), d["cell"]))
+    docs = sorted(docs, key=lambda d: (order.get(d.cell, len(order)), d.cell))
     first: dict[tuple, int] = {}
     for d in docs:
-        first.setdefault((d["backend"], d["workload"], d["gc_policy"]), len(first))
-    return sorted(docs, key=lambda d: (first[d["backend"], d["workload"], d["gc_policy"]], env_key(d), d["repeat"]))
+        first.setdefault((d.backend, d.workload, d.gc_policy), len(first))
+    return sorted(docs, key=lambda d: (first[d.backend, d.workload, d.gc_policy], env_key(d), d.repeat))
 
 
 def _question(docs, cells, families, memdoc, repro, git_plan, bisect_table) -> str | None:

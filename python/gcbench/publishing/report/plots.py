@@ -275,7 +275,7 @@ def trace_doc(cs: summary.CellSummary) -> ResultDoc:
 
 def trace_repeat(cs: summary.CellSummary) -> str:
     """Which repeat a trace shows, in words."""
-    return f"r{trace_doc(cs)['repeat'] + 1}"
+    return f"r{trace_doc(cs).repeat + 1}"
 
 
 def trace_cells(cells: list[summary.CellSummary]) -> tuple[list[summary.CellSummary], list[summary.CellSummary]]:
@@ -319,8 +319,8 @@ def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathl
                 continue
             cs = shown[k]
             doc = trace_doc(cs)
-            wall = np.asarray(doc["wall_ns"]) / 1e6
-            gc_ms = np.minimum(np.asarray(doc["gc_ns"]) / 1e6, wall)
+            wall = np.asarray(doc.wall_ns) / 1e6
+            gc_ms = np.minimum(np.asarray(doc.gc_ns) / 1e6, wall)
             steps = np.arange(len(wall))
             fc = summary.full_collections(doc)
             full = (fc > 0) & (gc_ms > 0)
@@ -398,7 +398,7 @@ def ecdf_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.P
     """ECDF of step times (every used repeat's steps pooled), one panel per policy (see
     `_line_panels` for environments)."""
     def draw(ax, cs, color):
-        wall = np.sort(np.concatenate([np.asarray(d["wall_ns"]) for d in cs.used_docs])) / 1e6
+        wall = np.sort(np.concatenate([np.asarray(d.wall_ns) for d in cs.used_docs])) / 1e6
         ax.step(wall, np.arange(1, len(wall) + 1) / len(wall), where="post", lw=1.2, color=color)
         log_axis(ax, "x")
 
@@ -457,7 +457,7 @@ def cumulative_gc_figure(cells: list[summary.CellSummary], workload: str, path: 
         return None
 
     def draw(ax, cs, color):
-        cum = np.cumsum(np.asarray(cs.used_docs[0]["gc_ns"])) / 1e6
+        cum = np.cumsum(np.asarray(cs.used_docs[0].gc_ns)) / 1e6
         ax.plot(np.arange(len(cum)), cum, lw=1.3, color=color)
         # from 0, and high enough for every line drawn so far (a limit set once would cut off later ones)
         # (panels share their y axis: the highest line of any panel sets it)
@@ -473,7 +473,7 @@ def pauses(cs: summary.CellSummary) -> dict[int, np.ndarray]:
     incremental counts as generation 0, full as 2)."""
     out: dict[int, list] = {}
     for doc in cs.used_docs:
-        events = doc.get("gc_events")
+        events = doc.gc_events
         if events:
             for gen, pause in zip(events["generation"], events["pause_ns"], strict=True):
                 if pause > 0:
@@ -481,7 +481,7 @@ def pauses(cs: summary.CellSummary) -> dict[int, np.ndarray]:
             continue
         colls = summary.collections(doc)
         full_gen = 2 if colls.shape[1] == 2 else colls.shape[1] - 1
-        for row, ns in zip(colls, doc["gc_ns"], strict=True):
+        for row, ns in zip(colls, doc.gc_ns, strict=True):
             if row.sum() == 1 and ns > 0:
                 gen = int(np.argmax(row))
                 out.setdefault(full_gen if gen == colls.shape[1] - 1 else gen, []).append(ns / 1e6)
