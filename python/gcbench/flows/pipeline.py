@@ -278,11 +278,7 @@ def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> RunOutcom
     repeats = max(c.repeat for c in run.cells) + 1 if run.cells else 0
     with FolderLock(out_dir, f"{out_dir} is in use by another gcbench run; wait for it or use another "
                              f"{option('out')}"):
-        path = out_dir / plans.FILE
-        before = path.read_bytes() if path.is_file() else None  # put back if a scheduler refuses the run
-        previous = plans.read(out_dir) if (opts.resume or opts.force) else None
-        plan = write_plan(out_dir, run.suite, run.cells, run.command,
-                          "resume" if opts.resume else "force" if opts.force else "new", previous, "running")
+        before, plan = _start_plan(run)
         run.out_fn(f"gcbench: {len(run.cells)} runs ({len(run.cells) // max(repeats, 1)} cells x {repeats} repeats, "
                    f"interleaved) -> {out_dir}; data: {data_note}")
         t0 = time.monotonic()
@@ -299,10 +295,7 @@ def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> RunOutcom
         except (runner.Interrupted, KeyboardInterrupt) as e:
             return RunOutcome(None, out_dir, _interrupted(out_dir, plan, e))
         except BaseException:  # refused or broken midway: the plan says so, never "running" for ever
-            with contextlib.suppress(UsageError):  # unless the plan was put back (nothing was submitted)
-                now_there = plans.read(out_dir)
-                if now_there is not None and now_there.started == plan.started:
-                    plans.finish(out_dir, plan, "failed")
+            _failed(out_dir, plan)
             raise
         for path in stale:  # this run's own replacements have the same names and were written anew
             if path.stem not in {c.id for c in run.cells}:
@@ -312,6 +305,26 @@ def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> RunOutcom
     outcome = RunOutcome(docs, out_dir, 0, time.monotonic() - t0, superseded)
     measured, failed = outcome.tally()
     return outcome._replace(code=1 if failed or not measured else 0)  # a run failed, or nothing was measured
+
+
+def _start_plan(run: _Run) -> tuple[bytes | None, plans.Plan]:
+    """The folder's plan as it was (its bytes, None where it had none: put back if a scheduler
+    refuses the run), and this run's, written."""
+    path = run.out_dir / plans.FILE
+    before = path.read_bytes() if path.is_file() else None
+    opts = run.opts
+    previous = plans.read(run.out_dir) if (opts.resume or opts.force) else None
+    mode = "resume" if opts.resume else "force" if opts.force else "new"
+    return before, write_plan(run.out_dir, run.suite, run.cells, run.command, mode, previous, "running")
+
+
+def _failed(out_dir: pathlib.Path, plan: plans.Plan) -> None:
+    """A run refused or broken midway: its plan says failed, unless the plan was put back
+    (nothing was submitted) or does not read."""
+    with contextlib.suppress(UsageError):
+        now_there = plans.read(out_dir)
+        if now_there is not None and now_there.started == plan.started:
+            plans.finish(out_dir, plan, "failed")
 
 
 def _on_scheduler(run: _Run, plan: plans.Plan, before: bytes | None) -> list[ResultDoc] | None:
