@@ -36,9 +36,11 @@ def _save(folder, start, name="race", explain=False):
 
 
 def _race(calls: list[tuple], timeout: float = 60) -> None:
-    """Forked processes that each `_save(folder, start, *rest)` for one of `calls`, all
-    released at once; each must end well."""
-    ctx = multiprocessing.get_context("fork")
+    """Fresh processes that each `_save(folder, start, *rest)` for one of `calls`, all
+    released at once; each must end well. Spawned, not forked: the test's process may hold
+    JAX's threads, which a forked child (whose measurement asks JAX for its devices) can
+    deadlock on."""
+    ctx = multiprocessing.get_context("spawn")
     start = ctx.Event()
     procs = [ctx.Process(target=_save, args=(folder, start, *rest)) for folder, *rest in calls]
     for p in procs:
