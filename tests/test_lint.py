@@ -124,3 +124,14 @@ def test_string_subscripts_are_counted_and_not_list_literals():
 def test_subscripts_of_the_result_dicts_do_not_grow():
     count = sum(string_subscripts(p.read_text(encoding="utf-8")) for p in (ROOT / "python" / "gcbench").rglob("*.py"))
     assert count <= SUBSCRIPT_LIMIT, f'{count} `["key"]` subscripts in the package, more than {SUBSCRIPT_LIMIT}'
+
+
+def test_no_bare_class_var_annotation():
+    """`X: ClassVar = ...` reads on Python 3.11 and later, but 3.10's typing (which msgspec
+    and dataclasses call to read a record's fields) refuses a bare ClassVar: every
+    ClassVar names its type."""
+    bare = [f"{path.relative_to(ROOT)}:{node.lineno}" for path in (ROOT / "python" / "gcbench").rglob("*.py")
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.AnnAssign) and isinstance(node.annotation, ast.Name)
+            and node.annotation.id == "ClassVar"]
+    assert bare == []

@@ -75,7 +75,7 @@ class CollectorCall:
     """Calls of one `gc` function while a loop ran: how many, the first one's line and (where
     one loop's calls are told) its step."""
 
-    OMIT_NONE: ClassVar = ("first_step",)
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ("first_step",)
 
     count: int = 0
     first_at: str | None = None

@@ -29,7 +29,7 @@ def now() -> str:
 class PlanRun:
     """One run into the folder: its command, when it started and finished, and how it ended."""
 
-    OMIT_NONE: ClassVar = ("started", "mode", "cells", "state", "finished")
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ("started", "mode", "cells", "state", "finished")
 
     command: list[str] = dataclasses.field(default_factory=list)
     started: str | None = None
@@ -44,7 +44,7 @@ class Plan:
     """suite.json. `state` is the latest run's: running, finished, failed, interrupted or
     submitted (its jobs run on); older plans lack what they did not record."""
 
-    OMIT_NONE: ClassVar = ("suite", "repeats", "started", "state")
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ("suite", "repeats", "started", "state")
 
     format: str = FORMAT
     schema_version: int = SCHEMA_VERSION

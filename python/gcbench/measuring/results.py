@@ -171,7 +171,7 @@ class ResultDoc:
     left None is absent from the file (`to_doc`); docs/results.md, "Result fields", explains
     each. Equality is identity, as the per-step arrays have no single truth value."""
 
-    NOT_WRITTEN: ClassVar = ("superseded", "unknown")
+    NOT_WRITTEN: ClassVar[tuple[str, ...]] = ("superseded", "unknown")
 
     format: Literal["gcbench-result"]
     schema_version: int

@@ -87,7 +87,7 @@ class SubmissionStatus:
 class FolderStatus:
     """What a results folder holds against its plan (`gcbench status`)."""
 
-    OMIT_NONE: ClassVar = ("submission",)
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ("submission",)
 
     folder: str
     state: str | None
