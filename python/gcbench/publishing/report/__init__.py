@@ -233,7 +233,7 @@ def summary_table(cells: list[summary.CellSummary]) -> Table:
     cpu = verdict.in_cpu_time([cs.measured for cs in cells])
     header = ["cell", "repeats", "full collections per repeat",
               f"GC % of {'CPU' if cpu else 'wall'} time (95 % CI)", "median ms (95 % CI)",
-              "mean ms (95 % CI)", "full-GC step: extra ms (95 % CI), x median", "steps"]
+              "mean ms (95 % CI)", "full-GC step: extra ms (95 % CI), x median", "timed steps, all repeats"]
     rows = []
     for cs in cells:
         s = cs.measured
