@@ -405,7 +405,7 @@ def _culprit_without_first_bad(tmp):
 def _executor_markup(tmp):
     ds = docs(np.random.default_rng(3), 2, 10.0, steps=30)
     for d in ds:
-        d.setdefault("machine_state", {})["scheduler"] = {"executor": "local\n\n# Injected"}
+        d.machine_state = {**(d.machine_state or {}), "scheduler": {"executor": "local\n\n# Injected"}}
     return ["report", str(write_docs(tmp / "res", ds)), "--out", str(tmp / "rep")]
 
 
