@@ -56,7 +56,7 @@ class _Rerun:
 
 
 _FAILED = pytest.StashKey[_Failure]()  # a budget's failure in this test: what to say, to say it with sites
-_RERUNS: list[_Rerun] = []  # the rerun going on, if any (one at a time)
+_RERUN = pytest.StashKey[_Rerun]()  # the test's body running again for the sites of its failed budget
 GCBudgetWarning = baseline.GCBudgetWarning
 
 
@@ -245,7 +245,8 @@ class Budget:
         self.sites_mode = sites
         # traced in the measured run only for sites=True; in the rerun of a failing test only
         # for the budget that failed (the ones before it run as fast as they can)
-        self.measurement.sites = sites is True or any(r.index == index for r in _RERUNS)
+        rerun = request.node.stash.get(_RERUN, None)
+        self.measurement.sites = sites is True or (rerun is not None and rerun.index == index)
         # settle=False: measured from the heap as the test left it (what a gc.freeze() fix removes shows)
         self.settle = settle is not False
         self.measurement.before_timed = _settle if self.settle else None
@@ -342,8 +343,8 @@ class Budget:
             self.figures = self.measure()
         except UsageError as e:
             _fail(f"gc_budget: {self.key}: {e}")
-        if _RERUNS:  # the failing test's body again, for its sites: say where, check and write nothing
-            rerun = _RERUNS[0]
+        rerun = self.request.node.stash.get(_RERUN, None)
+        if rerun is not None:  # the failing test's body again, for its sites: say where, check and write nothing
             if self.index == rerun.index:
                 rerun.where = self._where_lines(rerun.keys)
                 raise _RerunDone
@@ -500,8 +501,7 @@ def _rerun_for_sites(item, failed: _Failure) -> tuple[list[str], str]:
 
     start = time.monotonic()
     item.stash[_MADE].clear()  # the rerun's budgets get the first run's indices, so their keys
-    rerun = _Rerun(failed.index, failed.keys)
-    _RERUNS.append(rerun)
+    rerun = item.stash[_RERUN] = _Rerun(failed.index, failed.keys)
     try:
         item.runtest()
     except _RerunDone:
@@ -515,7 +515,7 @@ def _rerun_for_sites(item, failed: _Failure) -> tuple[list[str], str]:
         return (failed.where, f"(allocation sites not traced: the test's body, run again to trace them, raised "
                                  f"{type(e).__name__}: {first}; the lines above give types only)")
     finally:
-        _RERUNS.clear()
+        del item.stash[_RERUN]
     where = rerun.where
     if where is None:
         return failed.where, ("(allocation sites not traced: the test's body, run again to trace them, did not "
