@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..core import records
 from ..core.errors import UsageError, printable
+from ..core.terminal import counted
 from . import _common
 
 if TYPE_CHECKING:
@@ -37,26 +38,22 @@ def main(args) -> int:
     return 0
 
 
-def _n(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
-
-
 def describe(st: FolderStatus) -> str:
     """The folder's status in words: its counts, then its submission's jobs."""
     r = st.results
     lines = [
-        f"{printable(st.folder)}: {_n(st.planned, 'run')} planned (plan {st.state or 'without a state'}): "
+        f"{printable(st.folder)}: {counted(st.planned, 'run')} planned (plan {st.state or 'without a state'}): "
         f"{r.ok} ok, {r.failed} failed, {r.unavailable} unavailable, {r.missing} without a result"
     ]
     sub = st.submission
     if sub:
-        line = (f"submitted {sub.submitted} through {sub.executor}: {_n(sub.jobs, 'job')}; "
-                f"{_n(sub.measured_by_it, 'run')} measured by them so far")
+        line = (f"submitted {sub.submitted} through {sub.executor}: {counted(sub.jobs, 'job')}; "
+                f"{counted(sub.measured_by_it, 'run')} measured by them so far")
         alive = sub.queued_or_running
         if alive is None:
             line += "; squeue could not say which jobs are alive"
         else:
-            line += f"; {_n(alive, 'job')} {'queued or running' if sub.executor == 'slurm' else 'running'}"
+            line += f"; {counted(alive, 'job')} {'queued or running' if sub.executor == 'slurm' else 'running'}"
         lines.append(line + f"; job logs in {printable(sub.log_folder)}")
         if r.missing and alive == 0:
             lines.append("no job is left to measure the runs without a result: rerun with --resume")

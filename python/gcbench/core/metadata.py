@@ -23,6 +23,11 @@ ENV_FLAGS = ("XLA_FLAGS", "JAX_PLATFORMS", "JAX_ENABLE_X64", "JAX_COMPILATION_CA
              "PYTHON_JULIACALL_OPTIMIZE", "PYTHON_JULIAPKG_OFFLINE", "PYTHON_JULIAPKG_EXE")
 
 
+def timestamp() -> str:
+    """Now, in UTC to the second, as every document gcbench writes dates it."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
 def cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as f:
@@ -89,7 +94,7 @@ def collect() -> dict:
         "hostname": socket.gethostname(),
         "gc_thresholds": list(gc.get_threshold()),
         "env": {k: os.environ[k] for k in ENV_FLAGS if k in os.environ},
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": timestamp(),
     }
 
 

@@ -10,6 +10,11 @@ import textwrap
 DEFAULT_WIDTH = 100
 
 
+def counted(count: int, word: str) -> str:
+    """`1 job`, `3 jobs`: a count and its noun, plural where it is not one."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def width() -> int:
     return max(60, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
 

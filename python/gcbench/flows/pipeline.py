@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ..analysing import summary
-from ..core import files, machineload, terminal
+from ..core import files, machineload, metadata, terminal
 from ..core.errors import UsageError, option
 from ..measuring import mnist, plans, results
 from ..measuring.backends import BACKENDS
@@ -62,7 +62,7 @@ def prepare_folder(out: str, resume: bool, force: bool) -> pathlib.Path:
 def write_plan(out_dir: pathlib.Path, suite: config.Suite, cells: list, command: list[str], mode: str,
                previous: plans.Plan | None, state: str) -> plans.Plan:
     """suite.json: the plan of the latest run and the history of every run into the folder."""
-    now = plans.now()
+    now = metadata.timestamp()
     runs = previous.history() if previous else []
     return plans.write(out_dir, plans.Plan(
         suite=suite.name, command=command, cells=[c.id for c in cells], labels=[c.label for c in cells],

@@ -5,13 +5,12 @@ into the folder, each with how it ended. `gcbench run` writes it first and finis
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import pathlib
 from typing import Annotated, ClassVar
 
 from msgspec import Meta
 
-from ..core import files, records
+from ..core import files, metadata, records
 from ..core.schemas import CELL_ID
 
 FILE = "suite.json"
@@ -19,10 +18,6 @@ FORMAT = "gcbench-suite"
 SCHEMA_VERSION = 2
 
 CellId = Annotated[str, Meta(pattern=CELL_ID)]
-
-
-def now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +71,7 @@ def finish(out_dir: pathlib.Path, plan: Plan, state: str) -> Plan:
     """Write `plan` back in `state`, its latest run ended now in that state."""
     runs = plan.runs
     if runs:
-        runs = [*runs[:-1], dataclasses.replace(runs[-1], state=state, finished=now())]
+        runs = [*runs[:-1], dataclasses.replace(runs[-1], state=state, finished=metadata.timestamp())]
     return write(out_dir, dataclasses.replace(plan, state=state, runs=runs))
 
 

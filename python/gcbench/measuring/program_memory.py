@@ -6,7 +6,6 @@ How it works, and why: docs/internals.md, `gcbench.measuring.program_memory`.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import json
 import pathlib
 import subprocess
@@ -16,7 +15,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..core import files, records
+from ..core import files, metadata, records
 from ..core.errors import UsageError
 
 FORMAT = "gcbench-memory"
@@ -415,7 +414,7 @@ def run(sizes: list[str], index_dtypes: list[str], backends: list[str], workload
                 row.measured = measure_gather(row.n, row.m, row.index_dtype, row.formulation)
     rows: list[GatherCase | StepCase] = [*gathers, *step_cases(backends, workloads)]
     doc = MemoryDoc(rows, command, jax.__version__, str(jax.devices()[0]), ["cpu"] + ([other] if other else []),
-                    datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+                    metadata.timestamp())
     files.write_json(out_dir / "memory.json", records.to_json(doc))
     return doc
 

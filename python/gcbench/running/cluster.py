@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime
 import functools
 import importlib.util
 import os
@@ -18,9 +17,10 @@ import sys
 import time
 from typing import Any, ClassVar
 
-from ..core import files, machineload, records
+from ..core import files, machineload, metadata, records
 from ..core.errors import UsageError, printable
 from ..core.schemas import Executor
+from ..core.terminal import counted
 from ..measuring import plans, results
 from ..measuring.results import ResultDoc
 from . import runner
@@ -94,10 +94,6 @@ class FolderStatus:
     planned: int
     results: ResultCounts
     submission: SubmissionStatus | None = None
-
-
-def _n(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def _arrays(job_ids) -> set[str]:
@@ -277,12 +273,12 @@ def submit(cells: list, spec: JobSpec, options: SlurmOptions, name: str, log,
         said = str(e).strip()
         raise UsageError(f"submitting to {kind} failed: {said.splitlines()[-1] if said else repr(e)}") from None
     record = Submission(kind, spec.run_id, str(folder),
-                        datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), arrays,
+                        metadata.timestamp(), arrays,
                         spec.command, dataclasses.asdict(options), [c.id for c in cells])
     files.write_json(folder / JOBS_FILE, records.to_json(record))
     ids = sorted(_arrays(j.job_id for j in jobs))
-    log(f"gcbench: submitted {_n(len(jobs), 'job')} in {_n(len(arrays), 'array')} ({kind}: {options.describe()}); "
-        f"job ids {', '.join(ids)}")
+    log(f"gcbench: submitted {counted(len(jobs), 'job')} in {counted(len(arrays), 'array')} "
+        f"({kind}: {options.describe()}); job ids {', '.join(ids)}")
     return Submitted(record, jobs)
 
 
@@ -296,7 +292,7 @@ def cancel(jobs: list, log) -> None:
             log(f"gcbench: could not cancel job {j.job_id}: {e}")
     if live:
         ids = sorted(_arrays(j.job_id for j in live))
-        log(f"gcbench: cancelled {_n(len(live), 'submitted job')} ({'scancel ' if _is_slurm(live[0]) else ''}"
+        log(f"gcbench: cancelled {counted(len(live), 'submitted job')} ({'scancel ' if _is_slurm(live[0]) else ''}"
             f"{' '.join(ids)})")
 
 
@@ -448,7 +444,7 @@ def _collect(cells, out_dir, run_id, jobs, record: Submission, log) -> list[Resu
                   f"cancelled, preempted or out of time; its log is in {record.folder}); --resume runs it again")
         docs.append(runner.keep(results.new(c, "failed", reason), old, out_file, c.label, log))
     if missing:
-        log(f"gcbench: {_n(missing, 'run')} without a result from its job; `--resume` runs them again")
+        log(f"gcbench: {counted(missing, 'run')} without a result from its job; `--resume` runs them again")
     return docs
 
 
