@@ -217,8 +217,7 @@ def how_loaded(docs: list[ResultDoc]) -> tuple[int, str]:
     loaded = [d for d in docs if repeat_load(d)]
     if not loaded:
         return 0, ""
-    others = [results.part(d, "machine_state")["others_cores"] for d in loaded
-              if "others_cores" in results.part(d, "machine_state")]
+    others = [state["others_cores"] for d in loaded if "others_cores" in (state := results.part(d, "machine_state"))]
     cores = _cores(loaded[0])
     if not (others and cores):
         return len(loaded), repeat_load(loaded[0]) or ""
