@@ -18,7 +18,7 @@ from .core import files, machineload, metadata
 from .core.errors import UsageError
 from .measuring import diagnose, gcpolicy, results
 from .measuring.cell import NAME, Cell
-from .measuring.probe import StepProbe
+from .measuring.probe import StepProbe, malloc_in_use
 from .running import config  # and the suites' module, which gcbench.measure always loaded (DESIGN.md)
 
 if TYPE_CHECKING:  # names for the annotations only: nothing more is imported into the user's process
@@ -121,6 +121,8 @@ class Measurement:
         self._thresholds: tuple = ()
         self._tracked_start = -1  # objects the collector tracked when the timed steps began, and at the end
         self._tracked_end = -1
+        self._old = [-1, -1]  # objects in the older generations (1 and 2) then: no young garbage among them
+        self._malloc: list[int | None] = [None, None]  # the C allocator's bytes in use then (probe.malloc_in_use)
         # the machine's CPU counters at the first timed step, at the end, and on entering (the
         # load is read over the timed steps, or over the whole block where those are too short)
         self._load: list[tuple | None] = [None, None, None]  # machineload snapshots: start, end, entry
@@ -245,6 +247,8 @@ class Measurement:
         self._load[0] = machineload.snapshot()
         self._diagnosis.start(watch=self.explain)
         self._tracked_start = self._diagnosis.tracked_at_start
+        self._old[0] = older_objects()
+        self._malloc[0] = malloc_in_use()
         self._timed.start_clock()  # the gap before the first timed step is the loop's too
 
     def _begin(self) -> None:
@@ -326,6 +330,8 @@ class Measurement:
         memory = self._timed.memory() or {}
         memory["tracked_start"] = self._tracked_start if self._tracked_start >= 0 else None
         memory["tracked_end"] = self._tracked_end if self._tracked_end >= 0 else None
+        memory.update(zip(("old_start", "old_end"), self._old if min(self._old) >= 0 else (None, None), strict=True))
+        memory.update(zip(("malloc_start", "malloc_end"), self._malloc, strict=True))
         extra: dict[str, Any] = {"batch_size": self.batch_size} if self.batch_size else {}
         if self.variant:
             extra["variant"] = self.variant
@@ -362,7 +368,10 @@ class Measurement:
         makes after it (what `kept` returns is gcbench's, not the loop's), and without the
         diagnosis's own."""
         if self._tracked_end < 0:
-            self._tracked_end = len(gc.get_objects()) - self._diagnosis.own_tracked()
+            own = self._diagnosis.own_tracked()
+            self._malloc[1] = malloc_in_use()
+            self._old[1] = older_objects()
+            self._tracked_end = len(gc.get_objects()) - own
 
     def kept(self) -> dict:
         """With `explain=True`, inside the measurement: the tracked objects made since the
@@ -424,6 +433,12 @@ class Measurement:
                 if files.write_new(path, files.json_bytes(doc.to_doc(), indent=None)):
                     return path
             repeat += 1
+
+
+def older_objects() -> int:
+    """Objects in the older generations (1 and 2) now: the tracked heap without the young
+    generation, which holds garbage not yet collected (the growth of a loop is read on these)."""
+    return len(gc.get_objects(1)) + len(gc.get_objects(2))
 
 
 def _caller_file() -> str:

@@ -39,6 +39,11 @@ class StepProbe:
         self.gc_collections = np.zeros((capacity, GENERATIONS), np.int64)
         self.gc_collected = np.zeros(capacity, np.int64)
         self.gc_pressure = np.zeros(capacity, np.int64)
+        # per step, with the gap before it (every collection the loop pays for): the objects the
+        # collections examined (the generations each scanned, frozen objects excluded), and the
+        # objects that survived a collection of generation 1 into the oldest (promotions)
+        self.gc_examined = np.zeros(capacity, np.int64)
+        self.gc_promoted = np.zeros(capacity, np.int64)
         self.alloc_blocks = np.zeros(capacity if alloc_blocks else 0, np.int64)
         self.host_ns = np.zeros(capacity, np.int64)
         self.gap_ns = np.zeros(capacity, np.int64)  # before each step: since the previous one ended
@@ -53,6 +58,7 @@ class StepProbe:
         self.ev_generation = np.zeros(ecap, np.int64)
         self.ev_pause = np.zeros(ecap, np.int64)
         self.ev_collected = np.zeros(ecap, np.int64)
+        self.ev_examined = np.zeros(ecap, np.int64)
         self.events = 0
         self.events_dropped = 0
         # collections outside any step: their pauses (wall and CPU), per generation, and objects collected
@@ -85,6 +91,12 @@ class StepProbe:
         self._pause_total = 0
         self._pause_cpu_total = 0
         self._collected_total = 0
+        self._examined_total = 0
+        self._promoted_total = 0
+        self._examined_end = 0  # the totals when the last step ended
+        self._promoted_end = 0
+        self._examined_now = 0  # the collection running now: the objects it examines
+        self._spare: list = [[]]  # a list lent to the free list while the older generations are counted
         self._reset_total = 0  # gen-0 counts found by collections when they started
         self._gen_totals = [0] * GENERATIONS
         self._pause_start = 0
@@ -131,6 +143,7 @@ class StepProbe:
                     if caller is not inner:
                         site += f" via {inner.f_code.co_filename}:{inner.f_lineno}"
                     self.explicit_sites[site] = self.explicit_sites.get(site, 0) + 1
+                self._examined_now = examined(info["generation"], count, self._spare)  # before the clock
                 self._pause_start = time.perf_counter_ns()
                 self._pause_cpu_start = time.thread_time_ns()
             self._depth += 1
@@ -144,10 +157,16 @@ class StepProbe:
                 self._pause_cpu_total += pause_cpu
                 pause = time.perf_counter_ns() - self._pause_start
                 self._pause_total += pause
-            gen = info["generation"]
+            gen, collected = info["generation"], info["collected"]
             gen = gen if gen < GENERATIONS else GENERATIONS - 1
             self._gen_totals[gen] += 1
-            self._collected_total += info["collected"]
+            self._collected_total += collected
+            seen = 0
+            if self._depth == 0:
+                seen = self._examined_now
+                self._examined_total += seen
+                if gen == 1:  # what survived it moved to the oldest generation
+                    self._promoted_total += max(seen - collected, 0)
             explicit = self._explicit_now and self._depth == 0
             if explicit:
                 self._explicit_totals[gen] += 1
@@ -155,7 +174,7 @@ class StepProbe:
                 self.between_ns += pause
                 self.between_cpu_ns += pause_cpu
                 self.between_gen[gen] += 1
-                self.between_collected += info["collected"]
+                self.between_collected += collected
                 if explicit:
                     self.between_explicit[gen] += 1
             k = self.events
@@ -163,7 +182,8 @@ class StepProbe:
                 self.ev_step[k] = self._current
                 self.ev_generation[k] = gen
                 self.ev_pause[k] = pause
-                self.ev_collected[k] = info["collected"]
+                self.ev_collected[k] = collected
+                self.ev_examined[k] = seen
                 self.events = k + 1
             else:
                 self.events_dropped += 1
@@ -266,6 +286,10 @@ class StepProbe:
         g, g0, row = self._gen_totals, self._gen0, self.gc_collections[i]
         row[0], row[1], row[2] = g[0] - g0[0], g[1] - g0[1], g[2] - g0[2]
         self.gc_collected[i] = self._collected_total - self._collected0
+        self.gc_examined[i] = self._examined_total - self._examined_end  # the gap before the step, and the step
+        self.gc_promoted[i] = self._promoted_total - self._promoted_end
+        self._examined_end = self._examined_total
+        self._promoted_end = self._promoted_total
         if self.alloc_blocks_enabled:
             self.alloc_blocks[i] = sys.getallocatedblocks() - self._blocks0
         self.steps = i + 1
@@ -314,7 +338,8 @@ class StepProbe:
         n = self.steps
         out: dict[str, np.ndarray] = {"wall_ns": self.wall_ns[:n], "gc_ns": self.gc_ns[:n], "cpu_ns": self.cpu_ns[:n],
                "gc_cpu_ns": self.gc_cpu_ns[:n], "gc_collections": self.gc_collections[:n],
-               "gc_collected": self.gc_collected[:n], "gc_pressure": self.gc_pressure[:n]}
+               "gc_collected": self.gc_collected[:n], "gc_pressure": self.gc_pressure[:n],
+               "gc_examined": self.gc_examined[:n], "gc_promoted": self.gc_promoted[:n]}
         if self.alloc_blocks_enabled:
             out["alloc_blocks"] = self.alloc_blocks[:n]
         if n and self.host_marked == n:
@@ -331,6 +356,7 @@ class StepProbe:
         return {"gc_ns": int(self.between_ns), "gc_cpu_ns": int(self.between_cpu_ns),
                 "collections": list(self.between_gen),
                 "collected": int(self.between_collected), "explicit": list(self.between_explicit),
+                "examined": int(self._examined_total), "promoted": int(self._promoted_total),
                 "explicit_sites": dict(self.explicit_sites),
                 "span_ns": int(self.last_t1 - self.first_t0) if self.steps else 0}
 
@@ -357,13 +383,59 @@ class StepProbe:
         k = self.events
         return {"step": self.ev_step[:k].tolist(), "generation": self.ev_generation[:k].tolist(),
                 "pause_ns": self.ev_pause[:k].tolist(), "collected": self.ev_collected[:k].tolist(),
-                "dropped": self.events_dropped}
+                "examined": self.ev_examined[:k].tolist(), "dropped": self.events_dropped}
+
+
+def examined(generation: int, young: int, spare: list) -> int:
+    """The objects a collection of `generation` is about to examine: those in the generations
+    it scans, frozen objects excluded (they are in none). A young collection's are the young
+    count `young` (read as it started: what it scans, without a list); an older one's are
+    listed, a few thousand for generation 1 and the whole tracked heap for a full
+    collection (a small fraction of what scanning them then costs). The list
+    `gc.get_objects` returns is freed into the interpreter's free list of lists, where the
+    loop's next list would come from without counting towards a collection: `spare[0]`, a
+    list the probe keeps, goes there first and is taken back after, so that the free list
+    is as the loop left it (except where it was full: then one list of it is the spare)."""
+    if generation == 0:
+        return young
+    spare[0] = None  # the spare into the free list: get_objects' list comes from there, and goes back
+    n = len(gc.get_objects()) if generation >= GENERATIONS - 1 else len(gc.get_objects(0)) + len(gc.get_objects(1))
+    spare[0] = []  # taken back from the free list
+    return n
 
 
 def explicit(count: int) -> bool:
     """Whether a collection starting at young count `count` is a gc.collect() call: the
     collector starts on its own only above its young threshold, and never while disabled."""
     return not gc.isenabled() or count <= gc.get_threshold()[0]
+
+
+_MALLINFO: list = []  # [the C allocator's mallinfo2, or None where there is none], once looked up
+
+
+def malloc_in_use() -> int | None:
+    """Bytes the C allocator has handed out and not taken back (glibc 2.33+'s `mallinfo2`:
+    its arenas and its mmapped blocks): what objects too large for Python's own allocator
+    (bytes, arrays' data, buffers) hold, tracked by the collector or not. None where the
+    C library has no `mallinfo2`. Makes objects (a ctypes structure): call it outside the
+    steps, as `gcbench.measure` does at the first timed step and at the end."""
+    if not _MALLINFO:
+        import ctypes
+
+        class MallInfo2(ctypes.Structure):
+            _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                                             "usmblks", "fsmblks", "uordblks", "fordblks",
+                                                             "keepcost")]
+        try:
+            function = ctypes.CDLL(None).mallinfo2
+            function.restype, function.argtypes = MallInfo2, []
+        except (AttributeError, OSError):
+            function = None
+        _MALLINFO.append(function)
+    if _MALLINFO[0] is None:
+        return None
+    info = _MALLINFO[0]()
+    return int(info.uordblks + info.hblkhd)
 
 
 _STATM = [0, None]  # [the process that opened it, its fd (None: there is no /proc/self/statm)]

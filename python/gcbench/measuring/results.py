@@ -138,6 +138,7 @@ class GcEvents(TypedDict):
     generation: list[Count]
     pause_ns: list[Count]
     collected: list[Count]
+    examined: NotRequired[list[Count]]  # objects in the generations it scanned, frozen ones excluded
     dropped: NotRequired[Count]
 
 
@@ -151,6 +152,8 @@ class BetweenSteps(TypedDict):
     span_ns: NotRequired[Count]
     explicit: NotRequired[list[Count]]
     explicit_sites: NotRequired[dict[str, Count]]
+    examined: NotRequired[Count]  # every collection's, steps and gaps alike (totals of the loop)
+    promoted: NotRequired[Count]
 
 
 class Memory(TypedDict, total=False):
@@ -161,6 +164,10 @@ class Memory(TypedDict, total=False):
     rss_bytes: list[Count]
     tracked_start: MaybeCount
     tracked_end: MaybeCount
+    old_start: MaybeCount  # objects in the older generations (1 and 2) as the timed steps began, and at the end
+    old_end: MaybeCount
+    malloc_start: MaybeCount  # the C allocator's bytes in use as the timed steps began, and at the end
+    malloc_end: MaybeCount
 
 
 @dataclasses.dataclass(eq=False)
@@ -209,6 +216,8 @@ class ResultDoc:
     alloc_bytes: Steps = None
     gc_full: Steps = None
     gc_pressure: Steps = None
+    gc_examined: Steps = None
+    gc_promoted: Steps = None
     host_ns: Steps = None
     cpu_ns: Steps = None
     gc_cpu_ns: Steps = None
@@ -243,12 +252,14 @@ _FIELDS = frozenset(f.name for f in dataclasses.fields(ResultDoc)) - set(ResultD
 REQUIRED = tuple(f.name for f in dataclasses.fields(ResultDoc) if f.default is f.default_factory is dataclasses.MISSING)
 # Per-step arrays of an `ok` document; `gc_collections` is a list of per-generation lists.
 STEP_ARRAYS = ("wall_ns", "gc_ns", "gc_collections")
-OPTIONAL_STEP_ARRAYS = ("gc_collected", "alloc_blocks", "alloc_bytes", "gc_full", "gc_pressure", "host_ns", "cpu_ns",
+OPTIONAL_STEP_ARRAYS = ("gc_collected", "alloc_blocks", "alloc_bytes", "gc_full", "gc_pressure", "gc_examined",
+                        "gc_promoted", "host_ns", "cpu_ns",
                         "gc_cpu_ns", "gap_ns", "gap_gc_ns", "gap_cpu_ns", "gap_gc_cpu_ns", "gap_collections",
                         "gc_explicit", "gc_enabled")
 ROWS = ("gc_collections", "gap_collections", "gc_explicit")  # per step, one count per generation
 # Arrays whose values cannot be negative (gc_pressure and alloc_blocks are net changes and can).
-NON_NEGATIVE = ("wall_ns", "gc_ns", "gc_collections", "gc_collected", "alloc_bytes", "gc_full", "host_ns", "cpu_ns",
+NON_NEGATIVE = ("wall_ns", "gc_ns", "gc_collections", "gc_collected", "alloc_bytes", "gc_full", "gc_examined",
+                "gc_promoted", "host_ns", "cpu_ns",
                 "gc_cpu_ns", "gap_ns", "gap_gc_ns", "gap_cpu_ns", "gap_gc_cpu_ns", "gap_collections", "gc_explicit",
                 "gc_enabled")
 # Other documents a results folder may hold.
@@ -265,6 +276,32 @@ def new(cell, status: Status, reason: str = "", **fields) -> ResultDoc:
                               "bookkeeping": cell.bookkeeping, "cell_spec": cell.to_json(), "environment": environment}
     return ResultDoc(FORMAT, SCHEMA_VERSION, cell.id, cell.backend, cell.workload, cell.policy, cell.repeat, status,
                      reason, cell.networks, cell.params_per_network, **{**common, **fields})
+
+
+@dataclasses.dataclass(frozen=True)
+class EventLog:
+    """A repeat's collection log as arrays, one entry per collection (`events`): the step it
+    fell in (-1: between steps), its generation, pause, objects collected and, where
+    recorded, objects examined (None where the log predates them)."""
+
+    step: np.ndarray
+    generation: np.ndarray
+    pause_ns: np.ndarray
+    collected: np.ndarray
+    examined: np.ndarray | None
+
+
+def events(doc: ResultDoc) -> EventLog | None:
+    """The collection log of `doc` as arrays; None where it has none."""
+    log = doc.gc_events
+    if not log:
+        return None
+    arrays = {k: np.asarray(v, np.int64) for k, v in log.items() if k != "dropped"}
+    examined = arrays.get("examined")
+    generation = arrays.get("generation", np.zeros(0, np.int64))
+    return EventLog(arrays.get("step", np.zeros(0, np.int64)), generation,
+                    arrays.get("pause_ns", np.zeros(0, np.int64)), arrays.get("collected", np.zeros(0, np.int64)),
+                    examined if examined is not None and len(examined) == len(generation) else None)
 
 
 def part(doc: ResultDoc, key: str) -> Mapping[str, Any]:

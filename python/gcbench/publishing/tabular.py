@@ -42,8 +42,9 @@ def step_records(docs: list[ResultDoc]) -> list[dict]:
         colls = summary.collections(d)
         julia = d.gc_full is not None
         names = ["gc_incremental", "gc_full"] if julia else [f"gc_gen{g}" for g in range(colls.shape[1])]
-        extra: dict[str, Any] = {k: v for k in ("gc_collected", "gc_pressure", "alloc_bytes", "alloc_blocks", "host_ns",
-                                                "cpu_ns", "gc_cpu_ns", "gap_ns", "gap_gc_ns")
+        extra: dict[str, Any] = {k: v for k in ("gc_collected", "gc_pressure", "gc_examined", "gc_promoted",
+                                                "alloc_bytes", "alloc_blocks", "host_ns", "cpu_ns", "gc_cpu_ns",
+                                                "gap_ns", "gap_gc_ns")
                                  if (v := getattr(d, k)) is not None}
         gaps = results.step_array(d, "gap_collections")  # the collections in the gap before each step
         if gaps is not None:
