@@ -357,7 +357,7 @@ def test_the_detectable_change_two_runs_apart_carries_the_run_term():
     d = apart
     assert d.run_sd == comparison.RUN_SD
     assert d.single == pytest.approx(stats.detectable_change(d.spread, 3, 3, comparison.ALPHA,
-                                                                run_sd=comparison.RUN_SD))
+                                                                run_sd=comparison.RUN_SD, run_df=comparison.RUN_DF))
     assert d.single > stats.detectable_change(d.spread, 3, 3, comparison.ALPHA)
     text = comparison.format_detectable(d)
     assert "two runs apart" in text

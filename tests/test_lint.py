@@ -108,7 +108,7 @@ def test_module_docstrings_are_a_few_lines():
 # Issue 58's target: under 300 `["key"]` subscripts in the package (the documents gcbench
 # reads as typed records, not dicts). Counted on the syntax tree, so a list literal such as
 # a table's header (`["cell", ...]`) is not one. May only fall: lower it with the count.
-SUBSCRIPT_LIMIT = 193
+SUBSCRIPT_LIMIT = 192
 
 
 def string_subscripts(text: str) -> int:

@@ -30,6 +30,8 @@ def repeats(full_at: list[list[int]], steps: int = 100, pressure: float = 2806, 
     for r, at in enumerate(full_at):
         colls = np.zeros((steps, 3), np.int64)
         colls[:, 0] = np.diff(np.floor(np.arange(steps + 1) * young_per_step)).astype(np.int64)
+        # and one of generation 1 every 11 young ones (CPython's threshold of 10, exceeded)
+        colls[:, 1] = np.diff(np.floor(np.arange(steps + 1) * young_per_step / 11)).astype(np.int64)
         for s in at:
             colls[s, 2] += 1
             colls[s, 0] -= 1 if colls[s, 0] else 0

@@ -325,20 +325,21 @@ def lag1(x) -> float:
 # -- power ------------------------------------------------------------------------------------------
 
 def t_power(delta: float, sd: float, n_a: int, n_b: int, alpha: float, paired: bool = False,
-            run_sd: float = 0.0) -> float:
+            run_sd: float = 0.0, run_df: float = math.inf) -> float:
     """Power of the two-sided t test of a shift `delta` (on the log scale: log of a ratio)
     with per-repeat spread `sd`: pooled on n_a and n_b repeats, or paired on n_a rounds
     (then `sd` is the spread of the per-round differences); with `run_sd`, the sides come
     from two runs, each with its own level (the standard error carries 2 run_sd², as
-    compare's test of two runs apart does)."""
+    compare's test of two runs apart does), and `run_df`, the degrees of freedom of its own
+    estimate, enters Satterthwaite's degrees of freedom as it does in the test (`comparison._tested`)."""
     if paired:
         df, se = float(n_a - 1), sd / math.sqrt(n_a)
     else:
         df, se = float(n_a + n_b - 2), sd * math.sqrt(1 / n_a + 1 / n_b)
     if run_sd > 0 and se > 0:  # compare's test two runs apart: Satterthwaite's degrees of freedom
-        sampled = se * se
-        se = math.sqrt(sampled + 2 * run_sd * run_sd)
-        df = df * se ** 4 / sampled ** 2
+        sampled, runs = se * se, 2 * run_sd * run_sd
+        se = math.sqrt(sampled + runs)
+        df = se ** 4 / (sampled ** 2 / df + (runs ** 2 / run_df if math.isfinite(run_df) else 0.0))
     if df < 1 or se <= 0:
         return math.nan
     q = sst().t.ppf(1 - alpha / 2, df)
@@ -348,14 +349,14 @@ def t_power(delta: float, sd: float, n_a: int, n_b: int, alpha: float, paired: b
 
 
 def detectable_change(sd: float, n_a: int, n_b: int, alpha: float, power: float = POWER,
-                      paired: bool = False, run_sd: float = 0.0) -> float | None:
+                      paired: bool = False, run_sd: float = 0.0, run_df: float = math.inf) -> float | None:
     """The smallest ratio change of a median (0.2 for 20 %) that the test finds with
     `power`, at per-repeat log spread `sd` (and each side's run level `run_sd`, for two
     runs apart); None when no change below 100x would be."""
     if not (sd > 0) or min(n_a, n_b) < 2:
         return None
     def f(d):
-        return t_power(d, sd, n_a, n_b, alpha, paired, run_sd) - power
+        return t_power(d, sd, n_a, n_b, alpha, paired, run_sd, run_df) - power
     if f(math.log(100)) < 0:
         return None
     from scipy.optimize import brentq

@@ -20,6 +20,7 @@ from .explanation_records import CollectorCall
 
 DEFAULT_SPIKE_FACTOR = 3.0
 MIN_STEPS = 100  # fewer timed steps per repeat than this: the cell is flagged
+MIN_GROWTH_STEPS = 100  # fewer timed steps than this: no growth is read (a warm-up's tail is not a leak)
 MAX_CI_WIDTH = 0.50  # a median whose 95 % interval is wider than this fraction of it: flagged
 
 
@@ -596,12 +597,13 @@ def memory_summary(docs: list[ResultDoc]) -> MemoryStats | None:
         rss, at = m.get("rss_bytes") or [], m.get("rss_step") or []
         if len(rss) >= 1 and max(rss) > 0:
             peaks.append(max(rss) / 2**20)
-        if len(rss) >= 3 and len(set(at)) >= 2:
+        # a growth is read over MIN_GROWTH_STEPS timed steps or more (a warm-up's tail is not a leak)
+        if len(rss) >= 3 and len(set(at)) >= 2 and results.step_count(d) >= MIN_GROWTH_STEPS:
             slopes.append(
                 float(np.polyfit(np.asarray(at, np.float64), np.asarray(rss, np.float64) / 2**20, 1)[0]) * 1000
             )
         start, end = m.get("tracked_start"), m.get("tracked_end")
-        if start is not None and end is not None and results.step_count(d):
+        if start is not None and end is not None and results.step_count(d) >= MIN_GROWTH_STEPS:
             tracked.append((end - start) * 1000 / results.step_count(d))
     if not peaks and not tracked:
         return None

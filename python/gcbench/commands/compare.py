@@ -35,7 +35,9 @@ def register(sub) -> None:
 # --fail-on names -> (the metric of a test, the verdict that fails)
 FAIL_ON = {"slower": ("median", "slower"), "slower-run": ("mean", "slower run"), "more-gc": ("gc_share", "more GC"),
            "more-full-gc": ("full_rate", "more full GCs"), "more-collections": ("collections", "more collections"),
-           "more-memory": ("peak_rss", "more memory"), "more-allocations": ("pressure", "more allocations")}
+           "more-memory": ("peak_rss", "more memory"), "more-allocations": ("pressure", "more allocations"),
+           "more-promotions": ("promotions", "more promotions"), "more-retained": ("retained", "more retained"),
+           "more-memory-kept": ("bytes_kept", "more memory kept")}
 
 
 def _fail_on(text: str) -> tuple[str, ...]:

@@ -1,0 +1,168 @@
+"""Rates a starting heap cannot move, per repeat: what compare gates on.
+
+How it works, and why: docs/internals.md, `gcbench.analysing.rates`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..measuring import results
+from ..measuring.results import ResultDoc
+from . import summary
+
+MIN_GROWTH_STEPS = summary.MIN_GROWTH_STEPS
+
+
+def collector_off(doc: ResultDoc) -> bool:
+    """Whether the repeat ran its timed steps with the collector off: a policy that turns it
+    off (disable, manual:K), or a loop that did (most steps began with it off)."""
+    if doc.gc_policy.startswith(("disable", "manual")):
+        return True
+    if results.part(doc, "gc_state").get("gc_enabled") is False:
+        return True
+    enabled = results.step_array(doc, "gc_enabled")
+    return enabled is not None and 2 * int(enabled.sum()) < len(enabled)
+
+
+def per_step_collections(doc: ResultDoc) -> np.ndarray:
+    """(steps, generations): the collections of each step and of the gap before it."""
+    colls = summary.collections(doc)
+    gaps = results.step_array(doc, "gap_collections")
+    return colls + gaps if gaps is not None and gaps.shape == colls.shape else colls
+
+
+def promotions_per_step(doc: ResultDoc) -> float | None:
+    """Objects that survive into the oldest generation a step: what collections of
+    generation 1 promoted, over the steps they closed. Only whole intervals count: from one
+    collection of an older generation (1 or 2) to the next collection of generation 1; the
+    first one promotes what the warm-up left young, and an interval a full collection closes
+    promotes nothing (the full collection takes the young generations in). The mean over
+    the window where generation 1 was never collected twice (every object the loop made is
+    then either young or was promoted at that one collection). None where not recorded."""
+    promoted = results.step_array(doc, "gc_promoted")
+    if promoted is None or summary.collections(doc).shape[1] != 3:
+        return None
+    colls = per_step_collections(doc)
+    older = np.flatnonzero(colls[:, 1:].sum(axis=1) > 0)
+    closes = older[1:][(colls[older[1:], 2] == 0) & (colls[older[1:], 1] > 0)]
+    if not len(closes):
+        return float(promoted.sum()) / len(promoted)
+    starts = older[np.searchsorted(older, closes) - 1]
+    steps = int((closes - starts).sum())
+    return float(promoted[closes].sum()) / steps if steps else float(promoted.sum()) / len(promoted)
+
+
+@dataclasses.dataclass(frozen=True)
+class FullPeriod:
+    """A repeat's automatic full collections: the steps they fell in, the mean period between
+    consecutive ones (None with fewer than two), the longest stretch of steps without one
+    (the period is at least that long), and the oldest generation's size when they ran
+    (what the quarter rule divides; None where not recorded)."""
+
+    at: list[int]
+    period: float | None
+    at_least: int
+    heap: float | None
+
+
+def automatic_full_steps(doc: ResultDoc) -> np.ndarray | None:
+    """The steps (with the gap before each) of the collector's own full collections, once per
+    collection; None where the loop's gc.collect() calls between steps cannot be told apart
+    from them step by step."""
+    full = summary.full_collections(doc)
+    explicit = results.step_array(doc, "gc_explicit")
+    if explicit is not None and explicit.shape[1] == 3:
+        full = np.maximum(full - explicit[:, 2], 0)
+    between = results.part(doc, "between_steps").get("explicit") or []
+    if len(between) == 3 and between[2]:
+        return None
+    return np.repeat(np.arange(len(full)), full)
+
+
+def full_period(doc: ResultDoc) -> FullPeriod | None:
+    """The period of a repeat's automatic full collections (`FullPeriod`); None where the
+    loop's own full collections between steps hide it."""
+    at = automatic_full_steps(doc)
+    if at is None:
+        return None
+    n = results.step_count(doc)
+    period = float(at[-1] - at[0]) / (len(at) - 1) if len(at) >= 2 else None
+    edges = np.concatenate([[-1], at, [n]])
+    at_least = int(np.diff(edges).max()) - 1 if len(edges) > 1 else n
+    return FullPeriod(at.tolist(), period, max(at_least, 0), oldest_heap(doc))
+
+
+def _full_events(doc: ResultDoc) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(step, examined, collected) of every full collection in the event log that recorded
+    what it examined; None where it did not."""
+    log = results.events(doc)
+    if log is None or log.examined is None:
+        return None
+    keep = log.generation == 2
+    return log.step[keep], log.examined[keep], log.collected[keep]
+
+
+def oldest_heap(doc: ResultDoc) -> float | None:
+    """The objects a full collection examined, the median over the repeat's (the oldest
+    generation and the young ones it takes in: what the quarter rule divides); where no
+    full collection ran, the older generations' objects as the timed steps began."""
+    events = _full_events(doc)
+    if events is not None and len(events[1]):
+        return float(np.median(events[1]))
+    old = results.part(doc, "memory").get("old_start")
+    return float(old) if old is not None else None
+
+
+def growth_per_step(doc: ResultDoc) -> float | None:
+    """Tracked objects the loop keeps a step. Where two or more full collections fell inside
+    steps, the slope of what survived them (a full collection leaves exactly the live
+    objects); otherwise the change of the older generations from the first timed step to
+    the end (young garbage left out: it is not yet collected, not kept). None where neither
+    was recorded or the window is shorter than MIN_GROWTH_STEPS."""
+    n = results.step_count(doc)
+    if n < MIN_GROWTH_STEPS:
+        return None
+    events = _full_events(doc)
+    if events is not None:
+        step, examined, collected = events
+        inside = step >= 0
+        if inside.sum() >= 2 and step[inside][-1] > step[inside][0]:
+            live = examined[inside] - collected[inside]
+            return float(live[-1] - live[0]) / float(step[inside][-1] - step[inside][0])
+    memory = results.part(doc, "memory")
+    start, end = memory.get("old_start"), memory.get("old_end")
+    if start is None or end is None:
+        return None
+    return float(end - start) / n
+
+
+def bytes_kept_per_1000(doc: ResultDoc) -> float | None:
+    """Bytes the loop keeps per 1,000 steps, tracked or not: the C allocator's bytes in use
+    at the end less at the first timed step (objects too large for Python's own allocator:
+    bytes, buffers, arrays' data); where that was not read, the resident set's slope
+    (`rss_growth_per_1000`), which sees a leak only past the free memory the allocator
+    already holds. None where neither was read, or over fewer than MIN_GROWTH_STEPS steps."""
+    n = results.step_count(doc)
+    memory = results.part(doc, "memory")
+    start, end = memory.get("malloc_start"), memory.get("malloc_end")
+    if n < MIN_GROWTH_STEPS:
+        return None
+    if start is not None and end is not None:
+        return float(end - start) * 1000 / n
+    return rss_growth_per_1000(doc)
+
+
+def rss_growth_per_1000(doc: ResultDoc) -> float | None:
+    """Bytes of resident memory gained per 1,000 steps: the least-squares slope of the RSS
+    samples of the timed steps. None with fewer than three samples or MIN_GROWTH_STEPS steps."""
+    memory = results.part(doc, "memory")
+    at, rss = memory.get("rss_step") or [], memory.get("rss_bytes") or []
+    if len(at) < 3 or len(at) != len(rss) or results.step_count(doc) < MIN_GROWTH_STEPS:
+        return None
+    x, y = np.asarray(at, np.float64), np.asarray(rss, np.float64)
+    if np.ptp(x) == 0:
+        return None
+    return float(np.polyfit(x, y, 1)[0]) * 1000

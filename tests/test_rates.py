@@ -1,0 +1,211 @@
+"""The gate on rates (issue 63): what a starting heap cannot move, read per repeat, and the
+verdicts compare gives on them. Documents whose schedules are known stand in for repeats;
+the probe's own counts are read from real loops; the catalogue of loops users write, in
+fresh processes, is tests/test_gate_catalogue.py (the end-to-end tier)."""
+
+from __future__ import annotations
+
+import gc
+import math
+
+import numpy as np
+import pytest
+
+from gcbench.analysing import comparison, rates, stats
+from gcbench.commands.compare import FAIL_ON, failures
+from gcbench.measuring import results
+from gcbench.measuring.cell import Cell
+from gcbench.measuring.probe import StepProbe
+
+
+def repeats(full_at: list[list[int]], steps: int = 300, heap: int = 35_000, pressure: float = 1256.0,
+            promoted: float = 86.0, kept: float = 0.0, old_start: int = 32_000, policy: str = "default") -> list:
+    """Result documents of a loop like benchmarks/gate_catalogue.py's: two young collections a
+    step, one of generation 1 every 6 steps promoting `promoted` a step, full collections
+    at the given steps examining `heap` objects, and `kept` objects a step kept for good."""
+    out = []
+    for r, at in enumerate(full_at):
+        colls = np.zeros((steps, 3), np.int64)
+        colls[:, 0] = 2
+        colls[::6, 1] = 1
+        colls[at, 1], colls[at, 2] = 0, 1
+        promo = np.zeros(steps, np.int64)
+        last = -1  # a collection of generation 1 promotes what was made since the last older one
+        for s in np.flatnonzero(colls[:, 1:].sum(axis=1)):
+            promo[s] = round(promoted * (s - last)) if colls[s, 1] else 0
+            last = s
+        events: dict = {"step": [], "generation": [], "pause_ns": [], "collected": [], "examined": []}
+        for s in at:
+            events["step"].append(s)
+            events["generation"].append(2)
+            events["pause_ns"].append(10**6)
+            events["collected"].append(900)
+            events["examined"].append(round(heap + 900 + kept * s))
+        cell = Cell("user", "loop", policy, r, 1, 0, steps, 3, 0, 1)
+        out.append(results.new(cell, "ok", data={"kind": "user"},
+                               metadata={"cpu": "sim", "cpu_count": 2, "machine": "x86_64"},
+                               wall_ns=[10**6] * steps, gc_ns=[0] * steps, gc_collections=colls.tolist(),
+                               gc_pressure=[round(pressure)] * steps, gc_promoted=promo.tolist(),
+                               gc_examined=[0] * steps, gc_events=events,
+                               memory={"old_start": old_start, "old_end": round(old_start + kept * steps)},
+                               loss={"step": [0], "value": [2.3]}))
+    return out
+
+
+def verdicts(a: list, b: list) -> dict[str, comparison.Test]:
+    c = comparison.compare_docs(a, b)
+    return {t.metric: t for t in c.rows[0].tests}
+
+
+def fired(a: list, b: list) -> list[str]:
+    return failures(comparison.compare_docs(a, b), tuple(FAIL_ON))
+
+
+# -- the rates, read from a repeat ----------------------------------------------------------------
+
+def test_promotions_per_step_leave_out_the_warm_ups_first_collection_and_full_ones():
+    (doc,) = repeats([[100, 200]], promoted=86.0)
+    promo = np.asarray(doc.gc_promoted)
+    promo[0] = 7_000  # the first collection of generation 1 promotes what the warm-up left young
+    doc.gc_promoted = promo.tolist()
+    assert rates.promotions_per_step(doc) == pytest.approx(86.0, abs=0.01)
+
+
+def test_the_period_is_read_between_full_collections_not_from_the_window():
+    (early,) = repeats([[0, 99, 198, 297]])
+    (late,) = repeats([[101, 203]])
+    assert rates.full_period(early).period == pytest.approx(99)
+    assert rates.full_period(late).period == pytest.approx(102)
+    (one,) = repeats([[38]], steps=100)
+    assert rates.full_period(one).period is None
+    assert rates.full_period(one).at_least == 61  # steps 39-99 held none
+
+
+def test_growth_is_the_slope_of_what_full_collections_left_alive():
+    (doc,) = repeats([[50, 150, 250]], kept=2.0)
+    assert rates.growth_per_step(doc) == pytest.approx(2.0, abs=0.01)
+    (none,) = repeats([[]], kept=2.0)  # no full collection: the older generations' change
+    assert rates.growth_per_step(none) == pytest.approx(2.0, abs=0.01)
+    (short,) = repeats([[]], steps=60, kept=2.0)
+    assert rates.growth_per_step(short) is None  # a window this short says nothing of a leak
+
+
+# -- the verdicts ---------------------------------------------------------------------------------
+
+def test_a_starting_heap_that_moves_the_first_full_collection_is_no_change():
+    """The issue's false alarm: 4 full collections at 0, 99, 198, 297 against 2 at 101, 203."""
+    t = verdicts(repeats([[0, 99, 198, 297]] * 3), repeats([[101, 203]] * 3))
+    assert t["full_rate"].verdict == comparison.SAME_PHASE
+    assert fired(repeats([[0, 99, 198, 297]] * 3), repeats([[101, 203]] * 3)) == []
+
+
+def test_a_smaller_oldest_generation_explains_a_shorter_period():
+    big = repeats([[150]] * 3, heap=135_000)  # 100,000 objects more: one full collection in 300 steps
+    small = repeats([[20, 120, 220]] * 3, heap=35_000)
+    assert verdicts(big, small)["full_rate"].verdict == comparison.SAME_PHASE
+    assert fired(big, small) == []
+
+
+def test_a_shorter_period_from_the_same_heap_is_more_full_collections():
+    a = repeats([[20, 119, 218]] * 3)
+    b = repeats([[20, 80, 140, 200, 260]] * 3, promoted=142.0)
+    t = verdicts(a, b)
+    assert t["full_rate"].verdict == "more full GCs"
+    assert "a full collection every 99 -> 60 steps" in t["full_rate"].note
+    assert t["promotions"].verdict == "more promotions"
+    assert {"user/loop/default more full GCs", "user/loop/default more promotions"} <= set(fired(a, b))
+    assert verdicts(b, a)["full_rate"].verdict == "fewer full GCs"
+
+
+def test_a_period_within_one_collection_of_generation_1_is_the_same():
+    t = verdicts(repeats([[20, 120, 220]] * 3), repeats([[20, 115, 210]] * 3))  # 100 -> 95: one interval of 6
+    assert t["full_rate"].verdict == "same"  # as many in the window, and no period beyond the grain
+
+
+@pytest.mark.parametrize(("metric", "field", "base", "resolution"), [
+    ("pressure", "pressure", 1256.0, comparison.PRESSURE_RESOLUTION),
+    ("promotions", "promoted", 86.0, comparison.PROMOTIONS_RESOLUTION),
+])
+def test_each_rate_is_judged_at_its_stated_resolution(metric, field, base, resolution):
+    """Just below the resolution: the same; just above: a change, and the gate fails."""
+    margin = resolution.margin(base, base)
+    a = repeats([[20, 120, 220]] * 3, **{field: base})
+    below = repeats([[20, 120, 220]] * 3, **{field: base + 0.8 * margin})
+    above = repeats([[20, 120, 220]] * 3, **{field: base + 1.5 * margin})
+    assert verdicts(a, below)[metric].verdict == "same"
+    changed = comparison.VERDICTS[metric][1]
+    assert verdicts(a, above)[metric].verdict == changed
+    name = next(k for k, v in FAIL_ON.items() if v == (metric, changed))
+    assert failures(comparison.compare_docs(a, above), (name,)) == [f"user/loop/default {changed}"]
+
+
+def test_the_objects_kept_are_judged_per_window():
+    """The garbage the older generations hold at a window's ends is a number of objects, not
+    a rate: over 300 steps a leak must pass RETAINED_PER_WINDOW / 300 a step, over 1,000 a
+    third of that."""
+    per_step = comparison.RETAINED_PER_WINDOW / 300
+    a = repeats([[]] * 3)
+    assert verdicts(a, repeats([[]] * 3, kept=0.8 * per_step))["retained"].verdict == "same"
+    assert verdicts(a, repeats([[]] * 3, kept=1.2 * per_step))["retained"].verdict == "more retained"
+    long = repeats([[]] * 3, steps=1000)
+    assert verdicts(long, repeats([[]] * 3, steps=1000, kept=0.5))["retained"].verdict == "more retained"
+    assert verdicts(a, repeats([[]] * 3, kept=0.5))["retained"].verdict == "same"
+
+
+def test_allocations_are_not_judged_where_the_collector_was_off_on_a_side():
+    """The issue's case: default against disable read "more allocations (0.932 -> 6,309)"
+    with the code unchanged: off, nothing resets the young count it is read from."""
+    on = repeats([[20, 120, 220]] * 3, pressure=6309)
+    off = repeats([[]] * 3, pressure=1, policy="disable")
+    t = verdicts(off, on)
+    assert t["pressure"].verdict == "inconclusive"
+    assert "not judged: the collector was off" in t["pressure"].note
+    assert not any("allocations" in f for f in fired(off, on))
+
+
+# -- the probe ---------------------------------------------------------------------------------------
+
+def test_the_probe_counts_promotions_and_what_collections_examine():
+    """Objects kept 30 steps are promoted at collections of generation 1, and a collection
+    examines objects; the hooks are gone after. (That counting what the older generations
+    hold leaves the young count as it was: tests/test_probe.py, 501 lists a step, every step.)"""
+    window: list = []
+    probe = StepProbe(300)
+    with probe:
+        for i in range(300):
+            probe.begin()
+            for _ in range(700):  # cycles: garbage only the collector frees, two young collections a step
+                x: list = []
+                x.append([x])
+            window.append([[] for _ in range(50)])  # 51 lists a step, kept 30 steps: promoted
+            del window[:-30]
+            probe.end(i)
+    older = np.flatnonzero(probe.gc_collections[:, 1])
+    assert len(older) >= 20
+    # between the first collection of generation 1 and the last (none full here), 51 a step
+    promoted = probe.gc_promoted[older[1:]].sum() / (older[-1] - older[0])
+    assert 51 <= promoted <= 53, promoted  # and a cycle or two alive as a collection ran
+    threshold = gc.get_threshold()[0]
+    young = probe.gc_collections.sum()  # each examined at least the young generation it started on
+    assert probe.gc_examined.sum() >= (threshold + 1) * young
+    assert not gc.callbacks or probe._start_hook not in gc.callbacks
+
+
+# -- the power the terminal prints ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("run_sd", [0.0, comparison.RUN_SD])
+def test_the_printed_detectable_change_is_the_tests_own_power(run_sd):
+    """Simulated with the test itself (`comparison._tested`): at the change the terminal
+    prints, it rejects 80 % of the time, within 3 points; with the run term on its own
+    degrees of freedom (RUN_DF), as the test carries it."""
+    sd, n = 0.097, 3
+    d = stats.detectable_change(sd, n, n, comparison.ALPHA, run_sd=run_sd, run_df=comparison.RUN_DF)
+    rng = np.random.default_rng(63)
+    trials, hits = 3000, 0
+    for _ in range(trials):
+        a = rng.normal(0, sd, n) + rng.normal(0, run_sd)
+        b = rng.normal(math.log1p(d), sd, n) + rng.normal(0, run_sd)
+        t = comparison._tested("median", 1, 1, 1, a, b, False, 0.05, comparison.ALPHA, run_sd=run_sd,
+                               run_df=comparison.RUN_DF)
+        hits += t.p <= comparison.ALPHA
+    assert abs(hits / trials - stats.POWER) <= 0.03
