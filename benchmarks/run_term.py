@@ -137,7 +137,25 @@ def estimate(apart_minutes: float = APART) -> tuple[dict, list[str]]:
     cells, notes = levels(apart_minutes=apart_minutes)
     distinct = sorted({name for runs in cells.values() for name in runs})
     est = stats.run_term([list(r.values()) for r in cells.values()], runs=len(distinct))
-    return {**dataclasses.asdict(est), "from": distinct, "apart_minutes": apart_minutes}, notes
+    return {**dataclasses.asdict(est), "from": distinct, "apart_minutes": apart_minutes,
+            "without": leave_one_out(cells, distinct)}, notes
+
+
+def leave_one_out(cells: dict, distinct: list[str]) -> dict[str, dict | None]:
+    """The estimate again with each run left out ({run: its run_sd and interval}, None where
+    no cell is left in two runs): a term that one run carries is not a property of the machine."""
+    out: dict[str, dict | None] = {}
+    for name in distinct:
+        kept = {c: {r: x for r, x in runs.items() if r != name} for c, runs in cells.items()}
+        kept = {c: r for c, r in kept.items() if len(r) >= 2}
+        left = sorted({r for runs in kept.values() for r in runs})
+        if not kept:
+            out[name] = None
+            continue
+        est = stats.run_term([list(r.values()) for r in kept.values()], runs=len(left))
+        out[name] = {"cells": est.cells, "runs": est.runs, "run_sd": round(est.run_sd, 5), "low": round(est.low, 5),
+                     "high": round(est.high, 5)}
+    return out
 
 
 def main() -> None:
@@ -168,8 +186,13 @@ def main() -> None:
     print(f"run-to-run term (a run's own level, per cell): {100 * est['run_sd']:.1f} % "
           f"(95 % {100 * est['low']:.1f}-{100 * est['high']:.1f} %); "
           f"comparison.RUN_SD = {100 * comparison.RUN_SD:.1f} %")
+    for name, left in est["without"].items():
+        print(f"without {name}: " + ("no cell left in two runs" if left is None else
+                                     f"{100 * left['run_sd']:.1f} % (95 % {100 * left['low']:.1f}-"
+                                     f"{100 * left['high']:.1f} %) from {left['cells']} cells in {left['runs']} runs"))
     for n in (3, 6, 10):
-        d = stats.detectable_change(est["within_sd"], n, n, comparison.ALPHA, run_sd=est["run_sd"])
+        d = stats.detectable_change(est["within_sd"], n, n, comparison.ALPHA, run_sd=est["run_sd"],
+                                    run_df=est["runs"] - 1)
         print(f"two runs apart, {n} repeats a side: smallest detectable change of a median "
               f"{'none below 100x' if d is None else f'{100 * d:.0f} %'}")
     (HERE / "estimate.json").write_text(json.dumps({k: round(v, 5) if isinstance(v, float) else v

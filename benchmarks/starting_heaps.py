@@ -66,15 +66,19 @@ def child(args: argparse.Namespace) -> None:
         gcpolicy.GCPolicy.before_timed = reading  # type: ignore[method-assign]
     cell = Cell(args.backend, "vit", "default", 0, 1, 0, args.steps, 3, 0, 10, batch_size=8)
     doc = worker.run_cell(cell, progress=lambda *a: None)
-    from gcbench.analysing import summary
+    from gcbench.analysing import rates, summary
 
     pressure = np.asarray(doc.gc_pressure)
+    period = rates.full_period(doc)
     per_gen = summary.collections_by_generation(doc)
     full = summary.full_collections(doc)
     print(json.dumps({"first": int(pressure[0]), "rest": summary.pressure_per_step(doc)[0],
                       "rest_all": float(pressure[1:].mean()),
                       "rest_values": sorted({int(x) for x in pressure[1:]}), "generations": per_gen,
-                      "full_at": np.repeat(np.arange(len(full)), full).tolist(), **heap}))
+                      "full_at": np.repeat(np.arange(len(full)), full).tolist(),
+                      "promotions": rates.promotions_per_step(doc), "growth": rates.growth_per_step(doc),
+                      "period": period.period if period else None, "oldest_heap": period.heap if period else None,
+                      **heap}))
 
 
 def run(backend: str, steps: int, k: int = 0, order: str = "child", cache: str | None = None,
@@ -105,6 +109,8 @@ def verdicts(rows: list[dict]) -> dict[str, str]:
     total = [sum(r["generations"]) for r in rows]
     full = [len(r["full_at"]) for r in rows]
     return {"pressure per step (after the first)": spread(r["rest"] for r in rows),
+            "promotions per step": spread(round(r["promotions"], 2) for r in rows),
+            "tracked objects kept per step": spread(round(r["growth"], 2) for r in rows if r["growth"] is not None),
             "first step's pressure": spread(r["first"] for r in rows),
             "collections, every generation": spread(total),
             "full collections": spread(full),
@@ -142,12 +148,13 @@ def main() -> None:
             everything[backend] = [dict(r, condition=name) for (name, _), r in zip(conds, rows, strict=True)]
             print(f"\n{backend}/vit/default, {args.steps} timed steps; the oldest generation holds "
                   f"{oldest['oldest']:,} of {oldest['tracked']:,} tracked objects at the first timed step\n")
-            print("| starting heap | pressure, first step | pressure per step after it | collections (gen 0/1/2) "
-                  "| full | at steps |")
-            print("|---|---:|---:|---|---:|---|")
+            print("| starting heap | pressure, first step | pressure per step after it | promotions per step "
+                  "| collections (gen 0/1/2) | full | at steps |")
+            print("|---|---:|---:|---:|---|---:|---|")
             for (name, _), r in zip(conds, rows, strict=True):
                 gens = r["generations"]
-                print(f"| {name} | {r['first']:,} | {r['rest']:,.2f} | {sum(gens):,} ({'/'.join(map(str, gens))}) "
+                print(f"| {name} | {r['first']:,} | {r['rest']:,.2f} | {r['promotions']:,.2f} "
+                      f"| {sum(gens):,} ({'/'.join(map(str, gens))}) "
                       f"| {len(r['full_at'])} | {', '.join(map(str, r['full_at'])) or '-'} |")
             print()
             for quantity, word in verdicts(rows).items():

@@ -16,6 +16,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from gcbench.analysing import comparison
 from gcbench.budget import baseline, plugin
 from gcbench.measuring import results
 
@@ -28,6 +29,9 @@ def _pytest(folder: pathlib.Path, *args: str, env: dict | None = None) -> subpro
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                            "-o", "addopts=", *args], cwd=folder, capture_output=True, text=True, timeout=600,
                           env={**os.environ, **(env or {})})
+
+
+RESOLUTION = comparison.PROMOTIONS_RESOLUTION.objects
 
 
 def _counts(report: pathlib.Path) -> dict:
@@ -83,7 +87,8 @@ def test_counts_are_identical_however_the_test_is_selected(tmp_path):
     shutil.copy(CASES / "test_steps_under_budget.py", folder)
     (folder / "test_a_first.py").write_text(LEAVES_STATE)
     modes = {"alone": ["test_steps_under_budget.py::test_equinox_step",
-                       "test_steps_under_budget.py::test_python_records"],
+                       "test_steps_under_budget.py::test_python_records",
+                       "test_steps_under_budget.py::test_python_cycles"],
              "file": ["test_steps_under_budget.py"], "suite": [], "suite -n 2": ["-n", "2"],
              "file, 30 more on sys.path": ["test_steps_under_budget.py"]}
     got = {}
@@ -98,14 +103,22 @@ def test_counts_are_identical_however_the_test_is_selected(tmp_path):
                 burn.wait()
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
         got[mode] = _counts(tmp_path / mode)
+    cycles = "test_steps_under_budget--test_python_cycles"
     assert set(got["alone"]) == {"test_steps_under_budget--test_python_records",
-                                 "test_steps_under_budget--test_equinox_step"}
+                                 "test_steps_under_budget--test_equinox_step", cycles}
     # in the test's own process: the same collections, and promotions per step within 0.1 %
     # (measured: 1,363.6-1,364.3 of Equinox's, benchmarks/budget_selection.py), far inside
-    # the margin an update writes (x1.25)
+    # the margin an update writes (x1.25), for loops that keep what they make. A loop whose
+    # steps make cyclic garbage promotes what is alive as a collection runs, which depends on
+    # where in a step it falls: another thread's allocations (xdist's) move that, within the
+    # resolution compare judges promotions at, and its full collections by at most one.
     for mode in ("file", "suite", "suite -n 2", "file, 30 more on sys.path"):
         for name, c in got[mode].items():
             alone = got["alone"][name]
+            if name == cycles:
+                assert abs(np.mean(c["promoted"]) - np.mean(alone["promoted"])) < RESOLUTION, (mode, c, alone)
+                assert abs(len(c["full_at"]) - len(alone["full_at"])) <= 1, (mode, c, alone)
+                continue
             assert c["collections"] == alone["collections"], (mode, name)
             assert c["full_at"] == alone["full_at"], (mode, name)
             assert np.mean(c["promoted"]) == pytest.approx(np.mean(alone["promoted"]), rel=1e-3, abs=0.05)

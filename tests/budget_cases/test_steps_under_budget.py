@@ -38,3 +38,14 @@ def test_equinox_step(gc_budget):
                 model, state, loss = step(model, state)
                 loss.block_until_ready()
                 history.append({"step": i, "metrics": {"loss": [loss]}})  # a loop's records: what makes collections
+
+
+def test_python_cycles(gc_budget):
+    kept = []
+    with gc_budget(warmup=3) as b:
+        for i in range(3 * STEPS):  # cycles a step: garbage only the collector frees, some alive as it runs
+            with b.step():
+                for _ in range(300):
+                    x: list = []
+                    x.append([x])
+                kept.append([i])  # CYCLES-LINE
