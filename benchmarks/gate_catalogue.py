@@ -34,8 +34,8 @@ import sys
 import tempfile
 
 HERE = pathlib.Path(__file__).resolve()
-FAIL_ON = ("more-full-gc", "more-collections", "more-allocations", "more-promotions", "more-retained",
-           "more-memory-kept")
+# the documented gate (docs/usage.md): the counts a starting heap does not move
+FAIL_ON = ("more-full-gc", "more-collections", "more-allocations", "more-retained", "more-memory-kept", "more-gc-work")
 
 # The two loops every case starts from (benchmarks/gate_catalogue.py --only heaps measures
 # them): `periodic` promotes 86 objects a step and makes a full collection every 99 steps on
@@ -56,16 +56,16 @@ class Case:
 
 CASES = (
     Case("period-60", "full every 99 -> 60 steps (more promotions)", PERIODIC, {**PERIODIC, "window": 142},
-         ("more-full-gc", "more-promotions")),
+         ("more-full-gc",)),
     Case("period-75", "full every 99 -> 75 steps (more promotions)", PERIODIC, {**PERIODIC, "window": 114},
-         ("more-full-gc", "more-promotions")),
-    Case("retain-20", "retention 1 in 20 (flat)", FLAT, {**FLAT, "retain": 20}, ("more-promotions", "more-retained")),
+         ("more-full-gc",)),
+    Case("retain-20", "retention 1 in 20 (flat)", FLAT, {**FLAT, "retain": 20}, ("more-retained",)),
     Case("retain-33", "retention 1 in 33 (flat: full 1 -> 2)", FLAT, {**FLAT, "retain": 33},
-         ("more-promotions", "more-retained")),
+         ("more-retained",)),
     Case("retain-1000-flat", "retention 1 in 1,000 (flat)", FLAT, {**FLAT, "retain": 1000},
-         ("more-promotions", "more-retained")),
+         ("more-retained",)),
     Case("retain-1000-periodic", "retention 1 in 1,000 (periodic)", PERIODIC, {**PERIODIC, "retain": 1000},
-         ("more-promotions", "more-retained")),
+         ("more-retained",)),
     Case("pressure-1", "pressure +1 %", FLAT, {**FLAT, "cyclic": 1414}, ("more-allocations",)),
     Case("pressure-3", "pressure +3 %", FLAT, {**FLAT, "cyclic": 1442}, ("more-allocations",)),
     Case("pressure-10", "pressure +10 %", FLAT, {**FLAT, "cyclic": 1540}, ("more-allocations",)),

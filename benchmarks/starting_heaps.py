@@ -77,6 +77,7 @@ def child(args: argparse.Namespace) -> None:
                       "rest_values": sorted({int(x) for x in pressure[1:]}), "generations": per_gen,
                       "full_at": np.repeat(np.arange(len(full)), full).tolist(),
                       "promotions": rates.promotions_per_step(doc), "growth": rates.growth_per_step(doc),
+                      "examined": rates.examined_per_step(doc),
                       "period": period.period if period else None, "oldest_heap": period.heap if period else None,
                       **heap}))
 
@@ -111,6 +112,7 @@ def verdicts(rows: list[dict]) -> dict[str, str]:
     return {"pressure per step (after the first)": spread(r["rest"] for r in rows),
             "promotions per step": spread(round(r["promotions"], 2) for r in rows),
             "tracked objects kept per step": spread(round(r["growth"], 2) for r in rows if r["growth"] is not None),
+            "objects examined per step": spread(round(r["examined"]) for r in rows if r["examined"] is not None),
             "first step's pressure": spread(r["first"] for r in rows),
             "collections, every generation": spread(total),
             "full collections": spread(full),
@@ -149,11 +151,12 @@ def main() -> None:
             print(f"\n{backend}/vit/default, {args.steps} timed steps; the oldest generation holds "
                   f"{oldest['oldest']:,} of {oldest['tracked']:,} tracked objects at the first timed step\n")
             print("| starting heap | pressure, first step | pressure per step after it | promotions per step "
-                  "| collections (gen 0/1/2) | full | at steps |")
-            print("|---|---:|---:|---:|---|---:|---|")
+                  "| examined per step | collections (gen 0/1/2) | full | at steps |")
+            print("|---|---:|---:|---:|---:|---|---:|---|")
             for (name, _), r in zip(conds, rows, strict=True):
                 gens = r["generations"]
                 print(f"| {name} | {r['first']:,} | {r['rest']:,.2f} | {r['promotions']:,.2f} "
+                      f"| {r['examined'] or 0:,.0f} "
                       f"| {sum(gens):,} ({'/'.join(map(str, gens))}) "
                       f"| {len(r['full_at'])} | {', '.join(map(str, r['full_at'])) or '-'} |")
             print()

@@ -27,9 +27,9 @@ def test_the_catalogue_fails_every_bug_and_no_starting_heap(tmp_path):
     report = json.loads(out.read_text())
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     by = {r["key"]: r for r in report["catalogue"]}
-    assert set(by["period-60"]["fired"]) >= {"more-full-gc", "more-promotions"}
+    assert "more-full-gc" in by["period-60"]["fired"]
     assert "a full collection every" in by["period-60"]["summary"] or "more full GCs" in by["period-60"]["summary"]
-    assert set(by["retain-33"]["fired"]) >= {"more-promotions", "more-retained"}
+    assert "more-retained" in by["retain-33"]["fired"]
     assert "more-allocations" in by["pressure-3"]["fired"]
     assert "more-retained" in by["leak-2-flat"]["fired"]
     assert by["bytes-1k"]["fired"] == ["more-memory-kept"]  # untracked: no count sees it, the allocator does

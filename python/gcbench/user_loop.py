@@ -293,6 +293,11 @@ class Measurement:
         return self._tracked_start if self._tracked_start >= 0 else None
 
     @property
+    def diagnosis_cpu_ns(self) -> int:
+        """The CPU time the diagnostics spent inside the collector's pauses (explain=True)."""
+        return self._diagnosis.spent_cpu_ns
+
+    @property
     def steps(self) -> int:
         """Timed steps measured so far (warm-up steps not counted)."""
         return self._timed.steps

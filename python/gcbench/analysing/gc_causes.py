@@ -192,14 +192,14 @@ def _remedies(expl: Explanation, docs: list[ResultDoc] | None, tests: bool) -> l
         out.append(Recommendation("cycles", f"Break the reference cycles: {py.garbage.total:,} objects were "
                     f"cyclic garbage ({types}); only the collector frees those. A weakref, or clearing the "
                     "reference that closes the cycle, lets reference counting free them at once."))
-    if backend == "user":
-        advice = _user_loop_advice(py, interval, docs, (backend, workload, policy), env, tests)
-        if advice:
-            return out + advice
-    if interval.promoted_per_step < 1 and not interval.full_collections:
+    advice = _user_loop_advice(py, interval, docs, (backend, workload, policy), env, tests) \
+        if backend == "user" else []
+    if interval.promoted_per_step < 1 and not interval.full_collections and not advice:
         out.append(Recommendation("none", "Nothing to fix here: the loop promotes "
                     f"{interval.promoted_per_step:.2g} objects per step and made no full collection."))
         return out
+    if backend == "user":  # a loop of the user's: what its own diagnosis shows, not gcbench's cells' advice
+        return out + advice
     if site_share("loop") >= 0.2:
         out.append(Recommendation("bookkeeping", "The loop's own bookkeeping drives the collector: "
                     f"{100 * site_share('loop'):.0f} % of what is promoted comes from the metrics history the loop "
@@ -304,21 +304,69 @@ def _full_advice(py: PythonDiagnosis, interval: FullInterval, paid: list[Collect
         freed = sum(c.collected for c in fulls)
         starts = [c.objects_at_start[2] for c in fulls if c.objects_at_start[2] >= 0]
         scanned = statistics.fmean(starts) if starts else 0
-        if freed > max(0.01 * scanned, 100):
-            return []
+        if freed / len(fulls) > max(0.01 * scanned, 100) or scanned < CHEAP_SCAN:
+            return []  # each frees garbage, or their scans are cheap (a frozen heap): nothing to prescribe
+        asked = [c for c in fulls if c.explicit]
+        state = py.collector_state
+        froze = state.calls.get("freeze") if state is not None else None
+        head = (f"The {len(fulls)} full collection{'s' * (len(fulls) > 1)} freed {freed:,} objects in all while "
+                f"scanning about {scanned:,.0f} each")
+        if 2 * len(asked) >= len(fulls):  # the loop's own gc.collect() calls: remove or thin them
+            return [Recommendation(kind="thin-collects",
+                     text=f"{head}; {len(asked)} of them were the loop's own gc.collect() calls, which free nothing "
+                     "here: remove them, or thin them (one every few hundred steps, where memory allows). Each "
+                     "costs a scan of every long-lived object; a freeze after the warm-up would only make that scan "
+                     "cheaper.",
+                     effect=_measured_beside(docs, base, env, tests))]
+        if froze is not None and froze.count:  # frozen already: what is scanned was made after the freeze
+            where = f" (gc.freeze() at {froze.first_at})" if froze.first_at else ""
+            return [Recommendation(kind="frozen-scan",
+                     text=f"{head}: the loop froze its heap{where}, and what these collections scan was made after "
+                     "it. Keep fewer of those objects alive (the lines above), or freeze once they are made.",
+                     effect=_measured_beside(docs, base, env, tests))]
         return [Recommendation(kind="scanning",
-                 text=f"The {len(fulls)} full collection{'s' * (len(fulls) > 1)} freed "
-                 f"{freed:,} objects in all while scanning about {scanned:,.0f} each: the cost is scanning "
-                 "long-lived objects, not garbage. gc.collect() then gc.freeze() after the warm-up moves them out "
-                 "of every later scan; measure it with policy='freeze' into a folder of its own and "
-                 "`gcbench compare` the two.",
-                 effect=_effect(docs, base, (base[0], base[1], "freeze"), env, tests))]
+                 text=f"{head}: the cost is scanning long-lived objects, not garbage. gc.collect() then gc.freeze() "
+                 "after the warm-up moves them out of every later scan; measure it with policy='freeze' into a "
+                 "folder of its own and `gcbench compare` the two.",
+                 effect=_effect(docs, base, (base[0], base[1], "freeze"), env, tests) or
+                 _measured_beside(docs, base, env, tests))]
     if py.garbage.total and interval.full_collections == 0 and interval.gen1_per_step:
         return [Recommendation("no-full", "No full collection ran, yet the loop makes cyclic garbage that "
                  "survives young collections: it waits in the oldest generation, whose collection the "
                  "collector's rule keeps putting off, so memory grows. An occasional gc.collect() (policy "
                  "manual:K) frees it: compare peak memory with `gcbench compare`, not time alone.")]
     return []
+
+
+CHEAP_SCAN = 10_000  # a full collection scanning fewer objects than this costs little: no remedy for it
+
+
+def _measured_beside(docs, base: tuple, env, tests: bool) -> str | None:
+    """What ran beside a user's loop in the folder (its other policies and variants),
+    ranked by the time a run takes, each with its measured change; None where nothing did."""
+    if not docs:
+        return None
+    from . import comparison, summary
+
+    cells = summary.cells(docs)
+    mine = cells.get((*base, env or "", ""))
+    if not mine or not results.ok(mine):
+        return None
+    # the same loop under another policy, or as another version of its code (a variant)
+    others = [k for k in cells if k[:2] == base[:2] and k[:4] != (*base, env or "") and results.ok(cells[k])]
+    ranked = []
+    for k in others:
+        v = comparison.repeat_values(cells[k])
+        if v.means:
+            ranked.append((float(np.exp(np.mean(np.log(v.means)))), k))
+    ranked.sort()
+    words = []
+    for _, k in ranked:
+        other = (k[0], k[1], k[3]) if k[3] and k[3] != (env or "") else (k[0], k[1], k[2])
+        effect = _effect(docs, base, other, env, tests)
+        if effect:
+            words.append(effect)
+    return "; ".join(words) or None
 
 
 def of_user_loop(diagnosis: dict, cell, variant: str | None, user_file: str,
@@ -464,7 +512,8 @@ def format_text(expl: Explanation) -> str:
                  f"{'/'.join(map(str, py.thresholds))}; {model.note}")
     lines.append(_collections_line(expl, py))
     if py.analysed_until_step is not None:
-        lines.append(f"explain's own time ran past {diagnose.OWN_TIME_S:g} s at step {py.analysed_until_step:,}: "
+        when = f"at step {py.analysed_until_step:,}" if py.analysed_until_step >= 0 else "before the first timed step"
+        lines.append(f"explain's own time ran past {diagnose.OWN_TIME_S:g} s {when}: "
                      "the collections after it are counted, not analysed (what they promoted, scanned and freed is "
                      "missing from the figures below)")
     lines += _promoted_lines(py, fi)

@@ -117,26 +117,55 @@ def oldest_heap(doc: ResultDoc) -> float | None:
 
 
 def growth_per_step(doc: ResultDoc) -> float | None:
-    """Tracked objects the loop keeps a step. Where two or more full collections fell inside
-    steps, the slope of what survived them (a full collection leaves exactly the live
-    objects); otherwise the change of the older generations from the first timed step to
-    the end (young garbage left out: it is not yet collected, not kept). None where neither
+    """Tracked objects the loop keeps a step. Where the probe listed the oldest generation at
+    the end of two or more steps that held a full collection (the 1st, 2nd, 4th, ...), the
+    slope of those sizes: a full collection leaves only live objects, and at the step's end
+    those the step held in flight are gone (what survived a full collection inside a step
+    counts them: nnx/vit read -21 to 65 a step from starting heaps that way); the first
+    of three or more left out (it can still hold what the warm-up left). Otherwise the
+    change of the older generations from the first timed step to the end (young garbage
+    left out: it is not yet collected, not kept), and with the
+    collector off the change of every generation (garbage is then kept). None where neither
     was recorded or the window is shorter than MIN_GROWTH_STEPS."""
     n = results.step_count(doc)
     if n < MIN_GROWTH_STEPS:
         return None
-    events = _full_events(doc)
-    if events is not None:
-        step, examined, collected = events
-        inside = step >= 0
-        if inside.sum() >= 2 and step[inside][-1] > step[inside][0]:
-            live = examined[inside] - collected[inside]
-            return float(live[-1] - live[0]) / float(step[inside][-1] - step[inside][0])
+    after = results.part(doc, "between_steps").get("old_after_full") or {}
+    at, size = after.get("step") or [], after.get("objects") or []
+    if len(at) >= 3 and len(at) == len(size):  # the first can still hold what the warm-up left (nnx/vit: 292)
+        at, size = at[1:], size[1:]
+    if len(at) >= 2 and len(at) == len(size) and at[-1] > at[0]:
+        return float(size[-1] - size[0]) / float(at[-1] - at[0])
     memory = results.part(doc, "memory")
     start, end = memory.get("old_start"), memory.get("old_end")
+    if collector_off(doc):  # nothing is collected or promoted: what it keeps, garbage too, stays young
+        start, end = memory.get("tracked_start"), memory.get("tracked_end")
     if start is None or end is None:
         return None
     return float(end - start) / n
+
+
+def examined_per_step(doc: ResultDoc) -> float | None:
+    """The collector's work a step, as a count: the objects its collections examined (the
+    generations each scanned, frozen objects excluded), every collection the loop paid for.
+    The young generations' part is the mean over the steps without a full collection; the
+    full collections' part what each of them examined beyond that, times their rate: from
+    their period where one can be read (a window's count moves with the phase), else from
+    the window's count. None where the steps did not record what collections examined."""
+    examined = results.step_array(doc, "gc_examined", np.float64)
+    if examined is None:
+        return None
+    full = summary.full_collections(doc)
+    quiet = full == 0
+    if not quiet.any():
+        return float(examined.mean())
+    young = float(examined[quiet].mean())
+    if not full.any():
+        return young
+    per_full = max(float(examined[~quiet].sum()) - young * int((~quiet).sum()), 0.0) / float(full.sum())
+    period = full_period(doc)
+    rate = 1.0 / period.period if period is not None and period.period else float(full.sum()) / len(full)
+    return young + per_full * rate
 
 
 def bytes_kept_per_1000(doc: ResultDoc) -> float | None:

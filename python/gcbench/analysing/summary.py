@@ -170,6 +170,16 @@ def cpu_gc_share(doc: ResultDoc) -> float | None:
     step and the gap before it; gcbench's own cells: each step and the collections in the
     gap), and the pauses after the last step. Results from before gaps were timed in CPU
     time: the steps alone."""
+    split = cpu_gc_split(doc)
+    if split is None:
+        return None
+    pauses, cpu = split
+    return pauses / cpu if cpu > 0 else 0.0
+
+
+def cpu_gc_split(doc: ResultDoc) -> tuple[float, float] | None:
+    """(the collector's pauses, the loop's time), both in the thread's CPU time, as
+    `cpu_gc_share` divides them; None where not recorded."""
     if doc.cpu_ns is None or doc.gc_cpu_ns is None:
         return None
     pauses, cpu = results.step_total(doc, "gc_cpu_ns"), results.step_total(doc, "cpu_ns")
@@ -180,7 +190,7 @@ def cpu_gc_share(doc: ResultDoc) -> float | None:
             else in_gaps
         pauses += in_gaps + after
         cpu += gaps + after
-    return pauses / cpu if cpu > 0 else 0.0
+    return pauses, cpu
 
 
 def repeat_load(doc: ResultDoc) -> str | None:

@@ -17,7 +17,7 @@ LIMIT = 4 * 2**20  # bytes: a budget file is a few KiB; anything larger is not o
 # collections budgets count the collector's own (automatic) collections; the loop's own
 # gc.collect() calls are budgeted apart, in max_explicit_per_1000
 COUNTS = ("max_promotions_per_step", "max_full_per_1000", "max_collections_per_1000", "max_explicit_per_1000",
-          "max_tracked_growth_per_1000")
+          "max_tracked_growth_per_1000", "max_examined_per_step")
 KEYS = (*COUNTS, "max_gc_share")
 GENERATIONS = 3
 MARGIN = 1.25  # a budget written by --gc-budget-update: the measured count x MARGIN, plus SLACK

@@ -132,8 +132,11 @@ def gc_budget(request):
     step), `max_full_per_1000` and `max_collections_per_1000` (the collector's own
     collections per 1,000 timed steps, between steps too; one figure, or a list per
     generation), `max_explicit_per_1000` (the loop's `gc.collect()` calls),
-    `max_tracked_growth_per_1000` (tracked objects still alive at the end); and
-    `max_gc_share`, a fraction of time in pauses (noisy: prefer the counts). `sites` says
+    `max_tracked_growth_per_1000` (tracked objects still alive at the end),
+    `max_examined_per_step` (objects the collections examined a step: what a collection
+    costs, which a gc.freeze() cuts); and `max_gc_share`, the share of the loop's CPU time
+    in the collector's pauses, the diagnostics' own work left out (a time: prefer the
+    counts). `sites` says
     when allocation sites are traced: `"on failure"` (a second run of a failing test's
     body), `True` (the measured run) or `False`; `settle=False` measures from the heap as
     the test left it (no collection and freeze first); `name` tells apart several budgets
@@ -145,13 +148,15 @@ def gc_budget(request):
     def factory(warmup: int = 0, *, max_promotions_per_step: float | None = None,
                 max_full_per_1000: float | None = None, max_collections_per_1000=None,
                 max_explicit_per_1000: float | None = None,
-                max_tracked_growth_per_1000: float | None = None, max_gc_share: float | None = None,
+                max_tracked_growth_per_1000: float | None = None, max_examined_per_step: float | None = None,
+                max_gc_share: float | None = None,
                 name: str | None = None, sites: bool | str = "on failure", settle: bool = True) -> Budget:
         budget = Budget(request, warmup, {"max_promotions_per_step": max_promotions_per_step,
                                               "max_full_per_1000": max_full_per_1000,
                                               "max_collections_per_1000": max_collections_per_1000,
                                               "max_explicit_per_1000": max_explicit_per_1000,
                                               "max_tracked_growth_per_1000": max_tracked_growth_per_1000,
+                                              "max_examined_per_step": max_examined_per_step,
                                               "max_gc_share": max_gc_share}, name, len(made), sites, settle)
         made.append(budget)
         return budget
@@ -196,7 +201,8 @@ class BudgetFigures:
     max_collections_per_1000: list[float]  # per generation, the collector's own
     max_explicit_per_1000: float  # the loop's gc.collect() calls
     max_tracked_growth_per_1000: float | None
-    max_gc_share: float
+    max_examined_per_step: float | None
+    max_gc_share: float | None  # the collector's share of the loop's CPU time, the diagnostics' own left out
     explicit: list[int]  # gc.collect() calls per generation, in steps and between
     explicit_sites: dict[str, int]
     full_steps: list[int]  # every full collection the loop paid for: in its steps, in the gaps before them
@@ -213,7 +219,7 @@ class BudgetFigures:
 
     def count(self, key: str) -> Any:
         """The count a budget of that name bounds (`max_full_per_1000`, ...)."""
-        if key not in COUNTED:
+        if key not in baseline.KEYS:
             raise KeyError(key)
         return getattr(self, key)
 
@@ -254,6 +260,7 @@ class Budget:
         self._thresholds: tuple[int, int, int] = DEFAULT_THRESHOLDS
         self._frozen_before = 0
         self._kept: dict | None = None
+        self._left_off = False  # the loop turned the collector off and left it off: turned back on, and said
 
     # -- the context managers -----------------------------------------------------------------
     def __enter__(self) -> Budget:
@@ -283,6 +290,9 @@ class Budget:
             finally:
                 _ACTIVE.remove(self)
                 gc.set_threshold(*self._thresholds)
+                if not gc.isenabled():  # on as the budget began: on again, whatever the loop did
+                    self._left_off = True
+                    gc.enable()
                 if self.settle and not self._frozen_before:  # else the run's own freeze stays (all or nothing)
                     gc.unfreeze()
         if exc_type is None:
@@ -321,6 +331,11 @@ class Budget:
         python = expl.python
         if python is None:
             raise ValueError("a budget's explanation without its diagnosis")
+        from ..analysing import rates
+
+        split = summary.cpu_gc_split(doc)
+        own = m.diagnosis_cpu_ns  # the diagnostics ran inside the pauses and the steps: left out of both
+        share = max(split[0] - own, 0.0) / (split[1] - own) if split is not None and split[1] > own else None
         from ..analysing import explanation_records as records
 
         kept = records.from_json(self._kept or {}, records.Census, "what the loop kept")
@@ -328,7 +343,7 @@ class Budget:
             steps=steps, max_promotions_per_step=float(np.mean(python.promoted_per_step)),
             max_full_per_1000=per_gen[-1], max_collections_per_1000=per_gen,
             max_explicit_per_1000=sum(asked) * 1000 / steps, max_tracked_growth_per_1000=tracked,
-            max_gc_share=summary.gc_share(doc), explicit=asked,
+            max_examined_per_step=rates.examined_per_step(doc), max_gc_share=share, explicit=asked,
             explicit_sites=results.part(doc, "between_steps").get("explicit_sites") or {},
             full_steps=[int(i) for i in np.repeat(np.arange(len(full)), full)],
             full_all=every[-1], full_after_last=summary.full_after_last(doc),
@@ -338,6 +353,11 @@ class Budget:
     def _conclude(self) -> None:
         from ..core.errors import UsageError
 
+        if self._left_off:
+            call = (self.measurement.collector_state().get("calls") or {}).get("disable") or {}
+            at_line = f" (gc.disable() at {at})" if (at := call.get("first_at")) else ""
+            _fail(f"gc_budget: {self.key}: the loop turned the collector off{at_line} and left it off, so its counts "
+                  "are not the loop's: the budget turned it back on; call gc.enable() before the budget ends")
         config = self.request.config
         try:
             self.figures = self.measure()
@@ -370,6 +390,7 @@ class Budget:
                 _fail(f"gc_budget: {message} (--gc-budget-strict)")
             warnings.warn(GCBudgetWarning(message), stacklevel=3)
             return
+        self._warn_changed(budgets)
         over = {k: line for k, v in budgets.items() if (line := self._over(k, v, lines))}
         if over:
             head, tail = self._message(list(over.values()))
@@ -378,6 +399,19 @@ class Budget:
             if self.sites_mode == "on failure":  # pytest_runtest_call reruns the body for the sites
                 self.request.node.stash[_FAILED] = _Failure(failure, self.index, list(over), head, where, tail)
             raise failure
+
+    def _warn_changed(self, budgets: dict) -> None:
+        """A budget whose meaning changed under it, said once: `max_full_per_1000` counted the
+        loop's gc.collect() calls until 0.2.0 and counts the collector's own since; where the
+        loop made full collections of its own and no budget counts them, a budget written
+        for them passes without a word."""
+        f = self._figures()
+        asked = f.explicit[-1] if f.explicit else 0
+        if "max_full_per_1000" in budgets and "max_explicit_per_1000" not in budgets and asked:
+            warnings.warn(GCBudgetWarning(
+                f"{self.key}: max_full_per_1000 counts the collector's own full collections only; the loop's "
+                f"{asked} gc.collect() calls ({_fmt(f.max_explicit_per_1000)} per 1,000 steps) are not in it: count "
+                "them with max_explicit_per_1000"), stacklevel=4)
 
     def _update_baseline(self) -> None:
         """--gc-budget-update: the measured counts, with their margin, into the budget file;
@@ -421,7 +455,8 @@ class Budget:
                  "max_full_per_1000": "the collector's own full collections per 1,000 steps",
                  "max_explicit_per_1000": "gc.collect() calls of the loop's per 1,000 steps",
                  "max_tracked_growth_per_1000": "tracked objects still alive per 1,000 steps",
-                 "max_gc_share": "GC share of step time (timing: noisy, and disturbed by the diagnostics)"}[key]
+                 "max_examined_per_step": "objects the collections examined per step",
+                 "max_gc_share": "the collector's share of the loop's CPU time (a time: load moves it)"}[key]
         return f"{label}: {_fmt(measured)} > budget {_fmt(budget)}{where}"
 
     def _where(self, rows: list, total: int, none: str) -> str:

@@ -37,7 +37,7 @@ FAIL_ON = {"slower": ("median", "slower"), "slower-run": ("mean", "slower run"),
            "more-full-gc": ("full_rate", "more full GCs"), "more-collections": ("collections", "more collections"),
            "more-memory": ("peak_rss", "more memory"), "more-allocations": ("pressure", "more allocations"),
            "more-promotions": ("promotions", "more promotions"), "more-retained": ("retained", "more retained"),
-           "more-memory-kept": ("bytes_kept", "more memory kept")}
+           "more-memory-kept": ("bytes_kept", "more memory kept"), "more-gc-work": ("gc_work", "more GC work")}
 
 
 def _fail_on(text: str) -> tuple[str, ...]:
@@ -49,9 +49,11 @@ def _fail_on(text: str) -> tuple[str, ...]:
 
 
 def failures(c: comparison.Comparison, fail_on: tuple[str, ...]) -> list[str]:
-    """`cell verdict` for every test whose verdict `fail_on` names."""
+    """`cell verdict` for every test whose verdict `fail_on` names, except a cost the same
+    pair's gain pays for (`comparison.mark_trades`: a trade, said, not a failure)."""
     wanted = {FAIL_ON[n] for n in fail_on}
-    return [f"{r.cell} {t.verdict}" for r in c.rows for t in r.tests if (t.metric, t.verdict) in wanted]
+    return [f"{r.cell} {t.verdict}" for r in c.rows for t in r.tests
+            if (t.metric, t.verdict) in wanted and not t.traded]
 
 
 def not_judged(c: comparison.Comparison, fail_on: tuple[str, ...]) -> list[str]:

@@ -348,6 +348,8 @@ class Diagnosis:
         self._before_frames: dict[int, int] = {}
         self._table = _Table()  # frames and types by number
         self._t0 = 0
+        self._c0 = 0
+        self.frozen_seen = -1  # objects frozen as the last full collection began (as the steps began before one)
         self._explicit = 0
         self._start0 = self._start1 = self._start2 = -1
         self.started = False
@@ -357,6 +359,7 @@ class Diagnosis:
         self._reserve: list[tuple] = [tuple(RESERVE_ITEM) for _ in range(RESERVE)]
         # explain's own time: past `budget_ns` of it, collections are logged, no longer analysed
         self.spent_ns = 0
+        self.spent_cpu_ns = 0  # the same in the thread's CPU time: what a budget's GC share leaves out
         self.budget_ns = int(OWN_TIME_S * 1e9)
         self.deep = True
         self.shallow_from: int | None = None  # the step from which collections were only logged
@@ -372,12 +375,15 @@ class Diagnosis:
     def _on(self, phase: str, info: dict) -> None:
         gen = info["generation"]
         if phase == "start":
-            began = time.perf_counter_ns()
+            began, began_cpu = time.perf_counter_ns(), time.thread_time_ns()
             self._start(gen)
+            self._c0 = time.thread_time_ns()
             self._t0 = time.perf_counter_ns()
             self.spent_ns += self._t0 - began
+            self.spent_cpu_ns += self._c0 - began_cpu
             return
         pause = time.perf_counter_ns() - self._t0
+        pause_cpu = time.thread_time_ns() - self._c0
         count = gc.get_count()[0]
         try:
             if self.deep:
@@ -388,6 +394,7 @@ class Diagnosis:
         finally:
             self._settle(count)
             self.spent_ns += time.perf_counter_ns() - self._t0 - pause
+            self.spent_cpu_ns += time.thread_time_ns() - self._c0 - pause_cpu
             if self.deep and self.spent_ns > self.budget_ns:
                 self.deep = False
                 self.shallow_from = self.step
@@ -397,6 +404,8 @@ class Diagnosis:
         # explicit (gc.collect()) or the collector's own, told as the probe tells them
         self._explicit = int(probe.explicit(gc.get_count()[0]))
         self._start0, self._start1, self._start2 = len(gc.get_objects(0)), len(gc.get_objects(1)), -1
+        if gen >= 2:  # what this scan leaves out: the frozen objects now, not after the loop's own unfreeze
+            self.frozen_seen = gc.get_freeze_count()
         if not self.deep:
             return
         if self.count_garbage:  # who is there now: whoever is gone at the stop was collected
@@ -527,6 +536,7 @@ class Diagnosis:
         frees are made and freed, so that a loop measured without explaining starts from
         the heap, free lists and young count of one that is explained. `tracked_at_start`
         is the number of objects the collector tracked, in both."""
+        self.frozen_seen = gc.get_freeze_count()
         objs = gc.get_objects()
         self.tracked_at_start = len(objs) - self.own_tracked()  # the diagnosis's own are not the loop's
         if watch:
@@ -644,7 +654,7 @@ class Diagnosis:
             "promoted": {**self.promoted.to_json(), "made_before_the_steps": self.promoted_before},
             "promoted_per_step": self.promoted_per_step,
             "scanned": {**self.scanned.to_json(), "collections": self.scans, "origin": dict(self.scanned_origin),
-                        "frozen": gc.get_freeze_count()},
+                        "frozen": self.frozen_seen if self.frozen_seen >= 0 else gc.get_freeze_count()},
             "garbage": self.garbage.to_json(),
             "oldest": [list(pair) for pair in zip(self.oldest[::2], self.oldest[1::2], strict=True)],
             "full_steps": full,

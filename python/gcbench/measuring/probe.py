@@ -97,6 +97,12 @@ class StepProbe:
         self._promoted_end = 0
         self._examined_now = 0  # the collection running now: the objects it examines
         self._spare: list = [[]]  # a list lent to the free list while the older generations are counted
+        # full collections seen, the oldest generation's size as last listed, and whether to list
+        # it again as the step ends; and those step-end sizes (at most one per power of two)
+        self._oldest = [0, 0, 0]
+        self.old_after_full_step = np.zeros(64, np.int64)
+        self.old_after_full_size = np.zeros(64, np.int64)
+        self.old_after_full_n = 0
         self._reset_total = 0  # gen-0 counts found by collections when they started
         self._gen_totals = [0] * GENERATIONS
         self._pause_start = 0
@@ -143,7 +149,7 @@ class StepProbe:
                     if caller is not inner:
                         site += f" via {inner.f_code.co_filename}:{inner.f_lineno}"
                     self.explicit_sites[site] = self.explicit_sites.get(site, 0) + 1
-                self._examined_now = examined(info["generation"], count, self._spare)  # before the clock
+                self._examined_now = examined(info["generation"], count, self._spare, self._oldest)  # before the clock
                 self._pause_start = time.perf_counter_ns()
                 self._pause_cpu_start = time.thread_time_ns()
             self._depth += 1
@@ -303,6 +309,22 @@ class StepProbe:
         if self.rss_every and i >= self._next_rss:
             self.sample_rss(i)
             self._next_rss = i + self.rss_every
+        if self._oldest[2]:
+            self._old_after_full(i)
+
+    def _old_after_full(self, step: int) -> None:
+        """After a step that held a listed full collection: the oldest generation now, at the
+        step's end, when the objects the step held in flight are gone and nothing dead is
+        left (the full collection took it); the spare list lent to the free list as `examined`
+        does, so that listing makes no object that counts."""
+        self._oldest[2] = 0
+        k = self.old_after_full_n
+        if k < len(self.old_after_full_step):
+            self._spare[0] = None
+            self.old_after_full_size[k] = len(gc.get_objects(2))
+            self._spare[0] = []
+            self.old_after_full_step[k] = step
+            self.old_after_full_n = k + 1
 
     def sample_rss(self, step: int) -> None:
         """Record the resident set size now, as of `step` (outside a step's clock)."""
@@ -357,6 +379,8 @@ class StepProbe:
                 "collections": list(self.between_gen),
                 "collected": int(self.between_collected), "explicit": list(self.between_explicit),
                 "examined": int(self._examined_total), "promoted": int(self._promoted_total),
+                "old_after_full": {"step": self.old_after_full_step[:self.old_after_full_n].tolist(),
+                                   "objects": self.old_after_full_size[:self.old_after_full_n].tolist()},
                 "explicit_sites": dict(self.explicit_sites),
                 "span_ns": int(self.last_t1 - self.first_t0) if self.steps else 0}
 
@@ -386,12 +410,14 @@ class StepProbe:
                 "examined": self.ev_examined[:k].tolist(), "dropped": self.events_dropped}
 
 
-def examined(generation: int, young: int, spare: list) -> int:
+def examined(generation: int, young: int, spare: list, oldest: list) -> int:
     """The objects a collection of `generation` is about to examine: those in the generations
     it scans, frozen objects excluded (they are in none). A young collection's are the young
-    count `young` (read as it started: what it scans, without a list); an older one's are
-    listed, a few thousand for generation 1 and the whole tracked heap for a full
-    collection (a small fraction of what scanning them then costs). The list
+    count `young` (read as it started: what it scans, without a list); generation 1's are
+    listed (a few thousand objects); the oldest generation, which a full collection adds,
+    is listed at the 1st, 2nd, 4th, 8th, ... full collection only (listing it costs a fifth
+    of a full collection) and taken as last listed in between: `oldest` is [full
+    collections seen, the oldest generation's size as last listed]. The list
     `gc.get_objects` returns is freed into the interpreter's free list of lists, where the
     loop's next list would come from without counting towards a collection: `spare[0]`, a
     list the probe keeps, goes there first and is taken back after, so that the free list
@@ -399,7 +425,13 @@ def examined(generation: int, young: int, spare: list) -> int:
     if generation == 0:
         return young
     spare[0] = None  # the spare into the free list: get_objects' list comes from there, and goes back
-    n = len(gc.get_objects()) if generation >= GENERATIONS - 1 else len(gc.get_objects(0)) + len(gc.get_objects(1))
+    n = len(gc.get_objects(0)) + len(gc.get_objects(1))
+    if generation >= GENERATIONS - 1:
+        oldest[0] += 1
+        if oldest[0] & (oldest[0] - 1) == 0:  # a power of two
+            oldest[1] = len(gc.get_objects(2))
+            oldest[2] = 1  # and again as the step ends: what it left alive, without the step's objects in flight
+        n += oldest[1]
     spare[0] = []  # taken back from the free list
     return n
 

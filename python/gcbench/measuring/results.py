@@ -142,6 +142,13 @@ class GcEvents(TypedDict):
     dropped: NotRequired[Count]
 
 
+class OldAfterFull(TypedDict):
+    """The oldest generation at the end of the steps that held a listed full collection."""
+
+    step: list[int]
+    objects: list[Count]
+
+
 class BetweenSteps(TypedDict):
     """Collections outside every step, and the loop's span (probe.between_steps)."""
 
@@ -154,6 +161,7 @@ class BetweenSteps(TypedDict):
     explicit_sites: NotRequired[dict[str, Count]]
     examined: NotRequired[Count]  # every collection's, steps and gaps alike (totals of the loop)
     promoted: NotRequired[Count]
+    old_after_full: NotRequired[OldAfterFull]
 
 
 class Memory(TypedDict, total=False):
