@@ -149,12 +149,13 @@ def measure_pair(root: pathlib.Path, base: dict, head: dict, heaps: tuple[int, i
 def judge(a: pathlib.Path, b: pathlib.Path) -> dict:
     """compare A B --fail-on every count gate: the row's verdicts, what fired, and the rates."""
     from gcbench.analysing import comparison
-    from gcbench.commands.compare import failures
+    from gcbench.commands.compare import FAIL_ON as NAMES
 
     c = comparison.compare_dirs(a, b)
     row = c.rows[0]
-    fired = failures(c, FAIL_ON)
-    return {"summary": row.summary, "fired": sorted({f.split(" ", 1)[1] for f in fired}),
+    wanted = {NAMES[n] for n in FAIL_ON}  # what `compare --fail-on` fails on (`failures`), verdicts alone
+    fired = {t.verdict for r in c.rows for t in r.tests if (t.metric, t.verdict) in wanted and not t.traded}
+    return {"summary": row.summary, "fired": sorted(fired),
             "tests": {t.metric: {"verdict": t.verdict, "a": t.a, "b": t.b} for t in row.tests},
             "rates": _rates(a) | {f"head_{k}": v for k, v in _rates(b).items()}}
 

@@ -143,10 +143,12 @@ def run_side(folder: pathlib.Path, pattern: str, version: str, steps: int) -> No
 
 def judge(a: pathlib.Path, b: pathlib.Path) -> dict:
     from gcbench.analysing import comparison
-    from gcbench.commands.compare import failures
+    from gcbench.commands.compare import FAIL_ON
 
     c = comparison.compare_dirs(a, b)
-    return {"summary": c.rows[0].summary, "fired": sorted({f.split(" ", 1)[1] for f in failures(c, GATE)})}
+    wanted = {FAIL_ON[n] for n in GATE}  # what `compare --fail-on` fails on (`failures`), verdicts alone
+    fired = {t.verdict for r in c.rows for t in r.tests if (t.metric, t.verdict) in wanted and not t.traded}
+    return {"summary": c.rows[0].summary, "fired": sorted(fired)}
 
 
 def main() -> None:

@@ -250,3 +250,15 @@ def test_the_collectors_work_is_a_count_a_freeze_cuts():
     assert failures(comparison.compare_docs(fix, bug), ("more-gc-work",)) == ["user/loop/default more GC work"]
     # within the resolution a starting heap moves it by (40 %): the same
     assert verdicts(examined(200_000), examined(140_000))["gc_work"].verdict == "same"
+
+
+def test_bytes_kept_are_judged_per_window():
+    """KIB_PER_WINDOW over the window: just below it the same, just above more memory kept."""
+    def kept(kib_per_step: float) -> list:
+        docs = repeats([[]] * 3)
+        for d in docs:
+            d.memory = {**d.memory, "malloc_start": 10**8, "malloc_end": round(10**8 + kib_per_step * 1024 * 300)}
+        return docs
+    window = comparison.KIB_PER_WINDOW / 300  # KiB a step at 300 steps
+    assert verdicts(kept(0), kept(0.8 * window))["bytes_kept"].verdict == "same"
+    assert verdicts(kept(0), kept(1.2 * window))["bytes_kept"].verdict == "more memory kept"

@@ -242,13 +242,15 @@ class Measurement:
             finally:
                 if watched:
                     self._watch_gc(True)
+        # the C allocator's bytes first: its first reading makes the objects that read it (a ctypes
+        # structure), which must exist before the count of the loop's own begins
+        self._malloc[0] = malloc_in_use()
         self._gc_enabled, self._frozen, self._thresholds = gc.isenabled(), gc.get_freeze_count(), gc.get_threshold()
         # gcbench's own objects before the count: the growth is the loop's
         self._load[0] = machineload.snapshot()
         self._diagnosis.start(watch=self.explain)
         self._tracked_start = self._diagnosis.tracked_at_start
         self._old[0] = older_objects()
-        self._malloc[0] = malloc_in_use()
         self._timed.start_clock()  # the gap before the first timed step is the loop's too
 
     def _begin(self) -> None:

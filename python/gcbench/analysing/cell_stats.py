@@ -122,6 +122,9 @@ class CellStats:
     warnings: list[str]
     alloc_bytes_per_step: float | None = None
     pressure_per_step: float | None = None
+    examined_per_step: float | None = None  # the collector's work: objects its collections examined a step
+    promotions_per_step: float | None = None
+    retained_per_step: float | None = None  # tracked objects kept a step
     gc_share_cpu: float | None = None
     gc_share_cpu_ci: Interval = None
     repeat_gc_shares_cpu: list[float] | None = None

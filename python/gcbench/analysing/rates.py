@@ -11,9 +11,28 @@ import numpy as np
 
 from ..measuring import results
 from ..measuring.results import ResultDoc
-from . import summary
 
-MIN_GROWTH_STEPS = summary.MIN_GROWTH_STEPS
+MIN_GROWTH_STEPS = 100  # fewer timed steps than this: no growth is read (a warm-up's tail is not a leak)
+
+
+def full_collections(doc: ResultDoc) -> np.ndarray:
+    """Per step: full (oldest-generation) collections, those in the gap before the step (the
+    loop's own code since the previous step) included: every full collection the loop
+    pays for. Python results count the last generation's collections; Julia results carry
+    `gc_full` (full sweeps)."""
+    julia = results.step_array(doc, "gc_full")
+    if julia is not None:
+        return julia
+    gaps = results.step_array(doc, "gap_collections")
+    return collections(doc)[:, -1] + (gaps[:, -1] if gaps is not None else 0)
+
+
+def collections(doc: ResultDoc) -> np.ndarray:
+    """(steps, generations) collections per step; Julia: (steps, 2) incremental and full."""
+    colls = results.step_array(doc, "gc_collections")
+    return colls if colls is not None else np.zeros((results.step_count(doc), 3), np.int64)
+
+
 
 
 def collector_off(doc: ResultDoc) -> bool:
@@ -29,7 +48,7 @@ def collector_off(doc: ResultDoc) -> bool:
 
 def per_step_collections(doc: ResultDoc) -> np.ndarray:
     """(steps, generations): the collections of each step and of the gap before it."""
-    colls = summary.collections(doc)
+    colls = collections(doc)
     gaps = results.step_array(doc, "gap_collections")
     return colls + gaps if gaps is not None and gaps.shape == colls.shape else colls
 
@@ -43,7 +62,7 @@ def promotions_per_step(doc: ResultDoc) -> float | None:
     the window where generation 1 was never collected twice (every object the loop made is
     then either young or was promoted at that one collection). None where not recorded."""
     promoted = results.step_array(doc, "gc_promoted")
-    if promoted is None or summary.collections(doc).shape[1] != 3:
+    if promoted is None or collections(doc).shape[1] != 3:
         return None
     colls = per_step_collections(doc)
     older = np.flatnonzero(colls[:, 1:].sum(axis=1) > 0)
@@ -72,7 +91,7 @@ def automatic_full_steps(doc: ResultDoc) -> np.ndarray | None:
     """The steps (with the gap before each) of the collector's own full collections, once per
     collection; None where the loop's gc.collect() calls between steps cannot be told apart
     from them step by step."""
-    full = summary.full_collections(doc)
+    full = full_collections(doc)
     explicit = results.step_array(doc, "gc_explicit")
     if explicit is not None and explicit.shape[1] == 3:
         full = np.maximum(full - explicit[:, 2], 0)
@@ -155,7 +174,7 @@ def examined_per_step(doc: ResultDoc) -> float | None:
     examined = results.step_array(doc, "gc_examined", np.float64)
     if examined is None:
         return None
-    full = summary.full_collections(doc)
+    full = full_collections(doc)
     quiet = full == 0
     if not quiet.any():
         return float(examined.mean())

@@ -14,26 +14,14 @@ from ..core import machineload, metadata, records
 from ..core.errors import UsageError
 from ..measuring import results
 from ..measuring.results import ResultDoc
-from . import stats
+from . import rates, stats
 from .cell_stats import Between, CellStats, CollectorState, Explicit, MemoryStats, Warmup, WarmupRepeat
 from .explanation_records import CollectorCall
+from .rates import MIN_GROWTH_STEPS, collections, full_collections
 
 DEFAULT_SPIKE_FACTOR = 3.0
 MIN_STEPS = 100  # fewer timed steps per repeat than this: the cell is flagged
-MIN_GROWTH_STEPS = 100  # fewer timed steps than this: no growth is read (a warm-up's tail is not a leak)
 MAX_CI_WIDTH = 0.50  # a median whose 95 % interval is wider than this fraction of it: flagged
-
-
-def full_collections(doc: ResultDoc) -> np.ndarray:
-    """Per step: full (oldest-generation) collections, those in the gap before the step (the
-    loop's own code since the previous step) included: every full collection the loop
-    pays for. Python results count the last generation's collections; Julia results carry
-    `gc_full` (full sweeps)."""
-    julia = results.step_array(doc, "gc_full")
-    if julia is not None:
-        return julia
-    gaps = results.step_array(doc, "gap_collections")
-    return collections(doc)[:, -1] + (gaps[:, -1] if gaps is not None else 0)
 
 
 def full_after_last(doc: ResultDoc) -> int:
@@ -71,12 +59,6 @@ def _generations(doc: ResultDoc) -> int:
     the width of its first step's row, read without converting the whole array."""
     colls: Any = doc.gc_collections
     return len(colls[0]) if colls is not None and len(colls) else 3
-
-
-def collections(doc: ResultDoc) -> np.ndarray:
-    """(steps, generations) collections per step; Julia: (steps, 2) incremental and full."""
-    colls = results.step_array(doc, "gc_collections")
-    return colls if colls is not None else np.zeros((results.step_count(doc), 3), np.int64)
 
 
 def collections_by_generation(doc: ResultDoc) -> list[int]:
@@ -526,6 +508,12 @@ def _optional_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> dict:
     if all(d.gc_pressure is not None for d in used):
         pressures = [results.step_array(d, "gc_pressure", np.float64) for d in used]
         out.update(pressure_per_step=float(np.median([np.median(p) for p in pressures if p is not None])))
+    for name, rate in (("examined_per_step", rates.examined_per_step), ("promotions_per_step",
+                       rates.promotions_per_step), ("retained_per_step", rates.growth_per_step)):
+        values = [rate(d) for d in used]  # what a starting heap cannot move, the mean over the repeats
+        known = [v for v in values if v is not None]
+        if known and len(known) == len(values):
+            out[name] = float(np.mean(known))
     cpu_shares = [cpu_gc_share(d) for d in used]
     if None not in cpu_shares:  # the collector's share of CPU time, which load does not stretch
         cpu = stats.arithmetic(cpu_shares, bounds=(0.0, 1.0))
@@ -781,6 +769,9 @@ def record(cs: CellSummary) -> dict:
         peak_rss_mb=mem.peak_rss_mb,
         rss_growth_mb_per_1000=mem.rss_growth_mb_per_1000,
         tracked_growth_per_1000=mem.tracked_growth_per_1000,
+        examined_per_step=s.examined_per_step,
+        promotions_per_step=s.promotions_per_step,
+        retained_per_step=s.retained_per_step,
         warmup_gc_ms=warm.gc_ms if warm else None,
         warmup_full_collections=sum(warm.full_per_repeat) if warm else None,
         gc_share_cpu=s.gc_share_cpu,
