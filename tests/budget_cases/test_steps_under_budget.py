@@ -1,7 +1,10 @@
 """Loops run under gc_budget by tests/test_gc_budget.py, in fresh pytest processes: a plain
-Python loop that keeps records, and an Equinox training step (eqx.filter_jit, Adam)."""
+Python loop that keeps records, an Equinox training step (eqx.filter_jit, Adam), and two
+loops that make cyclic garbage, one of them reading a fixture's objects."""
 
 import os
+
+import pytest
 
 HISTORY = []
 STEPS = int(os.environ.get("GCBENCH_BUDGET_STEPS", "400"))
@@ -49,3 +52,19 @@ def test_python_cycles(gc_budget):
                     x: list = []
                     x.append([x])
                 kept.append([i])  # CYCLES-LINE
+
+
+@pytest.fixture
+def batches():
+    return [[[j] for j in range(20)] for _ in range(50)]  # made by a fixture, before the budget
+
+
+def test_python_fixture(gc_budget, batches):
+    seen = []
+    with gc_budget(warmup=3) as b:
+        for i in range(3 * STEPS):  # a step that reads the fixture's objects and makes cycles
+            with b.step():
+                for _ in range(200):
+                    x: list = []
+                    x.append([x])
+                seen.append(batches[i % len(batches)][0])  # FIXTURE-LINE
