@@ -139,6 +139,10 @@ class Measurement:
         self._gc_calls: dict[str, list] = {name: [0, None, -1] for name in WATCHED_GC}
         self._gc_originals: dict[str, Callable] = {}
         self._gc_watchers = {name: self._watcher(name) for name in WATCHED_GC}
+        # an interrupt CPython reported as unraisable from a gc callback (`_on_unraisable`)
+        self._interrupt: BaseException | None = None
+        self._unraisable_hook = self._on_unraisable  # bound once, before the loop
+        self._unraisable_before: Callable | None = None
         self._timed.user_files = frozenset(
             {self._user_file}
         )  # a gc.collect() inside a library: named by the user's line
@@ -197,11 +201,14 @@ class Measurement:
             self._start_timed()
         self._timed.prepare()  # its hooks, bound before the steps: installing them between two allocates nothing
         self._watch_gc(True)  # before the probe: what it makes is not counted as the loop's
+        self._unraisable_before, sys.unraisablehook = sys.unraisablehook, self._unraisable_hook
         self._probe.install()
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:  # named, not *exc: no tuple of ours alive at the loop's end
         self._probe.uninstall()  # first: nothing gcbench does from here on is counted as the loop's
+        if sys.unraisablehook is self._unraisable_hook:
+            sys.unraisablehook = self._unraisable_before or sys.__unraisablehook__
         self._watch_gc(False)
         self._timed.close_rss()  # the loop's last sample, before anything of gcbench's runs
         if self._probe is self._timed and self._timed.steps:
@@ -218,6 +225,8 @@ class Measurement:
         if self._diagnosis.started:
             self._diagnosis.stop(self._timed.steps)
         self._active = False
+        if exc_type is None:  # one that landed after the last step, in a collection between steps
+            self._raise_interrupt()
 
     def step(self):
         """The context manager for one step: `with m.step(): ...`."""
@@ -253,7 +262,35 @@ class Measurement:
         self._old[0] = older_objects()
         self._timed.start_clock()  # the gap before the first timed step is the loop's too
 
+    def _on_unraisable(self, unraisable) -> None:
+        """sys.unraisablehook while the loop runs: an interrupt (an exception that is not an
+        Exception: KeyboardInterrupt, a timeout's) that a gc callback raised where no hook of
+        ours could catch it (as the callback was entered) is kept for the step's boundary;
+        anything else goes to the hook that was there before."""
+        exc = unraisable.exc_value
+        if isinstance(exc, BaseException) and not isinstance(exc, Exception):
+            if self._interrupt is None:
+                self._interrupt = exc
+            return
+        (self._unraisable_before or sys.__unraisablehook__)(unraisable)
+
+    def _raise_interrupt(self) -> None:
+        """Raise what the collector's hooks kept (a Ctrl-C, a timeout's signal that landed
+        while one ran), at a step's boundary: CPython would have lost it. Runs at every
+        step's boundary: attribute reads only, no object made."""
+        if self._interrupt is not None or self._timed.interrupted is not None or \
+                self._warm.interrupted is not None or self._diagnosis.interrupted is not None:
+            self._raise_kept()
+
+    def _raise_kept(self) -> None:
+        e = self._interrupt or self._timed.take_interrupt() or self._warm.take_interrupt() or \
+            self._diagnosis.interrupted
+        self._interrupt = self._diagnosis.interrupted = None
+        if e is not None:
+            raise e
+
     def _begin(self) -> None:
+        self._raise_interrupt()
         if not self._active:
             raise UsageError("a step outside `with gcbench.measure(...)`")
         if self._in_step:
@@ -283,6 +320,7 @@ class Measurement:
             self._n += 1
             if probe is self._timed:
                 self._diagnosis.end_step(probe.steps - 1)
+            self._raise_interrupt()
         elif self._in_step:  # the step raised: it is not a timed step (the exception goes on)
             self._probe.abort()
             self._in_step = False

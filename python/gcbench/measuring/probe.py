@@ -122,13 +122,40 @@ class StepProbe:
         self._current = -1  # the step running now; -1 between steps
         self.steps = 0
         self.installed = False
+        self.interrupted: BaseException | None = None  # what a hook raised (a signal's exception), kept
         # the hooks, bound by `prepare` (or `install`) and dropped by `uninstall` (they refer
         # to the probe: kept, they would make it a cycle that only the collector frees)
         self._start_hook: Callable[[str, dict], None] | None = None
         self._stop_hook: Callable[[str, dict], None] | None = None
 
     # -- gc.callbacks ---------------------------------------------------------------
+    # CPython reports an exception raised in a gc callback as unraisable and goes on: a
+    # Ctrl-C (or a timeout's signal) that lands while a hook runs would be lost. The hooks
+    # keep it instead (`interrupted`), and `gcbench.measure` raises it at the next step
+    # boundary or as the block ends.
     def _on_start(self, phase: str, info: dict) -> None:
+        try:
+            self._start_hook_body(phase, info)
+        except BaseException as e:
+            self.keep_interrupt(e)
+
+    def _on_stop(self, phase: str, info: dict) -> None:
+        try:
+            self._stop_hook_body(phase, info)
+        except BaseException as e:
+            self.keep_interrupt(e)
+
+    def keep_interrupt(self, e: BaseException) -> None:
+        """Keep what a hook raised (the first of them) for `take_interrupt`."""
+        if self.interrupted is None:
+            self.interrupted = e
+
+    def take_interrupt(self) -> BaseException | None:
+        """What a hook raised since the last call (None: nothing), and forget it."""
+        e, self.interrupted = self.interrupted, None
+        return e
+
+    def _start_hook_body(self, phase: str, info: dict) -> None:
         if phase == "start":
             if self._depth == 0:
                 count = gc.get_count()[0]
@@ -154,7 +181,7 @@ class StepProbe:
                 self._pause_cpu_start = time.thread_time_ns()
             self._depth += 1
 
-    def _on_stop(self, phase: str, info: dict) -> None:
+    def _stop_hook_body(self, phase: str, info: dict) -> None:
         if phase == "stop" and self._depth:
             self._depth -= 1
             pause = pause_cpu = 0
