@@ -1,5 +1,5 @@
 """The figures docs/statistics.md quotes from the gate's benchmarks are the ones they wrote
-(`benchmarks/results/`, written by benchmarks/gate_catalogue.py and
+(`benchmarks/measured/`, written by benchmarks/gate_catalogue.py and
 benchmarks/starting_heaps.py), and every resolution compare judges at stands above what a
 starting heap moved the rate by there. The e2e tier reruns the catalogue itself
 (tests/test_gate_catalogue.py)."""
@@ -12,7 +12,7 @@ import pathlib
 from gcbench.analysing import comparison
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = ROOT / "benchmarks" / "measured"
 PAGE = " ".join((ROOT / "docs" / "statistics.md").read_text().split())
 
 
