@@ -34,8 +34,6 @@ import sys
 import tempfile
 
 HERE = pathlib.Path(__file__).resolve()
-# the documented gate (docs/usage.md): the counts a starting heap does not move
-FAIL_ON = ("more-full-gc", "more-collections", "more-allocations", "more-retained", "more-memory-kept", "more-gc-work")
 
 # The two loops every case starts from (benchmarks/gate_catalogue.py --only heaps measures
 # them): `periodic` promotes 86 objects a step and makes a full collection every 99 steps on
@@ -149,13 +147,11 @@ def measure_pair(root: pathlib.Path, base: dict, head: dict, heaps: tuple[int, i
 def judge(a: pathlib.Path, b: pathlib.Path) -> dict:
     """compare A B --fail-on every count gate: the row's verdicts, what fired, and the rates."""
     from gcbench.analysing import comparison
-    from gcbench.commands.compare import FAIL_ON as NAMES
+    from gcbench.commands.compare import GATE, failing
 
     c = comparison.compare_dirs(a, b)
     row = c.rows[0]
-    wanted = {NAMES[n] for n in FAIL_ON}  # what `compare --fail-on` fails on (`failures`), verdicts alone
-    fired = {t.verdict for r in c.rows for t in r.tests if (t.metric, t.verdict) in wanted and not t.traded}
-    return {"summary": row.summary, "fired": sorted(fired),
+    return {"summary": row.summary, "fired": sorted({t.verdict for _, t in failing(c, GATE)}),
             "tests": {t.metric: {"verdict": t.verdict, "a": t.a, "b": t.b} for t in row.tests},
             "rates": _rates(a) | {f"head_{k}": v for k, v in _rates(b).items()}}
 
@@ -271,8 +267,10 @@ def main() -> None:
             concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         root = pathlib.Path(args.keep or tmp)
         if args.only != "heaps":
+            from gcbench.commands.compare import GATE
+
             print(f"\nThe catalogue: {args.repeats} fresh processes a side, {args.steps} timed steps, "
-                  f"--fail-on {','.join(FAIL_ON)}\n")
+                  f"--fail-on {','.join(GATE)}\n")
             print("| case | must fire | fired | |\n|---|---|---|---|")
             report["catalogue"] = catalogue(args, pool, root)
         if args.only != "catalogue":

@@ -36,8 +36,6 @@ import tempfile
 
 HERE = pathlib.Path(__file__).resolve()
 
-# The documented gate (docs/usage.md, "compare --fail-on"): counts, none a starting heap moves.
-GATE = ("more-full-gc", "more-collections", "more-allocations", "more-retained", "more-memory-kept", "more-gc-work")
 PATTERNS = ("loader", "server", "collects", "islands", "workers")
 RECORDS = 200_000
 
@@ -143,12 +141,10 @@ def run_side(folder: pathlib.Path, pattern: str, version: str, steps: int) -> No
 
 def judge(a: pathlib.Path, b: pathlib.Path) -> dict:
     from gcbench.analysing import comparison
-    from gcbench.commands.compare import FAIL_ON
+    from gcbench.commands.compare import GATE, failing
 
     c = comparison.compare_dirs(a, b)
-    wanted = {FAIL_ON[n] for n in GATE}  # what `compare --fail-on` fails on (`failures`), verdicts alone
-    fired = {t.verdict for r in c.rows for t in r.tests if (t.metric, t.verdict) in wanted and not t.traded}
-    return {"summary": c.rows[0].summary, "fired": sorted(fired)}
+    return {"summary": c.rows[0].summary, "fired": sorted({t.verdict for _, t in failing(c, GATE)})}
 
 
 def main() -> None:
@@ -172,6 +168,8 @@ def main() -> None:
     if unknown:
         sys.exit(f"user_fixes: no pattern {', '.join(sorted(unknown))}; patterns are {', '.join(PATTERNS)}")
     rows = []
+    from gcbench.commands.compare import GATE
+
     print(f"\n{args.repeats} fresh processes a side, {args.steps} timed steps, --fail-on {','.join(GATE)}\n")
     print("| pattern | fix against bug (must pass) | bug against fix (must fail) |\n|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="gcbench-fixes-") as tmp, \

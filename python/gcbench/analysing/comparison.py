@@ -159,6 +159,7 @@ class Test:
     per_repeat: tuple[float, float] | None = None  # a count's mean per repeat, A and B
     ruled: str = ""  # a verdict a rule gave (the full collections' period against the oldest generation)
     traded: str = ""  # a cost this change pays for a gain the row also shows (`mark_trades`): not a failure
+    period: str = ""  # the full collections' periods, A -> B, where they were judged (`_period_rule`)
 
     @property
     def ratio_metric(self) -> bool:
@@ -498,11 +499,11 @@ def test_full(va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: floa
                            explicit=(va.explicit_full, vb.explicit_full), phase=young_alike(va, vb))
     ma, mb = float(np.mean(va.full_per_1000)), float(np.mean(vb.full_per_1000))
     per_repeat = (float(np.mean(sa.counts)), float(np.mean(sb.counts)))
-    ruled, words = _period_rule(va, vb)
+    ruled, words, period = _period_rule(va, vb)
     same = "same" if sa.counts == sb.counts and sa.constant and sb.constant else SAME_PHASE
     return Test("full_rate", ma, mb, mb - ma, (mb - ma, mb - ma), None, min_effect * max(ma, mb),
                 f"{note}; {words}", True, phase=not ruled and same == SAME_PHASE, per_repeat=per_repeat,
-                ruled=ruled or same)
+                ruled=ruled or same, period=period)
 
 
 def _periods_apply(va: RepeatValues, vb: RepeatValues) -> bool:
@@ -533,8 +534,8 @@ def _side_period(v: RepeatValues) -> tuple[float, float, bool, float | None]:
     return bound, bound, False, heap
 
 
-def _period_rule(va: RepeatValues, vb: RepeatValues) -> tuple[str, str]:
-    """('more full GCs' | 'fewer full GCs' | '', the periods in words). B's period is shorter
+def _period_rule(va: RepeatValues, vb: RepeatValues) -> tuple[str, str, str]:
+    """('more full GCs' | 'fewer full GCs' | '', the periods in words, the periods alone). B's period is shorter
     than A's when its longest, plus two intervals between collections of generation 1 (the
     larger of the two sides': each period is read to within one), is below A's shortest (or
     A's bound) scaled by the ratio of
@@ -549,17 +550,17 @@ def _period_rule(va: RepeatValues, vb: RepeatValues) -> tuple[str, str]:
         return (f"{stats.fmt(lo)}" if lo == hi else f"{stats.fmt(lo)}-{stats.fmt(hi)}") if known else \
             f"at least {stats.fmt(lo)}"
     heaps = f" (oldest generation {stats.fmt(heap_a)} -> {stats.fmt(heap_b)} objects)" if heap_a and heap_b else ""
-    words = (f"a full collection every {said(lo_a, hi_a, known_a)} -> {said(lo_b, hi_b, known_b)} steps{heaps}, "
-             f"grain {stats.fmt(grain)} steps")
+    period = f"a full collection every {said(lo_a, hi_a, known_a)} -> {said(lo_b, hi_b, known_b)} steps"
+    words = f"{period}{heaps}, grain {stats.fmt(grain)} steps"
     bound_a = lo_a if known_a else lo_a / CENSORED_SLACK
     bound_b = lo_b if known_b else lo_b / CENSORED_SLACK
     # each side's period is read to within one grain (where its phase rounds it), so two
     # periods differ only beyond two grains
     if known_b and hi_b + 2 * grain < bound_a * min(1.0, ratio):
-        return "more full GCs", words
+        return "more full GCs", words, period
     if known_a and hi_a + 2 * grain < bound_b * min(1.0, 1 / ratio):
-        return "fewer full GCs", words
-    return "", words + ("; the same period" if known_a and known_b else "")
+        return "fewer full GCs", words, period
+    return "", words + ("; the same period" if known_a and known_b else ""), period
 
 
 def test_collections(va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: float,
@@ -1195,8 +1196,8 @@ def _short_change(t: Test) -> str:
     if t.metric in RATES:  # relative only to a base beyond the resolution (a leak from nothing is no percentage)
         rel = f"{100 * t.effect / abs(t.a):+.0f} %: " if t.a and abs(t.a) >= t.margin else ""
         return f"{rel}{t.note.split(';')[0]}"
-    if t.metric == "full_rate" and t.ruled and "a full collection every" in t.note:
-        return t.note[t.note.index("a full collection every"):].split(" (")[0].split(", grain")[0]
+    if t.metric == "full_rate" and t.period:
+        return t.period
     if t.metric in ("full_rate", "collections"):
         return f"{stats.fmt_signed(t.effect)} per 1,000 steps"
     if t.load_margin:  # a large change on a loaded machine: as a factor

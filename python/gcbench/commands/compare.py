@@ -48,12 +48,21 @@ def _fail_on(text: str) -> tuple[str, ...]:
     return names
 
 
-def failures(c: comparison.Comparison, fail_on: tuple[str, ...]) -> list[str]:
-    """`cell verdict` for every test whose verdict `fail_on` names, except a cost the same
+# The gate docs/usage.md documents for CI (the gc-gate action's default): the counts a
+# starting heap does not move
+GATE = ("more-full-gc", "more-collections", "more-allocations", "more-retained", "more-memory-kept", "more-gc-work")
+
+
+def failing(c: comparison.Comparison, fail_on: tuple[str, ...]) -> list[tuple[comparison.PairRow, comparison.Test]]:
+    """(row, test) for every test whose verdict `fail_on` names, except a cost the same
     pair's gain pays for (`comparison.mark_trades`: a trade, said, not a failure)."""
     wanted = {FAIL_ON[n] for n in fail_on}
-    return [f"{r.cell} {t.verdict}" for r in c.rows for t in r.tests
-            if (t.metric, t.verdict) in wanted and not t.traded]
+    return [(r, t) for r in c.rows for t in r.tests if (t.metric, t.verdict) in wanted and not t.traded]
+
+
+def failures(c: comparison.Comparison, fail_on: tuple[str, ...]) -> list[str]:
+    """`cell verdict` for every test `failing` names."""
+    return [f"{r.cell} {t.verdict}" for r, t in failing(c, fail_on)]
 
 
 def not_judged(c: comparison.Comparison, fail_on: tuple[str, ...]) -> list[str]:
