@@ -167,7 +167,7 @@ class StepProbe:
                 self._explicit_now = explicit(count)
                 if self._explicit_now:  # the line that called it: in the user's own files where known, and
                     # the library's line that called gc.collect() beside it ("train.py:45 via lib.py:88")
-                    inner = sys._getframe(1)
+                    inner = sys._getframe(2)  # past `_on_start`, which calls this body
                     frame: types.FrameType | None = inner
                     while self.user_files and frame is not None and frame.f_code.co_filename not in self.user_files:
                         frame = frame.f_back
