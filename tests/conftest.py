@@ -19,6 +19,10 @@ atexit.register(shutil.rmtree, _JAX_CACHE, True)
 os.environ.update({"JAX_COMPILATION_CACHE_DIR": _JAX_CACHE, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
                    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"})
 
+# The pytest sessions the tests start run their tests in file order, as written (a test that
+# wants pytest-randomly asks for it with `-p randomly`, which unblocks it).
+os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} -p no:randomly".strip()
+
 import numpy as np  # noqa: E402 - after the cache's environment, which JAX reads on import
 import pytest  # noqa: E402
 
@@ -189,3 +193,14 @@ def classic_thresholds():
     yield
     gc.set_threshold(*saved)
     gc.collect()  # its loop's cyclic garbage is not the next test's
+
+
+def copy_of(folder) -> pathlib.Path:
+    """A copy of a results folder (or archive) beside it: the same runs under another name, for a
+    command that refuses one folder against itself (`compare X X`)."""
+    folder = pathlib.Path(folder)
+    copy = folder.with_name(f"copy-of-{folder.name}")  # an archive keeps its suffix
+    if folder.is_file():
+        return pathlib.Path(shutil.copyfile(folder, copy))
+    shutil.rmtree(copy, ignore_errors=True)  # copied again: the folder may have changed since
+    return pathlib.Path(shutil.copytree(folder, copy, symlinks=True))

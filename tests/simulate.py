@@ -75,3 +75,39 @@ def heavy_shifts(rng, shape, sd: float) -> np.ndarray:
     """Levels of processes with heavier tails than a Gaussian's (Student's t, 4 degrees of
     freedom, scaled to spread `sd`): the occasional process that ran much slower."""
     return rng.standard_t(4, shape) * sd / np.sqrt(2.0)
+
+
+# A project's budgeted-loop helpers, as the text of its test file begins (the pytest sessions
+# of tests/test_budget_in_suites.py and benchmarks/hostile.py): `keeping` keeps `width`
+# objects a step, `for_seconds` steps for a time, `runs(name)` counts the runs of a body
+# in a file, and `test_zz_after` shows that the session reached the tests after the rest.
+BUDGETED_LOOP_HELPERS = """
+import gc, os, pathlib, signal, sys, threading, time
+import pytest
+
+KEEP = []
+
+def keeping(b, n, width=40, pause=0.0):
+    for i in range(n):
+        with b.step():
+            KEEP.append([{"k": i} for _ in range(width)])
+            if pause:
+                time.sleep(pause)
+    KEEP.clear()
+
+def for_seconds(b, seconds):
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        with b.step():
+            KEEP.append([{"k": 1} for _ in range(4)])
+    KEEP.clear()
+
+def runs(name):
+    p = pathlib.Path(name)
+    n = int(p.read_text()) + 1 if p.exists() else 1
+    p.write_text(str(n))
+    return n
+
+def test_zz_after():
+    pathlib.Path("ran-after").write_text("yes")
+"""

@@ -31,6 +31,7 @@ import pytest
 from conftest import (
     TINY_RUN,
     assert_one_line_error,
+    copy_of,
     documentation_text,
     fake_job_controller,
     ok_results_folder,
@@ -178,7 +179,7 @@ def test_a_submitted_plan_records_its_jobs_and_reports_like_a_local_one(submitte
     md = (tmp_path / "rep" / "index.md").read_text()
     assert f"- Scheduler: submitit-local; 4 of 4 runs in {n} jobs on 1 node" in md
     assert ".gcbench-jobs" not in "\n".join(n for n in _tar_names(tmp_path / "rep" / "results.tar.gz"))
-    assert run_cli("compare", str(out), str(out)).returncode == 0
+    assert run_cli("compare", str(out), str(copy_of(out))).returncode == 0
 
 
 def _tar_names(path):
@@ -302,7 +303,7 @@ def test_repeats_of_different_kinds_of_node_are_never_pooled(submitted, tmp_path
     assert "Xeon A x2 (2 runs on 1 node: n0)" in md
     assert "| jax/mlp/default on EPYC B x2 |" in md
     # compare pairs a cell with the same cell on the same kind of node, and says why
-    c = run_cli("compare", str(folder), str(folder), "--json")
+    c = run_cli("compare", str(folder), str(copy_of(folder)), "--json")
     assert c.returncode == 0, c.stderr
     doc = json.loads(c.stdout)
     assert len(doc["rows"]) == 4
@@ -441,7 +442,7 @@ def test_slurm_one_node(one_node_slurm, tmp_path):
     assert rep.returncode == 0
     assert "- Scheduler: slurm; 4 of 4 runs in 4 jobs on 1 node" in \
         (tmp_path / "rep" / "index.md").read_text()
-    assert run_cli("compare", str(out), str(out), env=env).returncode == 0
+    assert run_cli("compare", str(out), str(copy_of(out)), env=env).returncode == 0
     # a submission sbatch refuses is one line, and leaves no folder behind
     bad = run_cli("run", *SMALL, "--out", str(tmp_path / "bad"), "--executor", "slurm", "--slurm-partition", "nosuch",
                   env=env)

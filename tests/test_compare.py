@@ -219,7 +219,10 @@ def test_compare_cli_text_and_json(tmp_path):
     assert 70 < change < 130
     assert "smallest change of a median detected with 80 % power at 3 repeats per cell" in proc.stdout
     assert "Benjamini-Hochberg" in proc.stdout
-    proc = run_cli("compare", str(a), str(a), "--json")
+    import shutil
+
+    copy = shutil.copytree(a, tmp_path / "a-again")  # the same runs in another folder: an A/A pair
+    proc = run_cli("compare", str(a), str(copy), "--json")
     doc = json.loads(proc.stdout)
     assert {r["verdict"] for r in doc["rows"]} <= {"same", "inconclusive"}
     assert doc["rows"][0]["tests"][0]["metric"] == "median"
@@ -348,6 +351,20 @@ def test_a_side_compared_with_itself_is_refused(tmp_path):
 
     proc = run_cli("compare", str(tmp_path), "--base", "py3.11", "--head", "py3.11")
     assert_one_line_error(proc, "--base and --head are both 'py3.11'")
+
+
+def test_a_folder_compared_with_itself_is_refused_however_it_is_named(tmp_path, monkeypatch):
+    """Issue 65, item 4: `compare X X` passed every gate (and in the gc-gate action a
+    baseline equal to `out` passed forever): refused by real path, a link included."""
+    from conftest import assert_one_line_error
+
+    rng = np.random.default_rng(15)
+    a = _folder(tmp_path / "a", docs(rng, 3, 10.0))
+    (tmp_path / "link").symlink_to(a)
+    monkeypatch.chdir(tmp_path)
+    for other in ("a", "./a/", str(a), "link"):
+        proc = run_cli("compare", "a", other, "--fail-on", "slower")
+        assert_one_line_error(proc, "are the same folder: a run compared with itself says nothing")
 
 
 def test_the_detectable_change_two_runs_apart_carries_the_run_term():

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import gcbench
-from conftest import assert_one_line_error, fake_job_controller, run_cli, write_documents
+from conftest import assert_one_line_error, copy_of, fake_job_controller, run_cli, write_documents
 from gcbench.core import files
 from gcbench.measuring import results
 from gcbench.publishing.report import MARKER, build_report
@@ -221,7 +221,7 @@ def test_an_archive_member_too_large_to_read_is_refused_before_reading(tmp_path)
                 return n
 
         tar.addfile(info, io.BufferedReader(Zeros(), 1 << 20))
-    assert_one_line_error(run_cli("compare", str(bad), str(bad)), "over the")
+    assert_one_line_error(run_cli("compare", str(bad), str(copy_of(bad))), "over the")
 
 
 def test_a_folder_with_an_archive_and_results_of_its_own_is_refused(tmp_path):
@@ -386,3 +386,24 @@ def test_force_replaces_the_plans_own_replacement_repeats(tmp_path):
     assert again.returncode == 0, again.stderr
     assert not (out / "jax__mlp__default__r2.json").exists()
     assert sorted(d.repeat for d in results.load_dir(out) if d.gc_policy == "default") == [0, 1]
+
+
+def test_a_linked_suite_json_is_never_followed(tmp_path):
+    """Issue 65, item 4: a suite.json that is a link made `run --resume` write outside --out.
+    Reading one is refused in one line; the plan gcbench writes replaces a link, never the
+    file it points to."""
+    from gcbench.measuring import plans
+
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    target = elsewhere / "suite.json"
+    target.write_text('{"not": "mine"}')
+    (out / "suite.json").symlink_to(target)
+    assert_one_line_error(run_cli("run", *RUN, "--out", str(out), "--resume"), "suite.json is a symbolic link")
+    assert_one_line_error(run_cli("status", str(out)), "suite.json is a symbolic link")
+    assert target.read_text() == '{"not": "mine"}'
+    assert not [p for p in elsewhere.iterdir() if p.name != "suite.json"]
+    plans.write(out, plans.Plan(cells=["jax/mlp/default"]))
+    assert not (out / "suite.json").is_symlink()
+    assert target.read_text() == '{"not": "mine"}'

@@ -314,7 +314,8 @@ def test_a_worker_that_crashes_after_its_result_keeps_the_result(tmp_path, write
     assert doc.reason == "kept: the worker ended with killed by signal 11 after writing this complete result"
     assert "Julia" not in doc.reason  # a JAX worker: the Julia exit hook is not blamed
     julia = tmp_path / "flux.json"
-    results.write(dataclasses.replace(doc, backend="flux", reason=""), julia)
+    results.write(dataclasses.replace(doc, backend="flux", cell=doc.cell.replace("jax__", "flux__", 1), reason=""),
+                  julia)
     kept = runner._complete_before_crash(julia, -11)
     assert kept is not None
     assert kept.reason.endswith("(a Julia exit hook with several threads: PythonCall issue #764)")

@@ -338,7 +338,8 @@ def test_honest_checks_are_one_line_each(pytester):
     text = out.stdout.str()
     out.assert_outcomes(passed=3, failed=4, warnings=1)
     for expected in ("the collector is disabled (gc.disable()) as test_h.py::test_disabled's budget begins",
-                     "budgets do not nest (test_h.py::test_nested#1 began inside test_h.py::test_nested)",
+                     "budgets do not nest or run at once (test_h.py::test_nested#1 began inside "
+                     "test_h.py::test_nested)",
                      "no timed step was measured (the first 5 steps are warm-up)",
                      "max_promotions_per_step must be a number of at least 0, got '10'",
                      "test_h.py::test_nothing_asserted: its GC budget asserts nothing"):

@@ -11,7 +11,7 @@ import re
 import pytest
 
 import gcbench
-from conftest import run_cli
+from conftest import copy_of, run_cli
 from gcbench.core.errors import UsageError
 from gcbench.measuring import results
 
@@ -215,7 +215,7 @@ def test_every_json_output_is_strict_json_and_names_the_gcbench_that_wrote_it(tm
         "list": ["list", "--json"],
         "report": ["report", str(res), "--out", str(tmp_path / "rep"), "--json"],
         "export": ["export", str(res), "--json", "--per", "cell"],
-        "compare": ["compare", str(res), str(res), "--json"],
+        "compare": ["compare", str(res), str(copy_of(res)), "--json"],
         "bisect": ["bisect", "--results", str(committed), "--package", "equinox", "--cell",
                    "equinox-filter/vit/default", "--metric", "full_gc", "--json"],
         "memory": ["memory", "--size", "small", "--index-dtype", "int32", "--backends", "jax", "--workloads", "mlp",

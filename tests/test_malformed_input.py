@@ -52,12 +52,40 @@ def _damaged(tmp_path, name, damage):
      ["field metadata.packages", "is not of type 'object'"]),
     ("cpu-count", lambda d: d["metadata"].__setitem__("cpu_count", "two"), ["field metadata.cpu_count"]),
     ("events", lambda d: d.__setitem__("gc_events", {"step": [1], "generation": [7]}), ["field gc_events"]),
+    # issue 65, item 3: each crashed report, export and compare, or was misread without a word
+    ("rows-of-4", lambda d: d.__setitem__("gc_collections", [[*r, 0] for r in d["gc_collections"]]),
+     ["gc_collections", "rows of 4", "one count per generation"]),
+    ("explicit-rows-of-2", lambda d: d.__setitem__("gc_explicit", [[0, 0] for _ in d["wall_ns"]]),
+     ["gc_explicit", "rows of 2"]),
+    ("warmup-lengths", lambda d: d.__setitem__("warmup", {"wall_ns": [5, 6, 7], "gc_ns": [0, 0]}),
+     ["warm-up's per-step arrays differ in length", "wall_ns 3", "gc_ns 2"]),
+    ("backend", lambda d: d.__setitem__("backend", "nnx"), ["cell 'jax__mlp__default__r0' does not belong to backend "
+                                                            "'nnx'"]),
+    ("gc-over-wall", lambda d: d["gc_ns"].__setitem__(3, d["wall_ns"][3] * 37_734), ["step 3 spent",
+                                                                                      "longer than the step"]),
+    ("true-as-1", lambda d: d["wall_ns"].__setitem__(0, True), ["wall_ns", "true or false where numbers belong"]),
+    ("bool-in-rows", lambda d: d["gc_collections"][0].__setitem__(0, False), ["gc_collections", "true or false"]),
+    ("version-0", lambda d: d.__setitem__("schema_version", 0), ["schema_version 0 is none gcbench wrote"]),
+    ("version-minus-1", lambda d: d.__setitem__("schema_version", -1), ["schema_version -1"]),
+    ("spec-steps", lambda d: d.__setitem__("cell_spec", {"steps": 999}), ["cell_spec.steps is 999",
+                                                                         "the result holds 40 steps"]),
 ])
 def test_a_malformed_result_names_its_file_and_field(tmp_path, name, damage, fragments):
     folder = _damaged(tmp_path, name, damage)
+    other = shutil.copytree(folder, tmp_path / f"{name}-copy")
     for args in (["report", str(folder), "--out", str(tmp_path / "rep")], ["export", str(folder), "--csv"],
-                 ["compare", str(folder), str(folder)]):
+                 ["compare", str(folder), str(other)]):
         assert_one_line_error(run_cli(*args), "jax__mlp__default__r0.json", *fragments)
+
+
+def test_a_key_given_twice_is_refused(tmp_path):
+    """Issue 65, item 3: Python's json keeps the last of two equal keys without a word."""
+    folder = _damaged(tmp_path, "twice", lambda d: None)
+    path = folder / "jax__mlp__default__r0.json"
+    text = path.read_text()
+    path.write_text(text.replace('"status":', '"status": "failed", "status":', 1))
+    assert_one_line_error(run_cli("report", str(folder), "--out", str(tmp_path / "rep")),
+                          "jax__mlp__default__r0.json", "the key 'status' is given twice in one object")
     assert not (tmp_path / "rep").exists()
 
 
@@ -231,7 +259,8 @@ def test_a_sparse_huge_document_is_refused_before_it_is_read(tmp_path):
 def test_a_fifo_named_like_a_document_never_hangs(tmp_path):
     folder = ok_results_folder(tmp_path / "res")
     os.mkfifo(folder / "jax__mlp__default__r2.json")
-    for args in (["report", str(folder), "--out", str(tmp_path / "rep")], ["compare", str(folder), str(folder)],
+    other = ok_results_folder(tmp_path / "other")
+    for args in (["report", str(folder), "--out", str(tmp_path / "rep")], ["compare", str(folder), str(other)],
                  ["run", *TINY_RUN, "--repeats", "3", "--resume", "--out", str(folder)]):
         assert_one_line_error(run_cli(*args, timeout=60), "jax__mlp__default__r2.json", "not a regular file")
     assert stat.S_ISFIFO((folder / "jax__mlp__default__r2.json").stat().st_mode)

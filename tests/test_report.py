@@ -14,7 +14,7 @@ import pytest
 
 import committed
 import gcbench
-from conftest import assert_one_line_error, ok_results_folder, run_cli, write_documents
+from conftest import assert_one_line_error, copy_of, ok_results_folder, run_cli, write_documents
 from gcbench.core.errors import UsageError
 from gcbench.measuring import results
 from gcbench.measuring.cell import Cell
@@ -437,7 +437,8 @@ def test_repeats_with_different_settings_are_refused_not_pooled(tmp_path):
     long = docs(np.random.default_rng(1), 2, 10.0, steps=400)
     short = docs(np.random.default_rng(2), 2, 10.0, steps=5)
     folder = write_documents(tmp_path / "mix", [long[0], short[1]])
-    for args in (["report", str(folder), "--out", str(tmp_path / "rep")], ["compare", str(folder), str(folder)]):
+    for args in (["report", str(folder), "--out", str(tmp_path / "rep")],
+                 ["compare", str(folder), str(copy_of(folder))]):
         assert_one_line_error(run_cli(*args), "jax/mlp/default", "differ in steps", "400 in repeat 0",
                               "5 in repeat 1")
     assert not (tmp_path / "rep").exists()
@@ -472,7 +473,8 @@ def test_repeats_counting_different_generations_are_one_line(tmp_path):
     ds = docs(np.random.default_rng(1), 3, 10.0, steps=40)
     ds[1].gc_collections = [row[:2] for row in ds[1].gc_collections]
     folder = write_documents(tmp_path / "res", ds)
-    for args in (["report", str(folder), "--out", str(tmp_path / "rep")], ["compare", str(folder), str(folder)]):
+    for args in (["report", str(folder), "--out", str(tmp_path / "rep")],
+                 ["compare", str(folder), str(copy_of(folder))]):
         assert_one_line_error(run_cli(*args), "differ in collector generations")
 
 

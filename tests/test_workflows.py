@@ -116,3 +116,52 @@ def test_every_expression_names_what_exists(path):
             uses = step.get("uses", "")
             if uses.startswith("./"):
                 assert (ROOT / uses / "action.yml").is_file(), uses
+
+
+def _check_step() -> str:
+    action = yaml.safe_load((ROOT / ".github" / "actions" / "gc-gate" / "action.yml").read_text())
+    return next(s["run"] for s in action["runs"]["steps"] if s.get("name") == "Check the inputs")
+
+
+@pytest.mark.parametrize(("baseline", "out", "refused"), [
+    ("baseline/quick", "results/gc-gate", None),
+    ("results/gc-gate", "results/gc-gate", "is inside out"),
+    ("results/gc-gate/", "./results/gc-gate", "is inside out"),
+    ("results/gc-gate/base.tar.gz", "results/gc-gate", "is inside out"),
+    ("link", "results/gc-gate", "is inside out"),  # a link to out
+    ("baseline", "baseline/new", "is inside baseline"),
+    ("results/gc-gate-old", "results/gc-gate", None),  # a name that only begins like out's
+])
+def test_the_action_refuses_a_baseline_inside_out(tmp_path, baseline, out, refused):
+    """Issue 65, item 4: a baseline equal to out let `run --force` overwrite it, and the
+    gate passed for ever. The action's own check, run as the runner runs it."""
+    (tmp_path / "results" / "gc-gate").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "results" / "gc-gate")
+    proc = subprocess.run(["bash", "-e", "-c", _check_step()], cwd=tmp_path, capture_output=True, text=True,
+                          env={"BASELINE": baseline, "OUT": out, "PATH": "/usr/bin:/bin"}, timeout=30)
+    if refused is None:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    else:
+        assert proc.returncode == 1
+        assert refused in proc.stdout
+        assert proc.stdout.count("\n") == 1  # one line
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_workflows_pin_actions_by_commit_and_grant_the_least(path):
+    """Issue 65, item 4: every third-party action by a full commit, its release in a comment;
+    checkout keeps no credentials; write permissions only on the job that needs them."""
+    text = path.read_text()
+    for line in text.splitlines():
+        m = re.search(r"uses:\s*([^\s#]+)", line)
+        if m and not m.group(1).startswith("./"):
+            assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", m.group(1)), line
+            assert re.search(r"#\s*v\d+\.\d+\.\d+\s*$", line), line
+    flow = yaml.safe_load(text)
+    assert flow["permissions"] == {"contents": "read"}
+    for job in flow["jobs"].values():
+        for step in job["steps"]:
+            if "actions/checkout@" in str(step.get("uses")):
+                assert step["with"]["persist-credentials"] is False
+        granted = {k for k, v in (job.get("permissions") or {}).items() if v == "write"}
+        assert granted <= {"actions"}, granted

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 # imports stays in the user's heap (DESIGN.md, "The worker's heap").
 from .core import files, machineload, metadata
 from .core.errors import UsageError
-from .measuring import diagnose, gcpolicy, results
+from .measuring import diagnose, gc_watch, gcpolicy, results
 from .measuring.cell import NAME, Cell
 from .measuring.probe import StepProbe, malloc_in_use
 from .running import config  # and the suites' module, which gcbench.measure always loaded (DESIGN.md)
@@ -29,7 +29,6 @@ if TYPE_CHECKING:  # names for the annotations only: nothing more is imported in
 DEFAULT_CAPACITY = 100_000
 MAX_CAPACITY = 10_000_000  # as many timed steps as a run may have
 RSS_EVERY = 50  # steps between samples of the resident set size
-WATCHED_GC = ("disable", "enable", "freeze")  # the calls that change what the collector may do, recorded
 EXPLAIN_ENV = "GCBENCH_EXPLAIN"  # "1": every measure() in the process explains instead of timing
 SOURCE = "the user's own loop"
 
@@ -136,9 +135,7 @@ class Measurement:
         self._user_file = _caller_file()
         # gc.disable, gc.enable and gc.freeze while the loop runs: how often, and where first
         # (made here, before the loop: a call records into these without making an object)
-        self._gc_calls: dict[str, list] = {name: [0, None, -1] for name in WATCHED_GC}
-        self._gc_originals: dict[str, Callable] = {}
-        self._gc_watchers = {name: self._watcher(name) for name in WATCHED_GC}
+        self._gc_calls: dict[str, list] = {name: [0, None, -1] for name in gc_watch.WATCHED}
         # an interrupt CPython reported as unraisable from a gc callback (`_on_unraisable`)
         self._interrupt: BaseException | None = None
         self._unraisable_hook = self._on_unraisable  # bound once, before the loop
@@ -147,32 +144,21 @@ class Measurement:
             {self._user_file}
         )  # a gc.collect() inside a library: named by the user's line
 
-    def _watcher(self, name: str) -> Callable:
-        calls, user_files = self._gc_calls[name], (self._user_file,)
-
-        def watcher(*args):
-            calls[0] += 1
-            if calls[1] is None:  # the first call: its line, in the user's own file where one is on the stack
-                caller = sys._getframe(1)
-                frame: FrameType | None = caller
-                while frame is not None and frame.f_code.co_filename not in user_files:
-                    frame = frame.f_back
-                site = frame or caller
-                calls[1], calls[2] = f"{site.f_code.co_filename}:{site.f_lineno}", self._timed.steps
-            return self._gc_originals[name](*args)
-
-        watcher.__name__ = watcher.__qualname__ = name
-        return watcher
+    def gc_called(self, name: str, caller: FrameType) -> None:
+        """gc.<name> was called (measuring.gc_watch): counted, and the first call's line, in
+        the user's own file where one is on the stack, and step."""
+        calls = self._gc_calls[name]
+        calls[0] += 1
+        if calls[1] is None:
+            frame: FrameType | None = caller
+            while frame is not None and frame.f_code.co_filename != self._user_file:
+                frame = frame.f_back
+            site = frame or caller
+            calls[1], calls[2] = f"{site.f_code.co_filename}:{site.f_lineno}", self._timed.steps
 
     def _watch_gc(self, on: bool) -> None:
-        """Put the watchers of gc.disable, gc.enable and gc.freeze in place, or take them away."""
-        for name in WATCHED_GC:
-            mine = getattr(gc, name) is self._gc_watchers[name]
-            if on and not mine:
-                self._gc_originals[name] = getattr(gc, name)
-                setattr(gc, name, self._gc_watchers[name])
-            elif not on and mine:
-                setattr(gc, name, self._gc_originals[name])
+        """Record gc.disable, gc.enable and gc.freeze calls, or stop."""
+        (gc_watch.listen if on else gc_watch.stop)(self)
 
     def collector_state(self) -> dict:
         """The collector while the timed steps ran: how many began with it off, and the calls
@@ -273,6 +259,12 @@ class Measurement:
                 self._interrupt = exc
             return
         (self._unraisable_before or sys.__unraisablehook__)(unraisable)
+
+    def interrupt(self, exc: BaseException) -> None:
+        """Raise `exc` in the loop at its next step's boundary (or as the block ends): from
+        another thread too (a GC budget's rerun stops so when it runs past its time)."""
+        if self._interrupt is None:
+            self._interrupt = exc
 
     def _raise_interrupt(self) -> None:
         """Raise what the collector's hooks kept (a Ctrl-C, a timeout's signal that landed

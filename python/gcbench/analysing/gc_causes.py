@@ -424,6 +424,28 @@ def derive(expl: Explanation, docs: list[ResultDoc] | None = None, tests: bool =
 
 # -- explain.json -----------------------------------------------------------------------------------
 
+# numbers an explanation may hold below zero (-1): a generation's size not counted, a
+# collection's step between steps (and a sample's before them), a call's step before the first
+_MAY_BE_NEGATIVE = frozenset({"objects_at_start", "step", "first_step", "oldest"})
+
+
+def _negative(value, where: str = "", unknown: bool = False) -> str | None:
+    """The place (`python.promoted.total`) of the first negative number in an explanation
+    as read, or None: every count and size in one is at least zero (-1 too under the keys
+    of `_MAY_BE_NEGATIVE`: `unknown`)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if (bad := _negative(v, f"{where}.{k}" if where else str(k), k in _MAY_BE_NEGATIVE)) is not None:
+                return bad
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            if (bad := _negative(v, f"{where}[{i}]", unknown)) is not None:
+                return bad
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) and value < (-1 if unknown else 0):
+        return where
+    return None
+
+
 def load(folder) -> list[Explanation] | None:
     """The explanations in a results folder (one per cell, environment and bookkeeping: the
     last saved), or None when it has none."""
@@ -437,6 +459,9 @@ def load(folder) -> list[Explanation] | None:
     if not isinstance(doc.get("explanations"), list) \
             or not all(isinstance(e, dict) and isinstance(e.get("label"), str) for e in doc.get("explanations", [])):
         raise UsageError(f"{path}: not a gcbench explain document")
+    for n, e in enumerate(doc.get("explanations") or []):
+        if (bad := _negative(e)) is not None:
+            raise UsageError(f"{path}: explanation {n} ({printable(e.get('label'))}) holds a negative count at {bad}")
     for e in doc.get("explanations", []):  # older files kept the counts by generation's name: {"0": 730, ...}
         if isinstance(e.get("counts"), dict):
             e["counts"] = [e["counts"].get(str(g), 0) for g in range(3)]

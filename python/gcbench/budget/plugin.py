@@ -13,6 +13,8 @@ import hashlib
 import pathlib
 import re
 import sys
+import threading
+import time
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -22,13 +24,21 @@ from . import baseline
 
 if TYPE_CHECKING:
     from ..analysing.explanation_records import Census
+    from ..user_loop import Measurement
 
 BASELINE = baseline.NAME
 DEFAULT_THRESHOLDS = (700, 10, 10)
 COUNTED = baseline.COUNTS
 CAPACITY = 100_000
-_ACTIVE: list = []  # the budget measuring now: budgets do not nest
+_ACTIVE: list = []  # the budget measuring now: budgets do not nest, nor run in two threads at once
+_ACTIVE_LOCK = threading.Lock()  # held while a budget checks `_ACTIVE` and takes its place in it
 _MADE = pytest.StashKey[list]()  # the budgets a test made, in order (their index is part of their key)
+_EXAMPLE = pytest.StashKey[list]()  # a Hypothesis test's example now: its budgets' indices count from 0 again
+_LARGEST = pytest.StashKey[dict]()  # --gc-budget-update of a Hypothesis test: the largest of its examples' counts
+_STARTED = pytest.StashKey[float]()  # when the test's setup began (time.monotonic), for its timeout
+SIDE_EFFECTS = "gc_budget_side_effects"  # the marker of a test whose body must not run twice
+RERUN_LIMIT = 120.0  # seconds the rerun that traces a failing budget's sites may take, at most
+_SESSION_START = time.monotonic()
 
 
 @dataclasses.dataclass
@@ -43,6 +53,7 @@ class _Failure:
     head: list[str]
     where: list[str]
     tail: list[str]
+    measured: dict  # the counts over their budgets, as measured
 
 
 @dataclasses.dataclass
@@ -53,6 +64,8 @@ class _Rerun:
     index: int
     keys: list[str]
     where: list[str] | None = None
+    measured: dict | None = None  # the rerun's counts (said where they differ from the first run's)
+    over: bool = False  # past its time: its budgets stop at their next step (`_stop_rerun`)
 
 
 _FAILED = pytest.StashKey[_Failure]()  # a budget's failure in this test: what to say, to say it with sites
@@ -74,6 +87,8 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", f"{SIDE_EFFECTS}: the test's body has side effects (it counts, binds a "
+                            "socket, writes a file): a failing GC budget does not run it again to trace its sites")
     folder = config.getoption("--gc-budget-report")
     if folder is not None:
         config.option.gc_budget_report = str(_report_folder(folder))  # absolute: a test's os.chdir moves nothing
@@ -143,7 +158,9 @@ def gc_budget(request):
     of one test in budget files and reports. A budget the call does not name comes
     from `gc_budgets.toml` beside the test file (`pytest --gc-budget-update` writes it).
     docs/gc-budgets.md has the guide."""
-    made: list[Budget] = request.node.stash.setdefault(_MADE, [])
+    made: list[Budget] = []  # a rerun of the test (pytest-rerunfailures) sets the fixture up again: keys from #0
+    request.node.stash[_MADE] = made
+    hypothesis_test = _is_hypothesis_test(request.node)
 
     def factory(warmup: int = 0, *, max_promotions_per_step: float | None = None,
                 max_full_per_1000: float | None = None, max_collections_per_1000=None,
@@ -151,6 +168,12 @@ def gc_budget(request):
                 max_tracked_growth_per_1000: float | None = None, max_examined_per_step: float | None = None,
                 max_gc_share: float | None = None,
                 name: str | None = None, sites: bool | str = "on failure", settle: bool = True) -> Budget:
+        if hypothesis_test:  # each example's budgets are the test's: the first of an example is #0 again
+            example = _hypothesis_example()
+            seen = request.node.stash.setdefault(_EXAMPLE, [None])
+            if example is not seen[0]:
+                seen[0] = example
+                made.clear()
         budget = Budget(request, warmup, {"max_promotions_per_step": max_promotions_per_step,
                                               "max_full_per_1000": max_full_per_1000,
                                               "max_collections_per_1000": max_collections_per_1000,
@@ -161,7 +184,21 @@ def gc_budget(request):
         made.append(budget)
         return budget
 
-    return factory
+    yield factory
+    if _EXAMPLE in request.node.stash:  # the last example's context: not kept past the test
+        del request.node.stash[_EXAMPLE]
+
+
+def _is_hypothesis_test(item) -> bool:
+    return bool(getattr(getattr(item, "obj", None), "is_hypothesis_test", False))
+
+
+def _hypothesis_example() -> object | None:
+    """The example a Hypothesis test runs now (its build context), or None."""
+    control = sys.modules.get("hypothesis.control")
+    if control is None or not control.currently_in_test_context():
+        return None
+    return control.current_build_context()
 
 
 def result_name(key: str) -> str:
@@ -173,6 +210,40 @@ def result_name(key: str) -> str:
         digest = hashlib.sha1(key.encode("utf-8", "surrogateescape"), usedforsecurity=False).hexdigest()[:6]
         name = f"{name[:73].rstrip('-._')}-{digest}"
     return name
+
+
+_USED = [False]  # gcbench's first-use objects made (`_first_use`)
+
+
+def _first_use() -> None:
+    """gcbench's own first-use objects (what its modules import and cache the first time a
+    budget measures, explains and reads its figures), made before the first budget of the
+    process: counted in it, they were 2.58 promotions a step where the same loop measured
+    0.895 later, and one more collection. A loop of 60 steps, its figures read and dropped."""
+    if _USED[0]:
+        return
+    _USED[0] = True
+    from ..user_loop import Measurement
+
+    frozen = gc.get_freeze_count()  # the test's frozen heap: left as it is
+    m = Measurement("gcbench-first-use", 1, 64, explain=True)
+    m.before_timed = _collect if frozen else _settle
+    keep: list = []
+    with m:
+        for i in range(60):
+            with m.step():
+                keep.append([[] for _ in range(400)])
+                if i == 40:
+                    gc.collect()
+        kept = m.kept()
+    figures_of(m, kept)
+    del keep
+    if not frozen:
+        gc.unfreeze()
+
+
+def _collect() -> None:
+    gc.collect()
 
 
 def _settle() -> None:
@@ -223,6 +294,46 @@ class BudgetFigures:
             raise KeyError(key)
         return getattr(self, key)
 
+def figures_of(m: Measurement, kept_json: dict | None) -> BudgetFigures:
+    """A budget's figures from its measurement (ended) and what the loop kept (`m.kept()`)."""
+    import numpy as np
+
+    from ..analysing import summary
+    from ..measuring import results
+
+    doc = m.result()
+    expl = m.explanation()
+    steps = m.steps
+    every = summary.collections_by_generation(doc)  # in the steps and between them
+    asked = summary.explicit_by_generation(doc)  # the loop's own gc.collect() calls, in steps and between
+    per_gen = [(e - a) * 1000 / steps for e, a in zip(every, asked, strict=True)]  # the collector's own
+    full = summary.full_collections(doc)
+    memory = results.part(doc, "memory")
+    start, end = memory.get("tracked_start"), memory.get("tracked_end")
+    tracked = (end - start) * 1000 / steps if start is not None and end is not None else None
+    python = expl.python
+    if python is None:
+        raise ValueError("a budget's explanation without its diagnosis")
+    from ..analysing import rates
+
+    split = summary.cpu_gc_split(doc)
+    own = m.diagnosis_cpu_ns  # the diagnostics ran inside the pauses and the steps: left out of both
+    share = max(split[0] - own, 0.0) / (split[1] - own) if split is not None and split[1] > own else None
+    from ..analysing import explanation_records as records
+
+    kept = records.from_json(kept_json or {}, records.Census, "what the loop kept")
+    return BudgetFigures(
+        steps=steps, max_promotions_per_step=float(np.mean(python.promoted_per_step)),
+        max_full_per_1000=per_gen[-1], max_collections_per_1000=per_gen,
+        max_explicit_per_1000=sum(asked) * 1000 / steps, max_tracked_growth_per_1000=tracked,
+        max_examined_per_step=rates.examined_per_step(doc), max_gc_share=share, explicit=asked,
+        explicit_sites=results.part(doc, "between_steps").get("explicit_sites") or {},
+        full_steps=[int(i) for i in np.repeat(np.arange(len(full)), full)],
+        full_all=every[-1], full_after_last=summary.full_after_last(doc),
+        sites=_top(python.promoted), promoted=python.promoted.total, kept=_top(kept), kept_total=kept.total,
+        garbage=_top(python.garbage), garbage_total=python.garbage.total, doc=doc, explanation=expl)
+
+
 class Budget:
     """One budgeted loop of a test (made by the `gc_budget` fixture)."""
 
@@ -231,6 +342,7 @@ class Budget:
         from ..core.errors import UsageError
         from ..user_loop import Measurement
 
+        _first_use()
         self.request = request
         test_file = pathlib.Path(str(request.node.path))
         self.key = baseline.key_of(test_file, request.node.nodeid, index)
@@ -255,7 +367,9 @@ class Budget:
         self.measurement.sites = sites is True or (rerun is not None and rerun.index == index)
         # settle=False: measured from the heap as the test left it (what a gc.freeze() fix removes shows)
         self.settle = settle is not False
-        self.measurement.before_timed = _settle if self.settle else None
+        self.measurement.before_timed = self._settle if self.settle else None
+        self._froze = False  # the budget froze the heap (given back as it ends)
+        self.thread = 0  # the thread that entered it
         self.figures: BudgetFigures | None = None
         self._thresholds: tuple[int, int, int] = DEFAULT_THRESHOLDS
         self._frozen_before = 0
@@ -264,20 +378,56 @@ class Budget:
 
     # -- the context managers -----------------------------------------------------------------
     def __enter__(self) -> Budget:
-        if _ACTIVE:
-            _fail(f"gc_budget: budgets do not nest ({self.key} began inside {_ACTIVE[-1].key}): end one before "
-                  "the next begins")
-        if not gc.isenabled():
-            _fail(f"gc_budget: the collector is disabled (gc.disable()) as {self.key}'s budget begins, so every count "
-                  "would be zero whatever the loop does: call gc.enable() before the budget")
-        self._thresholds = gc.get_threshold()
-        self._frozen_before = gc.get_freeze_count()
-        if self.settle:
-            _settle()
-        gc.set_threshold(*DEFAULT_THRESHOLDS)
-        _ACTIVE.append(self)
-        self.measurement.__enter__()
+        rerun = self.request.node.stash.get(_RERUN, None)
+        if rerun is not None and rerun.over:
+            raise _RerunOverTime
+        with _ACTIVE_LOCK:  # checked and taken at once: two threads cannot both find no budget running
+            if _ACTIVE:
+                other = _ACTIVE[-1]
+                where = (f"inside {other.key}" if other.thread == threading.get_ident()
+                         else f"while {other.key} was measuring in another thread")
+                _fail(f"gc_budget: budgets do not nest or run at once ({self.key} began {where}): end one before "
+                      "the next begins")
+            if not gc.isenabled():
+                _fail(f"gc_budget: the collector is disabled (gc.disable()) as {self.key}'s budget begins, so every "
+                      "count would be zero whatever the loop does: call gc.enable() before the budget")
+            self.thread = threading.get_ident()
+            _ACTIVE.append(self)
+        try:
+            self._thresholds = gc.get_threshold()
+            self._frozen_before = gc.get_freeze_count()
+            if self.settle:
+                self._settle()
+            gc.set_threshold(*DEFAULT_THRESHOLDS)
+            self.measurement.__enter__()
+        except BaseException:
+            self._restore()
+            raise
         return self
+
+    def _settle(self) -> None:
+        """The heap collected and frozen (`_settle`), unless the test had frozen objects of
+        its own before the budget: gc.unfreeze() cannot give back only the budget's, so
+        then the heap is collected only, and left frozen as the test froze it."""
+        if self._frozen_before:
+            gc.collect()
+            return
+        _settle()
+        self._froze = True
+
+    def _restore(self) -> None:
+        """The collector as the budget found it: its thresholds, on, and its frozen heap
+        (what the budget froze given back, unless the loop froze the heap itself)."""
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
+        gc.set_threshold(*self._thresholds)
+        if not gc.isenabled():  # on as the budget began: on again, whatever the loop did
+            self._left_off = True
+            gc.enable()
+        loop_froze = self.measurement.collector_state().get("calls", {}).get("freeze")
+        if self._froze and not loop_froze:
+            gc.unfreeze()
+        self._froze = False
 
     def __exit__(self, exc_type, exc, tb) -> None:  # named, not *exc: no tuple of ours alive at the loop's end
         try:
@@ -288,13 +438,7 @@ class Budget:
             try:
                 self.measurement.__exit__(exc_type, exc, tb)
             finally:
-                _ACTIVE.remove(self)
-                gc.set_threshold(*self._thresholds)
-                if not gc.isenabled():  # on as the budget began: on again, whatever the loop did
-                    self._left_off = True
-                    gc.enable()
-                if self.settle and not self._frozen_before:  # else the run's own freeze stays (all or nothing)
-                    gc.unfreeze()
+                self._restore()
         if exc_type is None:
             self._conclude()
 
@@ -312,43 +456,7 @@ class Budget:
         """The budget's figures: steps, promotions per step, collections per 1,000 steps (per
         generation, and full), tracked growth per 1,000 steps, GC share, where the full
         collections fell, and what to look at (promotion sites, kept objects, garbage)."""
-        import numpy as np
-
-        from ..analysing import summary
-        from ..measuring import results
-
-        m = self.measurement
-        doc = m.result()
-        expl = m.explanation()
-        steps = m.steps
-        every = summary.collections_by_generation(doc)  # in the steps and between them
-        asked = summary.explicit_by_generation(doc)  # the loop's own gc.collect() calls, in steps and between
-        per_gen = [(e - a) * 1000 / steps for e, a in zip(every, asked, strict=True)]  # the collector's own
-        full = summary.full_collections(doc)
-        memory = results.part(doc, "memory")
-        start, end = memory.get("tracked_start"), memory.get("tracked_end")
-        tracked = (end - start) * 1000 / steps if start is not None and end is not None else None
-        python = expl.python
-        if python is None:
-            raise ValueError("a budget's explanation without its diagnosis")
-        from ..analysing import rates
-
-        split = summary.cpu_gc_split(doc)
-        own = m.diagnosis_cpu_ns  # the diagnostics ran inside the pauses and the steps: left out of both
-        share = max(split[0] - own, 0.0) / (split[1] - own) if split is not None and split[1] > own else None
-        from ..analysing import explanation_records as records
-
-        kept = records.from_json(self._kept or {}, records.Census, "what the loop kept")
-        return BudgetFigures(
-            steps=steps, max_promotions_per_step=float(np.mean(python.promoted_per_step)),
-            max_full_per_1000=per_gen[-1], max_collections_per_1000=per_gen,
-            max_explicit_per_1000=sum(asked) * 1000 / steps, max_tracked_growth_per_1000=tracked,
-            max_examined_per_step=rates.examined_per_step(doc), max_gc_share=share, explicit=asked,
-            explicit_sites=results.part(doc, "between_steps").get("explicit_sites") or {},
-            full_steps=[int(i) for i in np.repeat(np.arange(len(full)), full)],
-            full_all=every[-1], full_after_last=summary.full_after_last(doc),
-            sites=_top(python.promoted), promoted=python.promoted.total, kept=_top(kept), kept_total=kept.total,
-            garbage=_top(python.garbage), garbage_total=python.garbage.total, doc=doc, explanation=expl)
+        return figures_of(self.measurement, self._kept)
 
     def _conclude(self) -> None:
         from ..core.errors import UsageError
@@ -367,14 +475,12 @@ class Budget:
         if rerun is not None:  # the failing test's body again, for its sites: say where, check and write nothing
             if self.index == rerun.index:
                 rerun.where = self._where_lines(rerun.keys)
+                rerun.measured = {k: self._figures().count(k) for k in rerun.keys}
                 raise _RerunDone
             return
         folder = config.getoption("--gc-budget-report")
         if folder:
-            from ..analysing import gc_causes
-
-            self.measurement.save_result(folder)
-            gc_causes.save(pathlib.Path(folder), self._figures().explanation)
+            self._save_report(pathlib.Path(folder))
         try:
             if config.getoption("--gc-budget-update"):
                 self._update_baseline()
@@ -397,8 +503,24 @@ class Budget:
             where = self._where_lines(list(over))
             failure = pytest.fail.Exception("\n".join([*head, *where, *tail]), pytrace=False)
             if self.sites_mode == "on failure":  # pytest_runtest_call reruns the body for the sites
-                self.request.node.stash[_FAILED] = _Failure(failure, self.index, list(over), head, where, tail)
+                measured = {k: self._figures().count(k) for k in over}
+                self.request.node.stash[_FAILED] = _Failure(failure, self.index, list(over), head, where, tail,
+                                                            measured)
             raise failure
+
+    def _save_report(self, folder: pathlib.Path) -> None:
+        """--gc-budget-report: the budget's result and explanation; a folder that cannot take
+        them (a full disk, a read-only one) fails the test in one line."""
+        from ..analysing import gc_causes
+        from ..core.errors import UsageError
+
+        try:
+            self.measurement.save_result(folder)
+            gc_causes.save(folder, self._figures().explanation)
+        except (OSError, UsageError) as e:
+            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            _fail(f"gc_budget: {self.key}: its measurement could not be saved in --gc-budget-report {folder}: "
+                  f"{reason}")
 
     def _warn_changed(self, budgets: dict) -> None:
         """A budget whose meaning changed under it, said once: `max_full_per_1000` counted the
@@ -421,6 +543,11 @@ class Budget:
         f = self._figures()
         written = {k: baseline.budget_of(k, f.count(k), f.steps) for k in COUNTED
                    if f.count(k) is not None and k not in skipped}
+        if _is_hypothesis_test(self.request.node):  # the largest over the examples this session ran
+            largest = self.request.node.stash.setdefault(_LARGEST, {}).setdefault(self.key, {})
+            for k, v in written.items():
+                largest[k] = v = _larger(largest.get(k), v)
+                written[k] = v
         if written:
             baseline.update(self.baseline, self.key, written)
         if skipped:
@@ -489,7 +616,10 @@ class Budget:
         head = [f"GC budget exceeded: {self.key} ({f.steps:,} steps after {self.measurement.warmup} warm-up)"]
         head += [f"  {line}" for line in over]
         head.append(f"  {schedule}")
-        tail = [f"  counted with {recorded()}; budgets from the test"
+        heap = ("frozen" if not self._frozen_before else "collected, not frozen (the test had frozen "
+                f"{self._frozen_before:,} objects itself: a freeze could not be given back alone)") \
+            if self.settle else "as the test left it (settle=False)"
+        tail = [f"  counted with {recorded(heap)}; budgets from the test"
                 + (f" and {self.baseline} (pytest --gc-budget-update rewrites it)" if self.baseline.is_file() else "")]
         return head, tail
 
@@ -512,51 +642,167 @@ class _RerunDone(BaseException):
     """The failing budget of a test's rerun has said where: the rest of the body is not run."""
 
 
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_setup(item):
+    item.stash[_STARTED] = time.monotonic()  # the test's timeout counts from here (pytest-timeout's does)
+    yield
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
     """A test whose budget failed without allocation sites (`sites="on failure"`) runs its
     body once more with them traced, and its failure says where from that rerun. The
     outcome stays the first run's: the rerun changes only the failure's words (and if the
-    rerun raises, the failure says so and keeps its types)."""
+    rerun raises, the failure says so and keeps its types). Not run where it could cost
+    the session: a body marked `gc_budget_side_effects`, a Hypothesis test (its whole
+    search again), or a rerun that would not fit in the test's timeout or the session's."""
+    called = time.monotonic()
     outcome = yield
     failed = item.stash.get(_FAILED, None)
     if not failed or outcome.excinfo is None or outcome.excinfo[1] is not failed.exception:
         return
     del item.stash[_FAILED]
-    where, note = _rerun_for_sites(item, failed)
+    body = time.monotonic() - called
+    limit, why = _rerun_limit(item)
+    refused = _no_rerun(item) or (
+        f"a second run of its body (the first took {body:.0f} s; tracing makes it longer) would not fit in "
+        f"{limit:.0f} s ({why})" if limit < body else None)
+    if refused:
+        where, note = failed.where, f"(allocation sites not traced: {refused}; gc_budget(..., sites=True) traces " \
+                                    "them in the measured run)"
+    else:
+        where, note = _rerun_for_sites(item, failed, limit, why)
     message = "\n".join([*failed.head, *where, f"  {note}", *failed.tail])
     if hasattr(outcome, "force_exception"):  # pluggy 1.1 and later
         outcome.force_exception(pytest.fail.Exception(message, pytrace=False))
 
 
-def _rerun_for_sites(item, failed: _Failure) -> tuple[list[str], str]:
-    """The failing budget's where-lines from a rerun of the test's body with allocation
-    sites traced (the fixtures are the first run's), and a line saying so."""
-    import time
+def _no_rerun(item) -> str | None:
+    """Why the failing test's body must not run again for its sites (None: it may)."""
+    if item.get_closest_marker(SIDE_EFFECTS) is not None:
+        return f"the test is marked {SIDE_EFFECTS}, so its body is not run again"
+    if _is_hypothesis_test(item):
+        return "a Hypothesis test is not run again (its whole search would be)"
+    return None
 
+
+def _rerun_limit(item) -> tuple[float, str]:
+    """The seconds the rerun may take, and why: half of what is left of the test's timeout
+    or of the session's (pytest-timeout's), at most RERUN_LIMIT (a traced loop can be tens
+    of times slower than the budget's own run)."""
+    now = time.monotonic()
+    limit, why = RERUN_LIMIT, "the most a rerun for sites may take"
+    timeout = _timeout_of(item)
+    if timeout:
+        left = max(timeout - (now - item.stash.get(_STARTED, now)), 0.0)
+        if left / 2 < limit:
+            limit, why = left / 2, f"half of what was left of the test's {timeout:g} s timeout"
+    session = _option(item.config, "session_timeout")
+    if session:
+        left = max(session - (now - _SESSION_START), 0.0)
+        if left / 2 < limit:
+            limit, why = left / 2, f"half of what was left of the session's {session:g} s timeout"
+    return limit, why
+
+
+def _timeout_of(item) -> float | None:
+    """The test's timeout in seconds as pytest-timeout applies it (its marker, else the
+    option or ini value), or None."""
+    marker = item.get_closest_marker("timeout")
+    if marker is not None:
+        value = marker.args[0] if marker.args else marker.kwargs.get("timeout")
+    else:
+        value = _option(item.config, "timeout")
+    try:
+        seconds = float(value) if value is not None else 0.0
+    except (TypeError, ValueError):
+        return None
+    return seconds if seconds > 0 else None
+
+
+def _option(config, name: str):
+    """A plugin's option (pytest-timeout's `timeout`, `session_timeout`), else its ini
+    value; None where the plugin is absent."""
+    value = getattr(config.option, name, None)
+    if value is None:
+        try:
+            value = config.getini(name)
+        except (ValueError, KeyError):
+            return None
+    try:
+        return float(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+
+
+class _RerunOverTime(BaseException):
+    """The rerun for sites ran past its time: stopped at its budget's next step."""
+
+
+def _stop_rerun(rerun: _Rerun) -> None:
+    """The rerun's time is up (a timer's thread): the budget measuring stops at its next
+    step, and one that begins later at once."""
+    rerun.over = True
+    for budget in list(_ACTIVE):
+        budget.measurement.interrupt(_RerunOverTime())
+
+
+def _rerun_for_sites(item, failed: _Failure, limit: float, why: str) -> tuple[list[str], str]:
+    """The failing budget's where-lines from a rerun of the test's body with allocation
+    sites traced (the fixtures are the first run's), and a line saying so; stopped at a
+    step's boundary after `limit` seconds."""
     start = time.monotonic()
     item.stash[_MADE].clear()  # the rerun's budgets get the first run's indices, so their keys
     rerun = item.stash[_RERUN] = _Rerun(failed.index, failed.keys)
+    timer = threading.Timer(limit, _stop_rerun, args=(rerun,))
+    timer.daemon = True
+    timer.start()
     try:
         item.runtest()
     except _RerunDone:
         pass
-    except (KeyboardInterrupt, SystemExit):
+    except _RerunOverTime:
+        return (failed.where, f"(allocation sites not traced: the second run of its body, traced, was stopped at "
+                                 f"{limit:.0f} s ({why}); the lines above give types only)")
+    except KeyboardInterrupt:
         raise
-    except BaseException as e:
+    except BaseException as e:  # SystemExit too: the first run's failure stands
         from ..core.errors import printable
 
         first = (printable(e).strip().splitlines() or [""])[0][:200]
         return (failed.where, f"(allocation sites not traced: the test's body, run again to trace them, raised "
                                  f"{type(e).__name__}: {first}; the lines above give types only)")
     finally:
+        timer.cancel()
         del item.stash[_RERUN]
     where = rerun.where
     if where is None:
         return failed.where, ("(allocation sites not traced: the test's body, run again to trace them, did not "
                                  "reach the budget; the lines above give types only)")
-    return where, (f"(where: from a second run of the test's body with allocation sites traced, "
-                   f"{time.monotonic() - start:.1f} s; gc_budget(..., sites=True) traces them in the measured run)")
+    note = (f"(where: from a second run of the test's body with allocation sites traced, "
+            f"{time.monotonic() - start:.1f} s; gc_budget(..., sites=True) traces them in the measured run)")
+    differs = [f"{k} {_fmt_count(rerun.measured.get(k))} where the first run measured {_fmt_count(v)}"
+               for k, v in failed.measured.items() if rerun.measured and rerun.measured.get(k) != v]
+    if differs:
+        note += f"; the second run measured {'; '.join(differs)}: its sites may not be the first run's"
+    return where, note
+
+
+def _fmt_count(x) -> str:
+    if isinstance(x, (list, tuple)):
+        return "[" + ", ".join(_fmt_count(v) for v in x) + "]"
+    return "none" if x is None else _fmt(x)
+
+
+def _larger(a, b):
+    """The larger of two budgets (per generation for lists); `a` None: `b`."""
+    if a is None:
+        return b
+    if isinstance(a, list) and isinstance(b, list):
+        # strict=False: a list may budget the first generations only; the rest is kept
+        return [max(x, y) for x, y in zip(a, b, strict=False)] + (a[len(b):] if len(a) > len(b) else b[len(a):])
+    return max(a, b)
+
 
 def _top(counts: Census, n: int = 3) -> list:
     """The top `n` (site or type, count) of a diagnosis' counter: by site and type where
@@ -566,10 +812,11 @@ def _top(counts: Census, n: int = 3) -> list:
     return [(k, v) for k, v in list(rows.items())[:n] if v * 100 >= total]  # under 1 %: noise
 
 
-def recorded() -> str:
-    """What the counts depend on, as the budget ran them."""
+def recorded(heap: str = "frozen") -> str:
+    """What the counts depend on, as the budget ran them (`heap`: what it did to the heap
+    before the loop)."""
     return (f"Python {sys.version.split()[0]}, thresholds {DEFAULT_THRESHOLDS} (set by the budget), the heap before "
-            "the budget frozen, in the test's own process")
+            f"the budget {heap}, in the test's own process")
 
 
 def _fmt(x) -> str:

@@ -71,6 +71,19 @@ def not_judged(c: comparison.Comparison, fail_on: tuple[str, ...]) -> list[str]:
     return [t.not_judged for r in c.rows for t in r.tests if t.metric in metrics and t.not_judged]
 
 
+def _not_itself(a: str, b: str) -> None:
+    """Two results folders that are one (`X X`, `X ./X/`, a link to X): a usage error, since
+    a run compared with itself passes every gate."""
+    try:
+        same = pathlib.Path(a).resolve() == pathlib.Path(b).resolve() or (
+            pathlib.Path(a).exists() and pathlib.Path(b).exists() and pathlib.Path(a).samefile(b))
+    except OSError:
+        return  # unreadable: loading says why
+    if same:
+        raise UsageError(f"{a} and {b} are the same folder: a run compared with itself says nothing and passes every "
+                         "gate; compare the baseline's results with the new ones")
+
+
 def main(args) -> int:
     from ..measuring import results
 
@@ -92,6 +105,7 @@ def main(args) -> int:
             raise UsageError(
                 "--base and --head pick the two sides inside one folder: give one folder with them, not two"
             )
+        _not_itself(args.a, args.b)
         with archive.opened(pathlib.Path(args.a)) as a, archive.opened(pathlib.Path(args.b)) as b:
             c = comparison.compare_docs(results.load_dir(a), results.load_dir(b), args.min_effect, args.alpha,
                                         args.force)

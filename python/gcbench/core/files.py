@@ -13,6 +13,7 @@ import pathlib
 import stat
 import tempfile
 from collections.abc import Callable
+from typing import Any
 
 import filelock
 
@@ -44,11 +45,12 @@ def _finished_temp(path: pathlib.Path, data: bytes) -> str:
     return tmp
 
 
-def write_bytes(path: str | os.PathLike, data: bytes) -> pathlib.Path:
+def write_bytes(path: str | os.PathLike, data: bytes, *, follow_links: bool = True) -> pathlib.Path:
     """Write `data` to `path` atomically, mode 0644; a `UsageError` when it cannot be written.
-    A symbolic link is written through: its target is replaced, the link stays a link."""
+    A symbolic link is written through: its target is replaced, the link stays a link
+    (`follow_links=False`: the link itself is replaced by the file)."""
     path = pathlib.Path(path)
-    if path.is_symlink():
+    if follow_links and path.is_symlink():
         path = pathlib.Path(os.path.realpath(path))
     tmp = None
     try:
@@ -169,11 +171,22 @@ def _refuse_constant(name: str):
     raise ValueError(f"{name} is not a number gcbench writes")
 
 
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object's pairs as a dict; a key given twice is refused (Python's json keeps the
+    last silently, another reader may keep the first)."""
+    doc = dict(pairs)
+    if len(doc) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise ValueError(f"the key {twice!r} is given twice in one object")
+    return doc
+
+
 def read_json(path: str | os.PathLike, what: str = "JSON file"):
     """A JSON document as gcbench writes it: strict (NaN and infinity are refused, one line)."""
     text = read_text(path, what)
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_no_duplicate_keys)
     except ValueError as e:
         if not isinstance(e, json.JSONDecodeError):
             raise UsageError(f"{path}: not a valid {what} ({e})") from None
@@ -194,6 +207,8 @@ def check_header(doc, where: str, format_: str, what: str, newest: int | None = 
         version = doc.get("schema_version", None if versioned else 0)
         if not isinstance(version, int) or isinstance(version, bool):
             raise UsageError(f"{where}: gcbench {what} without an integer schema_version")
+        if version < 1 and (versioned or "schema_version" in doc):
+            raise UsageError(f"{where}: {what} schema_version {version} is none gcbench wrote (they begin at 1)")
         if version > newest:
             raise UsageError(f"{where}: {what} schema_version {version} is newer than this gcbench reads "
                              f"({newest}); upgrade gcbench to read it")

@@ -14,7 +14,7 @@ import pathlib
 import sys
 import time
 import tracemalloc
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from . import probe
 
@@ -183,11 +183,25 @@ def sites_of(frames: Sequence[tuple[str, int]]) -> tuple[tuple[str, str], str | 
     return site, mine
 
 
-# Counting from a generator asks the ABCs whether it is a Mapping: the first time, each ABC
-# caches a weak reference to the generator type (12 objects and their 12 callbacks, which a
-# GC budget counted as objects its loop kept). Asked once here, before any measurement.
-collections.Counter(x for x in ())  # type: ignore[var-annotated]
-collections.Counter(map(type, ()))
+def _tally(keys: Iterable) -> collections.Counter:
+    """`collections.Counter(keys)` without asking the ABCs whether `keys` is a Mapping (as
+    Counter's constructor does): each ABC would cache a weak reference to the iterator's
+    type (and a callback with it) the first time, and again after any ABC registration
+    clears those caches, counted as objects the loop kept: 32 of them, and a quarter more
+    promotions a step, in the first GC budget of a pytest session."""
+    counts: collections.Counter = collections.Counter()
+    _count_elements(counts, keys)
+    return counts
+
+
+def _count_into(counts: dict, keys: Iterable) -> None:
+    get = counts.get
+    for k in keys:
+        counts[k] = get(k, 0) + 1
+
+
+# the C loop Counter itself uses (CPython's collections), else the same in Python
+_count_elements: Callable[[dict, Iterable], None] = getattr(collections, "_count_elements", _count_into)
 
 
 class _Table:
@@ -232,7 +246,9 @@ def _scaled(counts: collections.Counter, total: int) -> collections.Counter:
     if have <= total:
         return counts
     exact = {k: n * total / have for k, n in counts.items()}
-    out = collections.Counter({k: int(x) for k, x in exact.items()})
+    out: collections.Counter = collections.Counter()
+    for k, x in exact.items():
+        out[k] = int(x)
     for k in sorted(exact, key=lambda k: exact[k] - int(exact[k]), reverse=True)[:total - sum(out.values())]:
         out[k] += 1
     return +out
@@ -259,8 +275,7 @@ class _Counts:
         # a Counter keyed by tuples would leave its keys in the interpreter's free lists,
         # which hand them to the loop's next tuples without counting them
         table = table or _Table()
-        self.add_types(collections.Counter(map(table.type_of, objs)),
-                       collections.Counter(map(table.key, objs)) if sites else None, table)
+        self.add_types(_tally(map(table.type_of, objs)), _tally(map(table.key, objs)) if sites else None, table)
 
     def add_types(self, types: collections.Counter, frames: collections.Counter | None, table: _Table) -> None:
         """Objects by type number (`table.type_of`) and, where traced, by `table.key`
@@ -508,7 +523,7 @@ class Diagnosis:
             set(map(id, gc.get_objects(0))) | set(map(id, gc.get_objects(1)))
         gone = [i for i in before if i not in alive]
         table = self._table
-        types: collections.Counter[int] = collections.Counter(before[i] for i in gone)
+        types: collections.Counter[int] = _tally(before[i] for i in gone)
         excess = sum(types.values()) - collected
         for tp in (tuple, dict):  # untracked, not freed: the collector untracks those that hold no container
             no = table.type_number(tp)

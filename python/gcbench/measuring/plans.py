@@ -11,6 +11,7 @@ from typing import Annotated, ClassVar
 from msgspec import Meta
 
 from ..core import files, metadata, records
+from ..core.errors import UsageError
 from ..core.schemas import CELL_ID
 
 FILE = "suite.json"
@@ -63,7 +64,8 @@ class Plan:
 
 
 def write(out_dir: pathlib.Path, plan: Plan) -> Plan:
-    files.write_json(out_dir / FILE, records.to_json(plan))
+    # a link named suite.json is replaced, never written through: a run writes inside its folder only
+    files.write_bytes(out_dir / FILE, files.json_bytes(records.to_json(plan)), follow_links=False)
     return plan
 
 
@@ -78,6 +80,9 @@ def finish(out_dir: pathlib.Path, plan: Plan, state: str) -> Plan:
 def read(out_dir: pathlib.Path) -> Plan | None:
     """A results folder's plan, or None when it has none; a one-line error when malformed."""
     path = out_dir / FILE
+    if path.is_symlink():
+        raise UsageError(f"{path} is a symbolic link: a results folder's plan is its own file, which gcbench writes "
+                         "(followed, it would read and write another folder's): remove the link")
     if not path.is_file():
         return None
     return records.from_json(files.read_json(path, FILE), Plan, str(path))

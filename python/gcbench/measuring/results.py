@@ -265,6 +265,9 @@ OPTIONAL_STEP_ARRAYS = ("gc_collected", "alloc_blocks", "alloc_bytes", "gc_full"
                         "gc_cpu_ns", "gap_ns", "gap_gc_ns", "gap_cpu_ns", "gap_gc_cpu_ns", "gap_collections",
                         "gc_explicit", "gc_enabled")
 ROWS = ("gc_collections", "gap_collections", "gc_explicit")  # per step, one count per generation
+# a row's width: Python's three generations, or Julia's two kinds (incremental, full); the
+# loop's own gc.collect() calls are Python's only
+ROW_WIDTHS = {"gc_collections": (2, 3), "gap_collections": (2, 3), "gc_explicit": (3,)}
 # Arrays whose values cannot be negative (gc_pressure and alloc_blocks are net changes and can).
 NON_NEGATIVE = ("wall_ns", "gc_ns", "gc_collections", "gc_collected", "alloc_bytes", "gc_full", "gc_examined",
                 "gc_promoted", "host_ns", "cpu_ns",
@@ -405,7 +408,48 @@ def _check_array(where: str, key: str, arr, n: int | None) -> int:
         _check_values(where, key, values)
     if key in ROWS and len(arr) and values.shape[-1] == 0:
         raise UsageError(f"{where}: per-step array {key!r} has empty rows (no generation counted)")
+    if key in ROWS and len(arr) and values.shape[-1] not in ROW_WIDTHS[key]:
+        raise UsageError(f"{where}: per-step array {key!r} has rows of {values.shape[-1]}; they hold one count per "
+                         f"generation ({' or '.join(map(str, ROW_WIDTHS[key]))})")
+    if isinstance(arr, list) and _holds_booleans(arr, key in ROWS):
+        raise UsageError(f"{where}: per-step array {key!r} holds true or false where numbers belong")
     return len(arr)
+
+
+def _holds_booleans(arr: list, rows: bool) -> bool:
+    import itertools
+
+    items = itertools.chain.from_iterable(arr) if rows else arr
+    return bool in set(map(type, items))
+
+
+def _check_consistent(doc, where: str, n: int) -> None:
+    """What the parts of an ok result say of each other: its cell id names its backend and
+    workload; no step's collector pauses outlast the step; the spec's step count is the
+    steps' (where one is given); the warm-up's arrays are as long as each other."""
+    cell, backend, workload = doc.get("cell", ""), doc.get("backend"), doc.get("workload")
+    if not cell.startswith(f"{backend}__{workload}__"):
+        raise UsageError(f"{where}: cell {cell!r} does not belong to backend {backend!r} and workload {workload!r}")
+    wall, gc_ns = np.asarray(doc.get("wall_ns")), np.asarray(doc.get("gc_ns"))
+    over = np.flatnonzero(gc_ns > wall)
+    if over.size:
+        i = int(over[0])
+        raise UsageError(f"{where}: step {i} spent {int(gc_ns[i]):,} ns in collections, longer than the step "
+                         f"({int(wall[i]):,} ns)" + (f", and {over.size - 1} more steps" if over.size > 1 else ""))
+    spec = doc.get("cell_spec") or {}
+    steps = spec.get("steps")
+    if isinstance(steps, int) and not isinstance(steps, bool) and steps != n:
+        raise UsageError(f"{where}: cell_spec.steps is {steps:,}, but the result holds {n:,} steps")
+    warm = doc.get("warmup") or {}
+    arrays = {k: v for k, v in warm.items() if k in STEP_ARRAYS + OPTIONAL_STEP_ARRAYS}
+    if arrays:
+        lengths = {k: len(v) if isinstance(v, list) else -1 for k, v in arrays.items()}
+        if min(lengths.values()) < 0 or len(set(lengths.values())) > 1:
+            raise UsageError(f"{where}: the warm-up's per-step arrays differ in length ("
+                             + ", ".join(f"{k} {v}" for k, v in lengths.items()) + ")")
+        for k, v in arrays.items():
+            if v:
+                _check_array(f"{where} (warm-up)", k, v, None)
 
 
 def _check_values(where: str, key: str, values: np.ndarray) -> None:
@@ -456,6 +500,7 @@ def _check(doc, where: str) -> None:
             raise UsageError(f"{where}: ok result with no timed steps")
         if not isinstance(doc.get("loss"), dict):
             raise UsageError(f"{where}: ok result without sampled 'loss'")
+        _check_consistent(doc, where, n)
 
 
 def load(path: str | os.PathLike) -> ResultDoc:
