@@ -538,7 +538,7 @@ def format_text(expl: Explanation) -> str:
     lines.append(_collections_line(expl, py))
     if py.analysed_until_step is not None:
         when = f"at step {py.analysed_until_step:,}" if py.analysed_until_step >= 0 else "before the first timed step"
-        lines.append(f"explain's own time ran past {diagnose.OWN_TIME_S:g} s {when}: "
+        lines.append(f"explain's own time ran past {diagnose.OWN_TIME_S:g} s of CPU {when}: "
                      "the collections after it are counted, not analysed (what they promoted, scanned and freed is "
                      "missing from the figures below)")
     lines += _promoted_lines(py, fi)

@@ -1,0 +1,118 @@
+"""Does importing and running `gcbench.measure` move the schedule of the loop it measures?
+
+A pure-Python loop that keeps `--keep` objects a step (and, with `--cyclic`, makes that
+many objects of cyclic garbage), `--steps` steps, each mode in fresh processes:
+
+- bare: the loop alone, its collections counted by a `gc.callbacks` hook of its own;
+- minimal: the least a probe can be, `perf_counter_ns` at both ends of a step and a
+  `gc.callbacks` hook writing start and stop times and the generation into preallocated
+  arrays (`array`, untracked);
+- gcbench: the same loop under `with gcbench.measure(...)` and `with m.step():`.
+
+Every mode counts collections with the same hook, so the columns compare like with like.
+Prints, per mode, the tracked heap before the loop, the modules loaded, and the young,
+middle and full collections; the full collections of the oldest generation wait until
+the objects promoted since the last one exceed a quarter of it, so a larger heap before
+the loop (gcbench's own objects) makes them rarer.
+
+    python benchmarks/schedule_footprint.py [--steps 2000] [--keep 10] [--cyclic 0] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+SCRIPT = r"""
+import gc, sys, time
+mode, steps, keep, cyclic = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+counts = [0, 0, 0]
+
+def count(phase, info):
+    if phase == "stop":
+        counts[info["generation"]] += 1
+
+if mode == "minimal":
+    import array
+    starts, stops, gens = array.array("q", bytes(8 * 100_000)), array.array("q", bytes(8 * 100_000)), \
+        array.array("b", bytes(100_000))
+    at = [0]
+    def probe(phase, info):
+        i = at[0]
+        if i < 100_000:
+            if phase == "start":
+                starts[i] = time.perf_counter_ns()
+            else:
+                stops[i] = time.perf_counter_ns()
+                gens[i] = info["generation"]
+                at[0] = i + 1
+    step_times = array.array("q", bytes(8 * (steps + 1)))
+if mode == "gcbench":
+    import gcbench
+    m = gcbench.measure("footprint")  # what it imports and makes before the loop: the loop's starting heap
+gc.collect()
+heap, modules = len(gc.get_objects()), len(sys.modules)
+kept = []
+gc.callbacks.append(count)
+
+def body():
+    kept.append([{"i": j} for j in range(keep)])
+    for _ in range(cyclic):
+        c = []
+        c.append(c)
+
+if mode == "gcbench":
+    with m:
+        for _ in range(steps):
+            with m.step():
+                body()
+elif mode == "minimal":
+    gc.callbacks.append(probe)
+    for s in range(steps):
+        t = time.perf_counter_ns()
+        body()
+        step_times[s] = time.perf_counter_ns() - t
+    gc.callbacks.remove(probe)
+else:
+    for _ in range(steps):
+        body()
+gc.callbacks.remove(count)
+print(json.dumps({"heap": heap, "modules": modules, "collections": counts}))
+"""
+
+
+def run(mode: str, steps: int, keep: int, cyclic: int) -> dict:
+    out = subprocess.run([sys.executable, "-c", "import json\n" + SCRIPT, mode, str(steps), str(keep), str(cyclic)],
+                         capture_output=True, text=True, check=True, timeout=600)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--keep", type=int, default=10, help="objects kept a step")
+    ap.add_argument("--cyclic", type=int, default=0, help="objects of cyclic garbage a step")
+    ap.add_argument("--runs", type=int, default=3, help="fresh processes per mode")
+    ap.add_argument("--json", action="store_true", help="print the runs as JSON")
+    args = ap.parse_args()
+    rows = {mode: [run(mode, args.steps, args.keep, args.cyclic) for _ in range(args.runs)]
+            for mode in ("bare", "minimal", "gcbench")}
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    print(f"{args.steps:,} steps, {args.keep} objects kept and {args.cyclic} of cyclic garbage a step; "
+          f"{args.runs} fresh processes a mode")
+    print(f"{'mode':<8} {'heap before':>12} {'modules':>8}  collections (young / middle / full), each run")
+    for mode, runs in rows.items():
+        counts = "   ".join(" / ".join(f"{c:,}" for c in r["collections"]) for r in runs)
+        print(f"{mode:<8} {runs[0]['heap']:>12,} {runs[0]['modules']:>8}  {counts}")
+    same = all(r["collections"] == rows["minimal"][0]["collections"] for r in rows["gcbench"])
+    print("gcbench leaves the schedule as the minimal probe does" if same else
+          "gcbench moves the schedule: its collections differ from the minimal probe's")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
