@@ -128,6 +128,10 @@ def test_outcomes_in_a_suite_with_xdist_randomly_rerunfailures_hypothesis_and_ti
         assert "GC budget exceeded: test_suite.py::test_over_stored_flaky (" in text  # its own key on each rerun
         assert "test_over_stored_flaky#" not in text
         assert "Traceback" not in text
+    for alone in ("test_holds_a", "test_holds_hypothesis"):  # alone, in one process: the same budgets hold
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0", "-rA",
+                                               "-W", "ignore::UserWarning", "-k", alone)
+        assert _outcomes(result) == {alone: "PASSED"}, result.stdout.str()
 
 
 RERUNS = BUDGETED_LOOP_HELPERS + '''
