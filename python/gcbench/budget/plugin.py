@@ -243,7 +243,25 @@ def _first_use() -> None:
 
 
 def _collect() -> None:
-    gc.collect()
+    """gc.collect(); a Ctrl-C that lands in a finalizer or a weakref callback it runs (which
+    CPython reports as unraisable, and loses) is raised after it."""
+    kept: list[BaseException] = []
+    before = sys.unraisablehook
+
+    def keep(unraisable) -> None:
+        exc = unraisable.exc_value
+        if isinstance(exc, BaseException) and not isinstance(exc, Exception):
+            kept.append(exc)
+        else:
+            before(unraisable)
+
+    sys.unraisablehook = keep
+    try:
+        gc.collect()
+    finally:
+        sys.unraisablehook = before
+    if kept:
+        raise kept[0]
 
 
 def _settle() -> None:
@@ -251,7 +269,7 @@ def _settle() -> None:
     generation's count at zero: done as the budget begins and again as its timed steps
     begin, so that what the warm-up made (a compilation, or a cached one read back: 2 of
     1,335 promotions apart) moves no count."""
-    gc.collect()
+    _collect()
     gc.freeze()
 
 
@@ -410,7 +428,7 @@ class Budget:
         its own before the budget: gc.unfreeze() cannot give back only the budget's, so
         then the heap is collected only, and left frozen as the test froze it."""
         if self._frozen_before:
-            gc.collect()
+            _collect()
             return
         _settle()
         self._froze = True
