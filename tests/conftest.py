@@ -19,9 +19,10 @@ atexit.register(shutil.rmtree, _JAX_CACHE, True)
 os.environ.update({"JAX_COMPILATION_CACHE_DIR": _JAX_CACHE, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
                    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"})
 
-# The pytest sessions the tests start run their tests in file order, as written (a test that
-# wants pytest-randomly asks for it with `-p randomly`, which unblocks it).
-os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} -p no:randomly".strip()
+# The pytest sessions the tests start run their tests in file order, as written, and without
+# Hypothesis's plugin (0.6 s a session); a test that wants one asks for it (`-p randomly`,
+# `-p hypothesispytest`), which unblocks it.
+os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} -p no:randomly -p no:hypothesispytest".strip()
 
 import numpy as np  # noqa: E402 - after the cache's environment, which JAX reads on import
 import pytest  # noqa: E402

@@ -105,7 +105,8 @@ def test_outcomes_in_a_suite_with_xdist_randomly_rerunfailures_hypothesis_and_ti
 
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_suite=SUITE)
-    plugins = ("-p", "no:cacheprovider", "-p", "randomly", "-n", "2", "-rA", "-W", "ignore::UserWarning")
+    plugins = ("-p", "no:cacheprovider", "-p", "randomly", "-p", "hypothesispytest", "-n", "2", "-rA", "-W",
+               "ignore::UserWarning")
     written = pytester.runpytest_subprocess(*plugins, "--gc-budget-update", "-p", "randomly", "--randomly-seed=7")
     written.assert_outcomes(passed=len(HOLDS) + len(OVER))
     path = pytester.path / "gc_budgets.toml"
@@ -129,8 +130,8 @@ def test_outcomes_in_a_suite_with_xdist_randomly_rerunfailures_hypothesis_and_ti
         assert "test_over_stored_flaky#" not in text
         assert "Traceback" not in text
     for alone in ("test_holds_a", "test_holds_hypothesis"):  # alone, in one process: the same budgets hold
-        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0", "-rA",
-                                               "-W", "ignore::UserWarning", "-k", alone)
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-p", "hypothesispytest",
+                                               "-n", "0", "-rA", "-W", "ignore::UserWarning", "-k", alone)
         assert _outcomes(result) == {alone: "PASSED"}, result.stdout.str()
 
 
