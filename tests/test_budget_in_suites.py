@@ -274,3 +274,12 @@ def test_a_report_folder_that_cannot_take_the_result_is_a_one_line_failure(pytes
     assert "could not be saved in --gc-budget-report" in text
     assert "No space left on device" in text
     assert "Traceback" not in text
+
+
+def test_the_guide_quotes_the_reruns_limit_as_the_plugin_holds_it():
+    import pathlib
+
+    from gcbench.budget import plugin
+
+    guide = (pathlib.Path(__file__).resolve().parent.parent / "docs" / "gc-budgets.md").read_text()
+    assert f"and at most {plugin.RERUN_LIMIT:g} s; it is stopped" in " ".join(guide.split())
