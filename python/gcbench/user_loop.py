@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 # In the order, and with the suites' module, that `gcbench.measure` always loaded: what it
 # imports stays in the user's heap (DESIGN.md, "The worker's heap").
 from .core import files, machineload, metadata
-from .core.errors import UsageError
+from .core.errors import UsageError, is_interrupt
 from .measuring import diagnose, gc_watch, gcpolicy, results
 from .measuring.cell import NAME, Cell
 from .measuring.probe import StepProbe, malloc_in_use
@@ -254,7 +254,7 @@ class Measurement:
         ours could catch it (as the callback was entered) is kept for the step's boundary;
         anything else goes to the hook that was there before."""
         exc = unraisable.exc_value
-        if isinstance(exc, BaseException) and not isinstance(exc, Exception):
+        if is_interrupt(exc):
             if self._interrupt is None:
                 self._interrupt = exc
             return

@@ -33,6 +33,12 @@ class UsageError(Exception):
         return self.worded(lambda name: f"`{name}`")
 
 
+def is_interrupt(exc: object) -> bool:
+    """An exception that stops a program rather than reports a fault (KeyboardInterrupt, a
+    timeout's signal: a BaseException that is not an Exception)."""
+    return isinstance(exc, BaseException) and not isinstance(exc, Exception)
+
+
 def printable(text) -> str:
     """`text` safe to print on a terminal: control characters (a newline, an escape sequence
     in a folder's name) shown escaped, so that one message stays one line."""

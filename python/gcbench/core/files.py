@@ -177,8 +177,10 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
     doc = dict(pairs)
     if len(doc) != len(pairs):
         seen: set[str] = set()
-        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
-        raise ValueError(f"the key {twice!r} is given twice in one object")
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"the key {key!r} is given twice in one object")
+            seen.add(key)
     return doc
 
 

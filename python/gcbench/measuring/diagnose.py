@@ -14,7 +14,7 @@ import pathlib
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from . import probe
 
@@ -191,18 +191,8 @@ def _tally(keys: Iterable) -> collections.Counter:
     clears those caches, counted as objects the loop kept: 32 of them, and a quarter more
     promotions a step, in the first GC budget of a pytest session."""
     counts: collections.Counter = collections.Counter()
-    _count_elements(counts, keys)
+    collections._count_elements(counts, keys)  # type: ignore[attr-defined]  # Counter's own counting loop
     return counts
-
-
-def _count_into(counts: dict, keys: Iterable) -> None:
-    get = counts.get
-    for k in keys:
-        counts[k] = get(k, 0) + 1
-
-
-# the C loop Counter itself uses (CPython's collections), else the same in Python
-_count_elements: Callable[[dict, Iterable], None] = getattr(collections, "_count_elements", _count_into)
 
 
 class _Table:

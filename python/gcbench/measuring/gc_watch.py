@@ -81,8 +81,3 @@ def stop(listener: Listener) -> None:
         for name in WATCHED:
             if getattr(gc, name) is _WATCHERS[name]:
                 setattr(gc, name, _replaced.pop(name, _ORIGINAL[name]))
-
-
-def is_watched(name: str) -> bool:
-    """Whether gc.<name> is gcbench's watcher now."""
-    return getattr(gc, name) is _WATCHERS[name]

@@ -395,7 +395,8 @@ def write(doc: ResultDoc, path: str | os.PathLike) -> pathlib.Path:
     return files.write_json(path, stored, indent=None)
 
 
-def _check_array(where: str, key: str, arr, n: int | None) -> int:
+def _check_array(where: str, key: str, arr, n: int | None) -> np.ndarray:
+    """A per-step array checked (`n` steps, where given), as numpy."""
     if not isinstance(arr, (list, np.ndarray)):  # numpy: a measurement's own, before it is written
         raise UsageError(f"{where}: ok result without per-step array {key!r}")
     if n is not None and len(arr) != n:
@@ -413,7 +414,7 @@ def _check_array(where: str, key: str, arr, n: int | None) -> int:
                          f"generation ({' or '.join(map(str, ROW_WIDTHS[key]))})")
     if isinstance(arr, list) and _holds_booleans(arr, key in ROWS):
         raise UsageError(f"{where}: per-step array {key!r} holds true or false where numbers belong")
-    return len(arr)
+    return values
 
 
 def _holds_booleans(arr: list, rows: bool) -> bool:
@@ -423,14 +424,15 @@ def _holds_booleans(arr: list, rows: bool) -> bool:
     return bool in set(map(type, items))
 
 
-def _check_consistent(doc, where: str, n: int) -> None:
+def _check_consistent(doc, where: str, arrays: dict[str, np.ndarray]) -> None:
     """What the parts of an ok result say of each other: its cell id names its backend and
     workload; no step's collector pauses outlast the step; the spec's step count is the
     steps' (where one is given); the warm-up's arrays are as long as each other."""
     cell, backend, workload = doc.get("cell", ""), doc.get("backend"), doc.get("workload")
     if not cell.startswith(f"{backend}__{workload}__"):
         raise UsageError(f"{where}: cell {cell!r} does not belong to backend {backend!r} and workload {workload!r}")
-    wall, gc_ns = np.asarray(doc.get("wall_ns")), np.asarray(doc.get("gc_ns"))
+    wall, gc_ns = (arrays[key] for key in ("wall_ns", "gc_ns"))  # as `_check_array` read them
+    n = len(wall)
     over = np.flatnonzero(gc_ns > wall)
     if over.size:
         i = int(over[0])
@@ -494,13 +496,15 @@ def _check(doc, where: str) -> None:
     schemas.check(doc, schema(), where)
     if doc["status"] == "ok":
         n = None
+        arrays = {}
         for key in STEP_ARRAYS + tuple(k for k in OPTIONAL_STEP_ARRAYS if k in doc):
-            n = _check_array(where, key, doc.get(key), n)
+            arrays[key] = _check_array(where, key, doc.get(key), n)
+            n = len(arrays[key])
         if not n:
             raise UsageError(f"{where}: ok result with no timed steps")
         if not isinstance(doc.get("loss"), dict):
             raise UsageError(f"{where}: ok result without sampled 'loss'")
-        _check_consistent(doc, where, n)
+        _check_consistent(doc, where, arrays)
 
 
 def load(path: str | os.PathLike) -> ResultDoc:
