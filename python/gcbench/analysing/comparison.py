@@ -1258,9 +1258,18 @@ GAINS = {"retained": "less retained", "bytes_kept": "less memory kept", "peak_rs
          "gc_work": "less GC work"}
 
 
+# the verdicts that say a change keeps more memory: where one holds, no memory gain pays
+MEMORY_COSTS = {"retained": "more retained", "bytes_kept": "more memory kept", "peak_rss": "more memory"}
+
+
 def mark_trades(tests: list[Test]) -> None:
     """Mark each cost verdict of a pair (COSTS) that a gain of the same pair (GAINS) pays
-    for: `traded` names the gain ("more collections for less memory kept")."""
+    for: `traded` names the gain ("more collections for less memory kept"). A gain pays only
+    where the memory's evidence points one way: a change that keeps more objects and fewer
+    bytes (cyclic garbage for arrays, the allocator's arenas moving a few KiB) bought
+    nothing, and its costs fail as costs."""
+    if any(MEMORY_COSTS.get(t.metric) == t.verdict for t in tests):
+        return
     gains = [t for t in tests if GAINS.get(t.metric) == t.verdict]
     for t in tests:
         if COSTS.get(t.metric) == t.verdict:
