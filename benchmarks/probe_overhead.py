@@ -54,7 +54,7 @@ def main() -> None:
                     trainer.step(schedule[i])
                     probe.end(j)
                     i += 1
-            on.extend(probe.wall_ns.tolist())
+            on.extend(probe.column("wall_ns").tolist())
             block_on.append(time.perf_counter_ns() - t_block)
         else:
             for _ in range(args.block_steps):

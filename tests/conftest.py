@@ -24,6 +24,21 @@ os.environ.update({"JAX_COMPILATION_CACHE_DIR": _JAX_CACHE, "JAX_PERSISTENT_CACH
 # `-p hypothesispytest`), which unblocks it.
 os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} -p no:randomly -p no:hypothesispytest".strip()
 
+
+
+def _bytecode() -> None:
+    """gcbench's modules as bytecode, as an installed package has them, before any test's own
+    process imports them: a module compiled from source at import (an edited checkout under
+    PYTHONDONTWRITEBYTECODE) makes the interpreter's AST types (600 objects) and frees the
+    megabyte its compilation used, which the heap and the memory a loop measures would then
+    carry (benchmarks/schedule_footprint.py). Idempotent; each file is written atomically."""
+    import compileall
+
+    compileall.compile_dir(str(pathlib.Path(__file__).resolve().parent.parent / "python" / "gcbench"), quiet=2)
+
+
+_bytecode()
+
 import numpy as np  # noqa: E402 - after the cache's environment, which JAX reads on import
 import pytest  # noqa: E402
 

@@ -229,9 +229,11 @@ print(json.dumps({"generations": summary.collections_by_generation(doc),
 def test_explaining_leaves_the_collections_of_every_generation_where_they_were(tmp_path):
     """Issue 52: a loop of one self-referencing 64 KiB object a step (thresholds 100/3/3,
     2,000 steps), which also keeps objects long enough to be promoted (so that it collects
-    fully whatever heap gcbench's own imports give it), makes the same collections of every
-    generation explained and not: the diagnosis is made and started either way, and its
-    hooks leave the young count as they found it (`diagnose.Diagnosis._settle`)."""
+    fully whatever heap gcbench's own imports give it), makes the same full collections
+    explained and not, and of the younger generations at most one more or fewer: the
+    diagnosis's hooks leave the young count as they found it (`diagnose.Diagnosis._settle`),
+    and only its module and objects, made before the loop when explaining (issue 66: a loop
+    that is only timed carries none of them), move where the schedule starts."""
     import subprocess
     import sys
 
@@ -242,8 +244,9 @@ def test_explaining_leaves_the_collections_of_every_generation_where_they_were(t
         proc = subprocess.run([sys.executable, str(script), explaining], capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         got.append(json.loads(proc.stdout.splitlines()[-1]))
-    assert got[0] == got[1]
-    assert got[0]["full"] >= 1
+    assert got[0]["full"] == got[1]["full"] >= 1
+    assert got[0]["generations"][2] == got[1]["generations"][2]
+    assert all(abs(a - b) <= 1 for a, b in zip(got[0]["generations"], got[1]["generations"], strict=True)), got
     assert got[0]["generations"][0] > 10
 
 

@@ -22,10 +22,10 @@ def test_forced_collection_is_counted_with_its_pause_and_logged():
         probe.begin()
         gc.collect(0)
         probe.end(2)
-    assert probe.gc_collections[1].tolist()[2] >= 1
-    assert probe.gc_collected[1] >= 20_000
-    assert 0 < probe.gc_ns[1] <= probe.wall_ns[1]
-    assert probe.gc_collections[2].tolist()[0] >= 1
+    assert probe.column("gc_collections")[1].tolist()[2] >= 1
+    assert probe.column("gc_collected")[1] >= 20_000
+    assert 0 < probe.column("gc_ns")[1] <= probe.column("wall_ns")[1]
+    assert probe.column("gc_collections")[2].tolist()[0] >= 1
     assert probe.steps == 3
     log = probe.event_log()
     full = [i for i, g in enumerate(log["generation"]) if g == 2 and log["step"][i] == 1]
@@ -52,7 +52,7 @@ def test_pause_brackets_other_callbacks():
             probe.end(0)
     finally:
         gc.callbacks.remove(slow_callback)
-    assert probe.gc_ns[0] >= 20_000_000
+    assert probe.column("gc_ns")[0] >= 20_000_000
 
 
 def test_uninstall_removes_hooks_and_quiet_steps_record_zero():
@@ -68,8 +68,8 @@ def test_uninstall_removes_hooks_and_quiet_steps_record_zero():
     finally:
         gc.enable()
     assert gc.callbacks == before
-    assert probe.gc_ns.tolist() == [0, 0]
-    assert (probe.wall_ns > 0).all()
+    assert probe.column("gc_ns").tolist() == [0, 0]
+    assert (probe.column("wall_ns") > 0).all()
     assert probe.arrays()["gc_collections"] == [[0, 0, 0], [0, 0, 0]]
     assert "alloc_blocks" not in probe.arrays()  # opt-in
 
@@ -82,8 +82,8 @@ def test_pressure_counts_net_new_tracked_objects_across_collections():
             probe.begin()
             keep.append([[] for _ in range(500)])
             probe.end(i)
-    pressure = probe.gc_pressure.tolist()
-    assert probe.gc_collections[:, 0].sum() >= 10  # the young generation was collected many times
+    pressure = probe.column("gc_pressure").tolist()
+    assert probe.column("gc_collections")[:, 0].sum() >= 10  # the young generation was collected many times
     # 500 lists and the list holding them, each step, collections or not (the first step
     # also pays for whatever the interpreter set up on first use)
     assert all(501 <= p <= 502 for p in pressure[1:]), pressure
@@ -98,7 +98,7 @@ def test_pressure_of_a_clean_step_is_zero():
             tmp = [[] for _ in range(100)]  # made and freed within the step
             del tmp
             probe.end(i)
-    assert probe.gc_pressure[1:].tolist() == [0] * 49
+    assert probe.column("gc_pressure")[1:].tolist() == [0] * 49
 
 
 def test_allocated_blocks_when_asked_for():
@@ -108,7 +108,7 @@ def test_allocated_blocks_when_asked_for():
         probe.begin()
         keep.extend(object() for _ in range(5000))
         probe.end(0)
-    assert probe.alloc_blocks[0] >= 5000
+    assert probe.column("alloc_blocks")[0] >= 5000
     assert probe.arrays()["alloc_blocks"][0] >= 5000
 
 

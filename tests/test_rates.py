@@ -188,14 +188,14 @@ def test_the_probe_counts_promotions_and_what_collections_examine():
             window.append([[] for _ in range(50)])  # 51 lists a step, kept 30 steps: promoted
             del window[:-30]
             probe.end(i)
-    older = np.flatnonzero(probe.gc_collections[:, 1])
+    older = np.flatnonzero(probe.column("gc_collections")[:, 1])
     assert len(older) >= 20
     # between the first collection of generation 1 and the last (none full here), 51 a step
-    promoted = probe.gc_promoted[older[1:]].sum() / (older[-1] - older[0])
+    promoted = probe.column("gc_promoted")[older[1:]].sum() / (older[-1] - older[0])
     assert 51 <= promoted <= 53, promoted  # and a cycle or two alive as a collection ran
     threshold = gc.get_threshold()[0]
-    young = probe.gc_collections.sum()  # each examined at least the young generation it started on
-    assert probe.gc_examined.sum() >= (threshold + 1) * young
+    young = probe.column("gc_collections").sum()  # each examined at least the young generation it started on
+    assert probe.column("gc_examined").sum() >= (threshold + 1) * young
     assert not gc.callbacks or probe._start_hook not in gc.callbacks
 
 

@@ -5,26 +5,32 @@ How it works, and why: docs/internals.md, `gcbench.user_loop`.
 
 from __future__ import annotations
 
+import _thread
 import gc
 import os
-import pathlib
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
-# In the order, and with the suites' module, that `gcbench.measure` always loaded: what it
-# imports stays in the user's heap (DESIGN.md, "The worker's heap").
-from .core import files, machineload, metadata
+# What `gcbench.measure` imports stays in the user's heap, whose schedule it measures: a
+# larger oldest generation makes full collections rarer (docs/internals.md, "The probe's
+# footprint"). So before the loop only modules of a few dozen objects each, of the standard
+# library's already loaded ones; numpy, the schema, the analysis and the diagnostics load
+# after the loop, or when explaining.
+from .core import machineload
+from .core.checks import NAME, is_int
 from .core.errors import UsageError, is_interrupt
-from .measuring import diagnose, gc_watch, gcpolicy, results
-from .measuring.cell import NAME, Cell
+from .measuring import gc_watch
 from .measuring.probe import StepProbe, malloc_in_use
-from .running import config  # and the suites' module, which gcbench.measure always loaded (DESIGN.md)
 
+TYPE_CHECKING = False  # typing's own flag without importing typing (900 objects in the measured heap)
 if TYPE_CHECKING:  # names for the annotations only: nothing more is imported into the user's process
+    import pathlib
+    from collections.abc import Callable
     from types import FrameType
+    from typing import Any
 
     from .analysing.explanation_records import Explanation
+    from .measuring import diagnose, results
+    from .measuring.cell import Cell
 
 DEFAULT_CAPACITY = 100_000
 MAX_CAPACITY = 10_000_000  # as many timed steps as a run may have
@@ -52,7 +58,7 @@ def explain_from_env() -> bool:
 def _positive_or_none(name: str, value) -> int | None:
     if value is None:
         return None
-    if not config.is_int(value) or value < 1:
+    if not is_int(value) or value < 1:
         raise UsageError(f"{name} must be a positive integer (or left out), got {value!r}")
     return value
 
@@ -66,16 +72,18 @@ def _check_names(name, variant, policy) -> None:
     if policy is not None:
         if not isinstance(policy, str):
             raise UsageError(f"policy must be a GC policy name (default, freeze, disable, manual:K), got {policy!r}")
+        from .measuring import gcpolicy
+
         gcpolicy.parse(policy)
 
 
 def _check_sizes(warmup, capacity, rss_every) -> None:
     """`measure`'s sizes: integers in range."""
-    if not config.is_int(warmup) or warmup < 0:
+    if not is_int(warmup) or warmup < 0:
         raise UsageError(f"warmup must be a non-negative integer, got {warmup!r}")
-    if not config.is_int(capacity) or not 1 <= capacity <= MAX_CAPACITY:
+    if not is_int(capacity) or not 1 <= capacity <= MAX_CAPACITY:
         raise UsageError(f"capacity must be an integer from 1 to {MAX_CAPACITY:,}, got {capacity!r}")
-    if not config.is_int(rss_every) or rss_every < 0:
+    if not is_int(rss_every) or rss_every < 0:
         raise UsageError(f"rss_every must be a non-negative integer (0: no memory samples), got {rss_every!r}")
 
 
@@ -126,10 +134,13 @@ class Measurement:
         # load is read over the timed steps, or over the whole block where those are too short)
         self._load: list[tuple | None] = [None, None, None]  # machineload snapshots: start, end, entry
         self._load_read: dict = {}  # the machine while the loop ran (machineload.between), read at its end
-        # Explained or not, a loop starts from the same heap: the diagnosis is made in both
-        # cases, and started in both (watching only when explaining), so that explaining does
-        # not move the schedule it explains (its objects are there either way)
-        self._diagnosis = diagnose.Diagnosis(capacity if self.explain else 0, sites=self.sites, site_steps=None)
+        # The diagnosis, explaining only: its module and objects (2,000 and more) would move the
+        # schedule of a loop that is only timed
+        self._diagnosis: diagnose.Diagnosis | None = None
+        if self.explain:
+            from .measuring import diagnose
+
+            self._diagnosis = diagnose.Diagnosis(capacity, sites=self.sites, site_steps=None)
         if sys.version_info < (3, 11):
             _first_calls(self._diagnosis)
         self._user_file = _caller_file()
@@ -170,19 +181,20 @@ class Measurement:
     def _off_steps(self) -> int:
         """The timed steps that began with the collector off."""
         n = self._timed.steps
-        return n - int(self._timed.gc_enabled[:n].sum())
+        return n - int(self._timed.column("gc_enabled", n).sum())
 
     # -- the context managers ---------------------------------------------------------
     def __enter__(self) -> Measurement:
-        import threading
-
-        self._thread = threading.get_ident()  # steps come from this thread (said where they do not)
+        self._thread = _thread.get_ident()  # steps come from this thread (said where they do not)
         self._active = True
         self._load[2] = machineload.snapshot()
-        diagnose.USER_FILES.add(self._user_file)
-        if self._user_file:  # the user's own modules beside their loop are theirs too
-            diagnose.USER_DIRS.add(os.path.dirname(self._user_file))
-        self._diagnosis.sites = self.sites  # as set between construction and entry (a GC budget sets it)
+        if self._diagnosis is not None:
+            from .measuring import diagnose
+
+            diagnose.USER_FILES.add(self._user_file)
+            if self._user_file:  # the user's own modules beside their loop are theirs too
+                diagnose.USER_DIRS.add(os.path.dirname(self._user_file))
+            self._diagnosis.sites = self.sites  # as set between construction and entry (a GC budget sets it)
         if not self.warmup:
             self._start_timed()
         self._timed.prepare()  # its hooks, bound before the steps: installing them between two allocates nothing
@@ -208,7 +220,7 @@ class Measurement:
                 # of a few hundred ms on a busy machine is known to be loaded (its times are then not judged)
                 after = machineload.now(cores, machineload.MIN_SECONDS)
                 self._load_read = dict(after, load_window="after") if after else {}
-        if self._diagnosis.started:
+        if self._diagnosis is not None and self._diagnosis.started:
             self._diagnosis.stop(self._timed.steps)
         self._active = False
         if exc_type is None:  # one that landed after the last step, in a collection between steps
@@ -239,12 +251,15 @@ class Measurement:
                     self._watch_gc(True)
         # the C allocator's bytes first: its first reading makes the objects that read it (a ctypes
         # structure), which must exist before the count of the loop's own begins
-        self._malloc[0] = malloc_in_use()
+        self._malloc[0] = malloc_in_use(load=False)  # where ctypes is loaded already: not for gcbench alone
         self._gc_enabled, self._frozen, self._thresholds = gc.isenabled(), gc.get_freeze_count(), gc.get_threshold()
         # gcbench's own objects before the count: the growth is the loop's
         self._load[0] = machineload.snapshot()
-        self._diagnosis.start(watch=self.explain)
-        self._tracked_start = self._diagnosis.tracked_at_start
+        if self._diagnosis is not None:
+            self._diagnosis.start(watch=True)
+            self._tracked_start = self._diagnosis.tracked_at_start
+        else:
+            self._tracked_start = len(gc.get_objects())
         self._old[0] = older_objects()
         self._timed.start_clock()  # the gap before the first timed step is the loop's too
 
@@ -271,13 +286,15 @@ class Measurement:
         while one ran), at a step's boundary: CPython would have lost it. Runs at every
         step's boundary: attribute reads only, no object made."""
         if self._interrupt is not None or self._timed.interrupted is not None or \
-                self._warm.interrupted is not None or self._diagnosis.interrupted is not None:
+                self._warm.interrupted is not None or \
+                (self._diagnosis is not None and self._diagnosis.interrupted is not None):
             self._raise_kept()
 
     def _raise_kept(self) -> None:
-        e = self._interrupt or self._timed.take_interrupt() or self._warm.take_interrupt() or \
-            self._diagnosis.interrupted
-        self._interrupt = self._diagnosis.interrupted = None
+        e = self._interrupt or self._timed.take_interrupt() or self._warm.take_interrupt()
+        self._interrupt = None
+        if self._diagnosis is not None:
+            e, self._diagnosis.interrupted = e or self._diagnosis.interrupted, None
         if e is not None:
             raise e
 
@@ -286,9 +303,7 @@ class Measurement:
         if not self._active:
             raise UsageError("a step outside `with gcbench.measure(...)`")
         if self._in_step:
-            import threading
-
-            if threading.get_ident() != self._thread:
+            if _thread.get_ident() != self._thread:
                 raise UsageError("steps from another thread: a measurement's steps must come from the thread that "
                                  "entered `with gcbench.measure(...)` (measure each thread's loop on its own)")
             raise UsageError("a step inside a step: `m.step()` brackets one step and does not nest")
@@ -299,7 +314,7 @@ class Measurement:
             self._timed.install()
         if self._probe is self._timed and self._timed.steps >= self._timed.capacity:
             raise UsageError(f"more than {self._timed.capacity:,} timed steps: pass a larger capacity=")
-        if self._probe is self._timed:  # explained or not: the same steps
+        if self._diagnosis is not None and self._probe is self._timed:
             self._diagnosis.begin_step(self._timed.steps)
         self._in_step = True
         self._probe.begin()
@@ -310,7 +325,7 @@ class Measurement:
             probe.end(probe.steps)
             self._in_step = False
             self._n += 1
-            if probe is self._timed:
+            if self._diagnosis is not None and probe is self._timed:
                 self._diagnosis.end_step(probe.steps - 1)
             self._raise_interrupt()
         elif self._in_step:  # the step raised: it is not a timed step (the exception goes on)
@@ -327,7 +342,7 @@ class Measurement:
     @property
     def diagnosis_cpu_ns(self) -> int:
         """The CPU time the diagnostics spent inside the collector's pauses (explain=True)."""
-        return self._diagnosis.spent_cpu_ns
+        return self._diagnosis.spent_cpu_ns if self._diagnosis is not None else 0
 
     @property
     def steps(self) -> int:
@@ -344,6 +359,8 @@ class Measurement:
         return self.policy or ("disable" if (off * 2 >= n if n else off) else "default")
 
     def _cell(self) -> Cell:
+        from .measuring.cell import Cell
+
         return Cell("user", self.name, self.policy_name, 0, self.networks or 1, 0, self._timed.steps, self.warmup, 0, 1)
 
     def _check_measured(self) -> None:
@@ -356,6 +373,9 @@ class Measurement:
         read by attribute (`.to_doc()`: as JSON holds it); with `lists=False` its per-step
         arrays stay numpy arrays (what summary and save use: a list costs about 36 bytes a
         step per array)."""
+        from .core import metadata
+        from .measuring import results
+
         self._check_measured()
         cell = self._cell()
         meta = metadata.collect()
@@ -405,8 +425,8 @@ class Measurement:
         makes after it (what `kept` returns is gcbench's, not the loop's), and without the
         diagnosis's own."""
         if self._tracked_end < 0:
-            own = self._diagnosis.own_tracked()
-            self._malloc[1] = malloc_in_use()
+            own = self._diagnosis.own_tracked() if self._diagnosis is not None else 0
+            self._malloc[1] = malloc_in_use() if self._malloc[0] is not None else None
             self._old[1] = older_objects()
             self._tracked_end = len(gc.get_objects()) - own
 
@@ -416,7 +436,13 @@ class Measurement:
         if not self.explain:
             raise UsageError("what a loop kept is known only when it is explained: measure with explain=True")
         self._count_tracked_end()
-        return self._diagnosis.survivors()
+        return self._explained().survivors()
+
+    def _explained(self) -> diagnose.Diagnosis:
+        """The diagnosis of an explained loop (made only when explaining)."""
+        if self._diagnosis is None:
+            raise UsageError("no explanation: measure with explain=True (or GCBENCH_EXPLAIN=1)")
+        return self._diagnosis
 
     def explanation(self) -> Explanation:
         """With `explain=True`: what the collector did and why (what `gcbench explain`
@@ -426,7 +452,7 @@ class Measurement:
         if not self.explain:
             raise UsageError("no explanation: measure with explain=True (or GCBENCH_EXPLAIN=1)")
         self._check_measured()
-        return gc_causes.of_user_loop(self._diagnosis.to_json(), self._cell(), self.variant, self._user_file,
+        return gc_causes.of_user_loop(self._explained().to_json(), self._cell(), self.variant, self._user_file,
                                     self.collector_state())
 
     def __repr__(self) -> str:
@@ -448,6 +474,7 @@ class Measurement:
         With `explain=True`, write the explanation into the folder's explain.json instead."""
         if self.explain:
             from .analysing import gc_causes
+            from .core import files
 
             expl = self.explanation()
             folder = files.make_folder(folder, "results folder")
@@ -458,6 +485,9 @@ class Measurement:
     def save_result(self, folder: str | os.PathLike) -> pathlib.Path:
         """Write the result document into `folder` as the next repeat of this loop (whatever
         `explain` says: a GC budget keeps its counts, whose timings its diagnostics disturb)."""
+        from .core import files
+        from .measuring import results
+
         doc = self.result(lists=False)
         folder = files.make_folder(folder, "results folder")
         repeat = 0
@@ -487,14 +517,15 @@ def _caller_file() -> str:
     return os.path.realpath(frame.f_code.co_filename) if frame is not None else ""
 
 
-def _first_calls(diagnosis: diagnose.Diagnosis) -> None:
+def _first_calls(diagnosis: diagnose.Diagnosis | None) -> None:
     """CPython 3.10 allocates a frame object, which the collector tracks, at a function's
     first call, and reuses it afterwards (3.11 keeps frames off the heap): the functions a
     step boundary calls are called once here, before the loop, so that the first boundary
     of the timed steps makes no object a collection could start on. Each leaves what it
     touched as it was."""
-    diagnosis.begin_step(0)
-    diagnosis.end_step(-1)  # back to step -1, none done
+    if diagnosis is not None:
+        diagnosis.begin_step(0)
+        diagnosis.end_step(-1)  # back to step -1, none done
     probe = StepProbe(1, rss_every=1)  # its end samples the RSS too
     probe.begin()
     probe.dispatched()

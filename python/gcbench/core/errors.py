@@ -7,7 +7,10 @@ is a bug in gcbench and keeps its traceback.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+
+TYPE_CHECKING = False  # typing's own flag: `gcbench.measure` imports this before the loop it measures
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 # around an option's name in a message: this process's own, so that no text a message quotes
 # (a path, a name read from a file) can pose as one

@@ -5,12 +5,8 @@ an environment, once), and the names people read for it. The worker runs a cell;
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from .workloads import BATCH_SIZE
-
-# What a suite, a user loop or a variant may be called (a file name, and a label's part).
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 
 
 def cell_label(backend: str, workload: str, policy: str, repeat: int = 0, env: str | None = None,

@@ -12,23 +12,24 @@ without recording twice.
 
 from __future__ import annotations
 
+import _thread
 import gc
 import sys
-import threading
-from collections.abc import Callable
-from types import FrameType
-from typing import Protocol
+
+TYPE_CHECKING = False  # typing's own flag without importing typing or threading (the measured heap's)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import FrameType
+    from typing import Protocol
+
+    class Listener(Protocol):
+        def gc_called(self, name: str, caller: FrameType) -> None:
+            """`gc.<name>` was called from `caller` (record it without making a tracked object)."""
 
 WATCHED = ("disable", "enable", "freeze")  # the calls that change what the collector may do
 
-
-class Listener(Protocol):
-    def gc_called(self, name: str, caller: FrameType) -> None:
-        """`gc.<name>` was called from `caller` (record it without making a tracked object)."""
-
-
 _ORIGINAL = {name: getattr(gc, name) for name in WATCHED}  # as gc had them when gcbench was imported
-_lock = threading.Lock()
+_lock = _thread.allocate_lock()
 _listeners: list[Listener] = []
 _replaced: dict[str, Callable] = {}  # what each watcher replaced in gc, while it is in place
 _inside: set[int] = set()  # threads inside a watcher now
@@ -38,7 +39,7 @@ def _watcher(name: str) -> Callable:
     original = _ORIGINAL[name]
 
     def watcher(*args):
-        me = threading.get_ident()
+        me = _thread.get_ident()
         if me in _inside:  # called from inside itself: the original, once, unrecorded
             return original(*args)
         _inside.add(me)

@@ -6,15 +6,42 @@ How it works, and why: docs/internals.md, `gcbench.measuring.probe`.
 from __future__ import annotations
 
 import gc
+import mmap
 import os
 import sys
 import time
-import types
-from collections.abc import Callable
 
-import numpy as np
+TYPE_CHECKING = False  # typing's own flag without importing typing (900 objects in the measured heap)
+if TYPE_CHECKING:  # annotations only: numpy, typing's aliases and the rest load after the loop, if at all
+    from collections.abc import Callable
+    from types import FrameType
+
+    import numpy as np
 
 GENERATIONS = 3
+# The probe's columns: one item a step; three a step (a count per generation); one a logged collection
+STEP_COLUMNS = ("wall_ns", "gc_ns", "cpu_ns", "gc_cpu_ns", "gc_collected", "gc_pressure", "gc_examined", "gc_promoted",
+                "host_ns", "gap_ns", "gap_gc_ns", "gap_cpu_ns", "gap_gc_cpu_ns")
+GENERATION_COLUMNS = ("gc_collections", "gap_collections", "gc_explicit")
+EVENT_COLUMNS = ("ev_step", "ev_generation", "ev_pause", "ev_collected", "ev_examined")
+_ITEM = {"q": 8, "b": 1}  # bytes of an item of each format
+
+
+def columns(sizes: dict[str, tuple[int, str]]) -> dict[str, memoryview]:
+    """Zeroed columns of `sizes` (items, and their format: "q" a 64-bit integer, "b" a byte),
+    each a memoryview into one anonymous memory map. Pages the steps never reach are never
+    touched (the resident set grows with the steps taken, as numpy's zeros did), nothing in
+    them is an object the collector tracks, and numpy is not imported before the loop: its
+    10,000 objects would join the heap whose schedule is measured (numpy reads them after,
+    `StepProbe.column`). The 64-bit columns come first, so every item is aligned."""
+    order = sorted(sizes, key=lambda name: -_ITEM[sizes[name][1]])
+    region = mmap.mmap(-1, max(sum(n * _ITEM[f] for n, f in sizes.values()), 1))
+    whole, out, at = memoryview(region), {}, 0
+    for name in order:
+        n, f = sizes[name]
+        out[name] = whole[at:at + n * _ITEM[f]].cast(f)  # type: ignore[call-overload]  # "q" and "b" are formats
+        at += n * _ITEM[f]
+    return {name: out[name] for name in sizes}
 
 
 class StepProbe:
@@ -28,37 +55,59 @@ class StepProbe:
                 probe.end(i)
     """
 
+    # The columns (`columns`), step i's item at i; a column of generations holds three a
+    # step, step i's at 3i, 3i + 1 and 3i + 2; `column(name)` reads one as numpy after the loop.
+    wall_ns: memoryview
+    gc_ns: memoryview
+    cpu_ns: memoryview  # the step in the thread's CPU time
+    gc_cpu_ns: memoryview
+    gc_collected: memoryview
+    gc_pressure: memoryview
+    # per step, with the gap before it (every collection the loop pays for): the objects the
+    # collections examined (the generations each scanned, frozen objects excluded), and the
+    # objects that survived a collection of generation 1 into the oldest (promotions)
+    gc_examined: memoryview
+    gc_promoted: memoryview
+    host_ns: memoryview
+    gap_ns: memoryview  # before each step: since the previous one ended, its pauses, in wall and CPU time
+    gap_gc_ns: memoryview
+    gap_cpu_ns: memoryview
+    gap_gc_cpu_ns: memoryview
+    gc_collections: memoryview
+    gap_collections: memoryview
+    gc_explicit: memoryview  # explicit collections (gc.collect() calls)
+    gc_enabled: memoryview  # the collector on (1) or off (0) as each step began
+    alloc_blocks: memoryview
+    ev_step: memoryview  # per logged collection
+    ev_generation: memoryview
+    ev_pause: memoryview
+    ev_collected: memoryview
+    ev_examined: memoryview
+    rss_step: memoryview
+    rss_bytes: memoryview
+    old_after_full_step: memoryview
+    old_after_full_size: memoryview
+
     def __init__(self, capacity: int, alloc_blocks: bool = False, event_capacity: int | None = None,
                  rss_every: int = 0):
         self.capacity = capacity
         self.alloc_blocks_enabled = alloc_blocks
-        self.wall_ns = np.zeros(capacity, np.int64)
-        self.gc_ns = np.zeros(capacity, np.int64)
-        self.cpu_ns = np.zeros(capacity, np.int64)
-        self.gc_cpu_ns = np.zeros(capacity, np.int64)
-        self.gc_collections = np.zeros((capacity, GENERATIONS), np.int64)
-        self.gc_collected = np.zeros(capacity, np.int64)
-        self.gc_pressure = np.zeros(capacity, np.int64)
-        # per step, with the gap before it (every collection the loop pays for): the objects the
-        # collections examined (the generations each scanned, frozen objects excluded), and the
-        # objects that survived a collection of generation 1 into the oldest (promotions)
-        self.gc_examined = np.zeros(capacity, np.int64)
-        self.gc_promoted = np.zeros(capacity, np.int64)
-        self.alloc_blocks = np.zeros(capacity if alloc_blocks else 0, np.int64)
-        self.host_ns = np.zeros(capacity, np.int64)
-        self.gap_ns = np.zeros(capacity, np.int64)  # before each step: since the previous one ended
-        self.gap_gc_ns = np.zeros(capacity, np.int64)
-        self.gap_cpu_ns = np.zeros(capacity, np.int64)  # the gap in the thread's CPU time, and its pauses'
-        self.gap_gc_cpu_ns = np.zeros(capacity, np.int64)
-        self.gap_collections = np.zeros((capacity, GENERATIONS), np.int64)
-        self.gc_enabled = np.zeros(capacity, np.int8)  # the collector on (1) or off (0) as each step began
-        self.host_marked = 0  # steps whose host time was marked (all of them, or none)
         ecap = event_capacity if event_capacity is not None else 2 * capacity + 256
-        self.ev_step = np.zeros(ecap, np.int64)
-        self.ev_generation = np.zeros(ecap, np.int64)
-        self.ev_pause = np.zeros(ecap, np.int64)
-        self.ev_collected = np.zeros(ecap, np.int64)
-        self.ev_examined = np.zeros(ecap, np.int64)
+        # resident set size, every `rss_every` steps (0: never; or where /proc is absent)
+        self.rss_every = rss_every if rss_every > 0 and _statm_fd() is not None else 0
+        n_rss = capacity // self.rss_every + 2 if self.rss_every else 0
+        # Per-step columns, flat (a row of three generations is three items: step i's at
+        # 3i, 3i + 1, 3i + 2), in one anonymous memory map (`columns`)
+        views = columns({**dict.fromkeys(STEP_COLUMNS, (capacity, "q")),
+                         **dict.fromkeys(GENERATION_COLUMNS, (capacity * GENERATIONS, "q")),
+                         **dict.fromkeys(EVENT_COLUMNS, (ecap, "q")),
+                         "alloc_blocks": (capacity if alloc_blocks else 0, "q"),
+                         "rss_step": (n_rss, "q"), "rss_bytes": (n_rss, "q"),
+                         "old_after_full_step": (64, "q"), "old_after_full_size": (64, "q"),
+                         "gc_enabled": (capacity, "b")})
+        for name, view in views.items():
+            setattr(self, name, view)
+        self.host_marked = 0  # steps whose host time was marked (all of them, or none)
         self.events = 0
         self.events_dropped = 0
         # collections outside any step: their pauses (wall and CPU), per generation, and objects collected
@@ -67,8 +116,7 @@ class StepProbe:
         self.between_gen = [0] * GENERATIONS
         self.between_collected = 0
         self.between_explicit = [0] * GENERATIONS
-        # explicit collections (gc.collect() calls): per step, in all, and by the calling line
-        self.gc_explicit = np.zeros((capacity, GENERATIONS), np.int64)
+        # explicit collections: in all, and by the calling line
         self.explicit_sites: dict[str, int] = {}
         self.user_files: frozenset[str] = frozenset()  # a user's loop: its files, where explicit calls are named
         self._explicit_totals = [0] * GENERATIONS
@@ -80,11 +128,6 @@ class StepProbe:
         self._between_gen_end = [0] * GENERATIONS
         self.first_t0 = 0  # the first step's start and the last step's end: the loop's span
         self.last_t1 = 0
-        # resident set size, every `rss_every` steps (0: never; or where /proc is absent)
-        self.rss_every = rss_every if rss_every > 0 and _statm_fd() is not None else 0
-        n_rss = capacity // self.rss_every + 2 if self.rss_every else 0
-        self.rss_step = np.zeros(n_rss, np.int64)
-        self.rss_bytes = np.zeros(n_rss, np.int64)
         self.rss_samples = 0
         self._next_rss = 0
         # Running totals updated by the callbacks; steps take differences of them.
@@ -100,8 +143,6 @@ class StepProbe:
         # full collections seen, the oldest generation's size as last listed, and whether to list
         # it again as the step ends; and those step-end sizes (at most one per power of two)
         self._oldest = [0, 0, 0]
-        self.old_after_full_step = np.zeros(64, np.int64)
-        self.old_after_full_size = np.zeros(64, np.int64)
         self.old_after_full_n = 0
         self._reset_total = 0  # gen-0 counts found by collections when they started
         self._gen_totals = [0] * GENERATIONS
@@ -168,7 +209,7 @@ class StepProbe:
                 if self._explicit_now:  # the line that called it: in the user's own files where known, and
                     # the library's line that called gc.collect() beside it ("train.py:45 via lib.py:88")
                     inner = sys._getframe(2)  # past `_on_start`, which calls this body
-                    frame: types.FrameType | None = inner
+                    frame: FrameType | None = inner
                     while self.user_files and frame is not None and frame.f_code.co_filename not in self.user_files:
                         frame = frame.f_back
                     caller = frame or inner
@@ -278,8 +319,8 @@ class StepProbe:
         self._t_host = 0
         i = self.steps
         if i < self.capacity:  # the gap before this step: its collections, read before the clock starts
-            b, e, row = self.between_gen, self._between_gen_end, self.gap_collections[i]
-            row[0], row[1], row[2] = b[0] - e[0], b[1] - e[1], b[2] - e[2]
+            b, e, row, at = self.between_gen, self._between_gen_end, self.gap_collections, 3 * i
+            row[at], row[at + 1], row[at + 2] = b[0] - e[0], b[1] - e[1], b[2] - e[2]
             self.gap_gc_ns[i] = self.between_ns - self._between_ns_end
             self.gap_gc_cpu_ns[i] = self.between_cpu_ns - self._between_cpu_end
             self.gc_enabled[i] = gc.isenabled()
@@ -314,10 +355,10 @@ class StepProbe:
         self.gc_ns[i] = self._pause_total - self._pause0
         self.cpu_ns[i] = c1 - self._c0
         self.gc_cpu_ns[i] = self._pause_cpu_total - self._pause_cpu0
-        x, x0, row = self._explicit_totals, self._explicit0, self.gc_explicit[i]
-        row[0], row[1], row[2] = x[0] - x0[0], x[1] - x0[1], x[2] - x0[2]
-        g, g0, row = self._gen_totals, self._gen0, self.gc_collections[i]
-        row[0], row[1], row[2] = g[0] - g0[0], g[1] - g0[1], g[2] - g0[2]
+        x, x0, row, at = self._explicit_totals, self._explicit0, self.gc_explicit, 3 * i
+        row[at], row[at + 1], row[at + 2] = x[0] - x0[0], x[1] - x0[1], x[2] - x0[2]
+        g, g0, row = self._gen_totals, self._gen0, self.gc_collections
+        row[at], row[at + 1], row[at + 2] = g[0] - g0[0], g[1] - g0[1], g[2] - g0[2]
         self.gc_collected[i] = self._collected_total - self._collected0
         self.gc_examined[i] = self._examined_total - self._examined_end  # the gap before the step, and the step
         self.gc_promoted[i] = self._promoted_total - self._promoted_end
@@ -365,7 +406,8 @@ class StepProbe:
         """Forget the step begun last (it raised): nothing is recorded for it, and the
         collections logged during it count as between steps (step -1)."""
         k = min(self.events, len(self.ev_step))
-        self.ev_step[min(self._events0, k):k] = -1
+        for e in range(min(self._events0, k), k):
+            self.ev_step[e] = -1
         self.between_ns += self._pause_total - self._pause0
         self.between_cpu_ns += self._pause_cpu_total - self._pause_cpu0
         for gen in range(GENERATIONS):
@@ -380,34 +422,46 @@ class StepProbe:
         """GC pause time since install, inside steps or not."""
         return self._pause_total
 
+    def column(self, name: str, n: int | None = None) -> np.ndarray:
+        """Column `name` of the first `n` steps (by default those taken; an event column: the
+        collections logged) as a numpy array, a view of the probe's own memory: a column of
+        generations has a row of three a step."""
+        import numpy as np
+
+        view = getattr(self, name)
+        if n is None:
+            n = self.events if name in EVENT_COLUMNS else self.steps
+        width = GENERATIONS if name in GENERATION_COLUMNS else 1
+        values = np.frombuffer(view, np.int8 if view.format == "b" else np.int64, count=n * width)
+        return values.reshape(n, width) if width > 1 else values
+
     def arrays(self, lists: bool = True) -> dict:
         """The per-step arrays of the steps taken: as lists (a document's JSON values), or
         with `lists=False` as numpy arrays, which summaries and files.json_bytes take as they
         are (a list of Python integers costs about 36 bytes a step per array)."""
         n = self.steps
-        out: dict[str, np.ndarray] = {"wall_ns": self.wall_ns[:n], "gc_ns": self.gc_ns[:n], "cpu_ns": self.cpu_ns[:n],
-               "gc_cpu_ns": self.gc_cpu_ns[:n], "gc_collections": self.gc_collections[:n],
-               "gc_collected": self.gc_collected[:n], "gc_pressure": self.gc_pressure[:n],
-               "gc_examined": self.gc_examined[:n], "gc_promoted": self.gc_promoted[:n]}
+        names = ["wall_ns", "gc_ns", "cpu_ns", "gc_cpu_ns", "gc_collections", "gc_collected", "gc_pressure",
+                 "gc_examined", "gc_promoted"]
         if self.alloc_blocks_enabled:
-            out["alloc_blocks"] = self.alloc_blocks[:n]
+            names.append("alloc_blocks")
         if n and self.host_marked == n:
-            out["host_ns"] = self.host_ns[:n]
+            names.append("host_ns")
         if n:
-            out.update(gap_ns=self.gap_ns[:n], gap_gc_ns=self.gap_gc_ns[:n], gap_collections=self.gap_collections[:n],
-                       gap_cpu_ns=self.gap_cpu_ns[:n], gap_gc_cpu_ns=self.gap_gc_cpu_ns[:n],
-                       gc_explicit=self.gc_explicit[:n], gc_enabled=self.gc_enabled[:n])
+            names += ["gap_ns", "gap_gc_ns", "gap_collections", "gap_cpu_ns", "gap_gc_cpu_ns", "gc_explicit",
+                      "gc_enabled"]
+        out = {name: self.column(name, n).copy() for name in names}  # copies: the probe's memory may go
         return {k: v.tolist() for k, v in out.items()} if lists else out
 
     def between_steps(self) -> dict:
         """The collections that fell outside every step (the loop's own code between
         steps), and the loop's span: from the first step's start to the last one's end."""
+        k = self.old_after_full_n
         return {"gc_ns": int(self.between_ns), "gc_cpu_ns": int(self.between_cpu_ns),
                 "collections": list(self.between_gen),
                 "collected": int(self.between_collected), "explicit": list(self.between_explicit),
                 "examined": int(self._examined_total), "promoted": int(self._promoted_total),
-                "old_after_full": {"step": self.old_after_full_step[:self.old_after_full_n].tolist(),
-                                   "objects": self.old_after_full_size[:self.old_after_full_n].tolist()},
+                "old_after_full": {"step": self.old_after_full_step[:k].tolist(),
+                                   "objects": self.old_after_full_size[:k].tolist()},
                 "explicit_sites": dict(self.explicit_sites),
                 "span_ns": int(self.last_t1 - self.first_t0) if self.steps else 0}
 
@@ -472,12 +526,16 @@ def explicit(count: int) -> bool:
 _MALLINFO: list = []  # [the C allocator's mallinfo2, or None where there is none], once looked up
 
 
-def malloc_in_use() -> int | None:
+def malloc_in_use(load: bool = True) -> int | None:
     """Bytes the C allocator has handed out and not taken back (glibc 2.33+'s `mallinfo2`:
     its arenas and its mmapped blocks): what objects too large for Python's own allocator
     (bytes, arrays' data, buffers) hold, tracked by the collector or not. None where the
-    C library has no `mallinfo2`. Makes objects (a ctypes structure): call it outside the
+    C library has no `mallinfo2`, and, with `load=False`, where ctypes is not loaded yet
+    (importing it adds 600 objects to the heap: a loop of plain Python, which never loaded
+    it, is measured without). Makes objects (a ctypes structure): call it outside the
     steps, as `gcbench.measure` does at the first timed step and at the end."""
+    if not _MALLINFO and not load and "ctypes" not in sys.modules:
+        return None
     if not _MALLINFO:
         import ctypes
 

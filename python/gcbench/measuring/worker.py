@@ -202,7 +202,7 @@ def measure_python(trainer, schedule, cell: Cell, policy: gcpolicy.GCPolicy, pro
         "between_steps": probe.between_steps(),
         "loss": {"step": loss_steps, "value": loss_values},
         "probe": {"bracket_ok": bracket_ok,
-                  "gc_outside_steps_ns": probe.total_gc_ns - int(probe.gc_ns[: probe.steps].sum()),
+                  "gc_outside_steps_ns": probe.total_gc_ns - int(probe.column("gc_ns").sum()),
                   "bookkeeping_entries": len(history)},
         "gc_state": gc_state,
         "load": load,

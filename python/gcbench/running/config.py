@@ -23,10 +23,11 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 from ..core import files
+from ..core.checks import NAME, is_int
 from ..core.errors import UsageError
 from ..measuring import gcpolicy
 from ..measuring.backends import BACKENDS, get_backend
-from ..measuring.cell import NAME, Cell
+from ..measuring.cell import Cell
 from ..measuring.workloads import BATCH_SIZE, get_workload
 from .cluster_options import SlurmOptions
 
@@ -37,10 +38,6 @@ MAX_STEPS = 10_000_000  # beyond this, per-step arrays alone outgrow any machine
 MAX_NETWORKS = 100_000
 MAX_BATCH = 65_536
 
-
-def is_int(value) -> bool:
-    """An integer that is not a bool (JSON and TOML give both)."""
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _int_in(what: str, value, low: int, high: int) -> None:
