@@ -1,6 +1,8 @@
 import gc
 import time
 
+import pytest
+
 from gcbench.measuring.probe import StepProbe
 
 
@@ -132,3 +134,23 @@ def test_host_time_ends_where_the_loop_says_the_step_was_dispatched():
             plain.begin()
             plain.end(i)
     assert "host_ns" not in plain.arrays()
+
+
+def test_the_arrays_of_before_0_3_are_read_with_a_deprecation_warning():
+    """`probe.wall_ns` was a numpy array of the whole capacity: it still is, with a warning
+    that names `probe.column`, which reads the steps taken; a name that never was one is
+    an AttributeError as before."""
+    probe = StepProbe(4)
+    with probe:
+        for i in range(2):
+            probe.begin()
+            probe.end(i)
+    with pytest.warns(DeprecationWarning, match=r"probe.column\('wall_ns'\)"):
+        old = probe.wall_ns
+    assert old.shape == (4,)
+    assert old[:2].tolist() == probe.column("wall_ns").tolist()
+    assert (old[:2] > 0).all()
+    with pytest.warns(DeprecationWarning, match="StepProbe.gc_collections is deprecated"):
+        assert probe.gc_collections.shape == (4, 3)
+    with pytest.raises(AttributeError, match="no attribute 'wall'"):
+        probe.wall  # noqa: B018

@@ -25,6 +25,9 @@ STEP_COLUMNS = ("wall_ns", "gc_ns", "cpu_ns", "gc_cpu_ns", "gc_collected", "gc_p
 GENERATION_COLUMNS = ("gc_collections", "gap_collections", "gc_explicit")
 EVENT_COLUMNS = ("ev_step", "ev_generation", "ev_pause", "ev_collected", "ev_examined")
 _ITEM = {"q": 8, "b": 1}  # bytes of an item of each format
+# the numpy arrays StepProbe had as attributes before 0.3: read through `column` since
+DEPRECATED_ARRAYS = frozenset({*STEP_COLUMNS, *GENERATION_COLUMNS, *EVENT_COLUMNS, "gc_enabled", "alloc_blocks",
+                               "rss_step", "rss_bytes", "old_after_full_step", "old_after_full_size"})
 
 
 def columns(sizes: dict[str, tuple[int, str]]) -> dict[str, memoryview]:
@@ -57,36 +60,36 @@ class StepProbe:
 
     # The columns (`columns`), step i's item at i; a column of generations holds three a
     # step, step i's at 3i, 3i + 1 and 3i + 2; `column(name)` reads one as numpy after the loop.
-    wall_ns: memoryview
-    gc_ns: memoryview
-    cpu_ns: memoryview  # the step in the thread's CPU time
-    gc_cpu_ns: memoryview
-    gc_collected: memoryview
-    gc_pressure: memoryview
+    _wall_ns: memoryview
+    _gc_ns: memoryview
+    _cpu_ns: memoryview  # the step in the thread's CPU time
+    _gc_cpu_ns: memoryview
+    _gc_collected: memoryview
+    _gc_pressure: memoryview
     # per step, with the gap before it (every collection the loop pays for): the objects the
     # collections examined (the generations each scanned, frozen objects excluded), and the
     # objects that survived a collection of generation 1 into the oldest (promotions)
-    gc_examined: memoryview
-    gc_promoted: memoryview
-    host_ns: memoryview
-    gap_ns: memoryview  # before each step: since the previous one ended, its pauses, in wall and CPU time
-    gap_gc_ns: memoryview
-    gap_cpu_ns: memoryview
-    gap_gc_cpu_ns: memoryview
-    gc_collections: memoryview
-    gap_collections: memoryview
-    gc_explicit: memoryview  # explicit collections (gc.collect() calls)
-    gc_enabled: memoryview  # the collector on (1) or off (0) as each step began
-    alloc_blocks: memoryview
-    ev_step: memoryview  # per logged collection
-    ev_generation: memoryview
-    ev_pause: memoryview
-    ev_collected: memoryview
-    ev_examined: memoryview
-    rss_step: memoryview
-    rss_bytes: memoryview
-    old_after_full_step: memoryview
-    old_after_full_size: memoryview
+    _gc_examined: memoryview
+    _gc_promoted: memoryview
+    _host_ns: memoryview
+    _gap_ns: memoryview  # before each step: since the previous one ended, its pauses, in wall and CPU time
+    _gap_gc_ns: memoryview
+    _gap_cpu_ns: memoryview
+    _gap_gc_cpu_ns: memoryview
+    _gc_collections: memoryview
+    _gap_collections: memoryview
+    _gc_explicit: memoryview  # explicit collections (gc.collect() calls)
+    _gc_enabled: memoryview  # the collector on (1) or off (0) as each step began
+    _alloc_blocks: memoryview
+    _ev_step: memoryview  # per logged collection
+    _ev_generation: memoryview
+    _ev_pause: memoryview
+    _ev_collected: memoryview
+    _ev_examined: memoryview
+    _rss_step: memoryview
+    _rss_bytes: memoryview
+    _old_after_full_step: memoryview
+    _old_after_full_size: memoryview
 
     def __init__(self, capacity: int, alloc_blocks: bool = False, event_capacity: int | None = None,
                  rss_every: int = 0):
@@ -106,7 +109,7 @@ class StepProbe:
                          "old_after_full_step": (64, "q"), "old_after_full_size": (64, "q"),
                          "gc_enabled": (capacity, "b")})
         for name, view in views.items():
-            setattr(self, name, view)
+            setattr(self, f"_{name}", view)
         self.host_marked = 0  # steps whose host time was marked (all of them, or none)
         self.events = 0
         self.events_dropped = 0
@@ -252,12 +255,12 @@ class StepProbe:
                 if explicit:
                     self.between_explicit[gen] += 1
             k = self.events
-            if k < len(self.ev_step):
-                self.ev_step[k] = self._current
-                self.ev_generation[k] = gen
-                self.ev_pause[k] = pause
-                self.ev_collected[k] = collected
-                self.ev_examined[k] = seen
+            if k < len(self._ev_step):
+                self._ev_step[k] = self._current
+                self._ev_generation[k] = gen
+                self._ev_pause[k] = pause
+                self._ev_collected[k] = collected
+                self._ev_examined[k] = seen
                 self.events = k + 1
             else:
                 self.events_dropped += 1
@@ -319,19 +322,19 @@ class StepProbe:
         self._t_host = 0
         i = self.steps
         if i < self.capacity:  # the gap before this step: its collections, read before the clock starts
-            b, e, row, at = self.between_gen, self._between_gen_end, self.gap_collections, 3 * i
+            b, e, row, at = self.between_gen, self._between_gen_end, self._gap_collections, 3 * i
             row[at], row[at + 1], row[at + 2] = b[0] - e[0], b[1] - e[1], b[2] - e[2]
-            self.gap_gc_ns[i] = self.between_ns - self._between_ns_end
-            self.gap_gc_cpu_ns[i] = self.between_cpu_ns - self._between_cpu_end
-            self.gc_enabled[i] = gc.isenabled()
+            self._gap_gc_ns[i] = self.between_ns - self._between_ns_end
+            self._gap_gc_cpu_ns[i] = self.between_cpu_ns - self._between_cpu_end
+            self._gc_enabled[i] = gc.isenabled()
         self._t0 = time.perf_counter_ns()
         self._c0 = time.thread_time_ns()
         self._count0 = gc.get_count()[0]
         if not self.first_t0:
             self.first_t0 = self._t0
         if self.last_t1 and i < self.capacity:  # since the last step, or since `start_clock`
-            self.gap_ns[i] = self._t0 - self.last_t1
-            self.gap_cpu_ns[i] = self._c0 - self._c1_last
+            self._gap_ns[i] = self._t0 - self.last_t1
+            self._gap_cpu_ns[i] = self._c0 - self._c1_last
 
     def start_clock(self) -> None:
         """The loop's time starts now: the first step's gap runs from here (what the loop does
@@ -348,24 +351,24 @@ class StepProbe:
         c1 = time.thread_time_ns()
         t1 = time.perf_counter_ns()
         if self._t_host:
-            self.host_ns[i] = self._t_host - self._t0
+            self._host_ns[i] = self._t_host - self._t0
             self.host_marked += 1
-        self.gc_pressure[i] = count - self._count0 + self._reset_total - self._reset0
-        self.wall_ns[i] = t1 - self._t0
-        self.gc_ns[i] = self._pause_total - self._pause0
-        self.cpu_ns[i] = c1 - self._c0
-        self.gc_cpu_ns[i] = self._pause_cpu_total - self._pause_cpu0
-        x, x0, row, at = self._explicit_totals, self._explicit0, self.gc_explicit, 3 * i
+        self._gc_pressure[i] = count - self._count0 + self._reset_total - self._reset0
+        self._wall_ns[i] = t1 - self._t0
+        self._gc_ns[i] = self._pause_total - self._pause0
+        self._cpu_ns[i] = c1 - self._c0
+        self._gc_cpu_ns[i] = self._pause_cpu_total - self._pause_cpu0
+        x, x0, row, at = self._explicit_totals, self._explicit0, self._gc_explicit, 3 * i
         row[at], row[at + 1], row[at + 2] = x[0] - x0[0], x[1] - x0[1], x[2] - x0[2]
-        g, g0, row = self._gen_totals, self._gen0, self.gc_collections
+        g, g0, row = self._gen_totals, self._gen0, self._gc_collections
         row[at], row[at + 1], row[at + 2] = g[0] - g0[0], g[1] - g0[1], g[2] - g0[2]
-        self.gc_collected[i] = self._collected_total - self._collected0
-        self.gc_examined[i] = self._examined_total - self._examined_end  # the gap before the step, and the step
-        self.gc_promoted[i] = self._promoted_total - self._promoted_end
+        self._gc_collected[i] = self._collected_total - self._collected0
+        self._gc_examined[i] = self._examined_total - self._examined_end  # the gap before the step, and the step
+        self._gc_promoted[i] = self._promoted_total - self._promoted_end
         self._examined_end = self._examined_total
         self._promoted_end = self._promoted_total
         if self.alloc_blocks_enabled:
-            self.alloc_blocks[i] = sys.getallocatedblocks() - self._blocks0
+            self._alloc_blocks[i] = sys.getallocatedblocks() - self._blocks0
         self.steps = i + 1
         self.last_t1 = t1
         self._c1_last = c1
@@ -387,27 +390,27 @@ class StepProbe:
         does, so that listing makes no object that counts."""
         self._oldest[2] = 0
         k = self.old_after_full_n
-        if k < len(self.old_after_full_step):
+        if k < len(self._old_after_full_step):
             self._spare[0] = None
-            self.old_after_full_size[k] = len(gc.get_objects(2))
+            self._old_after_full_size[k] = len(gc.get_objects(2))
             self._spare[0] = []
-            self.old_after_full_step[k] = step
+            self._old_after_full_step[k] = step
             self.old_after_full_n = k + 1
 
     def sample_rss(self, step: int) -> None:
         """Record the resident set size now, as of `step` (outside a step's clock)."""
         k = self.rss_samples
-        if self.rss_every and k < len(self.rss_step):
-            self.rss_step[k] = step
-            self.rss_bytes[k] = rss_bytes()
+        if self.rss_every and k < len(self._rss_step):
+            self._rss_step[k] = step
+            self._rss_bytes[k] = rss_bytes()
             self.rss_samples = k + 1
 
     def abort(self) -> None:
         """Forget the step begun last (it raised): nothing is recorded for it, and the
         collections logged during it count as between steps (step -1)."""
-        k = min(self.events, len(self.ev_step))
+        k = min(self.events, len(self._ev_step))
         for e in range(min(self._events0, k), k):
-            self.ev_step[e] = -1
+            self._ev_step[e] = -1
         self.between_ns += self._pause_total - self._pause0
         self.between_cpu_ns += self._pause_cpu_total - self._pause_cpu0
         for gen in range(GENERATIONS):
@@ -422,13 +425,26 @@ class StepProbe:
         """GC pause time since install, inside steps or not."""
         return self._pause_total
 
+    def __getattr__(self, name: str):
+        """`probe.wall_ns` and the other columns as numpy arrays of the whole capacity, as they
+        were before 0.3: deprecated, read `probe.column(name)` (the steps taken)."""
+        if name in DEPRECATED_ARRAYS:
+            import warnings
+
+            warnings.warn(f"StepProbe.{name} is deprecated and goes in gcbench 0.4: read probe.column({name!r}) "
+                          "(a numpy array of the steps taken)", DeprecationWarning, stacklevel=2)
+            view = self.__dict__[f"_{name}"]
+            n = len(view) // (GENERATIONS if name in GENERATION_COLUMNS else 1)
+            return self.column(name, n)
+        raise AttributeError(f"'StepProbe' object has no attribute {name!r}")
+
     def column(self, name: str, n: int | None = None) -> np.ndarray:
         """Column `name` of the first `n` steps (by default those taken; an event column: the
         collections logged) as a numpy array, a view of the probe's own memory: a column of
         generations has a row of three a step."""
         import numpy as np
 
-        view = getattr(self, name)
+        view = getattr(self, f"_{name}")
         if n is None:
             n = self.events if name in EVENT_COLUMNS else self.steps
         width = GENERATIONS if name in GENERATION_COLUMNS else 1
@@ -460,8 +476,8 @@ class StepProbe:
                 "collections": list(self.between_gen),
                 "collected": int(self.between_collected), "explicit": list(self.between_explicit),
                 "examined": int(self._examined_total), "promoted": int(self._promoted_total),
-                "old_after_full": {"step": self.old_after_full_step[:k].tolist(),
-                                   "objects": self.old_after_full_size[:k].tolist()},
+                "old_after_full": {"step": self._old_after_full_step[:k].tolist(),
+                                   "objects": self._old_after_full_size[:k].tolist()},
                 "explicit_sites": dict(self.explicit_sites),
                 "span_ns": int(self.last_t1 - self.first_t0) if self.steps else 0}
 
@@ -470,7 +486,7 @@ class StepProbe:
         there yet: call it when the loop ends, before anything else runs (a sample taken
         later would count what runs then, such as the imports of a summary, as the loop's)."""
         if self.rss_every and self.steps and (not self.rss_samples or
-                                              self.rss_step[self.rss_samples - 1] != self.steps - 1):
+                                              self._rss_step[self.rss_samples - 1] != self.steps - 1):
             self.sample_rss(self.steps - 1)
 
     def memory(self) -> dict | None:
@@ -479,16 +495,16 @@ class StepProbe:
         if not self.rss_every:
             return None
         k = self.rss_samples
-        return {"every": self.rss_every, "rss_step": self.rss_step[:k].tolist(),
-                "rss_bytes": self.rss_bytes[:k].tolist()}
+        return {"every": self.rss_every, "rss_step": self._rss_step[:k].tolist(),
+                "rss_bytes": self._rss_bytes[:k].tolist()}
 
     def event_log(self) -> dict:
         """Every collection seen: the step it fell in (-1: between steps), its generation,
         its pause in ns and the objects it collected; `dropped` when the log was full."""
         k = self.events
-        return {"step": self.ev_step[:k].tolist(), "generation": self.ev_generation[:k].tolist(),
-                "pause_ns": self.ev_pause[:k].tolist(), "collected": self.ev_collected[:k].tolist(),
-                "examined": self.ev_examined[:k].tolist(), "dropped": self.events_dropped}
+        return {"step": self._ev_step[:k].tolist(), "generation": self._ev_generation[:k].tolist(),
+                "pause_ns": self._ev_pause[:k].tolist(), "collected": self._ev_collected[:k].tolist(),
+                "examined": self._ev_examined[:k].tolist(), "dropped": self.events_dropped}
 
 
 def examined(generation: int, young: int, spare: list, oldest: list) -> int:
