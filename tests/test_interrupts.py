@@ -4,7 +4,7 @@ hooks keep it (and `sys.unraisablehook`, while the loop runs, keeps one raised a
 is entered, before any code of ours) and `gcbench.measure` raises it at the next step
 boundary. The loop below
 spends most of its time inside the hooks (each step asks for a full collection of a heap
-of 40,000 objects, explained), so a SIGINT at a random moment lands in one nearly always."""
+of 100,000 objects, explained or not), so a SIGINT at a random moment lands in one nearly always."""
 
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ LOOP = textwrap.dedent("""
     import gc, os, signal, sys, threading, time
     import gcbench
 
-    records = [[i] for i in range(40_000)]
+    records = [[i] for i in range(100_000)]
     delay, explain = float(sys.argv[1]), sys.argv[2] == "1"
     steps = 0
     with gcbench.measure("interrupted", explain=explain) as m:
-        for i in range(400):
+        for i in range(2000):
             if i == 0:  # the Ctrl-C lands at a random step (before the loop, CPython alone can lose it)
                 threading.Timer(delay, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
             with m.step():

@@ -106,9 +106,11 @@ class Measurement:
         self.sites = True  # explain: trace allocation sites (tracemalloc; slows allocations several times)
         # called as the timed steps begin (a GC budget collects and freezes there)
         self.before_timed: Callable[[], None] | None = None
-        self._warm = StepProbe(max(warmup, 1), alloc_blocks=alloc_blocks)
+        # Each step's CPU time is not read (two system calls a step, 0.9 µs): the loop's, in
+        # all, and each pause's are (`StepProbe.step_cpu`)
+        self._warm = StepProbe(max(warmup, 1), alloc_blocks=alloc_blocks, step_cpu=False)
         try:
-            self._timed = StepProbe(capacity, alloc_blocks=alloc_blocks, rss_every=rss_every)
+            self._timed = StepProbe(capacity, alloc_blocks=alloc_blocks, rss_every=rss_every, step_cpu=False)
         except MemoryError:
             raise UsageError(f"capacity={capacity:,} steps does not fit in memory: pass a smaller one") from None
         # The step's context manager: one object of a class made for this measurement, whose
@@ -118,10 +120,16 @@ class Measurement:
         step_type = type("Step", (), {"__slots__": (), "__enter__": staticmethod(self._begin),
                                       "__exit__": staticmethod(self._exit), "__doc__": "`with m.step():` one step"})
         self._step = step_type()
-        self._n = 0  # steps begun
         self._probe = self._warm if warmup else self._timed
-        self._active = False
-        self._in_step = False
+        # the steps the probe now in place takes before `_begin` looks again (the warm-up's
+        # end, or the timed probe's capacity): one comparison a step
+        self._limit = warmup if warmup else capacity
+        self._state = 0  # 0: outside the block, 1: between steps, 2: in a step
+        self._steps_diagnosed = False  # the diagnosis follows the steps (explaining, the timed steps)
+        # what a hook of ours, the unraisable hook or another thread (`interrupt`) kept for the
+        # next step's boundary: one slot, shared by the probes and the diagnosis, read once a step
+        self._kept: list[BaseException | None] = [None]
+        self._warm.kept = self._timed.kept = self._kept
         self.raised = 0  # steps that raised, not recorded
         self._gc_enabled = True  # the collector's state when the timed steps began
         self._frozen = 0
@@ -141,14 +149,13 @@ class Measurement:
             from .measuring import diagnose
 
             self._diagnosis = diagnose.Diagnosis(capacity, sites=self.sites, site_steps=None)
+            self._diagnosis.kept = self._kept
         if sys.version_info < (3, 11):
             _first_calls(self._diagnosis)
         self._user_file = _caller_file()
         # gc.disable, gc.enable and gc.freeze while the loop runs: how often, and where first
         # (made here, before the loop: a call records into these without making an object)
         self._gc_calls: dict[str, list] = {name: [0, None, -1] for name in gc_watch.WATCHED}
-        # an interrupt CPython reported as unraisable from a gc callback (`_on_unraisable`)
-        self._interrupt: BaseException | None = None
         self._unraisable_hook = self._on_unraisable  # bound once, before the loop
         self._unraisable_before: Callable | None = None
         self._timed.user_files = frozenset(
@@ -186,7 +193,7 @@ class Measurement:
     # -- the context managers ---------------------------------------------------------
     def __enter__(self) -> Measurement:
         self._thread = _thread.get_ident()  # steps come from this thread (said where they do not)
-        self._active = True
+        self._state = 1
         self._load[2] = machineload.snapshot()
         if self._diagnosis is not None:
             from .measuring import diagnose
@@ -205,6 +212,7 @@ class Measurement:
 
     def __exit__(self, exc_type, exc, tb) -> None:  # named, not *exc: no tuple of ours alive at the loop's end
         self._probe.uninstall()  # first: nothing gcbench does from here on is counted as the loop's
+        self._timed.close_clock()
         if sys.unraisablehook is self._unraisable_hook:
             sys.unraisablehook = self._unraisable_before or sys.__unraisablehook__
         self._watch_gc(False)
@@ -222,7 +230,7 @@ class Measurement:
                 self._load_read = dict(after, load_window="after") if after else {}
         if self._diagnosis is not None and self._diagnosis.started:
             self._diagnosis.stop(self._timed.steps)
-        self._active = False
+        self._state = 0
         if exc_type is None:  # one that landed after the last step, in a collection between steps
             self._raise_interrupt()
 
@@ -234,7 +242,7 @@ class Measurement:
         """Inside a step: the step function has returned and what follows waits for its
         results (`jax.block_until_ready`). Called in every step, it records the host time
         of each step (Python and dispatch) beside its wall time."""
-        if not self._in_step:
+        if self._state != 2:
             raise UsageError("m.dispatched() belongs inside `with m.step():`")
         self._probe.dispatched()
 
@@ -242,7 +250,7 @@ class Measurement:
         """Before the first timed step: the collector's state and the tracked objects, once
         (the only place the probe allocates; a collection it starts is the warm-up's)."""
         if self.before_timed is not None:  # a GC budget: the heap settled, whatever the warm-up made
-            watched = self._active
+            watched = self._state != 0
             self._watch_gc(False)  # its own collect and freeze are not the loop's calls
             try:
                 self.before_timed()
@@ -258,6 +266,7 @@ class Measurement:
         if self._diagnosis is not None:
             self._diagnosis.start(watch=True)
             self._tracked_start = self._diagnosis.tracked_at_start
+            self._steps_diagnosed = True
         else:
             self._tracked_start = len(gc.get_objects())
         self._old[0] = older_objects()
@@ -270,67 +279,65 @@ class Measurement:
         anything else goes to the hook that was there before."""
         exc = unraisable.exc_value
         if is_interrupt(exc):
-            if self._interrupt is None:
-                self._interrupt = exc
+            self.interrupt(exc)
             return
         (self._unraisable_before or sys.__unraisablehook__)(unraisable)
 
     def interrupt(self, exc: BaseException) -> None:
         """Raise `exc` in the loop at its next step's boundary (or as the block ends): from
         another thread too (a GC budget's rerun stops so when it runs past its time)."""
-        if self._interrupt is None:
-            self._interrupt = exc
+        if self._kept[0] is None:
+            self._kept[0] = exc
 
     def _raise_interrupt(self) -> None:
         """Raise what the collector's hooks kept (a Ctrl-C, a timeout's signal that landed
-        while one ran), at a step's boundary: CPython would have lost it. Runs at every
-        step's boundary: attribute reads only, no object made."""
-        if self._interrupt is not None or self._timed.interrupted is not None or \
-                self._warm.interrupted is not None or \
-                (self._diagnosis is not None and self._diagnosis.interrupted is not None):
-            self._raise_kept()
-
-    def _raise_kept(self) -> None:
-        e = self._interrupt or self._timed.take_interrupt() or self._warm.take_interrupt()
-        self._interrupt = None
-        if self._diagnosis is not None:
-            e, self._diagnosis.interrupted = e or self._diagnosis.interrupted, None
+        while one ran), at a step's boundary: CPython would have lost it."""
+        e, self._kept[0] = self._kept[0], None
         if e is not None:
             raise e
 
     def _begin(self) -> None:
-        self._raise_interrupt()
-        if not self._active:
+        # what every step does: three comparisons, then the probe (the rest is `_begin_checked`'s)
+        if self._kept[0] is not None:
+            self._raise_interrupt()
+        if self._state != 1 or self._probe.steps >= self._limit:
+            self._begin_checked()
+        if self._steps_diagnosed:
+            self._diagnosis.begin_step(self._timed.steps)  # type: ignore[union-attr]  # explaining
+        self._state = 2
+        self._probe.begin()
+
+    def _begin_checked(self) -> None:
+        """A step where the fast path does not hold: outside the block, inside a step (or
+        from another thread), past the warm-up (the timed probe takes over) or past the
+        capacity."""
+        if self._state == 0:
             raise UsageError("a step outside `with gcbench.measure(...)`")
-        if self._in_step:
+        if self._state == 2:
             if _thread.get_ident() != self._thread:
                 raise UsageError("steps from another thread: a measurement's steps must come from the thread that "
                                  "entered `with gcbench.measure(...)` (measure each thread's loop on its own)")
             raise UsageError("a step inside a step: `m.step()` brackets one step and does not nest")
-        if self._n == self.warmup and self._probe is self._warm and self.warmup:
+        if self._probe is self._warm:
             self._start_timed()  # while the warm-up's probe still counts what it may start
             self._warm.uninstall()
-            self._probe = self._timed
+            self._probe, self._limit = self._timed, self._timed.capacity
             self._timed.install()
-        if self._probe is self._timed and self._timed.steps >= self._timed.capacity:
+        if self._timed.steps >= self._timed.capacity:
             raise UsageError(f"more than {self._timed.capacity:,} timed steps: pass a larger capacity=")
-        if self._diagnosis is not None and self._probe is self._timed:
-            self._diagnosis.begin_step(self._timed.steps)
-        self._in_step = True
-        self._probe.begin()
 
     def _exit(self, exc_type, exc, tb) -> None:
         if exc_type is None:
             probe = self._probe
             probe.end(probe.steps)
-            self._in_step = False
-            self._n += 1
-            if self._diagnosis is not None and probe is self._timed:
-                self._diagnosis.end_step(probe.steps - 1)
-            self._raise_interrupt()
-        elif self._in_step:  # the step raised: it is not a timed step (the exception goes on)
+            self._state = 1
+            if self._steps_diagnosed:
+                self._diagnosis.end_step(probe.steps - 1)  # type: ignore[union-attr]  # explaining
+            if self._kept[0] is not None:
+                self._raise_interrupt()
+        elif self._state == 2:  # the step raised: it is not a timed step (the exception goes on)
             self._probe.abort()
-            self._in_step = False
+            self._state = 1
             self.raised += 1
 
     # -- what was measured ----------------------------------------------------------------

@@ -356,7 +356,8 @@ class Diagnosis:
         self._t0 = 0
         self._c0 = 0
         self.frozen_seen = -1  # objects frozen as the last full collection began (as the steps began before one)
-        self.interrupted: BaseException | None = None  # what the hook raised (a signal's exception), kept
+        # what the hook raised (a signal's exception), kept: a slot `gcbench.measure` shares with its probes
+        self.kept: list[BaseException | None] = [None]
         self._explicit = 0
         self._start0 = self._start1 = self._start2 = -1
         self.started = False
@@ -380,13 +381,13 @@ class Diagnosis:
 
     # -- the hooks ------------------------------------------------------------------------
     def _on(self, phase: str, info: dict) -> None:
-        """The hook: what it raises (a Ctrl-C landing in it) is kept as `interrupted`, which
-        CPython would report as unraisable and lose (probe.StepProbe has the same)."""
+        """The hook: what it raises (a Ctrl-C landing in it) is kept (`kept`), which CPython
+        would report as unraisable and lose (probe.StepProbe has the same)."""
         try:
             self._on_collection(phase, info)
         except BaseException as e:
-            if self.interrupted is None:
-                self.interrupted = e
+            if self.kept[0] is None:
+                self.kept[0] = e
 
     def _on_collection(self, phase: str, info: dict) -> None:
         gen = info["generation"]

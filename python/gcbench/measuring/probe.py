@@ -92,9 +92,15 @@ class StepProbe:
     _old_after_full_size: memoryview
 
     def __init__(self, capacity: int, alloc_blocks: bool = False, event_capacity: int | None = None,
-                 rss_every: int = 0):
+                 rss_every: int = 0, step_cpu: bool = True):
         self.capacity = capacity
         self.alloc_blocks_enabled = alloc_blocks
+        # each step's and gap's CPU time (two reads of the thread's CPU clock a step, 0.4 µs each
+        # where it is a system call); without, the loop's CPU time in all (`loop_cpu_ns`), read at
+        # `start_clock` and `close_clock`, and each pause's as ever
+        self.step_cpu = step_cpu
+        self.loop_cpu_ns = 0
+        self._cpu_start = 0
         ecap = event_capacity if event_capacity is not None else 2 * capacity + 256
         # resident set size, every `rss_every` steps (0: never; or where /proc is absent)
         self.rss_every = rss_every if rss_every > 0 and _statm_fd() is not None else 0
@@ -132,7 +138,7 @@ class StepProbe:
         self.first_t0 = 0  # the first step's start and the last step's end: the loop's span
         self.last_t1 = 0
         self.rss_samples = 0
-        self._next_rss = 0
+        self._next_rss = 0 if self.rss_every else sys.maxsize
         # Running totals updated by the callbacks; steps take differences of them.
         self._pause_total = 0
         self._pause_cpu_total = 0
@@ -152,6 +158,13 @@ class StepProbe:
         self._pause_start = 0
         self._pause_cpu_start = 0
         self._depth = 0
+        # Collections started so far (`_seen`), and as the step now running began and as the last
+        # one ended: a step or gap with no collection in it is recorded by a few stores, and the
+        # totals a collection moves are read by its first one, as it starts (`_mark_totals`).
+        self._seen = 0
+        self._seen_begin = 0
+        self._seen_end = 0
+        self._events0 = 0
         # Snapshot at begin(); plain attributes so begin()/end() allocate nothing lasting.
         self._t0 = 0
         self._c0 = 0
@@ -166,7 +179,9 @@ class StepProbe:
         self._current = -1  # the step running now; -1 between steps
         self.steps = 0
         self.installed = False
-        self.interrupted: BaseException | None = None  # what a hook raised (a signal's exception), kept
+        # what a hook raised (a signal's exception), kept: one slot, which `gcbench.measure`
+        # shares among its probes and reads once a step
+        self.kept: list[BaseException | None] = [None]
         # the hooks, bound by `prepare` (or `install`) and dropped by `uninstall` (they refer
         # to the probe: kept, they would make it a cycle that only the collector frees)
         self._start_hook: Callable[[str, dict], None] | None = None
@@ -189,19 +204,48 @@ class StepProbe:
         except BaseException as e:
             self.keep_interrupt(e)
 
+    @property
+    def interrupted(self) -> BaseException | None:
+        """What a hook raised and kept (None: nothing)."""
+        return self.kept[0]
+
     def keep_interrupt(self, e: BaseException) -> None:
         """Keep what a hook raised (the first of them) for `take_interrupt`."""
-        if self.interrupted is None:
-            self.interrupted = e
+        if self.kept[0] is None:
+            self.kept[0] = e
 
     def take_interrupt(self) -> BaseException | None:
         """What a hook raised since the last call (None: nothing), and forget it."""
-        e, self.interrupted = self.interrupted, None
+        e, self.kept[0] = self.kept[0], None
         return e
+
+    def _mark_totals(self) -> None:
+        """As a collection starts (before it moves any total): where it is the first since the
+        last step ended, the totals as of that end; where it is the first in the step running
+        now, the totals as of the step's beginning (no collection moved them in between)."""
+        if self._seen == self._seen_end:
+            self._between_ns_end = self.between_ns
+            self._between_cpu_end = self.between_cpu_ns
+            e, b = self._between_gen_end, self.between_gen
+            e[0], e[1], e[2] = b[0], b[1], b[2]
+            self._examined_end = self._examined_total
+            self._promoted_end = self._promoted_total
+        if self._current >= 0 and self._seen == self._seen_begin:
+            self._reset0 = self._reset_total
+            g, g0 = self._gen_totals, self._gen0
+            g0[0], g0[1], g0[2] = g[0], g[1], g[2]
+            x, x0 = self._explicit_totals, self._explicit0
+            x0[0], x0[1], x0[2] = x[0], x[1], x[2]
+            self._pause0 = self._pause_total
+            self._pause_cpu0 = self._pause_cpu_total
+            self._collected0 = self._collected_total
+            self._events0 = self.events
 
     def _start_hook_body(self, phase: str, info: dict) -> None:
         if phase == "start":
             if self._depth == 0:
+                self._mark_totals()
+                self._seen += 1
                 count = gc.get_count()[0]
                 self._reset_total += count
                 # The collector starts on its own only once the young count exceeds its
@@ -304,43 +348,47 @@ class StepProbe:
 
     # -- per step -------------------------------------------------------------------
     def begin(self) -> None:
-        # From here on a collection is this step's: the step is marked and every total is
-        # read before anything that could start one (`gc.get_count()`, which comes from
-        # the free list and normally does not), and the clock runs from before it.
-        self._current = self.steps
-        self._reset0 = self._reset_total
-        g = self._gen_totals
-        self._gen0[0], self._gen0[1], self._gen0[2] = g[0], g[1], g[2]
-        self._pause0 = self._pause_total
-        self._pause_cpu0 = self._pause_cpu_total
-        x = self._explicit_totals
-        self._explicit0[0], self._explicit0[1], self._explicit0[2] = x[0], x[1], x[2]
-        self._collected0 = self._collected_total
-        self._events0 = self.events
+        # From here on a collection is this step's: the step is marked before anything that
+        # could start one (`gc.get_count()`, which comes from the free list and normally does
+        # not), and the clock runs from before it. A collection in the gap before it (one
+        # since the last step ended) is written now; none, and the gap's columns stay zero.
+        i = self.steps
+        self._current = i
+        self._seen_begin = self._seen
+        if self._seen != self._seen_end:
+            self._record_gap(i)
+        self._gc_enabled[i] = gc.isenabled()
         if self.alloc_blocks_enabled:
             self._blocks0 = sys.getallocatedblocks()
         self._t_host = 0
-        i = self.steps
-        if i < self.capacity:  # the gap before this step: its collections, read before the clock starts
-            b, e, row, at = self.between_gen, self._between_gen_end, self._gap_collections, 3 * i
-            row[at], row[at + 1], row[at + 2] = b[0] - e[0], b[1] - e[1], b[2] - e[2]
-            self._gap_gc_ns[i] = self.between_ns - self._between_ns_end
-            self._gap_gc_cpu_ns[i] = self.between_cpu_ns - self._between_cpu_end
-            self._gc_enabled[i] = gc.isenabled()
-        self._t0 = time.perf_counter_ns()
-        self._c0 = time.thread_time_ns()
+        t0 = self._t0 = time.perf_counter_ns()
+        if self.step_cpu:
+            self._c0 = time.thread_time_ns()
         self._count0 = gc.get_count()[0]
         if not self.first_t0:
-            self.first_t0 = self._t0
-        if self.last_t1 and i < self.capacity:  # since the last step, or since `start_clock`
-            self._gap_ns[i] = self._t0 - self.last_t1
-            self._gap_cpu_ns[i] = self._c0 - self._c1_last
+            self.first_t0 = t0
+        if self.last_t1:  # since the last step, or since `start_clock`
+            self._gap_ns[i] = t0 - self.last_t1
+            if self.step_cpu:
+                self._gap_cpu_ns[i] = self._c0 - self._c1_last
+
+    def _record_gap(self, i: int) -> None:
+        """The collections in the gap before step `i` (between the last step's end and now)."""
+        b, e, row, at = self.between_gen, self._between_gen_end, self._gap_collections, 3 * i
+        row[at], row[at + 1], row[at + 2] = b[0] - e[0], b[1] - e[1], b[2] - e[2]
+        self._gap_gc_ns[i] = self.between_ns - self._between_ns_end
+        self._gap_gc_cpu_ns[i] = self.between_cpu_ns - self._between_cpu_end
 
     def start_clock(self) -> None:
         """The loop's time starts now: the first step's gap runs from here (what the loop does
         before its first step, a collection included, is its own); allocates nothing."""
         self.last_t1 = time.perf_counter_ns()
-        self._c1_last = time.thread_time_ns()
+        self._c1_last = self._cpu_start = time.thread_time_ns()
+
+    def close_clock(self) -> None:
+        """The loop's time ends now (`loop_cpu_ns`: the thread's CPU time since `start_clock`)."""
+        if self._cpu_start:
+            self.loop_cpu_ns = time.thread_time_ns() - self._cpu_start
 
     def dispatched(self) -> None:
         """The step function has returned; what follows until `end` waits for its results."""
@@ -348,40 +396,44 @@ class StepProbe:
 
     def end(self, i: int) -> None:
         count = gc.get_count()[0]  # before the clock stops: a collection started here is the step's
-        c1 = time.thread_time_ns()
+        if self.step_cpu:
+            c1 = self._c1_last = time.thread_time_ns()
+            self._cpu_ns[i] = c1 - self._c0
         t1 = time.perf_counter_ns()
+        self._wall_ns[i] = t1 - self._t0
         if self._t_host:
             self._host_ns[i] = self._t_host - self._t0
             self.host_marked += 1
+        if self._seen != self._seen_begin:  # a collection in the step
+            self._record_collections(i, count)
+        else:
+            self._gc_pressure[i] = count - self._count0
+        if self._seen != self._seen_end:  # in the step or the gap before it: what they examined, promoted
+            self._gc_examined[i] = self._examined_total - self._examined_end
+            self._gc_promoted[i] = self._promoted_total - self._promoted_end
+            self._seen_end = self._seen
+        if self.alloc_blocks_enabled:
+            self._alloc_blocks[i] = sys.getallocatedblocks() - self._blocks0
+        self.steps = i + 1
+        self.last_t1 = t1
+        self._current = -1
+        if i >= self._next_rss:
+            self.sample_rss(i)
+            self._next_rss = i + self.rss_every
+        if self._oldest[2]:
+            self._old_after_full(i)
+
+    def _record_collections(self, i: int, count: int) -> None:
+        """Step `i` held a collection: its pauses, collections, those asked for, objects
+        collected, and its pressure with the young counts the collections found."""
         self._gc_pressure[i] = count - self._count0 + self._reset_total - self._reset0
-        self._wall_ns[i] = t1 - self._t0
         self._gc_ns[i] = self._pause_total - self._pause0
-        self._cpu_ns[i] = c1 - self._c0
         self._gc_cpu_ns[i] = self._pause_cpu_total - self._pause_cpu0
         x, x0, row, at = self._explicit_totals, self._explicit0, self._gc_explicit, 3 * i
         row[at], row[at + 1], row[at + 2] = x[0] - x0[0], x[1] - x0[1], x[2] - x0[2]
         g, g0, row = self._gen_totals, self._gen0, self._gc_collections
         row[at], row[at + 1], row[at + 2] = g[0] - g0[0], g[1] - g0[1], g[2] - g0[2]
         self._gc_collected[i] = self._collected_total - self._collected0
-        self._gc_examined[i] = self._examined_total - self._examined_end  # the gap before the step, and the step
-        self._gc_promoted[i] = self._promoted_total - self._promoted_end
-        self._examined_end = self._examined_total
-        self._promoted_end = self._promoted_total
-        if self.alloc_blocks_enabled:
-            self._alloc_blocks[i] = sys.getallocatedblocks() - self._blocks0
-        self.steps = i + 1
-        self.last_t1 = t1
-        self._c1_last = c1
-        self._current = -1
-        self._between_ns_end = self.between_ns
-        self._between_cpu_end = self.between_cpu_ns
-        e, b = self._between_gen_end, self.between_gen
-        e[0], e[1], e[2] = b[0], b[1], b[2]
-        if self.rss_every and i >= self._next_rss:
-            self.sample_rss(i)
-            self._next_rss = i + self.rss_every
-        if self._oldest[2]:
-            self._old_after_full(i)
 
     def _old_after_full(self, step: int) -> None:
         """After a step that held a listed full collection: the oldest generation now, at the
@@ -408,16 +460,16 @@ class StepProbe:
     def abort(self) -> None:
         """Forget the step begun last (it raised): nothing is recorded for it, and the
         collections logged during it count as between steps (step -1)."""
-        k = min(self.events, len(self._ev_step))
-        for e in range(min(self._events0, k), k):
-            self._ev_step[e] = -1
-        self.between_ns += self._pause_total - self._pause0
-        self.between_cpu_ns += self._pause_cpu_total - self._pause_cpu0
-        for gen in range(GENERATIONS):
-            self.between_gen[gen] += self._gen_totals[gen] - self._gen0[gen]
-        self.between_collected += self._collected_total - self._collected0
-        for gen in range(GENERATIONS):
-            self.between_explicit[gen] += self._explicit_totals[gen] - self._explicit0[gen]
+        if self._seen != self._seen_begin:
+            k = min(self.events, len(self._ev_step))
+            for e in range(min(self._events0, k), k):
+                self._ev_step[e] = -1
+            self.between_ns += self._pause_total - self._pause0
+            self.between_cpu_ns += self._pause_cpu_total - self._pause_cpu0
+            for gen in range(GENERATIONS):
+                self.between_gen[gen] += self._gen_totals[gen] - self._gen0[gen]
+                self.between_explicit[gen] += self._explicit_totals[gen] - self._explicit0[gen]
+            self.between_collected += self._collected_total - self._collected0
         self._current = -1
 
     @property
@@ -456,15 +508,15 @@ class StepProbe:
         with `lists=False` as numpy arrays, which summaries and files.json_bytes take as they
         are (a list of Python integers costs about 36 bytes a step per array)."""
         n = self.steps
-        names = ["wall_ns", "gc_ns", "cpu_ns", "gc_cpu_ns", "gc_collections", "gc_collected", "gc_pressure",
-                 "gc_examined", "gc_promoted"]
+        names = ["wall_ns", "gc_ns", *(["cpu_ns"] if self.step_cpu else []), "gc_cpu_ns", "gc_collections",
+                 "gc_collected", "gc_pressure", "gc_examined", "gc_promoted"]
         if self.alloc_blocks_enabled:
             names.append("alloc_blocks")
         if n and self.host_marked == n:
             names.append("host_ns")
         if n:
-            names += ["gap_ns", "gap_gc_ns", "gap_collections", "gap_cpu_ns", "gap_gc_cpu_ns", "gc_explicit",
-                      "gc_enabled"]
+            names += ["gap_ns", "gap_gc_ns", "gap_collections", *(["gap_cpu_ns"] if self.step_cpu else []),
+                      "gap_gc_cpu_ns", "gc_explicit", "gc_enabled"]
         out = {name: self.column(name, n).copy() for name in names}  # copies: the probe's memory may go
         return {k: v.tolist() for k, v in out.items()} if lists else out
 
@@ -472,7 +524,8 @@ class StepProbe:
         """The collections that fell outside every step (the loop's own code between
         steps), and the loop's span: from the first step's start to the last one's end."""
         k = self.old_after_full_n
-        return {"gc_ns": int(self.between_ns), "gc_cpu_ns": int(self.between_cpu_ns),
+        loop_cpu = {} if self.step_cpu or not self.loop_cpu_ns else {"loop_cpu_ns": int(self.loop_cpu_ns)}
+        return {**loop_cpu, "gc_ns": int(self.between_ns), "gc_cpu_ns": int(self.between_cpu_ns),
                 "collections": list(self.between_gen),
                 "collected": int(self.between_collected), "explicit": list(self.between_explicit),
                 "examined": int(self._examined_total), "promoted": int(self._promoted_total),

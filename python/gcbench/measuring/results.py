@@ -157,6 +157,9 @@ class BetweenSteps(TypedDict):
     gc_cpu_ns: NotRequired[Count]
     collected: NotRequired[Count]
     span_ns: NotRequired[Count]
+    # a loop of your own (0.3 on): the thread's CPU time from its first timed step's clock to
+    # the block's end, in place of each step's and gap's (`cpu_ns`, `gap_cpu_ns`: not read)
+    loop_cpu_ns: NotRequired[Count]
     explicit: NotRequired[list[Count]]
     explicit_sites: NotRequired[dict[str, Count]]
     examined: NotRequired[Count]  # every collection's, steps and gaps alike (totals of the loop)
