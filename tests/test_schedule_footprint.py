@@ -25,4 +25,4 @@ def test_a_promoting_loop_has_the_same_collections_under_measure_as_under_the_mi
     assert minimal["collections"][2] >= 4  # the rule fires: 3,200 objects more before the loop miss one
     measured = schedule_footprint.run("gcbench", steps, KEEP, CYCLIC)
     assert measured["collections"] == minimal["collections"]
-    assert measured["heap"] - minimal["heap"] < 1000, measured  # what measure imports and makes before the loop
+    assert measured["heap"] - minimal["heap"] < 1500, measured  # what measure imports and makes before the loop (940)

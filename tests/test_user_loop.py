@@ -255,10 +255,10 @@ def test_a_loop_against_its_freeze_and_its_fix_each_in_its_own_folder(tmp_path):
     freeze, and its array fix as a named variant, each in a folder of its own: compare
     pairs them by the loop's name, gives verdicts and applies --fail-on."""
     lists, freeze, arrays = tmp_path / "lists", tmp_path / "freeze", tmp_path / "arrays"
-    for _ in range(3):  # 1,200 steps: the loop's one full collection comes at about step 1,000
-        _run("list_dataloader.py", "--out", str(lists), "--steps", "1200")
-        _run("list_dataloader.py", "--out", str(freeze), "--steps", "1200", "--freeze")
-        _run("list_dataloader.py", "--out", str(arrays), "--steps", "1200", "--arrays")
+    for _ in range(3):  # 2,200 steps: the loop's one full collection comes at about step 1,800
+        _run("list_dataloader.py", "--out", str(lists), "--steps", "2200")
+        _run("list_dataloader.py", "--out", str(freeze), "--steps", "2200", "--freeze")
+        _run("list_dataloader.py", "--out", str(arrays), "--steps", "2200", "--arrays")
     proc = run_cli("compare", str(lists), str(freeze))
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split())  # notes wrap to the terminal's width
@@ -266,8 +266,8 @@ def test_a_loop_against_its_freeze_and_its_fix_each_in_its_own_folder(tmp_path):
     assert "paired by backend and workload" in text
     c = json.loads(run_cli("compare", str(lists), str(freeze), "--json").stdout)
     tests = {t["metric"]: t for t in c["rows"][0]["tests"]}
-    # one full collection in every repeat against none: what a schedule of period about 1,000
-    # steps gives in a window of 1,200 from two starting heaps, so compare says it without a
+    # one full collection in every repeat against none: what a schedule of period about 2,000
+    # steps gives in a window of 2,200 from two starting heaps, so compare says it without a
     # test, and calls it the phase (issue 52), never a change a gate fails on
     assert tests["full_rate"]["verdict"] == "same (phase)"
     assert tests["full_rate"]["exact"]

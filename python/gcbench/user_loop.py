@@ -138,6 +138,9 @@ class Measurement:
         self._tracked_end = -1
         self._old = [-1, -1]  # objects in the older generations (1 and 2) then: no young garbage among them
         self._malloc: list[int | None] = [None, None]  # the C allocator's bytes in use then (probe.malloc_in_use)
+        # read once now: what reading it makes (ctypes, 600 objects; its structure) is in the heap
+        # before the loop, as the rest of the probe is, not made at the first timed step
+        malloc_in_use()
         # the machine's CPU counters at the first timed step, at the end, and on entering (the
         # load is read over the timed steps, or over the whole block where those are too short)
         self._load: list[tuple | None] = [None, None, None]  # machineload snapshots: start, end, entry
@@ -259,7 +262,7 @@ class Measurement:
                     self._watch_gc(True)
         # the C allocator's bytes first: its first reading makes the objects that read it (a ctypes
         # structure), which must exist before the count of the loop's own begins
-        self._malloc[0] = malloc_in_use(load=False)  # where ctypes is loaded already: not for gcbench alone
+        self._malloc[0] = malloc_in_use()
         self._gc_enabled, self._frozen, self._thresholds = gc.isenabled(), gc.get_freeze_count(), gc.get_threshold()
         # gcbench's own objects before the count: the growth is the loop's
         self._load[0] = machineload.snapshot()
@@ -433,7 +436,7 @@ class Measurement:
         diagnosis's own."""
         if self._tracked_end < 0:
             own = self._diagnosis.own_tracked() if self._diagnosis is not None else 0
-            self._malloc[1] = malloc_in_use() if self._malloc[0] is not None else None
+            self._malloc[1] = malloc_in_use()
             self._old[1] = older_objects()
             self._tracked_end = len(gc.get_objects()) - own
 

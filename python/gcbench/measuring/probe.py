@@ -595,16 +595,14 @@ def explicit(count: int) -> bool:
 _MALLINFO: list = []  # [the C allocator's mallinfo2, or None where there is none], once looked up
 
 
-def malloc_in_use(load: bool = True) -> int | None:
+def malloc_in_use() -> int | None:
     """Bytes the C allocator has handed out and not taken back (glibc 2.33+'s `mallinfo2`:
     its arenas and its mmapped blocks): what objects too large for Python's own allocator
-    (bytes, arrays' data, buffers) hold, tracked by the collector or not. None where the
-    C library has no `mallinfo2`, and, with `load=False`, where ctypes is not loaded yet
-    (importing it adds 600 objects to the heap: a loop of plain Python, which never loaded
-    it, is measured without). Makes objects (a ctypes structure): call it outside the
-    steps, as `gcbench.measure` does at the first timed step and at the end."""
-    if not _MALLINFO and not load and "ctypes" not in sys.modules:
-        return None
+    (bytes, arrays' data, buffers) hold, tracked by the collector or not; not the probe's
+    columns (a memory map of their own), whose pages a resident set size counts as the
+    steps reach them. None where the C library has no `mallinfo2`. Its first call makes
+    objects (ctypes, 600, and a structure): `gcbench.measure` makes it as it is made,
+    before the loop, and reads it at the first timed step and at the end."""
     if not _MALLINFO:
         import ctypes
 
