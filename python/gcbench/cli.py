@@ -118,16 +118,18 @@ def main(argv: list[str] | None = None) -> int:
             previous(info)
 
     sys.unraisablehook = unraisable
+    from .core import files
+
+    files.PAUSE_COLLECTOR[0] = True  # gcbench's own process: its collector pauses while it parses JSON
     try:
         code = _main(argv)
     finally:
         sys.unraisablehook = previous
+        files.PAUSE_COLLECTOR[0] = False
     if swallowed and code not in (130, 143):
         print("\ngcbench: interrupted", file=sys.stderr)
         code = 130
     if code in (130, 143):  # an interrupt can land between a temporary folder's creation and its cleanup's
-        from .core import files
-
         files.remove_own_temps()
     return code
 

@@ -303,12 +303,14 @@ class Measurement:
         # what every step does: three comparisons, then the probe (the rest is `_begin_checked`'s)
         if self._kept[0] is not None:
             self._raise_interrupt()
-        if self._state != 1 or self._probe.steps >= self._limit:
+        probe = self._probe
+        if self._state != 1 or probe.steps >= self._limit:
             self._begin_checked()
+            probe = self._probe
         if self._steps_diagnosed:
             self._diagnosis.begin_step(self._timed.steps)  # type: ignore[union-attr]  # explaining
         self._state = 2
-        self._probe.begin()
+        probe.begin()
 
     def _begin_checked(self) -> None:
         """A step where the fast path does not hold: outside the block, inside a step (or

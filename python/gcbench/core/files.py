@@ -6,6 +6,7 @@ How it works, and why: docs/internals.md, `gcbench.core.files`.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import json
 import os
@@ -184,10 +185,20 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict:
     return doc
 
 
+# Whether this process is gcbench's own (the command line), whose collector `read_json` may
+# pause: a large result's JSON makes hundreds of thousands of objects, and the collector ran
+# 3,937 / 357 / 13 collections inside one json.loads of a 10^6-step result. In a user's
+# process (`gcbench.load` beside their loop) the collector is theirs, and left alone.
+PAUSE_COLLECTOR = [False]
+
+
 def read_json(path: str | os.PathLike, what: str = "JSON file"):
     """A JSON document as gcbench writes it: strict (NaN and infinity are refused, one line)."""
     text = read_text(path, what)
+    paused = PAUSE_COLLECTOR[0] and gc.isenabled()
     try:
+        if paused:
+            gc.disable()
         return json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_no_duplicate_keys)
     except ValueError as e:
         if not isinstance(e, json.JSONDecodeError):
@@ -195,6 +206,9 @@ def read_json(path: str | os.PathLike, what: str = "JSON file"):
         raise UsageError(f"{path}: not a valid {what} (invalid JSON: {e.msg} at line {e.lineno})") from None
     except RecursionError:
         raise UsageError(f"{path}: not a valid {what} (nested too deeply)") from None
+    finally:
+        if paused:
+            gc.enable()
 
 
 def check_header(doc, where: str, format_: str, what: str, newest: int | None = None,

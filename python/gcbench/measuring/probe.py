@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # annotations only: numpy, typing's aliases and the rest load
     import numpy as np
 
 GENERATIONS = 3
+# what every step calls, looked up once (one global read a call, not two)
+_isenabled, _get_count, _perf_ns = gc.isenabled, gc.get_count, time.perf_counter_ns
 # The probe's columns: one item a step; three a step (a count per generation); one a logged collection
 STEP_COLUMNS = ("wall_ns", "gc_ns", "cpu_ns", "gc_cpu_ns", "gc_collected", "gc_pressure", "gc_examined", "gc_promoted",
                 "host_ns", "gap_ns", "gap_gc_ns", "gap_cpu_ns", "gap_gc_cpu_ns")
@@ -139,6 +141,8 @@ class StepProbe:
         self.last_t1 = 0
         self.rss_samples = 0
         self._next_rss = 0 if self.rss_every else sys.maxsize
+        self._next_look = self._next_rss  # the next step after which `_look` has something to do
+        self._extras = step_cpu or alloc_blocks  # what `_begin_extras` and `_end_extras` read
         # Running totals updated by the callbacks; steps take differences of them.
         self._pause_total = 0
         self._pause_cpu_total = 0
@@ -265,6 +269,8 @@ class StepProbe:
                         site += f" via {inner.f_code.co_filename}:{inner.f_lineno}"
                     self.explicit_sites[site] = self.explicit_sites.get(site, 0) + 1
                 self._examined_now = examined(info["generation"], count, self._spare, self._oldest)  # before the clock
+                if self._oldest[2]:
+                    self._next_look = 0  # list the oldest generation again as the step ends
                 self._pause_start = time.perf_counter_ns()
                 self._pause_cpu_start = time.thread_time_ns()
             self._depth += 1
@@ -354,23 +360,28 @@ class StepProbe:
         # since the last step ended) is written now; none, and the gap's columns stay zero.
         i = self.steps
         self._current = i
-        self._seen_begin = self._seen
-        if self._seen != self._seen_end:
+        seen = self._seen_begin = self._seen
+        if seen != self._seen_end:
             self._record_gap(i)
-        self._gc_enabled[i] = gc.isenabled()
-        if self.alloc_blocks_enabled:
-            self._blocks0 = sys.getallocatedblocks()
-        self._t_host = 0
-        t0 = self._t0 = time.perf_counter_ns()
-        if self.step_cpu:
-            self._c0 = time.thread_time_ns()
-        self._count0 = gc.get_count()[0]
+        self._gc_enabled[i] = _isenabled()
+        if self._extras:
+            self._begin_extras(i)
+        t0 = self._t0 = _perf_ns()
+        self._count0 = _get_count()[0]
         if not self.first_t0:
             self.first_t0 = t0
         if self.last_t1:  # since the last step, or since `start_clock`
             self._gap_ns[i] = t0 - self.last_t1
-            if self.step_cpu:
-                self._gap_cpu_ns[i] = self._c0 - self._c1_last
+
+    def _begin_extras(self, i: int) -> None:
+        """What a step begins with beyond the clock, where asked for: the allocated blocks,
+        and the thread's CPU clock (the gap's CPU time since the last step ended)."""
+        if self.alloc_blocks_enabled:
+            self._blocks0 = sys.getallocatedblocks()
+        if self.step_cpu:
+            c0 = self._c0 = time.thread_time_ns()
+            if self._c1_last:
+                self._gap_cpu_ns[i] = c0 - self._c1_last
 
     def _record_gap(self, i: int) -> None:
         """The collections in the gap before step `i` (between the last step's end and now)."""
@@ -395,13 +406,12 @@ class StepProbe:
         self._t_host = time.perf_counter_ns()
 
     def end(self, i: int) -> None:
-        count = gc.get_count()[0]  # before the clock stops: a collection started here is the step's
-        if self.step_cpu:
-            c1 = self._c1_last = time.thread_time_ns()
-            self._cpu_ns[i] = c1 - self._c0
-        t1 = time.perf_counter_ns()
+        count = _get_count()[0]  # before the clock stops: a collection started here is the step's
+        t1 = _perf_ns()
+        if self._extras:
+            self._end_extras(i)
         self._wall_ns[i] = t1 - self._t0
-        if self._t_host:
+        if self._t_host > self._t0:  # `dispatched` in this step
             self._host_ns[i] = self._t_host - self._t0
             self.host_marked += 1
         if self._seen != self._seen_begin:  # a collection in the step
@@ -412,16 +422,29 @@ class StepProbe:
             self._gc_examined[i] = self._examined_total - self._examined_end
             self._gc_promoted[i] = self._promoted_total - self._promoted_end
             self._seen_end = self._seen
-        if self.alloc_blocks_enabled:
-            self._alloc_blocks[i] = sys.getallocatedblocks() - self._blocks0
         self.steps = i + 1
         self.last_t1 = t1
         self._current = -1
+        if i >= self._next_look:
+            self._look(i)
+
+    def _end_extras(self, i: int) -> None:
+        """What a step ends with beyond the clock, where asked for (`_begin_extras`)."""
+        if self.step_cpu:
+            c1 = self._c1_last = time.thread_time_ns()
+            self._cpu_ns[i] = c1 - self._c0
+        if self.alloc_blocks_enabled:
+            self._alloc_blocks[i] = sys.getallocatedblocks() - self._blocks0
+
+    def _look(self, i: int) -> None:
+        """After step `i`, outside its clock: the resident set size where a sample is due, and
+        the oldest generation where the step held a full collection to list it after."""
         if i >= self._next_rss:
             self.sample_rss(i)
             self._next_rss = i + self.rss_every
         if self._oldest[2]:
             self._old_after_full(i)
+        self._next_look = self._next_rss
 
     def _record_collections(self, i: int, count: int) -> None:
         """Step `i` held a collection: its pauses, collections, those asked for, objects
