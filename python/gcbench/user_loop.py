@@ -117,8 +117,10 @@ class Measurement:
         # __enter__ and __exit__ are bound methods stored as static ones. `with` then finds
         # them without making a bound method per step (a tracked object: its allocation
         # alone can start a collection, between steps instead of in one).
-        step_type = type("Step", (), {"__slots__": (), "__enter__": staticmethod(self._begin),
-                                      "__exit__": staticmethod(self._exit), "__doc__": "`with m.step():` one step"})
+        # (Explaining, its own pair, which the diagnosis follows: the timed pair reads no flag for it.)
+        begin, end = (self._begin_explained, self._exit_explained) if self.explain else (self._begin, self._exit)
+        step_type = type("Step", (), {"__slots__": (), "__enter__": staticmethod(begin),
+                                      "__exit__": staticmethod(end), "__doc__": "`with m.step():` one step"})
         self._step = step_type()
         self._probe = self._warm if warmup else self._timed
         # the steps the probe now in place takes before `_begin` looks again (the warm-up's
@@ -307,10 +309,19 @@ class Measurement:
         if self._state != 1 or probe.steps >= self._limit:
             self._begin_checked()
             probe = self._probe
+        self._state = 2
+        probe.begin()
+
+    def _begin_explained(self) -> None:
+        """`_begin`, the diagnosis told first (from the first timed step on)."""
+        if self._kept[0] is not None:
+            self._raise_interrupt()
+        if self._state != 1 or self._probe.steps >= self._limit:
+            self._begin_checked()
         if self._steps_diagnosed:
             self._diagnosis.begin_step(self._timed.steps)  # type: ignore[union-attr]  # explaining
         self._state = 2
-        probe.begin()
+        self._probe.begin()
 
     def _begin_checked(self) -> None:
         """A step where the fast path does not hold: outside the block, inside a step (or
@@ -336,14 +347,29 @@ class Measurement:
             probe = self._probe
             probe.end(probe.steps)
             self._state = 1
+            if self._kept[0] is not None:
+                self._raise_interrupt()
+        elif self._state == 2:  # the step raised: it is not a timed step (the exception goes on)
+            self._abort()
+
+    def _exit_explained(self, exc_type, exc, tb) -> None:
+        """`_exit`, the diagnosis told after the probe (from the first timed step on)."""
+        if exc_type is None:
+            probe = self._probe
+            probe.end(probe.steps)
+            self._state = 1
             if self._steps_diagnosed:
                 self._diagnosis.end_step(probe.steps - 1)  # type: ignore[union-attr]  # explaining
             if self._kept[0] is not None:
                 self._raise_interrupt()
-        elif self._state == 2:  # the step raised: it is not a timed step (the exception goes on)
-            self._probe.abort()
-            self._state = 1
-            self.raised += 1
+        elif self._state == 2:
+            self._abort()
+
+    def _abort(self) -> None:
+        """The step raised: it is not a timed step (the exception goes on)."""
+        self._probe.abort()
+        self._state = 1
+        self.raised += 1
 
     # -- what was measured ----------------------------------------------------------------
     @property

@@ -172,7 +172,6 @@ class StepProbe:
         # Snapshot at begin(); plain attributes so begin()/end() allocate nothing lasting.
         self._t0 = 0
         self._c0 = 0
-        self._t_host = 0
         self._pause0 = 0
         self._pause_cpu0 = 0
         self._collected0 = 0
@@ -403,7 +402,11 @@ class StepProbe:
 
     def dispatched(self) -> None:
         """The step function has returned; what follows until `end` waits for its results."""
-        self._t_host = time.perf_counter_ns()
+        i = self._current
+        if i >= 0:
+            if not self._host_ns[i]:  # once a step, however often it is called
+                self.host_marked += 1
+            self._host_ns[i] = max(_perf_ns() - self._t0, 1)
 
     def end(self, i: int) -> None:
         count = _get_count()[0]  # before the clock stops: a collection started here is the step's
@@ -411,17 +414,15 @@ class StepProbe:
         if self._extras:
             self._end_extras(i)
         self._wall_ns[i] = t1 - self._t0
-        if self._t_host > self._t0:  # `dispatched` in this step
-            self._host_ns[i] = self._t_host - self._t0
-            self.host_marked += 1
-        if self._seen != self._seen_begin:  # a collection in the step
+        seen = self._seen
+        if seen != self._seen_begin:  # a collection in the step
             self._record_collections(i, count)
         else:
             self._gc_pressure[i] = count - self._count0
-        if self._seen != self._seen_end:  # in the step or the gap before it: what they examined, promoted
+        if seen != self._seen_end:  # in the step or the gap before it: what they examined, promoted
             self._gc_examined[i] = self._examined_total - self._examined_end
             self._gc_promoted[i] = self._promoted_total - self._promoted_end
-            self._seen_end = self._seen
+            self._seen_end = seen
         self.steps = i + 1
         self.last_t1 = t1
         self._current = -1
