@@ -43,9 +43,9 @@ def main() -> None:
         trainer.step(schedule[i])
 
     on, off, block_on, block_off = [], [], [], []
-    probe = StepProbe(args.block_steps)
     i = 3
     for block in range(args.blocks):
+        probe = StepProbe(args.block_steps)  # a probe measures one run of steps (made outside the block's clock)
         t_block = time.perf_counter_ns()
         if block % 2 == 0:
             with probe:

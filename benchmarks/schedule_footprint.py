@@ -15,7 +15,7 @@ middle and full collections; the full collections of the oldest generation wait 
 the objects promoted since the last one exceed a quarter of it, so a larger heap before
 the loop (gcbench's own objects) makes them rarer.
 
-    python benchmarks/schedule_footprint.py [--steps 2000] [--keep 10] [--cyclic 0] [--runs 3]
+    python benchmarks/schedule_footprint.py [--steps 2000] [--keep 10] [--cyclic 0] [--runs 3] [--save FILE]
 """
 
 from __future__ import annotations
@@ -115,9 +115,14 @@ def main() -> int:
     ap.add_argument("--cyclic", type=int, default=0, help="objects of cyclic garbage a step")
     ap.add_argument("--runs", type=int, default=3, help="fresh processes per mode")
     ap.add_argument("--json", action="store_true", help="print the runs as JSON")
+    ap.add_argument("--save", metavar="FILE", help="also write the runs to FILE")
     args = ap.parse_args()
     rows = {mode: [run(mode, args.steps, args.keep, args.cyclic) for _ in range(args.runs)]
             for mode in ("bare", "minimal", "gcbench")}
+    if args.save:
+        with open(args.save, "w") as f:
+            json.dump({"steps": args.steps, "keep": args.keep, "cyclic": args.cyclic, **rows}, f, indent=1)
+            f.write("\n")
     if args.json:
         print(json.dumps(rows))
         return 0

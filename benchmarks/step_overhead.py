@@ -10,14 +10,16 @@ time, not CPU time much):
   start and stop time and generation into preallocated arrays;
 - gcbench: the loop under `with gcbench.measure(...)` and `with m.step():`.
 
-Bodies: `empty` (nothing), `work` (about 10 µs of pure Python), `collecting` (700 tracked
-objects made and dropped a step: about one young collection a step, so the difference
-from `empty` is what a collection costs the probe). Prints, per body, what each probe adds
-to a step (CPU ns, the median of the rounds), gcbench's ratio to the minimal probe's,
-and whether gcbench is within issue 66's bound: twice the minimal probe's cost plus 1 µs
-a step.
+Bodies: `empty` (nothing: the probe's cost alone, the row the bound is judged on), `work`
+(about 2 µs of pure Python: the same cost beside a body, read as the difference of two
+larger times, so noisier by a few hundred ns), `collecting` (700 tracked objects made and
+dropped a step: about one young collection a step, so the difference from `empty` is what
+a collection costs each probe). Prints, per body, what each probe adds to a step (CPU ns,
+the median over rounds of each round's difference from bare), gcbench's ratio to the
+minimal probe's, and whether gcbench is within issue 66's bound: twice the minimal
+probe's cost plus 1 µs a step.
 
-    python benchmarks/step_overhead.py [--steps 100000] [--runs 5] [--json]
+    python benchmarks/step_overhead.py [--steps 100000] [--runs 5] [--json] [--save FILE]
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def empty():
     pass
 
 def work():
-    return sum(range(300))
+    return sum(range(300))  # about 2 µs
 
 def collecting():
     junk = [[] for _ in range(700)]  # tracked, freed at the step's end: the young count crosses 700 once a step
@@ -123,7 +125,8 @@ def overheads(got: dict) -> dict:
         out[body] = {"bare_ns": statistics.median(modes["bare"]), "minimal_ns": added["minimal"],
                      "gcbench_ns": added["gcbench"], "ratio": added["gcbench"] / limit,
                      "bound_ns": BOUND_FACTOR * limit + BOUND_NS,
-                     "within": added["gcbench"] <= BOUND_FACTOR * limit + BOUND_NS}
+                     "within": added["gcbench"] <= BOUND_FACTOR * limit + BOUND_NS,
+                     "rounds": {mode: modes[mode] for mode in MODES}}
     if "collecting" in out and "empty" in out:  # what a collection (about one a step) costs each probe
         out["per_collection"] = {mode: out["collecting"][f"{mode}_ns"] - out["empty"][f"{mode}_ns"]
                                  for mode in ("minimal", "gcbench")}
@@ -135,8 +138,13 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=5, help="rounds of fresh processes (the modes take turns)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--save", metavar="FILE", help="also write the figures, with every round, to FILE")
     args = ap.parse_args()
     got = overheads(measure(args.steps, args.runs))
+    if args.save:
+        with open(args.save, "w") as f:
+            json.dump({"steps": args.steps, "runs": args.runs, **got}, f, indent=1)
+            f.write("\n")
     if args.json:
         print(json.dumps(got))
         return 0

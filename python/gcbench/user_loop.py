@@ -117,16 +117,20 @@ class Measurement:
         # __enter__ and __exit__ are bound methods stored as static ones. `with` then finds
         # them without making a bound method per step (a tracked object: its allocation
         # alone can start a collection, between steps instead of in one).
-        # (Explaining, its own pair, which the diagnosis follows: the timed pair reads no flag for it.)
-        begin, end = (self._begin_explained, self._exit_explained) if self.explain else (self._begin, self._exit)
-        step_type = type("Step", (), {"__slots__": (), "__enter__": staticmethod(begin),
-                                      "__exit__": staticmethod(end), "__doc__": "`with m.step():` one step"})
-        self._step = step_type()
+        # A loop only timed enters the probe's own `begin` (its limit and slot checked there,
+        # `_boundary` where they stop it): the warm-up's probe's, then the timed one's, each
+        # bound once here. Explaining, `_begin_explained` and `_exit_explained`, which the
+        # diagnosis follows.
         self._probe = self._warm if warmup else self._timed
-        # the steps the probe now in place takes before `_begin` looks again (the warm-up's
-        # end, or the timed probe's capacity): one comparison a step
-        self._limit = warmup if warmup else capacity
-        self._state = 0  # 0: outside the block, 1: between steps, 2: in a step
+        self._timed_entry = staticmethod(self._timed.begin)
+        entry = staticmethod(self._begin_explained) if self.explain else staticmethod(self._probe.begin)
+        step_type = type("Step", (), {"__slots__": (), "__enter__": entry,
+                                      "__exit__": staticmethod(self._exit_explained if self.explain else self._exit),
+                                      "__doc__": "`with m.step():` one step"})
+        self._step = step_type()
+        self._warm.on_boundary = self._timed.on_boundary = self._boundary
+        self._warm.limit = self._timed.limit = 0  # outside the block: every entry goes to `_boundary`
+        self._state = 0  # 0: outside the block, 1: inside it
         self._steps_diagnosed = False  # the diagnosis follows the steps (explaining, the timed steps)
         # what a hook of ours, the unraisable hook or another thread (`interrupt`) kept for the
         # next step's boundary: one slot, shared by the probes and the diagnosis, read once a step
@@ -199,6 +203,7 @@ class Measurement:
     def __enter__(self) -> Measurement:
         self._thread = _thread.get_ident()  # steps come from this thread (said where they do not)
         self._state = 1
+        self._probe.limit = self.warmup if self._probe is self._warm else self._timed.capacity
         self._load[2] = machineload.snapshot()
         if self._diagnosis is not None:
             from .measuring import diagnose
@@ -236,6 +241,7 @@ class Measurement:
         if self._diagnosis is not None and self._diagnosis.started:
             self._diagnosis.stop(self._timed.steps)
         self._state = 0
+        self._warm.limit = self._timed.limit = 0  # a step after the block: `_boundary` refuses it
         if exc_type is None:  # one that landed after the last step, in a collection between steps
             self._raise_interrupt()
 
@@ -247,7 +253,7 @@ class Measurement:
         """Inside a step: the step function has returned and what follows waits for its
         results (`jax.block_until_ready`). Called in every step, it records the host time
         of each step (Python and dispatch) beside its wall time."""
-        if self._state != 2:
+        if not self._probe.in_step:
             raise UsageError("m.dispatched() belongs inside `with m.step():`")
         self._probe.dispatched()
 
@@ -301,35 +307,26 @@ class Measurement:
         if e is not None:
             raise e
 
-    def _begin(self) -> None:
-        # what every step does: three comparisons, then the probe (the rest is `_begin_checked`'s)
-        if self._kept[0] is not None:
-            self._raise_interrupt()
-        probe = self._probe
-        if self._state != 1 or probe.steps >= self._limit:
-            self._begin_checked()
-            probe = self._probe
-        self._state = 2
-        probe.begin()
-
     def _begin_explained(self) -> None:
-        """`_begin`, the diagnosis told first (from the first timed step on)."""
-        if self._kept[0] is not None:
-            self._raise_interrupt()
-        if self._state != 1 or self._probe.steps >= self._limit:
-            self._begin_checked()
+        """A step's entry while explaining: the diagnosis told first (from the first timed
+        step on), then the probe. (A loop only timed enters the probe's `begin` directly.)"""
+        probe = self._probe
+        if self._kept[0] is not None or probe.in_step or probe.steps >= probe.limit:
+            self._boundary(begin=False)
         if self._steps_diagnosed:
             self._diagnosis.begin_step(self._timed.steps)  # type: ignore[union-attr]  # explaining
-        self._state = 2
         self._probe.begin()
 
-    def _begin_checked(self) -> None:
-        """A step where the fast path does not hold: outside the block, inside a step (or
-        from another thread), past the warm-up (the timed probe takes over) or past the
-        capacity."""
+    def _boundary(self, begin: bool = True) -> None:
+        """A step's entry where the probe's fast path does not hold (`StepProbe.limit`): what
+        the hooks kept is raised; a step outside the block, inside a step or from another
+        thread is refused; past the warm-up the timed probe takes over (and with `begin`,
+        begins the step); past the capacity, refused."""
+        if self._kept[0] is not None:
+            self._raise_interrupt()
         if self._state == 0:
             raise UsageError("a step outside `with gcbench.measure(...)`")
-        if self._state == 2:
+        if self._probe.in_step:
             if _thread.get_ident() != self._thread:
                 raise UsageError("steps from another thread: a measurement's steps must come from the thread that "
                                  "entered `with gcbench.measure(...)` (measure each thread's loop on its own)")
@@ -337,19 +334,24 @@ class Measurement:
         if self._probe is self._warm:
             self._start_timed()  # while the warm-up's probe still counts what it may start
             self._warm.uninstall()
-            self._probe, self._limit = self._timed, self._timed.capacity
+            self._warm.limit = 0
+            self._probe = self._timed
+            self._timed.limit = self._timed.capacity
+            if not self.explain:  # the steps' entry from now on: the timed probe's own
+                type(self._step).__enter__ = self._timed_entry
             self._timed.install()
         if self._timed.steps >= self._timed.capacity:
             raise UsageError(f"more than {self._timed.capacity:,} timed steps: pass a larger capacity=")
+        if begin:
+            self._timed.begin()
 
     def _exit(self, exc_type, exc, tb) -> None:
         if exc_type is None:
             probe = self._probe
             probe.end(probe.steps)
-            self._state = 1
             if self._kept[0] is not None:
                 self._raise_interrupt()
-        elif self._state == 2:  # the step raised: it is not a timed step (the exception goes on)
+        elif self._probe.in_step:  # the step raised: it is not a timed step (the exception goes on)
             self._abort()
 
     def _exit_explained(self, exc_type, exc, tb) -> None:
@@ -357,18 +359,16 @@ class Measurement:
         if exc_type is None:
             probe = self._probe
             probe.end(probe.steps)
-            self._state = 1
             if self._steps_diagnosed:
                 self._diagnosis.end_step(probe.steps - 1)  # type: ignore[union-attr]  # explaining
             if self._kept[0] is not None:
                 self._raise_interrupt()
-        elif self._state == 2:
+        elif self._probe.in_step:
             self._abort()
 
     def _abort(self) -> None:
         """The step raised: it is not a timed step (the exception goes on)."""
         self._probe.abort()
-        self._state = 1
         self.raised += 1
 
     # -- what was measured ----------------------------------------------------------------
@@ -564,7 +564,7 @@ def _first_calls(diagnosis: diagnose.Diagnosis | None) -> None:
     if diagnosis is not None:
         diagnosis.begin_step(0)
         diagnosis.end_step(-1)  # back to step -1, none done
-    probe = StepProbe(1, rss_every=1)  # its end samples the RSS too
+    probe = StepProbe(2, rss_every=1)  # its end samples the RSS too
     probe.begin()
     probe.dispatched()
     probe.end(0)

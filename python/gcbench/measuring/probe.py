@@ -60,6 +60,104 @@ class StepProbe:
                 probe.end(i)
     """
 
+    # Slots, not a dict: the steps read a few dozen of these, and an instance with more
+    # attributes than a dict's shared keys hold reads each through a hash (twice as slow)
+    __slots__ = (
+        "_alloc_blocks",
+        "_between_cpu_end",
+        "_between_gen_end",
+        "_between_ns_end",
+        "_blocks0",
+        "_c0",
+        "_c1_last",
+        "_collected0",
+        "_collected_total",
+        "_count0",
+        "_cpu_ns",
+        "_cpu_start",
+        "_current",
+        "_depth",
+        "_ev_collected",
+        "_ev_examined",
+        "_ev_generation",
+        "_ev_pause",
+        "_ev_step",
+        "_events0",
+        "_examined_end",
+        "_examined_now",
+        "_examined_total",
+        "_explicit0",
+        "_explicit_now",
+        "_explicit_totals",
+        "_extras",
+        "_gap_collections",
+        "_gap_cpu_ns",
+        "_gap_gc_cpu_ns",
+        "_gap_gc_ns",
+        "_gap_ns",
+        "_gc_collected",
+        "_gc_collections",
+        "_gc_cpu_ns",
+        "_gc_enabled",
+        "_gc_examined",
+        "_gc_explicit",
+        "_gc_ns",
+        "_gc_pressure",
+        "_gc_promoted",
+        "_gen0",
+        "_gen_totals",
+        "_host_ns",
+        "_next_look",
+        "_next_rss",
+        "_old_after_full_size",
+        "_old_after_full_step",
+        "_oldest",
+        "_pause0",
+        "_pause_cpu0",
+        "_pause_cpu_start",
+        "_pause_cpu_total",
+        "_pause_start",
+        "_pause_total",
+        "_promoted_end",
+        "_promoted_total",
+        "_reset0",
+        "_reset_total",
+        "_rss_bytes",
+        "_rss_step",
+        "_seen",
+        "_seen_begin",
+        "_seen_end",
+        "_spare",
+        "_start_hook",
+        "_stop_hook",
+        "_t0",
+        "_wall_ns",
+        "alloc_blocks_enabled",
+        "between_collected",
+        "between_cpu_ns",
+        "between_explicit",
+        "between_gen",
+        "between_ns",
+        "capacity",
+        "events",
+        "events_dropped",
+        "explicit_sites",
+        "first_t0",
+        "host_marked",
+        "installed",
+        "kept",
+        "last_t1",
+        "limit",
+        "loop_cpu_ns",
+        "old_after_full_n",
+        "on_boundary",
+        "rss_every",
+        "rss_samples",
+        "step_cpu",
+        "steps",
+        "user_files",
+    )
+
     # The columns (`columns`), step i's item at i; a column of generations holds three a
     # step, step i's at 3i, 3i + 1 and 3i + 2; `column(name)` reads one as numpy after the loop.
     _wall_ns: memoryview
@@ -181,6 +279,11 @@ class StepProbe:
         self._blocks0 = 0
         self._current = -1  # the step running now; -1 between steps
         self.steps = 0
+        # `begin`'s guard: from `limit` steps on, with a step running, or with an interrupt kept,
+        # `begin` calls `on_boundary` instead (`gcbench.measure`: the warm-up's end, its
+        # errors), or without one raises
+        self.limit = capacity
+        self.on_boundary: Callable[[], None] | None = None
         self.installed = False
         # what a hook raised (a signal's exception), kept: one slot, which `gcbench.measure`
         # shares among its probes and reads once a step
@@ -358,6 +461,9 @@ class StepProbe:
         # not), and the clock runs from before it. A collection in the gap before it (one
         # since the last step ended) is written now; none, and the gap's columns stay zero.
         i = self.steps
+        if i >= self.limit or self._current >= 0 or self.kept[0] is not None:
+            self._boundary()
+            return
         self._current = i
         seen = self._seen_begin = self._seen
         if seen != self._seen_end:
@@ -381,6 +487,25 @@ class StepProbe:
             c0 = self._c0 = time.thread_time_ns()
             if self._c1_last:
                 self._gap_cpu_ns[i] = c0 - self._c1_last
+
+    @property
+    def in_step(self) -> bool:
+        """Whether a step has begun and not yet ended or been aborted."""
+        return self._current >= 0
+
+    def _boundary(self) -> None:
+        """`begin` where its guard stops it: `on_boundary` decides (and may begin the step);
+        without one, what a hook kept is raised, and a step inside a step or past the
+        capacity is an error."""
+        if self.on_boundary is not None:
+            self.on_boundary()
+            return
+        e = self.take_interrupt()
+        if e is not None:
+            raise e
+        if self._current >= 0:
+            raise RuntimeError("StepProbe.begin() inside a step: end() or abort() it first")
+        raise IndexError(f"StepProbe: more than {self.limit:,} steps (its capacity)")
 
     def _record_gap(self, i: int) -> None:
         """The collections in the gap before step `i` (between the last step's end and now)."""
@@ -509,7 +634,7 @@ class StepProbe:
 
             warnings.warn(f"StepProbe.{name} is deprecated and goes in gcbench 0.4: read probe.column({name!r}) "
                           "(a numpy array of the steps taken)", DeprecationWarning, stacklevel=2)
-            view = self.__dict__[f"_{name}"]
+            view = object.__getattribute__(self, f"_{name}")
             n = len(view) // (GENERATIONS if name in GENERATION_COLUMNS else 1)
             return self.column(name, n)
         raise AttributeError(f"'StepProbe' object has no attribute {name!r}")
