@@ -122,13 +122,16 @@ class Measurement:
         # bound once here. Explaining, `_begin_explained` and `_exit_explained`, which the
         # diagnosis follows.
         self._probe = self._warm if warmup else self._timed
-        self._timed_entry = staticmethod(self._timed.begin)
-        entry = staticmethod(self._begin_explained) if self.explain else staticmethod(self._probe.begin)
-        step_type = type("Step", (), {"__slots__": (), "__enter__": entry,
-                                      "__exit__": staticmethod(self._exit_explained if self.explain else self._exit),
+        self._timed_pair = (staticmethod(self._timed.begin), staticmethod(self._timed.exit))
+        if self.explain:
+            entry, leave = staticmethod(self._begin_explained), staticmethod(self._exit_explained)
+        else:
+            entry, leave = staticmethod(self._probe.begin), staticmethod(self._probe.exit)
+        step_type = type("Step", (), {"__slots__": (), "__enter__": entry, "__exit__": leave,
                                       "__doc__": "`with m.step():` one step"})
         self._step = step_type()
         self._warm.on_boundary = self._timed.on_boundary = self._boundary
+        self._warm.on_limit = self._warmed_up
         self._warm.limit = self._timed.limit = 0  # outside the block: every entry goes to `_boundary`
         self._state = 0  # 0: outside the block, 1: inside it
         self._steps_diagnosed = False  # the diagnosis follows the steps (explaining, the timed steps)
@@ -136,7 +139,6 @@ class Measurement:
         # next step's boundary: one slot, shared by the probes and the diagnosis, read once a step
         self._kept: list[BaseException | None] = [None]
         self._warm.kept = self._timed.kept = self._kept
-        self.raised = 0  # steps that raised, not recorded
         self._gc_enabled = True  # the collector's state when the timed steps began
         self._frozen = 0
         self._thresholds: tuple = ()
@@ -203,7 +205,7 @@ class Measurement:
     def __enter__(self) -> Measurement:
         self._thread = _thread.get_ident()  # steps come from this thread (said where they do not)
         self._state = 1
-        self._probe.limit = self.warmup if self._probe is self._warm else self._timed.capacity
+        self._probe.open_steps(self.warmup if self._probe is self._warm else self._timed.capacity)
         self._load[2] = machineload.snapshot()
         if self._diagnosis is not None:
             from .measuring import diagnose
@@ -241,7 +243,8 @@ class Measurement:
         if self._diagnosis is not None and self._diagnosis.started:
             self._diagnosis.stop(self._timed.steps)
         self._state = 0
-        self._warm.limit = self._timed.limit = 0  # a step after the block: `_boundary` refuses it
+        self._warm.open_steps(0)  # a step after the block: `_boundary` refuses it
+        self._timed.open_steps(0)
         if exc_type is None:  # one that landed after the last step, in a collection between steps
             self._raise_interrupt()
 
@@ -320,8 +323,7 @@ class Measurement:
     def _boundary(self, begin: bool = True) -> None:
         """A step's entry where the probe's fast path does not hold (`StepProbe.limit`): what
         the hooks kept is raised; a step outside the block, inside a step or from another
-        thread is refused; past the warm-up the timed probe takes over (and with `begin`,
-        begins the step); past the capacity, refused."""
+        thread is refused; past the capacity, refused; else (with `begin`) the step begins."""
         if self._kept[0] is not None:
             self._raise_interrupt()
         if self._state == 0:
@@ -331,45 +333,36 @@ class Measurement:
                 raise UsageError("steps from another thread: a measurement's steps must come from the thread that "
                                  "entered `with gcbench.measure(...)` (measure each thread's loop on its own)")
             raise UsageError("a step inside a step: `m.step()` brackets one step and does not nest")
-        if self._probe is self._warm:
-            self._start_timed()  # while the warm-up's probe still counts what it may start
-            self._warm.uninstall()
-            self._warm.limit = 0
-            self._probe = self._timed
-            self._timed.limit = self._timed.capacity
-            if not self.explain:  # the steps' entry from now on: the timed probe's own
-                type(self._step).__enter__ = self._timed_entry
-            self._timed.install()
         if self._timed.steps >= self._timed.capacity:
             raise UsageError(f"more than {self._timed.capacity:,} timed steps: pass a larger capacity=")
         if begin:
             self._timed.begin()
 
-    def _exit(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            probe = self._probe
-            probe.end(probe.steps)
-            if self._kept[0] is not None:
-                self._raise_interrupt()
-        elif self._probe.in_step:  # the step raised: it is not a timed step (the exception goes on)
-            self._abort()
+    def _warmed_up(self) -> None:
+        """The warm-up's last step has ended (`StepProbe.on_limit`): the timed probe takes
+        over, before the loop's code that follows it (the first timed iteration's gap)."""
+        self._start_timed()  # while the warm-up's probe still counts what it may start
+        self._warm.uninstall()
+        self._warm.open_steps(0)
+        self._probe = self._timed
+        self._timed.open_steps(self._timed.capacity)
+        if not self.explain:  # the steps' entry and exit from now on: the timed probe's own (`with`
+            # reads both as a step begins, so they change here, between steps)
+            type(self._step).__enter__, type(self._step).__exit__ = self._timed_pair
+        self._timed.install()
 
     def _exit_explained(self, exc_type, exc, tb) -> None:
-        """`_exit`, the diagnosis told after the probe (from the first timed step on)."""
-        if exc_type is None:
-            probe = self._probe
-            probe.end(probe.steps)
-            if self._steps_diagnosed:
-                self._diagnosis.end_step(probe.steps - 1)  # type: ignore[union-attr]  # explaining
-            if self._kept[0] is not None:
-                self._raise_interrupt()
-        elif self._probe.in_step:
-            self._abort()
+        """A step's exit while explaining: the probe's (a step that raised is aborted, not a
+        timed step; the exception goes on), then the diagnosis told."""
+        probe = self._probe
+        probe.exit(exc_type, exc, tb)
+        if exc_type is None and self._steps_diagnosed:
+            self._diagnosis.end_step(probe.steps - 1)  # type: ignore[union-attr]  # explaining
 
-    def _abort(self) -> None:
-        """The step raised: it is not a timed step (the exception goes on)."""
-        self._probe.abort()
-        self.raised += 1
+    @property
+    def raised(self) -> int:
+        """Steps that raised: not recorded, not timed steps."""
+        return self._warm.aborted + self._timed.aborted
 
     # -- what was measured ----------------------------------------------------------------
     @property

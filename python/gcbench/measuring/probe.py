@@ -132,6 +132,7 @@ class StepProbe:
         "_stop_hook",
         "_t0",
         "_wall_ns",
+        "aborted",
         "alloc_blocks_enabled",
         "between_collected",
         "between_cpu_ns",
@@ -151,6 +152,7 @@ class StepProbe:
         "loop_cpu_ns",
         "old_after_full_n",
         "on_boundary",
+        "on_limit",
         "rss_every",
         "rss_samples",
         "step_cpu",
@@ -284,6 +286,8 @@ class StepProbe:
         # errors), or without one raises
         self.limit = capacity
         self.on_boundary: Callable[[], None] | None = None
+        self.on_limit: Callable[[], None] | None = None  # called as the step that reaches `limit` ends
+        self.aborted = 0  # steps begun and aborted (they raised): not recorded
         self.installed = False
         # what a hook raised (a signal's exception), kept: one slot, which `gcbench.measure`
         # shares among its probes and reads once a step
@@ -534,8 +538,23 @@ class StepProbe:
             self._host_ns[i] = max(_perf_ns() - self._t0, 1)
 
     def end(self, i: int) -> None:
+        """End step `i`, the one `begin` began."""
+        if i != self._current:
+            raise ValueError(f"StepProbe.end({i}): the step running is {self._current} (-1: none)")
+        self.exit()
+
+    def exit(self, exc_type: type[BaseException] | None = None, exc: BaseException | None = None,
+             tb: object = None) -> None:
+        """End the step running, as a context manager's `__exit__` does (`gcbench.measure`'s
+        steps leave through it directly): recorded where it ended, aborted (`abort`) where
+        it raised `exc_type`."""
         count = _get_count()[0]  # before the clock stops: a collection started here is the step's
         t1 = _perf_ns()
+        i = self._current
+        if exc_type is not None or i < 0:
+            if i >= 0:
+                self.abort()
+            return
         if self._extras:
             self._end_extras(i)
         self._wall_ns[i] = t1 - self._t0
@@ -563,14 +582,23 @@ class StepProbe:
             self._alloc_blocks[i] = sys.getallocatedblocks() - self._blocks0
 
     def _look(self, i: int) -> None:
-        """After step `i`, outside its clock: the resident set size where a sample is due, and
-        the oldest generation where the step held a full collection to list it after."""
+        """After step `i`, outside its clock: the resident set size where a sample is due, the
+        oldest generation where the step held a full collection to list it after, and
+        `on_limit` where the step reached the limit."""
         if i >= self._next_rss:
             self.sample_rss(i)
             self._next_rss = i + self.rss_every
         if self._oldest[2]:
             self._old_after_full(i)
         self._next_look = self._next_rss
+        if self.steps >= self.limit and self.on_limit is not None:
+            self.on_limit()
+
+    def open_steps(self, limit: int) -> None:
+        """Take steps up to `limit` (0: none, every `begin` goes to `on_boundary`); the step
+        that reaches it calls `on_limit` as it ends."""
+        self.limit = limit
+        self._next_look = min(self._next_rss, max(limit - 1, 0)) if self.on_limit is not None else self._next_rss
 
     def _record_collections(self, i: int, count: int) -> None:
         """Step `i` held a collection: its pauses, collections, those asked for, objects
@@ -609,6 +637,7 @@ class StepProbe:
     def abort(self) -> None:
         """Forget the step begun last (it raised): nothing is recorded for it, and the
         collections logged during it count as between steps (step -1)."""
+        self.aborted += 1
         if self._seen != self._seen_begin:
             k = min(self.events, len(self._ev_step))
             for e in range(min(self._events0, k), k):
@@ -625,19 +654,6 @@ class StepProbe:
     def total_gc_ns(self) -> int:
         """GC pause time since install, inside steps or not."""
         return self._pause_total
-
-    def __getattr__(self, name: str):
-        """`probe.wall_ns` and the other columns as numpy arrays of the whole capacity, as they
-        were before 0.3: deprecated, read `probe.column(name)` (the steps taken)."""
-        if name in DEPRECATED_ARRAYS:
-            import warnings
-
-            warnings.warn(f"StepProbe.{name} is deprecated and goes in gcbench 0.4: read probe.column({name!r}) "
-                          "(a numpy array of the steps taken)", DeprecationWarning, stacklevel=2)
-            view = object.__getattribute__(self, f"_{name}")
-            n = len(view) // (GENERATIONS if name in GENERATION_COLUMNS else 1)
-            return self.column(name, n)
-        raise AttributeError(f"'StepProbe' object has no attribute {name!r}")
 
     def column(self, name: str, n: int | None = None) -> np.ndarray:
         """Column `name` of the first `n` steps (by default those taken; an event column: the
@@ -707,6 +723,25 @@ class StepProbe:
         return {"step": self._ev_step[:k].tolist(), "generation": self._ev_generation[:k].tolist(),
                 "pause_ns": self._ev_pause[:k].tolist(), "collected": self._ev_collected[:k].tolist(),
                 "examined": self._ev_examined[:k].tolist(), "dropped": self.events_dropped}
+
+
+def _deprecated_array(name: str) -> property:
+    """`probe.<name>`: the column as a numpy array of the whole capacity, as before 0.3, with
+    a DeprecationWarning (a property per name: a `__getattr__` on the class would make every
+    method call in a step allocate a bound method, an object a collection could start on)."""
+    def read(self: StepProbe) -> np.ndarray:
+        import warnings
+
+        warnings.warn(f"StepProbe.{name} is deprecated and goes in gcbench 0.4: read probe.column({name!r}) "
+                      "(a numpy array of the steps taken)", DeprecationWarning, stacklevel=2)
+        view = getattr(self, f"_{name}")
+        return self.column(name, len(view) // (GENERATIONS if name in GENERATION_COLUMNS else 1))
+
+    return property(read, doc=f"Deprecated: `probe.column({name!r})`.")
+
+
+for _name in sorted(DEPRECATED_ARRAYS):
+    setattr(StepProbe, _name, _deprecated_array(_name))
 
 
 def examined(generation: int, young: int, spare: list, oldest: list) -> int:
