@@ -57,3 +57,28 @@ def test_the_vit_figures_are_the_starting_heaps_benchmarks():
     said("read 0 a step for nnx from every starting heap")
     nnx_work = [x["examined"] for x in nnx]
     said(f"{100 * (max(nnx_work) - min(nnx_work)) / max(nnx_work):.0f} % for nnx")
+
+
+README = " ".join((ROOT / "README.md").read_text().split())
+
+
+def test_readme_quotes_what_measuring_costs_from_the_benchmarks():
+    """README's lines on what `gcbench.measure` costs are the committed runs of
+    benchmarks/step_overhead.py and benchmarks/schedule_footprint.py (issue 66): a step
+    within twice the least probe's cost + 1 µs, and the same collections of every
+    generation bare, under the least probe and under gcbench."""
+    steps = json.loads((RESULTS / "step_overhead.json").read_text())
+    empty = steps["empty"]
+    assert f"a step costs {empty['gcbench_ns']:,.0f} ns of CPU more (the least probe {empty['minimal_ns']:,.0f} ns;" \
+        in README
+    assert empty["within"]
+    assert steps["work"]["within"]
+    for body in ("empty", "work"):  # the rounds behind each median are kept
+        assert len(steps[body]["rounds"]["gcbench"]) == steps["runs"] >= 3
+    heap = json.loads((RESULTS / "schedule_footprint.json").read_text())
+    runs = [r for mode in ("bare", "minimal", "gcbench") for r in heap[mode]]
+    assert len({tuple(r["collections"]) for r in runs}) == 1
+    added = heap["gcbench"][0]["heap"] - heap["minimal"][0]["heap"]
+    c = heap["gcbench"][0]["collections"]
+    assert f"`measure` adds {added:,} objects to your heap" in README
+    assert f"({c[0]:,} / {c[1]:,} / {c[2]:,} in {heap['steps']:,} steps, bare and measured;" in README

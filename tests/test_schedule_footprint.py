@@ -25,4 +25,21 @@ def test_a_promoting_loop_has_the_same_collections_under_measure_as_under_the_mi
     assert minimal["collections"][2] >= 4  # the rule fires: 3,200 objects more before the loop miss one
     measured = schedule_footprint.run("gcbench", steps, KEEP, CYCLIC)
     assert measured["collections"] == minimal["collections"]
-    assert measured["heap"] - minimal["heap"] < 1500, measured  # what measure imports and makes before the loop (940)
+    assert measured["heap"] - minimal["heap"] < 1500, measured  # what measure imports and makes before the loop (1,150)
+
+
+@pytest.mark.e2e
+def test_the_step_overhead_benchmark_runs_and_reports_every_body():
+    """benchmarks/step_overhead.py at a small size (its figures depend on the machine and
+    its load: README quotes a committed run, tests/test_benchmark_figures.py holds it)."""
+    import json
+    import subprocess
+
+    out = subprocess.run([sys.executable, str(pathlib.Path(schedule_footprint.__file__).with_name("step_overhead.py")),
+                          "--steps", "2000", "--runs", "1", "--json"], capture_output=True, text=True, timeout=300,
+                         check=True)
+    got = json.loads(out.stdout)
+    assert set(got) == {"empty", "work", "collecting", "per_collection"}
+    for body in ("empty", "work", "collecting"):
+        assert got[body]["bare_ns"] > 0
+        assert got[body]["bound_ns"] == 2 * max(got[body]["minimal_ns"], 1.0) + 1000

@@ -499,3 +499,22 @@ def test_a_loop_that_turns_the_collector_off_names_the_line(tmp_path):
     said = " ".join(verdict.sentences(summary.summarize_all([m.result()])))
     assert f"the collector was off in 199 of 200 steps; called gc.disable() 1 time, first at test_user_loop.py:{line}" \
         in said
+
+
+@pytest.mark.parametrize("explain", [False, True])
+def test_the_timed_steps_take_over_after_a_warm_up_that_collected_fully(explain):
+    """The warm-up hands over to the timed probe as its last step ends; a full collection
+    in an earlier warm-up step (which the probe lists the oldest generation after) does not
+    lose that moment: every step after the warm-up is a timed one, and a step outside the
+    block or inside another is still refused."""
+    with gcbench.measure("warm", warmup=3, capacity=50, explain=explain) as m:
+        for i in range(10):
+            with m.step():
+                if i == 0:
+                    gc.collect()
+                [[] for _ in range(10)]
+    assert m.steps == 7
+    assert m.raised == 0
+    with pytest.raises(gcbench.UsageError, match="a step outside"):
+        with m.step():
+            pass

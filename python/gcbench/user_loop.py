@@ -333,6 +333,8 @@ class Measurement:
                 raise UsageError("steps from another thread: a measurement's steps must come from the thread that "
                                  "entered `with gcbench.measure(...)` (measure each thread's loop on its own)")
             raise UsageError("a step inside a step: `m.step()` brackets one step and does not nest")
+        if self._probe is self._warm and self._warm.steps >= self._warm.limit:
+            self._warmed_up()  # (as the warm-up's last step ended, normally)
         if self._timed.steps >= self._timed.capacity:
             raise UsageError(f"more than {self._timed.capacity:,} timed steps: pass a larger capacity=")
         if begin:

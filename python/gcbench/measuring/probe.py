@@ -590,15 +590,24 @@ class StepProbe:
             self._next_rss = i + self.rss_every
         if self._oldest[2]:
             self._old_after_full(i)
-        self._next_look = self._next_rss
+        self._schedule_look()
         if self.steps >= self.limit and self.on_limit is not None:
             self.on_limit()
+
+    def _schedule_look(self) -> None:
+        """The next step after which `_look` has something to do: a sample of the resident set
+        size, or (with `on_limit`) the step that reaches the limit. (A full collection the
+        hooks list the oldest generation after brings it forward, `_next_look = 0`.)"""
+        nxt = self._next_rss
+        if self.on_limit is not None and self.steps < self.limit:
+            nxt = min(nxt, self.limit - 1)
+        self._next_look = nxt
 
     def open_steps(self, limit: int) -> None:
         """Take steps up to `limit` (0: none, every `begin` goes to `on_boundary`); the step
         that reaches it calls `on_limit` as it ends."""
         self.limit = limit
-        self._next_look = min(self._next_rss, max(limit - 1, 0)) if self.on_limit is not None else self._next_rss
+        self._schedule_look()
 
     def _record_collections(self, i: int, count: int) -> None:
         """Step `i` held a collection: its pauses, collections, those asked for, objects
