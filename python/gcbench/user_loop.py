@@ -131,7 +131,6 @@ class Measurement:
                                       "__doc__": "`with m.step():` one step"})
         self._step = step_type()
         self._warm.on_boundary = self._timed.on_boundary = self._boundary
-        self._warm.on_limit = self._warmed_up
         self._warm.limit = self._timed.limit = 0  # outside the block: every entry goes to `_boundary`
         self._state = 0  # 0: outside the block, 1: inside it
         self._steps_diagnosed = False  # the diagnosis follows the steps (explaining, the timed steps)
@@ -205,7 +204,7 @@ class Measurement:
     def __enter__(self) -> Measurement:
         self._thread = _thread.get_ident()  # steps come from this thread (said where they do not)
         self._state = 1
-        self._probe.open_steps(self.warmup if self._probe is self._warm else self._timed.capacity)
+        self._probe.limit = self.warmup if self._probe is self._warm else self._timed.capacity
         self._load[2] = machineload.snapshot()
         if self._diagnosis is not None:
             from .measuring import diagnose
@@ -243,8 +242,7 @@ class Measurement:
         if self._diagnosis is not None and self._diagnosis.started:
             self._diagnosis.stop(self._timed.steps)
         self._state = 0
-        self._warm.open_steps(0)  # a step after the block: `_boundary` refuses it
-        self._timed.open_steps(0)
+        self._warm.limit = self._timed.limit = 0  # a step after the block: `_boundary` refuses it
         if exc_type is None:  # one that landed after the last step, in a collection between steps
             self._raise_interrupt()
 
@@ -323,7 +321,8 @@ class Measurement:
     def _boundary(self, begin: bool = True) -> None:
         """A step's entry where the probe's fast path does not hold (`StepProbe.limit`): what
         the hooks kept is raised; a step outside the block, inside a step or from another
-        thread is refused; past the capacity, refused; else (with `begin`) the step begins."""
+        thread is refused; past the warm-up the timed probe takes over (`_warmed_up`); past
+        the capacity, refused; else (with `begin`) the step begins."""
         if self._kept[0] is not None:
             self._raise_interrupt()
         if self._state == 0:
@@ -334,23 +333,25 @@ class Measurement:
                                  "entered `with gcbench.measure(...)` (measure each thread's loop on its own)")
             raise UsageError("a step inside a step: `m.step()` brackets one step and does not nest")
         if self._probe is self._warm and self._warm.steps >= self._warm.limit:
-            self._warmed_up()  # (as the warm-up's last step ended, normally)
+            self._warmed_up()
         if self._timed.steps >= self._timed.capacity:
             raise UsageError(f"more than {self._timed.capacity:,} timed steps: pass a larger capacity=")
         if begin:
             self._timed.begin()
 
     def _warmed_up(self) -> None:
-        """The warm-up's last step has ended (`StepProbe.on_limit`): the timed probe takes
-        over, before the loop's code that follows it (the first timed iteration's gap)."""
+        """The first timed step begins (the warm-up's steps are done): the timed probe takes
+        over; what the loop did between the last warm-up step and this one (a
+        `gc.collect(); gc.freeze()` after the warm-up) stays the warm-up's."""
         self._start_timed()  # while the warm-up's probe still counts what it may start
         self._warm.uninstall()
-        self._warm.open_steps(0)
+        self._warm.limit = 0
         self._probe = self._timed
-        self._timed.open_steps(self._timed.capacity)
-        if not self.explain:  # the steps' entry and exit from now on: the timed probe's own (`with`
-            # reads both as a step begins, so they change here, between steps)
+        self._timed.limit = self._timed.capacity
+        if not self.explain:  # the steps' entry and exit from now on: the timed probe's own; this step's
+            # exit, which `with` read before entering, is the warm-up probe's: it goes on to the timed one
             type(self._step).__enter__, type(self._step).__exit__ = self._timed_pair
+            self._warm.exit_to = self._timed
         self._timed.install()
 
     def _exit_explained(self, exc_type, exc, tb) -> None:

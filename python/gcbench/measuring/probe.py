@@ -142,6 +142,7 @@ class StepProbe:
         "capacity",
         "events",
         "events_dropped",
+        "exit_to",
         "explicit_sites",
         "first_t0",
         "host_marked",
@@ -152,7 +153,6 @@ class StepProbe:
         "loop_cpu_ns",
         "old_after_full_n",
         "on_boundary",
-        "on_limit",
         "rss_every",
         "rss_samples",
         "step_cpu",
@@ -286,7 +286,10 @@ class StepProbe:
         # errors), or without one raises
         self.limit = capacity
         self.on_boundary: Callable[[], None] | None = None
-        self.on_limit: Callable[[], None] | None = None  # called as the step that reaches `limit` ends
+        # where `exit` goes when this probe has no step running: the probe that took over
+        # (`gcbench.measure`'s timed probe, which began the first timed step inside the
+        # warm-up probe's `begin`; `with` had read the warm-up probe's `exit` already)
+        self.exit_to: StepProbe | None = None
         self.aborted = 0  # steps begun and aborted (they raised): not recorded
         self.installed = False
         # what a hook raised (a signal's exception), kept: one slot, which `gcbench.measure`
@@ -554,6 +557,8 @@ class StepProbe:
         if exc_type is not None or i < 0:
             if i >= 0:
                 self.abort()
+            elif self.exit_to is not None:
+                self.exit_to.exit(exc_type, exc, tb)
             return
         if self._extras:
             self._end_extras(i)
@@ -582,32 +587,14 @@ class StepProbe:
             self._alloc_blocks[i] = sys.getallocatedblocks() - self._blocks0
 
     def _look(self, i: int) -> None:
-        """After step `i`, outside its clock: the resident set size where a sample is due, the
-        oldest generation where the step held a full collection to list it after, and
-        `on_limit` where the step reached the limit."""
+        """After step `i`, outside its clock: the resident set size where a sample is due, and
+        the oldest generation where the step held a full collection to list it after."""
         if i >= self._next_rss:
             self.sample_rss(i)
             self._next_rss = i + self.rss_every
         if self._oldest[2]:
             self._old_after_full(i)
-        self._schedule_look()
-        if self.steps >= self.limit and self.on_limit is not None:
-            self.on_limit()
-
-    def _schedule_look(self) -> None:
-        """The next step after which `_look` has something to do: a sample of the resident set
-        size, or (with `on_limit`) the step that reaches the limit. (A full collection the
-        hooks list the oldest generation after brings it forward, `_next_look = 0`.)"""
-        nxt = self._next_rss
-        if self.on_limit is not None and self.steps < self.limit:
-            nxt = min(nxt, self.limit - 1)
-        self._next_look = nxt
-
-    def open_steps(self, limit: int) -> None:
-        """Take steps up to `limit` (0: none, every `begin` goes to `on_boundary`); the step
-        that reaches it calls `on_limit` as it ends."""
-        self.limit = limit
-        self._schedule_look()
+        self._next_look = self._next_rss  # (a full collection listed after a step brings it forward)
 
     def _record_collections(self, i: int, count: int) -> None:
         """Step `i` held a collection: its pauses, collections, those asked for, objects
