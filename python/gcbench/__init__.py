@@ -11,8 +11,13 @@ The public API:
 
 import importlib
 
+from .core import machineload as _machineload
 from .core.errors import UsageError
 from .core.version import __version__
+
+# the machine's CPU counters as gcbench was imported: a loop of one's own too short to read is
+# read over the time since (`measure`, core.machineload.over_window), never by waiting after it
+_IMPORTED = _machineload.snapshot(family=False)
 
 # Everything else loads when first used (numpy, jsonschema and scipy take most of a second):
 # `import gcbench` and the command line start at once, and Ctrl-C in their first second finds

@@ -15,6 +15,7 @@ import sys
 # footprint"). So before the loop only modules of a few dozen objects each, of the standard
 # library's already loaded ones; numpy, the schema, the analysis and the diagnostics load
 # after the loop, or when explaining.
+from . import _IMPORTED
 from .core import machineload
 from .core.checks import NAME, is_int
 from .core.errors import UsageError, is_interrupt
@@ -37,6 +38,9 @@ MAX_CAPACITY = 10_000_000  # as many timed steps as a run may have
 RSS_EVERY = 50  # steps between samples of the resident set size
 EXPLAIN_ENV = "GCBENCH_EXPLAIN"  # "1": every measure() in the process explains instead of timing
 SOURCE = "the user's own loop"
+# the machine's counters as gcbench was imported and as the last block ended: the window a loop
+# too short to read is read over (core.machineload.over_window), without waiting
+_SINCE: list = [_IMPORTED, None]
 
 
 TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
@@ -231,14 +235,11 @@ class Measurement:
         if self._probe is self._timed and self._timed.steps:
             self._count_tracked_end()
             self._load[1] = machineload.snapshot()
-            cores = os.cpu_count()
-            self._load_read = (machineload.between(self._load[0], self._load[1], cores)
-                               or machineload.between(self._load[2], self._load[1], cores))
-            if not self._load_read and self._load[1] is not None:
-                # shorter than the kernel's CPU accounting reads: the machine right after it, so that a loop
-                # of a few hundred ms on a busy machine is known to be loaded (its times are then not judged)
-                after = machineload.now(cores, machineload.MIN_SECONDS)
-                self._load_read = dict(after, load_window="after") if after else {}
+            # over the timed steps; where they were too short to read, over the block, else the time
+            # before it (since the last block ended, or gcbench.measure was imported): never a wait
+            self._load_read = machineload.over_window((self._load[0], self._load[2], *_SINCE[::-1]),
+                                                      self._load[1], os.cpu_count())
+            _SINCE[1] = self._load[1]
         if self._diagnosis is not None and self._diagnosis.started:
             self._diagnosis.stop(self._timed.steps)
         self._state = 0
@@ -440,7 +441,7 @@ class Measurement:
             doc.batch_size = None
         doc.networks = self.networks
         doc.cell = self._cell_id(0)
-        return results.validate(doc, "measurement")
+        return doc  # built from records in memory: checked against the schema where it is written or read
 
     def _cell_id(self, repeat: int) -> str:
         policy = self.policy_name.replace(":", "-")

@@ -11,7 +11,7 @@ import time
 
 TYPE_CHECKING = False  # typing's own flag without importing typing (900 objects in a measured heap)
 if TYPE_CHECKING:  # annotations only: nothing more in a worker's heap
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from typing import Any
 
 # Loaded: other processes (and the hypervisor's steal) took more than this share of the
@@ -19,6 +19,10 @@ if TYPE_CHECKING:  # annotations only: nothing more in a worker's heap
 # cores of others and one beside two busy processes 1.2-1.5 (benchmarks/load_margins.py).
 LOADED_SHARE = 0.15
 MIN_SECONDS = 0.5  # shortest window read: a tick either way is then 0.02 cores per CPU
+# shortest window read at all, where no window of MIN_SECONDS exists (a short loop of one's own,
+# read without waiting): the counters' ticks then move others_cores by at most (cores + 1) ticks
+# over the window, 0.2 cores at 2 cores and 0.15 s against a loaded share of 0.3 cores
+SHORT_SECONDS = 0.15
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") and "SC_CLK_TCK" in os.sysconf_names else 100
 
 
@@ -94,26 +98,28 @@ def _pressure_us() -> int | None:
     return None
 
 
-def snapshot() -> tuple | None:
-    """The counters as of now (None where the kernel does not give them)."""
+def snapshot(family: bool = True) -> tuple | None:
+    """The counters as of now (None where the kernel does not give them); `family=False`:
+    without gcbench's own other processes (a window from it counts them among the others)."""
     stat = _proc_stat()
     if stat is None:
         return None
-    return (time.monotonic_ns(), stat[0], stat[1], time.process_time_ns() / 1e9, _pressure_us(), family_cpu())
+    return (time.monotonic_ns(), stat[0], stat[1], time.process_time_ns() / 1e9, _pressure_us(),
+            family_cpu() if family else None)
 
 
-def between(start: tuple | None, end: tuple | None, cores: int | None) -> dict:
+def between(start: tuple | None, end: tuple | None, cores: int | None, least: float = MIN_SECONDS) -> dict:
     """What the machine did between two snapshots of this process: `others_cores`, `steal`
     (a share of the machine), `cpu_pressure` (a share of the time, where recorded),
     `process_cpu_s` (this process's own CPU seconds) and `gcbench_cpu_s` (gcbench's own
     other processes, left out of the others: its manager, runner and sibling jobs). Empty
-    where either is missing or the window is shorter than MIN_SECONDS. Counters that went
+    where either is missing or the window is shorter than `least` seconds. Counters that went
     back (a reset, a hypervisor's correction) are doubt, read as loaded: `load_doubt` says
     why, and others_cores is the whole machine."""
     if start is None or end is None or not cores or cores < 1:
         return {}
     seconds = (end[0] - start[0]) / 1e9
-    if seconds < MIN_SECONDS:
+    if seconds < least:
         return {}
     own = end[3] - start[3]
     busy = (end[1] - start[1]) / _TICK
@@ -162,6 +168,19 @@ def load_reason(state: Mapping[str, Any], cores: int | None) -> str | None:
     if steal * cores >= 0.05:
         text += f" and the hypervisor stole {100 * steal:.0f} %"
     return text
+
+
+def over_window(starts: Sequence[tuple | None], end: tuple | None, cores: int | None) -> dict:
+    """The machine up to `end`, read without waiting: over the first of `starts` (newest
+    first) that began MIN_SECONDS or more before it; where none did, over the oldest at the
+    coarser SHORT_SECONDS (`load_window: "short"`); else nothing (too short to read)."""
+    for start in starts:
+        got = between(start, end, cores)
+        if got:
+            return got
+    oldest = [s for s in starts if s is not None]
+    got = between(oldest[-1], end, cores, SHORT_SECONDS) if oldest else {}
+    return dict(got, load_window="short") if got else {}
 
 
 def now(cores: int | None, seconds: float = 1.0) -> dict:

@@ -6,11 +6,12 @@ document is described once, by its records (result.schema.json is generated from
 
 from __future__ import annotations
 
-from typing import Literal, get_args
-
-import jsonschema
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .errors import UsageError
+
+if TYPE_CHECKING:
+    import jsonschema
 
 # How a run may be executed: this process, SLURM job arrays, or submitit's local executor.
 Executor = Literal["local", "slurm", "submitit-local"]
@@ -22,7 +23,9 @@ CELL_ID = r"^[A-Za-z0-9][A-Za-z0-9._+=-]{0,199}$"  # a file name with room for i
 _VALIDATORS: dict[int, jsonschema.protocols.Validator] = {}
 
 
-def _validator(schema: dict):
+def _validator(schema: dict) -> Any:
+    import jsonschema  # when a document is first checked: a result in memory is not (35 ms of imports)
+
     v = _VALIDATORS.get(id(schema))
     if v is None:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
@@ -33,7 +36,10 @@ def _validator(schema: dict):
 def check(doc, schema: dict, where: str) -> None:
     """A `UsageError` naming `where` and the first malformed field when `doc` does not
     fit `schema`."""
-    error = jsonschema.exceptions.best_match(_validator(schema).iter_errors(doc))
+    validator = _validator(schema)
+    import jsonschema.exceptions
+
+    error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
     if error is None:
         return
     field = ".".join(str(p) for p in error.absolute_path) or "(the document)"

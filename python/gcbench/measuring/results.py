@@ -112,7 +112,9 @@ class MachineState(TypedDict, total=False):
     gcbench_cpu_s: Share
     load_seconds: Share
     load_doubt: str
-    load_window: Literal["after"]  # a loop shorter than MIN_SECONDS, read over the half second after it
+    # a loop shorter than MIN_SECONDS: "short", read over the time before it too, without waiting
+    # (down to SHORT_SECONDS); "after", over the half second after it (0.2.x)
+    load_window: Literal["short", "after"]
     scheduler: Scheduler
 
 
