@@ -138,7 +138,7 @@ def main() -> None:
                 saved[kind][name] = {"cpu_s": round(cpu, 3), "wall_s": round(wall, 3),
                                      "cpu_cost_s": round(cpu - base[1], 3), "wall_cost_s": round(wall - base[0], 3),
                                      "rounds": [[round(w, 3), round(c, 3)] for w, c in v]}
-                cost = "" if name == "plain" else f"  cost +{cpu - base[1]:.2f} s CPU, +{wall - base[0]:.2f} s wall" + \
+                cost = "" if name == "plain" else f"  cost {cpu - base[1]:+.2f} s CPU, {wall - base[0]:+.2f} s wall" + \
                     (f"  ({(cpu - base[1]) / LIMIT_CPU_S:.1f}x the limit)" if "sites=True" not in name else "")
                 print(f"  {name:<26} {cpu:5.2f} s CPU, {wall:5.2f} s wall{cost}")
     if a.save:

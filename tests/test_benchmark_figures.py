@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import pathlib
 
+import pytest
+
 from gcbench.analysing import comparison
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -82,3 +84,43 @@ def test_readme_quotes_what_measuring_costs_from_the_benchmarks():
     c = heap["gcbench"][0]["collections"]
     assert f"`measure` adds {added:,} objects to your heap" in README
     assert f"({c[0]:,} / {c[1]:,} / {c[2]:,} in {heap['steps']:,} steps, bare and measured;" in README
+
+
+BUDGETS_PAGE = " ".join((ROOT / "docs" / "gc-budgets.md").read_text().split())
+
+
+def test_the_budget_pages_costs_are_the_benchmarks_and_a_passing_budget_is_within_its_limit():
+    """docs/gc-budgets.md's costs are the committed run of benchmarks/budget_cost.py, and a
+    passing budget (`sites="on failure"`, the default) adds at most the limit to its test
+    (issue 66: +0.3 s of CPU; it added +2.8 s)."""
+    r = json.loads((RESULTS / "budget_cost.json").read_text())
+    assert r["runs"] >= 3
+    py, jx = r["python"], r["jax"]
+    for kind in (py, jx):
+        assert all(len(v["rounds"]) == r["runs"] for v in kind.values())
+        assert kind["budget (sites on failure)"]["cpu_cost_s"] <= r["limit_cpu_s"]
+    quoted = (f"{r['objects']} cyclic objects a step", f"{r['runs']} runs each",
+              f"the pure-Python test takes {py['plain']['cpu_s']:.2f} s plain, "
+              f"{py['budget (sites on failure)']['cpu_cost_s']:+.2f} s with its budget passing",
+              f"{py['budget, sites=False']['cpu_cost_s']:+.2f} s with `sites=False`, "
+              f"{py['budget, sites=True']['cpu_cost_s']:+.2f} s with `sites=True`",
+              f"the Equinox test {jx['plain']['cpu_s']:.2f} s plain, "
+              f"{jx['budget (sites on failure)']['cpu_cost_s']:+.2f} s, "
+              f"{jx['budget, sites=False']['cpu_cost_s']:+.2f} s and {jx['budget, sites=True']['cpu_cost_s']:+.2f} s")
+    for text in quoted:
+        assert text.replace("+-", "-") in BUDGETS_PAGE, text
+
+
+@pytest.mark.e2e
+def test_the_budget_cost_benchmark_runs_at_its_smoke_size():
+    """benchmarks/budget_cost.py, one run of each pure-Python session: every line printed
+    with a cost beside the limit."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "budget_cost.py"), "--runs", "1"],
+                         capture_output=True, text=True, timeout=600, check=True).stdout
+    lines = out.splitlines()
+    assert lines[0].startswith("python (1 sessions each")
+    assert len([line for line in lines if " s CPU, " in line and "cost " in line]) == 3, out
+    assert "x the limit)" in out
