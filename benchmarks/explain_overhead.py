@@ -9,7 +9,10 @@ processes, its CPU time over the loop:
   (`gc.get_objects()`) as each collection starts: the least an explanation that looks at
   what the collector holds can do (issue 66);
 - explain: the loop under `gcbench.measure(..., explain=True)` with its defaults
-  (allocation sites traced for the last steps only, `EXPLAIN_SITE_STEPS`);
+  (allocation sites traced over one interval between collections of generation 1 in
+  eight, `measuring.diagnose.SITE_INTERVALS`);
+- explain, sites throughout: the same with `m.sites = True` (what a GC budget with
+  `sites=True` and its rerun after a failure trace);
 - explain, sites off: the same with `m.sites = False`.
 
 Prints each mode's CPU per step and explain's ratio to the limit (issue 66: at most 3x at
@@ -29,7 +32,7 @@ import sys
 
 LIMIT_RATIO = 3.0  # issue 66: explain within 3x of a snapshot per collection
 SAVED = pathlib.Path(__file__).resolve().parent / "measured" / "explain_overhead.json"
-MODES = ("bare", "limit", "explain", "explain, sites off")
+MODES = ("bare", "limit", "explain", "explain, sites throughout", "explain, sites off")
 
 SCRIPT = r"""
 import gc, json, sys, time
@@ -54,7 +57,8 @@ def body():
 if mode.startswith("explain"):
     import gcbench
     m = gcbench.measure("explained", explain=True)
-    m.sites = mode == "explain"
+    if mode != "explain":
+        m.sites = mode == "explain, sites throughout"
 gc.collect()
 start = time.process_time()
 if mode.startswith("explain"):
@@ -103,12 +107,12 @@ def main() -> int:
     rows = []
     print(f"CPU ms a step, medians of {a.runs} fresh processes; {a.steps} steps, {a.cyclic} cyclic objects a step; "
           f"the limit: a heap snapshot per collection")
-    print(f"{'live objects':>12}  " + "  ".join(f"{m:>18}" for m in MODES) + "  explain/limit")
+    print(f"{'live objects':>12}  " + "  ".join(f"{m:>25}" for m in MODES) + "  explain/limit")
     for live in a.live:
         r = measure(live, a.steps, a.cyclic, a.runs)
         rows.append(r)
         ms = r["ms_per_step"]
-        print(f"{live:>12,}  " + "  ".join(f"{ms[m]:>18.3f}" for m in MODES) +
+        print(f"{live:>12,}  " + "  ".join(f"{ms[m]:>25.3f}" for m in MODES) +
               f"  {r['ratio']:.2f}x ({'within' if r['within'] else 'over'} {LIMIT_RATIO:.0f}x)")
     if a.save:
         SAVED.write_text(json.dumps({"runs": a.runs, "limit_ratio": LIMIT_RATIO, "rows": rows}, indent=1) + "\n")

@@ -107,7 +107,10 @@ class Measurement:
         self.batch_size = _positive_or_none("batch_size", batch_size)
         self.networks = _positive_or_none("networks", networks)
         self.explain = explain_from_env() if explain is None else bool(explain)
-        self.sites = True  # explain: trace allocation sites (tracemalloc; slows allocations several times)
+        # explain: allocation sites traced (tracemalloc; slows allocations several times): over one
+        # interval between collections of generation 1 in eight ("sampled", diagnose.SAMPLED), or
+        # throughout (True), or never (False)
+        self.sites: bool | str = "sampled"
         # called as the timed steps begin (a GC budget collects and freezes there)
         self.before_timed: Callable[[], None] | None = None
         # Each step's CPU time is not read (two system calls a step, 0.9 µs): the loop's, in

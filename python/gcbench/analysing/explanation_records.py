@@ -36,6 +36,9 @@ class Promoted(Census):
     """What reached the oldest generation during the steps, and the one-off before them."""
 
     made_before_the_steps: int = 0
+    # sites sampled: the objects promoted by the collections that closed a traced interval (what
+    # `traced` is a share of); None where sites were traced throughout or not at all
+    sampled: int | None = None
 
 
 @dataclasses.dataclass
@@ -107,6 +110,7 @@ class PythonDiagnosis:
     collector: CollectorModel = field(default_factory=CollectorModel)
     sites_traced: bool = False
     sites_from_step: int | None = None
+    site_intervals: int | None = None  # sites traced over one interval between middle collections in this many
     own_time_s: float | None = None
     analysed_until_step: int | None = None  # None: every collection was analysed
     interpreter: str | None = None

@@ -271,15 +271,17 @@ def _site_advice(py: PythonDiagnosis) -> list[Recommendation]:
     traced = max(sum(sites.values()), 1)
     own = {k: v for k, v in sites.items() if k.split(" ")[0] == "user"}
     called = py.promoted.by_user_site
-    total = py.promoted.total
+    # sites sampled: the share is of what the traced intervals promoted
+    total = py.promoted.total if py.promoted.sampled is None else py.promoted.sampled
+    sampled = "" if py.promoted.sampled is None else f" in {_intervals(py)}"
     known = traced if py.promoted.traced is None else py.promoted.traced
     if total and (known < SITES_MIN_TRACED or known < SITES_MIN_SHARE * total):  # too few: said, never guessed
         out.append(Recommendation("few-sites", f"Only {known:,} of the {total:,} objects promoted to the oldest "
-                    "generation carry an allocation site (objects reused from a free list, or made before tracing "
-                    "began, carry none): too few to say which lines allocate them."))
+                    f"generation{sampled} carry an allocation site (objects reused from a free list, or made before "
+                    "tracing began, carry none): too few to say which lines allocate them."))
         own, called = {}, {}
     # the lines below are those of the traced objects: their share is said where it is not all
-    of_traced = f" (of the {known:,} of {total:,} promoted objects that carry a site)" \
+    of_traced = f" (of the {known:,} of {total:,} promoted objects{sampled} that carry a site)" \
         if total and known < total else ""
     if own:
         top = ", ".join(k.split(" ", 1)[1] for k in list(own)[:3])
@@ -593,8 +595,14 @@ def _promoted_lines(py: PythonDiagnosis, fi: FullInterval) -> list[str]:
     if pr.total > known:  # a row of its own: never spread over the sites that were traced
         rows["not traced (a free list's object, or made before tracing began)"] = pr.total - known
     rows = dict(sorted(rows.items(), key=lambda kv: -kv[1]))
-    return lines + _table(f"by allocation site ({known:,} of {pr.total:,} promoted objects traced, from step "
-                          f"{py.sites_from_step or 0})", rows, pr.total, top=6)
+    where = f"in {_intervals(py)}" if pr.sampled is not None else f"from step {py.sites_from_step or 0}"
+    return lines + _table(f"by allocation site ({known:,} of {pr.total:,} promoted objects traced, {where})", rows,
+                          pr.total, top=6)
+
+
+def _intervals(py: PythonDiagnosis) -> str:
+    """Which intervals sampled sites were traced over, in words."""
+    return f"the traced intervals (one between collections of generation 1 in {py.site_intervals or '?'})"
 
 
 def _scanned_lines(py: PythonDiagnosis, fi: FullInterval) -> list[str]:

@@ -14,6 +14,7 @@ import pathlib
 import sys
 import time
 import tracemalloc
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from . import probe
@@ -42,6 +43,17 @@ LOG_FIELDS = ("step", "generation", "explicit", "pause_ns", "at_start_0", "at_st
               "uncollectable", "before_step")
 UNTRACED = "untraced"  # made before sites were traced
 FRAMES = 12  # frames tracemalloc keeps per allocation: enough to leave jax's and equinox's internals
+# Sites "sampled" (`gcbench.measure(..., explain=True)`'s default): allocation sites traced over
+# one interval between collections of generation 1 in this many (the first included), each
+# whole: what the collection closing it promotes was all made inside it. Tracing slows every
+# allocation, and telling an object's site costs ~20 µs under it: traced throughout, a loop of
+# 1,000 cyclic objects a step over a heap of 10^5 objects took 5.5 ms a step to explain, where a
+# snapshot of the heap per collection costs 1 ms (benchmarks/explain_overhead.py).
+SAMPLED = "sampled"
+SITE_INTERVALS = 8
+GARBAGE_SITES = 64  # objects of a young collection whose sites are looked up, at most (~20 µs each)
+# objects x types up to which `_type_counts` scans the list once a type (a young generation's few)
+COUNT_BY_SCAN = 200_000
 
 
 def collector_model() -> dict:
@@ -257,7 +269,7 @@ class _Counts:
         self.total = 0
         self.traced = 0  # of `total`, the objects with an allocation site
 
-    def add_many(self, objs: list, sites: bool, table: _Table | None = None) -> None:
+    def add_many(self, objs: list, sites: bool, table: _Table | None = None, untraced: bool = True) -> None:
         """Objects still alive, by type and, with `sites`, by allocation site (numbered in
         `table`, the diagnosis's own, while a loop runs)."""
         # objects by (traceback, type) first: a step's objects come from few tracebacks
@@ -266,12 +278,15 @@ class _Counts:
         # a Counter keyed by tuples would leave its keys in the interpreter's free lists,
         # which hand them to the loop's next tuples without counting them
         table = table or _Table()
-        self.add_types(_tally(map(table.type_of, objs)), _tally(map(table.key, objs)) if sites else None, table)
+        self.add_types(_tally(map(table.type_of, objs)), _tally(map(table.key, objs)) if sites else None, table,
+                       untraced)
 
-    def add_types(self, types: collections.Counter, frames: collections.Counter | None, table: _Table) -> None:
+    def add_types(self, types: collections.Counter, frames: collections.Counter | None, table: _Table,
+                  untraced: bool = True) -> None:
         """Objects by type number (`table.type_of`) and, where traced, by `table.key`
-        (allocation frames and type; frames None: untraced); they need not be alive (the
-        garbage a collection freed is counted so)."""
+        (allocation frames and type; frames None: untraced, a site of its own unless
+        `untraced` is False: a sample's other objects); they need not be alive (the garbage a
+        collection freed is counted so)."""
         for no, n in types.items():
             tp = table.types[no]
             self.by_type[type_name(tp)] += n
@@ -287,7 +302,7 @@ class _Counts:
             if mine is not None:
                 self.by_user_site[mine] += n
         total = sum(types.values())
-        if frames is None and total:
+        if frames is None and total and untraced:
             self.by_site[UNTRACED] += total
         self.total += total
 
@@ -309,16 +324,18 @@ class Diagnosis:
     collections where sites are traced).
 
     Explaining must not change what it explains: the garbage is told by the objects'
-    ids and types taken when a collection starts, against the ids still in the collector's
-    lists when it stops, never by keeping the objects (DEBUG_SAVEALL kept every cycle alive
+    types (at a young collection where sites are traced, their ids and sites) taken when a
+    collection starts, against the survivors' when it stops (the young generations and the
+    new tail of the next one), never by keeping the objects (DEBUG_SAVEALL kept every cycle alive
     until the end: a loop of self-referencing 64 KiB objects grew to gigabytes and made full
     collections its unexplained run never made). The count is the collector's own
     (`collected`); where more objects left the lists than it collected (tuples and dicts
     it untracked), the excess is taken from tuples and dicts first."""
 
-    def __init__(self, steps: int, sites: bool = True, count_garbage: bool = True, site_steps: int | None = None):
+    def __init__(self, steps: int, sites: bool | str = True, count_garbage: bool = True,
+                 site_steps: int | None = None):
         self.steps = steps
-        self.sites = sites
+        self.sites = sites  # True: traced throughout; SAMPLED: one interval in SITE_INTERVALS; False: never
         # tracemalloc slows allocation-heavy steps tens of times: sites are traced over the
         # last `site_steps` steps only (all of them when None)
         self.site_from = 0 if site_steps is None else max(0, steps - site_steps)
@@ -333,6 +350,7 @@ class Diagnosis:
         self.promoted = _Counts()
         self.promoted_per_step = [0] * steps
         self.promoted_before = 0  # promoted during the run, but made before it
+        self.promoted_sampled = 0  # promoted by collections that closed a traced interval (SAMPLED sites)
         self.scanned = _Counts()
         self.scanned_origin: collections.Counter[str] = collections.Counter(
             {"before the timed steps": 0, "made during the timed steps": 0})
@@ -347,11 +365,16 @@ class Diagnosis:
         # ids as keys of dicts of numbers, which CPython does not track: what the hooks keep
         # through a collection is then nothing the collector counts as a survivor (a set, or a
         # dict holding types, would be promoted with the loop's objects and move its schedule)
-        self._young: dict[int, None] = {}
         self._old_len = 0
+        self._intervals = 0  # collections of generation 1 or 2 seen: where sites are sampled, which are traced
         self._before: dict[int, int] = {}  # id -> type number of the collected generations' objects, at a start
         # young collections, sites traced: id -> allocation frames and type (`_Table.key`)
         self._before_frames: dict[int, int] = {}
+        # older collections: the collected generations' objects by type number as it starts, and
+        # its survivors' as it stops (counted in C: the heap's ids would be an int each)
+        self._alive: dict[int, None] = {}  # the sample's survivors, by id
+        self._before_types: collections.Counter = collections.Counter()
+        self._after_types: collections.Counter = collections.Counter()
         self._table = _Table()  # frames and types by number
         self._t0 = 0
         self._c0 = 0
@@ -425,34 +448,60 @@ class Diagnosis:
             self.frozen_seen = gc.get_freeze_count()
         if not self.deep:
             return
+        oldest = gc.get_objects(2) if gen >= 2 else None
         if self.count_garbage:  # who is there now: whoever is gone at the stop was collected
             # one list from get_objects, never one built around its calls: a list being built
             # is itself in generation 0, would hold itself, and be cyclic garbage of ours
-            objs = gc.get_objects() if gen >= 2 else gc.get_objects(0)
-            if gen == 1:
-                objs += gc.get_objects(1)
-            number = self._table.type_number
-            self._before.clear()
-            self._before.update((id(o), number(type(o))) for o in objs)
-            # sites at young collections only: what survives one of generation 0 stays young
-            self._before_frames.clear()
+            objs = gc.get_objects(0)
             if gen == 0 and self._tracing():
-                self._before_frames.update((id(o), self._table.key(o)) for o in objs)
+                # a sample of them by id and allocation site (at young collections only: what
+                # survives one of generation 0 stays young), GARBAGE_SITES at most
+                sample = objs[::len(objs) // GARBAGE_SITES + 1]
+                number = self._table.type_number
+                self._before.update((id(o), number(type(o))) for o in sample)
+                self._before_frames.update((id(o), self._table.key(o)) for o in sample)
+                del sample
+            elif gen >= 1:
+                objs += gc.get_objects(1)
+            # all of them by type, in C: no id of an object (an int each, itself traced where sites are)
+            self._before_types.update(self._type_counts(objs))
             del objs
         if gen == 1:
-            self._young.clear()
-            self._young.update(dict.fromkeys(map(id, gc.get_objects(0))))
-            self._young.update(dict.fromkeys(map(id, gc.get_objects(1))))
             self._old_len = len(gc.get_objects(2))
-        elif gen >= 2:
-            oldest = gc.get_objects(2)
+        elif oldest is not None:
             self._start2 = len(oldest)
             self.scans += 1
-            self.scanned.add_many(oldest, sites=False, table=self._table)
+            scanned = self._type_counts(oldest)
+            self.scanned.add_types(scanned, None, self._table)
+            if self.count_garbage:
+                self._before_types.update(scanned)
+            del scanned
             earlier = len(self._baseline.intersection(map(id, oldest)))
             self.scanned_origin["before the timed steps"] += earlier
             self.scanned_origin["made during the timed steps"] += len(oldest) - earlier
-            del oldest
+        del oldest
+
+    def _type_counts(self, objs: list) -> Counter:
+        """The objects by type number (`_Table.type_number`), counted in C. A few types
+        (a young generation's) are counted by `list.count`, one int each; many by a tally,
+        whose counts past 256 are a new int at each object (each traced, where sites are:
+        2 ms a collection of 800 objects). A metaclass that makes its classes unhashable is
+        counted object by object, by identity."""
+        types = list(map(type, objs))
+        try:
+            distinct = dict.fromkeys(types)
+        except TypeError:
+            return _tally(map(self._table.type_of, objs))
+        number = self._table.type_number
+        counts: Counter = Counter()
+        if len(distinct) * len(types) <= COUNT_BY_SCAN:
+            for tp in distinct:
+                counts[number(tp)] += types.count(tp)
+        else:
+            for tp, n in _tally(types).items():
+                counts[number(tp)] += n
+        del types, distinct
+        return counts
 
     def _settle(self, count: int) -> None:
         """Leave the young count as the hook found it: what the hook made and freed into a
@@ -473,52 +522,107 @@ class Diagnosis:
 
     def _after(self, gen: int, info: dict, pause: int) -> None:
         """The stop of a collection: what it promoted, scanned and freed, and its record."""
-        if gen == 1:
-            young = self._young
+        # what survived, first (before this hook makes an object of its own): the young now, and
+        # the new tail of the generation it moved to (each collection appends its survivors to
+        # the next one's list), or all of the oldest
+        if gen == 0:
+            if self._before_types:
+                survivors = gc.get_objects(0)
+                survivors += gc.get_objects(1)[self._start1:]
+                self._after_types.update(self._type_counts(survivors))
+                del survivors
+            if self._before:  # the sample's survivors, by id (in the new tail: a young object now is new)
+                self._alive.update(dict.fromkeys(map(id, gc.get_objects(1)[self._start1:])))
+        else:
+            young = gc.get_objects(0)
+            young += gc.get_objects(1)
             oldest = gc.get_objects(2)
-            # A collection of generation 1 appends its survivors to the end of the oldest
-            # generation's list: look there (a little earlier too, in case an old object died).
-            tail = oldest[max(0, self._old_len - 64):] if len(oldest) >= self._old_len else oldest
-            promoted = [o for o in tail if id(o) in young]
+            if self._before_types:
+                young += oldest[self._old_len:] if gen == 1 else oldest
+                self._after_types.update(self._type_counts(young))
+            del young
+            self._promoted(gen, oldest)
+            del oldest
+        if self._before_types:
+            self._count_garbage(gen, info["collected"])
+        self._log += (self.step, gen, self._explicit, pause, self._start0, self._start1, self._start2,
+                      info["collected"], info["uncollectable"], self.done)
+        if gen >= 1 and self.sites == SAMPLED:
+            self._sample_sites()
+
+    def _sample_sites(self) -> None:
+        """An interval between collections of older generations ended (`SAMPLED` sites):
+        the next one is traced if it is one in SITE_INTERVALS, else not."""
+        self._intervals += 1
+        if self._was_tracing or not self.started:  # the user's own tracing: left as it is
+            return
+        traced = self._intervals % SITE_INTERVALS == 0
+        if traced and not tracemalloc.is_tracing():
+            tracemalloc.start(FRAMES)
+        elif not traced and tracemalloc.is_tracing():
+            tracemalloc.stop()
+
+    def _promoted(self, gen: int, oldest: list) -> None:
+        """After a collection of generation 1, what it promoted; after one of every
+        generation, the size of the oldest."""
+        if gen == 1:
+            # its survivors, appended to the oldest generation's list: its new tail (an old object
+            # that died in the collection, freed by a finalizer, shifts it by one; no id of the
+            # young generations is taken, an int each)
+            promoted = oldest[self._old_len:]
             # Objects that existed before the diagnostic steps and happen to be promoted now
             # are a one-off of the start, not what a step costs: counted apart.
             before = [o for o in promoted if id(o) in self._baseline]
             self.promoted_before += len(before)
             if before:
                 promoted = [o for o in promoted if id(o) not in self._baseline]
-            self.promoted.add_many(promoted, self._tracing(), self._table)
+            self.promoted.add_many(promoted, self._tracing(), self._table, untraced=self.sites != SAMPLED)
+            if self._tracing():  # closing a traced interval: what the share of traced objects is of
+                self.promoted_sampled += len(promoted)
             if 0 <= self.step < self.steps:
                 self.promoted_per_step[self.step] += len(promoted)
             self.oldest += (self.step, len(oldest))
-            del oldest, tail, promoted, before
-            young.clear()
-        elif gen >= 2:
-            self.oldest += (self.step, len(gc.get_objects(2)))
-        if self._before:
-            self._count_garbage(gen, info["collected"])
-        self._log += (self.step, gen, self._explicit, pause, self._start0, self._start1, self._start2,
-                      info["collected"], info["uncollectable"], self.done)
+            del promoted, before
+        else:
+            self.oldest += (self.step, len(oldest))
 
     def _count_garbage(self, gen: int, collected: int) -> None:
-        """The objects of the collected generations that are gone from every list, by type:
-        the cyclic garbage this collection freed."""
-        before, frames = self._before, self._before_frames
+        """The objects of the collected generations that are gone from every list, by type
+        (the types before, less the survivors': no object made in a collection survives it),
+        and where sites are traced, a sample of them by allocation site: the cyclic garbage
+        this collection freed."""
         try:
             if collected:
-                self._count_gone(gen, collected, before, frames)
+                types = self._adjusted(+(self._before_types - self._after_types), collected)
+                self.garbage.add_types(types, self._gone_sites(types), self._table, untraced=not self.sites)
         finally:
-            before.clear()
-            frames.clear()
+            self._before.clear()
+            self._before_frames.clear()
+            self._alive.clear()
+            self._before_types.clear()
+            self._after_types.clear()
 
-    def _count_gone(self, gen: int, collected: int, before: dict, frames: dict) -> None:
-        alive = set(map(id, gc.get_objects())) if gen >= 1 else \
-            set(map(id, gc.get_objects(0))) | set(map(id, gc.get_objects(1)))
-        gone = [i for i in before if i not in alive]
-        table = self._table
-        types: collections.Counter[int] = _tally(before[i] for i in gone)
+    def _gone_sites(self, types: Counter) -> Counter | None:
+        """The sample's objects that did not survive, by `_Table.key` (allocation frames and
+        type), none of a type beyond what the collection freed of it; None unsampled."""
+        if not self._before:
+            return None
+        alive, frames = self._alive, self._before_frames
+        by_frames: Counter = Counter()
+        room = dict(types)
+        for i, no in self._before.items():
+            if i not in alive and room.get(no, 0) > 0:
+                room[no] -= 1
+                by_frames[frames.get(i, no)] += 1  # untraced: frames number 0
+        return by_frames
+
+    def _adjusted(self, types: Counter, collected: int) -> Counter:
+        """The objects gone from the lists, by type number, as the collector's own count of
+        what it freed: the tuples and dicts it untracked (not freed: they hold no container)
+        taken off first, and where more left than it freed, scaled down to its count."""
         excess = sum(types.values()) - collected
-        for tp in (tuple, dict):  # untracked, not freed: the collector untracks those that hold no container
-            no = table.type_number(tp)
+        for tp in (tuple, dict):
+            no = self._table.type_number(tp)
             take = min(max(excess, 0), types.get(no, 0))
             if take:
                 types[no] -= take
@@ -530,19 +634,10 @@ class Diagnosis:
             # run. Which ones, nothing tells; the garbage reported is scaled to the
             # collector's own count, by type, so that it never exceeds what it freed
             types = _scaled(types, collected)
-        by_frames: collections.Counter | None = None
-        if frames:
-            by_frames = collections.Counter()
-            kept = dict(types)
-            for i in gone:
-                no = before[i]
-                if kept.get(no, 0) > 0:
-                    kept[no] -= 1
-                    by_frames[frames.get(i, no)] += 1  # untraced: frames number 0
-        self.garbage.add_types(types, by_frames, table)
+        return types
 
     def _tracing(self) -> bool:
-        return self.sites and tracemalloc.is_tracing()
+        return bool(self.sites) and tracemalloc.is_tracing()
 
     # -- running ----------------------------------------------------------------------------
     def start(self, watch: bool = True) -> None:
@@ -641,6 +736,9 @@ class Diagnosis:
                 gc.callbacks.remove(self._hook)
             self._before.clear()
             self._before_frames.clear()
+            self._alive.clear()
+            self._before_types.clear()
+            self._after_types.clear()
             if self.sites and not self._was_tracing and tracemalloc.is_tracing():
                 tracemalloc.stop()
 
@@ -668,7 +766,8 @@ class Diagnosis:
             "collections": [{**{k: v for k, v in c.items() if not k.startswith("at_start_")},
                              "objects_at_start": [c["at_start_0"], c["at_start_1"], c["at_start_2"]]}
                             for c in self.collections],
-            "promoted": {**self.promoted.to_json(), "made_before_the_steps": self.promoted_before},
+            "promoted": {**self.promoted.to_json(), "made_before_the_steps": self.promoted_before,
+                         "sampled": self.promoted_sampled if self.sites == SAMPLED else None},
             "promoted_per_step": self.promoted_per_step,
             "scanned": {**self.scanned.to_json(), "collections": self.scans, "origin": dict(self.scanned_origin),
                         "frozen": self.frozen_seen if self.frozen_seen >= 0 else gc.get_freeze_count()},
@@ -678,7 +777,8 @@ class Diagnosis:
             "gen1_collections": gen1,
             "thresholds": list(gc.get_threshold()),
             "collector": collector_model(),
-            "sites_traced": self.sites,
+            "sites_traced": bool(self.sites),
+            "site_intervals": SITE_INTERVALS if self.sites == SAMPLED else None,
             "sites_from_step": self.site_from if self.sites else None,
             "own_time_s": round(self.spent_ns / 1e9, 3),
             "analysed_until_step": self.shallow_from,  # None: every collection was analysed
