@@ -293,9 +293,18 @@ def test_a_loop_against_its_freeze_and_its_fix_each_in_its_own_folder(tmp_path):
     share = next(t for t in c["rows"][0]["tests"] if t["metric"] == "gc_share")
     assert verdicts["gc_share"] == "less GC" or "of the A/As" in share["not_judged"], share
     assert c["rows"][0]["cell"] == "user/list-dataloader/default vs [arrays]"
+    # the reverse fails the time gate where its share is judged; on a machine loaded beyond what
+    # the A/As measured (beside the other e2e tests), the share is not judged, cannot fail, and
+    # the gate says so: a time, which load decides, never asserted to fail under it
+    back = json.loads(run_cli("compare", str(arrays), str(lists), "--json").stdout)
+    share = next(t for t in back["rows"][0]["tests"] if t["metric"] == "gc_share")
     gated = run_cli("compare", str(arrays), str(lists), "--fail-on", "more-gc")
-    assert gated.returncode == 1
-    assert "more GC" in gated.stderr
+    if share["verdict"] == "not judged":
+        assert gated.returncode == 0, gated.stderr
+        assert "cannot fail" in " ".join(gated.stderr.split())
+    else:
+        assert gated.returncode == 1, share
+        assert "more GC" in gated.stderr
 
 
 @pytest.mark.e2e
