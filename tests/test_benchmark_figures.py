@@ -159,3 +159,20 @@ def test_the_explain_overhead_benchmark_runs_at_its_smoke_size():
     rows = [line for line in out.splitlines() if line.strip().startswith("20,000")]
     assert len(rows) == 1, out
     assert "x (within 3x)" in rows[0] or "x (over 3x)" in rows[0]
+
+
+@pytest.mark.e2e
+def test_the_first_look_overhead_benchmark_runs_on_a_small_suite(tmp_path):
+    """benchmarks/first_look_overhead.py on a suite of one small cell: the run, its limit
+    (steps and warm-ups) and the rest are printed, the ratio beside the 1.15x limit."""
+    import subprocess
+    import sys
+
+    suite = tmp_path / "small.toml"
+    suite.write_text('name = "small"\nbackends = ["jax"]\nworkloads = ["mlp"]\ngc = ["default"]\nsteps = 20\n'
+                     'warmup = 2\nrepeats = 3\n')
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "first_look_overhead.py"), "--suite", str(suite)],
+                         capture_output=True, text=True, timeout=600).stdout
+    assert "run 1: " in out, out
+    assert " for 3 repeats; limit (steps " in out
+    assert "x the limit over 1 run(s)" in out

@@ -281,3 +281,29 @@ def test_bytes_kept_are_judged_per_window():
     window = comparison.KIB_PER_WINDOW / 300  # KiB a step at 300 steps
     assert verdicts(kept(0), kept(0.8 * window))["bytes_kept"].verdict == "same"
     assert verdicts(kept(0), kept(1.2 * window))["bytes_kept"].verdict == "more memory kept"
+
+
+def _tests(said: dict[str, str], traded: str = "") -> list:
+    return [comparison.Test(m, 0.0, 1.0, 1.0, (1.0, 1.0), None, 0.05, verdict=v,
+                            traded=traded if v == "more full GCs" else "") for m, v in said.items()]
+
+
+@pytest.mark.parametrize(("said", "row"), [
+    # issue 67: a loop keeping 40 objects a step more on a loaded machine: its median is not judged
+    ({"median": "not judged", "mean": "not judged", "gc_share": "not judged", "full_rate": "more full GCs",
+      "retained": "more retained"}, "more full GCs"),
+    ({"median": "slower", "retained": "more retained"}, "more retained"),  # a count outranks a time
+    ({"median": "not judged", "gc_share": "more GC", "pressure": "same"}, "more GC"),
+    ({"median": "same", "full_rate": "fewer full GCs"}, "fewer full GCs"),  # a judged change outranks "same"
+    ({"median": "not judged", "full_rate": "inconclusive", "pressure": "same"}, "inconclusive"),
+    ({"median": "not judged", "pressure": "same"}, "same"),
+    ({"median": "not judged", "gc_share": "not judged"}, "not judged"),
+])
+def test_a_rows_verdict_is_the_most_serious_of_its_tests(said, row):
+    assert comparison.row_verdict(_tests(said)) == row
+
+
+def test_a_traded_cost_is_not_the_rows_regression():
+    tests = _tests({"median": "same", "full_rate": "more full GCs", "retained": "less retained"},
+                   traded="more full GCs for less retained")
+    assert comparison.row_verdict(tests) == "less retained"

@@ -1094,7 +1094,7 @@ def compare_docs(docs_a: list[ResultDoc], docs_b: list[ResultDoc], min_effect: f
     conclude(tests, alpha)
     for r in rows:
         mark_trades(r.tests)
-        r.verdict, r.summary = r.tests[0].verdict, overall(r.tests)
+        r.verdict, r.summary = row_verdict(r.tests), overall(r.tests)
     m = sum(t.p is not None for t in tests)
     return Comparison(alpha, min_effect, m, rows, refused, notes,
                       detectable(values, alpha, m, run_sd=RUN_SD if any(r.runs_apart for r in rows) else 0.0))
@@ -1256,6 +1256,32 @@ def _measured_words(t: Test) -> str:
 COSTS = {"collections": "more collections", "full_rate": "more full GCs", "gc_work": "more GC work"}
 GAINS = {"retained": "less retained", "bytes_kept": "less memory kept", "peak_rss": "less memory",
          "gc_work": "less GC work"}
+
+
+# regressions a count shows (exact, or judged at a resolution a starting heap does not move), and
+# those a time shows (which load can leave not judged)
+COUNT_REGRESSIONS = ("more full GCs", "more collections", "more allocations", "more promotions", "more retained",
+                     "more memory kept", "more GC work")
+TIME_REGRESSIONS = ("slower", "slower run", "more GC", "more memory")
+
+
+def row_verdict(tests: list[Test]) -> str:
+    """A pair's one verdict: the most serious of its tests, the first of them where several
+    are as serious. A count regression (not paid for by a gain: a trade) outranks a time's,
+    which outranks any other judged change (a traded cost after its gain), then
+    "inconclusive", "same" and "not judged"; a
+    row whose median is not judged (a loaded machine) while it keeps 40 more objects a step
+    reads "more retained", never "not judged"."""
+    def rank(t: Test) -> int:
+        if t.verdict in COUNT_REGRESSIONS and not t.traded:
+            return 0
+        if t.verdict in TIME_REGRESSIONS and not t.traded:
+            return 1
+        if t.traded:  # a cost a gain pays for: the gain is the row's verdict
+            return 3
+        return {"inconclusive": 4, "same": 5, SAME_PHASE: 5, NOT_JUDGED: 6}.get(t.verdict, 2)
+
+    return min(tests, key=rank).verdict if tests else NOT_JUDGED
 
 
 # the verdicts that say a change keeps more memory: where one holds, no memory gain pays
