@@ -32,6 +32,11 @@ def test_short_jax_run_writes_valid_results(tmp_path, mnist_dir):
     assert "ok x2" in proc.stdout
     assert "] jax/mlp/default r2/2: ok in" in proc.stdout
     assert "[4/4] " in proc.stdout
+    # the hint after a run names the counts gate, never a time gate for CI (issue 67)
+    hint = " ".join(proc.stdout.split()).split("next: ")[1]
+    assert "--fail-on more-full-gc,more-collections,more-allocations,more-retained,more-memory-kept,more-gc-work" \
+        in hint
+    assert "slower" not in hint
     docs = results.load_dir(out)
     assert sorted((d.gc_policy, d.repeat) for d in docs) == [("default", 0), ("default", 1),
                                                                     ("manual:5", 0), ("manual:5", 1)]

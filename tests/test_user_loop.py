@@ -16,6 +16,7 @@ import pytest
 
 import gcbench
 from conftest import run_cli
+from gcbench.analysing import summary
 from gcbench.measuring import results
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
@@ -142,13 +143,13 @@ def test_metadata_is_what_the_user_said_and_print_says_what_was_measured(tmp_pat
     assert results.batch_size(doc) == 32
     assert doc.metadata["command"] == sys.orig_argv  # the interpreter, the script and its arguments
     text = repr(m)
-    assert (
-        text.startswith("gcbench.measure('meta'): 10 timed steps, full collections 0, median step ")
-    )
-    assert (
-        "GC " in text
-    )
-    assert "full collections 0" in text
+    # counts first (issue 67: the collections of each generation and the promotions a step,
+    # what a GC budget bounds, as README promises), then times
+    gens = [int(n) for n in summary.collections_by_generation(doc)]
+    assert text.startswith("gcbench.measure('meta'): 10 timed steps, full collections 0, collections by generation "
+                           + " / ".join(map(str, gens)) + ", promotions ")
+    assert text.index("promotions ") < text.index("median step ")
+    assert "GC " in text
     assert "mean " in text
     with gcbench.measure("meta2") as bare:
         with bare.step():

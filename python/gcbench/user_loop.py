@@ -498,9 +498,10 @@ class Measurement:
             (f", variant={self.variant!r}" if self.variant else "") + ")"
         if not self._timed.steps:
             return f"<{head}: no timed step yet>"
-        from .analysing.summary import describe_user_loop
+        from .analysing import summary
 
-        text = f"{head}: {describe_user_loop(self.summary())}"
+        by_generation = [int(n) for n in summary.collections_by_generation(self.result(lists=False))]
+        text = f"{head}: {summary.describe_user_loop(self.summary(), by_generation)}"
         if not self.explain:
             return text
         from .analysing import gc_causes  # explaining: what it found, under the (disturbed) figures

@@ -1370,9 +1370,9 @@ def _comparison_words(r: PairRow) -> str:
 def format_comparison(c: Comparison) -> str:
     """The comparison as a table, counts first: per cell, full collections and collections
     per 1,000 steps, the GC share, then the typical step (median) and the time a run takes
-    (mean step) with their changes and intervals, then the cell's verdicts in words; then
-    the smallest detectable change and what was refused or left out. Where the machine
-    did not allow times to be judged, one line says so first."""
+    (mean step) with their changes and intervals, then the cell's verdicts in words: the
+    answer first. After it, where the machine did not allow times to be judged, one line
+    says so; the method; the smallest detectable change and what was refused or left out."""
     head = ["cell", "full/1000 A->B", "colls/1000 A->B", "allocs/step A->B", "GC % A->B", "median ms A->B",
             "median change (CI)", "mean ms A->B", "mean change (CI)"]
     body = [_comparison_row(r) for r in c.rows]
@@ -1381,15 +1381,16 @@ def format_comparison(c: Comparison) -> str:
     tested = (f"tests of the {named}: {c.tests} with a p-value, corrected together (Benjamini-Hochberg, false "
               f"discovery rate {c.alpha:g}); intervals at {levels(c)} (false coverage rate {c.alpha:g})") \
         if named else "nothing tested"
-    lines = [terminal.wrap(x) for x in machine_lines(c)]
-    lines.append(terminal.wrap(f"repeats are the unit; counts first (exact where schedules are fixed); {tested}; "
-                               f"minimum effect {100 * c.min_effect:g} %"))
+    # the table and its verdicts first (the command's answer), then what they rest on
     # too wide for the terminal: the A->B values go before the changes and their intervals
-    lines += terminal.table(head, body, drop=(7, 5, 3, 2, 4),
-                            extra={i: [terminal.wrap(w.strip(), "  ", "    ")] for i, w in enumerate(verdicts)})
+    lines = terminal.table(head, body, drop=(7, 5, 3, 2, 4),
+                           extra={i: [terminal.wrap(w.strip(), "  ", "    ")] for i, w in enumerate(verdicts)})
     if not body:
         lines.append("(no cell ran ok in both folders)")
-    elif any(t.metric == "median" and not t.not_judged for r in c.rows for t in r.tests):
+    lines += [terminal.wrap(x) for x in machine_lines(c)]
+    lines.append(terminal.wrap(f"repeats are the unit; counts first (exact where schedules are fixed); {tested}; "
+                               f"minimum effect {100 * c.min_effect:g} %"))
+    if body and any(t.metric == "median" and not t.not_judged for r in c.rows for t in r.tests):
         lines.append(terminal.wrap(format_detectable(c.detectable)))
     if c.refused:
         lines.append("refused (settings differ; --force compares them anyway):")

@@ -645,13 +645,19 @@ def memory_growth(s: CellStats) -> str | None:
     return f"its memory grows across the loop: {stats.fmt(g)} MiB per 1,000 steps{interval}{peak}{objects}"
 
 
-def describe_user_loop(row: dict) -> str:
-    """A user's loop (its `record`) in one line: what `print(m)` shows."""
+def describe_user_loop(row: dict, per_generation: list[int] | None = None) -> str:
+    """A user's loop (its `record`) in one line: what `print(m)` shows; counts first (with
+    `per_generation`, the collections of each generation in the steps and between them),
+    then the promotions a step (what a GC budget bounds), then times."""
     if row.get("median_ms") is None:
         return f"{row['status']}"
     after = row.get("full_collections_after_last") or 0
     parts = [f"{row['steps']:,} timed steps", f"full collections {row['full_collections']}"  # counts first
              + (f" (and {after} after the last step)" if after else "")]
+    if per_generation:
+        parts.append("collections by generation " + " / ".join(f"{n:,}" for n in per_generation))
+    if row.get("promotions_per_step") is not None:
+        parts.append(f"promotions {stats.fmt(row['promotions_per_step'])} a step")
     if row.get("between_steps_collections") and any(row["between_steps_collections"]):
         parts.append(f"{sum(row['between_steps_collections'])} collections between steps")
     if row.get("collector"):

@@ -66,9 +66,12 @@ def main(args) -> int:
     docs, out_dir, code = outcome.docs, outcome.folder, outcome.code
     paths = pipeline.write_report(out_dir, None, 3.0, out_fn=out) if docs is not None and args.report else None
     if docs is not None and results.ok(docs):
+        from .compare import GATE
+
         folder = shlex.quote(str(out_dir))
         out(f"next: {'' if paths else f'gcbench report {folder} (plots and a page to publish); '}"
-            f"gcbench compare {folder} OTHER (verdicts against another run, --fail-on slower for CI)")
+            f"gcbench compare {folder} OTHER (verdicts against another run; in CI, --fail-on "
+            f"{','.join(GATE)}: the counts a starting heap and load do not move)")
     if docs is None and args.detach:
         out(f"next: gcbench status {shlex.quote(str(out_dir))}")
     if args.json:
