@@ -82,7 +82,7 @@ class ArrayLoader:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, help="results folder")
+    parser.add_argument("--out", help="results folder (default: the one `gcbench run --script` names)")
     parser.add_argument("--steps", type=int, default=3_000)
     parser.add_argument("--arrays", action="store_true", help="the fix: tokens in a preallocated array")
     parser.add_argument("--freeze", action="store_true", help="gc.collect() and gc.freeze() after the warm-up")

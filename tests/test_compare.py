@@ -134,7 +134,7 @@ def test_two_kinds_of_machine_compare_on_counts_and_say_times_are_not_compared(t
     assert proc.returncode == 0, proc.stderr
     # the table and its verdicts first, then why times are not compared, before the method
     first = " ".join(proc.stdout.split("repeats are the unit")[0].split())
-    assert first.startswith("cell ") or first.startswith("full/1000")
+    assert first.startswith(("cell ", "full/1000"))
     assert "times are not compared across kinds of machine (A ran on sim x2, B on another cpu x2)" in first
     assert "not judged" in proc.stderr
     assert "the counts still gate" in proc.stderr

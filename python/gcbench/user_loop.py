@@ -17,7 +17,7 @@ import sys
 # after the loop, or when explaining.
 from . import _IMPORTED
 from .core import machineload
-from .core.checks import NAME, is_int
+from .core.checks import NAME, RESULTS_ENV, is_int
 from .core.errors import UsageError, is_interrupt
 from .measuring import gc_watch
 from .measuring.probe import StepProbe, malloc_in_use
@@ -508,9 +508,11 @@ class Measurement:
 
         return f"{text} [explain: timings disturbed]\n{gc_causes.format_text(self.explanation())}"
 
-    def save(self, folder: str | os.PathLike) -> pathlib.Path:
+    def save(self, folder: str | os.PathLike | None = None) -> pathlib.Path:
         """Write the result into `folder` as the next repeat of this loop; return its path.
-        With `explain=True`, write the explanation into the folder's explain.json instead."""
+        With `explain=True`, write the explanation into the folder's explain.json instead.
+        No folder: the one GCBENCH_RESULTS names (`gcbench run --script` sets it)."""
+        folder = _results_folder(folder)
         if self.explain:
             from .analysing import gc_causes
             from .core import files
@@ -521,14 +523,14 @@ class Measurement:
             return folder / gc_causes.FILE
         return self.save_result(folder)
 
-    def save_result(self, folder: str | os.PathLike) -> pathlib.Path:
+    def save_result(self, folder: str | os.PathLike | None = None) -> pathlib.Path:
         """Write the result document into `folder` as the next repeat of this loop (whatever
         `explain` says: a GC budget keeps its counts, whose timings its diagnostics disturb)."""
         from .core import files
         from .measuring import results
 
         doc = self.result(lists=False)
-        folder = files.make_folder(folder, "results folder")
+        folder = files.make_folder(_results_folder(folder), "results folder")
         repeat = 0
         while True:  # the next free repeat number, claimed exclusively: concurrent saves never share one
             doc.repeat = repeat
@@ -539,6 +541,16 @@ class Measurement:
                 if files.write_new(path, files.json_bytes(doc.to_doc(), indent=None)):
                     return path
             repeat += 1
+
+
+def _results_folder(folder: str | os.PathLike | None) -> str | os.PathLike:
+    if folder is not None:
+        return folder
+    named = os.environ.get(RESULTS_ENV)
+    if not named:
+        raise UsageError(f"m.save() needs a folder: m.save('results/my-loop'), or run the script under "
+                         f"`gcbench run --script` (which sets {RESULTS_ENV})")
+    return named
 
 
 def older_objects() -> int:

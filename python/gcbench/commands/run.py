@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 
+from ..core.errors import UsageError
 from ..flows import pipeline
 from ..measuring import results
 from ..running import config
@@ -26,6 +27,15 @@ def register(sub) -> None:
     _common.add_cell_options(r, defaults)
     r.add_argument("--alloc-blocks", action="store_true",
                    help="also count allocated memory blocks per step (walks the heap: slows Python steps)")
+    mine = r.add_argument_group("your own script (one that measures with gcbench.measure and calls m.save())")
+    mine.add_argument("--script", metavar="PATH",
+                      help="run this script --repeats times in fresh processes, its results gathered as repeats of "
+                           "one cell (m.save() with no folder writes into --out)")
+    mine.add_argument("--script-args", metavar="ARGS", help="the script's arguments, as one string")
+    mine.add_argument("--base", metavar="REF|DIR",
+                      help="with --head: run the script of two versions (git refs, or folders) against each other, "
+                           "interleaved in one run, into OUT/base and OUT/head")
+    mine.add_argument("--head", metavar="REF|DIR", help="the version to judge against --base")
     r.add_argument("--out", help="results folder (default: results/<suite>-<date>-<time>)")
     r.add_argument("--resume", action="store_true",
                    help="the folder holds results already: keep those with the same settings, run the rest")
@@ -56,10 +66,12 @@ def suite_from_args(args) -> config.Suite:
 
 
 def main(args) -> int:
-    from ..core.errors import UsageError
-
     if args.resume and args.force:
         raise UsageError("--resume and --force exclude each other: keep what is there, or replace it")
+    if args.script:
+        return _script_main(args)
+    if args.base or args.head or args.script_args:
+        raise UsageError("--base, --head and --script-args go with --script: the script of yours to run")
     suite = suite_from_args(args)
     out = _common.Output(args.json)
     outcome = pipeline.run_suite(suite, _common.run_options(args), out, lambda o: _outcome.present(o, out))
@@ -79,3 +91,32 @@ def main(args) -> int:
                             "cells": _common.summary_json(docs) if docs is not None else None,
                             "report": _common.report_json(paths) if paths else None})
     return code
+
+
+def _script_main(args) -> int:
+    """`run --script`: the user's script, repeats in fresh processes (two versions interleaved)."""
+    import pathlib
+
+    from ..flows import script_runs
+    from .compare import GATE
+
+    if args.quick or args.backends or args.workloads or args.gc or args.suite != "default":
+        raise UsageError("--script runs your own script: --suite, --quick, --backends, --workloads and --gc choose "
+                         "gcbench's own cells and do not go with it")
+    name = pathlib.Path(args.script).stem
+    out = pathlib.Path(args.out or config.default_out(f"script-{name}")).resolve()  # the script runs elsewhere
+    if out.exists() and any(out.iterdir()) and not args.force:
+        raise UsageError(f"{out} holds results already: --force adds these runs' to them, or give another --out")
+    script, run_sides = script_runs.sides(args.script, args.base, args.head, out)
+    for side in run_sides:
+        print(f"{side.name}: {side.label}" if len(run_sides) > 1 else f"script: {side.label}", flush=True)
+    folders = script_runs.run(script, run_sides, args.repeats or 3, script_runs.split_args(args.script_args),
+                              lambda line: print(line, flush=True))
+    gate = ",".join(GATE)
+    if len(folders) == 2:
+        print(f"next: gcbench compare {shlex.quote(str(folders[0]))} {shlex.quote(str(folders[1]))} --fail-on {gate}")
+    else:
+        print(f"next: gcbench report {shlex.quote(str(folders[0]))}; gcbench compare {shlex.quote(str(folders[0]))} "
+              f"OTHER --fail-on {gate}")
+    return 0
+

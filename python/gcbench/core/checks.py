@@ -13,3 +13,7 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 def is_int(value) -> bool:
     """An integer that is not a bool (JSON and TOML give both)."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+# the folder `m.save()` writes into when given none: `gcbench run --script` sets it for each run
+RESULTS_ENV = "GCBENCH_RESULTS"

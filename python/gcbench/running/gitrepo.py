@@ -46,6 +46,14 @@ def local_repo(repo: str) -> pathlib.Path:
     return clone
 
 
+def toplevel(folder: pathlib.Path) -> pathlib.Path | None:
+    """The top of the git working tree that holds `folder`, or None outside one."""
+    try:
+        return pathlib.Path(git(folder, "rev-parse", "--show-toplevel").strip()).resolve()
+    except UsageError:
+        return None
+
+
 @dataclasses.dataclass(frozen=True)
 class Commit:
     sha: str
