@@ -83,14 +83,20 @@ def run_action(repo: pathlib.Path, summary: pathlib.Path, **given: str) -> subpr
     return proc
 
 
-@pytest.mark.e2e
-def test_the_gate_fails_a_head_that_keeps_a_record_a_step_and_says_why_in_the_summary(tmp_path):
-    repo = _repo(tmp_path, 'history.append({"step": i, "loss": [0.5]})  # a record a step, tracked')
+def _gate(tmp_path: pathlib.Path, kept: str) -> tuple[subprocess.CompletedProcess, str, pathlib.Path]:
+    """The action, as a pull request's job runs it, on a project whose head keeps `kept`."""
+    repo = _repo(tmp_path, kept)
     summary = tmp_path / "summary.md"
     proc = run_action(repo, summary, script="bench/train_step.py", base="HEAD~1", head="HEAD", repeats="3")
-    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     said = summary.read_text()
     assert said.count("```") == 2, said  # the fence opened and closed, whatever the exit
+    return proc, said, repo
+
+
+@pytest.mark.e2e
+def test_the_gate_fails_a_head_that_keeps_a_record_a_step_and_says_why_in_the_summary(tmp_path):
+    proc, said, repo = _gate(tmp_path, 'history.append({"step": i, "loss": [0.5]})  # a record a step, tracked')
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert said.rstrip().splitlines()[-1].startswith("**gc-gate FAILED** (exit 1): gcbench: --fail-on ")
     assert "more retained" in said
     assert "user/train-step/default" in said
@@ -100,12 +106,8 @@ def test_the_gate_fails_a_head_that_keeps_a_record_a_step_and_says_why_in_the_su
 
 @pytest.mark.e2e
 def test_the_gate_passes_an_unchanged_head(tmp_path):
-    repo = _repo(tmp_path, "history.append(i)  # the same step, a comment changed")
-    summary = tmp_path / "summary.md"
-    proc = run_action(repo, summary, script="bench/train_step.py", base="HEAD~1", head="HEAD", repeats="3")
+    proc, said, _ = _gate(tmp_path, "history.append(i)  # the same step, a comment changed")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    said = summary.read_text()
-    assert said.count("```") == 2
     assert said.rstrip().splitlines()[-1].startswith("**gc-gate passed**")
 
 
