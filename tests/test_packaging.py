@@ -52,7 +52,7 @@ def test_the_wheel_carries_what_the_code_reads(dists):
     with tarfile.open(dists["sdist"]) as t:
         sdist = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
     assert {"julia/test/runtests.jl", "julia/test/fixture/fixture.toml", "julia/Project.toml",
-            "setup.py", "MANIFEST.in", "README.md"} <= sdist
+            "setup.py", "MANIFEST.in", "README.md", "examples/list_dataloader.py"} <= sdist  # docs point to examples/
     assert not any("__pycache__" in n for n in sdist)
 
 
@@ -137,3 +137,31 @@ def test_an_installed_wheel_runs_from_an_empty_folder(dists, tmp_path):
     budget = run(str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_budget.py")
     assert budget.returncode == 0, budget.stdout[-3000:]
     assert "1 passed" in budget.stdout
+
+
+def test_a_users_extras_pull_in_no_developer_tool():
+    """Issue 67, item 4: `all` is what a user runs gcbench with; the toolchain (pytest and
+    its plugins, ruff, mypy, MkDocs, pandas, tree-sitter) is `dev`, and `test`, its old
+    name, an alias for it until 0.4."""
+
+    from gcbench.running.config import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+
+    def closure(name: str, seen: frozenset = frozenset()) -> set[str]:
+        out: set[str] = set()
+        for req in extras[name]:
+            inner = re.fullmatch(r"gcbench\[([\w,]+)\]", req)
+            if inner:
+                for sub in inner.group(1).split(","):
+                    if sub not in seen:
+                        out |= closure(sub, seen | {name})
+            else:
+                out.add(re.split(r"[<>=\[ ]", req, maxsplit=1)[0].lower())
+        return out
+
+    tools = {"pytest", "ruff", "mypy", "mkdocs", "pandas", "tree-sitter", "hypothesis", "build"}
+    for user in ("jax", "julia", "report", "envs", "cluster", "cuda12", "cuda13", "all"):
+        assert not closure(user) & tools, (user, closure(user) & tools)
+    assert tools <= closure("dev")
+    assert extras["test"] == ["gcbench[dev]"]

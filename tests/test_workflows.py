@@ -32,7 +32,7 @@ def _schema_check(schema: str, *paths: pathlib.Path) -> subprocess.CompletedProc
 def _readme_commands() -> dict[str, str]:
     """README's setup command and its test command."""
     text = (ROOT / "README.md").read_text()
-    setup = re.search(r"^(python3 -m venv \.venv && \.venv/bin/pip install -e '\.\[all\]')$", text, re.M).group(1)
+    setup = re.search(r"^(python3 -m venv \.venv && \.venv/bin/pip install -e '\.\[all,dev\]')$", text, re.M).group(1)
     test = re.search(r"^(\.venv/bin/python -m pytest)\s+# the tests", text, re.M).group(1)
     return {"setup": setup, "test": test}
 
@@ -164,4 +164,21 @@ def test_workflows_pin_actions_by_commit_and_grant_the_least(path):
             if "actions/checkout@" in str(step.get("uses")):
                 assert step["with"]["persist-credentials"] is False
         granted = {k for k, v in (job.get("permissions") or {}).items() if v == "write"}
-        assert granted <= {"actions"}, granted
+        # an OIDC token only for the job that publishes to PyPI by trusted publishing
+        publishes = any("pypa/gh-action-pypi-publish@" in str(step.get("uses")) for step in job["steps"])
+        assert granted <= ({"actions", "id-token"} if publishes else {"actions"}), granted
+
+
+def test_the_release_builds_checks_and_publishes_by_trusted_publishing():
+    """Issue 67, item 4: a tag builds the wheel and the sdist, `twine check`s them, installs
+    the wheel without the toolchain, and publishes with an OIDC token (no stored secret)."""
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "release.yml").read_text())
+    assert flow[True]["push"]["tags"] == ["v*"]  # YAML 1.1 reads `on` as true
+    build = " ".join(str(s.get("run", "")) for s in flow["jobs"]["build"]["steps"])
+    assert "python -m build" in build
+    assert "twine check --strict dist/*" in build
+    assert 'import ruff' in build
+    publish = flow["jobs"]["publish"]
+    assert publish["needs"] == "build"
+    assert publish["permissions"] == {"id-token": "write"}
+    assert "secrets." not in yaml.safe_dump(flow)
