@@ -113,6 +113,10 @@ def test_an_installed_wheel_runs_from_an_empty_folder(dists, tmp_path):
     assert ROOT not in package.parents
     assert julia == package / "julia"
     assert all((julia / s).is_file() for s in JULIA_SOURCES)
+    # a user's extras install no developer tool (issue 67: `all` pulled in ruff, mypy, MkDocs)
+    tools = run(str(py), "-c", "import importlib.util as u; print([m for m in ('ruff', 'mypy', 'mkdocs', 'pandas', "
+                               "'tree_sitter') if u.find_spec(m)])")
+    assert tools.stdout.strip() == "[]", tools.stdout + tools.stderr
 
     listed = run(str(venv / "bin" / "gcbench"), "list")
     assert listed.returncode == 0, listed.stderr

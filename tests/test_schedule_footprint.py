@@ -8,7 +8,8 @@ import sys
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
-import schedule_footprint
+schedule_footprint = pytest.importorskip("schedule_footprint", reason="reads the repository's benchmarks, which an "
+                                         "sdist leaves out")
 
 KEEP, CYCLIC = 10, 1000  # ten lists kept a step (promoted), and cyclic garbage: the 25 % rule decides
 
