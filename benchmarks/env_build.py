@@ -6,6 +6,8 @@ rebuilt). Disk: the environment folder as `du` counts it, and the blocks it adds
 the installer's cache (uv links files from its cache instead of copying them).
 
     python benchmarks/env_build.py ["python=3.11 jax==0.8.0 equinox==0.13.8"] [--backends equinox-filter]
+
+`--backends ""` builds the harness alone (the e2e tier's smoke size).
 """
 
 from __future__ import annotations
@@ -49,8 +51,9 @@ def main() -> int:
     ap.add_argument("spec", nargs="?", default="python=3.11 jax==0.8.0 equinox==0.13.8")
     ap.add_argument("--backends", default="equinox-filter")
     args = ap.parse_args()
-    needed = sorted({m for b in args.backends.split(",") for m in BACKENDS[b].requires})
-    print(f"environment: {args.spec}; packages of {args.backends}: {', '.join(needed)}")
+    needed = sorted({m for b in args.backends.split(",") if b for m in BACKENDS[b].requires})
+    print(f"environment: {args.spec}; packages of {args.backends or 'no backend (the harness only)'}: "
+          f"{', '.join(needed) or '-'}")
     print(f"{'installer':<10} {'build':<6} {'seconds':>8} {'env folder MB':>14} {'added beside cache MB':>22}")
     for installer in ("pip", "uv"):
         with tempfile.TemporaryDirectory(prefix=f"gcbench-envbench-{installer}-") as d:

@@ -227,11 +227,16 @@ def test_a_memory_fix_is_reported_as_a_trade_not_a_regression(tmp_path):
     assert tests["peak_rss"]["effect"] < 0.9
     assert run_cli("compare", str(a), str(b), "--fail-on", "more-memory").returncode == 0
     failed = run_cli("compare", str(a), str(b), "--fail-on", "slower-run,more-memory")
-    if tests["mean"]["verdict"] == "not judged":  # a loaded machine (issue 40): the time is no verdict, memory is
-        assert tests["mean"]["not_judged"].startswith("loaded machine: "), tests["mean"]  # why, in its own field
+    # a time: judged slower where the machine allows; never faster. Beside other work it may be
+    # left unjudged (a loaded machine, issue 40: why in its own field) or come out inconclusive
+    # (noise below the load threshold widening three repeats' interval): memory is judged either way
+    assert tests["mean"]["verdict"] in ("slower run", "not judged", "inconclusive"), tests["mean"]
+    if tests["mean"]["verdict"] == "not judged":
+        assert tests["mean"]["not_judged"].startswith("loaded machine: "), tests["mean"]
+        assert "not judged" in failed.stderr
+    if tests["mean"]["verdict"] != "slower run":
         assert "less memory (-" in row["summary"]
         assert failed.returncode == 0
-        assert "not judged" in failed.stderr
     else:
         assert tests["mean"]["verdict"] == "slower run"
         # beside two busy processes the median and the GC share may be left unjudged, by name
