@@ -68,7 +68,8 @@ def false_calls(rng, pairs: int, run_sd: float, widen: bool, repeats: int = 3) -
     for _ in range(pairs):
         a = repeat_log_medians(rng, 1, repeats)[0] + rng.normal(0, run_sd)
         b = repeat_log_medians(rng, 1, repeats)[0] + rng.normal(0, run_sd)
-        va, vb = {"medians": np.exp(a).tolist(), "apart": widen}, {"medians": np.exp(b).tolist(), "apart": widen}
+        va = comparison.RepeatValues(medians=np.exp(a).tolist(), apart=widen)
+        vb = comparison.RepeatValues(medians=np.exp(b).tolist(), apart=widen)
         t = comparison.test_median(va, vb, comparison.MIN_EFFECT, comparison.ALPHA)
         comparison.conclude([t], comparison.ALPHA)
         wrong += t.verdict in ("faster", "slower")
