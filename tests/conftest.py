@@ -225,31 +225,63 @@ def copy_of(folder) -> pathlib.Path:
 # What the repository holds and an sdist leaves out (26 MiB of published reports, the
 # benchmarks, the workflows, CI's script): a test that reads them is skipped, with the reason,
 # where they are absent, so that the sdist's own test command passes from an unpacked sdist.
-_REPOSITORY_ONLY = ("reports", "benchmarks", ".github", ".ci")
-_ABSENT = [name for name in _REPOSITORY_ONLY if not (pathlib.Path(__file__).resolve().parent.parent / name).exists()]
-_NEEDS: dict[str, list[str]] = {}
+REPOSITORY_ONLY = ("reports", "benchmarks", ".github", ".ci")
+_ABSENT = [name for name in REPOSITORY_ONLY if not (pathlib.Path(__file__).resolve().parent.parent / name).exists()]
+_TAINTED: dict[str, tuple[set[str], dict[str, str]]] = {}
 
 
-def _needs(path: pathlib.Path) -> list[str]:
-    """The absent repository folders a test module reads (named in it, or through the
-    helpers that read the published reports)."""
+def _reads_absent(text: str) -> list[str]:
+    import re
+
+    return [name for name in _ABSENT if re.search(rf"""["'/(]{re.escape(name)}["'/)]""", text)]
+
+
+def _module_taint(path: pathlib.Path) -> tuple[set[str], dict[str, str]]:
+    """A test module's names that reach what an sdist leaves out (module-level assignments
+    that name it, the helpers that read the published reports), and its functions' sources."""
     key = str(path)
-    if key not in _NEEDS:
-        import re
+    if key not in _TAINTED:
+        import ast
 
         text = path.read_text(encoding="utf-8", errors="replace")
-        named = [name for name in _ABSENT if re.search(rf"""["'/(]{re.escape(name)}["'/)]""", text)]
-        if "reports" in _ABSENT and re.search(r"^\s*(from|import) (committed|browser|simulate)\b", text, re.M):
-            named.append("reports")
-        _NEEDS[key] = sorted(set(named))
-    return _NEEDS[key]
+        tree = ast.parse(text)
+        tainted = {"committed", "browser", "simulate"} if "reports" in _ABSENT else set()
+        sources = {}
+        for node in tree.body:
+            segment = ast.get_source_segment(text, node) or ""
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and _reads_absent(segment):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                tainted |= {t.id for t in targets if isinstance(t, ast.Name)}
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                sources[node.name] = segment
+        _TAINTED[key] = (tainted, sources)
+    return _TAINTED[key]
+
+
+def _needs(item) -> bool:
+    """Whether a test reads what an sdist leaves out: its own source, or a fixture or helper
+    of its module that it names, names an absent folder or a module-level name that does."""
+    import re
+
+    tainted, sources = _module_taint(pathlib.Path(str(item.path)))
+    name = getattr(item, "originalname", item.name).split("[")[0]
+    seen, todo = set(), [name, *getattr(item, "fixturenames", [])]
+    while todo:
+        current = todo.pop()
+        if current in seen or current not in sources:
+            continue
+        seen.add(current)
+        src = sources[current]
+        if _reads_absent(src) or any(re.search(rf"\b{re.escape(t)}\b", src) for t in tainted):
+            return True
+        todo += [other for other in sources if other not in seen and re.search(rf"\b{re.escape(other)}\b", src)]
+    return False
 
 
 def pytest_collection_modifyitems(config, items) -> None:
     if not _ABSENT:
         return
     for item in items:
-        needed = _needs(pathlib.Path(str(item.path)))
-        if needed:
-            item.add_marker(pytest.mark.skip(reason=f"reads the repository's {', '.join(needed)}, which an sdist "
-                                                    "leaves out"))
+        if _needs(item):
+            item.add_marker(pytest.mark.skip(reason=f"reads the repository's {', '.join(_ABSENT)} (one of them), "
+                                                    "which an sdist leaves out"))
