@@ -84,7 +84,7 @@ def test_collections_between_steps_are_counted_and_charged_to_their_iteration(tm
 def test_a_loader_fix_is_judged_on_the_loops_time_and_its_counts(tmp_path):
     """The fix (arrays, not cyclic objects) removes the loader's full collections: compare
     says fewer full collections, exactly, and a faster run from the loop's iterations (or,
-    where the machine was loaded, not judged); the median step, which holds no collection
+    beside other work, not judged or inconclusive); the median step, which holds no collection
     either way, does not decide it."""
     _loader(tmp_path, "lists", 3), _loader(tmp_path, "arrays", 3)
     c = comparison.compare_dirs(tmp_path / "lists", tmp_path / "arrays")
@@ -93,7 +93,9 @@ def test_a_loader_fix_is_judged_on_the_loops_time_and_its_counts(tmp_path):
     assert by["full_rate"].exact
     assert by["full_rate"].b == 0
     assert by["collections"].verdict == "fewer collections"
-    assert by["mean"].verdict in ("faster run", "not judged"), by["mean"]
+    # a time: faster where the machine allows, never slower; beside other work not judged, or
+    # inconclusive where noise under the load threshold widens three repeats' interval
+    assert by["mean"].verdict in ("faster run", "not judged", "inconclusive"), by["mean"]
     proc = run_cli("compare", str(tmp_path / "lists"), str(tmp_path / "arrays"), "--fail-on", "more-full-gc",
                    "--json")
     words = json.loads(proc.stdout)["rows"][0]["summary"]
