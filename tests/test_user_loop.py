@@ -281,11 +281,13 @@ def test_a_loop_against_its_freeze_and_its_fix_each_in_its_own_folder(tmp_path):
     assert tests["full_rate"]["b"] == 0
     # its effect on time is a measurement: that one collection is some 15 ms of a 0.35 s
     # repeat (about 6 points of GC share on a quiet machine), which three processes on a
-    # loaded machine resolve only some of the time; compare may say "inconclusive" there,
-    # never the opposite, and never "the same"
+    # loaded machine resolve only some of the time; compare may say "inconclusive" there
+    # (its estimate then either side of zero: CI beside the other e2e tests read +0.03
+    # points), never the opposite verdict, and never "the same"
     # (or "not judged": beside other work, within what load alone moves a share)
     assert tests["gc_share"]["verdict"] in ("less GC", "inconclusive", "not judged")
-    assert tests["gc_share"]["effect"] < 0
+    if tests["gc_share"]["verdict"] == "less GC":
+        assert tests["gc_share"]["effect"] < 0
     reverse = run_cli("compare", str(freeze), str(lists), "--fail-on", "more-full-gc")
     assert reverse.returncode == 0
     assert "same (phase): full collections 0 -> 1 a repeat" in " ".join(
