@@ -294,9 +294,10 @@ def test_a_loop_against_its_freeze_and_its_fix_each_in_its_own_folder(tmp_path):
         reverse.stdout.split())
     c = json.loads(run_cli("compare", str(lists), str(arrays), "--json").stdout)
     verdicts = {t["metric"]: t["verdict"] for t in c["rows"][0]["tests"]}
-    # the time a run takes: faster, or not judged where the machine was loaded (issue 40); the GC
-    # share is judged either way (of CPU time on a loaded machine), and the fix removes all of it
-    assert verdicts["mean"] in ("faster run", "not judged")
+    # the time a run takes: faster, or not judged where the machine was loaded (issue 40), or
+    # inconclusive beside other work below that; never slower. The GC share is judged either way
+    # (of CPU time on a loaded machine), and the fix removes all of it
+    assert verdicts["mean"] in ("faster run", "not judged", "inconclusive")
     # judged within the load the A/As behind its margin measured; beyond it, not judged, and said why
     share = next(t for t in c["rows"][0]["tests"] if t["metric"] == "gc_share")
     assert verdicts["gc_share"] == "less GC" or "of the A/As" in share["not_judged"], share
