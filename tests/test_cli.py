@@ -337,3 +337,24 @@ def test_an_installer_leaves_nothing_in_the_temporary_folder(tmp_path, monkeypat
     assert code == 0
     assert out.strip().startswith(str(tmp_path / "gcbench-install-"))
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("args", "right"), [
+    (["run", "--gc", "off"], "(did you mean 'disable'?)"),
+    (["run", "--gc", "frozen"], "(did you mean 'freeze'?)"),
+    (["run", "--gc", "defualt"], "(did you mean 'default'?)"),
+    (["compare", "a", "b", "--fail-on", "slowr"], "(did you mean 'slower'?)"),
+    (["compare", "a", "b", "--fail-on", "more-full-gcs"], "(did you mean 'more-full-gc'?)"),
+])
+def test_a_misspelt_choice_names_the_right_word_in_one_line(args, right, tmp_path):
+    """Issue 69, item 5: `--gc off` (meant `disable`) and `--fail-on slowr` get a suggestion,
+    as `--backends equinox` does."""
+    assert_one_line_error(run_cli(*args, "--out", str(tmp_path / "o")) if args[0] == "run" else run_cli(*args), right)
+
+
+def test_a_misspelt_measure_keyword_names_the_right_word():
+    import gcbench
+    from gcbench.core.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"unknown keyword 'warmpu' \(did you mean 'warmup'\?\)"):
+        gcbench.measure("x", warmpu=3)

@@ -325,6 +325,9 @@ HONEST = textwrap.dedent("""
 
     def test_bad_value(gc_budget):
         gc_budget(max_promotions_per_step="10")
+
+    def test_misspelt(gc_budget):
+        gc_budget(max_promotion_per_step=1)
 """)
 
 
@@ -336,12 +339,14 @@ def test_honest_checks_are_one_line_each(pytester):
     pytester.makepyfile(test_h=HONEST)
     out = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rA")
     text = out.stdout.str()
-    out.assert_outcomes(passed=3, failed=4, warnings=1)
+    out.assert_outcomes(passed=3, failed=5, warnings=1)
     for expected in ("the collector is disabled (gc.disable()) as test_h.py::test_disabled's budget begins",
                      "budgets do not nest or run at once (test_h.py::test_nested#1 began inside "
                      "test_h.py::test_nested)",
                      "no timed step was measured (the first 5 steps are warm-up)",
                      "max_promotions_per_step must be a number of at least 0, got '10'",
+                     # issue 69: a misspelt budget names the right word, as in gc_budgets.toml
+                     "gc_budget: unknown keyword 'max_promotion_per_step' (did you mean 'max_promotions_per_step'?)",
                      "test_h.py::test_nothing_asserted: its GC budget asserts nothing"):
         assert expected in text, text
     assert "Traceback" not in text

@@ -588,7 +588,7 @@ def _first_calls(diagnosis: diagnose.Diagnosis | None) -> None:
 def measure(name: str = "my-loop", warmup: int = 0, capacity: int = DEFAULT_CAPACITY,
             alloc_blocks: bool = False, policy: str | None = None, variant: str | None = None,
             batch_size: int | None = None, networks: int | None = None, rss_every: int = RSS_EVERY,
-            explain: bool | None = None) -> Measurement:
+            explain: bool | None = None, **unknown) -> Measurement:
     """Measure your own loop: `with gcbench.measure("name") as m: ... with m.step(): ...`.
 
     Arguments:
@@ -613,5 +613,13 @@ def measure(name: str = "my-loop", warmup: int = 0, capacity: int = DEFAULT_CAPA
         `result()`, `summary()`, `explanation()` and `save(folder)`; `print(m)` says
         what it measured.
     """
+    if unknown:  # a misspelt keyword: one line naming the right word, not a bare TypeError
+        from .core.errors import did_you_mean
+
+        key = next(iter(unknown))
+        keywords = ("name", "warmup", "capacity", "alloc_blocks", "policy", "variant", "batch_size", "networks",
+                    "rss_every", "explain")
+        raise UsageError(f"gcbench.measure: unknown keyword {key!r}{did_you_mean(key, keywords)}; it takes "
+                         f"{', '.join(keywords)}")
     return Measurement(name, warmup, capacity, alloc_blocks, policy, variant, batch_size, networks, rss_every,
                        explain)

@@ -44,7 +44,10 @@ def _fail_on(text: str) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
     unknown = [n for n in names if n not in FAIL_ON]
     if unknown or not names:
-        raise UsageError(f"--fail-on takes {', '.join(FAIL_ON)} (comma-separated), got {text!r}")
+        from ..core.errors import did_you_mean
+
+        hint = did_you_mean(unknown[0], FAIL_ON) if unknown else ""
+        raise UsageError(f"--fail-on takes {', '.join(FAIL_ON)} (comma-separated), got {text!r}{hint}")
     return names
 
 

@@ -48,9 +48,12 @@ def printable(text) -> str:
     return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(text))
 
 
-def did_you_mean(name: str, names) -> str:
-    """` (did you mean 'nnx'?)` for a name close to one of `names`, else ``."""
+def did_you_mean(name: str, names, synonyms: dict[str, str] | None = None) -> str:
+    """` (did you mean 'nnx'?)` for a name close to one of `names`, or one `synonyms` maps
+    to one of them (`off` for `disable`), else ``."""
     import difflib
 
+    if synonyms and str(name).lower() in synonyms:
+        return f" (did you mean {synonyms[str(name).lower()]!r}?)"
     close = difflib.get_close_matches(str(name), [str(n) for n in names], n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""

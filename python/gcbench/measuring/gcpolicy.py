@@ -59,4 +59,11 @@ def parse(text: str) -> GCPolicy:
             f"bad GC policy {text[:40]!r}{'...' if len(text) > 40 else ''}: manual:K needs a positive integer K, "
             "e.g. manual:100"
         )
-    raise UsageError(f"unknown GC policy {text!r}{did_you_mean(text, NAMES[:-1])}; valid policies: {', '.join(NAMES)}")
+    raise UsageError(f"unknown GC policy {text!r}{did_you_mean(text, NAMES[:-1], SYNONYMS)}; valid policies: "
+                     f"{', '.join(NAMES)}")
+
+
+# what people write for a policy (the collector off, on, frozen), with gcbench's name for it
+SYNONYMS = {"off": "disable", "disabled": "disable", "none": "disable", "no": "disable", "false": "disable",
+            "gc.disable": "disable", "on": "default", "enable": "default", "enabled": "default", "true": "default",
+            "frozen": "freeze", "gc.freeze": "freeze", "manual": "manual:K"}
