@@ -279,6 +279,36 @@ def test_garbage_never_exceeds_what_the_collector_freed():
     assert 0 < raw["garbage"]["total"] <= collected, (raw["garbage"]["total"], collected)
 
 
+@pytest.mark.parametrize("sites", [False, True, "sampled"])
+def test_the_garbage_by_type_is_the_loops_own_and_no_object_of_the_hooks(sites):
+    """Three cyclic objects a step, freed by a gc.collect() in the step, and a loop whose
+    young collections free them on their own: the garbage by type is the loop's objects,
+    exactly, whatever sites are traced. (The hook's frame once made two cells at every
+    collection before its snapshot, each gone at its stop and counted as garbage: 40 cells,
+    and 40 of the loop's 120 objects scaled away, in 40 steps of this loop.)"""
+    class Node:
+        def __init__(self):
+            self.me = self
+
+    def asked(i):
+        for _ in range(3):
+            Node()
+        gc.collect()
+
+    gc.collect()  # the session's own garbage first: what the first collection frees is the loop's
+    raw = diagnose.diagnose(asked, 10, sites=sites)  # each a full collection of the session's heap
+    assert raw["garbage"]["by_type"] == {diagnose.type_name(Node): 30}
+
+    def young(i):
+        for _ in range(300):
+            Node()
+
+    gc.collect()
+    raw = diagnose.diagnose(young, 60, sites=sites)
+    assert list(raw["garbage"]["by_type"]) == [diagnose.type_name(Node)]
+    assert raw["garbage"]["total"] == sum(c["collected"] for c in raw["collections"])
+
+
 def test_a_metaclass_that_makes_classes_unhashable_is_explained(classic_thresholds):
     """Issue 54: classes whose metaclass defines __eq__ without __hash__ cannot be hashed:
     explain numbers types by identity, counts them, and leaves nothing installed."""

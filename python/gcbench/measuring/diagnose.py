@@ -370,9 +370,9 @@ class Diagnosis:
         self._before: dict[int, int] = {}  # id -> type number of the collected generations' objects, at a start
         # young collections, sites traced: id -> allocation frames and type (`_Table.key`)
         self._before_frames: dict[int, int] = {}
-        # older collections: the collected generations' objects by type number as it starts, and
-        # its survivors' as it stops (counted in C: the heap's ids would be an int each)
         self._alive: dict[int, None] = {}  # the sample's survivors, by id
+        # every collection: the collected generations' objects by type number as it starts, and
+        # its survivors' as it stops (counted in C: the heap's ids would be an int each)
         self._before_types: collections.Counter = collections.Counter()
         self._after_types: collections.Counter = collections.Counter()
         self._table = _Table()  # frames and types by number
@@ -448,24 +448,20 @@ class Diagnosis:
             self.frozen_seen = gc.get_freeze_count()
         if not self.deep:
             return
-        oldest = gc.get_objects(2) if gen >= 2 else None
         if self.count_garbage:  # who is there now: whoever is gone at the stop was collected
             # one list from get_objects, never one built around its calls: a list being built
-            # is itself in generation 0, would hold itself, and be cyclic garbage of ours
+            # is itself in generation 0, would hold itself, and be cyclic garbage of ours; the
+            # young first (a list of the oldest made before it would be among them, one list of
+            # ours counted as the collection's garbage)
             objs = gc.get_objects(0)
             if gen == 0 and self._tracing():
-                # a sample of them by id and allocation site (at young collections only: what
-                # survives one of generation 0 stays young), GARBAGE_SITES at most
-                sample = objs[::len(objs) // GARBAGE_SITES + 1]
-                number = self._table.type_number
-                self._before.update((id(o), number(type(o))) for o in sample)
-                self._before_frames.update((id(o), self._table.key(o)) for o in sample)
-                del sample
+                self._remember_sample(objs)
             elif gen >= 1:
                 objs += gc.get_objects(1)
             # all of them by type, in C: no id of an object (an int each, itself traced where sites are)
             self._before_types.update(self._type_counts(objs))
             del objs
+        oldest = gc.get_objects(2) if gen >= 2 else None
         if gen == 1:
             self._old_len = len(gc.get_objects(2))
         elif oldest is not None:
@@ -480,6 +476,18 @@ class Diagnosis:
             self.scanned_origin["before the timed steps"] += earlier
             self.scanned_origin["made during the timed steps"] += len(oldest) - earlier
         del oldest
+
+    def _remember_sample(self, objs: list) -> None:
+        """A young collection's objects where sites are traced: a sample of them by id and
+        allocation site (at young collections only: what survives one of generation 0 stays
+        young), GARBAGE_SITES at most. A method of its own: its generator expressions make
+        their names cells of the frame that holds them, created as it is entered, and `_start`
+        would make two at every collection, before its snapshot, each gone at its stop and
+        counted as the collection's garbage."""
+        sample = objs[::len(objs) // GARBAGE_SITES + 1]
+        number, key = self._table.type_number, self._table.key
+        self._before.update((id(o), number(type(o))) for o in sample)
+        self._before_frames.update((id(o), key(o)) for o in sample)
 
     def _type_counts(self, objs: list) -> Counter:
         """The objects by type number (`_Table.type_number`), counted in C. A few types
@@ -526,13 +534,14 @@ class Diagnosis:
         # the new tail of the generation it moved to (each collection appends its survivors to
         # the next one's list), or all of the oldest
         if gen == 0:
-            if self._before_types:
-                survivors = gc.get_objects(0)
-                survivors += gc.get_objects(1)[self._start1:]
-                self._after_types.update(self._type_counts(survivors))
-                del survivors
+            survivors = gc.get_objects(0)
+            tail = gc.get_objects(1)[self._start1:]
             if self._before:  # the sample's survivors, by id (in the new tail: a young object now is new)
-                self._alive.update(dict.fromkeys(map(id, gc.get_objects(1)[self._start1:])))
+                self._alive.update(dict.fromkeys(map(id, tail)))
+            if self._before_types:
+                survivors += tail
+                self._after_types.update(self._type_counts(survivors))
+            del survivors, tail
         else:
             young = gc.get_objects(0)
             young += gc.get_objects(1)
