@@ -454,9 +454,13 @@ class Measurement:
         """This loop as one flat record: `median_ms`, `mean_ms`, `gc_share` (a fraction),
         `full_per_1000`, `full_collections`, ... (the names of `--json` and `export --per
         cell`; docs/results.md, "Result fields")."""
+        return self._summary(self.result(lists=False))
+
+    @staticmethod
+    def _summary(doc: results.ResultDoc) -> dict:
         from .analysing.summary import record, summarize
 
-        return record(summarize([self.result(lists=False)]))
+        return record(summarize([doc]))
 
     def _count_tracked_end(self) -> None:
         """The objects the collector tracks as the loop ends, once: before anything gcbench
@@ -500,8 +504,9 @@ class Measurement:
             return f"<{head}: no timed step yet>"
         from .analysing import summary
 
-        by_generation = [int(n) for n in summary.collections_by_generation(self.result(lists=False))]
-        text = f"{head}: {summary.describe_user_loop(self.summary(), by_generation)}"
+        doc = self.result(lists=False)  # once: the row and the counts by generation read the same result
+        by_generation = [int(n) for n in summary.collections_by_generation(doc)]
+        text = f"{head}: {summary.describe_user_loop(self._summary(doc), by_generation)}"
         if not self.explain:
             return text
         from .analysing import gc_causes  # explaining: what it found, under the (disturbed) figures
@@ -614,11 +619,12 @@ def measure(name: str = "my-loop", warmup: int = 0, capacity: int = DEFAULT_CAPA
         what it measured.
     """
     if unknown:  # a misspelt keyword: one line naming the right word, not a bare TypeError
+        import inspect
+
         from .core.errors import did_you_mean
 
         key = next(iter(unknown))
-        keywords = ("name", "warmup", "capacity", "alloc_blocks", "policy", "variant", "batch_size", "networks",
-                    "rss_every", "explain")
+        keywords = [k for k, p in inspect.signature(measure).parameters.items() if p.kind is not p.VAR_KEYWORD]
         raise UsageError(f"gcbench.measure: unknown keyword {key!r}{did_you_mean(key, keywords)}; it takes "
                          f"{', '.join(keywords)}")
     return Measurement(name, warmup, capacity, alloc_blocks, policy, variant, batch_size, networks, rss_every,

@@ -170,11 +170,13 @@ def gc_budget(request):
                 name: str | None = None, sites: bool | str = "on failure", settle: bool = True,
                 **unknown) -> Budget:
         if unknown:  # a misspelt budget: one line naming the right word, as in gc_budgets.toml
+            import inspect
+
             from ..core.errors import did_you_mean
 
             key = next(iter(unknown))
-            _fail(f"gc_budget: unknown keyword {key!r}{did_you_mean(key, (*baseline.KEYS, *FACTORY_OPTIONS))}; "
-                  f"budgets: {', '.join(baseline.KEYS)}")
+            known = [k for k, p in inspect.signature(factory).parameters.items() if p.kind is not p.VAR_KEYWORD]
+            _fail(f"gc_budget: unknown keyword {key!r}{did_you_mean(key, known)}; budgets: {', '.join(baseline.KEYS)}")
         if hypothesis_test:  # each example's budgets are the test's: the first of an example is #0 again
             example = _hypothesis_example()
             seen = request.node.stash.setdefault(_EXAMPLE, [None])
@@ -220,8 +222,6 @@ def result_name(key: str) -> str:
 
 
 _USED = [False]  # gcbench's first-use objects made (`_first_use`)
-FACTORY_OPTIONS = ("warmup", "name", "sites", "settle")  # gc_budget's keywords besides the budgets'
-
 
 
 def _first_use() -> None:

@@ -119,4 +119,3 @@ def _script_main(args) -> int:
         print(f"next: gcbench report {shlex.quote(str(folders[0]))}; gcbench compare {shlex.quote(str(folders[0]))} "
               f"OTHER --fail-on {gate}")
     return 0
-
