@@ -7,7 +7,11 @@ many objects of cyclic garbage), `--steps` steps, each mode in fresh processes:
 - minimal: the least a probe can be, `perf_counter_ns` at both ends of a step and a
   `gc.callbacks` hook writing start and stop times and the generation into preallocated
   arrays (`array`, untracked);
-- gcbench: the same loop under `with gcbench.measure(...)` and `with m.step():`.
+- gcbench: the same loop under `with gcbench.measure(...)` and `with m.step():`;
+- ballast: the loop alone, after making as many tracked objects as gcbench's import and
+  `measure` added to the heap (the gcbench run's heap less the bare run's): what the
+  footprint alone does to the schedule, so that gcbench against it shows what its steps,
+  hooks, entry and exit do (nothing, where the counts are equal).
 
 Every mode counts collections with the same hook, so the columns compare like with like.
 Prints, per mode, the tracked heap before the loop, the modules loaded, and the young,
@@ -16,6 +20,8 @@ the objects promoted since the last one exceed a quarter of it, so a larger heap
 the loop (gcbench's own objects) makes them rarer.
 
     python benchmarks/schedule_footprint.py [--steps 2000] [--keep 10] [--cyclic 0] [--runs 3] [--save FILE]
+
+ballast: the bare loop after as many objects as gcbench's footprint.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import sys
 
 SCRIPT = r"""
 import gc, sys, time
-mode, steps, keep, cyclic = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+mode, steps, keep, cyclic, ballast = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 counts = [0, 0, 0]
 
 def count(phase, info):
@@ -52,6 +58,8 @@ if mode == "minimal":
 if mode == "gcbench":
     import gcbench
     m = gcbench.measure("footprint")  # what it imports and makes before the loop: the loop's starting heap
+if ballast:
+    made = [[] for _ in range(ballast - 1)]  # ballast tracked objects, the list holding them included
 gc.collect()
 heap, modules = len(gc.get_objects()), len(sys.modules)
 kept = []
@@ -101,9 +109,12 @@ def compiled() -> None:
         _COMPILED.append(True)
 
 
-def run(mode: str, steps: int, keep: int, cyclic: int) -> dict:
+def run(mode: str, steps: int, keep: int, cyclic: int, ballast: int = 0) -> dict:
+    """One fresh process of `mode` ("bare", "minimal", "gcbench"; "bare" with `ballast`
+    tracked objects made before the loop): its heap, modules and collections."""
     compiled()
-    out = subprocess.run([sys.executable, "-c", "import json\n" + SCRIPT, mode, str(steps), str(keep), str(cyclic)],
+    out = subprocess.run([sys.executable, "-c", "import json\n" + SCRIPT, mode, str(steps), str(keep), str(cyclic),
+                          str(ballast)],
                          capture_output=True, text=True, check=True, timeout=600)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -119,6 +130,8 @@ def main() -> int:
     args = ap.parse_args()
     rows = {mode: [run(mode, args.steps, args.keep, args.cyclic) for _ in range(args.runs)]
             for mode in ("bare", "minimal", "gcbench")}
+    footprint = rows["gcbench"][0]["heap"] - rows["bare"][0]["heap"]
+    rows["ballast"] = [run("bare", args.steps, args.keep, args.cyclic, footprint) for _ in range(args.runs)]
     if args.save:
         with open(args.save, "w") as f:
             json.dump({"steps": args.steps, "keep": args.keep, "cyclic": args.cyclic, **rows}, f, indent=1)
@@ -135,6 +148,10 @@ def main() -> int:
     same = all(r["collections"] == rows["minimal"][0]["collections"] for r in rows["gcbench"])
     print("gcbench leaves the schedule as the minimal probe does" if same else
           "gcbench moves the schedule: its collections differ from the minimal probe's")
+    alike = all(r["collections"] == rows["ballast"][0]["collections"] for r in rows["gcbench"])
+    print(f"its footprint: {footprint:,} objects before the loop; "
+          + ("the steps, hooks, entry and exit move nothing (gcbench = ballast)" if alike else
+             "its steps, hooks, entry or exit move the schedule (gcbench differs from the ballast)"))
     return 0
 
 

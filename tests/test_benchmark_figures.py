@@ -84,6 +84,14 @@ def test_readme_quotes_what_measuring_costs_from_the_benchmarks():
     c = heap["gcbench"][0]["collections"]
     assert f"`measure` adds {added:,} objects to your heap" in README
     assert f"({c[0]:,} / {c[1]:,} / {c[2]:,} in {heap['steps']:,} steps, bare and measured;" in README
+    # where the footprint alone moves the full collections, it moves them as much ballast does
+    cyclic = json.loads((RESULTS / "schedule_footprint_cyclic.json").read_text())
+    assert all(r["collections"] == cyclic["ballast"][0]["collections"] for r in cyclic["gcbench"] + cyclic["ballast"])
+    bare, measured = cyclic["bare"][0]["collections"][2], cyclic["gcbench"][0]["collections"][2]
+    ballast = cyclic["gcbench"][0]["heap"] - cyclic["bare"][0]["heap"]
+    quoted = (f"a heap larger by {ballast:,} objects of anything makes a small script's full collections rarer just "
+              f"as much ({measured} for {bare} in {cyclic['steps']:,} steps of {cyclic['cyclic']:,} cyclic objects)")
+    assert quoted in README
 
 
 BUDGETS_PAGE = " ".join((ROOT / "docs" / "gc-budgets.md").read_text().split())

@@ -26,7 +26,24 @@ def test_a_promoting_loop_has_the_same_collections_under_measure_as_under_the_mi
     assert minimal["collections"][2] >= 4  # the rule fires: 3,200 objects more before the loop miss one
     measured = schedule_footprint.run("gcbench", steps, KEEP, CYCLIC)
     assert measured["collections"] == minimal["collections"]
-    assert measured["heap"] - minimal["heap"] < 1500, measured  # what measure imports and makes before the loop (1,150)
+    assert measured["heap"] - bare["heap"] < 1000, measured  # what measure imports and makes before the loop (870)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("steps", "cyclic"), [(2000, 0), (2000, 300), (6000, 3000)])
+def test_only_the_footprint_moves_the_schedule_whatever_the_garbage(steps, cyclic):
+    """Whatever the loop's garbage, gcbench's collections are those of the bare loop after
+    as many objects as gcbench adds before it: its steps, hooks, entry and exit move
+    nothing (a collection inside its exit was one young collection more at 300 cyclic
+    objects a step). The footprint itself delays the oldest generation's 25 % rule in
+    proportion to the heap: at 3,000 cyclic objects a step and 6,000 steps, 9 full
+    collections where the bare loop of an 8,000-object script has 10 (docs/internals.md)."""
+    bare = schedule_footprint.run("bare", steps, KEEP, cyclic)
+    measured = schedule_footprint.run("gcbench", steps, KEEP, cyclic)
+    ballast = schedule_footprint.run("bare", steps, KEEP, cyclic, measured["heap"] - bare["heap"])
+    assert abs(ballast["heap"] - measured["heap"]) < 50, (ballast, measured)  # as large a heap (processes vary)
+    assert measured["collections"] == ballast["collections"]
+    assert sum(measured["collections"]) == sum(bare["collections"])  # as many collections: the rule picks their kind
 
 
 @pytest.mark.e2e

@@ -91,6 +91,21 @@ def _check_sizes(warmup, capacity, rss_every) -> None:
         raise UsageError(f"rss_every must be a non-negative integer (0: no memory samples), got {rss_every!r}")
 
 
+class _Prebound:
+    """`with` looks `__enter__` and `__exit__` up on the type and binds them: two bound
+    methods a block, tracked objects the loop alone would not have (each moves the
+    collector's young count; the one for `__exit__` lives through the block). This
+    descriptor hands out the instance's own, bound once as it was made."""
+
+    __slots__ = ("attr",)
+
+    def __init__(self, attr: str):
+        self.attr = attr
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else obj.__dict__[self.attr]
+
+
 class Measurement:
     """Per-step wall time, GC activity and memory of a loop you run (docs/internals.md, `gcbench.user_loop`)."""
 
@@ -134,10 +149,15 @@ class Measurement:
             entry, leave = staticmethod(self._begin_explained), staticmethod(self._exit_explained)
         else:
             entry, leave = staticmethod(self._probe.begin), staticmethod(self._probe.exit)
+        # kept: replaced at the warm-up's end, they would be freed as its step's `with` lets them go,
+        # after gc_watch.balance (the young count one lower at each)
+        self._first_pair = (entry, leave)
         step_type = type("Step", (), {"__slots__": (), "__enter__": entry, "__exit__": leave,
                                       "__doc__": "`with m.step():` one step"})
         self._step = step_type()
         self._warm.on_boundary = self._timed.on_boundary = self._boundary
+        self._spares = gc_watch.spares()  # freed for the objects gcbench keeps around the loop (gc_watch.balance)
+        self._entry, self._exit = self._enter_block, self._exit_block  # `with m:` (_Prebound)
         self._warm.limit = self._timed.limit = 0  # outside the block: every entry goes to `_boundary`
         self._state = 0  # 0: outside the block, 1: inside it
         self._steps_diagnosed = False  # the diagnosis follows the steps (explaining, the timed steps)
@@ -208,7 +228,22 @@ class Measurement:
         return n - int(self._timed.column("gc_enabled", n).sum())
 
     # -- the context managers ---------------------------------------------------------
-    def __enter__(self) -> Measurement:
+    __enter__ = _Prebound("_entry")
+    __exit__ = _Prebound("_exit")
+
+    def _enter_block(self) -> Measurement:
+        """`with m:` begins. gcbench's own work: the collector off through it (no collection
+        counted by the user's hooks in it), and the young count left as the loop alone would
+        have it (gc_watch.balance)."""
+        young, was = gc_watch.young_count(), gc_watch.pause()
+        try:
+            self._enter()
+        finally:
+            gc_watch.balance(self._spares, young)
+            gc_watch.resume(was)
+        return self
+
+    def _enter(self) -> None:
         self._thread = _thread.get_ident()  # steps come from this thread (said where they do not)
         self._state = 1
         self._probe.limit = self.warmup if self._probe is self._warm else self._timed.capacity
@@ -226,15 +261,31 @@ class Measurement:
         self._watch_gc(True)  # before the probe: what it makes is not counted as the loop's
         self._unraisable_before, sys.unraisablehook = sys.unraisablehook, self._unraisable_hook
         self._probe.install()
-        return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:  # named, not *exc: no tuple of ours alive at the loop's end
+    def _exit_block(self, exc_type, exc, tb) -> None:  # named, not *exc: no tuple of ours alive at the loop's end
+        """`with m:` ends: as it began, the collector off and the young count as it was."""
+        young, was = gc_watch.young_count(), gc_watch.pause()
+        try:
+            self._leave()
+        finally:
+            gc_watch.balance(self._spares, young)
+            gc_watch.resume(was)
+        if exc_type is None:  # one that landed after the last step, in a collection between steps
+            self._raise_interrupt()
+
+    def _leave(self) -> None:
         self._probe.uninstall()  # first: nothing gcbench does from here on is counted as the loop's
         self._timed.close_clock()
         if sys.unraisablehook is self._unraisable_hook:
             sys.unraisablehook = self._unraisable_before or sys.__unraisablehook__
         self._watch_gc(False)
         self._timed.close_rss()  # the loop's last sample, before anything of gcbench's runs
+        self._read_the_end()
+        self._state = 0
+        self._warm.limit = self._timed.limit = 0  # a step after the block: `_boundary` refuses it
+
+    def _read_the_end(self) -> None:
+        """What the block's end reads: the heap, the machine's load, the diagnosis's end."""
         if self._probe is self._timed and self._timed.steps:
             self._count_tracked_end()
             self._load[1] = machineload.snapshot()
@@ -245,10 +296,6 @@ class Measurement:
             _SINCE[1] = self._load[1]
         if self._diagnosis is not None and self._diagnosis.started:
             self._diagnosis.stop(self._timed.steps)
-        self._state = 0
-        self._warm.limit = self._timed.limit = 0  # a step after the block: `_boundary` refuses it
-        if exc_type is None:  # one that landed after the last step, in a collection between steps
-            self._raise_interrupt()
 
     def step(self):
         """The context manager for one step: `with m.step(): ...`."""
@@ -347,6 +394,7 @@ class Measurement:
         """The first timed step begins (the warm-up's steps are done): the timed probe takes
         over; what the loop did between the last warm-up step and this one (a
         `gc.collect(); gc.freeze()` after the warm-up) stays the warm-up's."""
+        young = gc_watch.young_count()
         self._start_timed()  # while the warm-up's probe still counts what it may start
         self._warm.uninstall()
         self._warm.limit = 0
@@ -357,6 +405,7 @@ class Measurement:
             type(self._step).__enter__, type(self._step).__exit__ = self._timed_pair
             self._warm.exit_to = self._timed
         self._timed.install()
+        gc_watch.balance(self._spares, young)  # the young count as the loop alone would have it
 
     def _exit_explained(self, exc_type, exc, tb) -> None:
         """A step's exit while explaining: the probe's (a step that raised is aborted, not a

@@ -1,14 +1,11 @@
 """gc.disable, gc.enable and gc.freeze watched while measurements run: who turned the
-collector off, on, or froze the heap, and where.
+collector off, on, or froze the heap, and where; and gcbench's own work around the loop
+kept out of its schedule (`pause`, `balance`).
 
-One watcher per function for the whole process, put in place while at least one
-measurement listens and taken away when the last one stops. Measurements nested in each
-other (a `gcbench.measure` inside a GC budget) or running in two threads share it, so a
-watcher never wraps another one (a chain of them, each calling the next, was a
-RecursionError in every later call). A watcher called from inside itself (someone else's
-wrapper of it between the two) calls the function gc had when gcbench was imported,
-without recording twice.
-"""
+One watcher per function for the whole process, in place while at least one measurement
+listens. Measurements nested in each other or in two threads share it, so a watcher never
+wraps another one (a chain of them was a RecursionError); a watcher called from inside
+itself calls the function gc had when gcbench was imported, without recording twice."""
 
 from __future__ import annotations
 
@@ -57,6 +54,53 @@ def _watcher(name: str) -> Callable:
 
 
 _WATCHERS = {name: _watcher(name) for name in WATCHED}
+
+
+SPARES = 16  # objects made with a measurement, freed for those it keeps around the loop (`balance`; entering keeps 9)
+
+
+def spares() -> list:
+    """Tracked objects to give back by `balance`: made with the measurement, before the loop.
+    Sets, which have no free list: a list or a tuple freed goes to its type's free list,
+    and neither that nor its reuse moves the count."""
+    return [set() for _ in range(SPARES)]
+
+
+def young_count() -> int:
+    """The young generation's count: tracked objects allocated less those freed since its
+    last collection. Read before the tuple holding it is made, which is freed at once."""
+    return gc.get_count()[0]
+
+
+def balance(spare: list, young: int) -> None:
+    """Free spare objects (or make more) until the young count is back at `young`, where
+    gcbench's work around the loop (entering, leaving, the warm-up's end) kept objects of
+    its own (or freed some): the
+    collector starts a young collection when the count passes its threshold, so every
+    object kept moves the loop's collections one allocation earlier (one young collection
+    more in 2,000 steps of 300 cyclic objects; `tests/test_schedule_footprint.py`). Freeing
+    a tracked object takes one off the count whatever its generation."""
+    over = young_count() - young
+    if over > 0:
+        del spare[-over:]
+    for _ in range(-over):  # it freed more than it kept (hooks dropped): as many made
+        spare.append(set())
+
+
+def pause() -> bool:
+    """The collector off while gcbench does its own work around the loop (entering and
+    leaving a measurement), unseen by any watcher: a collection there would be counted by
+    the user's own `gc.callbacks` and would start from gcbench's objects. True where it
+    was on: give it to `resume`."""
+    was = gc.isenabled()
+    _ORIGINAL["disable"]()
+    return was
+
+
+def resume(was: bool) -> None:
+    """The collector as `pause` found it."""
+    if was:
+        _ORIGINAL["enable"]()
 
 
 def listen(listener: Listener) -> None:

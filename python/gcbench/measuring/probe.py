@@ -773,6 +773,36 @@ def explicit(count: int) -> bool:
 
 
 _MALLINFO: list = []  # [the C allocator's mallinfo2, or None where there is none], once looked up
+_MALLINFO_FIELDS = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                    "keepcost")
+
+
+def _mallinfo2():
+    """glibc's `mallinfo2` as a callable, through `_ctypes` alone: `import ctypes` would add
+    580 objects to a heap that had none (numpy and jax load it anyway), and every object
+    before the loop delays its full collections (`benchmarks/schedule_footprint.py`); this
+    adds 230 where ctypes is not loaded, 60 where it is. None where there is no mallinfo2."""
+    try:
+        import _ctypes
+
+        class SizeT(_ctypes._SimpleCData):  # size_t is unsigned long on every ABI glibc has
+            _type_ = "L"
+
+        class MallInfo2(_ctypes.Structure):
+            _fields_ = tuple((name, SizeT) for name in _MALLINFO_FIELDS)
+
+        class Function(_ctypes.CFuncPtr):
+            _flags_ = _ctypes.FUNCFLAG_CDECL
+            _restype_ = MallInfo2
+
+        class Library:  # what CFuncPtr reads of a library: its handle
+            _handle = _ctypes.dlopen(None, os.RTLD_LOCAL)  # type: ignore[arg-type]  # None: this process
+
+        function = Function(("mallinfo2", Library))  # type: ignore[arg-type]  # a handle is all it reads
+        function.argtypes = ()
+        return function
+    except (ImportError, AttributeError, OSError, TypeError):
+        return None
 
 
 def malloc_in_use() -> int | None:
@@ -781,21 +811,10 @@ def malloc_in_use() -> int | None:
     (bytes, arrays' data, buffers) hold, tracked by the collector or not; not the probe's
     columns (a memory map of their own), whose pages a resident set size counts as the
     steps reach them. None where the C library has no `mallinfo2`. Its first call makes
-    objects (ctypes, 600, and a structure): `gcbench.measure` makes it as it is made,
-    before the loop, and reads it at the first timed step and at the end."""
+    objects (`_mallinfo2`): `gcbench.measure` makes it as it is made, before the loop, and
+    reads it at the first timed step and at the end."""
     if not _MALLINFO:
-        import ctypes
-
-        class MallInfo2(ctypes.Structure):
-            _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
-                                                             "usmblks", "fsmblks", "uordblks", "fordblks",
-                                                             "keepcost")]
-        try:
-            function = ctypes.CDLL(None).mallinfo2
-            function.restype, function.argtypes = MallInfo2, []
-        except (AttributeError, OSError):
-            function = None
-        _MALLINFO.append(function)
+        _MALLINFO.append(_mallinfo2())
     if _MALLINFO[0] is None:
         return None
     info = _MALLINFO[0]()
