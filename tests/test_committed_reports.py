@@ -109,3 +109,19 @@ def test_the_published_reports_are_what_git_tracks_and_a_users_own_are_not_read(
     names = {line.split("/")[1] for line in tracked.stdout.splitlines() if line.count("/") >= 2}
     assert names == set(committed.PUBLISHED)
     assert {p.name for p in REPORTS} == set(committed.PUBLISHED)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("name", committed.PUBLISHED)
+def test_every_committed_report_rebuilds_byte_for_byte(name, tmp_path):
+    """`gcbench report` on a copy of each published report gives its pages back, byte for
+    byte (benchmarks/rebuild_reports.py): a change to the analysis that moves a page
+    without the page being rebuilt fails here (the reproductions' nnx freeze row read "more
+    full GCs" for a week after the phase rule had made it "same (phase)")."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import rebuild_reports
+
+    differ, _ = rebuild_reports.rebuild(ROOT / "reports" / name, tmp_path)
+    assert not differ, f"reports/{name}: {differ} differ from a rebuild: gcbench report reports/{name}"

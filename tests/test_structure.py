@@ -259,20 +259,43 @@ def test_every_command_s_parser_is_built_without_scipy():
     assert not loaded & {"scipy", "scipy.stats"}, sorted(loaded & {"scipy", "scipy.stats"})
 
 
-def test_every_flow_returns_a_record():
-    """Issue 58, item 3: what a flow ends with is a typed record (its fields named), never a
-    bare tuple that each caller unpacks by position."""
+def _flows() -> dict:
+    """What a command runs end to end, found, not listed: every public function of flows/
+    that a command calls and that takes the flow's options (a record of flows/options.py)
+    or is its module's `run`; a new flow is checked as it is written."""
+    import importlib
+    import inspect
     import typing
 
-    from gcbench.flows import bisection, explanation, options, pipeline, reproduction
+    from gcbench.flows import options
 
-    flows = {pipeline.run_suite: pipeline.RunOutcome, pipeline.run_plan: pipeline.RunOutcome,
-             bisection.releases: options.FlowOutcome, bisection.commits: options.CommitBisectOutcome,
-             explanation.run: options.FlowOutcome, reproduction.run: options.FlowOutcome}
-    for flow, record in flows.items():
-        returned = typing.get_type_hints(flow)["return"]
-        assert returned is record, f"{flow.__module__}.{flow.__name__} returns {returned}"
-        assert record._fields, record
+    records = {o for o in vars(options).values() if isinstance(o, type)}
+    called = set()
+    for path in (ROOT / "commands").glob("*.py"):
+        called |= set(re.findall(r"\b([a-z_]+)\.([a-z_]+)\(", path.read_text()))
+    found = {}
+    for path in sorted((ROOT / "flows").glob("*.py")):
+        if path.stem in ("__init__", "options"):
+            continue
+        module = importlib.import_module(f"gcbench.flows.{path.stem}")
+        for name, f in vars(module).items():
+            if not inspect.isfunction(f) or f.__module__ != module.__name__ or (path.stem, name) not in called:
+                continue
+            hints = typing.get_type_hints(f)
+            if name == "run" or any(t in records for p, t in hints.items() if p != "return"):
+                found[f"{path.stem}.{name}"] = hints.get("return")
+    return found
+
+
+def test_every_flow_returns_a_record():
+    """Issue 58, item 3: what a flow ends with is a typed record (its fields named), never a
+    bare tuple that each caller unpacks by position (nor a list: `script_runs.run` returned
+    one while the test read a hard-coded map of flows)."""
+    flows = _flows()
+    assert {"pipeline.run_suite", "bisection.releases", "bisection.commits", "explanation.run", "reproduction.run",
+            "script_runs.run"} <= set(flows), flows
+    for name, returned in flows.items():
+        assert getattr(returned, "_fields", None), f"{name} returns {returned}"
 
 
 def test_a_worker_imports_no_reader_of_stored_documents():

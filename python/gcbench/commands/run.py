@@ -111,7 +111,7 @@ def _script_main(args) -> int:
     for side in run_sides:
         print(f"{side.name}: {side.label}" if len(run_sides) > 1 else f"script: {side.label}", flush=True)
     folders = script_runs.run(script, run_sides, args.repeats or 3, script_runs.split_args(args.script_args),
-                              lambda line: print(line, flush=True))
+                              lambda line: print(line, flush=True)).folders
     gate = ",".join(GATE)
     if len(folders) == 2:
         print(f"next: gcbench compare {shlex.quote(str(folders[0]))} {shlex.quote(str(folders[1]))} --fail-on {gate}")

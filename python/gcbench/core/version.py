@@ -1,3 +1,3 @@
 """The version of gcbench (one place: pyproject reads it, `--version` and every result name it)."""
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

@@ -95,6 +95,14 @@ class FlowOutcome(NamedTuple):
     code: int
 
 
+class ScriptRunsOutcome(NamedTuple):
+    """A user's script run as repeats: each side's results folder (base then head, or the
+    one side), and the runs made."""
+
+    folders: list[pathlib.Path]
+    runs: int
+
+
 class CommitBisectOutcome(NamedTuple):
     """A commit bisect's table, the first bad commit's message and files (None where none
     was found), and its folder."""

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from ..core import files
 from ..core.checks import RESULTS_ENV
 from ..core.errors import UsageError, option
+from .options import ScriptRunsOutcome
 
 TAIL = 3  # lines of a failing script's standard error said in its one line
 
@@ -73,7 +74,7 @@ def _side(name: str, ref: str, root: pathlib.Path, results: pathlib.Path) -> Sid
 
 
 def run(script: pathlib.Path, run_sides: list[Side], repeats: int, script_args: list[str],
-        say: Callable[[str], None], timeout: float | None = None) -> list[pathlib.Path]:
+        say: Callable[[str], None], timeout: float | None = None) -> ScriptRunsOutcome:
     """Each side's script `repeats` times, interleaved, in fresh processes; the results each
     saved. A script that fails, or saves nothing, stops the run with one line (exit 2): what
     ran before it is kept."""
@@ -103,7 +104,7 @@ def run(script: pathlib.Path, run_sides: list[Side], repeats: int, script_args: 
                 raise UsageError(f"{target.name} ({where}) saved no result: measure its loop with gcbench.measure and "
                                  f"call m.save() (its folder is {RESULTS_ENV}, set for it)")
             say(f"[{done}/{total}] {where}: ok in {took:.1f} s ({', '.join(sorted(p.name for p in saved))})")
-    return [side.results for side in run_sides]
+    return ScriptRunsOutcome([side.results for side in run_sides], done)
 
 
 def _run_once(script: pathlib.Path, side: Side, script_args: list[str],

@@ -11,6 +11,7 @@ import datetime
 import json
 import os
 import pathlib
+import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal, TypeAlias, TypedDict, get_args
 
@@ -253,11 +254,46 @@ class ResultDoc:
                and ((v := getattr(self, f.name)) is not None or f.name in REQUIRED)}
         return {**doc, **self.unknown}
 
+    # -- 0.2's dictionary access, deprecated (removed in 0.4) ------------------------------
+    # 0.2's `gcbench.load`, `load_dir` and `Measurement.result()` gave the document as a dict;
+    # code that reads it so keeps working, warned, with the values the attributes hold.
+    def __getitem__(self, key: str) -> Any:
+        _subscript_warning(f"result[{key!r}]", f"result.{key}" if key in _FIELDS else f"result.unknown[{key!r}]")
+        return self._lookup(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        _subscript_warning(f"result.get({key!r})", f"result.{key}" if key in _FIELDS else "result.unknown.get(...)")
+        try:
+            return self._lookup(key)
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        _subscript_warning(f"{key!r} in result", f"result.{key} is not None")
+        return isinstance(key, str) and key in self.to_doc()
+
+    def keys(self):
+        _subscript_warning("result.keys()", "result.to_doc().keys()")
+        return self.to_doc().keys()
+
+    def _lookup(self, key: str) -> Any:
+        """A key of the document as 0.2's dict had it: absent (None here) is a KeyError."""
+        value = getattr(self, key) if key in _FIELDS else self.unknown.get(key)
+        if value is None and key not in REQUIRED:
+            raise KeyError(key)
+        return value
+
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> ResultDoc:
         """The record of a checked document (`validate`)."""
         return cls(**{k: v for k, v in doc.items() if k in _FIELDS},
                    unknown={k: v for k, v in doc.items() if k not in _FIELDS})
+
+
+def _subscript_warning(old: str, new: str) -> None:
+    warnings.warn(f"{old}: a result is a record since gcbench 0.3 (gcbench.measuring.results.ResultDoc); "
+                  f"read {new} (its dictionary access goes in 0.4; result.to_doc() is the document as JSON holds "
+                  "it)", DeprecationWarning, stacklevel=3)
 
 
 _FIELDS = frozenset(f.name for f in dataclasses.fields(ResultDoc)) - set(ResultDoc.NOT_WRITTEN)

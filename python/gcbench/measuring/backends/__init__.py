@@ -49,6 +49,19 @@ class BackendInfo:
     workloads: tuple[str, ...]
     policies: tuple[str, ...] = ("default", "freeze", "disable", "manual")
     options: tuple[tuple[str, str], ...] = ()  # keyword arguments of the module's build()
+    # What the tests hold a Python backend to, declared here so that a new one is checked
+    # without a test edited (docs/extending.md, "A backend"):
+    # its update rule: "adam" (optax.adam at the learning rate `_jaxnn.optimizer` gives)
+    # reproduces `jax`'s losses step for step, to 1e-4; a deliberate variant names another
+    # and need only learn
+    optimizer: str = "adam"
+    # why its step cannot donate its state's buffers to the update; "": it donates (a step
+    # that keeps them doubles the state's memory), and tests/test_backends.py checks it
+    no_donation: str = ""
+    # promotions to the oldest generation a step may make on `vit` at batch 8, under a GC
+    # budget (tests/budget_cases/test_backend_steps.py): what it promoted with the versions
+    # that file names, and about a quarter more room
+    vit_promotions: int = 50
 
     def availability(self) -> tuple[bool, str]:
         """(True, "") when the backend can run here, else (False, one-line reason)."""
@@ -81,17 +94,18 @@ BACKENDS: dict[str, BackendInfo] = {
     b.name: b
     for b in [
         BackendInfo("jax", "python", "plain pytrees, jax.jit + jax.value_and_grad + optax",
-                    "jax_loop", _JAX, _ALL),
+                    "jax_loop", _JAX, _ALL, vit_promotions=5),
         BackendInfo("jax-vmap", "python", "all networks stacked, one jitted vmapped step (the floor)",
                     "jax_vmap", _JAX, ("mlp", "lenet5")),
         BackendInfo("equinox-filter", "python", "eqx.Module, eqx.filter_jit + eqx.filter_value_and_grad",
-                    "equinox_filter", _EQX, _ALL),
+                    "equinox_filter", _EQX, _ALL, vit_promotions=1450),
         BackendInfo("equinox-partition", "python", "eqx.partition once, jax.jit over arrays, static closed over",
-                    "equinox_partition", _EQX, _ALL),
+                    "equinox_partition", _EQX, _ALL, vit_promotions=220),
         BackendInfo("nnx", "python", "Flax NNX, nnx.jit + nnx.Optimizer",
-                    "nnx_jit", _NNX, _ALL),
+                    "nnx_jit", _NNX, _ALL, vit_promotions=5700,
+                    no_donation="nnx.jit updates the Module's variables in place; nnx-split is the idiom that donates"),
         BackendInfo("nnx-split", "python", "Flax NNX, nnx.split once, jax.jit over (graphdef, state)",
-                    "nnx_split", _NNX, _ALL),
+                    "nnx_split", _NNX, _ALL, vit_promotions=1850),
         *(BackendInfo(name, "julia", desc, "julia_bridge", ("juliacall",), ("mlp", "lenet5"),
                       policies=("default", "disable", "manual"), options=(("framework", name),))
           for name, desc in [
