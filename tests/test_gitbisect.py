@@ -277,3 +277,66 @@ def test_a_hostile_package_name_is_refused(tmp_path, name):
     repo = _repo(tmp_path, f'[project]\nname = "{name}"\n')
     with pytest.raises(UsageError, match=r"not a valid distribution name|cannot tell the package"):
         gitrepo.package_name(repo, _git(repo, "rev-parse", "HEAD").strip())
+
+
+def _toy_table(before_every: int, after_every: int):
+    """A commit bisect's table without building anything: eight commits, full collections
+    every `before_every` steps up to the fourth, every `after_every` from the fifth (4) on,
+    all tested, three repeats each."""
+    import numpy as np
+
+    import simulate
+    from gcbench.running.gitrepo import Commit
+
+    rng = np.random.default_rng(0)
+    commits = [Commit(f"{i:040x}", "2026-11-0" + str(i + 1), f"commit {i}") for i in range(8)]
+    plan = gitbisect.CommitPlan("gctoy", "/src/gctoy", "jax/mlp/default", "full-collections", commits[0], commits[1:],
+                                {c.sha: f"env{i}" for i, c in enumerate(commits)})
+    by_env = {f"env{i}": [results.validate(d) for d in simulate.docs(
+        rng, steps=400, full_every=before_every if i < 4 else after_every, pause_ms=5.0)] for i in range(8)}
+    return gitbisect.table(plan, by_env), commits
+
+
+def _figure_texts(tab, tmp_path, monkeypatch) -> list[str]:
+    from gcbench.publishing.report import plots
+
+    texts: list[str] = []
+
+    def keep(fig, path):
+        texts.extend(t.get_text() for t in fig.findobj(match=lambda a: hasattr(a, "get_text")))
+        return path
+
+    monkeypatch.setattr(plots, "save", keep)
+    plots.gitbisect_figure(tab, tmp_path / "gitbisect.png")
+    return texts
+
+
+def test_an_improvement_is_never_called_bad(tmp_path, monkeypatch):
+    """Issue 69, item 1: a commit that cut full collections (every 10 steps to every 40) is
+    "fewer full collections from" it, in the terminal's table, the report's answer, table and
+    figure; "bad" only where a change made them more (the same history the other way)."""
+    from gcbench.publishing.report import document, environments
+
+    tab, commits = _toy_table(10, 40)
+    assert tab.first_bad == commits[4].sha
+    assert tab.better is True
+    culprit = gitbisect.Culprit("perf: fewer allocations", ["src/gctoy.py"])
+    terminal = gitbisect.format_table(tab, culprit)
+    answer = environments.gitbisect_answer(tab)
+    page = document.to_markdown(environments.gitbisect_section(tab, culprit, tmp_path))
+    section = page.split("## Commit bisect", 1)[1]
+    said = [terminal, answer, *(line for line in section.splitlines() if line.startswith("|")),
+            *_figure_texts(tab, tmp_path, monkeypatch)]
+    assert not [s for s in said if "bad" in s.lower()], [s for s in said if "bad" in s.lower()]
+    assert f"fewer full collections from commit {commits[4].sha}" in terminal
+    assert answer.startswith("The first commit with fewer full collections of gctoy")
+    assert any(f"fewer full collections from {commits[4].sha[:9]}" in t for t in _figure_texts(tab, tmp_path,
+                                                                                              monkeypatch))
+    assert "after (endpoint)" in terminal
+    assert "before (endpoint)" in terminal
+
+    worse, _ = _toy_table(40, 10)  # the regression: its first commit is bad, and called so
+    assert worse.better is False
+    assert f"first bad commit: {commits[4].sha}" in gitbisect.format_table(worse, culprit)
+    assert environments.gitbisect_answer(worse).startswith("The first bad commit of gctoy")
+    assert any(f"first bad: {commits[4].sha[:9]}" in t for t in _figure_texts(worse, tmp_path, monkeypatch))

@@ -179,6 +179,9 @@ class CommitTable:
     endpoints_differ: bool = False
     first_bad: str | None = None
     range: tuple[str, str] | None = None  # the good and bad commits the search narrowed to
+    # whether the newer ("bad") endpoint measured lower: the change bisected is then an
+    # improvement (every metric is better lower), and its first commit is not called bad
+    better: bool | None = None
     unresolved: str | None = None  # where skipped commits leave the first bad one among several
     format: str = FORMAT
     schema_version: int = SCHEMA_VERSION
@@ -221,13 +224,42 @@ def table(plan: CommitPlan, docs_by_env: dict[str, list[ResultDoc]]) -> CommitTa
             hi = min(hi, i)
         out.rows.append(CommitRow(c.sha, c.date, c.subject, i, r.value, r.per_repeat, decision, r.why_not))
     if differ:
+        out.better = bool(g is not None and b is not None and g.value is not None and b.value is not None
+                          and b.value < g.value)
         out.range = (order[lo].sha, order[hi].sha)
         if hi - lo == 1:
             out.first_bad = order[hi].sha
         else:
             skipped = [order[i].short for i in range(lo + 1, hi)]
-            out.unresolved = f"the first bad commit is one of {', '.join(skipped)} or {order[hi].short}"
+            what = f"the first commit with {change(out)}" if out.better else "the first bad commit"
+            out.unresolved = f"{what} is one of {', '.join(skipped)} or {order[hi].short}"
     return out
+
+
+# what the change bisected does to each metric, every one better lower: (lower, higher)
+CHANGE_WORDS = {"full-collections": ("fewer full collections", "more full collections"),
+                "gc-share": ("a lower GC share", "a higher GC share"),
+                "median": ("a faster median step", "a slower median step")}
+
+
+def change(tab: CommitTable) -> str:
+    """What the bisected change does, in words: "fewer full collections"."""
+    lower, higher = CHANGE_WORDS.get(tab.metric, (f"a lower {tab.metric_title}", f"a higher {tab.metric_title}"))
+    return lower if tab.better else higher
+
+
+def first_label(tab: CommitTable) -> str:
+    """What the first commit with the change is called: "first bad" for a regression; for an
+    improvement what it brought, "fewer full collections from" (never "bad")."""
+    return f"{change(tab)} from" if tab.better else "first bad"
+
+
+def shown_decision(tab: CommitTable, decision: str) -> str:
+    """A row's decision as a reader takes it: good/bad for a regression, before/after the
+    change for an improvement (where "bad" would call the fix a regression)."""
+    if not tab.better:
+        return decision
+    return decision.replace("good", "before").replace("bad", "after")
 
 
 def _endpoints(metric: Metric, good: tuple, bad: tuple) -> tuple[str, bool]:
@@ -300,13 +332,14 @@ def format_table(tab: CommitTable, culprit: Culprit | None = None) -> str:
     for r in tab.rows:
         value = "-" if r.value is None else f"{r.value:.3g}"
         per = ", ".join(f"{v:.3g}" for v in r.per_repeat) or (r.why_not or "")[:24]
-        mark = " <- first bad" if r.sha == tab.first_bad else ""
-        lines.append(f"{r.sha[:9]:<10} {r.date:<10} {value:>10}  {per[:24]:<24} {r.decision:<16} "
+        mark = f" <- {first_label(tab).removesuffix(' from')}" if r.sha == tab.first_bad else ""
+        lines.append(f"{r.sha[:9]:<10} {r.date:<10} {value:>10}  {per[:24]:<24} {shown_decision(tab, r.decision):<16} "
                      f"{r.subject[:60]}{mark}")
     lines += ["", f"endpoints: {tab.endpoints}",
               f"builds: {tab.builds} for {tab.commits_between} commits (at most {tab.max_builds})"]
     if tab.first_bad and culprit:
-        lines += ["", f"first bad commit: {tab.first_bad}", *("    " + x for x in culprit.message.splitlines()),
+        lines += ["", f"{first_label(tab)} commit: {tab.first_bad}" if not tab.better else
+                  f"{first_label(tab)} commit {tab.first_bad}", *("    " + x for x in culprit.message.splitlines()),
                   "files changed: " + ", ".join(culprit.files)]
     elif tab.unresolved:
         lines.append(tab.unresolved)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 
-from ...analysing import comparison, summary
+from ...analysing import comparison, gitbisect, summary
 from ...analysing.gitbisect import CommitTable, Culprit
 from ...analysing.version_bisect import VersionTable
 from ...measuring import results
@@ -103,11 +103,16 @@ def gitbisect_section(tab: CommitTable, culprit: Culprit | None, out_dir: pathli
     rows = [[code(r.sha[:9]), escape(r.date), escape(r.subject[:80]),
              "-" if r.value is None else f"{r.value:.3g}",
              escape(", ".join(f"{v:.3g}" for v in r.per_repeat) or (r.why_not or "")[:120]),
-             escape(r.decision) + (" (first bad)" if r.sha == tab.first_bad else "")]
+             escape(gitbisect.shown_decision(tab, r.decision))
+             + (f" ({escape(gitbisect.first_label(tab).removesuffix(' from'))})" if r.sha == tab.first_bad else "")]
             for r in tab.rows]
-    found = (f"The first bad commit: {code(tab.first_bad[:9])}, after {tab.builds} builds for "
+    found = (f"{_first(tab)}: {code(tab.first_bad[:9])}, after {tab.builds} builds for "
              f"{tab.commits_between} commits (at most {tab.max_builds})." if tab.first_bad else
              escape(tab.unresolved or "No first bad commit: " + (tab.endpoints or "")))
+    likeness = ("Blue behaves like the older endpoint, orange like the newer one; the dashed line falls before the "
+                f"first commit with {escape(gitbisect.change(tab))}." if tab.better else
+                "Blue behaves like the good endpoint, orange like the bad one; the dashed line falls before the "
+                "first bad commit.")
     blocks = [Heading(f"Commit bisect: {escape(tab.package)} on {code(tab.cell)}"),
               Para(f"{escape(tab.rule)} Endpoints: {escape(tab.endpoints or '-')}. Every environment "
                    "but the good endpoint's pins each other package to the version the good endpoint's resolved, "
@@ -121,14 +126,19 @@ def gitbisect_section(tab: CommitTable, culprit: Culprit | None, out_dir: pathli
               Image(plots.gitbisect_figure(tab, out_dir / "gitbisect.png"),
                     f"{tab.metric_title} per tested {tab.package} commit",
                     "Commits in history order, oldest first; only the tested ones carry a value (dots: repeats; "
-                    "line: the cell's value). Blue behaves like the good endpoint, orange like the bad one; the "
-                    "dashed line falls before the first bad commit.")]
+                    "line: the cell's value). " + likeness)]
     if culprit and tab.first_bad:  # a culprit recorded without a first bad commit has nothing to name
-        blocks += [Heading(f"The first bad commit, {escape(tab.first_bad[:9])}", 3),
+        blocks += [Heading(f"{_first(tab)}, {escape(tab.first_bad[:9])}", 3),
                    Para(escape(culprit.message.splitlines()[0] if culprit.message else "")),
                    Bullets([*[escape(line) for line in culprit.message.splitlines()[1:] if line.strip()][:12],
                             "files changed: " + ", ".join(code(f) for f in culprit.files[:30])])]
     return blocks
+
+
+def _first(tab: CommitTable) -> str:
+    """"The first bad commit" for a regression; for an improvement "The first commit with
+    fewer full collections"."""
+    return f"The first commit with {escape(gitbisect.change(tab))}" if tab.better else "The first bad commit"
 
 
 def gitbisect_answer(tab: CommitTable) -> str:
@@ -140,9 +150,10 @@ def gitbisect_answer(tab: CommitTable) -> str:
     bad = next(r for r in tab.rows if r.sha == tab.first_bad)
     before = [r for r in rows[:rows.index(bad)] if r.decision.startswith("good")] if bad in rows else []
     unit = f" {tab.unit}" if tab.unit else ""
-    change = (f": {tab.metric_title.lower()} {before[-1].value:.3g} at {code(before[-1].sha[:9])} (the last "
-              f"good one tested), {bad.value:.3g}{unit} at it" if before and bad.value is not None else "")
-    return (f"The first bad commit of {escape(tab.package)} for {code(tab.cell)} is {code(tab.first_bad[:9])} "
+    last = "the last one tested before it" if tab.better else "the last good one tested"
+    change = (f": {tab.metric_title.lower()} {before[-1].value:.3g} at {code(before[-1].sha[:9])} ({last}), "
+              f"{bad.value:.3g}{unit} at it" if before and bad.value is not None else "")
+    return (f"{_first(tab)} of {escape(tab.package)} for {code(tab.cell)} is {code(tab.first_bad[:9])} "
             f"({escape(bad.date)}, \"{escape(bad.subject[:80])}\"){change}; found after {tab.builds} builds "
             f"for {tab.commits_between} commits.")
 

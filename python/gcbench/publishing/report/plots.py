@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
 import numpy as np
 
-from ...analysing import stats, summary
+from ...analysing import gitbisect, stats, summary
 from ...analysing.explanation_records import Explanation
 from ...analysing.gc_causes import qualifiers as explain_qualifiers
 from ...analysing.gitbisect import CommitTable
@@ -588,7 +588,9 @@ def gitbisect_figure(tab: CommitTable, path: pathlib.Path) -> pathlib.Path:
     if tab.first_bad:
         i = next(r.index for r in tab.rows if r.sha == tab.first_bad)
         ax.axvline(i - 0.5, color=LIKE_BAD, ls="--", lw=1)
-        ax.annotate(f"first bad: {tab.first_bad[:9]}", (i - 0.5, 1.0), xycoords=("data", "axes fraction"),
+        ax.annotate(f"{gitbisect.first_label(tab).removesuffix(' from')}: {tab.first_bad[:9]}" if not tab.better
+                    else f"{gitbisect.first_label(tab)} {tab.first_bad[:9]}", (i - 0.5, 1.0),
+                    xycoords=("data", "axes fraction"),
                     xytext=(4, -4), textcoords="offset points", ha="left", va="top", color=LIKE_BAD)
     labels = [""] * n
     for i, r in rows.items():
@@ -599,9 +601,10 @@ def gitbisect_figure(tab: CommitTable, path: pathlib.Path) -> pathlib.Path:
     ax.grid(axis="y", alpha=0.3)
     unit = f", {tab.unit}" if tab.unit else ""
     ax.set_ylabel(f"{tab.metric_title}{unit}")
-    ax.set_xlabel(f"{tab.package} first-parent commits, oldest (the good endpoint) to newest; labelled where tested")
+    old, new = ("older", "newer") if tab.better else ("good", "bad")  # an improvement's endpoints are not "bad"
+    ax.set_xlabel(f"{tab.package} first-parent commits, oldest (the {old} endpoint) to newest; labelled where tested")
     _legend_outside(fig, [plt.Line2D([], [], color=c, marker="o", lw=2, label=t) for c, t in
-                          ((LIKE_GOOD, "like the good\nendpoint"), (LIKE_BAD, "like the bad\nendpoint"))])
+                          ((LIKE_GOOD, f"like the {old}\nendpoint"), (LIKE_BAD, f"like the {new}\nendpoint"))])
     ax.set_title(f"{tab.cell}: {tab.metric_title} per tested commit\n(dots: repeats; line: the cell's value)")
     return save(fig, path)
 
