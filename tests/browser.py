@@ -29,6 +29,7 @@ window.addEventListener('load', () => {
   const doc = document.documentElement;
   const imgs = [...document.images].map(i => ({
     alt: i.alt, loaded: i.complete && i.naturalWidth > 0, natural: i.naturalWidth, shown: i.clientWidth,
+    right: Math.round(i.getBoundingClientRect().right),
     linked: !!(i.closest('a') && i.closest('a').getAttribute('href'))}));
   const tables = [...document.querySelectorAll('table')].map((t, k) => {
     const box = t.parentElement;
@@ -46,17 +47,31 @@ window.addEventListener('load', () => {
     return {index: k + 1, header: first ? first.textContent.slice(0, 40) : '', width: t.scrollWidth,
             column: box.clientWidth, scrolls: scrolls, first_column_stays: stays, cut: cut};
   });
+  // the first screen: the verdict's first paragraph and the first table or figure after it
+  const verdict = document.getElementById('verdict');
+  let lead = null, headline = null;
+  for (let e = verdict && verdict.nextElementSibling; e && e.tagName !== 'H2'; e = e.nextElementSibling) {
+    const holds = e.matches('table, img, .table-wrap') || e.querySelector('table, img');
+    if (!lead && e.tagName === 'P' && !holds) lead = e;
+    if (!headline && holds) headline = e;
+  }
+  const box = e => e ? {top: Math.round(e.getBoundingClientRect().top),
+                        bottom: Math.round(e.getBoundingClientRect().bottom)} : null;
+  const first = {verdict: box(lead), headline: box(headline)};
   const out = document.createElement('pre');
   out.id = 'gcbench-measure';
-  out.textContent = JSON.stringify({overflow: doc.scrollWidth - doc.clientWidth, images: imgs, tables: tables});
+  out.textContent = JSON.stringify({overflow: doc.scrollWidth - doc.clientWidth, images: imgs, tables: tables,
+                                   first_screen: first});
   document.body.appendChild(out);
 });
 </script>"""
 
 
 # the smallest share of its own width a figure may be shown at: its 11 pt text, 23 px at
-# 150 dpi, stays about 15 px
-LEGIBLE = 0.65
+# 150 dpi, stays 11 px or more. A figure fits the page's column (issue 69: at 800 px a
+# figure kept 1,000 px, and its right-hand panels and legend were cut off); at 800 px its
+# text is 11.7 px, and the figure links to its full size
+LEGIBLE = 0.48
 
 
 def chromium() -> str | None:
@@ -71,7 +86,9 @@ def _run(args: list[str]) -> subprocess.CompletedProcess:
 
 def measure(page: pathlib.Path, width: int = 1400) -> dict:
     """The page as Chromium lays it out in a window `width` px wide: `overflow` (px the
-    page is wider than the window), `images` and `tables` (see the module docstring)."""
+    page is wider than the window), `images`, `tables` (see the module docstring) and
+    `first_screen` (the top and bottom of the verdict's first paragraph and of the first
+    table or figure after it, in px from the page's top)."""
     with tempfile.TemporaryDirectory(prefix="gcbench-check-") as tmp:
         copy = pathlib.Path(tmp) / "index.html"
         copy.write_text(pathlib.Path(page).read_text().replace("</body>", MEASURE + "</body>"))
@@ -85,8 +102,8 @@ def measure(page: pathlib.Path, width: int = 1400) -> dict:
 def problems(page: pathlib.Path, width: int) -> list[str]:
     """What a reader of `page` at `width` px would not see whole: at 1400 px every table fits
     its column; narrower, a table may scroll when its first column stays in view; at every
-    width no cell cuts its text, every image loads and is shown at a size its text can be
-    read at (it may scroll inside its box) and the page itself does not scroll."""
+    width no cell cuts its text, every image loads, fits the window and is shown at a size its
+    text can be read at, and the page itself does not scroll."""
     got = measure(page, width)
     found = []
     if got["overflow"] > 0:
@@ -96,7 +113,9 @@ def problems(page: pathlib.Path, width: int) -> list[str]:
             found.append(f"image {img['alt']!r} does not load")
         elif img["shown"] < img["natural"] and not img["linked"]:
             found.append(f"image {img['alt']!r} is shrunk to {img['shown']} px with no link to its full size")
-        elif img["shown"] < LEGIBLE * img["natural"]:  # 11 pt text at 150 dpi: under about 15 px
+        elif img["right"] > width:
+            found.append(f"image {img['alt']!r} reaches {img['right']} px in a {width} px window: it is cut off")
+        elif img["shown"] < LEGIBLE * img["natural"]:  # 11 pt text at 150 dpi: under 11 px
             found.append(f"image {img['alt']!r} is shown at {img['shown']} of its {img['natural']} px: "
                          "its text is too small to read")
     for t in got["tables"]:

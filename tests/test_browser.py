@@ -27,6 +27,24 @@ def test_committed_report_reads_whole(page, width):
     assert len(got["images"]) == page.read_text().count("<img ") > 0
 
 
+SCREEN = 900  # a laptop's window: what a reader sees before scrolling
+HEADLINE_SEEN = 120  # of the headline, its head and first rows at least
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+@pytest.mark.parametrize("page", REPORTS, ids=[p.parent.name for p in REPORTS])
+def test_a_committed_report_answers_on_its_first_screen(page, width):
+    """Issue 69: the verdict and a headline table or figure are inside the first 900 px at
+    1400 and at 800 px (the reports opened with a contents list and a 100-180-word
+    paragraph, their first table two screens down)."""
+    got = browser.measure(page, width)["first_screen"]
+    assert got["verdict"] is not None, "no verdict paragraph"
+    assert got["headline"] is not None, "no table or figure in the verdict"
+    assert got["verdict"]["top"] < SCREEN / 2, got
+    assert got["headline"]["top"] + min(HEADLINE_SEEN, got["headline"]["bottom"] - got["headline"]["top"]) <= SCREEN, \
+        got
+
+
 def _page(tmp_path, body: str, style: str = STYLE) -> pathlib.Path:
     page = tmp_path / "index.html"
     page.write_text(f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>t</title><style>{style}</style>'
@@ -62,16 +80,19 @@ def test_the_check_sees_cut_text(tmp_path):
     assert any("cuts the text of 2 cells" in p for p in browser.problems(page, 1400))
 
 
-def test_a_figure_keeps_its_text_legible_at_800_px(tmp_path):
-    """Issue 45: at 800 px a 1,500 px figure shrank to half, its text to about 11 px; it now
-    keeps 1,000 px and scrolls inside its box, the page itself does not."""
+def test_a_figure_fits_the_page_at_800_px_and_links_to_its_full_size(tmp_path):
+    """Issue 69: at 800 px a figure kept 1,000 px (issue 45's legibility) and scrolled in its
+    box, its right-hand panels and legend out of view; it now fits the column (its text
+    11.7 px) and links to its full size. Kept at 1,000 px it is cut off; shrunk below half
+    its width (a 500 px window), its text is too small to read."""
     import base64
 
     png = pathlib.Path(__file__).resolve().parent.parent / "reports" / "cpu-quick" / "summary_vit.png"
     data = base64.b64encode(png.read_bytes()).decode()
     body = f'<p><a href="x.png"><span class="figure"><img alt="fig" src="data:image/png;base64,{data}"></span></a></p>'
-    shrunk = browser.problems(_page(tmp_path, body, style=STYLE.replace(".figure img{max-width:none", ".x{")), 800)
-    assert len(shrunk) == 1
-    assert "too small to read" in shrunk[0]
     assert browser.problems(_page(tmp_path, body), 800) == []
     assert browser.problems(_page(tmp_path, body), 1400) == []
+    kept = browser.problems(_page(tmp_path, body, style=STYLE + ".figure img{max-width:none;width:1000px}"), 800)
+    assert any("it is cut off" in p for p in kept), kept
+    small = browser.problems(_page(tmp_path, body), 500)
+    assert any("too small to read" in p for p in small), small

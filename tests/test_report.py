@@ -54,8 +54,10 @@ def test_report_files_plots_and_content(tmp_path):
     md = paths["markdown"].read_text()
     assert "Data: synthetic" in md
     assert "repeats per cell (fresh processes, the unit of inference): 3" in md
-    row = next(line for line in md.splitlines() if line.startswith("| jax/mlp/default |"))
-    assert row.startswith("| jax/mlp/default | 3 | 15 in every repeat, same steps |")
+    glance, row = [line for line in md.splitlines() if line.startswith("| jax/mlp/default |")][:2]
+    assert glance.startswith("| jax/mlp/default | 15 in every repeat, same steps |")  # the verdict's headline
+    assert md.index(glance) < md.index("## What was run")
+    assert row.startswith("| jax/mlp/default | 3 | 15 in every repeat, same steps |")  # the summary's row
     assert row.endswith("| 900 |")
     # Findings rest on intervals and schedules: the cells with full collections in a table, with
     # what a step holding one cost; each policy against default, the corrected tests in another.

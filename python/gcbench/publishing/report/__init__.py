@@ -472,7 +472,10 @@ def build_report(source, out_dir, spike_factor: float = summary.DEFAULT_SPIKE_FA
     source, out_dir = pathlib.Path(source), pathlib.Path(out_dir)
     before = _marker(out_dir)
     in_place = source.resolve() in (out_dir.resolve(), (out_dir / archive.NAME).resolve())
-    title = title or (before.get("title") if in_place else None)  # a rebuild keeps the title it was published with
+    kept = before.get("title") if in_place else None  # a rebuild keeps the title it was published with
+    if kept == f"gcbench report: {out_dir.resolve().name}":  # 0.2's default, chosen by no one: the question now
+        kept = None
+    title = title or kept
     made = not out_dir.exists()
     # Everything from the folder's creation to the archive's cleanup is inside the try: a Ctrl-C
     # that lands just after mkdir, or while the unpacked archive is removed at the end, still
@@ -710,12 +713,65 @@ def _read_inputs(folder: pathlib.Path, bisect_table: VersionTable | None) -> _In
     return _Inputs(docs, plan, memdoc, why, repro, git_plan, bisect_table, carried)
 
 
-def _verdict(question: str | None, answer: list[str]) -> list:
-    """The command's question answered first, then what the cells say."""
+def _title(name: str, got: _Inputs, cells: list[summary.CellSummary], workloads: list[str]) -> str:
+    """The report's title where its command gave none: the question it answers, then the
+    folder it was made from."""
+    if got.git_plan is not None:
+        plan = got.git_plan
+        question = (f"Which {plan.package} commit changed "
+                    f"{gitbisect.get_metric(plan.metric).title} of {plan.cell}?")
+    elif got.bisect_table is not None:
+        tab = got.bisect_table
+        question = f"Which {tab.package} release changed {tab.metric_title.lower()} of {tab.cell}?"
+    elif got.repro is not None:
+        question = "Do the seed reports' garbage-collector findings reproduce here?"
+    elif len(gitbisect.docs_by_env(got.docs)) > 1:
+        question = "Which versions of Python and the packages move the collector's work?"
+    elif cells:
+        ok = [cs for cs in cells if cs.ok]
+        question = (f"How much of each training step goes to the garbage collector? {len(ok)} cells"
+                    + (f" on {', '.join(workloads)}" if workloads else ""))
+    else:
+        question = "gcbench report"
+    return f"{question} ({name})"
+
+
+LEAD_SENTENCES = 3  # the verdict's first paragraph, where the command asked nothing of its own
+GLANCE_ROWS = 5  # cells in the first screen's table
+
+
+def _verdict(question: str | None, answer: list[str], headline: list) -> list:
+    """The first screen: the command's question answered (else the cells' verdict in at most
+    three sentences), one headline table, then the rest of what the cells say."""
     if not (question or answer):
         return []
-    return [Heading("Verdict")] + ([Para(question)] if question else []) + \
-        ([Para(" ".join(prose(x) for x in answer))] if answer else [])
+    lead, rest = (question, answer) if question else \
+        (" ".join(prose(x) for x in answer[:LEAD_SENTENCES]), answer[LEAD_SENTENCES:])
+    return [Heading("Verdict"), Para(lead), *headline] + ([Para(" ".join(prose(x) for x in rest))] if rest else [])
+
+
+def _headline(got: _Inputs, cells: list[summary.CellSummary]) -> list:
+    """The one table a reader looks at first: a bisect's versions or commits, else the cells
+    that pay the collector most."""
+    if got.git_plan is not None:
+        return [environments.gitbisect_headline(gitbisect.table(got.git_plan, gitbisect.docs_by_env(got.docs)))]
+    if got.bisect_table is not None:
+        return [environments.bisect_headline(got.bisect_table)]
+    ok = [cs for cs in cells if cs.ok]
+    return [glance_table(ok)] if ok else []
+
+
+def glance_table(ok: list[summary.CellSummary]) -> Table:
+    """The cells that pay the collector most, by their GC share (one kind of share for the
+    whole report, named in the head): full collections, the share, the mean step."""
+    cpu = verdict.in_cpu_time([cs.measured for cs in ok])
+    top = sorted(ok, key=lambda cs: (-cs.measured.share(cpu).value, cs.label))[:GLANCE_ROWS]
+    rows = [[escape(cs.label), _full_cell(cs.measured), _share_cell(cs.measured, cpu),
+             "-" if cs.measured.loaded else stats.fmt(cs.measured.mean_ms)] for cs in top]
+    if len(ok) > len(top):
+        rows.append([f"and {len(ok) - len(top)} more cells: see the Summary", "", "", ""])
+    return Table(["cell (the most GC first)", "full collections per repeat",
+                  f"GC % of {'CPU' if cpu else 'wall'} time (95 % CI)", "mean step ms"], rows, align_right=(2, 3))
 
 
 def _evidence(folder: pathlib.Path, got: _Inputs, cells: list, families: dict, out_dir: pathlib.Path,
@@ -765,14 +821,14 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
     cells = summary.summarize_all(docs, spike_factor)
     workloads = list(dict.fromkeys(cs.key[1] for cs in cells if cs.ok))
     name = source.resolve().name if source.is_dir() else source.name
-    title = title or f"gcbench report: {name}"
+    title = title or _title(name, got, cells, workloads)
 
     # the answer to the question the command asked, first: a bisect's culprit, a reproduction's
     # rows; then what the cells say (the suite's verdict); the evidence after it
     # a workload's tests, made and corrected once: the Findings show them and the verdict quotes them
     families = {w: claims.workload_claims([cs for cs in cells if cs.key[1] == w]) for w in workloads}
     question = _question(docs, cells, families, got.memdoc, got.repro, got.git_plan, got.bisect_table)
-    blocks: list = [Heading(escape(title), 1), *_verdict(question, verdict.sentences(cells)),
+    blocks: list = [Heading(escape(title), 1), *_verdict(question, verdict.sentences(cells), _headline(got, cells)),
                     *_evidence(folder, got, cells, families, out_dir, written)]
 
     markdown = to_markdown(blocks)

@@ -106,14 +106,16 @@ def slug(text: str, seen: dict[str, int]) -> str:
 
 
 def contents(blocks: list) -> list:
-    """`blocks` with a contents list (every section: level-2 headings) before the first section."""
+    """`blocks` with a contents line (every section: level-2 headings) after the first
+    section (the verdict and its headline: the first screen is the answer, not a list)."""
     seen: dict[str, int] = {}
     anchors = [(b, slug(plain(b.text), seen)) for b in blocks if isinstance(b, Heading)]
     items = [f"[{b.text}](#{a})" for b, a in anchors if b.level == 2]
-    first = next((i for i, b in enumerate(blocks) if isinstance(b, Heading) and b.level == 2), None)
-    if first is None or len(items) < 3:
+    sections = [i for i, b in enumerate(blocks) if isinstance(b, Heading) and b.level == 2]
+    if len(items) < 3:
         return blocks
-    return [*blocks[:first], Para("**Contents**"), Bullets(items), *blocks[first:]]
+    second = sections[1]
+    return [*blocks[:second], Para("**Contents:** " + " · ".join(items)), *blocks[second:]]
 
 
 def _cell(text: str) -> str:
@@ -161,7 +163,6 @@ img{max-width:100%;height:auto;border:1px solid #eee;display:block}
 p.caption{margin:.2rem 0 1.6rem;font-size:.9rem;color:#444;max-width:60rem}
 code{background:#f4f4f4;padding:0 .2rem;overflow-wrap:anywhere}
 @media (max-width:900px){table{font-size:.8rem}th:first-child,td:first-child{max-width:11rem}}
-@media (max-width:1060px){.figure img{max-width:none;width:1000px}}
 """
 
 

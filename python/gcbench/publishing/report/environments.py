@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 
-from ...analysing import comparison, gitbisect, summary
+from ...analysing import comparison, gitbisect, summary, version_bisect
 from ...analysing.gitbisect import CommitTable, Culprit
 from ...analysing.version_bisect import VersionTable
 from ...measuring import results
@@ -95,6 +95,27 @@ def bisect_section(tab: VersionTable, out_dir: pathlib.Path) -> list:
                   f"{tab.metric_title} per {tab.package} version",
                   "Each dot is one repeat (a fresh process), the line their median; the lower panel is the "
                   "median step. The dashed line marks the first version with a tested change.")]
+
+
+def bisect_headline(tab: VersionTable) -> Table:
+    """A release bisect at a glance, for the report's first screen: each version's value of
+    the bisected metric and its change from the one before (as the full table words it)."""
+    unit = f" ({tab.unit})" if tab.unit and tab.unit != "x" else ""
+    _, full = version_bisect.table_rows(tab, " (first change)")
+    rows = [[code(r.version), "-" if r.value is None else f"{r.value:.3g}", escape(row[-1])]
+            for r, row in zip(tab.rows, full, strict=True)]
+    return Table([escape(tab.package), escape(tab.metric_title) + escape(unit), "change from the version before"],
+                 rows, align_right=(1,))
+
+
+def gitbisect_headline(tab: CommitTable) -> Table:
+    """A commit bisect at a glance: each tested commit, its value and the decision."""
+    unit = f" ({tab.unit})" if tab.unit else ""
+    rows = [[code(r.short), escape(r.subject[:48]), "-" if r.value is None else f"{r.value:.3g}",
+             escape(gitbisect.shown_decision(tab, r.decision))
+             + (f" ({escape(gitbisect.first_label(tab).removesuffix(' from'))})" if r.sha == tab.first_bad else "")]
+            for r in tab.rows]
+    return Table(["commit", "subject", escape(tab.metric_title) + escape(unit), "decision"], rows, align_right=(2,))
 
 
 def gitbisect_section(tab: CommitTable, culprit: Culprit | None, out_dir: pathlib.Path) -> list:

@@ -6,7 +6,7 @@ How it works, and why: docs/internals.md, `gcbench.publishing.report.findings`.
 from __future__ import annotations
 
 from ...analysing import claims, comparison, stats, summary, verdict
-from .document import Table, code, escape
+from .document import Para, Table, code, escape
 
 NEGLIGIBLE_SHARE = 0.001  # below 0.1 % of step time the collector is not worth ranking
 
@@ -119,23 +119,44 @@ def _cell_text(t: comparison.Test | None) -> str:
     return f"{verdict}: {change}{p}"
 
 
+POLICY_TESTS = ("policy_full", "policy_share", "policy_median", "policy_mean")
+
+
 def tests_table(cells: list[summary.CellSummary], min_effect: float = comparison.MIN_EFFECT,
-                alpha: float = comparison.ALPHA, family: list | None = None) -> Table | None:
+                alpha: float = comparison.ALPHA, family: list | None = None) -> Table | Para | None:
     """Each policy against `default` for the same backend: full collections, GC share,
-    median step and mean step, each the workload's corrected test (analysing.claims)."""
+    median step and mean step, each the workload's corrected test (analysing.claims). Where
+    no test of any row found a change (each undecided, the same or not judged), one line
+    says so instead of a table of "cannot tell" (12 rows of them read as 12 findings)."""
     family = claims.workload_claims(cells, min_effect, alpha) if family is None else family
     pairs = list({(id(ctx[0]), id(ctx[1])): (ctx[0], ctx[1]) for kind, _, ctx in family if kind != "ranking"}.values())
     if not pairs:
         return None
+    tests = [[claims.policy_test(family, k, base, other) for k in POLICY_TESTS] for base, other in pairs]
+    decided = [t for row in tests for t in row
+               if t is not None and t.verdict not in ("inconclusive", "same", comparison.NOT_JUDGED)]
+    if not decided:
+        return Para(_undecided(pairs, [t for row in tests for t in row if t is not None]))
     rows = []
-    for base, other in pairs:
+    for (base, other), row in zip(pairs, tests, strict=True):
         env = summary.context(other.key)
         label = f"{code(other.key[0])}" + (f" [{escape(env)}]" if env else "") + f": {code(other.key[2])} vs " \
             f"{code(base.key[2])}"
-        rows.append([label] + [_cell_text(claims.policy_test(family, k, base, other))
-                               for k in ("policy_full", "policy_share", "policy_median", "policy_mean")])
+        rows.append([label] + [_cell_text(t) for t in row])
     return Table(["policy against default", "full collections", "GC share", "median step", "mean step (a run)"],
                  rows)
+
+
+def _undecided(pairs: list, tests: list[comparison.Test]) -> str:
+    """The policies' tests folded into one line where none decided: what was compared, and
+    the smallest change of a time the narrowest interval would have shown."""
+    policies = sorted({other.key[2] for _, other in pairs})
+    repeats = min(len(cs.measured.used) for pair in pairs for cs in pair)
+    ratios = [max(t.ci[1] - 1, 1 - t.ci[0]) for t in tests if t.ci is not None and t.ratio_metric]
+    smallest = f"; the narrowest interval of a time spans +-{100 * min(ratios):.0f} %" if ratios else ""
+    return (f"No policy ({', '.join(code(p) for p in policies)}) changed anything here beyond what "
+            f"{repeats} repeats a cell resolve: {len(pairs)} comparisons with `default`, every test the same, "
+            f"undecided or not judged{smallest}.")
 
 
 def _level(t: comparison.Test) -> str:

@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
 import numpy as np
 
-from ...analysing import gitbisect, stats, summary
+from ...analysing import gitbisect, stats, summary, verdict
 from ...analysing.explanation_records import Explanation
 from ...analysing.gc_causes import qualifiers as explain_qualifiers
 from ...analysing.gitbisect import CommitTable
@@ -212,12 +212,17 @@ def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathli
     """Per policy (rows of panels) and series (rows inside a panel): median step with its
     95 % interval, GC share with its interval, full collections per 1,000 steps with the
     interval of the repeats (none for a fixed schedule). Panels of one metric share their
-    axis; a panel where no cell had a full collection says so instead of a row of zeros."""
+    axis; a panel where no cell had a full collection says so instead of a row of zeros, and
+    a figure where none had one leaves the column out; a GC share under 0.1 % in every cell
+    of a panel reads "negligible" instead of a full axis of 0-0.01 %."""
     ok = [cs for cs in cells if cs.ok]
     series = ordered_series(ok)
     policies = policies_of(ok)
-    metrics = [("median step", "ms", _median), ("GC share", "% of wall time", _share),
-               ("full collections", "per 1,000 steps", _full)]
+    cpu = verdict.in_cpu_time([cs.measured for cs in ok])  # the report's one kind of GC share
+    has_full = any(cs.measured.full.rate.value for cs in ok)  # else no panel of zeros: the title says none
+    metrics = [("median step", "ms", _median),
+               ("GC share", f"% of {'CPU' if cpu else 'wall'} time", lambda s: _share(s, cpu)),
+               *([("full collections", "per 1,000 steps", _full)] if has_full else [])]
     height = max(1.3, _row_in(series) * len(series) + 0.8) * len(policies) + 1.0
     fig, axes = plt.subplots(len(policies), len(metrics), figsize=(WIDTH, height), squeeze=False,
                              sharey=True, sharex="col", layout="constrained")
@@ -228,6 +233,9 @@ def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathli
             ax = axes[r][c]
             if c == 2 and all(cs.measured.full.rate.value == 0 for cs in mine):
                 _no_data(ax, "none in\nany repeat")
+            elif c == 1 and all(_share(cs.measured, cpu)[2] < 100 * verdict.NEGLIGIBLE_SHARE for cs in mine):
+                # a share of 0.009 % drawn on its own 0-0.01 % axis looked as large as 35 % elsewhere
+                _no_data(ax, f"negligible: under\n{100 * verdict.NEGLIGIBLE_SHARE:g} % in every cell")
             else:
                 for cs in mine:
                     value, lo, hi = get(cs.measured)
@@ -245,9 +253,10 @@ def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathli
         axes[r][0].set_yticks(range(len(series)), [series_label(s, series) for s in reversed(series)])
         axes[r][0].set_ylim(-0.6, len(series) - 0.4)
     log_axis(axes[0][0], "x")
-    for c in (1, 2):
+    for c in range(1, len(metrics)):
         axes[0][c].set_xlim(0, axes[0][c].get_xlim()[1] * 1.06)  # a dot at the top stays whole
-    fig.suptitle(f"{workload}: median step, GC share and full collections (dot: estimate; bar: 95 % interval)")
+    fig.suptitle(f"{workload}: median step, GC share and full collections ({_bars(ok)})" if has_full else
+                 f"{workload}: median step and GC share ({_bars(ok)}); no full collection in any repeat")
     _legend_outside(fig, _backend_handles(series), "backend")
     return save(fig, path)
 
@@ -256,9 +265,22 @@ def _median(s):
     return (s.median_ms, *stats.bounds(s.median_ms, s.median_ci_ms))
 
 
-def _share(s):
-    lo, hi = stats.bounds(s.gc_share, s.gc_share_ci)
-    return 100 * s.gc_share, 100 * lo, 100 * hi
+def _share(s, cpu: bool):
+    """A cell's GC share in %, of CPU or wall time (the report's one kind), and its interval."""
+    estimate = s.share(cpu)
+    lo, hi = stats.bounds(estimate.value, estimate.ci)
+    return 100 * estimate.value, 100 * lo, 100 * hi
+
+
+def _bars(ok: list[summary.CellSummary]) -> str:
+    """What a figure's bars are: 95 % intervals where every cell has the repeats for one; where
+    none has, why none is drawn (an interval needs stats.MIN_PROCESSES repeats)."""
+    with_ci = sum(cs.measured.median_ci_ms is not None for cs in ok)
+    if with_ci == len(ok):
+        return "dot: estimate; bar: 95 % interval"
+    if not with_ci:
+        return f"dot: estimate; no intervals: fewer than {stats.MIN_PROCESSES} repeats a cell"
+    return f"dot: estimate; bar: 95 % interval, where a cell has {stats.MIN_PROCESSES} repeats or more"
 
 
 def _full(s):
@@ -682,6 +704,7 @@ def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pat
     rows = sorted(set(where.values()), key=lambda r: tuple(natural_key(x) for x in r))
     labels = ["  ".join([f"Python {r[0]}", *(f"{p} {v}" for p, v in zip(shown, r[1:], strict=True))]) for r in rows]
     panels = list(dict.fromkeys((cs.key[0], cs.key[2]) for cs in ok))
+    cpu = verdict.in_cpu_time([cs.measured for cs in ok])
     fig, axes = plt.subplots(len(panels), 1, figsize=(WIDTH, (ROW_IN + 0.04) * len(rows) * len(panels)
                                                      + 0.9 * len(panels) + 0.7),
                              squeeze=False, sharex=True, layout="constrained")
@@ -691,7 +714,7 @@ def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pat
         for cs in ok:
             if (cs.key[0], cs.key[2]) != (backend, policy):
                 continue
-            value, lo, hi = _share(cs.measured)
+            value, lo, hi = _share(cs.measured, cpu)
             y = ys[where[cs.key]]
             ax.plot([lo, hi], [y, y], color=color, lw=2.2, solid_capstyle="butt")
             ax.plot(value, y, "o", color=color, ms=6, mec="white", mew=0.6)
@@ -703,7 +726,7 @@ def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pat
         ax.set_title(f"{backend} / {policy}", loc="left")
         ax.xaxis.set_tick_params(labelbottom=True)
     axes[0][0].set_xlim(left=0)
-    axes[-1][0].set_xlabel("GC share, % of wall time")
-    fig.suptitle(f"{workload}: GC share by interpreter and package versions (dot: estimate; bar: 95 % "
-                 "interval; right: full collections per repeat; environments not measured are left out)")
+    axes[-1][0].set_xlabel(f"GC share, % of {'CPU' if cpu else 'wall'} time")
+    fig.suptitle(f"{workload}: GC share by interpreter and package versions ({_bars(ok)}; right: full "
+                 "collections per repeat; environments not measured are left out)")
     return save(fig, path)
