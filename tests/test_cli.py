@@ -3,6 +3,7 @@
 import json
 import pathlib
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -358,3 +359,50 @@ def test_a_misspelt_measure_keyword_names_the_right_word():
 
     with pytest.raises(UsageError, match=r"unknown keyword 'warmpu' \(did you mean 'warmup'\?\)"):
         gcbench.measure("x", warmpu=3)
+
+
+def test_every_commands_help_ends_with_two_examples_that_parse_and_its_exit_statuses():
+    """Issue 69, item 5: `--help` gives two examples (each one gcbench's parser takes, every
+    option named in full) and the exit statuses; a command whose 1 means something says what."""
+    from gcbench import cli
+    from test_doc_examples import _parse_gcbench
+
+    parser = cli.build_parser()
+    for command in cli.HELP:
+        text = parser._subparsers._group_actions[0].choices[command].format_help()
+        examples = text.split("examples:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+        assert len(examples) == 2, (command, examples)
+        for example in examples:
+            words = shlex.split(example.strip())
+            words = words[words.index("gcbench") + 1:]
+            assert _parse_gcbench(words) is None, (command, example, _parse_gcbench(words))
+        statuses = text.split("exit status:\n", 1)[1]
+        assert "0    done" in statuses
+        assert "2    a usage error" in statuses
+        assert ("1    " in statuses) == (command in cli.EXIT_ONE), command
+
+
+def test_run_help_is_grouped():
+    from gcbench import cli
+
+    text = cli.build_parser()._subparsers._group_actions[0].choices["run"].format_help()
+    groups = re.findall(r"^([a-z][^\n]*):\n", text, re.M)
+    assert {"what to run", "where the results go", "environments", "where repeats run"} <= set(groups), groups
+
+
+@pytest.mark.parametrize(("args", "word"), [
+    (["run", "--workloads", "vitt"], "vit"), (["run", "--gc", "disabel"], "disable"),
+    (["run", "--executor", "slurmm"], "slurm"), (["export", "x", "--per", "cel"], "cell"),
+    (["memory", "--size", "smal"], "small"), (["reproduce", "--only", "equinox-spike"], "equinox-spikes"),
+    (["bisect", "--package", "equinox", "--versions", "1,2", "--cell", "jax/mlp/default", "--metric", "gc-shar"],
+     "gc_share"),
+    (["bisect", "--git", ".", "--good", "a", "--bad", "b", "--cell", "jax/mlp/default", "--metric", "gc-shar"],
+     "gc-share"),
+    (["compare", "a", "b", "--fail-on", "slowr"], "slower")])
+def test_every_choice_valued_option_suggests_the_word_meant(args, word):
+    """Issue 69, item 5: a misspelt choice gets one line naming the right word."""
+    proc = run_cli(*args)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert f"did you mean '{word}'?" in lines[0], lines[0]

@@ -209,3 +209,26 @@ def test_the_api_page_documents_every_exported_name(site):
     assert "Measure your own loop" in page  # measure's docstring, rendered
     for target in targets:
         assert f'id="{target}"' in page, f"{target} is not rendered"
+
+
+def test_the_api_page_shows_real_defaults_parameters_and_only_public_names(site):
+    """Issue 69, item 6: `measure`'s defaults as numbers (not DEFAULT_CAPACITY), the budget
+    fixture's keyword arguments, and StepProbe's public methods only."""
+    import inspect
+
+    from gcbench import user_loop
+    from gcbench.budget.plugin import GCBudgets
+
+    for function in (user_loop.measure, user_loop.Measurement):
+        parameters = inspect.signature(function).parameters
+        assert parameters["capacity"].default == user_loop.DEFAULT_CAPACITY
+        assert parameters["rss_every"].default == user_loop.RSS_EVERY
+    page = re.sub(r"<[^>]+>", "", (site / "api" / "index.html").read_text())
+    assert "DEFAULT_CAPACITY" not in page
+    assert "RSS_EVERY" not in page
+    assert "100000" in page or "100_000" in page
+    for keyword in inspect.signature(GCBudgets.__call__).parameters:
+        if keyword not in ("self", "unknown"):
+            assert keyword in page, keyword
+    for internal in ("bracket_ok", "keep_interrupt", "take_interrupt", "close_clock", "sample_rss"):
+        assert internal not in page, internal

@@ -320,3 +320,31 @@ def test_a_threefold_slowdown_beside_two_busy_processes_fails_the_gate_and_an_aa
     assert "that load alone moves" in flat, flat
     aa = run_cli("compare", str(tmp_path / "a"), str(tmp_path / "aa"), "--fail-on", "slower")
     assert aa.returncode == 0, aa.stdout + aa.stderr
+
+
+def test_a_loaded_machines_times_are_shown_without_an_interval(tmp_path):
+    """Issue 69, item 4: the verdict refuses a loaded machine's times; the tables printed
+    intervals for them all the same ("47.1 (19.2-115)"). Now the value, marked, and no
+    interval, in the report's summary and in the terminal's table; the counts as ever."""
+    import numpy as np
+
+    import simulate
+    from gcbench.analysing import summary
+    from gcbench.commands import _outcome
+    from gcbench.publishing.report import summary_table
+
+    rng = np.random.default_rng(3)
+    docs = [results.validate(d) for d in simulate.docs(rng, repeats=3, full_every=50, pause_ms=4.0)]
+    for d in docs:
+        d.machine_state = {"cpu_count": 2, "load_before": 3.9, "load_after": 3.8}  # two busy processes beside it
+    cells = summary.summarize_all(docs)
+    assert cells[0].measured.loaded
+    row = summary_table(cells).rows[0]
+    assert "loaded: not judged" in row[4]
+    assert "loaded: not judged" in row[5]
+    assert "-" not in row[4].split("(")[0]  # a value, no range before the mark
+    median = f"{cells[0].measured.median_ms:.3g}"
+    table = _outcome.format_summary(docs, cells)  # narrower than the table: the cell's name above its row
+    line = next(line for line in table.splitlines() if median in line)
+    assert f"{median} (" not in line  # no interval after it
+    assert "loaded" in line

@@ -36,9 +36,54 @@ HELP = {
     "data": "where MNIST is found; download it",
 }
 
+# Each command's `--help` ends with two examples and its exit statuses (one place for both;
+# tests/test_cli.py holds every command to them).
+EXAMPLES = {
+    "list": ("gcbench list", "gcbench list --json"),
+    "run": ("gcbench run --quick --report", "gcbench run --backends jax,nnx --workloads vit --gc default,disable"),
+    "status": ("gcbench status results/demo", "gcbench status results/demo --json"),
+    "report": ("gcbench report results/demo", "gcbench report results/demo --out reports/demo --title 'My run'"),
+    "compare": ("gcbench compare results/base results/head",
+                "gcbench compare results/base results/head --fail-on slower-run,more-full-gc"),
+    "export": ("gcbench export results/demo --out steps.csv", "gcbench export results/demo --per cell --json"),
+    "explain": ("gcbench explain equinox-filter/vit/default --batch-size 8",
+                "gcbench explain nnx/vit/default --no-sites --json"),
+    "reproduce": ("gcbench reproduce", "gcbench reproduce --only equinox-spikes --repeats 5"),
+    "memory": ("gcbench memory", "gcbench memory --size seed"),
+    "bisect": ("gcbench bisect --package equinox --versions 0.13.2,0.13.8 --cell equinox-filter/vit/default",
+               "gcbench bisect --git ~/src/equinox --good v0.13.2 --bad v0.13.3 --cell equinox-filter/vit/default"),
+    "envs": ("gcbench envs list", "gcbench envs clear"),
+    "julia-setup": ("gcbench julia-setup", "PYTHON_JULIAPKG_EXE=$(which julia) gcbench julia-setup"),
+    "data": ("gcbench data info", "gcbench data download"),
+}
+# the statuses a command has besides these: 0 done; 2 a usage error (one line, no traceback);
+# 130 interrupted (Ctrl-C), 143 terminated (what ran is kept)
+EXIT_ONE = {
+    "run": "a run failed, or nothing was measured",
+    "compare": "a verdict --fail-on names",
+    "reproduce": "a run failed",
+    "explain": "the diagnostic run failed",
+    "bisect": "a run failed",
+    "julia-setup": "Julia or its packages could not be installed",
+}
+
+
+def epilog(command: str) -> str:
+    """The examples and exit statuses `command --help` ends with."""
+    lines = ["examples:", *(f"  {example}" for example in EXAMPLES[command]), "", "exit status:", "  0    done"]
+    if command in EXIT_ONE:
+        lines.append(f"  1    {EXIT_ONE[command]}")
+    lines += ["  2    a usage error: one line, no traceback", "  130  interrupted (Ctrl-C); 143 terminated: what ran "
+              "is kept"]
+    return "\n".join(lines)
+
 
 class _Help(argparse.HelpFormatter):
-    """Help that gives each option's default, where it has one and its line does not say it."""
+    """Help that gives each option's default, where it has one and its line does not say it;
+    the epilog (examples, exit statuses) as written."""
+
+    def _fill_text(self, text, width, indent):
+        return "".join(indent + line for line in text.splitlines(keepends=True))
 
     def _get_help_string(self, action):
         text = action.help or ""
@@ -85,6 +130,7 @@ def build_parser(only: str | None = None, lazy: bool = False) -> argparse.Argume
             sub.add_parser(command, help=HELP[command], add_help=False)  # never chosen: `only` is the one given
         else:
             importlib.import_module(f".commands.{name}", __package__).register(sub)
+            sub.choices[command].epilog = epilog(command)
     return p
 
 

@@ -72,6 +72,7 @@ def markdown() -> str:
             out.append("| option | what it does | default |\n|---|---|---|")
             out += [f"| {_cell(o)} | {_cell(t)} | {_cell(d)} |" for o, t, d in rows]
             out.append("")
+        out.append(f"```text\n{cli.epilog(name)}\n```\n")
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -109,9 +109,9 @@ class _Prebound:
 class Measurement:
     """Per-step wall time, GC activity and memory of a loop you run (docs/internals.md, `gcbench.user_loop`)."""
 
-    def __init__(self, name: str = "my-loop", warmup: int = 0, capacity: int = DEFAULT_CAPACITY,
+    def __init__(self, name: str = "my-loop", warmup: int = 0, capacity: int = 100_000,
                  alloc_blocks: bool = False, policy: str | None = None, variant: str | None = None,
-                 batch_size: int | None = None, networks: int | None = None, rss_every: int = RSS_EVERY,
+                 batch_size: int | None = None, networks: int | None = None, rss_every: int = 50,
                  explain: bool | None = None):
         _check_names(name, variant, policy)
         _check_sizes(warmup, capacity, rss_every)
@@ -639,9 +639,11 @@ def _first_calls(diagnosis: diagnose.Diagnosis | None) -> None:
     probe.abort()
 
 
-def measure(name: str = "my-loop", warmup: int = 0, capacity: int = DEFAULT_CAPACITY,
+# capacity and rss_every are DEFAULT_CAPACITY and RSS_EVERY, written out so that the API page
+# shows the numbers (tests/test_docs.py holds them equal)
+def measure(name: str = "my-loop", warmup: int = 0, capacity: int = 100_000,
             alloc_blocks: bool = False, policy: str | None = None, variant: str | None = None,
-            batch_size: int | None = None, networks: int | None = None, rss_every: int = RSS_EVERY,
+            batch_size: int | None = None, networks: int | None = None, rss_every: int = 50,
             explain: bool | None = None, **unknown) -> Measurement:
     """Measure your own loop: `with gcbench.measure("name") as m: ... with m.step(): ...`.
 
@@ -663,9 +665,9 @@ def measure(name: str = "my-loop", warmup: int = 0, capacity: int = DEFAULT_CAPA
             by default as the environment variable GCBENCH_EXPLAIN says.
 
     Returns:
-        A `Measurement`: a context manager whose `step()` brackets one step, with
-        `result()`, `summary()`, `explanation()` and `save(folder)`; `print(m)` says
-        what it measured.
+        A `Measurement`, a context manager whose `step()` brackets one step, with
+            `result()`, `summary()`, `explanation()` and `save(folder)`; `print(m)` says
+            what it measured.
     """
     if unknown:  # a misspelt keyword: one line naming the right word, not a bare TypeError
         import inspect

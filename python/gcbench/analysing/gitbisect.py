@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..core import files, records
-from ..core.errors import UsageError
+from ..core.errors import UsageError, did_you_mean
 from ..measuring import envspec, results
 from ..measuring.results import ResultDoc
 from ..running.gitrepo import Commit
@@ -69,7 +69,8 @@ def get_metric(name: str) -> Metric:
     try:
         return METRICS[name]
     except KeyError:
-        raise UsageError(f"unknown --metric {name!r} for a commit bisect; valid: {', '.join(METRICS)}") from None
+        raise UsageError(f"unknown --metric {name!r} for a commit bisect{did_you_mean(name, METRICS)}; valid: "
+                         f"{', '.join(METRICS)}") from None
 
 
 def pinned_like(environment: Mapping[str, Any], name: str) -> list[str]:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..core.errors import UsageError
+from ..core.errors import UsageError, did_you_mean
 from ..measuring import envspec, results
 from ..measuring.backends import get_backend
 from ..measuring.results import ResultDoc
@@ -73,7 +73,8 @@ def get_metric(name: str) -> Metric:
     try:
         return METRICS[name]
     except KeyError:
-        raise UsageError(f"unknown metric {name!r}; valid metrics: {', '.join(METRICS)}") from None
+        raise UsageError(f"unknown metric {name!r}{did_you_mean(name, METRICS)}; valid metrics: "
+                         f"{', '.join(METRICS)}") from None
 
 
 def check_factor(factor: float) -> None:

@@ -136,63 +136,86 @@ def pytest_collection_modifyitems(session, config, items):
                     raise pytest.UsageError(str(e)) from None
 
 
-@pytest.fixture
-def gc_budget(request):
-    """A GC budget around the steps of a test:
-    `with gc_budget(warmup=5, max_promotions_per_step=200, max_full_per_1000=0) as b: ...`
-    then `with b.step(): ...` around each step.
+class GCBudgets:
+    """What the `gc_budget` fixture gives a test: call it for each budget the test keeps."""
 
-    The budgets are counts, the same in every run of the same program on any machine:
-    `max_promotions_per_step` (objects reaching the oldest generation, the mean per timed
-    step), `max_full_per_1000` and `max_collections_per_1000` (the collector's own
-    collections per 1,000 timed steps, between steps too; one figure, or a list per
-    generation), `max_explicit_per_1000` (the loop's `gc.collect()` calls),
-    `max_tracked_growth_per_1000` (tracked objects still alive at the end),
-    `max_examined_per_step` (objects the collections examined a step: what a collection
-    costs, which a gc.freeze() cuts); and `max_gc_share`, the share of the loop's CPU time
-    in the collector's pauses, the diagnostics' own work left out (a time: prefer the
-    counts). `sites` says
-    when allocation sites are traced: `"on failure"` (a second run of a failing test's
-    body), `True` (the measured run) or `False`; `settle=False` measures from the heap as
-    the test left it (no collection and freeze first); `name` tells apart several budgets
-    of one test in budget files and reports. A budget the call does not name comes
-    from `gc_budgets.toml` beside the test file (`pytest --gc-budget-update` writes it).
-    docs/gc-budgets.md has the guide."""
-    made: list[Budget] = []  # a rerun of the test (pytest-rerunfailures) sets the fixture up again: keys from #0
-    request.node.stash[_MADE] = made
-    hypothesis_test = _is_hypothesis_test(request.node)
+    def __init__(self, request):
+        self._request = request
+        # a rerun of the test (pytest-rerunfailures) sets the fixture up again: keys from #0
+        self._made: list[Budget] = []
+        request.node.stash[_MADE] = self._made
+        self._hypothesis = _is_hypothesis_test(request.node)
 
-    def factory(warmup: int = 0, *, max_promotions_per_step: float | None = None,
-                max_full_per_1000: float | None = None, max_collections_per_1000=None,
-                max_explicit_per_1000: float | None = None,
-                max_tracked_growth_per_1000: float | None = None, max_examined_per_step: float | None = None,
-                max_gc_share: float | None = None,
-                name: str | None = None, sites: bool | str = "on failure", settle: bool = True,
-                **unknown) -> Budget:
+    def __call__(self, warmup: int = 0, *, max_promotions_per_step: float | None = None,
+                 max_full_per_1000: float | None = None, max_collections_per_1000: float | list | None = None,
+                 max_explicit_per_1000: float | None = None, max_tracked_growth_per_1000: float | None = None,
+                 max_examined_per_step: float | None = None, max_gc_share: float | None = None,
+                 name: str | None = None, sites: bool | str = "on failure", settle: bool = True,
+                 **unknown) -> Budget:
+        """One budget: `with gc_budget(...) as b:` around the loop, `with b.step():` around
+        each step. The budgets are counts, the same in every run of the same program on any
+        machine; one left out comes from `gc_budgets.toml` beside the test file, or is not kept.
+
+        Arguments:
+            warmup: the first steps, not counted (compilation, caches filling).
+            max_promotions_per_step: objects reaching the oldest generation, the mean per
+                timed step.
+            max_full_per_1000: the collector's own full collections per 1,000 timed steps,
+                between steps too.
+            max_collections_per_1000: its collections of every generation per 1,000 steps:
+                one figure, or a list per generation.
+            max_explicit_per_1000: the loop's own `gc.collect()` calls per 1,000 steps.
+            max_tracked_growth_per_1000: tracked objects still alive at the end, per 1,000
+                steps.
+            max_examined_per_step: objects the collections examined a step (what a
+                collection costs, which a `gc.freeze()` cuts).
+            max_gc_share: the share of the loop's CPU time in the collector's pauses (a time:
+                prefer the counts).
+            name: tells apart several budgets of one test in budget files and reports.
+            sites: when allocation sites are traced: "on failure" (a second run of a failing
+                test's body), True (the measured run) or False.
+            settle: False measures from the heap as the test left it (no collection and
+                freeze first).
+
+        Returns:
+            The budget, a context manager: `b.step()` brackets one step, `b.figures` holds
+                what was counted.
+        """
         if unknown:  # a misspelt budget: one line naming the right word, as in gc_budgets.toml
             import inspect
 
             from ..core.errors import did_you_mean
 
             key = next(iter(unknown))
-            known = [k for k, p in inspect.signature(factory).parameters.items() if p.kind is not p.VAR_KEYWORD]
+            known = [k for k, p in inspect.signature(self.__call__).parameters.items() if p.kind is not p.VAR_KEYWORD]
             _fail(f"gc_budget: unknown keyword {key!r}{did_you_mean(key, known)}; budgets: {', '.join(baseline.KEYS)}")
-        if hypothesis_test:  # each example's budgets are the test's: the first of an example is #0 again
+        request = self._request
+        if self._hypothesis:  # each example's budgets are the test's: the first of an example is #0 again
             example = _hypothesis_example()
             seen = request.node.stash.setdefault(_EXAMPLE, [None])
             if example is not seen[0]:
                 seen[0] = example
-                made.clear()
+                self._made.clear()
         budget = Budget(request, warmup, {"max_promotions_per_step": max_promotions_per_step,
-                                              "max_full_per_1000": max_full_per_1000,
-                                              "max_collections_per_1000": max_collections_per_1000,
-                                              "max_explicit_per_1000": max_explicit_per_1000,
-                                              "max_tracked_growth_per_1000": max_tracked_growth_per_1000,
-                                              "max_examined_per_step": max_examined_per_step,
-                                              "max_gc_share": max_gc_share}, name, len(made), sites, settle)
-        made.append(budget)
+                                          "max_full_per_1000": max_full_per_1000,
+                                          "max_collections_per_1000": max_collections_per_1000,
+                                          "max_explicit_per_1000": max_explicit_per_1000,
+                                          "max_tracked_growth_per_1000": max_tracked_growth_per_1000,
+                                          "max_examined_per_step": max_examined_per_step,
+                                          "max_gc_share": max_gc_share}, name, len(self._made), sites, settle)
+        self._made.append(budget)
         return budget
 
+
+@pytest.fixture
+def gc_budget(request):
+    """A GC budget around the steps of a test:
+    `with gc_budget(warmup=5, max_promotions_per_step=200, max_full_per_1000=0) as b: ...`
+    then `with b.step(): ...` around each step. The fixture is a `GCBudgets`: calling it
+    makes one budget (`GCBudgets.__call__` gives its arguments). A budget the call does not name comes from
+    `gc_budgets.toml` beside the test file (`pytest --gc-budget-update` writes it).
+    docs/gc-budgets.md has the guide."""
+    factory = GCBudgets(request)
     yield factory
     if _EXAMPLE in request.node.stash:  # the last example's context: not kept past the test
         del request.node.stash[_EXAMPLE]

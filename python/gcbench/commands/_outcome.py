@@ -87,6 +87,8 @@ def format_summary(docs: list[ResultDoc], cells: list[summary.CellSummary] | Non
                 f"ok x{s.repeats}",
                 fr,
                 share,
+                # a loaded machine's times are not judged: the value alone, no interval to read as one
+                stats.fmt(s.median_ms) if s.loaded else
                 stats.fmt_paren(s.median_ms, s.median_ci_ms, values=s.repeat_medians_ms),
                 stats.fmt(s.mean_ms),
                 stats.fmt(s.p99_ms),

@@ -95,11 +95,17 @@ def main(args) -> int:
                                             "suites": shipped}))
         return 0
     print("Backends:")
+    # a reason several backends share (Julia's, for its three) is said once, after them
+    shared = {r.reason for r in rows if not r.available and sum(o.reason == r.reason for o in rows) > 1}
     for row in rows:
-        state = "available" if row.available else f"unavailable: {row.reason}"
+        state = "available" if row.available else \
+            f"unavailable: {row.language} (below)" if row.reason in shared else f"unavailable: {row.reason}"
         print(f"  {row.name:<18} {row.language:<7} {state}")
         print(f"  {'':<18} {row.description}")
         print(f"  {'':<18} workloads: {', '.join(row.workloads)}; policies: {', '.join(row.policies)}")
+    for reason in sorted(shared):
+        names = ", ".join(r.name for r in rows if r.reason == reason)
+        print(f"  {names} unavailable: {reason}")
     print("Workloads:")
     for w in workloads:
         print(f"  {w.name:<8} {w.params_per_network:>8,} params/network  x{w.networks:<4} {w.description}")

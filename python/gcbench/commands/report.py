@@ -14,7 +14,8 @@ def register(sub) -> None:
                                    "folder holding one (rebuilt from its own data)")
     p.add_argument("--out", help="report folder (default: reports/<results folder name>; a report folder: itself)")
     p.add_argument("--spike-factor", type=float, default=3.0, help="a spike is a step slower than this x median")
-    p.add_argument("--title", help="the report's title (default: the results folder's name)")
+    p.add_argument("--title",
+                   help="the report's title (default: the question it answers, and the results folder's name)")
     _common.add_json_argument(p, "the files written")
     p.set_defaults(main=main)
 

@@ -6,7 +6,7 @@ import math
 
 from ..analysing import seed_cases
 from ..core import records
-from ..core.errors import UsageError
+from ..core.errors import UsageError, did_you_mean
 from ..flows import pipeline
 from ..flows.options import ReproduceOptions
 from ..running import config
@@ -45,7 +45,9 @@ def main(args) -> int:
         raise UsageError(f"--timeout must be a positive, finite number of seconds, got {args.timeout:g}")
     unknown = [c for c in only if c not in seed_cases.CASES]
     if unknown or not only:
-        raise UsageError(f"unknown case {unknown[0] if unknown else '(none)'}; cases: {', '.join(seed_cases.CASES)}")
+        hint = did_you_mean(unknown[0], seed_cases.CASES) if unknown else ""
+        raise UsageError(f"unknown case {unknown[0] if unknown else '(none)'}{hint}; cases: "
+                         f"{', '.join(seed_cases.CASES)}")
     if args.resume and args.force:
         raise UsageError("--resume and --force exclude each other: keep what is there, or replace it")
     out_fn = _common.Output(args.json)

@@ -13,20 +13,21 @@ from . import _common, _outcome
 
 def register(sub) -> None:
     r = sub.add_parser("run", help="run a suite: one worker process per repeat of each cell")
-    r.add_argument("--suite", default="default",
-                   help="a shipped suite (default, quick: `gcbench list` describes them) or a TOML file "
-                        "(default: default)")
-    r.add_argument("--quick", action="store_true", help="the small 'quick' suite (same as --suite quick)")
-    r.add_argument("--backends", help="comma-separated backends, or 'all' (default: the suite's)")
-    r.add_argument("--workloads", help="comma-separated workloads (default: the suite's)")
-    r.add_argument("--gc",
-                   help="comma-separated GC policies: default, freeze, disable, manual:K (default: the suite's)")
+    what = r.add_argument_group("what to run")
+    what.add_argument("--suite", default="default",
+                      help="a shipped suite (default, quick: `gcbench list` describes them) or a TOML file "
+                           "(default: default)")
+    what.add_argument("--quick", action="store_true", help="the small 'quick' suite (same as --suite quick)")
+    what.add_argument("--backends", help="comma-separated backends, or 'all' (default: the suite's)")
+    what.add_argument("--workloads", help="comma-separated workloads (default: the suite's)")
+    what.add_argument("--gc",
+                      help="comma-separated GC policies: default, freeze, disable, manual:K (default: the suite's)")
     defaults = _common.shipped_suite_defaults()
-    r.add_argument("--repeats", type=int,
-                   help="fresh processes per cell (the unit of inference) " + defaults["repeats"])
-    _common.add_cell_options(r, defaults)
-    r.add_argument("--alloc-blocks", action="store_true",
-                   help="also count allocated memory blocks per step (walks the heap: slows Python steps)")
+    what.add_argument("--repeats", type=int,
+                      help="fresh processes per cell (the unit of inference) " + defaults["repeats"])
+    _common.add_cell_options(what, defaults)
+    what.add_argument("--alloc-blocks", action="store_true",
+                      help="also count allocated memory blocks per step (walks the heap: slows Python steps)")
     mine = r.add_argument_group("your own script (one that measures with gcbench.measure and calls m.save())")
     mine.add_argument("--script", metavar="PATH",
                       help="run this script --repeats times in fresh processes, its results gathered as repeats of "
@@ -36,16 +37,18 @@ def register(sub) -> None:
                       help="with --head: run the script of two versions (git refs, or folders) against each other, "
                            "interleaved in one run, into OUT/base and OUT/head")
     mine.add_argument("--head", metavar="REF|DIR", help="the version to judge against --base")
-    r.add_argument("--out", help="results folder (default: results/<suite>-<date>-<time>)")
-    r.add_argument("--resume", action="store_true",
-                   help="the folder holds results already: keep those with the same settings, run the rest")
-    r.add_argument("--force", action="store_true",
-                   help="the folder holds results already: replace them (each once its new result is ready)")
-    r.add_argument("--no-progress", action="store_true", help="no progress bars")
-    r.add_argument("--report", action="store_true", help="write the report at the end (into reports/<results name>)")
-    _common.add_json_argument(r, "the per-cell summary (`cells`: docs/results.md, \"Result fields\")")
-    _common.add_env_arguments(r)
-    _common.add_executor_arguments(r)
+    out = r.add_argument_group("where the results go")
+    out.add_argument("--out", help="results folder (default: results/<suite>-<date>-<time>)")
+    out.add_argument("--resume", action="store_true",
+                     help="the folder holds results already: keep those with the same settings, run the rest")
+    out.add_argument("--force", action="store_true",
+                     help="the folder holds results already: replace them (each once its new result is ready)")
+    out.add_argument("--no-progress", action="store_true", help="no progress bars")
+    out.add_argument("--report", action="store_true",
+                     help="write the report at the end (into reports/<results name>)")
+    _common.add_json_argument(out, "the per-cell summary (`cells`: docs/results.md, \"Result fields\")")
+    _common.add_env_arguments(r.add_argument_group("environments"))
+    _common.add_executor_arguments(r.add_argument_group("where repeats run"))
     r.set_defaults(main=main)
 
 

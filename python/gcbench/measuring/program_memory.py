@@ -16,7 +16,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..core import files, metadata, records
-from ..core.errors import UsageError
+from ..core.errors import UsageError, did_you_mean
 
 FORMAT = "gcbench-memory"
 SCHEMA_VERSION = 1
@@ -137,7 +137,8 @@ def parse_size(text: str) -> tuple[str, int, int]:
             raise UsageError(f"bad size {text!r}: x would hold N^3 = {n**3:,} elements, more than JAX's 32-bit "
                              f"indices reach (N at most {int((2**31 - 1) ** (1 / 3))})")
         return f"{n},{m}", n, m
-    raise UsageError(f"bad size {text!r}: use small, seed, or N,M with positive integers (x is N^3, idx has M rows)")
+    raise UsageError(f"bad size {text!r}{did_you_mean(text, SIZES)}: use {', '.join(SIZES)}, or N,M with positive "
+                     "integers (x is N^3, idx has M rows)")
 
 
 def check_index_dtype(name: str, n: int) -> str:

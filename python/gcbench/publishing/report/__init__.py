@@ -241,10 +241,18 @@ def summary_table(cells: list[summary.CellSummary]) -> Table:
         rows.append([escape(cs.label) + (f" ({len(s.flagged)} flagged)" if s.flagged else ""),
                      f"{used}" + (f" of {s.repeats}" if used != s.repeats else ""),
                      _full_cell(s), _share_cell(s, cpu),
-                     stats.fmt_paren(s.median_ms, s.median_ci_ms, values=s.repeat_medians_ms),
-                     stats.fmt_paren(s.mean_ms, s.mean_ci_ms, values=s.repeat_means_ms),
+                     *_times(s),
                      _full_cost(s), f"{s.steps:,}"])
     return Table(header, rows, align_right=(1, 3, 4, 5, 6, 7))  # the schedule's words wrap
+
+
+def _times(s: summary.CellStats) -> tuple[str, str]:
+    """A cell's median and mean step with their intervals; a loaded machine's without: the
+    verdict refuses to judge them, and an interval would read as a judgement."""
+    if s.loaded:
+        return f"{stats.fmt(s.median_ms)} (loaded: not judged)", f"{stats.fmt(s.mean_ms)} (loaded: not judged)"
+    return (stats.fmt_paren(s.median_ms, s.median_ci_ms, values=s.repeat_medians_ms),
+            stats.fmt_paren(s.mean_ms, s.mean_ci_ms, values=s.repeat_means_ms))
 
 
 def _with_ci(value: float, ci, fmt=stats.fmt, values=None) -> str:
