@@ -28,14 +28,21 @@ function setup_data(images, labels, schedule)
     imgs = Array{Float32,4}(images)
     labs = Vector{Int}(labels) .+ 1
     sched = Matrix{Int}(schedule) .+ 1
+    n = size(imgs, 4)
+    # checked once here, so that `take_batch!` may index without checks in the timed steps
+    length(labs) == n || throw(ArgumentError("$(length(labs)) labels for $n images"))
+    all(in(1:10), labs) || throw(ArgumentError("labels must be 0-9"))
+    all(in(1:n), sched) || throw(ArgumentError("the schedule's indices must be 0-$(n - 1), the images there are"))
     batch = size(sched, 1)
     x = zeros(Float32, size(imgs, 1), size(imgs, 2), size(imgs, 3), batch)
     return Data(imgs, labs, sched, x, reshape(x, :, batch), zeros(Float32, 10, batch),
                 zeros(UInt32, batch))
 end
 
-"""Copy step `s`'s batch into the data's buffers (no allocation)."""
+"""Copy step `s`'s batch into the data's buffers (no allocation). The step's column is
+bounds-checked (a bad step index throws); the indices in it were checked by `setup_data`."""
 function take_batch!(d::Data, s::Int)
+    checkbounds(d.schedule, :, s)
     fill!(d.onehot, 0f0)
     @inbounds for (k, j) in enumerate(view(d.schedule, :, s))
         copyto!(view(d.x, :, :, :, k), view(d.images, :, :, :, j))

@@ -177,7 +177,11 @@ function run!(t, warmup::Integer, steps::Integer, policy::AbstractString, every:
         "gc_pauses" => rec.gc_pauses, "alloc_bytes" => rec.alloc_bytes,
         "loss_steps" => loss_steps, "loss_values" => loss_values,
         "bookkeeping_entries" => length(history),
-        "julia_version" => string(VERSION), "julia_threads" => Threads.nthreads(),
+        # the thread pools, as Python started Julia (`-t N,0`): N default, none interactive;
+        # since 1.12 a bare `-t N` would add an interactive thread (NEWS, #57087)
+        "julia_version" => string(VERSION), "julia_threads" => Threads.nthreads(:default),
+        "julia_threads_interactive" => Threads.nthreads(:interactive),
+        "julia_maxthreadid" => Threads.maxthreadid(),
         "julia_optimize" => Int(Base.JLOptions().opt_level),
         "julia_packages" => package_versions(), "julia_extensions" => loaded_extensions(),
     )

@@ -285,3 +285,19 @@ def pytest_collection_modifyitems(config, items) -> None:
         if _needs(item):
             item.add_marker(pytest.mark.skip(reason=f"reads the repository's {', '.join(_ABSENT)} (one of them), "
                                                     "which an sdist leaves out"))
+
+
+# Where Julia must run (the julia workflow sets GCBENCH_REQUIRE_JULIA=1), a test that needs
+# Julia and was skipped fails instead: pytest exits 0 when everything is skipped, and a job
+# that should have run the Julia backends would read green without running one.
+REQUIRE_JULIA = "GCBENCH_REQUIRE_JULIA"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and os.environ.get(REQUIRE_JULIA) == "1" and item.get_closest_marker("julia") is not None:
+        why = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"{REQUIRE_JULIA}=1, and this test that needs Julia was skipped: {why}"

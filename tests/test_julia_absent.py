@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -126,7 +127,7 @@ def test_runs_are_offline_and_setup_is_not(monkeypatch):
         monkeypatch.delenv(key, raising=False)
     julia_bridge.configure(2)
     assert os.environ["PYTHON_JULIAPKG_OFFLINE"] == "yes"
-    assert os.environ["PYTHON_JULIACALL_THREADS"] == "2"
+    assert os.environ["PYTHON_JULIACALL_THREADS"] == "2,0"  # two default threads, no interactive one, on every release
     assert "PYTHON_JULIACALL_OPTIMIZE" not in os.environ  # Julia's own default (2), as `julia` and the seed
     monkeypatch.delenv("PYTHON_JULIAPKG_OFFLINE")
     julia_bridge.configure(1, offline=False)
@@ -249,8 +250,9 @@ def test_a_julia_newer_than_juliacall_admits_is_named_and_an_older_one_chosen(no
     ok, why = julia_bridge.status()
     assert not ok
     assert "\n" not in why
-    assert why.startswith("juliacall admits Julia up to 1.11 with this Python")
+    assert why.startswith("juliacall admits Julia 1.10.3 to 1.11 with this Python")
     assert "OpenSSL 3.5" in why
+    assert f"refuses {new} (1.13.1)" in why  # which executable, which version
     julia_bridge.status.cache_clear()
     old = _julia_saying(tmp_path / "old", "1.11.7")
     monkeypatch.setenv("PATH", str(old.parent))
@@ -315,3 +317,114 @@ def test_the_julia_run_is_made_once_per_session_under_xdist(pytester, monkeypatc
                                                f"--basetemp={base}")
         result.assert_outcomes(passed=4)
         assert (base / "made.log").read_text() == "made\n", workers
+
+
+@pytest.mark.parametrize(("returned", "cap"), [
+    ("3 - 3.0", None),  # pyjuliapkg 0.1.17-0.1.20: OpenSSL's bound alone, no Julia bound ([1] read a space)
+    (("3 - 3.0", "1 - 1.11"), (1, 11)),  # 0.1.21 and later, this Python's OpenSSL older than 3.5
+    (("3 - 3.5", None), None),  # 0.1.21 and later, OpenSSL 3.5: no cap
+])
+def test_the_openssl_cap_reads_both_shapes_pyjuliapkg_returned(monkeypatch, returned, cap):
+    deps = pytest.importorskip("juliapkg.deps")
+    monkeypatch.setattr(deps, "openssl_compat", lambda *a: returned)
+    assert julia_bridge.openssl_cap() == cap
+
+
+@pytest.mark.parametrize(("version", "admitted"), [("1.9.4", False), ("1.10.2", False), ("1.10.3", True),
+                                                   ("1.11.7", True), ("1.13.1", False)])
+def test_only_a_julia_juliacall_admits_is_found_and_a_refused_one_is_named(no_julia, tmp_path, monkeypatch, version,
+                                                                          admitted):
+    """juliacall needs ^1.10.3 (its juliapkg.json): a 1.9 or a 1.10.0-1.10.2 was "admitted"
+    and then refused by juliapkg; a 1.13 beside an OpenSSL older than 3.5 too."""
+    if importlib.util.find_spec("juliacall") is None:
+        pytest.skip("juliacall not installed: the earlier check answers")
+    monkeypatch.setattr(julia_bridge, "juliapkg_meta", lambda: None)
+    monkeypatch.setattr(julia_bridge, "openssl_cap", lambda: (1, 11))
+    exe = _julia_saying(tmp_path / version, version)
+    monkeypatch.setenv("PYTHON_JULIAPKG_EXE", str(exe))
+    assert julia_bridge.juliacall_bounds()[0] == (1, 10, 3)
+    assert (julia_bridge.find_julia() == str(exe)) is admitted
+    ok, why = julia_bridge.status()
+    assert ok is admitted
+    if not admitted:
+        assert f"refuses {exe} ({version})" in why
+        assert why.startswith("juliacall admits Julia 1.10.3 to 1.11")
+
+
+def test_julia_starts_with_its_threads_in_the_default_pool_and_none_interactive():
+    """Since Julia 1.12 `-t N` means `-t N,1` (an interactive thread more, the main task in the
+    interactive pool); gcbench asks for `N,0` on every release, so that a 1.10 cell and a 1.13
+    cell run alike, and the result records both pools (julia_layout.JuliaRun)."""
+    from gcbench.measuring.backends import julia_layout
+
+    assert [julia_bridge.thread_layout(n) for n in (1, 2, 8)] == ["1,0", "2,0", "8,0"]
+    fields = {f.name for f in dataclasses.fields(julia_layout.JuliaRun)}
+    assert {"julia_threads", "julia_threads_interactive", "julia_maxthreadid"} <= fields
+    run_jl = (julia_bridge.julia_dir() / "run.jl").read_text()
+    for julia in ('"julia_threads" => Threads.nthreads(:default)', '"julia_threads_interactive" => '
+                  'Threads.nthreads(:interactive)', '"julia_maxthreadid" => Threads.maxthreadid()'):
+        assert julia in run_jl, julia
+
+
+def test_where_julia_is_required_its_tests_fail_instead_of_skipping(tmp_path):
+    """Issue 70, item 1: with GCBENCH_REQUIRE_JULIA=1 and no Julia, `pytest -m julia` fails
+    (each test that needs Julia, with the reason), where it skipped and exited 0."""
+    tests = pathlib.Path(__file__).resolve().parent
+    env = {k: v for k, v in os.environ.items() if k != "PYTHON_JULIAPKG_EXE"}
+    env.update(PATH=str(pathlib.Path(sys.executable).parent), HOME=str(tmp_path))  # no Julia to be found
+    args = [sys.executable, "-m", "pytest", "-q", "-n0", "-p", "no:cacheprovider", "-m", "julia",
+            str(tests / "test_julia_run.py")]
+    skipped = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300, cwd=tests.parent)
+    assert skipped.returncode == 0, skipped.stdout[-2000:]
+    assert " skipped" in skipped.stdout
+    required = subprocess.run(args, env={**env, "GCBENCH_REQUIRE_JULIA": "1"}, capture_output=True, text=True,
+                              timeout=300, cwd=tests.parent)
+    assert required.returncode == 1, required.stdout[-2000:]
+    assert "GCBENCH_REQUIRE_JULIA=1, and this test that needs Julia was skipped" in required.stdout
+    assert " skipped" not in required.stdout.splitlines()[-1]
+
+
+def test_julia_setup_loads_each_framework_in_its_own_process_and_says_which_failed(monkeypatch):
+    """Issue 70, item 4: one framework's failing extension failed the setup of all three
+    (they loaded in one process, with extensions no cell loads); each now loads alone, and
+    the setup names the one that failed."""
+    monkeypatch.setattr(julia_bridge, "configure", lambda **kw: None)
+    monkeypatch.setattr(julia_bridge, "start", lambda threads=1: (True, ""))
+    loaded: list[str] = []
+
+    def load(name):
+        loaded.append(name)
+        return "LoadError: FluxExt failed to precompile" if name == "lux" else ""
+
+    monkeypatch.setattr(julia_bridge, "load_in_own_process", load)
+    said: list[str] = []
+    ok, why = julia_bridge.setup(said.append)
+    assert loaded == list(julia_bridge.FRAMEWORKS)
+    assert not ok
+    assert why == "1 of 3 frameworks failed to load: lux (LoadError: FluxExt failed to precompile)"
+    assert said == ["  flux: loaded", "  lux: failed: LoadError: FluxExt failed to precompile",
+                    "  simplechains: loaded"]
+    monkeypatch.setattr(julia_bridge, "load_in_own_process", lambda name: "")
+    assert julia_bridge.setup(said.append) == (True, "")
+
+
+def test_a_process_s_framework_load_reports_its_last_line(monkeypatch):
+    """The child's last line is the reason; a child that could not start Julia says why."""
+    proc = subprocess.CompletedProcess([], 1, stdout="", stderr="Traceback ...\nJuliaError: Package Lux not found\n")
+    monkeypatch.setattr(julia_bridge.subprocess, "run", lambda *a, **k: proc)
+    assert julia_bridge.load_in_own_process("lux") == "JuliaError: Package Lux not found"
+    monkeypatch.setattr(julia_bridge.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess([], 0, "", ""))
+    assert julia_bridge.load_in_own_process("lux") == ""
+
+
+def test_julia_s_streams_are_flushed_whenever_juliacall_is_loaded(monkeypatch):
+    """Where GCBench.jl failed to load, Julia's own output says why: flushed then too."""
+    import types
+
+    flushed: list[str] = []
+    fake = types.ModuleType("juliacall")
+    fake.Main = types.SimpleNamespace(seval=flushed.append)
+    monkeypatch.setitem(sys.modules, "juliacall", fake)
+    julia_bridge.gcbench_module.cache_clear()  # GCBench.jl never loaded
+    julia_bridge.flush_streams()
+    assert flushed == ["(flush(stdout); flush(stderr); nothing)"]

@@ -163,7 +163,8 @@ def julia_like_result(steps=5, warmup=2):
         "gc_full": np.array([0, 0, 1, 0, 0][:steps]), "gc_pauses": np.array([0, 1, 1, 0, 0][:steps]),
         "alloc_bytes": np.array([1_300_000] * steps), "loss_steps": np.array([0, 4]),
         "loss_values": np.array([2.29, 2.20]), "bookkeeping_entries": 0, "julia_version": "1.11.2",
-        "julia_threads": 1, "julia_optimize": 2, "julia_packages": {"Flux": "0.16.5", "Lux": "1.21.0"},
+        "julia_threads": 1, "julia_threads_interactive": 0, "julia_maxthreadid": 1,
+        "julia_optimize": 2, "julia_packages": {"Flux": "0.16.5", "Lux": "1.21.0"},
         "julia_extensions": [],
     }
 
@@ -256,6 +257,8 @@ def test_measure_marshals_arguments_as_julia_expects(monkeypatch):
         "julia_framework": "simplechains",
         "julia": "1.11.2",
         "julia_threads": 1,
+        "julia_threads_interactive": 0,
+        "julia_maxthreadid": 1,
         "julia_optimize": 2,
         "julia_packages": {"Flux": "0.16.5", "Lux": "1.21.0"},
         "julia_extensions": [],

@@ -182,3 +182,79 @@ def test_the_release_builds_checks_and_publishes_by_trusted_publishing():
     assert publish["needs"] == "build"
     assert publish["permissions"] == {"id-token": "write"}
     assert "secrets." not in yaml.safe_dump(flow)
+
+
+JULIA = ROOT / ".github" / "workflows" / "julia.yml"
+
+
+def _julia_steps() -> list[dict]:
+    return yaml.safe_load(JULIA.read_text())["jobs"]["julia"]["steps"]
+
+
+def test_the_julia_job_cannot_pass_without_running_the_tests_that_need_julia():
+    """Issue 70, item 1: no step is skipped on a "not admitted" (a crash read as one, and the
+    job was green without a Julia test run); the tests run with GCBENCH_REQUIRE_JULIA=1 and
+    the job counts them against the number pytest collects."""
+    steps = _julia_steps()
+    assert not any("if" in step for step in steps), [s.get("name") for s in steps if "if" in s]
+    tests = next(s for s in steps if "pytest -m julia" in s.get("run", ""))
+    assert tests["env"]["GCBENCH_REQUIRE_JULIA"] == "1"
+    assert "$JULIA_TESTS" in tests["run"]
+    expected = int(yaml.safe_load(JULIA.read_text())["jobs"]["julia"]["env"]["JULIA_TESTS"])
+    collected = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n0", "-m", "julia",
+                                "-p", "no:cacheprovider"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    found = re.search(r"(\d+)/\d+ tests collected", collected.stdout)
+    assert found is not None, collected.stdout[-1000:]
+    assert expected == int(found.group(1)), "JULIA_TESTS in julia.yml is not what pytest -m julia collects"
+
+
+def _admission(tmp_path: pathlib.Path, julia_version: str | None, crash: bool = False) -> subprocess.CompletedProcess:
+    """The admission step's own script, run as GitHub runs it (bash -e), with `python` this
+    interpreter (or one that crashes) and PYTHON_JULIAPKG_EXE a Julia of `julia_version`."""
+    import os
+    import stat
+
+    step = next(s for s in _julia_steps() if s.get("name", "").startswith("Does juliacall admit"))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(parents=True)
+    python = bin_dir / "python"
+    python.write_text("#!/bin/sh\n" + ("kill -SEGV $$\n" if crash else f'exec {sys.executable} "$@"\n'))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHON_JULIAPKG_EXE"}
+    env.update(PATH=f"{bin_dir}:/usr/bin:/bin", HOME=str(tmp_path))
+    if julia_version is not None:
+        julia = bin_dir / "julia"
+        julia.write_text(f"#!/bin/sh\necho 'julia version {julia_version}'\n")
+        env["PYTHON_JULIAPKG_EXE"] = str(julia)
+    for exe in bin_dir.iterdir():
+        exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    script = tmp_path / "step.sh"
+    script.write_text(step["run"])
+    return subprocess.run(["bash", "-e", str(script)], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_the_julia_admission_step_fails_on_a_refused_julia_and_on_a_crash(tmp_path):
+    import importlib.util
+
+    if importlib.util.find_spec("juliacall") is None:  # not imported: importing juliacall starts Julia
+        pytest.skip("juliacall is not installed: the step refuses for that before any Julia")
+    from gcbench.measuring.backends import julia_bridge
+
+    admitted = "1.11.7" if julia_bridge.openssl_cap() else "1.13.1"  # this Python's OpenSSL decides the cap
+    assert _admission(tmp_path / "ok", admitted).returncode == 0
+    refused = _admission(tmp_path / "old", "1.9.4")
+    assert refused.returncode != 0
+    assert "refuses" in refused.stdout
+    assert "(1.9.4)" in refused.stdout
+    assert _admission(tmp_path / "none", None).returncode != 0
+    assert _admission(tmp_path / "crash", "1.11.7", crash=True).returncode != 0
+
+
+def test_juliapkg_is_pinned_below_the_release_that_refuses_the_1_13_leg():
+    """Issue 70, item 2: pyjuliapkg's main (deps.py, `_reconcile_openssl`) lets only a Julia it
+    installed past 1.12; the 1.13 leg names its own through PYTHON_JULIAPKG_EXE, so the julia
+    extra stays below that release until the workflow lets juliapkg install its own Julia."""
+    import tomllib
+
+    julia = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["julia"]
+    assert "juliapkg>=0.1.21,<0.1.29" in julia
+    assert "PYTHON_JULIAPKG_EXE=$(which julia)" in JULIA.read_text()

@@ -2,7 +2,7 @@
 # Lux cell runs (no LoopVectorization, SimpleChains or Flux extension active). runtests.jl
 # runs this file and fails when it does; on its own:
 #
-#     julia --project=julia julia/test/lux_cases.jl
+#     julia --project=. julia/test/lux_cases.jl
 
 include(joinpath(@__DIR__, "common.jl"))
 

@@ -4,7 +4,7 @@
 # initial weights and batches, that the loss falls, that nothing compiles after warm-up,
 # and that SimpleChains allocates close to nothing.
 #
-#     julia --project=julia -e 'using Pkg; Pkg.instantiate(); include("julia/test/runtests.jl")'
+#     julia --project=. -e 'using Pkg; Pkg.instantiate(); include("julia/test/runtests.jl")'
 #
 # (from the repository root; `-t 2` as well runs the multi-threaded checks).
 #
@@ -25,7 +25,13 @@ GCBench.load_framework("simplechains")
 @testset "GCBench.jl" begin
     for framework in ("flux", "simplechains"), workload in ("mlp", "lenet5")
         @testset "$framework $workload" begin
-            Base.invokelatest(test_framework, framework, workload)
+            t = Base.invokelatest(test_framework, framework, workload)
+            if framework == "simplechains"  # its allocations, measured here at top level (`@step_bytes`)
+                bytes = @step_bytes(t, 1)
+                limit = step_bytes_limit(Threads.nthreads())
+                @test strict("simplechains $workload: bytes a step on $(Threads.nthreads()) threads, Julia $VERSION",
+                             bytes, limit, bytes <= limit)
+            end
         end
     end
 

@@ -18,8 +18,8 @@ def main(args) -> int:
         raise UsageError("juliacall is not installed: pip install 'gcbench[julia]'")
     print("gcbench: starting Julia through juliacall; the first time it downloads Julia and the packages "
           "in gcbench/juliapkg.json (needs the internet, takes minutes)", flush=True)
-    ok, reason = julia_bridge.setup()
+    ok, reason = julia_bridge.setup(lambda line: print(line, flush=True))
     if not ok:
         raise UsageError(f"Julia setup failed: {reason}")
-    print("Julia ready: the flux, lux and simplechains backends can run")
+    print("Julia ready: the flux, lux and simplechains backends can run, each loaded in a process of its own")
     return 0

@@ -78,27 +78,62 @@ def _candidates() -> list[str]:
     return [c for c in dict.fromkeys(found) if c and pathlib.Path(c).is_file() and os.access(c, os.X_OK)]
 
 
+# What juliacall admits (its juliapkg.json, "julia": "^1.10.3" in 0.9.20-0.9.37), where it
+# cannot be read: PythonCall needs 1.10.3 or newer, and no Julia 2 exists to admit
+JULIACALL_JULIA = ((1, 10, 3), (2, 0, 0))
+
+
+def juliacall_bounds() -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The Julia versions the installed juliacall admits: [lowest, below), read from its own
+    juliapkg.json's caret bound ("^1.10.3": 1.10.3 up to 2.0), else JULIACALL_JULIA."""
+    spec = importlib.util.find_spec("juliacall")
+    try:
+        text = (pathlib.Path(spec.origin).parent / "juliapkg.json").read_text() if spec and spec.origin else ""
+        m = re.fullmatch(r"\^(\d+)\.(\d+)\.(\d+)", str(json.loads(text).get("julia", "")).strip()) if text else None
+    except (OSError, ValueError, AttributeError):
+        m = None
+    if m is None:
+        return JULIACALL_JULIA
+    low = tuple(int(x) for x in m.groups())
+    return low, ((low[0] + 1, 0, 0) if low[0] else (0, low[1] + 1, 0))
+
+
+def admits(version: tuple[int, ...] | None) -> bool:
+    """Whether juliacall admits a Julia of `version` with this Python: within its own bounds
+    and, where this Python's OpenSSL is older than 3.5, no newer than pyjuliapkg's cap
+    (`openssl_cap`). A Julia whose version cannot be read is left to juliacall."""
+    if version is None:
+        return True
+    low, below = juliacall_bounds()
+    cap = openssl_cap()
+    return low <= version < below and (cap is None or version[:2] <= cap)
+
+
 def find_julia() -> str | None:
     """A Julia executable juliacall would use without downloading one, or None: the first one
-    found that juliacall admits with this Python (see `openssl_cap`)."""
-    candidates = _candidates()
-    cap = openssl_cap()
-    if cap is None:
-        return next(iter(candidates), None)
-    return next((c for c in candidates if (v := julia_version(c)) is None or v[:2] <= cap), None)
+    found that juliacall admits with this Python (`admits`)."""
+    return next((c for c in _candidates() if admits(julia_version(c))), None)
+
+
+def rejected() -> list[str]:
+    """The Julia executables found here that juliacall would refuse, each with its version."""
+    return [f"{c} ({'.'.join(map(str, v or ()))})" for c in _candidates() if not admits(v := julia_version(c))]
 
 
 def openssl_cap() -> tuple[int, int] | None:
     """The newest Julia (major, minor) juliacall admits with this Python, or None for no cap:
     Julia 1.12 needs OpenSSL 3.5, so pyjuliapkg bounds Julia ("1 - 1.11") where Python's ssl
     module links an older OpenSSL. Asked of the installed pyjuliapkg itself (deps.py,
-    `openssl_compat`); a pyjuliapkg without that rule sets no cap."""
+    `openssl_compat`): since 0.1.21 it returns (OpenSSL's bound, Julia's bound or None);
+    0.1.17-0.1.20 returned OpenSSL's bound alone, a string, and set no Julia bound; a
+    pyjuliapkg without the function sets none either."""
     try:
         from juliapkg.deps import openssl_compat  # juliacall's own dependency, not juliacall
     except ImportError:
         return None
-    bound = openssl_compat()[1]
-    m = re.search(r"- *(\d+)\.(\d+)$", bound or "")
+    compat = openssl_compat()
+    bound = compat[1] if isinstance(compat, tuple) and len(compat) > 1 else None
+    m = re.search(r"- *(\d+)\.(\d+)$", bound or "") if isinstance(bound, str) else None
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
@@ -122,14 +157,8 @@ def status() -> tuple[bool, str]:
         return False, (f"the Julia sources are not at {julia_dir()} "
                        "(reinstall gcbench, or set GCBENCH_JULIA_DIR to a folder holding GCBench.jl)")
     if find_julia() is None:
-        if _candidates():  # every Julia here is newer than juliacall admits with this Python
-            import ssl
-
-            newest = ".".join(map(str, openssl_cap() or ()))
-            return False, (f"juliacall admits Julia up to {newest} with this Python ({ssl.OPENSSL_VERSION}; Julia 1.12 "
-                           f"and newer need OpenSSL 3.5), and the Julia here is newer: set PYTHON_JULIAPKG_EXE to "
-                           f"Julia 1.10-{newest}, run `gcbench julia-setup` online to install one, or use a Python "
-                           "built with OpenSSL 3.5")
+        if _candidates():  # every Julia here is one juliacall refuses with this Python
+            return False, _refused()
         return False, ("no Julia installed, and gcbench does not download one during a run "
                        "(run `gcbench julia-setup` online, or set PYTHON_JULIAPKG_EXE to a julia executable)")
     meta = juliapkg_meta()
@@ -141,12 +170,28 @@ def status() -> tuple[bool, str]:
     return True, ""
 
 
+def _refused() -> str:
+    """Why no Julia found here will do: which ones, their versions, and what juliacall admits."""
+    import ssl
+
+    low, below = juliacall_bounds()
+    cap = openssl_cap()
+    newest = f"{cap[0]}.{cap[1]}" if cap else f"below {below[0]}.0"
+    admitted = f"Julia {'.'.join(map(str, low))} to {newest}"
+    why = f" (this Python's {ssl.OPENSSL_VERSION}; Julia 1.12 and newer need OpenSSL 3.5)" if cap else ""
+    return (f"juliacall admits {admitted} with this Python{why}, and refuses {', '.join(rejected())}: set "
+            f"PYTHON_JULIAPKG_EXE to a Julia it admits, or run `gcbench julia-setup` online to install one")
+
+
 def configure(threads: int = 1, offline: bool = True) -> None:
     """juliacall's settings; they must be in the environment before juliacall is imported.
 
     Julia keeps its own defaults otherwise (optimization level 2, as `julia` itself and
     the seed's runs): a user's PYTHON_JULIACALL_OPTIMIZE is honoured and recorded."""
-    os.environ["PYTHON_JULIACALL_THREADS"] = str(threads)
+    # N threads in the default pool and none interactive, on every release: since Julia 1.12
+    # `-t N` means `-t N,1` (NEWS, #57087), an interactive thread more and the main task in the
+    # interactive pool; `N,0` (valid since 1.9) keeps 1.10 and 1.13 cells like for like
+    os.environ["PYTHON_JULIACALL_THREADS"] = thread_layout(threads)
     # Julia's GC uses signals at safepoints: with several threads Julia must handle them
     # (PythonCall's documented setting), else the process segfaults.
     os.environ["PYTHON_JULIACALL_HANDLE_SIGNALS"] = "yes"
@@ -165,6 +210,12 @@ def configure(threads: int = 1, offline: bool = True) -> None:
     juliapkg.offline(offline)
 
 
+def thread_layout(threads: int) -> str:
+    """Julia's `--threads` for `threads` worker threads: the default pool's, the interactive
+    pool empty."""
+    return f"{threads},0"
+
+
 @functools.lru_cache(maxsize=1)
 def gcbench_module():
     """Start Julia (once per process) and load julia/GCBench.jl; returns the module."""
@@ -181,7 +232,7 @@ def flush_streams() -> None:
     leaves with os._exit (child.leave), which skips Julia's exit hooks and would drop what
     Julia buffered (its warnings among it)."""
     juliacall = sys.modules.get("juliacall")  # imported by gcbench_module, if Julia started here
-    if juliacall is None or gcbench_module.cache_info().currsize == 0:
+    if juliacall is None:  # flushed too where GCBench.jl failed to load: Julia's output says why
         return
     with contextlib.suppress(Exception):  # leaving anyway; nothing to report it to
         juliacall.Main.seval("(flush(stdout); flush(stderr); nothing)")
@@ -198,21 +249,45 @@ def start(threads: int = 1) -> tuple[bool, str]:
     return True, ""
 
 
-def setup() -> tuple[bool, str]:
+def setup(say=print) -> tuple[bool, str]:
     """`gcbench julia-setup`: start Julia online, so that juliacall installs what is missing,
-    then load every framework once (which precompiles them)."""
+    then load each framework in a process of its own (which precompiles it), as a cell
+    loads it: one framework's failing extension fails that framework alone (Lux's FluxExt
+    and LuxLib's LoopVectorizationExt ran when all three loaded in one process, and no cell
+    loads them). `say` hears one line per framework."""
     os.environ["GCBENCH_JULIA_SETUP"] = "1"
     configure(offline=False)  # the environment variable and juliapkg's own state, both online
     ok, reason = start()
     if not ok:
         return ok, reason
-    try:
-        for name in FRAMEWORKS:
-            call("load_framework", name)
-    except Exception as e:
-        return False, f"a framework failed to load: {str(e).strip().splitlines()[0]}"
+    failed = []
+    for name in FRAMEWORKS:
+        why = load_in_own_process(name)
+        say(f"  {name}: {'loaded' if not why else 'failed: ' + why}")
+        if why:
+            failed.append(f"{name} ({why})")
     status.cache_clear()
-    return True, ""
+    return (False, f"{len(failed)} of {len(FRAMEWORKS)} frameworks failed to load: {'; '.join(failed)}") if failed \
+        else (True, "")
+
+
+def load_in_own_process(framework: str) -> str:
+    """Load (and so precompile) `framework` in a fresh Python process that starts Julia as a
+    cell does: "" when it loaded, else the last line it printed."""
+    code = ("import sys\nfrom gcbench.measuring.backends import julia_bridge as j\n"
+            "ok, why = j.start()\n"
+            "if ok:\n    j.call('load_framework', sys.argv[1])\n"
+            "else:\n    sys.exit(why)\n")
+    env = {k: v for k, v in os.environ.items() if k != "GCBENCH_JULIA_SETUP"}  # installed now: offline
+    try:
+        proc = subprocess.run([sys.executable, "-c", code, framework], capture_output=True, text=True, env=env,
+                              timeout=3600)
+    except subprocess.TimeoutExpired:
+        return "took more than an hour"
+    if proc.returncode == 0:
+        return ""
+    said = [line.strip() for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
+    return said[-1] if said else f"exit status {proc.returncode}"
 
 
 def call(name: str, *args):

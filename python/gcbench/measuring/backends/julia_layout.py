@@ -159,7 +159,9 @@ class JuliaRun:
     loss_values: Floats
     bookkeeping_entries: int
     julia_version: str
-    julia_threads: int
+    julia_threads: int  # the default pool's: what the networks run on
+    julia_threads_interactive: int  # the interactive pool's: 0 as gcbench starts Julia (`thread_layout`)
+    julia_maxthreadid: int  # every thread Julia made, pools together
     julia_optimize: int
     julia_packages: dict[str, str]
     julia_extensions: list[str]
@@ -171,8 +173,9 @@ class JuliaRun:
     def facts(self) -> dict[str, Any]:
         """The Julia it ran on, as a result's metadata records it."""
         return {"julia": self.julia_version, "julia_threads": self.julia_threads,
-                "julia_optimize": self.julia_optimize, "julia_packages": self.julia_packages,
-                "julia_extensions": self.julia_extensions}
+                "julia_threads_interactive": self.julia_threads_interactive,
+                "julia_maxthreadid": self.julia_maxthreadid, "julia_optimize": self.julia_optimize,
+                "julia_packages": self.julia_packages, "julia_extensions": self.julia_extensions}
 
 
 @dataclasses.dataclass(frozen=True)

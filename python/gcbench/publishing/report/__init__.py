@@ -355,8 +355,8 @@ def host_section(cells: list[summary.CellSummary]) -> list:
                  "the wait is the device computing; a collector's pause is host time, so the device idles through it "
                  "and a step whose host share is high pays for every pause in full. Shares are means of the "
                  "per-repeat shares with Student's t interval over the repeats."),
-            Table(["cell", "median ms", "host % of step (95 % CI)", "waiting %", "GC % of step", "GC % of host time"],
-                  rows, align_right=(1, 2, 3, 4, 5))]
+            Table(["cell", "median ms", "host % of step (95 % CI)", "waiting %", "GC % of wall time",
+                   "GC % of host time"], rows, align_right=(1, 2, 3, 4, 5))]
 
 
 def not_run_section(docs: list[ResultDoc], plan: Plan) -> list:

@@ -69,7 +69,7 @@ def _quiet_collector(ok: list[summary.CellSummary], steps: int, collected: bool)
     full = sum(cs.measured.full.count for cs in ok)
     worst = max(ok, key=lambda cs: cs.measured.gc_share)
     return [f"The collector is negligible here: {colls:,} collections ({full} of them full) in "
-            f"{steps:,} timed steps, at most {_pct(worst.measured.gc_share)} of step time ({_name(worst)})."]
+            f"{steps:,} timed steps, at most {_pct(worst.measured.gc_share)} of wall time ({_name(worst)})."]
 
 
 def full_table(cells: list[summary.CellSummary]) -> Table | None:
