@@ -669,16 +669,13 @@ def cell_tests(va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: flo
 
 def benjamini_hochberg(pvalues: list[float]) -> list[float]:
     """Benjamini-Hochberg adjusted p-values (same order as given): a test rejects at false
-    discovery rate q when its adjusted p-value is at most q."""
-    m = len(pvalues)
-    order = sorted(range(m), key=lambda i: pvalues[i], reverse=True)
-    adj = [1.0] * m
-    running = 1.0
-    for k, i in enumerate(order):
-        rank = m - k
-        running = min(running, pvalues[i] * m / rank)
-        adj[i] = min(1.0, running)
-    return adj
+    discovery rate q when its adjusted p-value is at most q (scipy's
+    `false_discovery_control`, method "bh")."""
+    if not pvalues:
+        return []
+    from scipy import stats as sst
+
+    return [float(p) for p in sst.false_discovery_control(np.asarray(pvalues, np.float64), method="bh")]
 
 
 def conclude(tests: list[Test], alpha: float) -> None:

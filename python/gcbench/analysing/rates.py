@@ -149,7 +149,7 @@ def growth_per_step(doc: ResultDoc) -> float | None:
     n = results.step_count(doc)
     if n < MIN_GROWTH_STEPS:
         return None
-    after = results.part(doc, "between_steps").get("old_after_full") or {}
+    after: results.OldAfterFull | dict = results.part(doc, "between_steps").get("old_after_full") or {}
     at, size = after.get("step") or [], after.get("objects") or []
     if len(at) >= 3 and len(at) == len(size):  # the first can still hold what the warm-up left (nnx/vit: 292)
         at, size = at[1:], size[1:]

@@ -13,7 +13,7 @@ import os
 import pathlib
 import warnings
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal, TypeAlias, TypedDict, get_args
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal, TypeAlias, TypedDict, get_args, overload
 
 import numpy as np
 
@@ -356,9 +356,24 @@ def events(doc: ResultDoc) -> EventLog | None:
                     examined if examined is not None and len(examined) == len(generation) else None)
 
 
+@overload
+def part(doc: ResultDoc, key: Literal["memory"]) -> Memory: ...
+@overload
+def part(doc: ResultDoc, key: Literal["between_steps"]) -> BetweenSteps: ...
+@overload
+def part(doc: ResultDoc, key: Literal["machine_state"]) -> MachineState: ...
+@overload
+def part(doc: ResultDoc, key: Literal["metadata"]) -> Metadata: ...
+@overload
+def part(doc: ResultDoc, key: Literal["environment"]) -> Environment: ...
+@overload
+def part(doc: ResultDoc, key: Literal["gc_state", "warmup", "probe", "traces", "cell_spec"]) -> dict[str, Any]: ...
+
+
 def part(doc: ResultDoc, key: str) -> Mapping[str, Any]:
     """A part of the document (`between_steps`, `machine_state`, `environment`, ...), empty
-    where the document has none."""
+    where the document has none; typed as the part's own record (its TypedDict), so that a
+    field name mistyped where it is read is an error mypy sees."""
     return getattr(doc, key) or {}
 
 

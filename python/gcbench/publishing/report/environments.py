@@ -35,8 +35,8 @@ def environments(docs: list[ResultDoc]) -> dict[str, EnvInfo]:
             continue  # none, or an environment that was never built: "Not run" says why
         info = out.setdefault(env.get("name", ""), EnvInfo())
         info.python = info.python or env.get("python") or meta.get("python")
-        info.packages = info.packages or env.get("packages") or \
-            {k: v for k, v in (meta.get("packages") or {}).items() if v}
+        recorded = env.get("packages") or meta.get("packages") or {}
+        info.packages = info.packages or {k: v for k, v in recorded.items() if v}
     return out
 
 
