@@ -691,3 +691,40 @@ def test_the_full_collections_table_gives_the_share_the_verdict_goes_by():
     assert table.rows[0][-1].startswith(f"{100 * s.gc_share_cpu:.2f} %")
     quiet = summary.summarize_all(docs(rng, 3, 16.0, full_every=50, pause_ms=5))
     assert findings.full_table(quiet).header[-1] == "GC share of wall time"
+
+
+def test_a_trace_names_an_environment_by_what_it_resolved_and_a_file_holds_at_most_four_rows():
+    """Issue 69: "[py3.11]" hid which jax and equinox ran (its spec pinned nothing); a trace
+    panel now names the Python and the resolved versions of the packages that differ; eight
+    rows of panels made a 2,595 px figure, four is the most a file holds now."""
+    import numpy as np
+
+    import simulate
+    from gcbench.analysing import summary
+    from gcbench.measuring import results
+    from gcbench.publishing.report import plots
+
+    docs = [results.validate(d) for d in simulate.docs(np.random.default_rng(0), full_every=40, pause_ms=3.0)]
+    for d in docs:
+        d.environment = {"spec": "python=3.11", "name": "py3.11", "python": "3.11.7",
+                         "packages": {"jax": "0.10.2", "jaxlib": "0.10.2", "equinox": "0.13.8"}}
+    cell = summary.summarize_all(docs)[0]
+    assert plots.resolved_label(cell, ["jax", "jaxlib", "equinox"]) == "jax [py3.11 jax 0.10.2 equinox 0.13.8]"
+    assert plots.resolved_label(cell, []) is None
+
+
+def test_traces_of_many_cells_are_split_into_files_a_screen_or_so_tall(tmp_path):
+    import numpy as np
+    from PIL import Image
+
+    import simulate
+    from gcbench.analysing import summary
+    from gcbench.publishing.report import plots
+
+    rng = np.random.default_rng(1)
+    docs = [results.validate(d) for b in ("jax", "jax-vmap", "equinox-filter", "equinox-partition", "nnx", "nnx-split")
+            for gc in ("default", "freeze") for d in simulate.docs(rng, backend=b, policy=gc, full_every=30,
+                                                                   pause_ms=3.0)]
+    files = plots.trace_figures(summary.summarize_all(docs), "mlp", tmp_path)
+    assert len(files) == 2  # twelve panels, eight a file
+    assert max(Image.open(f).size[1] for f in files) < 1400

@@ -646,16 +646,18 @@ def _plots(ok, docs, workloads, out_dir, written) -> list:
                       "its Python and the versions of the packages that differ, ascending: the GC share of "
                       "step time as a dot with its 95 % interval over the repeats, and the full collections "
                       "per repeat at the right.")]
-        traces = plots.trace_figures(mine, w, out_dir)
+        traces = plots.trace_figures(mine, w, out_dir, shown)
         figs += [(plots.summary_figure(mine, w, out_dir / f"summary_{w}.png"),
-                 f"{w}: median step, GC share and full collections with 95 % intervals",
+                 f"{w}: median step, GC share and full collections",
                  "One row per backend (and environment), one row of panels per GC policy. Dots are the "
-                 "estimates, bars their 95 % intervals over the repeats; a fixed schedule of full "
-                 "collections has no bar. The median axis is logarithmic.")]
+                 f"estimates, bars their 95 % intervals over the repeats where a cell has {stats.MIN_PROCESSES} "
+                 "or more (the title says where none has); a fixed schedule of full collections has no bar. "
+                 "The median axis is logarithmic.")]
         figs += [(path, f"{w}: every timed step of one repeat",
                   "One panel per cell that made a full collection, showing one repeat (named in its title: r1 "
                   "is the first, with its count of full collections and its median step). The line is the step "
-                  "time on a log axis, every panel on the same range, the dashed line its median; a black dot is "
+                  "time on a log axis, every panel on the same range, the dashed line its median; a cell that ran "
+                  "in an environment is named by the Python and the package versions it resolved; a black dot is "
                   "the pause of a full collection, drawn at its own length on the step that held it (young "
                   "collections are left unmarked). Cells without a full collection are named above the panels.")
                  for path in traces]

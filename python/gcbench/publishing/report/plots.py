@@ -52,7 +52,7 @@ ENV_COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", 
 GEN_MARKERS = {0: ("o", 16, False, "gen 0 (Julia: incremental)"), 1: ("s", 20, False, "gen 1"),
                2: ("^", 42, True, "gen 2: full")}
 ROW_IN = 0.3  # inches per series row in the horizontal figures
-MAX_TRACE_ROWS = 8
+MAX_TRACE_ROWS = 4  # a file of traces at most about 1,300 px tall (eight rows were 2,595 px)
 
 
 def backend_color(name: str) -> str:
@@ -314,7 +314,22 @@ def trace_cells(cells: list[summary.CellSummary]) -> tuple[list[summary.CellSumm
     return events, quiet
 
 
-def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathlib.Path) -> list[pathlib.Path]:
+def resolved_label(cs: summary.CellSummary, packages: list[str]) -> str | None:
+    """`backend [py3.11 jax 0.10.2 equinox 0.13.8]`: a cell's environment by what it resolved
+    (a spec such as `python=3.11` pins nothing, and `[py3.11]` hid which jax and equinox ran),
+    for the `packages` that differ among the report's environments; None for a cell that ran
+    in none."""
+    env = results.part(results.ok(cs.docs)[0], "environment")
+    if not env.get("python") or not packages:
+        return None
+    python = ".".join(str(env.get("python")).split(".")[:2])
+    versions = env.get("packages") or {}
+    shown = without_paired_jaxlib(packages, [versions])
+    return f"{cs.key[0]} [py{python} " + " ".join(f"{p} {versions.get(p) or '-'}" for p in shown) + "]"
+
+
+def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathlib.Path,
+                  packages: list[str] | None = None) -> list[pathlib.Path]:
     """Every timed step of one repeat (the first used one with a full collection) of each cell
     that made one, two panels a row on one log y range: the step time as a line in the backend's
     colour, the pause of each full collection as a black dot on its step (at its own length:
@@ -352,7 +367,8 @@ def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathl
             ax.axhline(typical, color="#555555", ls="--", lw=0.8, zorder=1)
             log_axis(ax, "y")
             n = int(fc.sum())
-            ax.set_title(_wrapped(f"{series_label(series_of(cs), among)} / {cs.key[2]}, {trace_repeat(cs)}: "
+            label = resolved_label(cs, packages or []) or series_label(series_of(cs), among)
+            ax.set_title(_wrapped(f"{label} / {cs.key[2]}, {trace_repeat(cs)}: "
                                   f"{n} full, median {typical:.3g} ms", (WIDTH - 1.0) / 2), loc="left")
             if k % 2 == 0:
                 ax.set_ylabel("ms")
