@@ -35,9 +35,10 @@ SCRIPT = r"""
 import gc, sys, time
 mode, steps, keep, cyclic, ballast = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 counts = [0, 0, 0]
+done = [False]  # the loop's last step ran: what follows (gcbench's exit, its own readings) is not the loop's
 
 def count(phase, info):
-    if phase == "stop":
+    if phase == "stop" and not done[0]:
         counts[info["generation"]] += 1
 
 if mode == "minimal":
@@ -76,6 +77,7 @@ if mode == "gcbench":
         for _ in range(steps):
             with m.step():
                 body()
+        done[0] = True
 elif mode == "minimal":
     gc.callbacks.append(probe)
     for s in range(steps):
@@ -86,6 +88,7 @@ elif mode == "minimal":
 else:
     for _ in range(steps):
         body()
+done[0] = True
 gc.callbacks.remove(count)
 print(json.dumps({"heap": heap, "modules": modules, "collections": counts}))
 """

@@ -141,10 +141,14 @@ def test_entering_and_leaving_a_measurement_leave_the_young_count_as_the_loop_al
     """A young collection starts when the count passes its threshold: each object gcbench
     kept around the loop (its load readings, hooks, the bound methods `with` makes) moved
     every collection of the loop one allocation earlier, one young collection more in
-    2,000 steps of 300 cyclic objects. Entering, the warm-up's end and leaving free spares
-    (or make them) for what they keep (or free)."""
+    2,000 steps of 300 cyclic objects. Entering and leaving free spares (or make them) for
+    what they keep (or free)."""
     before, first, last, after, m = _young_counts(**options)
-    assert first == last == after == before
+    assert first == before
+    assert after == last
+    # the warm-up's end is not balanced (it runs with the collector on: balancing there moved
+    # the C allocator's bytes read at the end, benchmarks/user_fixes.py): it moves the count by 2
+    assert abs(last - before) <= (2 if options.get("warmup") else 0)
     assert len(m.result().wall_ns) == 5 - options.get("warmup", 0)
 
 
@@ -165,3 +169,29 @@ def test_balance_frees_and_makes_spares_to_reach_the_count():
     finally:
         if was:
             gc.enable()
+
+
+def test_a_collection_at_the_warm_up_s_end_is_not_balanced_with_objects_of_ours():
+    """The warm-up's end runs with the collector on: a collection there resets the young
+    count, and balancing against the count read before it made hundreds of sets, kept to
+    the end: a freeze fix read as keeping 55 % more memory and a flat loop as retaining 2.7
+    objects a step (benchmarks/user_fixes.py, benchmarks/gate_catalogue.py, in CI)."""
+    import gcbench
+
+    spare = gc_watch.spares()
+    young = gc_watch.young_count() + 500  # as read before a collection reset it
+    gc_watch.balance(spare, young)
+    assert len(spare) == gc_watch.SPARES  # nothing made, nothing freed
+    thresholds = gc.get_threshold()
+    m = gcbench.measure("collects-at-the-boundary", warmup=2)
+    try:
+        with m:
+            for i in range(6):
+                if i == 2:
+                    gc.set_threshold(1)  # the warm-up's end (inside the next step's entry) collects
+                with m.step():
+                    pass
+                gc.set_threshold(*thresholds)
+    finally:
+        gc.set_threshold(*thresholds)
+    assert len(m._spares) <= gc_watch.SPARES

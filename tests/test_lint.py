@@ -108,17 +108,19 @@ def test_module_docstrings_are_a_few_lines():
 # Issue 58's target: under 300 `["key"]` subscripts in the package (the documents gcbench
 # reads as typed records, not dicts). Counted on the syntax tree, so a list literal such as
 # a table's header (`["cell", ...]`) is not one. May only fall: lower it with the count.
-SUBSCRIPT_LIMIT = 192
+SUBSCRIPT_LIMIT = 189
 
 
 def string_subscripts(text: str) -> int:
-    """How many `x["key"]` (a subscript by a string constant) the Python source `text` holds."""
+    """How many `x["key"]` (a subscript by a string constant) the Python source `text` holds;
+    `Literal["key"]` is a type, not a key read, and is not counted."""
     return sum(isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str)
+               and not (isinstance(n.value, ast.Name) and n.value.id == "Literal")
                for n in ast.walk(ast.parse(text)))
 
 
 def test_string_subscripts_are_counted_and_not_list_literals():
-    assert string_subscripts('d["a"]["b"]; d["c"] = 1; ["x", "y"]; d[0]; d[k]; d.get("e")') == 3
+    assert string_subscripts('d["a"]["b"]; d["c"] = 1; ["x", "y"]; d[0]; d[k]; d.get("e"); x: Literal["m"]') == 3
 
 
 def test_subscripts_of_the_result_dicts_do_not_grow():

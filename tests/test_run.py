@@ -208,7 +208,8 @@ def test_run_with_report_writes_the_report(tmp_path):
     md = (report / "index.md").read_text()
     # a trace only of cells that made a full collection; where none did, the page says so
     assert (report / "trace_mlp.png").is_file() == ("No cell made a full collection in any repeat" not in md)
-    row = [c.strip() for c in next(line for line in md.splitlines() if line.startswith("| jax/mlp/default")).split("|")]
+    summary_rows = md.split("## Summary", 1)[1].splitlines()  # the verdict's headline table has the cell too
+    row = [c.strip() for c in next(line for line in summary_rows if line.startswith("| jax/mlp/default")).split("|")]
     assert row[2] == "2", row
     assert row[-2] == "24", row  # repeats, then counts first, the steps last
     assert "| unavailable | GC policy freeze has no meaning for flux (julia) | 2 |" in md

@@ -263,13 +263,16 @@ class Measurement:
         self._probe.install()
 
     def _exit_block(self, exc_type, exc, tb) -> None:  # named, not *exc: no tuple of ours alive at the loop's end
-        """`with m:` ends: as it began, the collector off and the young count as it was."""
-        young, was = gc_watch.young_count(), gc_watch.pause()
+        """`with m:` ends: the young count as it was. The collector stays on: a young collection
+        that gcbench's readings start here frees the last steps' garbage before the C
+        allocator's bytes are read (with it paused, up to a young generation of garbage was
+        read as memory kept, and a freeze fix as keeping 55 % more: benchmarks/user_fixes.py);
+        it falls after the loop's last step, and `balance` leaves a count it reset alone."""
+        young = gc_watch.young_count()
         try:
             self._leave()
         finally:
             gc_watch.balance(self._spares, young)
-            gc_watch.resume(was)
         if exc_type is None:  # one that landed after the last step, in a collection between steps
             self._raise_interrupt()
 
@@ -394,7 +397,6 @@ class Measurement:
         """The first timed step begins (the warm-up's steps are done): the timed probe takes
         over; what the loop did between the last warm-up step and this one (a
         `gc.collect(); gc.freeze()` after the warm-up) stays the warm-up's."""
-        young = gc_watch.young_count()
         self._start_timed()  # while the warm-up's probe still counts what it may start
         self._warm.uninstall()
         self._warm.limit = 0
@@ -405,7 +407,12 @@ class Measurement:
             type(self._step).__enter__, type(self._step).__exit__ = self._timed_pair
             self._warm.exit_to = self._timed
         self._timed.install()
-        gc_watch.balance(self._spares, young)  # the young count as the loop alone would have it
+        # Not balanced (gc_watch.balance): this runs with the collector on, between two steps of
+        # the loop, and giving back or making objects here moved the phase of the young
+        # collections the timed steps then saw, and with it the C allocator's bytes read at the
+        # end (a freeze fix read as keeping 62 % more, benchmarks/user_fixes.py). What it keeps
+        # (its load reading, the collector's thresholds: 2 objects) moves the loop's young
+        # collections by 2 allocations.
 
     def _exit_explained(self, exc_type, exc, tb) -> None:
         """A step's exit while explaining: the probe's (a step that raised is aborted, not a

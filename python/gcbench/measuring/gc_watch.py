@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 WATCHED = ("disable", "enable", "freeze")  # the calls that change what the collector may do
 
 _ORIGINAL = {name: getattr(gc, name) for name in WATCHED}  # as gc had them when gcbench was imported
+_DISABLE, _ENABLE = gc.disable, gc.enable  # gcbench's own pause (`pause`), which no watcher sees
 _lock = _thread.allocate_lock()
 _listeners: list[Listener] = []
 _replaced: dict[str, Callable] = {}  # what each watcher replaced in gc, while it is in place
@@ -74,13 +75,17 @@ def young_count() -> int:
 
 def balance(spare: list, young: int) -> None:
     """Free spare objects (or make more) until the young count is back at `young`, where
-    gcbench's work around the loop (entering, leaving, the warm-up's end) kept objects of
-    its own (or freed some): the
+    gcbench's work around the loop (entering, leaving) kept objects of its own (or freed
+    some): the
     collector starts a young collection when the count passes its threshold, so every
     object kept moves the loop's collections one allocation earlier (one young collection
     more in 2,000 steps of 300 cyclic objects; `tests/test_schedule_footprint.py`). Freeing
-    a tracked object takes one off the count whatever its generation."""
+    a tracked object takes one off the count whatever its generation. Where a collection ran
+    in between (leaving runs with the collector on), the count was reset, and nothing is
+    given back: making hundreds of objects for it kept memory the loop never had."""
     over = young_count() - young
+    if abs(over) > SPARES:  # a collection ran (the count starts again from zero): nothing of ours to undo
+        return
     if over > 0:
         del spare[-over:]
     for _ in range(-over):  # it freed more than it kept (hooks dropped): as many made
@@ -93,14 +98,14 @@ def pause() -> bool:
     the user's own `gc.callbacks` and would start from gcbench's objects. True where it
     was on: give it to `resume`."""
     was = gc.isenabled()
-    _ORIGINAL["disable"]()
+    _DISABLE()
     return was
 
 
 def resume(was: bool) -> None:
     """The collector as `pause` found it."""
     if was:
-        _ORIGINAL["enable"]()
+        _ENABLE()
 
 
 def listen(listener: Listener) -> None:
