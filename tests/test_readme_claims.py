@@ -132,3 +132,16 @@ def test_the_first_looks_policy_effect_is_the_reports_corrected_test():
     m = re.search(r"they take (\d+) % less time \(([\d.]+) % (\d+)-(\d+) % less\)", page)
     assert m, "the committed first look's verdict names no policy effect"
     said(f"its runs take {m.group(1)} % less time ({m.group(2)} % {m.group(3)}-{m.group(4)} %")
+
+
+def test_the_default_suite_s_time_is_one_figure_everywhere():
+    """Issue 69, item 5: `gcbench list` gave "about 30 minutes" (the suite file's comment)
+    where README gave 20-25: the suite file, README and `list` now say the same."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    said = re.search(r"the main job, the default suite: ([0-9-]+ minutes)", readme).group(1)
+    suite = (ROOT / "python" / "gcbench" / "suites" / "default.toml").read_text()
+    comment = " ".join(line.lstrip("# ") for line in suite.splitlines() if line.startswith("#"))
+    assert f"{said} on a 2-core CPU" in comment
+    assert "30 minutes" not in comment
