@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 import numpy as np
 
@@ -826,17 +826,77 @@ def repeat_values(docs: list[ResultDoc]) -> RepeatValues:
                         flagged=sum(1 for f in flags.values() if f))
 
 
-def _time_values(used: list[ResultDoc]) -> dict[str, Any]:
+class _Times(TypedDict):
+    """`RepeatValues`' times, per repeat used."""
+
+    medians: list[float]
+    means: list[float]
+    shares: list[float]
+    cpu_shares: list[float] | None
+    peak_rss: list[float] | None
+
+
+class _Counts(TypedDict):
+    """Its counts: the full collections' schedule and every generation's collections."""
+
+    schedule: stats.Schedule
+    full_per_1000: list[float]
+    full: int
+    steps: int
+    all_collections: stats.Schedule
+    collections_per_1000: list[float]
+    per_generation: list[int]
+
+
+class _Pressure(TypedDict):
+    pressure: list[float] | None
+    pressure_unit: str | None
+
+
+class _Rates(TypedDict):
+    """What a starting heap cannot move (`rates`)."""
+
+    promotions: list[float] | None
+    retained: list[float] | None
+    bytes_kept: list[float] | None
+    gc_work: list[float] | None
+    periods: list[Any]
+    older_interval: list[float]
+    any_collector_off: bool
+
+
+class _Calls(TypedDict):
+    """The loop's own gc.collect() calls, and the collector off."""
+
+    explicit: summary.Explicit | None
+    explicit_full: list[int]
+    explicit_all: list[int]
+    collector_off: bool
+
+
+class _Load(TypedDict):
+    loaded: bool
+    load_pressure: float | None
+    load_others: float | None
+    load: str
+
+
+class _Machine(TypedDict):
+    machine: str | None
+    node: str | None
+
+
+def _time_values(used: list[ResultDoc]) -> _Times:
     """Per repeat the times rest on: median step, mean iteration, GC shares, peak memory."""
     cpu = [summary.cpu_gc_share(d) for d in used]
     return {"medians": [float(np.median(np.asarray(d.wall_ns, np.float64))) / 1e6 for d in used],
             "means": [float(summary.iterations(d).mean()) / 1e6 for d in used],
             "shares": [summary.gc_share(d) for d in used],
-            "cpu_shares": cpu if None not in cpu else None,
+            "cpu_shares": _every(cpu),
             "peak_rss": (summary.memory_summary(used) or summary.MemoryStats()).repeat_peak_rss_mb}
 
 
-def _count_values(ok: list[ResultDoc]) -> dict[str, Any]:
+def _count_values(ok: list[ResultDoc]) -> _Counts:
     """The full collections' schedule, and the collections of every generation, per repeat."""
     sched = stats.schedule([summary.full_collections(d) for d in ok])
     by_generation = [summary.collections_by_generation(d) for d in ok]
@@ -847,16 +907,16 @@ def _count_values(ok: list[ResultDoc]) -> dict[str, Any]:
             "per_generation": np.sum(by_generation, axis=0).tolist()}
 
 
-def _pressure_values(ok: list[ResultDoc]) -> dict[str, Any]:
+def _pressure_values(ok: list[ResultDoc]) -> _Pressure:
     """Allocations a step, per repeat (flagged repeats too: a count), where every repeat
     counted them in one unit."""
     pressure = [summary.pressure_per_step(d) for d in ok]
     units = {unit for _, unit in pressure}
-    return {"pressure": [x for x, _ in pressure] if len(units) == 1 and None not in units else None,
+    return {"pressure": _every([x for x, _ in pressure]) if len(units) == 1 and None not in units else None,
             "pressure_unit": units.pop() if len(units) == 1 else None}
 
 
-def _rate_values(ok: list[ResultDoc]) -> dict[str, Any]:
+def _rate_values(ok: list[ResultDoc]) -> _Rates:
     """What a starting heap cannot move, per repeat (`rates`): promotions and objects kept a
     step, the full collections' period, and the steps between collections of generation 1."""
     promotions = [rates.promotions_per_step(d) for d in ok]
@@ -868,15 +928,15 @@ def _rate_values(ok: list[ResultDoc]) -> dict[str, Any]:
         by_gen = summary.collections_by_generation(d)
         n = results.step_count(d)
         older.append(n / (by_gen[1] + by_gen[2]) if len(by_gen) == 3 and by_gen[1] else 1.0)
-    return {"promotions": promotions if ok and None not in promotions else None,
-            "retained": retained if ok and None not in retained else None,
+    return {"promotions": _every(promotions) if ok else None,
+            "retained": _every(retained) if ok else None,
             "bytes_kept": [x / 1024 for x in kept if x is not None] if ok and None not in kept else None,
-            "gc_work": work if ok and None not in work else None,
+            "gc_work": _every(work) if ok else None,
             "periods": [rates.full_period(d) for d in ok], "older_interval": older,
             "any_collector_off": any(rates.collector_off(d) for d in ok)}
 
 
-def _explicit_values(ok: list[ResultDoc]) -> dict[str, Any]:
+def _explicit_values(ok: list[ResultDoc]) -> _Calls:
     """The loop's own gc.collect() calls, and whether it ran with the collector off."""
     return {"explicit": summary.explicit_summary(ok),
             "explicit_full": [summary.explicit_by_generation(d)[-1] for d in ok],  # per repeat: gc.collect() calls
@@ -884,18 +944,24 @@ def _explicit_values(ok: list[ResultDoc]) -> dict[str, Any]:
             "collector_off": bool(ok) and all(results.part(d, "gc_state").get("gc_enabled") is False for d in ok)}
 
 
-def _load_values(used: list[ResultDoc]) -> dict[str, Any]:
+def _load_values(used: list[ResultDoc]) -> _Load:
     """Whether the repeats the times rest on ran loaded, and how much."""
     loaded = [d for d in used if summary.repeat_load(d)]
     return {"loaded": bool(loaded), "load_pressure": _most([summary.load_level(d)[0] for d in loaded]),
             "load_others": _most([summary.load_level(d)[1] for d in loaded]), "load": summary.describe_load(used)}
 
 
-def _machine_values(ok: list[ResultDoc]) -> dict[str, Any]:
+def _machine_values(ok: list[ResultDoc]) -> _Machine:
     """The kind of machine the first repeat ran on (times are compared within one kind)."""
     meta = results.part(ok[0], "metadata") if ok else {}
     return {"machine": json_key(metadata.machine_identity(meta)) if meta.get("cpu") else None,
             "node": metadata.node_type(meta)}
+
+
+def _every(values: list[float | None]) -> list[float] | None:
+    """`values`, where every one is known; None where any is not."""
+    known = [v for v in values if v is not None]
+    return known if len(known) == len(values) else None
 
 
 def _most(values: list) -> float | None:
