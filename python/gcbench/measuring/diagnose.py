@@ -366,7 +366,6 @@ class Diagnosis:
         # through a collection is then nothing the collector counts as a survivor (a set, or a
         # dict holding types, would be promoted with the loop's objects and move its schedule)
         self._old_len = 0
-        self._young_ids: set[int] = set()  # at a full collection's start: its young generations' objects, by id
         self._intervals = 0  # collections of generation 1 or 2 seen: where sites are sampled, which are traced
         self._before: dict[int, int] = {}  # id -> type number of the collected generations' objects, at a start
         # young collections, sites traced: id -> allocation frames and type (`_Table.key`)
@@ -463,12 +462,6 @@ class Diagnosis:
             self._before_types.update(self._type_counts(objs))
             del objs
         oldest = gc.get_objects(2) if gen >= 2 else None
-        if gen >= 2:  # the young generations' objects, by id: those of them it moves to the oldest are promoted
-            young = gc.get_objects(0)
-            young += gc.get_objects(1)
-            self._young_ids = set(map(id, young))  # no strong reference: their fate is the collection's
-            self._young_ids.add(id(self._young_ids))  # made now, in the young generation: not a survivor of theirs
-            del young
         if gen == 1:
             self._old_len = len(gc.get_objects(2))
         elif oldest is not None:
@@ -581,17 +574,11 @@ class Diagnosis:
     def _promoted(self, gen: int, oldest: list) -> None:
         """After a collection of generation 1, what it promoted; after one of every
         generation, the size of the oldest."""
-        if gen >= 1:
-            # a collection of generation 1: its survivors, appended to the oldest generation's
-            # list, its new tail (an old object that died in the collection, freed by a finalizer,
-            # shifts it by one; no id of the young generations is taken, an int each). A full
-            # one: the young generations' survivors, appended to the oldest's list before it ran
-            # (its own dead are anywhere in it), told by the ids taken as it started; they were
-            # not counted at all before (a loop whose records reached the oldest through full
-            # collections read 1,092 of 1,416)
-            promoted = oldest[self._old_len:] if gen == 1 else \
-                [o for o in oldest[-len(self._young_ids):] if id(o) in self._young_ids]
-            self._young_ids = set()
+        if gen == 1:
+            # its survivors, appended to the oldest generation's list: its new tail (an old object
+            # that died in the collection, freed by a finalizer, shifts it by one; no id of the
+            # young generations is taken, an int each)
+            promoted = oldest[self._old_len:]
             # Objects that existed before the diagnostic steps and happen to be promoted now
             # are a one-off of the start, not what a step costs: counted apart.
             before = [o for o in promoted if id(o) in self._baseline]
@@ -605,6 +592,8 @@ class Diagnosis:
                 self.promoted_per_step[self.step] += len(promoted)
             self.oldest += (self.step, len(oldest))
             del promoted, before
+        else:
+            self.oldest += (self.step, len(oldest))
 
     def _count_garbage(self, gen: int, collected: int) -> None:
         """The objects of the collected generations that are gone from every list, by type
