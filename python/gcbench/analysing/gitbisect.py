@@ -249,10 +249,16 @@ def change(tab: CommitTable) -> str:
     return lower if tab.better else higher
 
 
-def first_label(tab: CommitTable) -> str:
+def marker(tab: CommitTable) -> str:
     """What the first commit with the change is called: "first bad" for a regression; for an
-    improvement what it brought, "fewer full collections from" (never "bad")."""
-    return f"{change(tab)} from" if tab.better else "first bad"
+    improvement what it brought, "fewer full collections" (never "bad")."""
+    return change(tab) if tab.better else "first bad"
+
+
+def decision_text(tab: CommitTable, row: CommitRow) -> str:
+    """A row's decision as a reader takes it, the first commit with the change marked."""
+    shown = shown_decision(tab, row.decision)
+    return f"{shown} ({marker(tab)})" if row.sha == tab.first_bad else shown
 
 
 def shown_decision(tab: CommitTable, decision: str) -> str:
@@ -333,14 +339,14 @@ def format_table(tab: CommitTable, culprit: Culprit | None = None) -> str:
     for r in tab.rows:
         value = "-" if r.value is None else f"{r.value:.3g}"
         per = ", ".join(f"{v:.3g}" for v in r.per_repeat) or (r.why_not or "")[:24]
-        mark = f" <- {first_label(tab).removesuffix(' from')}" if r.sha == tab.first_bad else ""
+        mark = f" <- {marker(tab)}" if r.sha == tab.first_bad else ""
         lines.append(f"{r.sha[:9]:<10} {r.date:<10} {value:>10}  {per[:24]:<24} {shown_decision(tab, r.decision):<16} "
                      f"{r.subject[:60]}{mark}")
     lines += ["", f"endpoints: {tab.endpoints}",
               f"builds: {tab.builds} for {tab.commits_between} commits (at most {tab.max_builds})"]
     if tab.first_bad and culprit:
-        lines += ["", f"{first_label(tab)} commit: {tab.first_bad}" if not tab.better else
-                  f"{first_label(tab)} commit {tab.first_bad}", *("    " + x for x in culprit.message.splitlines()),
+        lines += ["", f"{marker(tab)} from commit {tab.first_bad}" if tab.better else
+                  f"first bad commit: {tab.first_bad}", *("    " + x for x in culprit.message.splitlines()),
                   "files changed: " + ", ".join(culprit.files)]
     elif tab.unresolved:
         lines.append(tab.unresolved)

@@ -112,8 +112,7 @@ def gitbisect_headline(tab: CommitTable) -> Table:
     """A commit bisect at a glance: each tested commit, its value and the decision."""
     unit = f" ({tab.unit})" if tab.unit else ""
     rows = [[code(r.short), escape(r.subject[:48]), "-" if r.value is None else f"{r.value:.3g}",
-             escape(gitbisect.shown_decision(tab, r.decision))
-             + (f" ({escape(gitbisect.first_label(tab).removesuffix(' from'))})" if r.sha == tab.first_bad else "")]
+             escape(gitbisect.decision_text(tab, r))]
             for r in tab.rows]
     return Table(["commit", "subject", escape(tab.metric_title) + escape(unit), "decision"], rows, align_right=(2,))
 
@@ -124,8 +123,7 @@ def gitbisect_section(tab: CommitTable, culprit: Culprit | None, out_dir: pathli
     rows = [[code(r.sha[:9]), escape(r.date), escape(r.subject[:80]),
              "-" if r.value is None else f"{r.value:.3g}",
              escape(", ".join(f"{v:.3g}" for v in r.per_repeat) or (r.why_not or "")[:120]),
-             escape(gitbisect.shown_decision(tab, r.decision))
-             + (f" ({escape(gitbisect.first_label(tab).removesuffix(' from'))})" if r.sha == tab.first_bad else "")]
+             escape(gitbisect.decision_text(tab, r))]
             for r in tab.rows]
     found = (f"{_first(tab)}: {code(tab.first_bad[:9])}, after {tab.builds} builds for "
              f"{tab.commits_between} commits (at most {tab.max_builds})." if tab.first_bad else

@@ -626,8 +626,8 @@ def gitbisect_figure(tab: CommitTable, path: pathlib.Path) -> pathlib.Path:
     if tab.first_bad:
         i = next(r.index for r in tab.rows if r.sha == tab.first_bad)
         ax.axvline(i - 0.5, color=LIKE_BAD, ls="--", lw=1)
-        ax.annotate(f"{gitbisect.first_label(tab).removesuffix(' from')}: {tab.first_bad[:9]}" if not tab.better
-                    else f"{gitbisect.first_label(tab)} {tab.first_bad[:9]}", (i - 0.5, 1.0),
+        ax.annotate(f"{gitbisect.marker(tab)} from {tab.first_bad[:9]}" if tab.better
+                    else f"first bad: {tab.first_bad[:9]}", (i - 0.5, 1.0),
                     xycoords=("data", "axes fraction"),
                     xytext=(4, -4), textcoords="offset points", ha="left", va="top", color=LIKE_BAD)
     labels = [""] * n
