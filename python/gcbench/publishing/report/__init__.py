@@ -575,15 +575,15 @@ def _in_order(docs: list[ResultDoc], plan: Plan, git_plan: gitbisect.CommitPlan 
     return sorted(docs, key=lambda d: (first[d.backend, d.workload, d.gc_policy], env_key(d), d.repeat))
 
 
-def _question(docs, cells, families, memdoc, repro, git_plan, bisect_table) -> str | None:
+def _question(docs, cells, families, memdoc, repro, git_table, bisect_table) -> str | None:
     """The answer to the question the command asked: a bisect's culprit, a reproduction's rows,
     the environments' matrix, the policies' comparison or the memory table's; None where the
     cells alone answer."""
     from ...analysing import seed_cases
 
     question = None
-    if git_plan is not None:
-        question = environments.gitbisect_answer(gitbisect.table(git_plan, gitbisect.docs_by_env(docs)))
+    if git_table is not None:
+        question = environments.gitbisect_answer(git_table)
     elif bisect_table is not None:
         question = environments.bisect_answer(bisect_table)
     elif repro is not None:
@@ -699,6 +699,7 @@ class _Inputs:
     why: list[Explanation] | None
     repro: Reproduction | None
     git_plan: gitbisect.CommitPlan | None
+    git_table: gitbisect.CommitTable | None  # the commit bisect's table, from its plan and the results, once
     bisect_table: VersionTable | None
     carried: dict[str, bytes]
 
@@ -720,7 +721,8 @@ def _read_inputs(folder: pathlib.Path, bisect_table: VersionTable | None) -> _In
     docs = _in_order(docs, plan, git_plan)
     if bisect_table is not None:
         bisect_table = version_bisect.rebuild(bisect_table, docs)
-    return _Inputs(docs, plan, memdoc, why, repro, git_plan, bisect_table, carried)
+    git_table = gitbisect.table(git_plan, gitbisect.docs_by_env(docs)) if git_plan is not None else None
+    return _Inputs(docs, plan, memdoc, why, repro, git_plan, git_table, bisect_table, carried)
 
 
 def _title(name: str, got: _Inputs, cells: list[summary.CellSummary], workloads: list[str]) -> str:
@@ -763,8 +765,8 @@ def _verdict(question: str | None, answer: list[str], headline: list) -> list:
 def _headline(got: _Inputs, cells: list[summary.CellSummary]) -> list:
     """The one table a reader looks at first: a bisect's versions or commits, else the cells
     that pay the collector most."""
-    if got.git_plan is not None:
-        return [environments.gitbisect_headline(gitbisect.table(got.git_plan, gitbisect.docs_by_env(got.docs)))]
+    if got.git_table is not None:
+        return [environments.gitbisect_headline(got.git_table)]
     if got.bisect_table is not None:
         return [environments.bisect_headline(got.bisect_table)]
     ok = [cs for cs in cells if cs.ok]
@@ -802,9 +804,8 @@ def _evidence(folder: pathlib.Path, got: _Inputs, cells: list, families: dict, o
     if got.bisect_table is not None:
         blocks += environments.bisect_section(got.bisect_table, out_dir)
         written.append(out_dir / "bisect.png")
-    if got.git_plan is not None:
-        tab = gitbisect.table(got.git_plan, gitbisect.docs_by_env(docs))
-        blocks += environments.gitbisect_section(tab, got.git_plan.culprit, out_dir)
+    if got.git_plan is not None and got.git_table is not None:
+        blocks += environments.gitbisect_section(got.git_table, got.git_plan.culprit, out_dir)
         written.append(out_dir / "gitbisect.png")
     if ok:
         blocks += _summary_and_findings(ok, cells, docs, workloads, families)
@@ -837,7 +838,7 @@ def _build(folder, source, out_dir, spike_factor, title, bisect_table) -> dict:
     # rows; then what the cells say (the suite's verdict); the evidence after it
     # a workload's tests, made and corrected once: the Findings show them and the verdict quotes them
     families = {w: claims.workload_claims([cs for cs in cells if cs.key[1] == w]) for w in workloads}
-    question = _question(docs, cells, families, got.memdoc, got.repro, got.git_plan, got.bisect_table)
+    question = _question(docs, cells, families, got.memdoc, got.repro, got.git_table, got.bisect_table)
     blocks: list = [Heading(escape(title), 1), *_verdict(question, verdict.sentences(cells), _headline(got, cells)),
                     *_evidence(folder, got, cells, families, out_dir, written)]
 
