@@ -677,13 +677,10 @@ def measure(name: str = "my-loop", warmup: int = 0, capacity: int = 100_000,
             what it measured.
     """
     if unknown:  # a misspelt keyword: one line naming the right word, not a bare TypeError
-        import inspect
+        from .core.errors import did_you_mean, keywords
 
-        from .core.errors import did_you_mean
-
-        key = next(iter(unknown))
-        keywords = [k for k, p in inspect.signature(measure).parameters.items() if p.kind is not p.VAR_KEYWORD]
-        raise UsageError(f"gcbench.measure: unknown keyword {key!r}{did_you_mean(key, keywords)}; it takes "
-                         f"{', '.join(keywords)}")
+        key, known = next(iter(unknown)), keywords(measure)
+        raise UsageError(f"gcbench.measure: unknown keyword {key!r}{did_you_mean(key, known)}; it takes "
+                         f"{', '.join(known)}")
     return Measurement(name, warmup, capacity, alloc_blocks, policy, variant, batch_size, networks, rss_every,
                        explain)

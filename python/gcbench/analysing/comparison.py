@@ -892,7 +892,7 @@ def _time_values(used: list[ResultDoc]) -> _Times:
     return {"medians": [float(np.median(np.asarray(d.wall_ns, np.float64))) / 1e6 for d in used],
             "means": [float(summary.iterations(d).mean()) / 1e6 for d in used],
             "shares": [summary.gc_share(d) for d in used],
-            "cpu_shares": _every(cpu),
+            "cpu_shares": stats.all_known(cpu),
             "peak_rss": (summary.memory_summary(used) or summary.MemoryStats()).repeat_peak_rss_mb}
 
 
@@ -912,7 +912,7 @@ def _pressure_values(ok: list[ResultDoc]) -> _Pressure:
     counted them in one unit."""
     pressure = [summary.pressure_per_step(d) for d in ok]
     units = {unit for _, unit in pressure}
-    return {"pressure": _every([x for x, _ in pressure]) if len(units) == 1 and None not in units else None,
+    return {"pressure": stats.all_known([x for x, _ in pressure]) if len(units) == 1 and None not in units else None,
             "pressure_unit": units.pop() if len(units) == 1 else None}
 
 
@@ -928,10 +928,10 @@ def _rate_values(ok: list[ResultDoc]) -> _Rates:
         by_gen = summary.collections_by_generation(d)
         n = results.step_count(d)
         older.append(n / (by_gen[1] + by_gen[2]) if len(by_gen) == 3 and by_gen[1] else 1.0)
-    return {"promotions": _every(promotions) if ok else None,
-            "retained": _every(retained) if ok else None,
+    return {"promotions": stats.all_known(promotions) if ok else None,
+            "retained": stats.all_known(retained) if ok else None,
             "bytes_kept": [x / 1024 for x in kept if x is not None] if ok and None not in kept else None,
-            "gc_work": _every(work) if ok else None,
+            "gc_work": stats.all_known(work) if ok else None,
             "periods": [rates.full_period(d) for d in ok], "older_interval": older,
             "any_collector_off": any(rates.collector_off(d) for d in ok)}
 
@@ -956,12 +956,6 @@ def _machine_values(ok: list[ResultDoc]) -> _Machine:
     meta = results.part(ok[0], "metadata") if ok else {}
     return {"machine": json_key(metadata.machine_identity(meta)) if meta.get("cpu") else None,
             "node": metadata.node_type(meta)}
-
-
-def _every(values: list[float | None]) -> list[float] | None:
-    """`values`, where every one is known; None where any is not."""
-    known = [v for v in values if v is not None]
-    return known if len(known) == len(values) else None
 
 
 def _most(values: list) -> float | None:

@@ -115,6 +115,13 @@ def count_schedule(counts: list[int], steps: list[int]) -> Schedule:
                     int(sum(counts)), int(sum(steps)))
 
 
+def all_known(values: list[float | None]) -> list[float] | None:
+    """`values`, where every one of them is known (a repeat that did not read one leaves the
+    cell without it); None where any is not."""
+    known = [v for v in values if v is not None]
+    return known if len(known) == len(values) else None
+
+
 def per_1000(sched: Schedule) -> Estimate:
     """Events per 1,000 steps: the mean of the per-repeat rates, with the t interval of
     the repeats (a constant schedule has no spread: its interval is the value itself)."""

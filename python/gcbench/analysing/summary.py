@@ -518,9 +518,8 @@ def _optional_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> dict:
         out.update(pressure_per_step=float(np.median([np.median(p) for p in pressures if p is not None])))
     for name, rate in (("examined_per_step", rates.examined_per_step), ("promotions_per_step",
                        rates.promotions_per_step), ("retained_per_step", rates.growth_per_step)):
-        values = [rate(d) for d in used]  # what a starting heap cannot move, the mean over the repeats
-        known = [v for v in values if v is not None]
-        if known and len(known) == len(values):
+        known = stats.all_known([rate(d) for d in used])  # what a starting heap cannot move, the mean over the repeats
+        if known:
             out[name] = float(np.mean(known))
     cpu_shares = [cpu_gc_share(d) for d in used]
     if None not in cpu_shares:  # the collector's share of CPU time, which load does not stretch

@@ -182,12 +182,9 @@ class GCBudgets:
                 what was counted.
         """
         if unknown:  # a misspelt budget: one line naming the right word, as in gc_budgets.toml
-            import inspect
+            from ..core.errors import did_you_mean, keywords
 
-            from ..core.errors import did_you_mean
-
-            key = next(iter(unknown))
-            known = [k for k, p in inspect.signature(self.__call__).parameters.items() if p.kind is not p.VAR_KEYWORD]
+            key, known = next(iter(unknown)), keywords(self.__call__)
             _fail(f"gc_budget: unknown keyword {key!r}{did_you_mean(key, known)}; budgets: {', '.join(baseline.KEYS)}")
         request = self._request
         if self._hypothesis:  # each example's budgets are the test's: the first of an example is #0 again

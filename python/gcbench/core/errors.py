@@ -57,3 +57,13 @@ def did_you_mean(name: str, names, synonyms: dict[str, str] | None = None) -> st
         return f" (did you mean {synonyms[str(name).lower()]!r}?)"
     close = difflib.get_close_matches(str(name), [str(n) for n in names], n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def keywords(function) -> list[str]:
+    """The keyword arguments `function` names in its signature (its `**unknown` left out): what
+    a misspelt one is matched against."""
+    import inspect
+
+    return [k for k, p in inspect.signature(function).parameters.items() if p.kind is not p.VAR_KEYWORD]
+
+

@@ -76,8 +76,7 @@ def young_count() -> int:
 def balance(spare: list, young: int) -> None:
     """Free spare objects (or make more) until the young count is back at `young`, where
     gcbench's work around the loop (entering, leaving) kept objects of its own (or freed
-    some): the
-    collector starts a young collection when the count passes its threshold, so every
+    some): the collector starts a young collection when the count passes its threshold, so every
     object kept moves the loop's collections one allocation earlier (one young collection
     more in 2,000 steps of 300 cyclic objects; `tests/test_schedule_footprint.py`). Freeing
     a tracked object takes one off the count whatever its generation. Where a collection ran

@@ -83,6 +83,7 @@ def _candidates() -> list[str]:
 JULIACALL_JULIA = ((1, 10, 3), (2, 0, 0))
 
 
+@functools.cache  # asked for every candidate Julia, and again in the refusal's words
 def juliacall_bounds() -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The Julia versions the installed juliacall admits: [lowest, below), read from its own
     juliapkg.json's caret bound ("^1.10.3": 1.10.3 up to 2.0), else JULIACALL_JULIA."""
