@@ -169,6 +169,8 @@ def _rates(folder: pathlib.Path) -> dict:
             "promotions": [rates.promotions_per_step(d) for d in docs],
             "growth": [rates.growth_per_step(d) for d in docs],
             "kib_kept_per_1000": [(x or 0.0) / 1024 for x in map(rates.bytes_kept_per_1000, docs)],
+            # the steps between the two readings bytes kept come from (the gate judges over the shortest)
+            "kib_kept_span": [kept[1] if kept else 0 for kept in map(rates.bytes_kept, docs)],
             "rss_kib_per_1000": [(x or 0.0) / 1024 for x in map(rates.rss_growth_per_1000, docs)],
             "period": [p.period if p else None for p in periods],
             "heap": [p.heap if p else None for p in periods],
@@ -233,6 +235,27 @@ def spreads(rows: list[dict]) -> dict[str, float]:
             if None not in a and None not in b:
                 diffs.append(abs(float(np.mean(b)) - float(np.mean(a))))
         out[key] = max(diffs) if diffs else float("nan")
+    # bytes kept as the gate judges them: KiB over the shortest span between a pair's readings
+    at_span = []
+    for r in rows:
+        a, b = r["rates"]["kib_kept_per_1000"], r["rates"]["head_kib_kept_per_1000"]
+        span = min(r["rates"]["kib_kept_span"] + r["rates"]["head_kib_kept_span"])
+        at_span.append(abs(float(np.mean(b)) - float(np.mean(a))) * span / 1000)
+    out["kib_kept_at_span"] = max(at_span) if at_span else float("nan")
+    return out
+
+
+def condensed(report: dict) -> dict:
+    """What benchmarks/measured/gate_catalogue.json keeps of a run (docs/statistics.md quotes
+    it): the spreads, each case's verdicts, and how many starting-heap pairs fired."""
+    out = {k: report[k] for k in ("steps", "repeats", "spreads") if k in report}
+    out["catalogue"] = [{k: r[k] for k in ("key", "case", "must_fire", "fired", "ok")}
+                        for r in report.get("catalogue", [])]
+    heaps: dict[str, int] = {}
+    for r in report.get("heaps", []):
+        name = f"{r['loop']} {r['apart']}"
+        heaps[name] = heaps.get(name, 0) + bool(r["fired"])
+    out["heaps"] = heaps
     return out
 
 
@@ -246,6 +269,7 @@ def main() -> None:
     ap.add_argument("--cases", help="the cases to run, by key (default: all; 'done-when': issue 63's)")
     ap.add_argument("--keep", help="keep every result folder here")
     ap.add_argument("--json", help="also write every row here")
+    ap.add_argument("--save", help="also write what benchmarks/measured keeps of the run here (`condensed`)")
     ap.add_argument("--smoke", action="store_true", help="two cases and two pairs of each kind")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -286,6 +310,8 @@ def main() -> None:
                   + ", ".join(f"{k} {v:.3g}" for k, v in report["spreads"].items()))
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(report, indent=1, default=str) + "\n")
+    if args.save:
+        pathlib.Path(args.save).write_text(json.dumps(condensed(report), indent=1) + "\n")
     wrong = [r for r in report.get("catalogue", []) if not r["ok"]] + \
         [r for r in report.get("heaps", []) if r["fired"]]
     sys.exit(1 if wrong else 0)

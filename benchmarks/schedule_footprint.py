@@ -20,6 +20,7 @@ the objects promoted since the last one exceed a quarter of it, so a larger heap
 the loop (gcbench's own objects) makes them rarer.
 
     python benchmarks/schedule_footprint.py [--steps 2000] [--keep 10] [--cyclic 0] [--runs 3] [--save FILE]
+    python benchmarks/schedule_footprint.py --family 40 [--save FILE]   # loops drawn at random
 
 ballast: the bare loop after as many objects as gcbench's footprint.
 """
@@ -33,7 +34,8 @@ import sys
 
 SCRIPT = r"""
 import gc, sys, time
-mode, steps, keep, cyclic, ballast = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+mode, steps, keep, cyclic, ballast, collect = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), \
+    int(sys.argv[5]), sys.argv[6] == "1"
 counts = [0, 0, 0]
 done = [False]  # the loop's last step ran: what follows (gcbench's exit, its own readings) is not the loop's
 
@@ -61,7 +63,8 @@ if mode == "gcbench":
     m = gcbench.measure("footprint")  # what it imports and makes before the loop: the loop's starting heap
 if ballast:
     made = [[] for _ in range(ballast - 1)]  # ballast tracked objects, the list holding them included
-gc.collect()
+if collect:  # a script that collected before its loop: the 25 % rule counts from the heap as it is now
+    gc.collect()
 heap, modules = len(gc.get_objects()), len(sys.modules)
 kept = []
 gc.callbacks.append(count)
@@ -112,14 +115,48 @@ def compiled() -> None:
         _COMPILED.append(True)
 
 
-def run(mode: str, steps: int, keep: int, cyclic: int, ballast: int = 0) -> dict:
+def run(mode: str, steps: int, keep: int, cyclic: int, ballast: int = 0, collect: bool = True) -> dict:
     """One fresh process of `mode` ("bare", "minimal", "gcbench"; "bare" with `ballast`
-    tracked objects made before the loop): its heap, modules and collections."""
+    tracked objects made before the loop): its heap, modules and collections. `collect`:
+    the script calls gc.collect() before its loop (else its first full collection comes
+    when the collector's own rule first allows it, and sets the count the rule reads)."""
     compiled()
     out = subprocess.run([sys.executable, "-c", "import json\n" + SCRIPT, mode, str(steps), str(keep), str(cyclic),
-                          str(ballast)],
+                          str(ballast), "1" if collect else "0"],
                          capture_output=True, text=True, check=True, timeout=600)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def family(loops: int, steps: int, seed: int = 7) -> dict:
+    """`loops` loops drawn at random (`seed`): 5, 10 or 20 objects kept a step, 200 to 1,400
+    of cyclic garbage, and a gc.collect() before the loop or none; each under the minimal
+    probe and under gcbench, a fresh process each. How many have the same collections of
+    every generation, and the same full collections (the footprint moves the oldest
+    generation's 25 % rule wherever a loop's full collection sits within a quarter of it of
+    the rule's threshold: a loop whose counts differ is one of those)."""
+    import random
+
+    rng = random.Random(seed)  # noqa: S311 - loops drawn, not a secret
+    rows = []
+    for _ in range(loops):
+        keep, cyclic, collect = rng.choice((5, 10, 20)), rng.randrange(200, 1400, 10), rng.random() < 0.5
+        got = {mode: run(mode, steps, keep, cyclic, collect=collect)["collections"] for mode in ("minimal", "gcbench")}
+        rows.append({"keep": keep, "cyclic": cyclic, "collect": collect, **got})
+    return {"steps": steps, "seed": seed, "loops": rows,
+            "same": sum(r["minimal"] == r["gcbench"] for r in rows),
+            "same_full": sum(r["minimal"][2] == r["gcbench"][2] for r in rows)}
+
+
+def print_family(got: dict) -> None:
+    loops = got["loops"]
+    print(f"{len(loops)} loops of {got['steps']:,} steps drawn at random (seed {got['seed']}): kept 5-20 objects "
+          "a step, 200-1,400 of cyclic garbage, a gc.collect() before or none")
+    print(f"the same collections of every generation under gcbench as under the minimal probe: {got['same']} of "
+          f"{len(loops)}; the same full collections: {got['same_full']} of {len(loops)}")
+    for r in loops:
+        if r["minimal"] != r["gcbench"]:
+            print(f"  kept {r['keep']}, cyclic {r['cyclic']}, {'collected' if r['collect'] else 'not collected'} "
+                  f"before: minimal {' / '.join(map(str, r['minimal']))}, gcbench {' / '.join(map(str, r['gcbench']))}")
 
 
 def main() -> int:
@@ -130,7 +167,16 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3, help="fresh processes per mode")
     ap.add_argument("--json", action="store_true", help="print the runs as JSON")
     ap.add_argument("--save", metavar="FILE", help="also write the runs to FILE")
+    ap.add_argument("--family", type=int, metavar="N", help="instead: N loops drawn at random, minimal against gcbench")
     args = ap.parse_args()
+    if args.family:
+        got = family(args.family, args.steps)
+        if args.save:
+            with open(args.save, "w") as f:
+                json.dump(got, f, indent=1)
+                f.write("\n")
+        print(json.dumps(got)) if args.json else print_family(got)
+        return 0
     rows = {mode: [run(mode, args.steps, args.keep, args.cyclic) for _ in range(args.runs)]
             for mode in ("bare", "minimal", "gcbench")}
     footprint = rows["gcbench"][0]["heap"] - rows["bare"][0]["heap"]
@@ -151,10 +197,15 @@ def main() -> int:
     same = all(r["collections"] == rows["minimal"][0]["collections"] for r in rows["gcbench"])
     print("gcbench leaves the schedule as the minimal probe does" if same else
           "gcbench moves the schedule: its collections differ from the minimal probe's")
-    alike = all(r["collections"] == rows["ballast"][0]["collections"] for r in rows["gcbench"])
-    print(f"its footprint: {footprint:,} objects before the loop; "
-          + ("the steps, hooks, entry and exit move nothing (gcbench = ballast)" if alike else
-             "its steps, hooks, entry or exit move the schedule (gcbench differs from the ballast)"))
+    bare = rows["bare"][0]["collections"]
+    got = {tuple(r["collections"]) for r in rows["gcbench"]}
+    if got == {tuple(bare)}:
+        said = "the bare loop's collections"
+    elif got == {tuple(rows["ballast"][0]["collections"])}:
+        said = "the collections of the bare loop after as much ballast: only the footprint moves the schedule"
+    else:
+        said = "neither the bare loop's collections nor the ballast's: its steps, hooks, entry or exit move them"
+    print(f"its footprint: {footprint:,} objects before the loop; under gcbench, {said}")
     return 0
 
 

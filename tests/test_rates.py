@@ -283,6 +283,30 @@ def test_bytes_kept_are_judged_per_window():
     assert verdicts(kept(0), kept(1.2 * window))["bytes_kept"].verdict == "more memory kept"
 
 
+def test_bytes_kept_after_full_collections_are_their_readings_change_over_their_span():
+    """Where two full collections were listed, bytes kept are the change of the C
+    allocator's bytes between the ends of their steps: garbage held at the window's ends
+    does not count (a freeze fix read as keeping 25 KiB more over 300 steps that way), and
+    the change is judged beyond KIB_PER_WINDOW over the steps between the two readings."""
+    def kept(kib_between: float, at_the_ends: float = 0.0) -> list:
+        docs = repeats([[]] * 3)
+        for d in docs:
+            d.memory = {**d.memory, "malloc_start": 10**8, "malloc_end": round(10**8 + at_the_ends * 1024)}
+            listed = {"step": [40, 140], "objects": [9_000, 9_000],
+                      "malloc_bytes": [10**8, round(10**8 + kib_between * 1024)]}
+            d.between_steps = {**(d.between_steps or {}), "old_after_full": listed}
+        return docs
+    assert rates.bytes_kept(kept(1.0)[0]) == (1024 * 1000 / 100, 100)
+    assert verdicts(kept(0), kept(0, at_the_ends=100))["bytes_kept"].verdict == "same"
+    assert verdicts(kept(0), kept(0.8 * comparison.KIB_PER_WINDOW))["bytes_kept"].verdict == "same"
+    assert verdicts(kept(0), kept(1.2 * comparison.KIB_PER_WINDOW))["bytes_kept"].verdict == "more memory kept"
+    # without the readings, the window's two ends: the same garbage now reads as memory kept
+    ends = repeats([[]] * 3)
+    for d in ends:
+        d.memory = {**d.memory, "malloc_start": 10**8, "malloc_end": 10**8 + 100 * 1024}
+    assert verdicts(kept(0), ends)["bytes_kept"].verdict == "more memory kept"
+
+
 def _tests(said: dict[str, str], traded: str = "") -> list:
     return [comparison.Test(m, 0.0, 1.0, 1.0, (1.0, 1.0), None, 0.05, verdict=v,
                             traded=traded if v == "more full GCs" else "") for m, v in said.items()]

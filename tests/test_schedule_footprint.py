@@ -19,31 +19,46 @@ KEEP, CYCLIC = 10, 1000  # ten lists kept a step (promoted), and cyclic garbage:
 def test_a_promoting_loop_has_the_same_collections_under_measure_as_under_the_minimal_probe(steps):
     """Five full collections in 2,000 steps bare and under the minimal probe (two under the
     gcbench that imported 290 modules first: its 23,000 objects made the oldest generation's
-    25 % rule fire less often), nine in 6,000; every generation's count the same."""
+    25 % rule fire less often), ten in 6,000; every generation's count the same."""
     bare = schedule_footprint.run("bare", steps, KEEP, CYCLIC)
     minimal = schedule_footprint.run("minimal", steps, KEEP, CYCLIC)
     assert minimal["collections"] == bare["collections"]  # the limit moves nothing
     assert minimal["collections"][2] >= 4  # the rule fires: 3,200 objects more before the loop miss one
     measured = schedule_footprint.run("gcbench", steps, KEEP, CYCLIC)
     assert measured["collections"] == minimal["collections"]
-    assert measured["heap"] - bare["heap"] < 1000, measured  # what measure imports and makes before the loop (870)
+    # what measure imports and makes before the loop: 402 objects (907 in 0.3.0, 23,000 in 0.2)
+    assert measured["heap"] - bare["heap"] < 500, measured
 
 
 @pytest.mark.e2e
 @pytest.mark.parametrize(("steps", "cyclic"), [(2000, 0), (2000, 300), (6000, 3000)])
 def test_only_the_footprint_moves_the_schedule_whatever_the_garbage(steps, cyclic):
-    """Whatever the loop's garbage, gcbench's collections are those of the bare loop after
-    as many objects as gcbench adds before it: its steps, hooks, entry and exit move
-    nothing (a collection inside its exit was one young collection more at 300 cyclic
-    objects a step). The footprint itself delays the oldest generation's 25 % rule in
-    proportion to the heap: at 3,000 cyclic objects a step and 6,000 steps, 9 full
-    collections where the bare loop of an 8,000-object script has 10 (docs/internals.md)."""
+    """Whatever the loop's garbage, gcbench's collections are the bare loop's, or where its
+    footprint alone moves them, those of the bare loop after as many objects of ballast as
+    gcbench adds: its steps, hooks, entry and exit move nothing more (a collection inside
+    its exit was one young collection more at 300 cyclic objects a step). The footprint
+    delays the oldest generation's 25 % rule in proportion to the heap: 402 objects of
+    ballast make 9 full collections of 6,000 steps of 3,000 cyclic objects where the bare
+    loop makes 10 (gcbench's own objects, some of them promoted during the loop, 10)."""
     bare = schedule_footprint.run("bare", steps, KEEP, cyclic)
     measured = schedule_footprint.run("gcbench", steps, KEEP, cyclic)
     ballast = schedule_footprint.run("bare", steps, KEEP, cyclic, measured["heap"] - bare["heap"])
     assert abs(ballast["heap"] - measured["heap"]) < 50, (ballast, measured)  # as large a heap (processes vary)
-    assert measured["collections"] == ballast["collections"]
+    assert measured["collections"] in (bare["collections"], ballast["collections"]), (bare, measured, ballast)
     assert sum(measured["collections"]) == sum(bare["collections"])  # as many collections: the rule picks their kind
+
+
+@pytest.mark.e2e
+def test_loops_drawn_at_random_have_the_minimal_probes_collections_within_one():
+    """Loops drawn at random (benchmarks/schedule_footprint.py --family): kept objects,
+    garbage, and a gc.collect() before the loop or none. gcbench's footprint (402 objects
+    against the minimal probe's 89) moves a loop's young collections' phase, and its full
+    collections where the last one sits near the 25 % rule's threshold: never by more than
+    one collection of any generation (0.2's 23,000 objects took 3 of 6 full collections)."""
+    got = schedule_footprint.family(6, 2000, seed=11)
+    assert len(got["loops"]) == 6
+    for loop in got["loops"]:
+        assert all(abs(a - b) <= 1 for a, b in zip(loop["minimal"], loop["gcbench"], strict=True)), loop
 
 
 @pytest.mark.e2e

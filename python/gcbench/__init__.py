@@ -12,18 +12,19 @@ The public API:
 import importlib
 
 from .core import machineload as _machineload
-from .core.errors import UsageError
-from .core.version import __version__
 
 # the machine's CPU counters as gcbench was imported: a loop of one's own too short to read is
 # read over the time since (`measure`, core.machineload.over_window), never by waiting after it
 _IMPORTED = _machineload.snapshot(family=False)
 
 # Everything else loads when first used (numpy, jsonschema and scipy take most of a second):
-# `import gcbench` and the command line start at once, and Ctrl-C in their first second finds
-# gcbench's own handler. (`measure` lives in `user_loop`: a submodule named `measure` would
+# `import gcbench` and the command line start at once, Ctrl-C in their first second finds
+# gcbench's own handler, and a measured loop's heap holds only what `measure` needs
+# (benchmarks/schedule_footprint.py). (`measure` lives in `user_loop`: a submodule named `measure` would
 # take the function's place in the package once imported; hence `measuring`, not `measure`.)
 _LAZY = {
+    "__version__": "core.version",
+    "UsageError": "core.errors",
     "measure": "user_loop",
     "Measurement": "user_loop",
     "Cell": "measuring.cell",

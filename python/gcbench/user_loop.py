@@ -18,7 +18,6 @@ import sys
 from . import _IMPORTED
 from .core import machineload
 from .core.checks import NAME, RESULTS_ENV, is_int
-from .core.errors import UsageError, is_interrupt
 from .measuring import gc_watch
 from .measuring.probe import StepProbe, malloc_in_use
 
@@ -46,6 +45,14 @@ _SINCE: list = [_IMPORTED, None]
 TRUE_WORDS, FALSE_WORDS = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 
 
+def _usage_error(message: str) -> Exception:
+    """gcbench's UsageError, imported where one is raised: `core.errors` (19 objects) stays
+    out of the heap of a loop that makes no mistake (benchmarks/schedule_footprint.py)."""
+    from .core.errors import UsageError
+
+    return UsageError(message)
+
+
 def explain_from_env() -> bool:
     """GCBENCH_EXPLAIN as a switch: 1/true/yes/on, or 0/false/no/off/unset (any case, spaces
     around ignored); anything else is a one-line error, never a guess."""
@@ -55,7 +62,7 @@ def explain_from_env() -> bool:
         return True
     if word in FALSE_WORDS:
         return False
-    raise UsageError(f"{EXPLAIN_ENV}={raw!r} is not a switch: use 1 (or true, yes, on) to explain, 0 (or false, no, "
+    raise _usage_error(f"{EXPLAIN_ENV}={raw!r} is not a switch: use 1 (or true, yes, on) to explain, 0 (or false, no, "
                      "off) or leave it unset to time")
 
 
@@ -63,19 +70,19 @@ def _positive_or_none(name: str, value) -> int | None:
     if value is None:
         return None
     if not is_int(value) or value < 1:
-        raise UsageError(f"{name} must be a positive integer (or left out), got {value!r}")
+        raise _usage_error(f"{name} must be a positive integer (or left out), got {value!r}")
     return value
 
 
 def _check_names(name, variant, policy) -> None:
     """`measure`'s names: the loop's and its variant's plain names, a policy gcbench knows."""
     if not isinstance(name, str) or not NAME.match(name):
-        raise UsageError(f"name must be letters, digits, '.', '_' or '-', got {name!r}")
+        raise _usage_error(f"name must be letters, digits, '.', '_' or '-', got {name!r}")
     if variant is not None and (not isinstance(variant, str) or not NAME.match(variant)):
-        raise UsageError(f"variant must be letters, digits, '.', '_' or '-', got {variant!r}")
+        raise _usage_error(f"variant must be letters, digits, '.', '_' or '-', got {variant!r}")
     if policy is not None:
         if not isinstance(policy, str):
-            raise UsageError(f"policy must be a GC policy name (default, freeze, disable, manual:K), got {policy!r}")
+            raise _usage_error(f"policy must be a GC policy name (default, freeze, disable, manual:K), got {policy!r}")
         from .measuring import gcpolicy
 
         gcpolicy.parse(policy)
@@ -84,11 +91,11 @@ def _check_names(name, variant, policy) -> None:
 def _check_sizes(warmup, capacity, rss_every) -> None:
     """`measure`'s sizes: integers in range."""
     if not is_int(warmup) or warmup < 0:
-        raise UsageError(f"warmup must be a non-negative integer, got {warmup!r}")
+        raise _usage_error(f"warmup must be a non-negative integer, got {warmup!r}")
     if not is_int(capacity) or not 1 <= capacity <= MAX_CAPACITY:
-        raise UsageError(f"capacity must be an integer from 1 to {MAX_CAPACITY:,}, got {capacity!r}")
+        raise _usage_error(f"capacity must be an integer from 1 to {MAX_CAPACITY:,}, got {capacity!r}")
     if not is_int(rss_every) or rss_every < 0:
-        raise UsageError(f"rss_every must be a non-negative integer (0: no memory samples), got {rss_every!r}")
+        raise _usage_error(f"rss_every must be a non-negative integer (0: no memory samples), got {rss_every!r}")
 
 
 class _Prebound:
@@ -130,11 +137,13 @@ class Measurement:
         self.before_timed: Callable[[], None] | None = None
         # Each step's CPU time is not read (two system calls a step, 0.9 µs): the loop's, in
         # all, and each pause's are (`StepProbe.step_cpu`)
-        self._warm = StepProbe(max(warmup, 1), alloc_blocks=alloc_blocks, step_cpu=False)
         try:
             self._timed = StepProbe(capacity, alloc_blocks=alloc_blocks, rss_every=rss_every, step_cpu=False)
         except MemoryError:
-            raise UsageError(f"capacity={capacity:,} steps does not fit in memory: pass a smaller one") from None
+            raise _usage_error(f"capacity={capacity:,} steps does not fit in memory: pass a smaller one") from None
+        # the warm-up's own probe, where there is a warm-up (without one, a probe's 60 objects
+        # before the loop would delay its full collections: benchmarks/schedule_footprint.py)
+        self._warm = StepProbe(warmup, alloc_blocks=alloc_blocks, step_cpu=False) if warmup else self._timed
         # The step's context manager: one object of a class made for this measurement, whose
         # __enter__ and __exit__ are bound methods stored as static ones. `with` then finds
         # them without making a bound method per step (a tracked object: its allocation
@@ -246,7 +255,7 @@ class Measurement:
     def _enter(self) -> None:
         self._thread = _thread.get_ident()  # steps come from this thread (said where they do not)
         self._state = 1
-        self._probe.limit = self.warmup if self._probe is self._warm else self._timed.capacity
+        self._probe.limit = self._timed.capacity if self._probe is self._timed else self.warmup
         self._load[2] = machineload.snapshot()
         if self._diagnosis is not None:
             from .measuring import diagnose
@@ -309,7 +318,7 @@ class Measurement:
         results (`jax.block_until_ready`). Called in every step, it records the host time
         of each step (Python and dispatch) beside its wall time."""
         if not self._probe.in_step:
-            raise UsageError("m.dispatched() belongs inside `with m.step():`")
+            raise _usage_error("m.dispatched() belongs inside `with m.step():`")
         self._probe.dispatched()
 
     def _start_timed(self) -> None:
@@ -326,6 +335,7 @@ class Measurement:
         # the C allocator's bytes first: its first reading makes the objects that read it (a ctypes
         # structure), which must exist before the count of the loop's own begins
         self._malloc[0] = malloc_in_use()
+        self._timed.read_malloc = self._malloc[0] is not None  # and after the listed full collections
         self._gc_enabled, self._frozen, self._thresholds = gc.isenabled(), gc.get_freeze_count(), gc.get_threshold()
         # gcbench's own objects before the count: the growth is the loop's
         self._load[0] = machineload.snapshot()
@@ -344,7 +354,7 @@ class Measurement:
         ours could catch it (as the callback was entered) is kept for the step's boundary;
         anything else goes to the hook that was there before."""
         exc = unraisable.exc_value
-        if is_interrupt(exc):
+        if isinstance(exc, BaseException) and not isinstance(exc, Exception):  # core.errors.is_interrupt
             self.interrupt(exc)
             return
         (self._unraisable_before or sys.__unraisablehook__)(unraisable)
@@ -380,16 +390,16 @@ class Measurement:
         if self._kept[0] is not None:
             self._raise_interrupt()
         if self._state == 0:
-            raise UsageError("a step outside `with gcbench.measure(...)`")
+            raise _usage_error("a step outside `with gcbench.measure(...)`")
         if self._probe.in_step:
             if _thread.get_ident() != self._thread:
-                raise UsageError("steps from another thread: a measurement's steps must come from the thread that "
+                raise _usage_error("steps from another thread: a measurement's steps must come from the thread that "
                                  "entered `with gcbench.measure(...)` (measure each thread's loop on its own)")
-            raise UsageError("a step inside a step: `m.step()` brackets one step and does not nest")
-        if self._probe is self._warm and self._warm.steps >= self._warm.limit:
+            raise _usage_error("a step inside a step: `m.step()` brackets one step and does not nest")
+        if self._probe is not self._timed and self._warm.steps >= self._warm.limit:
             self._warmed_up()
         if self._timed.steps >= self._timed.capacity:
-            raise UsageError(f"more than {self._timed.capacity:,} timed steps: pass a larger capacity=")
+            raise _usage_error(f"more than {self._timed.capacity:,} timed steps: pass a larger capacity=")
         if begin:
             self._timed.begin()
 
@@ -425,7 +435,7 @@ class Measurement:
     @property
     def raised(self) -> int:
         """Steps that raised: not recorded, not timed steps."""
-        return self._warm.aborted + self._timed.aborted
+        return self._timed.aborted + (self._warm.aborted if self._warm is not self._timed else 0)
 
     # -- what was measured ----------------------------------------------------------------
     @property
@@ -459,7 +469,7 @@ class Measurement:
 
     def _check_measured(self) -> None:
         if not self._timed.steps:
-            raise UsageError("no timed step was measured" + (f" (the first {self.warmup} steps are warm-up)"
+            raise _usage_error("no timed step was measured" + (f" (the first {self.warmup} steps are warm-up)"
                                                              if self.warmup else ""))
 
     def result(self, lists: bool = True) -> results.ResultDoc:
@@ -524,7 +534,8 @@ class Measurement:
         diagnosis's own."""
         if self._tracked_end < 0:
             own = self._diagnosis.own_tracked() if self._diagnosis is not None else 0
-            self._malloc[1] = malloc_in_use()
+            # read at the end only where read at the start (a loop that loaded ctypes in its steps: neither)
+            self._malloc[1] = malloc_in_use() if self._malloc[0] is not None else None
             self._old[1] = older_objects()
             self._tracked_end = len(gc.get_objects()) - own
 
@@ -532,14 +543,14 @@ class Measurement:
         """With `explain=True`, inside the measurement: the tracked objects made since the
         timed steps began and still alive, by type and (where traced) allocation site."""
         if not self.explain:
-            raise UsageError("what a loop kept is known only when it is explained: measure with explain=True")
+            raise _usage_error("what a loop kept is known only when it is explained: measure with explain=True")
         self._count_tracked_end()
         return self._explained().survivors()
 
     def _explained(self) -> diagnose.Diagnosis:
         """The diagnosis of an explained loop (made only when explaining)."""
         if self._diagnosis is None:
-            raise UsageError("no explanation: measure with explain=True (or GCBENCH_EXPLAIN=1)")
+            raise _usage_error("no explanation: measure with explain=True (or GCBENCH_EXPLAIN=1)")
         return self._diagnosis
 
     def explanation(self) -> Explanation:
@@ -548,7 +559,7 @@ class Measurement:
         from .analysing import gc_causes
 
         if not self.explain:
-            raise UsageError("no explanation: measure with explain=True (or GCBENCH_EXPLAIN=1)")
+            raise _usage_error("no explanation: measure with explain=True (or GCBENCH_EXPLAIN=1)")
         self._check_measured()
         return gc_causes.of_user_loop(self._explained().to_json(), self._cell(), self.variant, self._user_file,
                                     self.collector_state())
@@ -609,7 +620,7 @@ def _results_folder(folder: str | os.PathLike | None) -> str | os.PathLike:
         return folder
     named = os.environ.get(RESULTS_ENV)
     if not named:
-        raise UsageError(f"m.save() needs a folder: m.save('results/my-loop'), or run the script under "
+        raise _usage_error(f"m.save() needs a folder: m.save('results/my-loop'), or run the script under "
                          f"`gcbench run --script` (which sets {RESULTS_ENV})")
     return named
 
@@ -680,7 +691,7 @@ def measure(name: str = "my-loop", warmup: int = 0, capacity: int = 100_000,
         from .core.errors import did_you_mean, keywords
 
         key, known = next(iter(unknown)), keywords(measure)
-        raise UsageError(f"gcbench.measure: unknown keyword {key!r}{did_you_mean(key, known)}; it takes "
+        raise _usage_error(f"gcbench.measure: unknown keyword {key!r}{did_you_mean(key, known)}; it takes "
                          f"{', '.join(known)}")
     return Measurement(name, warmup, capacity, alloc_blocks, policy, variant, batch_size, networks, rss_every,
                        explain)

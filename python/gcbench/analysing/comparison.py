@@ -71,14 +71,15 @@ class Resolution:
 PRESSURE_RESOLUTION = Resolution(1.0, 0.002)
 PROMOTIONS_RESOLUTION = Resolution(0.5, 0.45)
 RETAINED_PER_WINDOW = 300.0
-# Bytes kept (the C allocator's bytes in use, first timed step to end; else the resident
-# set's slope): what the allocator holds in flight at the window's two ends, a quantity per
-# window: starting heaps moved it by up to 9.6 KiB per 1,000 steps over 300 steps (2.9 KiB
-# over the window; benchmarks/gate_catalogue.py, in three runs), and the phase of the young
-# collections at the two ends by 15.9 KiB (benchmarks/user_fixes.py's `server`, whose steps
-# hold an 8 KiB array each: its freeze fix read 157 against 210 KiB per 1,000 steps where
-# gcbench's entry moved that phase by a few objects), so it is judged beyond KIB_PER_WINDOW
-# over the shorter side's steps (80 KiB per 1,000 steps at 300: 1 KiB a step is found).
+# Bytes kept (the memory in use at two readings: after two listed full collections, else at
+# the window's two ends; `rates.bytes_kept`): what the allocator holds in flight at each
+# reading, a number of bytes, not a rate: starting heaps moved it by up to 9.6 KiB per 1,000
+# steps over 300 steps (2.9 KiB between the readings; benchmarks/gate_catalogue.py, in three
+# runs), and the phase of the young collections at the window's two ends by 15.9 to 25 KiB
+# (benchmarks/user_fixes.py's `server`, whose freeze fix then read as keeping more: why
+# the readings after full collections come first, where nothing dead is left). It is judged
+# beyond KIB_PER_WINDOW between the readings that are closest (80 KiB per 1,000 steps at
+# 300 steps: 1 KiB a step is found).
 KIB_PER_WINDOW = 24.0
 # The collector's work (objects its collections examined a step): a heap 100,000 objects
 # larger changes how often full collections run and what each one scans, and moved the
@@ -625,9 +626,11 @@ def test_gc_work(va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: f
 
 
 def test_bytes_kept(va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: float) -> Test | None:
-    """KiB the loop keeps per 1,000 steps, tracked or not (`rates.bytes_kept_per_1000`),
-    judged beyond KIB_PER_WINDOW over the window. None where a side did not read it."""
-    steps = min(va.schedule.steps + vb.schedule.steps, default=0)
+    """KiB the loop keeps per 1,000 steps, tracked or not (`rates.bytes_kept`), judged
+    beyond KIB_PER_WINDOW over the shortest span a repeat's two readings were apart (the
+    window, or the steps between two listed full collections). None where a side did not
+    read it."""
+    steps = min((va.bytes_span or []) + (vb.bytes_span or []), default=0)
     resolution = Resolution(KIB_PER_WINDOW * 1000 / steps if steps else math.inf, 0.0)
     return _test_rate("bytes_kept", va, vb, "bytes_kept", "KiB kept per 1,000 steps", resolution, alpha)
 
@@ -791,6 +794,7 @@ class RepeatValues:
     promotions: list[float] | None = None  # promoted objects a step, per repeat, where every repeat recorded them
     retained: list[float] | None = None  # tracked objects kept a step, per repeat, where every repeat read them
     bytes_kept: list[float] | None = None  # KiB kept per 1,000 steps, where every repeat read it
+    bytes_span: list[int] | None = None  # the steps between the two readings each of those comes from
     gc_work: list[float] | None = None  # objects examined a step, where every repeat recorded them
     periods: list[Any] = dataclasses.field(default_factory=list)  # rates.FullPeriod per repeat
     older_interval: list[float] = dataclasses.field(default_factory=list)  # steps per collection of gen 1 (1: none)
@@ -859,6 +863,7 @@ class _Rates(TypedDict):
     promotions: list[float] | None
     retained: list[float] | None
     bytes_kept: list[float] | None
+    bytes_span: list[int] | None
     gc_work: list[float] | None
     periods: list[Any]
     older_interval: list[float]
@@ -921,7 +926,8 @@ def _rate_values(ok: list[ResultDoc]) -> _Rates:
     step, the full collections' period, and the steps between collections of generation 1."""
     promotions = [rates.promotions_per_step(d) for d in ok]
     retained = [rates.growth_per_step(d) for d in ok]
-    kept = [rates.bytes_kept_per_1000(d) for d in ok]
+    kept = [rates.bytes_kept(d) for d in ok]
+    every = bool(ok) and None not in kept
     work = [rates.examined_per_step(d) for d in ok]
     older = []
     for d in ok:
@@ -930,7 +936,8 @@ def _rate_values(ok: list[ResultDoc]) -> _Rates:
         older.append(n / (by_gen[1] + by_gen[2]) if len(by_gen) == 3 and by_gen[1] else 1.0)
     return {"promotions": stats.all_known(promotions) if ok else None,
             "retained": stats.all_known(retained) if ok else None,
-            "bytes_kept": [x / 1024 for x in kept if x is not None] if ok and None not in kept else None,
+            "bytes_kept": [x[0] / 1024 for x in kept if x is not None] if every else None,
+            "bytes_span": [x[1] for x in kept if x is not None] if every else None,
             "gc_work": stats.all_known(work) if ok else None,
             "periods": [rates.full_period(d) for d in ok], "older_interval": older,
             "any_collector_off": any(rates.collector_off(d) for d in ok)}

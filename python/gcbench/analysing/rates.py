@@ -6,6 +6,7 @@ How it works, and why: docs/internals.md, `gcbench.analysing.rates`.
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 import numpy as np
 
@@ -135,6 +136,21 @@ def oldest_heap(doc: ResultDoc) -> float | None:
     return float(old) if old is not None else None
 
 
+def _after_full(doc: ResultDoc, key: Literal["objects", "malloc_bytes", "rss_bytes"]) -> tuple[float, int] | None:
+    """What the probe read at the end of the steps that held a listed full collection (the
+    1st, 2nd, 4th, ...: `between_steps.old_after_full`), where the collector had just freed
+    everything dead and the step's objects in flight were gone: (the last reading less the
+    first, the steps between them), the first of three or more left out (it can still hold
+    what the warm-up left: nnx/vit, 292 objects). None with fewer than two readings."""
+    after: results.OldAfterFull | dict = results.part(doc, "between_steps").get("old_after_full") or {}
+    at, value = after.get("step") or [], after.get(key) or []
+    if len(at) >= 3 and len(at) == len(value):
+        at, value = at[1:], value[1:]
+    if len(at) >= 2 and len(at) == len(value) and at[-1] > at[0]:
+        return float(value[-1] - value[0]), int(at[-1] - at[0])
+    return None
+
+
 def growth_per_step(doc: ResultDoc) -> float | None:
     """Tracked objects the loop keeps a step. Where the probe listed the oldest generation at
     the end of two or more steps that held a full collection (the 1st, 2nd, 4th, ...), the
@@ -149,12 +165,9 @@ def growth_per_step(doc: ResultDoc) -> float | None:
     n = results.step_count(doc)
     if n < MIN_GROWTH_STEPS:
         return None
-    after: results.OldAfterFull | dict = results.part(doc, "between_steps").get("old_after_full") or {}
-    at, size = after.get("step") or [], after.get("objects") or []
-    if len(at) >= 3 and len(at) == len(size):  # the first can still hold what the warm-up left (nnx/vit: 292)
-        at, size = at[1:], size[1:]
-    if len(at) >= 2 and len(at) == len(size) and at[-1] > at[0]:
-        return float(size[-1] - size[0]) / float(at[-1] - at[0])
+    listed = _after_full(doc, "objects")
+    if listed is not None:
+        return listed[0] / listed[1]
     memory = results.part(doc, "memory")
     start, end = memory.get("old_start"), memory.get("old_end")
     if collector_off(doc):  # nothing is collected or promoted: what it keeps, garbage too, stays young
@@ -187,20 +200,38 @@ def examined_per_step(doc: ResultDoc) -> float | None:
     return young + per_full * rate
 
 
-def bytes_kept_per_1000(doc: ResultDoc) -> float | None:
-    """Bytes the loop keeps per 1,000 steps, tracked or not: the C allocator's bytes in use
-    at the end less at the first timed step (objects too large for Python's own allocator:
-    bytes, buffers, arrays' data); where that was not read, the resident set's slope
-    (`rss_growth_per_1000`), which sees a leak only past the free memory the allocator
-    already holds. None where neither was read, or over fewer than MIN_GROWTH_STEPS steps."""
+def bytes_kept(doc: ResultDoc) -> tuple[float, int] | None:
+    """Bytes the loop keeps per 1,000 steps, tracked or not, and the steps between the two
+    readings they come from (a reading's noise is a number of bytes, not a rate: the gate
+    judges it over that span, `comparison.test_bytes_kept`). The memory in use is the C
+    allocator's bytes (objects too large for Python's own allocator: bytes, buffers,
+    arrays' data), or in a process without ctypes the resident set's. Where two or more
+    full collections were listed, its change between the ends of those steps
+    (`_after_full`), where nothing dead is left: read at the first timed step and at the
+    end instead, the garbage each end held moved a freeze fix's reading by 25 KiB over 300
+    steps, past the resolution (benchmarks/user_fixes.py, server). Otherwise the C
+    allocator's bytes at the end less at the first timed step, else the resident set's
+    slope over the window (`rss_growth_per_1000`, which sees a leak only past the free
+    memory the allocator already holds). None where none was read, or over fewer than
+    MIN_GROWTH_STEPS steps."""
     n = results.step_count(doc)
-    memory = results.part(doc, "memory")
-    start, end = memory.get("malloc_start"), memory.get("malloc_end")
     if n < MIN_GROWTH_STEPS:
         return None
+    listed = _after_full(doc, "malloc_bytes") or _after_full(doc, "rss_bytes")
+    if listed is not None:
+        return listed[0] * 1000 / listed[1], listed[1]
+    memory = results.part(doc, "memory")
+    start, end = memory.get("malloc_start"), memory.get("malloc_end")
     if start is not None and end is not None:
-        return float(end - start) * 1000 / n
-    return rss_growth_per_1000(doc)
+        return float(end - start) * 1000 / n, n
+    rss = rss_growth_per_1000(doc)
+    return None if rss is None else (rss, n)
+
+
+def bytes_kept_per_1000(doc: ResultDoc) -> float | None:
+    """Bytes the loop keeps per 1,000 steps, tracked or not (`bytes_kept`)."""
+    kept = bytes_kept(doc)
+    return None if kept is None else kept[0]
 
 
 def rss_growth_per_1000(doc: ResultDoc) -> float | None:

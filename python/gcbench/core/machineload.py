@@ -5,7 +5,6 @@ How it works, and why: docs/internals.md, `gcbench.core.machineload`.
 
 from __future__ import annotations
 
-import math
 import os
 import time
 
@@ -159,6 +158,8 @@ def load_reason(state: Mapping[str, Any], cores: int | None) -> str | None:
     if not isinstance(cores, int) or cores < 1:
         return "the machine's core count was not recorded: its load cannot be read"
     steal = steal if isinstance(steal, (int, float)) else 0.0
+    import math  # here, not at the top: 55 objects in the heap a measured loop runs in
+
     if not (math.isfinite(others) and math.isfinite(steal)) or others < 0 or not 0 <= steal <= 1:
         return f"an impossible load reading (others {others!r} cores, steal {steal!r}): read as loaded"
     used = others + steal * cores

@@ -21,6 +21,8 @@ if TYPE_CHECKING:  # annotations only: numpy, typing's aliases and the rest load
 GENERATIONS = 3
 # what every step calls, looked up once (one global read a call, not two)
 _isenabled, _get_count, _perf_ns = gc.isenabled, gc.get_count, time.perf_counter_ns
+# the collector's own switches as gcbench was imported: a user's watched gc.disable is not ours
+_disable, _enable = gc.disable, gc.enable
 # The probe's columns: one item a step; three a step (a count per generation); one a logged collection
 STEP_COLUMNS = ("wall_ns", "gc_ns", "cpu_ns", "gc_cpu_ns", "gc_collected", "gc_pressure", "gc_examined", "gc_promoted",
                 "host_ns", "gap_ns", "gap_gc_ns", "gap_cpu_ns", "gap_gc_cpu_ns")
@@ -60,105 +62,10 @@ class StepProbe:
                 probe.end(i)
     """
 
-    # Slots, not a dict: the steps read a few dozen of these, and an instance with more
-    # attributes than a dict's shared keys hold reads each through a hash (twice as slow)
-    __slots__ = (
-        "_alloc_blocks",
-        "_between_cpu_end",
-        "_between_gen_end",
-        "_between_ns_end",
-        "_blocks0",
-        "_c0",
-        "_c1_last",
-        "_collected0",
-        "_collected_total",
-        "_count0",
-        "_cpu_ns",
-        "_cpu_start",
-        "_current",
-        "_depth",
-        "_ev_collected",
-        "_ev_examined",
-        "_ev_generation",
-        "_ev_pause",
-        "_ev_step",
-        "_events0",
-        "_examined_end",
-        "_examined_now",
-        "_examined_total",
-        "_explicit0",
-        "_explicit_now",
-        "_explicit_totals",
-        "_extras",
-        "_gap_collections",
-        "_gap_cpu_ns",
-        "_gap_gc_cpu_ns",
-        "_gap_gc_ns",
-        "_gap_ns",
-        "_gc_collected",
-        "_gc_collections",
-        "_gc_cpu_ns",
-        "_gc_enabled",
-        "_gc_examined",
-        "_gc_explicit",
-        "_gc_ns",
-        "_gc_pressure",
-        "_gc_promoted",
-        "_gen0",
-        "_gen_totals",
-        "_host_ns",
-        "_next_look",
-        "_next_rss",
-        "_old_after_full_size",
-        "_old_after_full_step",
-        "_oldest",
-        "_pause0",
-        "_pause_cpu0",
-        "_pause_cpu_start",
-        "_pause_cpu_total",
-        "_pause_start",
-        "_pause_total",
-        "_promoted_end",
-        "_promoted_total",
-        "_reset0",
-        "_reset_total",
-        "_rss_bytes",
-        "_rss_step",
-        "_seen",
-        "_seen_begin",
-        "_seen_end",
-        "_spare",
-        "_start_hook",
-        "_stop_hook",
-        "_t0",
-        "_wall_ns",
-        "aborted",
-        "alloc_blocks_enabled",
-        "between_collected",
-        "between_cpu_ns",
-        "between_explicit",
-        "between_gen",
-        "between_ns",
-        "capacity",
-        "events",
-        "events_dropped",
-        "exit_to",
-        "explicit_sites",
-        "first_t0",
-        "host_marked",
-        "installed",
-        "kept",
-        "last_t1",
-        "limit",
-        "loop_cpu_ns",
-        "old_after_full_n",
-        "on_boundary",
-        "rss_every",
-        "rss_samples",
-        "step_cpu",
-        "steps",
-        "user_files",
-    )
+    # No __slots__: each slot is a descriptor in the class, 95 objects before the loop that
+    # delayed its full collections (benchmarks/schedule_footprint.py). Attributes read
+    # through the instance's dict cost a step +46 ns of CPU and a collection +1.1 µs against
+    # slots (benchmarks/step_overhead.py, 5 rounds of 30,000 steps, median).
 
     # The columns (`columns`), step i's item at i; a column of generations holds three a
     # step, step i's at 3i, 3i + 1 and 3i + 2; `column(name)` reads one as numpy after the loop.
@@ -192,6 +99,7 @@ class StepProbe:
     _rss_bytes: memoryview
     _old_after_full_step: memoryview
     _old_after_full_size: memoryview
+    _old_after_full_bytes: memoryview  # the memory in use there (`read_malloc`)
 
     def __init__(self, capacity: int, alloc_blocks: bool = False, event_capacity: int | None = None,
                  rss_every: int = 0, step_cpu: bool = True):
@@ -215,6 +123,7 @@ class StepProbe:
                          "alloc_blocks": (capacity if alloc_blocks else 0, "q"),
                          "rss_step": (n_rss, "q"), "rss_bytes": (n_rss, "q"),
                          "old_after_full_step": (64, "q"), "old_after_full_size": (64, "q"),
+                         "old_after_full_bytes": (64, "q"),
                          "gc_enabled": (capacity, "b")})
         for name, view in views.items():
             setattr(self, f"_{name}", view)
@@ -257,6 +166,10 @@ class StepProbe:
         # it again as the step ends; and those step-end sizes (at most one per power of two)
         self._oldest = [0, 0, 0]
         self.old_after_full_n = 0
+        # the memory in use at those step ends too, where the collector has just freed what was
+        # dead: the C allocator's bytes where `read_malloc` (`gcbench.measure` sets it where it
+        # read them as the timed steps began), else the resident set's
+        self.read_malloc = False
         self._reset_total = 0  # gen-0 counts found by collections when they started
         self._gen_totals = [0] * GENERATIONS
         self._pause_start = 0
@@ -619,6 +532,7 @@ class StepProbe:
             self._spare[0] = None
             self._old_after_full_size[k] = len(gc.get_objects(2))
             self._spare[0] = []
+            self._old_after_full_bytes[k] = _malloc_paused() if self.read_malloc else rss_bytes()
             self._old_after_full_step[k] = step
             self.old_after_full_n = k + 1
 
@@ -686,12 +600,13 @@ class StepProbe:
         steps), and the loop's span: from the first step's start to the last one's end."""
         k = self.old_after_full_n
         loop_cpu = {} if self.step_cpu or not self.loop_cpu_ns else {"loop_cpu_ns": int(self.loop_cpu_ns)}
+        after_full = {"step": self._old_after_full_step[:k].tolist(), "objects": self._old_after_full_size[:k].tolist()}
+        after_full["malloc_bytes" if self.read_malloc else "rss_bytes"] = self._old_after_full_bytes[:k].tolist()
         return {**loop_cpu, "gc_ns": int(self.between_ns), "gc_cpu_ns": int(self.between_cpu_ns),
                 "collections": list(self.between_gen),
                 "collected": int(self.between_collected), "explicit": list(self.between_explicit),
                 "examined": int(self._examined_total), "promoted": int(self._promoted_total),
-                "old_after_full": {"step": self._old_after_full_step[:k].tolist(),
-                                   "objects": self._old_after_full_size[:k].tolist()},
+                "old_after_full": after_full,
                 "explicit_sites": dict(self.explicit_sites),
                 "span_ns": int(self.last_t1 - self.first_t0) if self.steps else 0}
 
@@ -721,23 +636,32 @@ class StepProbe:
                 "examined": self._ev_examined[:k].tolist(), "dropped": self.events_dropped}
 
 
-def _deprecated_array(name: str) -> property:
+class _DeprecatedColumn:
     """`probe.<name>`: the column as a numpy array of the whole capacity, as before 0.3, with
-    a DeprecationWarning (a property per name: a `__getattr__` on the class would make every
-    method call in a step allocate a bound method, an object a collection could start on)."""
-    def read(self: StepProbe) -> np.ndarray:
+    a DeprecationWarning. A descriptor per name, one object each (a property and its closure
+    were three, 100 objects before the loop, each delaying its full collections:
+    benchmarks/schedule_footprint.py); a `__getattr__` on the class would instead make every
+    method call in a step allocate a bound method, an object a collection could start on."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, probe: StepProbe | None, owner: type | None = None):
+        if probe is None:
+            return self
         import warnings
 
+        name = self.name
         warnings.warn(f"StepProbe.{name} is deprecated and goes in gcbench 0.4: read probe.column({name!r}) "
                       "(a numpy array of the steps taken)", DeprecationWarning, stacklevel=2)
-        view = getattr(self, f"_{name}")
-        return self.column(name, len(view) // (GENERATIONS if name in GENERATION_COLUMNS else 1))
-
-    return property(read, doc=f"Deprecated: `probe.column({name!r})`.")
+        view = getattr(probe, f"_{name}")
+        return probe.column(name, len(view) // (GENERATIONS if name in GENERATION_COLUMNS else 1))
 
 
 for _name in sorted(DEPRECATED_ARRAYS):
-    setattr(StepProbe, _name, _deprecated_array(_name))
+    setattr(StepProbe, _name, _DeprecatedColumn(_name))
 
 
 def examined(generation: int, young: int, spare: list, oldest: list) -> int:
@@ -810,15 +734,34 @@ def malloc_in_use() -> int | None:
     its arenas and its mmapped blocks): what objects too large for Python's own allocator
     (bytes, arrays' data, buffers) hold, tracked by the collector or not; not the probe's
     columns (a memory map of their own), whose pages a resident set size counts as the
-    steps reach them. None where the C library has no `mallinfo2`. Its first call makes
-    objects (`_mallinfo2`): `gcbench.measure` makes it as it is made, before the loop, and
-    reads it at the first timed step and at the end."""
+    steps reach them. None where the C library has no `mallinfo2`, and in a process that
+    has not loaded `_ctypes`: loading it would add 220 objects to the heap whose schedule
+    is measured (numpy, jax and most libraries load it; a pure-Python loop's memory is then
+    read from its resident set, `analysing.rates.bytes_kept_per_1000`). Its first call
+    makes objects (`_mallinfo2`): `gcbench.measure` makes it as it is made, before the
+    loop, and reads it at the first timed step, after the listed full collections and at
+    the end."""
     if not _MALLINFO:
+        if "_ctypes" not in sys.modules:
+            return None
         _MALLINFO.append(_mallinfo2())
     if _MALLINFO[0] is None:
         return None
     info = _MALLINFO[0]()
     return int(info.uordblks + info.hblkhd)
+
+
+def _malloc_paused() -> int:
+    """`malloc_in_use` inside the loop: its reading is an object the collector tracks, made
+    and freed with the collector off, so that it can start no collection the loop would not
+    have had (its count is as it was after). 0 where there is no reading."""
+    was = _isenabled()
+    _disable()
+    try:
+        return malloc_in_use() or 0
+    finally:
+        if was:
+            _enable()
 
 
 _STATM = [0, None]  # [the process that opened it, its fd (None: there is no /proc/self/statm)]

@@ -146,10 +146,14 @@ class GcEvents(TypedDict):
 
 
 class OldAfterFull(TypedDict):
-    """The oldest generation at the end of the steps that held a listed full collection."""
+    """The oldest generation at the end of the steps that held a listed full collection, and
+    the memory in use there: the C allocator's bytes (where they were read as the timed
+    steps began), else the resident set's."""
 
     step: list[int]
     objects: list[Count]
+    malloc_bytes: NotRequired[list[Count]]
+    rss_bytes: NotRequired[list[Count]]
 
 
 class BetweenSteps(TypedDict):
