@@ -154,3 +154,22 @@ def test_the_arrays_of_before_0_3_are_read_with_a_deprecation_warning():
         assert probe.gc_collections.shape == (4, 3)
     with pytest.raises(AttributeError, match="no attribute 'wall'"):
         probe.wall  # noqa: B018
+
+
+def test_reading_the_allocator_inside_the_loop_leaves_the_young_count_and_the_collector_as_they_were():
+    """The allocator's reading is a tracked object (a ctypes structure): made and freed with
+    the collector off, it can start no collection, and the young count is as it was."""
+    import ctypes  # noqa: F401 - loaded, as numpy and jax load it: the allocator is read
+
+    from gcbench.measuring import probe as probe_module
+
+    assert probe_module.malloc_in_use() is not None
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            before = gc.get_count()[0]
+            assert probe_module._malloc_paused() > 0
+            assert gc.get_count()[0] == before
+            assert gc.isenabled() is enabled
+        finally:
+            gc.enable()

@@ -536,3 +536,47 @@ def test_the_timed_steps_take_over_after_a_warm_up_that_collected_fully(explain)
     with pytest.raises(gcbench.UsageError, match="a step outside"):
         with m.step():
             pass
+
+
+MEMORY_AFTER_FULL = textwrap.dedent("""
+    import gc, json, sys
+    if sys.argv[1] == "ctypes":
+        import ctypes  # as numpy and jax load it
+    import gcbench
+
+    kept = []
+    with gcbench.measure("memory") as m:
+        for i in range(120):
+            with m.step():
+                kept.append(bytes(4096))
+                if i in (10, 60):
+                    gc.collect()
+    loaded = "_ctypes" in sys.modules  # before the result, whose numpy loads it
+    doc = m.result()
+    print(json.dumps({"after": doc.between_steps["old_after_full"], "malloc_start": doc.memory.get("malloc_start"),
+                      "ctypes": loaded}))
+""")
+
+
+@pytest.mark.parametrize("loaded", ["ctypes", "pure"])
+def test_memory_is_read_where_full_collections_left_nothing_dead(loaded):
+    """At the end of the steps that held a listed full collection the probe reads the memory
+    in use as well as the oldest generation: the C allocator's bytes where the process has
+    loaded ctypes, else (a pure-Python loop, which gcbench does not make load it: 220
+    objects) the resident set's. 4 KiB kept a step between the two collections, 50 steps
+    apart: the allocator's reading sees them all."""
+    out = subprocess.run([sys.executable, "-c", MEMORY_AFTER_FULL, loaded], capture_output=True, text=True,
+                         check=True, timeout=120)
+    got = json.loads(out.stdout)
+    after = got["after"]
+    assert after["step"] == [10, 60]
+    assert got["ctypes"] == (loaded == "ctypes")
+    if loaded == "ctypes":
+        assert "rss_bytes" not in after
+        assert got["malloc_start"] is not None
+        grown = after["malloc_bytes"][1] - after["malloc_bytes"][0]
+        assert 50 * 4096 <= grown < 50 * 4096 + 64 * 1024, after
+    else:
+        assert "malloc_bytes" not in after
+        assert got["malloc_start"] is None
+        assert all(b > 0 for b in after["rss_bytes"])
