@@ -730,25 +730,25 @@ def beyond_load(t: Test) -> bool:
 
 
 def decide(t: Test, alpha: float) -> str:
+    """A test's verdict: not judged, ruled (a rule said it), the change, `same`, or
+    `inconclusive`; on a loaded machine, a change larger than load makes or none judged."""
     if t.not_judged:
         return NOT_JUDGED
     if t.ruled:
         return t.ruled
     lower, higher = VERDICTS[t.metric]
     up = t.effect is not None and (t.effect > 1 if t.ratio_metric else t.effect > 0)
-    if t.load_margin:  # a loaded machine: a change larger than load makes, or none judged
-        if t.p_adj is not None and t.p_adj <= alpha and beyond_load(t):
-            return higher if up else lower
-        return NOT_JUDGED
+    changed = higher if up else lower
+    significant = t.p_adj is not None and t.p_adj <= alpha
+    if t.load_margin:
+        return changed if significant and beyond_load(t) else NOT_JUDGED
     if t.exact:
-        return _decide_exact(t, higher if up else lower)
+        return _decide_exact(t, changed)
     if t.p is None:
         return "inconclusive"
-    if t.p_adj is not None and t.p_adj <= alpha and t.effect is not None and _beyond(t, t.effect):
-        return higher if up else lower
-    if _within(t, t.ci):
-        return "same"
-    return "inconclusive"
+    if significant and t.effect is not None and _beyond(t, t.effect):
+        return changed
+    return "same" if _within(t, t.ci) else "inconclusive"
 
 
 def _decide_exact(t: Test, changed: str) -> str:
@@ -926,21 +926,33 @@ def _rate_values(ok: list[ResultDoc]) -> _Rates:
     step, the full collections' period, and the steps between collections of generation 1."""
     promotions = [rates.promotions_per_step(d) for d in ok]
     retained = [rates.growth_per_step(d) for d in ok]
-    kept = [rates.bytes_kept(d) for d in ok]
-    every = bool(ok) and None not in kept
+    kept, span = _bytes_values(ok)
     work = [rates.examined_per_step(d) for d in ok]
-    older = []
-    for d in ok:
-        by_gen = summary.collections_by_generation(d)
-        n = results.step_count(d)
-        older.append(n / (by_gen[1] + by_gen[2]) if len(by_gen) == 3 and by_gen[1] else 1.0)
     return {"promotions": stats.all_known(promotions) if ok else None,
             "retained": stats.all_known(retained) if ok else None,
-            "bytes_kept": [x[0] / 1024 for x in kept if x is not None] if every else None,
-            "bytes_span": [x[1] for x in kept if x is not None] if every else None,
+            "bytes_kept": kept, "bytes_span": span,
             "gc_work": stats.all_known(work) if ok else None,
-            "periods": [rates.full_period(d) for d in ok], "older_interval": older,
+            "periods": [rates.full_period(d) for d in ok], "older_interval": [_older_interval(d) for d in ok],
             "any_collector_off": any(rates.collector_off(d) for d in ok)}
+
+
+def _bytes_values(ok: list[ResultDoc]) -> tuple[list[float] | None, list[int] | None]:
+    """KiB kept per 1,000 steps per repeat, and the steps between the two readings each
+    comes from (`rates.bytes_kept`); None where a repeat read none."""
+    kept, span = [], []
+    for d in ok:
+        reading = rates.bytes_kept(d)
+        if reading is None:
+            return None, None
+        kept.append(reading[0] / 1024)
+        span.append(reading[1])
+    return (kept, span) if ok else (None, None)
+
+
+def _older_interval(doc: ResultDoc) -> float:
+    """Steps per collection of generation 1 or 2 (1: none)."""
+    by_gen = summary.collections_by_generation(doc)
+    return results.step_count(doc) / (by_gen[1] + by_gen[2]) if len(by_gen) == 3 and by_gen[1] else 1.0
 
 
 def _explicit_values(ok: list[ResultDoc]) -> _Calls:
@@ -1434,6 +1446,15 @@ def _comparison_words(r: PairRow) -> str:
             (" (full collections exact: fixed schedules)" if f.exact and not f.phase and (f.a or f.b) else "") + extra)
 
 
+def _what_was_tested(c: Comparison) -> str:
+    """What was tested, and how: the metrics, the correction and the intervals' levels."""
+    named = ", ".join(NAMES[m] for m in SAID_ORDER if any(t.metric == m for r in c.rows for t in r.tests))
+    if not named:
+        return "nothing tested"
+    return (f"tests of the {named}: {c.tests} with a p-value, corrected together (Benjamini-Hochberg, false "
+            f"discovery rate {c.alpha:g}); intervals at {levels(c)} (false coverage rate {c.alpha:g})")
+
+
 def format_comparison(c: Comparison) -> str:
     """The comparison as a table, counts first: per cell, full collections and collections
     per 1,000 steps, the GC share, then the typical step (median) and the time a run takes
@@ -1444,10 +1465,6 @@ def format_comparison(c: Comparison) -> str:
             "median change (CI)", "mean ms A->B", "mean change (CI)"]
     body = [_comparison_row(r) for r in c.rows]
     verdicts = [_comparison_words(r) for r in c.rows]
-    named = ", ".join(NAMES[m] for m in SAID_ORDER if any(t.metric == m for r in c.rows for t in r.tests))
-    tested = (f"tests of the {named}: {c.tests} with a p-value, corrected together (Benjamini-Hochberg, false "
-              f"discovery rate {c.alpha:g}); intervals at {levels(c)} (false coverage rate {c.alpha:g})") \
-        if named else "nothing tested"
     # the table and its verdicts first (the command's answer), then what they rest on
     # too wide for the terminal: the A->B values go before the changes and their intervals
     lines = terminal.table(head, body, drop=(7, 5, 3, 2, 4),
@@ -1455,8 +1472,8 @@ def format_comparison(c: Comparison) -> str:
     if not body:
         lines.append("(no cell ran ok in both folders)")
     lines += [terminal.wrap(x) for x in machine_lines(c)]
-    lines.append(terminal.wrap(f"repeats are the unit; counts first (exact where schedules are fixed); {tested}; "
-                               f"minimum effect {100 * c.min_effect:g} %"))
+    lines.append(terminal.wrap("repeats are the unit; counts first (exact where schedules are fixed); "
+                               f"{_what_was_tested(c)}; minimum effect {100 * c.min_effect:g} %"))
     if body and any(t.metric == "median" and not t.not_judged for r in c.rows for t in r.tests):
         lines.append(terminal.wrap(format_detectable(c.detectable)))
     if c.refused:

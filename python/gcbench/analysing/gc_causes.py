@@ -62,12 +62,16 @@ def full_interval(py: PythonDiagnosis) -> FullInterval:
     thr2 = py.thresholds[2] if len(py.thresholds) > 2 else 10
     by_count = (thr2 + 1) / gen1_per_step if gen1_per_step else None
     by_promotion = (oldest / 4) / promoted if promoted else None
-    # every full collection the loop paid for, at its step, or before the step it preceded
-    full = sorted(c.step if c.step >= 0 else (c.before_step or 0) for c in paid if c.generation >= 2)
+    full = _full_steps(paid)
     observed = statistics.median(b - a for a, b in itertools.pairwise(full)) if len(full) > 1 else None
     # None: the rule never fires at this rate (no collection of generation 1, or nothing promoted)
     predicted = None if by_count is None or by_promotion is None else max(by_count, by_promotion)
     return FullInterval(promoted, gen1_per_step, oldest, thr2, by_count, by_promotion, predicted, observed, len(full))
+
+
+def _full_steps(paid: list[Collection]) -> list[int]:
+    """Every full collection the loop paid for, at its step, or before the step it preceded."""
+    return sorted(c.step if c.step >= 0 else (c.before_step or 0) for c in paid if c.generation >= 2)
 
 
 def _effect(docs: list[ResultDoc] | None, base: tuple, other: tuple, env: str | None = None,
@@ -303,41 +307,49 @@ def _full_advice(py: PythonDiagnosis, interval: FullInterval, paid: list[Collect
     at all while cyclic garbage waits in the oldest generation (an occasional collect)."""
     fulls = [c for c in paid if c.generation >= 2]  # between steps too
     if fulls:
-        freed = sum(c.collected for c in fulls)
-        starts = [c.objects_at_start[2] for c in fulls if c.objects_at_start[2] >= 0]
-        scanned = statistics.fmean(starts) if starts else 0
-        if freed / len(fulls) > max(0.01 * scanned, 100) or scanned < CHEAP_SCAN:
-            return []  # each frees garbage, or their scans are cheap (a frozen heap): nothing to prescribe
-        asked = [c for c in fulls if c.explicit]
-        state = py.collector_state
-        froze = state.calls.get("freeze") if state is not None else None
-        head = (f"The {len(fulls)} full collection{'s' * (len(fulls) > 1)} freed {freed:,} objects in all while "
-                f"scanning about {scanned:,.0f} each")
-        if 2 * len(asked) >= len(fulls):  # the loop's own gc.collect() calls: remove or thin them
-            return [Recommendation(kind="thin-collects",
-                     text=f"{head}; {len(asked)} of them were the loop's own gc.collect() calls, which free nothing "
-                     "here: remove them, or thin them (one every few hundred steps, where memory allows). Each "
-                     "costs a scan of every long-lived object; a freeze after the warm-up would only make that scan "
-                     "cheaper.",
-                     effect=_measured_beside(docs, base, env, tests))]
-        if froze is not None and froze.count:  # frozen already: what is scanned was made after the freeze
-            where = f" (gc.freeze() at {froze.first_at})" if froze.first_at else ""
-            return [Recommendation(kind="frozen-scan",
-                     text=f"{head}: the loop froze its heap{where}, and what these collections scan was made after "
-                     "it. Keep fewer of those objects alive (the lines above), or freeze once they are made.",
-                     effect=_measured_beside(docs, base, env, tests))]
-        return [Recommendation(kind="scanning",
-                 text=f"{head}: the cost is scanning long-lived objects, not garbage. gc.collect() then gc.freeze() "
-                 "after the warm-up moves them out of every later scan; measure it with policy='freeze' into a "
-                 "folder of its own and `gcbench compare` the two.",
-                 effect=_effect(docs, base, (base[0], base[1], "freeze"), env, tests) or
-                 _measured_beside(docs, base, env, tests))]
+        return _scanning_advice(py, fulls, docs, base, env, tests)
     if py.garbage.total and interval.full_collections == 0 and interval.gen1_per_step:
         return [Recommendation("no-full", "No full collection ran, yet the loop makes cyclic garbage that "
                  "survives young collections: it waits in the oldest generation, whose collection the "
                  "collector's rule keeps putting off, so memory grows. An occasional gc.collect() (policy "
                  "manual:K) frees it: compare peak memory with `gcbench compare`, not time alone.")]
     return []
+
+
+def _scanning_advice(py: PythonDiagnosis, fulls: list[Collection], docs, base: tuple, env,
+                     tests: bool) -> list[Recommendation]:
+    """Full collections (`fulls`, at least one) that free almost nothing: the loop's own
+    gc.collect() calls to thin, a heap frozen already, or a freeze to make; none where they
+    free garbage or scan little."""
+    freed = sum(c.collected for c in fulls)
+    starts = [c.objects_at_start[2] for c in fulls if c.objects_at_start[2] >= 0]
+    scanned = statistics.fmean(starts) if starts else 0
+    if freed / len(fulls) > max(0.01 * scanned, 100) or scanned < CHEAP_SCAN:
+        return []  # each frees garbage, or their scans are cheap (a frozen heap): nothing to prescribe
+    asked = [c for c in fulls if c.explicit]
+    state = py.collector_state
+    froze = state.calls.get("freeze") if state is not None else None
+    head = (f"The {len(fulls)} full collection{'s' * (len(fulls) > 1)} freed {freed:,} objects in all while "
+            f"scanning about {scanned:,.0f} each")
+    if 2 * len(asked) >= len(fulls):  # the loop's own gc.collect() calls: remove or thin them
+        return [Recommendation(kind="thin-collects",
+                 text=f"{head}; {len(asked)} of them were the loop's own gc.collect() calls, which free nothing "
+                 "here: remove them, or thin them (one every few hundred steps, where memory allows). Each "
+                 "costs a scan of every long-lived object; a freeze after the warm-up would only make that scan "
+                 "cheaper.",
+                 effect=_measured_beside(docs, base, env, tests))]
+    if froze is not None and froze.count:  # frozen already: what is scanned was made after the freeze
+        where = f" (gc.freeze() at {froze.first_at})" if froze.first_at else ""
+        return [Recommendation(kind="frozen-scan",
+                 text=f"{head}: the loop froze its heap{where}, and what these collections scan was made after "
+                 "it. Keep fewer of those objects alive (the lines above), or freeze once they are made.",
+                 effect=_measured_beside(docs, base, env, tests))]
+    return [Recommendation(kind="scanning",
+             text=f"{head}: the cost is scanning long-lived objects, not garbage. gc.collect() then gc.freeze() "
+             "after the warm-up moves them out of every later scan; measure it with policy='freeze' into a "
+             "folder of its own and `gcbench compare` the two.",
+             effect=_effect(docs, base, (base[0], base[1], "freeze"), env, tests) or
+             _measured_beside(docs, base, env, tests))]
 
 
 CHEAP_SCAN = 10_000  # a full collection scanning fewer objects than this costs little: no remedy for it
@@ -458,16 +470,8 @@ def load(folder) -> list[Explanation] | None:
         return None
     doc = files.check_header(files.read_json(path, "explain document"), str(path), FORMAT, "explain document",
                              SCHEMA_VERSION, versioned=False)
-    if not isinstance(doc.get("explanations"), list) \
-            or not all(isinstance(e, dict) and isinstance(e.get("label"), str) for e in doc.get("explanations", [])):
-        raise UsageError(f"{path}: not a gcbench explain document")
-    for n, e in enumerate(doc.get("explanations") or []):
-        if (bad := _negative(e)) is not None:
-            raise UsageError(f"{path}: explanation {n} ({printable(e.get('label'))}) holds a negative count at {bad}")
-    for e in doc.get("explanations", []):  # older files kept the counts by generation's name: {"0": 730, ...}
-        if isinstance(e.get("counts"), dict):
-            e["counts"] = [e["counts"].get(str(g), 0) for g in range(3)]
-    explanations: list[Explanation] = records.from_json(doc.get("explanations"), list[Explanation], str(path))
+    explanations: list[Explanation] = records.from_json(_checked_explanations(doc, path), list[Explanation],
+                                                        str(path))
     for n, e in enumerate(explanations):
         if e.julia is None and (e.python is None or e.full_interval is None):
             raise UsageError(f"{path}: explanation {n} ({printable(e.label)}) holds neither a Python diagnosis with "
@@ -476,6 +480,20 @@ def load(folder) -> list[Explanation] | None:
         if e.environment:
             e.label = e.label.removesuffix(f" [{e.environment}]")
     return list({_key(e): e for e in explanations}.values())
+
+
+def _checked_explanations(doc: dict, path) -> list[dict]:
+    """An explain document's explanations as JSON: each a labelled record with no negative
+    count, its counts a row per generation (older files kept them by generation's name)."""
+    found = doc.get("explanations")
+    if not isinstance(found, list) or not all(isinstance(e, dict) and isinstance(e.get("label"), str) for e in found):
+        raise UsageError(f"{path}: not a gcbench explain document")
+    for n, e in enumerate(found):
+        if (bad := _negative(e)) is not None:
+            raise UsageError(f"{path}: explanation {n} ({printable(e.get('label'))}) holds a negative count at {bad}")
+        if isinstance(e.get("counts"), dict):  # {"0": 730, ...}
+            e["counts"] = [e["counts"].get(str(g), 0) for g in range(3)]
+    return found
 
 
 def traced_sites(promoted: Census) -> dict[str, int]:

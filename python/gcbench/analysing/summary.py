@@ -424,7 +424,8 @@ def summarize(docs: list[ResultDoc], spike_factor: float = DEFAULT_SPIKE_FACTOR,
     used, flags = used_repeats(ok)
     walls = [np.asarray(d.wall_ns, np.float64) for d in used]
     s = CellStats(**_repeat_fields(ok, used, flags, walls), **_time_fields(used, walls),
-                  **_gc_fields(ok, used, walls, spike_factor), **_optional_fields(used, walls))
+                  **_gc_fields(ok, used, walls, spike_factor), **_context_fields(ok, used),
+                  **_optional_fields(used, walls))
     return CellSummary(key, docs, dataclasses.replace(s, warnings=warnings(s)))
 
 
@@ -468,7 +469,7 @@ def _time_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> dict:
 
 def _gc_fields(ok: list[ResultDoc], used: list[ResultDoc], walls: list[np.ndarray], spike_factor: float) -> dict:
     """The collector: its share, its collections (in steps and between them), the full
-    collections' schedule, spikes, warm-up, memory and load."""
+    collections' schedule and spikes."""
     gc_ns = sum(results.step_total(d, "gc_ns") for d in used)
     colls = [collections(d) for d in used]
     between = [between_steps(d) for d in used]
@@ -480,7 +481,6 @@ def _gc_fields(ok: list[ResultDoc], used: list[ResultDoc], walls: list[np.ndarra
     fulls = [full_collections(d) for d in ok]
     share = stats.arithmetic([gc_share(d) for d in used], bounds=(0.0, 1.0))
     spike_idx = [stats.spikes(w, spike_factor) for w in walls]
-    loaded = sum(1 for d in used if repeat_load(d))
     return {
         "gc_share": share.value,
         "gc_share_ci": share.ci,
@@ -496,6 +496,14 @@ def _gc_fields(ok: list[ResultDoc], used: list[ResultDoc], walls: list[np.ndarra
         "spikes_at_full": int(
             sum(int((full_collections(d)[i] > 0).sum()) for d, i in zip(used, spike_idx, strict=True))
         ),
+    }
+
+
+def _context_fields(ok: list[ResultDoc], used: list[ResultDoc]) -> dict:
+    """What the steps ran beside: the language, the warm-up, memory, the loop's own calls
+    to the collector, and the machine's load."""
+    loaded = sum(1 for d in used if repeat_load(d))
+    return {
         "language": "julia" if used[0].gc_full is not None else "python",
         "warmup": warmup_summary(used),
         "memory": memory_summary(used),
@@ -596,20 +604,8 @@ def memory_summary(docs: list[ResultDoc]) -> MemoryStats | None:
     the timed steps (geometric mean over repeats, with its interval), its growth per 1,000
     steps (least squares over the samples of each repeat; mean with its interval), and the
     growth of the objects the collector tracks per 1,000 steps."""
-    peaks, slopes, tracked = [], [], []
-    for d in docs:
-        m = results.part(d, "memory")
-        rss, at = m.get("rss_bytes") or [], m.get("rss_step") or []
-        if len(rss) >= 1 and max(rss) > 0:
-            peaks.append(max(rss) / 2**20)
-        # a growth is read over MIN_GROWTH_STEPS timed steps or more (a warm-up's tail is not a leak)
-        if len(rss) >= 3 and len(set(at)) >= 2 and results.step_count(d) >= MIN_GROWTH_STEPS:
-            slopes.append(
-                float(np.polyfit(np.asarray(at, np.float64), np.asarray(rss, np.float64) / 2**20, 1)[0]) * 1000
-            )
-        start, end = m.get("tracked_start"), m.get("tracked_end")
-        if start is not None and end is not None and results.step_count(d) >= MIN_GROWTH_STEPS:
-            tracked.append((end - start) * 1000 / results.step_count(d))
+    readings = [_memory_readings(d) for d in docs]
+    peaks, slopes, tracked = ([r[i] for r in readings if r[i] is not None] for i in range(3))
     if not peaks and not tracked:
         return None
     out: dict[str, Any] = {}  # MemoryStats' fields
@@ -623,6 +619,22 @@ def memory_summary(docs: list[ResultDoc]) -> MemoryStats | None:
         t = stats.arithmetic(tracked)
         out.update(tracked_growth_per_1000=t.value, tracked_growth_ci=t.ci, repeat_tracked_growth=t.per_repeat)
     return MemoryStats(**out) if out else None
+
+
+def _memory_readings(d: ResultDoc) -> tuple[float | None, float | None, float | None]:
+    """One repeat's peak resident set (MiB), its growth and the tracked objects' growth per
+    1,000 steps, each None where not recorded; a growth is read over MIN_GROWTH_STEPS timed
+    steps or more (a warm-up's tail is not a leak)."""
+    m = results.part(d, "memory")
+    rss, at = m.get("rss_bytes") or [], m.get("rss_step") or []
+    n = results.step_count(d)
+    peak = max(rss) / 2**20 if rss and max(rss) > 0 else None
+    slope = None
+    if len(rss) >= 3 and len(set(at)) >= 2 and n >= MIN_GROWTH_STEPS:
+        slope = float(np.polyfit(np.asarray(at, np.float64), np.asarray(rss, np.float64) / 2**20, 1)[0]) * 1000
+    start, end = m.get("tracked_start"), m.get("tracked_end")
+    tracked = (end - start) * 1000 / n if start is not None and end is not None and n >= MIN_GROWTH_STEPS else None
+    return peak, slope, tracked
 
 
 GROWTH_MIB = 1.0  # resident memory growing faster than this per 1,000 steps is a finding
@@ -657,14 +669,7 @@ def describe_user_loop(row: dict, per_generation: list[int] | None = None) -> st
         parts.append("collections by generation " + " / ".join(f"{n:,}" for n in per_generation))
     if row.get("promotions_per_step") is not None:
         parts.append(f"promotions {stats.fmt(row['promotions_per_step'])} a step")
-    if row.get("between_steps_collections") and any(row["between_steps_collections"]):
-        parts.append(f"{sum(row['between_steps_collections'])} collections between steps")
-    if row.get("collector"):
-        parts.append(describe_collector(records.from_json(row["collector"], CollectorState, "collector")))
-    if row.get("explicit_collections"):
-        sites = ", ".join(site_name(site) for site in list(row.get("explicit_sites") or {})[:2])
-        parts.append(f"{sum(row['explicit_collections'])} explicit ({row['explicit_collections'][-1]} full"
-                     + (f", at {sites}" if sites else "") + ")")
+    parts += _collector_parts(row)
     parts += [f"median step {stats.fmt(row['median_ms'])} ms", f"mean {stats.fmt(row['mean_ms'])} ms",
               f"GC {100 * row['gc_share']:.2f} %"]
     if row.get("peak_rss_mb") is not None:
@@ -676,6 +681,21 @@ def describe_user_loop(row: dict, per_generation: list[int] | None = None) -> st
     if row.get("warmup_gc_ms") is not None:
         parts.append(f"warm-up GC {stats.fmt(row['warmup_gc_ms'])} ms")
     return ", ".join(parts)
+
+
+def _collector_parts(row: dict) -> list[str]:
+    """What a user's loop did beside its steps (its `record`): collections between steps,
+    the collector turned off, on or frozen, and its own gc.collect() calls."""
+    parts = []
+    if row.get("between_steps_collections") and any(row["between_steps_collections"]):
+        parts.append(f"{sum(row['between_steps_collections'])} collections between steps")
+    if row.get("collector"):
+        parts.append(describe_collector(records.from_json(row["collector"], CollectorState, "collector")))
+    if row.get("explicit_collections"):
+        sites = ", ".join(site_name(site) for site in list(row.get("explicit_sites") or {})[:2])
+        parts.append(f"{sum(row['explicit_collections'])} explicit ({row['explicit_collections'][-1]} full"
+                     + (f", at {sites}" if sites else "") + ")")
+    return parts
 
 
 def warnings(s: CellStats) -> list[str]:

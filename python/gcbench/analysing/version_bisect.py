@@ -216,6 +216,20 @@ def table(docs: list[ResultDoc], package: str, cell: tuple[str, str, str], metri
     by_version = _by_version(docs, package, cell)
     order = [v for v in versions or [] if v in by_version]
     order += sorted((v for v in by_version if v not in order), key=venvs.version_key)
+    rows, tests = _rows_and_tests(order, by_version, metric)
+    comparison.conclude([t for _, t in tests], comparison.ALPHA)
+    for row, t in tests:
+        row.p_adj, row.exact = t.p_adj, t.exact
+        row.not_judged = t.not_judged or None  # never marked
+    missing = [v for v in versions or [] if v not in by_version]
+    return VersionTable(package, "/".join(cell), metric.name, metric.title, metric.unit, metric.floor, factor, rows,
+                        _first_change(rows, factor), missing, comparison.ALPHA)
+
+
+def _rows_and_tests(order: list[str], by_version: dict[str, list[ResultDoc]],
+                    metric: Metric) -> tuple[list[VersionRow], list[tuple[VersionRow, comparison.Test]]]:
+    """A row per version, in `order`, each with its change from the previous version that
+    has a value, and the test of each such change (a change too thinly repeated: none)."""
     rows: list[VersionRow] = []
     previous: tuple[VersionRow, list[ResultDoc]] | None = None
     tests = []
@@ -232,13 +246,7 @@ def table(docs: list[ResultDoc], package: str, cell: tuple[str, str, str], metri
             if t is not None:
                 tests.append((row, t))
         previous = row, used
-    comparison.conclude([t for _, t in tests], comparison.ALPHA)
-    for row, t in tests:
-        row.p_adj, row.exact = t.p_adj, t.exact
-        row.not_judged = t.not_judged or None  # never marked
-    missing = [v for v in versions or [] if v not in by_version]
-    return VersionTable(package, "/".join(cell), metric.name, metric.title, metric.unit, metric.floor, factor, rows,
-                        _first_change(rows, factor), missing, comparison.ALPHA)
+    return rows, tests
 
 
 def _by_version(docs: list[ResultDoc], package: str, cell: tuple[str, str, str]) -> dict[str, list[ResultDoc]]:

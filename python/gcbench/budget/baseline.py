@@ -54,8 +54,17 @@ def check_value(key: str, value, where: str) -> None:
             return  # a note of the user's (an owner, a date, a reason): kept, not a budget
         raise BudgetFileError(f"{where}: unknown budget {key!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
                               + f"; budgets are {', '.join(KEYS)}")
-    values = list(value) if key == "max_collections_per_1000" and isinstance(value, (list, tuple)) else [value]
-    if key == "max_collections_per_1000" and isinstance(value, (list, tuple)) and not 1 <= len(values) <= GENERATIONS:
+    _check_numbers(key, value, where)
+    if key == "max_gc_share" and value > 1:
+        raise BudgetFileError(f"{where}: max_gc_share is a fraction from 0 to 1, got {_shown(value)}")
+
+
+def _check_numbers(key: str, value, where: str) -> None:
+    """A budget's value: a number of at least 0; for the collections, one per generation too
+    (at most three; a generation left None is not budgeted)."""
+    per_generation = key == "max_collections_per_1000" and isinstance(value, (list, tuple))
+    values = list(value) if per_generation else [value]
+    if per_generation and not 1 <= len(values) <= GENERATIONS:
         raise BudgetFileError(f"{where}: {key} is one number or one per generation (at most {GENERATIONS}), "
                               f"got {len(values)} values")
     for v in values:
@@ -63,8 +72,6 @@ def check_value(key: str, value, where: str) -> None:
             continue  # a generation left unbudgeted
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
             raise BudgetFileError(f"{where}: {key} must be a number of at least 0, got {_shown(value)}")
-    if key == "max_gc_share" and value > 1:
-        raise BudgetFileError(f"{where}: max_gc_share is a fraction from 0 to 1, got {_shown(value)}")
 
 
 def _shown(value) -> str:

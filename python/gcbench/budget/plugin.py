@@ -548,16 +548,22 @@ class Budget:
             warnings.warn(GCBudgetWarning(message), stacklevel=3)
             return
         self._warn_changed(budgets)
+        self._check_budgets(budgets, lines)
+
+    def _check_budgets(self, budgets: dict, lines: dict) -> None:
+        """Fail the test where the measured figures exceed its budgets, naming each; with
+        sites "on failure", kept for the rerun that finds where they come from."""
         over = {k: line for k, v in budgets.items() if (line := self._over(k, v, lines))}
-        if over:
-            head, tail = self._message(list(over.values()))
-            where = self._where_lines(list(over))
-            failure = pytest.fail.Exception("\n".join([*head, *where, *tail]), pytrace=False)
-            if self.sites_mode == "on failure":  # pytest_runtest_call reruns the body for the sites
-                measured = {k: self._figures().count(k) for k in over}
-                self.request.node.stash[_FAILED] = _Failure(failure, self.index, list(over), head, where, tail,
-                                                            measured)
-            raise failure
+        if not over:
+            return
+        head, tail = self._message(list(over.values()))
+        where = self._where_lines(list(over))
+        failure = pytest.fail.Exception("\n".join([*head, *where, *tail]), pytrace=False)
+        if self.sites_mode == "on failure":  # pytest_runtest_call reruns the body for the sites
+            measured = {k: self._figures().count(k) for k in over}
+            self.request.node.stash[_FAILED] = _Failure(failure, self.index, list(over), head, where, tail,
+                                                        measured)
+        raise failure
 
     def _save_report(self, folder: pathlib.Path) -> None:
         """--gc-budget-report: the budget's result and explanation; a folder that cannot take

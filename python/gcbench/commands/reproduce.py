@@ -33,9 +33,8 @@ def register(sub) -> None:
     p.set_defaults(main=main, rebuild_envs=False)
 
 
-def main(args) -> int:
-    from ..flows import reproduction
-
+def _checked_cases(args) -> list[str]:
+    """The cases to reproduce, and the options checked: a mistake is one line."""
     only = config.split_list(args.only, "--only") if args.only is not None else list(seed_cases.CASES)
     for name in ("steps", "repeats", "batch_size"):  # 0 never means "the default"
         value = getattr(args, name)
@@ -50,6 +49,13 @@ def main(args) -> int:
                          f"{', '.join(seed_cases.CASES)}")
     if args.resume and args.force:
         raise UsageError("--resume and --force exclude each other: keep what is there, or replace it")
+    return only
+
+
+def main(args) -> int:
+    from ..flows import reproduction
+
+    only = _checked_cases(args)
     out_fn = _common.Output(args.json)
     opts = ReproduceOptions(_common.run_options(args), steps=args.steps, repeats=args.repeats,
                             batch_size=args.batch_size, timeout=args.timeout)

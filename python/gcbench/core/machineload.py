@@ -123,10 +123,7 @@ def between(start: tuple | None, end: tuple | None, cores: int | None, least: fl
     own = end[3] - start[3]
     busy = (end[1] - start[1]) / _TICK
     stolen = (end[2] - start[2]) / _TICK
-    family = 0.0
-    if len(start) > 5 and start[5] is not None and end[5] is not None:
-        # a sibling that began in the window spent all its CPU in it; one that ended in it is lost
-        family = sum(cpu - start[5].get(pid, 0.0) for pid, cpu in end[5].items() if cpu >= start[5].get(pid, 0.0))
+    family = _family_cpu(start, end)
     out = {"load_seconds": round(seconds, 3),
            "others_cores": round(max(0.0, busy - own - family) / seconds, 3),
            "steal": round(min(1.0, max(0.0, stolen / seconds / cores)), 4),
@@ -143,6 +140,14 @@ def between(start: tuple | None, end: tuple | None, cores: int | None, least: fl
         out["others_cores"] = float(cores)
         out["load_doubt"] = f"{' and '.join(doubt)} went back over the repeat: the load cannot be read"
     return out
+
+
+def _family_cpu(start: tuple, end: tuple) -> float:
+    """The CPU seconds gcbench's own other processes spent between two snapshots: a sibling
+    that began in the window spent all its CPU in it; one that ended in it is lost."""
+    if len(start) <= 5 or start[5] is None or end[5] is None:
+        return 0.0
+    return sum(cpu - start[5].get(pid, 0.0) for pid, cpu in end[5].items() if cpu >= start[5].get(pid, 0.0))
 
 
 def load_reason(state: Mapping[str, Any], cores: int | None) -> str | None:

@@ -456,8 +456,13 @@ def fmt_bytes(b: float) -> str:
 
 
 def format_tables(doc: MemoryDoc) -> str:
-    lines = []
-    gathers = doc.gathers()
+    """The gather table (the forward and gradient programs' bytes) and the training steps'
+    programs, as `gcbench memory` prints them."""
+    return "\n".join(_gather_lines(doc.gathers()) + _step_lines(doc.steps()))
+
+
+def _gather_lines(gathers: list[GatherCase]) -> list[str]:
+    lines: list[str] = []
     if gathers:
         other = next((r.accelerator.platform for r in gathers if r.accelerator), None)
         head = (f"{'size':<8} {'idx':<6} {'formulation':<15} {'forward':>11} {'grad args':>11} {'grad out':>11} "
@@ -478,7 +483,11 @@ def format_tables(doc: MemoryDoc) -> str:
         lines.append("floor: the gradient's arguments plus its output; /floor is the gradient's total over it")
         errors = sorted({r.accelerator.error for r in gathers if r.accelerator and r.accelerator.error})
         lines += [f"{other}: {e}" for e in errors]
-    steps = doc.steps()
+    return lines
+
+
+def _step_lines(steps: list[StepCase]) -> list[str]:
+    lines: list[str] = []
     if steps:
         head = f"{'workload':<8} {'backend':<18} {'program':<15} {'args':>12} {'out':>12} {'temp':>12} {'total':>12}"
         lines += ["", "training step programs (one network; jax-vmap: all networks)", head, "-" * len(head)]
@@ -491,7 +500,7 @@ def format_tables(doc: MemoryDoc) -> str:
                 f"{fmt_bytes(c.output_bytes or 0):>12} {fmt_bytes(c.temp_bytes or 0):>12} "
                 f"{fmt_bytes(c.total_bytes):>12}"
             )
-    return "\n".join(lines)
+    return lines
 
 
 def _measured(run: GatherRun | None) -> str:

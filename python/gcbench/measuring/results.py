@@ -502,16 +502,21 @@ def _check_consistent(doc, where: str, arrays: dict[str, np.ndarray]) -> None:
     steps = spec.get("steps")
     if isinstance(steps, int) and not isinstance(steps, bool) and steps != n:
         raise UsageError(f"{where}: cell_spec.steps is {steps:,}, but the result holds {n:,} steps")
-    warm = doc.get("warmup") or {}
+    _check_warmup(doc.get("warmup") or {}, where)
+
+
+def _check_warmup(warm: dict, where: str) -> None:
+    """The warm-up's per-step arrays: as long as each other, each as a timed one is."""
     arrays = {k: v for k, v in warm.items() if k in STEP_ARRAYS + OPTIONAL_STEP_ARRAYS}
-    if arrays:
-        lengths = {k: len(v) if isinstance(v, list) else -1 for k, v in arrays.items()}
-        if min(lengths.values()) < 0 or len(set(lengths.values())) > 1:
-            raise UsageError(f"{where}: the warm-up's per-step arrays differ in length ("
-                             + ", ".join(f"{k} {v}" for k, v in lengths.items()) + ")")
-        for k, v in arrays.items():
-            if v:
-                _check_array(f"{where} (warm-up)", k, v, None)
+    if not arrays:
+        return
+    lengths = {k: len(v) if isinstance(v, list) else -1 for k, v in arrays.items()}
+    if min(lengths.values()) < 0 or len(set(lengths.values())) > 1:
+        raise UsageError(f"{where}: the warm-up's per-step arrays differ in length ("
+                         + ", ".join(f"{k} {v}" for k, v in lengths.items()) + ")")
+    for k, v in arrays.items():
+        if v:
+            _check_array(f"{where} (warm-up)", k, v, None)
 
 
 def _check_values(where: str, key: str, values: np.ndarray) -> None:

@@ -84,23 +84,30 @@ def _marker(out_dir: pathlib.Path) -> dict:
         return {}
     marker = out_dir / MARKER
     if marker.is_file():
-        doc = files.read_json(marker, "report folder marker")
-        if not (isinstance(doc, dict) and doc.get("format") == MARKER_FORMAT
-                and isinstance(doc.get("files"), (list, dict))):
-            raise UsageError(f"{marker}: not a gcbench report marker")
-        listed = doc["files"]
-        bad = [f for f in listed if not (isinstance(f, str) and _OWN_NAME.match(f))]
-        if bad:
-            raise UsageError(f"{marker}: lists {str(bad[0])[:80]!r}, not a file gcbench writes into a report folder")
-        # A file is ours to replace or remove only while its content is what we wrote (an older
-        # marker, names only, proves nothing: its files count as someone else's).
-        owned = {f for f, rec in listed.items() if _still_ours(out_dir / f, rec)} if isinstance(listed, dict) else set()
-        return {"files": owned, "title": doc.get("title") if isinstance(doc.get("title"), str) else None,
-                "legacy": isinstance(listed, list)}
+        return _read_marker(marker, out_dir)
     if any(p.name != files.LOCK_NAME and not _stale_staging(p) for p in out_dir.iterdir()):
         raise UsageError(f"report folder {out_dir} holds files gcbench did not write; give --out an empty "
                          "or new folder")
     return {}
+
+
+def _read_marker(marker: pathlib.Path, out_dir: pathlib.Path) -> dict:
+    """The marker's files still as gcbench wrote them, its title, and whether it is an older
+    one (names only); a `UsageError` for a marker that is not one, or lists a file gcbench
+    never writes."""
+    doc = files.read_json(marker, "report folder marker")
+    if not (isinstance(doc, dict) and doc.get("format") == MARKER_FORMAT
+            and isinstance(doc.get("files"), (list, dict))):
+        raise UsageError(f"{marker}: not a gcbench report marker")
+    listed = doc["files"]
+    bad = [f for f in listed if not (isinstance(f, str) and _OWN_NAME.match(f))]
+    if bad:
+        raise UsageError(f"{marker}: lists {str(bad[0])[:80]!r}, not a file gcbench writes into a report folder")
+    # A file is ours to replace or remove only while its content is what we wrote (an older
+    # marker, names only, proves nothing: its files count as someone else's).
+    owned = {f for f, rec in listed.items() if _still_ours(out_dir / f, rec)} if isinstance(listed, dict) else set()
+    return {"files": owned, "title": doc.get("title") if isinstance(doc.get("title"), str) else None,
+            "legacy": isinstance(listed, list)}
 
 
 def _header(docs: list[ResultDoc], plan: Plan) -> list:
