@@ -98,15 +98,14 @@ def _pair(docs: list[ResultDoc], base: tuple, other: tuple, env: str | None) -> 
     from . import summary
 
     cells = summary.cells(docs)
-    node = next((k[4] for k in cells if k[:4] == (*base, env or "") and (*other, env or "", k[4]) in cells), "")
-    a, b = cells.get((*base, env or "", node)), cells.get((*other, env or "", node))
+    env = env or ""
+    node = next((k[4] for k in cells if k[:4] == (*base, env) and (*other, env, k[4]) in cells), "")
+    a, b = cells.get((*base, env, node)), cells.get((*other, env, node))
     if b is None and base[0] == "user":  # a user's loop: the remedy measured as a variant of that name
         b = next((ds for k, ds in cells.items() if k[:2] == base[:2] and k[3] == other[2]), None)
         if b is not None:
             other = (*other[:2], f"{base[2]} [{other[2]}]")
-    if a is None or b is None or not results.ok(a) or not results.ok(b):
-        return None
-    return a, b, other
+    return (a, b, other) if a and b and results.ok(a) and results.ok(b) else None
 
 
 def _figures(va: RepeatValues, vb: RepeatValues, base: tuple, other: tuple) -> str:
@@ -360,27 +359,29 @@ def _measured_beside(docs, base: tuple, env, tests: bool) -> str | None:
     ranked by the time a run takes, each with its measured change; None where nothing did."""
     if not docs:
         return None
-    from . import comparison, summary
+    from . import summary
 
     cells = summary.cells(docs)
     mine = cells.get((*base, env or "", ""))
     if not mine or not results.ok(mine):
         return None
-    # the same loop under another policy, or as another version of its code (a variant)
-    others = [k for k in cells if k[:2] == base[:2] and k[:4] != (*base, env or "") and results.ok(cells[k])]
-    ranked = []
-    for k in others:
-        v = comparison.repeat_values(cells[k])
-        if v.means:
-            ranked.append((float(np.exp(np.mean(np.log(v.means)))), k))
-    ranked.sort()
     words = []
-    for _, k in ranked:
+    for k in _beside(cells, base, env or ""):
         other = (k[0], k[1], k[3]) if k[3] and k[3] != (env or "") else (k[0], k[1], k[2])
         effect = _effect(docs, base, other, env, tests)
         if effect:
             words.append(effect)
     return "; ".join(words) or None
+
+
+def _beside(cells: dict, base: tuple, env: str) -> list[tuple]:
+    """The cells of the same loop under another policy, or as another version of its code
+    (a variant), that ran ok: fastest run first."""
+    from . import comparison
+
+    others = [k for k in cells if k[:2] == base[:2] and k[:4] != (*base, env) and results.ok(cells[k])]
+    means = {k: comparison.repeat_values(cells[k]).means for k in others}
+    return sorted((k for k in others if means[k]), key=lambda k: (float(np.exp(np.mean(np.log(means[k])))), k))
 
 
 def of_user_loop(diagnosis: dict, cell, variant: str | None, user_file: str,

@@ -243,8 +243,7 @@ def event_summary(walls: list[np.ndarray], events: list[np.ndarray]) -> EventSum
         if len(after):
             afters.append(float(np.median(after)))
     extra = arithmetic(extras) if extras else None
-    ratio = geometric(ratios) if ratios and min(ratios) > 0 else None
-    after_ratio = geometric(afters) if afters and min(afters) > 0 else None
+    ratio, after_ratio = (_positive_geometric(x) for x in (ratios, afters))
     return EventSummary(
         sched, sched.total, sched.total_steps, per_1000(sched),
         extra_ns=extra.value if extra else None,
@@ -257,6 +256,12 @@ def event_summary(walls: list[np.ndarray], events: list[np.ndarray]) -> EventSum
         every=every(sched),
         cost_share=cost / total_wall if total_wall else 0.0,
     )
+
+
+def _positive_geometric(ratios: list[float]) -> Estimate | None:
+    """The geometric mean of ratios (with its interval); None where there are none, or a
+    ratio is not above 0."""
+    return geometric(ratios) if ratios and min(ratios) > 0 else None
 
 
 # -- stability of one repeat ----------------------------------------------------------------------

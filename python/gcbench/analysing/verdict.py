@@ -201,21 +201,29 @@ def sentences(cells: list[summary.CellSummary]) -> list[str]:
     off = [f"In {cs.label} {summary.describe_collector(c)}." for cs in ok if (c := cs.measured.collector)][:3]
     if share(s, cpu) < NEGLIGIBLE_SHARE and not s.full.count and not between:
         return out + off + _negligible(ok, worst, cpu)
-    # one cell (a user's loop, a single cell run) pays nothing "most": its counts are the answer
-    out.append(f"{worst.label} pays the collector most. It makes {_counts(worst)}." if len(ok) > 1 else
-               f"{worst.label} makes {_counts(worst)}.")
-    times = ("" if s.loaded else
-             f"; its mean step is {stats.fmt(s.mean_ms)} ms against a median of {stats.fmt(s.median_ms)} ms")
-    out.append(f"It spends {_share(s, cpu)} {_of_time(cpu)} in the collector{times}{_full_cost(worst)}.")
-    grows = summary.memory_growth(s)
-    if grows:
-        out.append(f"{grows[0].upper()}{grows[1:]}.")
+    out += _who_pays(worst, len(ok), cpu)
     out += off
     fix = _mitigation(worst, ok, cpu) or _cheapest_backend(worst, ok, cpu)
     if fix:
         out.append(fix)
     if len(ok) > 1:
         out.append(_cells_with_full(ok))
+    return out
+
+
+def _who_pays(worst: summary.CellSummary, cells: int, cpu: bool) -> list[str]:
+    """The cell that pays the collector most, among `cells`: its counts, its share and its
+    times, and its memory where it grows. (One cell, a user's loop or a single cell run,
+    pays nothing "most": its counts are the answer.)"""
+    s = worst.measured
+    out = [f"{worst.label} pays the collector most. It makes {_counts(worst)}." if cells > 1 else
+           f"{worst.label} makes {_counts(worst)}."]
+    times = ("" if s.loaded else
+             f"; its mean step is {stats.fmt(s.mean_ms)} ms against a median of {stats.fmt(s.median_ms)} ms")
+    out.append(f"It spends {_share(s, cpu)} {_of_time(cpu)} in the collector{times}{_full_cost(worst)}.")
+    grows = summary.memory_growth(s)
+    if grows:
+        out.append(f"{grows[0].upper()}{grows[1:]}.")
     return out
 
 

@@ -80,6 +80,16 @@ def main(args) -> int:
     outcome = pipeline.run_suite(suite, _common.run_options(args), out, lambda o: _outcome.present(o, out))
     docs, out_dir, code = outcome.docs, outcome.folder, outcome.code
     paths = pipeline.write_report(out_dir, None, 3.0, out_fn=out) if docs is not None and args.report else None
+    _say_next(out, docs, out_dir, paths, args.detach)
+    if args.json:
+        _common.print_json({"results": str(out_dir), "exit_code": code, "detached": bool(docs is None and args.detach),
+                            "cells": _common.summary_json(docs) if docs is not None else None,
+                            "report": _common.report_json(paths) if paths else None})
+    return code
+
+
+def _say_next(out, docs, out_dir, paths, detach: bool) -> None:
+    """What to run next: the report and compare after results, status after a detached run."""
     if docs is not None and results.ok(docs):
         from .compare import GATE
 
@@ -87,13 +97,8 @@ def main(args) -> int:
         out(f"next: {'' if paths else f'gcbench report {folder} (plots and a page to publish); '}"
             f"gcbench compare {folder} OTHER (verdicts against another run; in CI, --fail-on "
             f"{','.join(GATE)}: the counts a starting heap and load do not move)")
-    if docs is None and args.detach:
+    if docs is None and detach:
         out(f"next: gcbench status {shlex.quote(str(out_dir))}")
-    if args.json:
-        _common.print_json({"results": str(out_dir), "exit_code": code, "detached": bool(docs is None and args.detach),
-                            "cells": _common.summary_json(docs) if docs is not None else None,
-                            "report": _common.report_json(paths) if paths else None})
-    return code
 
 
 def _script_main(args) -> int:

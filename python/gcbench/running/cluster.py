@@ -250,20 +250,17 @@ def submit(cells: list, spec: JobSpec, options: SlurmOptions, name: str, log,
     folder = (pathlib.Path(spec.out_dir) / JOBS_DIR).absolute()
     made = _jobs_folder(folder)
     executor = _executor(kind, folder)
-    jobs, arrays = [], []
+    jobs: list = []  # submitit's jobs
+    arrays: list[JobArray] = []
     local = kind == "submitit-local"
     if local:  # its jobs are this process's children: their workers leave them out of their load readings
         os.environ.setdefault(machineload.ROOT_ENV, str(os.getpid()))
     groups = [[c for r in rounds(cells) for c in r]] if local else rounds(cells)
+    per_array = min(options.parallelism, local_at_once or len(cells)) if local else options.parallelism
     try:
         for n, round_cells in enumerate(groups, 1):
-            executor.update_parameters(**options.parameters(f"gcbench-{name}-r{n}"))
-            shares = chunks(round_cells, min(options.parallelism, local_at_once or len(cells)) if local
-                            else options.parallelism)
-            with _quiet_children() if local else contextlib.nullcontext():
-                array = executor.map_array(functools.partial(run_job, spec), shares)
-            jobs += array
-            arrays.append(JobArray([j.job_id for j in array], [[c.id for c in s] for s in shares], n))
+            _submit_round(executor, spec, options, f"gcbench-{name}-r{n}", chunks(round_cells, per_array), local,
+                          jobs, arrays, n)
     except BaseException as e:
         cancel(jobs, log)
         if made and not jobs:  # nothing went out: leave no trace
@@ -280,6 +277,17 @@ def submit(cells: list, spec: JobSpec, options: SlurmOptions, name: str, log,
     log(f"gcbench: submitted {counted(len(jobs), 'job')} in {counted(len(arrays), 'array')} "
         f"({kind}: {options.describe()}); job ids {', '.join(ids)}")
     return Submitted(record, jobs)
+
+
+def _submit_round(executor, spec: JobSpec, options: SlurmOptions, job_name: str, shares: list, local: bool,
+                  jobs: list, arrays: list[JobArray], n: int) -> None:
+    """One job array: a job per share of the round's cells; its jobs join `jobs` as they are
+    submitted (cancelled, all of them, if a later round fails), its record `arrays`."""
+    executor.update_parameters(**options.parameters(job_name))
+    with _quiet_children() if local else contextlib.nullcontext():
+        array = executor.map_array(functools.partial(run_job, spec), shares)
+    jobs += array
+    arrays.append(JobArray([j.job_id for j in array], [[c.id for c in s] for s in shares], n))
 
 
 def cancel(jobs: list, log) -> None:

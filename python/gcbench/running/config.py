@@ -103,15 +103,19 @@ class Suite:
 
         self.envs = [spec.text for spec in parse_all(self.envs)]
         self.slurm_options()  # a bad [slurm] table is refused when the suite is read
+        self._check_lists()
+        tables = self.also if isinstance(self.also, list) else [None]  # not a list: refused by _also
+        self.also = [self._also(i, table) for i, table in enumerate(tables)]
+        return self
+
+    def _check_lists(self) -> None:
+        """Backends, workloads and policies: each named, none twice."""
         for field in ("backends", "workloads", "gc"):
             values = getattr(self, field)
             if not values:
                 raise UsageError(f"the suite names no {field}")
             if len(set(values)) != len(values):
                 raise UsageError(f"{field} lists a name twice: {', '.join(values)}")
-        tables = self.also if isinstance(self.also, list) else [None]  # not a list: refused by _also
-        self.also = [self._also(i, table) for i, table in enumerate(tables)]
-        return self
 
     def _check_numbers(self) -> None:
         """Steps, repeats, warm-up, timeout and the rest: integers (or seconds) in range."""

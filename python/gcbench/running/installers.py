@@ -153,21 +153,25 @@ def pip_reason(output: str) -> str:
     errors = [line.removeprefix("ERROR: ").strip() for line in lines if line.startswith("ERROR:")]
     offline = any(s in output for s in ("NewConnectionError", "Network is unreachable", "Temporary failure in name",
                                         "Failed to establish a new connection", "ProxyError"))
-    reason = None
-    for wanted in ("No matching distribution found for", "Cannot install", "Could not find a version",
-                   "ResolutionImpossible", "Failed to build", "Could not build wheels", "Invalid requirement"):
-        reason = next((e for e in errors if e.startswith(wanted)), None)
-        if reason:
-            break
-    if reason is None and errors:
-        reason = errors[0]
-    if reason is None:
-        reason = lines[-1] if lines else "pip failed without a message"
+    reason = _pip_error(errors) or (lines[-1] if lines else "pip failed without a message")
     if reason.startswith("Cannot install") and "because these package versions have conflicting" in reason:
         reason = reason.split(" because ")[0] + ": conflicting dependencies"
     if offline and "network" not in reason.lower():
         reason += " (no network: the package index could not be reached)"
     return reason
+
+
+_PIP_REASONS = ("No matching distribution found for", "Cannot install", "Could not find a version",
+                "ResolutionImpossible", "Failed to build", "Could not build wheels", "Invalid requirement")
+
+
+def _pip_error(errors: list[str]) -> str | None:
+    """The `ERROR:` line that says why, by the kinds that do in that order; else the first."""
+    for wanted in _PIP_REASONS:
+        reason = next((e for e in errors if e.startswith(wanted)), None)
+        if reason:
+            return reason
+    return errors[0] if errors else None
 
 
 def uv_reason(output: str) -> str:

@@ -53,10 +53,6 @@ def section(docs: list[ResultDoc]) -> list:
         return []
     diff = differing(envs)
     key = [p for p in KEY_PACKAGES if p in diff]
-    others = [p for p in diff if p not in key and p not in ("pip", "setuptools", "wheel")]
-    same = sorted({p for p in KEY_PACKAGES if p not in diff and any(p in i.packages for i in envs.values())})
-    versions = next(iter(envs.values())).packages
-    pythons = {info.python for info in envs.values()}
     blocks = [Heading("Environments"),
               Para("Each environment is a virtual environment gcbench built from an interpreter and pinned "
                    "packages; its cells carry its name in brackets. Columns show the interpreter and the "
@@ -64,15 +60,26 @@ def section(docs: list[ResultDoc]) -> list:
               Table(["environment", "Python", *key],
                     [[escape(name), escape(info.python or "?")] +
                      [escape(info.packages.get(p, "-")) for p in key] for name, info in envs.items()])]
+    notes = _environment_notes(envs, diff, key)
+    if notes:
+        blocks.append(Bullets(notes))
+    return blocks
+
+
+def _environment_notes(envs: dict, diff: list[str], key: list[str]) -> list[str]:
+    """Under the environments' table: the key packages (and the interpreter) the same in
+    every environment, and how many other packages differ."""
+    others = [p for p in diff if p not in key and p not in ("pip", "setuptools", "wheel")]
+    same = sorted({p for p in KEY_PACKAGES if p not in diff and any(p in i.packages for i in envs.values())})
+    versions = next(iter(envs.values())).packages
+    pythons = {info.python for info in envs.values()}
     notes = []
     if same:
         notes.append("The same in every environment: " + ", ".join(f"{p} {escape(versions[p])}" for p in same) +
                      (f"; Python {escape(next(iter(pythons)))}" if len(pythons) == 1 else "") + ".")
     if others:
         notes.append(f"{len(others)} other packages differ too: {escape(', '.join(others))}.")
-    if notes:
-        blocks.append(Bullets(notes))
-    return blocks
+    return notes
 
 
 def bisect_section(tab: VersionTable, out_dir: pathlib.Path) -> list:
@@ -147,11 +154,16 @@ def gitbisect_section(tab: CommitTable, culprit: Culprit | None, out_dir: pathli
                     "Commits in history order, oldest first; only the tested ones carry a value (dots: repeats; "
                     "line: the cell's value). " + likeness)]
     if culprit and tab.first_bad:  # a culprit recorded without a first bad commit has nothing to name
-        blocks += [Heading(f"{_first(tab)}, {escape(tab.first_bad[:9])}", 3),
-                   Para(escape(culprit.message.splitlines()[0] if culprit.message else "")),
-                   Bullets([*[escape(line) for line in culprit.message.splitlines()[1:] if line.strip()][:12],
-                            "files changed: " + ", ".join(code(f) for f in culprit.files[:30])])]
+        blocks += _culprit_blocks(tab, tab.first_bad, culprit)
     return blocks
+
+
+def _culprit_blocks(tab: CommitTable, first: str, culprit: Culprit) -> list:
+    """The first commit found: its message, and the files it changed."""
+    lines = culprit.message.splitlines() if culprit.message else []
+    return [Heading(f"{_first(tab)}, {escape(first[:9])}", 3), Para(escape(lines[0] if lines else "")),
+            Bullets([*[escape(line) for line in lines[1:] if line.strip()][:12],
+                     "files changed: " + ", ".join(code(f) for f in culprit.files[:30])])]
 
 
 def _first(tab: CommitTable) -> str:

@@ -129,7 +129,7 @@ def tests_table(cells: list[summary.CellSummary], min_effect: float = comparison
     no test of any row found a change (each undecided, the same or not judged), one line
     says so instead of a table of "cannot tell" (12 rows of them read as 12 findings)."""
     family = claims.workload_claims(cells, min_effect, alpha) if family is None else family
-    pairs = list({(id(ctx[0]), id(ctx[1])): (ctx[0], ctx[1]) for kind, _, ctx in family if kind != "ranking"}.values())
+    pairs = _policy_pairs(family)
     if not pairs:
         return None
     tests = [[claims.policy_test(family, k, base, other) for k in POLICY_TESTS] for base, other in pairs]
@@ -309,45 +309,56 @@ def policy_answer(families: dict[str, list]) -> str | None:
     Findings show (`families`: workload -> analysing.claims.workload_claims)."""
     parts = []
     for workload, family in families.items():
-        pairs = list({(id(ctx[0]), id(ctx[1])): (ctx[0], ctx[1]) for kind, _, ctx in family
-                      if kind != "ranking"}.values())
+        pairs = _policy_pairs(family)
         for policy in dict.fromkeys(other.key[2] for _, other in pairs):
             mine = [(b, o) for b, o in pairs if o.key[2] == policy]
-
-            def who(cs):
-                env = summary.context(cs.key)
-                return code(cs.key[0]) + (f" [{escape(env)}]" if env else "")
-
-            counts = ", ".join(f"{who(o)} {summary.full_per_repeat(b)} -> {summary.full_per_repeat(o)}"
-                               for b, o in mine
-                               if b.measured.full.rate.value or o.measured.full.rate.value)
-            none = [who(o) for b, o in mine
-                    if not (b.measured.full.rate.value or o.measured.full.rate.value)]
-
-            def grouped(kind: str, words: dict[str, str], effect, mine=mine, family=family) -> str:
-                groups: dict[str, list[str]] = {}
-                for b, o in mine:
-                    t = claims.policy_test(family, kind, b, o)
-                    if t is None:
-                        continue
-                    key = "not judged (loaded machine)" if t.verdict == comparison.NOT_JUDGED else \
-                        words.get(t.verdict, "cannot tell" if t.verdict == "inconclusive" else t.verdict)
-                    groups.setdefault(key, []).append(f"{who(o)} {effect(t)}")
-                return "; ".join(f"{k}: {', '.join(v)}" for k, v in groups.items())
-
-            def points(t: comparison.Test) -> str:
-                if t.effect is None:
-                    return ""
-                return f"{100 * t.effect:+.1f} points of {'CPU' if t.note.startswith('in CPU time') else 'wall'} time"
-            share = grouped("policy_share", {}, points)
-            runs = grouped("policy_mean", {"faster": "shorter", "slower": "longer", "same": "about the same"}, _ratio)
-            parts.append(f"`{escape(policy)}` on {escape(workload)}: full collections per repeat against `default` "
-                         + (counts if counts else "none either way")
-                         + (f" ({', '.join(none)} made none either way)" if counts and none else "")
-                         + (f"; the GC share: {share}" if share else "")
-                         + (f"; the time a run takes (mean step, {policy} over default): {runs}" if runs else "")
-                         + ".")
+            parts.append(_policy_part(workload, policy, mine, family))
     if not parts:
         return None
     return "What each policy did, against `default` on the same backend, as the Findings' corrected tests say. " + \
         " ".join(parts)
+
+
+def _policy_pairs(family: list) -> list:
+    """The (default, policy) cell pairs a workload's claims compare, each once."""
+    return list({(id(ctx[0]), id(ctx[1])): (ctx[0], ctx[1]) for kind, _, ctx in family if kind != "ranking"}.values())
+
+
+def _policy_part(workload: str, policy: str, mine: list, family: list) -> str:
+    """What one policy did on one workload, against `default` on each backend (`mine`)."""
+    counts = ", ".join(f"{_who(o)} {summary.full_per_repeat(b)} -> {summary.full_per_repeat(o)}"
+                       for b, o in mine if b.measured.full.rate.value or o.measured.full.rate.value)
+    none = [_who(o) for b, o in mine if not (b.measured.full.rate.value or o.measured.full.rate.value)]
+    share = _grouped("policy_share", {}, _points, mine, family)
+    runs = _grouped("policy_mean", {"faster": "shorter", "slower": "longer", "same": "about the same"}, _ratio,
+                    mine, family)
+    return (f"`{escape(policy)}` on {escape(workload)}: full collections per repeat against `default` "
+            + (counts if counts else "none either way")
+            + (f" ({', '.join(none)} made none either way)" if counts and none else "")
+            + (f"; the GC share: {share}" if share else "")
+            + (f"; the time a run takes (mean step, {policy} over default): {runs}" if runs else "")
+            + ".")
+
+
+def _who(cs: summary.CellSummary) -> str:
+    env = summary.context(cs.key)
+    return code(cs.key[0]) + (f" [{escape(env)}]" if env else "")
+
+
+def _grouped(kind: str, words: dict[str, str], effect, mine: list, family: list) -> str:
+    """The backends' tests of `kind`, grouped by what they said (`words` renames a verdict)."""
+    groups: dict[str, list[str]] = {}
+    for b, o in mine:
+        t = claims.policy_test(family, kind, b, o)
+        if t is None:
+            continue
+        key = "not judged (loaded machine)" if t.verdict == comparison.NOT_JUDGED else \
+            words.get(t.verdict, "cannot tell" if t.verdict == "inconclusive" else t.verdict)
+        groups.setdefault(key, []).append(f"{_who(o)} {effect(t)}")
+    return "; ".join(f"{k}: {', '.join(v)}" for k, v in groups.items())
+
+
+def _points(t: comparison.Test) -> str:
+    if t.effect is None:
+        return ""
+    return f"{100 * t.effect:+.1f} points of {'CPU' if t.note.startswith('in CPU time') else 'wall'} time"

@@ -220,9 +220,7 @@ def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathli
     policies = policies_of(ok)
     cpu = verdict.in_cpu_time([cs.measured for cs in ok])  # the report's one kind of GC share
     has_full = any(cs.measured.full.rate.value for cs in ok)  # else no panel of zeros: the title says none
-    metrics = [("median step", "ms", _median),
-               ("GC share", f"% of {'CPU' if cpu else 'wall'} time", lambda s: _share(s, cpu)),
-               *([("full collections", "per 1,000 steps", _full)] if has_full else [])]
+    metrics = _summary_metrics(cpu, has_full)
     height = max(1.3, _row_in(series) * len(series) + 0.8) * len(policies) + 1.0
     fig, axes = plt.subplots(len(policies), len(metrics), figsize=(WIDTH, height), squeeze=False,
                              sharey=True, sharex="col", layout="constrained")
@@ -231,18 +229,7 @@ def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathli
         mine = [cs for cs in ok if cs.key[2] == policy]
         for c, (title, unit, get) in enumerate(metrics):
             ax = axes[r][c]
-            if c == 2 and all(cs.measured.full.rate.value == 0 for cs in mine):
-                _no_data(ax, "none in\nany repeat")
-            elif c == 1 and all(_share(cs.measured, cpu)[2] < 100 * verdict.NEGLIGIBLE_SHARE for cs in mine):
-                # a share of 0.009 % drawn on its own 0-0.01 % axis looked as large as 35 % elsewhere
-                _no_data(ax, f"negligible: under\n{100 * verdict.NEGLIGIBLE_SHARE:g} % in every cell")
-            else:
-                for cs in mine:
-                    value, lo, hi = get(cs.measured)
-                    y = ys[series_of(cs)]
-                    color = backend_color(cs.key[0])
-                    ax.plot([lo, hi], [y, y], color=color, lw=2.2, solid_capstyle="butt")
-                    ax.plot(value, y, "o", color=color, ms=6, mec="white", mew=0.6)
+            _summary_panel(ax, c, mine, get, ys, cpu)
             ax.grid(axis="x", alpha=0.3, which="major")
             if r == 0:
                 ax.set_title(title, loc="left")
@@ -259,6 +246,31 @@ def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathli
                  f"{workload}: median step and GC share ({_bars(ok)}); no full collection in any repeat")
     _legend_outside(fig, _backend_handles(series), "backend")
     return save(fig, path)
+
+
+def _summary_metrics(cpu: bool, has_full: bool) -> list[tuple]:
+    """The summary's columns: title, unit and how a cell's value and interval are read."""
+    return [("median step", "ms", _median),
+            ("GC share", f"% of {'CPU' if cpu else 'wall'} time", lambda s: _share(s, cpu)),
+            *([("full collections", "per 1,000 steps", _full)] if has_full else [])]
+
+
+def _summary_panel(ax, column: int, mine: list[summary.CellSummary], get, ys: dict, cpu: bool) -> None:
+    """One panel of the summary: a dot and its interval per cell, or why there is none (no
+    full collection in any repeat; a GC share too small to draw on an axis of its own)."""
+    if column == 2 and all(cs.measured.full.rate.value == 0 for cs in mine):
+        _no_data(ax, "none in\nany repeat")
+        return
+    if column == 1 and all(_share(cs.measured, cpu)[2] < 100 * verdict.NEGLIGIBLE_SHARE for cs in mine):
+        # a share of 0.009 % drawn on its own 0-0.01 % axis looked as large as 35 % elsewhere
+        _no_data(ax, f"negligible: under\n{100 * verdict.NEGLIGIBLE_SHARE:g} % in every cell")
+        return
+    for cs in mine:
+        value, lo, hi = get(cs.measured)
+        y = ys[series_of(cs)]
+        color = backend_color(cs.key[0])
+        ax.plot([lo, hi], [y, y], color=color, lw=2.2, solid_capstyle="butt")
+        ax.plot(value, y, "o", color=color, ms=6, mec="white", mew=0.6)
 
 
 def _median(s):
@@ -698,16 +710,9 @@ def without_paired_jaxlib(packages: list[str], versions: list[dict]) -> list[str
     return [p for p in packages if not (p == "jaxlib" and paired)]
 
 
-def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path,
-                      packages: list[str]) -> pathlib.Path | None:
-    """The GC share of each cell that ran in an environment, one row per environment that was
-    measured (named by its Python and the versions of `packages`, Python then versions
-    ascending in natural order), one panel per backend and policy on one axis: the estimate as
-    a dot, its 95 % interval over the repeats as a bar, and the full collections per repeat
-    written at the right of the row. None unless the cells ran in at least two environments."""
-    ok = [cs for cs in cells if cs.ok and results.part(cs.docs[0], "environment").get("python")]
-    if len({cs.key[3] for cs in ok}) < 2:
-        return None
+def _env_rows(ok: list[summary.CellSummary], packages: list[str]) -> tuple[dict, list[tuple], list[str]]:
+    """The environments' rows: each cell's row (its Python and the versions of `packages`
+    that are shown), the rows in natural order, and their labels."""
     ok_envs = [results.part(results.ok(cs.docs)[0], "environment") for cs in ok]
     shown = without_paired_jaxlib(packages, [e.get("packages") or {} for e in ok_envs])
 
@@ -719,6 +724,20 @@ def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pat
     where = {cs.key: row_of(env) for cs, env in zip(ok, ok_envs, strict=True)}
     rows = sorted(set(where.values()), key=lambda r: tuple(natural_key(x) for x in r))
     labels = ["  ".join([f"Python {r[0]}", *(f"{p} {v}" for p, v in zip(shown, r[1:], strict=True))]) for r in rows]
+    return where, rows, labels
+
+
+def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path,
+                      packages: list[str]) -> pathlib.Path | None:
+    """The GC share of each cell that ran in an environment, one row per environment that was
+    measured (named by its Python and the versions of `packages`, Python then versions
+    ascending in natural order), one panel per backend and policy on one axis: the estimate as
+    a dot, its 95 % interval over the repeats as a bar, and the full collections per repeat
+    written at the right of the row. None unless the cells ran in at least two environments."""
+    ok = [cs for cs in cells if cs.ok and results.part(cs.docs[0], "environment").get("python")]
+    if len({cs.key[3] for cs in ok}) < 2:
+        return None
+    where, rows, labels = _env_rows(ok, packages)
     panels = list(dict.fromkeys((cs.key[0], cs.key[2]) for cs in ok))
     cpu = verdict.in_cpu_time([cs.measured for cs in ok])
     fig, axes = plt.subplots(len(panels), 1, figsize=(WIDTH, (ROW_IN + 0.04) * len(rows) * len(panels)
