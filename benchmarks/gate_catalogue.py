@@ -165,12 +165,13 @@ def _rates(folder: pathlib.Path) -> dict:
 
     docs = results.ok(results.load_dir(folder))
     periods = [rates.full_period(d) for d in docs]
+    kept = [rates.bytes_kept(d) for d in docs]
     return {"pressure": [summary.pressure_per_step(d)[0] for d in docs],
             "promotions": [rates.promotions_per_step(d) for d in docs],
             "growth": [rates.growth_per_step(d) for d in docs],
-            "kib_kept_per_1000": [(x or 0.0) / 1024 for x in map(rates.bytes_kept_per_1000, docs)],
+            "kib_kept_per_1000": [k[0] / 1024 if k else 0.0 for k in kept],
             # the steps between the two readings bytes kept come from (the gate judges over the shortest)
-            "kib_kept_span": [kept[1] if kept else 0 for kept in map(rates.bytes_kept, docs)],
+            "kib_kept_span": [k[1] if k else 0 for k in kept],
             "rss_kib_per_1000": [(x or 0.0) / 1024 for x in map(rates.rss_growth_per_1000, docs)],
             "period": [p.period if p else None for p in periods],
             "heap": [p.heap if p else None for p in periods],

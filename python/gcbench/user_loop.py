@@ -63,7 +63,7 @@ def explain_from_env() -> bool:
     if word in FALSE_WORDS:
         return False
     raise _usage_error(f"{EXPLAIN_ENV}={raw!r} is not a switch: use 1 (or true, yes, on) to explain, 0 (or false, no, "
-                     "off) or leave it unset to time")
+                       "off) or leave it unset to time")
 
 
 def _positive_or_none(name: str, value) -> int | None:
@@ -354,7 +354,9 @@ class Measurement:
         ours could catch it (as the callback was entered) is kept for the step's boundary;
         anything else goes to the hook that was there before."""
         exc = unraisable.exc_value
-        if isinstance(exc, BaseException) and not isinstance(exc, Exception):  # core.errors.is_interrupt
+        # core.errors.is_interrupt, written out: importing core.errors for it would put 19 more
+        # objects in the heap before the loop (benchmarks/schedule_footprint.py)
+        if isinstance(exc, BaseException) and not isinstance(exc, Exception):
             self.interrupt(exc)
             return
         (self._unraisable_before or sys.__unraisablehook__)(unraisable)
@@ -394,7 +396,7 @@ class Measurement:
         if self._probe.in_step:
             if _thread.get_ident() != self._thread:
                 raise _usage_error("steps from another thread: a measurement's steps must come from the thread that "
-                                 "entered `with gcbench.measure(...)` (measure each thread's loop on its own)")
+                                   "entered `with gcbench.measure(...)` (measure each thread's loop on its own)")
             raise _usage_error("a step inside a step: `m.step()` brackets one step and does not nest")
         if self._probe is not self._timed and self._warm.steps >= self._warm.limit:
             self._warmed_up()
@@ -470,7 +472,7 @@ class Measurement:
     def _check_measured(self) -> None:
         if not self._timed.steps:
             raise _usage_error("no timed step was measured" + (f" (the first {self.warmup} steps are warm-up)"
-                                                             if self.warmup else ""))
+                                                               if self.warmup else ""))
 
     def result(self, lists: bool = True) -> results.ResultDoc:
         """The result in the schema of a cell (backend `user`, workload = name), as a record
@@ -621,7 +623,7 @@ def _results_folder(folder: str | os.PathLike | None) -> str | os.PathLike:
     named = os.environ.get(RESULTS_ENV)
     if not named:
         raise _usage_error(f"m.save() needs a folder: m.save('results/my-loop'), or run the script under "
-                         f"`gcbench run --script` (which sets {RESULTS_ENV})")
+                           f"`gcbench run --script` (which sets {RESULTS_ENV})")
     return named
 
 
@@ -692,6 +694,6 @@ def measure(name: str = "my-loop", warmup: int = 0, capacity: int = 100_000,
 
         key, known = next(iter(unknown)), keywords(measure)
         raise _usage_error(f"gcbench.measure: unknown keyword {key!r}{did_you_mean(key, known)}; it takes "
-                         f"{', '.join(known)}")
+                           f"{', '.join(known)}")
     return Measurement(name, warmup, capacity, alloc_blocks, policy, variant, batch_size, networks, rss_every,
                        explain)

@@ -11,6 +11,8 @@ import os
 import sys
 import time
 
+from . import gc_watch
+
 TYPE_CHECKING = False  # typing's own flag without importing typing (900 objects in the measured heap)
 if TYPE_CHECKING:  # annotations only: numpy, typing's aliases and the rest load after the loop, if at all
     from collections.abc import Callable
@@ -21,8 +23,6 @@ if TYPE_CHECKING:  # annotations only: numpy, typing's aliases and the rest load
 GENERATIONS = 3
 # what every step calls, looked up once (one global read a call, not two)
 _isenabled, _get_count, _perf_ns = gc.isenabled, gc.get_count, time.perf_counter_ns
-# the collector's own switches as gcbench was imported: a user's watched gc.disable is not ours
-_disable, _enable = gc.disable, gc.enable
 # The probe's columns: one item a step; three a step (a count per generation); one a logged collection
 STEP_COLUMNS = ("wall_ns", "gc_ns", "cpu_ns", "gc_cpu_ns", "gc_collected", "gc_pressure", "gc_examined", "gc_promoted",
                 "host_ns", "gap_ns", "gap_gc_ns", "gap_cpu_ns", "gap_gc_cpu_ns")
@@ -753,15 +753,14 @@ def malloc_in_use() -> int | None:
 
 def _malloc_paused() -> int:
     """`malloc_in_use` inside the loop: its reading is an object the collector tracks, made
-    and freed with the collector off, so that it can start no collection the loop would not
-    have had (its count is as it was after). 0 where there is no reading."""
-    was = _isenabled()
-    _disable()
+    and freed with the collector paused (`gc_watch.pause`, which no watcher sees), so that
+    it can start no collection the loop would not have had (its count is as it was after).
+    0 where there is no reading."""
+    was = gc_watch.pause()
     try:
         return malloc_in_use() or 0
     finally:
-        if was:
-            _enable()
+        gc_watch.resume(was)
 
 
 _STATM = [0, None]  # [the process that opened it, its fd (None: there is no /proc/self/statm)]
