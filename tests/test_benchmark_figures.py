@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import statistics
 
 import pytest
 
@@ -186,3 +187,77 @@ def test_the_first_look_overhead_benchmark_runs_on_a_small_suite(tmp_path):
     assert "run 1: " in out, out
     assert " for 3 repeats; limit (steps " in out
     assert "x the limit over 1 run(s)" in out
+
+
+def test_the_warm_workers_figures_are_the_benchmarks():
+    """docs/internals.md quotes benchmarks/warm_workers.py's committed run: forked repeats
+    cost less besides their steps and made the same full collections as fresh interpreters."""
+    r = json.loads((RESULTS / "warm_workers.json").read_text())["summary"]
+    fresh, forked = r["fresh"], r["forked"]
+    page = " ".join((ROOT / "docs" / "internals.md").read_text().split())
+    sentence = (f"a repeat took {fresh['besides_s_per_repeat']:.2f} s besides its steps and warm-ups as a fresh "
+                f"interpreter, {forked['besides_s_per_repeat']:.2f} s forked")
+    assert sentence in page, sentence
+    for backend, runs in fresh["full"].items():  # every repeat the same full collections, either way
+        assert {n for run in runs + forked["full"][backend] for n in run} == {runs[0][0]}
+    assert forked["collections"] == fresh["collections"]
+    assert forked["besides_s_per_repeat"] < fresh["besides_s_per_repeat"]
+
+
+def test_the_server_effect_figures_are_the_benchmarks():
+    """docs/internals.md quotes benchmarks/server_effect.py's committed run, and in it a
+    server's repeats spread as fresh interpreters' do and its groups differ no more."""
+    r = json.loads((RESULTS / "server_effect.json").read_text())["components"]
+    page = " ".join((ROOT / "docs" / "internals.md").read_text().split())
+    for way in ("fresh", "forked"):
+        c = r[way]
+        said_there = (f"{way}: within groups {c['within_sd_percent']:.2f} %, between groups "
+                      f"{c['between_sd_percent']:.2f} % (F({c['df'][0]}, {c['df'][1]}) = {c['f']:.2f}, "
+                      f"p = {c['p']:.2f})")
+        assert said_there in page, said_there
+    # a server's repeats spread no less than fresh interpreters' (within a quarter), and its
+    # groups differ no more than groups of fresh interpreters run back to back do (the drift)
+    fresh_means = [statistics.mean(group) for group in json.loads((RESULTS / "server_effect.json").read_text())
+                   ["median_ms"]["fresh"]]
+    assert f"(the fresh groups' mean steps ranged {min(fresh_means):.2f}-{max(fresh_means):.2f} ms)" in page
+    assert r["forked"]["within_sd_percent"] >= 0.75 * r["fresh"]["within_sd_percent"]
+    assert r["forked"]["between_sd_percent"] <= max(r["fresh"]["between_sd_percent"], r["fresh"]["within_sd_percent"])
+
+
+def _server_effect():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("server_effect", ROOT / "benchmarks" / "server_effect.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_group_effect_test_holds_its_level_and_finds_an_effect():
+    """benchmarks/server_effect.py's one-way ANOVA, simulated with its own group sizes (4 of
+    4): with no group effect its F test rejects at 5 % about 5 % of the time; with a group
+    effect as large as the spread within groups it usually does, and its between-group
+    standard deviation is about the one simulated."""
+    import numpy as np
+
+    components = _server_effect().components
+    rng = np.random.default_rng(11)
+    null = [components((100 + rng.normal(0, 3, (4, 4))).tolist())["p"] < 0.05 for _ in range(2000)]
+    assert 0.035 < np.mean(null) < 0.065
+    shifted = [components((100 + rng.normal(0, 3, (4, 1)) + rng.normal(0, 3, (4, 4))).tolist())
+               for _ in range(2000)]
+    assert np.mean([c["p"] < 0.05 for c in shifted]) > 0.5
+    assert 2.0 < np.median([c["between_sd_percent"] for c in shifted]) < 3.5
+    assert 2.7 < np.median([c["within_sd_percent"] for c in shifted]) < 3.3
+
+
+def test_readmes_first_look_figures_are_the_benchmarks():
+    """README's first look: its time and its ratio to the timed steps and warm-ups are
+    benchmarks/first_look_overhead.py's committed runs (median)."""
+    r = json.loads((RESULTS / "first_look_overhead.json").read_text())
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    total = statistics.median(run["total_s"] for run in r["runs"])
+    ratio = statistics.median(run["ratio"] for run in r["runs"])
+    repeats = statistics.median(run["repeats"] for run in r["runs"])
+    assert f"the first look: {repeats:.0f} runs, {total:.0f} s on a quiet 2-core CPU" in readme
+    assert f"{ratio:.2f}x its timed steps and warm-ups" in readme

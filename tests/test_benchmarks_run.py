@@ -26,7 +26,11 @@ SMOKE = {
     "probe_overhead": (["--blocks", "2", "--block-steps", "5", "--networks", "2"], "probe"),
     "rebuild_reports": (["cpu-quick"], "cpu-quick"),
     "result_model": (["--steps", "2000", "--repeats", "1"], "steps"),
+    "server_effect": (["--backend", "jax", "--workload", "mlp", "--steps", "20", "--groups", "3", "--per-group", "2",
+                       "--batch-size", "32"], "within groups"),
     "user_loop_probe": (["--steps", "300", "--k", "1", "10"], "K"),
+    "warm_workers": (["--backends", "jax", "--workload", "mlp", "--steps", "20", "--repeats", "3", "--rounds", "1",
+                      "--batch-size", "32"], "a repeat besides its steps"),
 }
 
 

@@ -36,15 +36,42 @@ def _start(out, *extra, steps="200000"):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _worker_pids(out) -> list[int]:
-    ps = subprocess.run(["pgrep", "-f", f"gcbench.child {out}"], capture_output=True, text=True)
-    return [int(p) for p in ps.stdout.split()]
+def _processes() -> dict[int, tuple[int, str]]:
+    """Every process: its parent and its command line."""
+    found = {}
+    for entry in pathlib.Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        found[int(entry.name)] = (int(stat.rsplit(")", 1)[1].split()[1]), cmdline)
+    return found
 
 
-def _wait_for_worker(out, timeout=120) -> int:
+def _worker_pids(manager: int) -> list[int]:
+    """The workers under `manager`: fresh interpreters (`gcbench.child`), or forked by a
+    worker server (a server's child, with the server's command line)."""
+    procs = _processes()
+
+    def under(pid: int) -> bool:
+        while pid > 1 and pid in procs:
+            pid = procs[pid][0]
+            if pid == manager:
+                return True
+        return False
+
+    return [pid for pid, (parent, cmdline) in procs.items() if under(pid) and (
+        "gcbench.child" in cmdline or ("gcbench.worker_server" in cmdline
+                                       and "gcbench.worker_server" in procs.get(parent, (0, ""))[1]))]
+
+
+def _wait_for_worker(manager: int, timeout=120) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        pids = _worker_pids(out)
+        pids = _worker_pids(manager)
         if pids:
             return pids[0]
         time.sleep(0.2)
@@ -68,7 +95,7 @@ def _gone(pid, timeout=10) -> bool:
 def test_a_killed_worker_fails_its_cell_and_the_run_goes_on(tmp_path):
     out = tmp_path / "out"
     proc = _start(out, steps="30000")
-    os.kill(_wait_for_worker(out), signal.SIGKILL)
+    os.kill(_wait_for_worker(proc.pid), signal.SIGKILL)
     _stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 1, stderr  # a failed cell
     docs = {d.gc_policy: d for d in results.load_dir(out)}
@@ -89,7 +116,7 @@ def test_sigint_and_sigterm_keep_finished_cells_and_stop_the_worker(tmp_path, si
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not list(out.glob("jax__*.json")):
         time.sleep(0.1)
-    worker = _wait_for_worker(out, 60) if not proc.poll() else None
+    worker = _wait_for_worker(proc.pid, 60) if not proc.poll() else None
     proc.send_signal(sig)
     _, stderr = proc.communicate(timeout=60)
     if proc.returncode == 0:
@@ -113,7 +140,7 @@ def test_sigint_and_sigterm_keep_finished_cells_and_stop_the_worker(tmp_path, si
 def test_a_worker_dies_with_its_killed_manager(tmp_path):
     out = tmp_path / "out"
     proc = _start(out)
-    worker = _wait_for_worker(out)
+    worker = _wait_for_worker(proc.pid)
     proc.kill()  # SIGKILL: no handler runs in the manager
     proc.communicate(timeout=30)
     assert _gone(worker, timeout=10), "the worker outlived its manager"
@@ -124,7 +151,7 @@ def test_a_worker_dies_with_its_killed_manager(tmp_path):
 def test_a_second_run_into_a_busy_folder_is_refused(tmp_path):
     out = tmp_path / "out"
     first = _start(out)
-    _wait_for_worker(out)
+    _wait_for_worker(first.pid)
     try:
         second = run_cli("run", *FAST, "--steps", "5", "--repeats", "1", "--out", str(out), "--force")
         assert_one_line_error(second, "is in use by another gcbench run")
@@ -289,8 +316,7 @@ def _crashing_python(tmp_path, write_first: bool) -> str:
     """A `python` for the runner that runs the real worker in its own process (or not) and
     then dies of SIGSEGV, as a Julia worker's exit hook can (PythonCall issue #764)."""
     script = tmp_path / "python-then-segv"
-    body = ("import runpy, sys\nsys.argv = sys.argv[2:]\ntry:\n    runpy.run_module('gcbench.child', "
-            "run_name='__main__', alter_sys=True)\nexcept SystemExit:\n    pass\n") if write_first else ""
+    body = "import sys\nfrom gcbench import child\nchild.main(sys.argv[3:])\n" if write_first else ""
     script.write_text(f"#!{sys.executable}\nimport os, signal\n{body}os.kill(os.getpid(), signal.SIGSEGV)\n")
     script.chmod(0o755)
     return str(script)

@@ -183,7 +183,10 @@ def test_crashing_worker_does_not_lose_other_cells(tmp_path, monkeypatch, how, e
         return real(cell, out_file, command, 3 if cell.workload == "lenet5" else 300, *a, **k, python=fake)
 
     monkeypatch.setattr(runner, "run_worker", run_worker)
-    docs = run_cells(cells, tmp_path, ["test"], 300, RunSettings(log=lambda *_: None, progress=False))
+    # the fake interpreter crashes the worker it starts: fresh interpreters (a forked worker that
+    # dies: tests/test_warm_workers.py)
+    docs = run_cells(cells, tmp_path, ["test"], 300,
+                     RunSettings(log=lambda *_: None, progress=False, fork_workers=False))
     by = {d.workload: d for d in docs}
     assert by["mlp"].status == "ok"
     assert by["lenet5"].status == "failed"

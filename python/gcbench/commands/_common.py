@@ -89,6 +89,7 @@ def run_options(args: argparse.Namespace) -> RunOptions:
                       resume=getattr(args, "resume", False), force=getattr(args, "force", False),
                       executor=getattr(args, "executor", "local"), detach=getattr(args, "detach", False),
                       progress=not getattr(args, "no_progress", False),
+                      fork_workers=not getattr(args, "fresh_interpreters", False),
                       rebuild_envs=getattr(args, "rebuild_envs", False), slurm=slurm_given_on(args))
 
 
@@ -156,6 +157,10 @@ def add_executor_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--executor", choices=schemas.EXECUTORS, default="local",
                    help="where repeats run: here (local, the default), as SLURM job arrays (slurm), or through "
                         "submitit's local executor (submitit-local: the SLURM path with jobs as local processes)")
+    p.add_argument("--fresh-interpreters", action="store_true",
+                   help="start each repeat as a fresh Python interpreter (about 1 s more a repeat), instead of "
+                        "forking it from a process that imported its backend once (docs/internals.md, "
+                        "gcbench.running.warm_workers)")
     p.add_argument("--slurm-partition", help="SLURM partition of the jobs")
     p.add_argument("--slurm-time", type=int, help="minutes a job may run (default 120)")
     p.add_argument("--slurm-gpus", type=int, help="GPUs per job (--gres=gpu:N)")

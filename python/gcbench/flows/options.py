@@ -29,6 +29,7 @@ class RunOptions:
     executor: Executor = "local"  # this process, SLURM job arrays or submitit's local executor
     detach: bool = False  # with a scheduler: return once the jobs are submitted
     progress: bool = True  # progress bars (on a terminal)
+    fork_workers: bool = True  # repeats forked from a server per backend (False: a fresh interpreter each)
     rebuild_envs: bool = False  # rebuild the environments instead of reusing them
     slurm: dict[str, Any] = dataclasses.field(default_factory=dict)  # the --slurm-* values given
 

@@ -122,14 +122,16 @@ def _run_on_scheduler(run: _Run) -> list[ResultDoc] | None:
 def _run_locally(run: _Run, plan: plans.Plan) -> list[ResultDoc]:
     """The plan in worker processes here, then one replacement repeat for each cell with a
     flagged repeat (unless the machine is still loaded); `plan` (suite.json) lists them."""
-    from ..running import runner
+    from ..running import runner, warm_workers
 
     progress = None if run.opts.progress else False
     with contextlib.ExitStack() as stack:
         # one invocation: its replacement repeats share its run id (their rounds) and its compiled programs
         run_id, cache = runner.new_run_id(), stack.enter_context(runner.compile_cache())
+        servers = stack.enter_context(warm_workers.ServerPool(log=run.out_fn, enabled=run.opts.fork_workers))
         settings = runner.RunSettings(log=run.out_fn, progress=progress, environments=run.environments,
-                                      resume=run.opts.resume, data_kind=run.data_kind, run_id=run_id, cache=cache)
+                                      resume=run.opts.resume, data_kind=run.data_kind, run_id=run_id, cache=cache,
+                                      servers=servers)
         docs = runner.run_cells(run.cells, run.out_dir, run.command, run.suite.timeout, settings)
         extra = summary.replacements(run.cells, docs, run.suite.repeats)
         busy = machineload.load_reason(machineload.now(os.cpu_count()), os.cpu_count()) if extra else None

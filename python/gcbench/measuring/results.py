@@ -117,6 +117,9 @@ class MachineState(TypedDict, total=False):
     # (down to SHORT_SECONDS); "after", over the half second after it (0.2.x)
     load_window: Literal["short", "after"]
     scheduler: Scheduler
+    # how the repeat's process started: "forked" from a server that had imported its backend
+    # (running.warm_workers, 0.4), or a fresh "interpreter"; absent before 0.4: an interpreter
+    worker: Literal["forked", "interpreter"]
 
 
 class Environment(TypedDict):
@@ -447,10 +450,13 @@ def variant(doc: ResultDoc) -> str | None:
     return doc.variant
 
 
-def write(doc: ResultDoc, path: str | os.PathLike) -> pathlib.Path:
-    """Write `doc` to `path` atomically: a reader sees the old file or the whole new one."""
+def write(doc: ResultDoc, path: str | os.PathLike, check: bool = True) -> pathlib.Path:
+    """Write `doc` to `path` atomically: a reader sees the old file or the whole new one.
+    `check=False` only where the reader checks it (a worker's result, which the runner
+    loads with `load`): the check imports jsonschema, 65 ms of every repeat."""
     stored = doc.to_doc()
-    _check(stored, str(path))
+    if check:
+        _check(stored, str(path))
     files.make_folder(pathlib.Path(path).parent, "results folder")
     return files.write_json(path, stored, indent=None)
 

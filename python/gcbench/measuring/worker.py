@@ -22,7 +22,11 @@ from .probe import StepProbe
 from .workloads import get_workload, init_params
 
 PROGRESS_EVERY_NS = 200_000_000
+RESULT_WRITTEN = "gcbench-result-written"  # the worker's last line: its result is whole on disk
 PARENT_ENV = "GCBENCH_MANAGER_PID"
+# how this process was started, recorded in each result's machine_state: "interpreter" (a
+# fresh `python -m gcbench.child`), or "forked" by a worker server (gcbench.worker_server)
+STARTED_AS = "interpreter"
 
 
 def progress(phase: str, done: int, total: int) -> None:
@@ -58,6 +62,30 @@ class Unavailable(Exception):
     """The cell cannot run in this process; `str()` is the reason."""
 
 
+def preload(backend: str) -> None:
+    """Import a Python backend's module and its libraries (JAX, Equinox, Flax, optax), as a
+    training script imports them at its top: before the data, the metadata and the model
+    exist. A fresh worker does this as soon as it knows its cell; a worker server
+    (`gcbench.worker_server`) once, before it forks the repeats, so that both start the
+    cell from the same heap. A backend that cannot load here is left for `prepare` to
+    report (`Unavailable`); the Julia backends start their runtime in `prepare`."""
+    info = get_backend(backend)
+    if info.language != "julia" and info.availability()[0]:
+        info.load()
+
+
+_DATA: dict[tuple, mnist.Dataset] = {}  # the data this process has loaded, by (path, seed)
+
+
+def preload_data(path: str | None, seed: int) -> mnist.Dataset:
+    """The training set of a cell, loaded once in this process: a fresh worker loads it
+    right after its backend, a worker server before forking the repeats (which then share
+    its pages), and `prepare` takes it from here."""
+    if (path, seed) not in _DATA:
+        _DATA[path, seed] = mnist.load(path, seed=seed)
+    return _DATA[path, seed]
+
+
 def prepare(cell: Cell, progress=progress):
     """What a cell needs before its first step, in this process: the backend started, the
     metadata, the data, the batch schedule and the built trainer. Raises `Unavailable`."""
@@ -72,7 +100,7 @@ def prepare(cell: Cell, progress=progress):
     if not ok:
         raise Unavailable(reason)
     workload = get_workload(cell.workload)
-    dataset = mnist.load(cell.data_path, seed=cell.seed)
+    dataset = preload_data(cell.data_path, cell.seed)
     schedule = mnist.batch_schedule(len(dataset), cell.warmup + cell.steps, cell.seed, cell.batch_size)
     params = init_params(workload, cell.seed, cell.networks)
     progress("build", 0, cell.warmup)
@@ -105,7 +133,7 @@ def run_cell_explained(cell: Cell, command: list[str] | None = None, progress=pr
         return results.new(cell, "unavailable", str(e), metadata=meta, **extra), None
     meta["command"] = command or []
     policy = gcpolicy.parse(cell.policy)
-    state = dict(machine_state or {}, cpu_count=os.cpu_count(), cpu_mhz_before=metadata.cpu_mhz())
+    state = dict(machine_state or {}, cpu_count=os.cpu_count(), cpu_mhz_before=metadata.cpu_mhz(), worker=STARTED_AS)
     if getattr(trainer, "measures_itself", False):  # the Julia backends: the loop runs in Julia
         machine = machineload.snapshot()  # the warm-up included: Julia runs it in the same call
         measured: dict[str, Any] = trainer.measure(schedule, cell, policy)
@@ -115,7 +143,9 @@ def run_cell_explained(cell: Cell, command: list[str] | None = None, progress=pr
     else:
         measured = measure_python(trainer, schedule, cell, policy, progress, explain)
     diagnosis = measured.pop("diagnosis", None)
-    state.update(measured.pop("load", None) or machineload.between(life, machineload.snapshot(), os.cpu_count()),
+    # a cell too short to read over its timed steps is read over the worker's life: a forked
+    # worker's (no imports in it) can be shorter than MIN_SECONDS too, then read as "short"
+    state.update(measured.pop("load", None) or machineload.over_window([life], machineload.snapshot(), os.cpu_count()),
                  load_after=metadata.load_average(), cpu_mhz_after=metadata.cpu_mhz())
     measured["warmup"].setdefault("build_ns", build_ns)
     meta.update(trainer.metadata())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import pathlib
@@ -29,7 +30,8 @@ from ..measuring import results
 from ..measuring.backends import get_backend
 from ..measuring.cell import Cell
 from ..measuring.results import ResultDoc
-from ..measuring.worker import PARENT_ENV
+from ..measuring.worker import PARENT_ENV, RESULT_WRITTEN
+from . import warm_workers
 from .venvs import isolated_environ
 
 STDERR_TAIL_LINES = 25
@@ -71,10 +73,10 @@ def unsupported_reason(cell: Cell) -> str | None:
     return None
 
 
-def _worker_env(isolated: bool = False) -> dict:
-    """The worker's environment variables. A worker in one of gcbench's virtual environments
-    (`isolated`) sees nothing of the manager's packages: gcbench comes from the environment's
-    own link to it, and PYTHONPATH and the user site are kept out."""
+def _worker_env(isolated: bool = False, extra: dict | None = None) -> dict:
+    """The worker's environment variables, with `extra`'s. A worker in one of gcbench's
+    virtual environments (`isolated`) sees nothing of the manager's packages: gcbench comes
+    from the environment's own link to it, and PYTHONPATH and the user site are kept out."""
     if isolated:
         env = isolated_environ()
     else:  # workers import this very copy of gcbench, installed or not
@@ -85,7 +87,7 @@ def _worker_env(isolated: bool = False) -> dict:
     env[PARENT_ENV] = str(os.getpid())
     # the run's first gcbench process: a worker's load reading leaves out it and all it started
     env[machineload.ROOT_ENV] = os.environ.get(machineload.ROOT_ENV) or str(os.getpid())
-    return env
+    return {**env, **(extra or {})}
 
 
 def _tail(path: pathlib.Path, lines: int = STDERR_TAIL_LINES) -> str:
@@ -107,34 +109,38 @@ def partial_path(out_file: pathlib.Path) -> pathlib.Path:
 def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: float,
                bar: Progress | None, python: str = sys.executable, environment: dict | None = None,
                machine_state: dict | None = None, explain: dict | None = None, load=results.load,
-               extra_env: dict | None = None) -> Any:
+               extra_env: dict | None = None, fork: Callable[..., Any] | None = None) -> Any:
     """Run `cell` in a worker process and return its result document, which is then at
     `out_file`; raise `CellFailed(reason)` if the worker does not finish with one. With
     `environment` (an `envs.Environment.describe()`), `python` is that environment's. With
     `explain` (its options), the worker makes the diagnostic run of `gcbench explain`, and
     `load` reads what it wrote: what `load` returns is returned (a `ResultDoc` with the
-    default `results.load`)."""
+    default `results.load`). With `fork` (a `warm_workers.ServerPool.spawn` for the cell's
+    backend), the worker is forked by that backend's server where it can be, and started
+    as a fresh interpreter where not."""
     spec = json.dumps({"cell": cell.to_json(), "command": command, "environment": environment,
                        "machine_state": machine_state, "explain": explain})
     partial = partial_path(out_file)
     partial.unlink(missing_ok=True)
     fd, err_name = tempfile.mkstemp(prefix=files.owned_temp_prefix("stderr"), suffix=".txt")
     err_path = pathlib.Path(err_name)
-    proc = None
+    proc, written = None, False
     try:
+        env = _worker_env(isolated=environment is not None, extra=extra_env)
         with os.fdopen(fd, "w") as err_file:
-            proc = subprocess.Popen(
-                [python, "-m", "gcbench.child", str(partial)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_file,
-                text=True, env={**_worker_env(isolated=environment is not None), **(extra_env or {})},
-                start_new_session=True,
-            )
-        _follow(proc, spec, timeout, bar, err_path)
-        if proc.returncode != 0 and explain is None and \
+            proc = None if fork is None else fork(python, env, partial, err_file)
+            if proc is None:
+                proc = subprocess.Popen([python, "-m", "gcbench.child", str(partial)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err_file,
+                                        text=True, env=env, start_new_session=True)
+        # a forked worker is left to end on its own once its result is written: the kernel frees
+        # its memory (75 ms a GiB) while the next repeat forks and builds, before any timed step
+        written = _follow(proc, spec, timeout, bar, err_path, isinstance(proc, warm_workers.ForkedWorker))
+        if not written and proc.returncode != 0 and explain is None and \
                 (kept := _complete_before_crash(partial, proc.returncode, load)) is not None:
             results.write(kept, out_file)  # the crash, noted in the result it did not spoil
             return kept
-        if proc.returncode != 0:
+        if not written and proc.returncode != 0:
             raise _failed(proc.returncode, _tail(err_path))
         if not partial.is_file():
             raise CellFailed(f"worker wrote no result\n{_tail(err_path)}".rstrip())
@@ -145,18 +151,22 @@ def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: 
         pathlib.Path(partial).replace(out_file)
         return doc
     finally:
-        if proc is not None:
+        if isinstance(proc, warm_workers.ForkedWorker) and written:
+            proc.release()
+        elif proc is not None:
             _kill(proc)
-            with contextlib.suppress(OSError):
-                if proc.stdin is not None:
-                    proc.stdin.close()
+        with contextlib.suppress(OSError):  # its output is left to the reader thread, which ends at its end
+            if proc is not None and proc.stdin is not None:
+                proc.stdin.close()
         err_path.unlink(missing_ok=True)
         partial.unlink(missing_ok=True)
 
 
-def _follow(proc: subprocess.Popen, spec: str, timeout: float, bar: Progress | None, err_path: pathlib.Path) -> None:
+def _follow(proc: subprocess.Popen | warm_workers.ForkedWorker, spec: str, timeout: float, bar: Progress | None,
+            err_path: pathlib.Path, until_written: bool = False) -> bool:
     """Hand the worker its cell and follow it to its end: its progress lines to the bar,
-    killed (a `CellFailed`) when it runs past `timeout`."""
+    killed (a `CellFailed`) when it runs past `timeout`. With `until_written`, only until
+    it says its result is written (then True)."""
     lines: queue.Queue = queue.Queue()
     reader = threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True)
     reader.start()
@@ -178,6 +188,9 @@ def _follow(proc: subprocess.Popen, spec: str, timeout: float, bar: Progress | N
             continue
         if bar is not None and line.startswith("gcbench-progress "):
             bar.line(line)
+        elif until_written and line.strip() == RESULT_WRITTEN:
+            return True
+    return False
 
 
 def _failed(returncode: int, tail: str) -> CellFailed:
@@ -323,7 +336,7 @@ def _pump(stream, lines: queue.Queue) -> None:
             lines.put(line)
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def _kill(proc: subprocess.Popen | warm_workers.ForkedWorker) -> None:
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -378,7 +391,10 @@ class RunSettings:
     `scheduler` is the job this runs in (`cluster.job_facts`), recorded in each result's
     `machine_state`. `cache`: the compilation cache folder (`compile_cache`) of an
     invocation that runs cells in several calls (replacement repeats), so that its later
-    cells load what its first compiled.
+    cells load what its first compiled. `fork_workers`: each Python backend's repeats are
+    forked from a server that imported the backend once (`warm_workers`); False starts a
+    fresh interpreter for every repeat, as gcbench before 0.4 did; `servers`: the worker
+    servers of an invocation that runs cells in several calls, kept for its later calls.
     """
 
     log: Callable[..., None] = print
@@ -389,6 +405,8 @@ class RunSettings:
     run_id: str | None = None
     scheduler: dict | None = None
     cache: str | None = None
+    fork_workers: bool = True
+    servers: warm_workers.ServerPool | None = None  # an invocation's, kept across its calls (and not closed here)
 
 
 def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], timeout: float,
@@ -404,12 +422,16 @@ def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], time
         check_resumable(cells, out_dir)
     show_bars = sys.stderr.isatty() if s.progress is None else s.progress
     log = s.log
-    with contextlib.nullcontext(s.cache) if s.cache else compile_cache() as folder:
+    with contextlib.nullcontext(s.cache) if s.cache else compile_cache() as folder, \
+            contextlib.nullcontext(s.servers) if s.servers else warm_workers.ServerPool(enabled=s.fork_workers) \
+            as servers:
         batch = _Batch(cells, out_dir, command, timeout, log, s.environments or {}, s.resume, s.data_kind,
-                       compile_cache_env(folder), s.run_id or new_run_id(), s.scheduler)
+                       compile_cache_env(folder), s.run_id or new_run_id(), s.scheduler, servers)
         bars = Progress(cells, getattr(log, "stream", sys.stdout)) if show_bars else None
         if bars is not None:
             batch.log, batch.progress = bars.say, bars
+        servers.log = batch.log
+        servers.keep = s.servers is not None
         try:
             return _run_each(batch)
         finally:
@@ -432,6 +454,7 @@ class _Batch:
     cache_env: dict
     run_id: str
     scheduler: dict | None
+    servers: warm_workers.ServerPool
     progress: Progress | None = None
     why_not: dict[str, str] = dataclasses.field(default_factory=dict)  # backends this interpreter cannot run
     announced: set[str] = dataclasses.field(default_factory=set)  # reasons said once already
@@ -503,12 +526,27 @@ def _run_each(batch: _Batch) -> list[ResultDoc]:
     if batch.progress is not None:  # the bar and its ETA count only the steps that will run
         batch.progress.overall.total = sum(c.warmup + c.steps for c in runnable)
         batch.progress.overall.refresh()
-    for cell in cells:
+    last = {(c.backend, c.env): i for i, c in enumerate(cells)}  # where each backend's server can go
+    first = {c.backend: c for c in reversed(runnable) if c.env is None and not (
+        batch.resume and reusable(existing(batch.out_dir / f"{c.id}.json"), c, batch.data_kind))}
+    for backend, c in reversed(first.items()):
+        if warm_workers.forks(get_backend(backend).language):  # their imports overlap, before any step is timed
+            batch.servers.start(backend, sys.executable, _worker_env(extra=batch.cache_env), (c.data_path, c.seed))
+    batch.servers.wait_all()
+    for i, cell in enumerate(cells):
         of = repeats[cell.backend, cell.workload, cell.policy, cell.env]
         docs.append(_run_one(f"[{number.get(cell.id, '-')}] {cell.label_of(of)}", cell, batch))
         if batch.progress is not None and cell.id in number:
             batch.progress.finish(cell)
+        if last[cell.backend, cell.env] == i:
+            batch.servers.done(cell.backend, _python(cell, batch))
     return docs
+
+
+def _python(cell: Cell, batch: _Batch) -> str:
+    """The interpreter `cell`'s worker runs in: its environment's, or this one."""
+    env = None if cell.env is None else batch.environments.get(cell.env)
+    return sys.executable if env is None or isinstance(env, Exception) else env.python
 
 
 def _not_runnable(cell: Cell, batch: _Batch) -> tuple[str | None, dict]:
@@ -550,8 +588,11 @@ def _run_one(desc: str, cell: Cell, batch: _Batch) -> ResultDoc:
     state = {"load_before": metadata.load_average(), "run_id": batch.run_id,
              **({"scheduler": batch.scheduler} if batch.scheduler else {})}
     try:
+        fork = functools.partial(batch.servers.spawn, cell.backend, data=(cell.data_path, cell.seed)) \
+            if warm_workers.forks(get_backend(cell.backend).language) else None
         doc = run_worker(cell, out_file, batch.command, batch.timeout, batch.progress, machine_state=state,
-                         extra_env=batch.cache_env if cache_safe(in_env.get("environment")) else None, **in_env)
+                         extra_env=batch.cache_env if cache_safe(in_env.get("environment")) else None, fork=fork,
+                         **in_env)
         status = f"ok in {time.monotonic() - t0:.1f} s" if doc.status == "ok" else \
             f"{doc.status}: {doc.reason.splitlines()[0] if doc.reason else ''}"
         batch.log(f"{desc}: {status}")

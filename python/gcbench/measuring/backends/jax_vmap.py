@@ -22,7 +22,7 @@ class Trainer(_jaxnn.JaxTrainer):
             raise ValueError("jax-vmap stacks many networks; vit is one network")
         super().__init__(data)
         tx = _jaxnn.optimizer()
-        stacked = {k: jnp.asarray(np.stack([p[k] for p in params])) for k in params[0]}
+        stacked = {k: _jaxnn.to_device(np.stack([p[k] for p in params])) for k in params[0]}
         self.state = (stacked, jax.vmap(tx.init)(stacked))
         traces = self.traces
 

@@ -1,0 +1,287 @@
+"""Warm workers: one server per backend (`gcbench.worker_server`) imports what its workers
+import, once, and forks a worker for each repeat: a process of its own, started from the
+heap a fresh interpreter has once it has imported the backend, without a second of imports.
+`ServerPool` keeps a run's servers (started together, closed after their backend's last
+repeat); whatever a server cannot do is done the old way, a fresh interpreter, said once.
+What differs from a fresh interpreter, and what was measured: docs/internals.md,
+"gcbench.running.warm_workers".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from ..core import files
+
+START_TIMEOUT_S = 300.0  # imports on a cold disk, under load: a server slower than this is not worth waiting for
+PID_TIMEOUT_S = 30.0
+
+
+class ServerFailed(Exception):
+    """A worker server could not start or fork; `str()` is why."""
+
+
+class ForkedWorker:
+    """A worker forked by a `WorkerServer`, with what `runner.run_worker` uses of a
+    `subprocess.Popen`: `pid`, `stdin`, `stdout`, `returncode`, `poll()`, `wait()`, `kill()`."""
+
+    def __init__(self, server: WorkerServer, pid: int, stdin, stdout):
+        self.server = server
+        self.pid = pid
+        self.stdin = stdin
+        self.stdout = stdout
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self.server.exit_code(self.pid, wait=0.0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (code := self.poll()) is None:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired(["gcbench.worker_server"], timeout or 0.0)
+            self.returncode = self.server.exit_code(self.pid, wait=0.1 if left is None else min(left, 0.1))
+        return code
+
+    def release(self) -> None:
+        """Leave the worker to end on its own (its result is written): its server reaps it,
+        and its exit code is not kept."""
+        self.server.released(self.pid)
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.pid, signal.SIGKILL)
+
+
+class WorkerServer:
+    """One `gcbench.worker_server` process for `backend`, started with `python` and `env`;
+    `data` (a cell's data path and seed) is loaded there before the repeats are forked."""
+
+    def __init__(self, backend: str, python: str, env: dict, data: tuple[str | None, int] | None = None):
+        self.backend = backend
+        data_args = [] if data is None else [str(data[1]), *([str(data[0])] if data[0] is not None else [])]
+        self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        fd, err_name = tempfile.mkstemp(prefix=files.owned_temp_prefix("stderr"), suffix=".txt")
+        self._err_path = pathlib.Path(err_name)
+        with os.fdopen(fd, "w") as err:
+            self._proc = subprocess.Popen([python, "-m", "gcbench.worker_server", str(theirs.fileno()), backend,
+                                           *data_args],
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                          pass_fds=[theirs.fileno()], env=env, start_new_session=True)
+        theirs.close()
+        self._buffer = b""
+        self._exits: dict[int, int] = {}
+        self._released: set[int] = set()
+        self._ready = False
+
+    def wait_ready(self) -> None:
+        """Wait for the server's imports (once); raise `ServerFailed` where it does not get there."""
+        if self._ready:
+            return
+        line = self._answer(START_TIMEOUT_S)
+        if line != "ready":
+            raise ServerFailed(f"the worker server for {self.backend} said {line!r} instead of 'ready'"
+                               if line is not None else f"the worker server for {self.backend} was not ready "
+                               f"in {START_TIMEOUT_S:g} s")
+        self._ready = True
+
+    def _why_dead(self) -> str:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=1.0)
+        tail = self._err_path.read_text(errors="replace").strip().splitlines()[-3:] if self._err_path.is_file() else []
+        code = self._proc.returncode
+        return f"the worker server for {self.backend} ended (exit code {code})" + \
+            (f": {' / '.join(tail)}" if tail else "")
+
+    def _line(self, timeout: float) -> str | None:
+        """The server's next line; None where none came within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            ready, _, _ = select.select([self._sock], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return None
+            chunk = self._sock.recv(4096)
+            if not chunk:
+                raise ServerFailed(self._why_dead())
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode()
+
+    def _answer(self, timeout: float) -> str | None:
+        """The server's next line that is not a worker's end (those are kept for
+        `exit_code`); None where none came within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while (line := self._line(max(0.0, deadline - time.monotonic()))) is not None and self._kept_exit(line):
+            pass
+        return line
+
+    def _kept_exit(self, line: str) -> bool:
+        word, _, rest = line.partition(" ")
+        if word != "exit":
+            return False
+        pid, code = map(int, rest.split())
+        if pid in self._released:
+            self._released.discard(pid)
+        else:
+            self._exits[pid] = code
+        return True
+
+    def released(self, pid: int) -> None:
+        """`pid` is left to end on its own: its exit code, when it comes, is dropped."""
+        if self._exits.pop(pid, None) is None:
+            self._released.add(pid)
+
+    def spawn(self, out_file: pathlib.Path, stderr) -> ForkedWorker:
+        """Fork a worker that writes its result to `out_file` and its standard error to the
+        open file `stderr`; its standard input and output are pipes, as `run_worker` has them."""
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        try:
+            socket.send_fds(self._sock, [f"run {out_file}\n".encode()], [stdin_r, stdout_w, stderr.fileno()])
+            line = self._answer(PID_TIMEOUT_S)
+        except OSError as e:
+            for fd in (stdin_w, stdout_r):
+                os.close(fd)
+            raise ServerFailed(f"the worker server for {self.backend} could not be reached: {e}") from None
+        except ServerFailed:
+            for fd in (stdin_w, stdout_r):
+                os.close(fd)
+            raise
+        finally:
+            os.close(stdin_r)
+            os.close(stdout_w)
+        if line is None or not line.startswith("pid "):
+            for fd in (stdin_w, stdout_r):
+                os.close(fd)
+            raise ServerFailed(f"the worker server for {self.backend} answered {line!r}")
+        return ForkedWorker(self, int(line.split()[1]), open(stdin_w, "w"), open(stdout_r))
+
+    def exit_code(self, pid: int, wait: float) -> int | None:
+        """`pid`'s exit code (as Popen's `returncode`), once the server has said it ended;
+        where the server itself is gone, the worker died with it (SIGKILL)."""
+        deadline = time.monotonic() + wait
+        while pid not in self._exits:
+            try:
+                line = self._line(max(0.0, deadline - time.monotonic()))
+            except ServerFailed:
+                return -signal.SIGKILL
+            if line is None:
+                return None
+            self._kept_exit(line)
+        return self._exits.pop(pid)
+
+    def close(self) -> None:
+        """End the server (it kills any worker still running) and wait for it."""
+        with contextlib.suppress(OSError):
+            self._sock.close()
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(OSError):
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            self._proc.wait()
+        self._err_path.unlink(missing_ok=True)
+
+
+class ServerPool:
+    """The worker servers of one run: one per (backend, interpreter), started at its first
+    repeat, closed after its last (`done`). A server that fails is not tried again in this
+    run: its backend's repeats start fresh interpreters, and `log` says so once."""
+
+    def __init__(self, log=print, enabled: bool = True):
+        self.log = log
+        self.enabled = enabled
+        self.keep = False  # an invocation's pool: its servers stay until it closes them, for its later calls
+        self._servers: dict[tuple, WorkerServer] = {}
+        self._failed: set[tuple] = set()
+
+    def start(self, backend: str, python: str, env: dict, data: tuple[str | None, int] | None = None) -> None:
+        """Start `backend`'s server without waiting for it: the runner starts every server
+        its plan needs at once, before the first repeat, so that their imports overlap.
+        `data`: the data path and seed its repeats load (`WorkerServer`)."""
+        key = (backend, python)
+        if self.enabled and key not in self._failed and key not in self._servers:
+            try:
+                self._servers[key] = WorkerServer(backend, python, env, data)
+            except OSError as e:
+                self.failed(backend, python, str(e))
+
+    def wait_all(self) -> None:
+        """Wait until every server started is ready (or has failed): no server imports
+        beside a measured repeat."""
+        for backend, python in list(self._servers):
+            self.server(backend, python, {})
+
+    def server(self, backend: str, python: str, env: dict,
+               data: tuple[str | None, int] | None = None) -> WorkerServer | None:
+        """`backend`'s server, started here if it was not, once its imports are done; None
+        where it cannot be used."""
+        self.start(backend, python, env, data)
+        server = self._servers.get((backend, python))
+        if server is None:
+            return None
+        try:
+            server.wait_ready()
+        except ServerFailed as e:
+            self.failed(backend, python, str(e))
+            return None
+        return server
+
+    def spawn(self, backend: str, python: str, env: dict, out_file: pathlib.Path, stderr,
+              data: tuple[str | None, int] | None = None) -> ForkedWorker | None:
+        """A worker for `backend` forked by its server (started here at its first repeat,
+        loading `data`); None where there is no server to fork it: the caller starts a fresh
+        interpreter."""
+        server = self.server(backend, python, env, data)
+        if server is None:
+            return None
+        try:
+            return server.spawn(out_file, stderr)
+        except ServerFailed as e:
+            self.failed(backend, python, str(e))
+            return None
+
+    def failed(self, backend: str, python: str, why: str) -> None:
+        """The server for `backend` cannot be used: close it and say so (once)."""
+        key = (backend, python)
+        self._failed.add(key)
+        if (server := self._servers.pop(key, None)) is not None:
+            server.close()
+        first_line = why.splitlines()[0] if why else "no reason given"
+        self.log(f"{backend}: each repeat starts a fresh interpreter instead of a forked worker ({first_line})")
+
+    def done(self, backend: str, python: str) -> None:
+        """`backend` has no repeat left in this call: its server ends, unless the pool is kept."""
+        if self.keep:
+            return
+        if (server := self._servers.pop((backend, python), None)) is not None:
+            server.close()
+
+    def close(self) -> None:
+        for server in self._servers.values():
+            server.close()
+        self._servers.clear()
+
+    def __enter__(self) -> ServerPool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def forks(language: str) -> bool:
+    """Whether a backend's workers may be forked from a server: not Julia's (juliacall starts
+    the Julia runtime and its threads when the backend is imported)."""
+    return language != "julia" and sys.platform.startswith("linux")

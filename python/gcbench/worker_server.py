@@ -1,0 +1,133 @@
+"""The entry point of a worker server, which imports what a backend's workers import once
+and forks one worker per repeat (`running.warm_workers` holds the other end):
+
+    python -m gcbench.worker_server FD BACKEND [DATA_SEED [DATA_PATH]]
+
+FD is its end of a Unix socket pair. It says `ready`, then for each `run OUT_FILE` sent with
+three descriptors (the worker's standard streams) forks `gcbench.child` and answers `pid N`,
+and `exit N CODE` when that worker ends. It ends, with its workers, when the runner closes
+its end. How and why: docs/internals.md, "gcbench.running.warm_workers". Like `child`, this
+module is an entry point: it stands above every layer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import socket
+import sys
+import traceback
+import warnings
+
+from . import child
+from .measuring import worker
+from .measuring.worker import PARENT_ENV, die_with_parent
+
+MESSAGE_BYTES = 4096
+
+
+def _fork_worker(sock: socket.socket, out_file: str, fds: list[int], others: list[int]) -> int:
+    """Fork a worker whose standard streams are `fds` and which writes `out_file`; `others`:
+    the server's descriptors of its other workers, which the worker closes."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with warnings.catch_warnings():  # 3.12+: "multi-threaded, use of fork()": BLAS's idle pool, which forks safely
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid:
+        for fd in fds:
+            os.close(fd)
+        return pid
+    code = 1
+    try:
+        os.setsid()  # its own session and process group: the runner stops it with everything it started
+        sock.close()
+        for fd in others:
+            os.close(fd)
+        for target, fd in zip((0, 1, 2), fds, strict=True):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.environ[PARENT_ENV] = str(os.getppid())  # child.main dies with this server
+        worker.STARTED_AS = "forked"
+
+        code = child.main([out_file])  # child.settle() makes the pages it shares with this server its own
+    except BaseException:  # whatever happens, never return into the server's loop
+        with contextlib.suppress(Exception):
+            traceback.print_exc()
+    finally:
+        child.leave(code)
+    os._exit(code)  # pragma: no cover - leave() does not return
+
+
+def serve(sock: socket.socket) -> None:
+    """Fork a worker for each request on `sock` and report its end, until `sock` closes."""
+    workers: dict[int, int | None] = {}  # pid -> its pidfd (None where the kernel has none)
+    try:
+        while True:
+            watched: list[socket.socket | int] = [sock, *(fd for fd in workers.values() if fd is not None)]
+            timeout = None if all(fd is not None for fd in workers.values()) else 0.02
+            ready, _, _ = select.select(watched, [], [], timeout)
+            if sock in ready:
+                message, fds, _, _ = socket.recv_fds(sock, MESSAGE_BYTES, 3)
+                if not message:  # the runner is gone, or done with us
+                    for fd in fds:
+                        os.close(fd)
+                    return
+                command, _, out_file = message.decode().strip().partition(" ")
+                if command != "run" or len(fds) != 3:
+                    for fd in fds:
+                        os.close(fd)
+                    sock.sendall(b"error expected 'run OUT_FILE' with three file descriptors\n")
+                    continue
+                pid = _fork_worker(sock, out_file, fds, [fd for fd in workers.values() if fd is not None])
+                workers[pid] = _pidfd(pid)
+                sock.sendall(f"pid {pid}\n".encode())
+            _reap(sock, workers)
+    finally:
+        for pid in workers:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # not Linux 5.3+: the loop polls instead
+        return None
+
+
+def _reap(sock: socket.socket, workers: dict[int, int | None]) -> None:
+    for pid in list(workers):
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done == 0:
+            continue
+        fd = workers.pop(pid)
+        if fd is not None:
+            os.close(fd)
+        sock.sendall(f"exit {pid} {os.waitstatus_to_exitcode(status)}\n".encode())
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not 2 <= len(argv) <= 4 or not argv[0].isdigit() or (len(argv) > 2 and not argv[2].isdigit()):
+        print("usage: python -m gcbench.worker_server FD BACKEND [DATA_SEED [DATA_PATH]]", file=sys.stderr)
+        return 2
+    sock = socket.socket(fileno=int(argv[0]))
+    parent = os.environ.get(PARENT_ENV)
+    die_with_parent(int(parent) if parent and parent.isdigit() else None)
+    worker.preload(argv[1])
+    if len(argv) > 2:  # as a fresh worker does: its backend, then its data
+        worker.preload_data(argv[3] if len(argv) > 3 else None, int(argv[2]))
+    sock.sendall(b"ready\n")
+    serve(sock)
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    os._exit(code)  # no teardown of JAX's modules: nothing is left to do, and it took 0.3 s
