@@ -75,15 +75,16 @@ def test_a_fresh_interpreter_is_the_default_without_a_pool(tmp_path):
 def test_a_forked_repeat_collects_as_a_fresh_interpreter_does(tmp_path, backend, workload, steps):
     """The same cell, forked and in a fresh interpreter: the same collections of every
     generation at the same steps (the server imports what the worker imports, in the order
-    a fresh worker does: `worker.preload`). With one hash seed for both: fresh interpreters
-    with seeds of their own differ among themselves by a young collection now and then (a
-    dictionary's size, a set's order), which moves the phase of the oldest generation's."""
+    a fresh worker does, `worker.preload`, and loads the run's data as it does). With one
+    hash seed for both: fresh interpreters with seeds of their own could differ among
+    themselves by a young collection (a dictionary's size, a set's order), which would move
+    the phase of the oldest generation's."""
     cell = _cell(steps=steps, backend=backend, workload=workload)
     seed = {"PYTHONHASHSEED": "1234"}
     fresh = runner.run_worker(cell, tmp_path / "fresh.json", ["t"], 600, None, extra_env=seed)
     with warm_workers.ServerPool() as pool:
         forked = runner.run_worker(cell, tmp_path / "forked.json", ["t"], 600, None, extra_env=seed,
-                                   fork=lambda *a: pool.spawn(backend, *a))
+                                   fork=lambda *a: pool.spawn(backend, *a, data=(cell.data_path, cell.seed)))
     assert results.part(forked, "machine_state").get("worker") == "forked"
     a, b = np.asarray(fresh.gc_collections), np.asarray(forked.gc_collections)
     assert a.sum(axis=0).tolist() == b.sum(axis=0).tolist()
