@@ -128,7 +128,8 @@ def _run_locally(run: _Run, plan: plans.Plan) -> list[ResultDoc]:
     with contextlib.ExitStack() as stack:
         # one invocation: its replacement repeats share its run id (their rounds) and its compiled programs
         run_id, cache = runner.new_run_id(), stack.enter_context(runner.compile_cache())
-        servers = stack.enter_context(warm_workers.ServerPool(log=run.out_fn, enabled=run.opts.fork_workers))
+        servers = stack.enter_context(warm_workers.ServerPool(log=run.out_fn, enabled=run.opts.fork_workers,
+                                                                keep=True))
         settings = runner.RunSettings(log=run.out_fn, progress=progress, environments=run.environments,
                                       resume=run.opts.resume, data_kind=run.data_kind, run_id=run_id, cache=cache,
                                       servers=servers)

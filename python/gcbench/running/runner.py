@@ -431,7 +431,6 @@ def run_cells(cells: list[Cell], out_dir: pathlib.Path, command: list[str], time
         if bars is not None:
             batch.log, batch.progress = bars.say, bars
         servers.log = batch.log
-        servers.keep = s.servers is not None
         try:
             return _run_each(batch)
         finally:

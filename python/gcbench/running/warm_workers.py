@@ -148,24 +148,21 @@ class WorkerServer:
         open file `stderr`; its standard input and output are pipes, as `run_worker` has them."""
         stdin_r, stdin_w = os.pipe()
         stdout_r, stdout_w = os.pipe()
+        forked = False
         try:
             socket.send_fds(self._sock, [f"run {out_file}\n".encode()], [stdin_r, stdout_w, stderr.fileno()])
             line = self._answer(PID_TIMEOUT_S)
+            if line is None or not line.startswith("pid "):
+                raise ServerFailed(f"the worker server for {self.backend} answered {line!r}")
+            forked = True
         except OSError as e:
-            for fd in (stdin_w, stdout_r):
-                os.close(fd)
             raise ServerFailed(f"the worker server for {self.backend} could not be reached: {e}") from None
-        except ServerFailed:
-            for fd in (stdin_w, stdout_r):
-                os.close(fd)
-            raise
         finally:
-            os.close(stdin_r)
+            os.close(stdin_r)  # the worker's ends: the server has its own copies now
             os.close(stdout_w)
-        if line is None or not line.startswith("pid "):
-            for fd in (stdin_w, stdout_r):
-                os.close(fd)
-            raise ServerFailed(f"the worker server for {self.backend} answered {line!r}")
+            if not forked:
+                os.close(stdin_w)
+                os.close(stdout_r)
         return ForkedWorker(self, int(line.split()[1]), open(stdin_w, "w"), open(stdout_r))
 
     def exit_code(self, pid: int, wait: float) -> int | None:
@@ -200,10 +197,10 @@ class ServerPool:
     repeat, closed after its last (`done`). A server that fails is not tried again in this
     run: its backend's repeats start fresh interpreters, and `log` says so once."""
 
-    def __init__(self, log=print, enabled: bool = True):
+    def __init__(self, log=print, enabled: bool = True, keep: bool = False):
         self.log = log
         self.enabled = enabled
-        self.keep = False  # an invocation's pool: its servers stay until it closes them, for its later calls
+        self.keep = keep  # an invocation's pool: its servers stay until it closes them, for its later calls
         self._servers: dict[tuple, WorkerServer] = {}
         self._failed: set[tuple] = set()
 
