@@ -173,6 +173,27 @@ def test_closing_the_pool_ends_the_server_and_the_worker_it_runs(tmp_path):
     assert _gone_within(proc.pid, 5)
 
 
+def test_a_server_whose_exit_lines_were_never_read_ends_cleanly(tmp_path):
+    """The runner releases a worker once its result is written and never reads its `exit`
+    line; closing a socket with unread data resets the connection. The server took the
+    reset for an error: a traceback and the interpreter's teardown of JAX, 0.3 s a server at
+    the end of every run. Now it is the runner gone: exit code 0, and every server of a pool
+    is hung up on before any is waited for."""
+    import select
+
+    with warm_workers.ServerPool() as pool:
+        cell = _cell(steps=5)
+        pids: set[int] = set()
+        doc = runner.run_worker(cell, tmp_path / "c.json", ["t"], 300, None,
+                                fork=lambda *a: _note_pid(pool.spawn("jax", *a), pids))
+        assert doc.status == "ok"
+        (server,) = pool._servers.values()
+        assert _gone_within(pids.pop(), 30)
+        ready, _, _ = select.select([server._sock], [], [], 30)  # its `exit` line, left unread
+        assert ready
+    assert server._proc.returncode == 0
+
+
 def test_a_runner_killed_takes_its_server_and_worker_with_it(tmp_path):
     """SIGKILL of the process that runs the cells (no `finally` runs): the server dies with it
     (PR_SET_PDEATHSIG), the worker with the server."""

@@ -70,7 +70,10 @@ def serve(sock: socket.socket) -> None:
             timeout = None if all(fd is not None for fd in workers.values()) else 0.02
             ready, _, _ = select.select(watched, [], [], timeout)
             if sock in ready:
-                message, fds, _, _ = socket.recv_fds(sock, MESSAGE_BYTES, 3)
+                try:
+                    message, fds, _, _ = socket.recv_fds(sock, MESSAGE_BYTES, 3)
+                except ConnectionResetError:  # the runner closed its end with our `exit` lines unread
+                    return
                 if not message:  # the runner is gone, or done with us
                     for fd in fds:
                         os.close(fd)
@@ -85,6 +88,8 @@ def serve(sock: socket.socket) -> None:
                 workers[pid] = _pidfd(pid)
                 sock.sendall(f"pid {pid}\n".encode())
             _reap(sock, workers)
+    except (BrokenPipeError, ConnectionResetError):  # an answer to a runner that is gone
+        return
     finally:
         for pid in workers:
             with contextlib.suppress(OSError):
@@ -128,6 +133,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    code = main()
-    sys.stdout.flush()
-    os._exit(code)  # no teardown of JAX's modules: nothing is left to do, and it took 0.3 s
+    code = 1
+    try:
+        code = main()
+    except BaseException:  # said on its standard error (the runner's log of it), then the same exit
+        with contextlib.suppress(Exception):
+            traceback.print_exc()
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)  # no teardown of JAX's modules: nothing is left to do, and it took 0.3 s

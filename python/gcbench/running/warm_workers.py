@@ -181,8 +181,7 @@ class WorkerServer:
 
     def close(self) -> None:
         """End the server (it kills any worker still running) and wait for it."""
-        with contextlib.suppress(OSError):
-            self._sock.close()
+        self.hang_up()
         try:
             self._proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -190,6 +189,11 @@ class WorkerServer:
                 os.killpg(self._proc.pid, signal.SIGKILL)
             self._proc.wait()
         self._err_path.unlink(missing_ok=True)
+
+    def hang_up(self) -> None:
+        """Close the runner's end: the server ends (and kills any worker still running)."""
+        with contextlib.suppress(OSError):
+            self._sock.close()
 
 
 class ServerPool:
@@ -267,6 +271,9 @@ class ServerPool:
             server.close()
 
     def close(self) -> None:
+        """End every server, all at once: each ends as its end of the socket closes."""
+        for server in self._servers.values():
+            server.hang_up()
         for server in self._servers.values():
             server.close()
         self._servers.clear()
