@@ -348,3 +348,28 @@ def test_a_loaded_machines_times_are_shown_without_an_interval(tmp_path):
     line = next(line for line in table.splitlines() if median in line)
     assert f"{median} (" not in line  # no interval after it
     assert "loaded" in line
+
+
+def test_whether_the_machine_is_still_loaded_is_read_from_the_last_repeat_without_a_wait(monkeypatch):
+    """Before replacement repeats: the last repeat's reading over its timed steps answers at
+    once (`gcbench run` slept a second to read the load afresh); only where no repeat read
+    the load is it read over the next second."""
+    from gcbench.flows import pipeline
+
+    cell = Cell("jax", "mlp", "default", 0, 1, 10, 100, 2, 0, 10)
+    cores = __import__("os").cpu_count()
+
+    def doc(others=None):
+        state = {} if others is None else {"others_cores": others, "steal": 0.0}
+        return results.new(cell, "ok", machine_state=state, wall_ns=[1_000_000] * 100, gc_ns=[0] * 100,
+                           gc_collections=[0] * 100)
+
+    waits = []
+    monkeypatch.setattr(machineload, "now", lambda c, seconds=1.0: waits.append(seconds) or {"others_cores": 0.0})
+    quiet, loaded = 0.0, float(cores)
+    assert pipeline._still_loaded([doc(loaded), doc(quiet)]) is None  # the last one counts
+    said = pipeline._still_loaded([doc(quiet), doc(loaded)])
+    assert said is not None and said.startswith("other processes used") and said.endswith("in the last repeat")
+    assert waits == []
+    assert pipeline._still_loaded([doc()]) is None
+    assert waits == [1.0]

@@ -33,7 +33,15 @@ from .analysing import gc_causes  # noqa: F401
 from .core.errors import UsageError
 from .measuring import diagnostic_run, results
 from .measuring.cell import Cell
-from .measuring.worker import PARENT_ENV, RESULT_WRITTEN, die_with_parent, preload, preload_data, run_cell
+from .measuring.worker import (
+    PARENT_ENV,
+    RESULT_WRITTEN,
+    collector_paused,
+    die_with_parent,
+    preload,
+    preload_data,
+    run_cell,
+)
 from .running import config  # noqa: F401
 
 
@@ -56,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             doc = run_cell(cell, spec.get("command"), environment=spec.get("environment"),
                            machine_state=spec.get("machine_state"))
-            results.write(doc, argv[0], check=False)  # the runner checks it as it loads it
+            with collector_paused():  # nothing is measured from here on
+                results.write(doc, argv[0], check=False)  # the runner checks it as it loads it
             print(RESULT_WRITTEN, flush=True)
     except UsageError as e:
         print(f"gcbench: {e}", file=sys.stderr)

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ..analysing import summary
+from ..analysing import stats, summary
 from ..core import files, machineload, metadata, terminal
 from ..core.errors import UsageError, option
 from ..measuring import mnist, plans, results
@@ -129,18 +129,18 @@ def _run_locally(run: _Run, plan: plans.Plan) -> list[ResultDoc]:
         # one invocation: its replacement repeats share its run id (their rounds) and its compiled programs
         run_id, cache = runner.new_run_id(), stack.enter_context(runner.compile_cache())
         servers = stack.enter_context(warm_workers.ServerPool(log=run.out_fn, enabled=run.opts.fork_workers,
-                                                                keep=True))
+                                                                keep=True, meanwhile=stats.sst))
         settings = runner.RunSettings(log=run.out_fn, progress=progress, environments=run.environments,
                                       resume=run.opts.resume, data_kind=run.data_kind, run_id=run_id, cache=cache,
                                       servers=servers)
         docs = runner.run_cells(run.cells, run.out_dir, run.command, run.suite.timeout, settings)
         extra = summary.replacements(run.cells, docs, run.suite.repeats)
-        busy = machineload.load_reason(machineload.now(os.cpu_count()), os.cpu_count()) if extra else None
+        busy = _still_loaded(docs) if extra else None
         if busy:  # a replacement would be loaded too: the load has not gone
             run.out_fn(terminal.wrap(
                 f"gcbench: {len(extra)} cell{'s' * (len(extra) > 1)} had a repeat flagged, but the machine is still "
-                f"loaded ({busy} over the last second): no replacement repeats measured; times of loaded repeats "
-                "are not judged, their counts are"))
+                f"loaded ({busy}): no replacement repeats measured; times of loaded repeats are not judged, their "
+                "counts are"))
             extra = []
         if extra:  # a flagged repeat is left out of the times: measure one more in its place
             run.out_fn(f"gcbench: {len(extra)} cell{'s' * (len(extra) > 1)} had a repeat flagged (drift or load): "
@@ -151,6 +151,19 @@ def _run_locally(run: _Run, plan: plans.Plan) -> list[ResultDoc]:
             plans.write(run.out_dir, plan)
             docs += runner.run_cells(extra, run.out_dir, run.command, run.suite.timeout, settings)
     return docs
+
+
+def _still_loaded(docs: list[ResultDoc]) -> str | None:
+    """Whether the machine is loaded now, in words (None where it is not): as the last
+    repeat read it over its timed steps, a few seconds ago, without a wait; where it read
+    nothing, over the next second."""
+    cores = os.cpu_count()
+    last = next((d for d in reversed(docs) if "others_cores" in results.part(d, "machine_state")), None)
+    if last is None:
+        busy = machineload.load_reason(machineload.now(cores), cores)
+        return f"{busy} over the last second" if busy else None
+    busy = machineload.load_reason(results.part(last, "machine_state"), cores)
+    return f"{busy} in the last repeat" if busy else None
 
 
 class RunOutcome(NamedTuple):
