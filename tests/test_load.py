@@ -369,7 +369,9 @@ def test_whether_the_machine_is_still_loaded_is_read_from_the_last_repeat_withou
     quiet, loaded = 0.0, float(cores)
     assert pipeline._still_loaded([doc(loaded), doc(quiet)]) is None  # the last one counts
     said = pipeline._still_loaded([doc(quiet), doc(loaded)])
-    assert said is not None and said.startswith("other processes used") and said.endswith("in the last repeat")
+    assert said is not None
+    assert said.startswith("other processes used")
+    assert said.endswith("in the last repeat")
     assert waits == []
     assert pipeline._still_loaded([doc()]) is None
     assert waits == [1.0]

@@ -145,6 +145,43 @@ def test_a_dead_server_falls_back_to_fresh_interpreters_and_says_so_once(tmp_pat
     assert said[0].startswith("jax: each repeat starts a fresh interpreter instead of a forked worker")
 
 
+def _parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def test_every_server_is_forked_from_one_base_that_imported_the_worker_once(tmp_path):
+    """Each backend's server is forked from the interpreter's base server (gcbench's worker,
+    0.5 s of imports, imported once) and forks its own repeats; the pool ends them all."""
+    with warm_workers.ServerPool() as pool:
+        pids: set[int] = set()
+        docs = [runner.run_worker(_cell(steps=5, backend=b), tmp_path / f"{b}.json", ["t"], 300, None,
+                                  fork=lambda *a, b=b: _note_pid(pool.spawn(b, *a), pids))
+                for b in ("jax", "jax-vmap")]
+        (base,) = pool._bases.values()
+        servers = list(pool._servers.values())
+        assert [s.backend for s in servers] == ["jax", "jax-vmap"]
+        assert {_parent_of(s._proc.pid) for s in servers} == {base._proc.pid}
+    assert [results.part(d, "machine_state").get("worker") for d in docs] == ["forked", "forked"]
+    assert [s._proc.returncode for s in servers] == [0, 0]
+    assert base._proc.returncode == 0
+
+
+def test_a_dead_base_leaves_its_servers_to_fresh_interpreters_and_says_so_once_each(tmp_path):
+    said: list[str] = []
+    with warm_workers.ServerPool(log=said.append) as pool:
+        pool.start("jax", runner.sys.executable, runner._worker_env())
+        (base,) = pool._bases.values()
+        os.killpg(base._proc.pid, signal.SIGKILL)
+        docs = [runner.run_worker(_cell(steps=5, repeat=r), tmp_path / f"{r}.json", ["t"], 300, None,
+                                  fork=lambda *a: pool.spawn("jax", *a)) for r in (0, 1)]
+    assert [d.status for d in docs] == ["ok", "ok"]
+    assert [results.part(d, "machine_state").get("worker") for d in docs] == ["interpreter", "interpreter"]
+    assert len(said) == 1
+    assert said[0].startswith("jax: each repeat starts a fresh interpreter instead of a forked worker")
+    assert "the base worker server ended" in said[0]
+
+
 def test_a_server_that_cannot_start_is_said_and_the_repeat_still_runs(tmp_path):
     said: list[str] = []
     with warm_workers.ServerPool(log=said.append) as pool:

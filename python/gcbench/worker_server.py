@@ -1,13 +1,13 @@
-"""The entry point of a worker server, which imports what a backend's workers import once
-and forks one worker per repeat (`running.warm_workers` holds the other end):
+"""The entry point of a worker server (`running.warm_workers` holds the other end):
 
-    python -m gcbench.worker_server FD BACKEND [DATA_SEED [DATA_PATH]]
+    python -m gcbench.worker_server FD [BACKEND [DATA_SEED [DATA_PATH]]]
 
-FD is its end of a Unix socket pair. It says `ready`, then for each `run OUT_FILE` sent with
-three descriptors (the worker's standard streams) forks `gcbench.child` and answers `pid N`,
-and `exit N CODE` when that worker ends. It ends, with its workers, when the runner closes
-its end. How and why: docs/internals.md, "gcbench.running.warm_workers". Like `child`, this
-module is an entry point: it stands above every layer.
+FD is its end of a Unix socket pair. It imports what BACKEND's workers import, says `ready`,
+and for each `run OUT_FILE` with three descriptors (the worker's standard streams) forks
+`gcbench.child`, answering `pid N`, then `exit N CODE`. Without BACKEND, a base server forks
+a backend's server for each `server BACKEND [...]` with two (its socket, its standard
+error). It ends, with its children, when the runner closes its end. docs/internals.md,
+"gcbench.running.warm_workers"; an entry point like `child`, above every layer.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import socket
 import sys
 import traceback
 import warnings
+from collections.abc import Callable
 
 from . import child
 from .measuring import worker
@@ -28,9 +29,11 @@ from .measuring.worker import PARENT_ENV, die_with_parent
 MESSAGE_BYTES = 4096
 
 
-def _fork_worker(sock: socket.socket, out_file: str, fds: list[int], others: list[int]) -> int:
-    """Fork a worker whose standard streams are `fds` and which writes `out_file`; `others`:
-    the server's descriptors of its other workers, which the worker closes."""
+def _fork(sock: socket.socket, fds: list[int], others: list[int], body: Callable[[list[int]], int]) -> int:
+    """Fork; here, close `fds` (the child's now) and return its pid. In the child: its own
+    session and process group (the runner stops it with everything it started), none of
+    the server's descriptors but `fds` (`others`: those of its other children), then
+    `body(fds)` and its exit code, never a return into the server's loop."""
     sys.stdout.flush()
     sys.stderr.flush()
     with warnings.catch_warnings():  # 3.12+: "multi-threaded, use of fork()": BLAS's idle pool, which forks safely
@@ -42,17 +45,12 @@ def _fork_worker(sock: socket.socket, out_file: str, fds: list[int], others: lis
         return pid
     code = 1
     try:
-        os.setsid()  # its own session and process group: the runner stops it with everything it started
+        os.setsid()
         sock.close()
         for fd in others:
             os.close(fd)
-        for target, fd in zip((0, 1, 2), fds, strict=True):
-            os.dup2(fd, target)
-            os.close(fd)
-        os.environ[PARENT_ENV] = str(os.getppid())  # child.main dies with this server
-        worker.STARTED_AS = "forked"
-
-        code = child.main([out_file])  # child.settle() makes the pages it shares with this server its own
+        os.environ[PARENT_ENV] = str(os.getppid())  # it dies with this server (a fork keeps no parent-death signal)
+        code = body(fds)
     except BaseException:  # whatever happens, never return into the server's loop
         with contextlib.suppress(Exception):
             traceback.print_exc()
@@ -61,8 +59,37 @@ def _fork_worker(sock: socket.socket, out_file: str, fds: list[int], others: lis
     os._exit(code)  # pragma: no cover - leave() does not return
 
 
-def serve(sock: socket.socket) -> None:
-    """Fork a worker for each request on `sock` and report its end, until `sock` closes."""
+def _fork_worker(sock: socket.socket, out_file: str, fds: list[int], others: list[int]) -> int:
+    """Fork a worker whose standard streams are `fds` and which writes `out_file`."""
+    def body(streams: list[int]) -> int:
+        for target, fd in zip((0, 1, 2), streams, strict=True):
+            os.dup2(fd, target)
+            os.close(fd)
+        worker.STARTED_AS = "forked"
+        return child.main([out_file])  # child.settle() makes the pages it shares with this server its own
+
+    return _fork(sock, fds, others, body)
+
+
+def _fork_server(sock: socket.socket, args: str, fds: list[int], others: list[int]) -> int:
+    """Fork a backend's server (`args`: BACKEND [DATA_SEED [DATA_PATH]]) whose socket and
+    standard error are `fds`."""
+    def body(ends: list[int]) -> int:
+        theirs, err = ends
+        os.dup2(err, 2)
+        os.close(err)
+        return main([str(theirs), *args.split(" ", 2)])  # a data path may hold spaces
+
+    return _fork(sock, fds, others, body)
+
+
+REQUESTS = {"run": (3, _fork_worker), "server": (2, _fork_server)}  # what a server forks, by its request
+
+
+def serve(sock: socket.socket, request: str = "run") -> None:
+    """Fork a worker (`request` "run") or a backend's server ("server") for each request on
+    `sock` and report its end, until `sock` closes."""
+    want, fork = REQUESTS[request]
     workers: dict[int, int | None] = {}  # pid -> its pidfd (None where the kernel has none)
     try:
         while True:
@@ -78,13 +105,13 @@ def serve(sock: socket.socket) -> None:
                     for fd in fds:
                         os.close(fd)
                     return
-                command, _, out_file = message.decode().strip().partition(" ")
-                if command != "run" or len(fds) != 3:
+                command, _, args = message.decode().strip().partition(" ")
+                if command != request or len(fds) != want or not args:
                     for fd in fds:
                         os.close(fd)
-                    sock.sendall(b"error expected 'run OUT_FILE' with three file descriptors\n")
+                    sock.sendall(f"error expected '{request} ...' with {want} file descriptors\n".encode())
                     continue
-                pid = _fork_worker(sock, out_file, fds, [fd for fd in workers.values() if fd is not None])
+                pid = fork(sock, args, fds, [fd for fd in workers.values() if fd is not None])
                 workers[pid] = _pidfd(pid)
                 sock.sendall(f"pid {pid}\n".encode())
             _reap(sock, workers)
@@ -118,12 +145,16 @@ def _reap(sock: socket.socket, workers: dict[int, int | None]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if not 2 <= len(argv) <= 4 or not argv[0].isdigit() or (len(argv) > 2 and not argv[2].isdigit()):
-        print("usage: python -m gcbench.worker_server FD BACKEND [DATA_SEED [DATA_PATH]]", file=sys.stderr)
+    if not 1 <= len(argv) <= 4 or not argv[0].isdigit() or (len(argv) > 2 and not argv[2].isdigit()):
+        print("usage: python -m gcbench.worker_server FD [BACKEND [DATA_SEED [DATA_PATH]]]", file=sys.stderr)
         return 2
     sock = socket.socket(fileno=int(argv[0]))
     parent = os.environ.get(PARENT_ENV)
     die_with_parent(int(parent) if parent and parent.isdigit() else None)
+    if len(argv) == 1:  # a base server: what every backend's server imports first is imported above
+        sock.sendall(b"ready\n")
+        serve(sock, "server")
+        return 0
     worker.preload(argv[1])
     if len(argv) > 2:  # as a fresh worker does: its backend, then its data
         worker.preload_data(argv[3] if len(argv) > 3 else None, int(argv[2]))

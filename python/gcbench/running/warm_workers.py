@@ -67,42 +67,81 @@ class ForkedWorker:
 
 class WorkerServer:
     """One `gcbench.worker_server` process for `backend`, started with `python` and `env`;
-    `data` (a cell's data path and seed) is loaded there before the repeats are forked."""
+    `data` (a cell's data path and seed) is loaded there before the repeats are forked.
+    With `base` (a base server: `backend` None), forked from it instead of started."""
 
-    def __init__(self, backend: str, python: str, env: dict, data: tuple[str | None, int] | None = None):
+    def __init__(self, backend: str | None, python: str, env: dict, data: tuple[str | None, int] | None = None,
+                 base: WorkerServer | None = None):
         self.backend = backend
-        data_args = [] if data is None else [str(data[1]), *([str(data[0])] if data[0] is not None else [])]
+        args = [] if backend is None else [backend]
+        if data is not None:
+            args += [str(data[1]), *([str(data[0])] if data[0] is not None else [])]
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         fd, err_name = tempfile.mkstemp(prefix=files.owned_temp_prefix("stderr"), suffix=".txt")
         self._err_path = pathlib.Path(err_name)
-        with os.fdopen(fd, "w") as err:
-            self._proc = subprocess.Popen([python, "-m", "gcbench.worker_server", str(theirs.fileno()), backend,
-                                           *data_args],
-                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                          pass_fds=[theirs.fileno()], env=env, start_new_session=True)
-        theirs.close()
+        self._proc: subprocess.Popen | ForkedWorker
+        try:
+            if base is not None:
+                self._proc = base._fork_server(args, theirs.fileno(), fd)
+            else:
+                with open(fd, "w", closefd=False) as err:
+                    self._proc = subprocess.Popen([python, "-m", "gcbench.worker_server", str(theirs.fileno()), *args],
+                                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                                  pass_fds=[theirs.fileno()], env=env, start_new_session=True)
+        finally:
+            os.close(fd)
+            theirs.close()
         self._buffer = b""
         self._exits: dict[int, int] = {}
         self._released: set[int] = set()
+        self._forked: list[ForkedWorker] = []  # the servers asked of this base whose pid has not come yet
         self._ready = False
+
+    @property
+    def name(self) -> str:
+        return f"the worker server for {self.backend}" if self.backend else "the base worker server"
+
+    def _fork_server(self, args: list[str], sock_fd: int, err_fd: int) -> ForkedWorker:
+        """Ask this base server for a backend's server (`args`: BACKEND [DATA_SEED
+        [DATA_PATH]]) whose socket and standard error are `sock_fd` and `err_fd`, without
+        waiting: the base answers once its imports are done (`_known`)."""
+        try:
+            socket.send_fds(self._sock, [f"server {' '.join(args)}\n".encode()], [sock_fd, err_fd])
+        except OSError as e:
+            raise ServerFailed(f"{self.name} could not be reached: {e}") from None
+        proc = ForkedWorker(self, 0, None, None)
+        self._forked.append(proc)
+        return proc
+
+    def _known(self, proc: ForkedWorker) -> None:
+        """Wait for this base's answers until `proc` (one of its servers) has its pid."""
+        self.wait_ready()
+        while proc in self._forked:
+            line = self._answer(PID_TIMEOUT_S)
+            asked = self._forked.pop(0)
+            if line is None or not line.startswith("pid "):
+                raise ServerFailed(f"{self.name} answered {line!r} when asked for a server")
+            asked.pid = int(line.split()[1])
 
     def wait_ready(self) -> None:
         """Wait for the server's imports (once); raise `ServerFailed` where it does not get there."""
         if self._ready:
             return
+        if isinstance(self._proc, ForkedWorker) and self._proc.pid == 0:
+            self._proc.server._known(self._proc)
         line = self._answer(START_TIMEOUT_S)
         if line != "ready":
-            raise ServerFailed(f"the worker server for {self.backend} said {line!r} instead of 'ready'"
-                               if line is not None else f"the worker server for {self.backend} was not ready "
-                               f"in {START_TIMEOUT_S:g} s")
+            raise ServerFailed(f"{self.name} said {line!r} instead of 'ready'"
+                               if line is not None else f"{self.name} was not ready in {START_TIMEOUT_S:g} s")
         self._ready = True
 
     def _why_dead(self) -> str:
         with contextlib.suppress(subprocess.TimeoutExpired):
-            self._proc.wait(timeout=1.0)
+            if self._proc.pid:  # not a server its base never forked
+                self._proc.wait(timeout=1.0)
         tail = self._err_path.read_text(errors="replace").strip().splitlines()[-3:] if self._err_path.is_file() else []
         code = self._proc.returncode
-        return f"the worker server for {self.backend} ended (exit code {code})" + \
+        return f"{self.name} ended (exit code {code})" + \
             (f": {' / '.join(tail)}" if tail else "")
 
     def _line(self, timeout: float) -> str | None:
@@ -112,7 +151,10 @@ class WorkerServer:
             ready, _, _ = select.select([self._sock], [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
                 return None
-            chunk = self._sock.recv(4096)
+            try:
+                chunk = self._sock.recv(4096)
+            except ConnectionResetError:  # it died with what we sent it unread
+                chunk = b""
             if not chunk:
                 raise ServerFailed(self._why_dead())
             self._buffer += chunk
@@ -153,10 +195,10 @@ class WorkerServer:
             socket.send_fds(self._sock, [f"run {out_file}\n".encode()], [stdin_r, stdout_w, stderr.fileno()])
             line = self._answer(PID_TIMEOUT_S)
             if line is None or not line.startswith("pid "):
-                raise ServerFailed(f"the worker server for {self.backend} answered {line!r}")
+                raise ServerFailed(f"{self.name} answered {line!r}")
             forked = True
         except OSError as e:
-            raise ServerFailed(f"the worker server for {self.backend} could not be reached: {e}") from None
+            raise ServerFailed(f"{self.name} could not be reached: {e}") from None
         finally:
             os.close(stdin_r)  # the worker's ends: the server has its own copies now
             os.close(stdout_w)
@@ -183,7 +225,8 @@ class WorkerServer:
         """End the server (it kills any worker still running) and wait for it."""
         self.hang_up()
         try:
-            self._proc.wait(timeout=10)
+            if self._proc.pid:  # not a server its base never forked
+                self._proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             with contextlib.suppress(OSError):
                 os.killpg(self._proc.pid, signal.SIGKILL)
@@ -209,18 +252,30 @@ class ServerPool:
         # verdict's scipy.stats, 0.4 s that nothing would overlap after the last repeat)
         self.meanwhile = meanwhile
         self._servers: dict[tuple, WorkerServer] = {}
+        self._bases: dict[tuple, WorkerServer] = {}  # by interpreter and environment
         self._failed: set[tuple] = set()
 
     def start(self, backend: str, python: str, env: dict, data: tuple[str | None, int] | None = None) -> None:
         """Start `backend`'s server without waiting for it: the runner starts every server
-        its plan needs at once, before the first repeat, so that their imports overlap.
-        `data`: the data path and seed its repeats load (`WorkerServer`)."""
+        its plan needs at once, before the first repeat. Each is forked from one base server
+        per interpreter, which imports what they all import first (gcbench's worker, 0.5 s)
+        once; where there is none, it is started alone. `data`: the data path and seed its
+        repeats load (`WorkerServer`)."""
         key = (backend, python)
         if self.enabled and key not in self._failed and key not in self._servers:
             try:
-                self._servers[key] = WorkerServer(backend, python, env, data)
-            except OSError as e:
+                self._servers[key] = WorkerServer(backend, python, env, data, base=self._base(python, env))
+            except (OSError, ServerFailed) as e:
                 self.failed(backend, python, str(e))
+
+    def _base(self, python: str, env: dict) -> WorkerServer | None:
+        key = (python, tuple(sorted(env.items())))
+        if key not in self._bases:
+            try:
+                self._bases[key] = WorkerServer(None, python, env)
+            except OSError:
+                return None  # each server then starts alone, and says so if it cannot either
+        return self._bases[key]
 
     def wait_all(self) -> None:
         """Wait until every server started is ready (or has failed): no server imports
@@ -277,12 +332,14 @@ class ServerPool:
             server.close()
 
     def close(self) -> None:
-        """End every server, all at once: each ends as its end of the socket closes."""
-        for server in self._servers.values():
-            server.hang_up()
-        for server in self._servers.values():
-            server.close()
-        self._servers.clear()
+        """End every server, all at once: each ends as its end of the socket closes; the
+        base servers last, which say when the others have ended."""
+        for group in (self._servers, self._bases):
+            for server in group.values():
+                server.hang_up()
+            for server in group.values():
+                server.close()
+            group.clear()
 
     def __enter__(self) -> ServerPool:
         return self
