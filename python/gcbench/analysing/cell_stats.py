@@ -1,10 +1,12 @@
 """The records a cell's repeats combine into (`summary.summarize`): typed, immutable, read
 by attribute. docs/results.md, "Result fields", names each for users; `summary.record`
-flattens them for `--json`, export and `m.summary()`."""
+flattens them for `--json`, export and `m.summary()`. `summarize` assembles `CellStats`
+from the parts below, each typed, so that a field it names wrongly is an error mypy sees."""
 
 from __future__ import annotations
 
 import dataclasses
+from typing import TypedDict
 
 from .explanation_records import CollectorCall
 from .stats import Estimate, EventSummary
@@ -139,3 +141,73 @@ class CellStats:
         if self.gc_share_cpu is None:
             raise ValueError("no GC share of CPU time was recorded")
         return Estimate(self.gc_share_cpu, self.gc_share_cpu_ci, self.repeat_gc_shares_cpu or [])
+
+
+class RepeatFields(TypedDict):
+    """`CellStats`' repeats: which there are, which its times rest on, why any was flagged."""
+
+    repeats: int
+    used: list[int]
+    flagged: dict[int, list[str]]
+    all_flagged: bool
+    steps: int
+    steps_per_repeat: list[int]
+
+
+class TimeFields(TypedDict):
+    """Its step times: median, mean and the tail."""
+
+    median_ms: float
+    median_ci_ms: Interval
+    repeat_medians_ms: list[float]
+    mean_ms: float
+    mean_ci_ms: Interval
+    repeat_means_ms: list[float]
+    p90_ms: float
+    p99_ms: float
+    max_ms: float
+    max_over_median: float
+
+
+class GCFields(TypedDict):
+    """Its collector: the share, the collections in and between steps, the full ones' schedule."""
+
+    gc_share: float
+    gc_share_ci: Interval
+    repeat_gc_shares: list[float]
+    gc_ms_per_step: float
+    collections: list[int]
+    between: Between
+    full: EventSummary
+    full_after_last: int
+    spike_factor: float
+    spikes: int
+    spikes_at_full: int
+
+
+class ContextFields(TypedDict):
+    """What its steps ran beside: the language, the warm-up, memory, the loop's own calls, load."""
+
+    language: str
+    warmup: Warmup | None
+    memory: MemoryStats | None
+    explicit: Explicit | None
+    collector: CollectorState | None
+    loaded: int
+    load: str | None
+    warnings: list[str]
+
+
+class OptionalFields(TypedDict, total=False):
+    """What only some results record (left out, as None, where any repeat did not)."""
+
+    alloc_bytes_per_step: float
+    pressure_per_step: float
+    examined_per_step: float
+    promotions_per_step: float
+    retained_per_step: float
+    gc_share_cpu: float
+    gc_share_cpu_ci: Interval
+    repeat_gc_shares_cpu: list[float]
+    host_share: float
+    host_share_ci: Interval

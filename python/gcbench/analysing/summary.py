@@ -15,7 +15,21 @@ from ..core.errors import UsageError
 from ..measuring import results
 from ..measuring.results import ResultDoc
 from . import rates, stats
-from .cell_stats import Between, CellStats, CollectorState, Explicit, MemoryStats, Warmup, WarmupRepeat
+from .cell_stats import (
+    Between,
+    CellStats,
+    CollectorState,
+    ContextFields,
+    Explicit,
+    GCFields,
+    Interval,
+    MemoryStats,
+    OptionalFields,
+    RepeatFields,
+    TimeFields,
+    Warmup,
+    WarmupRepeat,
+)
 from .explanation_records import CollectorCall
 from .rates import MIN_GROWTH_STEPS, collections, full_collections
 
@@ -429,7 +443,7 @@ def summarize(docs: list[ResultDoc], spike_factor: float = DEFAULT_SPIKE_FACTOR,
     return CellSummary(key, docs, dataclasses.replace(s, warnings=warnings(s)))
 
 
-def _repeat_fields(ok: list[ResultDoc], used: list[ResultDoc], flags: dict, walls: list[np.ndarray]) -> dict:
+def _repeat_fields(ok: list[ResultDoc], used: list[ResultDoc], flags: dict, walls: list[np.ndarray]) -> RepeatFields:
     """Which repeats there are, which the times rest on, and why any was flagged."""
     return {
         "repeats": len(ok),
@@ -445,11 +459,11 @@ def _ms(value: float) -> float:
     return value / 1e6
 
 
-def _ci_ms(ci) -> tuple | None:
-    return None if ci is None else tuple(x / 1e6 for x in ci)
+def _ci_ms(ci: Interval) -> Interval:
+    return None if ci is None else (ci[0] / 1e6, ci[1] / 1e6)
 
 
-def _time_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> dict:
+def _time_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> TimeFields:
     """The step's times: median, mean (the time a run takes per step) and the tail."""
     median = stats.geometric([float(np.median(w)) for w in walls])
     mean = stats.geometric([float(iterations(d).mean()) for d in used])  # the time a run takes, per step
@@ -467,7 +481,7 @@ def _time_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> dict:
     }
 
 
-def _gc_fields(ok: list[ResultDoc], used: list[ResultDoc], walls: list[np.ndarray], spike_factor: float) -> dict:
+def _gc_fields(ok: list[ResultDoc], used: list[ResultDoc], walls: list[np.ndarray], spike_factor: float) -> GCFields:
     """The collector: its share, its collections (in steps and between them), the full
     collections' schedule and spikes."""
     gc_ns = sum(results.step_total(d, "gc_ns") for d in used)
@@ -499,7 +513,7 @@ def _gc_fields(ok: list[ResultDoc], used: list[ResultDoc], walls: list[np.ndarra
     }
 
 
-def _context_fields(ok: list[ResultDoc], used: list[ResultDoc]) -> dict:
+def _context_fields(ok: list[ResultDoc], used: list[ResultDoc]) -> ContextFields:
     """What the steps ran beside: the language, the warm-up, memory, the loop's own calls
     to the collector, and the machine's load."""
     loaded = sum(1 for d in used if repeat_load(d))
@@ -515,29 +529,33 @@ def _context_fields(ok: list[ResultDoc], used: list[ResultDoc]) -> dict:
     }
 
 
-def _optional_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> dict:
+def _optional_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> OptionalFields:
     """What only some results record: allocated bytes, allocation pressure, CPU time, host time."""
-    out: dict = {}
+    out: OptionalFields = {}
     if all(d.alloc_bytes is not None for d in used):
-        out.update(alloc_bytes_per_step=float(np.mean([results.step_total(d, "alloc_bytes") / results.step_count(d)
-                                                       for d in used])))
+        out["alloc_bytes_per_step"] = float(np.mean([results.step_total(d, "alloc_bytes") / results.step_count(d)
+                                                      for d in used]))
     if all(d.gc_pressure is not None for d in used):
         pressures = [results.step_array(d, "gc_pressure", np.float64) for d in used]
-        out.update(pressure_per_step=float(np.median([np.median(p) for p in pressures if p is not None])))
-    for name, rate in (("examined_per_step", rates.examined_per_step), ("promotions_per_step",
-                       rates.promotions_per_step), ("retained_per_step", rates.growth_per_step)):
-        known = stats.all_known([rate(d) for d in used])  # what a starting heap cannot move, the mean over the repeats
-        if known:
-            out[name] = float(np.mean(known))
+        out["pressure_per_step"] = float(np.median([np.median(p) for p in pressures if p is not None]))
+    # what a starting heap cannot move, each the mean over the repeats where every one read it
+    examined, promotions, retained = (stats.all_known([rate(d) for d in used]) for rate in (
+        rates.examined_per_step, rates.promotions_per_step, rates.growth_per_step))
+    if examined:
+        out["examined_per_step"] = float(np.mean(examined))
+    if promotions:
+        out["promotions_per_step"] = float(np.mean(promotions))
+    if retained:
+        out["retained_per_step"] = float(np.mean(retained))
     cpu_shares = [cpu_gc_share(d) for d in used]
     if None not in cpu_shares:  # the collector's share of CPU time, which load does not stretch
         cpu = stats.arithmetic(cpu_shares, bounds=(0.0, 1.0))
-        out.update(gc_share_cpu=cpu.value, gc_share_cpu_ci=cpu.ci, repeat_gc_shares_cpu=cpu.per_repeat)
+        out.update({"gc_share_cpu": cpu.value, "gc_share_cpu_ci": cpu.ci, "repeat_gc_shares_cpu": cpu.per_repeat})
     if all(d.host_ns is not None for d in used):  # the share of the step spent before waiting for the results
         host = stats.arithmetic(
             [results.step_total(d, "host_ns") / w.sum() for d, w in zip(used, walls, strict=True)], bounds=(0.0, 1.0)
         )
-        out.update(host_share=host.value, host_share_ci=host.ci)
+        out.update({"host_share": host.value, "host_share_ci": host.ci})
     return out
 
 
