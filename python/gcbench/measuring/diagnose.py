@@ -10,17 +10,17 @@ import collections
 import functools
 import gc
 import os
-import pathlib
 import sys
 import time
-import tracemalloc
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from . import probe
 
 NAMED = ("jax", "jaxlib", "equinox", "flax", "optax", "numpy", "gcbench")
-_GCBENCH_DIR = str(pathlib.Path(__file__).resolve().parents[1])  # the package, all of it
+# paths by os.path: pathlib (with re, enum, urllib and ipaddress, where the interpreter has not
+# loaded them) would put 2,000 objects in the heap of the loop explained, before it
+_GCBENCH_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # the package, all of it
 # The files of a user's own loop (`gcbench.measure(..., explain=True)` adds the caller's) and
 # the folders of their project (the caller's folder): allocation sites there, outside installed
 # packages, are the package `user` ("your code", not a library's).
@@ -28,7 +28,7 @@ USER_FILES: set[str] = set()
 USER_DIRS: set[str] = set()
 # gcbench's own training loop (what a user's loop does around the step): "loop"; the rest of
 # gcbench (the backends' step code) is "gcbench".
-_LOOP_FILES = tuple(str(pathlib.Path(_GCBENCH_DIR, name)) for name in ("measuring/worker.py",))
+_LOOP_FILES = (os.path.join(_GCBENCH_DIR, "measuring", "worker.py"),)
 TOP = 12  # entries kept per table
 # explain's own time in its hooks, at most, in the thread's CPU time (a busy machine stretches
 # the wall time, not the work): past it, collections are logged and not analysed (a loop
@@ -91,7 +91,18 @@ def type_package(tp: type) -> str:
     return "builtins" if root in ("builtins", "") else "other"
 
 
-_STDLIB = str(pathlib.Path(tracemalloc.__file__).resolve().parent)
+try:  # tracemalloc's C half: `tracemalloc` itself imports pickle, linecache and tokenize, 680
+    # tracked objects in the heap of a loop explained, which delay its full collections
+    import _tracemalloc as tracemalloc
+    from _tracemalloc import _get_object_traceback as _frames_of  # newest first, without Frame objects
+except ImportError:  # pragma: no cover - an interpreter without the private half of tracemalloc
+    import tracemalloc  # type: ignore[no-redef]
+
+    def _frames_of(obj: object, /) -> Sequence[tuple[str, int]] | None:
+        tb = tracemalloc.get_object_traceback(obj)  # type: ignore[attr-defined]
+        return None if tb is None else tuple((f.filename, f.lineno) for f in reversed(tb))
+
+_STDLIB = os.path.dirname(os.path.realpath(os.__file__))  # where tracemalloc, os and the rest of it are
 _STDLIB_OR_GENERATED = ("<", _STDLIB)  # made once: the frame walks below allocate nothing
 
 
@@ -120,7 +131,7 @@ def file_package(filename: str) -> str | None:
 
 
 # gcbench's own measuring code: never a site (`gcbench.measure`'s own objects are gcbench's, not the loop's)
-_HARNESS = tuple(str(pathlib.Path(_GCBENCH_DIR, name)) for name in (
+_HARNESS = tuple(os.path.join(_GCBENCH_DIR, *name.split("/")) for name in (
     "measuring/diagnose.py", "measuring/diagnostic_run.py", "measuring/probe.py", "analysing/gc_causes.py",
     "user_loop.py", "budget/plugin.py", "core/machineload.py"))
 OWN = "gcbench's own objects"  # a site no frame outside the harness and the standard library explains
@@ -158,12 +169,6 @@ def site_path(filename: str) -> str:
     return "~" + real[len(home):] if home not in ("", "/") and real.startswith(home + os.sep) else real
 
 
-try:  # an object's allocation frames as tracemalloc keeps them, newest first, without Frame objects
-    from _tracemalloc import _get_object_traceback as _frames_of
-except ImportError:  # pragma: no cover - an interpreter without the private half of tracemalloc
-    def _frames_of(obj: object, /) -> Sequence[tuple[str, int]] | None:
-        tb = tracemalloc.get_object_traceback(obj)
-        return None if tb is None else tuple((f.filename, f.lineno) for f in reversed(tb))
 
 
 def _made_by_gcbench(obj: object) -> bool:
