@@ -533,20 +533,20 @@ def _optional_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> Optional
     """What only some results record: allocated bytes, allocation pressure, CPU time, host time."""
     out: OptionalFields = {}
     if all(d.alloc_bytes is not None for d in used):
-        out["alloc_bytes_per_step"] = float(np.mean([results.step_total(d, "alloc_bytes") / results.step_count(d)
-                                                      for d in used]))
+        out.update({"alloc_bytes_per_step": float(np.mean([results.step_total(d, "alloc_bytes") /
+                                                            results.step_count(d) for d in used]))})
     if all(d.gc_pressure is not None for d in used):
         pressures = [results.step_array(d, "gc_pressure", np.float64) for d in used]
-        out["pressure_per_step"] = float(np.median([np.median(p) for p in pressures if p is not None]))
+        out.update({"pressure_per_step": float(np.median([np.median(p) for p in pressures if p is not None]))})
     # what a starting heap cannot move, each the mean over the repeats where every one read it
     examined, promotions, retained = (stats.all_known([rate(d) for d in used]) for rate in (
         rates.examined_per_step, rates.promotions_per_step, rates.growth_per_step))
     if examined:
-        out["examined_per_step"] = float(np.mean(examined))
+        out.update({"examined_per_step": float(np.mean(examined))})
     if promotions:
-        out["promotions_per_step"] = float(np.mean(promotions))
+        out.update({"promotions_per_step": float(np.mean(promotions))})
     if retained:
-        out["retained_per_step"] = float(np.mean(retained))
+        out.update({"retained_per_step": float(np.mean(retained))})
     cpu_shares = [cpu_gc_share(d) for d in used]
     if None not in cpu_shares:  # the collector's share of CPU time, which load does not stretch
         cpu = stats.arithmetic(cpu_shares, bounds=(0.0, 1.0))
