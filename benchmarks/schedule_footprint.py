@@ -93,6 +93,8 @@ else:
         body()
 done[0] = True
 gc.callbacks.remove(count)
+import json  # after the loop: json brings re, enum and functools, which a plain 3.12 has not loaded
+
 print(json.dumps({"heap": heap, "modules": modules, "collections": counts}))
 """
 
@@ -123,7 +125,7 @@ def run(mode: str, steps: int, keep: int, cyclic: int, ballast: int = 0, collect
     the script calls gc.collect() before its loop (else its first full collection comes
     when the collector's own rule first allows it, and sets the count the rule reads)."""
     compiled()
-    out = subprocess.run([sys.executable, "-c", "import json\n" + SCRIPT, mode, str(steps), str(keep), str(cyclic),
+    out = subprocess.run([sys.executable, "-c", SCRIPT, mode, str(steps), str(keep), str(cyclic),
                           str(ballast), "1" if collect else "0"],
                          capture_output=True, text=True, check=True, timeout=600)
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -17,7 +17,7 @@ import sys
 # after the loop, or when explaining.
 from . import _IMPORTED
 from .core import machineload
-from .core.checks import NAME, RESULTS_ENV, is_int
+from .core.checks import RESULTS_ENV, is_int, is_name
 from .measuring import gc_watch
 from .measuring.probe import StepProbe, malloc_in_use
 
@@ -76,9 +76,9 @@ def _positive_or_none(name: str, value) -> int | None:
 
 def _check_names(name, variant, policy) -> None:
     """`measure`'s names: the loop's and its variant's plain names, a policy gcbench knows."""
-    if not isinstance(name, str) or not NAME.match(name):
+    if not is_name(name):
         raise _usage_error(f"name must be letters, digits, '.', '_' or '-', got {name!r}")
-    if variant is not None and (not isinstance(variant, str) or not NAME.match(variant)):
+    if variant is not None and not is_name(variant):
         raise _usage_error(f"variant must be letters, digits, '.', '_' or '-', got {variant!r}")
     if policy is not None:
         if not isinstance(policy, str):

@@ -23,7 +23,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 from ..core import files
-from ..core.checks import NAME, is_int
+from ..core.checks import is_int, is_name
 from ..core.errors import UsageError
 from ..measuring import gcpolicy
 from ..measuring.backends import BACKENDS, get_backend
@@ -78,7 +78,7 @@ class Suite:
     also: list = dataclasses.field(default_factory=list)
 
     def validate(self) -> Suite:
-        if not isinstance(self.name, str) or not NAME.match(self.name):
+        if not is_name(self.name):
             raise UsageError(f"suite name must be letters, digits, '.', '_' or '-' (at most 80, not starting "
                              f"with '.'), got {self.name!r}")
         self.backends = _names("backends", self.backends)
@@ -230,7 +230,7 @@ def shipped_suites() -> list[str]:
 def load_suite(name_or_path: str) -> Suite:
     """A shipped suite by name (`default`, `quick`) or a TOML file by path."""
     shipped = importlib.resources.files("gcbench") / "suites" / f"{name_or_path}.toml"
-    if NAME.match(name_or_path) and shipped.is_file():
+    if is_name(name_or_path) and shipped.is_file():
         text, where = shipped.read_text(encoding="utf-8"), f"suite {name_or_path!r}"
     else:
         path = pathlib.Path(name_or_path)
