@@ -53,8 +53,12 @@ def _processes() -> dict[int, tuple[int, str]]:
 
 def _worker_pids(manager: int) -> list[int]:
     """The workers under `manager`: fresh interpreters (`gcbench.child`), or forked by a
-    worker server (a server's child, with the server's command line)."""
+    backend's worker server, itself forked by the base server (all three with the server's
+    command line)."""
     procs = _processes()
+
+    def server(pid: int) -> bool:
+        return "gcbench.worker_server" in procs.get(pid, (0, ""))[1]
 
     def under(pid: int) -> bool:
         while pid > 1 and pid in procs:
@@ -64,8 +68,7 @@ def _worker_pids(manager: int) -> list[int]:
         return False
 
     return [pid for pid, (parent, cmdline) in procs.items() if under(pid) and (
-        "gcbench.child" in cmdline or ("gcbench.worker_server" in cmdline
-                                       and "gcbench.worker_server" in procs.get(parent, (0, ""))[1]))]
+        "gcbench.child" in cmdline or (server(pid) and server(parent) and server(procs[parent][0])))]
 
 
 def _wait_for_worker(manager: int, timeout=120) -> int:

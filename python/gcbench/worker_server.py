@@ -29,11 +29,21 @@ from .measuring.worker import PARENT_ENV, die_with_parent
 MESSAGE_BYTES = 4096
 
 
+class _Forked(BaseException):
+    """Raised in a forked child to leave its server's loop: the child's work (`work`) runs at
+    the module's top, once the loop's frames and all they held are gone (`_top`), so that a
+    forked worker's heap holds nothing of the loop that forked it."""
+
+    def __init__(self, work: Callable[[], int]):
+        super().__init__()
+        self.work = work
+
+
 def _fork(sock: socket.socket, fds: list[int], others: list[int], body: Callable[[list[int]], int]) -> int:
     """Fork; here, close `fds` (the child's now) and return its pid. In the child: its own
     session and process group (the runner stops it with everything it started), none of
     the server's descriptors but `fds` (`others`: those of its other children), then
-    `body(fds)` and its exit code, never a return into the server's loop."""
+    `body(fds)` at the module's top (`_Forked`), never a return into the server's loop."""
     sys.stdout.flush()
     sys.stderr.flush()
     with warnings.catch_warnings():  # 3.12+: "multi-threaded, use of fork()": BLAS's idle pool, which forks safely
@@ -43,20 +53,17 @@ def _fork(sock: socket.socket, fds: list[int], others: list[int], body: Callable
         for fd in fds:
             os.close(fd)
         return pid
-    code = 1
     try:
         os.setsid()
         sock.close()
         for fd in others:
             os.close(fd)
         os.environ[PARENT_ENV] = str(os.getppid())  # it dies with this server (a fork keeps no parent-death signal)
-        code = body(fds)
     except BaseException:  # whatever happens, never return into the server's loop
         with contextlib.suppress(Exception):
             traceback.print_exc()
-    finally:
-        child.leave(code)
-    os._exit(code)  # pragma: no cover - leave() does not return
+        child.leave(1)
+    raise _Forked(lambda: body(fds))
 
 
 def _fork_worker(sock: socket.socket, out_file: str, fds: list[int], others: list[int]) -> int:
@@ -91,6 +98,7 @@ def serve(sock: socket.socket, request: str = "run") -> None:
     `sock` and report its end, until `sock` closes."""
     want, fork = REQUESTS[request]
     workers: dict[int, int | None] = {}  # pid -> its pidfd (None where the kernel has none)
+    server = os.getpid()  # a child leaving the loop (`_Forked`) does not end its siblings
     try:
         while True:
             watched: list[socket.socket | int] = [sock, *(fd for fd in workers.values() if fd is not None)]
@@ -118,7 +126,7 @@ def serve(sock: socket.socket, request: str = "run") -> None:
     except (BrokenPipeError, ConnectionResetError):  # an answer to a runner that is gone
         return
     finally:
-        for pid in workers:
+        for pid in workers if os.getpid() == server else ():
             with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)
             with contextlib.suppress(OSError):
@@ -163,10 +171,21 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _top() -> int:
+    """`main`, and in a child it forks (a backend's server, a worker: `_Forked`), that
+    child's work, once the frames of the loop that forked it have let go of what they held."""
+    work: Callable[[], int] = main
+    while True:
+        try:
+            return work()
+        except _Forked as forked:
+            work = forked.work
+
+
 if __name__ == "__main__":
     code = 1
     try:
-        code = main()
+        code = _top()
     except BaseException:  # said on its standard error (the runner's log of it), then the same exit
         with contextlib.suppress(Exception):
             traceback.print_exc()
