@@ -60,8 +60,11 @@ def test_a_loop_that_keeps_records_is_named_with_its_line():
     # (threshold0 + 1) x (threshold1 + 1) = 804 tracked objects at the thresholds _explain
     # sets (a young collection runs once a count exceeds its threshold; how many are left
     # depends on where the loop ends between two collections of generation 1); whatever
-    # else the test process does adds to the total, never to the line
-    assert 2000 - (200 + 1) * (3 + 1) <= from_line <= 2000
+    # else the test process does adds to the total, and rarely a little to the line (CI's
+    # worker read 2,002 once): an object CPython takes from a free list keeps the allocation
+    # trace of the memory block it reuses, not the line that took it; at most the dict free
+    # list's 80 blocks
+    assert 2000 - (200 + 1) * (3 + 1) <= from_line <= 2000 + 80
     assert expl.full_interval.promoted_per_step >= from_line / 100
 
 
