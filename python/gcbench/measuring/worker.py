@@ -160,8 +160,8 @@ def run_cell_explained(cell: Cell, command: list[str] | None = None, progress=pr
 @contextlib.contextmanager
 def collector_paused():
     """The collector off for gcbench's own work after a loop, and as it was after: nothing
-    there is measured, and a full collection of a JAX worker's heap in the middle of a
-    result's assembly cost up to 0.14 s a repeat (benchmarks/first_look_overhead.py)."""
+    there is measured. (It does not make a worker's end shorter: a collection the
+    assembly would have started runs once the collector is on again.)"""
     enabled = gc.isenabled()
     gc.disable()
     try:
