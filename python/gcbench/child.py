@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             diagnostic_run.write_raw(raw, argv[0])
         else:
             doc = run_cell(cell, spec.get("command"), environment=spec.get("environment"),
-                           machine_state=spec.get("machine_state"))
+                           machine_state=spec.get("machine_state"), exiting=True)
             with collector_paused():  # nothing is measured from here on
                 results.write(doc, argv[0], check=False)  # the runner checks it as it loads it
             print(RESULT_WRITTEN, flush=True)

@@ -111,16 +111,25 @@ def prepare(cell: Cell, progress=progress):
 
 
 def run_cell(cell: Cell, command: list[str] | None = None, progress=progress,
-             environment: dict | None = None, machine_state: dict | None = None) -> results.ResultDoc:
+             environment: dict | None = None, machine_state: dict | None = None,
+             exiting: bool = False) -> results.ResultDoc:
     """Measure `cell` in this process and return its result document. `environment` is
     the description of the virtual environment this process runs in, if any;
-    `machine_state` what the manager saw before starting this process."""
-    return run_cell_explained(cell, command, progress, environment, machine_state)[0]
+    `machine_state` what the manager saw before starting this process. `exiting`: the
+    process ends once the result is written (a worker), and its trainer is left alive to
+    that end (`LEFT_TO_EXIT`)."""
+    return run_cell_explained(cell, command, progress, environment, machine_state, exiting=exiting)[0]
+
+
+# A worker's trainer, never freed: the worker leaves with os._exit once its result is written,
+# and freeing a trainer (its compiled programs, its buffers) took equinox-partition's 0.1 s.
+LEFT_TO_EXIT: list = []
 
 
 def run_cell_explained(cell: Cell, command: list[str] | None = None, progress=progress,
                        environment: dict | None = None, machine_state: dict | None = None,
-                       explain: dict | None = None) -> tuple[results.ResultDoc, diagnose.Diagnosis | None]:
+                       explain: dict | None = None,
+                       exiting: bool = False) -> tuple[results.ResultDoc, diagnose.Diagnosis | None]:
     """`run_cell`, and with `explain` (the diagnostic options of `gcbench explain`: `sites`,
     `site_steps`) the same loop watched by a `diagnose.Diagnosis`, which is returned beside
     the document (None when not explaining, or for a backend that measures itself)."""
@@ -128,6 +137,8 @@ def run_cell_explained(cell: Cell, command: list[str] | None = None, progress=pr
     life = machineload.snapshot()  # the load over the worker's life, where its timed steps are too short to read
     try:
         trainer, schedule, dataset, meta, build_ns = prepare(cell, progress)
+        if exiting:
+            LEFT_TO_EXIT.append(trainer)
     except Unavailable as e:
         meta = metadata.collect()
         meta.update(command=command or [], seed=cell.seed)
