@@ -36,7 +36,6 @@ from .measuring.cell import Cell
 from .measuring.worker import (
     PARENT_ENV,
     RESULT_WRITTEN,
-    collector_paused,
     die_with_parent,
     preload,
     preload_data,
@@ -64,8 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             doc = run_cell(cell, spec.get("command"), environment=spec.get("environment"),
                            machine_state=spec.get("machine_state"), exiting=True)
-            with collector_paused():  # nothing is measured from here on
-                results.write(doc, argv[0], check=False)  # the runner checks it as it loads it
+            results.write(doc, argv[0], check=False)  # the runner checks it as it loads it
             print(RESULT_WRITTEN, flush=True)
     except UsageError as e:
         print(f"gcbench: {e}", file=sys.stderr)

@@ -105,10 +105,7 @@ def serve(sock: socket.socket, request: str = "run") -> None:
             timeout = None if all(fd is not None for fd in workers.values()) else 0.02
             ready, _, _ = select.select(watched, [], [], timeout)
             if sock in ready:
-                try:
-                    message, fds, _, _ = socket.recv_fds(sock, MESSAGE_BYTES, 3)
-                except ConnectionResetError:  # the runner closed its end with our `exit` lines unread
-                    return
+                message, fds, _, _ = socket.recv_fds(sock, MESSAGE_BYTES, 3)
                 if not message:  # the runner is gone, or done with us
                     for fd in fds:
                         os.close(fd)
@@ -123,7 +120,8 @@ def serve(sock: socket.socket, request: str = "run") -> None:
                 workers[pid] = _pidfd(pid)
                 sock.sendall(f"pid {pid}\n".encode())
             _reap(sock, workers)
-    except (BrokenPipeError, ConnectionResetError):  # an answer to a runner that is gone
+    # the runner is gone: it closed its end with our `exit` lines unread (a reset), or before an answer
+    except (BrokenPipeError, ConnectionResetError):
         return
     finally:
         for pid in workers if os.getpid() == server else ():

@@ -690,17 +690,19 @@ class Budget:
         if "max_tracked_growth_per_1000" in keys or f.kept_total:
             lines.append(f"  kept alive at the end ({f.kept_total:,} objects made in the steps): " + self._where(
                 f.kept, f.kept_total, "none"))
-            threading = sys.modules.get("threading")  # never imported for this
-            others = [t.name for t in threading.enumerate() if t is not threading.current_thread()] \
-                if threading is not None else []
-            if "max_tracked_growth_per_1000" in keys and others:
-                lines.append("  the growth counts every thread's objects, and other Python threads run in this "
-                             "process: " + ", ".join(others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4
-                                                                    else ""))
+        if "max_tracked_growth_per_1000" in keys and (others := _other_threads()):
+            lines.append("  the growth counts every thread's objects, and other Python threads run in this process: "
+                         + ", ".join(others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4 else ""))
         if f.garbage_total and ({"max_collections_per_1000", "max_full_per_1000"} & set(keys)):
             lines.append(f"  cyclic garbage the collections freed ({f.garbage_total:,} objects): " + self._where(
                 f.garbage, f.garbage_total, "none"))
         return lines
+
+
+def _other_threads() -> list[str]:
+    """The names of this process's other Python threads (threading is never imported for it)."""
+    threading = sys.modules.get("threading")
+    return [t.name for t in threading.enumerate() if t is not threading.current_thread()] if threading else []
 
 
 class _RerunDone(BaseException):

@@ -169,8 +169,6 @@ def site_path(filename: str) -> str:
     return "~" + real[len(home):] if home not in ("", "/") and real.startswith(home + os.sep) else real
 
 
-
-
 def _made_by_gcbench(obj: object) -> bool:
     """Whether tracemalloc saw `obj` allocated in gcbench's own measuring code."""
     for filename, _ in _frames_of(obj) or ():  # the first frame outside the standard library decides

@@ -5,7 +5,6 @@ How it works, and why: docs/internals.md, `gcbench.measuring.worker`.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import gc
 import os
@@ -154,32 +153,16 @@ def run_cell_explained(cell: Cell, command: list[str] | None = None, progress=pr
             return results.new(cell, "unavailable", measured["refused"], metadata=meta, **extra), None
     else:
         measured = measure_python(trainer, schedule, cell, policy, progress, explain)
-    with collector_paused():
-        diagnosis = measured.pop("diagnosis", None)
-        # a cell too short to read over its timed steps is read over the worker's life: a forked
-        # worker's (no imports in it) can be shorter than MIN_SECONDS too, then read as "short"
-        state.update(measured.pop("load", None) or machineload.over_window([life], machineload.snapshot(),
-                                                                           os.cpu_count()),
-                     load_after=metadata.load_average(), cpu_mhz_after=metadata.cpu_mhz())
-        measured["warmup"].setdefault("build_ns", build_ns)
-        meta.update(trainer.metadata())
-        return results.new(cell, "ok", data=dataset.describe(), metadata=meta, machine_state=state,
-                           params_counted=trainer.param_count(), traces=trainer.trace_counts(), **measured,
-                           **extra), diagnosis
-
-
-@contextlib.contextmanager
-def collector_paused():
-    """The collector off for gcbench's own work after a loop, and as it was after: nothing
-    there is measured. (It does not make a worker's end shorter: a collection the
-    assembly would have started runs once the collector is on again.)"""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+    diagnosis = measured.pop("diagnosis", None)
+    # a cell too short to read over its timed steps is read over the worker's life: a forked
+    # worker's (no imports in it) can be shorter than MIN_SECONDS too, then read as "short"
+    state.update(measured.pop("load", None) or machineload.over_window([life], machineload.snapshot(), os.cpu_count()),
+                 load_after=metadata.load_average(), cpu_mhz_after=metadata.cpu_mhz())
+    measured["warmup"].setdefault("build_ns", build_ns)
+    meta.update(trainer.metadata())
+    return results.new(cell, "ok", data=dataset.describe(), metadata=meta, machine_state=state,
+                       params_counted=trainer.param_count(), traces=trainer.trace_counts(), **measured,
+                       **extra), diagnosis
 
 
 def keep_metrics_of(history: list, trainer, i: int) -> None:

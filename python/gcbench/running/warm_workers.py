@@ -1,10 +1,10 @@
-"""Warm workers: one server per backend (`gcbench.worker_server`) imports what its workers
-import, once, and forks a worker for each repeat: a process of its own, started from the
-heap a fresh interpreter has once it has imported the backend, without a second of imports.
-`ServerPool` keeps a run's servers (started together; closed after their backend's last
-repeat, or kept for an invocation's later calls); what a server cannot do is done the old
-way, a fresh interpreter, said once. What differs from a fresh interpreter, and what was
-measured: docs/internals.md, "gcbench.running.warm_workers".
+"""Warm workers: one server per backend (`gcbench.worker_server`, forked from a base server
+per interpreter) imports what its workers import, once, and forks a worker for each repeat:
+a process of its own, started from the heap a fresh interpreter has once it has imported the
+backend, without a second of imports. `ServerPool` keeps a run's servers (started together;
+closed after their backend's last repeat, or kept for an invocation's later calls); what a
+server cannot do is done the old way, a fresh interpreter, said once. What differs from a
+fresh interpreter, and what was measured: docs/internals.md, "gcbench.running.warm_workers".
 """
 
 from __future__ import annotations
