@@ -96,7 +96,6 @@ REQUESTS = {"run": (3, _fork_worker), "server": (2, _fork_server)}  # what a ser
 def serve(sock: socket.socket, request: str = "run") -> None:
     """Fork a worker (`request` "run") or a backend's server ("server") for each request on
     `sock` and report its end, until `sock` closes."""
-    want, fork = REQUESTS[request]
     workers: dict[int, int | None] = {}  # pid -> its pidfd (None where the kernel has none)
     server = os.getpid()  # a child leaving the loop (`_Forked`) does not end its siblings
     try:
@@ -104,21 +103,8 @@ def serve(sock: socket.socket, request: str = "run") -> None:
             watched: list[socket.socket | int] = [sock, *(fd for fd in workers.values() if fd is not None)]
             timeout = None if all(fd is not None for fd in workers.values()) else 0.02
             ready, _, _ = select.select(watched, [], [], timeout)
-            if sock in ready:
-                message, fds, _, _ = socket.recv_fds(sock, MESSAGE_BYTES, 3)
-                if not message:  # the runner is gone, or done with us
-                    for fd in fds:
-                        os.close(fd)
-                    return
-                command, _, args = message.decode().strip().partition(" ")
-                if command != request or len(fds) != want or not args:
-                    for fd in fds:
-                        os.close(fd)
-                    sock.sendall(f"error expected '{request} ...' with {want} file descriptors\n".encode())
-                    continue
-                pid = fork(sock, args, fds, [fd for fd in workers.values() if fd is not None])
-                workers[pid] = _pidfd(pid)
-                sock.sendall(f"pid {pid}\n".encode())
+            if sock in ready and not _answer(sock, request, workers):
+                return
             _reap(sock, workers)
     # the runner is gone: it closed its end with our `exit` lines unread (a reset), or before an answer
     except (BrokenPipeError, ConnectionResetError):
@@ -129,6 +115,24 @@ def serve(sock: socket.socket, request: str = "run") -> None:
                 os.killpg(pid, signal.SIGKILL)
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _answer(sock: socket.socket, request: str, workers: dict[int, int | None]) -> bool:
+    """Read one message from the runner and fork what it asks for (a child leaves through
+    `_Forked`); False where the runner is gone or done with us."""
+    want, fork = REQUESTS[request]
+    message, fds, _, _ = socket.recv_fds(sock, MESSAGE_BYTES, 3)
+    command, _, args = message.decode().strip().partition(" ")
+    if not message or command != request or len(fds) != want or not args:
+        for fd in fds:
+            os.close(fd)
+        if message:
+            sock.sendall(f"error expected '{request} ...' with {want} file descriptors\n".encode())
+        return bool(message)
+    pid = fork(sock, args, fds, [fd for fd in workers.values() if fd is not None])
+    workers[pid] = _pidfd(pid)
+    sock.sendall(f"pid {pid}\n".encode())
+    return True
 
 
 def _pidfd(pid: int) -> int | None:

@@ -530,7 +530,8 @@ def _context_fields(ok: list[ResultDoc], used: list[ResultDoc]) -> ContextFields
 
 
 def _optional_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> OptionalFields:
-    """What only some results record: allocated bytes, allocation pressure, CPU time, host time."""
+    """What only some results record: allocated bytes, allocation pressure, the rates per
+    step, CPU time, host time."""
     out: OptionalFields = {}
     if all(d.alloc_bytes is not None for d in used):
         out.update({"alloc_bytes_per_step": float(np.mean([results.step_total(d, "alloc_bytes") /
@@ -538,20 +539,34 @@ def _optional_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> Optional
     if all(d.gc_pressure is not None for d in used):
         pressures = [results.step_array(d, "gc_pressure", np.float64) for d in used]
         out.update({"pressure_per_step": float(np.median([np.median(p) for p in pressures if p is not None]))})
-    # what a starting heap cannot move, each the mean over the repeats where every one read it
+    out.update(_rate_fields(used))
+    out.update(_share_fields(used, walls))
+    return out
+
+
+def _rate_fields(used: list[ResultDoc]) -> OptionalFields:
+    """What a starting heap cannot move, each the mean over the repeats where every one read it."""
     examined, promotions, retained = (stats.all_known([rate(d) for d in used]) for rate in (
         rates.examined_per_step, rates.promotions_per_step, rates.growth_per_step))
+    out: OptionalFields = {}
     if examined:
         out.update({"examined_per_step": float(np.mean(examined))})
     if promotions:
         out.update({"promotions_per_step": float(np.mean(promotions))})
     if retained:
         out.update({"retained_per_step": float(np.mean(retained))})
+    return out
+
+
+def _share_fields(used: list[ResultDoc], walls: list[np.ndarray]) -> OptionalFields:
+    """The collector's share of CPU time, which load does not stretch, and the share of the
+    step spent before waiting for the results (host time), where every repeat read them."""
+    out: OptionalFields = {}
     cpu_shares = [cpu_gc_share(d) for d in used]
-    if None not in cpu_shares:  # the collector's share of CPU time, which load does not stretch
+    if None not in cpu_shares:
         cpu = stats.arithmetic(cpu_shares, bounds=(0.0, 1.0))
         out.update({"gc_share_cpu": cpu.value, "gc_share_cpu_ci": cpu.ci, "repeat_gc_shares_cpu": cpu.per_repeat})
-    if all(d.host_ns is not None for d in used):  # the share of the step spent before waiting for the results
+    if all(d.host_ns is not None for d in used):
         host = stats.arithmetic(
             [results.step_total(d, "host_ns") / w.sum() for d, w in zip(used, walls, strict=True)], bounds=(0.0, 1.0)
         )

@@ -525,13 +525,8 @@ def _run_each(batch: _Batch) -> list[ResultDoc]:
     if batch.progress is not None:  # the bar and its ETA count only the steps that will run
         batch.progress.overall.total = sum(c.warmup + c.steps for c in runnable)
         batch.progress.overall.refresh()
+    _start_servers(batch, runnable)
     last = {(c.backend, c.env): i for i, c in enumerate(cells)}  # where each backend's server can go
-    first = {c.backend: c for c in reversed(runnable) if c.env is None and not (
-        batch.resume and reusable(existing(batch.out_dir / f"{c.id}.json"), c, batch.data_kind))}
-    for backend, c in reversed(first.items()):
-        if warm_workers.forks(get_backend(backend).language):  # their imports overlap, before any step is timed
-            batch.servers.start(backend, sys.executable, _worker_env(extra=batch.cache_env), (c.data_path, c.seed))
-    batch.servers.wait_all()
     for i, cell in enumerate(cells):
         of = repeats[cell.backend, cell.workload, cell.policy, cell.env]
         docs.append(_run_one(f"[{number.get(cell.id, '-')}] {cell.label_of(of)}", cell, batch))
@@ -540,6 +535,18 @@ def _run_each(batch: _Batch) -> list[ResultDoc]:
         if last[cell.backend, cell.env] == i:
             batch.servers.done(cell.backend, _python(cell, batch))
     return docs
+
+
+def _start_servers(batch: _Batch, runnable: list[Cell]) -> None:
+    """A worker server for each forking backend with a cell to run in this interpreter (not
+    one whose results `--resume` keeps), all starting at once: their imports overlap, before
+    any step is timed."""
+    first = {c.backend: c for c in reversed(runnable) if c.env is None and not (
+        batch.resume and reusable(existing(batch.out_dir / f"{c.id}.json"), c, batch.data_kind))}
+    for backend, c in reversed(first.items()):
+        if warm_workers.forks(get_backend(backend).language):
+            batch.servers.start(backend, sys.executable, _worker_env(extra=batch.cache_env), (c.data_path, c.seed))
+    batch.servers.wait_all()
 
 
 def _python(cell: Cell, batch: _Batch) -> str:
