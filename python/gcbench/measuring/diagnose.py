@@ -351,7 +351,9 @@ class Diagnosis:
         # young count after each collection, and move every collection after it.
         self._log: list[int] = []  # per collection, LOG_FIELDS numbers in a row
         self.promoted = _Counts()
-        self.promoted_per_step = [0] * steps
+        # a 64-bit count per step in an anonymous memory map (probe.columns): pages the steps
+        # never reach are never touched (a list of `steps` zeros was 0.8 MB at 100,000 steps)
+        self.promoted_per_step: memoryview = probe.columns({"promoted": (steps, "q")})["promoted"]
         self.promoted_before = 0  # promoted during the run, but made before it
         self.promoted_sampled = 0  # promoted by collections that closed a traced interval (SAMPLED sites)
         self.scanned = _Counts()
@@ -739,7 +741,7 @@ class Diagnosis:
         self.started = False
         if steps is not None:
             self.steps = steps
-            del self.promoted_per_step[steps:]
+            self.promoted_per_step = self.promoted_per_step[:steps]
         self.step = self.steps
         try:
             self.oldest += (self.steps, len(gc.get_objects(2)))
@@ -780,7 +782,7 @@ class Diagnosis:
                             for c in self.collections],
             "promoted": {**self.promoted.to_json(), "made_before_the_steps": self.promoted_before,
                          "sampled": self.promoted_sampled if self.sites == SAMPLED else None},
-            "promoted_per_step": self.promoted_per_step,
+            "promoted_per_step": self.promoted_per_step.tolist(),
             "scanned": {**self.scanned.to_json(), "collections": self.scans, "origin": dict(self.scanned_origin),
                         "frozen": self.frozen_seen if self.frozen_seen >= 0 else gc.get_freeze_count()},
             "garbage": self.garbage.to_json(),
