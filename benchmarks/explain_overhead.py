@@ -18,7 +18,11 @@ processes, its CPU time over the loop:
 Prints each mode's CPU per step and explain's ratio to the limit (issue 66: at most 3x at
 10^5 and 10^6 live objects). `--save` writes benchmarks/measured/explain_overhead.json.
 
-    python benchmarks/explain_overhead.py [--live 100000 1000000] [--steps 300] [--runs 3] [--save]
+    python benchmarks/explain_overhead.py [--live 100000 1000000] [--steps 300] [--runs 3] [--numpy] [--save]
+
+`--numpy` imports numpy first, as a JAX or PyTorch program has: the diagnosis then keeps
+the ids of the objects it started with as a sorted array (8 bytes an object, not a set's
+~70); `--save` writes explain_overhead_numpy.json beside the other.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ MODES = ("bare", "limit", "explain", "explain, sites throughout", "explain, site
 SCRIPT = r"""
 import gc, json, sys, time
 mode, live, steps, cyclic = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+if sys.argv[5] == "1":
+    import numpy  # a JAX or PyTorch program's heap: the diagnosis's baseline is a sorted array there
 heap = [[i] for i in range(live)]
 collections = [0]
 
@@ -78,17 +84,17 @@ print(json.dumps({"cpu_s": cpu, "collections": collections[0]}))
 """
 
 
-def run(mode: str, live: int, steps: int, cyclic: int) -> dict:
-    out = subprocess.run([sys.executable, "-c", SCRIPT, mode, str(live), str(steps), str(cyclic)],
-                         capture_output=True, text=True, check=True, timeout=3600)
+def run(mode: str, live: int, steps: int, cyclic: int, numpy: bool = False) -> dict:
+    out = subprocess.run([sys.executable, "-c", SCRIPT, mode, str(live), str(steps), str(cyclic),
+                          "1" if numpy else "0"], capture_output=True, text=True, check=True, timeout=3600)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def measure(live: int, steps: int, cyclic: int, runs: int) -> dict:
+def measure(live: int, steps: int, cyclic: int, runs: int, numpy: bool = False) -> dict:
     got: dict[str, list[float]] = {mode: [] for mode in MODES}
     for _ in range(runs):  # interleaved: the machine's drift falls on every mode alike
         for mode in MODES:
-            got[mode].append(run(mode, live, steps, cyclic)["cpu_s"] * 1000 / steps)
+            got[mode].append(run(mode, live, steps, cyclic, numpy)["cpu_s"] * 1000 / steps)
     per_step = {mode: statistics.median(v) for mode, v in got.items()}
     return {"live": live, "steps": steps, "cyclic": cyclic, "ms_per_step": per_step,
             "rounds": {mode: [round(x, 4) for x in v] for mode, v in got.items()},
@@ -102,6 +108,9 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--cyclic", type=int, default=1000, help="objects of cyclic garbage a step")
     ap.add_argument("--runs", type=int, default=3, help="fresh processes per mode")
+    ap.add_argument("--numpy", action="store_true",
+                    help="import numpy before the loop, as a JAX or PyTorch program has (the diagnosis then keeps the "
+                         "ids it started with as a sorted array, not a set)")
     ap.add_argument("--save", action="store_true", help=f"write {SAVED.relative_to(SAVED.parents[2])}")
     a = ap.parse_args()
     rows = []
@@ -109,14 +118,16 @@ def main() -> int:
           f"the limit: a heap snapshot per collection")
     print(f"{'live objects':>12}  " + "  ".join(f"{m:>25}" for m in MODES) + "  explain/limit")
     for live in a.live:
-        r = measure(live, a.steps, a.cyclic, a.runs)
+        r = measure(live, a.steps, a.cyclic, a.runs, a.numpy)
         rows.append(r)
         ms = r["ms_per_step"]
         print(f"{live:>12,}  " + "  ".join(f"{ms[m]:>25.3f}" for m in MODES) +
               f"  {r['ratio']:.2f}x ({'within' if r['within'] else 'over'} {LIMIT_RATIO:.0f}x)")
     if a.save:
-        SAVED.write_text(json.dumps({"runs": a.runs, "limit_ratio": LIMIT_RATIO, "rows": rows}, indent=1) + "\n")
-        print(f"wrote {SAVED}")
+        saved = SAVED.with_name("explain_overhead_numpy.json") if a.numpy else SAVED
+        saved.write_text(json.dumps({"runs": a.runs, "limit_ratio": LIMIT_RATIO, "numpy": a.numpy, "rows": rows},
+                                    indent=1) + "\n")
+        print(f"wrote {saved}")
     return 0 if all(r["within"] for r in rows) else 1
 
 

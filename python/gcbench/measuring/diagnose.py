@@ -17,6 +17,10 @@ from collections.abc import Iterable, Sequence
 
 from . import probe
 
+TYPE_CHECKING = False  # typing's own flag without importing typing (the explained heap's)
+if TYPE_CHECKING:
+    import numpy as np
+
 NAMED = ("jax", "jaxlib", "equinox", "flax", "optax", "numpy", "gcbench")
 # paths by os.path: pathlib (with re, enum, urllib and ipaddress, where the interpreter has not
 # loaded them) would put 2,000 objects in the heap of the loop explained, before it
@@ -319,6 +323,59 @@ class _Counts:
         return out
 
 
+class _Baseline:
+    """The ids of the objects there as the diagnosis started: which objects a loop made and
+    which it found. A set of ints is ~70 bytes an object (+71 MiB on entering a loop over 10^6
+    objects, its peak memory with it); where numpy is loaded already (a JAX or PyTorch
+    program: most heaps that large), a sorted int64 array, 8 bytes an object. numpy is never
+    imported for it: its 10,000 objects would join the heap whose schedule is explained.
+    Both are made of objects the collector does not track (ints, an array)."""
+
+    def __init__(self):
+        self._ids: set[int] = set()
+        self._sorted: np.ndarray | None = None  # int64, sorted, where numpy is loaded
+
+    def fill(self, objs: list) -> None:
+        self._ids.clear()
+        np = sys.modules.get("numpy")
+        if np is not None:
+            self._sorted = np.fromiter(map(id, objs), np.int64, len(objs))
+            self._sorted.sort()
+            return
+        self._sorted = None
+        ids = self._ids
+        for o in objs:  # a loop, not a map or a generator: no object of ours the collector counts
+            ids.add(id(o))
+
+    def found(self, objs: list) -> list[bool]:
+        """Per object of `objs`, whether it was there as the diagnosis started."""
+        if self._sorted is None:
+            ids = self._ids
+            return [id(o) in ids for o in objs]
+        return _among(self._sorted, objs).tolist()
+
+    def count_found(self, objs: list) -> int:
+        """How many of `objs` were there as the diagnosis started."""
+        if self._sorted is None:
+            return len(self._ids.intersection(map(id, objs)))
+        return int(_among(self._sorted, objs).sum())
+
+    def clear(self) -> None:
+        self._ids.clear()
+        self._sorted = None
+
+
+def _among(base: np.ndarray, objs: list) -> np.ndarray:
+    """Per object of `objs`, whether its id is in `base` (sorted), as booleans."""
+    import numpy as np
+
+    wanted = np.fromiter(map(id, objs), np.int64, len(objs))
+    if not len(base):
+        return np.zeros(len(wanted), bool)
+    at = np.minimum(np.searchsorted(base, wanted), len(base) - 1)
+    return base[at] == wanted
+
+
 class Diagnosis:
     """Installs itself in gc.callbacks and records, for every collection: its generation,
     pause, the objects in each generation at its start, objects collected and uncollectable;
@@ -353,7 +410,7 @@ class Diagnosis:
         self.promoted = _Counts()
         # a 64-bit count per step in an anonymous memory map (probe.columns): pages the steps
         # never reach are never touched (a list of `steps` zeros was 0.8 MB at 100,000 steps)
-        self.promoted_per_step: memoryview = probe.columns({"promoted": (steps, "q")})["promoted"]
+        self.promoted_per_step: memoryview = probe.columns({"promoted": (steps, "q")}).pop("promoted")
         self.promoted_before = 0  # promoted during the run, but made before it
         self.promoted_sampled = 0  # promoted by collections that closed a traced interval (SAMPLED sites)
         self.scanned = _Counts()
@@ -366,7 +423,7 @@ class Diagnosis:
         self.oldest: list[int] = []  # step, size, step, size, ... (pairs in to_json)
         self.step = -1
         self.done = 0  # steps finished: a collection between steps comes before step `done`
-        self._baseline: set[int] = set()
+        self._baseline = _Baseline()
         # ids as keys of dicts of numbers, which CPython does not track: what the hooks keep
         # through a collection is then nothing the collector counts as a survivor (a set, or a
         # dict holding types, would be promoted with the loop's objects and move its schedule)
@@ -477,7 +534,7 @@ class Diagnosis:
             if self.count_garbage:
                 self._before_types.update(scanned)
             del scanned
-            earlier = len(self._baseline.intersection(map(id, oldest)))
+            earlier = self._baseline.count_found(oldest)
             self.scanned_origin["before the timed steps"] += earlier
             self.scanned_origin["made during the timed steps"] += len(oldest) - earlier
         del oldest
@@ -586,10 +643,11 @@ class Diagnosis:
             promoted = oldest[self._old_len:]
             # Objects that existed before the diagnostic steps and happen to be promoted now
             # are a one-off of the start, not what a step costs: counted apart.
-            before = [o for o in promoted if id(o) in self._baseline]
-            self.promoted_before += len(before)
+            found = self._baseline.found(promoted)
+            before = sum(found)
+            self.promoted_before += before
             if before:
-                promoted = [o for o in promoted if id(o) not in self._baseline]
+                promoted = [o for o, old in zip(promoted, found, strict=True) if not old]
             self.promoted.add_many(promoted, self._tracing(), self._table, untraced=self.sites != SAMPLED)
             if self._tracing():  # closing a traced interval: what the share of traced objects is of
                 self.promoted_sampled += len(promoted)
@@ -666,10 +724,7 @@ class Diagnosis:
         objs = gc.get_objects()
         self.tracked_at_start = len(objs) - self.own_tracked()  # the diagnosis's own are not the loop's
         if watch:
-            baseline = self._baseline
-            baseline.clear()
-            for o in objs:  # a loop, not a map or a generator: no object of ours the collector counts
-                baseline.add(id(o))
+            self._baseline.fill(objs)
         del objs
         pair = (-1, len(gc.get_objects(2)))  # made in both cases: a tuple kept or freed alike
         if watch:
@@ -699,15 +754,15 @@ class Diagnosis:
         if not self.started:
             return _Counts().to_json()
         objs = gc.get_objects()  # first: what is made below is not in it
-        base, own = self._baseline, self.own_ids()
+        found, own = self._baseline.found(objs), self.own_ids()
         kept = []
         tracing = self._tracing()
-        for o in objs:  # a loop, not a comprehension: no cell of ours among what the loop kept
-            if id(o) not in base and id(o) not in own and o is not base:
+        for o, old in zip(objs, found, strict=True):  # a loop, not a comprehension: no cell of ours among what it kept
+            if not old and id(o) not in own:
                 if tracing and _made_by_gcbench(o):
                     continue  # allocated by gcbench's own code (its hooks run inside the loop's collections)
                 kept.append(o)
-        del objs
+        del objs, found
         counts = _Counts()
         counts.add_many(kept, self._tracing(), self._table)
         del kept
