@@ -343,9 +343,9 @@ class Measurement:
             self._diagnosis.start(watch=True)
             self._tracked_start = self._diagnosis.tracked_at_start
             self._steps_diagnosed = True
+            self._old[0] = older_objects()
         else:
-            self._tracked_start = len(gc.get_objects())
-        self._old[0] = older_objects()
+            self._tracked_start, self._old[0] = tracked_and_older()
         self._timed.start_clock()  # the gap before the first timed step is the loop's too
 
     def _on_unraisable(self, unraisable) -> None:
@@ -538,8 +538,8 @@ class Measurement:
             own = self._diagnosis.own_tracked() if self._diagnosis is not None else 0
             # read at the end only where read at the start (a loop that loaded ctypes in its steps: neither)
             self._malloc[1] = malloc_in_use() if self._malloc[0] is not None else None
-            self._old[1] = older_objects()
-            self._tracked_end = len(gc.get_objects()) - own
+            every, self._old[1] = tracked_and_older()
+            self._tracked_end = every - own
 
     def kept(self) -> dict:
         """With `explain=True`, inside the measurement: the tracked objects made since the
@@ -625,6 +625,14 @@ def _results_folder(folder: str | os.PathLike | None) -> str | os.PathLike:
         raise _usage_error(f"m.save() needs a folder: m.save('results/my-loop'), or run the script under "
                            f"`gcbench run --script` (which sets {RESULTS_ENV})")
     return named
+
+
+def tracked_and_older() -> tuple[int, int]:
+    """The objects the collector tracks now, and those of them in the older generations (1
+    and 2), from one listing of the heap: two were two lists as long as the heap (8 MB each
+    at 10^6 objects), and the C allocator kept the second one's memory through the loop."""
+    every = len(gc.get_objects())
+    return every, every - len(gc.get_objects(0))
 
 
 def older_objects() -> int:
