@@ -343,7 +343,7 @@ class Measurement:
             self._diagnosis.start(watch=True)
             self._tracked_start = self._diagnosis.tracked_at_start
             self._steps_diagnosed = True
-            self._old[0] = older_objects()
+            self._old[0] = self._diagnosis.older_at_start
         else:
             self._tracked_start, self._old[0] = tracked_and_older()
         self._timed.start_clock()  # the gap before the first timed step is the loop's too
@@ -633,12 +633,6 @@ def tracked_and_older() -> tuple[int, int]:
     at 10^6 objects), and the C allocator kept the second one's memory through the loop."""
     every = len(gc.get_objects())
     return every, every - len(gc.get_objects(0))
-
-
-def older_objects() -> int:
-    """Objects in the older generations (1 and 2) now: the tracked heap without the young
-    generation, which holds garbage not yet collected (the growth of a loop is read on these)."""
-    return len(gc.get_objects(1)) + len(gc.get_objects(2))
 
 
 def _caller_file() -> str:

@@ -448,6 +448,7 @@ class Diagnosis:
         self.started = False
         self._was_tracing = False
         self.tracked_at_start = -1
+        self.older_at_start = -1
         self._hook = self._on  # bound once: a bound method made when it is installed would be kept
         self._reserve: list[tuple] = [tuple(RESERVE_ITEM) for _ in range(RESERVE)]
         # explain's own time: past `budget_ns` of its CPU time, collections are logged, no longer analysed
@@ -721,12 +722,18 @@ class Diagnosis:
         the heap, free lists and young count of one that is explained. `tracked_at_start`
         is the number of objects the collector tracked, in both."""
         self.frozen_seen = gc.get_freeze_count()
+        young, middle = len(gc.get_objects(0)), len(gc.get_objects(1))
         objs = gc.get_objects()
         self.tracked_at_start = len(objs) - self.own_tracked()  # the diagnosis's own are not the loop's
+        # the older generations' and the oldest's, from the same listing: another list of the
+        # heap's size would leave its memory in the resident set through the loop
+        # (user_loop.tracked_and_older)
+        self.older_at_start = len(objs) - young
+        oldest = self.older_at_start - middle
         if watch:
             self._baseline.fill(objs)
         del objs
-        pair = (-1, len(gc.get_objects(2)))  # made in both cases: a tuple kept or freed alike
+        pair = (-1, oldest)  # made in both cases: a tuple kept or freed alike
         if watch:
             self._was_tracing = tracemalloc.is_tracing()
             gc.callbacks.append(self._hook)
