@@ -136,17 +136,21 @@ def test_an_explained_measurement_touches_no_memory_for_steps_it_has_not_taken()
     assert grew < 4 * 2**20, grew
 
 
-@pytest.mark.parametrize("numpy_loaded", [True, False])
-def test_the_objects_a_diagnosis_started_with_are_told_from_those_made_after(monkeypatch, numpy_loaded):
-    """The baseline (`diagnose._Baseline`) answers alike as a sorted array (numpy loaded)
-    and as a set of ids (a pure-Python program, where importing numpy would add 10,000
-    objects to the heap explained)."""
+@pytest.mark.parametrize(("numpy_loaded", "run"), [(True, None), (False, None), (False, 64)])
+def test_the_objects_a_diagnosis_started_with_are_told_from_those_made_after(monkeypatch, numpy_loaded, run):
+    """The baseline (`diagnose._Baseline`) answers alike as numpy's sorted array (numpy
+    loaded) and bisected in a memory map (a pure-Python program, where importing numpy
+    would add 10,000 objects to the heap explained)."""
     if not numpy_loaded:
         monkeypatch.setitem(sys.modules, "numpy", None)  # what `sys.modules.get` finds where numpy never loaded
+    if run is not None:  # ids sorted in runs of 64 and merged
+        monkeypatch.setattr(diagnose, "ID_RUN", run)
     old = [[i] for i in range(500)]
     base = diagnose._Baseline()
     base.fill(old)
     assert (base._sorted is not None) == numpy_loaded
+    assert len(base._view) == (0 if numpy_loaded else len(old))
+    assert numpy_loaded or list(base._view) == sorted(map(id, old))
     new = [[i] for i in range(300)]
     mixed = old[::7] + new[::3]
     assert base.found(mixed) == [True] * len(old[::7]) + [False] * len(new[::3])
@@ -159,7 +163,8 @@ def test_the_objects_a_diagnosis_started_with_are_told_from_those_made_after(mon
 
 BIG_HEAP_RSS = r"""
 import gc, sys
-import numpy
+if sys.argv[1] == "1":
+    import numpy
 import gcbench
 def resident():
     with open("/proc/self/statm") as f:
@@ -176,14 +181,16 @@ print(grew)
 
 
 @pytest.mark.skipif(not pathlib.Path("/proc/self/statm").exists(), reason="reads the resident set from /proc")
-def test_explaining_a_large_heap_keeps_its_ids_in_eight_bytes_an_object():
-    """Entering an explained loop over 200,000 objects, numpy loaded (a JAX program's heap):
-    the ids of the objects there are a sorted array (3.7 MiB in all), not a set of ints (16.4 MiB;
-    71 MiB over 10^6 objects, all of it peak memory the loop never had)."""
+@pytest.mark.parametrize("numpy_loaded", ["1", "0"])
+def test_explaining_a_large_heap_keeps_its_ids_in_eight_bytes_an_object(numpy_loaded):
+    """Entering an explained loop over 200,000 objects, numpy loaded (a JAX program's heap)
+    or not: the ids of the objects there are sorted, 8 bytes each (numpy's array, or a memory
+    map), not a set of ints (16.4 MiB more in the resident set; 71 MiB over 10^6 objects, all
+    of it peak memory the loop never had)."""
     import subprocess
 
-    grew = int(subprocess.run([sys.executable, "-c", BIG_HEAP_RSS], capture_output=True, text=True, check=True,
-                              timeout=300).stdout)
+    grew = int(subprocess.run([sys.executable, "-c", BIG_HEAP_RSS, numpy_loaded], capture_output=True, text=True,
+                              check=True, timeout=300).stdout)
     assert grew < 8 * 2**20, grew
 
 

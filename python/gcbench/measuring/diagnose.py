@@ -12,6 +12,7 @@ import gc
 import os
 import sys
 import time
+from _bisect import bisect_left  # the C half: bisect's module would add its own objects to the heap explained
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
@@ -58,6 +59,7 @@ SITE_INTERVALS = 8
 GARBAGE_SITES = 64  # objects of a young collection whose sites are looked up, at most (~20 µs each)
 # objects x types up to which `_type_counts` scans the list once a type (a young generation's few)
 COUNT_BY_SCAN = 200_000
+ID_RUN = 1 << 16  # ids sorted at once where numpy is not loaded (`_sorted_ids`)
 
 
 def collector_model() -> dict:
@@ -325,44 +327,66 @@ class _Counts:
 
 class _Baseline:
     """The ids of the objects there as the diagnosis started: which objects a loop made and
-    which it found. A set of ints is ~70 bytes an object (+71 MiB on entering a loop over 10^6
-    objects, its peak memory with it); where numpy is loaded already (a JAX or PyTorch
-    program: most heaps that large), a sorted int64 array, 8 bytes an object. numpy is never
-    imported for it: its 10,000 objects would join the heap whose schedule is explained.
-    Both are made of objects the collector does not track (ints, an array)."""
+    which it found, sorted, 8 bytes an object: where numpy is loaded already (a JAX or
+    PyTorch program) in its int64 array, looked up a list at a time; else in an anonymous
+    memory map (`probe.columns`), looked up by bisection. A set of ints was ~70 bytes an
+    object (+71 MiB on entering a loop over 10^6 objects, its peak memory with it). numpy is
+    never imported for it: its 10,000 objects would join the heap whose schedule is
+    explained. Neither is an object the collector tracks."""
 
     def __init__(self):
-        self._ids: set[int] = set()
-        self._sorted: np.ndarray | None = None  # int64, sorted, where numpy is loaded
+        self._sorted: np.ndarray | None = None  # where numpy is loaded
+        self._view: memoryview = memoryview(b"").cast("q")  # where it is not
 
     def fill(self, objs: list) -> None:
-        self._ids.clear()
         np = sys.modules.get("numpy")
         if np is not None:
             self._sorted = np.fromiter(map(id, objs), np.int64, len(objs))
             self._sorted.sort()
             return
         self._sorted = None
-        ids = self._ids
-        for o in objs:  # a loop, not a map or a generator: no object of ours the collector counts
-            ids.add(id(o))
+        self._view = _sorted_ids(objs)
+
+    def _has(self, i: int) -> bool:
+        view = self._view
+        k = bisect_left(view, i)
+        return k < len(view) and view[k] == i
 
     def found(self, objs: list) -> list[bool]:
         """Per object of `objs`, whether it was there as the diagnosis started."""
         if self._sorted is None:
-            ids = self._ids
-            return [id(o) in ids for o in objs]
+            has = self._has
+            return [has(id(o)) for o in objs]
         return _among(self._sorted, objs).tolist()
 
     def count_found(self, objs: list) -> int:
         """How many of `objs` were there as the diagnosis started."""
         if self._sorted is None:
-            return len(self._ids.intersection(map(id, objs)))
+            return sum(map(self._has, map(id, objs)))
         return int(_among(self._sorted, objs).sum())
 
     def clear(self) -> None:
-        self._ids.clear()
         self._sorted = None
+        self._view = memoryview(b"").cast("q")
+
+
+def _sorted_ids(objs: list) -> memoryview:
+    """The ids of `objs`, sorted, in an anonymous memory map: sorted a run of `ID_RUN` at a
+    time and the runs merged, so that no more than a run's ints exist at once (sorting them
+    all at once made an int of each, 40 bytes an object of peak memory)."""
+    n = len(objs)
+    runs = probe.columns({"ids": (n, "q")}).pop("ids")
+    for at in range(0, n, ID_RUN):
+        for k, i in enumerate(sorted(map(id, objs[at:at + ID_RUN])), at):
+            runs[k] = i
+    if n <= ID_RUN:
+        return runs
+    import heapq  # a heap this large dwarfs what the module adds to it
+
+    merged = probe.columns({"ids": (n, "q")}).pop("ids")
+    for k, i in enumerate(heapq.merge(*(runs[at:at + ID_RUN] for at in range(0, n, ID_RUN)))):
+        merged[k] = i
+    return merged
 
 
 def _among(base: np.ndarray, objs: list) -> np.ndarray:
