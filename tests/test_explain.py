@@ -161,6 +161,21 @@ def test_the_objects_a_diagnosis_started_with_are_told_from_those_made_after(mon
     assert base.count_found(old) == 0
 
 
+def test_the_diagnosis_counts_none_of_its_own_objects_among_those_a_loop_kept(monkeypatch):
+    """Where numpy is not loaded, the ids it started with are in a memory map made as it
+    starts (its view, buffer and map: tracked objects, made after the heap was listed):
+    neither a loop's survivors nor its tracked growth."""
+    monkeypatch.setitem(sys.modules, "numpy", None)
+    d = diagnose.Diagnosis(1, sites=False)
+    d.start()
+    kept = [[] for _ in range(3)]
+    survivors = d.survivors()
+    d.stop(1)
+    assert survivors["by_type"] == {"list": 4}, survivors  # `kept` and its three
+    assert d.own_tracked() >= 3
+    assert len(kept) == 3
+
+
 BIG_HEAP_RSS = r"""
 import gc, sys
 if sys.argv[1] == "1":

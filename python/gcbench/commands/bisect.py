@@ -47,7 +47,6 @@ def register(sub) -> None:
 def main(args) -> int:
     from ..analysing import version_bisect
     from ..flows import bisection
-    from ..measuring import envspec
 
     if args.git is not None or args.good is not None or args.bad is not None:
         return main_git(args)
@@ -62,16 +61,7 @@ def main(args) -> int:
         if args.versions is not None and not versions:
             raise UsageError("--versions names no version")
     else:
-        if not versions:
-            raise UsageError("--versions is needed to run a bisect (or --results to read one)")
-        specs = version_bisect.plan_envs(
-            args.package, versions, envspec.parse(args.env) if args.env else envspec.EnvSpec(None, ())
-        )
-        backend, workload, policy = cell
-        suite = config.Suite(name=f"bisect-{envspec.normalize(args.package)}", backends=[backend], workloads=[workload],
-                             gc=[policy], envs=[s.text for s in specs])
-        _common.apply_overrides(suite, args)
-        suite.validate()
+        suite = _release_suite(args, cell, versions)
     opts = ReleaseBisectOptions(_common.run_options(args), package=args.package, cell=args.cell, factor=args.factor,
                                 results=args.results)
     words = _common.Output(args.json)
@@ -87,6 +77,23 @@ def main(args) -> int:
         _common.print_json({"results": str(folder), "bisect": records.to_json(tab),
                             "report": _common.report_json(paths) if paths else None})
     return 0
+
+
+def _release_suite(args, cell: tuple[str, str, str], versions: list[str] | None) -> config.Suite:
+    """The suite a release bisect runs: `cell` in an environment per version."""
+    from ..analysing import version_bisect
+    from ..measuring import envspec
+
+    if not versions:
+        raise UsageError("--versions is needed to run a bisect (or --results to read one)")
+    specs = version_bisect.plan_envs(args.package, versions,
+                                     envspec.parse(args.env) if args.env else envspec.EnvSpec(None, ()))
+    backend, workload, policy = cell
+    suite = config.Suite(name=f"bisect-{envspec.normalize(args.package)}", backends=[backend], workloads=[workload],
+                         gc=[policy], envs=[s.text for s in specs])
+    _common.apply_overrides(suite, args)
+    suite.validate()
+    return suite
 
 
 GIT_METRIC_NAMES = {"gc_share": "gc-share", "full_gc": "full-collections"}  # the release bisect's spellings

@@ -84,16 +84,7 @@ def suites() -> list[SuiteRow]:
     return out
 
 
-def main(args) -> int:
-    rows = backends()
-    workloads = [WorkloadRow(w.name, w.params_per_network, w.default_networks, w.description)
-                 for w in WORKLOADS.values()]
-    policies = [PolicyRow(n, d) for n, d in POLICIES]
-    shipped = suites()
-    if args.json:
-        _common.print_json(records.to_json({"backends": rows, "workloads": workloads, "gc_policies": policies,
-                                            "suites": shipped}))
-        return 0
+def _print_backends(rows: list[BackendRow]) -> None:
     print("Backends:")
     # a reason several backends share (Julia's, for its three) is said once, after them
     shared = {r.reason for r in rows if not r.available and sum(o.reason == r.reason for o in rows) > 1}
@@ -106,6 +97,19 @@ def main(args) -> int:
     for reason in sorted(shared):
         names = ", ".join(r.name for r in rows if r.reason == reason)
         print(f"  {names} unavailable: {reason}")
+
+
+def main(args) -> int:
+    rows = backends()
+    workloads = [WorkloadRow(w.name, w.params_per_network, w.default_networks, w.description)
+                 for w in WORKLOADS.values()]
+    policies = [PolicyRow(n, d) for n, d in POLICIES]
+    shipped = suites()
+    if args.json:
+        _common.print_json(records.to_json({"backends": rows, "workloads": workloads, "gc_policies": policies,
+                                            "suites": shipped}))
+        return 0
+    _print_backends(rows)
     print("Workloads:")
     for w in workloads:
         print(f"  {w.name:<8} {w.params_per_network:>8,} params/network  x{w.networks:<4} {w.description}")

@@ -369,24 +369,48 @@ class _Baseline:
         self._sorted = None
         self._view = memoryview(b"").cast("q")
 
+    def own(self) -> list:
+        """The tracked objects it holds (the view, its buffer and the memory map): the
+        diagnosis's, never a loop's."""
+        buffers = gc.get_referents(self._view)
+        return [self._view, *buffers, *gc.get_referents(*buffers)]
+
 
 def _sorted_ids(objs: list) -> memoryview:
     """The ids of `objs`, sorted, in an anonymous memory map: sorted a run of `ID_RUN` at a
-    time and the runs merged, so that no more than a run's ints exist at once (sorting them
-    all at once made an int of each, 40 bytes an object of peak memory)."""
+    time and the runs merged pairwise, so that no more than a run's ints exist at once
+    (sorting them all at once made an int of each, 40 bytes an object of peak memory), and
+    nothing is imported for it (what is made now and kept would count as the loop's)."""
     n = len(objs)
-    runs = probe.columns({"ids": (n, "q")}).pop("ids")
+    src = probe.columns({"ids": (n, "q")}).pop("ids")
     for at in range(0, n, ID_RUN):
         for k, i in enumerate(sorted(map(id, objs[at:at + ID_RUN])), at):
-            runs[k] = i
-    if n <= ID_RUN:
-        return runs
-    import heapq  # a heap this large dwarfs what the module adds to it
+            src[k] = i
+    width = ID_RUN
+    if width < n:
+        dst = probe.columns({"ids": (n, "q")}).pop("ids")
+        while width < n:
+            for lo in range(0, n, 2 * width):
+                _merge(src, dst, lo, min(lo + width, n), min(lo + 2 * width, n))
+            src, dst, width = dst, src, 2 * width
+    return src
 
-    merged = probe.columns({"ids": (n, "q")}).pop("ids")
-    for k, i in enumerate(heapq.merge(*(runs[at:at + ID_RUN] for at in range(0, n, ID_RUN)))):
-        merged[k] = i
-    return merged
+
+def _merge(src: memoryview, dst: memoryview, lo: int, mid: int, hi: int) -> None:
+    """dst[lo:hi] = the sorted src[lo:mid] and src[mid:hi], merged."""
+    i, j, k = lo, mid, lo
+    while i < mid and j < hi:
+        a, b = src[i], src[j]
+        if a <= b:
+            dst[k] = a
+            i += 1
+        else:
+            dst[k] = b
+            j += 1
+        k += 1
+    dst[k:k + mid - i] = src[i:mid]
+    k += mid - i
+    dst[k:k + hi - j] = src[j:hi]
 
 
 def _among(base: np.ndarray, objs: list) -> np.ndarray:
@@ -776,6 +800,7 @@ class Diagnosis:
                 own.add(id(fr))
                 own.update(map(id, fr))
         own.update(map(id, self._reserve))
+        own.update(map(id, self._baseline.own()))
         return own
 
     def survivors(self) -> dict:
@@ -806,7 +831,7 @@ class Diagnosis:
         for fr in self._table.frames:
             if fr is not None:
                 n += gc.is_tracked(fr) + sum(map(gc.is_tracked, fr))
-        return n + sum(map(gc.is_tracked, self._reserve))
+        return n + sum(map(gc.is_tracked, self._reserve)) + sum(map(gc.is_tracked, self._baseline.own()))
 
     def begin_step(self, i: int) -> None:
         """Step `i` of a loop someone else drives begins (allocation sites traced from
