@@ -21,6 +21,7 @@ the loop (gcbench's own objects) makes them rarer.
 
     python benchmarks/schedule_footprint.py [--steps 2000] [--keep 10] [--cyclic 0] [--runs 3] [--save FILE]
     python benchmarks/schedule_footprint.py --family 40 [--save FILE]   # loops drawn at random
+    python benchmarks/schedule_footprint.py --ballast-curve 40 [--save FILE]   # any probe's objects
 
 ballast: the bare loop after as many objects as gcbench's footprint.
 """
@@ -134,21 +135,50 @@ def run(mode: str, steps: int, keep: int, cyclic: int, ballast: int = 0, collect
 def family(loops: int, steps: int, seed: int = 7) -> dict:
     """`loops` loops drawn at random (`seed`): 5, 10 or 20 objects kept a step, 200 to 1,400
     of cyclic garbage, and a gc.collect() before the loop or none; each under the minimal
-    probe and under gcbench, a fresh process each. How many have the same collections of
+    probe and under gcbench (and bare), a fresh process each. How many have the same collections of
     every generation, and the same full collections (the footprint moves the oldest
     generation's 25 % rule wherever a loop's full collection sits within a quarter of it of
     the rule's threshold: a loop whose counts differ is one of those)."""
-    import random
-
-    rng = random.Random(seed)  # noqa: S311 - loops drawn, not a secret
     rows = []
-    for _ in range(loops):
-        keep, cyclic, collect = rng.choice((5, 10, 20)), rng.randrange(200, 1400, 10), rng.random() < 0.5
-        got = {mode: run(mode, steps, keep, cyclic, collect=collect)["collections"] for mode in ("minimal", "gcbench")}
+    for keep, cyclic, collect in drawn(loops, seed):
+        got = {mode: run(mode, steps, keep, cyclic, collect=collect)["collections"]
+               for mode in ("bare", "minimal", "gcbench")}
         rows.append({"keep": keep, "cyclic": cyclic, "collect": collect, **got})
     return {"steps": steps, "seed": seed, "loops": rows,
             "same": sum(r["minimal"] == r["gcbench"] for r in rows),
-            "same_full": sum(r["minimal"][2] == r["gcbench"][2] for r in rows)}
+            "same_full": sum(r["minimal"][2] == r["gcbench"][2] for r in rows),
+            # against the bare loop, as the ballast curve (`ballast_curve`) counts
+            "bare_minimal": sum(r["bare"] == r["minimal"] for r in rows),
+            "bare_gcbench": sum(r["bare"] == r["gcbench"] for r in rows)}
+
+
+def drawn(loops: int, seed: int) -> list[tuple[int, int, bool]]:
+    """`loops` loops drawn at random: (objects kept a step, cyclic objects a step, a
+    gc.collect() before the loop)."""
+    import random
+
+    rng = random.Random(seed)  # noqa: S311 - loops drawn, not a secret
+    return [(rng.choice((5, 10, 20)), rng.randrange(200, 1400, 10), rng.random() < 0.5) for _ in range(loops)]
+
+
+BALLAST = (25, 50, 100, 200, 400)  # tracked objects made before the bare loop (`ballast_curve`)
+
+
+def ballast_curve(loops: int, steps: int, seed: int = 7) -> dict:
+    """What any probe's objects before the loop do, whoever made them: the loops drawn at
+    random (`drawn`) bare, and the same bare loops after each number of objects of ballast
+    in `BALLAST`; per number, how many keep the bare loop's collections of every generation,
+    and its full ones. The minimal probe (about 90 objects) and gcbench's footprint (about
+    400) sit on this curve: no footprint above a few dozen objects leaves every loop's
+    schedule as it was."""
+    rows = []
+    for keep, cyclic, collect in drawn(loops, seed):
+        bare = run("bare", steps, keep, cyclic, collect=collect)["collections"]
+        rows.append({"keep": keep, "cyclic": cyclic, "collect": collect, "bare": bare,
+                     **{str(b): run("bare", steps, keep, cyclic, b, collect)["collections"] for b in BALLAST}})
+    return {"steps": steps, "seed": seed, "loops": rows,
+            "same": {str(b): sum(r[str(b)] == r["bare"] for r in rows) for b in BALLAST},
+            "same_full": {str(b): sum(r[str(b)][2] == r["bare"][2] for r in rows) for b in BALLAST}}
 
 
 def print_family(got: dict) -> None:
@@ -157,6 +187,8 @@ def print_family(got: dict) -> None:
           "a step, 200-1,400 of cyclic garbage, a gc.collect() before or none")
     print(f"the same collections of every generation under gcbench as under the minimal probe: {got['same']} of "
           f"{len(loops)}; the same full collections: {got['same_full']} of {len(loops)}")
+    print(f"the bare loop's collections of every generation: under the minimal probe in {got['bare_minimal']}, under "
+          f"gcbench in {got['bare_gcbench']} of {len(loops)}")
     for r in loops:
         if r["minimal"] != r["gcbench"]:
             print(f"  kept {r['keep']}, cyclic {r['cyclic']}, {'collected' if r['collect'] else 'not collected'} "
@@ -172,7 +204,23 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="print the runs as JSON")
     ap.add_argument("--save", metavar="FILE", help="also write the runs to FILE")
     ap.add_argument("--family", type=int, metavar="N", help="instead: N loops drawn at random, minimal against gcbench")
+    ap.add_argument("--ballast-curve", type=int, metavar="N",
+                    help="instead: N loops drawn at random, bare against the bare loop after "
+                         f"{', '.join(map(str, BALLAST))} objects of ballast")
     args = ap.parse_args()
+    if args.ballast_curve:
+        curve = ballast_curve(args.ballast_curve, args.steps)
+        if args.save:
+            with open(args.save, "w") as f:
+                json.dump(curve, f, indent=1)
+                f.write("\n")
+        n = len(curve["loops"])
+        print(f"{n} loops of {curve['steps']:,} steps drawn at random (seed {curve['seed']}), bare against the "
+              "bare loop after objects of ballast made before it:")
+        for b in BALLAST:
+            print(f"  {b:>4} objects: every generation's collections as bare in {curve['same'][str(b)]} of {n}, "
+                  f"the full ones in {curve['same_full'][str(b)]}")
+        return 0
     if args.family:
         got = family(args.family, args.steps)
         if args.save:

@@ -91,6 +91,19 @@ def test_readme_quotes_what_measuring_costs_from_the_benchmarks():
     assert family["same"] == sum(r["minimal"] == r["gcbench"] for r in loops)
     assert family["same_full"] == sum(r["minimal"][2] == r["gcbench"][2] for r in loops)
     assert all(abs(a - b) <= 1 for r in loops for a, b in zip(r["minimal"], r["gcbench"], strict=True))
+    assert family["bare_minimal"] == sum(r["bare"] == r["minimal"] for r in loops)
+    assert family["bare_gcbench"] == sum(r["bare"] == r["gcbench"] for r in loops)
+    curve = json.loads((RESULTS / "schedule_footprint_ballast.json").read_text())
+    assert (curve["steps"], curve["seed"], len(curve["loops"])) == (family["steps"], family["seed"], len(loops))
+    assert [(r["keep"], r["cyclic"], r["collect"]) for r in curve["loops"]] == \
+        [(r["keep"], r["cyclic"], r["collect"]) for r in loops]  # the same loops drawn
+    same = curve["same"]
+    assert all(same[b] == sum(r[b] == r["bare"] for r in curve["loops"]) for b in same)
+    said = (f"Against the bare loop, the least probe kept every count in {family['bare_minimal']} of them and gcbench "
+            f"in {family['bare_gcbench']}; the bare loop after inert objects made before it, as many as a probe's, "
+            f"kept them in {same['25']} (25 objects), {same['50']} (50), {same['100']} (100), {same['200']} (200) and "
+            f"{same['400']} (400)")
+    assert said in " ".join((ROOT / "docs" / "internals.md").read_text().split()), said
     quoted = (f"in {len(loops)} loops drawn at random (objects kept, garbage, a `gc.collect()` before the loop or "
               f"none) every generation's count was the least probe's in {family['same']} and the full collections "
               f"in {family['same_full']}, none more than one collection apart")

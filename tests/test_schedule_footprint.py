@@ -62,6 +62,19 @@ def test_loops_drawn_at_random_have_the_minimal_probes_collections_within_one():
 
 
 @pytest.mark.e2e
+def test_the_ballast_curve_counts_each_number_of_objects_against_the_bare_loop():
+    """benchmarks/schedule_footprint.py --ballast-curve at a small size: every loop bare and
+    after each number of objects of ballast, the counts of those that kept the bare loop's
+    collections (the committed curve is held by tests/test_benchmark_figures.py)."""
+    got = schedule_footprint.ballast_curve(2, 600, seed=3)
+    assert len(got["loops"]) == 2
+    for b in map(str, schedule_footprint.BALLAST):
+        assert got["same"][b] == sum(loop[b] == loop["bare"] for loop in got["loops"])
+        assert 0 <= got["same"][b] <= got["same_full"][b] <= 2
+    assert all(len(loop[b]) == 3 for loop in got["loops"] for b in ("bare", "25", "400"))
+
+
+@pytest.mark.e2e
 def test_the_step_overhead_benchmark_runs_and_reports_every_body():
     """benchmarks/step_overhead.py at a small size (its figures depend on the machine and
     its load: README quotes a committed run, tests/test_benchmark_figures.py holds it)."""
