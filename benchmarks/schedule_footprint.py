@@ -195,6 +195,14 @@ def print_family(got: dict) -> None:
                   f"before: minimal {' / '.join(map(str, r['minimal']))}, gcbench {' / '.join(map(str, r['gcbench']))}")
 
 
+def save(path: str | None, got: dict) -> None:
+    """Write `got` to `path` (where one was given) as the committed runs are."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(got, f, indent=1)
+            f.write("\n")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=2000)
@@ -210,10 +218,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.ballast_curve:
         curve = ballast_curve(args.ballast_curve, args.steps)
-        if args.save:
-            with open(args.save, "w") as f:
-                json.dump(curve, f, indent=1)
-                f.write("\n")
+        save(args.save, curve)
         n = len(curve["loops"])
         print(f"{n} loops of {curve['steps']:,} steps drawn at random (seed {curve['seed']}), bare against the "
               "bare loop after objects of ballast made before it:")
@@ -223,20 +228,14 @@ def main() -> int:
         return 0
     if args.family:
         got = family(args.family, args.steps)
-        if args.save:
-            with open(args.save, "w") as f:
-                json.dump(got, f, indent=1)
-                f.write("\n")
+        save(args.save, got)
         print(json.dumps(got)) if args.json else print_family(got)
         return 0
     rows = {mode: [run(mode, args.steps, args.keep, args.cyclic) for _ in range(args.runs)]
             for mode in ("bare", "minimal", "gcbench")}
     footprint = rows["gcbench"][0]["heap"] - rows["bare"][0]["heap"]
     rows["ballast"] = [run("bare", args.steps, args.keep, args.cyclic, footprint) for _ in range(args.runs)]
-    if args.save:
-        with open(args.save, "w") as f:
-            json.dump({"steps": args.steps, "keep": args.keep, "cyclic": args.cyclic, **rows}, f, indent=1)
-            f.write("\n")
+    save(args.save, {"steps": args.steps, "keep": args.keep, "cyclic": args.cyclic, **rows})
     if args.json:
         print(json.dumps(rows))
         return 0
