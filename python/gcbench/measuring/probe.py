@@ -218,15 +218,20 @@ class StepProbe:
     # Ctrl-C (or a timeout's signal) that lands while a hook runs would be lost. The hooks
     # keep it instead (`interrupted`), and `gcbench.measure` raises it at the next step
     # boundary or as the block ends.
+    # Every hook in gc.callbacks is called at both phases: each of ours has work at one, and
+    # tells the phase inside its `try` (a signal landing before it would be lost) without a
+    # call to its body at the other (two calls fewer a collection)
     def _on_start(self, phase: str, info: dict) -> None:
         try:
-            self._start_hook_body(phase, info)
+            if phase == "start":
+                self._start_hook_body(info)
         except BaseException as e:
             self.keep_interrupt(e)
 
     def _on_stop(self, phase: str, info: dict) -> None:
         try:
-            self._stop_hook_body(phase, info)
+            if phase == "stop":
+                self._stop_hook_body(info)
         except BaseException as e:
             self.keep_interrupt(e)
 
@@ -267,38 +272,37 @@ class StepProbe:
             self._collected0 = self._collected_total
             self._events0 = self.events
 
-    def _start_hook_body(self, phase: str, info: dict) -> None:
-        if phase == "start":
-            if self._depth == 0:
-                self._mark_totals()
-                self._seen += 1
-                count = gc.get_count()[0]
-                self._reset_total += count
-                # The collector starts on its own only once the young count exceeds its
-                # threshold (and never while disabled): anything else is a gc.collect() call,
-                # named by the line that called it. (What this allocates, the collection
-                # that follows wipes from the young count.)
-                self._explicit_now = explicit(count)
-                if self._explicit_now:  # the line that called it: in the user's own files where known, and
-                    # the library's line that called gc.collect() beside it ("train.py:45 via lib.py:88")
-                    inner = sys._getframe(2)  # past `_on_start`, which calls this body
-                    frame: FrameType | None = inner
-                    while self.user_files and frame is not None and frame.f_code.co_filename not in self.user_files:
-                        frame = frame.f_back
-                    caller = frame or inner
-                    site = f"{caller.f_code.co_filename}:{caller.f_lineno}"
-                    if caller is not inner:
-                        site += f" via {inner.f_code.co_filename}:{inner.f_lineno}"
-                    self.explicit_sites[site] = self.explicit_sites.get(site, 0) + 1
-                self._examined_now = examined(info["generation"], count, self._spare, self._oldest)  # before the clock
-                if self._oldest[2]:
-                    self._next_look = 0  # list the oldest generation again as the step ends
-                self._pause_start = time.perf_counter_ns()
-                self._pause_cpu_start = time.thread_time_ns()
-            self._depth += 1
+    def _start_hook_body(self, info: dict) -> None:
+        if self._depth == 0:
+            self._mark_totals()
+            self._seen += 1
+            count = gc.get_count()[0]
+            self._reset_total += count
+            # The collector starts on its own only once the young count exceeds its
+            # threshold (and never while disabled): anything else is a gc.collect() call,
+            # named by the line that called it. (What this allocates, the collection
+            # that follows wipes from the young count.)
+            self._explicit_now = explicit(count)
+            if self._explicit_now:  # the line that called it: in the user's own files where known, and
+                # the library's line that called gc.collect() beside it ("train.py:45 via lib.py:88")
+                inner = sys._getframe(2)  # past `_on_start`, which calls this body
+                frame: FrameType | None = inner
+                while self.user_files and frame is not None and frame.f_code.co_filename not in self.user_files:
+                    frame = frame.f_back
+                caller = frame or inner
+                site = f"{caller.f_code.co_filename}:{caller.f_lineno}"
+                if caller is not inner:
+                    site += f" via {inner.f_code.co_filename}:{inner.f_lineno}"
+                self.explicit_sites[site] = self.explicit_sites.get(site, 0) + 1
+            self._examined_now = examined(info["generation"], count, self._spare, self._oldest)  # before the clock
+            if self._oldest[2]:
+                self._next_look = 0  # list the oldest generation again as the step ends
+            self._pause_start = time.perf_counter_ns()
+            self._pause_cpu_start = time.thread_time_ns()
+        self._depth += 1
 
-    def _stop_hook_body(self, phase: str, info: dict) -> None:
-        if phase == "stop" and self._depth:
+    def _stop_hook_body(self, info: dict) -> None:
+        if self._depth:
             self._depth -= 1
             pause = pause_cpu = 0
             if self._depth == 0:

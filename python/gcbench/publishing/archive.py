@@ -61,6 +61,35 @@ def is_archive(path: pathlib.Path) -> bool:
     return path.is_file() and path.name.endswith((".tar.gz", ".tgz"))
 
 
+def _checked_member(path: pathlib.Path, member: tarfile.TarInfo, seen: set[str], total: int) -> int:
+    """`member`'s size, once it is a flat .json file not seen before and within the limits
+    with the `total` read before it; else a `UsageError` naming it."""
+    if not member.isfile() or not _MEMBER.match(member.name):
+        raise UsageError(f"{path}: unexpected member {member.name!r} (a results archive holds only flat .json files)")
+    if member.name in seen:
+        raise UsageError(f"{path}: member {member.name!r} appears twice (one of them would be lost)")
+    seen.add(member.name)
+    total += member.size
+    if member.size > MEMBER_LIMIT or total > TOTAL_LIMIT:
+        raise UsageError(
+            f"{path}: member {member.name!r} is {member.size / 2**20:,.0f} MiB ({total / 2**20:,.0f} MiB so far), "
+            f"over the {MEMBER_LIMIT / 2**20:.0f} MiB per document and {TOTAL_LIMIT / 2**30:.0f} GiB in all that "
+            "gcbench reads"
+        )
+    return member.size
+
+
+def _extract(tar: tarfile.TarFile, member: tarfile.TarInfo, folder: str) -> None:
+    if hasattr(tarfile, "data_filter"):  # 3.10.12, 3.11.4 and later
+        tar.extract(member, folder, filter="data")  # streamed to disk, a plain file, no odd modes
+        return
+    src = tar.extractfile(member)
+    if src is None:  # not a regular file: refused above, said here for the types
+        raise tarfile.TarError(f"{member.name} is not a regular file")
+    with src, open(pathlib.Path(folder) / member.name, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+
+
 @contextlib.contextmanager
 def opened(source: pathlib.Path):
     """A results folder for `source`: the folder itself, or an archive unpacked into a
@@ -83,28 +112,8 @@ def opened(source: pathlib.Path):
                 seen: set[str] = set()
                 total = 0
                 for member in tar:  # headers one by one: sizes are checked before anything is read
-                    if not member.isfile() or not _MEMBER.match(member.name):
-                        raise UsageError(f"{path}: unexpected member {member.name!r} (a results archive holds "
-                                         "only flat .json files)")
-                    if member.name in seen:
-                        raise UsageError(f"{path}: member {member.name!r} appears twice (one of them would be "
-                                         "lost)")
-                    seen.add(member.name)
-                    total += member.size
-                    if member.size > MEMBER_LIMIT or total > TOTAL_LIMIT:
-                        raise UsageError(
-                            f"{path}: member {member.name!r} is {member.size / 2**20:,.0f} MiB "
-                            f"({total / 2**20:,.0f} MiB so far), over the {MEMBER_LIMIT / 2**20:.0f} "
-                            f"MiB per document and {TOTAL_LIMIT / 2**30:.0f} GiB in all that gcbench reads"
-                        )
-                    if hasattr(tarfile, "data_filter"):  # 3.10.12, 3.11.4 and later
-                        tar.extract(member, tmp, filter="data")  # streamed to disk, a plain file, no odd modes
-                    else:
-                        src = tar.extractfile(member)
-                        if src is None:  # not a regular file: refused above, said here for the types
-                            raise tarfile.TarError(f"{member.name} is not a regular file")
-                        with src, open(pathlib.Path(tmp) / member.name, "wb") as dst:
-                            shutil.copyfileobj(src, dst)
+                    total += _checked_member(path, member, seen, total)
+                    _extract(tar, member, tmp)
         except (tarfile.TarError, OSError, EOFError) as e:
             raise UsageError(f"{path}: not a readable results archive ({e})") from None
         try:
