@@ -225,16 +225,22 @@ def table(plan: CommitPlan, docs_by_env: dict[str, list[ResultDoc]]) -> CommitTa
             hi = min(hi, i)
         out.rows.append(CommitRow(c.sha, c.date, c.subject, i, r.value, r.per_repeat, decision, r.why_not))
     if differ:
-        out.better = bool(g is not None and b is not None and g.value is not None and b.value is not None
-                          and b.value < g.value)
-        out.range = (order[lo].sha, order[hi].sha)
-        if hi - lo == 1:
-            out.first_bad = order[hi].sha
-        else:
-            skipped = [order[i].short for i in range(lo + 1, hi)]
-            what = f"the first commit with {change(out)}" if out.better else "the first bad commit"
-            out.unresolved = f"{what} is one of {', '.join(skipped)} or {order[hi].short}"
+        _narrowed(out, order, lo, hi, g, b)
     return out
+
+
+def _narrowed(out: CommitTable, order: list, lo: int, hi: int, g, b) -> None:
+    """Where the endpoints differ: the direction, and the commit (or the commits still
+    in question) between the last good one `lo` and the first bad one `hi`."""
+    out.better = bool(g is not None and b is not None and g.value is not None and b.value is not None
+                      and b.value < g.value)
+    out.range = (order[lo].sha, order[hi].sha)
+    if hi - lo == 1:
+        out.first_bad = order[hi].sha
+        return
+    skipped = [order[i].short for i in range(lo + 1, hi)]
+    what = f"the first commit with {change(out)}" if out.better else "the first bad commit"
+    out.unresolved = f"{what} is one of {', '.join(skipped)} or {order[hi].short}"
 
 
 # what the change bisected does to each metric, every one better lower: (lower, higher)
