@@ -1311,12 +1311,19 @@ def overall(tests: list[Test]) -> str:
     # what the machine kept from a verdict is still shown, as measured: "median step 0.36 x measured"
     measured = ", ".join(_measured_words(t) for t in unjudged)
     if not said:
-        if all(t.verdict in ("same", SAME_PHASE, NOT_JUDGED) for t in tests):
-            return (f"same counts{phase_text}; times not judged ({measured})") if unjudged else "same" + phase_text
-        return "no change shown" + phase_text + (f"; times not judged ({measured})" if unjudged else "")
+        return _nothing_said(tests, phase_text, measured if unjudged else None)
     text = ", ".join(said) + _trade(tests)
     # beside a time judged beyond what load moves, the ones that were not are named, with what was measured
     return text + phase_text + (f"; not judged: {measured}" if unjudged else "")
+
+
+def _nothing_said(tests: list[Test], phase_text: str, measured: str | None) -> str:
+    """`overall` where no test found a change: the same, or nothing shown, and what the
+    machine did not let be judged (`measured`: None where every time was judged)."""
+    if all(t.verdict in ("same", SAME_PHASE, NOT_JUDGED) for t in tests):
+        return f"same counts{phase_text}; times not judged ({measured})" if measured is not None else \
+            "same" + phase_text
+    return "no change shown" + phase_text + (f"; times not judged ({measured})" if measured is not None else "")
 
 
 def _measured_words(t: Test) -> str:
