@@ -286,18 +286,26 @@ def _site_advice(py: PythonDiagnosis) -> list[Recommendation]:
     # the lines below are those of the traced objects: their share is said where it is not all
     of_traced = f" (of the {known:,} of {total:,} promoted objects{sampled} that carry a site)" \
         if total and known < total else ""
+    lines = _lines_to_change(sites, own, called, traced, of_traced)
+    return out + ([lines] if lines is not None else [])
+
+
+def _lines_to_change(sites: dict, own: dict, called: dict, traced: int, of_traced: str) -> Recommendation | None:
+    """The loop's own lines that allocate what is promoted, or its lines that call into the
+    libraries that do; None where the traced sites name neither."""
     if own:
         top = ", ".join(k.split(" ", 1)[1] for k in list(own)[:3])
-        out.append(Recommendation("own-code", f"{100 * sum(own.values()) / traced:.0f} % of what reaches the oldest "
-                    f"generation{of_traced} is allocated in your own code, at {top}: objects kept alive there "
-                    "(histories, caches, lists of records) are what the collector promotes and later scans."))
-    elif called:
+        return Recommendation("own-code", f"{100 * sum(own.values()) / traced:.0f} % of what reaches the oldest "
+                              f"generation{of_traced} is allocated in your own code, at {top}: objects kept alive "
+                              "there (histories, caches, lists of records) are what the collector promotes and later "
+                              "scans.")
+    if called:
         inner = ", ".join(k for k in list(sites)[:3] if not k.endswith(diagnose.OWN))
         top = ", ".join(f"{k} ({100 * v / traced:.0f} %)" for k, v in list(called.items())[:3])
-        out.append(Recommendation("own-code", f"What reaches the oldest generation{of_traced} is allocated inside "
-                    f"libraries ({inner}), called from your code at {top}: those are the lines of your loop to "
-                    "change."))
-    return out
+        return Recommendation("own-code", f"What reaches the oldest generation{of_traced} is allocated inside "
+                              f"libraries ({inner}), called from your code at {top}: those are the lines of your "
+                              "loop to change.")
+    return None
 
 
 def _full_advice(py: PythonDiagnosis, interval: FullInterval, paid: list[Collection], docs, base: tuple, env,
