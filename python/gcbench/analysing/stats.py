@@ -142,14 +142,21 @@ def format_schedule(sched: Schedule, what: str = "full collections") -> str:
         each = ", ".join(f"{c:,}" for c in counts)
         return f"{each} {what} in the repeats of {of} ({sched.total:,} in {sched.total_steps:,})"
     head = f"{counts[0]:,} {what[:-1] if counts[0] == 1 and what.endswith('s') else what} in every repeat of {of}"
-    if sched.same_steps is None:  # counts whose steps are not known
-        return head
+    return head + _steps_said(sched)
+
+
+def _steps_said(sched: Schedule) -> str:
+    """Where a constant count's collections fell: ", at steps 82, 145, ..." where every
+    repeat had them at the same steps, " (at different steps)" where not, nothing where
+    the steps are not known."""
+    if sched.same_steps is None:
+        return ""
     if not sched.same_steps:
-        return head + " (at different steps)"
+        return " (at different steps)"
     at = sched.at or []
     shown = ", ".join(str(s) for s in at[:SCHEDULE_SHOWN])
     more = len(at) - SCHEDULE_SHOWN
-    return head + f", at step{'s' if len(at) > 1 else ''} {shown}" + (f" and {more} more" if more > 0 else "")
+    return f", at step{'s' if len(at) > 1 else ''} {shown}" + (f" and {more} more" if more > 0 else "")
 
 
 def short_schedule(sched: Schedule) -> str:
