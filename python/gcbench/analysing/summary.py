@@ -388,13 +388,19 @@ def replacements(cells: list, docs: list[ResultDoc], planned: int) -> list:
     done = {d.cell: d for d in docs}
     out = []
     for group in by_cell.values():
-        ok = results.ok([done[c.id] for c in group if c.id in done])
-        clean = sum(1 for d in ok if not repeat_flags(d))
-        extra = sum(1 for c in group if c.repeat >= planned)
-        if clean < len(ok) and clean < planned and extra < MAX_REPLACEMENTS:
+        if _wants_replacement(group, done, planned):
             last = max(group, key=lambda c: c.repeat)
             out.append(dc.replace(last, repeat=last.repeat + 1))
     return out
+
+
+def _wants_replacement(group: list, done: dict[str, ResultDoc], planned: int) -> bool:
+    """Whether one cell's repeats (`group`) had an ok repeat flagged, keep fewer clean ones
+    than planned, and have room for another replacement."""
+    ok = results.ok([done[c.id] for c in group if c.id in done])
+    clean = sum(1 for d in ok if not repeat_flags(d))
+    extra = sum(1 for c in group if c.repeat >= planned)
+    return clean < len(ok) and clean < planned and extra < MAX_REPLACEMENTS
 
 
 @dataclasses.dataclass
