@@ -233,12 +233,15 @@ def runs_apart(va: RepeatValues, vb: RepeatValues) -> bool | None:
     level shared by a run's repeats over its moment (measured between runs 20 minutes to
     days apart), which interleaved repeats share too."""
     rounds_a, rounds_b = va.rounds or [], vb.rounds or []
-    if not rounds_a or not rounds_b or None in rounds_a or None in rounds_b:
+    if not _known(rounds_a) or not _known(rounds_b):
         sa, sb = va.started or [], vb.started or []
-        if sa and sb and None not in sa and None not in sb and min(sa) < max(sb) and min(sb) < max(sa):
-            return False
-        return None
+        return False if _known(sa) and _known(sb) and min(sa) < max(sb) and min(sb) < max(sa) else None
     return not ({r[0] for r in rounds_a} & {r[0] for r in rounds_b})
+
+
+def _known(values: list) -> bool:
+    """Every repeat recorded it (and there is at least one)."""
+    return bool(values) and None not in values
 
 
 def _too_few(va: RepeatValues, vb: RepeatValues, paired: bool) -> str | None:
