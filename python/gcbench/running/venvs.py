@@ -95,15 +95,7 @@ def find_interpreter(request: str | None) -> Interpreter:
         return Interpreter(info.executable, info.version) if info else \
             Interpreter(sys.executable, ".".join(map(str, sys.version_info[:3])))
     if VERSION_REQUEST.match(request):
-        minor = ".".join(request.split(".")[:2])
-        candidates = [c for c in [shutil.which(f"python{minor}")] if c] + _pyenv_candidates(minor)
-        for candidate in candidates:
-            info = _probe(candidate)
-            if info and (info.version == request or info.version.startswith(request + ".")):
-                return _usable(info, request)
-        where = f"python{minor} on PATH and under {pathlib.Path(os.environ.get('PYENV_ROOT') or '~/.pyenv')}/versions"
-        tried = f" (tried {', '.join(candidates)})" if candidates else ""
-        raise EnvUnavailable(f"no Python {request} on this machine: looked for {where}{tried}")
+        return _of_version(request)
     path = os.path.expanduser(request)  # noqa: PTH111 - as typed: "./python" keeps its separator
     if os.sep not in path:
         path = shutil.which(path) or path
@@ -113,6 +105,20 @@ def find_interpreter(request: str | None) -> Interpreter:
     if info is None:
         raise EnvUnavailable(f"python={request}: does not run as a Python interpreter")
     return _usable(info, request)
+
+
+def _of_version(request: str) -> Interpreter:
+    """The interpreter of version `request` (`3.12`, `3.12.1`): `python3.12` on PATH, then
+    under pyenv; else why none was found, with what was tried."""
+    minor = ".".join(request.split(".")[:2])
+    candidates = [c for c in [shutil.which(f"python{minor}")] if c] + _pyenv_candidates(minor)
+    for candidate in candidates:
+        info = _probe(candidate)
+        if info and (info.version == request or info.version.startswith(request + ".")):
+            return _usable(info, request)
+    where = f"python{minor} on PATH and under {pathlib.Path(os.environ.get('PYENV_ROOT') or '~/.pyenv')}/versions"
+    tried = f" (tried {', '.join(candidates)})" if candidates else ""
+    raise EnvUnavailable(f"no Python {request} on this machine: looked for {where}{tried}")
 
 
 def _usable(info: _Probed, request: str) -> Interpreter:
