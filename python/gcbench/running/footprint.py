@@ -118,18 +118,23 @@ def cgroup_room(root: str = "/sys/fs/cgroup", proc: str = "/proc/self/cgroup") -
     data = _read_bytes(proc, FILE_LIMIT)
     if data is None:
         return None
-    text = data.decode("utf-8", errors="replace")
-    lines = [line.split(":", 2) for line in text.splitlines() if line.count(":") >= 2 and "\0" not in line]
-    v1 = next((path for _, controllers, path in lines if "memory" in controllers.split(",")), None)
-    v2 = next((path for hid, controllers, path in lines if hid == "0" and controllers == ""), None)
-    if v2 is not None and v2.count("/") > MAX_DEPTH:
-        v2 = None  # deeper than any real hierarchy: not followed (each level is a few reads)
+    v1, v2 = _own_groups(data.decode("utf-8", errors="replace"))
     rooms = []
     if v1 is not None:
         rooms += _v1_room(root, v1)
     if v2 is not None and os.path.isfile(os.path.join(root, "cgroup.controllers")):
         rooms += _v2_rooms(root, v2)
     return min(rooms) if rooms else None
+
+
+def _own_groups(text: str) -> tuple[str | None, str | None]:
+    """The process's memory group in cgroup v1 and its group in v2, from /proc/self/cgroup's
+    `text` (None where there is none; a v2 path deeper than any real hierarchy is not
+    followed: each level is a few reads)."""
+    lines = [line.split(":", 2) for line in text.splitlines() if line.count(":") >= 2 and "\0" not in line]
+    v1 = next((path for _, controllers, path in lines if "memory" in controllers.split(",")), None)
+    v2 = next((path for hid, controllers, path in lines if hid == "0" and controllers == ""), None)
+    return v1, (None if v2 is not None and v2.count("/") > MAX_DEPTH else v2)
 
 
 def available_bytes() -> int | None:
