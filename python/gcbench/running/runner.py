@@ -571,12 +571,17 @@ def _not_runnable(cell: Cell, batch: _Batch) -> tuple[str | None, dict]:
     if reason is None:  # this interpreter: asked once, above; an environment's worker asks there
         return batch.why_not.get(cell.backend), {}
     if cell.backend not in batch.announced and reason not in batch.announced:  # once per reason, not per repeat
-        batch.announced.add(reason)
-        alike = [c for c in batch.cells if c.backend not in batch.why_not and unsupported_reason(c) == reason]
-        labels = list(dict.fromkeys(f"{c.backend}/{c.workload}/{c.policy}" for c in alike))
-        batch.log(f"{', '.join(labels[:4])}{' and more' if len(labels) > 4 else ''}: not run: {reason} "
-                  f"({len(alike)} runs recorded as unavailable)")
+        _announce(batch, reason)
     return reason, {}
+
+
+def _announce(batch: _Batch, reason: str) -> None:
+    """Say once which cells a reason keeps from running (a policy a backend does not support)."""
+    batch.announced.add(reason)
+    alike = [c for c in batch.cells if c.backend not in batch.why_not and unsupported_reason(c) == reason]
+    labels = list(dict.fromkeys(f"{c.backend}/{c.workload}/{c.policy}" for c in alike))
+    batch.log(f"{', '.join(labels[:4])}{' and more' if len(labels) > 4 else ''}: not run: {reason} "
+              f"({len(alike)} runs recorded as unavailable)")
 
 
 def _run_one(desc: str, cell: Cell, batch: _Batch) -> ResultDoc:
