@@ -33,15 +33,21 @@ def register(sub) -> None:
     p.set_defaults(main=main, rebuild_envs=False)
 
 
-def _checked_cases(args) -> list[str]:
-    """The cases to reproduce, and the options checked: a mistake is one line."""
-    only = config.split_list(args.only, "--only") if args.only is not None else list(seed_cases.CASES)
-    for name in ("steps", "repeats", "batch_size"):  # 0 never means "the default"
+def _check_sizes(args) -> None:
+    """Steps, repeats and batch size positive (0 never means "the default"); a timeout
+    positive and finite."""
+    for name in ("steps", "repeats", "batch_size"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be a positive integer, got {value}")
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
         raise UsageError(f"--timeout must be a positive, finite number of seconds, got {args.timeout:g}")
+
+
+def _checked_cases(args) -> list[str]:
+    """The cases to reproduce, and the options checked: a mistake is one line."""
+    only = config.split_list(args.only, "--only") if args.only is not None else list(seed_cases.CASES)
+    _check_sizes(args)
     unknown = [c for c in only if c not in seed_cases.CASES]
     if unknown or not only:
         hint = did_you_mean(unknown[0], seed_cases.CASES) if unknown else ""
