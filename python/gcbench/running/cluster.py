@@ -439,21 +439,27 @@ def _collect(cells, out_dir, run_id, jobs, record: Submission, log) -> list[Resu
     for c in cells:
         out_file = out_dir / f"{c.id}.json"
         old = runner.existing(out_file)
-        if old is not None and handled.get(c.id) == "failed" and old.status == "ok" \
-                and not measured_by(old, run_id):  # this run's attempt failed; the earlier ok result stayed
-            log(f"{c.label}: kept the earlier ok result instead of this failed one")
-            docs.append(dataclasses.replace(old, superseded=True))
-            continue
-        if old is not None and (c.id in handled or measured_by(old, run_id)):
-            docs.append(old)
-            continue
-        missing += 1
-        reason = (f"its {record.executor} job {job_of.get(c.id, '?')} ended without a result for it (died, "
-                  f"cancelled, preempted or out of time; its log is in {record.folder}); --resume runs it again")
-        docs.append(runner.keep(results.new(c, "failed", reason), old, out_file, c.label, log))
+        doc = _found(c, old, handled, run_id, log)
+        if doc is None:
+            missing += 1
+            reason = (f"its {record.executor} job {job_of.get(c.id, '?')} ended without a result for it (died, "
+                      f"cancelled, preempted or out of time; its log is in {record.folder}); --resume runs it again")
+            doc = runner.keep(results.new(c, "failed", reason), old, out_file, c.label, log)
+        docs.append(doc)
     if missing:
         log(f"gcbench: {counted(missing, 'run')} without a result from its job; `--resume` runs them again")
     return docs
+
+
+def _found(c, old: ResultDoc | None, handled: dict[str, str], run_id: str, log) -> ResultDoc | None:
+    """The result a job left for cell `c` (`old`, the file there now), or the earlier ok
+    one where this run's attempt failed; None where its job left none."""
+    if old is None:
+        return None
+    if handled.get(c.id) == "failed" and old.status == "ok" and not measured_by(old, run_id):
+        log(f"{c.label}: kept the earlier ok result instead of this failed one")  # the earlier ok result stayed
+        return dataclasses.replace(old, superseded=True)
+    return old if c.id in handled or measured_by(old, run_id) else None
 
 
 def _job_outcome(job) -> tuple[dict | None, str | None]:
