@@ -94,17 +94,24 @@ def run(script: pathlib.Path, run_sides: list[Side], repeats: int, script_args: 
             done += 1
             took = time.monotonic() - start
             where = f"{side.name} r{r}" if len(run_sides) > 1 else f"r{r}"
-            if proc.returncode != 0:
-                said = [line for line in proc.stderr.strip().splitlines() if line.strip()][-TAIL:] or ["no output"]
-                kept = side.results.parent if len(run_sides) > 1 else side.results
-                raise UsageError(f"{target.name} ({where}) exited with {proc.returncode}: {' / '.join(said)}; the "
-                                 f"{done - 1} run(s) before it are kept in {kept}")
-            saved = set(side.results.glob("*.json")) - before
-            if not saved:
-                raise UsageError(f"{target.name} ({where}) saved no result: measure its loop with gcbench.measure and "
-                                 f"call m.save() (its folder is {RESULTS_ENV}, set for it)")
+            kept = side.results.parent if len(run_sides) > 1 else side.results
+            saved = _saved(target, where, proc, set(side.results.glob("*.json")) - before, done - 1, kept)
             say(f"[{done}/{total}] {where}: ok in {took:.1f} s ({', '.join(sorted(p.name for p in saved))})")
     return ScriptRunsOutcome([side.results for side in run_sides], done)
+
+
+def _saved(target: pathlib.Path, where: str, proc, saved: set[pathlib.Path], before: int,
+           kept: pathlib.Path) -> set[pathlib.Path]:
+    """What one run of the script saved; a `UsageError` of one line where it failed (its
+    last lines said) or saved nothing (`before` runs are kept in `kept`)."""
+    if proc.returncode != 0:
+        said = [line for line in proc.stderr.strip().splitlines() if line.strip()][-TAIL:] or ["no output"]
+        raise UsageError(f"{target.name} ({where}) exited with {proc.returncode}: {' / '.join(said)}; the "
+                         f"{before} run(s) before it are kept in {kept}")
+    if not saved:
+        raise UsageError(f"{target.name} ({where}) saved no result: measure its loop with gcbench.measure and "
+                         f"call m.save() (its folder is {RESULTS_ENV}, set for it)")
+    return saved
 
 
 def _run_once(script: pathlib.Path, side: Side, script_args: list[str],
