@@ -114,9 +114,7 @@ def test_the_diagnosis_leaves_the_collector_as_it_found_it():
 
 EXPLAINED_RSS = r"""
 import gcbench
-def resident():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4096
+from gcbench.measuring.probe import rss_bytes as resident
 gcbench.measure("first", explain=True)  # the diagnosis imported: what follows is a measurement's own
 before = resident()
 m = gcbench.measure("second", explain=True, capacity=2_000_000)
@@ -181,9 +179,7 @@ import gc, sys
 if sys.argv[1] == "1":
     import numpy
 import gcbench
-def resident():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4096
+from gcbench.measuring.probe import rss_bytes as resident
 heap = [[i] for i in range(200_000)]
 gcbench.measure("first", explain=True)  # the diagnosis imported: what follows is a measurement's own
 gc.collect()

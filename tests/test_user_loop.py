@@ -585,9 +585,7 @@ def test_memory_is_read_where_full_collections_left_nothing_dead(loaded):
 TIMED_ENTRY_RSS = r"""
 import gc
 import gcbench
-def resident():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4096
+from gcbench.measuring.probe import rss_bytes as resident
 heap = [[i] for i in range(1_000_000)]
 m = gcbench.measure("big")
 gc.collect()
