@@ -21,8 +21,9 @@ Prints each mode's CPU per step and explain's ratio to the limit (issue 66: at m
     python benchmarks/explain_overhead.py [--live 100000 1000000] [--steps 300] [--runs 3] [--numpy] [--save]
 
 `--numpy` imports numpy first, as a JAX or PyTorch program has: the diagnosis then keeps
-the ids of the objects it started with as a sorted array (8 bytes an object, not a set's
-~70); `--save` writes explain_overhead_numpy.json beside the other.
+the ids of the objects it started with in numpy's sorted array, looked up a list at a time
+(without numpy: sorted in a memory map, looked up by bisection); `--save` writes
+explain_overhead_numpy.json beside the other.
 """
 
 from __future__ import annotations
@@ -109,8 +110,8 @@ def main() -> int:
     ap.add_argument("--cyclic", type=int, default=1000, help="objects of cyclic garbage a step")
     ap.add_argument("--runs", type=int, default=3, help="fresh processes per mode")
     ap.add_argument("--numpy", action="store_true",
-                    help="import numpy before the loop, as a JAX or PyTorch program has (the diagnosis then keeps the "
-                         "ids it started with as a sorted array, not a set)")
+                    help="import numpy before the loop, as a JAX or PyTorch program has (the diagnosis then looks "
+                         "up the ids it started with in numpy's array, not by bisection)")
     ap.add_argument("--save", action="store_true", help=f"write {SAVED.relative_to(SAVED.parents[2])}")
     a = ap.parse_args()
     rows = []

@@ -336,16 +336,15 @@ class _Baseline:
 
     def __init__(self):
         self._sorted: np.ndarray | None = None  # where numpy is loaded
-        self._view: memoryview = memoryview(b"").cast("q")  # where it is not
+        self._view: memoryview = _NO_IDS  # where it is not
 
     def fill(self, objs: list) -> None:
         np = sys.modules.get("numpy")
-        if np is not None:
-            self._sorted = np.fromiter(map(id, objs), np.int64, len(objs))
-            self._sorted.sort()
+        if np is None:
+            self._sorted, self._view = None, _sorted_ids(objs)
             return
-        self._sorted = None
-        self._view = _sorted_ids(objs)
+        self._sorted, self._view = np.fromiter(map(id, objs), np.int64, len(objs)), _NO_IDS
+        self._sorted.sort()
 
     def _has(self, i: int) -> bool:
         view = self._view
@@ -365,15 +364,14 @@ class _Baseline:
             return sum(map(self._has, map(id, objs)))
         return int(_among(self._sorted, objs).sum())
 
-    def clear(self) -> None:
-        self._sorted = None
-        self._view = memoryview(b"").cast("q")
-
     def own(self) -> list:
         """The tracked objects it holds (the view, its buffer and the memory map): the
         diagnosis's, never a loop's."""
         buffers = gc.get_referents(self._view)
         return [self._view, *buffers, *gc.get_referents(*buffers)]
+
+
+_NO_IDS = memoryview(b"").cast("q")
 
 
 def _sorted_ids(objs: list) -> memoryview:
