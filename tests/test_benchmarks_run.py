@@ -17,6 +17,7 @@ BENCHMARKS = ROOT / "benchmarks"
 # script -> (its smoke-size arguments, a line of what it prints)
 SMOKE = {
     "aa_test": (["--backends", "jax", "--workloads", "mlp", "--steps", "20", "--repeats", "3"], "false"),
+    "allocator_free": (["--runs", "1", "--steps", "120"], "allocator free"),
     "backend_ratios": (["--steps", "10", "--warmup", "1", "--repeats", "1", "--workloads", "mlp", "--networks", "2"],
                        "jax"),
     "cross_run": (["--pairs", "40"], "run term"),

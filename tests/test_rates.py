@@ -307,6 +307,36 @@ def test_bytes_kept_after_full_collections_are_their_readings_change_over_their_
     assert verdicts(kept(0), ends)["bytes_kept"].verdict == "more memory kept"
 
 
+def test_bytes_kept_from_the_resident_set_are_judged_beyond_one_heap_extension_and_said_blind():
+    """A pure-Python process (no `_ctypes`) reads its bytes from the resident set, listed
+    after full collections: judged beyond RSS_KIB_PER_WINDOW (the allocator grows its heap
+    128 KiB at a time), and the comparison says the reading is blind to a leak smaller than
+    the allocator's free memory; the allocator's own bytes are judged as before, unsaid."""
+    def kept(kib_between: float, key: str = "rss_bytes") -> list:
+        docs = repeats([[]] * 3)
+        for d in docs:
+            listed = {"step": [40, 140], "objects": [9_000, 9_000], key: [10**8, round(10**8 + kib_between * 1024)]}
+            d.between_steps = {**(d.between_steps or {}), "old_after_full": listed}
+        return docs
+    assert rates.bytes_read_from_allocator(kept(0, "malloc_bytes")[0])
+    assert not rates.bytes_read_from_allocator(kept(0)[0])
+    rss = comparison.RSS_KIB_PER_WINDOW
+    assert rss > comparison.KIB_PER_WINDOW + 100
+    # one heap extension apart (what the catalogue's loops read): the same, from the resident set only
+    assert verdicts(kept(0), kept(0.9 * rss))["bytes_kept"].verdict == "same"
+    assert verdicts(kept(0, "malloc_bytes"), kept(0.9 * rss, "malloc_bytes"))["bytes_kept"].verdict == \
+        "more memory kept"
+    assert verdicts(kept(0), kept(1.2 * rss))["bytes_kept"].verdict == "more memory kept"
+    assert verdicts(kept(1.2 * rss), kept(0))["bytes_kept"].verdict == "less memory kept"
+    said = comparison.compare_docs(kept(0), kept(1.2 * rss)).notes
+    blind = f"memory kept (user/loop/default): {comparison.RSS_BLIND}"
+    assert [n for n in said if comparison.RSS_BLIND in n] == [blind]
+    assert not [n for n in comparison.compare_docs(kept(0, "malloc_bytes"), kept(0, "malloc_bytes")).notes
+                if comparison.RSS_BLIND in n]
+    # one side read from the allocator, the other from its resident set: judged as the resident set
+    assert verdicts(kept(0, "malloc_bytes"), kept(0.9 * rss))["bytes_kept"].verdict == "same"
+
+
 def _tests(said: dict[str, str], traded: str = "") -> list:
     return [comparison.Test(m, 0.0, 1.0, 1.0, (1.0, 1.0), None, 0.05, verdict=v,
                             traded=traded if v == "more full GCs" else "") for m, v in said.items()]

@@ -228,6 +228,15 @@ def bytes_kept(doc: ResultDoc) -> tuple[float, int] | None:
     return None if rss is None else (rss, n)
 
 
+def bytes_read_from_allocator(doc: ResultDoc) -> bool:
+    """Whether `bytes_kept` reads the C allocator's bytes (the process had loaded `_ctypes`,
+    as numpy's and jax's have), not the resident set's: the resident set grows only once
+    the allocator's free memory is used up, so a pure-Python loop's leak shows only past
+    what it held free as the steps began (benchmarks/allocator_free.py)."""
+    after: results.OldAfterFull | dict = results.part(doc, "between_steps").get("old_after_full") or {}
+    return bool(after.get("malloc_bytes")) or results.part(doc, "memory").get("malloc_start") is not None
+
+
 def bytes_kept_per_1000(doc: ResultDoc) -> float | None:
     """Bytes the loop keeps per 1,000 steps, tracked or not (`bytes_kept`)."""
     kept = bytes_kept(doc)
