@@ -20,7 +20,7 @@ the objects promoted since the last one exceed a quarter of it, so a larger heap
 the loop (gcbench's own objects) makes them rarer.
 
     python benchmarks/schedule_footprint.py [--steps 2000] [--keep 10] [--cyclic 0] [--runs 3] [--save FILE]
-    python benchmarks/schedule_footprint.py --family 40 [--save FILE]   # loops drawn at random
+    python benchmarks/schedule_footprint.py --family 40 [--save FILE]   # loops drawn at random (explained too)
     python benchmarks/schedule_footprint.py --ballast-curve 40 [--save FILE]   # any probe's objects
 
 ballast: the bare loop after as many objects as gcbench's footprint.
@@ -59,9 +59,10 @@ if mode == "minimal":
                 gens[i] = info["generation"]
                 at[0] = i + 1
     step_times = array.array("q", bytes(8 * (steps + 1)))
-if mode == "gcbench":
+if mode in ("gcbench", "explain"):
     import gcbench
-    m = gcbench.measure("footprint")  # what it imports and makes before the loop: the loop's starting heap
+    # what it imports and makes before the loop: the loop's starting heap
+    m = gcbench.measure("footprint", explain=mode == "explain")
 if ballast:
     made = [[] for _ in range(ballast - 1)]  # ballast tracked objects, the list holding them included
 if collect:  # a script that collected before its loop: the 25 % rule counts from the heap as it is now
@@ -76,7 +77,7 @@ def body():
         c = []
         c.append(c)
 
-if mode == "gcbench":
+if mode in ("gcbench", "explain"):
     with m:
         for _ in range(steps):
             with m.step():
@@ -132,24 +133,31 @@ def run(mode: str, steps: int, keep: int, cyclic: int, ballast: int = 0, collect
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def family(loops: int, steps: int, seed: int = 7) -> dict:
+FAMILY_MODES = ("bare", "minimal", "gcbench", "explain")
+
+
+def family(loops: int, steps: int, seed: int = 7, modes: tuple[str, ...] = FAMILY_MODES) -> dict:
     """`loops` loops drawn at random (`seed`): 5, 10 or 20 objects kept a step, 200 to 1,400
     of cyclic garbage, and a gc.collect() before the loop or none; each under the minimal
-    probe and under gcbench (and bare), a fresh process each. How many have the same collections of
+    probe and under gcbench, bare, and explained (`explain=True`: the diagnosis's module
+    and tables before the loop too), each of `modes` a fresh process each. How many have
+    the same collections of
     every generation, and the same full collections (the footprint moves the oldest
     generation's 25 % rule wherever a loop's full collection sits within a quarter of it of
     the rule's threshold: a loop whose counts differ is one of those)."""
     rows = []
     for keep, cyclic, collect in drawn(loops, seed):
-        got = {mode: run(mode, steps, keep, cyclic, collect=collect)["collections"]
-               for mode in ("bare", "minimal", "gcbench")}
+        got = {mode: run(mode, steps, keep, cyclic, collect=collect)["collections"] for mode in modes}
         rows.append({"keep": keep, "cyclic": cyclic, "collect": collect, **got})
     return {"steps": steps, "seed": seed, "loops": rows,
             "same": sum(r["minimal"] == r["gcbench"] for r in rows),
             "same_full": sum(r["minimal"][2] == r["gcbench"][2] for r in rows),
             # against the bare loop, as the ballast curve (`ballast_curve`) counts
             "bare_minimal": sum(r["bare"] == r["minimal"] for r in rows),
-            "bare_gcbench": sum(r["bare"] == r["gcbench"] for r in rows)}
+            "bare_gcbench": sum(r["bare"] == r["gcbench"] for r in rows),
+            "bare_gcbench_full": sum(r["bare"][2] == r["gcbench"][2] for r in rows),
+            **({"bare_explain": sum(r["bare"] == r["explain"] for r in rows),
+                "bare_explain_full": sum(r["bare"][2] == r["explain"][2] for r in rows)} if "explain" in modes else {})}
 
 
 def drawn(loops: int, seed: int) -> list[tuple[int, int, bool]]:
@@ -188,7 +196,8 @@ def print_family(got: dict) -> None:
     print(f"the same collections of every generation under gcbench as under the minimal probe: {got['same']} of "
           f"{len(loops)}; the same full collections: {got['same_full']} of {len(loops)}")
     print(f"the bare loop's collections of every generation: under the minimal probe in {got['bare_minimal']}, under "
-          f"gcbench in {got['bare_gcbench']} of {len(loops)}")
+          f"gcbench in {got['bare_gcbench']} of {len(loops)}, explained in {got['bare_explain']}; its full collections "
+          f"under gcbench in {got['bare_gcbench_full']}, explained in {got['bare_explain_full']}")
     for r in loops:
         if r["minimal"] != r["gcbench"]:
             print(f"  kept {r['keep']}, cyclic {r['cyclic']}, {'collected' if r['collect'] else 'not collected'} "
@@ -211,7 +220,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3, help="fresh processes per mode")
     ap.add_argument("--json", action="store_true", help="print the runs as JSON")
     ap.add_argument("--save", metavar="FILE", help="also write the runs to FILE")
-    ap.add_argument("--family", type=int, metavar="N", help="instead: N loops drawn at random, minimal against gcbench")
+    ap.add_argument("--family", type=int, metavar="N",
+                    help="instead: N loops drawn at random, bare, under the minimal probe, under gcbench and explained")
     ap.add_argument("--ballast-curve", type=int, metavar="N",
                     help="instead: N loops drawn at random, bare against the bare loop after "
                          f"{', '.join(map(str, BALLAST))} objects of ballast")

@@ -93,6 +93,16 @@ def test_readme_quotes_what_measuring_costs_from_the_benchmarks():
     assert all(abs(a - b) <= 1 for r in loops for a, b in zip(r["minimal"], r["gcbench"], strict=True))
     assert family["bare_minimal"] == sum(r["bare"] == r["minimal"] for r in loops)
     assert family["bare_gcbench"] == sum(r["bare"] == r["gcbench"] for r in loops)
+    assert family["bare_gcbench_full"] == sum(r["bare"][2] == r["gcbench"][2] for r in loops)
+    assert family["bare_explain"] == sum(r["bare"] == r["explain"] for r in loops)
+    assert family["bare_explain_full"] == sum(r["bare"][2] == r["explain"][2] for r in loops)
+    apart = max(abs(a - b) for r in loops for a, b in zip(r["bare"], r["explain"], strict=True))
+    full_apart = max(abs(r["bare"][2] - r["explain"][2]) for r in loops)
+    explained = (f"every count was the bare loop's in {family['bare_explain']} of those loops and the full collections "
+                 f"in {family['bare_explain_full']} (gcbench timed: {family['bare_gcbench']} and "
+                 f"{family['bare_gcbench_full']}), none more than {apart} collections of a generation apart and "
+                 f"{full_apart} full one")
+    assert explained in " ".join((ROOT / "docs" / "internals.md").read_text().split()), explained
     curve = json.loads((RESULTS / "schedule_footprint_ballast.json").read_text())
     assert (curve["steps"], curve["seed"], len(curve["loops"])) == (family["steps"], family["seed"], len(loops))
     assert [(r["keep"], r["cyclic"], r["collect"]) for r in curve["loops"]] == \
