@@ -1,6 +1,7 @@
 """`gcbench explain` on loops whose answer is known: a loop that keeps records, a loop that
 makes reference cycles, and a clean loop."""
 
+import collections
 import dataclasses
 import gc
 import json
@@ -157,6 +158,38 @@ def test_the_objects_a_diagnosis_started_with_are_told_from_those_made_after(mon
     assert base.found([]) == []
     base.fill([])
     assert base.count_found(old) == 0
+
+
+@pytest.mark.parametrize("made_before", [0.0, 0.3, 0.9, 1.0])
+def test_what_a_full_collection_scanned_from_before_is_its_share_from_an_even_sample(made_before):
+    """A full collection's scan, by origin (`Diagnosis._earlier`): ORIGIN_SAMPLE objects
+    evenly spaced looked up (each lookup traced where sites are), scaled to the whole; the
+    share within a point of the exact count's, in whole percent as the report gives it, and
+    exact where nothing or everything came from before; all of a short list looked up."""
+    n = 40_000
+    old, new = [[i] for i in range(round(n * made_before))], [[i] for i in range(n - round(n * made_before))]
+    d = diagnose.Diagnosis(1, sites=False)
+    d._baseline.fill(old)
+    scanned = old + new  # the oldest generation's list runs from the oldest promoted to the newest
+    got, exact = d._earlier(scanned), d._baseline.count_found(scanned)
+    assert exact == len(old)
+    assert abs(got - exact) <= 0.01 * n, (got, exact)
+    assert round(100 * got / n) in (round(100 * exact / n) - 1, round(100 * exact / n), round(100 * exact / n) + 1)
+    if made_before in (0.0, 1.0):
+        assert got == exact
+    short = scanned[:diagnose.ORIGIN_SAMPLE]
+    assert d._earlier(short) == d._baseline.count_found(short)
+    assert d._earlier([]) == 0
+
+
+def test_a_tally_of_a_long_list_is_counters_own_count():
+    """`_tally_list` counts a chunk at a time (whole, its counts past 256 were a new int at
+    every item, each traced where sites are): the same counts as Counter's, across chunk
+    edges, past 256 a key, and empty."""
+    items = [int, str, int, list] * 25_000 + [dict] * 3 + [int] * (diagnose.TALLY_CHUNK + 1)
+    assert diagnose._tally_list(items) == collections.Counter(items)
+    assert diagnose._tally_list(items[:diagnose.TALLY_CHUNK]) == collections.Counter(items[:diagnose.TALLY_CHUNK])
+    assert diagnose._tally_list([]) == collections.Counter()
 
 
 def test_the_diagnosis_counts_none_of_its_own_objects_among_those_a_loop_kept(monkeypatch):
