@@ -8,6 +8,8 @@ many objects of cyclic garbage), `--steps` steps, each mode in fresh processes:
   `gc.callbacks` hook writing start and stop times and the generation into preallocated
   arrays (`array`, untracked);
 - gcbench: the same loop under `with gcbench.measure(...)` and `with m.step():`;
+- explain: the same, explained (`gcbench.measure(..., explain=True)`): the diagnosis's module
+  and tables join the heap before the loop;
 - ballast: the loop alone, after making as many tracked objects as gcbench's import and
   `measure` added to the heap (the gcbench run's heap less the bare run's): what the
   footprint alone does to the schedule, so that gcbench against it shows what its steps,
@@ -242,7 +244,7 @@ def main() -> int:
         print(json.dumps(got)) if args.json else print_family(got)
         return 0
     rows = {mode: [run(mode, args.steps, args.keep, args.cyclic) for _ in range(args.runs)]
-            for mode in ("bare", "minimal", "gcbench")}
+            for mode in ("bare", "minimal", "gcbench", "explain")}
     footprint = rows["gcbench"][0]["heap"] - rows["bare"][0]["heap"]
     rows["ballast"] = [run("bare", args.steps, args.keep, args.cyclic, footprint) for _ in range(args.runs)]
     save(args.save, {"steps": args.steps, "keep": args.keep, "cyclic": args.cyclic, **rows})

@@ -83,6 +83,10 @@ def test_readme_quotes_what_measuring_costs_from_the_benchmarks():
     assert len({tuple(r["collections"]) for r in runs}) == 1
     added, least = (heap[mode][0]["heap"] - heap["bare"][0]["heap"] for mode in ("gcbench", "minimal"))
     c = heap["gcbench"][0]["collections"]
+    explained = heap["explain"][0]["heap"] - heap["gcbench"][0]["heap"]  # the diagnosis's module and tables
+    assert 0 < explained < 200
+    assert f"loop starts from {explained} objects more than a timed one (`benchmarks/schedule_footprint.py`)" in \
+        " ".join((ROOT / "docs" / "internals.md").read_text().split())
     assert f"`measure` adds {added:,} objects to your heap (the least probe {least:,};" in README
     assert f"({c[0]:,} / {c[1]:,} / {c[2]:,} in {heap['steps']:,} steps, bare and measured;" in README
     # loops drawn at random: how many keep every count, and the full ones, and never more than one apart

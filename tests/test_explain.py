@@ -15,7 +15,7 @@ import pytest
 import simulate
 from conftest import run_cli
 from gcbench.analysing import explanation_records, gc_causes
-from gcbench.measuring import diagnose
+from gcbench.measuring import diagnose, site_names
 
 
 def _explain(step, steps=100, oldest=10):
@@ -53,8 +53,8 @@ def test_a_loop_that_keeps_records_is_named_with_its_line():
     site, from_line = next(iter(promoted.by_site.items()))
     # a path the reader can open; "user" where a user's loop of this folder has run in this process
     assert site.split(" ", 1)[0] in ("other", "user")
-    assert site.endswith(f"{diagnose.site_path(__file__)}:{line}")
-    assert diagnose.site_path(__file__).endswith("tests/test_explain.py")
+    assert site.endswith(f"{site_names.site_path(__file__)}:{line}")
+    assert site_names.site_path(__file__).endswith("tests/test_explain.py")
     assert next(iter(promoted.by_type)) == "dict"
     # 20 records a step come from that line, 2,000 in all: every one of them is promoted but
     # those still in the young generations when the loop ends, which hold at most
@@ -239,7 +239,7 @@ def test_explaining_a_large_heap_keeps_its_ids_in_eight_bytes_an_object(numpy_lo
 
 
 def test_the_collector_model_is_detected():
-    model = diagnose.collector_model()
+    model = site_names.collector_model()
     assert model["model"] == "generational"
     assert model["generations"] == 3
 
@@ -314,7 +314,7 @@ def test_an_explanation_without_traced_sites_says_why():
     py = json.loads(json.dumps(diagnose.diagnose(lambda i: None, 10)))
     def diagnosis(**parts):
         return explanation_records.from_json({**py, **parts}, explanation_records.PythonDiagnosis, "test")
-    untraced = diagnosis(promoted={"by_site": {diagnose.UNTRACED: 40}}, sites_from_step=150)
+    untraced = diagnosis(promoted={"by_site": {site_names.UNTRACED: 40}}, sites_from_step=150)
     assert "from step 150" in gc_causes.why_no_sites(untraced)
     assert "--site-steps" in gc_causes.why_no_sites(untraced)
     assert gc_causes.why_no_sites(dataclasses.replace(untraced, sites_from_step=None)) == "not traced (--no-sites)"
@@ -432,7 +432,7 @@ def test_the_garbage_by_type_is_the_loops_own_and_no_object_of_the_hooks(sites):
 
     gc.collect()  # the session's own garbage first: what the first collection frees is the loop's
     raw = diagnose.diagnose(asked, 10, sites=sites)  # each a full collection of the session's heap
-    assert raw["garbage"]["by_type"] == {diagnose.type_name(Node): 30}
+    assert raw["garbage"]["by_type"] == {site_names.type_name(Node): 30}
 
     def young(i):
         for _ in range(300):
@@ -440,7 +440,7 @@ def test_the_garbage_by_type_is_the_loops_own_and_no_object_of_the_hooks(sites):
 
     gc.collect()
     raw = diagnose.diagnose(young, 60, sites=sites)
-    assert list(raw["garbage"]["by_type"]) == [diagnose.type_name(Node)]
+    assert list(raw["garbage"]["by_type"]) == [site_names.type_name(Node)]
     assert raw["garbage"]["total"] == sum(c["collected"] for c in raw["collections"])
 
 
@@ -514,7 +514,7 @@ def test_lines_are_named_from_a_sample_that_can_name_them(traced, total, named):
             is (traced < total)
 
 
-def test_sites_are_named_only_where_traced_and_never_gcbench_s_own(tmp_path, monkeypatch):
+def test_sites_are_named_only_where_traced_and_never_gcbench_s_own(tmp_path):
     """Issue 55: with 2 of 44 promoted objects traced, explain said "by site: loop
     gcbench/user_loop.py:169 100 %" and "those are the lines of your loop to change". The
     traced share is printed beside the sites, the untraced are a row of their own, gcbench's
@@ -534,14 +534,15 @@ def test_sites_are_named_only_where_traced_and_never_gcbench_s_own(tmp_path, mon
     assert "lines of your loop to change" not in text
     assert "Only 2 of the 44 objects promoted" in text
     # gcbench's own frames are never a site; a user's own module beside the loop is their code
-    own = diagnose._GCBENCH_DIR + "/user_loop.py"
-    stdlib = str(pathlib.Path(diagnose._STDLIB, "contextlib.py"))
-    assert diagnose.sites_of(((own, 169), (stdlib, 10)))[0] == ("gcbench", diagnose.OWN)
+    own = site_names._GCBENCH_DIR + "/user_loop.py"
+    stdlib = str(pathlib.Path(site_names._STDLIB, "contextlib.py"))
+    assert site_names.sites_of(((own, 169), (stdlib, 10)))[0] == ("gcbench", site_names.OWN)
     project = tmp_path / "project"
     (project / "models").mkdir(parents=True)
     module = str((project / "models" / "net.py").resolve())
-    monkeypatch.setattr(diagnose, "USER_DIRS", {str(project.resolve())})
-    diagnose._real.cache_clear()
-    assert diagnose.file_package(module) == "user"
-    assert diagnose.file_package(str(project / ".venv" / "lib" / "site-packages" / "torch" / "x.py")) is None
+    user = (frozenset(), frozenset({str(project.resolve())}))
+    site_names._real.cache_clear()
+    assert site_names.file_package(module, user) == "user"
+    assert site_names.file_package(module) is None  # nobody's folder
+    assert site_names.file_package(str(project / ".venv" / "lib" / "site-packages" / "torch" / "x.py"), user) is None
     assert project.is_dir()

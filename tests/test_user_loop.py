@@ -181,9 +181,9 @@ def test_the_environment_turns_explain_on_and_save_writes_the_explanation(tmp_pa
     expl = json.loads(path.read_text())["explanations"][0]
     assert expl["label"] == "user/explained/freeze"
     line = next(n for n, text in enumerate(open(__file__), 1) if "# RECORD-LINE" in text)
-    from gcbench.measuring import diagnose
+    from gcbench.measuring import site_names
 
-    assert f"user {diagnose.site_path(__file__)}:{line}" in expl["python"]["promoted"]["by_site"]
+    assert f"user {site_names.site_path(__file__)}:{line}" in expl["python"]["promoted"]["by_site"]
 
 
 def test_a_manual_policy_saves(tmp_path):

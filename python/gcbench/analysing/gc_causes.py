@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core import files
 from ..core.errors import UsageError, printable
-from ..measuring import diagnose, results
+from ..measuring import diagnose, results, site_names
 from ..measuring.diagnostic_run import DISTURBED, RAW_FORMAT
 from ..measuring.results import ResultDoc
 from . import explanation_records as records
@@ -300,7 +300,7 @@ def _lines_to_change(sites: dict, own: dict, called: dict, traced: int, of_trace
                               "there (histories, caches, lists of records) are what the collector promotes and later "
                               "scans.")
     if called:
-        inner = ", ".join(k for k in list(sites)[:3] if not k.endswith(diagnose.OWN))
+        inner = ", ".join(k for k in list(sites)[:3] if not k.endswith(site_names.OWN))
         top = ", ".join(f"{k} ({100 * v / traced:.0f} %)" for k, v in list(called.items())[:3])
         return Recommendation("own-code", f"What reaches the oldest generation{of_traced} is allocated inside "
                               f"libraries ({inner}), called from your code at {top}: those are the lines of your "
@@ -407,7 +407,7 @@ def of_user_loop(diagnosis: dict, cell, variant: str | None, user_file: str,
     expl = summarize(raw)
     expl.label = f"user/{cell.workload}/{cell.policy}"
     expl.environment = variant  # a variant of a loop stands where an environment does (summary.cell_key)
-    expl.user_file = diagnose.site_path(user_file) if user_file else None
+    expl.user_file = site_names.site_path(user_file) if user_file else None
     return expl
 
 
@@ -507,7 +507,7 @@ def _checked_explanations(doc: dict, path) -> list[dict]:
 
 def traced_sites(promoted: Census) -> dict[str, int]:
     """Promotions by allocation site, without those allocated before sites were traced."""
-    return {k: v for k, v in promoted.by_site.items() if not k.startswith(diagnose.UNTRACED)}
+    return {k: v for k, v in promoted.by_site.items() if not k.startswith(site_names.UNTRACED)}
 
 
 def why_no_sites(py: PythonDiagnosis) -> str | None:

@@ -7,9 +7,7 @@ How it works, and why: docs/internals.md, `gcbench.measuring.diagnose`.
 from __future__ import annotations
 
 import collections
-import functools
 import gc
-import os
 import sys
 import time
 from _bisect import bisect_left  # the C half: bisect's module would add its own objects to the heap explained
@@ -23,19 +21,11 @@ if TYPE_CHECKING:  # collections.abc too: a module of its own, 14 objects more i
 
     import numpy as np
 
-NAMED = ("jax", "jaxlib", "equinox", "flax", "optax", "numpy", "gcbench")
-# paths by os.path: pathlib (with re, enum, urllib and ipaddress, where the interpreter has not
-# loaded them) would put 2,000 objects in the heap of the loop explained, before it
-_GCBENCH_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # the package, all of it
 # The files of a user's own loop (`gcbench.measure(..., explain=True)` adds the caller's) and
 # the folders of their project (the caller's folder): allocation sites there, outside installed
 # packages, are the package `user` ("your code", not a library's).
 USER_FILES: set[str] = set()
-USER_DIRS: set[str] = set()
-# gcbench's own training loop (what a user's loop does around the step): "loop"; the rest of
-# gcbench (the backends' step code) is "gcbench".
-_LOOP_FILES = (os.path.join(_GCBENCH_DIR, "measuring", "worker.py"),)
-TOP = 12  # entries kept per table
+USER_DIRS: set[str] = set()  # both read, the same sets, by site_names after the loop
 # explain's own time in its hooks, at most, in the thread's CPU time (a busy machine stretches
 # the wall time, not the work): past it, collections are logged and not analysed (a loop
 # calling gc.collect() every step over a 10^6-object heap took 279 s to explain, its own
@@ -47,7 +37,6 @@ RESERVE, RESERVE_ITEM = 256, range(21)
 # what the log keeps of each collection, in this order
 LOG_FIELDS = ("step", "generation", "explicit", "pause_ns", "at_start_0", "at_start_1", "at_start_2", "collected",
               "uncollectable", "before_step")
-UNTRACED = "untraced"  # made before sites were traced
 FRAMES = 12  # frames tracemalloc keeps per allocation: enough to leave jax's and equinox's internals
 # Sites "sampled" (`gcbench.measure(..., explain=True)`'s default): allocation sites traced over
 # one interval between collections of generation 1 in this many (the first included), each
@@ -65,41 +54,6 @@ TALLY_CHUNK = 256  # items counted at once (`_tally_list`): counts up to 256 are
 ORIGIN_SAMPLE = 1024  # objects of a full collection's scan looked up in the ids at the start (`_earlier`)
 
 
-def collector_model() -> dict:
-    """Which collector this interpreter has, and what the analysis means on it."""
-    v = sys.version_info
-    if (v.major, v.minor) == (3, 14) and v.micro < 5:
-        return {"model": "incremental", "generations": 2,
-                "note": "Python 3.14.0-3.14.4 collect incrementally in two generations (young and old, the old "
-                        "one scanned in increments); the 'full collection' figures count collections of the old "
-                        "generation, and promotion means surviving a young collection."}
-    return {"model": "generational", "generations": 3,
-            "note": "three generations; a full collection scans the whole oldest generation and runs once "
-                    "threshold[2] collections of generation 1 have passed and the promotions since the last "
-                    "full collection exceed a quarter of the oldest generation"}
-
-
-def _module_of(tp: type) -> str:
-    module = type.__dict__["__module__"].__get__(tp) if isinstance(tp, type) else None
-    return module if isinstance(module, str) else "builtins"
-
-
-def type_name(tp: type) -> str:
-    """`dict`, `jaxlib._jax.ArrayImpl`: the name of a type, whatever its class does with
-    attribute access (a metaclass may make `__module__` anything)."""
-    name = type.__dict__["__qualname__"].__get__(tp) if isinstance(tp, type) else repr(tp)
-    module = _module_of(tp)
-    return name if module == "builtins" else f"{module}.{name}"
-
-
-def type_package(tp: type) -> str:
-    """The package that defines a type: one of NAMED, `builtins`, or `other`."""
-    root = _module_of(tp).split(".")[0]
-    if root in NAMED:
-        return root
-    return "builtins" if root in ("builtins", "") else "other"
-
-
 try:  # tracemalloc's C half: `tracemalloc` itself imports pickle, linecache and tokenize, 680
     # tracked objects in the heap of a loop explained, which delay its full collections
     import _tracemalloc as tracemalloc
@@ -110,103 +64,6 @@ except ImportError:  # pragma: no cover - an interpreter without the private hal
     def _frames_of(obj: object, /) -> Sequence[tuple[str, int]] | None:
         tb = tracemalloc.get_object_traceback(obj)  # type: ignore[attr-defined]
         return None if tb is None else tuple((f.filename, f.lineno) for f in reversed(tb))
-
-_STDLIB = os.path.dirname(os.path.realpath(os.__file__))  # where tracemalloc, os and the rest of it are
-_STDLIB_OR_GENERATED = ("<", _STDLIB)  # made once: the frame walks below allocate nothing
-
-
-def file_package(filename: str) -> str | None:
-    """The named package a source file belongs to (`loop` for gcbench's own training loop),
-    or None."""
-    filename = _real(filename)
-    if filename in USER_FILES:
-        return "user"
-    if filename in _LOOP_FILES:
-        return "loop"
-    if filename.startswith(_GCBENCH_DIR):
-        return "gcbench"
-    parts = filename.replace("\\", "/").split("/")
-    installed = "site-packages" in parts or "dist-packages" in parts
-    if not installed and not filename.startswith(_STDLIB) and \
-            any(filename.startswith(folder + os.sep) for folder in USER_DIRS):
-        return "user"  # the user's own module beside their loop
-    for marker in ("site-packages", "dist-packages"):
-        if marker in parts:
-            i = parts.index(marker)
-            if i + 1 < len(parts):
-                root = parts[i + 1].removesuffix(".py")
-                return root if root in NAMED else None
-    return None
-
-
-# gcbench's own measuring code: never a site (`gcbench.measure`'s own objects are gcbench's, not the loop's)
-_HARNESS = tuple(os.path.join(_GCBENCH_DIR, *name.split("/")) for name in (
-    "measuring/diagnose.py", "measuring/diagnostic_run.py", "measuring/probe.py", "analysing/gc_causes.py",
-    "user_loop.py", "budget/plugin.py", "core/machineload.py"))
-OWN = "gcbench's own objects"  # a site no frame outside the harness and the standard library explains
-
-
-@functools.lru_cache(maxsize=4096)
-def _real(filename: str) -> str:
-    """A source file's real path: in an environment gcbench is imported through a link."""
-    return os.path.realpath(filename) if filename and not filename.startswith("<") else filename
-
-
-def _frame_kind(filename: str) -> str | None:
-    """None for frames that do not decide a site (the standard library, this harness)."""
-    filename = _real(filename)
-    if filename.startswith(_HARNESS):
-        return None
-    if (filename.startswith(_STDLIB) and "-packages" not in filename) or filename.startswith("<"):
-        return None
-    return file_package(filename) or "other"
-
-
-def site_path(filename: str) -> str:
-    """A source file as a reader finds it: inside its installed package (`equinox/_jit.py`,
-    under site-packages), inside gcbench (`gcbench/measuring/worker.py`), else its full path with the
-    home folder as `~`."""
-    real = _real(filename)
-    parts = real.replace("\\", "/").split("/")
-    for marker in ("site-packages", "dist-packages"):
-        if marker in parts[:-1]:
-            return "/".join(parts[parts.index(marker) + 1:])
-    gcbench_root = os.path.dirname(_GCBENCH_DIR)
-    if real.startswith(_GCBENCH_DIR + os.sep):
-        return os.path.relpath(real, gcbench_root).replace(os.sep, "/")
-    home = os.path.expanduser("~")
-    return "~" + real[len(home):] if home not in ("", "/") and real.startswith(home + os.sep) else real
-
-
-def _made_by_gcbench(obj: object) -> bool:
-    """Whether tracemalloc saw `obj` allocated in gcbench's own measuring code."""
-    for filename, _ in _frames_of(obj) or ():  # the first frame outside the standard library decides
-        real = _real(filename)
-        if real.startswith(_HARNESS):
-            return True
-        if not real.startswith(_STDLIB_OR_GENERATED) or "-packages" in real:
-            return False
-    return False
-
-
-def sites_of(frames: Sequence[tuple[str, int]]) -> tuple[tuple[str, str], str | None]:
-    """Where an object was allocated, from its tracemalloc frames (newest first):
-
-    - (package, "path:line") of the innermost frame outside the standard library and this
-      harness, the path as `site_path` gives it; its package is one of NAMED, `loop`
-      (gcbench's own training loop), `user` (the files of a user's loop) or `other`;
-    - "path:line" of the innermost frame in the user's own files (`USER_FILES`): the line of
-      the user's loop that led to the allocation, however deep inside a library it
-      happened; None when no user file is among the frames."""
-    site = next(((kind, f"{site_path(filename)}:{lineno}") for filename, lineno in frames
-                 if (kind := _frame_kind(filename)) is not None), None)
-    if site is None:  # only the harness and the standard library: gcbench's own, never named as the loop's
-        site = ("gcbench", OWN) if any(_real(f).startswith(_HARNESS) for f, _ in frames) else \
-            ("other", f"{site_path(frames[0][0])}:{frames[0][1]}")
-    mine = next((f"{site_path(filename)}:{lineno}" for filename, lineno in frames if _real(filename) in USER_FILES),
-                None)
-    return site, mine
-
 
 def _tally(keys: Iterable) -> collections.Counter:
     """`collections.Counter(keys)` without asking the ABCs whether `keys` is a Mapping (as
@@ -285,16 +142,15 @@ def _scaled(counts: collections.Counter, total: int) -> collections.Counter:
 
 
 class _Counts:
-    """Counters of objects by type, package and site, kept small."""
+    """Objects by type and by allocation site, as the diagnosis's numbers (`_Table`) while a
+    loop runs; named (`to_json`, `site_names`) after it: naming a site at every collection
+    cost the loop's time, and the naming code's objects would be in the heap explained."""
 
     def __init__(self):
-        self.by_type: collections.Counter = collections.Counter()
-        self.by_package: collections.Counter = collections.Counter()
-        self.by_site: collections.Counter = collections.Counter()
-        self.by_user_site: collections.Counter = collections.Counter()  # a user's loop: the line of theirs
-        self.by_site_type: collections.Counter = collections.Counter()  # "site (type)", where sites are traced
+        self.types: collections.Counter = collections.Counter()  # type number -> objects
+        self.sites: collections.Counter = collections.Counter()  # `_Table.key` (frames and type) -> objects
+        self.untraced = 0  # objects counted by type only, a site of their own (`site_names.UNTRACED`)
         self.total = 0
-        self.traced = 0  # of `total`, the objects with an allocation site
 
     def add_many(self, objs: list, sites: bool, table: _Table | None = None, untraced: bool = True) -> None:
         """Objects still alive, by type and, with `sites`, by allocation site (numbered in
@@ -305,42 +161,30 @@ class _Counts:
         # a Counter keyed by tuples would leave its keys in the interpreter's free lists,
         # which hand them to the loop's next tuples without counting them
         table = table or _Table()
-        self.add_types(_tally(map(table.type_of, objs)), _tally(map(table.key, objs)) if sites else None, table,
-                       untraced)
+        self.add_types(_tally(map(table.type_of, objs)), _tally(map(table.key, objs)) if sites else None, untraced)
 
-    def add_types(self, types: collections.Counter, frames: collections.Counter | None, table: _Table,
+    def add_types(self, types: collections.Counter, frames: collections.Counter | None,
                   untraced: bool = True) -> None:
-        """Objects by type number (`table.type_of`) and, where traced, by `table.key`
+        """Objects by type number (`_Table.type_of`) and, where traced, by `_Table.key`
         (allocation frames and type; frames None: untraced, a site of its own unless
         `untraced` is False: a sample's other objects); they need not be alive (the garbage a
         collection freed is counted so)."""
         for no, n in types.items():
-            tp = table.types[no]
-            self.by_type[type_name(tp)] += n
-            self.by_package[type_package(tp)] += n
-        for (fr, tp), n in ((table.decode(k), n) for k, n in (frames or {}).items()):
-            if not fr:  # made before tracing started
-                self.by_site[UNTRACED] += n
-                continue
-            (package, site), mine = sites_of(fr)
-            self.traced += n
-            self.by_site[f"{package} {site}"] += n
-            self.by_site_type[f"{site} ({type_name(tp)})"] += n
-            if mine is not None:
-                self.by_user_site[mine] += n
+            self.types[no] += n
+        for k, n in (frames or {}).items():
+            self.sites[k] += n
         total = sum(types.values())
         if frames is None and total and untraced:
-            self.by_site[UNTRACED] += total
+            self.untraced += total
         self.total += total
 
-    def to_json(self) -> dict:
-        out = {"total": self.total, "traced": self.traced, "by_type": dict(self.by_type.most_common(TOP)),
-               "by_package": dict(self.by_package.most_common()), "by_site": dict(self.by_site.most_common(TOP))}
-        if self.by_user_site:
-            out["by_user_site"] = dict(self.by_user_site.most_common(TOP))
-        if self.by_site_type:
-            out["by_site_type"] = dict(self.by_site_type.most_common(TOP))
-        return out
+    def to_json(self, table: _Table) -> dict:
+        """The counts named: by type, package, site, the user's own line and site and type,
+        each table its largest (`site_names.named_counts`)."""
+        from . import site_names
+
+        return site_names.named_counts(self.types, self.sites, self.untraced, self.total, table,
+                                       (USER_FILES, USER_DIRS))
 
 
 class _Baseline:
@@ -595,7 +439,7 @@ class Diagnosis:
             self._start2 = len(oldest)
             self.scans += 1
             scanned = self._type_counts(oldest)
-            self.scanned.add_types(scanned, None, self._table)
+            self.scanned.add_types(scanned, None)
             if self.count_garbage:
                 self._before_types.update(scanned)
             del scanned
@@ -743,7 +587,7 @@ class Diagnosis:
         try:
             if collected:
                 types = self._adjusted(+(self._before_types - self._after_types), collected)
-                self.garbage.add_types(types, self._gone_sites(types), self._table, untraced=not self.sites)
+                self.garbage.add_types(types, self._gone_sites(types), untraced=not self.sites)
         finally:
             self._before.clear()
             self._before_frames.clear()
@@ -836,21 +680,23 @@ class Diagnosis:
         by type and, where traced, by allocation site: what a loop keeps (call it before
         `stop`). The diagnosis's own objects, and those this call makes, are not among them."""
         if not self.started:
-            return _Counts().to_json()
-        objs = gc.get_objects()  # first: what is made below is not in it
+            return _Counts().to_json(self._table)
+        objs = gc.get_objects()  # first: what is made below (the naming module, loaded now) is not in it
+        from . import site_names
+
         found, own = self._baseline.found(objs), self.own_ids()
         kept = []
         tracing = self._tracing()
         for o, old in zip(objs, found, strict=True):  # a loop, not a comprehension: no cell of ours among what it kept
             if not old and id(o) not in own:
-                if tracing and _made_by_gcbench(o):
+                if tracing and site_names.made_by_gcbench(_frames_of(o)):
                     continue  # allocated by gcbench's own code (its hooks run inside the loop's collections)
                 kept.append(o)
         del objs, found
         counts = _Counts()
         counts.add_many(kept, self._tracing(), self._table)
         del kept
-        return counts.to_json()
+        return counts.to_json(self._table)
 
     def own_tracked(self) -> int:
         """How many of the diagnosis's own objects the collector tracks now (a loop's tracked
@@ -912,6 +758,8 @@ class Diagnosis:
         self.done = i + 1
 
     def to_json(self) -> dict:
+        from . import site_names
+
         full = [c["step"] for c in self.collections if c["generation"] >= 2 and 0 <= c["step"] < self.steps]
         gen1 = sum(1 for c in self.collections if c["generation"] == 1 and 0 <= c["step"] < self.steps)
         return {
@@ -919,17 +767,18 @@ class Diagnosis:
             "collections": [{**{k: v for k, v in c.items() if not k.startswith("at_start_")},
                              "objects_at_start": [c["at_start_0"], c["at_start_1"], c["at_start_2"]]}
                             for c in self.collections],
-            "promoted": {**self.promoted.to_json(), "made_before_the_steps": self.promoted_before,
+            "promoted": {**self.promoted.to_json(self._table), "made_before_the_steps": self.promoted_before,
                          "sampled": self.promoted_sampled if self.sites == SAMPLED else None},
             "promoted_per_step": self.promoted_per_step.tolist(),
-            "scanned": {**self.scanned.to_json(), "collections": self.scans, "origin": dict(self.scanned_origin),
+            "scanned": {**self.scanned.to_json(self._table), "collections": self.scans,
+                        "origin": dict(self.scanned_origin),
                         "frozen": self.frozen_seen if self.frozen_seen >= 0 else gc.get_freeze_count()},
-            "garbage": self.garbage.to_json(),
+            "garbage": self.garbage.to_json(self._table),
             "oldest": [list(pair) for pair in zip(self.oldest[::2], self.oldest[1::2], strict=True)],
             "full_steps": full,
             "gen1_collections": gen1,
             "thresholds": list(gc.get_threshold()),
-            "collector": collector_model(),
+            "collector": site_names.collector_model(),
             "sites_traced": bool(self.sites),
             "site_intervals": SITE_INTERVALS if self.sites == SAMPLED else None,
             "sites_from_step": self.site_from if self.sites else None,
