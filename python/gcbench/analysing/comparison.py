@@ -1199,12 +1199,16 @@ def compare_docs(docs_a: list[ResultDoc], docs_b: list[ResultDoc], min_effect: f
     for r in rows:
         mark_trades(r.tests)
         r.verdict, r.summary = row_verdict(r.tests), overall(r.tests)
-    blind = [r.cell for r in rows for t in r.tests if t.metric == "bytes_kept" and RSS_BLIND in t.note]
-    if blind:
-        notes.append(f"memory kept ({', '.join(blind)}): {RSS_BLIND}")
+    notes += _read_from_resident_sets(rows)
     m = sum(t.p is not None for t in tests)
     return Comparison(alpha, min_effect, m, rows, refused, notes,
                       detectable(values, alpha, m, run_sd=RUN_SD if any(r.runs_apart for r in rows) else 0.0))
+
+
+def _read_from_resident_sets(rows: list[PairRow]) -> list[str]:
+    """A note naming the cells whose memory kept was read from a resident set (`RSS_BLIND`)."""
+    blind = [r.cell for r in rows for t in r.tests if t.metric == "bytes_kept" and RSS_BLIND in t.note]
+    return [f"memory kept ({', '.join(blind)}): {RSS_BLIND}"] if blind else []
 
 
 def _check_levels(min_effect: float, alpha: float) -> None:
