@@ -4,7 +4,7 @@ case's settings and why they were chosen."""
 
 from __future__ import annotations
 
-from ...analysing.seed_cases import Reproduction, Row
+from ...analysing.seed_cases import Case, Reproduction, Row
 from .document import Bullets, Heading, Para, Table, escape, prose
 
 
@@ -54,6 +54,7 @@ def _claims_by_verdict(by: dict[str, list[tuple[str, Row]]]) -> list[str]:
 
 
 def section(doc: Reproduction) -> list:
+    """The reproductions: each seed's figures beside what was measured, then each case's settings."""
     rows = []
     for case in doc.cases:
         for r in case.rows:
@@ -68,20 +69,26 @@ def section(doc: Reproduction) -> list:
               Table(["seed", "claim", "the seed reported", "measured here", "ratio", "verdict"], rows,
                     align_right=(4,))]
     for case in doc.cases:
-        s = case.settings
-        items = [f"{escape(k.replace('_', ' '))}: {escape(setting(v))}" for k, v in s.items() if k != "why"]
-        blocks += [Heading(f"{case.name}: seed {escape(case.seed)}", 3)]
-        if s.get("why"):
-            blocks.append(Para(escape(s["why"]) + "."))
-        if items:
-            blocks.append(Bullets(items))
-        cal = case.calibration or {}
-        if cal.get("medians_ms"):
-            blocks.append(Table(["batch", "median step, ms (equinox-filter, collector off)"],
-                                [[b, f"{m:.3g}" + (" (chosen)" if int(b) == cal.get("chosen") else "")]
-                                 for b, m in cal["medians_ms"].items()], align_right=(0, 1)))
-        if case.context:
-            blocks.append(Para("The same networks in the JAX family, beside them:"))
-            blocks.append(Table(["cell", "networks", "median ms", "GC %", "full collections"],
-                                [[escape(x) for x in row] for row in case.context], align_right=(1, 2, 3)))
+        blocks += _case_blocks(case)
+    return blocks
+
+
+def _case_blocks(case: Case) -> list:
+    """A case's heading, why, settings, the batch it calibrated and the JAX family beside it."""
+    s = case.settings
+    items = [f"{escape(k.replace('_', ' '))}: {escape(setting(v))}" for k, v in s.items() if k != "why"]
+    blocks: list = [Heading(f"{case.name}: seed {escape(case.seed)}", 3)]
+    if s.get("why"):
+        blocks.append(Para(escape(s["why"]) + "."))
+    if items:
+        blocks.append(Bullets(items))
+    cal = case.calibration or {}
+    if cal.get("medians_ms"):
+        blocks.append(Table(["batch", "median step, ms (equinox-filter, collector off)"],
+                            [[b, f"{m:.3g}" + (" (chosen)" if int(b) == cal.get("chosen") else "")]
+                             for b, m in cal["medians_ms"].items()], align_right=(0, 1)))
+    if case.context:
+        blocks.append(Para("The same networks in the JAX family, beside them:"))
+        blocks.append(Table(["cell", "networks", "median ms", "GC %", "full collections"],
+                            [[escape(x) for x in row] for row in case.context], align_right=(1, 2, 3)))
     return blocks
