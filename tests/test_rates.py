@@ -318,8 +318,8 @@ def test_bytes_kept_from_the_resident_set_are_judged_beyond_one_heap_extension_a
             listed = {"step": [40, 140], "objects": [9_000, 9_000], key: [10**8, round(10**8 + kib_between * 1024)]}
             d.between_steps = {**(d.between_steps or {}), "old_after_full": listed}
         return docs
-    assert rates.bytes_read_from_allocator(kept(0, "malloc_bytes")[0])
-    assert not rates.bytes_read_from_allocator(kept(0)[0])
+    assert rates.bytes_kept_reading(kept(0, "malloc_bytes")[0]).from_allocator
+    assert not rates.bytes_kept_reading(kept(0)[0]).from_allocator
     rss = comparison.RSS_KIB_PER_WINDOW
     assert rss > comparison.KIB_PER_WINDOW + 100
     # one heap extension apart (what the catalogue's loops read): the same, from the resident set only

@@ -817,7 +817,7 @@ class RepeatValues:
     retained: list[float] | None = None  # tracked objects kept a step, per repeat, where every repeat read them
     bytes_kept: list[float] | None = None  # KiB kept per 1,000 steps, where every repeat read it
     bytes_span: list[int] | None = None  # the steps between the two readings each of those comes from
-    bytes_from_rss: bool = False  # some repeat read them from its resident set (`rates.bytes_read_from_allocator`)
+    bytes_from_rss: bool = False  # some repeat read them from its resident set (`rates.bytes_kept_reading`)
     gc_work: list[float] | None = None  # objects examined a step, where every repeat recorded them
     periods: list[Any] = dataclasses.field(default_factory=list)  # rates.FullPeriod per repeat
     older_interval: list[float] = dataclasses.field(default_factory=list)  # steps per collection of gen 1 (1: none)
@@ -950,28 +950,30 @@ def _rate_values(ok: list[ResultDoc]) -> _Rates:
     step, the full collections' period, and the steps between collections of generation 1."""
     promotions = [rates.promotions_per_step(d) for d in ok]
     retained = [rates.growth_per_step(d) for d in ok]
-    kept, span = _bytes_values(ok)
+    kept, span, from_rss = _bytes_values(ok)
     work = [rates.examined_per_step(d) for d in ok]
     return {"promotions": stats.all_known(promotions) if ok else None,
             "retained": stats.all_known(retained) if ok else None,
             "bytes_kept": kept, "bytes_span": span,
-            "bytes_from_rss": kept is not None and not all(rates.bytes_read_from_allocator(d) for d in ok),
+            "bytes_from_rss": from_rss,
             "gc_work": stats.all_known(work) if ok else None,
             "periods": [rates.full_period(d) for d in ok], "older_interval": [_older_interval(d) for d in ok],
             "any_collector_off": any(rates.collector_off(d) for d in ok)}
 
 
-def _bytes_values(ok: list[ResultDoc]) -> tuple[list[float] | None, list[int] | None]:
-    """KiB kept per 1,000 steps per repeat, and the steps between the two readings each
-    comes from (`rates.bytes_kept`); None where a repeat read none."""
-    kept, span = [], []
+def _bytes_values(ok: list[ResultDoc]) -> tuple[list[float] | None, list[int] | None, bool]:
+    """KiB kept per 1,000 steps per repeat, the steps between the two readings each comes
+    from, and whether some repeat read them from its resident set (`rates.bytes_kept_reading`);
+    None, None, False where a repeat read none."""
+    kept, span, from_rss = [], [], False
     for d in ok:
-        reading = rates.bytes_kept(d)
+        reading = rates.bytes_kept_reading(d)
         if reading is None:
-            return None, None
-        kept.append(reading[0] / 1024)
-        span.append(reading[1])
-    return (kept, span) if ok else (None, None)
+            return None, None, False
+        kept.append(reading.per_1000 / 1024)
+        span.append(reading.span)
+        from_rss = from_rss or not reading.from_allocator
+    return (kept, span, from_rss) if ok else (None, None, False)
 
 
 def _older_interval(doc: ResultDoc) -> float:

@@ -6,7 +6,7 @@ How it works, and why: docs/internals.md, `gcbench.analysing.rates`.
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -200,41 +200,52 @@ def examined_per_step(doc: ResultDoc) -> float | None:
     return young + per_full * rate
 
 
-def bytes_kept(doc: ResultDoc) -> tuple[float, int] | None:
-    """Bytes the loop keeps per 1,000 steps, tracked or not, and the steps between the two
+class BytesKept(NamedTuple):
+    """Bytes kept per 1,000 steps (`bytes_kept`), the steps between the two readings they
+    come from, and whether those read the C allocator (else the resident set)."""
+
+    per_1000: float
+    span: int
+    from_allocator: bool
+
+
+def bytes_kept_reading(doc: ResultDoc) -> BytesKept | None:
+    """Bytes the loop keeps per 1,000 steps, tracked or not, the steps between the two
     readings they come from (a reading's noise is a number of bytes, not a rate: the gate
-    judges it over that span, `comparison.test_bytes_kept`). The memory in use is the C
-    allocator's bytes (objects too large for Python's own allocator: bytes, buffers,
-    arrays' data), or in a process without ctypes the resident set's. Where two or more
-    full collections were listed, its change between the ends of those steps
-    (`_after_full`), where nothing dead is left: read at the first timed step and at the
-    end instead, the garbage each end held moved a freeze fix's reading by 25 KiB over 300
-    steps, past the resolution (benchmarks/user_fixes.py, server). Otherwise the C
-    allocator's bytes at the end less at the first timed step, else the resident set's
-    slope over the window (`rss_growth_per_1000`, which sees a leak only past the free
-    memory the allocator already holds). None where none was read, or over fewer than
+    judges it over that span, `comparison.test_bytes_kept`), and where they were read. The
+    memory in use is the C allocator's bytes (objects too large for Python's own
+    allocator: bytes, buffers, arrays' data), or in a process without ctypes the resident
+    set's, which grows only once the allocator's free memory is used up: a pure-Python
+    loop's leak shows only past what it held free as the steps began
+    (benchmarks/allocator_free.py). Where two or more full collections were listed, its
+    change between the ends of those steps (`_after_full`), where nothing dead is left:
+    read at the first timed step and at the end instead, the garbage each end held moved a
+    freeze fix's reading by 25 KiB over 300 steps, past the resolution
+    (benchmarks/user_fixes.py, server). Otherwise the C allocator's bytes at the end less
+    at the first timed step, else the resident set's slope over the window
+    (`rss_growth_per_1000`). None where none was read, or over fewer than
     MIN_GROWTH_STEPS steps."""
     n = results.step_count(doc)
     if n < MIN_GROWTH_STEPS:
         return None
-    listed = _after_full(doc, "malloc_bytes") or _after_full(doc, "rss_bytes")
+    listed = _after_full(doc, "malloc_bytes")
+    allocator = listed is not None
+    listed = listed or _after_full(doc, "rss_bytes")
     if listed is not None:
-        return listed[0] * 1000 / listed[1], listed[1]
+        return BytesKept(listed[0] * 1000 / listed[1], listed[1], allocator)
     memory = results.part(doc, "memory")
     start, end = memory.get("malloc_start"), memory.get("malloc_end")
     if start is not None and end is not None:
-        return float(end - start) * 1000 / n, n
+        return BytesKept(float(end - start) * 1000 / n, n, True)
     rss = rss_growth_per_1000(doc)
-    return None if rss is None else (rss, n)
+    return None if rss is None else BytesKept(rss, n, False)
 
 
-def bytes_read_from_allocator(doc: ResultDoc) -> bool:
-    """Whether `bytes_kept` reads the C allocator's bytes (the process had loaded `_ctypes`,
-    as numpy's and jax's have), not the resident set's: the resident set grows only once
-    the allocator's free memory is used up, so a pure-Python loop's leak shows only past
-    what it held free as the steps began (benchmarks/allocator_free.py)."""
-    after: results.OldAfterFull | dict = results.part(doc, "between_steps").get("old_after_full") or {}
-    return bool(after.get("malloc_bytes")) or results.part(doc, "memory").get("malloc_start") is not None
+def bytes_kept(doc: ResultDoc) -> tuple[float, int] | None:
+    """Bytes the loop keeps per 1,000 steps, tracked or not, and the steps between the two
+    readings they come from (`bytes_kept_reading`)."""
+    reading = bytes_kept_reading(doc)
+    return None if reading is None else (reading.per_1000, reading.span)
 
 
 def bytes_kept_per_1000(doc: ResultDoc) -> float | None:
