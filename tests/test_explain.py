@@ -183,13 +183,14 @@ def test_what_a_full_collection_scanned_from_before_is_its_share_from_an_even_sa
 
 
 def test_a_tally_of_a_long_list_is_counters_own_count():
-    """`_tally_list` counts a chunk at a time (whole, its counts past 256 were a new int at
+    """`_tally` counts a chunk at a time (whole, its counts past 256 were a new int at
     every item, each traced where sites are): the same counts as Counter's, across chunk
-    edges, past 256 a key, and empty."""
+    edges, past 256 a key, from a list or an iterator, and empty."""
     items = [int, str, int, list] * 25_000 + [dict] * 3 + [int] * (diagnose.TALLY_CHUNK + 1)
-    assert diagnose._tally_list(items) == collections.Counter(items)
-    assert diagnose._tally_list(items[:diagnose.TALLY_CHUNK]) == collections.Counter(items[:diagnose.TALLY_CHUNK])
-    assert diagnose._tally_list([]) == collections.Counter()
+    assert diagnose._tally(items) == collections.Counter(items)
+    assert diagnose._tally(map(type, [0, "", 1] * 1000)) == collections.Counter({int: 2000, str: 1000})
+    assert diagnose._tally(items[:diagnose.TALLY_CHUNK]) == collections.Counter(items[:diagnose.TALLY_CHUNK])
+    assert diagnose._tally([]) == collections.Counter()
 
 
 def test_the_diagnosis_counts_none_of_its_own_objects_among_those_a_loop_kept(monkeypatch):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import gc
+import itertools
 import sys
 import time
 from _bisect import bisect_left  # the C half: bisect's module would add its own objects to the heap explained
@@ -17,7 +18,7 @@ from . import probe
 
 TYPE_CHECKING = False  # typing's own flag without importing typing (the explained heap's)
 if TYPE_CHECKING:  # collections.abc too: a module of its own, 14 objects more in the explained heap
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
 
     import numpy as np
 
@@ -50,7 +51,7 @@ GARBAGE_SITES = 64  # objects of a young collection whose sites are looked up, a
 # objects x types up to which `_type_counts` scans the list once a type (a young generation's few)
 COUNT_BY_SCAN = 200_000
 ID_RUN = 1 << 16  # ids sorted at once where numpy is not loaded (`_sorted_ids`)
-TALLY_CHUNK = 256  # items counted at once (`_tally_list`): counts up to 256 are the interpreter's cached ints
+TALLY_CHUNK = 256  # keys counted at once (`_tally`): counts up to 256 are the interpreter's cached ints
 ORIGIN_SAMPLE = 1024  # objects of a full collection's scan looked up in the ids at the start (`_earlier`)
 
 
@@ -66,29 +67,24 @@ except ImportError:  # pragma: no cover - an interpreter without the private hal
         return None if tb is None else tuple((f.filename, f.lineno) for f in reversed(tb))
 
 def _tally(keys: Iterable) -> collections.Counter:
-    """`collections.Counter(keys)` without asking the ABCs whether `keys` is a Mapping (as
-    Counter's constructor does): each ABC would cache a weak reference to the iterator's
-    type (and a callback with it) the first time, and again after any ABC registration
-    clears those caches, counted as objects the loop kept: 32 of them, and a quarter more
-    promotions a step, in the first GC budget of a pytest session."""
-    counts: collections.Counter = collections.Counter()
-    collections._count_elements(counts, keys)  # type: ignore[attr-defined]  # Counter's own counting loop
-    return counts
-
-
-def _tally_list(items: list) -> collections.Counter:
-    """`_tally` of a list, TALLY_CHUNK items at a time: a count past 256 is a new int at every
-    item counted (each traced where sites are: 1.2 s a tally of 300,000 objects), a
-    chunk's counts never are; the chunks' counts are added once a key a chunk."""
+    """`collections.Counter(keys)`, TALLY_CHUNK keys at a time, without asking the ABCs
+    whether `keys` is a Mapping (as Counter's constructor does): each ABC would cache a weak
+    reference to the iterator's type (and a callback with it) the first time, and again
+    after any ABC registration clears those caches, counted as objects the loop kept: 32 of
+    them, and a quarter more promotions a step, in the first GC budget of a pytest session.
+    By chunks: a count past 256 is a new int at every key counted (each traced where sites
+    are: 1.2 s a tally of 300,000 objects), a chunk's never are; the chunks' counts are
+    added once a key a chunk."""
     total: collections.Counter = collections.Counter()
     chunk: collections.Counter = collections.Counter()
-    get = total.get
-    for at in range(0, len(items), TALLY_CHUNK):
-        collections._count_elements(chunk, items[at:at + TALLY_CHUNK])  # type: ignore[attr-defined]
+    get, keys = total.get, iter(keys)
+    while True:
+        collections._count_elements(chunk, itertools.islice(keys, TALLY_CHUNK))  # type: ignore[attr-defined]
+        if not chunk:
+            return total
         for k, n in chunk.items():
             total[k] = get(k, 0) + n
         chunk.clear()
-    return total
 
 
 class _Table:
@@ -457,8 +453,7 @@ class Diagnosis:
         if not oldest:
             return 0
         sample = oldest[::len(oldest) // ORIGIN_SAMPLE + 1]
-        found = self._baseline.count_found(sample)
-        return found if len(sample) == len(oldest) else round(found * len(oldest) / len(sample))
+        return round(self._baseline.count_found(sample) * len(oldest) / len(sample))  # all of a short list: exact
 
     def _remember_sample(self, objs: list) -> None:
         """A young collection's objects where sites are traced: a sample of them by id and
@@ -475,7 +470,7 @@ class Diagnosis:
     def _type_counts(self, objs: list) -> Counter:
         """The objects by type number (`_Table.type_number`), counted in C. A few types
         (a young generation's) are counted by `list.count`, one int each; many by a tally
-        a chunk at a time (`_tally_list`: whole, its counts past 256 were a new int at each
+        a chunk at a time (`_tally`: whole, its counts past 256 were a new int at each
         object, each traced where sites are: 2 ms a collection of 800 objects). A metaclass
         that makes its classes unhashable is counted object by object, by identity."""
         types = list(map(type, objs))
@@ -489,7 +484,7 @@ class Diagnosis:
             for tp in distinct:
                 counts[number(tp)] += types.count(tp)
         else:
-            for tp, n in _tally_list(types).items():
+            for tp, n in _tally(types).items():
                 counts[number(tp)] += n
         del types, distinct
         return counts
@@ -663,17 +658,16 @@ class Diagnosis:
                 self._trace()
         del pair
 
-    def own_ids(self) -> set[int]:
-        """The ids of the tracked objects the diagnosis itself made while it watched and holds
-        (frames tuples, the reserve's tuples): gcbench's, never a loop's."""
-        own: set[int] = set()
+    def _own(self) -> Iterator[object]:
+        """The tracked objects the diagnosis itself made while it watched and holds (frames
+        tuples and their items, the reserve's tuples, the baseline's map): gcbench's, never
+        a loop's."""
         for fr in self._table.frames:
             if fr is not None:
-                own.add(id(fr))
-                own.update(map(id, fr))
-        own.update(map(id, self._reserve))
-        own.update(map(id, self._baseline.own()))
-        return own
+                yield fr
+                yield from fr
+        yield from self._reserve
+        yield from self._baseline.own()
 
     def survivors(self) -> dict:
         """The objects the collector tracks that were made since `start` and are alive now,
@@ -684,7 +678,7 @@ class Diagnosis:
         objs = gc.get_objects()  # first: what is made below (the naming module, loaded now) is not in it
         from . import site_names
 
-        found, own = self._baseline.found(objs), self.own_ids()
+        found, own = self._baseline.found(objs), set(map(id, self._own()))
         kept = []
         tracing = self._tracing()
         for o, old in zip(objs, found, strict=True):  # a loop, not a comprehension: no cell of ours among what it kept
@@ -694,18 +688,14 @@ class Diagnosis:
                 kept.append(o)
         del objs, found
         counts = _Counts()
-        counts.add_many(kept, self._tracing(), self._table)
+        counts.add_many(kept, tracing, self._table)
         del kept
         return counts.to_json(self._table)
 
     def own_tracked(self) -> int:
         """How many of the diagnosis's own objects the collector tracks now (a loop's tracked
         growth leaves them out)."""
-        n = 0
-        for fr in self._table.frames:
-            if fr is not None:
-                n += gc.is_tracked(fr) + sum(map(gc.is_tracked, fr))
-        return n + sum(map(gc.is_tracked, self._reserve)) + sum(map(gc.is_tracked, self._baseline.own()))
+        return sum(map(gc.is_tracked, self._own()))
 
     def begin_step(self, i: int) -> None:
         """Step `i` of a loop someone else drives begins (allocation sites traced from
