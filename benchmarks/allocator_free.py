@@ -42,27 +42,23 @@ class Info(ctypes.Structure):
                 "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
 libc = ctypes.CDLL(None)
 libc.mallinfo2.restype = Info
-page = 4096
-def rss():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * page
 held = [[] for _ in range(17000)]
 import gcbench
 steps, keep = int(sys.argv[1]), int(sys.argv[2])
 kept, at = [], {}
 with gcbench.measure("loop", warmup=40) as m:
+    from gcbench.measuring.probe import malloc_in_use, rss_bytes  # what gcbench reads, loaded by measure
     for i in range(40 + steps):
         if i == 40:
             info = libc.mallinfo2()
-            at = {"free": info.fordblks, "top": info.keepcost, "used": info.uordblks + info.hblkhd, "rss": rss()}
+            at = {"free": info.fordblks, "top": info.keepcost, "used": malloc_in_use(), "rss": rss_bytes()}
         with m.step():
             for _ in range(700):
                 x = []
                 x.append([x])
             if i >= 40 and keep:
                 kept.append(bytes(keep))
-info = libc.mallinfo2()
-print(json.dumps({**at, "used_end": info.uordblks + info.hblkhd, "rss_end": rss()}))
+print(json.dumps({**at, "used_end": malloc_in_use(), "rss_end": rss_bytes()}))
 """
 
 

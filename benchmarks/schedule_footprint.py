@@ -140,11 +140,10 @@ FAMILY_MODES = ("bare", "minimal", "gcbench", "explain")
 
 def family(loops: int, steps: int, seed: int = 7, modes: tuple[str, ...] = FAMILY_MODES) -> dict:
     """`loops` loops drawn at random (`seed`): 5, 10 or 20 objects kept a step, 200 to 1,400
-    of cyclic garbage, and a gc.collect() before the loop or none; each under the minimal
-    probe and under gcbench, bare, and explained (`explain=True`: the diagnosis's module
-    and tables before the loop too), each of `modes` a fresh process each. How many have
-    the same collections of
-    every generation, and the same full collections (the footprint moves the oldest
+    of cyclic garbage, and a gc.collect() before the loop or none; each in each of `modes`
+    (bare, under the minimal probe, under gcbench, explained: the diagnosis's module and
+    tables before the loop too), a fresh process each. How many have the same collections
+    of every generation, and the same full collections (the footprint moves the oldest
     generation's 25 % rule wherever a loop's full collection sits within a quarter of it of
     the rule's threshold: a loop whose counts differ is one of those)."""
     rows = []

@@ -85,9 +85,9 @@ RETAINED_PER_WINDOW = 300.0
 KIB_PER_WINDOW = 24.0
 # Where a process had not loaded `_ctypes` (a pure-Python program: numpy and jax load it),
 # its bytes are its resident set's, which grows only once the allocator has used the free
-# memory it held as the steps began: 144 KiB under gcbench's modules read from bytecode,
-# 1,236 KiB compiled from source (benchmarks/allocator_free.py: 1 KiB kept a step over
-# 300 steps moved the resident set by 232 KiB, and by nothing), said beside the verdict;
+# memory it held as the steps began: 153 KiB under gcbench's modules read from bytecode,
+# 1,267 KiB compiled from source (benchmarks/allocator_free.py: 1 KiB kept a step over
+# 300 steps moved the resident set by 240 KiB, and by nothing), said beside the verdict;
 # and it grows in steps: glibc extends its heap by 128 KiB beyond what is asked (its
 # M_TOP_PAD), so a reading can fall either side of one extension (the catalogue's 1 KiB a
 # step read 72 KiB less over 300 steps than the loop keeping nothing, whose heap grew by one
