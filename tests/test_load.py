@@ -291,11 +291,12 @@ m.save(out)
 @pytest.mark.alone
 def test_a_threefold_slowdown_beside_two_busy_processes_fails_the_gate_and_an_aa_does_not(tmp_path):
     """Issue 52: on a loaded machine a change larger than load makes is still a verdict. A
-    pure Python loop and the same loop doing three times the work, each in 4 fresh
+    pure Python loop and the same loop doing three times the work, each in 5 fresh
     processes, all beside two busy processes: `--fail-on slower` fires on the slowdown
     ("beyond the x... that load alone moves") and not on an A/A of the loop. (At 3 a side it
     once read 3.2x with an interval reaching under the x2 that load alone moves: one repeat
-    of A ran beside 2.0 cores of others.) The sides'
+    of A ran beside 2.0 cores of others; at 4, a median of 3.81x with an interval reaching
+    under x2.3, the others using 1.2-1.4 cores.) The sides'
     repeats take turns, so they were measured over one period and carry no run term. (It runs in a
     session of its own, `pytest -m alone`: beside other tests the machine is busier than
     the two processes it names.)"""
@@ -306,7 +307,7 @@ def test_a_threefold_slowdown_beside_two_busy_processes_fails_the_gate_and_an_aa
     script.write_text(WORK_LOOP)
     with busy(2):
         time.sleep(0.5)
-        for _ in range(4):
+        for _ in range(5):
             for work, out in ((30_000, "a"), (30_000, "aa"), (90_000, "b")):
                 proc = subprocess.run([sys.executable, str(script), str(work), str(tmp_path / out)],
                                       capture_output=True, text=True, timeout=300)
