@@ -10,7 +10,9 @@ a heap of K extra long-lived objects allocated before anything is imported.
   promotions), retention of 1 in 20 to 1 in 1,000 of a step's cyclic objects, pressure +1
   to +10 %, leaks of 0.5 and 2 objects a step; each with the verdicts it must get.
 - **Starting heaps**: `--pairs` pairs of one loop (periodic and flat) whose sides start
-  from heaps 1,000 and 100,000 objects apart; the gate must never fire.
+  from heaps 1,000 and 100,000 objects apart, every other pair having loaded `_ctypes` (its
+  bytes kept then read from the allocator, else from the resident set); the gate must
+  never fire.
 - **Resolutions**: over those pairs, how far each gated rate moved between the sides (the
   resolution compare's margins must exceed) and the full collections' period against the
   oldest generation's size.
@@ -176,13 +178,14 @@ def _rates(folder: pathlib.Path) -> dict:
 
     docs = results.ok(results.load_dir(folder))
     periods = [rates.full_period(d) for d in docs]
-    kept = [rates.bytes_kept(d) for d in docs]
+    kept = [rates.bytes_kept_reading(d) for d in docs]
     return {"pressure": [summary.pressure_per_step(d)[0] for d in docs],
             "promotions": [rates.promotions_per_step(d) for d in docs],
             "growth": [rates.growth_per_step(d) for d in docs],
-            "kib_kept_per_1000": [k[0] / 1024 if k else 0.0 for k in kept],
+            "kib_kept_per_1000": [k.per_1000 / 1024 if k else 0.0 for k in kept],
             # the steps between the two readings bytes kept come from (the gate judges over the shortest)
-            "kib_kept_span": [k[1] if k else 0 for k in kept],
+            "kib_kept_span": [k.span if k else 0 for k in kept],
+            "kib_kept_from_allocator": [k.from_allocator if k else None for k in kept],
             "rss_kib_per_1000": [(x or 0.0) / 1024 for x in map(rates.rss_growth_per_1000, docs)],
             "period": [p.period if p else None for p in periods],
             "heap": [p.heap if p else None for p in periods],
@@ -223,8 +226,10 @@ def heaps(args, pool, root: pathlib.Path) -> list[dict]:
         for apart in HEAP_APART:
             for j in range(args.pairs):
                 lo = 97 * j  # a different phase per pair; the larger heap on alternating sides
-                pair = (lo, lo + apart) if j % 2 == 0 else (lo + apart, lo)
-                a, b = measure_pair(root / f"{loop_name}-{apart}-{j}", params, params, pair, args.repeats,
+                pair = (lo, lo + apart) if j // 2 % 2 == 0 else (lo + apart, lo)
+                # every other pair loads _ctypes: its bytes kept read from the allocator, not the resident set
+                side = {**params, "ctypes": 1} if j % 2 else params
+                a, b = measure_pair(root / f"{loop_name}-{apart}-{j}", side, side, pair, args.repeats,
                                     args.steps, pool)
                 out = judge(a, b)
                 rows.append({"loop": loop_name, "apart": apart, "heaps": pair, "fired": out["fired"],
@@ -247,13 +252,17 @@ def spreads(rows: list[dict]) -> dict[str, float]:
             if None not in a and None not in b:
                 diffs.append(abs(float(np.mean(b)) - float(np.mean(a))))
         out[key] = max(diffs) if diffs else float("nan")
-    # bytes kept as the gate judges them: KiB over the shortest span between a pair's readings
-    at_span = []
+    # bytes kept as the gate judges them: KiB over the shortest span between a pair's
+    # readings, apart for the pairs read from the allocator and from the resident set (whose
+    # window is wider: comparison.RSS_KIB_PER_WINDOW)
+    at_span: dict[bool, list[float]] = {True: [], False: []}
     for r in rows:
         a, b = r["rates"]["kib_kept_per_1000"], r["rates"]["head_kib_kept_per_1000"]
         span = min(r["rates"]["kib_kept_span"] + r["rates"]["head_kib_kept_span"])
-        at_span.append(abs(float(np.mean(b)) - float(np.mean(a))) * span / 1000)
-    out["kib_kept_at_span"] = max(at_span) if at_span else float("nan")
+        allocator = all(r["rates"]["kib_kept_from_allocator"] + r["rates"]["head_kib_kept_from_allocator"])
+        at_span[allocator].append(abs(float(np.mean(b)) - float(np.mean(a))) * span / 1000)
+    out["kib_kept_at_span"] = max(at_span[True]) if at_span[True] else float("nan")
+    out["rss_kib_kept_at_span"] = max(at_span[False]) if at_span[False] else float("nan")
     return out
 
 

@@ -32,11 +32,13 @@ def test_the_catalogues_spreads_are_quoted_and_below_every_resolution():
     said(f"allocations by at most {s['pressure']:.2f} a step, promotions by {s['promotions']:.2f}, objects kept "
          f"by {s['growth']:.2f} ({s['growth'] * steps:.0f} over the window")
     said(f"bytes kept by {s['kib_kept_per_1000']:.1f} KiB per 1,000 steps ({s['kib_kept_at_span']:.1f} KiB between "
-         f"the closest readings of a pair); none of the {pairs} pairs fired")
+         f"the closest readings of a pair where the allocator was read, {s['rss_kib_kept_at_span']:.1f} where the "
+         f"resident set was); none of the {pairs} pairs fired")
     assert s["pressure"] < comparison.PRESSURE_RESOLUTION.objects
     assert s["promotions"] < comparison.PROMOTIONS_RESOLUTION.objects
     assert s["growth"] * steps < comparison.RETAINED_PER_WINDOW
     assert s["kib_kept_at_span"] < comparison.KIB_PER_WINDOW
+    assert s["rss_kib_kept_at_span"] < comparison.RSS_KIB_PER_WINDOW
 
 
 def _range(values) -> str:

@@ -73,10 +73,10 @@ PROMOTIONS_RESOLUTION = Resolution(0.5, 0.45)
 RETAINED_PER_WINDOW = 300.0
 # Bytes kept (the memory in use at two readings: after two listed full collections, else at
 # the window's two ends; `rates.bytes_kept`): what the allocator holds in flight at each
-# reading, a number of bytes, not a rate: starting heaps moved it by up to 15.7 KiB between
-# the closest readings of a pair (benchmarks/gate_catalogue.py: pure-Python loops, their
-# resident sets read after full collections 100 steps apart; 2.9 KiB where the C allocator
-# was read at the window's ends), and the phase of the young collections at the window's
+# reading, a number of bytes, not a rate: starting heaps moved it by up to 1.5 KiB between
+# the closest readings of a pair where the C allocator was read (benchmarks/gate_catalogue.py;
+# its resident-set pairs, judged beyond RSS_KIB_PER_WINDOW, by 16.3 KiB here and 68.8 KiB
+# on a CI machine), and the phase of the young collections at the window's
 # two ends by 15.9 to 25 KiB (benchmarks/user_fixes.py's `server`, whose freeze fix then
 # read as keeping more: why the readings after full collections come first, where nothing
 # dead is left). It is judged
