@@ -129,6 +129,23 @@ def test_readme_quotes_what_measuring_costs_from_the_benchmarks():
 BUDGETS_PAGE = " ".join((ROOT / "docs" / "gc-budgets.md").read_text().split())
 
 
+def test_a_budgets_counts_however_its_test_is_selected_are_the_benchmarks():
+    """docs/gc-budgets.md's counts of budgeted tests by how pytest selected them (alone, in
+    their file, in the suite, under -n 2) are the committed run of
+    benchmarks/budget_selection.py: the same in every mode."""
+    rows = json.loads((RESULTS / "budget_selection.json").read_text())
+    assert {r["mode"] for r in rows} == {"alone", "file", "suite", "suite -n 2"}
+    for test in ("test_python_records", "test_jax_vit", "test_equinox_vit"):
+        mine = [r for r in rows if r["test"] == test]
+        assert len(mine) >= 8, test  # 2 runs of each of the 4 modes
+        assert len({tuple(r["collections"]) for r in mine}) == 1, test
+        assert len({r["promotions_per_step"] for r in mine}) == 1, test
+    eqx = next(r for r in rows if r["test"] == "test_equinox_vit")
+    assert sum(eqx["collections"]) > 0
+    assert (f"an Equinox ViT step the same collections and {eqx['promotions_per_step']:,.2f} promotions a step in "
+            "every mode") in BUDGETS_PAGE
+
+
 def test_the_budget_pages_costs_are_the_benchmarks_and_a_passing_budget_is_within_its_limit():
     """docs/gc-budgets.md's costs are the committed run of benchmarks/budget_cost.py, and a
     passing budget (`sites="on failure"`, the default) adds at most the limit to its test

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -35,14 +36,14 @@ RESOLUTION = comparison.PROMOTIONS_RESOLUTION.objects
 
 
 def _counts(report: pathlib.Path) -> dict:
-    """Per budget: promotions per step, collections per generation in the timed steps, full
-    collection steps and tracked growth, from what --gc-budget-report saved."""
+    """Per budget: promotions per step (the probe's, what the budget judges), collections per
+    generation in the timed steps, full collection steps and tracked growth, from what
+    --gc-budget-report saved."""
     out = {}
-    expl = {e["cell"]["workload"]: e for e in json.loads((report / "explain.json").read_text())["explanations"]}
     for doc in results.load_dir(report):
         colls = np.asarray(doc.gc_collections).reshape(len(doc.wall_ns), -1)
         m = doc.memory
-        out[doc.workload] = {"promoted": expl[doc.workload]["python"]["promoted_per_step"],
+        out[doc.workload] = {"promoted": list(doc.gc_promoted),
                                 "collections": colls.sum(axis=0).tolist(),
                                 "full_at": np.flatnonzero(colls[:, -1]).tolist(),
                                 "tracked": m["tracked_end"] - m["tracked_start"]}
@@ -108,7 +109,7 @@ def test_counts_are_identical_however_the_test_is_selected(tmp_path):
     assert set(got["alone"]) == {"test_steps_under_budget--test_python_records",
                                  "test_steps_under_budget--test_equinox_step", *cycles}
     # in the test's own process: the same collections, and promotions per step within 0.1 %
-    # (measured: 1,363.6-1,364.3 of Equinox's, benchmarks/budget_selection.py), far inside
+    # (measured: 1,368.12 of Equinox's in every mode, benchmarks/budget_selection.py), far inside
     # the margin an update writes (x1.25), for loops that keep what they make. A loop whose
     # steps make cyclic garbage promotes what is alive as a collection runs, which depends on
     # where in a step it falls: another thread's allocations (xdist's) move that, within the
@@ -568,7 +569,9 @@ def test_sites_are_traced_only_in_a_rerun_of_a_failing_test(pytester, monkeypatc
     assert site in got["always"]
     assert "second run" not in got["always"]
     assert site not in got["never"]
-    assert "not traced (gc_budget(..., sites=False))" in got["never"]
+    assert "what was promoted, kept alive and freed: not looked at (gc_budget(..., sites=False))" in got["never"]
+    # the rerun's diagnosis moves the count a little (1,005 against 1,000): not said as another count
+    assert "the second run measured" not in got["on_failure"]
     runs = json.loads(text.split("RUNS ", 1)[1].splitlines()[0])
     assert runs == {"test_on_failure": [0, 400], "test_on_failure_passing": [0], "test_always": [400],
                     "test_never": [0]}
@@ -594,10 +597,11 @@ def test_a_traced_rerun_under_xdist_and_one_that_raises(pytester, monkeypatch):
     text = raising.stdout.str()
     assert "GC budget exceeded: test_sites.py::test_on_failure" in text
     assert "tracked objects still alive" in text
-    assert "raised RuntimeError: only once, please; the lines above give types only" in text
+    # the measured run counts only: without the rerun, nothing is known of what was kept
+    assert "raised RuntimeError: only once, please; what was promoted and kept is not known" in text
+    assert "not looked at (the measured run counts only)" in text
     assert "Traceback" not in text
     assert site not in text
-    assert "list 100 %" in text
 
 
 def test_reports_are_one_cell_per_test_and_keep_every_explanation(pytester, tmp_path):
@@ -722,8 +726,9 @@ def test_the_budget_would_have_caught_the_equinox_regression(tmp_path):
         outcome[version] = proc
     before, after = outcome["0.13.2"], outcome["0.13.3"]
     assert before.returncode == 1, before.stdout
-    assert "promotions to the oldest generation per step: 2," in before.stdout, before.stdout
-    assert "> budget 1,450" in before.stdout
+    over = re.search(r"promotions to the oldest generation per step: ([\d,]+) > budget 1,450", before.stdout)
+    assert over, before.stdout
+    assert float(over.group(1).replace(",", "")) > 2 * 1450  # 4,349 here
     assert after.returncode == 0, after.stdout[-2000:]
     promoted = float(after.stdout.split("COUNTS equinox-filter promotions/step ")[1].split()[0])
     assert promoted < 1450

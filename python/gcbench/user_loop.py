@@ -264,9 +264,11 @@ class Measurement:
             if self._user_file:  # the user's own modules beside their loop are theirs too
                 diagnose.USER_DIRS.add(os.path.dirname(self._user_file))
             self._diagnosis.sites = self.sites  # as set between construction and entry (a GC budget sets it)
+        # the timed probe's hooks, bound before the steps (installing them between two allocates
+        # nothing) and before the count of the objects the loop starts with (they are gcbench's)
+        self._timed.prepare()
         if not self.warmup:
             self._start_timed()
-        self._timed.prepare()  # its hooks, bound before the steps: installing them between two allocates nothing
         self._watch_gc(True)  # before the probe: what it makes is not counted as the loop's
         self._unraisable_before, sys.unraisablehook = sys.unraisablehook, self._unraisable_hook
         self._probe.install()

@@ -11,7 +11,8 @@ from gcbench.measuring.cell import Cell
 STEPS, WARMUP = 100, 3
 # Budgets of promotions a step, each backend's own (`BackendInfo.vit_promotions`): what each
 # idiom promoted here, counted from a heap settled after the warm-up (jax 0.10.2, equinox
-# 0.13.8, flax 0.12.8: 0, 1,144, 173, 4,555 and 1,467), with about a quarter more room.
+# 0.13.8, flax 0.12.8: 0, 1,144, 173, 4,567 and 1,799, the probe's counts), with about a quarter
+# more room (nnx-split read 1,467 while the diagnosis counted them, and lost some: CHANGELOG).
 # eqx.filter_jit and nnx.jit walk the module on every call; equinox before 0.13.3 (0277a30,
 # "perf: code generation") promoted about 2,500 a step under filter_jit, over its budget.
 BUDGETS = {b.name: b.vit_promotions for b in BACKENDS.values() if b.language == "python" and b.supports("vit")}

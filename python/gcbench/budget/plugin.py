@@ -54,6 +54,7 @@ class _Failure:
     where: list[str]
     tail: list[str]
     measured: dict  # the counts over their budgets, as measured
+    looked: bool  # the measured run looked at what was promoted and kept (its where-lines give types)
 
 
 @dataclasses.dataclass
@@ -172,8 +173,9 @@ class GCBudgets:
             max_gc_share: the share of the loop's CPU time in the collector's pauses (a time:
                 prefer the counts).
             name: tells apart several budgets of one test in budget files and reports.
-            sites: when allocation sites are traced: "on failure" (a second run of a failing
-                test's body), True (the measured run) or False.
+            sites: when what was promoted and kept is looked at, with allocation sites
+                traced: "on failure" (a second run of a failing test's body), True (the
+                measured run) or False (never: a failure gives its counts only).
             settle: False measures from the heap as the test left it (no collection and
                 freeze first).
 
@@ -241,24 +243,25 @@ def result_name(key: str) -> str:
     return name
 
 
-_USED = [False]  # gcbench's first-use objects made (`_first_use`)
+_USED: set[bool] = set()  # the modes (diagnosed or not) whose first-use objects are made (`_first_use`)
 
 
-def _first_use() -> None:
+def _first_use(diagnosed: bool) -> None:
     """gcbench's own first-use objects (what its modules import and cache the first time a
     budget measures, explains and reads its figures), made before the first budget of the
     process: counted in it, they were 1.17 promotions a step where the same loop measured
     0.910 later, and one more collection. A loop of 60 steps, its figures read and dropped:
     small (1,260 objects), with a collection of each generation asked for, every path of the
     hooks taken at a cost of tens of milliseconds (24,000 objects and automatic collections
-    of the older generations took 2.5 s of CPU, most of a passing budget's cost)."""
-    if _USED[0]:
+    of the older generations took 2.5 s of CPU, most of a passing budget's cost). Made for
+    the mode the budget measures in: counts only, or `diagnosed` as well."""
+    if diagnosed in _USED:
         return
-    _USED[0] = True
+    _USED.add(diagnosed)
     from ..user_loop import Measurement
 
     frozen = gc.get_freeze_count()  # the test's frozen heap: left as it is
-    m = Measurement("gcbench-first-use", 1, 64, explain=True)
+    m = Measurement("gcbench-first-use", 1, 64, explain=diagnosed)
     m.before_timed = _collect if frozen else _settle
     keep: list = []
     with m:
@@ -267,7 +270,7 @@ def _first_use() -> None:
                 keep.append([[] for _ in range(20)])
                 if i in (20, 30, 40):
                     gc.collect(i // 10 - 2)
-        kept = m.kept()
+        kept = m.kept() if diagnosed else None
     figures_of(m, kept)
     del keep
     if not frozen:
@@ -315,7 +318,9 @@ def _fail(message: str):
 class BudgetFigures:
     """What a budget measured (`GCBudget.measure`, `b.figures` after the `with`): the counts
     its budgets bound (COUNTED, read by name with `count`), where the full collections fell,
-    and what to look at (promotion sites, what the loop kept, the garbage it made)."""
+    and what to look at (promotion sites, what the loop kept, the garbage it made) where the
+    run was diagnosed (`sites=True`, the rerun of a failing test, `--gc-budget-report`;
+    else empty, and `explanation` None)."""
 
     steps: int
     max_promotions_per_step: float
@@ -330,14 +335,14 @@ class BudgetFigures:
     full_steps: list[int]  # every full collection the loop paid for: in its steps, in the gaps before them
     full_all: int
     full_after_last: int
-    sites: list  # top (site or type, count) of what was promoted
+    sites: list  # top (site or type, count) of what was promoted (diagnosed runs)
     promoted: int
     kept: list
     kept_total: int
     garbage: list
     garbage_total: int
     doc: Any  # the result document
-    explanation: Any  # the explanation (analysing.explanation_records.Explanation)
+    explanation: Any  # the explanation (analysing.explanation_records.Explanation); None undiagnosed
 
     def count(self, key: str) -> Any:
         """The count a budget of that name bounds (`max_full_per_1000`, ...)."""
@@ -346,14 +351,16 @@ class BudgetFigures:
         return getattr(self, key)
 
 def figures_of(m: Measurement, kept_json: dict | None) -> BudgetFigures:
-    """A budget's figures from its measurement (ended) and what the loop kept (`m.kept()`)."""
+    """A budget's figures from its measurement (ended) and what the loop kept (`m.kept()`).
+    Every count is the probe's, diagnosed or not: the promotions are what the collections
+    of generation 1 left alive (`probe.examined` less what they collected), in the steps
+    and the gaps before them, the mean per step."""
     import numpy as np
 
     from ..analysing import summary
     from ..measuring import results
 
     doc = m.result()
-    expl = m.explanation()
     steps = m.steps
     every = summary.collections_by_generation(doc)  # in the steps and between them
     asked = summary.explicit_by_generation(doc)  # the loop's own gc.collect() calls, in steps and between
@@ -362,8 +369,10 @@ def figures_of(m: Measurement, kept_json: dict | None) -> BudgetFigures:
     memory = results.part(doc, "memory")
     start, end = memory.get("tracked_start"), memory.get("tracked_end")
     tracked = (end - start) * 1000 / steps if start is not None and end is not None else None
-    python = expl.python
-    if python is None:
+    promoted = results.step_array(doc, "gc_promoted")
+    expl = m.explanation() if m.explain else None
+    python = expl.python if expl is not None else None
+    if expl is not None and python is None:
         raise ValueError("a budget's explanation without its diagnosis")
     from ..analysing import rates
 
@@ -373,16 +382,18 @@ def figures_of(m: Measurement, kept_json: dict | None) -> BudgetFigures:
     from ..analysing import explanation_records as records
 
     kept = records.from_json(kept_json or {}, records.Census, "what the loop kept")
+    nothing = records.from_json({}, records.Census, "not diagnosed")
+    promoted_census, garbage = (python.promoted, python.garbage) if python is not None else (nothing, nothing)
     return BudgetFigures(
-        steps=steps, max_promotions_per_step=float(np.mean(python.promoted_per_step)),
+        steps=steps, max_promotions_per_step=float(np.mean(promoted)) if promoted is not None else 0.0,
         max_full_per_1000=per_gen[-1], max_collections_per_1000=per_gen,
         max_explicit_per_1000=sum(asked) * 1000 / steps, max_tracked_growth_per_1000=tracked,
         max_examined_per_step=rates.examined_per_step(doc), max_gc_share=share, explicit=asked,
         explicit_sites=results.part(doc, "between_steps").get("explicit_sites") or {},
         full_steps=[int(i) for i in np.repeat(np.arange(len(full)), full)],
         full_all=every[-1], full_after_last=summary.full_after_last(doc),
-        sites=_top(python.promoted), promoted=python.promoted.total, kept=_top(kept), kept_total=kept.total,
-        garbage=_top(python.garbage), garbage_total=python.garbage.total, doc=doc, explanation=expl)
+        sites=_top(promoted_census), promoted=promoted_census.total, kept=_top(kept), kept_total=kept.total,
+        garbage=_top(garbage), garbage_total=garbage.total, doc=doc, explanation=expl)
 
 
 class Budget:
@@ -393,7 +404,16 @@ class Budget:
         from ..core.errors import UsageError
         from ..user_loop import Measurement
 
-        _first_use()
+        if not (sites is True or sites is False or sites == "on failure"):
+            _fail(f"gc_budget: sites must be True, False or 'on failure', got {sites!r}")
+        # traced in the measured run only for sites=True; in the rerun of a failing test only
+        # for the budget that failed (the ones before it run as fast as they can)
+        rerun = request.node.stash.get(_RERUN, None)
+        traced = sites is True or (rerun is not None and rerun.index == index)
+        # diagnosed (what was promoted, kept and freed, the diagnosis's hooks in every
+        # collection) only where it is looked at: a passing budget reads the probe's counts
+        self.diagnosed = traced or bool(request.config.getoption("--gc-budget-report"))
+        _first_use(self.diagnosed)
         self.request = request
         test_file = pathlib.Path(str(request.node.path))
         self.key = baseline.key_of(test_file, request.node.nodeid, index)
@@ -405,17 +425,12 @@ class Budget:
             except UsageError as e:
                 _fail(str(e))
         try:
-            self.measurement = Measurement(name or result_name(self.key), warmup, CAPACITY, explain=True)
+            self.measurement = Measurement(name or result_name(self.key), warmup, CAPACITY, explain=self.diagnosed)
         except UsageError as e:
             _fail(f"gc_budget: {e}")
-        if not (sites is True or sites is False or sites == "on failure"):
-            _fail(f"gc_budget: sites must be True, False or 'on failure', got {sites!r}")
         self.index = index
         self.sites_mode = sites
-        # traced in the measured run only for sites=True; in the rerun of a failing test only
-        # for the budget that failed (the ones before it run as fast as they can)
-        rerun = request.node.stash.get(_RERUN, None)
-        self.measurement.sites = sites is True or (rerun is not None and rerun.index == index)
+        self.measurement.sites = traced
         # settle=False: measured from the heap as the test left it (what a gc.freeze() fix removes shows)
         self.settle = settle is not False
         self.measurement.before_timed = self._settle if self.settle else None
@@ -483,7 +498,7 @@ class Budget:
     def __exit__(self, exc_type, exc, tb) -> None:  # named, not *exc: no tuple of ours alive at the loop's end
         try:
             start = self.measurement.tracked_at_start
-            if exc_type is None and start is not None and len(gc.get_objects()) > start:
+            if exc_type is None and self.diagnosed and start is not None and len(gc.get_objects()) > start:
                 self._kept = self.measurement.kept()  # what the loop kept, while its sites are still traced
         finally:  # whatever happened: the measurement's hooks and tracing go, the collector is as it was
             try:
@@ -562,7 +577,7 @@ class Budget:
         if self.sites_mode == "on failure":  # pytest_runtest_call reruns the body for the sites
             measured = {k: self._figures().count(k) for k in over}
             self.request.node.stash[_FAILED] = _Failure(failure, self.index, list(over), head, where, tail,
-                                                        measured)
+                                                        measured, self.diagnosed)
         raise failure
 
     def _save_report(self, folder: pathlib.Path) -> None:
@@ -682,8 +697,12 @@ class Budget:
         return head, tail
 
     def _where_lines(self, keys: list[str]) -> list[str]:
-        """What to look at: the top promotion sites, what the loop kept, the garbage it made."""
+        """What to look at: the top promotion sites, what the loop kept, the garbage it made
+        (where the run was diagnosed)."""
         f = self._figures()
+        if f.explanation is None:
+            why = "gc_budget(..., sites=False)" if self.sites_mode is False else "the measured run counts only"
+            return [f"  what was promoted, kept alive and freed: not looked at ({why})"]
         lines = ["  top promotion sites: " + self._where(
             f.sites, f.promoted, "none traced (no object allocated in the budget's steps reached the oldest "
                                        "generation)")]
@@ -830,7 +849,7 @@ def _rerun_for_sites(item, failed: _Failure, limit: float, why: str) -> tuple[li
         pass
     except _RerunOverTime:
         return (failed.where, f"(allocation sites not traced: the second run of its body, traced, was stopped at "
-                                 f"{limit:.0f} s ({why}); the lines above give types only)")
+                                 f"{limit:.0f} s ({why}); {_known(failed)})")
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # SystemExit too: the first run's failure stands
@@ -838,21 +857,42 @@ def _rerun_for_sites(item, failed: _Failure, limit: float, why: str) -> tuple[li
 
         first = (printable(e).strip().splitlines() or [""])[0][:200]
         return (failed.where, f"(allocation sites not traced: the test's body, run again to trace them, raised "
-                                 f"{type(e).__name__}: {first}; the lines above give types only)")
+                                 f"{type(e).__name__}: {first}; {_known(failed)})")
     finally:
         timer.cancel()
         del item.stash[_RERUN]
     where = rerun.where
     if where is None:
         return failed.where, ("(allocation sites not traced: the test's body, run again to trace them, did not "
-                                 "reach the budget; the lines above give types only)")
+                              f"reach the budget; {_known(failed)})")
     note = (f"(where: from a second run of the test's body with allocation sites traced, "
             f"{time.monotonic() - start:.1f} s; gc_budget(..., sites=True) traces them in the measured run)")
     differs = [f"{k} {_fmt_count(rerun.measured.get(k))} where the first run measured {_fmt_count(v)}"
-               for k, v in failed.measured.items() if rerun.measured and rerun.measured.get(k) != v]
+               for k, v in failed.measured.items() if rerun.measured and _differs(rerun.measured.get(k), v)]
     if differs:
         note += f"; the second run measured {'; '.join(differs)}: its sites may not be the first run's"
     return where, note
+
+
+RERUN_ALIKE = 0.1  # a rerun's count within a tenth of the first run's is the same count, said no more
+
+
+def _differs(a, b) -> bool:
+    """Whether a rerun's count `a` is another than the first run's `b` (per generation for
+    lists): beyond RERUN_ALIKE of the larger. The diagnosis the rerun carries moves a count
+    a little (a loop keeping 1 object a step read 1,005 per 1,000 steps diagnosed, 1,000
+    not); a rerun that went another way (no promotion where the first run had 1,144 a step)
+    is said."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) != len(b) or any(map(_differs, a, b))
+    if a is None or b is None or isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        return a != b
+    return abs(a - b) > RERUN_ALIKE * max(abs(a), abs(b))
+
+
+def _known(failed: _Failure) -> str:
+    """What the failure knows of what was promoted and kept without the rerun."""
+    return "the lines above give types only" if failed.looked else "what was promoted and kept is not known"
 
 
 def _fmt_count(x) -> str:

@@ -105,7 +105,7 @@ BACKENDS: dict[str, BackendInfo] = {
                     "nnx_jit", _NNX, _ALL, vit_promotions=5700,
                     no_donation="nnx.jit updates the Module's variables in place; nnx-split is the idiom that donates"),
         BackendInfo("nnx-split", "python", "Flax NNX, nnx.split once, jax.jit over (graphdef, state)",
-                    "nnx_split", _NNX, _ALL, vit_promotions=1850),
+                    "nnx_split", _NNX, _ALL, vit_promotions=2250),
         *(BackendInfo(name, "julia", desc, "julia_bridge", ("juliacall",), ("mlp", "lenet5"),
                       policies=("default", "disable", "manual"), options=(("framework", name),))
           for name, desc in [
