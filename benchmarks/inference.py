@@ -31,7 +31,8 @@ def calls(rng, effect, pairs, repeats):
     a, b = log_medians(rng, pairs, repeats), log_medians(rng, pairs, repeats, math.log(effect))
     out = {}
     for x, y in zip(a, b, strict=True):
-        t = comparison.test_median({"medians": np.exp(x)}, {"medians": np.exp(y)}, comparison.MIN_EFFECT,
+        t = comparison.test_median(comparison.RepeatValues(medians=list(np.exp(x))),
+                                   comparison.RepeatValues(medians=list(np.exp(y))), comparison.MIN_EFFECT,
                                    comparison.ALPHA)
         comparison.conclude([t], comparison.ALPHA)
         out[t.verdict] = out.get(t.verdict, 0) + 1
@@ -45,12 +46,12 @@ def main() -> None:
     rng = np.random.default_rng(2026)
     print(f"noise: lag-1 {PHI}, step-to-step {100 * STEP_SD:g} %, between processes {100 * SHIFT_SD:g} %, "
           f"{STEPS} steps per repeat; {n} simulated cells or pairs per figure")
-    for r in (2, 3, 5):
+    for r in (3, 5, 8):  # no interval from fewer than 3 repeats
         cov = np.mean(
             [lo <= 1 <= hi for lo, hi in (stats.geometric(np.exp(row)).ci for row in log_medians(rng, n, r))]
         )
         print(f"R = {r}: the 95 % interval of the median covers {100 * cov:.1f} %")
-    spread = float(np.std(log_medians(rng, n, 2), ddof=1))
+    spread = float(np.std(log_medians(rng, n, 3), ddof=1))
     for r in (3, 5, 8):
         aa = calls(rng, 1.0, n, r)
         wrong = aa.get("faster", 0) + aa.get("slower", 0)

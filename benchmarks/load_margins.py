@@ -92,8 +92,17 @@ def readings(docs: list) -> dict[str, float]:
         per["others"].append((d.machine_state or {}).get("others_cores", float("nan")))
         per["full"].append(full)
         per["collections"].append(sum(summary.collections_by_generation(d)))
-    return {k: float(np.nanmean(v)) if k in ("others", "full", "collections") else
-            float(np.exp(np.nanmean(np.log(np.maximum(v, 1e-12))))) for k, v in per.items() if v}
+    return {k: _mean(v, geometric=k not in ("others", "full", "collections")) for k, v in per.items() if v}
+
+
+def _mean(values: list[float], geometric: bool) -> float:
+    """The mean of the values read (NaN: not read, as the CPU time per full collection of a
+    run that made none); NaN where none was."""
+    x = np.asarray(values, float)
+    x = x[~np.isnan(x)]
+    if not len(x):
+        return float("nan")
+    return float(np.exp(np.mean(np.log(np.maximum(x, 1e-12))))) if geometric else float(np.mean(x))
 
 
 RATIOS = ("median", "mean", "share_wall", "share_cpu", "gc_cpu_per_full", "cpu_outside_gc")
@@ -132,6 +141,10 @@ def main() -> None:
             cells = []
             for q in RATIOS:
                 r = np.array([row[q] / base[q] for row, base in zip(rows, quiet, strict=True)])
+                r = r[~np.isnan(r)]  # a quantity a round did not read (no full collection)
+                if not len(r):
+                    cells.append("-")
+                    continue
                 far = r[np.argmax(np.abs(np.log(r)))]
                 cells.append(f"x{np.exp(np.mean(np.log(r))):.2f} ({far:.2f})")
             counts = sorted({(row["full"], row["collections"]) for row in rows})

@@ -106,6 +106,8 @@ def verdicts(rows: list[dict]) -> dict[str, str]:
     """Per quantity, over one cell's runs: identical, or the range it took."""
     def spread(values):
         values = list(values)
+        if not values:  # no run read it (tracked growth needs MIN_GROWTH_STEPS steps)
+            return "not read"
         return "identical" if len(set(map(str, values))) == 1 else f"{min(values):g}-{max(values):g}"
     total = [sum(r["generations"]) for r in rows]
     full = [len(r["full_at"]) for r in rows]
