@@ -141,6 +141,36 @@ def test_a_loop_that_promotes_and_later_frees_is_counted_whole():
     assert sum(survived[1:]) <= promoted <= sum(survived), (promoted, survived)
 
 
+def test_a_class_made_each_step_is_not_kept_alive_by_its_diagnosis():
+    """A loop that makes a class a step and drops it (a factory, a namedtuple or dataclass
+    made inside a function): the diagnosis numbers each type it sees, and held it, so every
+    class lived as long as the diagnosis with everything it referenced (a class a step
+    explained: 20 young collections and 2 of generation 1 where the loop made 15 and 1).
+    Held weakly, they die with the loop, and are still named by what they were."""
+    import weakref
+
+    made = []
+    alive = []  # at the last step, while the diagnosis runs: the earlier steps' classes still alive
+
+    def step(i):
+        class Made:  # a type of its own each step, in a cycle with its own dict and mro
+            pass
+        obj = Made()
+        obj.me = obj
+        made.append(weakref.ref(Made))
+        if i == 299:
+            del Made, obj
+            gc.collect()
+            alive.append(sum(r() is not None for r in made))
+
+    gc.collect()
+    raw = diagnose.diagnose(step, 300)
+    assert len(made) == 300
+    assert alive == [0]
+    garbage = raw["garbage"]["by_type"]
+    assert any(name.endswith("Made") for name in garbage), garbage
+
+
 def test_the_diagnosis_leaves_the_collector_as_it_found_it():
     import gc
     import tracemalloc

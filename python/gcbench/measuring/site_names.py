@@ -22,9 +22,10 @@ if TYPE_CHECKING:
     class _Table(Protocol):
         """What is named of `diagnose._Table` (this module imports nothing of the diagnosis)."""
 
-        types: list[type]
+        names: list[str]
+        modules: list[object]
 
-        def decode(self, key: int) -> tuple[Sequence[tuple[str, int]] | None, type]: ...
+        def decode(self, key: int) -> tuple[Sequence[tuple[str, int]] | None, int]: ...
 
 # the files of a user's own loop and the folders of their project (`diagnose.USER_FILES` and
 # `USER_DIRS`, which the diagnosis passes: this module imports nothing of it)
@@ -55,22 +56,25 @@ def collector_model() -> dict:
                     "full collection exceed a quarter of the oldest generation"}
 
 
-def _module_of(tp: type) -> str:
-    module = type.__dict__["__module__"].__get__(tp) if isinstance(tp, type) else None
-    return module if isinstance(module, str) else "builtins"
+def _module_of(tp: type) -> object:
+    return type.__dict__["__module__"].__get__(tp) if isinstance(tp, type) else None
 
 
 def type_name(tp: type) -> str:
     """`dict`, `jaxlib._jax.ArrayImpl`: the name of a type, whatever its class does with
     attribute access (a metaclass may make `__module__` anything)."""
-    name = type.__dict__["__qualname__"].__get__(tp) if isinstance(tp, type) else repr(tp)
-    module = _module_of(tp)
-    return name if module == "builtins" else f"{module}.{name}"
+    return named_type(type.__dict__["__qualname__"].__get__(tp) if isinstance(tp, type) else repr(tp), _module_of(tp))
 
 
-def type_package(tp: type) -> str:
-    """The package that defines a type: one of NAMED, `builtins`, or `other`."""
-    root = _module_of(tp).split(".")[0]
+def named_type(qualname: str, module: object) -> str:
+    """A type's name from its `__qualname__` and `__module__` (as the diagnosis kept them)."""
+    module = module if isinstance(module, str) else "builtins"
+    return qualname if module == "builtins" else f"{module}.{qualname}"
+
+
+def module_package(module: object) -> str:
+    """The package of a type's `__module__`: one of NAMED, `builtins`, or `other`."""
+    root = (module if isinstance(module, str) else "builtins").split(".")[0]
     if root in NAMED:
         return root
     return "builtins" if root in ("builtins", "") else "other"
@@ -184,19 +188,18 @@ def named_counts(types: Counter, sites: Counter, untraced: int, total: int, tabl
     by_user_site: Counter = Counter()
     by_site_type: Counter = Counter()
     for no, n in types.items():
-        tp = table.types[no]
-        by_type[type_name(tp)] += n
-        by_package[type_package(tp)] += n
+        by_type[named_type(table.names[no], table.modules[no])] += n
+        by_package[module_package(table.modules[no])] += n
     traced = 0
     for key, n in sites.items():
-        frames, tp = table.decode(key)
+        frames, no = table.decode(key)
         if not frames:  # made before tracing started
             by_site[UNTRACED] += n
             continue
         (package, site), mine = sites_of(frames, user)
         traced += n
         by_site[f"{package} {site}"] += n
-        by_site_type[f"{site} ({type_name(tp)})"] += n
+        by_site_type[f"{site} ({named_type(table.names[no], table.modules[no])})"] += n
         if mine is not None:
             by_user_site[mine] += n
     if untraced:
