@@ -144,6 +144,7 @@ def test_a_budgets_counts_however_its_test_is_selected_are_the_benchmarks():
     assert sum(eqx["collections"]) > 0
     assert (f"an Equinox ViT step the same collections and {eqx['promotions_per_step']:,.2f} promotions a step in "
             "every mode") in BUDGETS_PAGE
+    assert f"(an Equinox step's {eqx['promotions_per_step']:,.2f} promotions a step in every mode:" in README
 
 
 def test_the_budget_pages_costs_are_the_benchmarks_and_a_passing_budget_is_within_its_limit():
@@ -166,6 +167,8 @@ def test_the_budget_pages_costs_are_the_benchmarks_and_a_passing_budget_is_withi
               f"{jx['budget, sites=False']['cpu_cost_s']:+.2f} s and {jx['budget, sites=True']['cpu_cost_s']:+.2f} s")
     for text in quoted:
         assert text.replace("+-", "-") in BUDGETS_PAGE, text
+    assert (f"A passing budget reads the probe's counts only, {jx['budget (sites on failure)']['cpu_cost_s']:+.2f} s "
+            f"of CPU on a {jx['plain']['cpu_s']:.1f} s Equinox test") in README
 
 
 @pytest.mark.e2e
