@@ -369,7 +369,6 @@ def figures_of(m: Measurement, kept_json: dict | None) -> BudgetFigures:
     memory = results.part(doc, "memory")
     start, end = memory.get("tracked_start"), memory.get("tracked_end")
     tracked = (end - start) * 1000 / steps if start is not None and end is not None else None
-    promoted = results.step_array(doc, "gc_promoted")
     expl = m.explanation() if m.explain else None
     python = expl.python if expl is not None else None
     if expl is not None and python is None:
@@ -385,7 +384,7 @@ def figures_of(m: Measurement, kept_json: dict | None) -> BudgetFigures:
     nothing = records.from_json({}, records.Census, "not diagnosed")
     promoted_census, garbage = (python.promoted, python.garbage) if python is not None else (nothing, nothing)
     return BudgetFigures(
-        steps=steps, max_promotions_per_step=float(np.mean(promoted)) if promoted is not None else 0.0,
+        steps=steps, max_promotions_per_step=results.step_total(doc, "gc_promoted") / steps,
         max_full_per_1000=per_gen[-1], max_collections_per_1000=per_gen,
         max_explicit_per_1000=sum(asked) * 1000 / steps, max_tracked_growth_per_1000=tracked,
         max_examined_per_step=rates.examined_per_step(doc), max_gc_share=share, explicit=asked,

@@ -98,9 +98,9 @@ class _Table:
     numbered is freed at once. Types are numbered by identity, never hashed: a metaclass
     that defines `__eq__` without `__hash__` makes its classes unhashable. A type is held
     weakly, with its name and module as it was numbered: held, a class the loop makes and
-    drops each step stayed alive with everything it references (a class a step: 21 young
-    collections and 2 of generation 1 explained where the loop made 15 and 1; a type
-    that died gives its address to a new one, numbered anew)."""
+    drops each step stayed alive with everything it references (a class a step: 20 young
+    collections and 2 of generation 1 explained where the loop made 15 and 1, now 14 and
+    1; a type that died gives its address to a new one, numbered anew)."""
 
     TYPES = 1 << 24
 

@@ -187,8 +187,11 @@ def named_counts(types: Counter, sites: Counter, untraced: int, total: int, tabl
     by_site: Counter = Counter()
     by_user_site: Counter = Counter()
     by_site_type: Counter = Counter()
+    def name(no: int) -> str:
+        return named_type(table.names[no], table.modules[no])
+
     for no, n in types.items():
-        by_type[named_type(table.names[no], table.modules[no])] += n
+        by_type[name(no)] += n
         by_package[module_package(table.modules[no])] += n
     traced = 0
     for key, n in sites.items():
@@ -199,7 +202,7 @@ def named_counts(types: Counter, sites: Counter, untraced: int, total: int, tabl
         (package, site), mine = sites_of(frames, user)
         traced += n
         by_site[f"{package} {site}"] += n
-        by_site_type[f"{site} ({named_type(table.names[no], table.modules[no])})"] += n
+        by_site_type[f"{site} ({name(no)})"] += n
         if mine is not None:
             by_user_site[mine] += n
     if untraced:
