@@ -17,6 +17,7 @@ import tempfile
 
 from gcbench.analysing import comparison
 from gcbench.measuring import results
+from gcbench.publishing import comparison_text
 
 
 def run(out: pathlib.Path, args) -> None:
@@ -29,7 +30,7 @@ def run(out: pathlib.Path, args) -> None:
 
 def report(title: str, c: comparison.Comparison) -> collections.Counter:
     print(f"\n{title}")
-    print(comparison.format_comparison(c))
+    print(comparison_text.format_comparison(c))
     counts = collections.Counter(r.verdict for r in c.rows)
     print("verdicts (median step):", dict(counts))
     return counts

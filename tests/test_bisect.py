@@ -8,6 +8,7 @@ from gcbench.analysing import version_bisect
 from gcbench.core.errors import UsageError
 from gcbench.measuring import envspec, results
 from gcbench.measuring.cell import Cell
+from gcbench.publishing import bisect_text
 from gcbench.running import venvs
 
 CELL = ("equinox-filter", "vit", "default")
@@ -68,7 +69,7 @@ def test_table_marks_the_first_version_that_changed(bisect_dir):
     assert "No matching distribution" in rows["0.13.8"].reason
     assert rows["0.12.2"].median_ms == pytest.approx(100.0, rel=0.01)
     assert rows["0.12.2"].full_per_1000 == 10
-    text = version_bisect.format_table(tab)
+    text = bisect_text.release_table(tab)
     line = next(line for line in text.splitlines() if line.startswith("0.12.2"))
     assert "<- first change > 2x" in line
     assert re.search(r"x3\.[5-8]\d \(p=", line)
@@ -82,7 +83,7 @@ def test_a_change_with_one_repeat_is_shown_but_never_marked(tmp_path):
     tab = version_bisect.table(results.load_dir(folder), "equinox", CELL, version_bisect.get_metric("gc_share"), 1.5)
     assert tab.rows[1].change == pytest.approx(10, rel=0.1)
     assert tab.first_change is None
-    assert "untested: fewer than 3 repeats" in version_bisect.format_table(tab)
+    assert "untested: fewer than 3 repeats" in bisect_text.release_table(tab)
 
 
 def test_fixed_schedules_of_full_collections_are_compared_exactly(tmp_path):
@@ -102,10 +103,10 @@ def test_fixed_schedules_of_full_collections_are_compared_exactly(tmp_path):
     assert tab.rows[1].change == pytest.approx(10)
     assert tab.rows[1].exact
     assert tab.rows[1].full_per_repeat == [20, 20]
-    assert "(exact: fixed schedules)" in version_bisect.format_table(tab)
+    assert "(exact: fixed schedules)" in bisect_text.release_table(tab)
     one = write(tmp_path / "one", 1)  # one repeat cannot show that a schedule is fixed
     assert one.first_change is None
-    assert "untested" in version_bisect.format_table(one)
+    assert "untested" in bisect_text.release_table(one)
 
 
 def test_factor_and_floor(bisect_dir, tmp_path):
@@ -127,7 +128,7 @@ def test_given_versions_order_the_table_and_missing_ones_are_named(bisect_dir):
                                versions=["0.12.2", "0.11.11", "0.9.0"])
     assert [r.version for r in tab.rows][:2] == ["0.12.2", "0.11.11"]
     assert tab.missing == ["0.9.0"]
-    text = version_bisect.format_table(tab)
+    text = bisect_text.release_table(tab)
     assert "no results for 0.9.0" in text
     assert "p99 ms" in text.splitlines()[1]  # a metric the table does not show anyway gets its own column
 
@@ -219,5 +220,5 @@ def test_a_repeat_under_load_is_left_out_and_the_table_says_so(tmp_path):
     assert rows["1.0"].used == 3
     assert rows["1.1"].value == pytest.approx(1.0, rel=0.05)  # the loaded repeat's 20 % is not in it
     assert tab.first_change is None
-    line = next(line for line in version_bisect.format_table(tab).splitlines() if line.startswith("1.1"))
+    line = next(line for line in bisect_text.release_table(tab).splitlines() if line.startswith("1.1"))
     assert "4/4 (3 used)" in line

@@ -203,7 +203,7 @@ def test_help_and_version_load_no_command_module():
 
     code = ("import sys\nfrom gcbench import cli\nfor argv in (['--help'], ['--version']):\n    try:\n"
             "        cli.main(argv)\n    except SystemExit:\n        pass\n"
-            "print('LOADED', sorted(m for m in ('numpy', 'scipy', 'jsonschema') if m in sys.modules))")
+            "print('LOADED', sorted(m for m in ('numpy', 'scipy', 'msgspec') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "LOADED []" in proc.stdout, proc.stdout[-500:] + proc.stderr[-500:]
     assert "julia-setup" in proc.stdout
@@ -220,7 +220,7 @@ def test_each_commands_line_of_help_is_its_own():
 
 def test_the_package_imports_light_and_measure_is_the_function():
     code = (
-        "import sys, gcbench, gcbench.cli; heavy = [m for m in ('scipy', 'numpy', 'jsonschema') if m in sys.modules];"
+        "import sys, gcbench, gcbench.cli; heavy = [m for m in ('scipy', 'numpy', 'msgspec') if m in sys.modules];"
         "import gcbench.user_loop; print(heavy, callable(gcbench.measure), gcbench.summarize.__name__)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -10,6 +10,7 @@ import pytest
 from conftest import run_cli
 from gcbench.analysing import comparison
 from gcbench.measuring import results
+from gcbench.publishing import comparison_text
 from simulate import docs
 
 
@@ -383,12 +384,12 @@ def test_the_detectable_change_two_runs_apart_carries_the_run_term():
     assert d.single == pytest.approx(stats.detectable_change(d.spread, 3, 3, comparison.ALPHA,
                                                                 run_sd=comparison.RUN_SD, run_df=comparison.RUN_DF))
     assert d.single > stats.detectable_change(d.spread, 3, 3, comparison.ALPHA)
-    text = comparison.format_detectable(d)
+    text = comparison_text.format_detectable(d)
     assert "two runs apart" in text
     assert "the floor is" in text
     same = comparison.compare_docs(a, docs(rng, 3, 10.0, run_id="run-a")).detectable
     assert same.run_sd == 0.0
-    assert "two runs apart" not in comparison.format_detectable(same)
+    assert "two runs apart" not in comparison_text.format_detectable(same)
 
 
 @pytest.mark.parametrize(("pressure", "judged"), [(0.3, True), (0.9, False)])

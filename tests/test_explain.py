@@ -16,6 +16,7 @@ import simulate
 from conftest import run_cli
 from gcbench.analysing import explanation_records, gc_causes
 from gcbench.measuring import diagnose, site_names
+from gcbench.publishing import explanation_text
 
 
 def _explain(step, steps=100, oldest=10):
@@ -85,10 +86,10 @@ def test_a_loop_that_makes_cycles_shows_cyclic_garbage_and_its_types():
     assert expl.collected >= 50 * 80
     assert any(k.endswith("Node") for k in garbage.by_type)
     assert any(r.kind == "cycles" for r in expl.recommendations)
-    assert "cyclic garbage by type" in gc_causes.format_text(expl)
+    assert "cyclic garbage by type" in explanation_text.format_text(expl)
     kept = explanation_records.from_json(json.loads(json.dumps(explanation_records.to_json(expl))),
                                          explanation_records.Explanation, "explain.json")  # as explain.json keeps it
-    assert gc_causes.format_text(kept) == gc_causes.format_text(expl)
+    assert explanation_text.format_text(kept) == explanation_text.format_text(expl)
 
 
 def test_a_clean_loop_promotes_nothing_to_speak_of():
@@ -344,12 +345,12 @@ def test_explain_cli_names_the_bookkeeping_of_a_jax_loop(tmp_path):
     saved = json.loads((tmp_path / "explain.json").read_text())
     assert [e["label"] for e in saved["explanations"]] == ["jax/mlp/default"]
     record = explanation_records.from_json(expl, explanation_records.Explanation, "stdout")
-    assert gc_causes.format_text(record).startswith("jax/mlp/default with bookkeeping metrics: ")
+    assert explanation_text.format_text(record).startswith("jax/mlp/default with bookkeeping metrics: ")
     # the same cell explained without the loop's records is kept beside it, not in its place
     gc_causes.save(tmp_path, dataclasses.replace(record, cell=dict(record.cell, bookkeeping="none"), note="plain"))
     kept = gc_causes.load(tmp_path)
     assert [e.bookkeeping for e in kept] == ["metrics", "none"]
-    assert gc_causes.qualifiers(kept[1]) == ""
+    assert explanation_text.qualifiers(kept[1]) == ""
 
 
 def test_explain_json_keeps_one_explanation_per_cell_and_environment(tmp_path):
@@ -567,7 +568,7 @@ def test_explain_bounds_its_own_time_and_says_where_it_stopped(monkeypatch):
                                                        "bookkeeping": "none"}, "metadata": {"python": "3"},
                               "python": raw})
     said = f"explain's own time ran past 0.01 s of CPU at step {raw['analysed_until_step']}"
-    assert said in gc_causes.format_text(expl)
+    assert said in explanation_text.format_text(expl)
     del heap
 
 
@@ -609,7 +610,7 @@ def test_sites_are_named_only_where_traced_and_never_gcbench_s_own(tmp_path):
     expl = gc_causes.summarize({"label": "user/loop/default", "cell": {"backend": "user", "workload": "loop",
                                                                      "policy": "default", "bookkeeping": "none"},
                               "metadata": {"python": "3"}, "python": py})
-    text = gc_causes.format_text(expl)
+    text = explanation_text.format_text(expl)
     assert "by allocation site (2 of 44 promoted objects traced" in text
     assert re.search(r"not traced \(a free list's object, or made before tracing began\) 95 %", text)
     assert "lines of your loop to change" not in text

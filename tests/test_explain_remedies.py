@@ -12,6 +12,7 @@ import pytest
 import gcbench
 from gcbench.analysing import gc_causes
 from gcbench.measuring import results
+from gcbench.publishing import explanation_text
 
 RECORDS = 30_000
 
@@ -67,6 +68,6 @@ def test_a_frozen_loop_is_never_told_to_freeze():
         gc.unfreeze()
     assert "scanning" not in _kinds(expl)
     assert not any("gc.freeze() after the warm-up moves" in r.text for r in expl.recommendations)
-    text = gc_causes.format_text(expl)
+    text = explanation_text.format_text(expl)
     # the objects frozen as its scans ran, not after the loop's own unfreeze
     assert "frozen (never scanned): 0" not in text

@@ -18,7 +18,7 @@ from gcbench import cli
 from gcbench.analysing import comparison, summary
 from gcbench.core.errors import UsageError
 from gcbench.measuring import results
-from gcbench.publishing import tabular
+from gcbench.publishing import comparison_text, tabular
 from simulate import docs
 
 BAD_VALUES = [None, "", "x", -1, 0, 1.5, 1e308, True, [], {}, [[]], [None], {"a": 1}, "a b", "../x", "\n# injected",
@@ -89,7 +89,7 @@ def _read_and_use(doc: dict) -> str:
     cells = summary.summarize_all([read])
     assert cells
     assert cells[0].ok
-    comparison.format_comparison(comparison.compare_docs([read], [read]))
+    comparison_text.format_comparison(comparison.compare_docs([read], [read]))
     tabular.to_csv(tabular.cell_records([read]))
     tabular.to_csv(tabular.step_records([read]))
     return "read"

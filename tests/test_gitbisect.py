@@ -16,6 +16,7 @@ from conftest import assert_one_line_error, documentation_text, ok_results_folde
 from gcbench.analysing import gitbisect
 from gcbench.core.errors import UsageError
 from gcbench.measuring import results
+from gcbench.publishing import bisect_text
 from gcbench.running import gitrepo
 
 # A package whose `sitecustomize` module runs at every interpreter start in its environment:
@@ -321,7 +322,7 @@ def test_an_improvement_is_never_called_bad(tmp_path, monkeypatch):
     assert tab.first_bad == commits[4].sha
     assert tab.better is True
     culprit = gitbisect.Culprit("perf: fewer allocations", ["src/gctoy.py"])
-    terminal = gitbisect.format_table(tab, culprit)
+    terminal = bisect_text.commit_table(tab, culprit)
     answer = environments.gitbisect_answer(tab)
     page = document.to_markdown(environments.gitbisect_section(tab, culprit, tmp_path))
     section = page.split("## Commit bisect", 1)[1]
@@ -337,6 +338,6 @@ def test_an_improvement_is_never_called_bad(tmp_path, monkeypatch):
 
     worse, _ = _toy_table(40, 10)  # the regression: its first commit is bad, and called so
     assert worse.better is False
-    assert f"first bad commit: {commits[4].sha}" in gitbisect.format_table(worse, culprit)
+    assert f"first bad commit: {commits[4].sha}" in bisect_text.commit_table(worse, culprit)
     assert environments.gitbisect_answer(worse).startswith("The first bad commit of gctoy")
     assert any(f"first bad: {commits[4].sha[:9]}" in t for t in _figure_texts(worse, tmp_path, monkeypatch))

@@ -14,7 +14,8 @@ import pytest
 
 import gcbench
 from conftest import run_cli
-from gcbench.analysing import comparison, summary, verdict
+from gcbench.analysing import comparison, summary
+from gcbench.publishing import summary_text, verdict
 
 LOADER = """
 import collections, gc, sys
@@ -133,7 +134,7 @@ def test_two_explicit_collections_a_step_count_twice():
     assert e.collections[-1] == 40
     assert list(e.sites.values()) == [40]
     assert all(site.startswith(__file__) for site in e.sites)
-    text = summary.describe_explicit(e)
+    text = summary_text.describe_explicit(e)
     assert text.startswith("40 explicit (`gc.collect()`) collections per repeat, 40 of them full, called at "
                            "test_loop.py:")
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
+import msgspec
 import pytest
 
 from gcbench.analysing import explanation_records as er
@@ -39,7 +40,7 @@ def test_what_an_older_file_lacks_is_filled_and_a_wrong_type_is_one_line():
     assert (expl.recommendations, expl.python, expl.bookkeeping) == ([], None, "none")
     assert "python" not in records.to_json(expl)  # named in OMIT_NONE: left out where None, as files had it
     assert records.to_json(expl)["environment"] is None
-    with pytest.raises(UsageError, match=r"^old\.json: Expected `int`, got `str` - at `\$\.collected`$"):
+    with pytest.raises(UsageError, match=r"^old\.json: field collected: expected `int`, got `str`$"):
         records.from_json({"label": "x", "cell": CELL, "collected": "many"}, er.Explanation, "old.json")
     with pytest.raises(UsageError, match=r"^old\.json: .*`label`"):
         records.from_json({"cell": CELL}, er.Explanation, "old.json")
@@ -148,8 +149,28 @@ def test_a_submission_record_reads_older_shapes_and_refuses_a_wrong_one_in_one_l
     path.write_text(json.dumps(records.to_json(sub)))
     assert cluster.read_submission(tmp_path) == sub
     where = re.escape(str(path))
-    for damage, field in (({"arrays": [{"jobs": [12], "cells": [[]]}]}, r"\$\.arrays\[0\]\.jobs\[0\]"),
-                          ({"executor": "pbs"}, r"\$\.executor")):
+    for damage, field in (({"arrays": [{"jobs": [12], "cells": [[]]}]}, r"arrays\[0\]\.jobs\[0\]: expected `str`"),
+                          ({"executor": "pbs"}, r"executor: invalid enum value 'pbs'")):
         path.write_text(json.dumps({**old, **damage}))
-        with pytest.raises(UsageError, match=rf"^{where}: .* - at `{field}`$"):
+        with pytest.raises(UsageError, match=rf"^{where}: field {field}"):
             cluster.read_submission(tmp_path)
+
+
+@dataclasses.dataclass
+class Counted:
+    collected: Annotated[int, msgspec.Meta(ge=0)]
+    sites: dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+@pytest.mark.parametrize(("doc", "said"), [
+    ({}, "d.json: object missing required field `collected`"),  # the document itself: no field to name
+    ({"collected": "x" * 100}, "d.json: field collected: expected `int`, got `str`"),
+    ({"collected": -3}, "d.json: field collected: expected `int` >= 0, got -3"),
+    ({"collected": 1, "sites": {"a.py:3": "many"}}, "d.json: field sites[...]: expected `int`, got `str`"),
+])
+def test_a_document_that_does_not_fit_its_record_is_one_line_naming_the_field(doc, said):
+    """One message shape for every stored document: the field as msgspec's path gives it
+    (less its `$.`), what was expected, and the value where msgspec names only its type."""
+    with pytest.raises(UsageError) as e:
+        records.from_json(doc, Counted, "d.json")
+    assert str(e.value) == said

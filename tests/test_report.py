@@ -15,6 +15,7 @@ import pytest
 import committed
 import gcbench
 from conftest import assert_one_line_error, copy_of, ok_results_folder, run_cli, write_documents
+from gcbench.core import wording
 from gcbench.core.errors import UsageError
 from gcbench.measuring import results
 from gcbench.measuring.cell import Cell
@@ -198,7 +199,7 @@ def test_report_cli_errors(tmp_path):
 
 @pytest.mark.parametrize(("name", "content", "message"), [
     ("suite.json", b"{not json", "suite.json: not a valid"),
-    ("suite.json", b'{"cells": 5}', "suite.json: Expected `array`, got `int` - at `$.cells`"),
+    ("suite.json", b'{"cells": 5}', "suite.json: field cells: expected `array`, got `int`"),
     ("memory.json", b'{"format": "gcbench-memory", "schema_version": 1, "cases": [{"kind": "gather"}]}',
      "malformed case"),
     ("bisect.json", b'{"rows": 3}', "not a gcbench bisect table"),
@@ -581,7 +582,7 @@ def test_the_why_figure_draws_the_tables_promotions_on_one_scale(monkeypatch):
     every row on one scale."""
     import matplotlib.figure
 
-    from gcbench.analysing import gc_causes, stats
+    from gcbench.analysing import gc_causes
     from gcbench.publishing import archive
     from gcbench.publishing.report import plots
 
@@ -599,7 +600,7 @@ def test_the_why_figure_draws_the_tables_promotions_on_one_scale(monkeypatch):
     for (_, lines, texts, _), e in zip(left, expl, strict=True):
         mean = e.full_interval.promoted_per_step
         assert lines == [pytest.approx(mean)]
-        assert texts == [f"mean {stats.fmt(mean)} a step (the table's figure)"]
+        assert texts == [f"mean {wording.fmt(mean)} a step (the table's figure)"]
     assert len({ylim for *_, ylim in left}) == 1
 
 

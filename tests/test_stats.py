@@ -7,6 +7,8 @@ import pytest
 from scipy import stats as sst
 
 from gcbench.analysing import stats
+from gcbench.core import wording
+from gcbench.publishing import interval_text
 from simulate import series
 
 
@@ -31,9 +33,9 @@ def test_fewer_than_three_processes_give_their_values_not_an_interval():
     two = stats.geometric([7.5, 13.3])
     assert two.ci is None
     assert two.value == pytest.approx(math.sqrt(7.5 * 13.3))
-    assert stats.fmt_paren(two.value, two.ci, values=two.per_repeat) == "9.99 (processes 7.5, 13.3)"
-    assert stats.fmt_paren(7.5, None, values=[7.5]) == "7.5 (one process)"
-    assert stats.fmt_ci(None, values=[7.5, 13.3], unit="ms") == \
+    assert interval_text.fmt_paren(two.value, two.ci, values=two.per_repeat) == "9.99 (processes 7.5, 13.3)"
+    assert interval_text.fmt_paren(7.5, None, values=[7.5]) == "7.5 (one process)"
+    assert interval_text.fmt_ci(None, values=[7.5, 13.3], unit="ms") == \
         "no interval from fewer than 3 processes (processes 7.5, 13.3 ms)"
     assert stats.arithmetic([0.1, 0.2]).ci is None
     assert stats.t_interval([1.0, 2.0, 3.0]) is not None
@@ -52,8 +54,9 @@ def test_a_fixed_schedule_is_recognised_and_written_out():
     assert sched.constant
     assert sched.same_steps
     assert sched.at == [82, 145, 193, 236]
-    assert stats.format_schedule(sched) == "4 full collections in every repeat of 300 steps, at steps 82, 145, 193, 236"
-    assert stats.short_schedule(sched) == "4 in every repeat, same steps"
+    said = "4 full collections in every repeat of 300 steps, at steps 82, 145, 193, 236"
+    assert wording.format_schedule(sched) == said
+    assert wording.short_schedule(sched) == "4 in every repeat, same steps"
     assert stats.every(sched) == 75.0  # steps over events
     assert stats.per_1000(sched).ci == (pytest.approx(4 / 0.3), pytest.approx(4 / 0.3))
     moved = ev.copy()
@@ -61,21 +64,21 @@ def test_a_fixed_schedule_is_recognised_and_written_out():
     other = stats.schedule([ev, moved])
     assert other.constant
     assert not other.same_steps
-    assert stats.format_schedule(other).endswith("(at different steps)")
+    assert wording.format_schedule(other).endswith("(at different steps)")
     varies = stats.schedule([ev, np.r_[ev[:150], np.zeros(150, int)]])
     assert not varies.constant
     assert varies.counts == [4, 2]
 
-    assert stats.format_schedule(varies) == "4, 2 full collections in the repeats of 300 steps (6 in 600)"
+    assert wording.format_schedule(varies) == "4, 2 full collections in the repeats of 300 steps (6 in 600)"
     one = stats.schedule([ev])
     assert not one.constant
-    assert stats.format_schedule(one).endswith("(one repeat)")
+    assert wording.format_schedule(one).endswith("(one repeat)")
     none = stats.schedule([np.zeros(50, int)] * 3)
     assert none.constant
-    assert stats.format_schedule(none) == "no full collections in any repeat of 50 steps"
+    assert wording.format_schedule(none) == "no full collections in any repeat of 50 steps"
     long = np.zeros(300, int)
     long[::20] = 1
-    assert stats.format_schedule(stats.schedule([long, long])).endswith(
+    assert wording.format_schedule(stats.schedule([long, long])).endswith(
         "at steps 0, 20, 40, 60, 80, 100, 120, 140 and 7 more"
     )
 
@@ -151,4 +154,4 @@ def test_a_schedule_counts_collections_not_steps_that_hold_one():
     assert a.counts == [40, 40]
     assert b.counts == [20, 20]
     assert a.at == b.at
-    assert stats.format_schedule(a).startswith("40 full collections in every repeat of 40 steps, at steps 0, 2, 4")
+    assert wording.format_schedule(a).startswith("40 full collections in every repeat of 40 steps, at steps 0, 2, 4")

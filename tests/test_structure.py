@@ -208,6 +208,33 @@ def test_git_runs_in_running_only():
     assert not [p.name for p in (ROOT / "analysing").glob("*.py") if "subprocess" in _imports(p)]
 
 
+def _functions(path: pathlib.Path) -> list[ast.FunctionDef]:
+    return [n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.FunctionDef)]
+
+
+def test_numbers_are_worded_in_one_place_and_statistics_word_nothing():
+    """Issue 68, item 5: the statistics compute (no function of analysing/stats.py returns
+    text); how a number, a range, a schedule reads is `core/wording.py`'s, an interval's
+    `publishing/interval_text.py`'s; the verdict's sentences and every whole text (a
+    comparison, a bisect, an explanation, a cell) are publishing's; no other module
+    defines a number formatter of its own."""
+    said = [n.name for n in _functions(ROOT / "analysing" / "stats.py")
+            if n.returns is not None and "str" in ast.unparse(n.returns)]
+    assert said == []
+    formatters = sorted(f"{p.relative_to(ROOT)}:{n.name}" for p in ROOT.rglob("*.py") for n in _functions(p)
+                        if n.name in {"fmt", "fmt_signed", "fmt_range", "fmt_ci", "fmt_paren", "fmt_values",
+                                      "format_schedule", "short_schedule"})
+    assert formatters == ["core/wording.py:fmt", "core/wording.py:fmt_range", "core/wording.py:fmt_signed",
+                          "core/wording.py:format_schedule", "core/wording.py:short_schedule",
+                          "publishing/interval_text.py:fmt_ci", "publishing/interval_text.py:fmt_paren",
+                          "publishing/interval_text.py:fmt_values"]
+    assert not (ROOT / "analysing" / "verdict.py").exists()
+    # analysis hands records to publishing, which renders them whole: no text renderer is left there
+    renderers = sorted(f"{p.name}:{n.name}" for p in (ROOT / "analysing").glob("*.py") for n in _functions(p)
+                       if n.name.startswith(("format_", "describe_user", "describe_coll", "describe_expl")))
+    assert renderers == []
+
+
 def loaded_by(statement: str, names: tuple[str, ...]) -> set[str]:
     """The gcbench modules, and those of `names`, that a fresh interpreter holds after `statement`."""
     probe = (f"import sys; {statement}; print(' '.join(sorted(m for m in sys.modules "
@@ -235,7 +262,7 @@ def test_gcbench_measure_loads_only_what_a_probe_needs_before_the_loop():
     hundreds to thousands of objects), nor `_ctypes` (220), `math` (55) or gcbench's errors
     in a loop that makes none; the rest loads after the loop, when a result is asked for.
     Where the process has loaded ctypes itself (numpy does), the C allocator is read."""
-    heavy = ("numpy", "jsonschema", "typing", "threading", "filelock", "tomllib", "tomli", "scipy", "_ctypes", "math")
+    heavy = ("numpy", "msgspec", "typing", "threading", "filelock", "tomllib", "tomli", "scipy", "_ctypes", "math")
     loaded = loaded_by("import gcbench; m = gcbench.measure('x')\nwith m:\n    with m.step(): pass", heavy)
     assert {"gcbench.user_loop", "gcbench.measuring.probe", "gcbench.measuring.gc_watch"} <= loaded
     assert not loaded & set(heavy), sorted(loaded & set(heavy))
@@ -243,12 +270,13 @@ def test_gcbench_measure_loads_only_what_a_probe_needs_before_the_loop():
     assert not {m for m in loaded if m.startswith(("gcbench.analysing", "gcbench.publishing", "gcbench.running"))}
     assert "gcbench.measuring.diagnose" not in loaded  # explaining only
     after = loaded_by("import gcbench; m = gcbench.measure('x')\nwith m:\n    with m.step(): pass\nm.result()",
-                      ("numpy", "jsonschema"))
+                      ("numpy", "msgspec"))
     assert {"numpy", "gcbench.measuring.results"} <= after
-    assert "jsonschema" not in after  # a result still in memory is not checked against the schema (issue 66)
+    assert "msgspec" not in after  # a result still in memory is not checked against its types (issue 66)
     saved = loaded_by("import gcbench, tempfile; m = gcbench.measure('x')\nwith m:\n    with m.step(): pass\n"
-                      "m.save(tempfile.mkdtemp())", ("jsonschema",))
-    assert "jsonschema" in saved  # one written is
+                      "m.save(tempfile.mkdtemp())", ("msgspec", "jsonschema"))
+    assert "msgspec" in saved  # one written is, by msgspec alone (issue 68)
+    assert "jsonschema" not in saved
 
 
 def test_every_command_s_parser_is_built_without_scipy():

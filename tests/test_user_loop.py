@@ -496,7 +496,8 @@ def test_a_loop_that_turns_the_collector_off_names_the_line(tmp_path):
     """Issue 55: a loop that calls gc.disable() inside its timed steps was labelled
     `default` and nothing said the collector was off; the line that turned it off is named,
     and the verdict says it."""
-    from gcbench.analysing import summary, verdict
+    from gcbench.analysing import summary
+    from gcbench.publishing import verdict
 
     def loop():
         with gcbench.measure("trainer") as m:

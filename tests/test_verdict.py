@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gcbench.analysing import summary, verdict
+from gcbench.analysing import summary
+from gcbench.publishing import verdict
 from simulate import docs
 
 

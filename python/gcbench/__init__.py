@@ -17,7 +17,7 @@ from .core import machineload as _machineload
 # read over the time since (`measure`, core.machineload.over_window), never by waiting after it
 _IMPORTED = _machineload.snapshot(family=False)
 
-# Everything else loads when first used (numpy, jsonschema and scipy take most of a second):
+# Everything else loads when first used (numpy, msgspec and scipy take most of a second):
 # `import gcbench` and the command line start at once, Ctrl-C in their first second finds
 # gcbench's own handler, and a measured loop's heap holds only what `measure` needs
 # (benchmarks/schedule_footprint.py). (`measure` lives in `user_loop`: a submodule named `measure` would

@@ -25,11 +25,13 @@ import traceback
 # a run measures, to be made on purpose with its own measurements, not as a side effect
 # of moving modules. (The imports below keep the order they had; scipy.stats and
 # scipy.optimize came with the explanation's statistics, which now import them when first
-# used, so they are imported here, where the worker has always held them.)
+# used, so they are imported here, where the worker has always held them; so is the
+# statistics module, which the explanation imported for the wording of its numbers before
+# that moved to core.wording.)
 import scipy.optimize
 import scipy.stats  # noqa: F401
 
-from .analysing import gc_causes  # noqa: F401
+from .analysing import gc_causes, stats  # noqa: F401
 from .core.errors import UsageError
 from .measuring import diagnostic_run, results
 from .measuring.cell import Cell

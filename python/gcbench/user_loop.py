@@ -574,15 +574,16 @@ class Measurement:
         if not self._timed.steps:
             return f"<{head}: no timed step yet>"
         from .analysing import summary
+        from .publishing import summary_text
 
         doc = self.result(lists=False)  # once: the row and the counts by generation read the same result
         by_generation = [int(n) for n in summary.collections_by_generation(doc)]
-        text = f"{head}: {summary.describe_user_loop(self._summary(doc), by_generation)}"
+        text = f"{head}: {summary_text.describe_user_loop(self._summary(doc), by_generation)}"
         if not self.explain:
             return text
-        from .analysing import gc_causes  # explaining: what it found, under the (disturbed) figures
+        from .publishing import explanation_text  # explaining: what it found, under the (disturbed) figures
 
-        return f"{text} [explain: timings disturbed]\n{gc_causes.format_text(self.explanation())}"
+        return f"{text} [explain: timings disturbed]\n{explanation_text.format_text(self.explanation())}"
 
     def save(self, folder: str | os.PathLike | None = None) -> pathlib.Path:
         """Write the result into `folder` as the next repeat of this loop; return its path.

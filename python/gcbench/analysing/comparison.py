@@ -12,7 +12,7 @@ from typing import Any, ClassVar, TypedDict
 
 import numpy as np
 
-from ..core import metadata, terminal
+from ..core import metadata, wording
 from ..core.errors import UsageError, did_you_mean
 from ..measuring import results
 from ..measuring.results import ResultDoc
@@ -364,7 +364,7 @@ def _test_ratio(metric: str, key: str, va: RepeatValues, vb: RepeatValues, min_e
     why = _too_few(va, vb, paired)
     if why:
         def values(v):
-            return ", ".join(stats.fmt(x) for x in v.per_repeat(key))
+            return ", ".join(wording.fmt(x) for x in v.per_repeat(key))
         if load_margin:
             return _not_judged(metric, ga, gb, gb / ga, min_effect, f"{untimed_why[1]}; {why}")  # type: ignore[index]
         return Test(metric, ga, gb, gb / ga, None, None, min_effect, f"{why}: A {values(va)}, B {values(vb)}")
@@ -509,11 +509,11 @@ def test_full(va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: floa
     those calls, the window counts are compared (`_test_count`, within the phase); what
     moved them is then judged by the rates behind them (promotions, objects kept)."""
     sa, sb = va.schedule, vb.schedule
-    note = f"{stats.format_schedule(sa)}, against {stats.format_schedule(sb)}"
+    note = f"{wording.format_schedule(sa)}, against {wording.format_schedule(sb)}"
     ea, eb = va.explicit, vb.explicit
     if ea or eb:  # gc.collect() calls, told apart from the collector's own
         def full(e):
-            return stats.fmt(e.per_repeat[-1]) if e else "0"
+            return wording.fmt(e.per_repeat[-1]) if e else "0"
         note += f"; explicit (gc.collect()) full collections per repeat {full(ea)} against {full(eb)}"
     if not _periods_apply(va, vb):
         return _test_count("full_rate", sa, sb, va, vb, "full_per_1000", note, min_effect, alpha,
@@ -568,11 +568,11 @@ def _period_rule(va: RepeatValues, vb: RepeatValues) -> tuple[str, str, str]:
     ratio = heap_b / heap_a if heap_a and heap_b else 1.0
 
     def said(lo, hi, known):
-        return (f"{stats.fmt(lo)}" if lo == hi else f"{stats.fmt(lo)}-{stats.fmt(hi)}") if known else \
-            f"at least {stats.fmt(lo)}"
-    heaps = f" (oldest generation {stats.fmt(heap_a)} -> {stats.fmt(heap_b)} objects)" if heap_a and heap_b else ""
+        return (f"{wording.fmt(lo)}" if lo == hi else f"{wording.fmt(lo)}-{wording.fmt(hi)}") if known else \
+            f"at least {wording.fmt(lo)}"
+    heaps = f" (oldest generation {wording.fmt(heap_a)} -> {wording.fmt(heap_b)} objects)" if heap_a and heap_b else ""
     period = f"a full collection every {said(lo_a, hi_a, known_a)} -> {said(lo_b, hi_b, known_b)} steps"
-    words = f"{period}{heaps}, grain {stats.fmt(grain)} steps"
+    words = f"{period}{heaps}, grain {wording.fmt(grain)} steps"
     bound_a = lo_a if known_a else lo_a / CENSORED_SLACK
     bound_b = lo_b if known_b else lo_b / CENSORED_SLACK
     # each side's period is read to within one grain (where its phase rounds it), so two
@@ -591,8 +591,8 @@ def test_collections(va: RepeatValues, vb: RepeatValues, min_effect: float, alph
     phase), each full collection may also have moved the young counter by
     PHASE_YOUNG_PER_FULL collections, wherever it fell."""
     sa, sb = va.all_collections, vb.all_collections
-    note = (f"{stats.format_schedule(sa, 'collections')} ({'/'.join(map(str, va.per_generation))} by generation), "
-            f"against {stats.format_schedule(sb, 'collections')} "
+    note = (f"{wording.format_schedule(sa, 'collections')} ({'/'.join(map(str, va.per_generation))} by generation), "
+            f"against {wording.format_schedule(sb, 'collections')} "
             f"({'/'.join(map(str, vb.per_generation))})")
     allowance = tuple([PHASE_YOUNG_PER_FULL * f if full_alike else 0 for f in v.schedule.counts]
                       for v in (va, vb))
@@ -614,7 +614,7 @@ def test_pressure(va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: 
     if objects and (va.any_collector_off or vb.any_collector_off):
         ma, mb = float(np.mean(a)), float(np.mean(b))
         return Test("pressure", ma, mb, mb - ma, None, None, 0.0,
-                    f"{stats.fmt(ma)} -> {stats.fmt(mb)} tracked objects a step; not judged: the collector was off "
+                    f"{wording.fmt(ma)} -> {wording.fmt(mb)} tracked objects a step; not judged: the collector was off "
                     "on a side (nothing resets the young count it is read from)")
     return _test_rate("pressure", va, vb, "pressure", f"{va.pressure_unit} a step",
                       PRESSURE_RESOLUTION if objects else Resolution(0.0, PRESSURE_RESOLUTION.share), alpha)
@@ -669,7 +669,7 @@ def _test_rate(metric: str, va: RepeatValues, vb: RepeatValues, key: str, unit: 
     xa, xb = np.asarray(a, np.float64), np.asarray(b, np.float64)
     ma, mb = float(xa.mean()), float(xb.mean())
     margin = resolution.margin(ma, mb)
-    note = f"{stats.fmt(ma)} -> {stats.fmt(mb)} {unit}"
+    note = f"{wording.fmt(ma)} -> {wording.fmt(mb)} {unit}"
     if len(set(a)) == 1 and len(set(b)) == 1:  # the same in every repeat: a fact of each side
         return Test(metric, ma, mb, mb - ma, (mb - ma, mb - ma), None, margin, note, True)
     paired = paired_rounds(va, vb)
@@ -1259,48 +1259,6 @@ def compare_dirs(dir_a, dir_b, min_effect: float = MIN_EFFECT, alpha: float = AL
     return out
 
 
-def _change(t: Test) -> str:
-    """The effect with its interval, in the interval's own words."""
-    if t.effect is None:
-        return "-"
-    if t.metric == "gc_share":
-        text = f"{100 * t.effect:+.2f} pp"
-        return text + (f" ({100 * t.ci[0]:+.2f}..{100 * t.ci[1]:+.2f})" if t.ci and not t.exact else "")
-    if t.metric in ("full_rate", "collections"):
-        return f"{stats.fmt_signed(t.effect)}" + ("" if t.exact or not t.ci else
-                                                    f" ({stats.fmt_signed(t.ci[0])}..{stats.fmt_signed(t.ci[1])})")
-    text = f"{100 * (t.effect - 1):+.1f} %"
-    if t.ci:
-        text += f" ({100 * (t.ci[0] - 1):+.0f}..{100 * (t.ci[1] - 1):+.0f})"
-    return text
-
-
-def levels(c: Comparison) -> str:
-    """The level of the printed intervals, in words."""
-    lv = {round(100 * t.level, 2) for r in c.rows for t in r.tests if t.p is not None}
-    return f"{'/'.join(f'{x:g}' for x in sorted(lv))} %" if lv else f"{100 * (1 - c.alpha):g} %"
-
-
-def format_detectable(d: Detectable | None) -> str:
-    if d is None:
-        return "smallest detectable change: needs 2 or more repeats per cell"
-    one = f"{100 * d.single:.0f} %" if d.single is not None else "none below 100x"
-    apart = (f" and each run's own level ({100 * d.run_sd:.1f} %: the two sides are two runs apart)"
-             if d.run_sd else "")
-    text = (f"smallest change of a median detected with 80 % power at {d.repeats} repeats per cell and the "
-            f"spread measured here ({100 * d.spread:.1f} % between repeats){apart}: {one} for one test")
-    if d.needed:
-        text += f"; {d.needed} repeats per cell would detect {100 * POWER_TARGET:.0f} %"
-    elif d.run_sd and (d.single is None or d.single > POWER_TARGET):
-        floor = f"{100 * d.floor:.0f} %" if d.floor is not None else "none"
-        text += (f"; no number of repeats detects {100 * POWER_TARGET:.0f} % across two runs (the floor is {floor}): "
-                 "measure both sides in one run (--env BASE --env HEAD, then compare --base/--head)")
-    if d.tests > 1:
-        many = f"{100 * d.corrected:.0f} %" if d.corrected is not None else "none below 100x"
-        text += f", {many} for one change among {d.tests} tests"
-    return text
-
-
 def _short_change(t: Test) -> str:
     if t.effect is None:
         return "no change measured"
@@ -1312,7 +1270,7 @@ def _short_change(t: Test) -> str:
     if t.metric == "full_rate" and t.period:
         return t.period
     if t.metric in ("full_rate", "collections"):
-        return f"{stats.fmt_signed(t.effect)} per 1,000 steps"
+        return f"{wording.fmt_signed(t.effect)} per 1,000 steps"
     if t.load_margin:  # a large change on a loaded machine: as a factor
         return f"{t.effect:.2f} x"
     return f"{100 * (t.effect - 1):+.0f} %"
@@ -1321,8 +1279,8 @@ def _short_change(t: Test) -> str:
 def _phase_words(t: Test) -> str:
     """`full collections 1 -> 2 a repeat` for a count that the schedule's phase explains."""
     if t.per_repeat is None:
-        return f"{NAMES[t.metric]} {stats.fmt(t.a)} -> {stats.fmt(t.b)} per 1,000 steps"
-    return f"{NAMES[t.metric]} {stats.fmt(t.per_repeat[0])} -> {stats.fmt(t.per_repeat[1])} a repeat"
+        return f"{NAMES[t.metric]} {wording.fmt(t.a)} -> {wording.fmt(t.b)} per 1,000 steps"
+    return f"{NAMES[t.metric]} {wording.fmt(t.per_repeat[0])} -> {wording.fmt(t.per_repeat[1])} a repeat"
 
 
 def overall(tests: list[Test]) -> str:
@@ -1366,7 +1324,7 @@ def _measured_words(t: Test) -> str:
         return f"{NAMES[t.metric]} {100 * t.a:.2f} -> {100 * (t.b or 0.0):.2f} % measured"
     if t.ratio_metric:
         return f"{NAMES[t.metric]} {t.effect:.3g} x measured"
-    return f"{NAMES[t.metric]} {stats.fmt(t.a)} -> {stats.fmt(t.b)} measured"
+    return f"{NAMES[t.metric]} {wording.fmt(t.a)} -> {wording.fmt(t.b)} measured"
 
 
 # A change that costs the collector work and buys memory (a periodic gc.collect() that
@@ -1435,90 +1393,3 @@ def _trade(tests: list[Test]) -> str:
     if memory == "more memory" and any(t.verdict in ("faster", "faster run") for t in tests):
         phrases.append("memory for time")
     return f": a trade, {', '.join(phrases)}" if phrases else ""
-
-
-def _counts(f: Test, colls: Test) -> tuple[str, str]:
-    return f"{stats.fmt(f.a)}->{stats.fmt(f.b)}", f"{stats.fmt(colls.a)}->{stats.fmt(colls.b)}"
-
-
-def machine_lines(c: Comparison) -> list[str]:
-    """One line per reason the machine kept times from being judged (a loaded machine,
-    another kind of machine), with what still is judged."""
-    reasons = {r.cell: t.not_judged for r in c.rows for t in r.tests if t.not_judged}
-    if not reasons:
-        return []
-    other = [w for w in reasons.values() if w.startswith("other machine")]
-    loaded = [w for w in reasons.values() if w.startswith("loaded machine")]
-    lines = []
-    if other:
-        lines.append(f"times are not compared across kinds of machine ({other[0].split(': ', 1)[1]}): collection "
-                     "counts are, within the phase a different starting heap gives their schedules, and the "
-                     "allocations per step exactly")
-    if loaded:
-        lines.append(f"times not judged in {len(loaded)} of {len(c.rows)} cells ({loaded[0]}"
-                     + (", and alike in the others" if len(loaded) > 1 else "")
-                     + "): counts are judged, and a time only where it changed by more than load alone moves "
-                       f"it (median and mean step at least x{LOAD_MARGIN['median']:g}, more under CPU pressure; GC "
-                       f"share in CPU time x{LOAD_MARGIN['gc_share']:g})")
-    return lines
-
-
-def _comparison_row(r: PairRow) -> list[str]:
-    """One cell's row of the comparison table: counts A->B, then the times and their changes."""
-    by = {t.metric: t for t in r.tests}
-    m, g, f, mean, colls = by["median"], by["gc_share"], by["full_rate"], by["mean"], by["collections"]
-    pressure = by.get("pressure")
-    cpu = " cpu" if g.note.startswith("in CPU time") else ""
-    return [r.cell + (" (forced)" if r.forced else "") + (" (paired by round)" if m.paired else ""),
-            *_counts(f, colls), f"{stats.fmt(pressure.a)}->{stats.fmt(pressure.b)}" if pressure else "-",
-            f"{100 * (g.a or 0.0):.2f}->{100 * (g.b or 0.0):.2f}{cpu}",
-            f"{stats.fmt(m.a)}->{stats.fmt(m.b)}", _change(m) if not m.not_judged else NOT_JUDGED,
-            f"{stats.fmt(mean.a)}->{stats.fmt(mean.b)}", _change(mean) if not mean.not_judged else NOT_JUDGED]
-
-
-def _comparison_words(r: PairRow) -> str:
-    """One cell's verdicts in words, under its row."""
-    by = {t.metric: t for t in r.tests}
-    f, memory = by["full_rate"], by.get("peak_rss")
-    words = r.summary or overall(r.tests)
-    why = next((t.note for t in r.tests[:1] if t.note and t.verdict == "inconclusive" and t.p is None), "")
-    extra = f"; peak memory {stats.fmt(memory.a)}->{stats.fmt(memory.b)} MiB {_change(memory)}" if memory else ""
-    return (f"  {words}" + (f" ({why})" if why else "") +
-            (" (full collections exact: fixed schedules)" if f.exact and not f.phase and (f.a or f.b) else "") + extra)
-
-
-def _what_was_tested(c: Comparison) -> str:
-    """What was tested, and how: the metrics, the correction and the intervals' levels."""
-    named = ", ".join(NAMES[m] for m in SAID_ORDER if any(t.metric == m for r in c.rows for t in r.tests))
-    if not named:
-        return "nothing tested"
-    return (f"tests of the {named}: {c.tests} with a p-value, corrected together (Benjamini-Hochberg, false "
-            f"discovery rate {c.alpha:g}); intervals at {levels(c)} (false coverage rate {c.alpha:g})")
-
-
-def format_comparison(c: Comparison) -> str:
-    """The comparison as a table, counts first: per cell, full collections and collections
-    per 1,000 steps, the GC share, then the typical step (median) and the time a run takes
-    (mean step) with their changes and intervals, then the cell's verdicts in words: the
-    answer first. After it, where the machine did not allow times to be judged, one line
-    says so; the method; the smallest detectable change and what was refused or left out."""
-    head = ["cell", "full/1000 A->B", "colls/1000 A->B", "allocs/step A->B", "GC % A->B", "median ms A->B",
-            "median change (CI)", "mean ms A->B", "mean change (CI)"]
-    body = [_comparison_row(r) for r in c.rows]
-    verdicts = [_comparison_words(r) for r in c.rows]
-    # the table and its verdicts first (the command's answer), then what they rest on
-    # too wide for the terminal: the A->B values go before the changes and their intervals
-    lines = terminal.table(head, body, drop=(7, 5, 3, 2, 4),
-                           extra={i: [terminal.wrap(w.strip(), "  ", "    ")] for i, w in enumerate(verdicts)})
-    if not body:
-        lines.append("(no cell ran ok in both folders)")
-    lines += [terminal.wrap(x) for x in machine_lines(c)]
-    lines.append(terminal.wrap("repeats are the unit; counts first (exact where schedules are fixed); "
-                               f"{_what_was_tested(c)}; minimum effect {100 * c.min_effect:g} %"))
-    if body and any(t.metric == "median" and not t.not_judged for r in c.rows for t in r.tests):
-        lines.append(terminal.wrap(format_detectable(c.detectable)))
-    if c.refused:
-        lines.append("refused (settings differ; --force compares them anyway):")
-        lines += [terminal.wrap(x, "  ", "    ") for x in c.refused]
-    lines += [terminal.wrap(x) for x in c.notes]
-    return "\n".join(lines)

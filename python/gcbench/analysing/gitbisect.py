@@ -255,26 +255,6 @@ def change(tab: CommitTable) -> str:
     return lower if tab.better else higher
 
 
-def marker(tab: CommitTable) -> str:
-    """What the first commit with the change is called: "first bad" for a regression; for an
-    improvement what it brought, "fewer full collections" (never "bad")."""
-    return change(tab) if tab.better else "first bad"
-
-
-def decision_text(tab: CommitTable, row: CommitRow) -> str:
-    """A row's decision as a reader takes it, the first commit with the change marked."""
-    shown = shown_decision(tab, row.decision)
-    return f"{shown} ({marker(tab)})" if row.sha == tab.first_bad else shown
-
-
-def shown_decision(tab: CommitTable, decision: str) -> str:
-    """A row's decision as a reader takes it: good/bad for a regression, before/after the
-    change for an improvement (where "bad" would call the fix a regression)."""
-    if not tab.better:
-        return decision
-    return decision.replace("good", "before").replace("bad", "after")
-
-
 def _endpoints(metric: Metric, good: tuple, bad: tuple) -> tuple[str, bool]:
     """Whether the endpoints (each (commit, row or None)) ran and differ, in words."""
     (gc, g), (bc, b) = good, bad
@@ -335,25 +315,3 @@ def docs_by_env(docs: list[ResultDoc]) -> dict[str, list[ResultDoc]]:
         if env:
             out.setdefault(env, []).append(d)
     return out
-
-
-def format_table(tab: CommitTable, culprit: Culprit | None = None) -> str:
-    lines = [f"commit bisect of {tab.package} on {tab.cell}: {tab.metric_title}"
-             + (f" ({tab.unit})" if tab.unit else ""), ""]
-    head = f"{'commit':<10} {'date':<10} {'value':>10}  {'per repeat':<24} {'decision':<16} subject"
-    lines += [head, "-" * len(head)]
-    for r in tab.rows:
-        value = "-" if r.value is None else f"{r.value:.3g}"
-        per = ", ".join(f"{v:.3g}" for v in r.per_repeat) or (r.why_not or "")[:24]
-        mark = f" <- {marker(tab)}" if r.sha == tab.first_bad else ""
-        lines.append(f"{r.sha[:9]:<10} {r.date:<10} {value:>10}  {per[:24]:<24} {shown_decision(tab, r.decision):<16} "
-                     f"{r.subject[:60]}{mark}")
-    lines += ["", f"endpoints: {tab.endpoints}",
-              f"builds: {tab.builds} for {tab.commits_between} commits (at most {tab.max_builds})"]
-    if tab.first_bad and culprit:
-        lines += ["", f"{marker(tab)} from commit {tab.first_bad}" if tab.better else
-                  f"first bad commit: {tab.first_bad}", *("    " + x for x in culprit.message.splitlines()),
-                  "files changed: " + ", ".join(culprit.files)]
-    elif tab.unresolved:
-        lines.append(tab.unresolved)
-    return "\n".join(lines)

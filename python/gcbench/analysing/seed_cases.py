@@ -10,7 +10,7 @@ import dataclasses
 import math
 from typing import Any, ClassVar
 
-from ..core import files, records
+from ..core import files, records, wording
 from ..core.errors import UsageError
 from ..measuring import program_memory, results
 from ..measuring.results import ResultDoc
@@ -146,7 +146,7 @@ def _why_not(cs, missing: str) -> str:
     return reason.splitlines()[0] if reason else missing
 
 
-def _ci(v: float, ci, fmt=stats.fmt, values=None) -> str:
+def _ci(v: float, ci, fmt=wording.fmt, values=None) -> str:
     """`10.3 (95 % 9.87-10.8)`; without an interval, the per-process values where given."""
     if ci:
         return f"{fmt(v)} (95 % {fmt(ci[0])}-{fmt(ci[1])})"
@@ -182,7 +182,7 @@ def equinox_rows(cells: dict, calibration: dict) -> list[Row]:
         of = off.stats.full
         gone = of.schedule.constant and of.count == 0
         rows.append(Row("disabling the collector removes the spikes", "\"disabling the garbage collector solves this\"",
-                        f"under disable: {stats.format_schedule(of.schedule)}, max/median "
+                        f"under disable: {wording.format_schedule(of.schedule)}, max/median "
                         f"{off.stats.max_over_median:.1f} against {s.max_over_median:.1f} under default", "-",
                         verdict(of.count < s.full.count, established=gone and s.full.count > 0)))
     return rows
@@ -192,11 +192,11 @@ def _spike_row(f: stats.EventSummary) -> Row:
     """A step with a full collection against the steps around it, against the seed's 50/8 ms."""
     claim = "a step with a full collection, against the steps around it"
     if not (f.count and f.ratio is not None):
-        return Row(claim, "50 ms / 8 ms = 6.2 x", stats.format_schedule(f.schedule), "-", "not",
+        return Row(claim, "50 ms / 8 ms = 6.2 x", wording.format_schedule(f.schedule), "-", "not",
                    "equinox-filter made no full collection here")
     ci = f.ratio_ci
     up = (ci[0] if ci else f.ratio) > 1
-    measured = f"{_ci(f.ratio, ci, _x)} x ({stats.format_schedule(f.schedule)})"
+    measured = f"{_ci(f.ratio, ci, _x)} x ({wording.format_schedule(f.schedule)})"
     if ci is None:  # a figure from fewer than 3 processes is not judged: the direction only
         return Row(claim, "50 ms / 8 ms = 6.2 x", measured, f"{f.ratio / 6.25:.2f}", "partly" if up else "not",
                    f"no interval from fewer than {stats.MIN_PROCESSES} repeats: only the direction is judged")
@@ -211,8 +211,8 @@ def _partition_row(filt, part) -> Row:
     how = "exact: fixed schedules" if t.exact else (f"p = {t.p:.2g}" if t.p is not None else t.note)
     return Row("eqx.partition + jax.jit makes the spikes rarer than eqx.filter_jit",
                "\"much fewer and farther between\"",
-               f"equinox-partition: {stats.format_schedule(vb.schedule)}; equinox-filter: "
-               f"{stats.format_schedule(va.schedule)} ({how})",
+               f"equinox-partition: {wording.format_schedule(vb.schedule)}; equinox-filter: "
+               f"{wording.format_schedule(va.schedule)} ({how})",
                "-" if not t.a or t.b is None else f"{t.b / t.a:.2f}",
                verdict(t.a is not None and t.b is not None and t.b < t.a, established=t.verdict.startswith("fewer")))
 
@@ -222,10 +222,10 @@ def _nnx_row(nf: stats.EventSummary) -> Row:
     claim = "Flax NNX: small spikes, each followed by a spike down that compensates; not the Equinox behaviour"
     seed = "\"after every spike up, you get a corresponding spike down\""
     if not (nf.count and nf.after_ratio is not None and nf.ratio is not None):
-        return Row(claim, seed, stats.format_schedule(nf.schedule), "-", "not", "NNX made no full collection here")
+        return Row(claim, seed, wording.format_schedule(nf.schedule), "-", "not", "NNX made no full collection here")
     aci = nf.after_ratio_ci
     dip = (aci[1] if aci else nf.after_ratio) < 1
-    return Row(claim, seed, f"{stats.format_schedule(nf.schedule)}; such a step "
+    return Row(claim, seed, f"{wording.format_schedule(nf.schedule)}; such a step "
                f"{_ci(nf.ratio, nf.ratio_ci, _x)} x the steps around it, the step after it "
                f"{_ci(nf.after_ratio, aci, _x)} x", "-",
                verdict(nf.after_ratio < 1, established=dip),
@@ -257,9 +257,9 @@ def _flux_mlp_rows(flux_mlp, julia_reason: str | None) -> list[Row]:
         rows.append(Row(*step_claim, f"{_ci(s.median_ms, s.median_ci_ms)} ms", f"{s.median_ms / 1.0:.2f}",
                         verdict(True, 1.0, s.median_ms, s.median_ci_ms)))
         every = f.every
-        rows.append(Row(*sweep_claim, (f"{stats.format_schedule(f.schedule, 'full sweeps')}, one every "
-                                       f"{stats.fmt(every)} steps, +{stats.fmt(f.extra_ns / 1e6)} ms")
-                        if f.count else stats.format_schedule(f.schedule, "full sweeps"),
+        rows.append(Row(*sweep_claim, (f"{wording.format_schedule(f.schedule, 'full sweeps')}, one every "
+                                       f"{wording.fmt(every)} steps, +{wording.fmt(f.extra_ns / 1e6)} ms")
+                        if f.count else wording.format_schedule(f.schedule, "full sweeps"),
                         f"{every / 4:.2f}" if every else "-", verdict(bool(f.count), 4.0, every)))
     else:
         why = julia_reason or _why_not(flux_mlp, "not in the plan")
@@ -296,8 +296,8 @@ def jax_context(cells: dict) -> list[list[str]]:
             if cs is None or not cs.ok:
                 continue
             s = cs.stats
-            out.append([f"{backend}/{workload}", f"{cs.docs[0].networks}", f"{stats.fmt(s.median_ms)}",
-                        f"{100 * s.gc_share:.3f}", stats.short_schedule(s.full.schedule)])
+            out.append([f"{backend}/{workload}", f"{cs.docs[0].networks}", f"{wording.fmt(s.median_ms)}",
+                        f"{100 * s.gc_share:.3f}", wording.short_schedule(s.full.schedule)])
     return out
 
 
@@ -425,16 +425,3 @@ def load(folder) -> Reproduction | None:
     if not ok:
         raise UsageError(f"{path}: not a gcbench reproduction document")
     return records.from_json(doc, Reproduction, str(path))
-
-
-def format_text(doc: Reproduction) -> str:
-    lines = []
-    for case in doc.cases:
-        lines.append(f"{case.name} (seed {case.seed})")
-        for r in case.rows:
-            lines.append(
-                f"  {r.verdict:<11} {r.claim}: seed {r.seed_value}; here {r.measured}"
-                + (f"; ratio {r.ratio}" if r.ratio != "-" else "")
-                + (f" ({r.reason})" if r.reason else "")
-            )
-    return "\n".join(lines)

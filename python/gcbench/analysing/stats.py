@@ -25,7 +25,6 @@ EVENT_WINDOW = 10  # an event step is compared with the steps up to this far on 
 DRIFT_MIN_EFFECT = 0.10  # first and last thirds of a repeat must differ by more than this ...
 DRIFT_P = 0.01  # ... and a long-memory test of their means must reject equality at this level
 DRIFT_HURST = 0.90  # the long memory that test assumes (committed repeats: median 0.81, upper quartile 0.86)
-SCHEDULE_SHOWN = 8  # steps of a schedule written out before "and N more"
 MIN_PROCESSES = 3  # no interval or p-value from fewer fresh processes: their values are shown instead
 
 
@@ -127,48 +126,6 @@ def per_1000(sched: Schedule) -> Estimate:
     the repeats (a constant schedule has no spread: its interval is the value itself)."""
     rates = [1000 * c / n for c, n in zip(sched.counts, sched.steps, strict=True) if n]
     return arithmetic(rates, bounds=(0.0, math.inf)) if rates else Estimate(math.nan, None, [])
-
-
-def format_schedule(sched: Schedule, what: str = "full collections") -> str:
-    """`4 full collections in every repeat of 300 steps, at steps 82, 145, 193, 236`;
-    `2, 3, 2 full collections in the repeats of 300 steps (7 in 900)` when they vary."""
-    counts, steps = sched.counts, sched.steps
-    of = f"{steps[0]:,} steps" if len(set(steps)) == 1 else f"{'/'.join(f'{n:,}' for n in steps)} steps"
-    if sched.repeats == 1:
-        return f"{counts[0]:,} {what[:-1] if counts[0] == 1 and what.endswith('s') else what} in {of} (one repeat)"
-    if not sched.total:
-        return f"no {what} in any repeat of {of}"
-    if not sched.constant:
-        each = ", ".join(f"{c:,}" for c in counts)
-        return f"{each} {what} in the repeats of {of} ({sched.total:,} in {sched.total_steps:,})"
-    head = f"{counts[0]:,} {what[:-1] if counts[0] == 1 and what.endswith('s') else what} in every repeat of {of}"
-    return head + _steps_said(sched)
-
-
-def _steps_said(sched: Schedule) -> str:
-    """Where a constant count's collections fell: ", at steps 82, 145, ..." where every
-    repeat had them at the same steps, " (at different steps)" where not, nothing where
-    the steps are not known."""
-    if sched.same_steps is None:
-        return ""
-    if not sched.same_steps:
-        return " (at different steps)"
-    at = sched.at or []
-    shown = ", ".join(str(s) for s in at[:SCHEDULE_SHOWN])
-    more = len(at) - SCHEDULE_SHOWN
-    return f", at step{'s' if len(at) > 1 else ''} {shown}" + (f" and {more} more" if more > 0 else "")
-
-
-def short_schedule(sched: Schedule) -> str:
-    """`4 in every repeat`, `2, 3, 2 per repeat`, `none`: a schedule for a table cell."""
-    counts = sched.counts
-    if not sched.total:
-        return "none"
-    if sched.repeats == 1:
-        return f"{counts[0]:,} (one repeat)"
-    if sched.constant:
-        return f"{counts[0]:,} in every repeat" + (", same steps" if sched.same_steps else "")
-    return f"{', '.join(f'{c:,}' for c in counts)} per repeat"
 
 
 def every(sched: Schedule) -> float | None:
@@ -436,57 +393,6 @@ def run_term(cells: list[list[list[float]]], level: float = 0.95, runs: int | No
                    math.sqrt(low), math.sqrt(high))
 
 
-# -- formatting ------------------------------------------------------------------------------------
-
-def fmt(x: float | None, digits: int = 3) -> str:
-    """A number for people: 3 significant digits, thousands separated above 1,000."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "-"
-    if isinstance(x, float) and math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    if abs(x) >= 1000:
-        return f"{x:,.0f}"
-    return f"{x:.{digits}g}"
-
-
-def fmt_signed(x: float) -> str:
-    """+112, -0.0746: a difference, with its sign."""
-    return ("+" if x >= 0 else "") + fmt(x)
-
-
-def fmt_range(lo: float, hi: float) -> str:
-    """`12.8-29.8`, or `-0.672 to 0.561` when a bound is negative (a dash would read as a minus)."""
-    return f"{fmt(lo)}{' to ' if min(lo, hi) < 0 else '-'}{fmt(hi)}"
-
-
-def fmt_paren(value: float, ci, scale: float = 1.0, values=None) -> str:
-    """`10.4 (10.1-10.8)`; without an interval, the values of the processes it rests on:
-    `10 (processes 7.5, 13.3)`, or `10.4 (one process)`."""
-    v = fmt(value * scale)
-    if ci is not None:
-        return f"{v} ({fmt_range(ci[0] * scale, ci[1] * scale)})"
-    return f"{v} ({fmt_values(values, scale)})"
-
-
-def fmt_values(values, scale: float = 1.0) -> str:
-    """`processes 7.5, 13.3` (the per-process values where too few give no interval), or
-    `one process`."""
-    if values is None or len(values) < 2:
-        return "one process"
-    return "processes " + ", ".join(fmt(x * scale) for x in values)
-
-
 def bounds(value: float, ci) -> tuple[float, float]:
     """The interval, or the value itself at both ends when there is none (for error bars)."""
     return (value, value) if ci is None else (ci[0], ci[1])
-
-
-def fmt_ci(ci, scale: float = 1.0, unit: str = "", level: float = LEVEL, values=None) -> str:
-    """`95 % 10.1-10.8 ms`; without an interval, the per-process values it would rest on."""
-    if ci is None:
-        return f"no interval from fewer than {MIN_PROCESSES} processes" + (
-            f" ({fmt_values(values, scale)}{(' ' + unit) if unit else ''})"
-            if values is not None and len(values) > 1
-            else ""
-        )
-    return f"{100 * level:g} % {fmt_range(ci[0] * scale, ci[1] * scale)}{(' ' + unit) if unit else ''}"

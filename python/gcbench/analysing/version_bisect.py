@@ -23,7 +23,7 @@ from ..measuring.backends import get_backend
 from ..measuring.results import ResultDoc
 from ..measuring.workloads import get_workload
 from ..running import venvs
-from . import comparison, stats, summary
+from . import comparison, summary
 
 _VERSION = re.compile(r"^[0-9][0-9A-Za-z.+!_-]*$")
 
@@ -301,67 +301,6 @@ def _first_change(rows: list[VersionRow], factor: float) -> str | None:
 
 def metric_value(name: str, doc: ResultDoc) -> float:
     return METRICS[name].of(doc)
-
-
-def _fmt(x: float) -> str:
-    return f"{x:.3g}" if abs(x) < 1000 else f"{x:,.0f}"
-
-
-def table_rows(tab: VersionTable, mark: str) -> tuple[list[str], list[list[str]]]:
-    """The table's header and rows as strings, for the terminal and the report alike. The
-    first change has `mark` after its change; a version that did not run has "-" for its
-    numbers and its status and reason in the last column."""
-    unit = "" if tab.unit == "x" else f" {tab.unit}"
-    own = tab.metric not in SHOWN_ANYWAY  # p99 and max/median get a column of their own
-    header = ["version", "python", "jax", "runs", "median ms", "mean ms", "GC %", "full/1000"] + \
-        ([f"{tab.metric}{unit}"] if own else []) + ["change"]
-    rows = []
-    for r in tab.rows:
-        first = [r.version, r.python or "-", r.packages.get("jax", "-"), f"{r.ok}/{r.runs}"
-                 + (f" ({r.used} used)" if r.used is not None and r.used < r.ok else "")]
-        if r.status != "ok" or r.value is None:
-            rows.append(first + ["-"] * (len(header) - 5) + [f"{r.status}: {r.reason or ''}"])
-            continue
-        rows.append(first + [_fmt(r.median_ms or 0.0), _fmt(r.mean_ms) if r.mean_ms is not None else "-",
-                             f"{r.gc_share_pct or 0.0:.2f}", f"{r.full_per_1000 or 0.0:.1f}"] +
-                    ([_fmt(r.value)] if own else []) + [_change(r) + (mark if r.first_change else "")])
-    return header, rows
-
-
-def _change(r: VersionRow) -> str:
-    """A row's change from the version before, and what backs it."""
-    if r.change is None:
-        return ""
-    return ("inf" if r.change == float("inf") else f"x{r.change:.2f}") + (
-        f" (p={r.p_adj:.2g})" if r.p_adj is not None else
-        " (exact: fixed schedules)" if r.exact else
-        f" (not judged: {r.not_judged})" if r.not_judged else
-        (f" (untested: fewer than {stats.MIN_PROCESSES} repeats)" if not r.tested else ""))
-
-
-def format_table(tab: VersionTable) -> str:
-    """The table as text, with the first change marked."""
-    header, rows = table_rows(tab, f"  <- first change > {tab.factor:g}x")
-    ran = [row for row in rows if row[4] != "-"]
-    widths = [max([len(h)] + [len(row[i]) for row in ran] + [len(row[i]) for row in rows if i < 4])
-              for i, h in enumerate(header)]
-
-    def fmt(cells):
-        # strict=False: a row without the first change's mark is one cell shorter than the header
-        return "  ".join(c.ljust(w) if i < 4 or i == len(header) - 1 else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=False))).rstrip()
-
-    out = [f"{tab.package} bisect of {tab.cell}: {tab.metric_title}", fmt(header)]
-    out += [fmt(row) if row[4] != "-" else fmt(row[:4]) + "  " + row[-1] for row in rows]  # a reason takes the rest
-    if tab.first_change is None:
-        out.append(
-            f"no version changes {tab.metric} by more than {tab.factor:g}x over the one before "
-            f"that the repeats show (exactly for fixed schedules, else by a test corrected by Benjamini-Hochberg "
-            f"at {tab.alpha:g})"
-        )
-    if tab.missing:
-        out.append(f"no results for {', '.join(tab.missing)}")
-    return "\n".join(out)
 
 
 def rebuild(tab: VersionTable, docs: list[ResultDoc]) -> VersionTable:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..analysing import comparison, stats, summary, verdict
-from ..core import terminal
+from ..analysing import comparison, summary
+from ..core import terminal, wording
 from ..flows.pipeline import RunOutcome
 from ..measuring import results
 from ..measuring.results import ResultDoc
+from ..publishing import comparison_text, interval_text, verdict
 
 
 def present(outcome: RunOutcome, out_fn: Callable[..., None]) -> None:
@@ -34,7 +35,7 @@ def present(outcome: RunOutcome, out_fn: Callable[..., None]) -> None:
         out_fn(terminal.wrap("smallest detectable change: none given, the repeats ran on a loaded machine (their "
                              "times are not judged); measure on a quiet machine for one"))
     else:
-        out_fn(terminal.wrap(comparison.format_detectable(comparison.detectable(ok_cells, comparison.ALPHA))))
+        out_fn(terminal.wrap(comparison_text.format_detectable(comparison.detectable(ok_cells, comparison.ALPHA))))
     out_fn(f"\n{len(docs)} runs in {seconds:.0f} s: {measured} ok, {failed} failed, "
            f"{len(docs) - measured - failed} unavailable; results in {out_dir}")
     if superseded:
@@ -75,7 +76,7 @@ def format_summary(docs: list[ResultDoc], cells: list[summary.CellSummary] | Non
             rows.append([cs.label, d.status, "", "", "", "", "", "", note])  # the columns below
             continue
         full = s.full
-        fr = stats.short_schedule(full.schedule) if full.count else "none"
+        fr = wording.short_schedule(full.schedule) if full.count else "none"
         flags = f"{len(s.flagged)} flagged" if s.flagged else ""
         host = f"{100 * s.host_share:.1f}" if s.host_share is not None else "-"
         share = f"{100 * verdict.share(s, cpu):.2f}"
@@ -88,10 +89,10 @@ def format_summary(docs: list[ResultDoc], cells: list[summary.CellSummary] | Non
                 fr,
                 share,
                 # a loaded machine's times are not judged: the value alone, no interval to read as one
-                stats.fmt(s.median_ms) if s.loaded else
-                stats.fmt_paren(s.median_ms, s.median_ci_ms, values=s.repeat_medians_ms),
-                stats.fmt(s.mean_ms),
-                stats.fmt(s.p99_ms),
+                wording.fmt(s.median_ms) if s.loaded else
+                interval_text.fmt_paren(s.median_ms, s.median_ci_ms, values=s.repeat_medians_ms),
+                wording.fmt(s.mean_ms),
+                wording.fmt(s.p99_ms),
                 host,
                 flags,
             ]

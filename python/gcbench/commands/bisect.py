@@ -47,6 +47,7 @@ def register(sub) -> None:
 def main(args) -> int:
     from ..analysing import version_bisect
     from ..flows import bisection
+    from ..publishing import bisect_text
 
     if args.git is not None or args.good is not None or args.bad is not None:
         return main_git(args)
@@ -71,7 +72,7 @@ def main(args) -> int:
         return code
     out = _common.Output(args.json)
     out()
-    out(version_bisect.format_table(tab))
+    out(bisect_text.release_table(tab))
     paths = pipeline.write_report(folder, None, 3.0, out_fn=out, bisect_table=tab) if args.report else None
     if args.json:
         _common.print_json({"results": str(folder), "bisect": records.to_json(tab),
@@ -104,6 +105,7 @@ def main_git(args) -> int:
     from ..analysing import gitbisect, version_bisect
     from ..flows import bisection
     from ..measuring import envspec
+    from ..publishing import bisect_text
     from ..running import gitrepo
 
     for name in ("git", "good", "bad"):
@@ -129,7 +131,7 @@ def main_git(args) -> int:
                                           lambda o: _outcome.present(o, _common.Output(True)))  # standard error
     words = _common.Output(args.json)
     words()
-    words(gitbisect.format_table(tab, culprit))
+    words(bisect_text.commit_table(tab, culprit))
     paths = pipeline.write_report(out, None, 3.0, out_fn=words) if args.report else None
     code = 0 if tab.endpoints_differ else 1
     if args.json:

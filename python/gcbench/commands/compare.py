@@ -8,7 +8,7 @@ import sys
 from ..analysing import comparison
 from ..core import records
 from ..core.errors import UsageError
-from ..publishing import archive
+from ..publishing import archive, comparison_text
 from . import _common
 
 
@@ -115,7 +115,7 @@ def main(args) -> int:
     if args.json:
         _common.print_json(records.to_json(c))
     else:
-        print(comparison.format_comparison(c))
+        print(comparison_text.format_comparison(c))
     if c.refused and not args.force:
         raise UsageError(
             f"{len(c.refused)} cells refused: their settings differ (listed above; --force compares them)"

@@ -7,6 +7,7 @@ from ..core.errors import UsageError
 from ..flows import pipeline
 from ..flows.options import ExplainOptions
 from ..measuring import diagnostic_run
+from ..publishing import explanation_text
 from ..running import config
 from . import _common
 
@@ -66,6 +67,6 @@ def main(args) -> int:
     if args.json:
         _common.print_json(explanation_records.to_json(expl))
     else:
-        print(gc_causes.format_text(expl))
+        print(explanation_text.format_text(expl))
         print(f"\nexplanation in {out_dir / gc_causes.FILE}")
     return 0

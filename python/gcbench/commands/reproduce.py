@@ -69,7 +69,7 @@ def main(args) -> int:
     if doc is None:
         return code
     out_fn()
-    out_fn(seed_cases.format_text(doc))
+    out_fn(_as_text(doc))
     out_fn(f"\nreproductions in {out_dir / seed_cases.FILE}")
     paths = None
     if args.report:
@@ -78,3 +78,18 @@ def main(args) -> int:
         _common.print_json({"results": str(out_dir), "exit_code": code, "reproductions": records.to_json(doc),
                             "report": _common.report_json(paths) if paths else None})
     return code
+
+
+def _as_text(doc: seed_cases.Reproduction) -> str:
+    """The reproduction as the terminal shows it: per seed case, each claim's verdict, the
+    seed's figure and this run's."""
+    lines = []
+    for case in doc.cases:
+        lines.append(f"{case.name} (seed {case.seed})")
+        for r in case.rows:
+            lines.append(
+                f"  {r.verdict:<11} {r.claim}: seed {r.seed_value}; here {r.measured}"
+                + (f"; ratio {r.ratio}" if r.ratio != "-" else "")
+                + (f" ({r.reason})" if r.reason else "")
+            )
+    return "\n".join(lines)

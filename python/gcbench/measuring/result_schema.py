@@ -22,13 +22,8 @@ def generate() -> dict:
     (`ResultDoc.to_doc`): it is optional, never null."""
     import msgspec
 
-    names = vars(results)  # what the annotations name, imported there only for type checkers
-    names.update(Meta=msgspec.Meta, NotRequired=_not_required())
-    try:
-        schema = msgspec.json.schema(results.ResultDoc)
-    finally:
-        for name in ("Meta", "NotRequired"):
-            names.pop(name)
+    results.in_scope()
+    schema = msgspec.json.schema(results.ResultDoc)
     record = schema["$defs"]["ResultDoc"]
     for key in results.ResultDoc.NOT_WRITTEN:
         del record["properties"][key]
@@ -45,16 +40,6 @@ def generate() -> dict:
             part.update(description=inspect.cleandoc(description))
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
             "title": "gcbench result document", **schema}
-
-
-def _not_required():
-    import typing
-
-    if hasattr(typing, "NotRequired"):  # Python 3.11 and later
-        return typing.NotRequired
-    import typing_extensions  # Python 3.10: msgspec reads typing_extensions' NotRequired too
-
-    return typing_extensions.NotRequired
 
 
 def text() -> str:

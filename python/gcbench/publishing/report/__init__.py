@@ -16,16 +16,16 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any
 
-from ...analysing import claims, gitbisect, stats, summary, verdict
+from ...analysing import claims, gitbisect, stats, summary
 from ...analysing.explanation_records import Explanation
 from ...analysing.seed_cases import Reproduction
 from ...analysing.version_bisect import VersionTable
-from ...core import files, metadata, records
+from ...core import files, metadata, records, wording
 from ...core.errors import UsageError
 from ...measuring import plans, program_memory, results
 from ...measuring.plans import Plan
 from ...measuring.results import ResultDoc
-from .. import archive
+from .. import archive, interval_text, verdict
 from . import environments, findings, plots, seed_section
 from . import why as why_section
 from .document import Bullets, Heading, Image, Para, Table, code, escape, natural_key, prose, to_html, to_markdown
@@ -214,7 +214,7 @@ def _jobs(docs: list[ResultDoc]) -> str | None:
 
 
 def _full_cell(s: summary.CellStats) -> str:
-    return stats.short_schedule(s.full.schedule)
+    return wording.short_schedule(s.full.schedule)
 
 
 def _full_cost(s: summary.CellStats) -> str:
@@ -222,8 +222,8 @@ def _full_cost(s: summary.CellStats) -> str:
     if not f.count or f.extra_ns is None or f.ratio is None:
         return "-"
     ci = f.extra_ci_ns
-    text = stats.fmt_signed(f.extra_ns / 1e6)
-    text += f" ({stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)})" if ci else ""
+    text = wording.fmt_signed(f.extra_ns / 1e6)
+    text += f" ({wording.fmt_range(ci[0] / 1e6, ci[1] / 1e6)})" if ci else ""
     return text + f", {f.ratio:.1f} x"
 
 
@@ -231,7 +231,7 @@ def _share_cell(s: summary.CellStats, cpu: bool) -> str:
     share = s.share(cpu)
     value, ci, per = share.value, share.ci, share.per_repeat
     return f"{100 * value:.2f}" + (f" ({100 * ci[0]:.2f}-{100 * ci[1]:.2f})" if ci else
-                                   f" ({stats.fmt_values(per, 100)})")
+                                   f" ({interval_text.fmt_values(per, 100)})")
 
 
 def summary_table(cells: list[summary.CellSummary]) -> Table:
@@ -257,14 +257,14 @@ def _times(s: summary.CellStats) -> tuple[str, str]:
     """A cell's median and mean step with their intervals; a loaded machine's without: the
     verdict refuses to judge them, and an interval would read as a judgement."""
     if s.loaded:
-        return f"{stats.fmt(s.median_ms)} (loaded: not judged)", f"{stats.fmt(s.mean_ms)} (loaded: not judged)"
-    return (stats.fmt_paren(s.median_ms, s.median_ci_ms, values=s.repeat_medians_ms),
-            stats.fmt_paren(s.mean_ms, s.mean_ci_ms, values=s.repeat_means_ms))
+        return f"{wording.fmt(s.median_ms)} (loaded: not judged)", f"{wording.fmt(s.mean_ms)} (loaded: not judged)"
+    return (interval_text.fmt_paren(s.median_ms, s.median_ci_ms, values=s.repeat_medians_ms),
+            interval_text.fmt_paren(s.mean_ms, s.mean_ci_ms, values=s.repeat_means_ms))
 
 
-def _with_ci(value: float, ci, fmt=stats.fmt, values=None) -> str:
+def _with_ci(value: float, ci, fmt=wording.fmt, values=None) -> str:
     return fmt(value) + (f" ({fmt(ci[0])} to {fmt(ci[1])})" if ci else
-                         f" ({stats.fmt_values(values)})" if values is not None else "")
+                         f" ({interval_text.fmt_values(values)})" if values is not None else "")
 
 
 def memory_table_section(cells: list[summary.CellSummary]) -> list:
@@ -282,10 +282,10 @@ def memory_table_section(cells: list[summary.CellSummary]) -> list:
                 _with_ci(m.peak_rss_mb, m.peak_rss_ci_mb, values=m.repeat_peak_rss_mb)
                 if m.peak_rss_mb is not None
                 else "-",
-                _with_ci(m.rss_growth_mb_per_1000, m.rss_growth_ci, stats.fmt_signed, m.repeat_rss_growth)
+                _with_ci(m.rss_growth_mb_per_1000, m.rss_growth_ci, wording.fmt_signed, m.repeat_rss_growth)
                 if m.rss_growth_mb_per_1000 is not None
                 else "-",
-                _with_ci(m.tracked_growth_per_1000, m.tracked_growth_ci, stats.fmt_signed, m.repeat_tracked_growth)
+                _with_ci(m.tracked_growth_per_1000, m.tracked_growth_ci, wording.fmt_signed, m.repeat_tracked_growth)
                 if m.tracked_growth_per_1000 is not None
                 else "-",
             ]
@@ -322,11 +322,11 @@ def warmup_section(cells: list[summary.CellSummary]) -> list:
         if not w and not outside:
             continue
         colls = " / ".join(f"{c:,.0f}" for c in w.collections) if w else "-"
-        rows.append([escape(cs.label), f"{w.steps}" if w else "-", stats.fmt(w.wall_ms) if w else "-",
-                     stats.fmt(w.gc_ms) if w else "-", colls,
+        rows.append([escape(cs.label), f"{w.steps}" if w else "-", wording.fmt(w.wall_ms) if w else "-",
+                     wording.fmt(w.gc_ms) if w else "-", colls,
                      _counts_per_repeat(w.full_per_repeat) if w else "-",
                      f"{w.collected:,.0f}" if w else "-",
-                     f"{outside:,} ({stats.fmt(between.gc_ms)} ms)" if outside else "none"])
+                     f"{outside:,} ({wording.fmt(between.gc_ms)} ms)" if outside else "none"])
     if not rows:
         return []
     return [Heading("Warm-up and between steps"),
@@ -354,7 +354,7 @@ def host_section(cells: list[summary.CellSummary]) -> list:
             else f" ({'one process' if s.repeats == 1 else 'too few processes for an interval'})"
         )
         of_host = f"{100 * s.gc_share / share:.1f}" if share > 0 else "-"
-        rows.append([escape(cs.label), stats.fmt(s.median_ms), host, f"{100 - 100 * share:.1f}",
+        rows.append([escape(cs.label), wording.fmt(s.median_ms), host, f"{100 - 100 * share:.1f}",
                      f"{100 * s.gc_share:.2f}", of_host])
     return [Heading("Host and device"),
             Para("JAX dispatches asynchronously: a step's host time runs until its step function has returned (the "
@@ -786,7 +786,7 @@ def glance_table(ok: list[summary.CellSummary]) -> Table:
     cpu = verdict.in_cpu_time([cs.measured for cs in ok])
     top = sorted(ok, key=lambda cs: (-cs.measured.share(cpu).value, cs.label))[:GLANCE_ROWS]
     rows = [[escape(cs.label), _full_cell(cs.measured), _share_cell(cs.measured, cpu),
-             "-" if cs.measured.loaded else stats.fmt(cs.measured.mean_ms)] for cs in top]
+             "-" if cs.measured.loaded else wording.fmt(cs.measured.mean_ms)] for cs in top]
     if len(ok) > len(top):
         rows.append([f"and {len(ok) - len(top)} more cells: see the Summary", "", "", ""])
     return Table(["cell (the most GC first)", "full collections per repeat",

@@ -6,11 +6,12 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 
-from ...analysing import comparison, gitbisect, summary, version_bisect
+from ...analysing import comparison, gitbisect, summary
 from ...analysing.gitbisect import CommitTable, Culprit
 from ...analysing.version_bisect import VersionTable
 from ...measuring import results
 from ...measuring.results import ResultDoc
+from .. import bisect_text
 from . import plots
 from .document import Bullets, Heading, Image, Para, Table, code, escape, natural_key
 
@@ -83,9 +84,7 @@ def _environment_notes(envs: dict, diff: list[str], key: list[str]) -> list[str]
 
 
 def bisect_section(tab: VersionTable, out_dir: pathlib.Path) -> list:
-    from ...analysing.version_bisect import table_rows
-
-    header, rows = table_rows(tab, " (first change)")
+    header, rows = bisect_text.release_rows(tab, " (first change)")
     first = tab.first_change
     verdict = (f"The first version whose {tab.metric_title.lower()} differs from the previous version's by "
                f"more than {tab.factor:g} x, where the repeats show it (exactly when both versions' full "
@@ -108,7 +107,7 @@ def bisect_headline(tab: VersionTable) -> Table:
     """A release bisect at a glance, for the report's first screen: each version's value of
     the bisected metric and its change from the one before (as the full table words it)."""
     unit = f" ({tab.unit})" if tab.unit and tab.unit != "x" else ""
-    _, full = version_bisect.table_rows(tab, " (first change)")
+    _, full = bisect_text.release_rows(tab, " (first change)")
     rows = [[code(r.version), "-" if r.value is None else f"{r.value:.3g}", escape(row[-1])]
             for r, row in zip(tab.rows, full, strict=True)]
     return Table([escape(tab.package), escape(tab.metric_title) + escape(unit), "change from the version before"],
@@ -119,7 +118,7 @@ def gitbisect_headline(tab: CommitTable) -> Table:
     """A commit bisect at a glance: each tested commit, its value and the decision."""
     unit = f" ({tab.unit})" if tab.unit else ""
     rows = [[code(r.short), escape(r.subject[:48]), "-" if r.value is None else f"{r.value:.3g}",
-             escape(gitbisect.decision_text(tab, r))]
+             escape(bisect_text.decision_text(tab, r))]
             for r in tab.rows]
     return Table(["commit", "subject", escape(tab.metric_title) + escape(unit), "decision"], rows, align_right=(2,))
 
@@ -130,7 +129,7 @@ def gitbisect_section(tab: CommitTable, culprit: Culprit | None, out_dir: pathli
     rows = [[code(r.sha[:9]), escape(r.date), escape(r.subject[:80]),
              "-" if r.value is None else f"{r.value:.3g}",
              escape(", ".join(f"{v:.3g}" for v in r.per_repeat) or (r.why_not or "")[:120]),
-             escape(gitbisect.decision_text(tab, r))]
+             escape(bisect_text.decision_text(tab, r))]
             for r in tab.rows]
     found = (f"{_first(tab)}: {code(tab.first_bad[:9])}, after {tab.builds} builds for "
              f"{tab.commits_between} commits (at most {tab.max_builds})." if tab.first_bad else
@@ -143,7 +142,7 @@ def gitbisect_section(tab: CommitTable, culprit: Culprit | None, out_dir: pathli
               Para(f"{escape(tab.rule)} Endpoints: {escape(tab.endpoints or '-')}. Every environment "
                    "but the good endpoint's pins each other package to the version the good endpoint's resolved, "
                    "so only the package changes. A commit is built from its source into an environment that also "
-                   "holds what its build and gcbench's harness install (jsonschema, referencing, rpds-py, attrs), "
+                   "holds what its build and gcbench's harness install (the dependencies of the gcbench that ran it), "
                    "whose objects enlarge the oldest generation: counts are exact within this bisect, and may differ "
                    "by a collection or two from a release bisect of the same code's wheel (compare directions across "
                    "the two). " + found),

@@ -5,7 +5,9 @@ How it works, and why: docs/internals.md, `gcbench.publishing.report.findings`.
 
 from __future__ import annotations
 
-from ...analysing import claims, comparison, stats, summary, verdict
+from ...analysing import claims, comparison, summary
+from ...core import wording
+from .. import interval_text, summary_text, verdict
 from .document import Para, Table, code, escape
 
 NEGLIGIBLE_SHARE = 0.001  # below 0.1 % of step time the collector is not worth ranking
@@ -22,7 +24,9 @@ def _name(cs: summary.CellSummary) -> str:
 
 
 def _share_ci(ci, values=None) -> str:
-    return stats.fmt_ci(None, 100, "%", values=values) if ci is None else f"95 % {100 * ci[0]:.2f}-{_pct(ci[1])}"
+    if ci is None:
+        return interval_text.fmt_ci(None, 100, "%", values=values)
+    return f"95 % {100 * ci[0]:.2f}-{_pct(ci[1])}"
 
 
 def between_sentence(cs: summary.CellSummary) -> str:
@@ -31,7 +35,7 @@ def between_sentence(cs: summary.CellSummary) -> str:
     b = cs.measured.between
     n, full = sum(b.collections), b.collections[-1]
     return (f"{_name(cs)}: {n:,} collection{'s' * (n != 1)} ({full:,} full) ran between steps, in the loop's own "
-            f"code outside `m.step()`, {stats.fmt(b.gc_ms)} ms in all; they count in its GC share "
+            f"code outside `m.step()`, {wording.fmt(b.gc_ms)} ms in all; they count in its GC share "
             f"({_pct(cs.measured.gc_share)} of the loop's time).")
 
 
@@ -46,7 +50,7 @@ def findings(cells: list[summary.CellSummary], min_effect: float = comparison.MI
     out: list[str] = []
     steps = sum(cs.measured.steps for cs in ok)
     collected = [cs for cs in ok if sum(cs.measured.collections) > 0]
-    out += [f"{_name(cs)}: {summary.memory_growth(cs.measured)}." for cs in ok if summary.memory_growth(cs.measured)]
+    out += [f"{_name(cs)}: {grows}." for cs in ok if (grows := summary_text.memory_growth(cs.measured))]
     between = [cs for cs in ok if any(cs.measured.between.collections)]
     if between:  # collections the loop paid for outside its steps: never "costs nothing"
         out += [between_sentence(cs) for cs in between]
@@ -88,9 +92,9 @@ def full_table(cells: list[summary.CellSummary]) -> Table | None:
         cost = "-"
         if f.extra_ns is not None:
             ci = f.extra_ci_ns
-            cost = f"{stats.fmt_signed(f.extra_ns / 1e6)} ms, {f.ratio:.1f} x" + (
-                f" (95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms)" if ci else " (no interval)")
-        rows.append([_name(cs), escape(stats.format_schedule(f.schedule, what)), cost,
+            cost = f"{wording.fmt_signed(f.extra_ns / 1e6)} ms, {f.ratio:.1f} x" + (
+                f" (95 % {wording.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms)" if ci else " (no interval)")
+        rows.append([_name(cs), escape(wording.format_schedule(f.schedule, what)), cost,
                      f"{_pct(share.value)} ({_share_ci(share.ci, share.per_repeat)})"])
     return Table(["cell", "full collections", "a step holding one, against its neighbours",
                   f"GC share of {'CPU' if cpu else 'wall'} time"], rows)
@@ -105,10 +109,10 @@ def _cell_text(t: comparison.Test | None) -> str:
     if t.effect is None:
         change = "no change measured"
     elif t.metric == "full_rate" and t.phase and t.per_repeat is not None:
-        change = (f"{stats.fmt(t.per_repeat[0])} -> {stats.fmt(t.per_repeat[1])} a repeat, what the schedule's phase "
-                  "makes")
+        change = (f"{wording.fmt(t.per_repeat[0])} -> {wording.fmt(t.per_repeat[1])} a repeat, what the "
+                  "schedule's phase makes")
     elif t.metric == "full_rate":
-        change = f"{stats.fmt_signed(t.effect)} per 1,000 steps" + (" (exact)" if t.exact else "")
+        change = f"{wording.fmt_signed(t.effect)} per 1,000 steps" + (" (exact)" if t.exact else "")
     elif t.metric == "gc_share":
         change = f"{100 * t.effect:+.2f} points" + (" of CPU time" if t.note.startswith("in CPU time") else "") + (
             f" ({_level(t)} {100 * t.ci[0]:+.2f} to {100 * t.ci[1]:+.2f})" if t.ci else "")
@@ -171,7 +175,7 @@ def _ratio(t: comparison.Test) -> str:
 
 def _cell_median(s: summary.CellStats) -> str:
     ci = s.median_ci_ms
-    return f"{stats.fmt(s.median_ms)} ms ({stats.fmt_ci(ci, values=s.repeat_medians_ms)})"
+    return f"{wording.fmt(s.median_ms)} ms ({interval_text.fmt_ci(ci, values=s.repeat_medians_ms)})"
 
 
 def _why_not(t: comparison.Test) -> str:
@@ -216,7 +220,7 @@ def _ranking_claim(t: comparison.Test, fastest, slowest, ranked: int) -> str:
 
 def _full_claim(t: comparison.Test, who: str, p: str, base, vb, vo) -> str:
     sb, so = vb.schedule, vo.schedule
-    counts = (f"{stats.format_schedule(so)} under {code(p)}, against {stats.format_schedule(sb)} under "
+    counts = (f"{wording.format_schedule(so)} under {code(p)}, against {wording.format_schedule(sb)} under "
               f"{code('default')}")
     how = "both schedules fixed: an exact difference" if t.exact else \
         (f"the counts vary between repeats; p = {t.p_adj:.2g}" if t.p_adj is not None else t.note)
@@ -294,8 +298,8 @@ def table(cells: list[summary.CellSummary]) -> Table | None:
         if cs is None:
             return "-"
         s = cs.measured
-        full = stats.short_schedule(s.full.schedule) if s.full.count else "no full"
-        return f"GC {100 * verdict.share(s, cpu):.1f} %; {escape(full)}; mean {stats.fmt(s.mean_ms)} ms"
+        full = wording.short_schedule(s.full.schedule) if s.full.count else "no full"
+        return f"GC {100 * verdict.share(s, cpu):.1f} %; {escape(full)}; mean {wording.fmt(s.mean_ms)} ms"
 
     return Table([f"backend (GC % of {'CPU' if cpu else 'wall'} time)"] + [code(p) for p in policies],
                  [[code(b) + (f" [{escape(env)}]" if env else "")] + [entry(by.get(p)) for p in policies]

@@ -18,16 +18,17 @@ import matplotlib.pyplot as plt
 import matplotlib.ticker as mticker
 import numpy as np
 
-from ...analysing import gitbisect, stats, summary, verdict
+from ...analysing import stats, summary
 from ...analysing.explanation_records import Explanation
-from ...analysing.gc_causes import qualifiers as explain_qualifiers
 from ...analysing.gitbisect import CommitTable
 from ...analysing.version_bisect import VersionTable
-from ...core import files
+from ...core import files, wording
 from ...core.errors import UsageError
 from ...measuring import results
 from ...measuring.backends import BACKENDS
 from ...measuring.results import ResultDoc
+from .. import bisect_text, verdict
+from ..explanation_text import qualifiers as explain_qualifiers
 from .document import natural_key
 
 DPI = 150
@@ -638,7 +639,7 @@ def gitbisect_figure(tab: CommitTable, path: pathlib.Path) -> pathlib.Path:
     if tab.first_bad:
         i = next(r.index for r in tab.rows if r.sha == tab.first_bad)
         ax.axvline(i - 0.5, color=LIKE_BAD, ls="--", lw=1)
-        ax.annotate(f"{gitbisect.marker(tab)} from {tab.first_bad[:9]}" if tab.better
+        ax.annotate(f"{bisect_text.marker(tab)} from {tab.first_bad[:9]}" if tab.better
                     else f"first bad: {tab.first_bad[:9]}", (i - 0.5, 1.0),
                     xycoords=("data", "axes fraction"),
                     xytext=(4, -4), textcoords="offset points", ha="left", va="top", color=LIKE_BAD)
@@ -682,7 +683,7 @@ def why_figure(explanations: list[Explanation], path: pathlib.Path) -> pathlib.P
         # collections of generation 1), so most bars stand above it and others are zero
         mean = fi.promoted_per_step
         left.axhline(mean, color="#111111", lw=1.6)
-        left.annotate(f"mean {stats.fmt(mean)} a step (the table's figure)", (0.01, mean),
+        left.annotate(f"mean {wording.fmt(mean)} a step (the table's figure)", (0.01, mean),
                       xycoords=("axes fraction", "data"), xytext=(2, 3), textcoords="offset points", ha="left",
                       va="bottom", fontsize=TEXT_PT,
                       color="#111111", bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})

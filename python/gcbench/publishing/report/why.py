@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import pathlib
 
-from ...analysing import gc_causes, stats
+from ...analysing import gc_causes
 from ...analysing.explanation_records import Explanation, FullInterval, JuliaAllocs, PythonDiagnosis
+from ...core import wording
 from ...measuring.results import ResultDoc
+from .. import explanation_text
 from . import plots
 from .document import Bullets, Heading, Image, Para, Table, code, escape
 
@@ -23,7 +25,7 @@ def _julia_row(e: Explanation, jl: JuliaAllocs) -> list[str]:
     def by(t):
         return "; ".join(f"{escape(k)} {100 * v[0] / total:.0f} %"
                          for k, v in sorted(t.items(), key=lambda kv: -kv[1][0])[:4])
-    return [escape(e.label + gc_causes.qualifiers(e)), f"{jl.samples:,} sampled allocations",
+    return [escape(e.label + explanation_text.qualifiers(e)), f"{jl.samples:,} sampled allocations",
             by(jl.by_type), by(jl.by_package), by(jl.by_site), "-", "-"]
 
 
@@ -35,7 +37,7 @@ def _python_row(e: Explanation, py: PythonDiagnosis, fi: FullInterval) -> list[s
     predicted = "never" if fi.predicted is None else f"{fi.predicted:,.0f}"
     observed = f"{fi.observed:,.0f}" if fi.observed else f"{fi.full_collections} in {py.steps}"
     traced = gc_causes.traced_sites(pr)
-    return [escape(e.label + gc_causes.qualifiers(e)), f"{stats.fmt(fi.promoted_per_step)} per step",
+    return [escape(e.label + explanation_text.qualifiers(e)), f"{wording.fmt(fi.promoted_per_step)} per step",
             _top(pr.by_type, pr.total), _top(pr.by_package, pr.total),
             escape(gc_causes.why_no_sites(py) or "") or _top(traced, sum(traced.values()), 3), scans,
             f"{predicted} / {observed}"]
@@ -45,13 +47,13 @@ def _row(e: Explanation) -> list[str]:
     if e.julia is not None:
         return _julia_row(e, e.julia)
     if e.python is None or e.full_interval is None:
-        return [escape(e.label + gc_causes.qualifiers(e)), "-", "-", "-", "-", "-", "-"]
+        return [escape(e.label + explanation_text.qualifiers(e)), "-", "-", "-", "-", "-", "-"]
     return _python_row(e, e.python, e.full_interval)
 
 
 def _notes(e: Explanation) -> list[str]:
     """What the table does not say of one cell: its cyclic garbage, the user's lines, advice."""
-    name = code(e.label) + escape(gc_causes.qualifiers(e))
+    name = code(e.label) + escape(explanation_text.qualifiers(e))
     notes = []
     if e.python is not None and e.python.garbage.total:
         g = e.python.garbage

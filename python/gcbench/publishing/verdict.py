@@ -1,12 +1,14 @@
 """The answer first: three to five sentences, from the data, that `run` prints before its
 table and every report puts on top. Counts first, then times:
 
-How it works, and why: docs/internals.md, `gcbench.analysing.verdict`.
+How it works, and why: docs/internals.md, `gcbench.publishing.verdict`.
 """
 
 from __future__ import annotations
 
-from . import claims, comparison, stats, summary
+from ..analysing import claims, comparison, summary
+from ..core import wording
+from . import interval_text, summary_text
 
 NEGLIGIBLE_SHARE = 0.001  # below 0.1 % of step time the collector is not worth naming
 
@@ -27,7 +29,7 @@ def _share(s: summary.CellStats, cpu: bool) -> str:
     share = s.share(cpu)
     value, ci, per = share.value, share.ci, share.per_repeat
     if ci is None:
-        values = stats.fmt_values(per, 100)
+        values = interval_text.fmt_values(per, 100)
         return f"{100 * value:.1f} % ({values}{'' if values == 'one process' else ' %'})"
     return f"{100 * value:.1f} % (95 % {100 * ci[0]:.1f}-{100 * ci[1]:.1f} %)"
 
@@ -72,10 +74,10 @@ def _full_cost(cs: summary.CellSummary) -> str:
         return ""
     ci = f.extra_ci_ns
     if ci is not None and ci[0] > 0:
-        return (f"; a step with a full collection takes {stats.fmt(f.extra_ns / 1e6)} ms longer than the steps "
-                f"around it (95 % {stats.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms), {f.ratio:.1f} x the median step")
+        return (f"; a step with a full collection takes {wording.fmt(f.extra_ns / 1e6)} ms longer than the steps "
+                f"around it (95 % {wording.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms), {f.ratio:.1f} x the median step")
     if ci is None:
-        return (f"; a step with a full collection takes {stats.fmt_signed(f.extra_ns / 1e6)} ms against the steps "
+        return (f"; a step with a full collection takes {wording.fmt_signed(f.extra_ns / 1e6)} ms against the steps "
                 f"around it ({f.ratio:.1f} x; too few repeats with one for an interval)")
     return ""
 
@@ -127,10 +129,10 @@ def _time_interval(t) -> str:
 
 def _mean_step_words(policy: str, t, corrected: str) -> str:
     """What `policy` did to the time a run takes, as its test says."""
-    change = f"mean step {stats.fmt(t.a)} -> {stats.fmt(t.b)} ms"
+    change = f"mean step {wording.fmt(t.a)} -> {wording.fmt(t.b)} ms"
     if t.ci is None or t.effect is None:
-        return (f"Its mean step (the time a run takes) is {stats.fmt(t.b)} ms there against "
-                f"{stats.fmt(t.a)} ms; {t.note or 'too few processes to test it'}.")
+        return (f"Its mean step (the time a run takes) is {wording.fmt(t.b)} ms there against "
+                f"{wording.fmt(t.a)} ms; {t.note or 'too few processes to test it'}.")
     interval = _time_interval(t)
     if t.verdict == "faster run":
         return f"`{policy}` shortens its runs: they take {interval}, {change}{corrected}."
@@ -169,16 +171,16 @@ def _counts(cs: summary.CellSummary) -> str:
     st = cs.measured
     used = max(len(st.used), 1)
     per_gen = [(a + b) / used for a, b in zip(st.collections, st.between.collections, strict=True)]
-    by_gen = "/".join(stats.fmt(x) for x in per_gen)
+    by_gen = "/".join(wording.fmt(x) for x in per_gen)
     after = st.full_after_last or 0
-    text = (f"{stats.format_schedule(st.full.schedule)}"
-            + (f" and {stats.fmt(after / used)} more after its last step" if after else "")
-            + f"; {stats.fmt(sum(per_gen))} collections of every generation per repeat ({by_gen} by generation)")
+    text = (f"{wording.format_schedule(st.full.schedule)}"
+            + (f" and {wording.fmt(after / used)} more after its last step" if after else "")
+            + f"; {wording.fmt(sum(per_gen))} collections of every generation per repeat ({by_gen} by generation)")
     if explicit := st.explicit:
-        text += f"; {summary.describe_explicit(explicit)}"
+        text += f"; {summary_text.describe_explicit(explicit)}"
     b = [x / used for x in st.between.collections]
     if any(b):  # paid for by the loop all the same: counted, and said where they fell
-        text += (f", {stats.fmt(sum(b))} of them ({stats.fmt(b[-1])} full) between steps, in the loop's own code "
+        text += (f", {wording.fmt(sum(b))} of them ({wording.fmt(b[-1])} full) between steps, in the loop's own code "
                  "outside `m.step()`")
     return text
 
@@ -198,7 +200,7 @@ def sentences(cells: list[summary.CellSummary]) -> list[str]:
     s = worst.measured
     between = sum(sum(cs.measured.between.collections) for cs in ok)
     # a collector turned off is what the numbers mean: said first, with what it implies
-    off = [f"In {cs.label} {summary.describe_collector(c)}." for cs in ok if (c := cs.measured.collector)][:3]
+    off = [f"In {cs.label} {summary_text.describe_collector(c)}." for cs in ok if (c := cs.measured.collector)][:3]
     if share(s, cpu) < NEGLIGIBLE_SHARE and not s.full.count and not between:
         return out + off + _negligible(ok, worst, cpu)
     out += _who_pays(worst, len(ok), cpu)
@@ -219,9 +221,9 @@ def _who_pays(worst: summary.CellSummary, cells: int, cpu: bool) -> list[str]:
     out = [f"{worst.label} pays the collector most. It makes {_counts(worst)}." if cells > 1 else
            f"{worst.label} makes {_counts(worst)}."]
     times = ("" if s.loaded else
-             f"; its mean step is {stats.fmt(s.mean_ms)} ms against a median of {stats.fmt(s.median_ms)} ms")
+             f"; its mean step is {wording.fmt(s.mean_ms)} ms against a median of {wording.fmt(s.median_ms)} ms")
     out.append(f"It spends {_share(s, cpu)} {_of_time(cpu)} in the collector{times}{_full_cost(worst)}.")
-    grows = summary.memory_growth(s)
+    grows = summary_text.memory_growth(s)
     if grows:
         out.append(f"{grows[0].upper()}{grows[1:]}.")
     return out
@@ -230,7 +232,7 @@ def _who_pays(worst: summary.CellSummary, cells: int, cpu: bool) -> list[str]:
 def _negligible(ok: list[summary.CellSummary], worst: summary.CellSummary, cpu: bool) -> list[str]:
     """Where the collector took next to nothing: a memory that grows is the larger effect,
     when one does; then what little the collector did."""
-    growing = [(cs, why) for cs in ok if (why := summary.memory_growth(cs.measured))]
+    growing = [(cs, why) for cs in ok if (why := summary_text.memory_growth(cs.measured))]
     lead = [f"{cs.label}: {why[0].upper()}{why[1:]}." for cs, why in growing[:2]]
     young = sum(sum(cs.measured.collections) for cs in ok)
     ran = (f"{young:,} young collections and no full one" if young else "no collection at all")
