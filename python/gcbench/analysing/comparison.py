@@ -758,9 +758,7 @@ def decide(t: Test, alpha: float) -> str:
         return NOT_JUDGED
     if t.ruled:
         return t.ruled
-    lower, higher = VERDICTS[t.metric]
-    up = t.effect is not None and (t.effect > 1 if t.ratio_metric else t.effect > 0)
-    changed = higher if up else lower
+    changed = _changed_word(t)
     significant = t.p_adj is not None and t.p_adj <= alpha
     if t.load_margin:
         return changed if significant and beyond_load(t) else NOT_JUDGED
@@ -768,6 +766,20 @@ def decide(t: Test, alpha: float) -> str:
         return _decide_exact(t, changed)
     if t.p is None:
         return "inconclusive"
+    return _decide_tested(t, changed, significant)
+
+
+def _changed_word(t: Test) -> str:
+    """What the test's metric calls its change in the direction measured ("more full
+    collections", "slower")."""
+    lower, higher = VERDICTS[t.metric]
+    up = t.effect is not None and (t.effect > 1 if t.ratio_metric else t.effect > 0)
+    return higher if up else lower
+
+
+def _decide_tested(t: Test, changed: str, significant: bool) -> str:
+    """A tested change: the change where it is significant and beyond the minimum effect,
+    `same` where its interval lies within it, else `inconclusive`."""
     if significant and t.effect is not None and _beyond(t, t.effect):
         return changed
     return "same" if _within(t, t.ci) else "inconclusive"
@@ -1167,6 +1179,16 @@ class Comparison:
     b: str = ""
 
 
+def _comparable(da: list[ResultDoc], db: list[ResultDoc], force: bool) -> tuple[str, list[str]]:
+    """Why two cells are not compared (empty where they are), and how their settings differ:
+    a side with no ok repeat is a note; settings that differ refuse the pair unless `force`."""
+    sa, sb = {d.status for d in da}, {d.status for d in db}
+    if "ok" not in sa or "ok" not in sb:
+        return f"not compared ({'/'.join(sorted(sa))} in A, {'/'.join(sorted(sb))} in B)", []
+    differ = settings_differ(da, db)
+    return ("; ".join(differ) if differ and not force else ""), differ
+
+
 def compare_docs(docs_a: list[ResultDoc], docs_b: list[ResultDoc], min_effect: float = MIN_EFFECT, alpha: float = ALPHA,
                  force: bool = False) -> Comparison:
     """The comparison of two sets of result documents (docs/internals.md, `gcbench.analysing.comparison`)."""
@@ -1183,17 +1205,11 @@ def compare_docs(docs_a: list[ResultDoc], docs_b: list[ResultDoc], min_effect: f
     values: list[RepeatValues] = []
     for ka, kb in pairs:
         label = _pair_label(ka, kb)
-        da, db = a[ka], b[kb]
-        sa = {d.status for d in da}
-        sb = {d.status for d in db}
-        if "ok" not in sa or "ok" not in sb:
-            notes.append(f"{label}: not compared ({'/'.join(sorted(sa))} in A, {'/'.join(sorted(sb))} in B)")
+        why_not, differ = _comparable(a[ka], b[kb], force)
+        if why_not:
+            (refused if differ else notes).append(f"{label}: {why_not}")
             continue
-        differ = settings_differ(da, db)
-        if differ and not force:
-            refused.append(f"{label}: {'; '.join(differ)}")
-            continue
-        row, pair = _pair_row(label, ka, kb, da, db, differ, min_effect, alpha)
+        row, pair = _pair_row(label, ka, kb, a[ka], b[kb], differ, min_effect, alpha)
         rows.append(row)
         values += pair
     tests = [t for r in rows for t in r.tests]

@@ -29,6 +29,8 @@ from .explanation_records import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .comparison import RepeatValues
 
 FILE = "explain.json"
@@ -46,6 +48,11 @@ def paid_collections(py: PythonDiagnosis) -> list[Collection]:
     return [c for c in py.collections if c.step < py.steps]
 
 
+def _median_gap(steps: list[int]) -> float | None:
+    """The median number of steps between consecutive ones of `steps`; None for fewer than two."""
+    return statistics.median(b - a for a, b in itertools.pairwise(steps)) if len(steps) > 1 else None
+
+
 def full_interval(py: PythonDiagnosis) -> FullInterval:
     """The interval between full collections that CPython's rule predicts from what the run
     promoted, against the interval observed in the run."""
@@ -54,15 +61,15 @@ def full_interval(py: PythonDiagnosis) -> FullInterval:
     paid = paid_collections(py)
     gen1_per_step = sum(1 for c in paid if c.generation == 1) / steps if steps else 0.0
     sizes = [size for _, size in py.oldest] or [py.scanned.total // max(py.scanned.collections, 1)]
-    oldest = statistics.median(sizes) if sizes else 0
+    oldest = statistics.median(sizes)
     thr2 = py.thresholds[2] if len(py.thresholds) > 2 else 10
     by_count = (thr2 + 1) / gen1_per_step if gen1_per_step else None
     by_promotion = (oldest / 4) / promoted if promoted else None
     full = _full_steps(paid)
-    observed = statistics.median(b - a for a, b in itertools.pairwise(full)) if len(full) > 1 else None
     # None: the rule never fires at this rate (no collection of generation 1, or nothing promoted)
     predicted = None if by_count is None or by_promotion is None else max(by_count, by_promotion)
-    return FullInterval(promoted, gen1_per_step, oldest, thr2, by_count, by_promotion, predicted, observed, len(full))
+    return FullInterval(promoted, gen1_per_step, oldest, thr2, by_count, by_promotion, predicted, _median_gap(full),
+                        len(full))
 
 
 def _full_steps(paid: list[Collection]) -> list[int]:
@@ -98,10 +105,15 @@ def _pair(docs: list[ResultDoc], base: tuple, other: tuple, env: str | None) -> 
     node = next((k[4] for k in cells if k[:4] == (*base, env) and (*other, env, k[4]) in cells), "")
     a, b = cells.get((*base, env, node)), cells.get((*other, env, node))
     if b is None and base[0] == "user":  # a user's loop: the remedy measured as a variant of that name
-        b = next((ds for k, ds in cells.items() if k[:2] == base[:2] and k[3] == other[2]), None)
-        if b is not None:
-            other = (*other[:2], f"{base[2]} [{other[2]}]")
+        b, other = _variant_of(cells, base, other)
     return (a, b, other) if a and b and results.ok(a) and results.ok(b) else None
+
+
+def _variant_of(cells: dict, base: tuple, other: tuple) -> tuple[list[ResultDoc] | None, tuple]:
+    """A user's loop's remedy, measured as a variant named after the remedy's policy, and
+    the remedy as the report names it (`default [freeze]`)."""
+    b = next((ds for k, ds in cells.items() if k[:2] == base[:2] and k[3] == other[2]), None)
+    return b, (other if b is None else (*other[:2], f"{base[2]} [{other[2]}]"))
 
 
 def _figures(va: RepeatValues, vb: RepeatValues, base: tuple, other: tuple) -> str:
@@ -172,25 +184,12 @@ def recommendations(expl: Explanation, docs: list[ResultDoc] | None = None,
 
 
 def _remedies(expl: Explanation, docs: list[ResultDoc] | None, tests: bool) -> list[Recommendation]:
-    out: list[Recommendation] = []
-    backend, workload, policy = expl.backend, expl.workload, expl.policy
-    env = expl.environment
     py, interval = expl.python, expl.full_interval
     if py is None or interval is None:
-        return out
-    promoted = py.promoted
-    sites = traced_sites(promoted)
-    total_sites = max(sum(sites.values()), 1)
-    def site_share(pkg):
-        return sum(v for k, v in sites.items() if k.split(" ")[0] == pkg) / total_sites
-    scanned = py.scanned
-    origin = scanned.origin
-    before = origin.get("before the timed steps", 0) / max(sum(origin.values()), 1)
-    if py.garbage.total:
-        types = ", ".join(list(py.garbage.by_type)[:4])
-        out.append(Recommendation("cycles", f"Break the reference cycles: {py.garbage.total:,} objects were "
-                    f"cyclic garbage ({types}); only the collector frees those. A weakref, or clearing the "
-                    "reference that closes the cycle, lets reference counting free them at once."))
+        return []
+    backend, workload, policy = expl.backend, expl.workload, expl.policy
+    env = expl.environment
+    out = _cycles_advice(py)
     advice = _user_loop_advice(py, interval, docs, (backend, workload, policy), env, tests) \
         if backend == "user" else []
     if interval.promoted_per_step < 1 and not interval.full_collections and not advice:
@@ -199,6 +198,36 @@ def _remedies(expl: Explanation, docs: list[ResultDoc] | None, tests: bool) -> l
         return out
     if backend == "user":  # a loop of the user's: what its own diagnosis shows, not gcbench's cells' advice
         return out + advice
+    return out + _cell_advice(expl, py, interval, docs, tests)
+
+
+def _cycles_advice(py: PythonDiagnosis) -> list[Recommendation]:
+    """Break the cycles, where the loop made cyclic garbage."""
+    if not py.garbage.total:
+        return []
+    types = ", ".join(list(py.garbage.by_type)[:4])
+    return [Recommendation("cycles", f"Break the reference cycles: {py.garbage.total:,} objects were "
+            f"cyclic garbage ({types}); only the collector frees those. A weakref, or clearing the "
+            "reference that closes the cycle, lets reference counting free them at once.")]
+
+
+def _site_shares(promoted: Census) -> Callable[[str], float]:
+    """The share of the traced promotions allocated in a package (`loop`: the loop's own)."""
+    sites = traced_sites(promoted)
+    total_sites = max(sum(sites.values()), 1)
+    return lambda pkg: sum(v for k, v in sites.items() if k.split(" ")[0] == pkg) / total_sites
+
+
+def _cell_advice(expl: Explanation, py: PythonDiagnosis, interval: FullInterval, docs: list[ResultDoc] | None,
+                 tests: bool) -> list[Recommendation]:
+    """gcbench's own cells: the remedies their backends and policies measure, where the
+    diagnosis points at them."""
+    out: list[Recommendation] = []
+    backend, workload, policy = expl.backend, expl.workload, expl.policy
+    env = expl.environment
+    site_share = _site_shares(py.promoted)
+    origin = py.scanned.origin
+    before = origin.get("before the timed steps", 0) / max(sum(origin.values()), 1)
     if site_share("loop") >= 0.2:
         out.append(Recommendation("bookkeeping", "The loop's own bookkeeping drives the collector: "
                     f"{100 * site_share('loop'):.0f} % of what is promoted comes from the metrics history the loop "
@@ -319,6 +348,25 @@ def _full_advice(py: PythonDiagnosis, interval: FullInterval, paid: list[Collect
     return []
 
 
+def _asked_or_frozen(py: PythonDiagnosis, fulls: list[Collection], head: str) -> tuple[str, str] | None:
+    """Full collections the loop asked for itself (half of them or more: thin them), or made
+    after it froze its heap (keep fewer alive); None where neither."""
+    asked = sum(1 for c in fulls if c.explicit)
+    if 2 * asked >= len(fulls):
+        return "thin-collects", (
+            f"{head}; {asked} of them were the loop's own gc.collect() calls, which free nothing "
+            "here: remove them, or thin them (one every few hundred steps, where memory allows). Each "
+            "costs a scan of every long-lived object; a freeze after the warm-up would only make that scan "
+            "cheaper.")
+    state = py.collector_state
+    froze = state.calls.get("freeze") if state is not None else None
+    if froze is None or not froze.count:
+        return None
+    where = f" (gc.freeze() at {froze.first_at})" if froze.first_at else ""
+    return "frozen-scan", (f"{head}: the loop froze its heap{where}, and what these collections scan was made after "
+                           "it. Keep fewer of those objects alive (the lines above), or freeze once they are made.")
+
+
 def _scanning_advice(py: PythonDiagnosis, fulls: list[Collection], docs, base: tuple, env,
                      tests: bool) -> list[Recommendation]:
     """Full collections (`fulls`, at least one) that free almost nothing: the loop's own
@@ -329,24 +377,12 @@ def _scanning_advice(py: PythonDiagnosis, fulls: list[Collection], docs, base: t
     scanned = statistics.fmean(starts) if starts else 0
     if freed / len(fulls) > max(0.01 * scanned, 100) or scanned < CHEAP_SCAN:
         return []  # each frees garbage, or their scans are cheap (a frozen heap): nothing to prescribe
-    asked = [c for c in fulls if c.explicit]
-    state = py.collector_state
-    froze = state.calls.get("freeze") if state is not None else None
     head = (f"The {len(fulls)} full collection{'s' * (len(fulls) > 1)} freed {freed:,} objects in all while "
             f"scanning about {scanned:,.0f} each")
-    if 2 * len(asked) >= len(fulls):  # the loop's own gc.collect() calls: remove or thin them
-        return [Recommendation(kind="thin-collects",
-                 text=f"{head}; {len(asked)} of them were the loop's own gc.collect() calls, which free nothing "
-                 "here: remove them, or thin them (one every few hundred steps, where memory allows). Each "
-                 "costs a scan of every long-lived object; a freeze after the warm-up would only make that scan "
-                 "cheaper.",
-                 effect=_measured_beside(docs, base, env, tests))]
-    if froze is not None and froze.count:  # frozen already: what is scanned was made after the freeze
-        where = f" (gc.freeze() at {froze.first_at})" if froze.first_at else ""
-        return [Recommendation(kind="frozen-scan",
-                 text=f"{head}: the loop froze its heap{where}, and what these collections scan was made after "
-                 "it. Keep fewer of those objects alive (the lines above), or freeze once they are made.",
-                 effect=_measured_beside(docs, base, env, tests))]
+    said = _asked_or_frozen(py, fulls, head)
+    if said is not None:
+        kind, text = said
+        return [Recommendation(kind=kind, text=text, effect=_measured_beside(docs, base, env, tests))]
     return [Recommendation(kind="scanning",
              text=f"{head}: the cost is scanning long-lived objects, not garbage. gc.collect() then gc.freeze() "
              "after the warm-up moves them out of every later scan; measure it with policy='freeze' into a "
@@ -423,6 +459,11 @@ def summarize(raw: dict, docs: list[ResultDoc] | None = None) -> Explanation:
     return derive(expl, docs)
 
 
+def _by_generation(paid: list[Collection], which: Callable[[Collection], bool]) -> list[int]:
+    """How many of the collections `which` picks fell in each generation."""
+    return [sum(1 for c in paid if c.generation == g and which(c)) for g in range(3)]
+
+
 def derive(expl: Explanation, docs: list[ResultDoc] | None = None, tests: bool = True) -> Explanation:
     """The figures an explanation derives from its diagnosis (counts, the predicted interval,
     recommendations with the effects measured in `docs`), computed anew: a report refreshes
@@ -432,10 +473,8 @@ def derive(expl: Explanation, docs: list[ResultDoc] | None = None, tests: bool =
         return expl
     paid = paid_collections(py)
     expl = dataclasses.replace(
-        expl, full_interval=full_interval(py),
-        counts=[sum(1 for c in paid if c.generation == g) for g in range(3)],
-        between=[sum(1 for c in paid if c.generation == g and c.step < 0) for g in range(3)],
-        explicit=[sum(1 for c in paid if c.generation == g and c.explicit) for g in range(3)],
+        expl, full_interval=full_interval(py), counts=_by_generation(paid, lambda c: True),
+        between=_by_generation(paid, lambda c: c.step < 0), explicit=_by_generation(paid, lambda c: c.explicit > 0),
         collected=sum(c.collected for c in paid), uncollectable=sum(c.uncollectable for c in paid))
     expl.recommendations = recommendations(expl, docs, tests)
     return expl

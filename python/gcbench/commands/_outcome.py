@@ -57,6 +57,26 @@ def format_verdict(sentences: list[str]) -> str:
     return "\n".join(["verdict:"] + [terminal.wrap(x, "  ", "    ") for x in sentences])
 
 
+def _not_run_row(cs: summary.CellSummary, reasons: dict[str, int]) -> list[str]:
+    """A cell that did not run: its status, and the number of its reason, written once below
+    the table (`reasons` numbers them as they come)."""
+    d = cs.docs[0]
+    reason = d.reason.splitlines()[0] if d.reason else ""
+    note = f"[{reasons.setdefault(reason, len(reasons) + 1)}]" if reason else ""
+    return [cs.label, d.status, "", "", "", "", "", "", note]  # the columns of `format_summary`
+
+
+def _cell_row(label: str, s: summary.CellStats, cpu: bool) -> list[str]:
+    """A cell that ran: counts first, then its shares and times, then its flags."""
+    flags = ", ".join(([f"{len(s.flagged)} flagged"] if s.flagged else []) + (["loaded"] if s.loaded else []))
+    # a loaded machine's times are not judged: the value alone, no interval to read as one
+    median = wording.fmt(s.median_ms) if s.loaded else \
+        interval_text.fmt_paren(s.median_ms, s.median_ci_ms, values=s.repeat_medians_ms)
+    return [label, f"ok x{s.repeats}", wording.short_schedule(s.full.schedule) if s.full.count else "none",
+            f"{100 * verdict.share(s, cpu):.2f}", median, wording.fmt(s.mean_ms), wording.fmt(s.p99_ms),
+            f"{100 * s.host_share:.1f}" if s.host_share is not None else "-", flags]
+
+
 def format_summary(docs: list[ResultDoc], cells: list[summary.CellSummary] | None = None) -> str:
     """One line per cell, its repeats combined, counts first: full collections, GC share, then
     median with interval, mean step, p99, host share and flags; cells that did not run point
@@ -68,35 +88,7 @@ def format_summary(docs: list[ResultDoc], cells: list[summary.CellSummary] | Non
     cells = summary.summarize_all(docs) if cells is None else cells
     cpu = verdict.in_cpu_time([cs.measured for cs in cells if cs.ok])  # one GC share for the table, said in its head
     for cs in cells:
-        s = cs.stats
-        if s is None:
-            d = cs.docs[0]
-            reason = d.reason.splitlines()[0] if d.reason else ""
-            note = f"[{reasons.setdefault(reason, len(reasons) + 1)}]" if reason else ""
-            rows.append([cs.label, d.status, "", "", "", "", "", "", note])  # the columns below
-            continue
-        full = s.full
-        fr = wording.short_schedule(full.schedule) if full.count else "none"
-        flags = f"{len(s.flagged)} flagged" if s.flagged else ""
-        host = f"{100 * s.host_share:.1f}" if s.host_share is not None else "-"
-        share = f"{100 * verdict.share(s, cpu):.2f}"
-        if s.loaded:
-            flags = f"{flags}, loaded" if flags else "loaded"
-        rows.append(
-            [
-                cs.label,
-                f"ok x{s.repeats}",
-                fr,
-                share,
-                # a loaded machine's times are not judged: the value alone, no interval to read as one
-                wording.fmt(s.median_ms) if s.loaded else
-                interval_text.fmt_paren(s.median_ms, s.median_ci_ms, values=s.repeat_medians_ms),
-                wording.fmt(s.mean_ms),
-                wording.fmt(s.p99_ms),
-                host,
-                flags,
-            ]
-        )
+        rows.append(_not_run_row(cs, reasons) if cs.stats is None else _cell_row(cs.label, cs.stats, cpu))
     # counts first (exact, and judged under load), then the shares and times
     head = ["cell", "status", "full collections", "GC % of CPU" if cpu else "GC % of wall", "median ms (95 % CI)",
             "mean ms", "p99 ms", "host %", "flags"]

@@ -19,17 +19,19 @@ def release_rows(tab: VersionTable, mark: str) -> tuple[list[str], list[list[str
     own = tab.metric not in SHOWN_ANYWAY  # p99 and max/median get a column of their own
     header = ["version", "python", "jax", "runs", "median ms", "mean ms", "GC %", "full/1000"] + \
         ([f"{tab.metric}{unit}"] if own else []) + ["change"]
-    rows = []
-    for r in tab.rows:
-        first = [r.version, r.python or "-", r.packages.get("jax", "-"), f"{r.ok}/{r.runs}"
-                 + (f" ({r.used} used)" if r.used is not None and r.used < r.ok else "")]
-        if r.status != "ok" or r.value is None:
-            rows.append(first + ["-"] * (len(header) - 5) + [f"{r.status}: {r.reason or ''}"])
-            continue
-        rows.append(first + [wording.fmt(r.median_ms or 0.0), wording.fmt(r.mean_ms) if r.mean_ms is not None else "-",
-                             f"{r.gc_share_pct or 0.0:.2f}", f"{r.full_per_1000 or 0.0:.1f}"] +
-                    ([wording.fmt(r.value)] if own else []) + [_release_change(r) + (mark if r.first_change else "")])
-    return header, rows
+    return header, [_release_row(r, len(header), own, mark) for r in tab.rows]
+
+
+def _release_row(r: VersionRow, columns: int, own: bool, mark: str) -> list[str]:
+    """One version's row: what ran, then its numbers and change (`own`: the metric's own
+    column too), or "-" and why it did not run."""
+    first = [r.version, r.python or "-", r.packages.get("jax", "-"), f"{r.ok}/{r.runs}"
+             + (f" ({r.used} used)" if r.used is not None and r.used < r.ok else "")]
+    if r.status != "ok" or r.value is None:
+        return first + ["-"] * (columns - 5) + [f"{r.status}: {r.reason or ''}"]
+    return first + [wording.fmt(r.median_ms or 0.0), wording.fmt(r.mean_ms), f"{r.gc_share_pct or 0.0:.2f}",
+                    f"{r.full_per_1000 or 0.0:.1f}"] + ([wording.fmt(r.value)] if own else []) + \
+        [_release_change(r) + (mark if r.first_change else "")]
 
 
 

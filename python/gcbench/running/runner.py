@@ -136,30 +136,44 @@ def run_worker(cell: Cell, out_file: pathlib.Path, command: list[str], timeout: 
         # a forked worker is left to end on its own once its result is written: the kernel frees
         # its memory (75 ms a GiB) while the next repeat forks and builds, before any timed step
         written = _follow(proc, spec, timeout, bar, err_path, isinstance(proc, warm_workers.ForkedWorker))
-        if not written and proc.returncode != 0 and explain is None and \
-                (kept := _complete_before_crash(partial, proc.returncode, load)) is not None:
-            results.write(kept, out_file)  # the crash, noted in the result it did not spoil
-            return kept
-        if not written and proc.returncode != 0:
-            raise _failed(proc.returncode, _tail(err_path))
-        if not partial.is_file():
-            raise CellFailed(f"worker wrote no result\n{_tail(err_path)}".rstrip())
-        try:
-            doc = load(partial)
-        except UsageError as e:
-            raise CellFailed(f"worker wrote an invalid result: {e}") from None
-        pathlib.Path(partial).replace(out_file)
-        return doc
+        return _outcome(proc.returncode, written, partial, out_file, err_path, load, crash_kept=explain is None)
     finally:
-        if isinstance(proc, warm_workers.ForkedWorker) and written:
-            proc.release()
-        elif proc is not None:
-            _kill(proc)
-        with contextlib.suppress(OSError):  # its output is left to the reader thread, which ends at its end
-            if proc is not None and proc.stdin is not None:
-                proc.stdin.close()
+        _release(proc, written)
         err_path.unlink(missing_ok=True)
         partial.unlink(missing_ok=True)
+
+
+def _outcome(returncode: int, written: bool, partial: pathlib.Path, out_file: pathlib.Path,
+             err_path: pathlib.Path, load: Callable[[pathlib.Path], Any], crash_kept: bool) -> Any:
+    """What an ended worker leaves: its result, moved to `out_file`; where it crashed after
+    completing its steps (`crash_kept`: a measured run), the result it did not spoil;
+    else `CellFailed` with the tail of its error output."""
+    if not written and returncode != 0:
+        kept = _complete_before_crash(partial, returncode, load) if crash_kept else None
+        if kept is None:
+            raise _failed(returncode, _tail(err_path))
+        results.write(kept, out_file)  # the crash, noted in the result it did not spoil
+        return kept
+    if not partial.is_file():
+        raise CellFailed(f"worker wrote no result\n{_tail(err_path)}".rstrip())
+    try:
+        doc = load(partial)
+    except UsageError as e:
+        raise CellFailed(f"worker wrote an invalid result: {e}") from None
+    partial.replace(out_file)
+    return doc
+
+
+def _release(proc, written: bool) -> None:
+    """A forked worker that wrote its result is left to end on its own; any other is killed;
+    its input is closed (its output is left to the reader thread, which ends at its end)."""
+    if isinstance(proc, warm_workers.ForkedWorker) and written:
+        proc.release()
+    elif proc is not None:
+        _kill(proc)
+    with contextlib.suppress(OSError):
+        if proc is not None and proc.stdin is not None:
+            proc.stdin.close()
 
 
 def _follow(proc: subprocess.Popen | warm_workers.ForkedWorker, spec: str, timeout: float, bar: Progress | None,

@@ -257,16 +257,21 @@ def _single_changes(mine: list, envs: dict[str, EnvInfo], factors: list[str]) ->
             (x, sx), (y, sy) = sorted(((a, sa), (b, sb)), key=lambda p: tuple(natural_key(p[1][f])
                                                                                 for f in changed))
             verdict = _counts_differ(x, y)
-            if verdict is None:  # repeats beyond their own phase: cannot tell, not said
-                continue
-            px, py = envs[x.key[3]].packages, envs[y.key[3]].packages
-            also = sorted(p for p in set(px) | set(py) if px.get(p) != py.get(p) and p not in changed
-                          and p not in INSTALLERS and not (changed == ["jax"] and p == "jaxlib"))
-            change = (f"{sx[changed[0]]} -> {sy[changed[0]]}: {summary.full_per_repeat(x)} -> "
-                      f"{summary.full_per_repeat(y)}" + (f", with {', '.join(also)} changed too" if also else ""))
-            size = abs(min(y.measured.full.schedule.counts) - min(x.measured.full.schedule.counts))
-            found[verdict].setdefault(changed[0], {})[change] = size
+            if verdict is not None:  # None: repeats beyond their own phase: cannot tell, not said
+                change = f"{sx[changed[0]]} -> {sy[changed[0]]}: " + _count_change(x, y, envs, changed)
+                size = abs(min(y.measured.full.schedule.counts) - min(x.measured.full.schedule.counts))
+                found[verdict].setdefault(changed[0], {})[change] = size
     return found
+
+
+def _count_change(x, y, envs: dict[str, EnvInfo], changed: list[str]) -> str:
+    """`3 -> 5, with flax changed too`: the full collections of two environments that differ
+    in `changed`, and the other packages that differ between them (installers aside)."""
+    px, py = envs[x.key[3]].packages, envs[y.key[3]].packages
+    also = sorted(p for p in set(px) | set(py) if px.get(p) != py.get(p) and p not in changed
+                  and p not in INSTALLERS and not (changed == ["jax"] and p == "jaxlib"))
+    return f"{summary.full_per_repeat(x)} -> {summary.full_per_repeat(y)}" + \
+        (f", with {', '.join(also)} changed too" if also else "")
 
 
 def env_matrix_answer(cells, docs: list[ResultDoc]) -> str | None:

@@ -47,17 +47,20 @@ def findings(cells: list[summary.CellSummary], min_effect: float = comparison.MI
     ok = [cs for cs in cells if cs.ok]
     if not ok:
         return ["No cell of this workload ran."]
-    out: list[str] = []
-    steps = sum(cs.measured.steps for cs in ok)
-    collected = [cs for cs in ok if sum(cs.measured.collections) > 0]
-    out += [f"{_name(cs)}: {grows}." for cs in ok if (grows := summary_text.memory_growth(cs.measured))]
+    out = _growing_memory(ok)
+    # collections the loop paid for outside its steps: never "costs nothing"
     between = [cs for cs in ok if any(cs.measured.between.collections)]
-    if between:  # collections the loop paid for outside its steps: never "costs nothing"
-        out += [between_sentence(cs) for cs in between]
-    out += _quiet_collector(ok, steps, bool(collected or between))
+    out += [between_sentence(cs) for cs in between]
+    collected = bool(between) or any(sum(cs.measured.collections) > 0 for cs in ok)
+    out += _quiet_collector(ok, sum(cs.measured.steps for cs in ok), collected)
     family = claims.workload_claims(cells, min_effect, alpha) if family is None else family
-    out += [_claim(kind, t, ctx) for kind, t, ctx in family if kind == "ranking"]
-    return out
+    return out + [_claim(kind, t, ctx) for kind, t, ctx in family if kind == "ranking"]
+
+
+def _growing_memory(ok: list[summary.CellSummary]) -> list[str]:
+    """A sentence for each cell whose memory grows step after step."""
+    grown = ((cs, summary_text.memory_growth(cs.measured)) for cs in ok)
+    return [f"{_name(cs)}: {grows}." for cs, grows in grown if grows]
 
 
 def _quiet_collector(ok: list[summary.CellSummary], steps: int, collected: bool) -> list[str]:
@@ -106,21 +109,25 @@ def _cell_text(t: comparison.Test | None) -> str:
         return "-"
     if t.verdict == comparison.NOT_JUDGED:
         return f"not judged ({escape(t.not_judged.split(':')[0])})"
-    if t.effect is None:
-        change = "no change measured"
-    elif t.metric == "full_rate" and t.phase and t.per_repeat is not None:
-        change = (f"{wording.fmt(t.per_repeat[0])} -> {wording.fmt(t.per_repeat[1])} a repeat, what the "
-                  "schedule's phase makes")
-    elif t.metric == "full_rate":
-        change = f"{wording.fmt_signed(t.effect)} per 1,000 steps" + (" (exact)" if t.exact else "")
-    elif t.metric == "gc_share":
-        change = f"{100 * t.effect:+.2f} points" + (" of CPU time" if t.note.startswith("in CPU time") else "") + (
-            f" ({_level(t)} {100 * t.ci[0]:+.2f} to {100 * t.ci[1]:+.2f})" if t.ci else "")
-    else:
-        change = _ratio(t)
     p = f"; p = {t.p_adj:.2g} corrected" if t.p_adj is not None and not t.exact else ""
     verdict = "cannot tell" if t.verdict == "inconclusive" else t.verdict
-    return f"{verdict}: {change}{p}"
+    return f"{verdict}: {_change_text(t)}{p}"
+
+
+def _change_text(t: comparison.Test) -> str:
+    """A test's change and its interval, in its metric's own terms."""
+    if t.effect is None:
+        return "no change measured"
+    if t.metric == "full_rate":
+        if t.phase and t.per_repeat is not None:
+            return (f"{wording.fmt(t.per_repeat[0])} -> {wording.fmt(t.per_repeat[1])} a repeat, what the "
+                    "schedule's phase makes")
+        return f"{wording.fmt_signed(t.effect)} per 1,000 steps" + (" (exact)" if t.exact else "")
+    if t.metric == "gc_share":
+        of_cpu = " of CPU time" if t.note.startswith("in CPU time") else ""
+        within = f" ({_level(t)} {100 * t.ci[0]:+.2f} to {100 * t.ci[1]:+.2f})" if t.ci else ""
+        return f"{100 * t.effect:+.2f} points{of_cpu}{within}"
+    return _ratio(t)
 
 
 POLICY_TESTS = ("policy_full", "policy_share", "policy_median", "policy_mean")
@@ -137,18 +144,20 @@ def tests_table(cells: list[summary.CellSummary], min_effect: float = comparison
     if not pairs:
         return None
     tests = [[claims.policy_test(family, k, base, other) for k in POLICY_TESTS] for base, other in pairs]
-    decided = [t for row in tests for t in row
-               if t is not None and t.verdict not in ("inconclusive", "same", comparison.NOT_JUDGED)]
-    if not decided:
-        return Para(_undecided(pairs, [t for row in tests for t in row if t is not None]))
-    rows = []
-    for (base, other), row in zip(pairs, tests, strict=True):
-        env = summary.context(other.key)
-        label = f"{code(other.key[0])}" + (f" [{escape(env)}]" if env else "") + f": {code(other.key[2])} vs " \
-            f"{code(base.key[2])}"
-        rows.append([label] + [_cell_text(t) for t in row])
+    known = [t for row in tests for t in row if t is not None]
+    if all(t.verdict in ("inconclusive", "same", comparison.NOT_JUDGED) for t in known):
+        return Para(_undecided(pairs, known))
+    rows = [[_pair_label(base, other)] + [_cell_text(t) for t in row]
+            for (base, other), row in zip(pairs, tests, strict=True)]
     return Table(["policy against default", "full collections", "GC share", "median step", "mean step (a run)"],
                  rows)
+
+
+def _pair_label(base: summary.CellSummary, other: summary.CellSummary) -> str:
+    """`jax [py3.12]: freeze vs default`: the backend, its environment, the two policies."""
+    env = summary.context(other.key)
+    return f"{code(other.key[0])}" + (f" [{escape(env)}]" if env else "") + \
+        f": {code(other.key[2])} vs {code(base.key[2])}"
 
 
 def _undecided(pairs: list, tests: list[comparison.Test]) -> str:

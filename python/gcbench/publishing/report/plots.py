@@ -228,18 +228,14 @@ def summary_figure(cells: list[summary.CellSummary], workload: str, path: pathli
     ys = {s: len(series) - 1 - i for i, s in enumerate(series)}
     for r, policy in enumerate(policies):
         mine = [cs for cs in ok if cs.key[2] == policy]
-        for c, (title, unit, get) in enumerate(metrics):
-            ax = axes[r][c]
-            _summary_panel(ax, c, mine, get, ys, cpu)
-            ax.grid(axis="x", alpha=0.3, which="major")
-            if r == 0:
-                ax.set_title(title, loc="left")
-            if r == len(policies) - 1:
-                ax.set_xlabel(unit)
-            if c == 0:
-                ax.set_ylabel(f"policy: {policy}")
-        axes[r][0].set_yticks(range(len(series)), [series_label(s, series) for s in reversed(series)])
-        axes[r][0].set_ylim(-0.6, len(series) - 0.4)
+        for c, (_, _, get) in enumerate(metrics):
+            _summary_panel(axes[r][c], c, mine, get, ys, cpu)
+            axes[r][c].grid(axis="x", alpha=0.3, which="major")
+        axes[r][0].set_ylabel(f"policy: {policy}")
+        _series_axis(axes[r][0], series)
+    for c, (title, unit, _) in enumerate(metrics):
+        axes[0][c].set_title(title, loc="left")
+        axes[-1][c].set_xlabel(unit)
     log_axis(axes[0][0], "x")
     for c in range(1, len(metrics)):
         axes[0][c].set_xlim(0, axes[0][c].get_xlim()[1] * 1.06)  # a dot at the top stays whole
@@ -539,6 +535,22 @@ def pauses(cs: summary.CellSummary) -> dict[int, np.ndarray]:
     return {g: np.asarray(v) for g, v in sorted(out.items())}
 
 
+def _pause_points(ax, by_generation: dict, y: float, color: str, rng: np.random.Generator) -> None:
+    """One cell's pauses on its series' row: a sub-row and a shape per generation, jittered."""
+    for gen, values in by_generation.items():
+        marker, size, filled, _ = GEN_MARKERS.get(gen, ("D", 20, True, f"gen {gen}"))
+        offset = {0: 0.27, 1: 0.0, 2: -0.27}.get(gen, 0)
+        ys = y + offset + rng.uniform(-0.06, 0.06, len(values))
+        ax.scatter(values, ys, s=size, marker=marker, facecolors=color if filled else "none",
+                   edgecolors=color, linewidths=0.8, alpha=0.8)
+
+
+def _series_axis(ax, series: list) -> None:
+    """The series' names down the y axis, the first on top."""
+    ax.set_yticks(range(len(series)), [series_label(s, series) for s in reversed(series)])
+    ax.set_ylim(-0.6, len(series) - 0.4)
+
+
 def pauses_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path) -> pathlib.Path | None:
     """Every collection's pause, by generation (its own sub-row and shape: hollow circle,
     hollow square, filled triangle) and series (row), on a log axis; one panel per policy.
@@ -557,21 +569,13 @@ def pauses_figure(cells: list[summary.CellSummary], workload: str, path: pathlib
     for c, policy in enumerate(policies):
         ax = axes[0][c]
         for cs in ok:
-            if cs.key[2] != policy:
-                continue
-            color = backend_color(cs.key[0])
-            for gen, values in data[cs.key].items():
-                marker, size, filled, _ = GEN_MARKERS.get(gen, ("D", 20, True, f"gen {gen}"))
-                offset = {0: 0.27, 1: 0.0, 2: -0.27}.get(gen, 0)
-                y = ys[series_of(cs)] + offset + rng.uniform(-0.06, 0.06, len(values))
-                ax.scatter(values, y, s=size, marker=marker, facecolors=color if filled else "none",
-                           edgecolors=color, linewidths=0.8, alpha=0.8)
+            if cs.key[2] == policy:
+                _pause_points(ax, data[cs.key], ys[series_of(cs)], backend_color(cs.key[0]), rng)
         log_axis(ax, "x")
         ax.grid(axis="x", alpha=0.3)
         ax.set_title(policy, loc="left")
         ax.set_xlabel("pause, ms")
-    axes[0][0].set_yticks(range(len(series)), [series_label(s, series) for s in reversed(series)])
-    axes[0][0].set_ylim(-0.6, len(series) - 0.4)
+    _series_axis(axes[0][0], series)
     handles = [plt.Line2D([], [], color="#555555", marker=m, markerfacecolor="#555555" if filled else "none",
                           lw=0, ms=7, label=label) for m, _, filled, label in GEN_MARKERS.values()]
     fig.suptitle(f"{workload}: length of every GC pause, by generation")
