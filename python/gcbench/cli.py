@@ -185,6 +185,16 @@ def flag(option: str) -> str:
     return "--" + option.replace("_", "-")
 
 
+def _exit_code(e: BaseException) -> int | None:
+    """The exit status of an error the command line ends on with one line (a file name
+    longer than the file system takes: 2) or a signal's; None for any other (a bug: its
+    traceback is shown)."""
+    if isinstance(e, OSError) and e.errno == errno.ENAMETOOLONG:
+        print(f"gcbench: error: {e.filename or ''}: a file name longer than the file system takes", file=sys.stderr)
+        return 2
+    return _signalled(e)
+
+
 def _main(argv: list[str] | None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a path or title that is not UTF-8 is shown, not a crash
         if hasattr(stream, "reconfigure"):
@@ -199,19 +209,11 @@ def _main(argv: list[str] | None) -> int:
         return 2
     except BrokenPipeError:
         return 0
-    except KeyboardInterrupt:
-        print("\ngcbench: interrupted", file=sys.stderr)
-        return 130
-    except Terminated:
-        print("\ngcbench: terminated", file=sys.stderr)
-        return 143
-    except OSError as e:
-        if e.errno != errno.ENAMETOOLONG:
-            raise
-        print(f"gcbench: error: {e.filename or ''}: a file name longer than the file system takes", file=sys.stderr)
-        return 2
+    except (KeyboardInterrupt, Terminated) as e:
+        print(f"\ngcbench: {'terminated' if isinstance(e, Terminated) else 'interrupted'}", file=sys.stderr)
+        return 143 if isinstance(e, Terminated) else 130
     except BaseException as e:
-        code = _signalled(e)
+        code = _exit_code(e)
         if code is None:
             raise
         return code

@@ -196,30 +196,24 @@ def event_summary(walls: list[np.ndarray], events: list[np.ndarray]) -> EventSum
     for wall, ev in zip(walls, events, strict=True):
         ev = np.asarray(ev) > 0
         total_wall += float(np.sum(wall))
-        if not ev.any():
-            continue
-        e, r = event_effects(wall, ev)
-        _, after = event_effects(wall, ev, offset=1)
-        cost += float(np.sum(np.clip(e, 0, None)))
-        if len(e):
-            extras.append(float(np.median(e)))
-            ratios.append(float(np.median(r)))
-        if len(after):
-            afters.append(float(np.median(after)))
-    extra = arithmetic(extras) if extras else None
-    ratio, after_ratio = (_positive_geometric(x) for x in (ratios, afters))
+        if ev.any():
+            e, r = event_effects(wall, ev)
+            _, after = event_effects(wall, ev, offset=1)
+            cost += float(np.sum(np.clip(e, 0, None)))
+            extras += [float(np.median(e))] if len(e) else []
+            ratios += [float(np.median(r))] if len(e) else []
+            afters += [float(np.median(after))] if len(after) else []
+    extra = _value_and_ci(arithmetic(extras) if extras else None)
+    ratio, after_ratio = (_value_and_ci(_positive_geometric(x)) for x in (ratios, afters))
     return EventSummary(
-        sched, sched.total, sched.total_steps, per_1000(sched),
-        extra_ns=extra.value if extra else None,
-        extra_ci_ns=extra.ci if extra else None,
-        ratio=ratio.value if ratio else None,
-        ratio_ci=ratio.ci if ratio else None,
-        after_ratio=after_ratio.value if after_ratio else None,
-        after_ratio_ci=after_ratio.ci if after_ratio else None,
-        repeats_with_events=len(extras),
-        every=every(sched),
-        cost_share=cost / total_wall if total_wall else 0.0,
+        sched, sched.total, sched.total_steps, per_1000(sched), *extra, *ratio, *after_ratio,
+        repeats_with_events=len(extras), every=every(sched), cost_share=cost / total_wall if total_wall else 0.0,
     )
+
+
+def _value_and_ci(e: Estimate | None) -> tuple[float | None, tuple[float, float] | None]:
+    """An estimate's value and interval; (None, None) without one."""
+    return (e.value, e.ci) if e is not None else (None, None)
 
 
 def _positive_geometric(ratios: list[float]) -> Estimate | None:

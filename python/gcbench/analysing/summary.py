@@ -465,7 +465,6 @@ def _gc_fields(ok: list[ResultDoc], used: list[ResultDoc], walls: list[np.ndarra
     collections' schedule and spikes."""
     gc_ns = sum(results.step_total(d, "gc_ns") for d in used)
     colls = [collections(d) for d in used]
-    between = [between_steps(d) for d in used]
     # A flag says a repeat's level moved, not that its collector did: full collections are a
     # schedule (exact), so every ok repeat counts there, flagged or not. Their cost shows in
     # the iterations (a full collection before a step, in the loop's own code, is that
@@ -480,16 +479,24 @@ def _gc_fields(ok: list[ResultDoc], used: list[ResultDoc], walls: list[np.ndarra
         "repeat_gc_shares": share.per_repeat,
         "gc_ms_per_step": _ms(gc_ns / sum(len(w) for w in walls)),
         "collections": np.sum([c.sum(axis=0) for c in colls], axis=0).tolist(),
-        "between": Between(np.sum([b.collections for b in between], axis=0).tolist(),
-                           sum(b.gc_ns for b in between) / 1e6),
+        "between": _between(used),
         "full": stats.event_summary(all_walls, fulls),
         "full_after_last": sum(full_after_last(d) for d in ok),  # in no iteration: counted apart
         "spike_factor": spike_factor,
         "spikes": int(sum(len(i) for i in spike_idx)),
-        "spikes_at_full": int(
-            sum(int((full_collections(d)[i] > 0).sum()) for d, i in zip(used, spike_idx, strict=True))
-        ),
+        "spikes_at_full": _spikes_at_full(used, spike_idx),
     }
+
+
+def _between(used: list[ResultDoc]) -> Between:
+    """The collections outside every step, by generation, and their pauses in ms."""
+    between = [between_steps(d) for d in used]
+    return Between(np.sum([b.collections for b in between], axis=0).tolist(), sum(b.gc_ns for b in between) / 1e6)
+
+
+def _spikes_at_full(used: list[ResultDoc], spike_idx: list[np.ndarray]) -> int:
+    """The spikes that fell on a step holding a full collection."""
+    return int(sum(int((full_collections(d)[i] > 0).sum()) for d, i in zip(used, spike_idx, strict=True)))
 
 
 def _context_fields(ok: list[ResultDoc], used: list[ResultDoc]) -> ContextFields:

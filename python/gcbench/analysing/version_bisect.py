@@ -161,7 +161,7 @@ class VersionRow:
     version: str
     runs: int
     ok: int
-    status: str = "ok"
+    status: results.Status = "ok"
     environment: str | None = None
     python: str | None = None
     packages: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -318,14 +318,10 @@ def load_table(path) -> VersionTable:
     """A bisect.json written by `gcbench bisect`, checked; a one-line error when malformed."""
     from ..core import files, records
 
-    tab = files.read_json(path, "bisect table")
-    ok = isinstance(tab, dict) and isinstance(tab.get("rows"), list) and all(
-        isinstance(r, dict) and isinstance(r.get("version"), str) and r.get("status") in ("ok", "failed", "unavailable")
-        and (r.get("status") != "ok" or (isinstance(r.get("values"), list) and isinstance(r.get("value"), (int, float))
-                                         and isinstance(r.get("median_ms"), (int, float))))
-        for r in tab.get("rows", []))
-    keys = ("package", "cell", "metric", "metric_title", "unit")
-    if not ok or not all(isinstance(tab.get(k), str) for k in keys) or \
-            not isinstance(tab.get("factor"), (int, float)) or not isinstance(tab.get("floor"), (int, float)):
-        raise UsageError(f"{path}: not a gcbench bisect table")
-    return records.from_json(tab, VersionTable, str(path))
+    try:
+        table: VersionTable = records.from_json(files.read_json(path, "bisect table"), VersionTable, str(path))
+    except UsageError as e:
+        raise UsageError(f"{path}: not a gcbench bisect table ({str(e).removeprefix(f'{path}: ')})") from None
+    if any(r.status == "ok" and (r.value is None or r.median_ms is None) for r in table.rows):
+        raise UsageError(f"{path}: not a gcbench bisect table (a version that ran ok without its value or median)")
+    return table

@@ -350,6 +350,24 @@ class BudgetFigures:
             raise KeyError(key)
         return getattr(self, key)
 
+def _tracked_growth(doc, steps: int) -> float | None:
+    """Objects the collector tracks, more at the end than at the start, per 1,000 steps."""
+    from ..measuring import results
+
+    memory = results.part(doc, "memory")
+    start, end = memory.get("tracked_start"), memory.get("tracked_end")
+    return (end - start) * 1000 / steps if start is not None and end is not None else None
+
+
+def _gc_share(doc, own: int) -> float | None:
+    """The collector's share of CPU time, less the diagnosis's own (`own` ns: it ran inside
+    the pauses and the steps, left out of both); None where CPU time was not read."""
+    from ..analysing import summary
+
+    split = summary.cpu_gc_split(doc)
+    return max(split[0] - own, 0.0) / (split[1] - own) if split is not None and split[1] > own else None
+
+
 def figures_of(m: Measurement, kept_json: dict | None) -> BudgetFigures:
     """A budget's figures from its measurement (ended) and what the loop kept (`m.kept()`).
     Every count is the probe's, diagnosed or not: the promotions are what the collections
@@ -366,19 +384,12 @@ def figures_of(m: Measurement, kept_json: dict | None) -> BudgetFigures:
     asked = summary.explicit_by_generation(doc)  # the loop's own gc.collect() calls, in steps and between
     per_gen = [(e - a) * 1000 / steps for e, a in zip(every, asked, strict=True)]  # the collector's own
     full = summary.full_collections(doc)
-    memory = results.part(doc, "memory")
-    start, end = memory.get("tracked_start"), memory.get("tracked_end")
-    tracked = (end - start) * 1000 / steps if start is not None and end is not None else None
     expl = m.explanation() if m.explain else None
     python = expl.python if expl is not None else None
     if expl is not None and python is None:
         raise ValueError("a budget's explanation without its diagnosis")
-    from ..analysing import rates
-
-    split = summary.cpu_gc_split(doc)
-    own = m.diagnosis_cpu_ns  # the diagnostics ran inside the pauses and the steps: left out of both
-    share = max(split[0] - own, 0.0) / (split[1] - own) if split is not None and split[1] > own else None
     from ..analysing import explanation_records as records
+    from ..analysing import rates
 
     kept = records.from_json(kept_json or {}, records.Census, "what the loop kept")
     nothing = records.from_json({}, records.Census, "not diagnosed")
@@ -386,8 +397,9 @@ def figures_of(m: Measurement, kept_json: dict | None) -> BudgetFigures:
     return BudgetFigures(
         steps=steps, max_promotions_per_step=results.step_total(doc, "gc_promoted") / steps,
         max_full_per_1000=per_gen[-1], max_collections_per_1000=per_gen,
-        max_explicit_per_1000=sum(asked) * 1000 / steps, max_tracked_growth_per_1000=tracked,
-        max_examined_per_step=rates.examined_per_step(doc), max_gc_share=share, explicit=asked,
+        max_explicit_per_1000=sum(asked) * 1000 / steps, max_tracked_growth_per_1000=_tracked_growth(doc, steps),
+        max_examined_per_step=rates.examined_per_step(doc), max_gc_share=_gc_share(doc, m.diagnosis_cpu_ns),
+        explicit=asked,
         explicit_sites=results.part(doc, "between_steps").get("explicit_sites") or {},
         full_steps=[int(i) for i in np.repeat(np.arange(len(full)), full)],
         full_all=every[-1], full_after_last=summary.full_after_last(doc),
@@ -527,10 +539,7 @@ class Budget:
         from ..core.errors import UsageError
 
         if self._left_off:
-            call = (self.measurement.collector_state().get("calls") or {}).get("disable") or {}
-            at_line = f" (gc.disable() at {at})" if (at := call.get("first_at")) else ""
-            _fail(f"gc_budget: {self.key}: the loop turned the collector off{at_line} and left it off, so its counts "
-                  "are not the loop's: the budget turned it back on; call gc.enable() before the budget ends")
+            self._fail_left_off()
         config = self.request.config
         try:
             self.figures = self.measure()
@@ -538,10 +547,7 @@ class Budget:
             _fail(f"gc_budget: {self.key}: {e}")
         rerun = self.request.node.stash.get(_RERUN, None)
         if rerun is not None:  # the failing test's body again, for its sites: say where, check and write nothing
-            if self.index == rerun.index:
-                rerun.where = self._where_lines(rerun.keys)
-                rerun.measured = {k: self._figures().count(k) for k in rerun.keys}
-                raise _RerunDone
+            self._answer_rerun(rerun)
             return
         folder = config.getoption("--gc-budget-report")
         if folder:
@@ -555,14 +561,33 @@ class Budget:
             _fail(str(e))
         budgets = {**stored, **self.given}
         if not budgets:
-            message = (f"{self.key}: its GC budget asserts nothing (no budget given, none in {self.baseline}): "
-                       "pytest --gc-budget-update writes its measured counts there as budgets")
-            if config.getoption("--gc-budget-strict"):
-                _fail(f"gc_budget: {message} (--gc-budget-strict)")
-            warnings.warn(GCBudgetWarning(message), stacklevel=3)
+            self._say_nothing_asserted(config.getoption("--gc-budget-strict"))
             return
         self._warn_changed(budgets)
         self._check_budgets(budgets, lines)
+
+    def _fail_left_off(self) -> None:
+        """The loop left the collector off: its counts are not the loop's."""
+        call = (self.measurement.collector_state().get("calls") or {}).get("disable") or {}
+        at_line = f" (gc.disable() at {at})" if (at := call.get("first_at")) else ""
+        _fail(f"gc_budget: {self.key}: the loop turned the collector off{at_line} and left it off, so its counts "
+              "are not the loop's: the budget turned it back on; call gc.enable() before the budget ends")
+
+    def _answer_rerun(self, rerun) -> None:
+        """The rerun of a failing test's body: the failing budget says where its counts come
+        from and what they are now, then ends the rerun; the others say nothing."""
+        if self.index == rerun.index:
+            rerun.where = self._where_lines(rerun.keys)
+            rerun.measured = {k: self._figures().count(k) for k in rerun.keys}
+            raise _RerunDone
+
+    def _say_nothing_asserted(self, strict: bool) -> None:
+        """A budget with no figure to hold: a warning, or a failure under --gc-budget-strict."""
+        message = (f"{self.key}: its GC budget asserts nothing (no budget given, none in {self.baseline}): "
+                   "pytest --gc-budget-update writes its measured counts there as budgets")
+        if strict:
+            _fail(f"gc_budget: {message} (--gc-budget-strict)")
+        warnings.warn(GCBudgetWarning(message), stacklevel=4)
 
     def _check_budgets(self, budgets: dict, lines: dict) -> None:
         """Fail the test where the measured figures exceed its budgets, naming each; with

@@ -86,32 +86,48 @@ def _not_itself(a: str, b: str) -> None:
                          "gate; compare the baseline's results with the new ones")
 
 
-def main(args) -> int:
+def _one_folder(args) -> comparison.Comparison:
+    """`compare FOLDER --base ENV --head ENV`: the two sides of one interleaved run."""
     from ..measuring import results
 
-    if args.b is None:
-        if not (args.base and args.head):
-            raise UsageError(f"compare needs two results folders (`gcbench compare {args.a} B`), or one folder with "
-                             "--base ENV --head ENV: the two environments of one interleaved run to compare")
-        if args.base == args.head:
-            raise UsageError(f"--base and --head are both {args.base!r}: a side compared with itself says nothing; "
-                             "name the two environments (or variants) to compare")
-        with archive.opened(pathlib.Path(args.a)) as a:
-            docs_a, docs_b = comparison.split_sides(results.load_dir(a), args.base, args.head)
-        c = comparison.compare_docs(docs_a, docs_b, args.min_effect, args.alpha, args.force)
-        c.a, c.b = f"{args.a} [{args.base}]", f"{args.a} [{args.head}]"
-        c.notes = [n.replace("is in both folders: cells paired across", "is on both sides: cells paired across")
-                   for n in c.notes]
-    else:
-        if args.base or args.head:
-            raise UsageError(
-                "--base and --head pick the two sides inside one folder: give one folder with them, not two"
-            )
-        _not_itself(args.a, args.b)
-        with archive.opened(pathlib.Path(args.a)) as a, archive.opened(pathlib.Path(args.b)) as b:
-            c = comparison.compare_docs(results.load_dir(a), results.load_dir(b), args.min_effect, args.alpha,
-                                        args.force)
-        c.a, c.b = args.a, args.b
+    if not (args.base and args.head):
+        raise UsageError(f"compare needs two results folders (`gcbench compare {args.a} B`), or one folder with "
+                         "--base ENV --head ENV: the two environments of one interleaved run to compare")
+    if args.base == args.head:
+        raise UsageError(f"--base and --head are both {args.base!r}: a side compared with itself says nothing; "
+                         "name the two environments (or variants) to compare")
+    with archive.opened(pathlib.Path(args.a)) as a:
+        docs_a, docs_b = comparison.split_sides(results.load_dir(a), args.base, args.head)
+    c = comparison.compare_docs(docs_a, docs_b, args.min_effect, args.alpha, args.force)
+    c.a, c.b = f"{args.a} [{args.base}]", f"{args.a} [{args.head}]"
+    c.notes = [n.replace("is in both folders: cells paired across", "is on both sides: cells paired across")
+               for n in c.notes]
+    return c
+
+
+def _two_folders(args) -> comparison.Comparison:
+    """`compare A B`: two results folders (or reports' archives)."""
+    from ..measuring import results
+
+    if args.base or args.head:
+        raise UsageError("--base and --head pick the two sides inside one folder: give one folder with them, not two")
+    _not_itself(args.a, args.b)
+    with archive.opened(pathlib.Path(args.a)) as a, archive.opened(pathlib.Path(args.b)) as b:
+        c = comparison.compare_docs(results.load_dir(a), results.load_dir(b), args.min_effect, args.alpha,
+                                    args.force)
+    c.a, c.b = args.a, args.b
+    return c
+
+
+def _say_unjudged(unjudged: list[str], fail_on: list[str]) -> None:
+    """Timed tests a loaded or other machine kept from being judged, which cannot fail."""
+    if unjudged:
+        print(f"gcbench: --fail-on {','.join(fail_on)}: {len(unjudged)} timed test{'s' * (len(unjudged) > 1)} not "
+              f"judged ({unjudged[0]}), so they cannot fail; the counts still gate", file=sys.stderr)
+
+
+def main(args) -> int:
+    c = _one_folder(args) if args.b is None else _two_folders(args)
     if args.json:
         _common.print_json(records.to_json(c))
     else:
@@ -123,10 +139,7 @@ def main(args) -> int:
     if not c.rows:
         raise UsageError(f"{c.a} and {c.b} share no cell that ran in both: nothing was compared")
     failed = failures(c, args.fail_on)
-    unjudged = not_judged(c, args.fail_on)
-    if unjudged:
-        print(f"gcbench: --fail-on {','.join(args.fail_on)}: {len(unjudged)} timed test{'s' * (len(unjudged) > 1)} not "
-              f"judged ({unjudged[0]}), so they cannot fail; the counts still gate", file=sys.stderr)
+    _say_unjudged(not_judged(c, args.fail_on), args.fail_on)
     if failed:
         print(f"gcbench: --fail-on {','.join(args.fail_on)}: {len(failed)} verdict{'s' * (len(failed) > 1)}: "
               + "; ".join(failed[:10])

@@ -774,11 +774,20 @@ class Diagnosis:
         self.step = -1
         self.done = i + 1
 
+    def _steps_of(self, generation: int) -> list[int]:
+        """The timed steps that held a collection of `generation` (2: every full one)."""
+        return [c["step"] for c in self.collections if c["generation"] == generation and 0 <= c["step"] < self.steps]
+
+    def _scanned_json(self) -> dict:
+        """What the full collections scanned, by where it was made, and the heap frozen then."""
+        return {**self.scanned.to_json(self._table), "collections": self.scans,
+                "origin": {"before the timed steps": self.scanned_before,
+                           "made during the timed steps": self.scanned_made},
+                "frozen": self.frozen_seen if self.frozen_seen >= 0 else gc.get_freeze_count()}
+
     def to_json(self) -> dict:
         from . import site_names
 
-        full = [c["step"] for c in self.collections if c["generation"] >= 2 and 0 <= c["step"] < self.steps]
-        gen1 = sum(1 for c in self.collections if c["generation"] == 1 and 0 <= c["step"] < self.steps)
         return {
             "steps": self.steps,
             "collections": [{**{k: v for k, v in c.items() if not k.startswith("at_start_")},
@@ -787,14 +796,11 @@ class Diagnosis:
             "promoted": {**self.promoted.to_json(self._table), "made_before_the_steps": self.promoted_before,
                          "sampled": self.promoted_sampled if self.sites == SAMPLED else None},
             "promoted_per_step": self.promoted_per_step.tolist(),
-            "scanned": {**self.scanned.to_json(self._table), "collections": self.scans,
-                        "origin": {"before the timed steps": self.scanned_before,
-                                   "made during the timed steps": self.scanned_made},
-                        "frozen": self.frozen_seen if self.frozen_seen >= 0 else gc.get_freeze_count()},
+            "scanned": self._scanned_json(),
             "garbage": self.garbage.to_json(self._table),
             "oldest": [list(pair) for pair in zip(self.oldest[::2], self.oldest[1::2], strict=True)],
-            "full_steps": full,
-            "gen1_collections": gen1,
+            "full_steps": self._steps_of(2),
+            "gen1_collections": len(self._steps_of(1)),
             "thresholds": list(gc.get_threshold()),
             "collector": site_names.collector_model(),
             "sites_traced": bool(self.sites),

@@ -86,20 +86,9 @@ def read_idx(path: str | os.PathLike, expect_ndim: int | None = None) -> np.ndar
 
 
 def _read_idx_stream(f, path: pathlib.Path, expect_ndim: int | None) -> np.ndarray:
-    magic = f.read(4)
-    if len(magic) < 4 or magic[0] != 0 or magic[1] != 0 or magic[2] not in _IDX_DTYPES:
-        raise UsageError(
-            f"{path}: not an IDX file (magic bytes {magic.hex() or 'missing'}, "
-            "expected 0000 then a type code and a dimension count, e.g. 00000803)"
-        )
-    dtype = np.dtype(_IDX_DTYPES[magic[2]])
-    ndim = magic[3]
-    if expect_ndim is not None and ndim != expect_ndim:
-        raise UsageError(f"{path}: IDX file has {ndim} dimensions, expected {expect_ndim}")
-    dims = f.read(4 * ndim)
-    if len(dims) < 4 * ndim:
-        raise UsageError(f"{path}: truncated IDX header ({4 + len(dims)} bytes, expected {4 + 4 * ndim})")
-    shape = tuple(int.from_bytes(dims[4 * i: 4 * i + 4], "big") for i in range(ndim))
+    """An IDX file's array, its header checked (`_idx_header`), its payload exactly as long
+    as the header promises (and under MAX_IDX_BYTES)."""
+    dtype, shape = _idx_header(f, path, expect_ndim)
     size = math.prod(shape) * dtype.itemsize  # exact: no overflow to 0
     if size > MAX_IDX_BYTES:
         raise UsageError(f"{path}: IDX header promises {size:,} bytes for shape {shape}, over the "
@@ -113,6 +102,24 @@ def _read_idx_stream(f, path: pathlib.Path, expect_ndim: int | None) -> np.ndarr
             f"({'trailing bytes' if trailing else 'truncated'})"
         )
     return np.frombuffer(payload, dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="))
+
+
+def _idx_header(f, path: pathlib.Path, expect_ndim: int | None) -> tuple[np.dtype, tuple[int, ...]]:
+    """An IDX header's element type and shape: its magic bytes, then one size per dimension."""
+    magic = f.read(4)
+    if len(magic) < 4 or magic[0] != 0 or magic[1] != 0 or magic[2] not in _IDX_DTYPES:
+        raise UsageError(
+            f"{path}: not an IDX file (magic bytes {magic.hex() or 'missing'}, "
+            "expected 0000 then a type code and a dimension count, e.g. 00000803)"
+        )
+    dtype = np.dtype(_IDX_DTYPES[magic[2]])
+    ndim = magic[3]
+    if expect_ndim is not None and ndim != expect_ndim:
+        raise UsageError(f"{path}: IDX file has {ndim} dimensions, expected {expect_ndim}")
+    dims = f.read(4 * ndim)
+    if len(dims) < 4 * ndim:
+        raise UsageError(f"{path}: truncated IDX header ({4 + len(dims)} bytes, expected {4 + 4 * ndim})")
+    return dtype, tuple(int.from_bytes(dims[4 * i: 4 * i + 4], "big") for i in range(ndim))
 
 
 def write_idx(path: str | os.PathLike, array: np.ndarray, compress: bool = False) -> None:

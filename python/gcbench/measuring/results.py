@@ -472,14 +472,21 @@ def _check_array(where: str, key: str, arr, n: int | None) -> np.ndarray:
         raise UsageError(f"{where}: per-step array {key!r} is ragged") from None
     if values.size:
         _check_values(where, key, values)
-    if key in ROWS and len(arr) and values.shape[-1] == 0:
-        raise UsageError(f"{where}: per-step array {key!r} has empty rows (no generation counted)")
-    if key in ROWS and len(arr) and values.shape[-1] not in ROW_WIDTHS[key]:
-        raise UsageError(f"{where}: per-step array {key!r} has rows of {values.shape[-1]}; they hold one count per "
-                         f"generation ({' or '.join(map(str, ROW_WIDTHS[key]))})")
+    if key in ROWS and len(arr):
+        _check_rows(where, key, values.shape[-1])
     if isinstance(arr, list) and _holds_booleans(arr, key in ROWS):
         raise UsageError(f"{where}: per-step array {key!r} holds true or false where numbers belong")
     return values
+
+
+def _check_rows(where: str, key: str, width: int) -> None:
+    """A per-step array of rows: one count per generation in each (Python's three, or
+    Julia's two kinds)."""
+    if width == 0:
+        raise UsageError(f"{where}: per-step array {key!r} has empty rows (no generation counted)")
+    if width not in ROW_WIDTHS[key]:
+        raise UsageError(f"{where}: per-step array {key!r} has rows of {width}; they hold one count per "
+                         f"generation ({' or '.join(map(str, ROW_WIDTHS[key]))})")
 
 
 def _holds_booleans(arr: list, rows: bool) -> bool:

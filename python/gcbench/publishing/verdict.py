@@ -92,12 +92,17 @@ def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary], cpu: boo
         return _mitigation_counts(cs, others, cpu)
     family = claims.workload_claims([c for c in ok if c.key[1] == w]) if p == "default" else []
     o, t = _shortest_run(cs, others, family)
-    corrected = (f" (p = {t.p_adj:.2g} after correcting for this workload's "
-                 f"{sum(x.p is not None for _, x, _ in family)} tests, as in the Findings)"
-                 if family and t.p_adj is not None else "")
     counts = (f"Under `{o.key[2]}` it makes {summary.full_per_repeat(o)} full collections per repeat against "
               f"{summary.full_per_repeat(cs)}. ")
-    return counts + _mean_step_words(o.key[2], t, corrected)
+    return counts + _mean_step_words(o.key[2], t, _corrected(family, t))
+
+
+def _corrected(family: list, t) -> str:
+    """How the test's p-value was corrected, where it was tested among the workload's claims."""
+    if not family or t.p_adj is None:
+        return ""
+    return (f" (p = {t.p_adj:.2g} after correcting for this workload's "
+            f"{sum(x.p is not None for _, x, _ in family)} tests, as in the Findings)")
 
 
 def _shortest_run(cs: summary.CellSummary, others: list[summary.CellSummary], family: list) -> tuple:
@@ -197,20 +202,21 @@ def sentences(cells: list[summary.CellSummary]) -> list[str]:
     # who pays most: by its GC share (a count alone would name a cell whose many full
     # collections are cheap, as `freeze` makes them), said by its counts first
     worst = max(ok, key=lambda cs: (share(cs.measured, cpu), cs.measured.full.count))
-    s = worst.measured
-    between = sum(sum(cs.measured.between.collections) for cs in ok)
     # a collector turned off is what the numbers mean: said first, with what it implies
     off = [f"In {cs.label} {summary_text.describe_collector(c)}." for cs in ok if (c := cs.measured.collector)][:3]
-    if share(s, cpu) < NEGLIGIBLE_SHARE and not s.full.count and not between:
+    if _costs_nothing(ok, worst, cpu):
         return out + off + _negligible(ok, worst, cpu)
-    out += _who_pays(worst, len(ok), cpu)
-    out += off
     fix = _mitigation(worst, ok, cpu) or _cheapest_backend(worst, ok, cpu)
-    if fix:
-        out.append(fix)
-    if len(ok) > 1:
-        out.append(_cells_with_full(ok))
-    return out
+    return out + _who_pays(worst, len(ok), cpu) + off + ([fix] if fix else []) + \
+        ([_cells_with_full(ok)] if len(ok) > 1 else [])
+
+
+def _costs_nothing(ok: list[summary.CellSummary], worst: summary.CellSummary, cpu: bool) -> bool:
+    """The collector is negligible: the cell that pays most pays under NEGLIGIBLE_SHARE, with
+    no full collection, and no cell collected between its steps."""
+    s = worst.measured
+    between = sum(sum(cs.measured.between.collections) for cs in ok)
+    return share(s, cpu) < NEGLIGIBLE_SHARE and not s.full.count and not between
 
 
 def _who_pays(worst: summary.CellSummary, cells: int, cpu: bool) -> list[str]:

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 from ..core import files, machineload, metadata, records
 from ..core.errors import UsageError, printable
@@ -238,6 +238,14 @@ def _jobs_folder(folder: pathlib.Path) -> bool:
     return made
 
 
+def _reraise_submission(e: BaseException, kind: str) -> NoReturn:
+    """A submission that failed: an interrupt as it came, anything else as one line."""
+    if isinstance(e, (KeyboardInterrupt, runner.Interrupted)):
+        raise e
+    said = str(e).strip()
+    raise UsageError(f"submitting to {kind} failed: {said.splitlines()[-1] if said else repr(e)}") from None
+
+
 def submit(cells: list, spec: JobSpec, options: SlurmOptions, name: str, log,
            local_at_once: int | None = None) -> Submitted:
     """Submit one job array per round of `cells`, each job running its share with `spec`;
@@ -265,10 +273,7 @@ def submit(cells: list, spec: JobSpec, options: SlurmOptions, name: str, log,
         cancel(jobs, log)
         if made and not jobs:  # nothing went out: leave no trace
             shutil.rmtree(folder, ignore_errors=True)
-        if isinstance(e, (KeyboardInterrupt, runner.Interrupted)):
-            raise
-        said = str(e).strip()
-        raise UsageError(f"submitting to {kind} failed: {said.splitlines()[-1] if said else repr(e)}") from None
+        _reraise_submission(e, kind)
     record = Submission(kind, spec.run_id, str(folder),
                         metadata.timestamp(), arrays,
                         spec.command, dataclasses.asdict(options), [c.id for c in cells])

@@ -55,19 +55,27 @@ class SlurmOptions:
             raise ValueError(f"not slurm options: {', '.join(sorted(unknown))}")
         return dataclasses.replace(self, **{k: v for k, v in given.items() if v is not None}).validate()
 
-    def validate(self) -> SlurmOptions:
+    def _check_names(self) -> None:
+        """The partition and the account: names SLURM takes, where given."""
         for key in ("partition", "account"):
             value = getattr(self, key)
             if value is not None and (
                 not isinstance(value, str) or not re.fullmatch(r"[\w.,-]{1,200}", value, re.ASCII)
             ):
                 raise UsageError(f"slurm {key} must be a name (letters, digits, '_', '.', ',' or '-'), got {value!r}")
+
+    def _check_ranges(self) -> None:
+        """The time limit, GPUs (where given) and parallelism: integers in their ranges."""
         for key, low, high in (("time", 1, 525_600), ("gpus", 0, 64), ("parallelism", 1, 100_000)):
             value = getattr(self, key)
             if value is None and key == "gpus":
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise UsageError(f"slurm {key} must be an integer from {low} to {high:,}, got {value!r}")
+
+    def validate(self) -> SlurmOptions:
+        self._check_names()
+        self._check_ranges()
         if not isinstance(self.sbatch, list) or not all(isinstance(s, str) for s in self.sbatch):
             raise UsageError('slurm sbatch must be a list of lines like "--constraint=h100"')
         self.additional()  # refuse a bad line now, not at submission

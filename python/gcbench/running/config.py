@@ -77,6 +77,32 @@ class Suite:
     # look's vit cells); dropped when the command line names backends, workloads or gc
     also: list = dataclasses.field(default_factory=list)
 
+    def _check_switches(self) -> None:
+        """The bookkeeping a loop keeps, and whether allocations are counted."""
+        if self.bookkeeping not in BOOKKEEPING:
+            raise UsageError(f"bookkeeping must be one of {', '.join(BOOKKEEPING)}, got {self.bookkeeping!r}")
+        if not isinstance(self.alloc_blocks, bool):
+            raise UsageError(f"alloc_blocks must be true or false, got {self.alloc_blocks!r}")
+
+    def _resolve_names(self) -> None:
+        """Every backend (`all`: each there is), workload and policy known; the policies
+        named as they parse."""
+        if self.backends == ["all"]:
+            self.backends = list(BACKENDS)
+        for name in self.backends:
+            get_backend(name)
+        for name in self.workloads:
+            get_workload(name)
+        self.gc = [gcpolicy.parse(text).name for text in self.gc]
+
+    def _parse_envs(self) -> None:
+        """The environments, each a spec that parses, kept as its text."""
+        if not isinstance(self.envs, list) or not all(isinstance(e, str) for e in self.envs):
+            raise UsageError("envs must be a list of environment strings like \"python=3.12 jax==0.8.0\"")
+        from ..measuring.envspec import parse_all
+
+        self.envs = [spec.text for spec in parse_all(self.envs)]
+
     def validate(self) -> Suite:
         if not is_name(self.name):
             raise UsageError(f"suite name must be letters, digits, '.', '_' or '-' (at most 80, not starting "
@@ -85,23 +111,10 @@ class Suite:
         self.workloads = _names("workloads", self.workloads)
         self.gc = _names("gc", self.gc)
         self._check_numbers()
-        if self.bookkeeping not in BOOKKEEPING:
-            raise UsageError(f"bookkeeping must be one of {', '.join(BOOKKEEPING)}, got {self.bookkeeping!r}")
-        if not isinstance(self.alloc_blocks, bool):
-            raise UsageError(f"alloc_blocks must be true or false, got {self.alloc_blocks!r}")
-        if self.backends == ["all"]:
-            self.backends = list(BACKENDS)
-        for name in self.backends:
-            get_backend(name)
-        for name in self.workloads:
-            get_workload(name)
-        self.gc = [gcpolicy.parse(text).name for text in self.gc]
+        self._check_switches()
+        self._resolve_names()
         self._check_per_workload()
-        if not isinstance(self.envs, list) or not all(isinstance(e, str) for e in self.envs):
-            raise UsageError("envs must be a list of environment strings like \"python=3.12 jax==0.8.0\"")
-        from ..measuring.envspec import parse_all
-
-        self.envs = [spec.text for spec in parse_all(self.envs)]
+        self._parse_envs()
         self.slurm_options()  # a bad [slurm] table is refused when the suite is read
         self._check_lists()
         tables = self.also if isinstance(self.also, list) else [None]  # not a list: refused by _also

@@ -793,6 +793,25 @@ def glance_table(ok: list[summary.CellSummary]) -> Table:
                   f"GC % of {'CPU' if cpu else 'wall'} time (95 % CI)", "mean step ms"], rows, align_right=(2, 3))
 
 
+def _bisect_blocks(got: _Inputs, out_dir: pathlib.Path, written: list[pathlib.Path]) -> list:
+    """The release bisect's table and the commit bisect's, where the folder holds them."""
+    blocks: list = []
+    if got.bisect_table is not None:
+        blocks += environments.bisect_section(got.bisect_table, out_dir)
+        written.append(out_dir / "bisect.png")
+    if got.git_plan is not None and got.git_table is not None:
+        blocks += environments.gitbisect_section(got.git_table, got.git_plan.culprit, out_dir)
+        written.append(out_dir / "gitbisect.png")
+    return blocks
+
+
+def _unstable(ok: list) -> list:
+    """The cells whose measurements warned of something, each with its warnings."""
+    unstable = [f"{escape(cs.label)}: {escape('; '.join(cs.measured.warnings))}"
+                for cs in ok if cs.measured.warnings]
+    return [Heading("Unstable measurements"), Bullets(unstable)] if unstable else []
+
+
 def _evidence(folder: pathlib.Path, got: _Inputs, cells: list, families: dict, out_dir: pathlib.Path,
               written: list[pathlib.Path]) -> list:
     """Everything after the verdict, in the order a reader checks it: the reproduction's
@@ -808,22 +827,13 @@ def _evidence(folder: pathlib.Path, got: _Inputs, cells: list, families: dict, o
         blocks += seed_section.section(seed_cases.rebuild(got.repro, docs, got.memdoc))
     if docs:
         blocks += _header(docs, plan)
-    if got.bisect_table is not None:
-        blocks += environments.bisect_section(got.bisect_table, out_dir)
-        written.append(out_dir / "bisect.png")
-    if got.git_plan is not None and got.git_table is not None:
-        blocks += environments.gitbisect_section(got.git_table, got.git_plan.culprit, out_dir)
-        written.append(out_dir / "gitbisect.png")
+    blocks += _bisect_blocks(got, out_dir, written)
     if ok:
         blocks += _summary_and_findings(ok, cells, docs, workloads, families)
     if got.why is not None:
         blocks += why_section.section(got.why, docs, out_dir, written)
     if ok:
-        blocks += _plots(ok, docs, workloads, out_dir, written)
-    unstable = [f"{escape(cs.label)}: {escape('; '.join(cs.measured.warnings))}"
-                for cs in ok if cs.measured.warnings]
-    if unstable:
-        blocks += [Heading("Unstable measurements"), Bullets(unstable)]
+        blocks += _plots(ok, docs, workloads, out_dir, written) + _unstable(ok)
     blocks += not_run_section(docs, plan)
     if got.memdoc is not None:
         blocks += memory_section(got.memdoc)
