@@ -246,9 +246,13 @@ def runs_apart(va: RepeatValues, vb: RepeatValues) -> bool | None:
     days apart), which interleaved repeats share too."""
     rounds_a, rounds_b = va.rounds or [], vb.rounds or []
     if not _known(rounds_a) or not _known(rounds_b):
-        sa, sb = va.started or [], vb.started or []
-        return False if _known(sa) and _known(sb) and min(sa) < max(sb) and min(sb) < max(sa) else None
+        return False if _interleaved(va.started or [], vb.started or []) else None
     return not ({r[0] for r in rounds_a} & {r[0] for r in rounds_b})
+
+
+def _interleaved(sa: list, sb: list) -> bool:
+    """Both sides' start times known, each side's first repeat started before the other's last."""
+    return _known(sa) and _known(sb) and min(sa) < max(sb) and min(sb) < max(sa)
 
 
 def _known(values: list) -> bool:
@@ -555,6 +559,14 @@ def _side_period(v: RepeatValues) -> tuple[float, float, bool, float | None]:
     return bound, bound, False, heap
 
 
+def _period_words(lo: float, hi: float, known: bool) -> str:
+    """A side's period in steps: `120`, `118-124`, or `at least 300` where no two full
+    collections bound it."""
+    if not known:
+        return f"at least {wording.fmt(lo)}"
+    return f"{wording.fmt(lo)}" if lo == hi else f"{wording.fmt(lo)}-{wording.fmt(hi)}"
+
+
 def _period_rule(va: RepeatValues, vb: RepeatValues) -> tuple[str, str, str]:
     """('more full GCs' | 'fewer full GCs' | '', the periods in words, the periods alone). B's period is shorter
     than A's when its longest, plus two intervals between collections of generation 1 (the
@@ -566,12 +578,9 @@ def _period_rule(va: RepeatValues, vb: RepeatValues) -> tuple[str, str, str]:
     lo_b, hi_b, known_b, heap_b = _side_period(vb)
     grain = max(va.older_interval + vb.older_interval, default=0.0)
     ratio = heap_b / heap_a if heap_a and heap_b else 1.0
-
-    def said(lo, hi, known):
-        return (f"{wording.fmt(lo)}" if lo == hi else f"{wording.fmt(lo)}-{wording.fmt(hi)}") if known else \
-            f"at least {wording.fmt(lo)}"
     heaps = f" (oldest generation {wording.fmt(heap_a)} -> {wording.fmt(heap_b)} objects)" if heap_a and heap_b else ""
-    period = f"a full collection every {said(lo_a, hi_a, known_a)} -> {said(lo_b, hi_b, known_b)} steps"
+    period = (f"a full collection every {_period_words(lo_a, hi_a, known_a)} -> "
+              f"{_period_words(lo_b, hi_b, known_b)} steps")
     words = f"{period}{heaps}, grain {wording.fmt(grain)} steps"
     bound_a = lo_a if known_a else lo_a / CENSORED_SLACK
     bound_b = lo_b if known_b else lo_b / CENSORED_SLACK
@@ -706,20 +715,24 @@ def benjamini_hochberg(pvalues: list[float]) -> list[float]:
     return [float(p) for p in sst.false_discovery_control(np.asarray(pvalues, np.float64), method="bh")]
 
 
+def _correct(tests: list[Test], alpha: float) -> None:
+    """The tests with a p-value: their p corrected together (Benjamini-Hochberg), and their
+    intervals at the false-coverage-rate level the rejections give."""
+    testable = [t for t in tests if t.p is not None]
+    adjusted = benjamini_hochberg([p for t in testable if (p := t.p) is not None])
+    m = len(testable)
+    rejected = sum(p <= alpha for p in adjusted)
+    level = 1 - max(rejected, 1) * alpha / m if m else 1 - alpha
+    for t, p in zip(testable, adjusted, strict=True):
+        t.p_adj, t.level = p, level
+        t.ci = t.interval(level)
+
+
 def conclude(tests: list[Test], alpha: float) -> None:
     """Correct the tests that have a p-value together (Benjamini-Hochberg), set every
     interval to the false-coverage-rate level that goes with the rejections, and give
     every test its verdict, read off that interval."""
-    testable = [t for t in tests if t.p is not None]
-    adjusted = benjamini_hochberg([p for t in testable if (p := t.p) is not None])
-    for t, p in zip(testable, adjusted, strict=True):
-        t.p_adj = p
-    m = len(testable)
-    rejected = sum(p <= alpha for p in adjusted)
-    level = 1 - max(rejected, 1) * alpha / m if m else 1 - alpha
-    for t in testable:
-        t.level = level
-        t.ci = t.interval(level)
+    _correct(tests, alpha)
     for t in tests:
         t.verdict = decide(t, alpha)
         if t.verdict == NOT_JUDGED and t.load_margin and not t.not_judged:
@@ -1299,6 +1312,12 @@ def _phase_words(t: Test) -> str:
     return f"{NAMES[t.metric]} {wording.fmt(t.per_repeat[0])} -> {wording.fmt(t.per_repeat[1])} a repeat"
 
 
+def _change_said(t: Test) -> str:
+    """`slower (+8 %)`; beside a time judged on a loaded machine, the margin it cleared."""
+    beyond = f", beyond the x{t.load_margin:.2g} that load alone moves" if t.load_margin else ""
+    return f"{t.verdict} ({_short_change(t)}{beyond})"
+
+
 def overall(tests: list[Test]) -> str:
     """Every verdict of a pair that is not 'same', with its effect, in one phrase, counts
     first: 'fewer full GCs (-20 per 1,000 steps), slower run (+8 %), less memory (-49 %)';
@@ -1308,9 +1327,7 @@ def overall(tests: list[Test]) -> str:
     was said."""
     ordered = sorted(tests, key=lambda t: SAID_ORDER.index(t.metric))
     quiet_words = ("same", SAME_PHASE, "inconclusive", NOT_JUDGED)
-    said = [f"{t.verdict} ({_short_change(t)}" + (f", beyond the x{t.load_margin:.2g} that load alone moves"
-                                                  if t.load_margin else "") + ")"
-            for t in ordered if t.verdict not in quiet_words and t.effect is not None]
+    said = [_change_said(t) for t in ordered if t.verdict not in quiet_words and t.effect is not None]
     phase = [_phase_words(t) for t in ordered if t.verdict == SAME_PHASE]
     phase_text = f"; {SAME_PHASE}: {', '.join(phase)}" if phase else ""
     unjudged = [t for t in ordered if t.verdict == NOT_JUDGED]
@@ -1404,8 +1421,9 @@ def _trade(tests: list[Test]) -> str:
     counts a gain paid for (`mark_trades`: 'more full GCs for less memory')."""
     phrases = list(dict.fromkeys(t.traded for t in tests if t.traded))
     memory = next((t.verdict for t in tests if t.metric == "peak_rss"), None)
-    if memory == "less memory" and any(t.verdict in ("slower", "slower run") for t in tests):
-        phrases.append("time for memory")
-    if memory == "more memory" and any(t.verdict in ("faster", "faster run") for t in tests):
-        phrases.append("memory for time")
+    verdicts = {t.verdict for t in tests}
+    for memory_said, times, phrase in (("less memory", ("slower", "slower run"), "time for memory"),
+                                       ("more memory", ("faster", "faster run"), "memory for time")):
+        if memory == memory_said and verdicts & set(times):
+            phrases.append(phrase)
     return f": a trade, {', '.join(phrases)}" if phrases else ""

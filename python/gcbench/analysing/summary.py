@@ -726,51 +726,72 @@ def record(cs: CellSummary) -> dict:
     s = cs.stats
     if s is None:
         return row
+    return {**row, **_times_record(s), **_collections_record(s), **_other_record(s)}
+
+
+def _low_high(ci: Interval) -> tuple[float | None, float | None]:
+    """An interval's two ends, (None, None) without one."""
+    return (ci[0], ci[1]) if ci else (None, None)
+
+
+def _times_record(s: CellStats) -> dict[str, Any]:
+    """The record's repeats, times and shares, with their intervals' ends."""
+    mci, sci, meci = _low_high(s.median_ci_ms), _low_high(s.gc_share_ci), _low_high(s.mean_ci_ms)
+    return {
+        "repeats": s.repeats,
+        "repeats_used": len(s.used),
+        "steps": s.steps,
+        "median_ms": s.median_ms,
+        "median_ci_low_ms": mci[0],
+        "median_ci_high_ms": mci[1],
+        "mean_ms": s.mean_ms,
+        "mean_ci_low_ms": meci[0],
+        "mean_ci_high_ms": meci[1],
+        "p99_ms": s.p99_ms,
+        "max_over_median": s.max_over_median,
+        "gc_share": s.gc_share,
+        "gc_share_ci_low": sci[0],
+        "gc_share_ci_high": sci[1],
+        "host_share": s.host_share,
+    }
+
+
+def _collections_record(s: CellStats) -> dict[str, Any]:
+    """The record's full collections (count, rate and interval, schedule, cost) and those
+    between steps."""
     f = s.full
-    def lo_hi(ci):
-        return ((ci[0], ci[1]) if ci else (None, None))
-    mci, sci, fci = lo_hi(s.median_ci_ms), lo_hi(s.gc_share_ci), lo_hi(f.rate.ci)
-    meci = lo_hi(s.mean_ci_ms)
+    fci = _low_high(f.rate.ci)
+    return {
+        "full_collections": f.count,
+        "full_per_1000": f.rate.value,
+        "full_per_1000_ci_low": fci[0],
+        "full_per_1000_ci_high": fci[1],
+        "full_per_repeat": list(f.schedule.counts),
+        "full_schedule_fixed": f.schedule.constant,
+        "full_extra_ms": None if f.extra_ns is None else f.extra_ns / 1e6,
+        "full_cost_share": f.cost_share,
+        "between_steps_collections": s.between.collections,
+    }
+
+
+def _other_record(s: CellStats) -> dict[str, Any]:
+    """The record's memory, rates per step, warm-up, collector state, the loop's own
+    collections and flags."""
     mem, warm, explicit = s.memory or MemoryStats(), s.warmup, s.explicit
-    row.update(
-        repeats=s.repeats,
-        repeats_used=len(s.used),
-        steps=s.steps,
-        median_ms=s.median_ms,
-        median_ci_low_ms=mci[0],
-        median_ci_high_ms=mci[1],
-        mean_ms=s.mean_ms,
-        mean_ci_low_ms=meci[0],
-        mean_ci_high_ms=meci[1],
-        p99_ms=s.p99_ms,
-        max_over_median=s.max_over_median,
-        gc_share=s.gc_share,
-        gc_share_ci_low=sci[0],
-        gc_share_ci_high=sci[1],
-        host_share=s.host_share,
-        full_collections=f.count,
-        full_per_1000=f.rate.value,
-        full_per_1000_ci_low=fci[0],
-        full_per_1000_ci_high=fci[1],
-        full_per_repeat=list(f.schedule.counts),
-        full_schedule_fixed=f.schedule.constant,
-        full_extra_ms=None if f.extra_ns is None else f.extra_ns / 1e6,
-        full_cost_share=f.cost_share,
-        between_steps_collections=s.between.collections,
-        peak_rss_mb=mem.peak_rss_mb,
-        rss_growth_mb_per_1000=mem.rss_growth_mb_per_1000,
-        tracked_growth_per_1000=mem.tracked_growth_per_1000,
-        examined_per_step=s.examined_per_step,
-        promotions_per_step=s.promotions_per_step,
-        retained_per_step=s.retained_per_step,
-        warmup_gc_ms=warm.gc_ms if warm else None,
-        warmup_full_collections=sum(warm.full_per_repeat) if warm else None,
-        gc_share_cpu=s.gc_share_cpu,
-        loaded_repeats=s.loaded,
-        collector=dataclasses.asdict(s.collector) if s.collector else None,
-        full_collections_after_last=s.full_after_last,
-        explicit_collections=explicit.collections if explicit else None,
-        explicit_sites=explicit.sites if explicit else None,
-        flags=list(s.warnings),
-    )
-    return row
+    return {
+        "peak_rss_mb": mem.peak_rss_mb,
+        "rss_growth_mb_per_1000": mem.rss_growth_mb_per_1000,
+        "tracked_growth_per_1000": mem.tracked_growth_per_1000,
+        "examined_per_step": s.examined_per_step,
+        "promotions_per_step": s.promotions_per_step,
+        "retained_per_step": s.retained_per_step,
+        "warmup_gc_ms": warm.gc_ms if warm else None,
+        "warmup_full_collections": sum(warm.full_per_repeat) if warm else None,
+        "gc_share_cpu": s.gc_share_cpu,
+        "loaded_repeats": s.loaded,
+        "collector": dataclasses.asdict(s.collector) if s.collector else None,
+        "full_collections_after_last": s.full_after_last,
+        "explicit_collections": explicit.collections if explicit else None,
+        "explicit_sites": explicit.sites if explicit else None,
+        "flags": list(s.warnings),
+    }

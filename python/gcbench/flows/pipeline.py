@@ -85,26 +85,38 @@ class _Run:
     environments: dict | None = None
 
 
+def _kept_on_resume(run: _Run) -> dict[str, ResultDoc | None]:
+    """What an earlier submission (or run) measured with these settings: not submitted again."""
+    from ..running import runner
+
+    kept = {c.id: doc for c in run.cells
+            if runner.reusable(doc := runner.existing(run.out_dir / f"{c.id}.json"), c, run.data_kind)}
+    if kept:
+        run.out_fn(f"gcbench: {len(kept)} runs kept (ok results with the same settings are there)")
+    return kept
+
+
+def _local_at_once(run: _Run, todo: list) -> int:
+    """submitit-local's jobs all start at once: as many as the cores and the memory hold."""
+    from ..running import cluster
+
+    at_once = cluster.local_jobs_at_once(todo, footprint.largest(todo, run.samples, language_of)[1].total,
+                                         available=footprint.available_bytes())
+    run.out_fn(f"gcbench: submitit-local runs {at_once} job{'s' * (at_once > 1)} at once (one per core, as "
+               "many as the memory available holds)")
+    return at_once
+
+
 def _run_on_scheduler(run: _Run) -> list[ResultDoc] | None:
     """The plan as job arrays (`--executor slurm` or `submitit-local`); its results, or None
     with --detach."""
-    from ..running import cluster, runner
+    from ..running import cluster
 
-    kept = {}
-    if run.opts.resume:  # what an earlier submission (or run) measured with these settings is not submitted again
-        kept = {c.id: doc for c in run.cells
-                if runner.reusable(doc := runner.existing(run.out_dir / f"{c.id}.json"), c, run.data_kind)}
-        if kept:
-            run.out_fn(f"gcbench: {len(kept)} runs kept (ok results with the same settings are there)")
+    kept = _kept_on_resume(run) if run.opts.resume else {}
     todo = [c for c in run.cells if c.id not in kept]
     docs = {}
     if todo:
-        at_once = None
-        if run.opts.executor == "submitit-local":  # its jobs all start at once: as many as cores and memory hold
-            at_once = cluster.local_jobs_at_once(todo, footprint.largest(todo, run.samples, language_of)[1].total,
-                                                 available=footprint.available_bytes())
-            run.out_fn(f"gcbench: submitit-local runs {at_once} job{'s' * (at_once > 1)} at once (one per core, as "
-                       "many as the memory available holds)")
+        at_once = _local_at_once(run, todo) if run.opts.executor == "submitit-local" else None
         spec = cluster.JobSpec(run.out_dir, run.command, run.suite.timeout, run.environments, run.opts.resume,
                                run.data_kind, run.opts.executor)
         submission = cluster.submit(todo, spec, run.suite.slurm_options().override(run.opts.slurm), run.suite.name,
@@ -284,6 +296,14 @@ def _build_environments(run: _Run) -> dict | None:
                           progress=None if run.opts.progress else False)
 
 
+def _remove_stale(stale: list[pathlib.Path], ran: set[str]) -> None:
+    """Results of cells this run did not plan (this run's own replacements have the same
+    names and were written anew)."""
+    for path in stale:
+        if path.stem not in ran:
+            path.unlink(missing_ok=True)
+
+
 def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> RunOutcome:
     """The bookkeeping of a run: the folder locked, the plan written, the cells run here or
     on a scheduler, the plan's state kept true whatever happens."""
@@ -313,9 +333,7 @@ def _run_plan(run: _Run, data_note: str, stale: list[pathlib.Path]) -> RunOutcom
         except BaseException:  # refused or broken midway: the plan says so, never "running" for ever
             _failed(out_dir, plan)
             raise
-        for path in stale:  # this run's own replacements have the same names and were written anew
-            if path.stem not in {c.id for c in run.cells}:
-                path.unlink(missing_ok=True)
+        _remove_stale(stale, {c.id for c in run.cells})
         plans.finish(out_dir, plan, "finished")
     superseded = tuple(d.cell for d in docs if d.superseded)  # said as failed this time
     outcome = RunOutcome(docs, out_dir, 0, time.monotonic() - t0, superseded)

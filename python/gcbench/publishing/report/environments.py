@@ -32,13 +32,17 @@ def environments(docs: list[ResultDoc]) -> dict[str, EnvInfo]:
     out: dict[str, EnvInfo] = {}
     for d in docs:
         env, meta = results.part(d, "environment"), results.part(d, "metadata")
-        if not env or not (env.get("python") or meta.get("python")):
-            continue  # none, or an environment that was never built: "Not run" says why
-        info = out.setdefault(env.get("name", ""), EnvInfo())
-        info.python = info.python or env.get("python") or meta.get("python")
-        recorded = env.get("packages") or meta.get("packages") or {}
-        info.packages = info.packages or {k: v for k, v in recorded.items() if v}
+        python = env.get("python") or meta.get("python")
+        if env and python:  # else none, or an environment that was never built: "Not run" says why
+            _learn(out.setdefault(env.get("name", ""), EnvInfo()), python,
+                   env.get("packages") or meta.get("packages") or {})
     return out
+
+
+def _learn(info: EnvInfo, python: str, recorded: dict[str, str | None]) -> None:
+    """An environment's interpreter and packages, from the first repeat that recorded them."""
+    info.python = info.python or python
+    info.packages = info.packages or {k: v for k, v in recorded.items() if v}
 
 
 def differing(envs: dict[str, EnvInfo]) -> list[str]:
@@ -71,16 +75,20 @@ def _environment_notes(envs: dict, diff: list[str], key: list[str]) -> list[str]
     """Under the environments' table: the key packages (and the interpreter) the same in
     every environment, and how many other packages differ."""
     others = [p for p in diff if p not in key and p not in ("pip", "setuptools", "wheel")]
+    same = _the_same(envs, diff)
+    return ([same] if same else []) + \
+        ([f"{len(others)} other packages differ too: {escape(', '.join(others))}."] if others else [])
+
+
+def _the_same(envs: dict, diff: list[str]) -> str | None:
+    """The key packages the same in every environment, and the interpreter where it is."""
     same = sorted({p for p in KEY_PACKAGES if p not in diff and any(p in i.packages for i in envs.values())})
+    if not same:
+        return None
     versions = next(iter(envs.values())).packages
     pythons = {info.python for info in envs.values()}
-    notes = []
-    if same:
-        notes.append("The same in every environment: " + ", ".join(f"{p} {escape(versions[p])}" for p in same) +
-                     (f"; Python {escape(next(iter(pythons)))}" if len(pythons) == 1 else "") + ".")
-    if others:
-        notes.append(f"{len(others)} other packages differ too: {escape(', '.join(others))}.")
-    return notes
+    return ("The same in every environment: " + ", ".join(f"{p} {escape(versions[p])}" for p in same) +
+            (f"; Python {escape(next(iter(pythons)))}" if len(pythons) == 1 else "") + ".")
 
 
 def bisect_section(tab: VersionTable, out_dir: pathlib.Path) -> list:
@@ -171,18 +179,26 @@ def _first(tab: CommitTable) -> str:
     return f"The first commit with {escape(gitbisect.change(tab))}" if tab.better else "The first bad commit"
 
 
+def _first_bad_change(tab: CommitTable, bad) -> str:
+    """The bisected figure at the last good commit tested and at the first bad one; empty
+    where either was not measured."""
+    rows = [r for r in tab.rows if r.value is not None]
+    before = [r for r in rows[:rows.index(bad)] if r.decision.startswith("good")] if bad in rows else []
+    if not before or bad.value is None:
+        return ""
+    unit = f" {tab.unit}" if tab.unit else ""
+    last = "the last one tested before it" if tab.better else "the last good one tested"
+    return (f": {tab.metric_title.lower()} {before[-1].value:.3g} at {code(before[-1].sha[:9])} ({last}), "
+            f"{bad.value:.3g}{unit} at it")
+
+
 def gitbisect_answer(tab: CommitTable) -> str:
     """A commit bisect's answer, for the top of its report: the first bad commit, what it
     changed in the bisected figure, and what it took to find."""
     if not tab.first_bad:
         return escape(tab.unresolved or "No first bad commit: " + (tab.endpoints or ""))
-    rows = [r for r in tab.rows if r.value is not None]
     bad = next(r for r in tab.rows if r.sha == tab.first_bad)
-    before = [r for r in rows[:rows.index(bad)] if r.decision.startswith("good")] if bad in rows else []
-    unit = f" {tab.unit}" if tab.unit else ""
-    last = "the last one tested before it" if tab.better else "the last good one tested"
-    change = (f": {tab.metric_title.lower()} {before[-1].value:.3g} at {code(before[-1].sha[:9])} ({last}), "
-              f"{bad.value:.3g}{unit} at it" if before and bad.value is not None else "")
+    change = _first_bad_change(tab, bad)
     return (f"{_first(tab)} of {escape(tab.package)} for {code(tab.cell)} is {code(tab.first_bad[:9])} "
             f"({escape(bad.date)}, \"{escape(bad.subject[:80])}\"){change}; found after {tab.builds} builds "
             f"for {tab.commits_between} commits.")
@@ -274,6 +290,14 @@ def _count_change(x, y, envs: dict[str, EnvInfo], changed: list[str]) -> str:
         (f", with {', '.join(also)} changed too" if also else "")
 
 
+def _panel_sentences(ok: list, envs: dict[str, EnvInfo], factors: list[str]) -> list[str]:
+    """A sentence per backend, workload and policy measured in two environments or more."""
+    panels: dict[tuple, list] = {}
+    for cs in ok:
+        panels.setdefault(cs.key[:3], []).append(cs)
+    return [_panel_sentence(panel, mine, envs, factors) for panel, mine in panels.items() if len(mine) >= 2]
+
+
 def env_matrix_answer(cells, docs: list[ResultDoc]) -> str | None:
     """The answer of a run over several environments (`run --env ... --env ...`): per backend
     and policy, how far the full collections per repeat move across the environments, then
@@ -287,11 +311,7 @@ def env_matrix_answer(cells, docs: list[ResultDoc]) -> str | None:
     diff = plots.without_paired_jaxlib(differing(envs), [i.packages for i in envs.values()])
     # judged on the interpreter and the key packages; the rest is whatever their resolver chose
     factors = ["Python"] + [p for p in KEY_PACKAGES if p in diff]
-    parts = []
-    for panel in dict.fromkeys((cs.key[0], cs.key[1], cs.key[2]) for cs in ok):
-        mine = [cs for cs in ok if cs.key[:3] == panel]
-        if len(mine) >= 2:
-            parts.append(_panel_sentence(panel, mine, envs, factors))
+    parts = _panel_sentences(ok, envs, factors)
     if not parts:
         return None
     return (f"Which versions move the full collections (a count, which load does not move; one a repeat more or "

@@ -130,26 +130,33 @@ def _finish_log_axes(fig) -> None:
         for name, axis, scale, limits, inches in (
                 ("x", ax.xaxis, ax.get_xscale(), ax.get_xlim(), box.width * fig.get_figwidth()),
                 ("y", ax.yaxis, ax.get_yscale(), ax.get_ylim(), box.height * fig.get_figheight())):
-            lo, hi = sorted(limits)
             room = max(3, int(inches / TICK_LABEL_IN[name]))  # labels that fit side by side
-            if scale != "log":  # linear: as many ticks as fit, short labels ("0.005", not "0.0050")
-                if scale == "linear" and type(axis.get_major_formatter()) is mticker.ScalarFormatter:
-                    axis.set_major_locator(mticker.MaxNLocator(nbins=max(2, min(room - 1, 6))))
-                    axis.set_major_formatter(mticker.FuncFormatter(lambda x, _: f"{x:,.4g}"))
-                continue
-            for locator in (mticker.LogLocator(base=10, subs=(1.0,)), mticker.LogLocator(base=10, subs=(1.0, 3.0)),
-                            mticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)),
-                            mticker.LogLocator(base=10, subs=tuple(float(k) for k in range(1, 10))),
-                            mticker.MaxNLocator(nbins=max(2, min(room - 1, 5)), min_n_ticks=3)):
-                if 3 <= sum(lo <= t <= hi for t in locator.tick_values(lo, hi)) <= room:
-                    break
-            axis.set_major_locator(locator)
-            axis.set_major_formatter(mticker.FuncFormatter(lambda x, _: f"{x:.3g}"))
-            axis.set_minor_locator(mticker.LogLocator(base=10, subs=tuple(float(k) for k in range(2, 10))))
-            axis.set_minor_formatter(mticker.NullFormatter())
-            label = axis.get_label_text()
-            if label and "log scale" not in label:
-                axis.set_label_text(f"{label} (log scale)")
+            if scale == "log":
+                lo, hi = sorted(limits)
+                _log_ticks(axis, lo, hi, room)
+            elif scale == "linear" and type(axis.get_major_formatter()) is mticker.ScalarFormatter:
+                # as many ticks as fit, short labels ("0.005", not "0.0050")
+                axis.set_major_locator(mticker.MaxNLocator(nbins=max(2, min(room - 1, 6))))
+                axis.set_major_formatter(mticker.FuncFormatter(lambda x, _: f"{x:,.4g}"))
+
+
+def _log_ticks(axis, lo: float, hi: float, room: int) -> None:
+    """A log axis's ticks: the fewest of decades, 1-3, 1-2-5 or every multiple that label
+    three or more in view and fit side by side (else evenly spaced values), plain numbers,
+    and "(log scale)" in its label."""
+    for locator in (mticker.LogLocator(base=10, subs=(1.0,)), mticker.LogLocator(base=10, subs=(1.0, 3.0)),
+                    mticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)),
+                    mticker.LogLocator(base=10, subs=tuple(float(k) for k in range(1, 10))),
+                    mticker.MaxNLocator(nbins=max(2, min(room - 1, 5)), min_n_ticks=3)):
+        if 3 <= sum(lo <= t <= hi for t in locator.tick_values(lo, hi)) <= room:
+            break
+    axis.set_major_locator(locator)
+    axis.set_major_formatter(mticker.FuncFormatter(lambda x, _: f"{x:.3g}"))
+    axis.set_minor_locator(mticker.LogLocator(base=10, subs=tuple(float(k) for k in range(2, 10))))
+    axis.set_minor_formatter(mticker.NullFormatter())
+    label = axis.get_label_text()
+    if label and "log scale" not in label:
+        axis.set_label_text(f"{label} (log scale)")
 
 
 def _fit_suptitle(fig) -> None:
@@ -337,6 +344,38 @@ def resolved_label(cs: summary.CellSummary, packages: list[str]) -> str | None:
     return f"{cs.key[0]} [py{python} " + " ".join(f"{p} {versions.get(p) or '-'}" for p in shown) + "]"
 
 
+def _trace_panel(ax, cs: summary.CellSummary, label: str) -> None:
+    """One repeat's every step as a line, each full collection's pause a dot on its step,
+    the median step dashed and in the title."""
+    doc = trace_doc(cs)
+    wall = np.asarray(doc.wall_ns) / 1e6
+    gc_ms = np.minimum(np.asarray(doc.gc_ns) / 1e6, wall)
+    steps = np.arange(len(wall))
+    fc = summary.full_collections(doc)
+    full = (fc > 0) & (gc_ms > 0)
+    ax.plot(steps, wall, lw=0.9, color=backend_color(cs.key[0]))
+    ax.scatter(steps[full], gc_ms[full], marker="o", s=22, color=FULL_COLOR, zorder=4, lw=0)
+    typical = float(np.median(wall))
+    ax.axhline(typical, color="#555555", ls="--", lw=0.8, zorder=1)
+    log_axis(ax, "y")
+    ax.set_title(_wrapped(f"{label} / {cs.key[2]}, {trace_repeat(cs)}: "
+                          f"{int(fc.sum())} full, median {typical:.3g} ms", (WIDTH - 1.0) / 2), loc="left")
+
+
+def _trace_panels(axes: list, shown: list[summary.CellSummary], labels: list[str]) -> None:
+    """Two panels a row, the spare one off; y labels on the left, step labels at the bottom."""
+    for k, ax in enumerate(axes):
+        if k >= len(shown):
+            ax.set_axis_off()
+            continue
+        _trace_panel(ax, shown[k], labels[k])
+        if k % 2 == 0:
+            ax.set_ylabel("ms")
+        if k >= len(shown) - 2:
+            ax.set_xlabel("timed step")
+            ax.xaxis.set_tick_params(labelbottom=True)
+
+
 def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathlib.Path,
                   packages: list[str] | None = None) -> list[pathlib.Path]:
     """Every timed step of one repeat (the first used one with a full collection) of each cell
@@ -359,31 +398,8 @@ def trace_figures(cells: list[summary.CellSummary], workload: str, folder: pathl
         last = start + per_file >= len(events)
         fig, axes = plt.subplots(rows, 2, figsize=(WIDTH, 2.0 * rows + 1.3),
                                  squeeze=False, sharex=True, sharey=True, layout="constrained")
-        for k, ax in enumerate(axes.flat):
-            if k >= len(shown):
-                ax.set_axis_off()
-                continue
-            cs = shown[k]
-            doc = trace_doc(cs)
-            wall = np.asarray(doc.wall_ns) / 1e6
-            gc_ms = np.minimum(np.asarray(doc.gc_ns) / 1e6, wall)
-            steps = np.arange(len(wall))
-            fc = summary.full_collections(doc)
-            full = (fc > 0) & (gc_ms > 0)
-            ax.plot(steps, wall, lw=0.9, color=backend_color(cs.key[0]))
-            ax.scatter(steps[full], gc_ms[full], marker="o", s=22, color=FULL_COLOR, zorder=4, lw=0)
-            typical = float(np.median(wall))
-            ax.axhline(typical, color="#555555", ls="--", lw=0.8, zorder=1)
-            log_axis(ax, "y")
-            n = int(fc.sum())
-            label = resolved_label(cs, packages or []) or series_label(series_of(cs), among)
-            ax.set_title(_wrapped(f"{label} / {cs.key[2]}, {trace_repeat(cs)}: "
-                                  f"{n} full, median {typical:.3g} ms", (WIDTH - 1.0) / 2), loc="left")
-            if k % 2 == 0:
-                ax.set_ylabel("ms")
-            if k >= len(shown) - 2:
-                ax.set_xlabel("timed step")
-                ax.xaxis.set_tick_params(labelbottom=True)
+        _trace_panels(list(axes.flat), shown, [resolved_label(cs, packages or []) or
+                                               series_label(series_of(cs), among) for cs in shown])
         handles = [plt.Line2D([], [], color="#777777", lw=1, label="step time (backend colour)"),
                    plt.Line2D([], [], color=FULL_COLOR, marker="o", lw=0, ms=5,
                               label="pause of a full collection, on its step"),
@@ -423,16 +439,14 @@ def _line_panels(ok: list[summary.CellSummary], row_in: float, title: str, draw,
                              squeeze=False, sharex=True, sharey=True, layout="constrained")
     for r, backend in enumerate(rows):
         for c, policy in enumerate(policies):
-            ax = axes[r][c]
-            for cs in ok:
-                if cs.key[2] == policy and (not by_env or cs.key[0] == backend):
-                    draw(ax, cs, colors[summary.context(cs.key)] if by_env else backend_color(cs.key[0]))
-            ax.grid(alpha=0.3)
-            ax.set_title(policy + (f" / {backend}" if by_env else ""), loc="left")
-            if r == len(rows) - 1:
-                ax.set_xlabel(xlabel)
-            if c == 0:
-                ax.set_ylabel(ylabel)
+            mine = [cs for cs in ok if cs.key[2] == policy and (not by_env or cs.key[0] == backend)]
+            for cs in mine:
+                draw(axes[r][c], cs, colors[summary.context(cs.key)] if by_env else backend_color(cs.key[0]))
+            axes[r][c].grid(alpha=0.3)
+            axes[r][c].set_title(policy + (f" / {backend}" if by_env else ""), loc="left")
+        axes[r][0].set_ylabel(ylabel)
+    for ax in axes[-1]:
+        ax.set_xlabel(xlabel)
     fig.suptitle(title)
     if by_env:
         _legend_outside(fig, _env_handles(colors), "environment")
@@ -455,6 +469,23 @@ def ecdf_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.P
 
 # -- where the time goes: GC against the rest ---------------------------------------------------------
 
+def _split_bar(ax, cs: summary.CellSummary, y: float) -> None:
+    """A cell's mean step as a bar: the rest in the backend's colour, then the GC pause; the
+    mean's interval as a whisker, and the GC share beside it."""
+    mean = cs.measured.mean_ms
+    gc_ms = cs.measured.gc_ms_per_step
+    ax.barh(y, mean - gc_ms, 0.7, color=backend_color(cs.key[0]))
+    ax.barh(y, gc_ms, 0.7, left=mean - gc_ms, color=GC_COLOR)
+    ci = cs.measured.mean_ci_ms
+    if ci is not None:  # the mean step's 95 % interval over the repeats, as a whisker
+        ax.errorbar(mean, y, xerr=[[mean - ci[0]], [ci[1] - mean]], fmt="none", ecolor="#555555",
+                    elinewidth=1.0, capsize=3)
+    share = 100 * gc_ms / mean if mean > 0 else 0.0
+    ax.annotate(f"GC {share:.0f} %" if share >= 0.5 else "GC < 1 %" if gc_ms > 0 else "no GC",
+                (max(mean, ci[1]) if ci is not None else mean, y), xytext=(3, 0),
+                textcoords="offset points", va="center", fontsize=TEXT_PT, color="#333333")
+
+
 def gc_split_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path) -> pathlib.Path:
     """Per series and policy: the mean step split into GC pause (black) and the rest
     (backend colour), in ms on a linear axis starting at zero, each bar labelled with its
@@ -469,21 +500,8 @@ def gc_split_figure(cells: list[summary.CellSummary], workload: str, path: pathl
     for c, policy in enumerate(policies):
         ax = axes[0][c]
         for cs in ok:
-            if cs.key[2] != policy:
-                continue
-            y = ys[series_of(cs)]
-            mean = cs.measured.mean_ms
-            gc_ms = cs.measured.gc_ms_per_step
-            ax.barh(y, mean - gc_ms, 0.7, color=backend_color(cs.key[0]))
-            ax.barh(y, gc_ms, 0.7, left=mean - gc_ms, color=GC_COLOR)
-            ci = cs.measured.mean_ci_ms
-            if ci is not None:  # the mean step's 95 % interval over the repeats, as a whisker
-                ax.errorbar(mean, y, xerr=[[mean - ci[0]], [ci[1] - mean]], fmt="none", ecolor="#555555",
-                            elinewidth=1.0, capsize=3)
-            share = 100 * gc_ms / mean if mean > 0 else 0.0
-            ax.annotate(f"GC {share:.0f} %" if share >= 0.5 else "GC < 1 %" if gc_ms > 0 else "no GC",
-                        (max(mean, ci[1]) if ci is not None else mean, y), xytext=(3, 0),
-                        textcoords="offset points", va="center", fontsize=TEXT_PT, color="#333333")
+            if cs.key[2] == policy:
+                _split_bar(ax, cs, ys[series_of(cs)])
         ax.set_xlim(0, longest * 1.3)  # room for the labels
         ax.grid(axis="x", alpha=0.3)
         ax.set_title(policy, loc="left")
