@@ -347,6 +347,18 @@ class RunTerm:
     high: float
 
 
+def _squares(per_run: list[np.ndarray]) -> tuple[float, float, int, float]:
+    """One cell's runs: the between-run mean square's part (its sum of squares over its
+    degrees of freedom), the within-run sum of squares and degrees of freedom, and the mean
+    repeats per run."""
+    means = np.array([x.mean() for x in per_run])
+    sizes = np.array([len(x) for x in per_run])
+    grand = float((means * sizes).sum() / sizes.sum())
+    between = float((sizes * (means - grand) ** 2).sum()) / (len(per_run) - 1)
+    within = float(sum(((x - x.mean()) ** 2).sum() for x in per_run))
+    return between, within, int((sizes - 1).sum()), float(np.mean(sizes))
+
+
 def run_term(cells: list[list[list[float]]], level: float = 0.95, runs: int | None = None) -> RunTerm:
     """The run-to-run term from separate runs of the same cells: `cells[c][r]` holds the log
     medians of cell c's repeats in run r. One-way random effects per cell, pooled over the
@@ -365,13 +377,11 @@ def run_term(cells: list[list[list[float]]], level: float = 0.95, runs: int | No
         per_run = [np.asarray(x, float) for x in given if len(x)]
         if len(per_run) < 2:
             continue
-        means = np.array([x.mean() for x in per_run])
-        sizes = np.array([len(x) for x in per_run])
-        grand = float((means * sizes).sum() / sizes.sum())
-        ssb += float((sizes * (means - grand) ** 2).sum()) / (len(per_run) - 1)
-        ssw += float(sum(((x - x.mean()) ** 2).sum() for x in per_run))
-        dfw += int((sizes - 1).sum())
-        ns.append(float(np.mean(sizes)))
+        between, within, df, n_mean = _squares(per_run)
+        ssb += between
+        ssw += within
+        dfw += df
+        ns.append(n_mean)
         per_cell.append(len(per_run))
     if not per_cell or dfw == 0:
         raise ValueError("the run term needs a cell measured in 2 or more runs with 2 or more repeats")

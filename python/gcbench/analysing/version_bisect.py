@@ -125,6 +125,11 @@ def _version_of(doc: ResultDoc, package: str) -> str | None:
     return venvs.exact_pin(envspec.parse(env["spec"]), package)
 
 
+def _with_medians(v: comparison.RepeatValues, values: list[float]) -> comparison.RepeatValues:
+    """`v` with the metric's values as its medians (none 0: a log scale's)."""
+    return dataclasses.replace(v, medians=[x or 1e-12 for x in values])
+
+
 def _test(metric: Metric, prev: list[ResultDoc], cur: list[ResultDoc]) -> comparison.Test | None:
     """The test of `cur` against `prev` (two versions' used repeats), by compare's rules
     (full collections: exact when both schedules are fixed); None when it needs more
@@ -138,8 +143,7 @@ def _test(metric: Metric, prev: list[ResultDoc], cur: list[ResultDoc]) -> compar
     if len(a) < 2 or len(b) < 2:
         return None
     if metric.test == "log":
-        return comparison.test_median(dataclasses.replace(va, medians=[x or 1e-12 for x in a]),
-                                      dataclasses.replace(vb, medians=[x or 1e-12 for x in b]), 0.0, comparison.ALPHA)
+        return comparison.test_median(_with_medians(va, a), _with_medians(vb, b), 0.0, comparison.ALPHA)
     return comparison.test_gc_share(dataclasses.replace(va, shares=a), dataclasses.replace(vb, shares=b), 0.0,
                                     comparison.ALPHA)
 
@@ -278,11 +282,14 @@ def _version_row(version: str, group: list[ResultDoc], metric: Metric) -> tuple[
     values = [metric.of(d) for d in used]
     return dataclasses.replace(
         row, used=len(used), values=values, value=_center(metric, values),
-        median_ms=_center(METRICS["median"], [metric_value("median", d) for d in used]),
-        mean_ms=_center(METRICS["mean"], [metric_value("mean", d) for d in used]),
-        gc_share_pct=_center(METRICS["gc_share"], [metric_value("gc_share", d) for d in used]),
-        full_per_1000=_center(METRICS["full_gc"], [metric_value("full_gc", d) for d in used]),
+        median_ms=_center_of("median", used), mean_ms=_center_of("mean", used),
+        gc_share_pct=_center_of("gc_share", used), full_per_1000=_center_of("full_gc", used),
         full_per_repeat=[int(summary.full_collections(d).sum()) for d in used]), used
+
+
+def _center_of(name: str, used: list[ResultDoc]) -> float:
+    """Metric `name`'s value over the repeats, centred as `_center` does."""
+    return _center(METRICS[name], [metric_value(name, d) for d in used])
 
 
 def _first_change(rows: list[VersionRow], factor: float) -> str | None:

@@ -49,7 +49,7 @@ def main(args) -> int:
     from ..flows import bisection
     from ..publishing import bisect_text
 
-    if args.git is not None or args.good is not None or args.bad is not None:
+    if any(x is not None for x in (args.git, args.good, args.bad)):
         return main_git(args)
     if not args.package:
         raise UsageError("--package is needed to bisect releases (or --git REPO --good REF --bad REF for commits)")
@@ -57,12 +57,9 @@ def main(args) -> int:
     metric = version_bisect.get_metric(args.metric or "gc_share")
     version_bisect.check_factor(args.factor)  # now, not after the runs
     versions = config.split_list(args.versions, "--versions") if args.versions is not None else None
-    suite = None
-    if args.results:
-        if args.versions is not None and not versions:
-            raise UsageError("--versions names no version")
-    else:
-        suite = _release_suite(args, cell, versions)
+    if args.results and versions == []:
+        raise UsageError("--versions names no version")
+    suite = None if args.results else _release_suite(args, cell, versions)
     opts = ReleaseBisectOptions(_common.run_options(args), package=args.package, cell=args.cell, factor=args.factor,
                                 results=args.results)
     words = _common.Output(args.json)
@@ -70,14 +67,19 @@ def main(args) -> int:
                                            lambda o: _outcome.present(o, words))
     if tab is None:
         return code
+    _release_answer(args, tab, folder, bisect_text.release_table(tab))
+    return 0
+
+
+def _release_answer(args, tab, folder, table: str) -> None:
+    """The release bisect's table, its report where asked for, and its --json document."""
     out = _common.Output(args.json)
     out()
-    out(bisect_text.release_table(tab))
+    out(table)
     paths = pipeline.write_report(folder, None, 3.0, out_fn=out, bisect_table=tab) if args.report else None
     if args.json:
         _common.print_json({"results": str(folder), "bisect": records.to_json(tab),
                             "report": _common.report_json(paths) if paths else None})
-    return 0
 
 
 def _release_suite(args, cell: tuple[str, str, str], versions: list[str] | None) -> config.Suite:

@@ -108,7 +108,7 @@ def _script_main(args) -> int:
     from ..flows import script_runs
     from .compare import GATE
 
-    if args.quick or args.backends or args.workloads or args.gc or args.suite != "default":
+    if any((args.quick, args.backends, args.workloads, args.gc, args.suite != "default")):
         raise UsageError("--script runs your own script: --suite, --quick, --backends, --workloads and --gc choose "
                          "gcbench's own cells and do not go with it")
     name = pathlib.Path(args.script).stem
@@ -120,10 +120,13 @@ def _script_main(args) -> int:
         print(f"{side.name}: {side.label}" if len(run_sides) > 1 else f"script: {side.label}", flush=True)
     folders = script_runs.run(script, run_sides, args.repeats or 3, script_runs.split_args(args.script_args),
                               lambda line: print(line, flush=True)).folders
-    gate = ",".join(GATE)
-    if len(folders) == 2:
-        print(f"next: gcbench compare {shlex.quote(str(folders[0]))} {shlex.quote(str(folders[1]))} --fail-on {gate}")
-    else:
-        print(f"next: gcbench report {shlex.quote(str(folders[0]))}; gcbench compare {shlex.quote(str(folders[0]))} "
-              f"OTHER --fail-on {gate}")
+    print(_next_step(folders, ",".join(GATE)))
     return 0
+
+
+def _next_step(folders: list, gate: str) -> str:
+    """What to run next: compare the two sides, or report the one and compare it with another."""
+    first = shlex.quote(str(folders[0]))
+    if len(folders) == 2:
+        return f"next: gcbench compare {first} {shlex.quote(str(folders[1]))} --fail-on {gate}"
+    return f"next: gcbench report {first}; gcbench compare {first} OTHER --fail-on {gate}"

@@ -207,7 +207,7 @@ def _jobs(docs: list[ResultDoc]) -> str | None:
     executors = sorted({s["executor"] for s in scheds})
     jobs = {s.get("job_id") for s in scheds}
     nodes = sorted({s.get("node") or "?" for s in scheds})
-    parts = sorted({str(s["partition"]) for s in scheds if s.get("partition")})
+    parts = sorted({str(p) for s in scheds if (p := s.get("partition"))})
     return (f"Scheduler: {escape(', '.join(executors))}; {len(scheds)} of {len(docs)} runs in {len(jobs)} jobs on "
             f"{len(nodes)} node{'s' if len(nodes) > 1 else ''} ({escape(', '.join(nodes[:6]))}"
             f"{', ...' if len(nodes) > 6 else ''})" + (f", partition {escape(', '.join(parts))}" if parts else ""))
@@ -310,23 +310,22 @@ def _counts_per_repeat(counts: list[int]) -> str:
     return f"{', '.join(f'{c:,}' for c in counts)} per repeat"
 
 
+def _warmup_row(cs: summary.CellSummary) -> list[str]:
+    """A cell's warm-up (its steps, time, pauses, collections, objects collected; "-" where
+    none was recorded) and its collections between steps."""
+    w, between = cs.measured.warmup, cs.measured.between
+    outside = sum(between.collections)
+    warm = ["-"] * 6 if not w else [
+        f"{w.steps}", wording.fmt(w.wall_ms), wording.fmt(w.gc_ms), " / ".join(f"{c:,.0f}" for c in w.collections),
+        _counts_per_repeat(w.full_per_repeat), f"{w.collected:,.0f}"]
+    return [escape(cs.label), *warm, f"{outside:,} ({wording.fmt(between.gc_ms)} ms)" if outside else "none"]
+
+
 def warmup_section(cells: list[summary.CellSummary]) -> list:
     """The warm-up steps (compilation) of each cell, which the summary leaves out: their
     time, GC pauses, collections and objects collected (means over the repeats); and the
     collections that fell between steps, which the GC share counts."""
-    rows = []
-    for cs in cells:
-        w = cs.measured.warmup
-        between = cs.measured.between
-        outside = sum(between.collections)
-        if not w and not outside:
-            continue
-        colls = " / ".join(f"{c:,.0f}" for c in w.collections) if w else "-"
-        rows.append([escape(cs.label), f"{w.steps}" if w else "-", wording.fmt(w.wall_ms) if w else "-",
-                     wording.fmt(w.gc_ms) if w else "-", colls,
-                     _counts_per_repeat(w.full_per_repeat) if w else "-",
-                     f"{w.collected:,.0f}" if w else "-",
-                     f"{outside:,} ({wording.fmt(between.gc_ms)} ms)" if outside else "none"])
+    rows = [_warmup_row(cs) for cs in cells if cs.measured.warmup or sum(cs.measured.between.collections)]
     if not rows:
         return []
     return [Heading("Warm-up and between steps"),
@@ -366,6 +365,18 @@ def host_section(cells: list[summary.CellSummary]) -> list:
                    "GC % of host time"], rows, align_right=(1, 2, 3, 4, 5))]
 
 
+def _never_ran(state: str | None) -> str:
+    """Why a cell of the plan has no result, from the plan's state."""
+    if state == "interrupted":
+        return "never ran: the run was interrupted first"
+    return "never ran: the run is still going or stopped without a word" if state == "running" else "no result"
+
+
+def _first_of(names: list[str], shown: int) -> str:
+    """The first `shown` names, and how many more."""
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
 def not_run_section(docs: list[ResultDoc], plan: Plan) -> list:
     """Cells that did not run, grouped by reason; cells of the plan with no result at all."""
     groups: dict[tuple[str, str], list[str]] = {}
@@ -376,21 +387,11 @@ def not_run_section(docs: list[ResultDoc], plan: Plan) -> list:
     have = {d.cell for d in docs}
     missing = [label for c, label in plan.label_of().items() if c not in have]
     if missing:
-        state = plan.state
-        why = "never ran: the run was interrupted first" if state == "interrupted" else \
-            "never ran: the run is still going or stopped without a word" if state == "running" else "no result"
-        groups.setdefault(("not run", why), []).extend(missing)
+        groups.setdefault(("not run", _never_ran(plan.state)), []).extend(missing)
     if not groups:
         return []
-    rows = [
-        [
-            escape(status),
-            prose(reason),
-            f"{len(cells)}",
-            escape(", ".join(cells[:12]) + (f" and {len(cells) - 12} more" if len(cells) > 12 else "")),
-        ]
-        for (status, reason), cells in groups.items()
-    ]
+    rows = [[escape(status), prose(reason), f"{len(cells)}", escape(_first_of(cells, 12))]
+            for (status, reason), cells in groups.items()]
     return [Heading("Not run"), Table(["status", "reason", "runs", "which"], rows, align_right=(2,))]
 
 
