@@ -598,18 +598,21 @@ def gc_share(doc: ResultDoc) -> float:
     return (results.step_total(doc, "gc_ns") + between) / total if total > 0 else 0.0
 
 
+def _warmup_repeat(w: dict) -> WarmupRepeat | None:
+    """One repeat's warm-up: its steps, time, pauses, collections by generation and objects
+    collected; None where it recorded none."""
+    wall = w.get("wall_ns") or []
+    if not wall or "gc_ns" not in w:
+        return None
+    colls = np.asarray(w.get("gc_collections") or [[0]], np.int64).reshape(len(wall), -1).sum(axis=0)
+    return WarmupRepeat(len(wall), float(np.sum(wall)) / 1e6, float(np.sum(w["gc_ns"])) / 1e6, colls.tolist(),
+                        int(np.sum(w.get("gc_collected") or [0])))
+
+
 def warmup_summary(docs: list[ResultDoc]) -> Warmup | None:
     """The warm-up (compilation) of each repeat: steps, GC pause time, collections per
     generation and objects collected, per repeat (None where no repeat recorded one)."""
-    rows = []
-    for d in docs:
-        w = results.part(d, "warmup")
-        wall = w.get("wall_ns") or []
-        if not wall or "gc_ns" not in w:
-            continue
-        colls = np.asarray(w.get("gc_collections") or [[0]], np.int64).reshape(len(wall), -1).sum(axis=0)
-        rows.append(WarmupRepeat(len(wall), float(np.sum(wall)) / 1e6, float(np.sum(w["gc_ns"])) / 1e6,
-                                 colls.tolist(), int(np.sum(w.get("gc_collected") or [0]))))
+    rows = [r for d in docs if (r := _warmup_repeat(results.part(d, "warmup"))) is not None]
     if not rows:
         return None
     return Warmup(len(rows), rows[0].steps, float(np.mean([r.wall_ms for r in rows])),

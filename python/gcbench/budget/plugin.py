@@ -407,6 +407,24 @@ def figures_of(m: Measurement, kept_json: dict | None) -> BudgetFigures:
         garbage=_top(garbage), garbage_total=garbage.total, doc=doc, explanation=expl)
 
 
+def _a_sites_mode(sites: object) -> bool:
+    """True, False (themselves, not 1 or 0) or "on failure"."""
+    return sites is True or sites is False or sites == "on failure"
+
+
+def _checked_given(given: dict) -> dict:
+    """The budgets a test gives (None: not given), each a value its key takes."""
+    from ..core.errors import UsageError
+
+    checked = {k: v for k, v in given.items() if v is not None}
+    for k, v in checked.items():
+        try:
+            baseline.check_value(k, v, "gc_budget")
+        except UsageError as e:
+            _fail(str(e))
+    return checked
+
+
 class Budget:
     """One budgeted loop of a test (made by the `gc_budget` fixture)."""
 
@@ -415,7 +433,7 @@ class Budget:
         from ..core.errors import UsageError
         from ..user_loop import Measurement
 
-        if not (sites is True or sites is False or sites == "on failure"):
+        if not _a_sites_mode(sites):
             _fail(f"gc_budget: sites must be True, False or 'on failure', got {sites!r}")
         # traced in the measured run only for sites=True; in the rerun of a failing test only
         # for the budget that failed (the ones before it run as fast as they can)
@@ -429,12 +447,7 @@ class Budget:
         test_file = pathlib.Path(str(request.node.path))
         self.key = baseline.key_of(test_file, request.node.nodeid, index)
         self.baseline = test_file.parent / BASELINE
-        self.given = {k: v for k, v in given.items() if v is not None}
-        for k, v in self.given.items():
-            try:
-                baseline.check_value(k, v, "gc_budget")
-            except UsageError as e:
-                _fail(str(e))
+        self.given = _checked_given(given)
         try:
             self.measurement = Measurement(name or result_name(self.key), warmup, CAPACITY, explain=self.diagnosed)
         except UsageError as e:

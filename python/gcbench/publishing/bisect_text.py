@@ -96,16 +96,13 @@ def shown_decision(tab: CommitTable, decision: str) -> str:
 
 
 def commit_table(tab: CommitTable, culprit: Culprit | None = None) -> str:
+    """The commit bisect as the terminal shows it: every tested commit, the endpoints, the
+    builds it took, and the culprit's message and files where one was found."""
     lines = [f"commit bisect of {tab.package} on {tab.cell}: {tab.metric_title}"
              + (f" ({tab.unit})" if tab.unit else ""), ""]
     head = f"{'commit':<10} {'date':<10} {'value':>10}  {'per repeat':<24} {'decision':<16} subject"
     lines += [head, "-" * len(head)]
-    for r in tab.rows:
-        value = "-" if r.value is None else f"{r.value:.3g}"
-        per = ", ".join(f"{v:.3g}" for v in r.per_repeat) or (r.why_not or "")[:24]
-        mark = f" <- {marker(tab)}" if r.sha == tab.first_bad else ""
-        lines.append(f"{r.sha[:9]:<10} {r.date:<10} {value:>10}  {per[:24]:<24} {shown_decision(tab, r.decision):<16} "
-                     f"{r.subject[:60]}{mark}")
+    lines += [_commit_line(tab, r) for r in tab.rows]
     lines += ["", f"endpoints: {tab.endpoints}",
               f"builds: {tab.builds} for {tab.commits_between} commits (at most {tab.max_builds})"]
     if tab.first_bad and culprit:
@@ -115,3 +112,13 @@ def commit_table(tab: CommitTable, culprit: Culprit | None = None) -> str:
     elif tab.unresolved:
         lines.append(tab.unresolved)
     return "\n".join(lines)
+
+
+def _commit_line(tab: CommitTable, r: CommitRow) -> str:
+    """A tested commit: its value and per-repeat values (or why it has none), its decision
+    and subject, the first bad one marked."""
+    value = "-" if r.value is None else f"{r.value:.3g}"
+    per = ", ".join(f"{v:.3g}" for v in r.per_repeat) or (r.why_not or "")[:24]
+    mark = f" <- {marker(tab)}" if r.sha == tab.first_bad else ""
+    return (f"{r.sha[:9]:<10} {r.date:<10} {value:>10}  {per[:24]:<24} {shown_decision(tab, r.decision):<16} "
+            f"{r.subject[:60]}{mark}")

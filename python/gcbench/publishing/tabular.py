@@ -27,6 +27,19 @@ def _load(source) -> list[ResultDoc]:
         return results.load_dir(folder)
 
 
+def _step_columns(d: ResultDoc) -> dict[str, Any]:
+    """A repeat's optional per-step arrays, by column name, and the collections in the gap
+    before each step by generation (`gap_gc0`, ...)."""
+    extra: dict[str, Any] = {k: v for k in ("gc_collected", "gc_pressure", "gc_examined", "gc_promoted",
+                                            "alloc_bytes", "alloc_blocks", "host_ns", "cpu_ns", "gc_cpu_ns",
+                                            "gap_ns", "gap_gc_ns")
+                             if (v := getattr(d, k)) is not None}
+    gaps = results.step_array(d, "gap_collections")
+    if gaps is not None:
+        extra.update({f"gap_gc{g}": gaps[:, g].tolist() for g in range(gaps.shape[1])})
+    return extra
+
+
 def step_records(docs: list[ResultDoc]) -> list[dict]:
     """One row per timed step of every ok repeat: who it was, and what the step measured.
     Python cells have collections of generations 0, 1 and 2; Julia cells incremental and
@@ -42,13 +55,7 @@ def step_records(docs: list[ResultDoc]) -> list[dict]:
         colls = summary.collections(d)
         julia = d.gc_full is not None
         names = ["gc_incremental", "gc_full"] if julia else [f"gc_gen{g}" for g in range(colls.shape[1])]
-        extra: dict[str, Any] = {k: v for k in ("gc_collected", "gc_pressure", "gc_examined", "gc_promoted",
-                                                "alloc_bytes", "alloc_blocks", "host_ns", "cpu_ns", "gc_cpu_ns",
-                                                "gap_ns", "gap_gc_ns")
-                                 if (v := getattr(d, k)) is not None}
-        gaps = results.step_array(d, "gap_collections")  # the collections in the gap before each step
-        if gaps is not None:
-            extra.update({f"gap_gc{g}": gaps[:, g].tolist() for g in range(gaps.shape[1])})
+        extra = _step_columns(d)
         for i, (wall, gc_ns) in enumerate(zip(d.wall_ns, d.gc_ns, strict=True)):
             row = dict(base, step=i, wall_ns=wall, gc_ns=gc_ns)
             row.update({n: int(c) for n, c in zip(names, colls[i], strict=True)})

@@ -114,18 +114,8 @@ def uv_options(config: dict[str, list[str]]) -> list[str]:
     opts: list[str] = []
     if config.get("no-index", [""])[0].lower() in ("1", "true", "yes", "on"):
         opts.append("--no-index")
-    for url in config.get("index-url", []):
-        if url and _present(url):
-            opts += ["--index-url", url]
-    for url in config.get("extra-index-url", []):
-        if _present(url):
-            opts += ["--extra-index-url", url]
-    for link in config.get("find-links", []):
-        if _present(link):
-            opts += ["--find-links", link]
-    for path in config.get("constraint", []):
-        if _present(path):
-            opts += ["--constraint", path]
+    for key in ("index-url", "extra-index-url", "find-links", "constraint"):
+        opts += [x for value in config.get(key, []) if value and _present(value) for x in (f"--{key}", value)]
     if any(o == "--extra-index-url" for o in opts):
         # pip takes the best version from all its indexes; uv by default only looks at the
         # first index that has a package at all

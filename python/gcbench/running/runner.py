@@ -524,6 +524,15 @@ def _unavailable_backends(cells, log) -> dict[str, str]:
     return why_not
 
 
+def _repeats_of(cells: list[Cell]) -> dict[tuple, int]:
+    """Each cell's repeats in this plan: its runs are named r1/3, r2/3, ..."""
+    repeats: dict[tuple, int] = {}
+    for c in cells:
+        key = (c.backend, c.workload, c.policy, c.env)
+        repeats[key] = max(repeats.get(key, 0), c.repeat + 1)
+    return repeats
+
+
 def _run_each(batch: _Batch) -> list[ResultDoc]:
     cells = batch.cells
     docs = []  # repeats of one run_id with one repeat number share a round
@@ -531,10 +540,7 @@ def _run_each(batch: _Batch) -> list[ResultDoc]:
     batch.announced.update(batch.why_not)  # their other cells (a policy they do not support) need no line of their own
     # numbered among the cells that will run: those of a backend that cannot run here are said once above
     runnable = [c for c in cells if c.backend not in batch.why_not and unsupported_reason(c) is None]
-    repeats: dict[tuple, int] = {}  # each cell's repeats in this plan: its runs are named r1/3, r2/3, ...
-    for c in cells:
-        key = (c.backend, c.workload, c.policy, c.env)
-        repeats[key] = max(repeats.get(key, 0), c.repeat + 1)
+    repeats = _repeats_of(cells)
     number = {c.id: f"{i}/{len(runnable)}" for i, c in enumerate(runnable, 1)}
     if batch.progress is not None:  # the bar and its ETA count only the steps that will run
         batch.progress.overall.total = sum(c.warmup + c.steps for c in runnable)
@@ -598,6 +604,13 @@ def _announce(batch: _Batch, reason: str) -> None:
               f"({len(alike)} runs recorded as unavailable)")
 
 
+def _ended(doc: ResultDoc, seconds: float) -> str:
+    """How a repeat ended, for the run's log: `ok in 4.2 s`, or its status and first reason line."""
+    if doc.status == "ok":
+        return f"ok in {seconds:.1f} s"
+    return f"{doc.status}: {doc.reason.splitlines()[0] if doc.reason else ''}"
+
+
 def _run_one(desc: str, cell: Cell, batch: _Batch) -> ResultDoc:
     out_file = batch.out_dir / f"{cell.id}.json"
     old = existing(out_file)
@@ -618,9 +631,7 @@ def _run_one(desc: str, cell: Cell, batch: _Batch) -> ResultDoc:
         doc = run_worker(cell, out_file, batch.command, batch.timeout, batch.progress, machine_state=state,
                          extra_env=batch.cache_env if cache_safe(in_env.get("environment")) else None, fork=fork,
                          **in_env)
-        status = f"ok in {time.monotonic() - t0:.1f} s" if doc.status == "ok" else \
-            f"{doc.status}: {doc.reason.splitlines()[0] if doc.reason else ''}"
-        batch.log(f"{desc}: {status}")
+        batch.log(f"{desc}: {_ended(doc, time.monotonic() - t0)}")
     except CellFailed as e:
         batch.log(f"{desc}: FAILED: {str(e).splitlines()[0]}")
         doc = keep(results.new(cell, "failed", str(e), **({"environment": in_env["environment"]} if in_env else {})),

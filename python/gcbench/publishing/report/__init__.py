@@ -510,26 +510,39 @@ def build_report(source, out_dir, spike_factor: float = summary.DEFAULT_SPIKE_FA
         raise
 
 
+def _refuse_clash(out_dir: pathlib.Path, clash: list[str], legacy: bool) -> None:
+    """Files in the report folder that gcbench did not write (or that changed since): never
+    overwritten."""
+    if not clash:
+        return
+    if legacy:
+        raise UsageError(f"report folder {out_dir} was made by an older gcbench, whose marker cannot show "
+                         f"that {clash[0]} is still what it wrote; rebuild into a new folder "
+                         f"(gcbench report {out_dir} --out NEW)")
+    raise UsageError(f"report folder {out_dir} holds {clash[0]}, which gcbench did not write (or changed "
+                     "since); give --out an empty or new folder")
+
+
+def _move_in(written: list[pathlib.Path], out_dir: pathlib.Path, stale: set[str]) -> None:
+    """The staged files into the report folder, and our own files from an earlier build that
+    this one did not write out of it."""
+    try:
+        for path in written:
+            pathlib.Path(path).replace(out_dir / path.name)
+        for name in stale:
+            (out_dir / name).unlink(missing_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot write the report into {out_dir}: {files.describe_os_error(e)}") from None
+
+
 def _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect_table) -> dict:
     owned = before.get("files", set())
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=f"{STAGING}{os.getpid()}-") as tmp:
         staged = _build(folder, source, pathlib.Path(tmp), spike_factor, title, bisect_table)
         names = {p.name for p in staged["written"]}
-        clash = sorted(n for n in names if (out_dir / n).exists() and n not in owned)
-        if clash:
-            if before.get("legacy"):
-                raise UsageError(f"report folder {out_dir} was made by an older gcbench, whose marker cannot show "
-                                 f"that {clash[0]} is still what it wrote; rebuild into a new folder "
-                                 f"(gcbench report {out_dir} --out NEW)")
-            raise UsageError(f"report folder {out_dir} holds {clash[0]}, which gcbench did not write (or changed "
-                             "since); give --out an empty or new folder")
-        try:
-            for path in staged["written"]:
-                pathlib.Path(path).replace(out_dir / path.name)
-            for stale in owned - names:  # our own files from an earlier build that this one did not write
-                (out_dir / stale).unlink(missing_ok=True)
-        except OSError as e:
-            raise UsageError(f"cannot write the report into {out_dir}: {files.describe_os_error(e)}") from None
+        _refuse_clash(out_dir, sorted(n for n in names if (out_dir / n).exists() and n not in owned),
+                      bool(before.get("legacy")))
+        _move_in(staged["written"], out_dir, owned - names)
         files.write_json(
             out_dir / MARKER,
             {

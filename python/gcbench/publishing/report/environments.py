@@ -131,14 +131,18 @@ def gitbisect_headline(tab: CommitTable) -> Table:
     return Table(["commit", "subject", escape(tab.metric_title) + escape(unit), "decision"], rows, align_right=(2,))
 
 
+def _commit_row(tab: CommitTable, r) -> list[str]:
+    """A tested commit's row: its value and per-repeat values (or why it has none), and its
+    decision."""
+    return [code(r.sha[:9]), escape(r.date), escape(r.subject[:80]), "-" if r.value is None else f"{r.value:.3g}",
+            escape(", ".join(f"{v:.3g}" for v in r.per_repeat) or (r.why_not or "")[:120]),
+            escape(bisect_text.decision_text(tab, r))]
+
+
 def gitbisect_section(tab: CommitTable, culprit: Culprit | None, out_dir: pathlib.Path) -> list:
     """A commit bisect: the rule, the tested commits in history order, and the first bad one."""
     unit = f" ({tab.unit})" if tab.unit else ""
-    rows = [[code(r.sha[:9]), escape(r.date), escape(r.subject[:80]),
-             "-" if r.value is None else f"{r.value:.3g}",
-             escape(", ".join(f"{v:.3g}" for v in r.per_repeat) or (r.why_not or "")[:120]),
-             escape(bisect_text.decision_text(tab, r))]
-            for r in tab.rows]
+    rows = [_commit_row(tab, r) for r in tab.rows]
     found = (f"{_first(tab)}: {code(tab.first_bad[:9])}, after {tab.builds} builds for "
              f"{tab.commits_between} commits (at most {tab.max_builds})." if tab.first_bad else
              escape(tab.unresolved or "No first bad commit: " + (tab.endpoints or "")))
