@@ -158,6 +158,18 @@ def _x(v: float) -> str:
     return f"{v:.2f}"
 
 
+def _median_row(filt, batch, given: bool) -> Row:
+    """The seed's setting: its median step against 8 ms, at the batch calibrated (or given)."""
+    s = filt.stats
+    device = results.part(filt.docs[0], "metadata").get("jax_backend") or "cpu"
+    return Row("median step (the seed: its small ViT example, 8 ms steps on an H100; its 2M-parameter "
+               "transformer ran on 8 GPUs and is not this case)", "8 ms",
+               f"{_ci(s.median_ms, s.median_ci_ms, values=s.repeat_medians_ms)} ms at batch {batch} on "
+               f"this {device.upper()}", f"{s.median_ms / TARGET_MS:.2f}", "setting",
+               "the batch given with --batch-size (no calibration ran)" if given else
+               f"the batch whose median step came nearest 8 ms (at most {MAX_MS:g} ms) in the calibration")
+
+
 def equinox_rows(cells: dict, calibration: dict) -> list[Row]:
     filt, part = _cell(cells, "equinox-filter", "vit"), _cell(cells, "equinox-partition", "vit")
     off = _cell(cells, "equinox-filter", "vit", "disable")
@@ -166,26 +178,25 @@ def equinox_rows(cells: dict, calibration: dict) -> list[Row]:
     if filt is None or not filt.ok:
         return [Row("every claim", "-", reason=f"equinox-filter did not run: {_why_not(filt, 'no result')}")]
     s = filt.stats
-    device = results.part(filt.docs[0], "metadata").get("jax_backend") or "cpu"
-    rows = [Row("median step (the seed: its small ViT example, 8 ms steps on an H100; its 2M-parameter "
-                "transformer ran on 8 GPUs and is not this case)", "8 ms",
-                f"{_ci(s.median_ms, s.median_ci_ms, values=s.repeat_medians_ms)} ms at batch {batch} on "
-                f"this {device.upper()}", f"{s.median_ms / TARGET_MS:.2f}", "setting",
-                "the batch given with --batch-size (no calibration ran)" if calibration.get("given") else
-                f"the batch whose median step came nearest 8 ms (at most {MAX_MS:g} ms) in the calibration"),
-            _spike_row(s.full)]
+    rows = [_median_row(filt, batch, bool(calibration.get("given"))), _spike_row(s.full)]
     if part is not None and part.ok:
         rows.append(_partition_row(filt, part))
     if nnx is not None and nnx.ok:
         rows.append(_nnx_row(nnx.stats.full))
     if off is not None and off.ok:
-        of = off.stats.full
-        gone = of.schedule.constant and of.count == 0
-        rows.append(Row("disabling the collector removes the spikes", "\"disabling the garbage collector solves this\"",
-                        f"under disable: {wording.format_schedule(of.schedule)}, max/median "
-                        f"{off.stats.max_over_median:.1f} against {s.max_over_median:.1f} under default", "-",
-                        verdict(of.count < s.full.count, established=gone and s.full.count > 0)))
+        rows.append(_disable_row(s, off.stats))
     return rows
+
+
+def _disable_row(s, off) -> Row:
+    """The seed's remedy, disabling the collector: its full collections and spikes against
+    the default's."""
+    of = off.full
+    gone = of.schedule.constant and of.count == 0
+    return Row("disabling the collector removes the spikes", "\"disabling the garbage collector solves this\"",
+               f"under disable: {wording.format_schedule(of.schedule)}, max/median "
+               f"{off.max_over_median:.1f} against {s.max_over_median:.1f} under default", "-",
+               verdict(of.count < s.full.count, established=gone and s.full.count > 0))
 
 
 def _spike_row(f: stats.EventSummary) -> Row:

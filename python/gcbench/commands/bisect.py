@@ -102,14 +102,8 @@ def _release_suite(args, cell: tuple[str, str, str], versions: list[str] | None)
 GIT_METRIC_NAMES = {"gc_share": "gc-share", "full_gc": "full-collections"}  # the release bisect's spellings
 
 
-def main_git(args) -> int:
-    """`bisect --git REPO --good REF --bad REF`: binary search over first-parent commits."""
-    from ..analysing import gitbisect, version_bisect
-    from ..flows import bisection
-    from ..measuring import envspec
-    from ..publishing import bisect_text
-    from ..running import gitrepo
-
+def _check_git_flags(args) -> None:
+    """A commit bisect's own flags all given, and none of a release bisect's."""
     for name in ("git", "good", "bad"):
         if not getattr(args, name):
             raise UsageError(f"a commit bisect needs --git REPO, --good REF and --bad REF (--{name} is missing)")
@@ -118,6 +112,17 @@ def main_git(args) -> int:
             raise UsageError(f"--{name} is for bisecting releases, not with --git")
     if args.detach:
         raise UsageError("--detach does not go with --git: each step of a commit bisect needs the one before")
+
+
+def main_git(args) -> int:
+    """`bisect --git REPO --good REF --bad REF`: binary search over first-parent commits."""
+    from ..analysing import gitbisect, version_bisect
+    from ..flows import bisection
+    from ..measuring import envspec
+    from ..publishing import bisect_text
+    from ..running import gitrepo
+
+    _check_git_flags(args)
     gitrepo.check_ref(args.good, "--good")
     gitrepo.check_ref(args.bad, "--bad")
     if args.out:

@@ -73,7 +73,7 @@ def main(args) -> int:
         raise UsageError("--resume and --force exclude each other: keep what is there, or replace it")
     if args.script:
         return _script_main(args)
-    if args.base or args.head or args.script_args:
+    if any((args.base, args.head, args.script_args)):
         raise UsageError("--base, --head and --script-args go with --script: the script of yours to run")
     suite = suite_from_args(args)
     out = _common.Output(args.json)
@@ -82,10 +82,15 @@ def main(args) -> int:
     paths = pipeline.write_report(out_dir, None, 3.0, out_fn=out) if docs is not None and args.report else None
     _say_next(out, docs, out_dir, paths, args.detach)
     if args.json:
-        _common.print_json({"results": str(out_dir), "exit_code": code, "detached": bool(docs is None and args.detach),
-                            "cells": _common.summary_json(docs) if docs is not None else None,
-                            "report": _common.report_json(paths) if paths else None})
+        _common.print_json(_run_json(docs, out_dir, code, paths, args.detach))
     return code
+
+
+def _run_json(docs, out_dir, code: int, paths, detach: bool) -> dict:
+    """`run --json`'s document: the folder, the exit code, the cells and the report."""
+    return {"results": str(out_dir), "exit_code": code, "detached": bool(docs is None and detach),
+            "cells": _common.summary_json(docs) if docs is not None else None,
+            "report": _common.report_json(paths) if paths else None}
 
 
 def _say_next(out, docs, out_dir, paths, detach: bool) -> None:

@@ -97,21 +97,37 @@ def _run_cells(cells: list, suites: dict, run: RunOptions, out_fn: Callable[...,
     return pipeline.run_plan(cells, plan_suite, run, out_fn, kind, data_note, samples, present)
 
 
+def _suites(opts: ReproduceOptions, only: list[str], batch: int) -> dict:
+    """The suites of the cases in `only`, at the Equinox case's `batch`, with the timeout given."""
+    suites = seed_cases.suites(only, batch, opts.steps, opts.repeats)
+    if opts.timeout is not None:
+        for s in suites.values():
+            s.timeout = opts.timeout
+    return suites
+
+
+def _gather_memory(out_dir: pathlib.Path, command: list[str], settings: dict):
+    """The gather case: the seed's sizes compiled on abstract shapes (XLA's memory analysis,
+    nothing allocated), its settings noted in `settings`."""
+    from ..measuring import program_memory
+
+    files.make_folder(out_dir, "results folder")
+    settings["gather-memory"] = {"sizes": "the seed's: x 128^3 float32, idx 2048^3 x 3", "index": "int32, int16",
+                                 "why": "compiled on abstract shapes: XLA's memory analysis, nothing allocated"}
+    return program_memory.run(["seed"], ["int32", "int16"], [], [], False, out_dir, command)
+
+
 def run(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None],
         present: pipeline.Present | None = None) -> FlowOutcome:
     """The cases in `only` into the results folder (`opts.run.out`, or a new one): (the
     reproductions' document, the folder, exit code); the document is None when the run was
     interrupted."""
-    from ..measuring import program_memory
     from ..measuring.backends import julia_bridge
 
     run: RunOptions = opts.run
     kind, data_note, samples = pipeline.check_data(run.data)
     calibration = _calibration(opts, only, out_fn) if "equinox-spikes" in only else {}
-    suites = seed_cases.suites(only, calibration.get("chosen") or 8, opts.steps, opts.repeats)
-    if opts.timeout is not None:
-        for s in suites.values():
-            s.timeout = opts.timeout
+    suites = _suites(opts, only, calibration.get("chosen") or 8)
     cells = [c for s in suites.values() for c in s.cells(run.data)]
     settings = _settings(suites, cells)
     out = run.out or config.default_out("reproduce")
@@ -123,12 +139,7 @@ def run(opts: ReproduceOptions, only: list[str], out_fn: Callable[..., None],
         if outcome.docs is None:
             return FlowOutcome(None, out_dir, code)
         docs = outcome.docs
-    memory_doc = None
-    if "gather-memory" in only:
-        files.make_folder(out_dir, "results folder")
-        memory_doc = program_memory.run(["seed"], ["int32", "int16"], [], [], False, out_dir, run.command)
-        settings["gather-memory"] = {"sizes": "the seed's: x 128^3 float32, idx 2048^3 x 3", "index": "int32, int16",
-                                     "why": "compiled on abstract shapes: XLA's memory analysis, nothing allocated"}
+    memory_doc = _gather_memory(out_dir, run.command, settings) if "gather-memory" in only else None
     ok, why = julia_bridge.status()
     doc = seed_cases.build(only, docs or [], calibration, memory_doc, None if ok else why, settings)
     seed_cases.save(out_dir, doc)

@@ -99,13 +99,17 @@ def file_package(filename: str, user: User = NOBODY) -> str | None:
     if not installed and not filename.startswith(_STDLIB) and \
             any(filename.startswith(folder + os.sep) for folder in user[1]):
         return "user"  # the user's own module beside their loop
-    for marker in ("site-packages", "dist-packages"):
-        if marker in parts:
-            i = parts.index(marker)
-            if i + 1 < len(parts):
-                root = parts[i + 1].removesuffix(".py")
-                return root if root in NAMED else None
-    return None
+    return _installed_package(parts)
+
+
+def _installed_package(parts: list[str]) -> str | None:
+    """The named package an installed file belongs to: the folder (or module) right after
+    site-packages (or dist-packages), where it is one of NAMED."""
+    marker = next((m for m in ("site-packages", "dist-packages") if m in parts), None)
+    if marker is None or parts.index(marker) + 1 >= len(parts):
+        return None
+    root = parts[parts.index(marker) + 1].removesuffix(".py")
+    return root if root in NAMED else None
 
 
 # gcbench's own measuring code: never a site (`gcbench.measure`'s own objects are gcbench's, not the loop's)

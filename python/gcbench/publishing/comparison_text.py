@@ -83,12 +83,17 @@ def machine_lines(c: Comparison) -> list[str]:
                      "counts are, within the phase a different starting heap gives their schedules, and the "
                      "allocations per step exactly")
     if loaded:
-        lines.append(f"times not judged in {len(loaded)} of {len(c.rows)} cells ({loaded[0]}"
-                     + (", and alike in the others" if len(loaded) > 1 else "")
-                     + "): counts are judged, and a time only where it changed by more than load alone moves "
-                       f"it (median and mean step at least x{LOAD_MARGIN['median']:g}, more under CPU pressure; GC "
-                       f"share in CPU time x{LOAD_MARGIN['gc_share']:g})")
+        lines.append(_loaded_line(loaded, len(c.rows)))
     return lines
+
+
+def _loaded_line(loaded: list[str], cells: int) -> str:
+    """The cells whose times a loaded machine kept from a verdict, and what is still judged."""
+    return (f"times not judged in {len(loaded)} of {cells} cells ({loaded[0]}"
+            + (", and alike in the others" if len(loaded) > 1 else "")
+            + "): counts are judged, and a time only where it changed by more than load alone moves "
+              f"it (median and mean step at least x{LOAD_MARGIN['median']:g}, more under CPU pressure; GC "
+              f"share in CPU time x{LOAD_MARGIN['gc_share']:g})")
 
 
 
@@ -111,10 +116,15 @@ def _comparison_words(r: PairRow) -> str:
     by = {t.metric: t for t in r.tests}
     f, memory = by["full_rate"], by.get("peak_rss")
     words = r.summary or overall(r.tests)
-    why = next((t.note for t in r.tests[:1] if t.note and t.verdict == "inconclusive" and t.p is None), "")
+    why = _why_undecided(r.tests[0]) if r.tests else ""
     extra = f"; peak memory {wording.fmt(memory.a)}->{wording.fmt(memory.b)} MiB {_change(memory)}" if memory else ""
     return (f"  {words}" + (f" ({why})" if why else "") +
             (" (full collections exact: fixed schedules)" if f.exact and not f.phase and (f.a or f.b) else "") + extra)
+
+
+def _why_undecided(t: Test) -> str:
+    """Why the first test could not be tested at all (too few repeats, ...); empty otherwise."""
+    return t.note if t.note and t.verdict == "inconclusive" and t.p is None else ""
 
 
 
@@ -144,13 +154,18 @@ def format_comparison(c: Comparison) -> str:
                            extra={i: [terminal.wrap(w.strip(), "  ", "    ")] for i, w in enumerate(verdicts)})
     if not body:
         lines.append("(no cell ran ok in both folders)")
-    lines += [terminal.wrap(x) for x in machine_lines(c)]
+    return "\n".join(lines + _evidence_lines(c))
+
+
+def _evidence_lines(c: Comparison) -> list[str]:
+    """After the table: what the machine kept from being judged, the method, the smallest
+    detectable change (where a median was judged), what was refused, and the notes."""
+    lines = [terminal.wrap(x) for x in machine_lines(c)]
     lines.append(terminal.wrap("repeats are the unit; counts first (exact where schedules are fixed); "
                                f"{_what_was_tested(c)}; minimum effect {100 * c.min_effect:g} %"))
-    if body and any(t.metric == "median" and not t.not_judged for r in c.rows for t in r.tests):
+    if any(t.metric == "median" and not t.not_judged for r in c.rows for t in r.tests):
         lines.append(terminal.wrap(format_detectable(c.detectable)))
     if c.refused:
         lines.append("refused (settings differ; --force compares them anyway):")
         lines += [terminal.wrap(x, "  ", "    ") for x in c.refused]
-    lines += [terminal.wrap(x) for x in c.notes]
-    return "\n".join(lines)
+    return lines + [terminal.wrap(x) for x in c.notes]

@@ -79,6 +79,21 @@ def _quiet_collector(ok: list[summary.CellSummary], steps: int, collected: bool)
             f"{steps:,} timed steps, at most {_pct(worst.measured.gc_share)} of wall time ({_name(worst)})."]
 
 
+def _full_row(cs: summary.CellSummary, cpu: bool) -> list[str]:
+    """A cell's full collections: its schedule, what a step holding one cost against its
+    neighbours, and its GC share."""
+    s, f = cs.measured, cs.measured.full
+    share = s.share(cpu)
+    what = "full sweeps" if s.language == "julia" else "full collections"
+    cost = "-"
+    if f.extra_ns is not None:
+        ci = f.extra_ci_ns
+        cost = f"{wording.fmt_signed(f.extra_ns / 1e6)} ms, {f.ratio:.1f} x" + (
+            f" (95 % {wording.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms)" if ci else " (no interval)")
+    return [_name(cs), escape(wording.format_schedule(f.schedule, what)), cost,
+            f"{_pct(share.value)} ({_share_ci(share.ci, share.per_repeat)})"]
+
+
 def full_table(cells: list[summary.CellSummary]) -> Table | None:
     """The cells that made full collections: their schedule, what a step holding one cost,
     and their GC share, one row each (most full collections per step first)."""
@@ -87,18 +102,7 @@ def full_table(cells: list[summary.CellSummary]) -> Table | None:
     if not with_full:
         return None
     cpu = verdict.in_cpu_time([cs.measured for cs in cells if cs.ok])  # the verdict's GC share, and the table's
-    rows = []
-    for cs in with_full:
-        s, f = cs.measured, cs.measured.full
-        share = s.share(cpu)
-        what = "full sweeps" if s.language == "julia" else "full collections"
-        cost = "-"
-        if f.extra_ns is not None:
-            ci = f.extra_ci_ns
-            cost = f"{wording.fmt_signed(f.extra_ns / 1e6)} ms, {f.ratio:.1f} x" + (
-                f" (95 % {wording.fmt_range(ci[0] / 1e6, ci[1] / 1e6)} ms)" if ci else " (no interval)")
-        rows.append([_name(cs), escape(wording.format_schedule(f.schedule, what)), cost,
-                     f"{_pct(share.value)} ({_share_ci(share.ci, share.per_repeat)})"])
+    rows = [_full_row(cs, cpu) for cs in with_full]
     return Table(["cell", "full collections", "a step holding one, against its neighbours",
                   f"GC share of {'CPU' if cpu else 'wall'} time"], rows)
 
@@ -337,11 +341,17 @@ def _policy_pairs(family: list) -> list:
     return list({(id(ctx[0]), id(ctx[1])): (ctx[0], ctx[1]) for kind, _, ctx in family if kind != "ranking"}.values())
 
 
+def _full_counts(mine: list) -> tuple[str, list[str]]:
+    """The pairs (default, policy) that made full collections, their counts per repeat in
+    words; and the policies' names of those that made none either way."""
+    made = [(b, o) for b, o in mine if b.measured.full.rate.value or o.measured.full.rate.value]
+    none = [_who(o) for b, o in mine if not (b.measured.full.rate.value or o.measured.full.rate.value)]
+    return ", ".join(f"{_who(o)} {summary.full_per_repeat(b)} -> {summary.full_per_repeat(o)}" for b, o in made), none
+
+
 def _policy_part(workload: str, policy: str, mine: list, family: list) -> str:
     """What one policy did on one workload, against `default` on each backend (`mine`)."""
-    counts = ", ".join(f"{_who(o)} {summary.full_per_repeat(b)} -> {summary.full_per_repeat(o)}"
-                       for b, o in mine if b.measured.full.rate.value or o.measured.full.rate.value)
-    none = [_who(o) for b, o in mine if not (b.measured.full.rate.value or o.measured.full.rate.value)]
+    counts, none = _full_counts(mine)
     share = _grouped("policy_share", {}, _points, mine, family)
     runs = _grouped("policy_mean", {"faster": "shorter", "slower": "longer", "same": "about the same"}, _ratio,
                     mine, family)
