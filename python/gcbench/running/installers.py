@@ -141,14 +141,18 @@ def pip_reason(output: str) -> str:
     """pip's one-line reason for a failed install."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     errors = [line.removeprefix("ERROR: ").strip() for line in lines if line.startswith("ERROR:")]
-    offline = any(s in output for s in ("NewConnectionError", "Network is unreachable", "Temporary failure in name",
-                                        "Failed to establish a new connection", "ProxyError"))
     reason = _pip_error(errors) or (lines[-1] if lines else "pip failed without a message")
     if reason.startswith("Cannot install") and "because these package versions have conflicting" in reason:
         reason = reason.split(" because ")[0] + ": conflicting dependencies"
-    if offline and "network" not in reason.lower():
+    if _offline(output) and "network" not in reason.lower():
         reason += " (no network: the package index could not be reached)"
     return reason
+
+
+def _offline(output: str) -> bool:
+    """pip's output says the package index could not be reached."""
+    return any(s in output for s in ("NewConnectionError", "Network is unreachable", "Temporary failure in name",
+                                     "Failed to establish a new connection", "ProxyError"))
 
 
 _PIP_REASONS = ("No matching distribution found for", "Cannot install", "Could not find a version",
@@ -169,11 +173,16 @@ def uv_reason(output: str) -> str:
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     for i, line in enumerate(lines):
         if line.startswith(("×", "error:")):
-            head = line.lstrip("×").removeprefix("error:").strip()
-            detail = next((x.lstrip("╰─▶│ ").removeprefix("cause:").strip() for x in lines[i + 1:i + 4]
-                           if x.startswith(("╰─▶", "│", "Caused by", "cause:"))), "")
-            missing = re.search(r"there is no version of (\S+?)(?: and |,|$)", detail)
-            if missing:
-                return f"{head}: no version of {missing.group(1)} is available"
-            return f"{head}: {detail}" if detail and detail not in head else head
+            return _uv_error(line.lstrip("×").removeprefix("error:").strip(), lines[i + 1:i + 4])
     return lines[-1] if lines else "uv failed without a message"
+
+
+def _uv_error(head: str, after: list[str]) -> str:
+    """uv's error line with its cause (the lines after it, drawn as a tree), a missing
+    version said plainly."""
+    detail = next((x.lstrip("╰─▶│ ").removeprefix("cause:").strip() for x in after
+                   if x.startswith(("╰─▶", "│", "Caused by", "cause:"))), "")
+    missing = re.search(r"there is no version of (\S+?)(?: and |,|$)", detail)
+    if missing:
+        return f"{head}: no version of {missing.group(1)} is available"
+    return f"{head}: {detail}" if detail and detail not in head else head

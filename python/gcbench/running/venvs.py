@@ -148,21 +148,24 @@ def _gcbench_requirements() -> list[tuple[str | None, str]]:
     return out
 
 
+def _wanted(extra: str | None, name: str, wanted: set[str]) -> bool:
+    """A requirement an environment gets: gcbench's own (no extra), or a backend's package
+    from an extra that installs backends (not the toolchain's, the report's, CUDA's)."""
+    return extra is None or (name in wanted and extra not in ("test", "report", "all", "envs")
+                             and not extra.startswith("cuda"))
+
+
 def requirements(spec: EnvSpec, distributions: list[str]) -> list[str]:
     """What pip installs: gcbench's own dependencies, the requirement gcbench declares for each
     of `distributions` (the backends' packages), and the pins, which replace any of those."""
     declared = _gcbench_requirements()
     pinned = {requirement_name(p) for p in spec.pins}
     wanted = {normalize(d) for d in distributions}
-    out = []
+    out: list[str] = []
     for extra, req in declared:
         name = requirement_name(req)
-        if name in pinned or name == "gcbench":
-            continue
-        if extra is None or (name in wanted and extra not in ("test", "report", "all", "envs")
-                             and not extra.startswith("cuda")):
-            if req not in out:
-                out.append(req)
+        if name not in pinned and name != "gcbench" and _wanted(extra, name, wanted) and req not in out:
+            out.append(req)
     missing = wanted - {requirement_name(r) for r in out} - pinned
     out += sorted(missing)  # a package gcbench does not declare: whatever pip finds
     return sorted(out, key=requirement_name) + list(spec.pins)
@@ -348,6 +351,19 @@ def ensure(spec: EnvSpec, distributions: list[str], rebuild: bool = False, statu
         return _build(spec, interpreter, reqs, folder, status)
 
 
+def _jaxlib_pin(spec: EnvSpec, python: str, log, status) -> list[str]:
+    """The jaxlib that goes with an exact jax pin (where jaxlib is not pinned itself), from
+    the versions the index lists."""
+    jax_version = exact_pin(spec, "jax")
+    if jax_version is None or spec.pin_for("jaxlib") is not None:
+        return []
+    status(f"looking up the jaxlib of jax {jax_version}")
+    code, out = _run([python, "-m", "pip", "index", "versions", "jaxlib"], log, timeout=300)
+    listed = re.search(r"Available versions:\s*(.+)", out) if code == 0 else None
+    available = [v.strip() for v in listed.group(1).split(",")] if listed else []
+    return [f"jaxlib=={matching_jaxlib(jax_version, available)}"]
+
+
 def _build(spec: EnvSpec, interpreter: Interpreter, reqs: list[str], folder: pathlib.Path, status) -> Environment:
     if folder.exists():  # half-built, stale or to be rebuilt: never reused
         shutil.rmtree(folder)
@@ -360,13 +376,7 @@ def _build(spec: EnvSpec, interpreter: Interpreter, reqs: list[str], folder: pat
             if code != 0:
                 raise EnvUnavailable(f"{installer.name} could not make the environment: {installer.reason(out)}")
             python = str(_venv_python(folder))
-            jax_version = exact_pin(spec, "jax")
-            if jax_version is not None and spec.pin_for("jaxlib") is None:
-                status(f"looking up the jaxlib of jax {jax_version}")
-                code, out = _run([python, "-m", "pip", "index", "versions", "jaxlib"], log, timeout=300)
-                listed = re.search(r"Available versions:\s*(.+)", out) if code == 0 else None
-                available = [v.strip() for v in listed.group(1).split(",")] if listed else []
-                reqs = [*reqs, f"jaxlib=={matching_jaxlib(jax_version, available)}"]
+            reqs = reqs + _jaxlib_pin(spec, python, log, status)
             status(f"installing {len(reqs)} requirements")
             code, out = _run(installer.install(python, reqs), log, on_line=lambda line: _pip_status(line, status),
                              installer=installer)

@@ -91,6 +91,13 @@ def _marker(out_dir: pathlib.Path) -> dict:
     return {}
 
 
+def _refuse_foreign(marker: pathlib.Path, listed) -> None:
+    """A marker that lists a file gcbench never writes into a report folder."""
+    bad = [f for f in listed if not (isinstance(f, str) and _OWN_NAME.match(f))]
+    if bad:
+        raise UsageError(f"{marker}: lists {str(bad[0])[:80]!r}, not a file gcbench writes into a report folder")
+
+
 def _read_marker(marker: pathlib.Path, out_dir: pathlib.Path) -> dict:
     """The marker's files still as gcbench wrote them, its title, and whether it is an older
     one (names only); a `UsageError` for a marker that is not one, or lists a file gcbench
@@ -100,9 +107,7 @@ def _read_marker(marker: pathlib.Path, out_dir: pathlib.Path) -> dict:
             and isinstance(doc.get("files"), (list, dict))):
         raise UsageError(f"{marker}: not a gcbench report marker")
     listed = doc["files"]
-    bad = [f for f in listed if not (isinstance(f, str) and _OWN_NAME.match(f))]
-    if bad:
-        raise UsageError(f"{marker}: lists {str(bad[0])[:80]!r}, not a file gcbench writes into a report folder")
+    _refuse_foreign(marker, listed)
     # A file is ours to replace or remove only while its content is what we wrote (an older
     # marker, names only, proves nothing: its files count as someone else's).
     owned = {f for f, rec in listed.items() if _still_ours(out_dir / f, rec)} if isinstance(listed, dict) else set()
@@ -110,19 +115,24 @@ def _read_marker(marker: pathlib.Path, out_dir: pathlib.Path) -> dict:
             "legacy": isinstance(listed, list)}
 
 
+def _commands_line(commands: list[list[str]]) -> str:
+    """The command lines that made the results."""
+    if not commands:
+        return "Command: ?"
+    return "Command" + ("s" if len(commands) > 1 else "") + ": " + "; ".join(code(shlex.join(c)) for c in commands)
+
+
 def _header(docs: list[ResultDoc], plan: Plan) -> list:
     """"What was run": data, machine, interpreter, loop settings, commands, runs, provenance."""
     ok = results.ok(docs)
     meta = (ok or docs)[0].metadata if docs else {}
     devices = sorted({dev for d in ok for dev in results.part(d, "metadata").get("devices") or []})
-    commands = _commands(docs, plan)
     items = [
         _data_line(ok),
         _machines(ok, meta, devices),
         _interpreter_line(docs, meta),
         _loop_line(ok),
-        "Command" + ("s" if len(commands) > 1 else "") + ": " +
-        "; ".join(code(shlex.join(c)) for c in commands) if commands else "Command: ?",
+        _commands_line(_commands(docs, plan)),
         f"Runs: {len(docs)} ({len(ok)} ok, {sum(d.status == 'failed' for d in docs)} failed, "
         f"{sum(d.status == 'unavailable' for d in docs)} unavailable); measured {escape(meta.get('date', '?'))}",
         _provenance(ok),
@@ -419,20 +429,24 @@ def memory_answer(doc: program_memory.MemoryDoc) -> str | None:
     return " ".join(said) or None
 
 
+def _accelerator_cell(acc) -> str:
+    """The accelerator's forward / gradient totals, or why there are none."""
+    fb = program_memory.fmt_bytes
+    if acc and acc.forward and acc.gradient:
+        return f"{fb(acc.forward.total_bytes)} / {fb(acc.gradient.total_bytes)}"
+    return escape((acc.error if acc else None) or "-")
+
+
 def _gather_row(doc: program_memory.MemoryDoc, r: program_memory.GatherCase, accelerator: bool) -> list[str]:
     """A gather case's row: its programs' bytes, the accelerator's where there is one, and a
     real run's peak memory (or why there is none)."""
     fb = program_memory.fmt_bytes
-    run, acc = r.measured, r.accelerator
+    run = r.measured
     if run is not None and run.peak_rss_increase_bytes is not None:
         measured = fb(run.peak_rss_increase_bytes)
     else:
         measured = escape((run.error if run else None) or "-")
-    extra = []
-    if accelerator and acc and acc.forward and acc.gradient:
-        extra = [f"{fb(acc.forward.total_bytes)} / {fb(acc.gradient.total_bytes)}"]
-    elif accelerator:
-        extra = [escape((acc.error if acc else None) or "-")]
+    extra = [_accelerator_cell(r.accelerator)] if accelerator else []
     return [escape(r.size), escape(r.index_dtype), escape(r.formulation), program_memory.compiler_of(doc, r).upper(),
             fb(r.forward.total_bytes), fb(r.gradient.temp_bytes), fb(r.gradient.total_bytes),
             f"{r.gradient_over_forward:.2f}", f"{r.gradient_over_floor:.2f}", *extra, measured]

@@ -71,6 +71,11 @@ def series_of(cs: summary.CellSummary) -> tuple[str, str]:
     return cs.key[0], summary.context(cs.key)
 
 
+def _common_words(among: list[tuple[str, str]]) -> set[str]:
+    """The words of the environment every series has (none where a series has none)."""
+    return set.intersection(*(set(e.split()) for _, e in among)) if all(e for _, e in among) else set()
+
+
 def series_label(series: tuple[str, str], among: list[tuple[str, str]] | None = None) -> str:
     """`backend [environment]`; beside the other series `among`, without what all of them
     share (the backend when there is one, words of the environment every series has, such
@@ -80,7 +85,7 @@ def series_label(series: tuple[str, str], among: list[tuple[str, str]] | None = 
     backend, env = series
     if not among:
         return f"{backend} [{env}]" if env else backend
-    common = set.intersection(*(set(e.split()) for _, e in among)) if all(e for _, e in among) else set()
+    common = _common_words(among)
     env = " ".join(w for w in env.split() if w not in common)
     one_backend = len({b for b, _ in among}) == 1
     label = env if (one_backend and env) else (f"{backend} [{env}]" if env else backend)

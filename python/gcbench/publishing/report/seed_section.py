@@ -26,13 +26,18 @@ def answer(doc: Reproduction) -> str:
     by: dict[str, list[tuple[str, Row]]] = {}
     for seed, r in claims:
         by.setdefault(r.verdict.split(" (")[0], []).append((seed, r))
+    return escape(". ".join([_tally(len(claims), by), *_claims_by_verdict(by)]) + ".")
+
+
+def _tally(claims: int, by: dict[str, list[tuple[str, Row]]]) -> str:
+    """How many claims reproduced (how many only within the widened interval), and how many
+    partly, not, or not run."""
     reproduced = by.get("reproduced", [])
     widened = [(seed, r) for seed, r in reproduced if r.verdict != "reproduced"]
     counts = [f"{len(by.get(k, []))} {k}" for k in ("partly", "not", "not run") if by.get(k)]
-    parts = [f"Of the seeds' {len(claims)} claims, {len(reproduced)} reproduced"
-             + (f" ({len(widened)} of them only within the interval widened for the hardware)" if widened else "")
-             + (", " + ", ".join(counts) if counts else "")]
-    return escape(". ".join(parts + _claims_by_verdict(by)) + ".")
+    return (f"Of the seeds' {claims} claims, {len(reproduced)} reproduced"
+            + (f" ({len(widened)} of them only within the interval widened for the hardware)" if widened else "")
+            + (", " + ", ".join(counts) if counts else ""))
 
 
 def _claims_by_verdict(by: dict[str, list[tuple[str, Row]]]) -> list[str]:
@@ -73,6 +78,15 @@ def section(doc: Reproduction) -> list:
     return blocks
 
 
+def _calibration_table(cal: dict) -> list:
+    """The calibration's median step per batch, the batch chosen marked; none without one."""
+    if not cal.get("medians_ms"):
+        return []
+    return [Table(["batch", "median step, ms (equinox-filter, collector off)"],
+                  [[b, f"{m:.3g}" + (" (chosen)" if int(b) == cal.get("chosen") else "")]
+                   for b, m in cal["medians_ms"].items()], align_right=(0, 1))]
+
+
 def _case_blocks(case: Case) -> list:
     """A case's heading, why, settings, the batch it calibrated and the JAX family beside it."""
     s = case.settings
@@ -82,11 +96,7 @@ def _case_blocks(case: Case) -> list:
         blocks.append(Para(escape(s["why"]) + "."))
     if items:
         blocks.append(Bullets(items))
-    cal = case.calibration or {}
-    if cal.get("medians_ms"):
-        blocks.append(Table(["batch", "median step, ms (equinox-filter, collector off)"],
-                            [[b, f"{m:.3g}" + (" (chosen)" if int(b) == cal.get("chosen") else "")]
-                             for b, m in cal["medians_ms"].items()], align_right=(0, 1)))
+    blocks += _calibration_table(case.calibration or {})
     if case.context:
         blocks.append(Para("The same networks in the JAX family, beside them:"))
         blocks.append(Table(["cell", "networks", "median ms", "GC %", "full collections"],
