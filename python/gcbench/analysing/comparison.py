@@ -402,20 +402,26 @@ def test_memory(va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: fl
     return _test_ratio("peak_rss", "peak_rss", va, vb, min_effect, alpha)
 
 
+def _share_under_load(va: RepeatValues, vb: RepeatValues, untimed_why: tuple[str, str] | None
+                      ) -> tuple[tuple[str, str] | None, float, str, str]:
+    """How the GC share is read: on a loaded machine in CPU time (where both sides recorded
+    it), judged beyond the load's margin; else as measured, or not at all. (why not judged,
+    the load's margin, the values' key, the note)."""
+    if not untimed_why or untimed_why[0] != "load":
+        return untimed_why, 0.0, "shares", ""
+    if not (va.cpu_shares and vb.cpu_shares):
+        return ("load", f"{untimed_why[1]}; a side did not record the collector's CPU time"), 0.0, "shares", ""
+    why_not, load_margin = _under_load("gc_share", untimed_why, va, vb)
+    return why_not, load_margin, "cpu_shares", f"in CPU time ({untimed_why[1]})"
+
+
 def test_gc_share(va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: float) -> Test:
     """The collector's share of the run's time. Where a side ran on a loaded machine, the
     share in CPU time (pauses' CPU time over the steps'), which load moves less than the
     wall-time share, judged only beyond what load alone moved it (LOAD_MARGIN); otherwise,
     and across kinds of machine, not judged."""
     untimed_why = untimed(va, vb)
-    why_not, load_margin = untimed_why, 0.0
-    key, note = "shares", ""
-    if untimed_why and untimed_why[0] == "load":
-        if va.cpu_shares and vb.cpu_shares:
-            why_not, load_margin = _under_load("gc_share", untimed_why, va, vb)
-            key, note = "cpu_shares", f"in CPU time ({untimed_why[1]})"
-        else:
-            why_not = ("load", f"{untimed_why[1]}; a side did not record the collector's CPU time")
+    why_not, load_margin, key, note = _share_under_load(va, vb, untimed_why)
     a, b = np.asarray(va.per_repeat(key)), np.asarray(vb.per_repeat(key))
     ma, mb = float(a.mean()), float(b.mean())
     margin = max(min_effect * max(ma, mb), GC_SHARE_FLOOR)
@@ -1105,12 +1111,9 @@ def pair_cells(a: dict, b: dict) -> tuple[list[tuple[tuple, tuple]], list[str]]:
     pair across the environments (the question is then what the environment changed)."""
     pairs = [(k, k) for k in a if k in b]
     notes: list[str] = []
-    if not pairs:
-        pairs, notes = _across_environments(a, b)
-    if not pairs:
-        pairs, notes = _across_collector_states(a, b)
-    if not pairs:
-        pairs, notes = _across_policies(a, b)
+    for across in (_across_environments, _across_collector_states, _across_policies):
+        if not pairs:
+            pairs, notes = across(a, b)
     paired_a, paired_b = {p[0] for p in pairs}, {p[1] for p in pairs}
     notes += [f"{summary.cell_label(k)}: only in A" for k in a if k not in paired_a]
     notes += [f"{summary.cell_label(k)}: only in B" for k in b if k not in paired_b]

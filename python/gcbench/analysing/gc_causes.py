@@ -291,6 +291,13 @@ def _between_advice(paid: list[Collection]) -> list[Recommendation]:
              "what to change, or to move into the step to see it in the step's own time.")]
 
 
+def _few_sites(known: int, total: int, sampled: str) -> Recommendation:
+    """Too few promoted objects carry a site to name the lines that allocate them."""
+    return Recommendation("few-sites", f"Only {known:,} of the {total:,} objects promoted to the oldest "
+                          f"generation{sampled} carry an allocation site (objects reused from a free list, or made "
+                          "before tracing began, carry none): too few to say which lines allocate them.")
+
+
 def _site_advice(py: PythonDiagnosis) -> list[Recommendation]:
     """The lines that allocate what is promoted: the loop's own, or the loop's calls into
     libraries; too few traced objects to say, said."""
@@ -304,9 +311,7 @@ def _site_advice(py: PythonDiagnosis) -> list[Recommendation]:
     sampled = "" if py.promoted.sampled is None else f" in {sampled_intervals(py)}"
     known = traced if py.promoted.traced is None else py.promoted.traced
     if total and (known < SITES_MIN_TRACED or known < SITES_MIN_SHARE * total):  # too few: said, never guessed
-        out.append(Recommendation("few-sites", f"Only {known:,} of the {total:,} objects promoted to the oldest "
-                    f"generation{sampled} carry an allocation site (objects reused from a free list, or made before "
-                    "tracing began, carry none): too few to say which lines allocate them."))
+        out.append(_few_sites(known, total, sampled))
         own, called = {}, {}
     # the lines below are those of the traced objects: their share is said where it is not all
     of_traced = f" (of the {known:,} of {total:,} promoted objects{sampled} that carry a site)" \
@@ -405,13 +410,14 @@ def _measured_beside(docs, base: tuple, env, tests: bool) -> str | None:
     mine = cells.get((*base, env or "", ""))
     if not mine or not results.ok(mine):
         return None
-    words = []
-    for k in _beside(cells, base, env or ""):
-        other = (k[0], k[1], k[3]) if k[3] and k[3] != (env or "") else (k[0], k[1], k[2])
-        effect = _effect(docs, base, other, env, tests)
-        if effect:
-            words.append(effect)
-    return "; ".join(words) or None
+    effects = (_effect(docs, base, _as_remedy(k, env or ""), env, tests) for k in _beside(cells, base, env or ""))
+    return "; ".join(e for e in effects if e) or None
+
+
+def _as_remedy(k: tuple, env: str) -> tuple:
+    """A cell measured beside the explained one, as the remedy it is: its variant (a user's
+    loop names the remedy so) where it has one, else its policy."""
+    return (k[0], k[1], k[3]) if k[3] and k[3] != env else (k[0], k[1], k[2])
 
 
 def _beside(cells: dict, base: tuple, env: str) -> list[tuple]:

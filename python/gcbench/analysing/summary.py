@@ -666,11 +666,7 @@ def warnings(s: CellStats) -> list[str]:
     if short < MIN_STEPS:
         out.append(f"only {short} timed steps per repeat (< {MIN_STEPS})")
     used = len(s.used)
-    if used < 2:
-        out.append("one repeat: no interval (one process says nothing about a second one's luck)")
-    elif used < stats.MIN_PROCESSES:
-        out.append(f"{used} repeats: no interval or test from fewer than {stats.MIN_PROCESSES} processes (their values "
-                   f"are shown instead); run {stats.MIN_PROCESSES} or more")
+    out += _too_few_repeats(used)
     ci = s.median_ci_ms
     if ci is not None and used > 2 and s.median_ms > 0 and (ci[1] - ci[0]) / s.median_ms > MAX_CI_WIDTH:
         out.append(f"wide 95 % interval of the median ({wording.fmt(ci[0])}-{wording.fmt(ci[1])} ms)")
@@ -678,12 +674,25 @@ def warnings(s: CellStats) -> list[str]:
         n = sum(s.between.collections)
         out.append(f"{n} collection{'s' * (n != 1)} ({wording.fmt(s.between.gc_ms)} ms) fell between steps, in the "
                    "loop's own code outside `m.step()`: counted in the GC share, not in any step")
-    for repeat, flags in s.flagged.items():
-        if not s.all_flagged:  # left out of the times; its collections are still counted
-            flags = [*flags, "its full collections are counted with the others'"]
-        kept = " (kept: too few unflagged repeats to leave it out)" if s.all_flagged else " (left out)"
-        out.append(f"repeat {repeat}: {'; '.join(flags)}{kept}")
-    return out
+    return out + [_flagged(repeat, flags, s.all_flagged) for repeat, flags in s.flagged.items()]
+
+
+def _too_few_repeats(used: int) -> list[str]:
+    """Fewer repeats than an interval needs."""
+    if used < 2:
+        return ["one repeat: no interval (one process says nothing about a second one's luck)"]
+    if used < stats.MIN_PROCESSES:
+        return [f"{used} repeats: no interval or test from fewer than {stats.MIN_PROCESSES} processes (their "
+                f"values are shown instead); run {stats.MIN_PROCESSES} or more"]
+    return []
+
+
+def _flagged(repeat: int, flags: list[str], all_flagged: bool) -> str:
+    """A flagged repeat: why, and whether its times were left out (its collections never are)."""
+    if not all_flagged:  # left out of the times; its collections are still counted
+        flags = [*flags, "its full collections are counted with the others'"]
+    kept = " (kept: too few unflagged repeats to leave it out)" if all_flagged else " (left out)"
+    return f"repeat {repeat}: {'; '.join(flags)}{kept}"
 
 
 POLICY_ORDER = ("default", "freeze", "disable")

@@ -74,11 +74,14 @@ def _check_numbers(key: str, value, where: str) -> None:
     if per_generation and not 1 <= len(values) <= GENERATIONS:
         raise BudgetFileError(f"{where}: {key} is one number or one per generation (at most {GENERATIONS}), "
                               f"got {len(values)} values")
-    for v in values:
-        if v is None and isinstance(value, (list, tuple)):
-            continue  # a generation left unbudgeted
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise BudgetFileError(f"{where}: {key} must be a number of at least 0, got {_shown(value)}")
+    listed = isinstance(value, (list, tuple))
+    if any(not _a_budget(v) for v in values if not (v is None and listed)):  # None listed: a generation unbudgeted
+        raise BudgetFileError(f"{where}: {key} must be a number of at least 0, got {_shown(value)}")
+
+
+def _a_budget(v) -> bool:
+    """A number a budget can be: finite, at least 0 (not a bool)."""
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
 
 
 def _shown(value) -> str:

@@ -14,6 +14,16 @@ from ..measuring.results import ResultDoc
 from ..publishing import comparison_text, interval_text, verdict
 
 
+def _detectable_line(docs: list[ResultDoc]) -> str:
+    """The smallest change the repeats would detect; none from a loaded machine, whose
+    spread says nothing of a quiet one's power."""
+    ok_cells = [comparison.repeat_values(ds) for ds in summary.cells(docs).values() if results.ok(ds)]
+    if any(v.loaded for v in ok_cells):
+        return ("smallest detectable change: none given, the repeats ran on a loaded machine (their times are not "
+                "judged); measure on a quiet machine for one")
+    return comparison_text.format_detectable(comparison.detectable(ok_cells, comparison.ALPHA))
+
+
 def present(outcome: RunOutcome, out_fn: Callable[..., None]) -> None:
     """What a finished run prints: the verdict, the table, the flags' legend, the smallest
     detectable change and the counts of runs."""
@@ -28,14 +38,7 @@ def present(outcome: RunOutcome, out_fn: Callable[..., None]) -> None:
     out_fn(format_summary(docs, cells_summarized))
     if any(cs.stats and cs.stats.flagged for cs in cells_summarized):
         out_fn(terminal.wrap(FLAG_LEGEND))
-    ok_cells = [
-        comparison.repeat_values(ds) for ds in summary.cells(docs).values() if results.ok(ds)
-    ]
-    if any(v.loaded for v in ok_cells):  # a loaded machine's spread says nothing of a quiet one's power
-        out_fn(terminal.wrap("smallest detectable change: none given, the repeats ran on a loaded machine (their "
-                             "times are not judged); measure on a quiet machine for one"))
-    else:
-        out_fn(terminal.wrap(comparison_text.format_detectable(comparison.detectable(ok_cells, comparison.ALPHA))))
+    out_fn(terminal.wrap(_detectable_line(docs)))
     out_fn(f"\n{len(docs)} runs in {seconds:.0f} s: {measured} ok, {failed} failed, "
            f"{len(docs) - measured - failed} unavailable; results in {out_dir}")
     if superseded:

@@ -269,19 +269,24 @@ def _open_folder(cells: list, opts: RunOptions, out: str) -> tuple[pathlib.Path,
     cluster.check_no_live_jobs(out_dir)  # submitted to a scheduler before: none of its jobs may still run
     if opts.resume:
         runner.check_resumable(cells, out_dir)
-    stale = []
-    if opts.force:  # --force replaces the plan's results; results of other cells would stay and be mixed in
-        held = [p for p in archive.documents(out_dir) if p.stem not in {c.id for c in cells}]
-        stale = [p for p in held if replacement_of(p.stem, cells)]
-        others = sorted(p.name for p in held if p not in stale)
-        if others:
-            raise UsageError(
-                f"{out_dir} holds {len(others)} results of cells that are not in this plan "
-                f"({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}); {option('force')} replaces "
-                "only this plan's and its report would mix the others in: move them away, or use another "
-                f"{option('out')}"
-            )
-    return out_dir, stale
+    # --force replaces the plan's results; results of other cells would stay and be mixed in
+    return out_dir, _replaced(out_dir, cells) if opts.force else []
+
+
+def _replaced(out_dir: pathlib.Path, cells: list) -> list[pathlib.Path]:
+    """The results --force replaces: the plan's, and earlier repeats of its cells; refused
+    where the folder holds results of cells not in the plan."""
+    held = [p for p in archive.documents(out_dir) if p.stem not in {c.id for c in cells}]
+    stale = [p for p in held if replacement_of(p.stem, cells)]
+    others = sorted(p.name for p in held if p not in stale)
+    if others:
+        raise UsageError(
+            f"{out_dir} holds {len(others)} results of cells that are not in this plan "
+            f"({', '.join(others[:3])}{', ...' if len(others) > 3 else ''}); {option('force')} replaces "
+            "only this plan's and its report would mix the others in: move them away, or use another "
+            f"{option('out')}"
+        )
+    return stale
 
 
 def _build_environments(run: _Run) -> dict | None:
