@@ -37,6 +37,14 @@ def _usage(parser: argparse.ArgumentParser) -> str:
     return formatter.format_help().strip()
 
 
+def _name(formatter, action: argparse.Action) -> str:
+    """An option as it is written (`--steps STEPS`, each of its spellings), or an argument."""
+    if not action.option_strings:
+        return f"`{formatter._format_args(action, action.dest)}`"
+    metavar = "" if action.nargs == 0 else " " + formatter._format_args(action, action.dest.upper())
+    return ", ".join(f"`{o}{metavar}`" for o in action.option_strings)
+
+
 def _rows(parser: argparse.ArgumentParser) -> list[tuple[str, str, str]]:
     """(option, what it does, default) of each argument but --help."""
     formatter = parser._get_formatter()
@@ -44,11 +52,7 @@ def _rows(parser: argparse.ArgumentParser) -> list[tuple[str, str, str]]:
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
             continue
-        if action.option_strings:
-            metavar = "" if action.nargs == 0 else " " + formatter._format_args(action, action.dest.upper())
-            name = ", ".join(f"`{o}{metavar}`" for o in action.option_strings)
-        else:
-            name = f"`{formatter._format_args(action, action.dest)}`"
+        name = _name(formatter, action)
         text = formatter._expand_help(action) if action.help else ""
         m = _DEFAULT.search(text)
         default = m.group(1) if m else ""

@@ -317,42 +317,35 @@ def gather_rows(doc: program_memory.MemoryDoc | None, reason: str | None = None)
         return [Row("forward and gradient memory", "129.01 GiB and 224.01 GiB", reason=reason or "not run")]
     gathers = [r for r in doc.gathers() if r.size == "seed" and r.formulation == "seed"]
     seed = {r.index_dtype: r for r in gathers if program_memory.compiler_of(doc, r) == "cpu"}
-    rows = []
-    r = seed.get("int32")
-    if r:
-        fwd, grad = r.forward.total_bytes / GIB, r.gradient.total_bytes / GIB
-        rows.append(
-            Row(
-                "compiled memory of the forward program (int32 index; XLA's CPU compiler, as the seed's report)",
-                "129.01 GiB",
-                f"{fwd:.2f} GiB",
-                f"{fwd / 129.01:.3f}",
-                verdict(True, 129.01, fwd, tolerance=SAME_PROGRAM),
-            )
-        )
-        rows.append(Row("compiled memory of its gradient: the index array copied (XLA's CPU compiler)", "224.01 GiB",
-                        f"{grad:.2f} GiB", f"{grad / 224.01:.3f}",
-                        verdict(grad > fwd, 224.01, grad, tolerance=SAME_PROGRAM)))
-    rows.append(_accelerator_row(doc, gathers))
-    r16 = seed.get("int16")
-    if r16:
-        index = r16.m * 3 * 2
-        temp = r16.gradient.temp_bytes
-        rows.append(Row("an int16 index is copied as int32", "\"the duplicated array is still created as s32\"",
-                        f"gradient temporaries {temp / GIB:.2f} GiB for a {index / GIB:.0f} GiB int16 index",
-                        f"{temp / (2 * index):.2f}", verdict(temp >= 2 * index),
-                        "" if temp >= 2 * index else "the temporaries are smaller than the index at int32 width"))
-        fwd, grad = r16.forward.total_bytes / GIB, r16.gradient.total_bytes / GIB
-        if fwd > 0:
-            rows.append(
-                Row(
-                    "with an int16 index, the gradient takes four times the forward's memory",
-                    '"a fourfold increase" (4 x)',
-                    f"{grad:.2f} GiB against {fwd:.2f} GiB: {grad / fwd:.2f} x",
-                    f"{grad / fwd / 4:.2f}",
-                    verdict(grad > fwd, 4.0, grad / fwd, tolerance=SAME_PROGRAM),
-                )
-            )
+    int32, int16 = seed.get("int32"), seed.get("int16")
+    return (_int32_rows(int32) if int32 else []) + [_accelerator_row(doc, gathers)] + \
+        (_int16_rows(int16) if int16 else [])
+
+
+def _int32_rows(r: program_memory.GatherCase) -> list[Row]:
+    """The seed's two figures: the forward program's memory, and its gradient's, which copies
+    the index array (XLA's CPU compiler, as the seed's report)."""
+    fwd, grad = r.forward.total_bytes / GIB, r.gradient.total_bytes / GIB
+    return [Row("compiled memory of the forward program (int32 index; XLA's CPU compiler, as the seed's report)",
+                "129.01 GiB", f"{fwd:.2f} GiB", f"{fwd / 129.01:.3f}",
+                verdict(True, 129.01, fwd, tolerance=SAME_PROGRAM)),
+            Row("compiled memory of its gradient: the index array copied (XLA's CPU compiler)", "224.01 GiB",
+                f"{grad:.2f} GiB", f"{grad / 224.01:.3f}", verdict(grad > fwd, 224.01, grad, tolerance=SAME_PROGRAM))]
+
+
+def _int16_rows(r16: program_memory.GatherCase) -> list[Row]:
+    """An int16 index: copied as int32, and the gradient four times the forward's memory."""
+    index = r16.m * 3 * 2
+    temp = r16.gradient.temp_bytes
+    rows = [Row("an int16 index is copied as int32", "\"the duplicated array is still created as s32\"",
+                f"gradient temporaries {temp / GIB:.2f} GiB for a {index / GIB:.0f} GiB int16 index",
+                f"{temp / (2 * index):.2f}", verdict(temp >= 2 * index),
+                "" if temp >= 2 * index else "the temporaries are smaller than the index at int32 width")]
+    fwd, grad = r16.forward.total_bytes / GIB, r16.gradient.total_bytes / GIB
+    if fwd > 0:
+        rows.append(Row("with an int16 index, the gradient takes four times the forward's memory",
+                        '"a fourfold increase" (4 x)', f"{grad:.2f} GiB against {fwd:.2f} GiB: {grad / fwd:.2f} x",
+                        f"{grad / fwd / 4:.2f}", verdict(grad > fwd, 4.0, grad / fwd, tolerance=SAME_PROGRAM)))
     return rows
 
 

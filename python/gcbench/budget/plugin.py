@@ -425,6 +425,22 @@ def _checked_given(given: dict) -> dict:
     return checked
 
 
+def _schedule_said(f: BudgetFigures) -> str:
+    """Where the full collections fell (at most 8 steps named), how many after the last
+    step, and how many were the loop's own gc.collect() calls, with where they were called."""
+    full = f.full_steps
+    asked = f.explicit[-1] if f.explicit else 0
+    said = ("full collections at (or just before) steps " + ", ".join(map(str, full[:8])) +
+            (f" and {len(full) - 8} more" if len(full) > 8 else "")) if full else "no full collection in a step"
+    if f.full_after_last:
+        said += f", {f.full_after_last} after the last step"
+    if asked:
+        sites = "; ".join(f"{site} ({k})" for site, k in list(f.explicit_sites.items())[:3])
+        said += f"; {asked} of the {f.full_all} full collections were gc.collect() calls" + \
+            (f", called at {sites}" if sites else "")
+    return said
+
+
 class Budget:
     """One budgeted loop of a test (made by the `gc_budget` fixture)."""
 
@@ -709,27 +725,24 @@ class Budget:
             return none
         return "not traced (gc_budget(..., sites=False))" if self.sites_mode is False else "not traced"
 
+    def _heap_said(self) -> str:
+        """The heap the counts were taken from: frozen by the budget, collected only (the
+        test froze its own), or as the test left it."""
+        if not self.settle:
+            return "as the test left it (settle=False)"
+        if not self._frozen_before:
+            return "frozen"
+        return (f"collected, not frozen (the test had frozen {self._frozen_before:,} objects itself: a freeze could "
+                "not be given back alone)")
+
     def _message(self, over: list[str]) -> tuple[list[str], list[str]]:
         """A failure's first lines (each figure over its budget, where the full collections
         fell) and its last (how the counts were taken); `_where_lines` go between."""
         f = self._figures()
-        full = f.full_steps
-        asked = f.explicit[-1] if f.explicit else 0
-        schedule = ("full collections at (or just before) steps " + ", ".join(map(str, full[:8])) +
-                    (f" and {len(full) - 8} more" if len(full) > 8 else "")) if full else "no full collection in a step"
-        if f.full_after_last:
-            schedule += f", {f.full_after_last} after the last step"
-        if asked:
-            sites = "; ".join(f"{site} ({k})" for site, k in list(f.explicit_sites.items())[:3])
-            schedule += f"; {asked} of the {f.full_all} full collections were gc.collect() calls" + \
-                (f", called at {sites}" if sites else "")
         head = [f"GC budget exceeded: {self.key} ({f.steps:,} steps after {self.measurement.warmup} warm-up)"]
         head += [f"  {line}" for line in over]
-        head.append(f"  {schedule}")
-        heap = ("frozen" if not self._frozen_before else "collected, not frozen (the test had frozen "
-                f"{self._frozen_before:,} objects itself: a freeze could not be given back alone)") \
-            if self.settle else "as the test left it (settle=False)"
-        tail = [f"  counted with {recorded(heap)}; budgets from the test"
+        head.append(f"  {_schedule_said(f)}")
+        tail = [f"  counted with {recorded(self._heap_said())}; budgets from the test"
                 + (f" and {self.baseline} (pytest --gc-budget-update rewrites it)" if self.baseline.is_file() else "")]
         return head, tail
 

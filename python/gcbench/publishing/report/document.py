@@ -122,6 +122,21 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _markdown_table(b: Table) -> str:
+    """A table in Markdown, its right-aligned columns marked."""
+    align = ["---:" if i in b.align_right else "---" for i in range(len(b.header))]
+    lines = ["| " + " | ".join(map(_cell, b.header)) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(map(_cell, row)) + " |" for row in b.rows]
+    return "\n".join(lines)
+
+
+def _markdown_image(b: Image, figure: int) -> list[str]:
+    """A picture, linked to itself, and its numbered caption."""
+    name = urllib.parse.quote(b.path.name)
+    return [f"[![{escape(b.alt)}]({name})]({name})",
+            f"*Figure {figure}.* {escape(b.alt)}" + (f". {b.caption}" if b.caption else "")]
+
+
 def to_markdown(blocks: list) -> str:
     out = []
     figure = 0
@@ -133,15 +148,10 @@ def to_markdown(blocks: list) -> str:
         elif isinstance(b, Bullets):
             out.append("\n".join(f"- {item}" for item in b.items))
         elif isinstance(b, Table):
-            align = ["---:" if i in b.align_right else "---" for i in range(len(b.header))]
-            lines = ["| " + " | ".join(map(_cell, b.header)) + " |", "| " + " | ".join(align) + " |"]
-            lines += ["| " + " | ".join(map(_cell, row)) + " |" for row in b.rows]
-            out.append("\n".join(lines))
+            out.append(_markdown_table(b))
         elif isinstance(b, Image):
             figure += 1
-            name = urllib.parse.quote(b.path.name)
-            out.append(f"[![{escape(b.alt)}]({name})]({name})")
-            out.append(f"*Figure {figure}.* {escape(b.alt)}" + (f". {b.caption}" if b.caption else ""))
+            out += _markdown_image(b, figure)
         else:
             raise TypeError(f"unknown block {b!r}")
     return "\n\n".join(out) + "\n"

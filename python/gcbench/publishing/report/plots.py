@@ -649,6 +649,26 @@ def bisect_figure(tab: VersionTable, path: pathlib.Path) -> pathlib.Path:
     return save(fig, path)
 
 
+def _commit_mark(ax, i: int, r) -> None:
+    """A tested commit: its repeats as dots and its value as a line, coloured by what it
+    behaves like; a commit skipped says so."""
+    color = LIKE_BAD if r.decision.startswith("bad") else LIKE_GOOD if r.decision.startswith("good") else UNTESTED
+    if r.value is None:
+        ax.annotate("skip", (i, 0), xytext=(0, 4), textcoords="offset points", ha="center", color=color)
+        return
+    ax.hlines(r.value, i - 0.35, i + 0.35, color=color, lw=2.5)
+    ax.scatter([i] * len(r.per_repeat), r.per_repeat, color=color, s=18, zorder=3)
+
+
+def _first_bad_line(ax, tab: CommitTable, first_bad: str) -> None:
+    """A dashed line before the first bad commit (an improvement's first commit), named."""
+    i = next(r.index for r in tab.rows if r.sha == first_bad)
+    ax.axvline(i - 0.5, color=LIKE_BAD, ls="--", lw=1)
+    ax.annotate(f"{bisect_text.marker(tab)} from {first_bad[:9]}" if tab.better else f"first bad: {first_bad[:9]}",
+                (i - 0.5, 1.0), xycoords=("data", "axes fraction"),
+                xytext=(4, -4), textcoords="offset points", ha="left", va="top", color=LIKE_BAD)
+
+
 def gitbisect_figure(tab: CommitTable, path: pathlib.Path) -> pathlib.Path:
     """The bisected metric of every tested commit, in history order (every repeat a dot, the
     cell's value a line); untested commits are ticks without a value, the first bad one is marked."""
@@ -656,20 +676,9 @@ def gitbisect_figure(tab: CommitTable, path: pathlib.Path) -> pathlib.Path:
     n = tab.commits_between + 1
     fig, ax = plt.subplots(figsize=(WIDTH, 4.4), layout="constrained")
     for i, r in rows.items():
-        color = LIKE_BAD if r.decision.startswith("bad") else \
-            LIKE_GOOD if r.decision.startswith("good") else UNTESTED
-        if r.value is None:
-            ax.annotate("skip", (i, 0), xytext=(0, 4), textcoords="offset points", ha="center", color=color)
-            continue
-        ax.hlines(r.value, i - 0.35, i + 0.35, color=color, lw=2.5)
-        ax.scatter([i] * len(r.per_repeat), r.per_repeat, color=color, s=18, zorder=3)
+        _commit_mark(ax, i, r)
     if tab.first_bad:
-        i = next(r.index for r in tab.rows if r.sha == tab.first_bad)
-        ax.axvline(i - 0.5, color=LIKE_BAD, ls="--", lw=1)
-        ax.annotate(f"{bisect_text.marker(tab)} from {tab.first_bad[:9]}" if tab.better
-                    else f"first bad: {tab.first_bad[:9]}", (i - 0.5, 1.0),
-                    xycoords=("data", "axes fraction"),
-                    xytext=(4, -4), textcoords="offset points", ha="left", va="top", color=LIKE_BAD)
+        _first_bad_line(ax, tab, tab.first_bad)
     labels = [""] * n
     for i, r in rows.items():
         labels[i] = r.sha[:7]
@@ -755,6 +764,16 @@ def _env_rows(ok: list[summary.CellSummary], packages: list[str]) -> tuple[dict,
     return where, rows, labels
 
 
+def _env_share(ax, cs: summary.CellSummary, y: float, color: str, cpu: bool) -> None:
+    """A cell's GC share in one environment: its interval a bar, its value a dot, its full
+    collections per repeat at the right."""
+    value, lo, hi = _share(cs.measured, cpu)
+    ax.plot([lo, hi], [y, y], color=color, lw=2.2, solid_capstyle="butt")
+    ax.plot(value, y, "o", color=color, ms=6, mec="white", mew=0.6)
+    ax.annotate(f"{summary.full_per_repeat(cs)} full", (1.0, y), xycoords=("axes fraction", "data"),
+                xytext=(6, 0), textcoords="offset points", va="center", ha="left", fontsize=TEXT_PT)
+
+
 def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pathlib.Path,
                       packages: list[str]) -> pathlib.Path | None:
     """The GC share of each cell that ran in an environment, one row per environment that was
@@ -773,16 +792,9 @@ def env_matrix_figure(cells: list[summary.CellSummary], workload: str, path: pat
                              squeeze=False, sharex=True, layout="constrained")
     ys = {r: len(rows) - 1 - i for i, r in enumerate(rows)}
     for ax, (backend, policy) in zip(axes[:, 0], panels, strict=True):
-        color = backend_color(backend)
         for cs in ok:
-            if (cs.key[0], cs.key[2]) != (backend, policy):
-                continue
-            value, lo, hi = _share(cs.measured, cpu)
-            y = ys[where[cs.key]]
-            ax.plot([lo, hi], [y, y], color=color, lw=2.2, solid_capstyle="butt")
-            ax.plot(value, y, "o", color=color, ms=6, mec="white", mew=0.6)
-            ax.annotate(f"{summary.full_per_repeat(cs)} full", (1.0, y), xycoords=("axes fraction", "data"),
-                        xytext=(6, 0), textcoords="offset points", va="center", ha="left", fontsize=TEXT_PT)
+            if (cs.key[0], cs.key[2]) == (backend, policy):
+                _env_share(ax, cs, ys[where[cs.key]], backend_color(backend), cpu)
         ax.set_yticks(range(len(rows)), list(reversed(labels)))
         ax.set_ylim(-0.6, len(rows) - 0.4)
         ax.grid(axis="x", alpha=0.3)
