@@ -43,14 +43,19 @@ def _policy_tests(ok: list[summary.CellSummary], values: dict[tuple, comparison.
     return out
 
 
+def _ranked_in(ok: list[summary.CellSummary], env: str) -> list[summary.CellSummary]:
+    """The cells ranked in one environment: its `default` cells, else those of its first policy."""
+    here = [cs for cs in ok if cs.key[2] == "default" and summary.context(cs.key) == env] or \
+        [cs for cs in ok if summary.context(cs.key) == env]
+    return [cs for cs in here if cs.key[2] == here[0].key[2]]
+
+
 def _rankings(ok: list[summary.CellSummary], values: dict[tuple, comparison.RepeatValues], min_effect: float,
               alpha: float) -> list[tuple[str, comparison.Test, tuple]]:
     """Per environment, the fastest backend against the slowest under one policy."""
     out: list[tuple[str, comparison.Test, tuple]] = []
     for env in dict.fromkeys(summary.context(cs.key) for cs in ok):
-        here = [cs for cs in ok if cs.key[2] == "default" and summary.context(cs.key) == env] or \
-            [cs for cs in ok if summary.context(cs.key) == env]
-        ranked = [cs for cs in here if cs.key[2] == here[0].key[2]]
+        ranked = _ranked_in(ok, env)
         if len(ranked) > 1:
             fastest = min(ranked, key=lambda cs: cs.measured.median_ms)
             slowest = max(ranked, key=lambda cs: cs.measured.median_ms)

@@ -203,6 +203,12 @@ class VersionTable:
     alpha: float = 0.05
 
 
+def _in_order(versions: list[str], by_version: dict) -> list[str]:
+    """The versions measured: those given first, in their order, then the rest by version."""
+    order = [v for v in versions if v in by_version]
+    return order + sorted((v for v in by_version if v not in order), key=venvs.version_key)
+
+
 def table(docs: list[ResultDoc], package: str, cell: tuple[str, str, str], metric: Metric, factor: float,
           versions: list[str] | None = None) -> VersionTable:
     """The bisect table of `docs` (results of `cell` in environments that differ in `package`).
@@ -218,9 +224,7 @@ def table(docs: list[ResultDoc], package: str, cell: tuple[str, str, str], metri
     check_factor(factor)
     package = envspec.normalize(package)
     by_version = _by_version(docs, package, cell)
-    order = [v for v in versions or [] if v in by_version]
-    order += sorted((v for v in by_version if v not in order), key=venvs.version_key)
-    rows, tests = _rows_and_tests(order, by_version, metric)
+    rows, tests = _rows_and_tests(_in_order(versions or [], by_version), by_version, metric)
     comparison.conclude([t for _, t in tests], comparison.ALPHA)
     for row, t in tests:
         row.p_adj, row.exact = t.p_adj, t.exact

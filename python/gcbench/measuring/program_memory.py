@@ -462,28 +462,30 @@ def format_tables(doc: MemoryDoc) -> str:
 
 
 def _gather_lines(gathers: list[GatherCase]) -> list[str]:
-    lines: list[str] = []
-    if gathers:
-        other = next((r.accelerator.platform for r in gathers if r.accelerator), None)
-        head = (f"{'size':<8} {'idx':<6} {'formulation':<15} {'forward':>11} {'grad args':>11} {'grad out':>11} "
-                f"{'grad temp':>11} {'gradient':>11} {'grad/fwd':>8} {'/floor':>7}"
-                + (f" {other + ' fwd':>11} {other + ' grad':>11}" if other else "") + "  measured (gradient run)")
-        lines += ["gather: total bytes of the forward and the gradient programs, XLA's CPU compiler"
-                  + (f" (and the {other} compiler's)" if other else ""), head, "-" * len(head)]
-        for r in gathers:
-            g = r.gradient
-            lines.append(
-                f"{r.size:<8} {r.index_dtype:<6} {r.formulation:<15} "
-                f"{fmt_bytes(r.forward.total_bytes):>11} "
-                f"{fmt_bytes(g.argument_bytes):>11} {fmt_bytes(g.output_bytes):>11} "
-                f"{fmt_bytes(g.temp_bytes):>11} {fmt_bytes(g.total_bytes):>11} "
-                f"{r.gradient_over_forward:>8.2f} {r.gradient_over_floor:>7.2f}{_accelerator_cells(r) if other else ''}"
-                f"  {_measured(r.measured)}"
-            )
-        lines.append("floor: the gradient's arguments plus its output; /floor is the gradient's total over it")
-        errors = sorted({r.accelerator.error for r in gathers if r.accelerator and r.accelerator.error})
-        lines += [f"{other}: {e}" for e in errors]
-    return lines
+    if not gathers:
+        return []
+    other = next((r.accelerator.platform for r in gathers if r.accelerator), None)
+    head = (f"{'size':<8} {'idx':<6} {'formulation':<15} {'forward':>11} {'grad args':>11} {'grad out':>11} "
+            f"{'grad temp':>11} {'gradient':>11} {'grad/fwd':>8} {'/floor':>7}"
+            + (f" {other + ' fwd':>11} {other + ' grad':>11}" if other else "") + "  measured (gradient run)")
+    lines = ["gather: total bytes of the forward and the gradient programs, XLA's CPU compiler"
+             + (f" (and the {other} compiler's)" if other else ""), head, "-" * len(head)]
+    lines += [_gather_line(r, other is not None) for r in gathers]
+    lines.append("floor: the gradient's arguments plus its output; /floor is the gradient's total over it")
+    errors = sorted({r.accelerator.error for r in gathers if r.accelerator and r.accelerator.error})
+    return lines + [f"{other}: {e}" for e in errors]
+
+
+def _gather_line(r: GatherCase, accelerator: bool) -> str:
+    """One gather case: its programs' bytes, the gradient over the forward and over its
+    floor, the accelerator's (where one compiled it) and the measured run's peak."""
+    g = r.gradient
+    return (f"{r.size:<8} {r.index_dtype:<6} {r.formulation:<15} "
+            f"{fmt_bytes(r.forward.total_bytes):>11} "
+            f"{fmt_bytes(g.argument_bytes):>11} {fmt_bytes(g.output_bytes):>11} "
+            f"{fmt_bytes(g.temp_bytes):>11} {fmt_bytes(g.total_bytes):>11} "
+            f"{r.gradient_over_forward:>8.2f} {r.gradient_over_floor:>7.2f}"
+            f"{_accelerator_cells(r) if accelerator else ''}  {_measured(r.measured)}")
 
 
 def _step_lines(steps: list[StepCase]) -> list[str]:

@@ -57,6 +57,15 @@ def memory_growth(s: CellStats) -> str | None:
 
 
 
+def _memory_parts(row: dict) -> list[str]:
+    """The peak resident set, and its growth where it grows faster than GROWTH_MIB."""
+    if row.get("peak_rss_mb") is None:
+        return []
+    growth = row.get("rss_growth_mb_per_1000")
+    growing = f" (growing {wording.fmt(growth)} MiB per 1,000 steps)" if growth and growth > GROWTH_MIB else ""
+    return [f"peak RSS {row['peak_rss_mb']:,.0f} MiB{growing}"]
+
+
 def describe_user_loop(row: dict, per_generation: list[int] | None = None) -> str:
     """A user's loop (its `record`) in one line: what `print(m)` shows; counts first (with
     `per_generation`, the collections of each generation in the steps and between them),
@@ -73,10 +82,7 @@ def describe_user_loop(row: dict, per_generation: list[int] | None = None) -> st
     parts += _collector_parts(row)
     parts += [f"median step {wording.fmt(row['median_ms'])} ms", f"mean {wording.fmt(row['mean_ms'])} ms",
               f"GC {100 * row['gc_share']:.2f} %"]
-    if row.get("peak_rss_mb") is not None:
-        growth = row.get("rss_growth_mb_per_1000")
-        growing = f" (growing {wording.fmt(growth)} MiB per 1,000 steps)" if growth and growth > GROWTH_MIB else ""
-        parts.append(f"peak RSS {row['peak_rss_mb']:,.0f} MiB{growing}")
+    parts += _memory_parts(row)
     if row.get("loaded_repeats"):
         parts.append("the machine was loaded: times not comparable, counts are")
     if row.get("warmup_gc_ms") is not None:

@@ -176,6 +176,17 @@ def _release(proc, written: bool) -> None:
             proc.stdin.close()
 
 
+def _send(proc, spec: str) -> None:
+    """The spec as one line; stdin stays open: the worker treats its end as our death."""
+    if proc.stdin is None:
+        raise RuntimeError("the worker was started without a pipe to its standard input")
+    try:
+        proc.stdin.write(spec + "\n")
+        proc.stdin.flush()
+    except BrokenPipeError:  # the worker died before reading its cell: its exit code says why
+        pass
+
+
 def _follow(proc: subprocess.Popen | warm_workers.ForkedWorker, spec: str, timeout: float, bar: Progress | None,
             err_path: pathlib.Path, until_written: bool = False) -> bool:
     """Hand the worker its cell and follow it to its end: its progress lines to the bar,
@@ -184,13 +195,7 @@ def _follow(proc: subprocess.Popen | warm_workers.ForkedWorker, spec: str, timeo
     lines: queue.Queue = queue.Queue()
     reader = threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True)
     reader.start()
-    try:  # the spec as one line; stdin stays open: the worker treats its end as our death
-        if proc.stdin is None:
-            raise RuntimeError("the worker was started without a pipe to its standard input")
-        proc.stdin.write(spec + "\n")
-        proc.stdin.flush()
-    except BrokenPipeError:  # the worker died before reading its cell: its exit code says why
-        pass
+    _send(proc, spec)
     deadline = time.monotonic() + timeout
     while proc.poll() is None or not lines.empty() or reader.is_alive():
         if time.monotonic() > deadline:
@@ -507,19 +512,22 @@ def cache_safe(environment: dict | None) -> bool:
     return jaxlib is None or version_key(jaxlib) >= version_key("0.5")
 
 
+def _unavailable(backend: str) -> str | None:
+    """Why a backend cannot run in this interpreter; None where it can."""
+    ok, why = get_backend(backend).availability()
+    return None if ok else why
+
+
 def _unavailable_backends(cells, log) -> dict[str, str]:
     """Why each backend that cannot run in this interpreter cannot, said before any cell runs,
     in one line per reason: the three Julia backends share theirs."""
-    why_not: dict[str, str] = {}
-    for backend in dict.fromkeys(c.backend for c in cells if c.env is None and unsupported_reason(c) is None):
-        ok, why = get_backend(backend).availability()
-        if not ok:
-            why_not[backend] = why
+    here = [c for c in cells if c.env is None and unsupported_reason(c) is None]
+    why_not = {b: why for b in dict.fromkeys(c.backend for c in here) if (why := _unavailable(b)) is not None}
     by_reason: dict[str, list[str]] = {}
     for backend, why in why_not.items():
         by_reason.setdefault(why, []).append(backend)
     for why, backends in by_reason.items():
-        count = sum(c.env is None and c.backend in backends and unsupported_reason(c) is None for c in cells)
+        count = sum(c.backend in backends for c in here)
         log(f"{', '.join(backends)}: unavailable: {why} ({count} cells recorded as unavailable)")
     return why_not
 
@@ -575,6 +583,14 @@ def _python(cell: Cell, batch: _Batch) -> str:
     return sys.executable if env is None or isinstance(env, Exception) else env.python
 
 
+def _announce_environment(cell: Cell, batch: _Batch) -> None:
+    """An environment that could not be built, said once for all its cells."""
+    if cell.env is not None and cell.env not in batch.announced:
+        batch.announced.add(cell.env)
+        count = sum(c.env == cell.env for c in batch.cells)
+        batch.log(f"environment {cell.env_spec.name}: unavailable ({count} cells recorded as unavailable)")
+
+
 def _not_runnable(cell: Cell, batch: _Batch) -> tuple[str | None, dict]:
     """Why `cell` cannot run (said once per reason), or None and `run_worker`'s arguments for
     its environment."""
@@ -582,10 +598,7 @@ def _not_runnable(cell: Cell, batch: _Batch) -> tuple[str | None, dict]:
     reason = unsupported_reason(cell)
     if env is not None and reason is None:
         if isinstance(env, Exception):
-            if cell.env is not None and cell.env not in batch.announced:
-                batch.announced.add(cell.env)
-                count = sum(c.env == cell.env for c in batch.cells)
-                batch.log(f"environment {cell.env_spec.name}: unavailable ({count} cells recorded as unavailable)")
+            _announce_environment(cell, batch)
             return f"environment {cell.env_spec.name}: {env}", {}
         return None, {"python": env.python, "environment": env.describe()}
     if reason is None:  # this interpreter: asked once, above; an environment's worker asks there
