@@ -106,6 +106,16 @@ def explicit_summary(docs: list[ResultDoc]) -> Explicit | None:
     return Explicit(per_gen.tolist(), (per_gen / len(docs)).tolist(), {k: v / len(docs) for k, v in ordered.items()})
 
 
+def _steps_off(d: ResultDoc, state: dict) -> int:
+    """The steps a repeat ran with its collector off (results before per-step states: all of
+    them where it was off from the start)."""
+    n = results.step_count(d)
+    enabled = results.step_array(d, "gc_enabled")
+    if enabled is not None:
+        return n - int(enabled.sum())
+    return n if state.get("gc_enabled") is False else 0
+
+
 def collector_summary(docs: list[ResultDoc]) -> CollectorState | None:
     """Steps that began with the collector off, over `docs`, and the calls that turned it
     off, on or froze the heap while a user's loop ran (first line and count); None where
@@ -116,13 +126,8 @@ def collector_summary(docs: list[ResultDoc]) -> CollectorState | None:
         if d.backend != "user" and d.gc_policy.startswith(("disable", "manual")):
             continue  # gcbench's own cell under a policy that turns it off: what it was asked to do
         state = results.part(d, "gc_state")
-        n = results.step_count(d)
-        steps += n
-        enabled = results.step_array(d, "gc_enabled")
-        if enabled is not None:
-            off += n - int(enabled.sum())
-        elif state.get("gc_enabled") is False:  # results before per-step states: off from the start
-            off += n
+        steps += results.step_count(d)
+        off += _steps_off(d, state)
         for name, c in (state.get("calls") or {}).items():
             seen = calls.get(name) or CollectorCall(0, c.get("first_at"))
             calls[name] = dataclasses.replace(seen, count=seen.count + int(c.get("count", 0)))
@@ -643,6 +648,14 @@ def memory_summary(docs: list[ResultDoc]) -> MemoryStats | None:
     return MemoryStats(**out) if out else None
 
 
+def _rss_growth(at: list[int], rss: list[int]) -> float | None:
+    """The resident set's growth in MiB per 1,000 steps, least squares over its samples
+    (three or more, at two steps or more)."""
+    if len(rss) < 3 or len(set(at)) < 2:
+        return None
+    return float(np.polyfit(np.asarray(at, np.float64), np.asarray(rss, np.float64) / 2**20, 1)[0]) * 1000
+
+
 def _memory_readings(d: ResultDoc) -> tuple[float | None, float | None, float | None]:
     """One repeat's peak resident set (MiB), its growth and the tracked objects' growth per
     1,000 steps, each None where not recorded; a growth is read over MIN_GROWTH_STEPS timed
@@ -651,9 +664,7 @@ def _memory_readings(d: ResultDoc) -> tuple[float | None, float | None, float | 
     rss, at = m.get("rss_bytes") or [], m.get("rss_step") or []
     n = results.step_count(d)
     peak = max(rss) / 2**20 if rss and max(rss) > 0 else None
-    slope = None
-    if len(rss) >= 3 and len(set(at)) >= 2 and n >= MIN_GROWTH_STEPS:
-        slope = float(np.polyfit(np.asarray(at, np.float64), np.asarray(rss, np.float64) / 2**20, 1)[0]) * 1000
+    slope = _rss_growth(at, rss) if n >= MIN_GROWTH_STEPS else None
     start, end = m.get("tracked_start"), m.get("tracked_end")
     tracked = (end - start) * 1000 / n if start is not None and end is not None and n >= MIN_GROWTH_STEPS else None
     return peak, slope, tracked

@@ -159,12 +159,18 @@ def _interpreter_line(docs: list[ResultDoc], meta: Mapping[str, Any]) -> str:
 def _loop_line(ok: list[ResultDoc]) -> str:
     """The loop's settings gcbench chose (batch, bookkeeping), and the repeats per cell."""
     own = [d for d in ok if d.backend != "user"]  # a loop measured by gcbench.measure has no batch gcbench set
+    repeats = sorted({cs.measured.repeats for cs in summary.summarize_all(ok)}) if ok else []
+    return _loop_settings(own) + \
+        f"repeats per cell (fresh processes, the unit of inference): {', '.join(map(str, repeats)) or '-'}"
+
+
+def _loop_settings(own: list[ResultDoc]) -> str:
+    """The batch sizes and bookkeeping of gcbench's own loops; a user's loops have their own."""
+    if not own:
+        return "Loops measured by `gcbench.measure` (their batch and bookkeeping are the user's own); "
     batches = sorted({results.batch_size(d) for d in own}, key=lambda b: (b is None, b or 0))  # old results: None
     books = sorted({d.bookkeeping or "none" for d in own})
-    repeats = sorted({cs.measured.repeats for cs in summary.summarize_all(ok)}) if ok else []
-    return (f"Batch size: {', '.join(map(str, batches))}; bookkeeping in the loop: {', '.join(books)}; " if own else
-            "Loops measured by `gcbench.measure` (their batch and bookkeeping are the user's own); ") + \
-        f"repeats per cell (fresh processes, the unit of inference): {', '.join(map(str, repeats)) or '-'}"
+    return f"Batch size: {', '.join(map(str, batches))}; bookkeeping in the loop: {', '.join(books)}; "
 
 
 def _commands(docs: list[ResultDoc], plan: Plan) -> list[list[str]]:
@@ -189,6 +195,13 @@ def _provenance(ok: list[ResultDoc]) -> str:
                                                                    sorted(counts.items(), key=lambda x: -x[1])))
 
 
+def _machine_kind(kind: str, mine: list[ResultDoc]) -> str:
+    """A kind of machine: its runs, and the nodes they ran on (the first four named)."""
+    hosts = sorted({results.part(d, "metadata").get("hostname") or "?" for d in mine})
+    return (f"{escape(kind)} ({len(mine)} runs on {len(hosts)} node{'s' if len(hosts) > 1 else ''}: "
+            f"{escape(', '.join(hosts[:4]))}{', ...' if len(hosts) > 4 else ''})")
+
+
 def _machines(ok: list[ResultDoc], meta: Mapping[str, Any], devices: list[str]) -> str:
     """The machine, or the kinds of machine side by side (whose repeats are never pooled)."""
     by_kind: dict[str, list[ResultDoc]] = {}
@@ -199,12 +212,7 @@ def _machines(ok: list[ResultDoc], meta: Mapping[str, Any], devices: list[str]) 
         return (f"Machine: {escape(meta.get('cpu', '?'))}, {meta.get('cpu_count', '?')} CPUs, "
                 f"{escape(meta.get('platform', '?'))}; device: "
                 f"{escape(', '.join(devices) or 'CPU (no JAX device recorded)')}")
-    each = []
-    for kind in kinds:
-        mine = by_kind[kind]
-        hosts = sorted({results.part(d, "metadata").get("hostname") or "?" for d in mine})
-        each.append(f"{escape(kind)} ({len(mine)} runs on {len(hosts)} node{'s' if len(hosts) > 1 else ''}: "
-                    f"{escape(', '.join(hosts[:4]))}{', ...' if len(hosts) > 4 else ''})")
+    each = [_machine_kind(kind, by_kind[kind]) for kind in kinds]
     return (f"Machines: {len(kinds)} kinds, whose repeats are never pooled: each cell appears once per kind of "
             f"machine, named after \"on\" in its label: " + "; ".join(each))
 
@@ -672,48 +680,9 @@ def _plots(ok, docs, workloads, out_dir, written) -> list:
     differ = environments.differing(environments.environments(docs))
     shown = [p for p in environments.KEY_PACKAGES if p in differ]  # the env matrix's columns
     for w in workloads:
-        mine = [cs for cs in ok if cs.key[1] == w]
-        matrix = plots.env_matrix_figure(mine, w, out_dir / f"env_matrix_{w}.png", shown)
-        figs: list[tuple[pathlib.Path | None, str, str]] = []  # (figure, alt text, caption)
-        if matrix:
-            figs += [(matrix, f"{w}: GC share by interpreter and package versions",
-                      "One panel per backend and policy, one row per environment that was measured, named by "
-                      "its Python and the versions of the packages that differ, ascending: the GC share of "
-                      "step time as a dot with its 95 % interval over the repeats, and the full collections "
-                      "per repeat at the right.")]
-        traces = plots.trace_figures(mine, w, out_dir, shown)
-        figs += [(plots.summary_figure(mine, w, out_dir / f"summary_{w}.png"),
-                 f"{w}: median step, GC share and full collections",
-                 "One row per backend (and environment), one row of panels per GC policy. Dots are the "
-                 f"estimates, bars their 95 % intervals over the repeats where a cell has {stats.MIN_PROCESSES} "
-                 "or more (the title says where none has); a fixed schedule of full collections has no bar. "
-                 "The median axis is logarithmic.")]
-        figs += [(path, f"{w}: every timed step of one repeat",
-                  "One panel per cell that made a full collection, showing one repeat (named in its title: r1 "
-                  "is the first, with its count of full collections and its median step). The line is the step "
-                  "time on a log axis, every panel on the same range, the dashed line its median; a cell that ran "
-                  "in an environment is named by the Python and the package versions it resolved; a black dot is "
-                  "the pause of a full collection, drawn at its own length on the step that held it (young "
-                  "collections are left unmarked). Cells without a full collection are named above the panels.")
-                 for path in traces]
-        figs += [(plots.gc_split_figure(mine, w, out_dir / f"gc_split_{w}.png"),
-                  f"{w}: mean step split into GC and the rest",
-                  "Bars are the mean step (all used repeats), black the part spent in GC pauses, the whisker "
-                  "the mean step's 95 % interval over the repeats; the label gives the GC share.")]
-        figs += [(plots.cumulative_gc_figure(mine, w, out_dir / f"cumulative_gc_{w}.png"),
-                  f"{w}: cumulative GC time",
-                  "GC pause time summed over the steps of each cell's first used repeat; each jump is a "
-                  "long collection. Where cells ran in several environments, each backend has its own row "
-                  "and each environment its own colour.")]
-        figs += [(plots.pauses_figure(mine, w, out_dir / f"pauses_{w}.png"),
-                  f"{w}: GC pause lengths by generation",
-                  "Every collection of the used repeats, by generation (hollow circle: 0, hollow square: 1, "
-                  "filled triangle: 2, the full collections), on a log axis.")]
-        figs += [(plots.ecdf_figure(mine, w, out_dir / f"ecdf_{w}.png"), f"{w}: distribution of step times",
-                  "For each step time, the share of steps at most that long, pooled over the used repeats; "
-                  "a long flat stretch before 1 is a tail of slow steps.")]
+        figs, traced = _workload_figures([cs for cs in ok if cs.key[1] == w], w, out_dir, shown)
         blocks += [Heading(escape(w), 3)]
-        if not traces:
+        if not traced:
             blocks.append(Para("No cell made a full collection in any repeat: no trace is drawn (the steps' "
                                "times are in the distributions below)."))
         for path, alt, caption in figs:
@@ -721,6 +690,52 @@ def _plots(ok, docs, workloads, out_dir, written) -> list:
                 blocks.append(Image(path, alt, caption))
                 written.append(path)
     return blocks
+
+
+def _workload_figures(mine: list, w: str, out_dir: pathlib.Path, shown: list[str]
+                      ) -> tuple[list[tuple[pathlib.Path | None, str, str]], bool]:
+    """One workload's figures, drawn in the order the page shows them, each with its alt
+    text and caption (None where a figure has nothing to draw); and whether any trace was."""
+    matrix = plots.env_matrix_figure(mine, w, out_dir / f"env_matrix_{w}.png", shown)
+    figs: list[tuple[pathlib.Path | None, str, str]] = []  # (figure, alt text, caption)
+    if matrix:
+        figs += [(matrix, f"{w}: GC share by interpreter and package versions",
+                  "One panel per backend and policy, one row per environment that was measured, named by "
+                  "its Python and the versions of the packages that differ, ascending: the GC share of "
+                  "step time as a dot with its 95 % interval over the repeats, and the full collections "
+                  "per repeat at the right.")]
+    traces = plots.trace_figures(mine, w, out_dir, shown)
+    figs += [(plots.summary_figure(mine, w, out_dir / f"summary_{w}.png"),
+             f"{w}: median step, GC share and full collections",
+             "One row per backend (and environment), one row of panels per GC policy. Dots are the "
+             f"estimates, bars their 95 % intervals over the repeats where a cell has {stats.MIN_PROCESSES} "
+             "or more (the title says where none has); a fixed schedule of full collections has no bar. "
+             "The median axis is logarithmic.")]
+    figs += [(path, f"{w}: every timed step of one repeat",
+              "One panel per cell that made a full collection, showing one repeat (named in its title: r1 "
+              "is the first, with its count of full collections and its median step). The line is the step "
+              "time on a log axis, every panel on the same range, the dashed line its median; a cell that ran "
+              "in an environment is named by the Python and the package versions it resolved; a black dot is "
+              "the pause of a full collection, drawn at its own length on the step that held it (young "
+              "collections are left unmarked). Cells without a full collection are named above the panels.")
+             for path in traces]
+    figs += [(plots.gc_split_figure(mine, w, out_dir / f"gc_split_{w}.png"),
+              f"{w}: mean step split into GC and the rest",
+              "Bars are the mean step (all used repeats), black the part spent in GC pauses, the whisker "
+              "the mean step's 95 % interval over the repeats; the label gives the GC share.")]
+    figs += [(plots.cumulative_gc_figure(mine, w, out_dir / f"cumulative_gc_{w}.png"),
+              f"{w}: cumulative GC time",
+              "GC pause time summed over the steps of each cell's first used repeat; each jump is a "
+              "long collection. Where cells ran in several environments, each backend has its own row "
+              "and each environment its own colour.")]
+    figs += [(plots.pauses_figure(mine, w, out_dir / f"pauses_{w}.png"),
+              f"{w}: GC pause lengths by generation",
+              "Every collection of the used repeats, by generation (hollow circle: 0, hollow square: 1, "
+              "filled triangle: 2, the full collections), on a log axis.")]
+    figs += [(plots.ecdf_figure(mine, w, out_dir / f"ecdf_{w}.png"), f"{w}: distribution of step times",
+              "For each step time, the share of steps at most that long, pooled over the used repeats; "
+              "a long flat stretch before 1 is a tail of slow steps.")]
+    return figs, bool(traces)
 
 
 @dataclasses.dataclass
