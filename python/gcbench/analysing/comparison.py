@@ -464,6 +464,11 @@ def within_phase(sa: stats.Schedule, sb: stats.Schedule, allowance: tuple[list[i
     return lo < hi
 
 
+def _differ_within_phase(sa: stats.Schedule, sb: stats.Schedule, allowance, explicit) -> bool:
+    """Schedules that differ (in counts, or a side not fixed) only as much as their phase moves."""
+    return (sa.counts != sb.counts or not (sa.constant and sb.constant)) and within_phase(sa, sb, allowance, explicit)
+
+
 def _test_count(metric: str, sa: stats.Schedule, sb: stats.Schedule, va: RepeatValues, vb: RepeatValues, key: str,
                 note: str, min_effect: float, alpha: float, allowance: tuple[list[int], list[int]] | None = None,
                 explicit: tuple[list[int], list[int]] | None = None, phase: bool = True) -> Test:
@@ -478,8 +483,7 @@ def _test_count(metric: str, sa: stats.Schedule, sb: stats.Schedule, va: RepeatV
     per_repeat = (float(np.mean(sa.counts)), float(np.mean(sb.counts)))
     # a side whose collector was off collected only when asked: its counts have no phase
     scheduled = phase and not (va.collector_off or vb.collector_off)
-    if scheduled and (sa.counts != sb.counts or not (sa.constant and sb.constant)) and \
-            within_phase(sa, sb, allowance, explicit):
+    if scheduled and _differ_within_phase(sa, sb, allowance, explicit):
         return Test(metric, ma, mb, mb - ma, (mb - ma, mb - ma), None, margin,
                     f"{note}; within what the schedule's phase moves (the heap a loop starts from sets it)", True,
                     phase=True, per_repeat=per_repeat)
@@ -537,15 +541,21 @@ def test_full(va: RepeatValues, vb: RepeatValues, min_effect: float, alpha: floa
                 ruled=ruled or same, period=period)
 
 
+def _periods_read(va: RepeatValues, vb: RepeatValues) -> bool:
+    """Both sides' collectors on, two or more repeats a side, each with its period read, and
+    the loop's own collections between steps as many on both sides."""
+    periods = va.periods + vb.periods
+    return not (va.collector_off or vb.collector_off or min(len(va.periods), len(vb.periods)) < 2
+                or None in periods or len(set(va.explicit_full) | set(vb.explicit_full)) > 1)
+
+
 def _periods_apply(va: RepeatValues, vb: RepeatValues) -> bool:
     """Whether the full collections' periods decide (`test_full`): the collector on, two or
     more repeats a side (one cannot show its schedule is the program's), the loop's own
     collections between steps told apart and as many on both sides, a period read on at
     least one side, and each side's repeats agreeing on theirs within the grain (repeats
     that disagree are samples: their counts are tested)."""
-    periods = va.periods + vb.periods
-    if va.collector_off or vb.collector_off or min(len(va.periods), len(vb.periods)) < 2 or None in periods or \
-            len(set(va.explicit_full) | set(vb.explicit_full)) > 1:
+    if not _periods_read(va, vb):
         return False
     grain = max(va.older_interval + vb.older_interval, default=0.0)
     sides = [_side_period(v) for v in (va, vb)]
@@ -1054,6 +1064,14 @@ class Detectable:
     tests: int
 
 
+def _repeats_needed(sd: float, n: int, alpha: float, run_sd: float, run_df: float) -> int | None:
+    """The fewest repeats a cell (more than `n`, under 100) that detect POWER_TARGET; None
+    where none do."""
+    return next((r for r in range(n + 1, 100)
+                 if (stats.detectable_change(sd, r, r, alpha, run_sd=run_sd, run_df=run_df) or 1e9) <= POWER_TARGET),
+                None)
+
+
 def detectable(cells_values: list[RepeatValues], alpha: float, tests: int = 1,
                run_sd: float = 0.0, run_df: float = RUN_DF) -> Detectable | None:
     """The smallest change of a median step that a comparison of these cells (their
@@ -1076,8 +1094,7 @@ def detectable(cells_values: list[RepeatValues], alpha: float, tests: int = 1,
     n = int(np.median(sizes))
     single = stats.detectable_change(sd, n, n, alpha, run_sd=run_sd, run_df=run_df)
     needed = None if single is not None and single <= POWER_TARGET else \
-        next((r for r in range(n + 1, 100)
-              if (stats.detectable_change(sd, r, r, alpha, run_sd=run_sd, run_df=run_df) or 1e9) <= POWER_TARGET), None)
+        _repeats_needed(sd, n, alpha, run_sd, run_df)
     return Detectable(sd, n, single, needed, run_sd,
                       stats.detectable_change(sd, 1000, 1000, alpha, run_sd=run_sd, run_df=run_df) if run_sd else None,
                       stats.detectable_change(sd, n, n, alpha / max(tests, 1), run_sd=run_sd, run_df=run_df), tests)

@@ -81,13 +81,20 @@ def pinned_like(environment: Mapping[str, Any], name: str) -> list[str]:
 
 # -- decisions ------------------------------------------------------------------------------------
 
+def _counts_apart(good: list[float], bad: list[float]) -> tuple[bool, str]:
+    """Two endpoints' full collections differ where their per-repeat counts do not overlap
+    (exactly, where every repeat of each made the same number)."""
+    apart = max(good) < min(bad) or max(bad) < min(good)
+    fixed = len(set(good)) == 1 and len(set(bad)) == 1
+    if not apart:
+        return False, "the per-repeat counts overlap"
+    return True, "exact: the counts are the same in every repeat" if fixed else "the per-repeat counts do not overlap"
+
+
 def endpoints_differ(metric: Metric, good: list[float], bad: list[float]) -> tuple[bool, str]:
     """Whether the endpoints differ by the rule, and how that was decided."""
     if metric.name == "full-collections":
-        apart = max(good) < min(bad) or max(bad) < min(good)
-        fixed = len(set(good)) == 1 and len(set(bad)) == 1
-        return apart, "exact: the counts are the same in every repeat" if fixed and apart else \
-            ("the per-repeat counts do not overlap" if apart else "the per-repeat counts overlap")
+        return _counts_apart(good, bad)
     from scipy import stats as sst
 
     if len(good) < 2 or len(bad) < 2:

@@ -300,14 +300,20 @@ def _first_change(rows: list[VersionRow], factor: float) -> str | None:
     """The first version whose change from the one before is larger than `factor` and shown
     by the repeats (exactly, or by the corrected test); it is marked in its row."""
     for row in rows:
-        change = row.change
-        if change is None or (row.p_adj is None and not row.exact):
-            continue
-        big = change == float("inf") or max(change, 1 / change if change else float("inf")) > factor
-        if big and (row.exact or (row.p_adj is not None and row.p_adj <= comparison.ALPHA)):
+        if _shown_change(row, factor):
             row.first_change = True
             return row.version
     return None
+
+
+def _shown_change(row: VersionRow, factor: float) -> bool:
+    """A change beyond `factor` either way that the repeats show (exactly, or by the
+    corrected test)."""
+    change = row.change
+    if change is None or (row.p_adj is None and not row.exact):
+        return False
+    big = change == float("inf") or max(change, 1 / change if change else float("inf")) > factor
+    return big and (row.exact or (row.p_adj is not None and row.p_adj <= comparison.ALPHA))
 
 
 def metric_value(name: str, doc: ResultDoc) -> float:

@@ -425,6 +425,14 @@ def _checked_given(given: dict) -> dict:
     return checked
 
 
+def _generations_over(measured: list[float], budget) -> list[str]:
+    """The generations whose collections per 1,000 steps are over their budget (one for all,
+    or one per generation: a list may budget the first generations only)."""
+    budgets = list(budget) if isinstance(budget, (list, tuple)) else [budget] * len(measured)
+    return [f"generation {g}: {_fmt(m)} > {_fmt(b)}"
+            for g, (m, b) in enumerate(zip(measured, budgets, strict=False)) if b is not None and m > b]
+
+
 def _schedule_said(f: BudgetFigures) -> str:
     """Where the full collections fell (at most 8 steps named), how many after the last
     step, and how many were the loop's own gc.collect() calls, with where they were called."""
@@ -694,13 +702,7 @@ class Budget:
         measured = self._figures().count(key)
         where = f" ({self.baseline.name}:{lines[key]})" if lines.get(key) and key not in self.given else ""
         if key == "max_collections_per_1000":
-            budgets = list(budget) if isinstance(budget, (list, tuple)) else [budget] * len(measured)
-            # strict=False: a list may budget the first generations only (baseline allows 1 to 3)
-            bad = [
-                f"generation {g}: {_fmt(m)} > {_fmt(b)}"
-                for g, (m, b) in enumerate(zip(measured, budgets, strict=False))
-                if b is not None and m > b
-            ]
+            bad = _generations_over(measured, budget)
             return f"the collector's own collections per 1,000 steps: {'; '.join(bad)}{where}" if bad else None
         if measured is None or measured <= budget:
             return None
@@ -917,11 +919,15 @@ def _rerun_for_sites(item, failed: _Failure, limit: float, why: str) -> tuple[li
                               f"reach the budget; {_known(failed)})")
     note = (f"(where: from a second run of the test's body with allocation sites traced, "
             f"{time.monotonic() - start:.1f} s; gc_budget(..., sites=True) traces them in the measured run)")
+    return where, note + _rerun_differs(failed, rerun)
+
+
+def _rerun_differs(failed: _Failure, rerun: _Rerun) -> str:
+    """The counts the traced rerun measured otherwise than the first run (its sites may then
+    not be the first run's)."""
     differs = [f"{k} {_fmt_count(rerun.measured.get(k))} where the first run measured {_fmt_count(v)}"
                for k, v in failed.measured.items() if rerun.measured and _differs(rerun.measured.get(k), v)]
-    if differs:
-        note += f"; the second run measured {'; '.join(differs)}: its sites may not be the first run's"
-    return where, note
+    return f"; the second run measured {'; '.join(differs)}: its sites may not be the first run's" if differs else ""
 
 
 RERUN_ALIKE = 0.1  # a rerun's count within a tenth of the first run's is the same count, said no more

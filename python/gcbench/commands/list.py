@@ -84,14 +84,19 @@ def suites() -> list[SuiteRow]:
     return out
 
 
+def _state(row: BackendRow, shared: set[str]) -> str:
+    """Whether a backend runs here; a reason several share is said once, below them."""
+    if row.available:
+        return "available"
+    return f"unavailable: {row.language} (below)" if row.reason in shared else f"unavailable: {row.reason}"
+
+
 def _print_backends(rows: list[BackendRow]) -> None:
     print("Backends:")
     # a reason several backends share (Julia's, for its three) is said once, after them
     shared = {r.reason for r in rows if not r.available and sum(o.reason == r.reason for o in rows) > 1}
     for row in rows:
-        state = "available" if row.available else \
-            f"unavailable: {row.language} (below)" if row.reason in shared else f"unavailable: {row.reason}"
-        print(f"  {row.name:<18} {row.language:<7} {state}")
+        print(f"  {row.name:<18} {row.language:<7} {_state(row, shared)}")
         print(f"  {'':<18} {row.description}")
         print(f"  {'':<18} workloads: {', '.join(row.workloads)}; policies: {', '.join(row.policies)}")
     for reason in sorted(shared):

@@ -220,15 +220,21 @@ def check_header(doc, where: str, format_: str, what: str, newest: int | None = 
     if not isinstance(doc, dict) or doc.get("format") != format_:
         raise UsageError(f"{where}: not a gcbench {what} (no \"format\": \"{format_}\")")
     if newest is not None:
-        version = doc.get("schema_version", None if versioned else 0)
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise UsageError(f"{where}: gcbench {what} without an integer schema_version")
-        if version < 1 and (versioned or "schema_version" in doc):
-            raise UsageError(f"{where}: {what} schema_version {version} is none gcbench wrote (they begin at 1)")
-        if version > newest:
-            raise UsageError(f"{where}: {what} schema_version {version} is newer than this gcbench reads "
-                             f"({newest}); upgrade gcbench to read it")
+        _check_version(doc, where, what, newest, versioned)
     return doc
+
+
+def _check_version(doc: dict, where: str, what: str, newest: int, versioned: bool) -> None:
+    """A document's schema_version: an integer from 1 (0 for a kind older files wrote
+    without one) to the newest this gcbench reads."""
+    version = doc.get("schema_version", None if versioned else 0)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise UsageError(f"{where}: gcbench {what} without an integer schema_version")
+    if version < 1 and (versioned or "schema_version" in doc):
+        raise UsageError(f"{where}: {what} schema_version {version} is none gcbench wrote (they begin at 1)")
+    if version > newest:
+        raise UsageError(f"{where}: {what} schema_version {version} is newer than this gcbench reads "
+                         f"({newest}); upgrade gcbench to read it")
 
 
 NAME_MAX, PATH_MAX = 255, 4096  # bytes: the longest name of one file, and of a whole path (Linux)

@@ -63,14 +63,18 @@ def format_schedule(sched: Schedule, what: str = "full collections") -> str:
     counts, steps = sched.counts, sched.steps
     of = f"{steps[0]:,} steps" if len(set(steps)) == 1 else f"{'/'.join(f'{n:,}' for n in steps)} steps"
     if sched.repeats == 1:
-        return f"{counts[0]:,} {what[:-1] if counts[0] == 1 and what.endswith('s') else what} in {of} (one repeat)"
+        return f"{_counted(counts[0], what)} in {of} (one repeat)"
     if not sched.total:
         return f"no {what} in any repeat of {of}"
     if not sched.constant:
         each = ", ".join(f"{c:,}" for c in counts)
         return f"{each} {what} in the repeats of {of} ({sched.total:,} in {sched.total_steps:,})"
-    head = f"{counts[0]:,} {what[:-1] if counts[0] == 1 and what.endswith('s') else what} in every repeat of {of}"
-    return head + _steps_said(sched)
+    return f"{_counted(counts[0], what)} in every repeat of {of}" + _steps_said(sched)
+
+
+def _counted(n: int, what: str) -> str:
+    """`1 full collection`, `4 full collections`."""
+    return f"{n:,} {what[:-1] if n == 1 and what.endswith('s') else what}"
 
 
 def _steps_said(sched: Schedule) -> str:
