@@ -543,19 +543,29 @@ def pauses(cs: summary.CellSummary) -> dict[int, np.ndarray]:
     incremental counts as generation 0, full as 2)."""
     out: dict[int, list] = {}
     for doc in cs.used_docs:
-        events = doc.gc_events
-        if events:
-            for gen, pause in zip(events["generation"], events["pause_ns"], strict=True):
-                if pause > 0:
-                    out.setdefault(int(gen), []).append(pause / 1e6)
-            continue
-        colls = summary.collections(doc)
-        full_gen = 2 if colls.shape[1] == 2 else colls.shape[1] - 1
-        for row, ns in zip(colls, doc.gc_ns, strict=True):
-            if row.sum() == 1 and ns > 0:
-                gen = int(np.argmax(row))
-                out.setdefault(full_gen if gen == colls.shape[1] - 1 else gen, []).append(ns / 1e6)
+        for gen, ms in _logged_pauses(doc) if doc.gc_events else _single_collection_steps(doc):
+            out.setdefault(gen, []).append(ms)
     return {g: np.asarray(v) for g, v in sorted(out.items())}
+
+
+def _logged_pauses(doc) -> list[tuple[int, float]]:
+    """Each logged collection's generation and pause in ms (those that took any time)."""
+    events = doc.gc_events
+    return [(int(gen), pause / 1e6) for gen, pause in zip(events["generation"], events["pause_ns"], strict=True)
+            if pause > 0]
+
+
+def _single_collection_steps(doc) -> list[tuple[int, float]]:
+    """Without a log: the steps that held exactly one collection, its generation (Julia's
+    full sweep as 2) and the step's pause in ms."""
+    colls = summary.collections(doc)
+    full_gen = 2 if colls.shape[1] == 2 else colls.shape[1] - 1
+    out = []
+    for row, ns in zip(colls, doc.gc_ns, strict=True):
+        if row.sum() == 1 and ns > 0:
+            gen = int(np.argmax(row))
+            out.append((full_gen if gen == colls.shape[1] - 1 else gen, ns / 1e6))
+    return out
 
 
 def _pause_points(ax, by_generation: dict, y: float, color: str, rng: np.random.Generator) -> None:
@@ -611,6 +621,13 @@ def pauses_figure(cells: list[summary.CellSummary], workload: str, path: pathlib
 LIKE_GOOD, LIKE_BAD, UNTESTED = "#0072B2", "#D55E00", "#777777"
 
 
+def _first_change_line(ax, i: int, factor: float) -> None:
+    """A dashed line before the first version with a tested change, named."""
+    ax.axvline(i - 0.5, color=LIKE_BAD, ls="--", lw=1)
+    ax.annotate(f"first change > {factor:g} x", (i - 0.5, 1.0), xycoords=("data", "axes fraction"), xytext=(4, -4),
+                textcoords="offset points", ha="left", va="top", color=LIKE_BAD)
+
+
 def bisect_figure(tab: VersionTable, path: pathlib.Path) -> pathlib.Path:
     """The bisected metric per version (every repeat a dot, the median a line) above the
     median step; the first version with a tested change is marked."""
@@ -630,11 +647,7 @@ def bisect_figure(tab: VersionTable, path: pathlib.Path) -> pathlib.Path:
             axes[0].annotate(r.status, (x[r.version], 0), xytext=(0, 4), textcoords="offset points",
                              ha="center", color=UNTESTED)
     if tab.first_change is not None:
-        i = x[tab.first_change]
-        axes[0].axvline(i - 0.5, color=LIKE_BAD, ls="--", lw=1)
-        axes[0].annotate(f"first change > {tab.factor:g} x", (i - 0.5, 1.0),
-                         xycoords=("data", "axes fraction"), xytext=(4, -4), textcoords="offset points",
-                         ha="left", va="top", color=LIKE_BAD)
+        _first_change_line(axes[0], x[tab.first_change], tab.factor)
     axes[0].set_ylabel(f"{tab.metric_title}{unit}")
     axes[0].set_ylim(bottom=0)
     axes[0].grid(axis="y", alpha=0.3)
@@ -710,32 +723,37 @@ def why_figure(explanations: list[Explanation], path: pathlib.Path) -> pathlib.P
     fig = plt.figure(figsize=(WIDTH, 2.5 * len(rows) + 0.8), layout="constrained")
     subfigures: Any = fig.subfigures(len(rows), 1)  # one row: a SubFigure, not an array of them
     for sub, (e, py, fi) in zip(np.atleast_1d(subfigures), rows, strict=True):
-        color = backend_color(e.backend)
         sub.suptitle(e.label + explain_qualifiers(e), x=0.01, ha="left", fontsize=12, fontweight="bold")
-        left, right = sub.subplots(1, 2)
-        promoted = np.asarray(py.promoted_per_step)
-        left.bar(np.arange(len(promoted)), promoted, width=1.0, color=color, alpha=0.55, lw=0)
-        # the table's figure is the mean over the steps: promotions come in bursts (at the
-        # collections of generation 1), so most bars stand above it and others are zero
-        mean = fi.promoted_per_step
-        left.axhline(mean, color="#111111", lw=1.6)
-        left.annotate(f"mean {wording.fmt(mean)} a step (the table's figure)", (0.01, mean),
-                      xycoords=("axes fraction", "data"), xytext=(2, 3), textcoords="offset points", ha="left",
-                      va="bottom", fontsize=TEXT_PT,
-                      color="#111111", bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
-        left.set_ylim(0, top)
-        left.set_ylabel("objects promoted\nper step")
-        oldest = np.asarray(py.oldest, dtype=float).reshape(-1, 2)
-        right.step(oldest[:, 0], oldest[:, 1], where="post", color=color, lw=1.3)
-        for s in py.full_steps:
-            right.axvline(s, color=FULL_COLOR, ls=":", lw=0.9)
-        right.set_ylabel("oldest generation,\nobjects (not from 0)")  # its growth is the point
-        for ax in (left, right):
-            ax.yaxis.set_major_formatter(mticker.StrMethodFormatter("{x:,.0f}"))
-            ax.grid(axis="y", alpha=0.3)
-            ax.set_xlabel("diagnostic step")
+        _why_row(sub, backend_color(e.backend), py, fi, top)
     fig.suptitle("why: what the collector had to do (diagnostic runs: their timings are disturbed)")
     return save(fig, path)
+
+
+def _why_row(sub, color: str, py, fi, top: float) -> None:
+    """One explanation: what each step promoted, with the mean the table gives, beside the
+    oldest generation's size over the run, its full collections marked."""
+    left, right = sub.subplots(1, 2)
+    promoted = np.asarray(py.promoted_per_step)
+    left.bar(np.arange(len(promoted)), promoted, width=1.0, color=color, alpha=0.55, lw=0)
+    # the table's figure is the mean over the steps: promotions come in bursts (at the
+    # collections of generation 1), so most bars stand above it and others are zero
+    mean = fi.promoted_per_step
+    left.axhline(mean, color="#111111", lw=1.6)
+    left.annotate(f"mean {wording.fmt(mean)} a step (the table's figure)", (0.01, mean),
+                  xycoords=("axes fraction", "data"), xytext=(2, 3), textcoords="offset points", ha="left",
+                  va="bottom", fontsize=TEXT_PT,
+                  color="#111111", bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
+    left.set_ylim(0, top)
+    left.set_ylabel("objects promoted\nper step")
+    oldest = np.asarray(py.oldest, dtype=float).reshape(-1, 2)
+    right.step(oldest[:, 0], oldest[:, 1], where="post", color=color, lw=1.3)
+    for s in py.full_steps:
+        right.axvline(s, color=FULL_COLOR, ls=":", lw=0.9)
+    right.set_ylabel("oldest generation,\nobjects (not from 0)")  # its growth is the point
+    for ax in (left, right):
+        ax.yaxis.set_major_formatter(mticker.StrMethodFormatter("{x:,.0f}"))
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_xlabel("diagnostic step")
 
 
 # -- many environments: a Python x package-versions grid ------------------------------------------
