@@ -73,6 +73,14 @@ def _side(name: str, ref: str, root: pathlib.Path, results: pathlib.Path) -> Sid
     return Side(name, gitrepo.export(root, commit.sha, "script"), results, f"{ref} ({commit.short})")
 
 
+def _script_of(side: Side, script: pathlib.Path) -> pathlib.Path:
+    """The script in a side's version of the code (an absolute path: the same in both)."""
+    target = side.root / script if not script.is_absolute() else script
+    if not target.is_file():
+        raise UsageError(f"{side.name} ({side.label}) has no {script}: the script must be in both versions")
+    return target
+
+
 def run(script: pathlib.Path, run_sides: list[Side], repeats: int, script_args: list[str],
         say: Callable[[str], None], timeout: float | None = None) -> ScriptRunsOutcome:
     """Each side's script `repeats` times, interleaved, in fresh processes; the results each
@@ -85,9 +93,7 @@ def run(script: pathlib.Path, run_sides: list[Side], repeats: int, script_args: 
     total, done = repeats * len(run_sides), 0
     for r in range(repeats):
         for side in run_sides:
-            target = side.root / script if not script.is_absolute() else script
-            if not target.is_file():
-                raise UsageError(f"{side.name} ({side.label}) has no {script}: the script must be in both versions")
+            target = _script_of(side, script)
             before = set(side.results.glob("*.json"))
             start = time.monotonic()
             proc = _run_once(target, side, script_args, timeout)

@@ -43,6 +43,17 @@ def levels(c: Comparison) -> str:
 
 
 
+def _more_repeats(d: Detectable) -> str:
+    """How many repeats would detect POWER_TARGET; or, two runs apart, that none would."""
+    if d.needed:
+        return f"; {d.needed} repeats per cell would detect {100 * POWER_TARGET:.0f} %"
+    if d.run_sd and (d.single is None or d.single > POWER_TARGET):
+        floor = f"{100 * d.floor:.0f} %" if d.floor is not None else "none"
+        return (f"; no number of repeats detects {100 * POWER_TARGET:.0f} % across two runs (the floor is {floor}): "
+                "measure both sides in one run (--env BASE --env HEAD, then compare --base/--head)")
+    return ""
+
+
 def format_detectable(d: Detectable | None) -> str:
     if d is None:
         return "smallest detectable change: needs 2 or more repeats per cell"
@@ -51,12 +62,7 @@ def format_detectable(d: Detectable | None) -> str:
              if d.run_sd else "")
     text = (f"smallest change of a median detected with 80 % power at {d.repeats} repeats per cell and the "
             f"spread measured here ({100 * d.spread:.1f} % between repeats){apart}: {one} for one test")
-    if d.needed:
-        text += f"; {d.needed} repeats per cell would detect {100 * POWER_TARGET:.0f} %"
-    elif d.run_sd and (d.single is None or d.single > POWER_TARGET):
-        floor = f"{100 * d.floor:.0f} %" if d.floor is not None else "none"
-        text += (f"; no number of repeats detects {100 * POWER_TARGET:.0f} % across two runs (the floor is {floor}): "
-                 "measure both sides in one run (--env BASE --env HEAD, then compare --base/--head)")
+    text += _more_repeats(d)
     if d.tests > 1:
         many = f"{100 * d.corrected:.0f} %" if d.corrected is not None else "none below 100x"
         text += f", {many} for one change among {d.tests} tests"

@@ -135,6 +135,24 @@ def _distribution(name: str, sha: str) -> str:
     return envspec.normalize(name)
 
 
+def _export_entry(repo: pathlib.Path, entry: str, into: pathlib.Path) -> str | None:
+    """One `ls-tree` entry written under `into` (a submodule, or a path outside the folder:
+    skipped); its path where the clone lacks its object, else None."""
+    meta, path = entry.split("\t", 1)
+    mode, kind, obj = meta.split()
+    if kind != "blob" or pathlib.PurePosixPath(path).is_absolute() or ".." in pathlib.PurePosixPath(path).parts:
+        return None
+    proc = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", obj], capture_output=True)
+    if proc.returncode != 0:
+        return path
+    dest = into / path
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(proc.stdout)  # a symbolic link (120000) becomes the text of its target, never followed
+    if mode == "100755":
+        dest.chmod(0o755)
+    return None
+
+
 def export(repo: pathlib.Path, sha: str, name: str) -> pathlib.Path:
     """The commit's files in a folder of the cache (`~/.cache/gcbench/src/NAME-SHA`), made
     once. A clone that lacks some objects (a partial or a size-limited copy: large data
@@ -150,21 +168,7 @@ def export(repo: pathlib.Path, sha: str, name: str) -> pathlib.Path:
     tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".{name}-{sha[:9]}-", dir=target.parent))
     try:
         listing = git(repo, "ls-tree", "-r", "-z", "--full-tree", sha).split("\0")
-        missing = []
-        for entry in filter(None, listing):
-            meta, path = entry.split("\t", 1)
-            mode, kind, obj = meta.split()
-            if kind != "blob" or pathlib.PurePosixPath(path).is_absolute() or ".." in pathlib.PurePosixPath(path).parts:
-                continue  # submodules; and nothing outside the folder
-            proc = subprocess.run(["git", "-C", str(repo), "cat-file", "blob", obj], capture_output=True)
-            if proc.returncode != 0:
-                missing.append(path)
-                continue
-            dest = tmp / path
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(proc.stdout)  # a symbolic link (120000) becomes the text of its target, never followed
-            if mode == "100755":
-                dest.chmod(0o755)
+        missing = [path for entry in filter(None, listing) if (path := _export_entry(repo, entry, tmp)) is not None]
         (tmp / ".gcbench-missing").write_text("".join(f"{m}\n" for m in missing))
         (tmp / ".gcbench-complete").write_text(sha + "\n")
         if target.exists():

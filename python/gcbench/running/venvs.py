@@ -425,6 +425,14 @@ def _pip_status(line: str, status) -> None:
             return
 
 
+def _built(spec: EnvSpec, env: Environment, seconds: float) -> str:
+    """An environment ready: its Python and key packages' versions, reused or built."""
+    how = "reused from the cache" if env.reused else f"built in {seconds:.0f} s"
+    shown = list(_SHOWN) + [requirement_name(p) for p in spec.pins]
+    versions = ", ".join(f"{d} {env.packages[d]}" for d in dict.fromkeys(shown) if d in env.packages)
+    return f"Python {env.python_version}{', ' + versions if versions else ''}; {how}"
+
+
 def build_all(specs: list[EnvSpec], distributions: list[str], rebuild: bool = False, log=print,
               progress: bool | None = None) -> dict[str, Environment | EnvUnavailable]:
     """Every environment of `specs`, built or from the cache; a failure is kept as its
@@ -446,10 +454,7 @@ def build_all(specs: list[EnvSpec], distributions: list[str], rebuild: bool = Fa
         try:
             env = ensure(spec, distributions, rebuild, status)
             out[spec.text] = env
-            how = "reused from the cache" if env.reused else f"built in {time.monotonic() - t0:.0f} s"
-            shown = list(_SHOWN) + [requirement_name(p) for p in spec.pins]
-            versions = ", ".join(f"{d} {env.packages[d]}" for d in dict.fromkeys(shown) if d in env.packages)
-            message = f"{desc}: Python {env.python_version}{', ' + versions if versions else ''}; {how}"
+            message = f"{desc}: {_built(spec, env, time.monotonic() - t0)}"
         except EnvUnavailable as e:
             out[spec.text] = e
             message = f"{desc}: unavailable: {e}"

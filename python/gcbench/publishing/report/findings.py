@@ -137,6 +137,11 @@ def _change_text(t: comparison.Test) -> str:
 POLICY_TESTS = ("policy_full", "policy_share", "policy_median", "policy_mean")
 
 
+def _any_decided(tests: list[comparison.Test]) -> bool:
+    """A test found a change (not undecided, the same, or not judged)."""
+    return any(t.verdict not in ("inconclusive", "same", comparison.NOT_JUDGED) for t in tests)
+
+
 def tests_table(cells: list[summary.CellSummary], min_effect: float = comparison.MIN_EFFECT,
                 alpha: float = comparison.ALPHA, family: list | None = None) -> Table | Para | None:
     """Each policy against `default` for the same backend: full collections, GC share,
@@ -149,7 +154,7 @@ def tests_table(cells: list[summary.CellSummary], min_effect: float = comparison
         return None
     tests = [[claims.policy_test(family, k, base, other) for k in POLICY_TESTS] for base, other in pairs]
     known = [t for row in tests for t in row if t is not None]
-    if all(t.verdict in ("inconclusive", "same", comparison.NOT_JUDGED) for t in known):
+    if not _any_decided(known):
         return Para(_undecided(pairs, known))
     rows = [[_pair_label(base, other)] + [_cell_text(t) for t in row]
             for (base, other), row in zip(pairs, tests, strict=True)]
@@ -231,12 +236,19 @@ def _ranking_claim(t: comparison.Test, fastest, slowest, ranked: int) -> str:
     return f"{head}: no ranking is claimed: the repeats cannot tell ({_ratio(t)}; {_why_not(t)})."
 
 
+def _how_known(t: comparison.Test) -> str:
+    """How a count's difference is known: exactly (fixed schedules), by its corrected test,
+    or as its note says."""
+    if t.exact:
+        return "both schedules fixed: an exact difference"
+    return f"the counts vary between repeats; p = {t.p_adj:.2g}" if t.p_adj is not None else t.note
+
+
 def _full_claim(t: comparison.Test, who: str, p: str, base, vb, vo) -> str:
     sb, so = vb.schedule, vo.schedule
     counts = (f"{wording.format_schedule(so)} under {code(p)}, against {wording.format_schedule(sb)} under "
               f"{code('default')}")
-    how = "both schedules fixed: an exact difference" if t.exact else \
-        (f"the counts vary between repeats; p = {t.p_adj:.2g}" if t.p_adj is not None else t.note)
+    how = _how_known(t)
     if t.verdict.startswith("fewer"):
         verb = "removes" if vo.full == 0 else "reduces"
         return f"{code(p)} {verb} the full collections of {who}: {counts} ({how})."

@@ -51,11 +51,16 @@ def _claims_by_verdict(by: dict[str, list[tuple[str, Row]]]) -> list[str]:
         if by.get(kind):
             parts.append(f"{kind}: " + "; ".join(f"{seed}: {r.claim}" for seed, r in by[kind]))
     if by.get("not run"):
-        why: dict[str, list[str]] = {}
-        for seed, r in by["not run"]:
-            why.setdefault(r.reason or "no reason recorded", []).append(f"{seed}: {r.claim}")
-        parts.append("not run: " + "; ".join(f"{', '.join(claims_)} ({reason})" for reason, claims_ in why.items()))
+        parts.append(_not_run(by["not run"]))
     return parts
+
+
+def _not_run(rows: list[tuple[str, Row]]) -> str:
+    """The claims not run, grouped by why."""
+    why: dict[str, list[str]] = {}
+    for seed, r in rows:
+        why.setdefault(r.reason or "no reason recorded", []).append(f"{seed}: {r.claim}")
+    return "not run: " + "; ".join(f"{', '.join(claims_)} ({reason})" for reason, claims_ in why.items())
 
 
 def section(doc: Reproduction) -> list:
