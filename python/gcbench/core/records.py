@@ -66,14 +66,19 @@ def _value_at(doc: Any, path: str) -> Any:
     return doc
 
 
+def _record_json(record: Any) -> dict[str, Any]:
+    """A dataclass's fields as JSON values, less its `NOT_WRITTEN` and its `OMIT_NONE` left None."""
+    omitted, unwritten = getattr(record, "OMIT_NONE", ()), getattr(record, "NOT_WRITTEN", ())
+    return {f.name: to_json(value) for f in dataclasses.fields(record) if f.name not in unwritten
+            and not ((value := getattr(record, f.name)) is None and f.name in omitted)}
+
+
 def to_json(record: Any) -> Any:
     """A record as JSON values, in the shape `from_json` reads. A record's fields named in
     its `OMIT_NONE` are left out where None, as its files have always had them, and those
     in its `NOT_WRITTEN` (its workings) always."""
     if dataclasses.is_dataclass(record) and not isinstance(record, type):
-        omitted, unwritten = getattr(record, "OMIT_NONE", ()), getattr(record, "NOT_WRITTEN", ())
-        return {f.name: to_json(value) for f in dataclasses.fields(record) if f.name not in unwritten
-                and not ((value := getattr(record, f.name)) is None and f.name in omitted)}
+        return _record_json(record)
     if isinstance(record, (list, tuple)):
         return [to_json(x) for x in record]
     if isinstance(record, dict):

@@ -496,6 +496,15 @@ def _holds_booleans(arr: list, rows: bool) -> bool:
     return bool in set(map(type, items))
 
 
+def _check_pauses(where: str, wall: np.ndarray, gc_ns: np.ndarray) -> None:
+    """No step's collector pauses outlast the step."""
+    over = np.flatnonzero(gc_ns > wall)
+    if over.size:
+        i = int(over[0])
+        raise UsageError(f"{where}: step {i} spent {int(gc_ns[i]):,} ns in collections, longer than the step "
+                         f"({int(wall[i]):,} ns)" + (f", and {over.size - 1} more steps" if over.size > 1 else ""))
+
+
 def _check_consistent(doc, where: str, arrays: dict[str, np.ndarray]) -> None:
     """What the parts of an ok result say of each other: its cell id names its backend and
     workload; no step's collector pauses outlast the step; the spec's step count is the
@@ -505,11 +514,7 @@ def _check_consistent(doc, where: str, arrays: dict[str, np.ndarray]) -> None:
         raise UsageError(f"{where}: cell {cell!r} does not belong to backend {backend!r} and workload {workload!r}")
     wall, gc_ns = (arrays[key] for key in ("wall_ns", "gc_ns"))  # as `_check_array` read them
     n = len(wall)
-    over = np.flatnonzero(gc_ns > wall)
-    if over.size:
-        i = int(over[0])
-        raise UsageError(f"{where}: step {i} spent {int(gc_ns[i]):,} ns in collections, longer than the step "
-                         f"({int(wall[i]):,} ns)" + (f", and {over.size - 1} more steps" if over.size > 1 else ""))
+    _check_pauses(where, wall, gc_ns)
     spec = doc.get("cell_spec") or {}
     steps = spec.get("steps")
     if isinstance(steps, int) and not isinstance(steps, bool) and steps != n:

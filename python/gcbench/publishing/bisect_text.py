@@ -61,15 +61,20 @@ def release_table(tab: VersionTable) -> str:
 
     out = [f"{tab.package} bisect of {tab.cell}: {tab.metric_title}", line(header)]
     out += [line(row) if row[4] != "-" else line(row[:4]) + "  " + row[-1] for row in rows]  # a reason takes the rest
+    return "\n".join(out + _release_notes(tab))
+
+
+def _release_notes(tab: VersionTable) -> list[str]:
+    """Under the table: that no version changed the metric (where none did), and the
+    versions asked for that have no result."""
+    out = []
     if tab.first_change is None:
-        out.append(
-            f"no version changes {tab.metric} by more than {tab.factor:g}x over the one before "
-            f"that the repeats show (exactly for fixed schedules, else by a test corrected by Benjamini-Hochberg "
-            f"at {tab.alpha:g})"
-        )
+        out.append(f"no version changes {tab.metric} by more than {tab.factor:g}x over the one before "
+                   f"that the repeats show (exactly for fixed schedules, else by a test corrected by "
+                   f"Benjamini-Hochberg at {tab.alpha:g})")
     if tab.missing:
         out.append(f"no results for {', '.join(tab.missing)}")
-    return "\n".join(out)
+    return out
 
 
 def marker(tab: CommitTable) -> str:

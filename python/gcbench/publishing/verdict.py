@@ -38,6 +38,12 @@ def _of_time(cpu: bool) -> str:
     return "of its CPU time" if cpu else "of its wall time"
 
 
+def _first_of(labels, shown: int = 3) -> str:
+    """The first `shown` labels, and "..." where there are more."""
+    labels = list(labels)
+    return ", ".join(labels[:shown]) + (", ..." if len(labels) > shown else "")
+
+
 def load_sentence(ok: list[summary.CellSummary]) -> str | None:
     """The machine was loaded: said first, with how much, and what that leaves judged."""
     used = [d for cs in ok for d in cs.used_docs]
@@ -54,7 +60,7 @@ def load_sentence(ok: list[summary.CellSummary]) -> str | None:
     if len(loaded) == len(ok):
         return (f"The machine was loaded: {repeats} of {total} repeats ran while {how}. Times are not judged; the "
                 f"{counts}; {_basis_words(ok)}.")
-    names = ", ".join(cs.label for cs in loaded[:3]) + (", ..." if len(loaded) > 3 else "")
+    names = _first_of(cs.label for cs in loaded)
     return (f"The machine was loaded: {repeats} of {total} repeats ran while {how}, in {len(loaded)} of {len(ok)} "
             f"cells ({names}). Their times are not judged, nor any comparison of times with them; the other cells' "
             f"times are, and the {counts}; {_basis_words(ok)}.")
@@ -82,10 +88,16 @@ def _full_cost(cs: summary.CellSummary) -> str:
     return ""
 
 
+def _other_policies(cs: summary.CellSummary, ok: list[summary.CellSummary]) -> list[summary.CellSummary]:
+    """The cells of the same backend, workload, environment and machine under another policy."""
+    b, w, p, env, node = cs.key
+    return [o for o in ok if o.key[:2] == (b, w) and o.key[3:] == (env, node) and o.key[2] != p]
+
+
 def _mitigation(cs: summary.CellSummary, ok: list[summary.CellSummary], cpu: bool) -> str | None:
     """The other policies of the same backend, workload and environment, tested on the mean step."""
-    b, w, p, env, node = cs.key
-    others = [o for o in ok if o.key[:2] == (b, w) and o.key[3:] == (env, node) and o.key[2] != p]
+    w, p = cs.key[1], cs.key[2]
+    others = _other_policies(cs, ok)
     if not others:
         return None
     if cs.measured.loaded or any(o.measured.loaded for o in others):  # counts, not times

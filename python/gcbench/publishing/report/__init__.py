@@ -413,6 +413,19 @@ def not_run_section(docs: list[ResultDoc], plan: Plan) -> list:
     return [Heading("Not run"), Table(["status", "reason", "runs", "which"], rows, align_right=(2,))]
 
 
+def _gather_answer(doc: program_memory.MemoryDoc, gathers: list) -> str:
+    """The gather gradients' memory over their forward programs', and the largest case's."""
+    fb = program_memory.fmt_bytes
+    ratios = [r.gradient_over_forward for r in gathers]
+    big = max(gathers, key=lambda r: r.forward.total_bytes)
+    return (f"The gradient of a gather takes {min(ratios):.2f}-{max(ratios):.2f} x the memory of its "
+            f"forward program over {len(gathers)} cases; at the largest, {escape(big.size)} with an "
+            f"{escape(big.index_dtype)} index ({escape(big.formulation)}, "
+            f"{program_memory.compiler_of(doc, big).upper()} compiler), "
+            f"{fb(big.forward.total_bytes)} forward against {fb(big.gradient.total_bytes)} for the gradient "
+            f"({big.gradient_over_forward:.2f} x; {big.gradient_over_floor:.2f} x its floor).")
+
+
 def memory_answer(doc: program_memory.MemoryDoc) -> str | None:
     """The answer of `gcbench memory`: how much more the gradient of a gather takes than its
     forward program (the seed's question), at the largest size measured; and the largest
@@ -420,16 +433,7 @@ def memory_answer(doc: program_memory.MemoryDoc) -> str | None:
     fb = program_memory.fmt_bytes
     gathers = doc.gathers()
     steps = [c for c in doc.steps() if c.total_bytes is not None]
-    said = []
-    if gathers:
-        ratios = [r.gradient_over_forward for r in gathers]
-        big = max(gathers, key=lambda r: r.forward.total_bytes)
-        said.append(f"The gradient of a gather takes {min(ratios):.2f}-{max(ratios):.2f} x the memory of its "
-                    f"forward program over {len(gathers)} cases; at the largest, {escape(big.size)} with an "
-                    f"{escape(big.index_dtype)} index ({escape(big.formulation)}, "
-                    f"{program_memory.compiler_of(doc, big).upper()} compiler), "
-                    f"{fb(big.forward.total_bytes)} forward against {fb(big.gradient.total_bytes)} for the gradient "
-                    f"({big.gradient_over_forward:.2f} x; {big.gradient_over_floor:.2f} x its floor).")
+    said = [_gather_answer(doc, gathers)] if gathers else []
     if steps:
         step = max(steps, key=lambda c: c.total_bytes or 0)
         said.append(f"The largest training step's program is {code(step.backend)} on {escape(step.workload)}: "
@@ -469,6 +473,16 @@ def _step_row(c: program_memory.StepCase) -> list[str]:
     return [*head, fb(c.argument_bytes or 0), fb(c.output_bytes or 0), fb(c.temp_bytes or 0), fb(c.total_bytes)]
 
 
+def _gather_table(doc: program_memory.MemoryDoc, gathers: list) -> Table:
+    """The gather cases, a column for the accelerator's compiler where one compiled them."""
+    other = next((r.accelerator.platform for r in gathers if r.accelerator), None)
+    rows = [_gather_row(doc, r, other is not None) for r in gathers]
+    return Table(["size", "index", "formulation", "compiler", "forward", "gradient temp", "gradient total",
+                  "gradient/forward", "gradient/floor"]
+                 + ([f"{escape(other.upper())} compiler: forward / gradient"] if other else [])
+                 + ["measured"], rows, align_right=tuple(range(4, 10 + (other is not None))))
+
+
 def memory_section(doc: program_memory.MemoryDoc) -> list:
     blocks = [
         Heading("Memory of compiled programs"),
@@ -484,12 +498,7 @@ def memory_section(doc: program_memory.MemoryDoc) -> list:
     ]
     gathers = doc.gathers()
     if gathers:
-        other = next((r.accelerator.platform for r in gathers if r.accelerator), None)
-        rows = [_gather_row(doc, r, other is not None) for r in gathers]
-        blocks.append(Table(["size", "index", "formulation", "compiler", "forward", "gradient temp",
-                             "gradient total", "gradient/forward", "gradient/floor"]
-                            + ([f"{escape(other.upper())} compiler: forward / gradient"] if other else [])
-                            + ["measured"], rows, align_right=tuple(range(4, 10 + (other is not None)))))
+        blocks.append(_gather_table(doc, gathers))
     steps = doc.steps()
     if steps:
         rows = [_step_row(c) for c in steps]
@@ -587,13 +596,14 @@ def _stage_and_move(folder, source, out_dir, before, spike_factor, title, bisect
 def _compared_policies(docs: list[ResultDoc]) -> bool:
     """Whether a command of the run asked for several GC policies (`--gc A,B`): a policy
     comparison, whose report answers what each policy did."""
-    for d in docs:
-        argv = [str(a) for a in results.part(d, "metadata").get("command") or []]
-        for i, a in enumerate(argv):
-            value = argv[i + 1] if a == "--gc" and i + 1 < len(argv) else a[5:] if a.startswith("--gc=") else None
-            if value is not None and "," in value:
-                return True
-    return False
+    return any("," in policies for d in docs
+               for policies in _gc_values([str(a) for a in results.part(d, "metadata").get("command") or []]))
+
+
+def _gc_values(argv: list[str]) -> list[str]:
+    """What a command line gave --gc (`--gc X` or `--gc=X`)."""
+    return [argv[i + 1] if a == "--gc" else a[5:] for i, a in enumerate(argv)
+            if (a == "--gc" and i + 1 < len(argv)) or a.startswith("--gc=")]
 
 
 def _in_order(docs: list[ResultDoc], plan: Plan, git_plan: gitbisect.CommitPlan | None = None) -> list[ResultDoc]:
