@@ -27,19 +27,31 @@ def _policy_tests(ok: list[summary.CellSummary], values: dict[tuple, comparison.
     """Each policy against `default` on the same backend, workload and environment."""
     out: list[tuple[str, comparison.Test, tuple]] = []
     for base in (cs for cs in ok if cs.key[2] == "default"):
-        vb = values[base.key]
         for other in ok:
-            b, w, p, e = *other.key[:3], summary.context(other.key)
-            if (b, w, e) != (base.key[0], base.key[1], summary.context(base.key)) or p == "default":
-                continue
-            vo = values[other.key]
-            ctx = (base, other, vb, vo)
-            if vb.full > 0 or vo.full > 0:
-                out.append(("policy_full", comparison.test_full(vb, vo, min_effect, alpha), ctx))
-            if sum(base.measured.collections) > 0:  # GC time is credited only where collections ran
-                out.append(("policy_share", comparison.test_gc_share(vb, vo, min_effect, alpha), ctx))
-            out.append(("policy_median", comparison.test_median(vb, vo, min_effect, alpha), ctx))
-            out.append(("policy_mean", comparison.test_mean(vb, vo, min_effect, alpha), ctx))
+            if _same_cell_other_policy(base, other):
+                out += _pair_tests(base, other, values[base.key], values[other.key], min_effect, alpha)
+    return out
+
+
+def _same_cell_other_policy(base: summary.CellSummary, other: summary.CellSummary) -> bool:
+    """`other` is `base`'s backend and workload in its environment, under another policy."""
+    b, w, p, e = *other.key[:3], summary.context(other.key)
+    return (b, w, e) == (base.key[0], base.key[1], summary.context(base.key)) and p != "default"
+
+
+def _pair_tests(base: summary.CellSummary, other: summary.CellSummary, vb: comparison.RepeatValues,
+                vo: comparison.RepeatValues, min_effect: float, alpha: float
+                ) -> list[tuple[str, comparison.Test, tuple]]:
+    """A policy against `default`: its full collections (where either made any), its GC share
+    (where collections ran), its median and its mean step."""
+    ctx = (base, other, vb, vo)
+    out = []
+    if vb.full > 0 or vo.full > 0:
+        out.append(("policy_full", comparison.test_full(vb, vo, min_effect, alpha), ctx))
+    if sum(base.measured.collections) > 0:  # GC time is credited only where collections ran
+        out.append(("policy_share", comparison.test_gc_share(vb, vo, min_effect, alpha), ctx))
+    out.append(("policy_median", comparison.test_median(vb, vo, min_effect, alpha), ctx))
+    out.append(("policy_mean", comparison.test_mean(vb, vo, min_effect, alpha), ctx))
     return out
 
 

@@ -986,18 +986,20 @@ def _pressure_values(ok: list[ResultDoc]) -> _Pressure:
             "pressure_unit": units.pop() if len(units) == 1 else None}
 
 
+def _known_rates(ok: list[ResultDoc], rate: Callable[[ResultDoc], float | None]) -> list[float] | None:
+    """A rate of every repeat, where every repeat read it (None where any did not, or none ran)."""
+    return stats.all_known([rate(d) for d in ok]) if ok else None
+
+
 def _rate_values(ok: list[ResultDoc]) -> _Rates:
     """What a starting heap cannot move, per repeat (`rates`): promotions and objects kept a
     step, the full collections' period, and the steps between collections of generation 1."""
-    promotions = [rates.promotions_per_step(d) for d in ok]
-    retained = [rates.growth_per_step(d) for d in ok]
     kept, span, from_rss = _bytes_values(ok)
-    work = [rates.examined_per_step(d) for d in ok]
-    return {"promotions": stats.all_known(promotions) if ok else None,
-            "retained": stats.all_known(retained) if ok else None,
+    return {"promotions": _known_rates(ok, rates.promotions_per_step),
+            "retained": _known_rates(ok, rates.growth_per_step),
             "bytes_kept": kept, "bytes_span": span,
             "bytes_from_rss": from_rss,
-            "gc_work": stats.all_known(work) if ok else None,
+            "gc_work": _known_rates(ok, rates.examined_per_step),
             "periods": [rates.full_period(d) for d in ok], "older_interval": [_older_interval(d) for d in ok],
             "any_collector_off": any(rates.collector_off(d) for d in ok)}
 
@@ -1308,14 +1310,20 @@ def compare_dirs(dir_a, dir_b, min_effect: float = MIN_EFFECT, alpha: float = AL
     return out
 
 
+def _rate_change(t: Test, effect: float) -> str:
+    """A rate's change in its note's words, relative only to a base beyond the resolution (a
+    leak from nothing is no percentage)."""
+    rel = f"{100 * effect / abs(t.a):+.0f} %: " if t.a and abs(t.a) >= t.margin else ""
+    return f"{rel}{t.note.split(';')[0]}"
+
+
 def _short_change(t: Test) -> str:
     if t.effect is None:
         return "no change measured"
     if t.metric == "gc_share":
         return f"{100 * t.effect:+.1f} points"
-    if t.metric in RATES:  # relative only to a base beyond the resolution (a leak from nothing is no percentage)
-        rel = f"{100 * t.effect / abs(t.a):+.0f} %: " if t.a and abs(t.a) >= t.margin else ""
-        return f"{rel}{t.note.split(';')[0]}"
+    if t.metric in RATES:
+        return _rate_change(t, t.effect)
     if t.metric == "full_rate" and t.period:
         return t.period
     if t.metric in ("full_rate", "collections"):
@@ -1429,10 +1437,9 @@ def mark_trades(tests: list[Test]) -> None:
         return
     gains = [t for t in tests if GAINS.get(t.metric) == t.verdict]
     for t in tests:
-        if COSTS.get(t.metric) == t.verdict:
-            bought = [g for g in gains if g.metric != t.metric]
-            if bought:
-                t.traded = f"{t.verdict} for {bought[0].verdict}"
+        bought = next((g for g in gains if g.metric != t.metric), None)
+        if COSTS.get(t.metric) == t.verdict and bought is not None:
+            t.traded = f"{t.verdict} for {bought.verdict}"
 
 
 def _trade(tests: list[Test]) -> str:

@@ -291,9 +291,9 @@ def _decision(i: int, n: int, r: _Tested, metric: Metric | None, g: _Tested | No
         return "bad (endpoint)"
     if not r.ran or r.value is None:
         return "skip"
-    if metric is not None and g is not None and b is not None and g.value is not None and b.value is not None:
-        return decide(metric, r.value, g.value, b.value)
-    return "-"
+    if metric is None or g is None or b is None or g.value is None or b.value is None:
+        return "-"  # the endpoints do not differ: nothing to decide against
+    return decide(metric, r.value, g.value, b.value)
 
 
 def save(folder: pathlib.Path, plan: CommitPlan) -> None:

@@ -214,8 +214,13 @@ def how_loaded(docs: list[ResultDoc]) -> tuple[int, str]:
     cores = _cores(loaded[0])
     if not (others and cores):
         return len(loaded), repeat_load(loaded[0]) or ""
-    lo, hi = f"{min(others):.1f}", f"{max(others):.1f}"
-    return len(loaded), f"other processes used {lo if lo == hi else f'{lo}-{hi}'} of {cores} cores"
+    return len(loaded), f"other processes used {_span(others)} of {cores} cores"
+
+
+def _span(values: list[float]) -> str:
+    """`1.2`, or `0.8-1.9` where the values differ (to one decimal)."""
+    lo, hi = f"{min(values):.1f}", f"{max(values):.1f}"
+    return lo if lo == hi else f"{lo}-{hi}"
 
 
 def load_level(doc: ResultDoc) -> tuple[float | None, float | None]:

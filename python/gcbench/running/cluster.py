@@ -431,13 +431,20 @@ def _all_gone(jobs, alive: dict | None) -> bool:
     return not _count_alive(alive, _arrays(j.job_id for j in jobs))
 
 
-def _collect(cells, out_dir, run_id, jobs, record: Submission, log) -> list[ResultDoc]:
-    handled: dict[str, str] = {}  # cells a job that ended normally measured, kept (--resume) or recorded: status
+def _handled(jobs: list, log) -> dict[str, str]:
+    """The cells the jobs that ended normally measured, kept (--resume) or recorded, by
+    status; each job that failed said."""
+    handled: dict[str, str] = {}
     for j in jobs:
         outcome, err = _job_outcome(j)
         if err:
             log(f"gcbench: job {j.job_id} failed: {err}")
         handled.update(outcome or {})
+    return handled
+
+
+def _collect(cells, out_dir, run_id, jobs, record: Submission, log) -> list[ResultDoc]:
+    handled = _handled(jobs, log)
     job_of = {cid: a.jobs[k] for a in record.arrays for k, share in enumerate(a.cells) for cid in share}
     docs: list[ResultDoc] = []
     missing = 0
@@ -529,6 +536,11 @@ def check_no_live_jobs(out_dir: pathlib.Path) -> None:
                          f"running; wait for them (`gcbench status {printable(out_dir)}`) or cancel them ({how})")
 
 
+def _of_submission(doc: ResultDoc | None, sub: Submission | None) -> bool:
+    """The result was measured by this submission's jobs."""
+    return sub is not None and doc is not None and results.run_id(doc) == sub.run_id
+
+
 def status(out_dir: pathlib.Path) -> FolderStatus:
     """What a results folder holds against its plan and, when it was submitted to a
     scheduler, which of its jobs are still queued or running."""
@@ -540,8 +552,7 @@ def status(out_dir: pathlib.Path) -> FolderStatus:
     for cid in planned:
         doc = runner.existing(out_dir / f"{cid}.json")
         counts["missing" if doc is None else doc.status] += 1
-        if sub and doc is not None and results.run_id(doc) == sub.run_id:
-            this_submission += 1
+        this_submission += _of_submission(doc, sub)
     state = plan.state
     submission = None
     if sub:
