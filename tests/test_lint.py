@@ -54,14 +54,17 @@ def test_the_linters_are_pinned_and_run_as_pinned():
 def test_no_function_is_within_two_of_radons_limit():
     """Issue 68: radon's cyclomatic complexity, the measure the issue reads (ruff's mccabe
     counts a comprehension's conditions otherwise: `compare_docs` read 21 by radon and
-    passed ruff's 20): no function above 18, and what the package averages is printed."""
+    passed ruff's 20): no function above 18, and the package's average at or under 4.0."""
     radon = pytest.importorskip("radon.complexity")
     blocks = [b for path in sorted((ROOT / "python" / "gcbench").rglob("*.py"))
               for b in radon.cc_visit(path.read_text())]
     worst = sorted(blocks, key=lambda b: -b.complexity)[:3]
     assert worst[0].complexity <= 18, [(b.name, b.complexity) for b in worst]
     assert len(blocks) > 1000
-    print(f"radon: {len(blocks)} blocks, average {radon.average_complexity(blocks):.3f}")
+    average = radon.average_complexity(blocks)
+    print(f"radon: {len(blocks)} blocks, average {average:.3f}")
+    # issue 68: at or under 4.0 (4.40 as the issue's last session began, 4.60 when it was filed)
+    assert average <= 4.0, f"radon's average complexity is {average:.3f}, above 4.0"
 
 
 # pytest-benchmark's rule set (its pyproject.toml, [tool.ruff.lint] select): ours holds at least these.

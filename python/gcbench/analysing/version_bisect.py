@@ -98,9 +98,8 @@ def parse_cell(text: str) -> tuple[str, str, str]:
     return backend, workload, policy
 
 
-def plan_envs(package: str, versions: list[str], base: envspec.EnvSpec) -> list[envspec.EnvSpec]:
-    """One environment per version: the base's interpreter and pins, and `package==version`."""
-    name = envspec.normalize(package)
+def _check_versions(versions: list[str]) -> None:
+    """--versions: at least one, none twice, each a version."""
     if not versions:
         raise UsageError("--versions names no version")
     if len(set(versions)) != len(versions):
@@ -109,6 +108,12 @@ def plan_envs(package: str, versions: list[str], base: envspec.EnvSpec) -> list[
     if bad:
         raise UsageError(f"--versions {bad[0]!r} is not a version (like 0.13.2); pins of other packages "
                          "go into --env")
+
+
+def plan_envs(package: str, versions: list[str], base: envspec.EnvSpec) -> list[envspec.EnvSpec]:
+    """One environment per version: the base's interpreter and pins, and `package==version`."""
+    name = envspec.normalize(package)
+    _check_versions(versions)
     others = [p for p in base.pins if envspec.requirement_name(p) != name]
     text = " ".join(([f"python={base.python}"] if base.python else []) + others)
     return [envspec.parse(f"{text} {name}=={v}".strip()) for v in versions]

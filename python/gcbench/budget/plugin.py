@@ -425,10 +425,17 @@ def _checked_given(given: dict) -> dict:
     return checked
 
 
+def _threads_line(others: list[str]) -> str:
+    """The other Python threads whose objects a tracked-growth count takes in too."""
+    return ("  the growth counts every thread's objects, and other Python threads run in this process: "
+            + ", ".join(others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4 else ""))
+
+
 def _generations_over(measured: list[float], budget) -> list[str]:
     """The generations whose collections per 1,000 steps are over their budget (one for all,
     or one per generation: a list may budget the first generations only)."""
     budgets = list(budget) if isinstance(budget, (list, tuple)) else [budget] * len(measured)
+    # strict=False: a list may budget the first generations only (baseline allows 1 to 3)
     return [f"generation {g}: {_fmt(m)} > {_fmt(b)}"
             for g, (m, b) in enumerate(zip(measured, budgets, strict=False)) if b is not None and m > b]
 
@@ -669,6 +676,13 @@ class Budget:
                 f"{asked} gc.collect() calls ({_fmt(f.max_explicit_per_1000)} per 1,000 steps) are not in it: count "
                 "them with max_explicit_per_1000"), stacklevel=4)
 
+    def _largest_so_far(self, written: dict) -> dict:
+        """A hypothesis test's budgets: the largest over the examples this session ran."""
+        largest = self.request.node.stash.setdefault(_LARGEST, {}).setdefault(self.key, {})
+        for k, v in written.items():
+            largest[k] = _larger(largest.get(k), v)
+        return {k: largest[k] for k in written}
+
     def _update_baseline(self) -> None:
         """--gc-budget-update: the measured counts, with their margin, into the budget file;
         a budget the test's call names wins over the file, so writing it would be a value
@@ -678,10 +692,7 @@ class Budget:
         written = {k: baseline.budget_of(k, f.count(k), f.steps) for k in COUNTED
                    if f.count(k) is not None and k not in skipped}
         if _is_hypothesis_test(self.request.node):  # the largest over the examples this session ran
-            largest = self.request.node.stash.setdefault(_LARGEST, {}).setdefault(self.key, {})
-            for k, v in written.items():
-                largest[k] = v = _larger(largest.get(k), v)
-                written[k] = v
+            written = self._largest_so_far(written)
         if written:
             baseline.update(self.baseline, self.key, written)
         if skipped:
@@ -762,8 +773,7 @@ class Budget:
             lines.append(f"  kept alive at the end ({f.kept_total:,} objects made in the steps): " + self._where(
                 f.kept, f.kept_total, "none"))
         if "max_tracked_growth_per_1000" in keys and (others := _other_threads()):
-            lines.append("  the growth counts every thread's objects, and other Python threads run in this process: "
-                         + ", ".join(others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4 else ""))
+            lines.append(_threads_line(others))
         if f.garbage_total and ({"max_collections_per_1000", "max_full_per_1000"} & set(keys)):
             lines.append(f"  cyclic garbage the collections freed ({f.garbage_total:,} objects): " + self._where(
                 f.garbage, f.garbage_total, "none"))

@@ -44,15 +44,20 @@ def _check_sizes(args) -> None:
         raise UsageError(f"--timeout must be a positive, finite number of seconds, got {args.timeout:g}")
 
 
-def _checked_cases(args) -> list[str]:
-    """The cases to reproduce, and the options checked: a mistake is one line."""
-    only = config.split_list(args.only, "--only") if args.only is not None else list(seed_cases.CASES)
-    _check_sizes(args)
+def _check_cases(only: list[str]) -> None:
+    """The cases named are seed cases (at least one)."""
     unknown = [c for c in only if c not in seed_cases.CASES]
     if unknown or not only:
         hint = did_you_mean(unknown[0], seed_cases.CASES) if unknown else ""
         raise UsageError(f"unknown case {unknown[0] if unknown else '(none)'}{hint}; cases: "
                          f"{', '.join(seed_cases.CASES)}")
+
+
+def _checked_cases(args) -> list[str]:
+    """The cases to reproduce, and the options checked: a mistake is one line."""
+    only = config.split_list(args.only, "--only") if args.only is not None else list(seed_cases.CASES)
+    _check_sizes(args)
+    _check_cases(only)
     if args.resume and args.force:
         raise UsageError("--resume and --force exclude each other: keep what is there, or replace it")
     return only

@@ -95,6 +95,17 @@ def short_pin(pin: str) -> str:
     return f"{m.group(1)}@{where.rsplit('@', 1)[-1][:9]}" if "@" in where.split("://", 1)[-1] else pin
 
 
+def _check_versions(req: Requirement, name: str, token: str, text: str) -> None:
+    """A pin's versions: at least one, each a version (PEP 440's === takes any text)."""
+    if not req.specifier:
+        raise UsageError(f"environment {text!r}: {token!r} pins no version; write it as {name}==VERSION")
+    for spec in req.specifier:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.*+!_-]*", spec.version):
+            raise UsageError(
+                f"environment {text!r}: {token!r}: {spec.version!r} after {spec.operator} is not a version"
+            )
+
+
 def _parse_pin(token: str, text: str) -> tuple[str, str]:
     """One pin of an environment, read as PEP 508 by `packaging`: (normalized name, the pin
     as the spec spells it). Versions need an operator; markers have no place in a pin; a
@@ -112,13 +123,7 @@ def _parse_pin(token: str, text: str) -> tuple[str, str]:
             raise UsageError(f"environment {text!r}: {token!r} names a source gcbench does not build from "
                              "(git+URL@REF, or a file:// folder)")
         return name, f"{name}@{req.url}"
-    if not req.specifier:
-        raise UsageError(f"environment {text!r}: {token!r} pins no version; write it as {name}==VERSION")
-    for spec in req.specifier:  # PEP 440's === takes any text; a version it must still be
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.*+!_-]*", spec.version):
-            raise UsageError(
-                f"environment {text!r}: {token!r}: {spec.version!r} after {spec.operator} is not a version"
-            )
+    _check_versions(req, name, token, text)
     extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
     as_given = re.match(rf"^{_NAME}\s*(?:\[[^\]]*\])?\s*(.*)$", token)
     written = as_given.group(1) if as_given else str(req.specifier)  # the operators as given

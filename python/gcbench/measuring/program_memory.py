@@ -125,13 +125,18 @@ class MemoryDoc:
         return [c for c in self.cases if isinstance(c, StepCase)]
 
 
+def _a_count(text: str) -> bool:
+    """A positive integer of at most 12 ASCII digits."""
+    digits = text.strip()
+    return digits.isascii() and digits.isdigit() and len(digits) <= 12 and int(digits) > 0
+
+
 def parse_size(text: str) -> tuple[str, int, int]:
     """`small`, `seed`, or `N,M` (x is N^3 float32, idx has M rows) -> (label, N, M)."""
     if text in SIZES:
         return (text, *SIZES[text])
     parts = text.split(",")
-    if len(parts) == 2 and all(p.strip().isascii() and p.strip().isdigit() and len(p.strip()) <= 12 and int(p) > 0
-                               for p in parts):
+    if len(parts) == 2 and all(_a_count(p) for p in parts):
         n, m = (int(p) for p in parts)
         if n**3 > 2**31 - 1:
             raise UsageError(f"bad size {text!r}: x would hold N^3 = {n**3:,} elements, more than JAX's 32-bit "

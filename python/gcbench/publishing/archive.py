@@ -90,6 +90,19 @@ def _extract(tar: tarfile.TarFile, member: tarfile.TarInfo, folder: str) -> None
         shutil.copyfileobj(src, dst)
 
 
+def _unpack(path: pathlib.Path, into: str) -> None:
+    """The archive's members into `into`, each header checked before anything is read."""
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            seen: set[str] = set()
+            total = 0
+            for member in tar:
+                total += _checked_member(path, member, seen, total)
+                _extract(tar, member, into)
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise UsageError(f"{path}: not a readable results archive ({e})") from None
+
+
 @contextlib.contextmanager
 def opened(source: pathlib.Path):
     """A results folder for `source`: the folder itself, or an archive unpacked into a
@@ -107,15 +120,7 @@ def opened(source: pathlib.Path):
         raise UsageError(f"{source}: neither a results folder nor a {NAME} archive")
     files.sweep_stale_temps("results")
     with tempfile.TemporaryDirectory(prefix=files.owned_temp_prefix("results")) as tmp:
-        try:
-            with tarfile.open(path, "r:gz") as tar:
-                seen: set[str] = set()
-                total = 0
-                for member in tar:  # headers one by one: sizes are checked before anything is read
-                    total += _checked_member(path, member, seen, total)
-                    _extract(tar, member, tmp)
-        except (tarfile.TarError, OSError, EOFError) as e:
-            raise UsageError(f"{path}: not a readable results archive ({e})") from None
+        _unpack(path, tmp)
         try:
             yield pathlib.Path(tmp)
         except UsageError as e:  # a member refused: named in the archive, not in a folder gone by now

@@ -112,8 +112,13 @@ def _comparison_row(r: PairRow) -> list[str]:
     return [r.cell + (" (forced)" if r.forced else "") + (" (paired by round)" if m.paired else ""),
             *_counts(f, colls), f"{wording.fmt(pressure.a)}->{wording.fmt(pressure.b)}" if pressure else "-",
             f"{100 * (g.a or 0.0):.2f}->{100 * (g.b or 0.0):.2f}{cpu}",
-            f"{wording.fmt(m.a)}->{wording.fmt(m.b)}", _change(m) if not m.not_judged else NOT_JUDGED,
-            f"{wording.fmt(mean.a)}->{wording.fmt(mean.b)}", _change(mean) if not mean.not_judged else NOT_JUDGED]
+            f"{wording.fmt(m.a)}->{wording.fmt(m.b)}", _judged_change(m),
+            f"{wording.fmt(mean.a)}->{wording.fmt(mean.b)}", _judged_change(mean)]
+
+
+def _judged_change(t: Test) -> str:
+    """A time's change and interval, or that it was not judged."""
+    return NOT_JUDGED if t.not_judged else _change(t)
 
 
 

@@ -68,13 +68,16 @@ def _julia_lines(jl: JuliaAllocs) -> list[str]:
 
 
 
+def _where_collected(between: list[int], explicit: list[int]) -> str:
+    """The collections outside every step and the loop's own gc.collect() calls, where any."""
+    return "; ".join(part for part in (
+        f"between steps: {sum(between):,}, {between[2]:,} full" if any(between) else "",
+        f"explicit gc.collect() calls: {sum(explicit):,}, {explicit[2]:,} full" if any(explicit) else "") if part)
+
+
 def _collections_line(expl: Explanation, py: PythonDiagnosis) -> str:
     c = expl.counts
-    x = expl.explicit or [0, 0, 0]
-    b = expl.between or [0, 0, 0]
-    where = "; ".join(part for part in (
-        f"between steps: {sum(b):,}, {b[2]:,} full" if any(b) else "",
-        f"explicit gc.collect() calls: {sum(x):,}, {x[2]:,} full" if any(x) else "") if part)
+    where = _where_collected(expl.between or [0, 0, 0], expl.explicit or [0, 0, 0])
     return (f"collections in {py.steps} steps: {c[0]:,} of generation 0, {c[1]:,} of generation 1, {c[2]:,} full"
             + (f" ({where})" if where else "")
             + f"; objects collected: {expl.collected:,}"

@@ -40,6 +40,14 @@ def describe_explicit(e: Explicit, shown: int = 3) -> str:
 
 
 
+def _tracked_words(tracked: float | None) -> str:
+    """How many more (or fewer) objects the collector tracks every 1,000 steps."""
+    if tracked is None:
+        return ""
+    return (f", and the collector tracks {abs(tracked):,.0f} {'more' if tracked >= 0 else 'fewer'} objects every "
+            "1,000 steps")
+
+
 def memory_growth(s: CellStats) -> str | None:
     """That a cell's memory grows across its loop, in words, or None: its resident set
     grows by more than GROWTH_MIB per 1,000 steps (and, with an interval, surely above 0),
@@ -49,9 +57,7 @@ def memory_growth(s: CellStats) -> str | None:
     if g is None or g <= GROWTH_MIB or (ci is not None and ci[0] <= 0):
         return None
     interval = f" (95 % {wording.fmt_range(ci[0], ci[1])})" if ci else ""
-    tracked = m.tracked_growth_per_1000
-    objects = (f", and the collector tracks {abs(tracked):,.0f} {'more' if tracked >= 0 else 'fewer'} objects every "
-               "1,000 steps" if tracked is not None else "")
+    objects = _tracked_words(m.tracked_growth_per_1000)
     peak = f" to a peak of {m.peak_rss_mb:,.0f} MiB" if m.peak_rss_mb is not None else ""
     return f"its memory grows across the loop: {wording.fmt(g)} MiB per 1,000 steps{interval}{peak}{objects}"
 
