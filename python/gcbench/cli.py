@@ -188,8 +188,10 @@ def flag(option: str) -> str:
 def _exit_code(e: BaseException) -> int | None:
     """The exit status of an error the command line ends on with one line (a file name
     longer than the file system takes: 2) or a signal's; None for any other (a bug: its
-    traceback is shown)."""
-    if isinstance(e, OSError) and e.errno == errno.ENAMETOOLONG:
+    traceback is shown). Any other OSError is such a bug, whatever interrupt it came with."""
+    if isinstance(e, OSError):
+        if e.errno != errno.ENAMETOOLONG:
+            return None
         print(f"gcbench: error: {e.filename or ''}: a file name longer than the file system takes", file=sys.stderr)
         return 2
     return _signalled(e)

@@ -119,11 +119,17 @@ def commit_table(tab: CommitTable, culprit: Culprit | None = None) -> str:
     return "\n".join(lines)
 
 
+def commit_values(r: CommitRow, width: int) -> tuple[str, str]:
+    """A tested commit's value ("-" without one) and its repeats' values, or why it has none
+    (cut to `width`): the terminal's table and the report's say the same."""
+    value = "-" if r.value is None else f"{r.value:.3g}"
+    return value, ", ".join(f"{v:.3g}" for v in r.per_repeat) or (r.why_not or "")[:width]
+
+
 def _commit_line(tab: CommitTable, r: CommitRow) -> str:
     """A tested commit: its value and per-repeat values (or why it has none), its decision
     and subject, the first bad one marked."""
-    value = "-" if r.value is None else f"{r.value:.3g}"
-    per = ", ".join(f"{v:.3g}" for v in r.per_repeat) or (r.why_not or "")[:24]
+    value, per = commit_values(r, 24)
     mark = f" <- {marker(tab)}" if r.sha == tab.first_bad else ""
     return (f"{r.sha[:9]:<10} {r.date:<10} {value:>10}  {per[:24]:<24} {shown_decision(tab, r.decision):<16} "
             f"{r.subject[:60]}{mark}")

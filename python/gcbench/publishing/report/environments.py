@@ -134,8 +134,8 @@ def gitbisect_headline(tab: CommitTable) -> Table:
 def _commit_row(tab: CommitTable, r) -> list[str]:
     """A tested commit's row: its value and per-repeat values (or why it has none), and its
     decision."""
-    return [code(r.sha[:9]), escape(r.date), escape(r.subject[:80]), "-" if r.value is None else f"{r.value:.3g}",
-            escape(", ".join(f"{v:.3g}" for v in r.per_repeat) or (r.why_not or "")[:120]),
+    value, per = bisect_text.commit_values(r, 120)
+    return [code(r.sha[:9]), escape(r.date), escape(r.subject[:80]), value, escape(per),
             escape(bisect_text.decision_text(tab, r))]
 
 
